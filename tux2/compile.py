@@ -1,0 +1,138 @@
+"""UDFs → numba kernels (one kernel, many drivers: the loops live here once).
+
+User UDFs are plain Python. Each is compiled with numba and called from a
+generated edge or vertex loop; LLVM inlines it. Under NUMBA_DISABLE_JIT=1 the
+same loops and UDFs run as Python over ``np.recarray`` views: the reference.
+"""
+import inspect
+
+import numpy as np
+from numba import njit
+from numba.core.errors import NumbaError
+from numba.core.registry import CPUDispatcher
+
+from tux2.config import JIT, jit_disabled
+from tux2.errors import UDFCompileError
+
+
+def jit_udf(fn):
+    """numba-compile a user function (idempotent)."""
+    if isinstance(fn, CPUDispatcher):
+        return fn
+    return njit(**JIT)(fn)
+
+
+def exchange_kernel(udf):
+    """Loop ``udf(u, v, e, a_u, a_v, ctx)`` over local edge positions [lo, hi)."""
+    f = jit_udf(udf)
+
+    @njit(**JIT)
+    def exchange(lo, hi, perm, ea, eb, A, B, E, AA, AB, ctx_arr):
+        ctx = ctx_arr[0]
+        if perm.shape[0] == 0:
+            for pos in range(lo, hi):
+                i = ea[pos]
+                j = eb[pos]
+                f(A[i], B[j], E[pos], AA[i], AB[j], ctx)
+        else:
+            for t in range(lo, hi):
+                pos = perm[t]
+                i = ea[pos]
+                j = eb[pos]
+                f(A[i], B[j], E[pos], AA[i], AB[j], ctx)
+    return exchange
+
+
+def apply_kernel(udf):
+    """Loop ``udf(v, a, ctx)`` over the given local master indices."""
+    f = jit_udf(udf)
+
+    @njit(**JIT)
+    def apply(idx, V, Acc, ctx_arr):
+        ctx = ctx_arr[0]
+        for t in range(idx.shape[0]):
+            i = idx[t]
+            f(V[i], Acc[i], ctx)
+    return apply
+
+
+def aggregate_kernel(udf):
+    """Loop ``udf(v, ctx)`` over local masters 0 … n_master−1."""
+    f = jit_udf(udf)
+
+    @njit(**JIT)
+    def aggregate(n_master, V, ctx_arr):
+        ctx = ctx_arr[0]
+        for i in range(n_master):
+            f(V[i], ctx)
+    return aggregate
+
+
+def combine_kernel(udf):
+    f = jit_udf(udf)
+
+    @njit(**JIT)
+    def combine(a_arr, b_arr):
+        f(a_arr[0], b_arr[0])
+    return combine
+
+
+def finalize_kernel(udf):
+    f = jit_udf(udf)
+
+    @njit(**JIT)
+    def finalize(ctx_arr):
+        f(ctx_arr[0])
+    return finalize
+
+
+@njit(cache=True, nogil=True, boundscheck=False)
+def mark_touched(lo, hi, perm, ends, stamp, epoch, buf, count):
+    """Append endpoints of edges [lo, hi) not yet stamped with ``epoch`` to buf."""
+    if perm.shape[0] == 0:
+        for pos in range(lo, hi):
+            i = ends[pos]
+            if stamp[i] != epoch:
+                stamp[i] = epoch
+                buf[count] = i
+                count += 1
+    else:
+        for t in range(lo, hi):
+            i = ends[perm[t]]
+            if stamp[i] != epoch:
+                stamp[i] = epoch
+                buf[count] = i
+                count += 1
+    return count
+
+
+def view(arr):
+    """What kernels receive: the array itself when compiled, a recarray view
+    (attribute access on records) when running as plain Python."""
+    if jit_disabled() and arr.dtype.names:
+        return arr.view(np.recarray)
+    return arr
+
+
+def _where(fn):
+    fn = getattr(fn, "py_func", fn)
+    try:
+        return f"{inspect.getsourcefile(fn)}:{inspect.getsourcelines(fn)[1]}"
+    except (OSError, TypeError):
+        return "<unknown location>"
+
+
+def compile_call(kernel, args, stage, udf):
+    """Run ``kernel(*args)`` (normally on an empty range, to compile it) and turn
+    numba's typing errors into one that names the UDF and the stage."""
+    try:
+        return kernel(*args)
+    except NumbaError as e:
+        name = getattr(udf, "__qualname__", getattr(udf, "__name__", repr(udf)))
+        msg = str(e).strip().splitlines()
+        short = "\n    ".join(line for line in msg[:12] if line.strip())
+        raise UDFCompileError(
+            f"{stage.kind} stage {stage.name!r}: numba could not compile UDF {name!r} "
+            f"({_where(udf)}).\n  numba says:\n    {short}\n"
+            "  UDFs must be numba-compatible Python: record fields, numpy scalars and arrays, "
+            "no Python objects. Run with NUMBA_DISABLE_JIT=1 to debug it as plain Python.") from None

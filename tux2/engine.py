@@ -1,0 +1,312 @@
+"""The engine: runs a Program's stage sequence over partitions (paper §3).
+
+This engine owns the partitions of one process and runs them in lockstep with
+slack 0 (BSP). All traffic between partitions goes through the transport's
+two calls (``alltoall`` of array messages, ``allreduce_context``), so the same
+code drives the in-process and the distributed case.
+"""
+import time
+
+import numpy as np
+
+from tux2 import partitioning
+from tux2.compile import (aggregate_kernel, apply_kernel, combine_kernel, compile_call,
+                          exchange_kernel, finalize_kernel, mark_touched, view)
+from tux2.errors import SchemaError
+from tux2.graph import BipartiteGraph
+from tux2.layout import build_partitions
+from tux2.stages import Apply, Exchange, GlobalSync, MiniBatch
+from tux2.transport import LocalTransport
+
+_EMPTY_IDX = np.zeros(0, np.int64)
+
+
+class Engine:
+    """Run ``program`` on ``graph`` split into ``partitions`` parts.
+
+    ``edge_data`` (optional) is a structured array of the program's edge dtype in
+    global edge order; by default the graph's values fill the first edge field.
+    """
+
+    def __init__(self, program, graph, partitions=1, partitioner="random", seed=0,
+                 partitioner_options=None, edge_data=None, context=None, transport=None):
+        if not isinstance(graph, BipartiteGraph):
+            raise TypeError(f"graph must be a BipartiteGraph, got {type(graph).__name__}")
+        self.program = program
+        self.graph = graph
+        self.seed = seed
+        self.P = int(partitions)
+        if self.P < 1:
+            raise SchemaError(f"partitions must be >= 1, got {partitions}")
+        rng = np.random.default_rng(seed)
+        if edge_data is None:
+            edge_data = np.zeros(graph.num_edges, program.edge_dtype)
+            if graph.values is not None and program.edge_fields:
+                edge_data[next(iter(program.edge_fields))] = graph.values
+        if program.init_edges is not None:
+            program.init_edges(edge_data, rng)
+        vdata = program.init_data(graph.n, rng)
+        self.assignment = partitioning.partition(
+            partitioner, graph.src, graph.dst, graph.n_src, graph.n_dst, self.P, seed=seed,
+            **(partitioner_options or {}))
+        ctx = context if context is not None else program.context.new()
+        self.parts = build_partitions(program, graph, self.assignment, vdata, edge_data, ctx)
+        self.transport = transport or LocalTransport(self.P)
+        self.global_ctx = ctx.copy()
+        self.history = []           # one record per GlobalSync: clock, iteration, context fields
+        self.clock = 0
+        self.iteration = 0
+        self.timers = {"exchange": 0.0, "apply": 0.0, "globalsync": 0.0}
+        self._replicated = [any(p.types[t].n_mirror for p in self.parts) for t in (0, 1)]
+        self._tracked = [self._replicated[t] or any(
+            isinstance(s, Apply) and s.udf is not None and t in program.apply_types(s)
+            for s, _ in program.walk()) for t in (0, 1)]
+        self._compile()
+
+    # ------------------------------------------------------------------ compile
+    def _compile(self):
+        """Build and compile every kernel now, on empty ranges, so a UDF numba
+        cannot type fails here with the stage and UDF named."""
+        self._kernels = {}
+        p0 = self.parts[0]
+        A, B = p0.types
+        for s, _ in self.program.walk():
+            if isinstance(s, Exchange):
+                k = exchange_kernel(s.udf)
+                perm = p0.orders[self.program.orders()[0]][0]
+                compile_call(k, (0, 0, perm, p0.ea, p0.eb, view(A.data), view(B.data), view(p0.edata),
+                                 view(A.accum), view(B.accum), view(p0.ctx)), s, s.udf)
+                self._kernels[id(s)] = k
+            elif isinstance(s, Apply) and s.udf is not None:
+                k = apply_kernel(s.udf)
+                for t in self.program.apply_types(s):
+                    tl = p0.types[t]
+                    compile_call(k, (_EMPTY_IDX, view(tl.data), view(tl.accum), view(p0.ctx)), s, s.udf)
+                self._kernels[id(s)] = k
+            elif isinstance(s, GlobalSync):
+                ks = {}
+                if s.aggregate is not None:
+                    ks["aggregate"] = aggregate_kernel(s.aggregate)
+                    tl = p0.types[self.program.type_index(s.over)]
+                    compile_call(ks["aggregate"], (0, view(tl.data), view(p0.ctx)), s, s.aggregate)
+                if s.combine is not None:
+                    ks["combine"] = combine_kernel(s.combine)
+                    c = p0.ctx.copy()
+                    compile_call(ks["combine"], (view(c), view(p0.ctx.copy())), s, s.combine)
+                if s.finalize is not None:
+                    ks["finalize"] = finalize_kernel(s.finalize)
+                    compile_call(ks["finalize"], (view(p0.ctx.copy()),), s, s.finalize)
+                self._kernels[id(s)] = ks
+
+    # ------------------------------------------------------------------ run
+    def run(self, iterations=1, callback=None):
+        """Run the stage sequence ``iterations`` times (epochs). ``callback(engine)``
+        is called after each iteration; returning True stops early."""
+        for _ in range(int(iterations)):
+            self.iteration += 1
+            if not any(isinstance(s, MiniBatch) for s in self.program.stages):
+                self.clock += 1
+            for s in self.program.stages:
+                if isinstance(s, MiniBatch):
+                    self._run_minibatches(s)
+                else:
+                    order = None
+                    if isinstance(s, Exchange) and s.enumerate is not None:
+                        order = self.program.type_index(s.enumerate)
+                    self._run_stage(s, order, None, None)
+            if callback is not None and callback(self):
+                break
+        return self
+
+    def _run_minibatches(self, mb):
+        if mb.unit == "edge":
+            order, total = None, self.graph.num_edges
+        else:
+            order = self.program.type_index(mb.enumerate)
+            total = self.graph.n[order]
+        size = mb.size or max(total, 1)
+        for lo in range(0, max(total, 1), size):
+            self.clock += 1
+            for s in mb.stages:
+                self._run_stage(s, order, lo, min(lo + size, total))
+
+    def _run_stage(self, s, order, lo, hi):
+        t0 = time.perf_counter()
+        if isinstance(s, Exchange):
+            self._exchange(s, order, lo, hi)
+        elif isinstance(s, Apply):
+            for t in self.program.apply_types(s):
+                self._apply(s, t)
+        elif isinstance(s, GlobalSync):
+            self._global_sync(s)
+        self.timers[s.kind] += time.perf_counter() - t0
+
+    # ------------------------------------------------------------------ Exchange
+    def _exchange(self, s, order, lo, hi):
+        k = self._kernels[id(s)]
+        for p in self.parts:
+            a, b, perm = p.edge_range(order, lo, hi)
+            if a == b:
+                continue
+            A, B = p.types
+            k(a, b, perm, p.ea, p.eb, view(A.data), view(B.data), view(p.edata),
+              view(A.accum), view(B.accum), view(p.ctx))
+            for t, ends in ((0, p.ea), (1, p.eb)):
+                if self._tracked[t]:
+                    tl = p.types[t]
+                    tl.n_touched = mark_touched(a, b, perm, ends, tl.stamp, tl.epoch,
+                                                tl.touched, tl.n_touched)
+
+    # ------------------------------------------------------------------ Apply
+    def _apply(self, s, t):
+        if not self._tracked[t]:
+            return
+        vt = self.program.types[t]
+        sync_f, acc_f = vt.sync_fields, vt.accum_fields if vt.accum_dtype.names != ("_",) else ()
+        repl = self._replicated[t] and bool(sync_f)
+        # phase 1: touched mirrors send (master lid, sync-field deltas, accumulators)
+        out = {}
+        for p in self.parts:
+            tl = p.types[t]
+            idx = tl.touched_indices()
+            mir = idx[idx >= tl.n_master]
+            if len(mir) == 0:
+                continue
+            j = mir - tl.n_master
+            dst = tl.mirror_master_part[j]
+            o = np.argsort(dst, kind="stable")
+            mir, j, dst = mir[o], j[o], dst[o]
+            bounds = np.flatnonzero(np.diff(dst)) + 1
+            for seg in np.split(np.arange(len(mir)), bounds):
+                q = int(dst[seg[0]])
+                rows = mir[seg]
+                msg = [tl.mirror_master_lid[j[seg]]]
+                msg += [tl.data[f][rows] - tl.snapshot[f][rows] for f in sync_f] if repl else []
+                msg += [tl.accum[f][rows] for f in acc_f]
+                out[(p.rank, q)] = msg
+            for f in acc_f:
+                tl.accum[f][mir] = 0
+        inbox = self.transport.alltoall(self.clock, ("apply-up", t), out)
+        # phase 2: masters combine, apply, and send new values to all their mirrors
+        down = {}
+        kernel = self._kernels.get(id(s))
+        for p in self.parts:
+            tl = p.types[t]
+            idx = tl.touched_indices()
+            own = idx[idx < tl.n_master]
+            msgs = [m for (src, dst), m in inbox.items() if dst == p.rank]
+            idx_in = np.concatenate([m[0] for m in msgs]) if msgs else _EMPTY_IDX
+            M = np.unique(np.concatenate([own, idx_in]))
+            if len(M) == 0:
+                tl.reset_touched()
+                continue
+            pos_in = np.searchsorted(M, idx_in)
+            if msgs:
+                cnt = np.zeros(len(M))
+                cnt[np.searchsorted(M, own)] += 1
+                np.add.at(cnt, pos_in, 1)
+                cnt = np.maximum(cnt, 1)
+                for k, f in enumerate(sync_f if repl else ()):
+                    tot = tl.data[f][M] - tl.snapshot[f][M]
+                    np.add.at(tot, pos_in, np.concatenate([m[1 + k] for m in msgs]))
+                    if s.combine == "mean":
+                        tot = tot / cnt.reshape((-1,) + (1,) * (tot.ndim - 1))
+                    tl.data[f][M] = tl.snapshot[f][M] + tot
+                off = 1 + (len(sync_f) if repl else 0)
+                for k, f in enumerate(acc_f):
+                    acc = tl.accum[f][M]
+                    np.add.at(acc, pos_in, np.concatenate([m[off + k] for m in msgs]))
+                    if s.combine == "mean":
+                        acc = acc / cnt.reshape((-1,) + (1,) * (acc.ndim - 1))
+                    tl.accum[f][M] = acc
+            if kernel is not None:
+                kernel(M, view(tl.data), view(tl.accum), view(p.ctx))
+            for f in acc_f:
+                tl.accum[f][M] = 0
+            if repl:
+                for f in sync_f:
+                    tl.snapshot[f][M] = tl.data[f][M]
+                cnts = tl.mm_ptr[M + 1] - tl.mm_ptr[M]
+                sel = M[cnts > 0]
+                if len(sel):
+                    c = cnts[cnts > 0]
+                    rows = np.repeat(sel, c)
+                    starts = np.repeat(tl.mm_ptr[sel], c)
+                    within = np.arange(len(rows)) - np.repeat(np.cumsum(c) - c, c)
+                    pos = starts + within
+                    dparts, dlid = tl.mm_part[pos], tl.mm_lid[pos]
+                    o = np.argsort(dparts, kind="stable")
+                    rows, dparts, dlid = rows[o], dparts[o], dlid[o]
+                    bounds = np.flatnonzero(np.diff(dparts)) + 1
+                    for seg in np.split(np.arange(len(rows)), bounds):
+                        q = int(dparts[seg[0]])
+                        down[(p.rank, q)] = [dlid[seg]] + [tl.data[f][rows[seg]] for f in sync_f]
+            tl.reset_touched()
+        inbox = self.transport.alltoall(self.clock, ("apply-down", t), down)
+        # phase 3: mirrors take the masters' values
+        for (src, dst), msg in inbox.items():
+            tl = self.parts[dst].types[t]
+            lid = msg[0]
+            for k, f in enumerate(sync_f):
+                tl.data[f][lid] = msg[1 + k]
+                tl.snapshot[f][lid] = msg[1 + k]
+        for p in self.parts:
+            p.types[t].reset_touched()
+
+    # ------------------------------------------------------------------ GlobalSync
+    def _global_sync(self, s):
+        ks = self._kernels[id(s)]
+        spec = self.program.context
+        if "aggregate" in ks:
+            t = self.program.type_index(s.over)
+            for p in self.parts:
+                tl = p.types[t]
+                ks["aggregate"](tl.n_master, view(tl.data), view(p.ctx))
+        old = self.global_ctx
+        locals_ = [p.ctx for p in self.parts]
+        for c in locals_:
+            for f in spec.delta:
+                c[f] -= old[f]
+        if "combine" in ks:
+            def fold(acc, other):
+                ks["combine"](view(acc), view(other))
+        else:
+            def fold(acc, other):
+                for f in spec.sum + spec.delta:
+                    acc[f] += other[f]
+        g = self.transport.allreduce_context(self.clock, locals_, fold)
+        for f in spec.delta:
+            g[f] += old[f]
+        if "finalize" in ks:
+            ks["finalize"](view(g))
+        self.global_ctx = g
+        rec = {"clock": self.clock, "iteration": self.iteration}
+        for f in g.dtype.names:
+            v = g[f][0]
+            rec[f] = v.tolist() if isinstance(v, np.ndarray) else v.item()
+        self.history.append(rec)
+        for c in locals_:
+            c[:] = g
+            for f in spec.sum:
+                c[f] = 0
+
+    # ------------------------------------------------------------------ results
+    def vertex_data(self, type_name):
+        """Master data of every vertex of a type, indexed by global id."""
+        t = self.program.type_index(type_name) if isinstance(type_name, str) else int(type_name)
+        out = np.zeros(self.graph.n[t], self.program.types[t].dtype)
+        for p in self.parts:
+            tl = p.types[t]
+            out[tl.gid[: tl.n_master]] = tl.data[: tl.n_master]
+        return out
+
+    def edge_data(self):
+        """Edge records in global edge order."""
+        out = np.zeros(self.graph.num_edges, self.program.edge_dtype)
+        for p in self.parts:
+            out[p.eid] = p.edata
+        return out
+
+    def context(self):
+        """The last globally combined context as a dict."""
+        return {f: (self.global_ctx[f][0].tolist()) for f in self.global_ctx.dtype.names}

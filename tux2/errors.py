@@ -1,0 +1,30 @@
+"""Error types users can catch. Each message says what went wrong and where."""
+
+
+class Tux2Error(Exception):
+    """Base class of every error tux2 raises on purpose."""
+
+
+class InputError(Tux2Error, ValueError):
+    """Bad input data: names the file and line (or the array and index)."""
+
+    def __init__(self, message, path=None, line=None, text=None):
+        self.path, self.line, self.text = path, line, text
+        where = ""
+        if path is not None:
+            where = f"{path}:{line}: " if line is not None else f"{path}: "
+        if text is not None:
+            message = f"{message} (line text: {text!r})"
+        super().__init__(where + message)
+
+
+class SchemaError(Tux2Error, ValueError):
+    """A program's schema or stage sequence is inconsistent."""
+
+
+class UDFCompileError(Tux2Error):
+    """numba could not compile a user-defined function."""
+
+
+class PartitionError(Tux2Error, ValueError):
+    """A partitioner was asked for something impossible."""

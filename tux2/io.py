@@ -1,0 +1,228 @@
+"""Edge-list loading: ``src dst [value]`` per line.
+
+Separators: spaces, tabs or commas. ``#`` and ``%`` start comment lines; a
+MatrixMarket header (``%%MatrixMarket``) makes ids 1-based and skips the size
+line. Every malformed line raises InputError with the file, the line number and
+the line's text; nothing is skipped silently.
+"""
+import os
+
+import numpy as np
+from numba import njit
+
+from tux2.errors import InputError
+from tux2.graph import BipartiteGraph
+
+_MESSAGES = {
+    1: "malformed vertex id (expected a non-negative integer)",
+    2: "negative vertex id",
+    3: "malformed value (expected a number)",
+    4: "value is NaN or infinite",
+    5: "too many columns (expected 'src dst [value]')",
+    6: "missing column (expected 'src dst [value]')",
+    7: "vertex id too large (over 2^62)",
+    8: "missing value column (other lines have 3 columns)",
+}
+
+
+@njit(cache=True, nogil=True)
+def _is_sep(c):
+    return c == 32 or c == 9 or c == 44 or c == 13  # space, tab, comma, CR
+
+
+@njit(cache=True, nogil=True)
+def _parse_int(buf, pos, end):
+    """Return (value, new_pos, err)."""
+    if pos < end and buf[pos] == 45:  # '-'
+        return 0, pos, 2
+    if pos < end and buf[pos] == 43:  # '+'
+        pos += 1
+    start = pos
+    v = 0
+    while pos < end and 48 <= buf[pos] <= 57:
+        if v > (1 << 62) // 10:
+            return 0, pos, 7
+        v = v * 10 + (buf[pos] - 48)
+        pos += 1
+    if pos == start or (pos < end and not _is_sep(buf[pos])):
+        return 0, pos, 1
+    return v, pos, 0
+
+
+@njit(cache=True, nogil=True)
+def _parse_float(buf, pos, end):
+    """Return (value, new_pos, err). Decimal with optional exponent."""
+    neg = False
+    if pos < end and (buf[pos] == 45 or buf[pos] == 43):
+        neg = buf[pos] == 45
+        pos += 1
+    # nan / inf spelled out
+    if pos < end and (buf[pos] | 32) in (110, 105):  # 'n' or 'i'
+        return 0.0, pos, 4
+    mant = 0
+    exp10 = 0
+    digits = 0
+    while pos < end and 48 <= buf[pos] <= 57:
+        if mant < 100000000000000000:
+            mant = mant * 10 + (buf[pos] - 48)
+        else:
+            exp10 += 1
+        digits += 1
+        pos += 1
+    if pos < end and buf[pos] == 46:  # '.'
+        pos += 1
+        while pos < end and 48 <= buf[pos] <= 57:
+            if mant < 100000000000000000:
+                mant = mant * 10 + (buf[pos] - 48)
+                exp10 -= 1
+            digits += 1
+            pos += 1
+    if digits == 0:
+        return 0.0, pos, 3
+    if pos < end and (buf[pos] | 32) == 101:  # 'e'
+        pos += 1
+        eneg = False
+        if pos < end and (buf[pos] == 45 or buf[pos] == 43):
+            eneg = buf[pos] == 45
+            pos += 1
+        e = 0
+        ed = 0
+        while pos < end and 48 <= buf[pos] <= 57:
+            if e < 100000:
+                e = e * 10 + (buf[pos] - 48)
+            ed += 1
+            pos += 1
+        if ed == 0:
+            return 0.0, pos, 3
+        exp10 += -e if eneg else e
+    if pos < end and not _is_sep(buf[pos]):
+        return 0.0, pos, 3
+    if exp10 >= 0:
+        v = mant * 10.0 ** exp10
+    else:
+        v = mant / 10.0 ** (-exp10)
+    if v != v or v == np.inf:
+        return 0.0, pos, 4
+    return (-v if neg else v), pos, 0
+
+
+@njit(cache=True, nogil=True)
+def _parse_edges(buf, start, out_s, out_d, out_v):
+    """Parse lines from buf[start:]. Returns (n_edges, ncols, err, err_line, err_pos, lines)."""
+    n = buf.shape[0]
+    pos = start
+    line = 0
+    k = 0
+    ncols = 0  # 0 = not yet known, 2 or 3
+    while pos < n:
+        line += 1
+        end = pos
+        while end < n and buf[end] != 10:
+            end += 1
+        p = pos
+        while p < end and _is_sep(buf[p]):
+            p += 1
+        if p == end or buf[p] == 35 or buf[p] == 37:  # empty, '#', '%'
+            pos = end + 1
+            continue
+        s, p, err = _parse_int(buf, p, end)
+        if err:
+            return k, ncols, err, line, pos, line
+        while p < end and _is_sep(buf[p]):
+            p += 1
+        if p == end:
+            return k, ncols, 6, line, pos, line
+        d, p, err = _parse_int(buf, p, end)
+        if err:
+            return k, ncols, err, line, pos, line
+        while p < end and _is_sep(buf[p]):
+            p += 1
+        cols = 2
+        v = 1.0
+        if p < end:
+            v, p, err = _parse_float(buf, p, end)
+            if err:
+                return k, ncols, err, line, pos, line
+            cols = 3
+            while p < end and _is_sep(buf[p]):
+                p += 1
+            if p < end:
+                return k, ncols, 5, line, pos, line
+        if ncols == 0:
+            ncols = cols
+        elif cols != ncols:
+            return k, ncols, 8 if cols == 2 else 5, line, pos, line
+        out_s[k] = s
+        out_d[k] = d
+        out_v[k] = v
+        k += 1
+        pos = end + 1
+    return k, ncols, 0, line, pos, line
+
+
+def _line_text(buf, pos):
+    end = buf.find(b"\n", pos)
+    return bytes(buf[pos: end if end >= 0 else len(buf)]).decode("utf-8", "replace").rstrip("\r")
+
+
+def read_edge_list(path, base=None, type_names=("src", "dst"), n_src=None, n_dst=None):
+    """Load an edge list file into a BipartiteGraph.
+
+    ``base`` is the id base (0 or 1); default 0, or 1 under a MatrixMarket header.
+    Raises InputError naming the file and line for any malformed line, an empty
+    input, NaN/inf values or negative ids.
+    """
+    path = os.fspath(path)
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+    except OSError as e:
+        raise InputError(f"cannot read edge list: {e.strerror}", path=path) from None
+    buf = np.frombuffer(raw, dtype=np.uint8)
+    start, line_offset = 0, 0
+    if raw.startswith(b"%%MatrixMarket"):
+        if base is None:
+            base = 1
+        # skip comment lines and the "rows cols nnz" size line
+        pos = 0
+        while True:
+            nl = raw.find(b"\n", pos)
+            if nl < 0:
+                raise InputError("MatrixMarket file has no size line", path=path, line=line_offset + 1)
+            text = raw[pos:nl].strip()
+            line_offset += 1
+            pos = nl + 1
+            if text and not text.startswith(b"%"):
+                break
+        start = pos
+    base = 0 if base is None else int(base)
+    cap = raw.count(b"\n") + 1
+    s = np.empty(cap, np.int64)
+    d = np.empty(cap, np.int64)
+    v = np.empty(cap, np.float64)
+    k, ncols, err, err_line, err_pos, _ = _parse_edges(buf, start, s, d, v)
+    if err:
+        raise InputError(_MESSAGES[err], path=path, line=err_line + line_offset,
+                         text=_line_text(raw, err_pos))
+    if k == 0:
+        raise InputError("no edges found (the file is empty or has only comments)", path=path)
+    s, d, v = s[:k], d[:k], v[:k]
+    if base:
+        for name, a in (("src", s), ("dst", d)):
+            if a.min() < base:
+                i = int(np.argmin(a))
+                raise InputError(f"{name} id {int(a[i])} is below the id base {base} (edge {i})", path=path)
+        s -= base
+        d -= base
+    return BipartiteGraph(s, d, v if ncols == 3 else None, n_src=n_src, n_dst=n_dst,
+                          type_names=type_names, source=path)
+
+
+def write_edge_list(path, graph, fmt="%.6g"):
+    """Write ``src dst value`` lines (0-based ids)."""
+    with open(path, "w") as f:
+        if graph.values is None:
+            np.savetxt(f, np.column_stack([graph.src, graph.dst]), fmt="%d %d")
+        else:
+            for a, b, r in zip(graph.src.tolist(), graph.dst.tolist(), graph.values.tolist()):
+                f.write(f"{a} {b} {fmt % r}\n")

@@ -1,0 +1,187 @@
+"""Array layout of one partition (paper §3, Fig. 2–3).
+
+Per vertex type: one structured array of local replicas, masters first then
+mirrors, each group sorted by global id; the global-id array; routing arrays
+mirror → (master part, master local index) and, per master, the CSR list of
+its mirrors. Edges: local endpoint indices and edge records, stored in the
+program's primary enumeration order; other orders are permutations. No hash
+tables anywhere.
+"""
+import numpy as np
+
+from tux2.schema import EMPTY
+
+
+class TypeLayout:
+    """One vertex type on one partition."""
+
+    def __init__(self, vtype, gid, n_master, data, replicated):
+        self.vtype = vtype
+        self.gid = gid                      # int64, local index → global id
+        self.n_master = int(n_master)
+        self.data = data                    # structured, len(gid)
+        self.accum = np.zeros(len(gid), vtype.accum_dtype)
+        self.snapshot = None                # sync fields at last sync (replicated types only)
+        if replicated and vtype.sync_dtype is not None:
+            self.snapshot = np.zeros(len(gid), vtype.sync_dtype)
+            for f in vtype.sync_fields:
+                self.snapshot[f] = data[f]
+        # touched-since-last-Apply tracking
+        self.stamp = np.full(len(gid), -1, np.int64)
+        self.epoch = 0
+        self.touched = np.empty(len(gid), np.int64)
+        self.n_touched = 0
+        # routing (filled by build_partitions)
+        self.mirror_master_part = np.zeros(0, np.int32)
+        self.mirror_master_lid = np.zeros(0, np.int64)
+        self.mm_ptr = np.zeros(self.n_master + 1, np.int64)
+        self.mm_part = np.zeros(0, np.int32)
+        self.mm_lid = np.zeros(0, np.int64)
+
+    @property
+    def n_local(self):
+        return len(self.gid)
+
+    @property
+    def n_mirror(self):
+        return len(self.gid) - self.n_master
+
+    def lookup(self, ids):
+        """Local indices of global ids that have a replica here (vectorised)."""
+        order = np.argsort(self.gid, kind="stable")
+        pos = np.searchsorted(self.gid[order], ids)
+        return order[pos]
+
+    def touched_indices(self):
+        return self.touched[: self.n_touched]
+
+    def reset_touched(self):
+        self.epoch += 1
+        self.n_touched = 0
+
+
+class Partition:
+    """Everything one partition holds."""
+
+    def __init__(self, rank, types, ea, eb, eid, edata, orders, ctx):
+        self.rank = rank
+        self.types = types        # [TypeLayout, TypeLayout]
+        self.ea, self.eb = ea, eb  # local endpoint indices, physical edge order
+        self.eid = eid            # global edge id per local edge
+        self.edata = edata
+        self.orders = orders      # order → (perm, sorted keys)
+        self.ctx = ctx
+
+    @property
+    def n_edges(self):
+        return len(self.eid)
+
+    def edge_range(self, order, lo=None, hi=None):
+        """Positions [a, b) in ``order`` of the edges whose key is in [lo, hi)."""
+        perm, keys = self.orders[order]
+        if lo is None:
+            return 0, len(keys), perm
+        return int(np.searchsorted(keys, lo)), int(np.searchsorted(keys, hi)), perm
+
+
+def _replicas(ids, edge_part, master, n, parts):
+    """Per part: (masters sorted by gid, mirrors sorted by gid)."""
+    key = np.unique(edge_part.astype(np.int64) * n + ids)
+    rep_part, rep_id = key // n, key % n
+    is_mirror = master[rep_id] != rep_part
+    mir_part, mir_id = rep_part[is_mirror], rep_id[is_mirror]
+    morder = np.lexsort((np.arange(n), master))
+    m_counts = np.bincount(master, minlength=parts)
+    m_start = np.concatenate([[0], np.cumsum(m_counts)])
+    r_counts = np.bincount(mir_part, minlength=parts)
+    r_start = np.concatenate([[0], np.cumsum(r_counts)])
+    masters = [morder[m_start[p]:m_start[p + 1]] for p in range(parts)]
+    mirrors = [mir_id[r_start[p]:r_start[p + 1]] for p in range(parts)]
+    # master local index of every vertex at its master part
+    master_lid = np.empty(n, np.int64)
+    master_lid[morder] = np.arange(n) - m_start[master[morder]]
+    return masters, mirrors, master_lid
+
+
+def build_partitions(program, graph, assignment, vertex_data, edge_data, context):
+    """Lay out every partition of ``graph`` under ``assignment``.
+
+    ``vertex_data`` are the two global initial arrays (indexed by global id),
+    ``edge_data`` the global edge records; every replica starts with its
+    vertex's global value.
+    """
+    parts = assignment.parts
+    ends = (graph.src, graph.dst)
+    orders = program.orders()
+    per_type = []
+    for t, vtype in enumerate(program.types):
+        n = graph.n[t]
+        masters, mirrors, master_lid = _replicas(ends[t], assignment.edge_part,
+                                                 assignment.master[t].astype(np.int64), n, parts)
+        replicated = any(len(m) for m in mirrors)
+        layouts = []
+        for p in range(parts):
+            gid = np.concatenate([masters[p], mirrors[p]]).astype(np.int64)
+            tl = TypeLayout(vtype, gid, len(masters[p]), vertex_data[t][gid].copy(), replicated)
+            mg = mirrors[p]
+            tl.mirror_master_part = assignment.master[t][mg].astype(np.int32)
+            tl.mirror_master_lid = master_lid[mg]
+            layouts.append(tl)
+        # master → mirrors CSR, on each master part
+        all_mp, all_mlid, all_part, all_lid = [], [], [], []
+        for p in range(parts):
+            tl = layouts[p]
+            all_mp.append(tl.mirror_master_part)
+            all_mlid.append(tl.mirror_master_lid)
+            all_part.append(np.full(tl.n_mirror, p, np.int32))
+            all_lid.append(np.arange(tl.n_master, tl.n_local, dtype=np.int64))
+        mp, mlid = np.concatenate(all_mp), np.concatenate(all_mlid)
+        rpart, rlid = np.concatenate(all_part), np.concatenate(all_lid)
+        for q in range(parts):
+            sel = np.flatnonzero(mp == q)
+            o = sel[np.argsort(mlid[sel], kind="stable")]
+            tl = layouts[q]
+            tl.mm_ptr = np.concatenate([[0], np.cumsum(np.bincount(mlid[o], minlength=tl.n_master))]).astype(np.int64)
+            tl.mm_part = rpart[o]
+            tl.mm_lid = rlid[o]
+        per_type.append(layouts)
+
+    out = []
+    for p in range(parts):
+        eid = np.flatnonzero(assignment.edge_part == p).astype(np.int64)
+        ta, tb = per_type[0][p], per_type[1][p]
+        ea = ta.lookup(graph.src[eid])
+        eb = tb.lookup(graph.dst[eid])
+        keysets = {}
+        for o in orders:
+            if o is None:
+                keysets[o] = (np.arange(len(eid)), eid)
+            else:
+                g = ends[o][eid]
+                perm = np.lexsort((eid, g))
+                keysets[o] = (perm, g[perm])
+        # store edges physically in the primary order
+        perm0 = keysets[orders[0]][0]
+        ea, eb, eid_p = ea[perm0], eb[perm0], eid[perm0]
+        edata = edge_data[eid_p].copy()
+        inv = np.empty(len(eid), np.int64)
+        inv[perm0] = np.arange(len(eid))
+        ordmap = {}
+        for o in orders:
+            perm, keys = keysets[o]
+            if o == orders[0]:
+                ordmap[o] = (np.zeros(0, np.int64), keys)
+            else:
+                ordmap[o] = (inv[perm], keys)
+        out.append(Partition(p, [ta, tb], ea, eb, eid_p, edata, ordmap, context.copy()))
+    return out
+
+
+def replication_factor(partitions, t):
+    """λ for type t: replicas (masters and mirrors) per vertex."""
+    reps = sum(p.types[t].n_local for p in partitions)
+    n = sum(p.types[t].n_master for p in partitions)
+    return reps / max(n, 1)
+
+
+__all__ = ["Partition", "TypeLayout", "build_partitions", "replication_factor", "EMPTY"]

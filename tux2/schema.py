@@ -1,0 +1,98 @@
+"""Data model (paper §3.1, §3.3): two vertex types and one edge type, each with
+numpy fields, plus a context record for GlobalSync.
+
+Vertex fields come in four roles:
+
+* ``sync``   – held by master and mirrors, exchanged at Apply (the paper's
+  VertexDataSync);
+* ``master`` – master-only state (e.g. optimiser moments), never sent;
+* ``mirror`` – mirror-only state (e.g. BlockPG's weight-delta history);
+* ``accum``  – deltas accumulated by Exchange and combined at the master before
+  Apply; defaults to the sync fields.
+
+One record per vertex holds sync+master+mirror fields, so a vertex type is one
+contiguous structured array per partition (masters first, then mirrors).
+
+Context fields have a combine rule: ``sum`` fields are per-clock partial sums
+(each worker's contribution since the last GlobalSync), ``delta`` fields are
+shared state that every worker updates (combined as old + Σ(local − old)),
+and the rest are parameters that stay as they are unless ``finalize`` changes
+them.
+"""
+import numpy as np
+
+from tux2.errors import SchemaError
+
+
+def _field(name, spec):
+    """('f4') | ('f4', k) | ('f4', (k, l)) | np.dtype → numpy dtype descriptor entry."""
+    if isinstance(spec, tuple):
+        if len(spec) != 2:
+            raise SchemaError(f"field {name!r}: expected 'dtype' or (dtype, shape), got {spec!r}")
+        dt, shape = spec
+        shape = (int(shape),) if np.isscalar(shape) else tuple(int(s) for s in shape)
+        return (name, np.dtype(dt), shape)
+    return (name, np.dtype(spec))
+
+
+def record_dtype(fields):
+    """Aligned structured dtype from an ordered {name: spec} mapping."""
+    if not fields:
+        return None
+    return np.dtype([_field(n, s) for n, s in fields.items()], align=True)
+
+
+# numba cannot type a record without fields; a 1-byte placeholder stands in.
+EMPTY = np.dtype([("_", "u1")])
+
+
+class VertexType:
+    """A vertex type: a name and its fields by role (see module docstring)."""
+
+    def __init__(self, name, sync=None, master=None, mirror=None, accum=None):
+        self.name = str(name)
+        self.sync = dict(sync or {})
+        self.master = dict(master or {})
+        self.mirror = dict(mirror or {})
+        self.accum = dict(self.sync if accum is None else accum)
+        seen = {}
+        for role in ("sync", "master", "mirror"):
+            for f in getattr(self, role):
+                if f in seen:
+                    raise SchemaError(f"vertex type {self.name!r}: field {f!r} is both {seen[f]} and {role}")
+                seen[f] = role
+        self.dtype = record_dtype({**self.sync, **self.master, **self.mirror}) or EMPTY
+        self.sync_dtype = record_dtype(self.sync)
+        self.accum_dtype = record_dtype(self.accum) or EMPTY
+        self.sync_fields = tuple(self.sync)
+        self.accum_fields = tuple(self.accum)
+
+    def __repr__(self):
+        return (f"VertexType({self.name!r}, sync={list(self.sync)}, master={list(self.master)}, "
+                f"mirror={list(self.mirror)}, accum={list(self.accum)})")
+
+
+class ContextSpec:
+    """The GlobalSync context record: fields, combine rules, initial values."""
+
+    def __init__(self, fields=None, sum=(), delta=(), init=None):
+        self.fields = dict(fields or {})
+        self.sum = tuple(sum)
+        self.delta = tuple(delta)
+        for f in self.sum + self.delta:
+            if f not in self.fields:
+                raise SchemaError(f"context field {f!r} is listed as sum/delta but not declared")
+        self.dtype = record_dtype(self.fields) or EMPTY
+        self.init = dict(init or {})
+        for f in self.init:
+            if f not in self.fields:
+                raise SchemaError(f"context init names unknown field {f!r}")
+
+    def new(self, **overrides):
+        """A fresh 1-element context array with initial values."""
+        ctx = np.zeros(1, self.dtype)
+        for f, v in {**self.init, **overrides}.items():
+            if f not in self.fields:
+                raise SchemaError(f"context has no field {f!r}")
+            ctx[f][0] = v
+        return ctx

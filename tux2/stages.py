@@ -1,0 +1,90 @@
+"""MEGA stages (paper §3.3). A program is any sequence of these.
+
+UDF signatures keep the paper's names:
+
+* ``Exchange(u, v, e, a_u, a_v, ctx)`` on every enumerated edge; ``u`` is always
+  a vertex of the first type, ``v`` of the second, ``e`` the edge record,
+  ``a_u``/``a_v`` their accumulators, ``ctx`` the worker's context.  It may write
+  any of them; sync fields written directly become deltas at the next Apply
+  (delta = value now − value at last sync).
+* ``Apply(v, a, ctx)`` at the master of every touched vertex, after the replicas'
+  accumulators (and derived sync-field deltas) are combined by ``combine``:
+
+      sum:  D_v ← D_v + Σ_r δ_r,   a ← Σ_r a_r
+      mean: D_v ← D_v + (1/|R|) Σ_r δ_r,  a ← (1/|R|) Σ_r a_r   (R = replicas touched)
+
+  then sync fields are copied to all mirrors.
+* ``GlobalSync``: τ ← aggregate(D_v, τ) over masters, τ_l ← combine(τ_i, τ_j)
+  across workers (in place into the first), τ ← finalize(τ); the result is
+  broadcast and recorded per clock.
+* ``MiniBatch(size, unit, enumerate, stages)``: a contiguous range of the global
+  edge order (unit="edge") or of the global ids of type ``enumerate``
+  (unit="vertex") per clock, running ``stages`` on it.
+"""
+from tux2.errors import SchemaError
+
+
+class Stage:
+    kind = "stage"
+
+
+class Exchange(Stage):
+    """Run ``udf(u, v, e, a_u, a_v, ctx)`` on every edge of the current range.
+
+    ``enumerate`` (a vertex type name) groups edges by that type's global id when
+    the stage runs outside a MiniBatch; inside one, the MiniBatch decides.
+    """
+    kind = "exchange"
+
+    def __init__(self, udf, enumerate=None, name=None):
+        if not callable(udf):
+            raise SchemaError(f"Exchange needs a callable UDF, got {udf!r}")
+        self.udf, self.enumerate = udf, enumerate
+        self.name = name or getattr(udf, "__name__", "exchange")
+
+
+class Apply(Stage):
+    """Combine replica deltas at masters, run ``udf(v, a, ctx)``, update mirrors."""
+    kind = "apply"
+
+    def __init__(self, udf=None, combine="sum", types=None, name=None):
+        if combine not in ("sum", "mean"):
+            raise SchemaError(f"Apply combine must be 'sum' or 'mean', got {combine!r}")
+        if udf is not None and not callable(udf):
+            raise SchemaError(f"Apply UDF must be callable, got {udf!r}")
+        if isinstance(types, str):
+            types = (types,)
+        self.udf, self.combine, self.types = udf, combine, types
+        self.name = name or (getattr(udf, "__name__", "apply") if udf else "apply")
+
+
+class GlobalSync(Stage):
+    """Aggregate over masters of type ``over``, combine contexts, finalize."""
+    kind = "globalsync"
+
+    def __init__(self, aggregate=None, combine=None, finalize=None, over=None, name=None):
+        if aggregate is not None and over is None:
+            raise SchemaError("GlobalSync with an aggregate UDF needs over=<vertex type name>")
+        self.aggregate, self.combine, self.finalize, self.over = aggregate, combine, finalize, over
+        self.name = name or "globalsync"
+
+
+class MiniBatch(Stage):
+    """A composite stage run once per mini-batch (one clock each)."""
+    kind = "minibatch"
+
+    def __init__(self, size, stages, unit="edge", enumerate=None):
+        if unit not in ("edge", "vertex"):
+            raise SchemaError(f"MiniBatch unit must be 'edge' or 'vertex', got {unit!r}")
+        if unit == "vertex" and enumerate is None:
+            raise SchemaError("MiniBatch(unit='vertex') needs enumerate=<vertex type name>")
+        if size is not None and (int(size) != size or size < 1):
+            raise SchemaError(f"MiniBatch size must be a positive integer or None (all), got {size!r}")
+        for s in stages:
+            if isinstance(s, MiniBatch):
+                raise SchemaError("MiniBatch stages cannot be nested")
+            if isinstance(s, Exchange) and s.enumerate not in (None, enumerate):
+                raise SchemaError(
+                    f"Exchange {s.name!r} enumerates {s.enumerate!r} inside a MiniBatch over {enumerate!r}")
+        self.size, self.unit, self.enumerate, self.stages = size, unit, enumerate, list(stages)
+        self.name = "minibatch"

@@ -1,0 +1,1 @@
+"""Algorithms written as tux2 programs (schema + UDFs + stage sequence)."""

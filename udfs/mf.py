@@ -1,0 +1,111 @@
+"""Matrix factorisation by SGD on a user–item graph (paper §4, Fig. 5).
+
+Two forms:
+
+* ``minibatch`` (the paper's): Exchange accumulates ∂loss/∂p into a_u, a_v;
+  Apply takes p ← p − η·a at the masters. With batch_size=None it is the
+  batch form of Fig. 5a. Slack 0 gives the same model for any partitioning.
+* ``sgd`` (LibMF's): Exchange updates both endpoints in place, with LibMF's
+  row-wise adaptive step η/√G (G = running mean of squared gradients); Apply
+  only synchronises replicas (derived deltas, summed).
+
+Prediction r̂ = μ + b_u + b_v + p_u·q_v; loss ½(r − r̂)² + ½λ(|p_u|² + |q_v|²).
+"""
+import math
+
+import numpy as np
+
+from tux2 import Apply, ContextSpec, Exchange, GlobalSync, MiniBatch, Program, VertexType
+
+
+def sgd_exchange(u, v, e, a_u, a_v, ctx):
+    err = e.rating - (ctx.mu + u.b + v.b)
+    for j in range(ctx.k):
+        err -= u.p[j] * v.p[j]
+    ctx.loss += err * err
+    ctx.n += 1
+    eta_u, eta_v = ctx.lr / math.sqrt(u.g), ctx.lr / math.sqrt(v.g)
+    gu = gv = 0.0
+    for j in range(ctx.k):
+        pj, qj = u.p[j], v.p[j]
+        dp, dq = ctx.reg * pj - err * qj, ctx.reg * qj - err * pj
+        gu += dp * dp
+        gv += dq * dq
+        u.p[j] = pj - eta_u * dp
+        v.p[j] = qj - eta_v * dq
+    if ctx.adaptive:
+        u.g += gu / ctx.k
+        v.g += gv / ctx.k
+    if ctx.biases:
+        u.b += eta_u * (err - ctx.reg * u.b)
+        v.b += eta_v * (err - ctx.reg * v.b)
+
+
+def grad_exchange(u, v, e, a_u, a_v, ctx):
+    err = e.rating - (ctx.mu + u.b + v.b)
+    for j in range(ctx.k):
+        err -= u.p[j] * v.p[j]
+    ctx.loss += err * err
+    ctx.n += 1
+    for j in range(ctx.k):
+        a_u.p[j] += ctx.reg * u.p[j] - err * v.p[j]
+        a_v.p[j] += ctx.reg * v.p[j] - err * u.p[j]
+    if ctx.biases:
+        a_u.b += ctx.reg * u.b - err
+        a_v.b += ctx.reg * v.b - err
+
+
+def grad_apply(v, a, ctx):
+    for j in range(ctx.k):
+        v.p[j] -= ctx.lr * a.p[j]
+    v.b -= ctx.lr * a.b
+
+
+def rmse_finalize(ctx):
+    ctx.rmse = math.sqrt(ctx.loss / max(ctx.n, 1.0))
+
+
+def program(k=50, mode="sgd", lr=None, reg=0.05, batch_size=None, batch_unit="edge",
+            enumerate="item", biases=True, adaptive=True, mu=0.0, init_std=None, types=("user", "item")):
+    """The MF program. ``mu`` is the global mean rating (set it from the data)."""
+    if mode not in ("sgd", "minibatch"):
+        raise ValueError(f"mode must be 'sgd' or 'minibatch', got {mode!r}")
+    sgd = mode == "sgd"
+    fields = {"p": ("f4", k), "b": "f4"}
+    if sgd:
+        fields["g"] = "f4"
+    vt = [VertexType(n, sync=fields, accum={} if sgd else {"p": ("f4", k), "b": "f4"}) for n in types]
+    ctx = ContextSpec(
+        fields={"k": "i8", "lr": "f4", "reg": "f4", "mu": "f4", "biases": "i8", "adaptive": "i8",
+                "loss": "f8", "n": "f8", "rmse": "f8"},
+        sum=("loss", "n"),
+        init={"k": k, "lr": lr if lr is not None else (0.05 if sgd else 0.002), "reg": reg, "mu": mu,
+              "biases": int(biases), "adaptive": int(adaptive and sgd)})
+    std = init_std if init_std is not None else 0.1
+    def init_vertices(name, data, rng):
+        data["p"] = rng.normal(0.0, std, (len(data), k))
+        if sgd:
+            data["g"] = 1.0
+
+    if sgd:
+        step = [Exchange(sgd_exchange), Apply()]
+    else:
+        step = [Exchange(grad_exchange), Apply(grad_apply)]
+    unit_enum = enumerate if batch_unit == "vertex" else None
+    stages = [MiniBatch(batch_size, step, unit=batch_unit, enumerate=unit_enum),
+              GlobalSync(finalize=rmse_finalize)]
+    return Program(vt, edge={"rating": "f4"}, context=ctx, stages=stages,
+                   init_vertices=init_vertices, name=f"mf-{mode}")
+
+
+def predict(user_data, item_data, users, items, mu=0.0):
+    """r̂ for (users[i], items[i]) from gathered master data."""
+    return (mu + user_data["b"][users] + item_data["b"][items]
+            + np.einsum("ij,ij->i", user_data["p"][users], item_data["p"][items]))
+
+
+def rmse(user_data, item_data, graph, mu=0.0):
+    if graph is None or graph.num_edges == 0:
+        return float("nan")
+    err = graph.values - predict(user_data, item_data, graph.src, graph.dst, mu)
+    return float(np.sqrt(np.mean(err * err)))
