@@ -267,13 +267,12 @@ class Engine:
         for c in locals_:
             for f in spec.delta:
                 c[f] -= old[f]
-        if "combine" in ks:
-            def fold(acc, other):
+        def fold(acc, other):
+            # sum/delta fields are the engine's; a user combine handles the rest
+            for f in spec.sum + spec.delta:
+                acc[f] += other[f]
+            if "combine" in ks:
                 ks["combine"](view(acc), view(other))
-        else:
-            def fold(acc, other):
-                for f in spec.sum + spec.delta:
-                    acc[f] += other[f]
         g = self.transport.allreduce_context(self.clock, locals_, fold)
         for f in spec.delta:
             g[f] += old[f]

@@ -16,7 +16,9 @@ UDF signatures keep the paper's names:
   then sync fields are copied to all mirrors.
 * ``GlobalSync``: τ ← aggregate(D_v, τ) over masters, τ_l ← combine(τ_i, τ_j)
   across workers (in place into the first), τ ← finalize(τ); the result is
-  broadcast and recorded per clock.
+  broadcast and recorded per clock. Context fields declared ``sum`` or
+  ``delta`` (ContextSpec) are combined by the engine; ``combine`` handles the
+  others (e.g. a max).
 * ``MiniBatch(size, unit, enumerate, stages)``: a contiguous range of the global
   edge order (unit="edge") or of the global ids of type ``enumerate``
   (unit="vertex") per clock, running ``stages`` on it.

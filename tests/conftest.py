@@ -1,0 +1,29 @@
+import os
+import socket
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import tux2
+
+
+def random_graph(n_a=30, n_b=20, m=150, seed=0, values=True):
+    """A small random bipartite graph without duplicate edges."""
+    rng = np.random.default_rng(seed)
+    key = np.unique(rng.integers(0, n_a * n_b, m))
+    key = key[rng.permutation(len(key))]
+    return tux2.BipartiteGraph(key // n_b, key % n_b, rng.normal(size=len(key)) if values else None,
+                               n_a, n_b, ("a", "b"))
+
+
+@pytest.fixture
+def small_graph():
+    return random_graph()
+
+
+def run_cli(*args, timeout=300, env=None):
+    """Run the tux2 CLI in a subprocess; return CompletedProcess with text output."""
+    return subprocess.run([sys.executable, "-m", "tux2.cli", *args], capture_output=True, text=True,
+                          timeout=timeout, env={**os.environ, **(env or {})})

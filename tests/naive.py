@@ -1,0 +1,52 @@
+"""Slow, obviously-correct references for the MEGA stages (plain Python loops,
+one dict of replicas per partition, no arrays tricks)."""
+import numpy as np
+
+
+def replicas_by_part(edge_part, src, dst, masters, parts):
+    """{part: (set of type-0 ids, set of type-1 ids)} holding an edge or a master."""
+    out = {p: (set(), set()) for p in range(parts)}
+    for e in range(len(src)):
+        out[int(edge_part[e])][0].add(int(src[e]))
+        out[int(edge_part[e])][1].add(int(dst[e]))
+    for t in (0, 1):
+        for v, p in enumerate(masters[t]):
+            out[int(p)][t].add(v)
+    return out
+
+
+def batch_edges(src, dst, unit, enum_type, lo, hi):
+    """Global edge ids of one mini-batch, in the order a single partition runs them."""
+    m = len(src)
+    if unit == "edge":
+        return list(range(lo, min(hi, m)))
+    ends = (src, dst)[enum_type]
+    return sorted((e for e in range(m) if lo <= ends[e] < hi), key=lambda e: (ends[e], e))
+
+
+def run_direct_write(exchange, state, edges_by_part, combine="sum"):
+    """One clock of Exchange writing vertex data directly on each partition's own
+    replica copy, then Apply combining the replicas' deltas at the master.
+
+    ``state``: (A, B) arrays of floats (the global model); ``exchange(a_row, b_row, e)``
+    mutates the two replica rows; returns the new global (A, B).
+    """
+    A, B = state
+    deltas = ({}, {})
+    for part, edges in edges_by_part.items():
+        la, lb = {}, {}
+        for (e, u, v, w) in edges:
+            if u not in la:
+                la[u] = A[u].copy()
+            if v not in lb:
+                lb[v] = B[v].copy()
+            exchange(la[u], lb[v], w)
+        for t, local, glob in ((0, la, A), (1, lb, B)):
+            for x, val in local.items():
+                deltas[t].setdefault(x, []).append(val - glob[x])
+    A, B = A.copy(), B.copy()
+    for t, glob in ((0, A), (1, B)):
+        for x, ds in deltas[t].items():
+            tot = sum(ds)
+            glob[x] = glob[x] + (tot / len(ds) if combine == "mean" else tot)
+    return A, B

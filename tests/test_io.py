@@ -1,0 +1,66 @@
+"""Edge-list loading: good files parse exactly, bad ones name file and line."""
+import numpy as np
+import pytest
+
+from tux2.errors import InputError
+from tux2.io import read_edge_list
+
+
+def write(tmp_path, text, name="g.txt"):
+    p = tmp_path / name
+    p.write_bytes(text.encode() if isinstance(text, str) else text)
+    return p
+
+
+def test_parses_separators_comments_and_values(tmp_path):
+    p = write(tmp_path, "# header\n0 1 4.5\n2\t0\t-1e-1\n\n% other comment\n1,1,3\r\n")
+    g = read_edge_list(p)
+    assert g.src.tolist() == [0, 2, 1] and g.dst.tolist() == [1, 0, 1]
+    np.testing.assert_allclose(g.values, [4.5, -0.1, 3.0])
+    assert (g.n_src, g.n_dst) == (3, 2)
+
+
+def test_two_columns_have_no_values(tmp_path):
+    g = read_edge_list(write(tmp_path, "0 1\n1 0\n"))
+    assert g.values is None and g.num_edges == 2
+
+
+def test_matrix_market_is_one_based(tmp_path):
+    g = read_edge_list(write(tmp_path, "%%MatrixMarket matrix coordinate real general\n% c\n3 2 2\n1 1 5\n3 2 1.5\n"))
+    assert g.src.tolist() == [0, 2] and g.dst.tolist() == [0, 1]
+
+
+@pytest.mark.parametrize("text, line, what", [
+    ("0 1 2\n1 x 3\n", 2, "malformed vertex id"),
+    ("0 1 2\n\n1 2 abc\n", 3, "malformed value"),
+    ("0 1 nan\n", 1, "NaN or infinite"),
+    ("0 1 2\n0 1 inf\n", 2, "NaN or infinite"),
+    ("0 1 2\n-3 1 2\n", 2, "negative vertex id"),
+    ("0 1 2\n3 1 2 9\n", 2, "too many columns"),
+    ("0 1 2\n4\n", 2, "missing column"),
+    ("0 1 2\n4 5\n", 2, "missing value column"),
+    ("0 1 2\n99999999999999999999 1 2\n", 2, "too large"),
+])
+def test_bad_lines_name_file_and_line(tmp_path, text, line, what):
+    p = write(tmp_path, text)
+    with pytest.raises(InputError) as ei:
+        read_edge_list(p)
+    msg = str(ei.value)
+    assert f"{p}:{line}:" in msg and what in msg
+    assert ei.value.line == line
+
+
+def test_empty_file_is_a_clear_error(tmp_path):
+    for text in ("", "# only a comment\n\n"):
+        with pytest.raises(InputError, match="no edges found"):
+            read_edge_list(write(tmp_path, text))
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(InputError, match="cannot read"):
+        read_edge_list(tmp_path / "nope.txt")
+
+
+def test_one_based_below_base(tmp_path):
+    with pytest.raises(InputError, match="below the id base"):
+        read_edge_list(write(tmp_path, "0 1 2\n"), base=1)

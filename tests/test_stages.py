@@ -1,0 +1,190 @@
+"""Every stage against a slow reference (tests/naive.py), on small random graphs,
+for several partition counts and both partitioners."""
+import math
+
+import numpy as np
+import pytest
+
+import tux2
+from tux2 import Apply, ContextSpec, Engine, Exchange, GlobalSync, MiniBatch, Program, VertexType
+from tests.conftest import random_graph
+from tests import naive
+
+PARTS = [(1, "random"), (2, "random"), (4, "random"), (3, "bicut"), (4, "bicut")]
+
+
+# --- a toy program with accumulators: a_u.x += w·y_v, a_v.y += w·x_u[0]
+def acc_exchange(u, v, e, a_u, a_v, ctx):
+    a_u.x[0] += e.w * v.y
+    a_u.x[1] += 1.0
+    a_v.y += e.w * u.x[0]
+    ctx.s += e.w
+
+
+def apply_a(v, a, ctx):
+    v.x[0] += 0.5 * a.x[0]
+    v.x[1] = a.x[1]          # degree seen in this clock
+
+
+def apply_b(v, a, ctx):
+    v.y += 0.25 * a.y
+
+
+def toy_types():
+    return (VertexType("a", sync={"x": ("f8", 2)}), VertexType("b", sync={"y": "f8"}))
+
+
+def toy_init(name, data, rng):
+    if name == "a":
+        data["x"][:, 0] = np.arange(len(data)) * 0.1 + 1
+    else:
+        data["y"] = np.cos(np.arange(len(data)))
+
+
+def naive_accumulate(g, A, B, edges):
+    aA, aB = np.zeros((g.n_src, 2)), np.zeros(g.n_dst)
+    tA, tB = set(), set()
+    for e in edges:
+        u, v, w = int(g.src[e]), int(g.dst[e]), g.values[e]
+        aA[u, 0] += w * B[v]
+        aA[u, 1] += 1.0
+        aB[v] += w * A[u, 0]
+        tA.add(u)
+        tB.add(v)
+    A, B = A.copy(), B.copy()
+    for u in tA:
+        A[u, 0] += 0.5 * aA[u, 0]
+        A[u, 1] = aA[u, 1]
+    for v in tB:
+        B[v] += 0.25 * aB[v]
+    return A, B
+
+
+@pytest.mark.parametrize("parts,partitioner", PARTS)
+@pytest.mark.parametrize("unit,size", [("edge", None), ("edge", 17), ("vertex", 4)])
+def test_exchange_apply_accumulators_match_reference(parts, partitioner, unit, size):
+    g = random_graph(seed=parts)
+    mb = MiniBatch(size, [Exchange(acc_exchange), Apply(apply_a, types="a"), Apply(apply_b, types="b")],
+                   unit=unit, enumerate="b" if unit == "vertex" else None)
+    prog = Program(toy_types(), edge={"w": "f8"}, context=ContextSpec({"s": "f8"}, sum=("s",)),
+                   stages=[mb, GlobalSync()], init_vertices=toy_init)
+    eng = Engine(prog, g, partitions=parts, partitioner=partitioner, seed=5)
+    eng.run(2)
+    A = np.zeros((g.n_src, 2))
+    A[:, 0] = np.arange(g.n_src) * 0.1 + 1
+    B = np.cos(np.arange(g.n_dst))
+    total = g.n_src if False else (g.num_edges if unit == "edge" else g.n_dst)
+    step = size or total
+    for _ in range(2):
+        for lo in range(0, total, step):
+            A, B = naive_accumulate(g, A, B, naive.batch_edges(g.src, g.dst, unit, 1, lo, lo + step))
+    np.testing.assert_allclose(eng.vertex_data("a")["x"], A, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(eng.vertex_data("b")["y"], B, rtol=1e-12, atol=1e-12)
+    # GlobalSync summed the context over partitions: Σ w over the last epoch
+    assert eng.history[-1]["s"] == pytest.approx(g.values.sum(), rel=1e-12)
+    # every replica holds its master's value after Apply
+    for p in eng.parts:
+        tl = p.types[0]
+        np.testing.assert_allclose(tl.data["x"], A[tl.gid], rtol=1e-12, atol=1e-12)
+
+
+# --- direct writes to sync fields: the engine derives deltas and combines them
+def direct_exchange(u, v, e, a_u, a_v, ctx):
+    d = e.w * (u.x[0] - v.y)
+    u.x[0] -= 0.1 * d
+    v.y += 0.1 * d
+
+
+def _direct_step(a_row, b_row, w):
+    d = w * (a_row[0] - b_row)
+    a_row[0] -= 0.1 * d
+    b_row += 0.1 * d     # b_row is a 0-d array view
+
+
+@pytest.mark.parametrize("parts,partitioner", PARTS)
+@pytest.mark.parametrize("combine", ["sum", "mean"])
+def test_direct_writes_derive_deltas(parts, partitioner, combine):
+    g = random_graph(seed=11 + parts)
+    prog = Program(toy_types(), edge={"w": "f8"}, context=ContextSpec({"s": "f8"}),
+                   stages=[MiniBatch(40, [Exchange(direct_exchange), Apply(combine=combine)])],
+                   init_vertices=toy_init)
+    eng = Engine(prog, g, partitions=parts, partitioner=partitioner, seed=3)
+    eng.run(2)
+    A = np.zeros((g.n_src, 2))
+    A[:, 0] = np.arange(g.n_src) * 0.1 + 1
+    B = np.cos(np.arange(g.n_dst)).reshape(-1, 1)
+    ep = eng.assignment.edge_part
+    for _ in range(2):
+        for lo in range(0, g.num_edges, 40):
+            by_part = {}
+            for e in range(lo, min(lo + 40, g.num_edges)):
+                by_part.setdefault(int(ep[e]), []).append((e, int(g.src[e]), int(g.dst[e]), g.values[e]))
+            A, B = naive.run_direct_write(lambda a, b, w: _direct_step(a, b.reshape(()), w),
+                                          (A, B), by_part, combine)
+    np.testing.assert_allclose(eng.vertex_data("a")["x"], A, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(eng.vertex_data("b")["y"], B[:, 0], rtol=1e-10, atol=1e-12)
+
+
+# --- GlobalSync: aggregate over masters, custom combine, finalize; delta fields
+def agg(v, ctx):
+    ctx.total += v.y
+    ctx.count += 1
+    if v.y > ctx.biggest:
+        ctx.biggest = v.y
+
+
+def comb(a, b):
+    a.biggest = max(a.biggest, b.biggest)
+
+
+def fin(ctx):
+    ctx.mean = ctx.total / ctx.count
+
+
+def bump_exchange(u, v, e, a_u, a_v, ctx):
+    ctx.shared[0] += 1.0
+
+
+@pytest.mark.parametrize("parts,partitioner", PARTS)
+def test_global_sync_aggregate_combine_finalize(parts, partitioner):
+    g = random_graph(seed=2)
+    ctx = ContextSpec({"total": "f8", "count": "f8", "biggest": "f8", "mean": "f8", "shared": ("f8", 2)},
+                      sum=("total", "count"), delta=("shared",), init={"biggest": -1e300})
+    prog = Program(toy_types(), edge={"w": "f8"}, context=ctx,
+                   stages=[Exchange(bump_exchange), GlobalSync(agg, comb, fin, over="b")], init_vertices=toy_init)
+    eng = Engine(prog, g, partitions=parts, partitioner=partitioner)
+    eng.run(3)
+    y = np.cos(np.arange(g.n_dst))
+    h = eng.history[-1]
+    assert h["count"] == g.n_dst                      # every vertex once: masters only
+    assert h["total"] == pytest.approx(y.sum(), rel=1e-12)
+    assert h["biggest"] == pytest.approx(y.max())
+    assert h["mean"] == pytest.approx(y.mean(), rel=1e-12)
+    assert h["shared"][0] == 3 * g.num_edges         # delta field: old + Σ(local − old)
+    assert [r["clock"] for r in eng.history] == [1, 2, 3]
+    for p in eng.parts:                               # sum fields restart at 0 locally
+        assert p.ctx["total"][0] == 0 and p.ctx["shared"][0][0] == 3 * g.num_edges
+
+
+def test_master_only_and_mirror_only_fields_are_not_synchronised():
+    g = random_graph(seed=4)
+    types = (VertexType("a", sync={"x": ("f8", 2)}, master={"m": "f8"}, mirror={"r": "f8"}),
+             VertexType("b", sync={"y": "f8"}))
+
+    def ex(u, v, e, a_u, a_v, ctx):
+        u.r += 1.0
+        a_u.x[0] += 1.0
+
+    def ap(v, a, ctx):
+        v.m += a.x[0]
+
+    prog = Program(types, edge={"w": "f8"}, stages=[Exchange(ex), Apply(ap, types="a")])
+    eng = Engine(prog, g, partitions=4, partitioner="random", seed=1)
+    eng.run(1)
+    deg = np.bincount(g.src, minlength=g.n_src)
+    np.testing.assert_array_equal(eng.vertex_data("a")["m"], deg)   # Apply saw the summed accumulators
+    for p in eng.parts:
+        tl = p.types[0]
+        assert (tl.data["m"][tl.n_master:] == 0).all()             # never sent to mirrors
+        local_deg = np.bincount(p.ea, minlength=tl.n_local)
+        np.testing.assert_array_equal(tl.data["r"], local_deg)      # stays local
