@@ -26,7 +26,7 @@ def _add_run_mf(sub):
     p.add_argument("--partitioner", default="bicut", help="vertex-cut strategy: " + ", ".join(
         tux2.partitioning.available()))
     p.add_argument("--k", type=int, default=50, help="latent dimension")
-    p.add_argument("--lr", type=float, default=None, help="learning rate (default 0.1 sgd, 0.002 minibatch)")
+    p.add_argument("--lr", type=float, default=None, help="learning rate (default 0.1 sgd, 0.01 minibatch)")
     p.add_argument("--reg", type=float, default=0.05, help="L2 regularisation λ")
     p.add_argument("--epochs", type=int, default=10)
     p.add_argument("--mode", choices=("sgd", "minibatch"), default="sgd",

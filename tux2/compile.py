@@ -127,9 +127,12 @@ def compile_call(kernel, args, stage, udf):
     numba's typing errors into one that names the UDF and the stage."""
     try:
         return kernel(*args)
-    except NumbaError as e:
+    except (NumbaError, KeyError, AttributeError, TypeError, ValueError) as e:
+        # the range is empty, so any failure here happens while numba types the UDF
+        # (numba raises a bare KeyError for an unknown record field)
         name = getattr(udf, "__qualname__", getattr(udf, "__name__", repr(udf)))
-        msg = str(e).strip().splitlines()
+        text = f"unknown record field {e}" if isinstance(e, KeyError) else str(e)
+        msg = text.strip().splitlines()
         short = "\n    ".join(line for line in msg[:12] if line.strip())
         raise UDFCompileError(
             f"{stage.kind} stage {stage.name!r}: numba could not compile UDF {name!r} "

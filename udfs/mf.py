@@ -79,9 +79,9 @@ def program(k=50, mode="sgd", lr=None, reg=0.05, batch_size=None, batch_unit="ed
         fields={"k": "i8", "lr": "f4", "reg": "f4", "mu": "f4", "biases": "i8", "adaptive": "i8",
                 "loss": "f8", "n": "f8", "rmse": "f8"},
         sum=("loss", "n"),
-        init={"k": k, "lr": lr if lr is not None else (0.1 if sgd else 0.002), "reg": reg, "mu": mu,
+        init={"k": k, "lr": lr if lr is not None else (0.1 if sgd else 0.01), "reg": reg, "mu": mu,
               "biases": int(biases), "adaptive": int(adaptive and sgd)})
-    std = init_std if init_std is not None else 0.1
+    std = init_std if init_std is not None else (0.1 if sgd else 0.3)
     def init_vertices(name, data, rng):
         data["p"] = rng.normal(0.0, std, (len(data), k))
         if sgd:
