@@ -1,0 +1,45 @@
+"""Shared helpers: cache directory, JSON output, cached datasets."""
+import json
+import os
+import platform
+import sys
+import time
+
+import numpy as np
+
+CACHE = os.environ.get("TUX2_BENCH_CACHE", os.path.join(os.path.expanduser("~"), ".cache", "tux2-bench"))
+RESULTS = os.path.join(os.path.dirname(__file__), "results")
+
+
+def emit(obj, log=None):
+    """Print one JSON result line (and append it to bench/results/<log>.jsonl)."""
+    line = json.dumps(obj)
+    print(line, flush=True)
+    if log:
+        os.makedirs(RESULTS, exist_ok=True)
+        with open(os.path.join(RESULTS, f"{log}.jsonl"), "a") as f:
+            f.write(line + "\n")
+
+
+def machine():
+    return {"python": platform.python_version(), "cpus": os.cpu_count(), "platform": platform.platform()}
+
+
+def netflix_cached(n_users, n_items, n_ratings, seed=0, rank=10, noise=0.5):
+    """netflix_like() arrays, generated once and cached on disk outside the repo."""
+    from tux2.datasets import netflix_like
+    from tux2.graph import BipartiteGraph
+    os.makedirs(CACHE, exist_ok=True)
+    path = os.path.join(CACHE, f"netflix_{n_users}_{n_items}_{n_ratings}_{rank}_{noise}_{seed}.npz")
+    names = ("user", "item")
+    if not os.path.exists(path):
+        t = time.perf_counter()
+        tr, te = netflix_like(n_users, n_items, n_ratings, rank=rank, noise=noise, seed=seed)
+        np.savez(path + ".tmp.npz", tr_u=tr.src, tr_i=tr.dst, tr_r=tr.values, te_u=te.src, te_i=te.dst,
+                 te_r=te.values)
+        os.replace(path + ".tmp.npz", path)
+        print(f"# generated {path} in {time.perf_counter() - t:.1f}s", file=sys.stderr)
+    d = np.load(path)
+    tr = BipartiteGraph(d["tr_u"], d["tr_i"], d["tr_r"], n_users, n_items, names, path)
+    te = BipartiteGraph(d["te_u"], d["te_i"], d["te_r"], n_users, n_items, names, path)
+    return tr, te, path

@@ -1,0 +1,96 @@
+"""MF by SGD: tux2 per-edge SGD vs LibMF (AVX build), same data, same epochs, 1 thread.
+
+Prints per-epoch lines for both and a final
+{"bench": "mf_sgd", "tux2_over_libmf_edges_per_s": R, "tux2_test_rmse": ..., "libmf_test_rmse": ...}.
+Per-epoch training time excludes setup on both sides: for tux2 it is the time of
+engine.run(1); for LibMF it is (t(N epochs) − t(1 epoch)) / (N − 1), since LibMF
+only reports the total of setup + training.
+"""
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+from bench.common import emit, machine, netflix_cached
+
+LOG = "mf"
+
+
+def run_libmf(so, data, epochs, k, eta, reg, verbose):
+    cmd = [sys.executable, "-m", "bench.peers.libmf", "--so", so, "--data", data, "--epochs", str(epochs),
+           "--k", str(k), "--eta", str(eta), "--reg", str(reg)] + (["--verbose"] if verbose else [])
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=3600,
+                       cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    if r.returncode != 0:
+        raise RuntimeError(f"LibMF run failed: {r.stderr[-500:]}")
+    res = json.loads(r.stdout.split("RESULT ", 1)[1].splitlines()[0])
+    iters = []
+    for line in r.stdout.splitlines():
+        f = line.split()
+        if len(f) >= 3 and f[0].isdigit() and re.match(r"^[\d.]+$", f[2]):
+            iters.append({"iter": int(f[0]), "tr_rmse": float(f[1]), "va_rmse": float(f[2])})
+    res["iters"] = iters
+    return res
+
+
+def main(args):
+    from tux2 import Engine
+    from tux2.graph import blocked_order
+    from tux2.udfs import mf
+
+    quick = getattr(args, "quick", False)
+    n_users, n_items, n_ratings = (20_000, 2_000, 1_000_000) if quick else (100_000, 10_000, 8_000_000)
+    epochs, k, lr, reg = (5 if quick else 10), 50, 0.1, 0.05
+    train, test, path = netflix_cached(n_users, n_items, n_ratings)
+    m = train.num_edges
+    info = {"bench": "mf_sgd", "users": n_users, "items": n_items, "train_ratings": m,
+            "test_ratings": test.num_edges, "k": k, "epochs": epochs, "lr": lr, "reg": reg, **machine()}
+    emit({**info, "event": "dataset", "path": path}, LOG)
+
+    # --- tux2: per-edge SGD, 1 partition, blocked edge order
+    t = time.perf_counter()
+    order = blocked_order(train.src, train.dst, train.n_src, train.n_dst, seed=0)
+    tr = train.permuted(order)
+    mu = float(tr.values.mean())
+    eng = Engine(mf.program(k=k, mode="sgd", lr=lr, reg=reg, mu=mu), tr, partitions=1, seed=0)
+    emit({"bench": "mf_sgd", "system": "tux2", "event": "setup", "seconds": time.perf_counter() - t}, LOG)
+    times = []
+    for epoch in range(1, epochs + 1):
+        t = time.perf_counter()
+        eng.run(1)
+        dt = time.perf_counter() - t
+        times.append(dt)
+        rm = mf.rmse(eng.vertex_data("user"), eng.vertex_data("item"), test, mu)
+        emit({"bench": "mf_sgd", "system": "tux2", "epoch": epoch, "seconds": dt, "edges_per_s": m / dt,
+              "train_rmse": eng.context()["rmse"], "test_rmse": rm}, LOG)
+    tux2_rmse = rm
+    tux2_eps = m * epochs / sum(times)
+
+    # --- LibMF
+    from bench.peers import libmf
+    try:
+        so = libmf.build()
+    except RuntimeError as e:
+        emit({"bench": "mf_sgd", "system": "libmf", "skipped": str(e)}, LOG)
+        return 1
+    verbose = run_libmf(so, path, epochs, k, lr, reg, verbose=True)
+    for it in verbose["iters"]:
+        emit({"bench": "mf_sgd", "system": "libmf", "epoch": it["iter"] + 1, "train_rmse": it["tr_rmse"],
+              "test_rmse": it["va_rmse"]}, LOG)
+    t1 = run_libmf(so, path, 1, k, lr, reg, verbose=False)["seconds"]
+    tn = run_libmf(so, path, epochs, k, lr, reg, verbose=False)
+    per_epoch = (tn["seconds"] - t1) / (epochs - 1)
+    libmf_eps = m / per_epoch
+    emit({"bench": "mf_sgd", "system": "libmf", "event": "timing", "seconds_1_epoch": t1,
+          f"seconds_{epochs}_epochs": tn["seconds"], "seconds_per_epoch": per_epoch, "edges_per_s": libmf_eps,
+          "test_rmse": tn["test_rmse"]}, LOG)
+    emit({"bench": "mf_sgd", "tux2_over_libmf_edges_per_s": tux2_eps / libmf_eps,
+          "tux2_edges_per_s": tux2_eps, "libmf_edges_per_s": libmf_eps,
+          "tux2_test_rmse": tux2_rmse, "libmf_test_rmse": tn["test_rmse"], "epochs": epochs,
+          "train_ratings": m}, LOG)
+    return 0

@@ -1,0 +1,1 @@
+"""Peer systems, installed on demand from the package registries."""
