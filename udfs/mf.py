@@ -19,26 +19,27 @@ from tux2 import Apply, ContextSpec, Exchange, GlobalSync, MiniBatch, Program, V
 
 
 def sgd_exchange(u, v, e, a_u, a_v, ctx):
+    p, q, k, reg = u.p, v.p, ctx.k, ctx.reg      # locals: lets LLVM vectorise the loops
     err = e.rating - (ctx.mu + u.b + v.b)
-    for j in range(ctx.k):
-        err -= u.p[j] * v.p[j]
+    for j in range(k):
+        err -= p[j] * q[j]
     ctx.loss += err * err
     ctx.n += 1
     eta_u, eta_v = ctx.lr / math.sqrt(u.g), ctx.lr / math.sqrt(v.g)
     gu = gv = 0.0
-    for j in range(ctx.k):
-        pj, qj = u.p[j], v.p[j]
-        dp, dq = ctx.reg * pj - err * qj, ctx.reg * qj - err * pj
+    for j in range(k):
+        pj, qj = p[j], q[j]
+        dp, dq = reg * pj - err * qj, reg * qj - err * pj
         gu += dp * dp
         gv += dq * dq
-        u.p[j] = pj - eta_u * dp
-        v.p[j] = qj - eta_v * dq
+        p[j] = pj - eta_u * dp
+        q[j] = qj - eta_v * dq
     if ctx.adaptive:
-        u.g += gu / ctx.k
-        v.g += gv / ctx.k
+        u.g += gu / k
+        v.g += gv / k
     if ctx.biases:
-        u.b += eta_u * (err - ctx.reg * u.b)
-        v.b += eta_v * (err - ctx.reg * v.b)
+        u.b += eta_u * (err - reg * u.b)
+        v.b += eta_v * (err - reg * v.b)
 
 
 def grad_exchange(u, v, e, a_u, a_v, ctx):
