@@ -65,11 +65,13 @@ class BipartiteGraph:
                 f"{self.num_edges} edges)")
 
 
-def blocked_order(src, dst, n_src, n_dst, blocks=8, seed=0):
-    """A 2-D blocked edge order (as LibMF's grid): edges are grouped into
-    blocks×blocks tiles of (src range, dst range), tiles visited in a shuffled
-    order, edges shuffled inside each tile. Keeps the working set of one tile in
-    cache while remaining random enough for SGD."""
+def blocked_order(src, dst, n_src, n_dst, blocks=8, seed=0, within="sorted"):
+    """A 2-D blocked edge order, as LibMF's grid: edges are grouped into
+    blocks×blocks tiles of (src range, dst range), tiles are visited in a
+    shuffled order, and inside a tile edges are sorted by the endpoint of the
+    type with more vertices (LibMF's sort_node_by_p/q: consecutive edges reuse
+    the big side's row while the small side's tile stays in cache), or shuffled
+    with ``within="shuffle"``."""
     rng = np.random.default_rng(seed)
     m = len(src)
     if m == 0:
@@ -77,4 +79,7 @@ def blocked_order(src, dst, n_src, n_dst, blocks=8, seed=0):
     bs = (src * blocks // max(n_src, 1)).astype(np.int64)
     bd = (dst * blocks // max(n_dst, 1)).astype(np.int64)
     tile_rank = rng.permutation(blocks * blocks)[bs * blocks + bd]
-    return np.lexsort((rng.random(m), tile_rank))
+    if within == "shuffle":
+        return np.lexsort((rng.random(m), tile_rank))
+    major, minor = (src, dst) if n_src >= n_dst else (dst, src)
+    return np.lexsort((minor, major, tile_rank))
