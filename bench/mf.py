@@ -13,7 +13,6 @@ import subprocess
 import sys
 import time
 
-import numpy as np
 
 from bench.common import emit, machine, netflix_cached
 

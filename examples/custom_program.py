@@ -6,7 +6,6 @@ turns the summed squared error into an RMSE. Run: python examples/custom_program
 """
 import math
 
-import tux2
 from tux2 import Apply, ContextSpec, Engine, Exchange, GlobalSync, MiniBatch, Program, VertexType
 from tux2.datasets import netflix_like
 

@@ -1,10 +1,8 @@
 import os
-import socket
 import subprocess
 import sys
 
 import numpy as np
-import pytest
 
 import tux2
 
@@ -16,11 +14,6 @@ def random_graph(n_a=30, n_b=20, m=150, seed=0, values=True):
     key = key[rng.permutation(len(key))]
     return tux2.BipartiteGraph(key // n_b, key % n_b, rng.normal(size=len(key)) if values else None,
                                n_a, n_b, ("a", "b"))
-
-
-@pytest.fixture
-def small_graph():
-    return random_graph()
 
 
 def run_cli(*args, timeout=300, env=None):

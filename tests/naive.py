@@ -1,18 +1,5 @@
 """Slow, obviously-correct references for the MEGA stages (plain Python loops,
 one dict of replicas per partition, no arrays tricks)."""
-import numpy as np
-
-
-def replicas_by_part(edge_part, src, dst, masters, parts):
-    """{part: (set of type-0 ids, set of type-1 ids)} holding an edge or a master."""
-    out = {p: (set(), set()) for p in range(parts)}
-    for e in range(len(src)):
-        out[int(edge_part[e])][0].add(int(src[e]))
-        out[int(edge_part[e])][1].add(int(dst[e]))
-    for t in (0, 1):
-        for v, p in enumerate(masters[t]):
-            out[int(p)][t].add(v)
-    return out
 
 
 def batch_edges(src, dst, unit, enum_type, lo, hi):

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import tux2
-from tux2 import Apply, ContextSpec, Engine, Exchange, Program, VertexType
+from tux2 import Apply, Engine, Exchange, Program, VertexType
 
 
 def bad_exchange(u, v, e, a_u, a_v, ctx):

@@ -25,8 +25,7 @@ def test_central_invariant_minibatch_mf(ratings, unit, size):
     for parts in (2, 4):
         for partitioner in ("random", "bicut"):
             eng = Engine(prog, train, partitions=parts, partitioner=partitioner, seed=3).run(3)
-            if partitioner == "random" or parts > 1:
-                assert any(p.types[1].n_mirror for p in eng.parts)     # real synchronisation happened
+            assert any(p.types[1].n_mirror for p in eng.parts)     # real synchronisation happened
             np.testing.assert_allclose(eng.vertex_data("user")["p"], U0["p"], rtol=1e-4, atol=1e-5)
             np.testing.assert_allclose(eng.vertex_data("item")["p"], I0["p"], rtol=1e-4, atol=1e-5)
             np.testing.assert_allclose(eng.vertex_data("item")["b"], I0["b"], rtol=1e-4, atol=1e-5)

@@ -5,6 +5,8 @@ NaN/inf semantics ('nnan'/'ninf' are left out) so divergence stays detectable.
 """
 import os
 
+from numba.core import config as _numba_config
+
 FASTMATH = {"reassoc", "contract", "nsz", "arcp"}
 
 JIT = dict(fastmath=FASTMATH, boundscheck=False, error_model="numpy", nogil=True)
@@ -15,5 +17,4 @@ CACHE = os.environ.get("TUX2_NUMBA_CACHE", "1") != "0"
 
 def jit_disabled() -> bool:
     """True when numba runs functions as plain Python (the reference mode)."""
-    from numba.core import config
-    return bool(config.DISABLE_JIT)
+    return bool(_numba_config.DISABLE_JIT)

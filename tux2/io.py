@@ -108,7 +108,7 @@ def _parse_float(buf, pos, end):
 
 @njit(cache=True, nogil=True)
 def _parse_edges(buf, start, out_s, out_d, out_v):
-    """Parse lines from buf[start:]. Returns (n_edges, ncols, err, err_line, err_pos, lines)."""
+    """Parse lines from buf[start:]. Returns (n_edges, ncols, err, err_line, err_pos)."""
     n = buf.shape[0]
     pos = start
     line = 0
@@ -127,14 +127,14 @@ def _parse_edges(buf, start, out_s, out_d, out_v):
             continue
         s, p, err = _parse_int(buf, p, end)
         if err:
-            return k, ncols, err, line, pos, line
+            return k, ncols, err, line, pos
         while p < end and _is_sep(buf[p]):
             p += 1
         if p == end:
-            return k, ncols, 6, line, pos, line
+            return k, ncols, 6, line, pos
         d, p, err = _parse_int(buf, p, end)
         if err:
-            return k, ncols, err, line, pos, line
+            return k, ncols, err, line, pos
         while p < end and _is_sep(buf[p]):
             p += 1
         cols = 2
@@ -142,22 +142,22 @@ def _parse_edges(buf, start, out_s, out_d, out_v):
         if p < end:
             v, p, err = _parse_float(buf, p, end)
             if err:
-                return k, ncols, err, line, pos, line
+                return k, ncols, err, line, pos
             cols = 3
             while p < end and _is_sep(buf[p]):
                 p += 1
             if p < end:
-                return k, ncols, 5, line, pos, line
+                return k, ncols, 5, line, pos
         if ncols == 0:
             ncols = cols
         elif cols != ncols:
-            return k, ncols, 8 if cols == 2 else 5, line, pos, line
+            return k, ncols, 8 if cols == 2 else 5, line, pos
         out_s[k] = s
         out_d[k] = d
         out_v[k] = v
         k += 1
         pos = end + 1
-    return k, ncols, 0, line, pos, line
+    return k, ncols, 0, line, pos
 
 
 def _line_text(buf, pos):
@@ -200,7 +200,7 @@ def read_edge_list(path, base=None, type_names=("src", "dst"), n_src=None, n_dst
     s = np.empty(cap, np.int64)
     d = np.empty(cap, np.int64)
     v = np.empty(cap, np.float64)
-    k, ncols, err, err_line, err_pos, _ = _parse_edges(buf, start, s, d, v)
+    k, ncols, err, err_line, err_pos = _parse_edges(buf, start, s, d, v)
     if err:
         raise InputError(_MESSAGES[err], path=path, line=err_line + line_offset,
                          text=_line_text(raw, err_pos))
