@@ -25,8 +25,8 @@ def sgd_exchange(u, v, e, a_u, a_v, ctx):
         err -= p[j] * q[j]
     ctx.loss += err * err
     ctx.n += 1
-    eta_u, eta_v = ctx.lr / math.sqrt(u.g), ctx.lr / math.sqrt(v.g)
-    gu = gv = 0.0
+    eta_u, eta_v = ctx.lr / np.sqrt(u.g), ctx.lr / np.sqrt(v.g)   # np.sqrt stays float32;
+    gu = gv = np.float32(0.0)           # math.sqrt would promote the loop to float64 (half the SIMD lanes)
     for j in range(k):
         pj, qj = p[j], q[j]
         dp, dq = reg * pj - err * qj, reg * qj - err * pj
