@@ -2,17 +2,24 @@
 
 Every strategy has the same signature::
 
-    strategy(src, dst, n_src, n_dst, parts, seed=0, **options) -> Assignment
+    strategy(src, dst, n_src, n_dst, parts, seed=0, hash="jenkins", **options) -> Assignment
 
 ``src`` holds ids of the first vertex type, ``dst`` ids of the second. The
 result gives the part of every edge and the master part of every vertex of
-both types. Strategies are pure numpy: no engine import.
+both types. With ``n_dst=None`` the graph is homogeneous (one id space of
+``n_src`` vertices, directed edges src → dst) and ``master`` has one array.
+
+Internally a strategy sees one id space: the second type's ids are offset by
+``n_src`` (see :class:`EdgeView`). Strategies are pure numpy/numba: no engine
+import. ``quality`` reports replication factors and balance for any assignment.
 """
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from tux2.errors import PartitionError
+from tux2.partitioning.hashing import Hasher, make_hasher
 
 
 @dataclass
@@ -20,18 +27,84 @@ class Assignment:
     """Output of a partitioner: edge → part, vertex → master part (per type)."""
 
     edge_part: np.ndarray      # int32, one per edge, in [0, parts)
-    master: tuple              # (int32 array of n_src, int32 array of n_dst)
+    master: tuple              # int32 arrays: (n_src, n_dst), or (n,) for a homogeneous graph
     parts: int
     strategy: str = ""
+    seconds: float = 0.0
+    options: dict = field(default_factory=dict)
+
+
+class EdgeView:
+    """The edges as one directed graph over global ids 0 … n−1 (what a strategy
+    core sees). ``t`` is ``dst`` offset by ``n_src`` in a bipartite graph."""
+
+    def __init__(self, src, dst, n_src, n_dst):
+        self.bipartite = n_dst is not None
+        self.n_src = int(n_src)
+        self.n_dst = int(n_dst) if self.bipartite else 0
+        self.n = self.n_src + self.n_dst if self.bipartite else self.n_src
+        self.s = src
+        self.t = dst + self.n_src if self.bipartite else dst
+        self.m = len(src)
+        self._deg = {}
+
+    def in_degree(self):
+        if "in" not in self._deg:
+            self._deg["in"] = np.bincount(self.t, minlength=self.n).astype(np.int64)
+        return self._deg["in"]
+
+    def out_degree(self):
+        if "out" not in self._deg:
+            self._deg["out"] = np.bincount(self.s, minlength=self.n).astype(np.int64)
+        return self._deg["out"]
+
+    def degree(self):
+        return self.in_degree() + self.out_degree()
+
+    def split(self, master):
+        """Per-type master arrays from a global one."""
+        if not self.bipartite:
+            return (master,)
+        return master[: self.n_src], master[self.n_src:]
+
+    def type_of(self, v):
+        """0 for first-type (or homogeneous) global ids, 1 for second-type."""
+        return (np.asarray(v) >= self.n_src).astype(np.int8) if self.bipartite else np.zeros(len(v), np.int8)
 
 
 _REGISTRY = {}
 
 
-def register(name):
-    def deco(fn):
-        _REGISTRY[name] = fn
-        return fn
+def strategy(name, bipartite_only=False):
+    """Register a strategy core ``core(g: EdgeView, parts, hasher, **options)
+    -> (edge_part, master)`` under ``name`` and return the public function."""
+    def deco(core):
+        def run(src, dst, n_src, n_dst, parts, seed=0, hash="jenkins", strict=True, **options):
+            src, dst = check_input(src, dst, n_src, n_dst, parts, strict=strict)
+            g = EdgeView(src, dst, n_src, n_dst)
+            if bipartite_only and not g.bipartite:
+                raise PartitionError(f"strategy {name!r} needs a bipartite graph (two vertex types); "
+                                     "give n_dst")
+            hasher = make_hasher(hash, seed)
+            t0 = time.perf_counter()
+            try:
+                edge_part, master = core(g, int(parts), hasher, **options)
+            except TypeError as e:
+                if "unexpected keyword" in str(e):
+                    raise PartitionError(f"strategy {name!r}: {e}".replace(core.__name__ + "()", "")) from None
+                raise
+            seconds = time.perf_counter() - t0
+            return Assignment(np.ascontiguousarray(edge_part, np.int32),
+                              tuple(np.ascontiguousarray(x, np.int32) for x in g.split(master)),
+                              int(parts), name, seconds, dict(options, seed=seed, hash=hasher.kind))
+        run.__name__ = core.__name__
+        run.__qualname__ = core.__qualname__
+        run.__doc__ = core.__doc__
+        run.__module__ = core.__module__
+        run.core = core
+        run.bipartite_only = bipartite_only
+        _REGISTRY[name] = run
+        return run
     return deco
 
 
@@ -49,16 +122,35 @@ def get(name):
             f"unknown partitioner {name!r}; available: {', '.join(available())}") from None
 
 
-def check_input(src, dst, n_src, n_dst, parts):
-    """Validate the common arguments; return them as int64 arrays."""
-    src = np.asarray(src, dtype=np.int64)
-    dst = np.asarray(dst, dtype=np.int64)
+def check_input(src, dst, n_src, n_dst, parts, strict=True):
+    """Validate the common arguments; return src, dst as int64 arrays.
+
+    ``strict`` (the default for users) also rejects an empty graph and more
+    parts than edges; the engine passes False, since a partition may be empty.
+    """
+    src = np.asarray(src)
+    dst = np.asarray(dst)
     if src.shape != dst.shape or src.ndim != 1:
         raise PartitionError(f"src and dst must be 1-D arrays of equal length, got {src.shape} and {dst.shape}")
-    if int(parts) != parts or parts < 1:
+    for name, a in (("src", src), ("dst", dst)):
+        if len(a) and not np.issubdtype(a.dtype, np.integer):
+            raise PartitionError(f"{name} ids must be integers, got dtype {a.dtype}")
+    src = src.astype(np.int64, copy=False)
+    dst = dst.astype(np.int64, copy=False)
+    if isinstance(parts, bool) or not isinstance(parts, (int, np.integer)) or parts < 1:
         raise PartitionError(f"number of parts must be an integer >= 1, got {parts!r}")
+    if strict:
+        if len(src) == 0:
+            raise PartitionError("the graph has no edges: nothing to partition")
+        if parts > len(src):
+            raise PartitionError(f"{parts} parts for {len(src)} edges: some parts would be empty; "
+                                 "use at most as many parts as edges")
+    for name, n in (("n_src", n_src), ("n_dst", n_dst)):
+        if n is not None and (int(n) != n or n < 0):
+            raise PartitionError(f"{name} must be a non-negative integer, got {n!r}")
     if len(src):
-        for name, ids, n in (("src", src, n_src), ("dst", dst, n_dst)):
+        n_t = n_dst if n_dst is not None else n_src
+        for name, ids, n in (("src", src, n_src), ("dst", dst, n_t)):
             lo, hi = int(ids.min()), int(ids.max())
             if lo < 0 or hi >= n:
                 bad = int(np.flatnonzero((ids < 0) | (ids >= n))[0])
@@ -69,11 +161,12 @@ def check_input(src, dst, n_src, n_dst, parts):
 
 def partition(name, src, dst, n_src, n_dst, parts, seed=0, **options):
     """Run strategy ``name``; see the module docstring for the signature."""
-    src, dst = check_input(src, dst, n_src, n_dst, parts)
-    a = get(name)(src, dst, int(n_src), int(n_dst), int(parts), seed=seed, **options)
-    a.strategy = name
-    return a
+    return get(name)(src, dst, n_src, n_dst, parts, seed=seed, **options)
 
 
-from tux2.partitioning import random_cut as _random_cut  # noqa: E402,F401  (registers)
-from tux2.partitioning import bicut as _bicut  # noqa: E402,F401
+# strategies register themselves on import
+from tux2.partitioning import random_cut, grid, greedy, dbh, hdrf, hybrid, ginger, bicut, aweto  # noqa: E402,F401
+from tux2.partitioning.quality import quality, format_table  # noqa: E402,F401
+
+__all__ = ["Assignment", "EdgeView", "Hasher", "available", "get", "partition", "quality",
+           "format_table", "strategy", "check_input"]

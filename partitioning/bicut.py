@@ -1,35 +1,51 @@
 """BiGraph's BiCut (reference/partitioning.md §1g): every edge goes to the part of
-its favourite-side endpoint, so favourite vertices have exactly one replica and
-need no synchronisation; masters are hashed.
+its favourite-side endpoint, place(u, v) = Hv(f) mod p, so favourite vertices
+have exactly one replica (no mirrors, no synchronisation); m(x) = Hv(x) mod p.
 
-``favorite`` is 0 (first type), 1 (second type) or "auto": the side whose
-replication would cost more, i.e. keep the side with MORE vertices mirror-free
-(replicating the smaller side minimises the sum of replicas).
+``favorite``: 0 / "src" (first type), 1 / "dst" (second type), or "auto" (the
+default): the side whose replication would cost more stays mirror-free. The
+cost of replicating side X is its expected mirror count under the other side's
+hashing, Σ_x [p − (p−1)(1−1/p)^d(x) − 1], times ``vertex_bytes[X]`` (bytes
+per replica; default 1 each, i.e. plain replica counts).
 """
 import numpy as np
 
-from tux2.partitioning import Assignment, register
-from tux2.partitioning.hashing import vertex_hash
 from tux2.errors import PartitionError
+from tux2.partitioning import strategy
 
 
-def choose_favorite(n_src, n_dst, favorite="auto"):
-    if favorite in ("auto", None):
-        return 0 if n_src >= n_dst else 1
+def mirror_cost(deg, parts):
+    """Expected mirrors of vertices with these degrees when their edges are spread by hash."""
+    deg = np.asarray(deg, np.float64)
+    return float(np.sum((parts - 1) * (1.0 - (1.0 - 1.0 / parts) ** deg)))
+
+
+def choose_favorite(g, parts, favorite="auto", vertex_bytes=(1, 1)):
+    """0 or 1: the favourite side of a bipartite EdgeView."""
     if favorite in (0, 1):
         return int(favorite)
     if favorite in ("src", "source"):
         return 0
     if favorite in ("dst", "target"):
         return 1
-    raise PartitionError(f"bicut favorite must be 0, 1 or 'auto', got {favorite!r}")
+    if favorite not in ("auto", None):
+        raise PartitionError(f"bicut favorite must be 0, 1, 'src', 'dst' or 'auto', got {favorite!r}")
+    deg = g.degree()
+    cost0 = mirror_cost(deg[: g.n_src], parts) * vertex_bytes[0]   # replicate side 0 (F = 1)
+    cost1 = mirror_cost(deg[g.n_src:], parts) * vertex_bytes[1]
+    if cost0 == cost1:
+        return 0 if g.n_src >= g.n_dst else 1
+    return 0 if cost0 > cost1 else 1
 
 
-@register("bicut")
-def bicut(src, dst, n_src, n_dst, parts, seed=0, favorite="auto", vertex_hash_fn=vertex_hash):
-    fav = choose_favorite(n_src, n_dst, favorite)
-    p = np.uint32(parts)
-    master = tuple((vertex_hash_fn(np.arange(n), vtype=t, seed=seed) % p).astype(np.int32)
-                   for t, n in enumerate((n_src, n_dst)))
-    edge_part = master[fav][src if fav == 0 else dst]
-    return Assignment(edge_part.astype(np.int32), master, parts)
+def bicut_place(g, parts, hasher, favorite, vertex_bytes):
+    fav = choose_favorite(g, parts, favorite, vertex_bytes)
+    hv = hasher.vertex_part(g.n, parts)
+    edge_part = hv[g.s if fav == 0 else g.t]
+    return fav, edge_part, hv
+
+
+@strategy("bicut", bipartite_only=True)
+def bicut(g, parts, hasher, favorite="auto", vertex_bytes=(1, 1)):
+    _, edge_part, hv = bicut_place(g, parts, hasher, favorite, vertex_bytes)
+    return edge_part, hv

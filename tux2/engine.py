@@ -48,7 +48,7 @@ class Engine:
         vdata = program.init_data(graph.n, rng)
         self.assignment = partitioning.partition(
             partitioner, graph.src, graph.dst, graph.n_src, graph.n_dst, self.P, seed=seed,
-            **(partitioner_options or {}))
+            strict=False, **(partitioner_options or {}))
         ctx = context if context is not None else program.context.new()
         self.parts = build_partitions(program, graph, self.assignment, vdata, edge_data, ctx)
         self.transport = transport or LocalTransport(self.P)
