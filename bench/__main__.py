@@ -2,7 +2,7 @@
 import argparse
 import sys
 
-EXPERIMENTS = {"mf": "bench.mf"}
+EXPERIMENTS = {"mf": "bench.mf", "partition": "bench.partition"}
 
 
 def main(argv=None):

@@ -150,6 +150,8 @@ def main(argv=None):
     run = sub.add_parser("run", help="train an algorithm")
     algos = run.add_subparsers(dest="algorithm", required=True)
     _add_run_mf(algos)
+    from tux2 import cli_partition
+    cli_partition.add_parser(sub)
     args = parser.parse_args(argv)
     try:
         return args.func(args)

@@ -1,0 +1,55 @@
+"""`tux2 partition` end to end, in a subprocess."""
+import json
+
+import numpy as np
+
+from tests.conftest import random_graph, run_cli
+from tux2 import partitioning
+from tux2.io import write_edge_list
+
+KEYS = {"strategy", "parts", "replication_factor", "replication_factor_no_master_only", "edge_balance",
+        "vertex_balance", "seconds"}
+
+
+def test_json_reports_match_the_library(tmp_path):
+    g = random_graph(n_a=120, n_b=40, m=900, seed=4)
+    path = tmp_path / "g.txt"
+    write_edge_list(str(path), g)
+    r = run_cli("partition", str(path), "--parts", "4", "-s", "random", "-s", "bicut", "-s", "hybrid",
+                "-o", "theta=5", "--json", "--save", str(tmp_path / "out"))
+    assert r.returncode == 0, r.stderr
+    reps = [json.loads(line) for line in r.stdout.splitlines()]
+    assert [x["strategy"] for x in reps] == ["random", "bicut", "hybrid"]
+    for rep in reps:
+        assert KEYS <= set(rep)
+        a = partitioning.partition(rep["strategy"], g.src, g.dst, g.n_src, g.n_dst, 4,
+                                   **({"theta": 5} if rep["strategy"] == "hybrid" else {}))
+        lib = partitioning.quality(a, g.src, g.dst, g.n_src, g.n_dst)
+        assert rep["replication_factor"] == lib["replication_factor"]
+        saved = np.load(tmp_path / "out" / f"{rep['strategy']}.npz")
+        np.testing.assert_array_equal(saved["edge_part"], a.edge_part)
+    assert reps[1]["replication_factor_src"] == 1.0       # bicut: 120 sources are the favourite side
+
+
+def test_table_and_generated_graph():
+    r = run_cli("partition", "--powerlaw", "3000", "--alpha", "2.0", "--parts", "9")
+    assert r.returncode == 0, r.stderr
+    assert "replication factor λ" in r.stdout and "grid" in r.stdout and "hdrf" in r.stdout
+    assert "bicut" not in r.stdout                          # needs two vertex types
+
+
+def test_errors_name_the_problem(tmp_path):
+    bad = tmp_path / "bad.txt"
+    bad.write_text("0 1\n1 2\n3 x\n")
+    r = run_cli("partition", str(bad), "--parts", "2")
+    assert r.returncode == 2 and "bad.txt:3" in r.stderr and "Traceback" not in r.stderr
+    ok = tmp_path / "ok.txt"
+    ok.write_text("0 1\n1 2\n")
+    r = run_cli("partition", str(ok), "--parts", "5")
+    assert r.returncode == 2 and "at most as many parts as edges" in r.stderr
+    r = run_cli("partition", str(ok), "--parts", "2", "-s", "random", "-o", "theta=3")
+    assert r.returncode == 2 and "theta" in r.stderr
+    r = run_cli("partition", str(ok), "--parts", "5", "-s", "grid")
+    assert r.returncode == 2
+    r = run_cli("partition", str(ok), "--parts", "2", "-s", "grid")
+    assert r.returncode == 0, r.stderr
