@@ -43,7 +43,46 @@ def _add_run_mf(sub):
     p.add_argument("--out", help="directory for the model (.npz per vertex type + model.json)")
     p.add_argument("--metrics", help="write one JSON object per epoch to this .jsonl file")
     p.add_argument("--quiet", action="store_true", help="no per-epoch lines")
+    add_distributed_args(p)
     p.set_defaults(func=run_mf)
+
+
+def add_distributed_args(p):
+    g = p.add_argument_group("distributed run (see README: Running on several workers)")
+    g.add_argument("--workers", type=int, default=1,
+                   help="start this many worker processes on this machine (ZeroMQ over loopback)")
+    g.add_argument("--rank", type=int, default=None,
+                   help="this worker's rank (default: from OMPI_COMM_WORLD_RANK, PMI_RANK or SLURM_PROCID)")
+    g.add_argument("--world", type=int, default=None,
+                   help="number of workers (default: from OMPI_COMM_WORLD_SIZE, PMI_SIZE or SLURM_NTASKS)")
+    g.add_argument("--rendezvous", default=None,
+                   help="tcp://HOST:PORT that rank 0 binds and the others connect to (or TUX2_RENDEZVOUS)")
+    g.add_argument("--bind", default=None,
+                   help="address this worker binds for data (default 127.0.0.1 on one machine, "
+                        "0.0.0.0 when the rendezvous host is not loopback)")
+    g.add_argument("--advertise", default=None,
+                   help="host name or address the other workers use to reach this one "
+                        "(default: this host's name when not on loopback)")
+    g.add_argument("--timeout", type=float, default=30.0,
+                   help="seconds of silence after which a peer counts as lost")
+
+
+def open_transport(args, partitions):
+    """(transport, rank, world) for a distributed worker, or (None, 0, 1)."""
+    from tux2.runtime import world_from
+    w = world_from(args.rank, args.world, args.rendezvous)
+    if w is None or w[1] == 1:
+        return None, 0, 1
+    rank, world, rendezvous = w
+    from tux2.zmq_transport import ZmqTransport
+    host = rendezvous.split("://", 1)[-1].rsplit(":", 1)[0]
+    local = host in ("127.0.0.1", "localhost", "[::1]")
+    import socket
+    bind = args.bind or ("127.0.0.1" if local else "0.0.0.0")
+    advertise = args.advertise or ("127.0.0.1" if local else socket.getfqdn())
+    t = ZmqTransport(rank, world, rendezvous, max(partitions, world), timeout=args.timeout,
+                     bind_host=bind, advertise_host=advertise)
+    return t, rank, world
 
 
 def _split(graph, fraction, seed):
@@ -56,6 +95,22 @@ def _split(graph, fraction, seed):
 
 
 def run_mf(args):
+    if args.workers > 1 and args.rank is None:
+        from tux2.runtime import launch_local, strip_option
+        return launch_local(strip_option(args.argv, "--workers"), args.workers, timeout=args.timeout)
+    transport, rank, world = open_transport(args, args.partitions)
+    try:
+        return _run_mf(args, transport, rank, world)
+    except BaseException as e:
+        if transport is not None and not isinstance(e, SystemExit):
+            transport.abort(f"{type(e).__name__}: {e}")
+        raise
+    finally:
+        if transport is not None:
+            transport.close()
+
+
+def _run_mf(args, transport, rank, world):
     from tux2.datasets import netflix_like
     from tux2.graph import blocked_order
     from tux2.io import read_edge_list
@@ -87,14 +142,16 @@ def run_mf(args):
     prog = mf.program(k=args.k, mode=args.mode, lr=args.lr, reg=args.reg, batch_size=args.batch_size,
                       batch_unit=args.batch_unit, enumerate=args.enumerate,
                       biases=not args.no_biases, mu=mu)
-    say = (lambda *a: None) if args.quiet else (lambda *a: print(*a, flush=True))
+    say = (lambda *a: None) if args.quiet or rank != 0 else (lambda *a: print(*a, flush=True))
+    parts = max(args.partitions, world)
     say(f"tux2 {tux2.__version__} mf ({args.mode}): {source}")
     say(f"  train {train.num_edges} ratings, test {test.num_edges}; {train.n_src} users × {train.n_dst} items; "
-        f"k={args.k}, P={args.partitions} ({args.partitioner})")
+        f"k={args.k}, P={parts} ({args.partitioner})" + (f", {world} workers" if world > 1 else ""))
     t0 = time.perf_counter()
-    eng = tux2.Engine(prog, train, partitions=args.partitions, partitioner=args.partitioner, seed=args.seed)
+    eng = tux2.Engine(prog, train, partitions=parts, partitioner=args.partitioner, seed=args.seed,
+                      transport=transport)
     say(f"  layout + compile {time.perf_counter() - t0:.2f}s")
-    metrics = open(args.metrics, "w") if args.metrics else None
+    metrics = open(args.metrics, "w") if args.metrics and rank == 0 else None
     total = 0.0
     try:
         for epoch in range(1, args.epochs + 1):
@@ -102,12 +159,14 @@ def run_mf(args):
             eng.run(1)
             dt = time.perf_counter() - t
             total += dt
-            U, I = eng.vertex_data("user"), eng.vertex_data("item")
+            U, I = eng.vertex_data("user"), eng.vertex_data("item")      # None on ranks > 0
             rec = {"epoch": epoch, "time_s": round(dt, 6), "total_time_s": round(total, 6),
-                   "train_rmse": eng.context()["rmse"], "test_rmse": mf.rmse(U, I, test, mu),
+                   "train_rmse": eng.context()["rmse"],
+                   "test_rmse": mf.rmse(U, I, test, mu) if U is not None else None,
                    "clock": eng.clock, "edges_per_s": train.num_edges / dt if dt > 0 else None}
-            say(f"epoch {epoch:3d}/{args.epochs}  train_rmse {rec['train_rmse']:.4f}  "
-                f"test_rmse {rec['test_rmse']:.4f}  time {dt:.3f}s  ({rec['edges_per_s'] / 1e6:.1f} M edges/s)")
+            if rank == 0:
+                say(f"epoch {epoch:3d}/{args.epochs}  train_rmse {rec['train_rmse']:.4f}  "
+                    f"test_rmse {rec['test_rmse']:.4f}  time {dt:.3f}s  ({rec['edges_per_s'] / 1e6:.1f} M edges/s)")
             if metrics:
                 metrics.write(json.dumps(rec) + "\n")
                 metrics.flush()
@@ -121,7 +180,7 @@ def run_mf(args):
     if args.out:
         save_model(args.out, eng, {"algorithm": "mf", "mode": args.mode, "k": args.k, "lr": prog.context.init["lr"],
                                    "reg": args.reg, "epochs": args.epochs, "mu": mu, "seed": args.seed,
-                                   "partitions": args.partitions, "partitioner": args.partitioner,
+                                   "partitions": parts, "workers": world, "partitioner": args.partitioner,
                                    "input": source})
         say(f"model written to {args.out}")
     return 0
@@ -129,9 +188,11 @@ def run_mf(args):
 
 def save_model(out, eng, params):
     """Master data per vertex type (.npz, one array per field + ids) + model.json."""
+    datas = [eng.vertex_data(t.name) for t in eng.program.types]      # collective with several workers
+    if datas[0] is None:
+        return
     os.makedirs(out, exist_ok=True)
-    for t in eng.program.types:
-        data = eng.vertex_data(t.name)
+    for t, data in zip(eng.program.types, datas):
         arrays = {f: data[f] for f in data.dtype.names}
         arrays["ids"] = np.arange(len(data))
         np.savez(os.path.join(out, f"{t.name}.npz"), **arrays)
@@ -152,11 +213,14 @@ def main(argv=None):
     _add_run_mf(algos)
     from tux2 import cli_partition
     cli_partition.add_parser(sub)
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = parser.parse_args(argv)
+    args.argv = argv
     try:
         return args.func(args)
     except Tux2Error as e:
-        print(f"tux2: error: {e}", file=sys.stderr)
+        who = f"[worker {args.rank}] " if getattr(args, "rank", None) is not None else ""
+        print(f"tux2: error: {who}{e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("tux2: interrupted", file=sys.stderr)

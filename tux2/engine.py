@@ -14,7 +14,7 @@ from tux2.compile import (aggregate_kernel, apply_kernel, combine_kernel, compil
                           exchange_kernel, finalize_kernel, mark_touched, view)
 from tux2.errors import SchemaError
 from tux2.graph import BipartiteGraph
-from tux2.layout import build_partitions
+from tux2.layout import build_partitions, is_replicated
 from tux2.stages import Apply, Exchange, GlobalSync, MiniBatch
 from tux2.transport import LocalTransport
 
@@ -50,14 +50,20 @@ class Engine:
             partitioner, graph.src, graph.dst, graph.n_src, graph.n_dst, self.P, seed=seed,
             strict=False, **(partitioner_options or {}))
         ctx = context if context is not None else program.context.new()
-        self.parts = build_partitions(program, graph, self.assignment, vdata, edge_data, ctx)
         self.transport = transport or LocalTransport(self.P)
+        if getattr(self.transport, "parts", self.P) != self.P:
+            raise SchemaError(f"the transport serves {self.transport.parts} partitions, the engine has {self.P}")
+        self.parts = build_partitions(program, graph, self.assignment, vdata, edge_data, ctx,
+                                      only=self.transport.local_parts)
+        self._part = {p.rank: p for p in self.parts}
+        self.trace = []             # per clock: compute/sync/wait seconds, bytes sent
+        self._sync_s = 0.0
         self.global_ctx = ctx.copy()
         self.history = []           # one record per GlobalSync: clock, iteration, context fields
         self.clock = 0
         self.iteration = 0
         self.timers = {"exchange": 0.0, "apply": 0.0, "globalsync": 0.0}
-        self._replicated = [any(p.types[t].n_mirror for p in self.parts) for t in (0, 1)]
+        self._replicated = [is_replicated(graph, self.assignment, t) for t in (0, 1)]
         self._tracked = [self._replicated[t] or any(
             isinstance(s, Apply) and s.udf is not None and t in program.apply_types(s)
             for s, _ in program.walk()) for t in (0, 1)]
@@ -104,8 +110,10 @@ class Engine:
         is called after each iteration; returning True stops early."""
         for _ in range(int(iterations)):
             self.iteration += 1
-            if not any(isinstance(s, MiniBatch) for s in self.program.stages):
+            whole = not any(isinstance(s, MiniBatch) for s in self.program.stages)
+            if whole:
                 self.clock += 1
+                mark = self._trace_start()
             for s in self.program.stages:
                 if isinstance(s, MiniBatch):
                     self._run_minibatches(s)
@@ -114,6 +122,8 @@ class Engine:
                     if isinstance(s, Exchange) and s.enumerate is not None:
                         order = self.program.type_index(s.enumerate)
                     self._run_stage(s, order, None, None)
+            if whole:
+                self._trace_end(mark)
             if callback is not None and callback(self):
                 break
         return self
@@ -127,8 +137,30 @@ class Engine:
         size = mb.size or max(total, 1)
         for lo in range(0, max(total, 1), size):
             self.clock += 1
+            mark = self._trace_start()
             for s in mb.stages:
                 self._run_stage(s, order, lo, min(lo + size, total))
+            self._trace_end(mark)
+
+    # ------------------------------------------------------------------ per-clock trace
+    def _comm(self, fn, *args):
+        t0 = time.perf_counter()
+        try:
+            return fn(*args)
+        finally:
+            self._sync_s += time.perf_counter() - t0
+
+    def _trace_start(self):
+        return (time.perf_counter(), self._sync_s, getattr(self.transport, "wait_seconds", 0.0),
+                self.transport.bytes_sent)
+
+    def _trace_end(self, mark):
+        t0, s0, w0, b0 = mark
+        wall = time.perf_counter() - t0
+        sync = self._sync_s - s0
+        wait = getattr(self.transport, "wait_seconds", 0.0) - w0
+        self.trace.append({"clock": self.clock, "iteration": self.iteration, "compute_s": wall - sync,
+                           "sync_s": sync - wait, "wait_s": wait, "bytes_sent": self.transport.bytes_sent - b0})
 
     def _run_stage(self, s, order, lo, hi):
         t0 = time.perf_counter()
@@ -186,7 +218,7 @@ class Engine:
                 out[(p.rank, q)] = msg
             for f in acc_f:
                 tl.accum[f][mir] = 0
-        inbox = self.transport.alltoall(self.clock, ("apply-up", t), out)
+        inbox = self._comm(self.transport.alltoall, self.clock, ("apply-up", t), out)
         # phase 2: masters combine, apply, and send new values to all their mirrors
         down = {}
         kernel = self._kernels.get(id(s))
@@ -242,10 +274,10 @@ class Engine:
                         q = int(dparts[seg[0]])
                         down[(p.rank, q)] = [dlid[seg]] + [tl.data[f][rows[seg]] for f in sync_f]
             tl.reset_touched()
-        inbox = self.transport.alltoall(self.clock, ("apply-down", t), down)
+        inbox = self._comm(self.transport.alltoall, self.clock, ("apply-down", t), down)
         # phase 3: mirrors take the masters' values
         for (src, dst), msg in inbox.items():
-            tl = self.parts[dst].types[t]
+            tl = self._part[dst].types[t]
             lid = msg[0]
             for k, f in enumerate(sync_f):
                 tl.data[f][lid] = msg[1 + k]
@@ -273,7 +305,7 @@ class Engine:
                 acc[f] += other[f]
             if "combine" in ks:
                 ks["combine"](view(acc), view(other))
-        g = self.transport.allreduce_context(self.clock, locals_, fold)
+        g = self._comm(self.transport.allreduce_context, self.clock, locals_, fold)
         for f in spec.delta:
             g[f] += old[f]
         if "finalize" in ks:
@@ -291,19 +323,36 @@ class Engine:
 
     # ------------------------------------------------------------------ results
     def vertex_data(self, type_name):
-        """Master data of every vertex of a type, indexed by global id."""
+        """Master data of every vertex of a type, indexed by global id. With
+        several workers it is gathered on rank 0; the others get None."""
         t = self.program.type_index(type_name) if isinstance(type_name, str) else int(type_name)
-        out = np.zeros(self.graph.n[t], self.program.types[t].dtype)
-        for p in self.parts:
-            tl = p.types[t]
-            out[tl.gid[: tl.n_master]] = tl.data[: tl.n_master]
-        return out
+        dtype = self.program.types[t].dtype
+        pieces = [(p.rank, p.types[t].gid[: p.types[t].n_master], p.types[t].data[: p.types[t].n_master])
+                  for p in self.parts]
+        return self._gather(f"vertex-{t}", pieces, self.graph.n[t], dtype)
 
     def edge_data(self):
-        """Edge records in global edge order."""
-        out = np.zeros(self.graph.num_edges, self.program.edge_dtype)
-        for p in self.parts:
-            out[p.eid] = p.edata
+        """Edge records in global edge order (gathered on rank 0 with several workers)."""
+        pieces = [(p.rank, p.eid, p.edata) for p in self.parts]
+        return self._gather("edges", pieces, self.graph.num_edges, self.program.edge_dtype)
+
+    def _gather(self, what, pieces, n, dtype):
+        out = np.zeros(n, dtype)
+        if len(self.parts) == self.P:
+            for _, ids, rec in pieces:
+                out[ids] = rec
+            return out
+        self._gathers = getattr(self, "_gathers", 0) + 1
+        root = 0          # partition 0 lives on rank 0
+        msgs = {(part, root): [ids, np.ascontiguousarray(rec).view(np.uint8)] for part, ids, rec in pieces}
+        inbox = self.transport.alltoall(self.clock, f"gather-{what}-{self._gathers}", msgs)
+        if self.transport.rank != 0:
+            return None
+        for (src, _), (ids, raw) in inbox.items():
+            if raw.nbytes != len(ids) * dtype.itemsize or (len(ids) and (ids.min() < 0 or ids.max() >= n)):
+                raise SchemaError(f"gathered {what} from partition {src} does not fit: {len(ids)} ids, "
+                                  f"{raw.nbytes} bytes")
+            out[ids] = raw.view(dtype)
         return out
 
     def context(self):

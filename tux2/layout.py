@@ -103,51 +103,47 @@ def _replicas(ids, edge_part, master, n, parts):
     return masters, mirrors, master_lid
 
 
-def build_partitions(program, graph, assignment, vertex_data, edge_data, context):
-    """Lay out every partition of ``graph`` under ``assignment``.
+def build_partitions(program, graph, assignment, vertex_data, edge_data, context, only=None):
+    """Lay out the partitions ``only`` (default: all) of ``graph`` under ``assignment``.
 
     ``vertex_data`` are the two global initial arrays (indexed by global id),
     ``edge_data`` the global edge records; every replica starts with its
-    vertex's global value.
+    vertex's global value. Routing (master → mirrors) covers every partition,
+    so a worker can build just its own.
     """
     parts = assignment.parts
+    only = list(range(parts)) if only is None else list(only)
     ends = (graph.src, graph.dst)
     orders = program.orders()
     per_type = []
     for t, vtype in enumerate(program.types):
         n = graph.n[t]
-        masters, mirrors, master_lid = _replicas(ends[t], assignment.edge_part,
-                                                 assignment.master[t].astype(np.int64), n, parts)
+        master_t = assignment.master[t]
+        masters, mirrors, master_lid = _replicas(ends[t], assignment.edge_part, master_t.astype(np.int64), n, parts)
         replicated = any(len(m) for m in mirrors)
-        layouts = []
-        for p in range(parts):
+        # every mirror of every part: (its master part, master lid, its part, its lid)
+        mp = np.concatenate([master_t[m].astype(np.int32) for m in mirrors]) if parts else np.zeros(0, np.int32)
+        mlid = np.concatenate([master_lid[m] for m in mirrors]) if parts else np.zeros(0, np.int64)
+        rpart = np.concatenate([np.full(len(mirrors[p]), p, np.int32) for p in range(parts)])
+        rlid = np.concatenate([np.arange(len(masters[p]), len(masters[p]) + len(mirrors[p]), dtype=np.int64)
+                               for p in range(parts)])
+        layouts = {}
+        for p in only:
             gid = np.concatenate([masters[p], mirrors[p]]).astype(np.int64)
             tl = TypeLayout(vtype, gid, len(masters[p]), vertex_data[t][gid].copy(), replicated)
             mg = mirrors[p]
-            tl.mirror_master_part = assignment.master[t][mg].astype(np.int32)
+            tl.mirror_master_part = master_t[mg].astype(np.int32)
             tl.mirror_master_lid = master_lid[mg]
-            layouts.append(tl)
-        # master → mirrors CSR, on each master part
-        all_mp, all_mlid, all_part, all_lid = [], [], [], []
-        for p in range(parts):
-            tl = layouts[p]
-            all_mp.append(tl.mirror_master_part)
-            all_mlid.append(tl.mirror_master_lid)
-            all_part.append(np.full(tl.n_mirror, p, np.int32))
-            all_lid.append(np.arange(tl.n_master, tl.n_local, dtype=np.int64))
-        mp, mlid = np.concatenate(all_mp), np.concatenate(all_mlid)
-        rpart, rlid = np.concatenate(all_part), np.concatenate(all_lid)
-        for q in range(parts):
-            sel = np.flatnonzero(mp == q)
+            sel = np.flatnonzero(mp == p)
             o = sel[np.argsort(mlid[sel], kind="stable")]
-            tl = layouts[q]
             tl.mm_ptr = np.concatenate([[0], np.cumsum(np.bincount(mlid[o], minlength=tl.n_master))]).astype(np.int64)
             tl.mm_part = rpart[o]
             tl.mm_lid = rlid[o]
+            layouts[p] = tl
         per_type.append(layouts)
 
     out = []
-    for p in range(parts):
+    for p in only:
         eid = np.flatnonzero(assignment.edge_part == p).astype(np.int64)
         ta, tb = per_type[0][p], per_type[1][p]
         ea = ta.lookup(graph.src[eid])
@@ -175,6 +171,12 @@ def build_partitions(program, graph, assignment, vertex_data, edge_data, context
                 ordmap[o] = (inv[perm], keys)
         out.append(Partition(p, [ta, tb], ea, eb, eid_p, edata, ordmap, context.copy()))
     return out
+
+
+def is_replicated(graph, assignment, t):
+    """Whether any vertex of type t has a mirror under ``assignment``."""
+    ends = (graph.src, graph.dst)[t]
+    return bool(len(ends)) and bool((assignment.edge_part != assignment.master[t][ends]).any())
 
 
 def replication_factor(partitions, t):

@@ -1,0 +1,125 @@
+"""Real worker processes over ZeroMQ on loopback: the central invariant, a worker
+killed mid-run, and garbage on the wire. Every subprocess has a timeout."""
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+import zmq
+
+from tests.conftest import run_cli
+from tux2.datasets import netflix_like
+from tux2.io import write_edge_list
+from tux2.runtime import free_port
+
+
+@pytest.fixture(scope="module")
+def ratings_file(tmp_path_factory):
+    train, _ = netflix_like(n_users=400, n_items=90, n_ratings=8000, rank=4, seed=2)
+    path = tmp_path_factory.mktemp("dist") / "ratings.txt"
+    write_edge_list(str(path), train)
+    return str(path)
+
+
+def _model(d):
+    return {t: np.load(os.path.join(d, f"{t}.npz")) for t in ("user", "item")}
+
+
+def test_slack_0_any_number_of_workers_gives_the_single_process_model(ratings_file, tmp_path):
+    common = ["run", "mf", ratings_file, "--mode", "minibatch", "--batch-size", "1500", "--lr", "0.003",
+              "--k", "6", "--epochs", "2", "--partitioner", "random", "--quiet", "--timeout", "20"]
+    r = run_cli(*common, "--out", str(tmp_path / "single"), timeout=300)
+    assert r.returncode == 0, r.stderr
+    ref = _model(tmp_path / "single")
+    for workers in (1, 2, 3):
+        out = tmp_path / f"w{workers}"
+        r = run_cli(*common, "--workers", str(workers), "--out", str(out), timeout=300)
+        assert r.returncode == 0, r.stderr
+        got = _model(out)
+        for t in ("user", "item"):
+            np.testing.assert_allclose(got[t]["p"], ref[t]["p"], rtol=1e-5, atol=1e-6, err_msg=f"{workers} workers")
+            np.testing.assert_allclose(got[t]["b"], ref[t]["b"], rtol=1e-5, atol=1e-6)
+
+
+def _children(pid):
+    out = []
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open(f"/proc/{d}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+                if int(fields[1]) == pid:
+                    out.append(int(d))
+            except (OSError, IndexError):
+                pass
+    return out
+
+
+def _alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_killing_a_worker_stops_every_process_with_a_clear_error(ratings_file):
+    timeout = 4
+    cmd = [sys.executable, "-m", "tux2.cli", "run", "mf", ratings_file, "--workers", "3", "--epochs", "100000",
+           "--k", "4", "--mode", "minibatch", "--batch-size", "500", "--lr", "0.001", "--timeout", str(timeout)]
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = p.stdout.readline()                   # the first progress line: workers are training
+        while line and not line.startswith("epoch"):
+            line = p.stdout.readline()
+        assert line.startswith("epoch"), p.stderr.read()
+        kids = _children(p.pid)
+        assert len(kids) == 3
+        # rank = position of --rank in the child's command line
+        ranks = {}
+        for k in kids:
+            with open(f"/proc/{k}/cmdline") as f:
+                args = f.read().split("\0")
+            ranks[int(args[args.index("--rank") + 1])] = k
+        t0 = time.monotonic()
+        os.kill(ranks[1], signal.SIGKILL)
+        _, err = p.communicate(timeout=timeout + 30)
+        elapsed = time.monotonic() - t0
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.communicate()
+    assert p.returncode != 0
+    assert elapsed < timeout + 15, elapsed
+    assert "worker 1" in err and "lost worker 1" in err, err
+    assert "Traceback" not in err, err
+    assert not any(_alive(k) for k in ranks.values())
+
+
+def test_garbage_on_the_wire_is_rejected_not_parsed(ratings_file):
+    from tux2.zmq_transport import ZmqTransport
+    rv = f"tcp://127.0.0.1:{free_port()}"
+    # a real worker, rank 1 of 2; this test process plays rank 0
+    cmd = [sys.executable, "-m", "tux2.cli", "run", "mf", ratings_file, "--rank", "1", "--world", "2",
+           "--rendezvous", rv, "--timeout", "20", "--epochs", "3", "--k", "4", "--partitions", "2"]
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    t = None
+    try:
+        t = ZmqTransport(0, 2, rv, parts=2, timeout=20)
+        s = t.ctx.socket(zmq.PUSH)
+        s.setsockopt(zmq.LINGER, 1000)
+        s.connect(t.table[1])
+        s.send_multipart([b"TUX2\x01\x01\x00\x00" + b"\x00" * 4, b"junk"])
+        _, err = p.communicate(timeout=120)
+        s.close()
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.communicate()
+        if t is not None:
+            t.close()
+    assert p.returncode == 2
+    assert "truncated header" in err and "[worker 1]" in err, err

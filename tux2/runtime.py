@@ -1,0 +1,110 @@
+"""Starting workers: on this machine (``--workers N``) or under a launcher.
+
+Under ``mpirun``/``srun`` every process finds its rank and the world size in the
+environment (Open MPI, MPICH/Intel MPI PMI, Slurm) and the rendezvous address in
+``--rendezvous`` or ``TUX2_RENDEZVOUS``. ``--workers N`` without a rank starts N
+local worker processes on loopback and supervises them: if one fails, the
+others stop with a clear error (they notice within the peer timeout) and the
+launcher returns non-zero; stragglers are killed; workers die with the launcher.
+"""
+import ctypes
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+from tux2.errors import Tux2Error
+
+ENV_RANK = ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID")
+ENV_SIZE = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS")
+
+
+def world_from(rank=None, world=None, rendezvous=None, environ=None):
+    """(rank, world, rendezvous) from flags, else from launcher variables; None if not distributed."""
+    env = os.environ if environ is None else environ
+    if rank is None:
+        for k in ENV_RANK:
+            if k in env:
+                rank = int(env[k])
+                break
+    if world is None:
+        for k in ENV_SIZE:
+            if k in env:
+                world = int(env[k])
+                break
+    rendezvous = rendezvous or env.get("TUX2_RENDEZVOUS")
+    if rank is None and world is None:
+        return None
+    if rank is None or world is None:
+        raise Tux2Error("a distributed worker needs both its rank and the world size "
+                        "(--rank/--world or a launcher's environment)")
+    if not 0 <= rank < world:
+        raise Tux2Error(f"rank {rank} is outside a world of {world} workers")
+    if world > 1 and not rendezvous:
+        raise Tux2Error("a distributed worker needs --rendezvous tcp://HOST:PORT (rank 0 binds it) "
+                        "or TUX2_RENDEZVOUS")
+    return rank, world, rendezvous
+
+
+def free_port(host="127.0.0.1"):
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+def _die_with_parent():
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)   # PR_SET_PDEATHSIG
+    except OSError:
+        pass
+
+
+def strip_option(argv, name):
+    """argv without ``name VALUE`` / ``name=VALUE``."""
+    out, skip = [], False
+    for a in argv:
+        if skip:
+            skip = False
+        elif a == name:
+            skip = True
+        elif not a.startswith(name + "="):
+            out.append(a)
+    return out
+
+
+def launch_local(argv, workers, timeout=30.0, grace=10.0):
+    """Run ``tux2 <argv>`` as ``workers`` processes on loopback; return the exit code."""
+    rendezvous = f"tcp://127.0.0.1:{free_port()}"
+    procs = []
+    for r in range(workers):
+        cmd = [sys.executable, "-m", "tux2.cli", *argv, "--rank", str(r), "--world", str(workers),
+               "--rendezvous", rendezvous, "--timeout", str(timeout)]
+        procs.append(subprocess.Popen(cmd, preexec_fn=_die_with_parent))
+    codes = [None] * workers
+    deadline = None
+    try:
+        while any(c is None for c in codes):
+            for r, p in enumerate(procs):
+                if codes[r] is None and p.poll() is not None:
+                    codes[r] = p.returncode
+                    if p.returncode != 0 and deadline is None:
+                        print(f"tux2: worker {r} exited with code {p.returncode}; waiting up to "
+                              f"{timeout + grace:.0f}s for the others to stop", file=sys.stderr, flush=True)
+                        deadline = time.monotonic() + timeout + grace
+            if deadline is not None and time.monotonic() > deadline:
+                for r, p in enumerate(procs):
+                    if codes[r] is None:
+                        print(f"tux2: killing worker {r}, still running after the deadline", file=sys.stderr)
+                        p.kill()
+                        codes[r] = p.wait()
+            time.sleep(0.05)
+    except KeyboardInterrupt:
+        for p in procs:
+            p.terminate()
+        for p in procs:
+            p.wait()
+        raise
+    bad = [(r, c) for r, c in enumerate(codes) if c != 0]
+    return bad[0][1] if bad and bad[0][1] > 0 else (1 if bad else 0)

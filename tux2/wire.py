@@ -1,0 +1,133 @@
+"""The wire format between workers: a small fixed header plus raw array buffers.
+
+Never pickle. A message is a list of ZeroMQ frames::
+
+    frame 0   header: struct ``<4sBBH q i i H`` = magic, version, kind, tag length,
+              clock, sender rank, world size, number of parts; then the tag
+              (ASCII); then per part: src, dst, number of arrays; per array:
+              dtype code, ndim, shape (int64 each)
+    frame 1…  one raw buffer per array, in order
+
+Only plain numeric dtypes travel (``DTYPES``); structured records are sent as
+bytes and viewed with the dtype the receiver already knows. ``decode`` checks
+everything before it touches a buffer: magic, version, kind, sender, world,
+frame count, dtype codes, shapes against buffer lengths, and the expected
+clock and tag when given. A bad message raises :class:`WireError`.
+"""
+import struct
+
+import numpy as np
+
+from tux2.errors import Tux2Error
+
+MAGIC = b"TUX2"
+VERSION = 1
+DATA, HEARTBEAT, ABORT, HELLO, TABLE = 1, 2, 3, 4, 5
+KINDS = {DATA: "data", HEARTBEAT: "heartbeat", ABORT: "abort", HELLO: "hello", TABLE: "table"}
+DTYPES = [np.dtype(x) for x in ("u1", "i1", "u2", "i2", "u4", "i4", "u8", "i8", "f4", "f8")]
+_CODE = {d: i for i, d in enumerate(DTYPES)}
+_HEAD = struct.Struct("<4sBBHqiiH")
+_PART = struct.Struct("<iiH")
+_ARR = struct.Struct("<BB")
+MAX_NDIM = 4
+
+
+class WireError(Tux2Error):
+    """A malformed, truncated or unexpected message."""
+
+
+def encode(kind, clock, sender, world, tag="", parts=()):
+    """Frames for a message. ``parts`` is a list of (src, dst, [arrays])."""
+    tag_b = tag.encode("ascii")
+    head = [_HEAD.pack(MAGIC, VERSION, kind, len(tag_b), clock, sender, world, len(parts)), tag_b]
+    bufs = []
+    for src, dst, arrays in parts:
+        head.append(_PART.pack(src, dst, len(arrays)))
+        for a in arrays:
+            a = np.ascontiguousarray(a)
+            if a.dtype not in _CODE:
+                raise WireError(f"dtype {a.dtype} cannot be sent; send records as bytes (arr.view('u1'))")
+            if a.ndim > MAX_NDIM:
+                raise WireError(f"arrays of more than {MAX_NDIM} dimensions cannot be sent")
+            head.append(_ARR.pack(_CODE[a.dtype], a.ndim))
+            head.append(struct.pack(f"<{a.ndim}q", *a.shape))
+            bufs.append(a)
+    return [b"".join(head)] + bufs
+
+
+class Message:
+    __slots__ = ("kind", "clock", "sender", "tag", "parts")
+
+    def __init__(self, kind, clock, sender, tag, parts):
+        self.kind, self.clock, self.sender, self.tag, self.parts = kind, clock, sender, tag, parts
+
+    def __repr__(self):
+        return f"Message({KINDS[self.kind]}, clock={self.clock}, sender={self.sender}, tag={self.tag!r})"
+
+
+def decode(frames, world, expect_clock=None, expect_tag=None):
+    """Parse and check ``frames`` (bytes or zmq Frames); arrays are zero-copy views."""
+    if not frames:
+        raise WireError("empty message")
+    head = memoryview(frames[0]).cast("B") if not isinstance(frames[0], bytes) else memoryview(frames[0])
+    if len(head) < _HEAD.size:
+        raise WireError(f"truncated header: {len(head)} bytes, need at least {_HEAD.size}")
+    magic, version, kind, tlen, clock, sender, w, nparts = _HEAD.unpack_from(head, 0)
+    if magic != MAGIC:
+        raise WireError(f"not a tux2 message (magic {bytes(magic)!r})")
+    if version != VERSION:
+        raise WireError(f"wire version {version}, this tux2 speaks {VERSION}")
+    if kind not in KINDS:
+        raise WireError(f"unknown message type {kind}")
+    if w != world or not 0 <= sender < world:
+        raise WireError(f"message from rank {sender} of a world of {w}; this world has {world} workers")
+    off = _HEAD.size
+    if off + tlen > len(head):
+        raise WireError("truncated header: tag runs past the end")
+    try:
+        tag = bytes(head[off:off + tlen]).decode("ascii")
+    except UnicodeDecodeError:
+        raise WireError("tag is not ASCII") from None
+    off += tlen
+    if expect_clock is not None and clock != expect_clock:
+        raise WireError(f"message from rank {sender} for clock {clock}, expected clock {expect_clock}")
+    if expect_tag is not None and tag != expect_tag:
+        raise WireError(f"message from rank {sender} tagged {tag!r}, expected {expect_tag!r}")
+    parts = []
+    fi = 1
+    for _ in range(nparts):
+        if off + _PART.size > len(head):
+            raise WireError("truncated header: part descriptor missing")
+        src, dst, narr = _PART.unpack_from(head, off)
+        off += _PART.size
+        arrays = []
+        for _ in range(narr):
+            if off + _ARR.size > len(head):
+                raise WireError("truncated header: array descriptor missing")
+            code, ndim = _ARR.unpack_from(head, off)
+            off += _ARR.size
+            if code >= len(DTYPES):
+                raise WireError(f"unknown dtype code {code}")
+            if ndim > MAX_NDIM or off + 8 * ndim > len(head):
+                raise WireError(f"bad array rank {ndim}")
+            shape = struct.unpack_from(f"<{ndim}q", head, off)
+            off += 8 * ndim
+            if any(s < 0 for s in shape):
+                raise WireError(f"negative array shape {shape}")
+            if fi >= len(frames):
+                raise WireError(f"message declares more buffers than the {len(frames) - 1} it carries")
+            buf = frames[fi]
+            fi += 1
+            dt = DTYPES[code]
+            need = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
+            blen = len(buf.buffer if hasattr(buf, "buffer") else buf)
+            if blen != need:
+                raise WireError(f"buffer of {blen} bytes for a {dt}{list(shape)} array ({need} bytes)")
+            data = buf.buffer if hasattr(buf, "buffer") else buf
+            arrays.append(np.frombuffer(data, dtype=dt).reshape(shape) if need else np.zeros(shape, dt))
+        parts.append((src, dst, arrays))
+    if off != len(head):
+        raise WireError(f"{len(head) - off} stray bytes after the header")
+    if fi != len(frames):
+        raise WireError(f"message carries {len(frames) - fi} buffers more than it declares")
+    return Message(kind, clock, sender, tag, parts)

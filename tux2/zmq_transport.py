@@ -1,0 +1,255 @@
+"""ZeroMQ transport: symmetric workers, one PULL socket each, PUSH to every peer.
+
+* Rendezvous: rank 0 binds ``rendezvous`` (ROUTER); every other worker sends
+  its data address (HELLO) and receives the table of all addresses (TABLE).
+* Data: per (clock, tag) every worker sends exactly one message to every
+  other worker (possibly empty), so a receiver knows when it has everything.
+  Header + raw buffers (tux2.wire), zero-copy for large buffers, no pickle.
+* Liveness: a heartbeat thread (own sockets) pings every peer; a receive
+  gives up when a peer it waits for has been silent for ``timeout`` seconds
+  and raises :class:`PeerLost` naming the rank. A worker that fails sends
+  ABORT with its reason, so the others stop at once. Sockets close with LINGER 0.
+"""
+import threading
+import time
+
+import numpy as np
+import zmq
+
+from tux2.errors import Tux2Error
+from tux2.wire import ABORT, DATA, HEARTBEAT, HELLO, TABLE, WireError, decode, encode
+
+ZERO_COPY_MIN = 64 * 1024
+
+
+class PeerLost(Tux2Error):
+    """A peer died, failed, or stopped answering."""
+
+
+class ZmqTransport:
+    def __init__(self, rank, world, rendezvous, parts, timeout=30.0, connect_timeout=120.0,
+                 bind_host="127.0.0.1", advertise_host=None, heartbeat=1.0):
+        if not 0 <= rank < world:
+            raise Tux2Error(f"rank {rank} is outside a world of {world} workers")
+        if parts < world:
+            raise Tux2Error(f"{parts} partitions for {world} workers: need at least one partition per worker")
+        self.rank, self.world, self.parts = int(rank), int(world), int(parts)
+        self.local_parts = [p for p in range(parts) if p % world == rank]
+        self.timeout = float(timeout)
+        self.bytes_sent = 0
+        self.wait_seconds = 0.0
+        self.messages_sent = 0
+        self._pending = {}
+        self._done = set()
+        self._floor = -1
+        self._closed = False
+        self.ctx = zmq.Context()
+        self.pull = self._socket(zmq.PULL)
+        port = self.pull.bind_to_random_port(f"tcp://{bind_host}")
+        self.address = f"tcp://{advertise_host or bind_host}:{port}"
+        self.table = self._rendezvous(rendezvous, connect_timeout)
+        self.push = {}
+        for r, addr in enumerate(self.table):
+            if r != self.rank:
+                s = self._socket(zmq.PUSH)
+                s.connect(addr)
+                self.push[r] = s
+        now = time.monotonic()
+        self.last_seen = {r: now for r in range(world) if r != rank}
+        self._stop = threading.Event()
+        self._hb = threading.Thread(target=self._heartbeat, args=(heartbeat,), daemon=True,
+                                    name=f"tux2-heartbeat-{rank}")
+        self._hb.start()
+
+    # ----------------------------------------------------------------- setup
+    def _socket(self, kind):
+        s = self.ctx.socket(kind)
+        s.setsockopt(zmq.LINGER, 0)
+        return s
+
+    def owner(self, part):
+        return part % self.world
+
+    def _rendezvous(self, address, deadline_s):
+        deadline = time.monotonic() + deadline_s
+        me = np.frombuffer(self.address.encode(), np.uint8)
+        if self.world == 1:
+            return [self.address]
+        if self.rank == 0:
+            sock = self._socket(zmq.ROUTER)
+            try:
+                sock.bind(address)
+            except zmq.ZMQError as e:
+                raise Tux2Error(f"rank 0 cannot bind the rendezvous address {address}: {e}") from None
+            table = {0: self.address}
+            idents = {}
+            try:
+                while len(table) < self.world:
+                    left = deadline - time.monotonic()
+                    if left <= 0 or not sock.poll(int(left * 1000)):
+                        missing = sorted(set(range(self.world)) - set(table))
+                        raise PeerLost(f"rendezvous at {address}: rank(s) {missing} never arrived "
+                                       f"within {deadline_s:.0f}s")
+                    ident, *frames = sock.recv_multipart()
+                    m = decode(frames, self.world)
+                    if m.kind != HELLO or m.sender in table:
+                        raise WireError(f"unexpected {m!r} during rendezvous")
+                    table[m.sender] = bytes(m.parts[0][2][0]).decode()
+                    idents[m.sender] = ident
+                parts = [(r, 0, [np.frombuffer(table[r].encode(), np.uint8)]) for r in range(self.world)]
+                for r, ident in idents.items():
+                    sock.send_multipart([ident] + encode(TABLE, 0, 0, self.world, "table", parts))
+                # the ROUTER must not close before the tables are out (LINGER 0 would drop them)
+                time.sleep(0.05)
+            finally:
+                sock.close()
+            return [table[r] for r in range(self.world)]
+        sock = self._socket(zmq.DEALER)
+        try:
+            sock.connect(address)
+            sock.send_multipart(encode(HELLO, 0, self.rank, self.world, "hello", [(self.rank, 0, [me])]))
+            left = deadline - time.monotonic()
+            if not sock.poll(int(max(left, 0) * 1000)):
+                raise PeerLost(f"rendezvous at {address}: no answer from rank 0 within {deadline_s:.0f}s")
+            m = decode(sock.recv_multipart(), self.world)
+            if m.kind != TABLE or len(m.parts) != self.world:
+                raise WireError(f"unexpected {m!r} during rendezvous")
+            return [bytes(p[2][0]).decode() for p in m.parts]
+        finally:
+            sock.close()
+
+    def _heartbeat(self, period):
+        socks = {}
+        try:
+            for r, addr in enumerate(self.table):
+                if r != self.rank:
+                    s = self._socket(zmq.PUSH)
+                    s.setsockopt(zmq.SNDHWM, 4)
+                    s.connect(addr)
+                    socks[r] = s
+            frames = encode(HEARTBEAT, 0, self.rank, self.world, "hb")
+            while not self._stop.wait(period):
+                for s in socks.values():
+                    try:
+                        s.send_multipart(frames, flags=zmq.NOBLOCK)
+                    except zmq.Again:
+                        pass
+        except zmq.ZMQError:
+            pass
+        finally:
+            for s in socks.values():
+                s.close()
+
+    # ----------------------------------------------------------------- send / receive
+    def _send(self, r, frames):
+        size = sum(len(f) if isinstance(f, bytes) else f.nbytes for f in frames)
+        self.bytes_sent += size
+        self.messages_sent += 1
+        self.push[r].send_multipart(frames, copy=size < ZERO_COPY_MIN)
+
+    def _receive(self, clock, tag):
+        """Messages from every other worker for (clock, tag): {sender: Message}."""
+        key = (clock, tag)
+        got = self._pending.setdefault(key, {})
+        t0 = time.perf_counter()
+        try:
+            while len(got) < self.world - 1:
+                if self.pull.poll(200):
+                    self._take(self.pull.recv_multipart(copy=False))
+                    continue
+                now = time.monotonic()
+                for r in range(self.world):
+                    if r != self.rank and r not in got and now - self.last_seen[r] > self.timeout:
+                        raise PeerLost(f"lost worker {r}: nothing heard from it for {self.timeout:.0f}s "
+                                       f"(rank {self.rank} waiting at clock {clock} for {tag!r})")
+        finally:
+            self.wait_seconds += time.perf_counter() - t0
+        del self._pending[key]
+        self._done.add(key)
+        if clock > self._floor + 2:
+            self._floor = clock - 2
+            self._done = {k for k in self._done if k[0] >= self._floor}
+        return got
+
+    def _take(self, frames):
+        m = decode(frames, self.world)
+        if m.sender == self.rank:
+            raise WireError(f"message claims to come from this worker (rank {self.rank})")
+        self.last_seen[m.sender] = time.monotonic()
+        if m.kind == HEARTBEAT:
+            return
+        if m.kind == ABORT:
+            reason = bytes(m.parts[0][2][0]).decode("utf-8", "replace") if m.parts else "no reason given"
+            raise PeerLost(f"worker {m.sender} failed: {reason}")
+        if m.kind != DATA:
+            raise WireError(f"unexpected {m!r}")
+        key = (m.clock, m.tag)
+        if m.clock < self._floor or key in self._done:
+            raise WireError(f"late or repeated message from rank {m.sender}: clock {m.clock}, tag {m.tag!r}")
+        slot = self._pending.setdefault(key, {})
+        if m.sender in slot:
+            raise WireError(f"two messages from rank {m.sender} for clock {m.clock}, tag {m.tag!r}")
+        slot[m.sender] = m
+
+    # ----------------------------------------------------------------- the engine's calls
+    def alltoall(self, clock, tag, outgoing):
+        tag = tag if isinstance(tag, str) else "-".join(map(str, tag))
+        by_worker = {r: [] for r in range(self.world)}
+        for (src, dst), arrays in outgoing.items():
+            by_worker[self.owner(dst)].append((src, dst, arrays))
+        for r in range(self.world):
+            if r != self.rank:
+                self._send(r, encode(DATA, clock, self.rank, self.world, tag, by_worker[r]))
+        inbox = {(src, dst): arrays for src, dst, arrays in by_worker[self.rank]}
+        for m in self._receive(clock, tag).values():
+            for src, dst, arrays in m.parts:
+                if self.owner(dst) != self.rank or self.owner(src) != m.sender:
+                    raise WireError(f"rank {m.sender} sent a message for partition {src}→{dst}, "
+                                    f"which is not between its and this worker's partitions")
+                inbox[(src, dst)] = arrays
+        return inbox
+
+    def allreduce_context(self, clock, local_contexts, fold):
+        """Every worker gets every partition's context and folds them in partition order."""
+        dtype = local_contexts[0].dtype
+        mine = [(part, -1, [np.ascontiguousarray(c).view(np.uint8)])
+                for part, c in zip(self.local_parts, local_contexts)]
+        for r in range(self.world):
+            if r != self.rank:
+                self._send(r, encode(DATA, clock, self.rank, self.world, "ctx", mine))
+        ctxs = dict(zip(self.local_parts, local_contexts))
+        for m in self._receive(clock, "ctx").values():
+            for part, _, arrays in m.parts:
+                raw = arrays[0]
+                if raw.dtype != np.uint8 or raw.nbytes != dtype.itemsize or self.owner(part) != m.sender:
+                    raise WireError(f"bad context from rank {m.sender} for partition {part}: "
+                                    f"{raw.nbytes} bytes, expected {dtype.itemsize}")
+                ctxs[part] = raw.view(dtype).copy()
+        if sorted(ctxs) != list(range(self.parts)):
+            raise WireError(f"contexts of partitions {sorted(set(range(self.parts)) - set(ctxs))} missing")
+        acc = ctxs[0].copy()
+        for p in range(1, self.parts):
+            fold(acc, ctxs[p])
+        return acc
+
+    def abort(self, reason):
+        """Tell every peer this worker is failing (best effort, never blocks)."""
+        text = np.frombuffer(str(reason).encode("utf-8", "replace")[:2000], np.uint8)
+        frames = encode(ABORT, 0, self.rank, self.world, "abort", [(self.rank, 0, [text])])
+        for s in self.push.values():
+            try:
+                s.send_multipart(frames, flags=zmq.NOBLOCK)
+            except zmq.ZMQError:
+                pass
+        time.sleep(0.1)     # let the messages leave before the sockets close with LINGER 0
+
+    def close(self):
+        if self._closed:
+            return
+        self._closed = True
+        self._stop.set()
+        self._hb.join(timeout=5)
+        for s in self.push.values():
+            s.close()
+        self.pull.close()
+        self.ctx.term()
