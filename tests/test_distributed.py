@@ -123,3 +123,39 @@ def test_garbage_on_the_wire_is_rejected_not_parsed(ratings_file):
             t.close()
     assert p.returncode == 2
     assert "truncated header" in err and "[worker 1]" in err, err
+
+
+def _traces(d, world):
+    import json
+    return [[json.loads(line) for line in open(os.path.join(d, f"trace-{r}.jsonl"))] for r in range(world)]
+
+
+def test_ssp_gate_holds_in_the_trace_and_training_still_converges(tmp_path):
+    import json
+    train, test = netflix_like(n_users=600, n_items=120, n_ratings=30000, rank=3, noise=0.3, seed=5)
+    tr, te = tmp_path / "train.txt", tmp_path / "test.txt"
+    write_edge_list(str(tr), train)
+    write_edge_list(str(te), test)
+    common = ["run", "mf", str(tr), "--test", str(te), "--mode", "minibatch", "--batch-size", "1000",
+              "--lr", "0.002", "--k", "6", "--epochs", "6", "--workers", "3", "--timeout", "20", "--quiet"]
+    rmse = {}
+    for slack in (0, 2):
+        d = tmp_path / f"s{slack}"
+        r = run_cli(*common, "--slack", str(slack), "--trace", str(d), "--metrics", str(d / "m.jsonl"), timeout=300)
+        assert r.returncode == 0, r.stderr
+        rmse[slack] = [json.loads(x)["test_rmse"] for x in open(d / "m.jsonl")]
+        traces = _traces(d, 3)
+        done = {}
+        for recs in traces:
+            for rec in recs:
+                done[rec["clock"]] = max(done.get(rec["clock"], 0), rec["done_ts"])
+        clocks = sorted(done)
+        assert clocks == list(range(1, len(clocks) + 1)) and len(clocks) >= 6 * 27
+        for recs in traces:
+            for rec in recs:
+                c = rec["clock"] - slack - 1
+                if c >= 1:
+                    # SSP: clock c+s+1 starts only after clock c has finished on every worker
+                    assert rec["start_ts"] >= done[c], (slack, rec, done[c])
+    assert rmse[2][-1] < rmse[2][0]                       # it learns
+    assert rmse[2][-1] == pytest.approx(rmse[0][-1], rel=0.03)

@@ -65,6 +65,12 @@ def add_distributed_args(p):
                         "(default: this host's name when not on loopback)")
     g.add_argument("--timeout", type=float, default=30.0,
                    help="seconds of silence after which a peer counts as lost")
+    g.add_argument("--slack", type=int, default=0,
+                   help="SSP slack s: a worker may start clock c once clocks <= c-s-1 are complete "
+                        "everywhere (0 = BSP: any number of workers gives the single-process result)")
+    g.add_argument("--trace", metavar="DIR",
+                   help="write each worker's per-clock record (compute/sync/wait seconds, bytes sent, "
+                        "start and finish times) to DIR/trace-RANK.jsonl")
 
 
 def open_transport(args, partitions):
@@ -149,9 +155,12 @@ def _run_mf(args, transport, rank, world):
         f"k={args.k}, P={parts} ({args.partitioner})" + (f", {world} workers" if world > 1 else ""))
     t0 = time.perf_counter()
     eng = tux2.Engine(prog, train, partitions=parts, partitioner=args.partitioner, seed=args.seed,
-                      transport=transport)
+                      transport=transport, slack=args.slack)
     say(f"  layout + compile {time.perf_counter() - t0:.2f}s")
-    metrics = open(args.metrics, "w") if args.metrics and rank == 0 else None
+    metrics = None
+    if args.metrics and rank == 0:
+        os.makedirs(os.path.dirname(os.path.abspath(args.metrics)), exist_ok=True)
+        metrics = open(args.metrics, "w")
     total = 0.0
     try:
         for epoch in range(1, args.epochs + 1):
@@ -175,6 +184,11 @@ def _run_mf(args, transport, rank, world):
     finally:
         if metrics:
             metrics.close()
+    if args.trace:
+        os.makedirs(args.trace, exist_ok=True)
+        with open(os.path.join(args.trace, f"trace-{rank}.jsonl"), "w") as f:
+            for rec in eng.trace:
+                f.write(json.dumps(rec) + "\n")
     if args.epochs == 0:
         say("0 epochs: nothing trained")
     if args.out:
@@ -219,6 +233,10 @@ def main(argv=None):
     try:
         return args.func(args)
     except Tux2Error as e:
+        who = f"[worker {args.rank}] " if getattr(args, "rank", None) is not None else ""
+        print(f"tux2: error: {who}{e}", file=sys.stderr)
+        return 2
+    except OSError as e:              # files the user named: unreadable, unwritable, missing directory
         who = f"[worker {args.rank}] " if getattr(args, "rank", None) is not None else ""
         print(f"tux2: error: {who}{e}", file=sys.stderr)
         return 2

@@ -29,7 +29,7 @@ class Engine:
     """
 
     def __init__(self, program, graph, partitions=1, partitioner="random", seed=0,
-                 partitioner_options=None, edge_data=None, context=None, transport=None):
+                 partitioner_options=None, edge_data=None, context=None, transport=None, slack=0):
         if not isinstance(graph, BipartiteGraph):
             raise TypeError(f"graph must be a BipartiteGraph, got {type(graph).__name__}")
         self.program = program
@@ -57,6 +57,11 @@ class Engine:
                                       only=self.transport.local_parts)
         self._part = {p.rank: p for p in self.parts}
         self.trace = []             # per clock: compute/sync/wait seconds, bytes sent
+        self.slack = int(slack)
+        if self.slack < 0:
+            raise SchemaError(f"slack must be >= 0, got {slack}")
+        self._rounds = []           # pending Apply rounds (SSP)
+        self._done_ts = None
         self._sync_s = 0.0
         self.global_ctx = ctx.copy()
         self.history = []           # one record per GlobalSync: clock, iteration, context fields
@@ -124,6 +129,7 @@ class Engine:
                     self._run_stage(s, order, None, None)
             if whole:
                 self._trace_end(mark)
+            self.flush()
             if callback is not None and callback(self):
                 break
         return self
@@ -137,7 +143,7 @@ class Engine:
         size = mb.size or max(total, 1)
         for lo in range(0, max(total, 1), size):
             self.clock += 1
-            mark = self._trace_start()
+            mark = self._trace_start()          # after the SSP gate
             for s in mb.stages:
                 self._run_stage(s, order, lo, min(lo + size, total))
             self._trace_end(mark)
@@ -151,16 +157,24 @@ class Engine:
             self._sync_s += time.perf_counter() - t0
 
     def _trace_start(self):
+        """Start of a clock: the SSP gate (every round of clocks <= c - s - 1 complete), then marks."""
+        g0 = time.perf_counter()
+        self._progress(self.clock - self.slack - 1)
+        self._gate_s = time.perf_counter() - g0
+        self._done_ts = None
         return (time.perf_counter(), self._sync_s, getattr(self.transport, "wait_seconds", 0.0),
-                self.transport.bytes_sent)
+                self.transport.bytes_sent, time.time())
 
     def _trace_end(self, mark):
-        t0, s0, w0, b0 = mark
+        t0, s0, w0, b0, start_ts = mark
         wall = time.perf_counter() - t0
         sync = self._sync_s - s0
         wait = getattr(self.transport, "wait_seconds", 0.0) - w0
-        self.trace.append({"clock": self.clock, "iteration": self.iteration, "compute_s": wall - sync,
-                           "sync_s": sync - wait, "wait_s": wait, "bytes_sent": self.transport.bytes_sent - b0})
+        self.trace.append({"clock": self.clock, "iteration": self.iteration,
+                           "rank": getattr(self.transport, "rank", 0), "compute_s": wall - sync,
+                           "sync_s": sync - wait, "wait_s": wait + self._gate_s,
+                           "bytes_sent": self.transport.bytes_sent - b0, "start_ts": start_ts,
+                           "done_ts": self._done_ts if self._done_ts is not None else time.time()})
 
     def _run_stage(self, s, order, lo, hi):
         t0 = time.perf_counter()
@@ -190,18 +204,27 @@ class Engine:
                                                 tl.touched, tl.n_touched)
 
     # ------------------------------------------------------------------ Apply
+    # An Apply is a round in three phases: (1) touched mirrors send deltas and
+    # accumulators up to their masters; (2) masters combine, run the UDF and send
+    # new sync values down to every mirror; (3) mirrors take them. With slack 0
+    # all three run at once (BSP). With slack s > 0 phase 1 is sent and the
+    # worker goes on; rounds complete as messages arrive, and a worker starts
+    # clock c only when every round of clocks <= c - s - 1 is complete (SSP).
     def _apply(self, s, t):
         if not self._tracked[t]:
             return
+        if self._done_ts is None:
+            self._done_ts = time.time()          # this clock's own computation is finished
         vt = self.program.types[t]
         sync_f, acc_f = vt.sync_fields, vt.accum_fields if vt.accum_dtype.names != ("_",) else ()
         repl = self._replicated[t] and bool(sync_f)
-        # phase 1: touched mirrors send (master lid, sync-field deltas, accumulators)
         out = {}
         for p in self.parts:
             tl = p.types[t]
             idx = tl.touched_indices()
+            tl.pending_masters.append(idx[idx < tl.n_master].copy())
             mir = idx[idx >= tl.n_master]
+            tl.reset_touched()
             if len(mir) == 0:
                 continue
             j = mir - tl.n_master
@@ -213,24 +236,52 @@ class Engine:
                 q = int(dst[seg[0]])
                 rows = mir[seg]
                 msg = [tl.mirror_master_lid[j[seg]]]
-                msg += [tl.data[f][rows] - tl.snapshot[f][rows] for f in sync_f] if repl else []
+                if repl:
+                    for f in sync_f:
+                        msg.append(tl.data[f][rows] - tl.snapshot[f][rows])
+                        tl.snapshot[f][rows] = tl.data[f][rows]      # later deltas count from here
                 msg += [tl.accum[f][rows] for f in acc_f]
                 out[(p.rank, q)] = msg
             for f in acc_f:
                 tl.accum[f][mir] = 0
-        inbox = self._comm(self.transport.alltoall, self.clock, ("apply-up", t), out)
-        # phase 2: masters combine, apply, and send new values to all their mirrors
+        rnd = {"clock": self.clock, "stage": s, "t": t, "phase": "up", "sync": sync_f, "acc": acc_f,
+               "repl": repl, "up": ("apply-up", t), "down": ("apply-down", t)}
+        self._comm(self.transport.send, self.clock, rnd["up"], out)
+        self._rounds.append(rnd)
+        # BSP: finish the round now; SSP: take only what has already arrived
+        self._progress(self.clock if self.slack == 0 else -1)
+
+    def _progress(self, upto):
+        """Complete pending rounds in order: block for those of clocks <= upto,
+        take the others only if their messages are already here."""
+        while self._rounds:
+            rnd = self._rounds[0]
+            block = rnd["clock"] <= upto
+            key = rnd["up"] if rnd["phase"] == "up" else rnd["down"]
+            if not block and not self._comm(self.transport.complete, rnd["clock"], key):
+                return
+            inbox = self._comm(self.transport.collect, rnd["clock"], key)
+            if rnd["phase"] == "up":
+                self._apply_masters(rnd, inbox)
+                rnd["phase"] = "down"
+            else:
+                self._apply_mirrors(rnd, inbox)
+                self._rounds.pop(0)
+
+    def _apply_masters(self, rnd, inbox):
+        s, t, sync_f, acc_f, repl = rnd["stage"], rnd["t"], rnd["sync"], rnd["acc"], rnd["repl"]
         down = {}
         kernel = self._kernels.get(id(s))
         for p in self.parts:
             tl = p.types[t]
-            idx = tl.touched_indices()
-            own = idx[idx < tl.n_master]
+            own = np.unique(np.concatenate(tl.pending_masters)) if tl.pending_masters else _EMPTY_IDX
+            tl.pending_masters = []
             msgs = [m for (src, dst), m in inbox.items() if dst == p.rank]
             idx_in = np.concatenate([m[0] for m in msgs]) if msgs else _EMPTY_IDX
+            if len(idx_in) and (idx_in.min() < 0 or idx_in.max() >= tl.n_master):
+                raise SchemaError(f"Apply message for partition {p.rank} names a vertex that is not a master there")
             M = np.unique(np.concatenate([own, idx_in]))
             if len(M) == 0:
-                tl.reset_touched()
                 continue
             pos_in = np.searchsorted(M, idx_in)
             if msgs:
@@ -273,17 +324,24 @@ class Engine:
                     for seg in np.split(np.arange(len(rows)), bounds):
                         q = int(dparts[seg[0]])
                         down[(p.rank, q)] = [dlid[seg]] + [tl.data[f][rows[seg]] for f in sync_f]
-            tl.reset_touched()
-        inbox = self._comm(self.transport.alltoall, self.clock, ("apply-down", t), down)
-        # phase 3: mirrors take the masters' values
+        self._comm(self.transport.send, rnd["clock"], rnd["down"], down)
+
+    def _apply_mirrors(self, rnd, inbox):
+        """Mirrors take their masters' values, keeping local changes not yet sent up."""
+        t, sync_f = rnd["t"], rnd["sync"]
         for (src, dst), msg in inbox.items():
             tl = self._part[dst].types[t]
             lid = msg[0]
+            if len(lid) and (lid.min() < tl.n_master or lid.max() >= tl.n_local):
+                raise SchemaError(f"Apply message for partition {dst} names a vertex that is not a mirror there")
             for k, f in enumerate(sync_f):
-                tl.data[f][lid] = msg[1 + k]
+                unsent = tl.data[f][lid] - tl.snapshot[f][lid]
+                tl.data[f][lid] = msg[1 + k] + unsent
                 tl.snapshot[f][lid] = msg[1 + k]
-        for p in self.parts:
-            p.types[t].reset_touched()
+
+    def flush(self):
+        """Complete every pending Apply round (a barrier when slack > 0)."""
+        self._progress(float("inf"))
 
     # ------------------------------------------------------------------ GlobalSync
     def _global_sync(self, s):

@@ -14,13 +14,26 @@ class LocalTransport:
         self.parts = parts
         self.local_parts = list(range(parts))
         self.bytes_sent = 0
+        self._box = {}
 
-    def alltoall(self, clock, tag, outgoing):
-        """Deliver ``{(src, dst): [arrays]}`` for local sources; return the
-        messages addressed to local destinations, same keys."""
+    def send(self, clock, tag, outgoing):
+        """Post ``{(src, dst): [arrays]}`` from local sources for (clock, tag)."""
         for arrays in outgoing.values():
             self.bytes_sent += sum(a.nbytes for a in arrays)
-        return outgoing
+        self._box[(clock, tag)] = outgoing
+
+    def complete(self, clock, tag):
+        """Whether every message for (clock, tag) is here (never blocks)."""
+        return True
+
+    def collect(self, clock, tag):
+        """The messages for (clock, tag) addressed to local partitions (blocks)."""
+        return self._box.pop((clock, tag))
+
+    def alltoall(self, clock, tag, outgoing):
+        """send + collect: the messages addressed to local destinations, same keys."""
+        self.send(clock, tag, outgoing)
+        return self.collect(clock, tag)
 
     def allreduce_context(self, clock, local_contexts, fold):
         """Fold the local contexts (``fold(acc, other)`` in place into a copy of

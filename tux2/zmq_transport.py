@@ -10,6 +10,7 @@
   and raises :class:`PeerLost` naming the rank. A worker that fails sends
   ABORT with its reason, so the others stop at once. Sockets close with LINGER 0.
 """
+import collections
 import threading
 import time
 
@@ -40,8 +41,9 @@ class ZmqTransport:
         self.wait_seconds = 0.0
         self.messages_sent = 0
         self._pending = {}
-        self._done = set()
-        self._floor = -1
+        self._local = {}
+        self._done = collections.deque(maxlen=4096)
+        self._done_set = set()
         self._closed = False
         self.ctx = zmq.Context()
         self.pull = self._socket(zmq.PULL)
@@ -165,10 +167,10 @@ class ZmqTransport:
         finally:
             self.wait_seconds += time.perf_counter() - t0
         del self._pending[key]
-        self._done.add(key)
-        if clock > self._floor + 2:
-            self._floor = clock - 2
-            self._done = {k for k in self._done if k[0] >= self._floor}
+        if len(self._done) == self._done.maxlen:
+            self._done_set.discard(self._done[0])
+        self._done.append(key)
+        self._done_set.add(key)
         return got
 
     def _take(self, frames):
@@ -184,7 +186,7 @@ class ZmqTransport:
         if m.kind != DATA:
             raise WireError(f"unexpected {m!r}")
         key = (m.clock, m.tag)
-        if m.clock < self._floor or key in self._done:
+        if key in self._done_set:
             raise WireError(f"late or repeated message from rank {m.sender}: clock {m.clock}, tag {m.tag!r}")
         slot = self._pending.setdefault(key, {})
         if m.sender in slot:
@@ -192,15 +194,30 @@ class ZmqTransport:
         slot[m.sender] = m
 
     # ----------------------------------------------------------------- the engine's calls
-    def alltoall(self, clock, tag, outgoing):
-        tag = tag if isinstance(tag, str) else "-".join(map(str, tag))
+    @staticmethod
+    def _tag(tag):
+        return tag if isinstance(tag, str) else "-".join(map(str, tag))
+
+    def send(self, clock, tag, outgoing):
+        """One message to every other worker for (clock, tag), possibly empty."""
+        tag = self._tag(tag)
         by_worker = {r: [] for r in range(self.world)}
         for (src, dst), arrays in outgoing.items():
             by_worker[self.owner(dst)].append((src, dst, arrays))
         for r in range(self.world):
             if r != self.rank:
                 self._send(r, encode(DATA, clock, self.rank, self.world, tag, by_worker[r]))
-        inbox = {(src, dst): arrays for src, dst, arrays in by_worker[self.rank]}
+        self._local[(clock, tag)] = {(src, dst): arrays for src, dst, arrays in by_worker[self.rank]}
+
+    def complete(self, clock, tag):
+        """Take whatever has arrived (never blocks); True when (clock, tag) is complete."""
+        while self.pull.poll(0):
+            self._take(self.pull.recv_multipart(copy=False))
+        return len(self._pending.get((clock, self._tag(tag)), ())) == self.world - 1
+
+    def collect(self, clock, tag):
+        tag = self._tag(tag)
+        inbox = self._local.pop((clock, tag))
         for m in self._receive(clock, tag).values():
             for src, dst, arrays in m.parts:
                 if self.owner(dst) != self.rank or self.owner(src) != m.sender:
@@ -208,6 +225,10 @@ class ZmqTransport:
                                     f"which is not between its and this worker's partitions")
                 inbox[(src, dst)] = arrays
         return inbox
+
+    def alltoall(self, clock, tag, outgoing):
+        self.send(clock, tag, outgoing)
+        return self.collect(clock, tag)
 
     def allreduce_context(self, clock, local_contexts, fold):
         """Every worker gets every partition's context and folds them in partition order."""
