@@ -43,3 +43,20 @@ def netflix_cached(n_users, n_items, n_ratings, seed=0, rank=10, noise=0.5):
     tr = BipartiteGraph(d["tr_u"], d["tr_i"], d["tr_r"], n_users, n_items, names, path)
     te = BipartiteGraph(d["te_u"], d["te_i"], d["te_r"], n_users, n_items, names, path)
     return tr, te, path
+
+
+def pyplot():
+    """matplotlib's pyplot (Agg), installed from PyPI on first use: plots are outputs
+    of the benchmark harness, not a dependency of tux2 itself."""
+    try:
+        import matplotlib
+    except ImportError:
+        import subprocess
+        r = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "matplotlib"],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            raise RuntimeError(f"matplotlib could not be installed: {r.stderr[-300:]}")
+        import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    return plt

@@ -159,3 +159,33 @@ def test_ssp_gate_holds_in_the_trace_and_training_still_converges(tmp_path):
                     assert rec["start_ts"] >= done[c], (slack, rec, done[c])
     assert rmse[2][-1] < rmse[2][0]                       # it learns
     assert rmse[2][-1] == pytest.approx(rmse[0][-1], rel=0.03)
+
+
+def test_curve_encrypts_and_rejects_a_worker_without_the_key(ratings_file, tmp_path):
+    for d in ("good", "bad"):
+        r = run_cli("keys", str(tmp_path / d))
+        assert r.returncode == 0, r.stderr
+    common = ["run", "mf", ratings_file, "--mode", "minibatch", "--batch-size", "2000", "--lr", "0.003",
+              "--k", "4", "--epochs", "1", "--quiet", "--timeout", "3"]
+    r = run_cli(*common, "--out", str(tmp_path / "plain"), timeout=120)
+    assert r.returncode == 0, r.stderr
+    r = run_cli(*common, "--workers", "2", "--curve", str(tmp_path / "good"), "--out", str(tmp_path / "curve"),
+                timeout=120)
+    assert r.returncode == 0, r.stderr
+    np.testing.assert_allclose(_model(tmp_path / "curve")["item"]["p"], _model(tmp_path / "plain")["item"]["p"],
+                               rtol=1e-5, atol=1e-6)
+    rv = f"tcp://127.0.0.1:{free_port()}"
+    procs = [subprocess.Popen([sys.executable, "-m", "tux2.cli", *common, "--rank", str(r), "--world", "2",
+                               "--rendezvous", rv, "--curve", str(tmp_path / key)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for r, key in ((0, "good"), (1, "bad"))]
+    errs = []
+    for p in procs:
+        try:
+            errs.append(p.communicate(timeout=60)[1])
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.communicate()
+    assert all(p.returncode == 2 for p in procs), errs
+    assert "never arrived" in errs[0] and "no answer from rank 0" in errs[1], errs

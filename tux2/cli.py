@@ -43,6 +43,9 @@ def _add_run_mf(sub):
     p.add_argument("--out", help="directory for the model (.npz per vertex type + model.json)")
     p.add_argument("--metrics", help="write one JSON object per epoch to this .jsonl file")
     p.add_argument("--quiet", action="store_true", help="no per-epoch lines")
+    p.add_argument("--eval-every", type=int, default=1,
+                   help="compute test RMSE every N epochs (0: only after the last); with several workers "
+                        "it gathers the model on rank 0")
     add_distributed_args(p)
     p.set_defaults(func=run_mf)
 
@@ -65,6 +68,9 @@ def add_distributed_args(p):
                         "(default: this host's name when not on loopback)")
     g.add_argument("--timeout", type=float, default=30.0,
                    help="seconds of silence after which a peer counts as lost")
+    g.add_argument("--curve", metavar="DIR",
+                   help="encrypt and authenticate worker traffic with ZeroMQ CURVE, using the key pair "
+                        "made by 'tux2 keys DIR' (copy DIR to every host)")
     g.add_argument("--slack", type=int, default=0,
                    help="SSP slack s: a worker may start clock c once clocks <= c-s-1 are complete "
                         "everywhere (0 = BSP: any number of workers gives the single-process result)")
@@ -87,7 +93,8 @@ def open_transport(args, partitions):
     bind = args.bind or ("127.0.0.1" if local else "0.0.0.0")
     advertise = args.advertise or ("127.0.0.1" if local else socket.getfqdn())
     t = ZmqTransport(rank, world, rendezvous, max(partitions, world), timeout=args.timeout,
-                     bind_host=bind, advertise_host=advertise)
+                     connect_timeout=max(4 * args.timeout, 10.0), bind_host=bind, advertise_host=advertise,
+                     curve=args.curve)
     return t, rank, world
 
 
@@ -168,14 +175,16 @@ def _run_mf(args, transport, rank, world):
             eng.run(1)
             dt = time.perf_counter() - t
             total += dt
-            U, I = eng.vertex_data("user"), eng.vertex_data("item")      # None on ranks > 0
+            evaluate = epoch == args.epochs or (args.eval_every > 0 and epoch % args.eval_every == 0)
+            U, I = (eng.vertex_data("user"), eng.vertex_data("item")) if evaluate else (None, None)
             rec = {"epoch": epoch, "time_s": round(dt, 6), "total_time_s": round(total, 6),
                    "train_rmse": eng.context()["rmse"],
                    "test_rmse": mf.rmse(U, I, test, mu) if U is not None else None,
                    "clock": eng.clock, "edges_per_s": train.num_edges / dt if dt > 0 else None}
             if rank == 0:
                 say(f"epoch {epoch:3d}/{args.epochs}  train_rmse {rec['train_rmse']:.4f}  "
-                    f"test_rmse {rec['test_rmse']:.4f}  time {dt:.3f}s  ({rec['edges_per_s'] / 1e6:.1f} M edges/s)")
+                    + (f"test_rmse {rec['test_rmse']:.4f}  " if rec["test_rmse"] is not None else "")
+                    + f"time {dt:.3f}s  ({rec['edges_per_s'] / 1e6:.1f} M edges/s)")
             if metrics:
                 metrics.write(json.dumps(rec) + "\n")
                 metrics.flush()
@@ -218,6 +227,18 @@ def save_model(out, eng, params):
     os.replace(tmp, os.path.join(out, "model.json"))
 
 
+def make_keys(args):
+    import zmq.auth
+    os.makedirs(args.dir, exist_ok=True)
+    for f in ("tux2.key", "tux2.key_secret"):
+        if os.path.exists(os.path.join(args.dir, f)):
+            raise Tux2Error(f"{os.path.join(args.dir, f)} exists; not overwriting it")
+    zmq.auth.create_certificates(args.dir, "tux2")
+    os.chmod(os.path.join(args.dir, "tux2.key_secret"), 0o600)
+    print(f"CURVE key pair written to {args.dir}; copy the directory to every host and pass --curve {args.dir}")
+    return 0
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="tux2", description="TuX² graph engine for machine learning")
     parser.add_argument("--version", action="version", version=f"tux2 {tux2.__version__}")
@@ -227,6 +248,9 @@ def main(argv=None):
     _add_run_mf(algos)
     from tux2 import cli_partition
     cli_partition.add_parser(sub)
+    keys = sub.add_parser("keys", help="create a CURVE key pair for --curve")
+    keys.add_argument("dir", help="directory for tux2.key and tux2.key_secret (keep it private)")
+    keys.set_defaults(func=make_keys)
     argv = sys.argv[1:] if argv is None else list(argv)
     args = parser.parse_args(argv)
     args.argv = argv

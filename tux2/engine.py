@@ -21,6 +21,11 @@ from tux2.transport import LocalTransport
 _EMPTY_IDX = np.zeros(0, np.int64)
 
 
+def _compact(idx):
+    """Local indices as int32 on the wire when they fit (half the id bytes)."""
+    return idx.astype(np.int32) if len(idx) and idx.max() < 2 ** 31 else idx
+
+
 class Engine:
     """Run ``program`` on ``graph`` split into ``partitions`` parts.
 
@@ -61,6 +66,7 @@ class Engine:
         if self.slack < 0:
             raise SchemaError(f"slack must be >= 0, got {slack}")
         self._rounds = []           # pending Apply rounds (SSP)
+        self.min_bytes = 0          # replica traffic the synced fields imply (no ids, no headers)
         self._done_ts = None
         self._sync_s = 0.0
         self.global_ctx = ctx.copy()
@@ -163,17 +169,18 @@ class Engine:
         self._gate_s = time.perf_counter() - g0
         self._done_ts = None
         return (time.perf_counter(), self._sync_s, getattr(self.transport, "wait_seconds", 0.0),
-                self.transport.bytes_sent, time.time())
+                self.transport.bytes_sent, time.time(), self.min_bytes)
 
     def _trace_end(self, mark):
-        t0, s0, w0, b0, start_ts = mark
+        t0, s0, w0, b0, start_ts, m0 = mark
         wall = time.perf_counter() - t0
         sync = self._sync_s - s0
         wait = getattr(self.transport, "wait_seconds", 0.0) - w0
         self.trace.append({"clock": self.clock, "iteration": self.iteration,
                            "rank": getattr(self.transport, "rank", 0), "compute_s": wall - sync,
                            "sync_s": sync - wait, "wait_s": wait + self._gate_s,
-                           "bytes_sent": self.transport.bytes_sent - b0, "start_ts": start_ts,
+                           "bytes_sent": self.transport.bytes_sent - b0, "min_bytes": self.min_bytes - m0,
+                           "start_ts": start_ts,
                            "done_ts": self._done_ts if self._done_ts is not None else time.time()})
 
     def _run_stage(self, s, order, lo, hi):
@@ -235,13 +242,15 @@ class Engine:
             for seg in np.split(np.arange(len(mir)), bounds):
                 q = int(dst[seg[0]])
                 rows = mir[seg]
-                msg = [tl.mirror_master_lid[j[seg]]]
+                msg = [_compact(tl.mirror_master_lid[j[seg]])]
                 if repl:
                     for f in sync_f:
                         msg.append(tl.data[f][rows] - tl.snapshot[f][rows])
                         tl.snapshot[f][rows] = tl.data[f][rows]      # later deltas count from here
                 msg += [tl.accum[f][rows] for f in acc_f]
                 out[(p.rank, q)] = msg
+                if self._remote(p.rank, q):
+                    self.min_bytes += len(rows) * (self._field_bytes(vt, sync_f) * repl + self._field_bytes(vt, acc_f))
             for f in acc_f:
                 tl.accum[f][mir] = 0
         rnd = {"clock": self.clock, "stage": s, "t": t, "phase": "up", "sync": sync_f, "acc": acc_f,
@@ -250,6 +259,14 @@ class Engine:
         self._rounds.append(rnd)
         # BSP: finish the round now; SSP: take only what has already arrived
         self._progress(self.clock if self.slack == 0 else -1)
+
+    def _remote(self, src, dst):
+        owner = getattr(self.transport, "owner", None)
+        return owner is None or owner(src) != owner(dst)
+
+    @staticmethod
+    def _field_bytes(vt, fields):
+        return sum(vt.dtype[f].itemsize for f in fields)
 
     def _progress(self, upto):
         """Complete pending rounds in order: block for those of clocks <= upto,
@@ -323,7 +340,9 @@ class Engine:
                     bounds = np.flatnonzero(np.diff(dparts)) + 1
                     for seg in np.split(np.arange(len(rows)), bounds):
                         q = int(dparts[seg[0]])
-                        down[(p.rank, q)] = [dlid[seg]] + [tl.data[f][rows[seg]] for f in sync_f]
+                        down[(p.rank, q)] = [_compact(dlid[seg])] + [tl.data[f][rows[seg]] for f in sync_f]
+                        if self._remote(p.rank, q):
+                            self.min_bytes += len(seg) * self._field_bytes(self.program.types[t], sync_f)
         self._comm(self.transport.send, rnd["clock"], rnd["down"], down)
 
     def _apply_mirrors(self, rnd, inbox):

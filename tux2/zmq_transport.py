@@ -29,7 +29,7 @@ class PeerLost(Tux2Error):
 
 class ZmqTransport:
     def __init__(self, rank, world, rendezvous, parts, timeout=30.0, connect_timeout=120.0,
-                 bind_host="127.0.0.1", advertise_host=None, heartbeat=1.0):
+                 bind_host="127.0.0.1", advertise_host=None, heartbeat=1.0, curve=None):
         if not 0 <= rank < world:
             raise Tux2Error(f"rank {rank} is outside a world of {world} workers")
         if parts < world:
@@ -46,7 +46,11 @@ class ZmqTransport:
         self._done_set = set()
         self._closed = False
         self.ctx = zmq.Context()
-        self.pull = self._socket(zmq.PULL)
+        self._auth = None
+        self._keys = None
+        if curve:
+            self._start_curve(curve)
+        self.pull = self._socket(zmq.PULL, server=True)
         port = self.pull.bind_to_random_port(f"tcp://{bind_host}")
         self.address = f"tcp://{advertise_host or bind_host}:{port}"
         self.table = self._rendezvous(rendezvous, connect_timeout)
@@ -64,10 +68,35 @@ class ZmqTransport:
         self._hb.start()
 
     # ----------------------------------------------------------------- setup
-    def _socket(self, kind):
+    def _socket(self, kind, server=False):
         s = self.ctx.socket(kind)
         s.setsockopt(zmq.LINGER, 0)
+        if self._keys is not None:
+            public, secret = self._keys
+            s.curve_publickey, s.curve_secretkey = public, secret
+            if server:
+                s.curve_server = True
+            else:
+                s.curve_serverkey = public
         return s
+
+    def _start_curve(self, directory):
+        """CURVE with one shared key pair (``tux2 keys DIR``): traffic is encrypted and
+        only holders of the secret key get in (ZAP checks the client key)."""
+        import os
+        import zmq.auth
+        from zmq.auth.thread import ThreadAuthenticator
+        secret_file = os.path.join(directory, "tux2.key_secret")
+        if not zmq.has("curve"):
+            raise Tux2Error("this libzmq has no CURVE support")
+        if not os.path.exists(secret_file):
+            raise Tux2Error(f"no CURVE key in {directory}: create one with 'tux2 keys {directory}' "
+                            "and copy the directory to every host")
+        public, secret = zmq.auth.load_certificate(secret_file)
+        self._keys = (public, secret)
+        self._auth = ThreadAuthenticator(self.ctx)
+        self._auth.start()
+        self._auth.configure_curve(domain="*", location=directory)
 
     def owner(self, part):
         return part % self.world
@@ -78,7 +107,7 @@ class ZmqTransport:
         if self.world == 1:
             return [self.address]
         if self.rank == 0:
-            sock = self._socket(zmq.ROUTER)
+            sock = self._socket(zmq.ROUTER, server=True)
             try:
                 sock.bind(address)
             except zmq.ZMQError as e:
@@ -273,4 +302,6 @@ class ZmqTransport:
         for s in self.push.values():
             s.close()
         self.pull.close()
+        if self._auth is not None:
+            self._auth.stop()
         self.ctx.term()
