@@ -86,7 +86,7 @@ def main(args):
     # 2. slack sweep, paper-style mini-batch MF on 2 workers
     batch = 100_000 if quick else 400_000
     mb = [tr, "--test", te, "--k", "50", "--epochs", str(epochs), "--mode", "minibatch", "--batch-size", str(batch),
-          "--lr", "0.0005", "--partitioner", "bicut", "--workers", "2"]
+          "--lr", "0.0005" if quick else "0.0001", "--partitioner", "bicut", "--workers", "2"]
     sweep = []
     for slack in (0, 1, 2, 4, 8):
         metrics, traces, wall = run_cli(mb + ["--slack", str(slack)])

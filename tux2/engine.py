@@ -300,22 +300,26 @@ class Engine:
             M = np.unique(np.concatenate([own, idx_in]))
             if len(M) == 0:
                 continue
-            pos_in = np.searchsorted(M, idx_in)
             if msgs:
+                # each message names a master at most once: plain fancy-index adds, message by message
+                pos = [np.searchsorted(M, m[0]) for m in msgs]
                 cnt = np.zeros(len(M))
                 cnt[np.searchsorted(M, own)] += 1
-                np.add.at(cnt, pos_in, 1)
+                for q in pos:
+                    cnt[q] += 1
                 cnt = np.maximum(cnt, 1)
                 for k, f in enumerate(sync_f if repl else ()):
                     tot = tl.data[f][M] - tl.snapshot[f][M]
-                    np.add.at(tot, pos_in, np.concatenate([m[1 + k] for m in msgs]))
+                    for q, m in zip(pos, msgs):
+                        tot[q] += m[1 + k]
                     if s.combine == "mean":
                         tot = tot / cnt.reshape((-1,) + (1,) * (tot.ndim - 1))
                     tl.data[f][M] = tl.snapshot[f][M] + tot
                 off = 1 + (len(sync_f) if repl else 0)
                 for k, f in enumerate(acc_f):
                     acc = tl.accum[f][M]
-                    np.add.at(acc, pos_in, np.concatenate([m[off + k] for m in msgs]))
+                    for q, m in zip(pos, msgs):
+                        acc[q] += m[off + k]
                     if s.combine == "mean":
                         acc = acc / cnt.reshape((-1,) + (1,) * (acc.ndim - 1))
                     tl.accum[f][M] = acc
