@@ -64,3 +64,27 @@ def test_missing_file(tmp_path):
 def test_one_based_below_base(tmp_path):
     with pytest.raises(InputError, match="below the id base"):
         read_edge_list(write(tmp_path, "0 1 2\n"), base=1)
+
+
+def test_byte_ranges_partition_the_lines_exactly(tmp_path):
+    from tux2.io import read_edge_range
+    rng = np.random.default_rng(3)
+    lines = ["% a comment", "%%not a header"] + [f"{rng.integers(0, 50)} {rng.integers(0, 9)} {rng.random():.3f}"
+                                                 for _ in range(997)] + ["", "# trailing"]
+    path = tmp_path / "g.txt"
+    path.write_text("\n".join(lines) + "\n")
+    whole = read_edge_list(str(path))
+    for parts in (1, 2, 3, 7, 64):
+        got = [read_edge_range(str(path), r, parts) for r in range(parts)]
+        np.testing.assert_array_equal(np.concatenate([g[0] for g in got]), whole.src)
+        np.testing.assert_array_equal(np.concatenate([g[1] for g in got]), whole.dst)
+        np.testing.assert_allclose(np.concatenate([g[2] for g in got if g[2] is not None]), whole.values)
+    mm = tmp_path / "m.mtx"
+    mm.write_text("%%MatrixMarket matrix coordinate real general\n% c\n3 3 3\n1 1 2.0\n2 3 1.5\n3 2 4.0\n")
+    got = [read_edge_range(str(mm), r, 2) for r in range(2)]
+    np.testing.assert_array_equal(np.concatenate([g[0] for g in got]), [0, 1, 2])
+    bad = tmp_path / "bad.txt"
+    bad.write_text("".join(f"{i} 1 1.0\n" for i in range(500)) + "7 x 1.0\n" + "1 1 1.0\n" * 10)
+    with pytest.raises(InputError, match=r"bad.txt:501:"):
+        for r in range(4):
+            read_edge_range(str(bad), r, 4)

@@ -218,6 +218,72 @@ def read_edge_list(path, base=None, type_names=("src", "dst"), n_src=None, n_dst
                           type_names=type_names, source=path)
 
 
+def _header_end(head, path):
+    """(offset where edges start, lines before it, default id base) from the file's first bytes."""
+    if not head.startswith(b"%%MatrixMarket"):
+        return 0, 0, 0
+    pos, lines = 0, 0
+    while True:
+        nl = head.find(b"\n", pos)
+        if nl < 0:
+            raise InputError("MatrixMarket file has no size line", path=path, line=lines + 1)
+        text = head[pos:nl].strip()
+        lines += 1
+        pos = nl + 1
+        if text and not text.startswith(b"%"):
+            return pos, lines, 1
+
+
+def byte_range(size, start, part, parts, buf):
+    """[lo, hi) of share ``part`` of ``parts`` of buf[start:size], moved to line starts."""
+    def line_start(x):
+        if x <= start or x >= size:
+            return min(max(x, start), size)
+        while x < size and buf[x - 1] != 10:
+            x += 1
+        return x
+    span = size - start
+    return line_start(start + span * part // parts), line_start(start + span * (part + 1) // parts)
+
+
+def read_edge_range(path, part, parts, base=None):
+    """The edges of share ``part`` of ``parts`` of an edge-list file, split at line
+    boundaries by bytes (each worker of a distributed run reads only its share).
+    Returns (src, dst, values or None); errors name the file and the absolute line."""
+    path = os.fspath(path)
+    try:
+        size = os.path.getsize(path)
+        with open(path, "rb") as f:
+            head = f.read(1 << 16)
+    except OSError as e:
+        raise InputError(f"cannot read edge list: {e.strerror}", path=path) from None
+    start, header_lines, default_base = _header_end(head, path) if size else (0, 0, 0)
+    base = default_base if base is None else int(base)
+    if size == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), None
+    buf = np.memmap(path, dtype=np.uint8, mode="r")
+    lo, hi = byte_range(size, start, part, parts, buf)
+    chunk = np.ascontiguousarray(buf[lo:hi])
+    cap = int(np.count_nonzero(chunk == 10)) + 1
+    s = np.empty(cap, np.int64)
+    d = np.empty(cap, np.int64)
+    v = np.empty(cap, np.float64)
+    k, ncols, err, err_line, err_pos = _parse_edges(chunk, 0, s, d, v)
+    if err:
+        before = int(np.count_nonzero(buf[:lo] == 10))
+        raise InputError(_MESSAGES[err], path=path, line=before + err_line,
+                         text=_line_text(bytes(chunk), err_pos))
+    s, d, v = s[:k], d[:k], v[:k]
+    if base and k:
+        for name, a in (("src", s), ("dst", d)):
+            if a.min() < base:
+                raise InputError(f"{name} id {int(a.min())} is below the id base {base}", path=path)
+        s -= base
+        d -= base
+    del buf
+    return s, d, (v if ncols == 3 else None)
+
+
 def write_edge_list(path, graph, fmt="%.6g"):
     """Write ``src dst value`` lines (0-based ids)."""
     with open(path, "w") as f:
