@@ -250,7 +250,8 @@ class Engine:
                 msg += [tl.accum[f][rows] for f in acc_f]
                 out[(p.rank, q)] = msg
                 if self._remote(p.rank, q):
-                    self.min_bytes += len(rows) * (self._field_bytes(vt, sync_f) * repl + self._field_bytes(vt, acc_f))
+                    self.min_bytes += len(rows) * (self._field_bytes(vt.dtype, sync_f) * repl
+                                                   + self._field_bytes(vt.accum_dtype, acc_f))
             for f in acc_f:
                 tl.accum[f][mir] = 0
         rnd = {"clock": self.clock, "stage": s, "t": t, "phase": "up", "sync": sync_f, "acc": acc_f,
@@ -265,8 +266,8 @@ class Engine:
         return owner is None or owner(src) != owner(dst)
 
     @staticmethod
-    def _field_bytes(vt, fields):
-        return sum(vt.dtype[f].itemsize for f in fields)
+    def _field_bytes(dtype, fields):
+        return sum(dtype[f].itemsize for f in fields)
 
     def _progress(self, upto):
         """Complete pending rounds in order: block for those of clocks <= upto,
@@ -346,7 +347,7 @@ class Engine:
                         q = int(dparts[seg[0]])
                         down[(p.rank, q)] = [_compact(dlid[seg])] + [tl.data[f][rows[seg]] for f in sync_f]
                         if self._remote(p.rank, q):
-                            self.min_bytes += len(seg) * self._field_bytes(self.program.types[t], sync_f)
+                            self.min_bytes += len(seg) * self._field_bytes(self.program.types[t].dtype, sync_f)
         self._comm(self.transport.send, rnd["clock"], rnd["down"], down)
 
     def _apply_mirrors(self, rnd, inbox):
