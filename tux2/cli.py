@@ -12,10 +12,21 @@ import tux2.partitioning
 from tux2.errors import Tux2Error
 
 
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Shows defaults, except where there is none or the help text already explains it."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        if action.default is None or action.default is False or action.default is argparse.SUPPRESS \
+                or "default" in text:
+            return text
+        return super()._get_help_string(action)
+
+
 def _add_run_mf(sub):
     p = sub.add_parser(
         "mf", help="matrix factorisation by SGD (paper §4)",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=HelpFormatter,
         description="Matrix factorisation on a user-item rating graph. INPUT is an edge list "
                     "'user item rating' (0-based ids; '#'/'%%' comments; MatrixMarket accepted). "
                     "Without INPUT a Netflix-shaped rating set is generated deterministically.")
@@ -28,7 +39,7 @@ def _add_run_mf(sub):
     p.add_argument("--k", type=int, default=50, help="latent dimension")
     p.add_argument("--lr", type=float, default=None, help="learning rate (default 0.1 sgd, 0.01 minibatch)")
     p.add_argument("--reg", type=float, default=0.05, help="L2 regularisation λ")
-    p.add_argument("--epochs", type=int, default=10)
+    p.add_argument("--epochs", type=int, default=10, help="passes over the training edges")
     p.add_argument("--mode", choices=("sgd", "minibatch"), default="sgd",
                    help="sgd: per-edge updates in Exchange (LibMF style); minibatch: the paper's "
                         "Exchange-accumulate + Apply form")
@@ -39,7 +50,7 @@ def _add_run_mf(sub):
     p.add_argument("--no-biases", action="store_true", help="drop user/item bias terms")
     p.add_argument("--order", choices=("blocked", "shuffle", "input"), default="blocked",
                    help="global edge order: 2-D blocked shuffle (cache friendly), full shuffle, or as read")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="seed of initialisation, split, order and partitioning")
     p.add_argument("--out", help="directory for the model (.npz per vertex type + model.json)")
     p.add_argument("--metrics", help="write one JSON object per epoch to this .jsonl file")
     p.add_argument("--quiet", action="store_true", help="no per-epoch lines")
@@ -55,17 +66,18 @@ def add_distributed_args(p):
     g.add_argument("--workers", type=int, default=1,
                    help="start this many worker processes on this machine (ZeroMQ over loopback)")
     g.add_argument("--rank", type=int, default=None,
-                   help="this worker's rank (default: from OMPI_COMM_WORLD_RANK, PMI_RANK or SLURM_PROCID)")
+                   help="this worker's rank; when unset, from OMPI_COMM_WORLD_RANK, PMI_RANK or SLURM_PROCID")
     g.add_argument("--world", type=int, default=None,
-                   help="number of workers (default: from OMPI_COMM_WORLD_SIZE, PMI_SIZE or SLURM_NTASKS)")
+                   help="number of workers; when unset, from OMPI_COMM_WORLD_SIZE, PMI_SIZE or SLURM_NTASKS")
     g.add_argument("--rendezvous", default=None,
-                   help="tcp://HOST:PORT that rank 0 binds and the others connect to (or TUX2_RENDEZVOUS)")
+                   help="tcp://HOST:PORT that rank 0 binds and the others connect to; when unset, "
+                        "TUX2_RENDEZVOUS")
     g.add_argument("--bind", default=None,
-                   help="address this worker binds for data (default 127.0.0.1 on one machine, "
-                        "0.0.0.0 when the rendezvous host is not loopback)")
+                   help="address this worker binds for data; when unset: 127.0.0.1 on one "
+                        "machine, 0.0.0.0 when the rendezvous host is not loopback")
     g.add_argument("--advertise", default=None,
-                   help="host name or address the other workers use to reach this one "
-                        "(default: this host's name when not on loopback)")
+                   help="host name or address the other workers use to reach this one; when unset: "
+                        "this host's name, or 127.0.0.1 on loopback")
     g.add_argument("--timeout", type=float, default=30.0,
                    help="seconds of silence after which a peer counts as lost")
     g.add_argument("--curve", metavar="DIR",

@@ -9,12 +9,13 @@ import numpy as np
 
 from tux2 import partitioning
 from tux2.errors import PartitionError
+from tux2.cli import HelpFormatter
 
 
 def add_parser(sub):
     p = sub.add_parser(
         "partition", help="compare vertex-cut partitioning strategies on a graph",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=HelpFormatter,
         description="Partition INPUT with each --strategy and print the quality reports side by side: "
                     "replication factor λ (with master-only replicas, as PowerGraph counts, and without, as "
                     "KaHIP/Mt-KaHyPar count), per vertex type, edge and master balance (max/mean), mirrors, "
