@@ -90,7 +90,7 @@ def ginger(g, parts, hasher, theta=100, gamma=1.5, interval=None, nverts=None, n
     s, t = oriented(g, target)
     V = float(nverts or g.n)
     E = float(nedges or max(g.m, 1))
-    indeg = np.bincount(t, minlength=g.n).astype(np.int64)
+    indeg = (g.in_degree() if target == "dst" else g.out_degree()).astype(np.int64)
     hv = hasher.vertex_part(g.n, parts)
     low = np.flatnonzero((indeg > 0) & (indeg <= theta))
     order = low[np.lexsort((low, hv[low]))]                 # by machine, then id

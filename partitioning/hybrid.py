@@ -35,7 +35,7 @@ def hybrid(g, parts, hasher, theta=100, target="dst"):
     if theta < 0:
         raise PartitionError(f"hybrid theta must be >= 0, got {theta}")
     s, t = oriented(g, target)
-    indeg = np.bincount(t, minlength=g.n)
+    indeg = g.in_degree() if target == "dst" else g.out_degree()     # global under distributed ingress
     hv = hasher.vertex_part(g.n, parts)
     out = np.empty(g.m, np.int32)
     _place(s, t, indeg, np.int64(theta), hv, out)

@@ -111,8 +111,10 @@ def open_transport(args, partitions):
 
 
 def _split(graph, fraction, seed):
-    rng = np.random.default_rng(seed + 7919)
-    is_test = rng.random(graph.num_edges) < fraction
+    """Train/test by a hash of each edge's line position (tux2.ingress.test_mask), so a
+    distributed run holds out exactly the same ratings."""
+    from tux2.ingress import test_mask
+    is_test = test_mask(np.arange(graph.num_edges), fraction, seed)
     def sub(mask):
         return tux2.BipartiteGraph(graph.src[mask], graph.dst[mask], graph.values[mask],
                                    graph.n_src, graph.n_dst, graph.type_names, graph.source)
@@ -141,40 +143,64 @@ def _run_mf(args, transport, rank, world):
     from tux2.io import read_edge_list
     from tux2.udfs import mf
 
+    from tux2 import ingress
+
     names = ("user", "item")
-    if args.input is None:
-        train, test = netflix_like(n_users=10_000, n_items=1_000, n_ratings=600_000, seed=args.seed)
-        source = "built-in Netflix-shaped set (10k users, 1k items, 600k ratings, planted rank 10, noise 0.5)"
-    else:
-        train = read_edge_list(args.input, type_names=names)
-        if train.values is None:
-            raise tux2.InputError("MF needs a rating column: expected 'user item rating'", path=args.input)
-        if args.test:
-            test = read_edge_list(args.test, type_names=names)
-            if test.values is None:
-                raise tux2.InputError("test file needs a rating column", path=args.test)
-            n_u, n_i = max(train.n_src, test.n_src), max(train.n_dst, test.n_dst)
-            train = tux2.BipartiteGraph(train.src, train.dst, train.values, n_u, n_i, names, args.input)
-            test = tux2.BipartiteGraph(test.src, test.dst, test.values, n_u, n_i, names, args.test)
-        else:
-            train, test = _split(train, args.test_fraction, args.seed)
+    parts = max(args.partitions, world)
+    say = (lambda *a: None) if args.quiet or rank != 0 else (lambda *a: print(*a, flush=True))
+    single_clock = args.batch_size is None
+    distributed = (transport is not None and args.input is not None
+                   and args.partitioner in ingress.LOCAL_STRATEGIES and args.order in ("input", "blocked"))
+    assignment = None
+    if distributed:
+        # each worker reads its byte range and keeps only its partitions' edges
+        train, assignment, mu, test = ingress.load(
+            transport, args.input, parts, args.partitioner, args.seed, args.test, args.test_fraction,
+            args.order, single_clock=single_clock, type_names=names)
         source = args.input
-    if args.order == "blocked":
-        train = train.permuted(blocked_order(train.src, train.dst, train.n_src, train.n_dst, seed=args.seed))
-    elif args.order == "shuffle":
-        train = train.permuted(np.random.default_rng(args.seed).permutation(train.num_edges))
-    mu = float(train.values.mean()) if train.num_edges else 0.0
+        if args.trace:
+            os.makedirs(args.trace, exist_ok=True)
+            with open(os.path.join(args.trace, f"ingress-{rank}.json"), "w") as f:
+                json.dump(train.stats, f)
+    else:
+        if transport is not None and args.input is not None:
+            say(f"  note: every worker reads the whole input (distributed ingress needs --order input or "
+                f"blocked and one of: {', '.join(ingress.LOCAL_STRATEGIES)})")
+        if args.input is None:
+            train, test = netflix_like(n_users=10_000, n_items=1_000, n_ratings=600_000, seed=args.seed)
+            source = "built-in Netflix-shaped set (10k users, 1k items, 600k ratings, planted rank 10, noise 0.5)"
+        else:
+            train = read_edge_list(args.input, type_names=names)
+            if train.values is None:
+                raise tux2.InputError("MF needs a rating column: expected 'user item rating'", path=args.input)
+            if args.test:
+                test = read_edge_list(args.test, type_names=names)
+                if test.values is None:
+                    raise tux2.InputError("test file needs a rating column", path=args.test)
+                n_u, n_i = max(train.n_src, test.n_src), max(train.n_dst, test.n_dst)
+                train = tux2.BipartiteGraph(train.src, train.dst, train.values, n_u, n_i, names, args.input)
+                test = tux2.BipartiteGraph(test.src, test.dst, test.values, n_u, n_i, names, args.test)
+            else:
+                train, test = _split(train, args.test_fraction, args.seed)
+            source = args.input
+        if args.order == "blocked":
+            # one clock per epoch: LibMF's order inside tiles; several: file order inside tiles
+            train = train.permuted(blocked_order(train.src, train.dst, train.n_src, train.n_dst, seed=args.seed,
+                                                 within="sorted" if single_clock else "input"))
+        elif args.order == "shuffle":
+            train = train.permuted(np.random.default_rng(args.seed).permutation(train.num_edges))
+        mu = float(train.values.mean()) if train.num_edges else 0.0
     prog = mf.program(k=args.k, mode=args.mode, lr=args.lr, reg=args.reg, batch_size=args.batch_size,
                       batch_unit=args.batch_unit, enumerate=args.enumerate,
                       biases=not args.no_biases, mu=mu)
-    say = (lambda *a: None) if args.quiet or rank != 0 else (lambda *a: print(*a, flush=True))
-    parts = max(args.partitions, world)
-    say(f"tux2 {tux2.__version__} mf ({args.mode}): {source}")
-    say(f"  train {train.num_edges} ratings, test {test.num_edges}; {train.n_src} users × {train.n_dst} items; "
-        f"k={args.k}, P={parts} ({args.partitioner})" + (f", {world} workers" if world > 1 else ""))
+    if rank == 0:
+        say(f"tux2 {tux2.__version__} mf ({args.mode}): {source}")
+        say(f"  train {train.num_edges} ratings, test {test.num_edges}; {train.n_src} users × {train.n_dst} items; "
+            f"k={args.k}, P={parts} ({args.partitioner})" + (f", {world} workers" if world > 1 else "")
+            + (", distributed ingress" if distributed else ""))
     t0 = time.perf_counter()
     eng = tux2.Engine(prog, train, partitions=parts, partitioner=args.partitioner, seed=args.seed,
-                      transport=transport, slack=args.slack)
+                      transport=transport, slack=args.slack, assignment=assignment)
     say(f"  layout + compile {time.perf_counter() - t0:.2f}s")
     metrics = None
     if args.metrics and rank == 0:

@@ -34,32 +34,44 @@ class Engine:
     """
 
     def __init__(self, program, graph, partitions=1, partitioner="random", seed=0,
-                 partitioner_options=None, edge_data=None, context=None, transport=None, slack=0):
-        if not isinstance(graph, BipartiteGraph):
+                 partitioner_options=None, edge_data=None, context=None, transport=None, slack=0,
+                 assignment=None):
+        from tux2.ingress import Shard, check_program
+        sharded = isinstance(graph, Shard)
+        if not isinstance(graph, BipartiteGraph) and not sharded:
             raise TypeError(f"graph must be a BipartiteGraph, got {type(graph).__name__}")
+        if sharded and assignment is None:
+            raise SchemaError("a Shard comes with its assignment (tux2.ingress.load)")
         self.program = program
         self.graph = graph
+        self.n = graph.n
+        self.num_edges = graph.num_edges
         self.seed = seed
         self.P = int(partitions)
         if self.P < 1:
             raise SchemaError(f"partitions must be >= 1, got {partitions}")
         rng = np.random.default_rng(seed)
+        n_local_edges = len(graph.src)
         if edge_data is None:
-            edge_data = np.zeros(graph.num_edges, program.edge_dtype)
+            edge_data = np.zeros(n_local_edges, program.edge_dtype)
             if graph.values is not None and program.edge_fields:
                 edge_data[next(iter(program.edge_fields))] = graph.values
         if program.init_edges is not None:
+            if sharded:
+                check_program(program)
             program.init_edges(edge_data, rng)
         vdata = program.init_data(graph.n, rng)
-        self.assignment = partitioning.partition(
-            partitioner, graph.src, graph.dst, graph.n_src, graph.n_dst, self.P, seed=seed,
-            strict=False, **(partitioner_options or {}))
+        if assignment is None:
+            assignment = partitioning.partition(
+                partitioner, graph.src, graph.dst, graph.n_src, graph.n_dst, self.P, seed=seed,
+                strict=False, **(partitioner_options or {}))
+        self.assignment = assignment
         ctx = context if context is not None else program.context.new()
         self.transport = transport or LocalTransport(self.P)
         if getattr(self.transport, "parts", self.P) != self.P:
             raise SchemaError(f"the transport serves {self.transport.parts} partitions, the engine has {self.P}")
         self.parts = build_partitions(program, graph, self.assignment, vdata, edge_data, ctx,
-                                      only=self.transport.local_parts)
+                                      only=self.transport.local_parts, share=graph.share if sharded else None)
         self._part = {p.rank: p for p in self.parts}
         self.trace = []             # per clock: compute/sync/wait seconds, bytes sent
         self.slack = int(slack)
@@ -74,7 +86,8 @@ class Engine:
         self.clock = 0
         self.iteration = 0
         self.timers = {"exchange": 0.0, "apply": 0.0, "globalsync": 0.0}
-        self._replicated = [is_replicated(graph, self.assignment, t) for t in (0, 1)]
+        self._replicated = (list(graph.replicated) if sharded else
+                            [is_replicated(graph, self.assignment, t) for t in (0, 1)])
         self._tracked = [self._replicated[t] or any(
             isinstance(s, Apply) and s.udf is not None and t in program.apply_types(s)
             for s, _ in program.walk()) for t in (0, 1)]
@@ -142,10 +155,10 @@ class Engine:
 
     def _run_minibatches(self, mb):
         if mb.unit == "edge":
-            order, total = None, self.graph.num_edges
+            order, total = None, self.num_edges
         else:
             order = self.program.type_index(mb.enumerate)
-            total = self.graph.n[order]
+            total = self.n[order]
         size = mb.size or max(total, 1)
         for lo in range(0, max(total, 1), size):
             self.clock += 1
@@ -411,12 +424,12 @@ class Engine:
         dtype = self.program.types[t].dtype
         pieces = [(p.rank, p.types[t].gid[: p.types[t].n_master], p.types[t].data[: p.types[t].n_master])
                   for p in self.parts]
-        return self._gather(f"vertex-{t}", pieces, self.graph.n[t], dtype)
+        return self._gather(f"vertex-{t}", pieces, self.n[t], dtype)
 
     def edge_data(self):
         """Edge records in global edge order (gathered on rank 0 with several workers)."""
         pieces = [(p.rank, p.eid, p.edata) for p in self.parts]
-        return self._gather("edges", pieces, self.graph.num_edges, self.program.edge_dtype)
+        return self._gather("edges", pieces, self.num_edges, self.program.edge_dtype)
 
     def _gather(self, what, pieces, n, dtype):
         out = np.zeros(n, dtype)

@@ -71,7 +71,8 @@ def blocked_order(src, dst, n_src, n_dst, blocks=8, seed=0, within="sorted"):
     shuffled order, and inside a tile edges are sorted by the endpoint of the
     type with more vertices (LibMF's sort_node_by_p/q: consecutive edges reuse
     the big side's row while the small side's tile stays in cache), or shuffled
-    with ``within="shuffle"``."""
+    with ``within="shuffle"``, or kept in input order with ``within="input"``
+    (then any worker can compute an edge's position from per-tile counts)."""
     rng = np.random.default_rng(seed)
     m = len(src)
     if m == 0:
@@ -81,5 +82,7 @@ def blocked_order(src, dst, n_src, n_dst, blocks=8, seed=0, within="sorted"):
     tile_rank = rng.permutation(blocks * blocks)[bs * blocks + bd]
     if within == "shuffle":
         return np.lexsort((rng.random(m), tile_rank))
+    if within == "input":
+        return np.argsort(tile_rank, kind="stable")
     major, minor = (src, dst) if n_src >= n_dst else (dst, src)
     return np.lexsort((minor, major, tile_rank))

@@ -104,13 +104,16 @@ def _replicas(ids, edge_part, master, n, parts):
     return masters, mirrors, master_lid
 
 
-def build_partitions(program, graph, assignment, vertex_data, edge_data, context, only=None):
+def build_partitions(program, graph, assignment, vertex_data, edge_data, context, only=None, share=None):
     """Lay out the partitions ``only`` (default: all) of ``graph`` under ``assignment``.
 
-    ``vertex_data`` are the two global initial arrays (indexed by global id),
-    ``edge_data`` the global edge records; every replica starts with its
-    vertex's global value. Routing (master → mirrors) covers every partition,
-    so a worker can build just its own.
+    ``graph`` holds the edges this process has (all of them, or a worker's shard:
+    then ``graph.eid`` gives their global positions) and ``assignment`` their parts
+    and every vertex's master. ``vertex_data`` are the two global initial arrays
+    (indexed by global id), ``edge_data`` the records of the edges held here; every
+    replica starts with its vertex's global value. ``share(t, {q: records})``, when
+    given, delivers mirror records (master lid, mirror part, mirror lid) to the
+    workers owning master part q and returns those for this worker's parts.
     """
     parts = assignment.parts
     only = list(range(parts)) if only is None else list(only)
@@ -122,12 +125,24 @@ def build_partitions(program, graph, assignment, vertex_data, edge_data, context
         master_t = assignment.master[t]
         masters, mirrors, master_lid = _replicas(ends[t], assignment.edge_part, master_t.astype(np.int64), n, parts)
         replicated = any(len(m) for m in mirrors)
-        # every mirror of every part: (its master part, master lid, its part, its lid)
-        mp = np.concatenate([master_t[m].astype(np.int32) for m in mirrors]) if parts else np.zeros(0, np.int32)
-        mlid = np.concatenate([master_lid[m] for m in mirrors]) if parts else np.zeros(0, np.int64)
+        if share is not None:
+            replicated = bool(getattr(graph, "replicated", (True, True))[t])
+        # every mirror known here: (its master part, master lid, its part, its lid)
+        mp = np.concatenate([master_t[m].astype(np.int32) for m in mirrors])
+        mlid = np.concatenate([master_lid[m] for m in mirrors])
         rpart = np.concatenate([np.full(len(mirrors[p]), p, np.int32) for p in range(parts)])
         rlid = np.concatenate([np.arange(len(masters[p]), len(masters[p]) + len(mirrors[p]), dtype=np.int64)
                                for p in range(parts)])
+        if share is not None:
+            out = {}
+            for q in np.unique(mp).tolist():
+                sel = mp == q
+                out[q] = (mlid[sel], rpart[sel], rlid[sel])
+            got = share(t, out)            # records whose master part is one of ours
+            mp = np.concatenate([np.full(len(r[0]), q, np.int32) for q, r in got.items()] + [np.zeros(0, np.int32)])
+            mlid = np.concatenate([r[0] for r in got.values()] + [np.zeros(0, np.int64)])
+            rpart = np.concatenate([r[1] for r in got.values()] + [np.zeros(0, np.int32)])
+            rlid = np.concatenate([r[2] for r in got.values()] + [np.zeros(0, np.int64)])
         layouts = {}
         for p in only:
             gid = np.concatenate([masters[p], mirrors[p]]).astype(np.int64)
@@ -136,31 +151,34 @@ def build_partitions(program, graph, assignment, vertex_data, edge_data, context
             tl.mirror_master_part = master_t[mg].astype(np.int32)
             tl.mirror_master_lid = master_lid[mg]
             sel = np.flatnonzero(mp == p)
-            o = sel[np.argsort(mlid[sel], kind="stable")]
+            o = sel[np.lexsort((rpart[sel], mlid[sel]))]
             tl.mm_ptr = np.concatenate([[0], np.cumsum(np.bincount(mlid[o], minlength=tl.n_master))]).astype(np.int64)
             tl.mm_part = rpart[o]
             tl.mm_lid = rlid[o]
             layouts[p] = tl
         per_type.append(layouts)
 
+    geid = getattr(graph, "eid", None)
     out = []
     for p in only:
-        eid = np.flatnonzero(assignment.edge_part == p).astype(np.int64)
+        local = np.flatnonzero(assignment.edge_part == p).astype(np.int64)
+        eid = local if geid is None else geid[local]
         ta, tb = per_type[0][p], per_type[1][p]
-        ea = ta.lookup(graph.src[eid])
-        eb = tb.lookup(graph.dst[eid])
+        ea = ta.lookup(graph.src[local])
+        eb = tb.lookup(graph.dst[local])
         keysets = {}
         for o in orders:
             if o is None:
-                keysets[o] = (np.arange(len(eid)), eid)
+                perm = np.argsort(eid, kind="stable")
+                keysets[o] = (perm, eid[perm])
             else:
-                g = ends[o][eid]
+                g = ends[o][local]
                 perm = np.lexsort((eid, g))
                 keysets[o] = (perm, g[perm])
         # store edges physically in the primary order
         perm0 = keysets[orders[0]][0]
         ea, eb, eid_p = ea[perm0], eb[perm0], eid[perm0]
-        edata = edge_data[eid_p].copy()
+        edata = edge_data[local[perm0]].copy()
         inv = np.empty(len(eid), np.int64)
         inv[perm0] = np.arange(len(eid))
         ordmap = {}

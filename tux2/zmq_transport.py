@@ -259,6 +259,12 @@ class ZmqTransport:
         self.send(clock, tag, outgoing)
         return self.collect(clock, tag)
 
+    def allgather(self, tag, arrays, clock=-1):
+        """[arrays of every worker] in rank order (a setup-time collective)."""
+        out = {(self.rank, r): list(arrays) for r in range(self.world)}
+        inbox = self.alltoall(clock, tag, out)
+        return [inbox[(r, self.rank)] for r in range(self.world)]
+
     def allreduce_context(self, clock, local_contexts, fold):
         """Every worker gets every partition's context and folds them in partition order."""
         dtype = local_contexts[0].dtype

@@ -1,0 +1,205 @@
+"""Distributed ingress (paper §3, §5): no process ever holds the whole graph.
+
+Every worker reads its byte range of the input, learns the global facts by small
+collectives (edge counts, id ranges, the rating mean, vertex degrees — all
+vertex-sized or smaller), places its edges with the partitioning strategy and
+ships each edge to the worker owning its partition. Masters come from the
+vertex hash, so every worker knows every master without asking; mirrors
+register with their masters so the routing arrays can be built.
+
+Global edge order (mini-batches are ranges of it), the same as the
+single-process CLI builds: ``input`` = file order of the training edges;
+``blocked`` = tiles in a seeded shuffled order, inside a tile file order (or,
+when an epoch is a single clock, sorted by the larger side as LibMF does — the
+order then only matters inside each partition).
+"""
+import numpy as np
+
+from tux2 import partitioning
+from tux2.errors import InputError, PartitionError, SchemaError
+from tux2.io import read_edge_list, read_edge_range
+from tux2.partitioning import Assignment, EdgeView
+from tux2.partitioning.hashing import Hasher
+
+# strategies whose placement needs only an edge, its endpoints' global degrees and hashes
+LOCAL_STRATEGIES = ("random", "grid", "dbh", "hybrid", "bicut", "greedy", "hdrf")
+
+
+def test_mask(eid, fraction, seed):
+    """Held-out edges: a hash of the global edge id, so any worker can decide alone."""
+    if fraction <= 0:
+        return np.zeros(len(eid), bool)
+    h = Hasher("uniform", seed=seed + 7919).vertex(np.asarray(eid, np.int64))
+    return h.astype(np.float64) / 2.0 ** 32 < fraction
+
+
+def tile_rank(src, dst, n_src, n_dst, blocks, seed):
+    """Rank of each edge's (src block, dst block) tile in the seeded tile order
+    (the same draws as tux2.graph.blocked_order)."""
+    rng = np.random.default_rng(seed)
+    bs = (src * blocks // max(n_src, 1)).astype(np.int64)
+    bd = (dst * blocks // max(n_dst, 1)).astype(np.int64)
+    return rng.permutation(blocks * blocks)[bs * blocks + bd]
+
+
+class Shard:
+    """This worker's share of a graph (what the Engine accepts instead of a
+    BipartiteGraph): its edges, their global positions, the global sizes."""
+
+    def __init__(self, src, dst, values, eid, part, n_src, n_dst, num_edges, type_names, replicated, share,
+                 stats):
+        self.src, self.dst, self.values, self.eid, self.part = src, dst, values, eid, part
+        self.n_src, self.n_dst = int(n_src), int(n_dst)
+        self.total_edges = int(num_edges)
+        self.type_names = tuple(type_names)
+        self.replicated = replicated
+        self.share = share
+        self.stats = stats
+
+    @property
+    def n(self):
+        return (self.n_src, self.n_dst)
+
+    @property
+    def num_edges(self):
+        return self.total_edges
+
+
+def _sum(transport, tag, arr):
+    return np.sum(np.stack([a[0] for a in transport.allgather(tag, [arr])]), axis=0)
+
+
+def load(transport, path, partitions, partitioner="bicut", seed=0, test_path=None, test_fraction=0.1,
+         order="blocked", single_clock=True, blocks=8, type_names=("user", "item"), partitioner_options=None):
+    """Read, split, order, place and shuffle this worker's share of ``path``.
+
+    Returns (shard, assignment, mu, test) where ``test`` is the test graph on rank 0
+    (None elsewhere) and ``mu`` the mean training rating."""
+    if partitioner not in LOCAL_STRATEGIES:
+        raise PartitionError(f"distributed ingress cannot use {partitioner!r}, which needs the whole graph; "
+                             f"use one of {', '.join(LOCAL_STRATEGIES)}")
+    if order not in ("input", "blocked"):
+        raise PartitionError(f"distributed ingress supports --order input or blocked, not {order!r}")
+    rank, world = transport.rank, transport.world
+    s, d, v = read_edge_range(path, rank, world)
+    has_values = 0 if len(s) == 0 else (1 if v is not None else 2)
+    test = read_edge_list(test_path, type_names=type_names) if (test_path and rank == 0) else None
+    ts, td = (test.src, test.dst) if test is not None else (np.zeros(0, np.int64),) * 2
+    stats = np.array([len(s), s.max() + 1 if len(s) else 0, d.max() + 1 if len(d) else 0, has_values,
+                      ts.max() + 1 if len(ts) else 0, td.max() + 1 if len(td) else 0], np.int64)
+    allstats = np.stack([a[0] for a in transport.allgather("ingress-stats", [stats])])
+    kinds = set(allstats[:, 3].tolist()) - {0}
+    if len(kinds) > 1:
+        raise InputError("lines with and without a value column in one edge list", path=path)
+    if kinds == {2}:
+        raise InputError("MF needs a rating column: expected 'user item rating'", path=path)
+    total_read = int(allstats[:, 0].sum())
+    if total_read == 0:
+        raise InputError("no edges found (the file is empty or has only comments)", path=path)
+    n_src = int(max(allstats[:, 1].max(), allstats[:, 4].max()))
+    n_dst = int(max(allstats[:, 2].max(), allstats[:, 5].max()))
+    eid = int(allstats[:rank, 0].sum()) + np.arange(len(s), dtype=np.int64)
+
+    # train/test split by hash of the global edge id
+    held = test_mask(eid, 0.0 if test_path else test_fraction, seed)
+    test_local = (s[held], d[held], v[held])
+    s, d, v = s[~held], d[~held], v[~held]
+    counts = np.stack([a[0] for a in transport.allgather("ingress-train", [np.array([len(s)], np.int64)])])[:, 0]
+    n_train = int(counts.sum())
+    pos = int(counts[:rank].sum()) + np.arange(len(s), dtype=np.int64)     # file order among training edges
+    sums = _sum(transport, "ingress-mu", np.array([v.sum() if len(v) else 0.0], np.float64))
+    mu = float(sums[0] / max(n_train, 1))
+
+    # global order
+    if order == "input":
+        key = pos
+    else:
+        tr = tile_rank(s, d, n_src, n_dst, blocks, seed)
+        if single_clock:
+            key = pos            # ordered after the shuffle, where each partition's edges meet
+        else:
+            hist = np.bincount(tr, minlength=blocks * blocks).astype(np.int64)
+            per_rank = np.stack([a[0] for a in transport.allgather("ingress-tiles", [hist])])
+            tile_start = np.concatenate([[0], np.cumsum(per_rank.sum(axis=0))[:-1]])
+            before = per_rank[:rank].sum(axis=0)
+            o = np.lexsort((pos, tr))
+            rank_in_tile = np.empty(len(s), np.int64)
+            sorted_tr = tr[o]
+            first = np.searchsorted(sorted_tr, sorted_tr, side="left")
+            rank_in_tile[o] = np.arange(len(s)) - first
+            key = tile_start[tr] + before[tr] + rank_in_tile
+
+    # placement with global degrees
+    g = EdgeView(s, d, n_src, n_dst)
+    deg_in = _sum(transport, "ingress-deg-in", np.bincount(g.t, minlength=g.n).astype(np.int64))
+    deg_out = _sum(transport, "ingress-deg-out", np.bincount(g.s, minlength=g.n).astype(np.int64))
+    g._deg["in"], g._deg["out"] = deg_in, deg_out
+    strategy = partitioning.get(partitioner)
+    hasher = Hasher("jenkins", seed)
+    edge_part, master = strategy.core(g, int(partitions), hasher, **(partitioner_options or {}))
+    edge_part = np.asarray(edge_part, np.int32)
+    master = tuple(np.asarray(m, np.int32) for m in g.split(master))
+    mir = np.array([bool(len(s)) and bool((edge_part != master[0][s]).any()),
+                    bool(len(d)) and bool((edge_part != master[1][d]).any())], np.int64)
+    replicated = tuple(bool(x) for x in _sum(transport, "ingress-replicated", mir))
+
+    # ship every edge to the worker that owns its partition
+    dest = edge_part % world
+    out = {}
+    for r in range(world):
+        sel = dest == r
+        out[(rank, r)] = [s[sel], d[sel], v[sel], key[sel], edge_part[sel]]
+    inbox = transport.alltoall(-1, "ingress-edges", out)
+    got = [inbox[(r, rank)] for r in range(world)]
+    src, dst, val, gkey, part = (np.concatenate([m[i] for m in got]) for i in range(5))
+    if order == "blocked" and single_clock:
+        # one clock per epoch: only the order inside each partition matters; LibMF's
+        # (tile, larger side, smaller side, file position), numbered uniquely across workers
+        owned = np.stack([a[0] for a in transport.allgather("ingress-owned", [np.array([len(src)], np.int64)])])
+        tr = tile_rank(src, dst, n_src, n_dst, blocks, seed)
+        major, minor = (src, dst) if n_src >= n_dst else (dst, src)
+        o = np.lexsort((gkey, minor, major, tr))
+        gkey = np.empty(len(src), np.int64)
+        gkey[o] = int(owned[:rank, 0].sum()) + np.arange(len(src))
+
+    def share(t, records):
+        msgs = {(rank, r): [np.zeros(0, np.int64)] * 4 for r in range(world)}
+        for q, (mlid, rpart, rlid) in records.items():
+            r = q % world
+            old = msgs[(rank, r)]
+            msgs[(rank, r)] = [np.concatenate([old[0], np.full(len(mlid), q, np.int64)]),
+                               np.concatenate([old[1], mlid]), np.concatenate([old[2], rpart.astype(np.int64)]),
+                               np.concatenate([old[3], rlid])]
+        box = transport.alltoall(-1, f"ingress-mirrors-{t}", msgs)
+        mine = {}
+        for r in range(world):
+            qs, mlid, rpart, rlid = box[(r, rank)]
+            for q in np.unique(qs).tolist():
+                sel = qs == q
+                prev = mine.get(q)
+                rec = (mlid[sel], rpart[sel].astype(np.int32), rlid[sel])
+                mine[q] = rec if prev is None else tuple(np.concatenate([a, b]) for a, b in zip(prev, rec))
+        return mine
+
+    # test edges: to rank 0, which evaluates
+    if test_path is None:
+        box = transport.alltoall(-1, "ingress-test", {(rank, 0): list(test_local)})
+        if rank == 0:
+            parts = [box[(r, 0)] for r in range(world)]
+            from tux2.graph import BipartiteGraph
+            test = BipartiteGraph(np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]),
+                                  np.concatenate([p[2] for p in parts]), n_src, n_dst, type_names, path)
+    elif test is not None:
+        from tux2.graph import BipartiteGraph
+        test = BipartiteGraph(test.src, test.dst, test.values, n_src, n_dst, type_names, test_path)
+    stats = {"rank": rank, "read_edges": int(len(held)), "total_edges": total_read, "train_edges": n_train,
+             "owned_edges": int(len(src))}
+    shard = Shard(src, dst, val, gkey, part, n_src, n_dst, n_train, type_names, replicated, share, stats)
+    assignment = Assignment(part, master, int(partitions), partitioner)
+    return shard, assignment, mu, test
+
+
+def check_program(program):
+    if program.init_edges is not None:
+        raise SchemaError("programs with init_edges cannot use distributed ingress yet "
+                          "(edge initialisation draws from one global random stream)")
