@@ -45,8 +45,15 @@ def run_cli(args, timeout=3600):
     metrics = [json.loads(x) for x in open(os.path.join(d, "m.jsonl"))]
     traces = []
     tdir = os.path.join(d, "trace")
+    ingress = []
     for f in sorted(os.listdir(tdir)):
-        traces += [json.loads(x) for x in open(os.path.join(tdir, f))]
+        if f.startswith("trace-"):
+            traces += [json.loads(x) for x in open(os.path.join(tdir, f))]
+        elif f.startswith("ingress-"):
+            ingress.append(json.load(open(os.path.join(tdir, f))))
+    traces.sort(key=lambda t: (t["rank"], t["clock"]))
+    if ingress:
+        print(json.dumps({"bench": "distributed", "event": "ingress", "workers": ingress}), file=sys.stderr)
     return metrics, traces, wall
 
 
