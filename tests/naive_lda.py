@@ -1,0 +1,94 @@
+"""Plain-Python LDA samplers over token lists: the references of udfs/lda.py."""
+import math
+
+import numpy as np
+
+from tux2.udfs.lda import TOKENS, uniform
+
+
+def tokens(src, dst, count, seed, K):
+    """(doc, word, edge id, slot, initial topic) per token, in edge order."""
+    from tux2.udfs.lda import _initial_topics
+    out = []
+    for e in range(len(src)):
+        for t in range(int(count[e])):
+            out.append([int(src[e]), int(dst[e]), e, t, int(_initial_topics(np.array([e]), t, seed, K)[0])])
+    return out
+
+
+def counts(toks, D, V, K):
+    nd, nw, nk = np.zeros((D, K), int), np.zeros((V, K), int), np.zeros(K, int)
+    for d, w, _, _, k in toks:
+        nd[d, k] += 1
+        nw[w, k] += 1
+        nk[k] += 1
+    return nd, nw, nk
+
+
+def sync_iterations(toks, D, V, K, alpha, beta, seed, iters):
+    """Every token drawn from the iteration-start counts with itself excluded."""
+    for it in range(1, iters + 1):
+        nd, nw, nk = counts(toks, D, V, K)
+        new = []
+        for d, w, e, t, old in toks:
+            p = [(alpha + nd[d, j] - (j == old)) * (beta + nw[w, j] - (j == old)) / (V * beta + nk[j] - (j == old))
+                 for j in range(K)]
+            x = uniform(seed, it, e, t) * sum(p)
+            k, acc = K - 1, 0.0
+            for j in range(K):
+                acc += p[j]
+                if x < acc:
+                    k = j
+                    break
+            new.append([d, w, e, t, k])
+        toks = new
+    return toks
+
+
+def sparse_iterations(toks, D, V, K, alpha, beta, seed, iters):
+    """Sequential collapsed Gibbs in document order, drawing with SparseLDA's bucket
+    order (word bucket q, then document bucket r, then smoothing s), all recomputed."""
+    order = sorted(range(len(toks)), key=lambda i: (toks[i][0], toks[i][2], toks[i][3]))
+    for it in range(1, iters + 1):
+        nd, nw, nk = counts(toks, D, V, K)
+        for i in order:
+            d, w, e, t, k = toks[i]
+            nd[d, k] -= 1
+            nw[w, k] -= 1
+            nk[k] -= 1
+            inv = [1.0 / (nk[j] + V * beta) for j in range(K)]
+            q = [(alpha + nd[d, j]) * inv[j] * nw[w, j] for j in range(K)]
+            r = [nd[d, j] * beta * inv[j] for j in range(K)]
+            s = [alpha * beta * inv[j] for j in range(K)]
+            x = uniform(seed, it, e, t) * (sum(s) + sum(r) + sum(q))
+            k = K - 1
+            for bucket in (q, r, s):
+                if x < sum(bucket):
+                    for j in range(K):
+                        x -= bucket[j]
+                        if x < 0:
+                            k = j
+                            break
+                    break
+                x -= sum(bucket)
+            nd[d, k] += 1
+            nw[w, k] += 1
+            nk[k] += 1
+            toks[i][4] = k
+    return toks
+
+
+def log_likelihood(nd, nw, alpha, beta):
+    """log p(w, z) (Griffiths & Steyvers) from the count matrices."""
+    K = nd.shape[1]
+    V = nw.shape[0]
+    D = nd.shape[0]
+    nk = nw.sum(0)
+    lw = K * (math.lgamma(V * beta) - V * math.lgamma(beta)) + sum(
+        math.lgamma(x + beta) for x in nw.ravel()) - sum(math.lgamma(x + V * beta) for x in nk)
+    lz = D * (math.lgamma(K * alpha) - K * math.lgamma(alpha)) + sum(
+        math.lgamma(x + alpha) for x in nd.ravel()) - sum(math.lgamma(x + K * alpha) for x in nd.sum(1))
+    return lw + lz
+
+
+assert TOKENS >= 1

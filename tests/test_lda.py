@@ -1,0 +1,100 @@
+"""LDA: planted topics, count invariants, the central invariant (sync sampler),
+both samplers against plain-Python references, and the log-likelihood."""
+import numpy as np
+import pytest
+
+from tux2 import BipartiteGraph, Engine
+from tux2.udfs import lda
+from tests import naive_lda
+
+
+def planted_corpus(D=300, V=200, K=5, L=80, seed=0):
+    rng = np.random.default_rng(seed)
+    phi = np.full((K, V), 1e-3)
+    for k in range(K):
+        phi[k, k * (V // K):(k + 1) * (V // K)] = rng.random(V // K) + 0.5
+    phi /= phi.sum(1, keepdims=True)
+    docs, words = [], []
+    for d in range(D):
+        zs = rng.choice(K, L, p=rng.dirichlet([0.1] * K))
+        for z in zs:
+            docs.append(d)
+            words.append(rng.choice(V, p=phi[z]))
+    pairs, cnt = np.unique(np.array(docs) * V + np.array(words), return_counts=True)
+    s, t, c = lda.token_edges(pairs // V, pairs % V, cnt)
+    return s, t, c, D, V, phi
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    return planted_corpus()
+
+
+def _check_counts(eng, c):
+    docs, words = eng.vertex_data("doc")["nk"], eng.vertex_data("word")["nk"]
+    nk = np.array(eng.context()["nk"])
+    assert docs.sum() == words.sum() == c.sum() == nk.sum()
+    assert (docs >= 0).all() and (words >= 0).all()
+    np.testing.assert_array_equal(docs.sum(0), nk)
+    np.testing.assert_array_equal(words.sum(0), nk)
+
+
+@pytest.mark.parametrize("sampler,parts", [("sparse", 1), ("sparse", 3), ("sync", 2)])
+def test_recovers_planted_topics_and_keeps_counts(corpus, sampler, parts):
+    s, t, c, D, V, phi = corpus
+    prog = lda.program(s, t, c, D, V, K=5, alpha=0.1, beta=0.01, seed=1, sampler=sampler)
+    g = BipartiteGraph(s, t, None, D, V)
+    eng = Engine(prog, g, partitions=parts, partitioner="bicut", partitioner_options={"favorite": 0}, seed=1)
+    lls = []
+    def check(e):
+        _check_counts(e, c)
+        lls.append(e.context()["ll_per_token"])
+    eng.run(40, callback=check)
+    nwk = eng.vertex_data("word")["nk"].T.astype(float)
+    est = nwk / np.linalg.norm(nwk, axis=1, keepdims=True)
+    ref = phi / np.linalg.norm(phi, axis=1, keepdims=True)
+    assert (est @ ref.T).max(axis=0).min() >= 0.9
+    assert lls[-1] > lls[0]
+
+
+def test_sync_sampler_gives_identical_counts_for_any_partitioning(corpus):
+    s, t, c, D, V, _ = corpus
+    prog = lda.program(s, t, c, D, V, K=5, seed=3, sampler="sync")
+    g = BipartiteGraph(s, t, None, D, V)
+    ref = Engine(prog, g, partitions=1, seed=3).run(5)
+    for parts, strategy in ((2, "random"), (4, "bicut"), (3, "hdrf")):
+        eng = Engine(prog, g, partitions=parts, partitioner=strategy, seed=3).run(5)
+        np.testing.assert_array_equal(eng.vertex_data("doc")["nk"], ref.vertex_data("doc")["nk"])
+        np.testing.assert_array_equal(eng.vertex_data("word")["nk"], ref.vertex_data("word")["nk"])
+        np.testing.assert_array_equal(eng.edge_data()["z"], ref.edge_data()["z"])
+
+
+def _small():
+    s, t, c, D, V, _ = planted_corpus(D=25, V=30, K=3, L=12, seed=4)
+    return s, t, c, D, V
+
+
+def _engine_tokens(eng, src, count):
+    ed = eng.edge_data()
+    return [int(ed["z"][e, j]) for e in range(len(src)) for j in range(int(count[e]))]
+
+
+@pytest.mark.parametrize("sampler", ["sync", "sparse"])
+def test_samplers_equal_plain_python(sampler):
+    s, t, c, D, V = _small()
+    K, alpha, beta, seed = 3, 0.3, 0.05, 7
+    prog = lda.program(s, t, c, D, V, K=K, alpha=alpha, beta=beta, seed=seed, sampler=sampler)
+    eng = Engine(prog, BipartiteGraph(s, t, None, D, V), partitions=1, seed=0).run(3)
+    toks = naive_lda.tokens(s, t, c, seed, K)
+    fn = naive_lda.sync_iterations if sampler == "sync" else naive_lda.sparse_iterations
+    toks = fn(toks, D, V, K, alpha, beta, seed, 3)
+    assert _engine_tokens(eng, s, c) == [tk[4] for tk in toks]
+    nd, nw, _ = naive_lda.counts(toks, D, V, K)
+    assert eng.context()["ll"] == pytest.approx(naive_lda.log_likelihood(nd, nw, alpha, beta), rel=1e-9)
+
+
+def test_token_edges_split_large_counts():
+    s, t, c = lda.token_edges([0, 0, 1], [2, 3, 2], [1, 9, 4])
+    assert c.tolist() == [1, 4, 4, 1, 4] and s.tolist() == [0, 0, 0, 0, 1] and t.tolist() == [2, 3, 3, 3, 2]
+    with pytest.raises(ValueError, match="positive"):
+        lda.token_edges([0], [0], [0])

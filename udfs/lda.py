@@ -1,0 +1,280 @@
+"""LDA by collapsed Gibbs sampling on a document–word graph (paper §4, Fig. 6).
+
+An edge joins a document and a word and carries up to ``TOKENS`` tokens of that
+word in that document: their count and the topic of each. Documents and words
+hold topic-count vectors; the global topic summary n_k is a ``delta`` field of
+the GlobalSync context. Documents are the favourite (mirror-free) side.
+
+Two samplers:
+
+* ``sparse`` (default) — SparseLDA (Yao, Mimno, McCallum 2009): the mass of
+  p(z = k) ∝ (α + n_dk)(β + n_wk)/(Vβ + n_k) splits into the smoothing bucket
+  s = Σ αβ/(Vβ + n_k), the document bucket r = Σ n_dk β/(Vβ + n_k) and the word
+  bucket q = Σ (α + n_dk) n_wk/(Vβ + n_k); s and r are kept up to date token by
+  token, the coefficients (α + n_dk)/(Vβ + n_k) per document. Counts change in
+  place (replicas are reconciled at Apply), as in the paper.
+* ``sync`` — every token is drawn from the counts of the iteration start (its
+  own token excluded) and count changes go to accumulators: the result does
+  not depend on the partitioning (the central invariant), at the price of a
+  Jacobi-style chain.
+
+Random numbers come from a hash of (seed, iteration, edge id, token), so a
+token's draw does not depend on which worker samples it.
+"""
+import math
+
+import numpy as np
+from numba import njit
+
+from tux2 import Apply, ContextSpec, Exchange, GlobalSync, Program, VertexType
+
+TOKENS = 4          # tokens per edge; a (doc, word) pair with more becomes several edges
+_M32 = 0xFFFFFFFF
+
+
+@njit(inline="always")
+def _h32(x):
+    x = (((x >> 16) ^ x) * 0x45D9F3B) & _M32
+    x = (((x >> 16) ^ x) * 0x45D9F3B) & _M32
+    return (x >> 16) ^ x
+
+
+@njit(inline="always")
+def uniform(seed, it, eid, t):
+    """A uniform draw in [0, 1) from (seed, iteration, edge id, token): the same in
+    numba and in Python (32-bit arithmetic in int64, no overflow)."""
+    h = _h32((eid & _M32) ^ 0x2545F491)
+    h = _h32(h ^ ((eid >> 32) & _M32))
+    h = _h32(h ^ (it & _M32))
+    h = _h32(h ^ ((t * 0x9E3779B1 + seed) & _M32))
+    return h / 4294967296.0
+
+
+def token_edges(docs, words, counts, per_edge=TOKENS):
+    """(doc, word, count) triples → edges of at most ``per_edge`` tokens each."""
+    docs, words, counts = (np.asarray(a, np.int64) for a in (docs, words, counts))
+    if len(counts) and counts.min() < 1:
+        i = int(np.argmin(counts))
+        raise ValueError(f"token count {counts[i]} at triple {i} is not a positive integer")
+    pieces = (counts + per_edge - 1) // per_edge
+    idx = np.repeat(np.arange(len(counts)), pieces)
+    first = np.repeat(np.cumsum(pieces) - pieces, pieces)
+    within = np.arange(len(idx)) - first
+    cnt = np.minimum(counts[idx] - within * per_edge, per_edge)
+    return docs[idx], words[idx], cnt
+
+
+# --------------------------------------------------------------------------- samplers
+def sparse_gibbs(u, v, e, a_u, a_v, ctx):
+    nd, nw, nk, inv, coef, qb = u.nk, v.nk, ctx.nk, ctx.inv, ctx.coef, ctx.qbuf
+    K, alpha, beta, vbeta = ctx.K, ctx.alpha, ctx.beta, ctx.vbeta
+    ab = alpha * beta
+    if u.id != ctx.cur:                                   # a new document: its bucket and coefficients
+        ctx.cur = u.id
+        r = 0.0
+        for j in range(K):
+            r += nd[j] * beta * inv[j]
+            coef[j] = (alpha + nd[j]) * inv[j]
+        ctx.r = r
+    s, r = ctx.s, ctx.r
+    for t in range(e.count):
+        k = e.z[t]
+        s -= ab * inv[k]
+        r -= nd[k] * beta * inv[k]
+        nd[k] -= 1
+        nw[k] -= 1
+        nk[k] -= 1
+        inv[k] = 1.0 / (nk[k] + vbeta)
+        s += ab * inv[k]
+        r += nd[k] * beta * inv[k]
+        coef[k] = (alpha + nd[k]) * inv[k]
+        q = 0.0
+        for j in range(K):
+            x = coef[j] * nw[j]
+            qb[j] = x
+            q += x
+        x = uniform(ctx.seed, ctx.it, e.id, t) * (s + r + q)
+        k = K - 1
+        if x < q:
+            for j in range(K):
+                x -= qb[j]
+                if x < 0.0:
+                    k = j
+                    break
+        elif x < q + r:
+            x -= q
+            for j in range(K):
+                x -= nd[j] * beta * inv[j]
+                if x < 0.0:
+                    k = j
+                    break
+        else:
+            x -= q + r
+            for j in range(K):
+                x -= ab * inv[j]
+                if x < 0.0:
+                    k = j
+                    break
+        s -= ab * inv[k]
+        r -= nd[k] * beta * inv[k]
+        nd[k] += 1
+        nw[k] += 1
+        nk[k] += 1
+        inv[k] = 1.0 / (nk[k] + vbeta)
+        s += ab * inv[k]
+        r += nd[k] * beta * inv[k]
+        coef[k] = (alpha + nd[k]) * inv[k]
+        e.z[t] = k
+    ctx.s = s
+    ctx.r = r
+
+
+def sync_gibbs(u, v, e, a_u, a_v, ctx):
+    nd, nw, nk, p = u.nk, v.nk, ctx.nk, ctx.qbuf
+    K, alpha, beta, vbeta = ctx.K, ctx.alpha, ctx.beta, ctx.vbeta
+    for t in range(e.count):
+        old = e.z[t]
+        total = 0.0
+        for j in range(K):
+            own = 1 if j == old else 0
+            x = (alpha + nd[j] - own) * (beta + nw[j] - own) / (vbeta + nk[j] - own)
+            total += x
+            p[j] = total
+        x = uniform(ctx.seed, ctx.it, e.id, t) * total
+        k = K - 1
+        for j in range(K):
+            if x < p[j]:
+                k = j
+                break
+        if k != old:
+            a_u.nk[old] -= 1
+            a_v.nk[old] -= 1
+            ctx.dnk[old] -= 1
+            a_u.nk[k] += 1
+            a_v.nk[k] += 1
+            ctx.dnk[k] += 1
+            e.z[t] = k
+
+
+def add_counts(v, a, ctx):
+    for j in range(ctx.K):
+        v.nk[j] += a.nk[j]
+
+
+# --------------------------------------------------------------------------- log-likelihood
+def ll_words(v, ctx):
+    for j in range(ctx.K):
+        ctx.llw += math.lgamma(v.nk[j] + ctx.beta)
+
+
+def ll_docs(u, ctx):
+    n = 0
+    for j in range(ctx.K):
+        ctx.lld += math.lgamma(u.nk[j] + ctx.alpha)
+        n += u.nk[j]
+    ctx.lld -= math.lgamma(n + ctx.K * ctx.alpha)
+
+
+def settle(ctx):
+    """After the word pass: the sync sampler's count changes enter the topic summary,
+    and the word part of the log-likelihood is kept for the document pass."""
+    for j in range(ctx.K):
+        ctx.nk[j] += ctx.dnk[j]
+    ctx.llw_keep = ctx.llw
+
+
+def finish_iteration(ctx):
+    """Topic summary and buckets for the next iteration; joint log-likelihood
+    log p(w, z) (Griffiths & Steyvers) per token."""
+    K, V, D = ctx.K, ctx.V, ctx.D
+    s = 0.0
+    lk = 0.0
+    for j in range(K):
+        ctx.inv[j] = 1.0 / (ctx.nk[j] + ctx.vbeta)
+        s += ctx.alpha * ctx.beta * ctx.inv[j]
+        lk += math.lgamma(ctx.nk[j] + ctx.vbeta)
+    ctx.s = s
+    ctx.cur = -1
+    ll = (K * (math.lgamma(V * ctx.beta) - V * math.lgamma(ctx.beta)) + ctx.llw_keep - lk
+          + D * (math.lgamma(K * ctx.alpha) - K * math.lgamma(ctx.alpha)) + ctx.lld)
+    ctx.ll = ll
+    ctx.ll_per_token = ll / max(ctx.tokens, 1.0)
+    ctx.it += 1
+
+
+# --------------------------------------------------------------------------- the program
+def program(src, dst, count, n_docs, n_words, K=100, alpha=0.1, beta=0.01, seed=0, sampler="sparse",
+            types=("doc", "word")):
+    """LDA on token edges (``token_edges``): initial topics are drawn from the same
+    hash as the sampler, so every worker can compute them."""
+    if sampler not in ("sparse", "sync"):
+        raise ValueError(f"sampler must be 'sparse' or 'sync', got {sampler!r}")
+    if K < 1 or K > 32767:
+        raise ValueError(f"K must be in 1 … 32767, got {K}")
+    src, dst, count = (np.asarray(a, np.int64) for a in (src, dst, count))
+    m = len(src)
+    z = np.full((m, TOKENS), -1, np.int16)
+    eid = np.arange(m, dtype=np.int64)
+    for t in range(TOKENS):
+        has = count > t
+        z[has, t] = _initial_topics(eid[has], t, seed, K)
+    flat_k = z[z >= 0].astype(np.int64)
+    rows = np.nonzero(z >= 0)[0]
+    ndk = np.zeros((n_docs, K), np.int32)
+    nwk = np.zeros((n_words, K), np.int32)
+    np.add.at(ndk, (src[rows], flat_k), 1)
+    np.add.at(nwk, (dst[rows], flat_k), 1)
+    nk = np.bincount(flat_k, minlength=K).astype(np.int64)
+    vbeta = n_words * beta
+    inv = 1.0 / (nk + vbeta)
+    sync = sampler == "sync"
+    acc = {"nk": ("i4", K)} if sync else {}
+    vt = [VertexType(types[0], sync={"nk": ("i4", K)}, master={"id": "i8"}, accum=acc),
+          VertexType(types[1], sync={"nk": ("i4", K)}, accum=acc)]
+    ctx = ContextSpec(
+        fields={"K": "i8", "V": "i8", "D": "i8", "alpha": "f8", "beta": "f8", "vbeta": "f8", "seed": "i8",
+                "it": "i8", "nk": ("i8", K), "dnk": ("i8", K), "inv": ("f8", K), "coef": ("f8", K),
+                "qbuf": ("f8", K), "s": "f8", "r": "f8", "cur": "i8", "llw": "f8", "lld": "f8",
+                "llw_keep": "f8", "tokens": "f8", "ll": "f8", "ll_per_token": "f8"},
+        sum=("llw", "lld", "dnk"), delta=("nk",),
+        init={"K": K, "V": n_words, "D": n_docs, "alpha": alpha, "beta": beta, "vbeta": vbeta, "seed": seed,
+              "it": 1, "nk": nk, "inv": inv, "s": float(np.sum(alpha * beta * inv)), "cur": -1,
+              "tokens": float(count.sum())})
+
+    def init_vertices(name, data, rng):
+        if name == types[0]:
+            data["nk"] = ndk
+            data["id"] = np.arange(len(data))
+        else:
+            data["nk"] = nwk
+
+    def init_edges(edata, rng):
+        edata["count"] = count
+        edata["id"] = eid
+        edata["z"] = z
+
+    stages = [Exchange(sync_gibbs if sync else sparse_gibbs, enumerate=types[0]),
+              Apply(add_counts if sync else None),
+              GlobalSync(aggregate=ll_words, over=types[1], finalize=settle),
+              GlobalSync(aggregate=ll_docs, over=types[0], finalize=finish_iteration)]
+    return Program(vt, edge={"count": "i4", "id": "i8", "z": ("i2", TOKENS)}, context=ctx, stages=stages,
+                   init_vertices=init_vertices, init_edges=init_edges, name=f"lda-{sampler}")
+
+
+def _initial_topics(eid, t, seed, K):
+    """Vectorised ``uniform(seed, 0, eid, t) * K`` (the same bits)."""
+    def h32(x):
+        x = (((x >> 16) ^ x) * 0x45D9F3B) & _M32
+        x = (((x >> 16) ^ x) * 0x45D9F3B) & _M32
+        return (x >> 16) ^ x
+    e = eid.astype(np.int64)
+    h = h32((e & _M32) ^ 0x2545F491)
+    h = h32(h ^ ((e >> 32) & _M32))
+    h = h32(h ^ 0)
+    h = h32(h ^ ((t * 0x9E3779B1 + seed) & _M32))
+    return (h / 4294967296.0 * K).astype(np.int16)
+
+
+def topic_word(word_data):
+    """K × V word–topic counts from gathered word master data."""
+    return np.ascontiguousarray(word_data["nk"].T)
