@@ -11,7 +11,7 @@ import numpy as np
 from numba import njit
 
 from tux2.partitioning import strategy
-from tux2.partitioning._stream import add, bitset, has, loader_bounds
+from tux2.partitioning._stream import bitset, has, load_range, loader_bounds, pick, place
 
 
 @njit(nogil=True, cache=True)
@@ -25,26 +25,13 @@ def _greedy(s, t, he, parts, bounds, A, out):
         for e in range(bounds[L], bounds[L + 1]):
             u = s[e]
             v = t[e]
-            mx = load[0]
-            mn = load[0]
-            for i in range(1, parts):
-                mx = max(mx, load[i])
-                mn = min(mn, load[i])
+            mx, mn = load_range(load)
             best = -1.0
             for i in range(parts):
                 sc = np.float64(has(A, u, i) + has(A, v, i)) + (mx - load[i]) / (1.0 + mx - mn)
                 score[i] = sc
                 best = max(best, sc)
-            nt = 0
-            for i in range(parts):
-                if abs(score[i] - best) < 1e-5:
-                    ties[nt] = i
-                    nt += 1
-            p = ties[he[e] % np.uint32(nt)]
-            out[e] = p
-            add(A, u, p)
-            add(A, v, p)
-            load[p] += 1
+            place(A, load, out, e, u, v, pick(score, best, ties, he[e]))
 
 
 @strategy("greedy")

@@ -13,7 +13,7 @@ from numba import njit
 
 from tux2.errors import PartitionError
 from tux2.partitioning import strategy
-from tux2.partitioning._stream import add, bitset, has, loader_bounds
+from tux2.partitioning._stream import bitset, has, load_range, loader_bounds, pick, place
 
 
 @njit(nogil=True, cache=True)
@@ -32,11 +32,7 @@ def _hdrf(s, t, he, parts, bounds, A, delta, lam, eps, out):
             dv = delta[v] + 1.0
             th_u = du / (du + dv)
             th_v = 1.0 - th_u
-            mx = load[0]
-            mn = load[0]
-            for i in range(1, parts):
-                mx = max(mx, load[i])
-                mn = min(mn, load[i])
+            mx, mn = load_range(load)
             best = -1e300
             for i in range(parts):
                 sc = lam * max(0.0, (mx - load[i]) / (eps + mx - mn))
@@ -46,16 +42,8 @@ def _hdrf(s, t, he, parts, bounds, A, delta, lam, eps, out):
                     sc += 2.0 - th_v
                 score[i] = sc
                 best = max(best, sc)
-            nt = 0
-            for i in range(parts):
-                if abs(score[i] - best) < 1e-5:
-                    ties[nt] = i
-                    nt += 1
-            p = ties[he[e] % np.uint32(nt)]
-            out[e] = p
-            add(A, u, p)
-            add(A, v, p)
-            load[p] += 1
+            p = pick(score, best, ties, he[e])
+            place(A, load, out, e, u, v, p)
             delta[u] += 1
             delta[v] += 1
 

@@ -3,7 +3,7 @@ import math
 
 import numpy as np
 
-from tux2.udfs.lda import TOKENS, uniform
+from tux2.udfs.lda import uniform
 
 
 def tokens(src, dst, count, seed, K):
@@ -90,5 +90,3 @@ def log_likelihood(nd, nw, alpha, beta):
         math.lgamma(x + alpha) for x in nd.ravel()) - sum(math.lgamma(x + K * alpha) for x in nd.sum(1))
     return lw + lz
 
-
-assert TOKENS >= 1

@@ -65,8 +65,13 @@ class Shard:
         return self.total_edges
 
 
+def _rows(transport, tag, arr):
+    """Every worker's ``arr`` stacked in rank order."""
+    return np.stack([a[0] for a in transport.allgather(tag, [arr])])
+
+
 def _sum(transport, tag, arr):
-    return np.sum(np.stack([a[0] for a in transport.allgather(tag, [arr])]), axis=0)
+    return _rows(transport, tag, arr).sum(axis=0)
 
 
 def load(transport, path, partitions, partitioner="bicut", seed=0, test_path=None, test_fraction=0.1,
@@ -87,7 +92,7 @@ def load(transport, path, partitions, partitioner="bicut", seed=0, test_path=Non
     ts, td = (test.src, test.dst) if test is not None else (np.zeros(0, np.int64),) * 2
     stats = np.array([len(s), s.max() + 1 if len(s) else 0, d.max() + 1 if len(d) else 0, has_values,
                       ts.max() + 1 if len(ts) else 0, td.max() + 1 if len(td) else 0], np.int64)
-    allstats = np.stack([a[0] for a in transport.allgather("ingress-stats", [stats])])
+    allstats = _rows(transport, "ingress-stats", stats)
     kinds = set(allstats[:, 3].tolist()) - {0}
     if len(kinds) > 1:
         raise InputError("lines with and without a value column in one edge list", path=path)
@@ -104,7 +109,7 @@ def load(transport, path, partitions, partitioner="bicut", seed=0, test_path=Non
     held = test_mask(eid, 0.0 if test_path else test_fraction, seed)
     test_local = (s[held], d[held], v[held])
     s, d, v = s[~held], d[~held], v[~held]
-    counts = np.stack([a[0] for a in transport.allgather("ingress-train", [np.array([len(s)], np.int64)])])[:, 0]
+    counts = _rows(transport, "ingress-train", np.array([len(s)], np.int64))[:, 0]
     n_train = int(counts.sum())
     pos = int(counts[:rank].sum()) + np.arange(len(s), dtype=np.int64)     # file order among training edges
     sums = _sum(transport, "ingress-mu", np.array([v.sum() if len(v) else 0.0], np.float64))
@@ -119,7 +124,7 @@ def load(transport, path, partitions, partitioner="bicut", seed=0, test_path=Non
             key = pos            # ordered after the shuffle, where each partition's edges meet
         else:
             hist = np.bincount(tr, minlength=blocks * blocks).astype(np.int64)
-            per_rank = np.stack([a[0] for a in transport.allgather("ingress-tiles", [hist])])
+            per_rank = _rows(transport, "ingress-tiles", hist)
             tile_start = np.concatenate([[0], np.cumsum(per_rank.sum(axis=0))[:-1]])
             before = per_rank[:rank].sum(axis=0)
             o = np.lexsort((pos, tr))
@@ -155,7 +160,7 @@ def load(transport, path, partitions, partitioner="bicut", seed=0, test_path=Non
     if order == "blocked" and single_clock:
         # one clock per epoch: only the order inside each partition matters; LibMF's
         # (tile, larger side, smaller side, file position), numbered uniquely across workers
-        owned = np.stack([a[0] for a in transport.allgather("ingress-owned", [np.array([len(src)], np.int64)])])
+        owned = _rows(transport, "ingress-owned", np.array([len(src)], np.int64))
         tr = tile_rank(src, dst, n_src, n_dst, blocks, seed)
         major, minor = (src, dst) if n_src >= n_dst else (dst, src)
         o = np.lexsort((gkey, minor, major, tr))

@@ -179,22 +179,9 @@ def read_edge_list(path, base=None, type_names=("src", "dst"), n_src=None, n_dst
     except OSError as e:
         raise InputError(f"cannot read edge list: {e.strerror}", path=path) from None
     buf = np.frombuffer(raw, dtype=np.uint8)
-    start, line_offset = 0, 0
-    if raw.startswith(b"%%MatrixMarket"):
-        if base is None:
-            base = 1
-        # skip comment lines and the "rows cols nnz" size line
-        pos = 0
-        while True:
-            nl = raw.find(b"\n", pos)
-            if nl < 0:
-                raise InputError("MatrixMarket file has no size line", path=path, line=line_offset + 1)
-            text = raw[pos:nl].strip()
-            line_offset += 1
-            pos = nl + 1
-            if text and not text.startswith(b"%"):
-                break
-        start = pos
+    start, line_offset, default_base = _header_end(raw, path)
+    if base is None:
+        base = default_base
     base = 0 if base is None else int(base)
     cap = raw.count(b"\n") + 1
     s = np.empty(cap, np.int64)
@@ -207,13 +194,7 @@ def read_edge_list(path, base=None, type_names=("src", "dst"), n_src=None, n_dst
     if k == 0:
         raise InputError("no edges found (the file is empty or has only comments)", path=path)
     s, d, v = s[:k], d[:k], v[:k]
-    if base:
-        for name, a in (("src", s), ("dst", d)):
-            if a.min() < base:
-                i = int(np.argmin(a))
-                raise InputError(f"{name} id {int(a[i])} is below the id base {base} (edge {i})", path=path)
-        s -= base
-        d -= base
+    _rebase(s, d, base, path)
     return BipartiteGraph(s, d, v if ncols == 3 else None, n_src=n_src, n_dst=n_dst,
                           type_names=type_names, source=path)
 
@@ -232,6 +213,18 @@ def _header_end(head, path):
         pos = nl + 1
         if text and not text.startswith(b"%"):
             return pos, lines, 1
+
+
+def _rebase(s, d, base, path):
+    """Shift ids of base ``base`` to 0 in place; ids below the base are an error."""
+    if not base or not len(s):
+        return
+    for name, a in (("src", s), ("dst", d)):
+        if a.min() < base:
+            i = int(np.argmin(a))
+            raise InputError(f"{name} id {int(a[i])} is below the id base {base} (edge {i})", path=path)
+    s -= base
+    d -= base
 
 
 def byte_range(size, start, part, parts, buf):
@@ -257,7 +250,7 @@ def read_edge_range(path, part, parts, base=None):
             head = f.read(1 << 16)
     except OSError as e:
         raise InputError(f"cannot read edge list: {e.strerror}", path=path) from None
-    start, header_lines, default_base = _header_end(head, path) if size else (0, 0, 0)
+    start, _, default_base = _header_end(head, path) if size else (0, 0, 0)
     base = default_base if base is None else int(base)
     if size == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int64), None
@@ -274,12 +267,7 @@ def read_edge_range(path, part, parts, base=None):
         raise InputError(_MESSAGES[err], path=path, line=before + err_line,
                          text=_line_text(bytes(chunk), err_pos))
     s, d, v = s[:k], d[:k], v[:k]
-    if base and k:
-        for name, a in (("src", s), ("dst", d)):
-            if a.min() < base:
-                raise InputError(f"{name} id {int(a.min())} is below the id base {base}", path=path)
-        s -= base
-        d -= base
+    _rebase(s, d, base, path)
     del buf
     return s, d, (v if ncols == 3 else None)
 

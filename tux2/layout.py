@@ -124,9 +124,8 @@ def build_partitions(program, graph, assignment, vertex_data, edge_data, context
         n = graph.n[t]
         master_t = assignment.master[t]
         masters, mirrors, master_lid = _replicas(ends[t], assignment.edge_part, master_t.astype(np.int64), n, parts)
-        replicated = any(len(m) for m in mirrors)
-        if share is not None:
-            replicated = bool(getattr(graph, "replicated", (True, True))[t])
+        # a shard sees only its own mirrors: whether the type is replicated anywhere comes with it
+        replicated = bool(graph.replicated[t]) if share is not None else any(len(m) for m in mirrors)
         # every mirror known here: (its master part, master lid, its part, its lid)
         mp = np.concatenate([master_t[m].astype(np.int32) for m in mirrors])
         mlid = np.concatenate([master_lid[m] for m in mirrors])

@@ -261,18 +261,17 @@ def program(src, dst, count, n_docs, n_words, K=100, alpha=0.1, beta=0.01, seed=
                    init_vertices=init_vertices, init_edges=init_edges, name=f"lda-{sampler}")
 
 
+@njit(cache=True)
+def _topics(eid, t, seed, K, out):
+    for i in range(eid.shape[0]):
+        out[i] = int(uniform(seed, 0, eid[i], t) * K)
+
+
 def _initial_topics(eid, t, seed, K):
-    """Vectorised ``uniform(seed, 0, eid, t) * K`` (the same bits)."""
-    def h32(x):
-        x = (((x >> 16) ^ x) * 0x45D9F3B) & _M32
-        x = (((x >> 16) ^ x) * 0x45D9F3B) & _M32
-        return (x >> 16) ^ x
-    e = eid.astype(np.int64)
-    h = h32((e & _M32) ^ 0x2545F491)
-    h = h32(h ^ ((e >> 32) & _M32))
-    h = h32(h ^ 0)
-    h = h32(h ^ ((t * 0x9E3779B1 + seed) & _M32))
-    return (h / 4294967296.0 * K).astype(np.int16)
+    """``uniform(seed, 0, eid, t) * K`` for an array of edge ids: iteration 0's draw."""
+    out = np.empty(len(eid), np.int16)
+    _topics(np.ascontiguousarray(eid, np.int64), int(t), int(seed), int(K), out)
+    return out
 
 
 def topic_word(word_data):
