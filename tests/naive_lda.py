@@ -47,30 +47,42 @@ def sync_iterations(toks, D, V, K, alpha, beta, seed, iters):
 
 def sparse_iterations(toks, D, V, K, alpha, beta, seed, iters):
     """Sequential collapsed Gibbs in document order, drawing with SparseLDA's bucket
-    order (word bucket q, then document bucket r, then smoothing s), all recomputed."""
+    order (word bucket q, then document bucket r, then smoothing s), all recomputed.
+    The word bucket walks the word's topic list: built in topic order when the
+    iteration starts, a topic dropped (the last one moved into its place) when its
+    count reaches 0 and appended when it becomes non-zero."""
     order = sorted(range(len(toks)), key=lambda i: (toks[i][0], toks[i][2], toks[i][3]))
     for it in range(1, iters + 1):
         nd, nw, nk = counts(toks, D, V, K)
+        topics = [[j for j in range(K) if nw[w, j] > 0] for w in range(V)]
         for i in order:
             d, w, e, t, k = toks[i]
             nd[d, k] -= 1
             nw[w, k] -= 1
             nk[k] -= 1
+            lst = topics[w]
+            if nw[w, k] == 0:
+                pos = lst.index(k)
+                lst[pos] = lst[-1]
+                lst.pop()
             inv = [1.0 / (nk[j] + V * beta) for j in range(K)]
-            q = [(alpha + nd[d, j]) * inv[j] * nw[w, j] for j in range(K)]
+            q = [(alpha + nd[d, j]) * inv[j] * nw[w, j] for j in lst]
             r = [nd[d, j] * beta * inv[j] for j in range(K)]
             s = [alpha * beta * inv[j] for j in range(K)]
             x = uniform(seed, it, e, t) * (sum(s) + sum(r) + sum(q))
             k = K - 1
-            for bucket in (q, r, s):
+            for bucket, ids in ((q, lst), (r, range(K)), (s, range(K))):
                 if x < sum(bucket):
-                    for j in range(K):
-                        x -= bucket[j]
+                    k = ids[-1]
+                    for j, mass in zip(ids, bucket):
+                        x -= mass
                         if x < 0:
                             k = j
                             break
                     break
                 x -= sum(bucket)
+            if nw[w, k] == 0:
+                lst.append(k)
             nd[d, k] += 1
             nw[w, k] += 1
             nk[k] += 1

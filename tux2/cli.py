@@ -122,12 +122,18 @@ def _split(graph, fraction, seed):
 
 
 def run_mf(args):
+    return run_distributed(args, _run_mf)
+
+
+def run_distributed(args, body):
+    """Launch ``--workers`` local processes, or run ``body(args, transport, rank, world)``
+    as one worker: any error is sent to the other workers (ABORT) before it propagates."""
     if args.workers > 1 and args.rank is None:
         from tux2.runtime import launch_local, strip_option
         return launch_local(strip_option(args.argv, "--workers"), args.workers, timeout=args.timeout)
     transport, rank, world = open_transport(args, args.partitions)
     try:
-        return _run_mf(args, transport, rank, world)
+        return body(args, transport, rank, world)
     except BaseException as e:
         if transport is not None and not isinstance(e, SystemExit):
             transport.abort(f"{type(e).__name__}: {e}")
@@ -254,7 +260,7 @@ def save_model(out, eng, params):
         return
     os.makedirs(out, exist_ok=True)
     for t, data in zip(eng.program.types, datas):
-        arrays = {f: data[f] for f in data.dtype.names}
+        arrays = {f: data[f] for f in data.dtype.names if f not in t.local}      # local fields are caches
         arrays["ids"] = np.arange(len(data))
         np.savez(os.path.join(out, f"{t.name}.npz"), **arrays)
     meta = {**params, "tux2_version": tux2.__version__, "clock": eng.clock, "iteration": eng.iteration,
@@ -284,6 +290,8 @@ def main(argv=None):
     run = sub.add_parser("run", help="train an algorithm")
     algos = run.add_subparsers(dest="algorithm", required=True)
     _add_run_mf(algos)
+    from tux2 import cli_lda
+    cli_lda.add_parser(algos)
     from tux2 import cli_partition
     cli_partition.add_parser(sub)
     keys = sub.add_parser("keys", help="create a CURVE key pair for --curve")

@@ -44,3 +44,43 @@ def netflix_like(n_users=20_000, n_items=2_000, n_ratings=500_000, rank=10, nois
     train = BipartiteGraph(u[~is_test], i[~is_test], r[~is_test], n_users, n_items, names, "netflix_like")
     test = BipartiteGraph(u[is_test], i[is_test], r[is_test], n_users, n_items, names, "netflix_like")
     return train, test
+
+
+def lda_corpus(n_docs=2_000, n_words=5_000, n_topics=20, doc_length=100, alpha=0.1, beta=0.01, seed=0):
+    """A corpus drawn from a known LDA model: θ_d ~ Dir(α), φ_k ~ Dir(β), document
+    lengths Poisson(doc_length) (at least 1), z ~ θ_d, w ~ φ_z.
+
+    Returns (docs, words, counts, phi): the bag-of-words triples (one per distinct
+    (doc, word), sorted by doc then word) and the planted topic–word matrix. Words
+    that never occur are dropped and the rest renumbered, as a vocabulary built
+    from the corpus would be, so V = phi.shape[1] ≤ n_words.
+    """
+    rng = np.random.default_rng(seed)
+    theta = rng.dirichlet(np.full(n_topics, alpha), n_docs)
+    phi = rng.dirichlet(np.full(n_words, beta), n_topics)
+    lengths = np.maximum(rng.poisson(doc_length, n_docs), 1)
+    doc = np.repeat(np.arange(n_docs), lengths)
+    z = _rowwise_draw(theta, doc, rng)
+    w = _rowwise_draw(phi, z, rng)
+    used, w = np.unique(w, return_inverse=True)
+    V = len(used)
+    key, counts = np.unique(doc.astype(np.int64) * V + w, return_counts=True)
+    return key // V, key % V, counts, phi[:, used]
+
+
+def _rowwise_draw(probs, rows, rng):
+    """One draw from the categorical distribution probs[r] for every r in ``rows``."""
+    cdf = np.cumsum(probs, axis=1)
+    cdf /= cdf[:, -1:]
+    cdf[:, -1] = 1.0 + 1e-9
+    n = probs.shape[1]
+    out = np.empty(len(rows), np.int64)
+    order = np.argsort(rows, kind="stable")
+    r = rows[order]
+    starts = np.searchsorted(r, np.arange(len(probs)))
+    ends = np.searchsorted(r, np.arange(len(probs)), side="right")
+    u = rng.random(len(rows))
+    for i in range(len(probs)):
+        if ends[i] > starts[i]:
+            out[order[starts[i]:ends[i]]] = np.minimum(np.searchsorted(cdf[i], u[starts[i]:ends[i]]), n - 1)
+    return out

@@ -280,3 +280,166 @@ def write_edge_list(path, graph, fmt="%.6g"):
         else:
             for a, b, r in zip(graph.src.tolist(), graph.dst.tolist(), graph.values.tolist()):
                 f.write(f"{a} {b} {fmt % r}\n")
+
+
+# --------------------------------------------------------------------------- corpora (LDA)
+def edge_line(path, index, skip_lines=0):
+    """(line number, text) of the ``index``-th data line (0-based; blank and comment lines
+    not counted) after the first ``skip_lines`` lines: for error messages about a value
+    found after parsing."""
+    seen = 0
+    with open(path, "rb") as f:
+        for no, raw in enumerate(f, 1):
+            if no <= skip_lines:
+                continue
+            text = raw.strip()
+            if not text or text[:1] in (b"#", b"%"):
+                continue
+            if seen == index:
+                return no, raw.decode("utf-8", "replace").rstrip("\r\n")
+            seen += 1
+    return None, None
+
+
+def check_counts(graph, path, skip_lines=0, what="count"):
+    """Every edge value must be a positive integer (token counts); the error names the line."""
+    v = graph.values
+    if v is None:
+        raise InputError(f"expected a third column with the {what}", path=path)
+    bad = np.flatnonzero((v < 1) | (v != np.floor(v)))
+    if len(bad):
+        line, text = edge_line(path, int(bad[0]), skip_lines)
+        raise InputError(f"{what} {v[bad[0]]:g} is not a positive integer", path=path, line=line, text=text)
+    big = np.flatnonzero(v > 2 ** 31 - 1)
+    if len(big):
+        line, text = edge_line(path, int(big[0]), skip_lines)
+        raise InputError(f"{what} {v[big[0]]:g} is too large", path=path, line=line, text=text)
+
+
+def read_triples(path, type_names=("doc", "word"), base=None):
+    """``doc word count`` lines (0-based ids by default; MatrixMarket header: 1-based)."""
+    g = read_edge_list(path, base=base, type_names=type_names)
+    check_counts(g, path)
+    return g
+
+
+def read_docword(path, type_names=("doc", "word")):
+    """UCI bag-of-words ``docword`` file: three header lines D, W, NNZ, then
+    ``docID wordID count`` lines with 1-based ids."""
+    path = os.fspath(path)
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+    except OSError as e:
+        raise InputError(f"cannot read docword file: {e.strerror}", path=path) from None
+    header, pos = [], 0
+    for no, name in enumerate(("D (number of documents)", "W (vocabulary size)", "NNZ (number of lines)"), 1):
+        nl = raw.find(b"\n", pos)
+        text = raw[pos: nl if nl >= 0 else len(raw)].decode("utf-8", "replace").strip()
+        try:
+            header.append(int(text))
+        except ValueError:
+            raise InputError(f"docword header line {no} should be {name}", path=path, line=no,
+                             text=text) from None
+        if header[-1] < 0:
+            raise InputError(f"docword header line {no}: {name} is negative", path=path, line=no, text=text)
+        if nl < 0:
+            raise InputError("docword file ends inside its 3-line header", path=path, line=no)
+        pos = nl + 1
+    D, W, nnz = header
+    buf = np.frombuffer(raw, dtype=np.uint8)
+    cap = raw.count(b"\n", pos) + 1
+    s, d, v = np.empty(cap, np.int64), np.empty(cap, np.int64), np.empty(cap, np.float64)
+    k, ncols, err, err_line, err_pos = _parse_edges(buf, pos, s, d, v)
+    if err:
+        raise InputError(_MESSAGES[err], path=path, line=err_line + 3, text=_line_text(raw, err_pos))
+    if k == 0:
+        raise InputError("no 'docID wordID count' lines after the header", path=path)
+    if k != nnz:
+        raise InputError(f"the header says NNZ = {nnz} but the file has {k} lines after it (truncated?)",
+                         path=path, line=3)
+    s, d, v = s[:k], d[:k], v[:k]
+    for name, a, n in (("docID", s, D), ("wordID", d, W)):
+        bad = np.flatnonzero((a < 1) | (a > n))
+        if len(bad):
+            line, text = edge_line(path, int(bad[0]), 3)
+            raise InputError(f"{name} {int(a[bad[0]])} is outside 1 … {n} (docword ids are 1-based)",
+                             path=path, line=line, text=text)
+    g = BipartiteGraph(s - 1, d - 1, v if ncols == 3 else None, D, W, type_names, path)
+    check_counts(g, path, skip_lines=3)
+    return g
+
+
+_TOKEN = None
+
+
+def tokenize(text):
+    """Lower-cased runs of letters and digits (Unicode aware); '_' separates."""
+    global _TOKEN
+    if _TOKEN is None:
+        import re
+        _TOKEN = re.compile(r"[^\W_]+")
+    return _TOKEN.findall(text.lower())
+
+
+def read_text_docs(path, type_names=("doc", "word"), min_count=1, stopwords=()):
+    """One document per line (blank lines are empty documents, so document ids are
+    line numbers − 1). Returns (graph of doc–word counts, vocabulary list): word id i
+    is ``vocab[i]``, in order of first appearance. Words seen fewer than
+    ``min_count`` times in the whole file and ``stopwords`` are dropped."""
+    from collections import Counter
+    path = os.fspath(path)
+    try:
+        f = open(path, encoding="utf-8")
+    except OSError as e:
+        raise InputError(f"cannot read text corpus: {e.strerror}", path=path) from None
+    docs = []
+    with f:
+        no = 0
+        try:
+            for no, line in enumerate(f, 1):
+                docs.append(Counter(tokenize(line)))
+        except UnicodeDecodeError as e:
+            raise InputError(f"not UTF-8 text ({e.reason} at byte {e.start} of the line)", path=path,
+                             line=no + 1) from None
+    total = Counter()
+    for c in docs:
+        total.update(c)
+    stop = set(stopwords)
+    keep = {w for w, n in total.items() if n >= min_count and w not in stop}
+    vocab, index = [], {}
+    src, dst, cnt = [], [], []
+    for i, c in enumerate(docs):
+        for w, n in c.items():
+            if w not in keep:
+                continue
+            j = index.get(w)
+            if j is None:
+                j = index[w] = len(vocab)
+                vocab.append(w)
+            src.append(i)
+            dst.append(j)
+            cnt.append(n)
+    if not src:
+        raise InputError("no words found (empty file, or every word was filtered out)", path=path)
+    g = BipartiteGraph(np.array(src, np.int64), np.array(dst, np.int64), np.array(cnt, np.float64),
+                       len(docs), len(vocab), type_names, path)
+    return g, vocab
+
+
+def sniff_corpus(path):
+    """'docword' (three single-integer header lines), 'triples' (numeric columns) or 'text'."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(1 << 16)
+    except OSError as e:
+        raise InputError(f"cannot read corpus: {e.strerror}", path=path) from None
+    lines = [x.strip() for x in head.split(b"\n")[:4]]
+    if len(lines) >= 4 and all(x.isdigit() for x in lines[:3]) and len(lines[3].split()) == 3:
+        return "docword"
+    data = [x for x in head.split(b"\n")[:50] if x.strip() and x.strip()[:1] not in (b"#", b"%")]
+    if head.startswith(b"%%MatrixMarket") or (data and all(
+            len(x.replace(b",", b" ").split()) == 3
+            and all(t.replace(b".", b"", 1).isdigit() for t in x.replace(b",", b" ").split()) for x in data)):
+        return "triples"
+    return "text"

@@ -7,10 +7,12 @@ Vertex fields come in four roles:
   VertexDataSync);
 * ``master`` – master-only state (e.g. optimiser moments), never sent;
 * ``mirror`` – mirror-only state (e.g. BlockPG's weight-delta history);
+* ``local``  – held by master and mirrors, never sent: per-replica caches that
+  a UDF rebuilds from the sync fields (e.g. LDA's sparse topic index);
 * ``accum``  – deltas accumulated by Exchange and combined at the master before
   Apply; defaults to the sync fields.
 
-One record per vertex holds sync+master+mirror fields, so a vertex type is one
+One record per vertex holds sync+master+mirror+local fields, so a vertex type is one
 contiguous structured array per partition (masters first, then mirrors).
 
 Context fields have a combine rule: ``sum`` fields are per-clock partial sums
@@ -49,19 +51,20 @@ EMPTY = np.dtype([("_", "u1")])
 class VertexType:
     """A vertex type: a name and its fields by role (see module docstring)."""
 
-    def __init__(self, name, sync=None, master=None, mirror=None, accum=None):
+    def __init__(self, name, sync=None, master=None, mirror=None, accum=None, local=None):
         self.name = str(name)
         self.sync = dict(sync or {})
         self.master = dict(master or {})
         self.mirror = dict(mirror or {})
+        self.local = dict(local or {})
         self.accum = dict(self.sync if accum is None else accum)
         seen = {}
-        for role in ("sync", "master", "mirror"):
+        for role in ("sync", "master", "mirror", "local"):
             for f in getattr(self, role):
                 if f in seen:
                     raise SchemaError(f"vertex type {self.name!r}: field {f!r} is both {seen[f]} and {role}")
                 seen[f] = role
-        self.dtype = record_dtype({**self.sync, **self.master, **self.mirror}) or EMPTY
+        self.dtype = record_dtype({**self.sync, **self.master, **self.mirror, **self.local}) or EMPTY
         self.sync_dtype = record_dtype(self.sync)
         self.accum_dtype = record_dtype(self.accum) or EMPTY
         self.sync_fields = tuple(self.sync)
@@ -69,7 +72,7 @@ class VertexType:
 
     def __repr__(self):
         return (f"VertexType({self.name!r}, sync={list(self.sync)}, master={list(self.master)}, "
-                f"mirror={list(self.mirror)}, accum={list(self.accum)})")
+                f"mirror={list(self.mirror)}, local={list(self.local)}, accum={list(self.accum)})")
 
 
 class ContextSpec:

@@ -68,7 +68,16 @@ def token_edges(docs, words, counts, per_edge=TOKENS):
 def sparse_gibbs(u, v, e, a_u, a_v, ctx):
     nd, nw, nk, inv, coef, qb = u.nk, v.nk, ctx.nk, ctx.inv, ctx.coef, ctx.qbuf
     K, alpha, beta, vbeta = ctx.K, ctx.alpha, ctx.beta, ctx.vbeta
+    nz = v.nz                                             # the word's topics with n_wk > 0 (unordered)
     ab = alpha * beta
+    if v.stamp != ctx.it:                                 # first visit this iteration: counts may have
+        v.stamp = ctx.it                                  # been reconciled since the index was built
+        m = 0
+        for j in range(K):
+            if nw[j] > 0:
+                nz[m] = j
+                m += 1
+        v.nnz = m
     if u.id != ctx.cur:                                   # a new document: its bucket and coefficients
         ctx.cur = u.id
         r = 0.0
@@ -88,18 +97,27 @@ def sparse_gibbs(u, v, e, a_u, a_v, ctx):
         s += ab * inv[k]
         r += nd[k] * beta * inv[k]
         coef[k] = (alpha + nd[k]) * inv[k]
+        m = v.nnz
+        if nw[k] == 0:                                    # drop k from the word's index
+            for i in range(m):
+                if nz[i] == k:
+                    m -= 1
+                    nz[i] = nz[m]
+                    break
+            v.nnz = m
         q = 0.0
-        for j in range(K):
-            x = coef[j] * nw[j]
-            qb[j] = x
+        for i in range(m):
+            x = coef[nz[i]] * nw[nz[i]]
+            qb[i] = x
             q += x
         x = uniform(ctx.seed, ctx.it, e.id, t) * (s + r + q)
         k = K - 1
         if x < q:
-            for j in range(K):
-                x -= qb[j]
+            k = nz[m - 1]
+            for i in range(m):
+                x -= qb[i]
                 if x < 0.0:
-                    k = j
+                    k = nz[i]
                     break
         elif x < q + r:
             x -= q
@@ -115,6 +133,9 @@ def sparse_gibbs(u, v, e, a_u, a_v, ctx):
                 if x < 0.0:
                     k = j
                     break
+        if nw[k] == 0:
+            nz[m] = k
+            v.nnz = m + 1
         s -= ab * inv[k]
         r -= nd[k] * beta * inv[k]
         nd[k] += 1
@@ -162,17 +183,25 @@ def add_counts(v, a, ctx):
 
 
 # --------------------------------------------------------------------------- log-likelihood
+LGAMMA_TABLE = 1024    # lgamma(n + α) and lgamma(n + β) for n below this come from a table
+
+
 def ll_words(v, ctx):
+    x = 0.0
     for j in range(ctx.K):
-        ctx.llw += math.lgamma(v.nk[j] + ctx.beta)
+        n = v.nk[j]
+        x += ctx.lgb[n] if n < LGAMMA_TABLE else math.lgamma(n + ctx.beta)
+    ctx.llw += x
 
 
 def ll_docs(u, ctx):
     n = 0
+    x = 0.0
     for j in range(ctx.K):
-        ctx.lld += math.lgamma(u.nk[j] + ctx.alpha)
-        n += u.nk[j]
-    ctx.lld -= math.lgamma(n + ctx.K * ctx.alpha)
+        c = u.nk[j]
+        x += ctx.lga[c] if c < LGAMMA_TABLE else math.lgamma(c + ctx.alpha)
+        n += c
+    ctx.lld += x - math.lgamma(n + ctx.K * ctx.alpha)
 
 
 def settle(ctx):
@@ -230,16 +259,20 @@ def program(src, dst, count, n_docs, n_words, K=100, alpha=0.1, beta=0.01, seed=
     sync = sampler == "sync"
     acc = {"nk": ("i4", K)} if sync else {}
     vt = [VertexType(types[0], sync={"nk": ("i4", K)}, master={"id": "i8"}, accum=acc),
-          VertexType(types[1], sync={"nk": ("i4", K)}, accum=acc)]
+          VertexType(types[1], sync={"nk": ("i4", K)}, accum=acc,
+                     local={} if sync else {"nz": ("i2", K), "nnz": "i4", "stamp": "i4"})]
     ctx = ContextSpec(
         fields={"K": "i8", "V": "i8", "D": "i8", "alpha": "f8", "beta": "f8", "vbeta": "f8", "seed": "i8",
                 "it": "i8", "nk": ("i8", K), "dnk": ("i8", K), "inv": ("f8", K), "coef": ("f8", K),
                 "qbuf": ("f8", K), "s": "f8", "r": "f8", "cur": "i8", "llw": "f8", "lld": "f8",
-                "llw_keep": "f8", "tokens": "f8", "ll": "f8", "ll_per_token": "f8"},
+                "llw_keep": "f8", "tokens": "f8", "ll": "f8", "ll_per_token": "f8",
+                "lga": ("f8", LGAMMA_TABLE), "lgb": ("f8", LGAMMA_TABLE)},
         sum=("llw", "lld", "dnk"), delta=("nk",),
         init={"K": K, "V": n_words, "D": n_docs, "alpha": alpha, "beta": beta, "vbeta": vbeta, "seed": seed,
               "it": 1, "nk": nk, "inv": inv, "s": float(np.sum(alpha * beta * inv)), "cur": -1,
-              "tokens": float(count.sum())})
+              "tokens": float(count.sum()),
+              "lga": [math.lgamma(n + alpha) for n in range(LGAMMA_TABLE)],
+              "lgb": [math.lgamma(n + beta) for n in range(LGAMMA_TABLE)]})
 
     def init_vertices(name, data, rng):
         if name == types[0]:

@@ -1,0 +1,134 @@
+"""LDA by collapsed Gibbs sampling: tux2 (SparseLDA program, 1 partition) vs tomotopy
+(``tp.LDAModel``, workers=1), same corpus, K, α, β, iterations.
+
+The corpus is drawn from a planted LDA model (tux2.datasets.lda_corpus: θ ~ Dir(α),
+φ ~ Dir(β), Poisson document lengths), its vocabulary restricted to words that occur,
+as tomotopy's is; so both report the same log p(w, z) per token. tomotopy's α
+optimisation is switched off (``optim_interval = 0``) so both keep the same α.
+
+The two run in alternating blocks of 10 iterations so load on this shared machine hits
+both alike. tux2's time includes its per-iteration log-likelihood GlobalSync; tomotopy
+computes its log-likelihood outside the timed ``train`` calls.
+Final line: {"bench": "lda", "tux2_over_tomotopy_tokens_per_s": R, "tux2_ll": ..., "tomotopy_ll": ...}.
+"""
+import os
+import sys
+import time
+
+import numpy as np
+
+from bench.common import CACHE, emit, machine, pyplot, RESULTS
+
+LOG = "lda"
+BLOCK = 10
+
+
+def corpus_cached(n_docs, n_words, n_topics, doc_length, alpha, beta, seed=0):
+    from tux2.datasets import lda_corpus
+    os.makedirs(CACHE, exist_ok=True)
+    path = os.path.join(CACHE, f"lda_{n_docs}_{n_words}_{n_topics}_{doc_length}_{alpha}_{beta}_{seed}.npz")
+    if not os.path.exists(path):
+        t = time.perf_counter()
+        d, w, c, phi = lda_corpus(n_docs, n_words, n_topics, doc_length, alpha, beta, seed)
+        np.savez(path + ".tmp.npz", docs=d, words=w, counts=c, V=phi.shape[1])
+        os.replace(path + ".tmp.npz", path)
+        print(f"# generated {path} in {time.perf_counter() - t:.1f}s", file=sys.stderr)
+    z = np.load(path)
+    return z["docs"], z["words"], z["counts"], int(z["V"]), path
+
+
+def ensure_tomotopy():
+    try:
+        import tomotopy
+    except ImportError:
+        import subprocess
+        r = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "tomotopy"],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            raise RuntimeError(f"tomotopy could not be installed: {r.stderr[-300:]}")
+        import tomotopy
+    return tomotopy
+
+
+def main(args):
+    from tux2 import BipartiteGraph, Engine
+    from tux2.udfs import lda
+
+    quick = getattr(args, "quick", False)
+    D, Vmax, L = (10_000, 10_000, 100) if quick else (50_000, 20_000, 100)
+    K, alpha, beta = 100, 0.1, 0.01
+    iters = 30 if quick else 100
+    docs, words, counts, V, path = corpus_cached(D, Vmax, K, L, alpha, beta)
+    tokens = int(counts.sum())
+    info = {"bench": "lda", "docs": D, "vocabulary": V, "tokens": tokens, "pairs": len(counts), "K": K,
+            "alpha": alpha, "beta": beta, "iterations": iters, **machine()}
+    emit({**info, "event": "dataset", "path": path}, LOG)
+
+    # --- tux2
+    t = time.perf_counter()
+    s, w, c = lda.token_edges(docs, words, counts)
+    prog = lda.program(s, w, c, D, V, K=K, alpha=alpha, beta=beta, seed=0)
+    eng = Engine(prog, BipartiteGraph(s, w, None, D, V, ("doc", "word")), partitions=1,
+                 partitioner="bicut", partitioner_options={"favorite": 0}, seed=0)
+    emit({"bench": "lda", "system": "tux2", "event": "setup", "seconds": time.perf_counter() - t}, LOG)
+
+    # --- tomotopy
+    try:
+        tp = ensure_tomotopy()
+    except RuntimeError as e:
+        emit({"bench": "lda", "system": "tomotopy", "skipped": str(e)}, LOG)
+        return 1
+    t = time.perf_counter()
+    mdl = tp.LDAModel(k=K, alpha=alpha, eta=beta, seed=0)
+    mdl.optim_interval = 0
+    vocab = [str(i) for i in range(V)]
+    bounds = np.searchsorted(docs, np.arange(D + 1))
+    for d in range(D):
+        a, b = bounds[d], bounds[d + 1]
+        mdl.add_doc([vocab[x] for x, n in zip(words[a:b], counts[a:b]) for _ in range(n)])
+    mdl.train(0, workers=1)
+    emit({"bench": "lda", "system": "tomotopy", "event": "setup", "seconds": time.perf_counter() - t,
+          "version": tp.__version__}, LOG)
+
+    curves = {"tux2": [], "tomotopy": []}
+    total = {"tux2": 0.0, "tomotopy": 0.0}
+    done = 0
+    while done < iters:
+        n = min(BLOCK, iters - done)
+        t = time.perf_counter()
+        eng.run(n)
+        total["tux2"] += time.perf_counter() - t
+        t = time.perf_counter()
+        mdl.train(n, workers=1)
+        total["tomotopy"] += time.perf_counter() - t
+        done += n
+        for name, ll in (("tux2", float(eng.context()["ll_per_token"])), ("tomotopy", float(mdl.ll_per_word))):
+            curves[name].append((done, total[name], ll))
+            emit({"bench": "lda", "system": name, "iteration": done, "seconds": total[name],
+                  "tokens_per_s": tokens * done / total[name], "ll_per_token": ll}, LOG)
+    _plot(curves, tokens, K)
+    r = total["tomotopy"] / total["tux2"]
+    tll, pll = curves["tux2"][-1][2], curves["tomotopy"][-1][2]
+    emit({"bench": "lda", "tux2_over_tomotopy_tokens_per_s": r, "tux2_ll": tll, "tomotopy_ll": pll,
+          "ll_relative_difference": abs(tll - pll) / abs(pll), "tux2_tokens_per_s": tokens * iters / total["tux2"],
+          "tomotopy_tokens_per_s": tokens * iters / total["tomotopy"], "tokens": tokens, "iterations": iters,
+          "tomotopy_version": tp.__version__}, LOG)
+    return 0
+
+
+def _plot(curves, tokens, K):
+    try:
+        plt = pyplot()
+    except RuntimeError as e:
+        print(f"# no plot: {e}", file=sys.stderr)
+        return
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for name, pts in curves.items():
+        ax.plot([p[1] for p in pts], [p[2] for p in pts], marker="o", ms=3, label=name)
+    ax.set_xlabel("training time (s)")
+    ax.set_ylabel("log p(w, z) per token")
+    ax.set_title(f"LDA, K={K}, {tokens / 1e6:.1f} M tokens, 1 thread")
+    ax.legend()
+    fig.tight_layout()
+    os.makedirs(RESULTS, exist_ok=True)
+    fig.savefig(os.path.join(RESULTS, "lda.png"), dpi=120)

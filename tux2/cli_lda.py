@@ -1,0 +1,183 @@
+"""``tux2 run lda [INPUT]``: LDA by collapsed Gibbs sampling (SparseLDA) on a corpus."""
+import json
+import os
+import time
+
+import numpy as np
+
+import tux2
+from tux2.errors import InputError, Tux2Error
+
+FORMATS = ("auto", "triples", "docword", "text")
+
+
+def add_parser(algos):
+    from tux2.cli import HelpFormatter, add_distributed_args
+    import tux2.partitioning
+    p = algos.add_parser(
+        "lda", help="topic model: LDA by collapsed Gibbs sampling (SparseLDA, paper §4)",
+        formatter_class=HelpFormatter,
+        description="Latent Dirichlet allocation on a document-word graph. INPUT is 'doc word count' "
+                    "triples (0-based ids), a UCI bag-of-words docword file (3-line header D, W, NNZ; "
+                    "1-based ids) or plain text with one document per line. Without INPUT a corpus is "
+                    "drawn from a planted 20-topic model (2000 documents, ~200k tokens).")
+    p.add_argument("input", nargs="?", help="corpus file; default: built-in planted corpus")
+    p.add_argument("--format", choices=FORMATS, default="auto",
+                   help="input format; auto: docword when the file starts with three single-integer "
+                        "lines, triples when every line is three numbers, text otherwise")
+    p.add_argument("--vocab", help="vocabulary file, one word per line (line i = word id i, or i+1 for "
+                                   "docword), used to print topics as words")
+    p.add_argument("--base", type=int, choices=(0, 1), default=None,
+                   help="id base of triples (default 0; 1 under a MatrixMarket header)")
+    p.add_argument("--min-count", type=int, default=1, help="text input: drop words seen fewer times")
+    p.add_argument("--topics", "-k", type=int, default=20, help="number of topics K")
+    p.add_argument("--alpha", type=float, default=0.1, help="symmetric document-topic prior α")
+    p.add_argument("--beta", type=float, default=0.01, help="symmetric topic-word prior β")
+    p.add_argument("--iterations", type=int, default=100, help="Gibbs sweeps over all tokens")
+    p.add_argument("--sampler", choices=("sparse", "sync"), default="sparse",
+                   help="sparse: SparseLDA with counts updated token by token (fast); sync: every token "
+                        "drawn from the counts of the sweep's start, the same for any partitioning")
+    p.add_argument("--partitions", type=int, default=1, help="number of partitions (P)")
+    p.add_argument("--partitioner", default="bicut",
+                   help="vertex-cut strategy (bicut/aweto keep documents mirror-free): "
+                        + ", ".join(tux2.partitioning.available()))
+    p.add_argument("--seed", type=int, default=0, help="seed of the initial topics and the sampler")
+    p.add_argument("--top-words", type=int, default=10, help="words per topic in topics.txt and the summary")
+    p.add_argument("--out", help="directory for lda.npz (word-topic, doc-topic counts), topics.txt, "
+                                 "vocab.txt, model.json")
+    p.add_argument("--metrics", help="write one JSON object per iteration to this .jsonl file")
+    p.add_argument("--quiet", action="store_true", help="no per-iteration lines")
+    add_distributed_args(p)
+    p.set_defaults(func=run_lda)
+
+
+def load_corpus(path, fmt="auto", vocab=None, base=None, min_count=1):
+    """(graph of doc-word token counts, vocabulary list or None, format used)."""
+    from tux2 import io
+    names = ("doc", "word")
+    if fmt == "auto":
+        fmt = io.sniff_corpus(path)
+    if fmt == "docword":
+        g = io.read_docword(path, names)
+    elif fmt == "triples":
+        g = io.read_triples(path, names, base=base)
+    else:
+        g, words = io.read_text_docs(path, names, min_count=min_count)
+        return g, words, fmt
+    words = None
+    if vocab:
+        try:
+            with open(vocab, encoding="utf-8") as f:
+                words = [line.strip() for line in f]
+        except (OSError, UnicodeDecodeError) as e:
+            raise InputError(f"cannot read vocabulary: {e}", path=vocab) from None
+        while words and not words[-1]:
+            words.pop()
+        if len(words) < g.n_dst:
+            raise InputError(f"vocabulary has {len(words)} words but the corpus uses word ids up to "
+                             f"{g.n_dst - 1}", path=vocab)
+    return g, words, fmt
+
+
+def top_words(word_topic, n, vocab=None):
+    """Per topic, the ``n`` most frequent (word, count) pairs, most frequent first."""
+    out = []
+    for row in word_topic:
+        idx = np.argsort(-row, kind="stable")[:n]
+        out.append([(vocab[i] if vocab is not None else str(i), int(row[i])) for i in idx if row[i] > 0])
+    return out
+
+
+def run_lda(args):
+    from tux2.cli import run_distributed
+    return run_distributed(args, _run_lda)
+
+
+def _run_lda(args, transport, rank, world):
+    from tux2.udfs import lda
+    say = (lambda *a: None) if args.quiet or rank != 0 else (lambda *a: print(*a, flush=True))
+    if args.topics < 1:
+        raise Tux2Error(f"--topics must be >= 1, got {args.topics}")
+    if args.alpha <= 0 or args.beta <= 0:
+        raise Tux2Error("--alpha and --beta must be positive")
+    parts = max(args.partitions, world)
+    if args.input is None:
+        from tux2.datasets import lda_corpus
+        d, w, c, phi = lda_corpus(n_docs=2000, n_words=5000, n_topics=20, doc_length=100, seed=args.seed)
+        g = tux2.BipartiteGraph(d, w, c.astype(np.float64), 2000, phi.shape[1], ("doc", "word"), "lda_corpus")
+        vocab, fmt = None, "built-in"
+        source = "built-in planted corpus (2000 documents, 20 topics, Dir(0.1)/Dir(0.01), ~100 tokens each)"
+    else:
+        g, vocab, fmt = load_corpus(args.input, args.format, args.vocab, args.base, args.min_count)
+        source = args.input
+    src, dst, cnt = lda.token_edges(g.src, g.dst, g.values.astype(np.int64))
+    tokens = int(cnt.sum())
+    D, V, K = g.n_src, g.n_dst, args.topics
+    prog = lda.program(src, dst, cnt, D, V, K=K, alpha=args.alpha, beta=args.beta, seed=args.seed,
+                       sampler=args.sampler)
+    graph = tux2.BipartiteGraph(src, dst, None, D, V, ("doc", "word"), source)
+    say(f"tux2 {tux2.__version__} lda ({args.sampler}): {source}" + (f" [{fmt}]" if args.input else ""))
+    say(f"  {D} documents, {V} words, {tokens} tokens; K={K}, α={args.alpha}, β={args.beta}, "
+        f"P={parts} ({args.partitioner})" + (f", {world} workers" if world > 1 else ""))
+    t0 = time.perf_counter()
+    opts = {"favorite": 0} if args.partitioner in ("bicut", "aweto") else None
+    eng = tux2.Engine(prog, graph, partitions=parts, partitioner=args.partitioner, seed=args.seed,
+                      partitioner_options=opts, transport=transport, slack=args.slack)
+    say(f"  layout + compile {time.perf_counter() - t0:.2f}s")
+    metrics = None
+    if args.metrics and rank == 0:
+        os.makedirs(os.path.dirname(os.path.abspath(args.metrics)), exist_ok=True)
+        metrics = open(args.metrics, "w")
+    total = 0.0
+    try:
+        for it in range(1, args.iterations + 1):
+            t = time.perf_counter()
+            eng.run(1)
+            dt = time.perf_counter() - t
+            total += dt
+            ctx = eng.context()
+            rec = {"iteration": it, "time_s": round(dt, 6), "total_time_s": round(total, 6),
+                   "ll": float(ctx["ll"]), "ll_per_token": float(ctx["ll_per_token"]), "clock": eng.clock,
+                   "tokens_per_s": tokens / dt if dt > 0 else None}
+            say(f"iteration {it:4d}/{args.iterations}  ll/token {rec['ll_per_token']:.4f}  time {dt:.3f}s  "
+                f"({tokens / dt / 1e6:.1f} M tokens/s)")
+            if metrics:
+                metrics.write(json.dumps(rec) + "\n")
+                metrics.flush()
+    finally:
+        if metrics:
+            metrics.close()
+    if args.trace:
+        os.makedirs(args.trace, exist_ok=True)
+        with open(os.path.join(args.trace, f"trace-{rank}.jsonl"), "w") as f:
+            for rec in eng.trace:
+                f.write(json.dumps(rec) + "\n")
+    docs, words = eng.vertex_data("doc"), eng.vertex_data("word")        # gathered on rank 0
+    if rank != 0:
+        return 0
+    word_topic = lda.topic_word(words)
+    tops = top_words(word_topic, args.top_words, vocab)
+    lines = [f"topic {k:3d} ({int(word_topic[k].sum())} tokens): " + " ".join(w for w, _ in ws)
+             for k, ws in enumerate(tops)]
+    for line in lines[:10]:
+        say(line)
+    if len(lines) > 10:
+        say(f"  … {len(lines) - 10} more topics" + (" in topics.txt" if args.out else " (use --out)"))
+    if args.out:
+        from tux2.cli import save_model
+        ctx = eng.context()
+        save_model(args.out, eng, {"algorithm": "lda", "sampler": args.sampler, "topics": K, "alpha": args.alpha,
+                                   "beta": args.beta, "iterations": args.iterations, "seed": args.seed,
+                                   "documents": D, "words": V, "tokens": tokens, "format": fmt,
+                                   "partitions": parts, "workers": world, "partitioner": args.partitioner,
+                                   "input": source, "ll_per_token": float(ctx["ll_per_token"])})
+        np.savez(os.path.join(args.out, "lda.npz"), word_topic=word_topic,
+                 doc_topic=np.ascontiguousarray(docs["nk"]), topic_totals=np.asarray(ctx["nk"]))
+        with open(os.path.join(args.out, "topics.txt"), "w", encoding="utf-8") as f:
+            for k, ws in enumerate(tops):
+                f.write(f"{k}\t{int(word_topic[k].sum())}\t" + " ".join(f"{w}:{n}" for w, n in ws) + "\n")
+        if vocab is not None:
+            with open(os.path.join(args.out, "vocab.txt"), "w", encoding="utf-8") as f:
+                f.write("".join(w + "\n" for w in vocab))
+        say(f"model written to {args.out}")
+    return 0
