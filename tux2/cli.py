@@ -253,9 +253,11 @@ def _run_mf(args, transport, rank, world):
     return 0
 
 
-def save_model(out, eng, params):
-    """Master data per vertex type (.npz, one array per field + ids) + model.json."""
-    datas = [eng.vertex_data(t.name) for t in eng.program.types]      # collective with several workers
+def save_model(out, eng, params, datas=None):
+    """Master data per vertex type (.npz, one array per field + ids) + model.json.
+    ``datas``: the types' gathered master data, when the caller has it already."""
+    if datas is None:
+        datas = [eng.vertex_data(t.name) for t in eng.program.types]  # collective with several workers
     if datas[0] is None:
         return
     os.makedirs(out, exist_ok=True)

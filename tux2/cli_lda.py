@@ -170,7 +170,8 @@ def _run_lda(args, transport, rank, world):
                                    "beta": args.beta, "iterations": args.iterations, "seed": args.seed,
                                    "documents": D, "words": V, "tokens": tokens, "format": fmt,
                                    "partitions": parts, "workers": world, "partitioner": args.partitioner,
-                                   "input": source, "ll_per_token": float(ctx["ll_per_token"])})
+                                   "input": source, "ll_per_token": float(ctx["ll_per_token"])},
+                   datas=[docs, words])
         np.savez(os.path.join(args.out, "lda.npz"), word_topic=word_topic,
                  doc_topic=np.ascontiguousarray(docs["nk"]), topic_totals=np.asarray(ctx["nk"]))
         with open(os.path.join(args.out, "topics.txt"), "w", encoding="utf-8") as f:

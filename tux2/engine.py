@@ -100,7 +100,7 @@ class Engine:
         self._kernels = {}
         p0 = self.parts[0]
         A, B = p0.types
-        for s, _ in self.program.walk():
+        for index, (s, _) in enumerate(self.program.walk()):
             if isinstance(s, Exchange):
                 k = exchange_kernel(s.udf)
                 perm = p0.orders[self.program.orders()[0]][0]
@@ -114,7 +114,7 @@ class Engine:
                     compile_call(k, (_EMPTY_IDX, view(tl.data), view(tl.accum), view(p0.ctx)), s, s.udf)
                 self._kernels[id(s)] = k
             elif isinstance(s, GlobalSync):
-                ks = {}
+                ks = {"index": index}
                 if s.aggregate is not None:
                     ks["aggregate"] = aggregate_kernel(s.aggregate)
                     tl = p0.types[self.program.type_index(s.over)]
@@ -168,10 +168,10 @@ class Engine:
             self._trace_end(mark)
 
     # ------------------------------------------------------------------ per-clock trace
-    def _comm(self, fn, *args):
+    def _comm(self, fn, *args, **kwargs):
         t0 = time.perf_counter()
         try:
-            return fn(*args)
+            return fn(*args, **kwargs)
         finally:
             self._sync_s += time.perf_counter() - t0
 
@@ -400,7 +400,8 @@ class Engine:
                 acc[f] += other[f]
             if "combine" in ks:
                 ks["combine"](view(acc), view(other))
-        g = self._comm(self.transport.allreduce_context, self.clock, locals_, fold)
+        # several GlobalSyncs per clock are told apart by their position in the program
+        g = self._comm(self.transport.allreduce_context, self.clock, locals_, fold, tag=f"ctx{ks['index']}")
         for f in spec.delta:
             g[f] += old[f]
         if "finalize" in ks:

@@ -40,9 +40,10 @@ class LocalTransport:
         """[arrays of every worker] in rank order (one worker here)."""
         return [arrays]
 
-    def allreduce_context(self, clock, local_contexts, fold):
+    def allreduce_context(self, clock, local_contexts, fold, tag="ctx"):
         """Fold the local contexts (``fold(acc, other)`` in place into a copy of
-        the first) across every partition; return the combined context."""
+        the first) across every partition; return the combined context. ``tag``
+        tells apart several reductions in one clock."""
         acc = local_contexts[0].copy()
         for c in local_contexts[1:]:
             fold(acc, c)

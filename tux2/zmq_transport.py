@@ -265,16 +265,16 @@ class ZmqTransport:
         inbox = self.alltoall(clock, tag, out)
         return [inbox[(r, self.rank)] for r in range(self.world)]
 
-    def allreduce_context(self, clock, local_contexts, fold):
+    def allreduce_context(self, clock, local_contexts, fold, tag="ctx"):
         """Every worker gets every partition's context and folds them in partition order."""
         dtype = local_contexts[0].dtype
         mine = [(part, -1, [np.ascontiguousarray(c).view(np.uint8)])
                 for part, c in zip(self.local_parts, local_contexts)]
         for r in range(self.world):
             if r != self.rank:
-                self._send(r, encode(DATA, clock, self.rank, self.world, "ctx", mine))
+                self._send(r, encode(DATA, clock, self.rank, self.world, tag, mine))
         ctxs = dict(zip(self.local_parts, local_contexts))
-        for m in self._receive(clock, "ctx").values():
+        for m in self._receive(clock, tag).values():
             for part, _, arrays in m.parts:
                 raw = arrays[0]
                 if raw.dtype != np.uint8 or raw.nbytes != dtype.itemsize or self.owner(part) != m.sender:
