@@ -98,6 +98,7 @@ class Engine:
         """Build and compile every kernel now, on empty ranges, so a UDF numba
         cannot type fails here with the stage and UDF named."""
         self._kernels = {}
+        self._writes = {}
         p0 = self.parts[0]
         A, B = p0.types
         for index, (s, _) in enumerate(self.program.walk()):
@@ -107,6 +108,7 @@ class Engine:
                 compile_call(k, (0, 0, perm, p0.ea, p0.eb, view(A.data), view(B.data), view(p0.edata),
                                  view(A.accum), view(B.accum), view(p0.ctx)), s, s.udf)
                 self._kernels[id(s)] = k
+                self._writes[id(s)] = {self.program.type_index(n) for n in (s.writes or ())}
             elif isinstance(s, Apply) and s.udf is not None:
                 k = apply_kernel(s.udf)
                 for t in self.program.apply_types(s):
@@ -218,7 +220,7 @@ class Engine:
             k(a, b, perm, p.ea, p.eb, view(A.data), view(B.data), view(p.edata),
               view(A.accum), view(B.accum), view(p.ctx))
             for t, ends in ((0, p.ea), (1, p.eb)):
-                if self._tracked[t]:
+                if self._tracked[t] and (s.writes is None or t in self._writes[id(s)]):
                     tl = p.types[t]
                     tl.n_touched = mark_touched(a, b, perm, ends, tl.stamp, tl.epoch,
                                                 tl.touched, tl.n_touched)

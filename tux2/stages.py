@@ -35,13 +35,19 @@ class Exchange(Stage):
 
     ``enumerate`` (a vertex type name) groups edges by that type's global id when
     the stage runs outside a MiniBatch; inside one, the MiniBatch decides.
+    ``writes`` names the vertex types the UDF writes or accumulates into (default:
+    both); the next Apply of a type runs only at vertices touched by a stage that
+    writes it, so a stage that only reads a type's values leaves it out.
     """
     kind = "exchange"
 
-    def __init__(self, udf, enumerate=None, name=None):
+    def __init__(self, udf, enumerate=None, name=None, writes=None):
         if not callable(udf):
             raise SchemaError(f"Exchange needs a callable UDF, got {udf!r}")
+        if isinstance(writes, str):
+            writes = (writes,)
         self.udf, self.enumerate = udf, enumerate
+        self.writes = None if writes is None else tuple(writes)
         self.name = name or getattr(udf, "__name__", "exchange")
 
 
