@@ -186,3 +186,24 @@ def test_master_only_and_mirror_only_fields_are_not_synchronised():
         assert (tl.data["m"][tl.n_master:] == 0).all()             # never sent to mirrors
         local_deg = np.bincount(p.ea, minlength=tl.n_local)
         np.testing.assert_array_equal(tl.data["r"], local_deg)      # stays local
+
+
+def _read_only(u, v, e, a_u, a_v, ctx):
+    u.x += v.x
+
+
+def _count(v, a, ctx):
+    v.n += 1
+
+
+def test_exchange_writes_limits_which_vertices_apply_visits():
+    """An Exchange declared to write only type 'u' leaves type 'v' untouched: the
+    Apply of 'v' after it visits no vertex, while a default Exchange makes it visit all."""
+    from tux2 import Apply, ContextSpec, Exchange, Program, VertexType, BipartiteGraph, Engine
+    g = BipartiteGraph(np.array([0, 1, 1, 2]), np.array([0, 0, 1, 1]), None, 3, 2, ("u", "v"))
+    for writes, visits in ((("u",), 0), (None, 1)):
+        prog = Program([VertexType("u", sync={"x": "f8"}), VertexType("v", sync={"x": "f8", "n": "f8"})],
+                       edge={}, context=ContextSpec(), stages=[Exchange(_read_only, writes=writes), Apply(_count, types=("v",))])
+        for parts in (1, 2):
+            eng = Engine(prog, g, partitions=parts, partitioner="random").run(2)
+            assert eng.vertex_data("v")["n"].tolist() == [2 * visits] * 2

@@ -294,6 +294,8 @@ def main(argv=None):
     _add_run_mf(algos)
     from tux2 import cli_lda
     cli_lda.add_parser(algos)
+    from tux2 import cli_blockpg
+    cli_blockpg.add_parser(algos)
     from tux2 import cli_partition
     cli_partition.add_parser(sub)
     keys = sub.add_parser("keys", help="create a CURVE key pair for --curve")

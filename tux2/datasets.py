@@ -84,3 +84,26 @@ def _rowwise_draw(probs, rows, rng):
         if ends[i] > starts[i]:
             out[order[starts[i]:ends[i]]] = np.minimum(np.searchsorted(cdf[i], u[starts[i]:ends[i]]), n - 1)
     return out
+
+
+def sparse_classification(n_samples=20_000, n_features=10_000, nnz_per_sample=30, exponent=0.8,
+                          informative=0.1, scale=10.0, noise=1.0, seed=0):
+    """A kdd-shaped sparse binary problem: each sample has about ``nnz_per_sample``
+    distinct features drawn with power-law frequencies (weight ∝ rank^−exponent),
+    values 1/√nnz; labels ±1 from a logistic model with a sparse planted weight
+    vector (``informative`` share of features non-zero, N(0, scale²)) and logistic noise
+    scaled by ``noise``. Returns (BipartiteGraph sample → feature, labels, w_true)."""
+    rng = np.random.default_rng(seed)
+    draw = rng.poisson(nnz_per_sample, n_samples).clip(1, n_features)
+    rows = np.repeat(np.arange(n_samples, dtype=np.int64), draw)
+    cols = _powerlaw_ids(rng, n_features, len(rows), exponent)
+    key = np.unique(rows * n_features + cols)
+    rows, cols = key // n_features, key % n_features
+    nnz = np.bincount(rows, minlength=n_samples)
+    vals = 1.0 / np.sqrt(nnz[rows])
+    w = np.where(rng.random(n_features) < informative, rng.normal(0, scale, n_features), 0.0)
+    margin = np.bincount(rows, vals * w[cols], minlength=n_samples)
+    u = rng.random(n_samples)
+    y = np.where(margin + noise * np.log(u / (1 - u)) > 0, 1.0, -1.0)
+    g = BipartiteGraph(rows, cols, vals, n_samples, n_features, ("sample", "feature"), "sparse_classification")
+    return g, y, w

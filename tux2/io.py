@@ -443,3 +443,140 @@ def sniff_corpus(path):
             and all(t.replace(b".", b"", 1).isdigit() for t in x.replace(b",", b" ").split()) for x in data)):
         return "triples"
     return "text"
+
+
+# --------------------------------------------------------------------------- libsvm
+_LIBSVM_MESSAGES = {
+    1: "malformed label (expected a number)",
+    2: "label is NaN or infinite",
+    3: "malformed feature (expected index:value)",
+    4: "feature index is not a non-negative integer",
+    5: "feature index too large (over 2^62)",
+    6: "malformed feature value (expected a number)",
+    7: "feature value is NaN or infinite",
+}
+
+
+@njit(cache=True, nogil=True)
+def _parse_libsvm(buf, out_y, out_r, out_c, out_v):
+    """Lines 'label idx:val ...'. Returns (rows, nnz, err, err_line, err_pos)."""
+    n = buf.shape[0]
+    pos = 0
+    line = 0
+    row = 0
+    k = 0
+    while pos < n:
+        line += 1
+        end = pos
+        while end < n and buf[end] != 10:
+            end += 1
+        p = pos
+        while p < end and _is_sep(buf[p]):
+            p += 1
+        if p == end or buf[p] == 35:                      # blank or '#' comment
+            pos = end + 1
+            continue
+        y, p, err = _parse_float(buf, p, end)
+        if err:
+            return row, k, 2 if err == 4 else 1, line, pos
+        while True:
+            while p < end and _is_sep(buf[p]):
+                p += 1
+            if p == end or buf[p] == 35:                  # end of line or trailing comment
+                break
+            if buf[p] == 113 and p + 3 < end and buf[p + 1] == 105 and buf[p + 2] == 100 and buf[p + 3] == 58:
+                while p < end and not _is_sep(buf[p]):    # 'qid:N' (ranking files): skipped
+                    p += 1
+                continue
+            if buf[p] == 45:
+                return row, k, 4, line, pos
+            start = p
+            idx = 0
+            while p < end and 48 <= buf[p] <= 57:
+                if idx > (1 << 62) // 10:
+                    return row, k, 5, line, pos
+                idx = idx * 10 + (buf[p] - 48)
+                p += 1
+            if p == start:
+                return row, k, 3 if (p < end and buf[p] == 58) or p == end else 4, line, pos
+            if p >= end or buf[p] != 58:                  # ':'
+                return row, k, 3, line, pos
+            p += 1
+            v, p, err = _parse_float(buf, p, end)
+            if err:
+                return row, k, 7 if err == 4 else 6, line, pos
+            out_r[k] = row
+            out_c[k] = idx
+            out_v[k] = v
+            k += 1
+        out_y[row] = y
+        row += 1
+        pos = end + 1
+    return row, k, 0, line, pos
+
+
+def read_libsvm(path, zero_based=False, n_features=None, type_names=("sample", "feature")):
+    """A libsvm/svmlight file: ``label idx:val idx:val ...`` per line, 1-based feature
+    indices unless ``zero_based``; ``#`` comments; ``qid:`` fields are skipped.
+    Returns (BipartiteGraph sample → feature with the values, labels). Every sample
+    is a vertex even without features; a 0 index in a 1-based file is an error that
+    names the line and suggests ``zero_based``."""
+    path = os.fspath(path)
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+    except OSError as e:
+        raise InputError(f"cannot read libsvm file: {e.strerror}", path=path) from None
+    buf = np.frombuffer(raw, dtype=np.uint8)
+    lines = raw.count(b"\n") + 1
+    cap = raw.count(b":") + 1
+    y = np.empty(lines, np.float64)
+    r, c, v = np.empty(cap, np.int64), np.empty(cap, np.int64), np.empty(cap, np.float64)
+    rows, k, err, err_line, err_pos = _parse_libsvm(buf, y, r, c, v)
+    if err:
+        raise InputError(_LIBSVM_MESSAGES[err], path=path, line=err_line, text=_line_text(raw, err_pos))
+    if rows == 0:
+        raise InputError("no samples found (the file is empty or has only comments)", path=path)
+    y, r, c, v = y[:rows], r[:k], c[:k], v[:k]
+    if not zero_based and k:
+        bad = np.flatnonzero(c == 0)
+        if len(bad):
+            line, text = _libsvm_line(raw, int(r[bad[0]]))
+            raise InputError("feature index 0 in a 1-based file (pass zero_based=True / --zero-based "
+                             "if the indices start at 0)", path=path, line=line, text=text)
+        c -= 1
+    n_feat = int(c.max()) + 1 if k else 0
+    if n_features is not None:
+        if n_feat > n_features:
+            i = int(np.argmax(c))
+            line, text = _libsvm_line(raw, int(r[i]))
+            raise InputError(f"feature index {c[i] + (0 if zero_based else 1)} is beyond the {n_features} "
+                             f"features of the model", path=path, line=line, text=text)
+        n_feat = n_features
+    g = BipartiteGraph(r, c, v, rows, n_feat, type_names, path)
+    return g, y
+
+
+def _libsvm_line(raw, row):
+    """(line number, text) of sample ``row`` (0-based, blank and comment lines skipped)."""
+    seen = 0
+    for no, text in enumerate(raw.split(b"\n"), 1):
+        t = text.strip()
+        if not t or t.startswith(b"#"):
+            continue
+        if seen == row:
+            return no, text.decode("utf-8", "replace").rstrip("\r")
+        seen += 1
+    return None, None
+
+
+def write_libsvm(path, graph, labels, zero_based=False, fmt="%.9g"):
+    """Write samples as libsvm lines (features sorted by index)."""
+    order = np.lexsort((graph.dst, graph.src))
+    s, d, v = graph.src[order], graph.dst[order], graph.values[order]
+    bounds = np.searchsorted(s, np.arange(graph.n_src + 1))
+    off = 0 if zero_based else 1
+    with open(path, "w") as f:
+        for i in range(graph.n_src):
+            a, b = bounds[i], bounds[i + 1]
+            f.write(f"{labels[i]:g}" + "".join(f" {d[j] + off}:{fmt % v[j]}" for j in range(a, b)) + "\n")

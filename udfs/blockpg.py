@@ -117,6 +117,7 @@ def program(labels, values, samples, features, n_features, lam=1.0, block_size=N
         if name == types[0]:
             data["y"] = y
 
+
     def init_edges(edata, rng):
         edata["x"] = x
         edata["kappa"] = kappa

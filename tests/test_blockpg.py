@@ -1,0 +1,193 @@
+"""BlockPG: the optimum of liblinear's L1 logistic regression, monotone objective,
+the same iterates for any partitioning (slack 0), libsvm input and the CLI."""
+import json
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from tests.conftest import run_cli
+from tux2 import BipartiteGraph, Engine, io
+from tux2.datasets import sparse_classification
+from tux2.errors import InputError
+from tux2.udfs import blockpg
+
+
+def _liblinear(X, y, lam):
+    from sklearn.linear_model import LogisticRegression
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clf = LogisticRegression(penalty="l1", solver="liblinear", C=1.0 / lam, tol=1e-8, fit_intercept=False,
+                                 max_iter=100_000).fit(X, y)
+    return clf.coef_.ravel()
+
+
+def _problem(kind):
+    if kind == "gaussian":
+        rng = np.random.default_rng(0)
+        n, d = 300, 80
+        X = sp.random(n, d, density=0.1, random_state=1, format="csr")
+        X.data = rng.normal(0, 1, len(X.data))
+        w = rng.normal(0, 1, d) * (rng.random(d) < 0.3)
+        y = np.where(X @ w + 0.3 * rng.normal(size=n) > 0, 1.0, -1.0)
+        return X, y, 2.0
+    g, y, _ = sparse_classification(n_samples=600, n_features=300, nnz_per_sample=12, seed=3)
+    X = sp.csr_matrix((g.values, (g.src, g.dst)), shape=(g.n_src, g.n_dst))
+    return X, np.where(y > 0, 1.0, 0.0), 0.5                       # 0/1 labels are accepted
+
+
+def _engine(X, y, lam, block, parts=1, partitioner="bicut", seed=0):
+    coo = X.tocoo()
+    feat, perm = blockpg.shuffle_features(coo.col, X.shape[1], seed=seed)
+    prog = blockpg.program(y, coo.data, coo.row, feat, X.shape[1], lam=lam, block_size=block)
+    g = BipartiteGraph(coo.row, feat, None, X.shape[0], X.shape[1], ("sample", "feature"))
+    opts = {"favorite": 0} if partitioner == "bicut" else None
+    return Engine(prog, g, partitions=parts, partitioner=partitioner, partitioner_options=opts, seed=seed), perm
+
+
+@pytest.mark.parametrize("kind", ["gaussian", "powerlaw"])
+@pytest.mark.parametrize("block,parts,partitioner", [(10, 1, "bicut"), (None, 1, "bicut"), (25, 3, "random")])
+def test_reaches_liblinear_optimum_monotonically_with_its_support(kind, block, parts, partitioner):
+    X, y, lam = _problem(kind)
+    w_ref = _liblinear(X, y, lam)
+    f_star = blockpg.objective_value(w_ref, X, y, lam)
+    eng, perm = _engine(X, y, lam, block, parts, partitioner)
+    objs = []
+    eng.run(300, callback=lambda e: objs.append(e.context()["objective"]))
+    w = eng.vertex_data("feature")["w"][perm]
+    # the context's objective is f(w) of the engine's weights
+    assert objs[-1] == pytest.approx(blockpg.objective_value(w, X, y, lam), rel=1e-10)
+    assert abs(objs[-1] - f_star) <= 1e-4 * f_star
+    assert np.all(np.diff(objs) <= 1e-12 * f_star), "objective went up"
+    big = np.abs(w_ref) > 1e-6                                    # clearly non-zero in the reference
+    np.testing.assert_array_equal(w[big] != 0, True)
+    np.testing.assert_array_equal(w[w_ref == 0], 0.0)
+    assert eng.context()["nnz"] == np.count_nonzero(w)
+
+
+def test_any_partitioning_gives_the_same_iterates():
+    X, y, lam = _problem("powerlaw")
+    ref, _ = _engine(X, y, lam, 20)
+    ref.run(5)
+    for parts, strategy in ((3, "random"), (2, "hdrf"), (4, "grid")):
+        eng, _ = _engine(X, y, lam, 20, parts, strategy)
+        eng.run(5)
+        np.testing.assert_allclose(eng.vertex_data("feature")["w"], ref.vertex_data("feature")["w"],
+                                   rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(eng.vertex_data("sample")["m"], ref.vertex_data("sample")["m"],
+                                   rtol=1e-9, atol=1e-12)
+
+
+def test_gradient_and_curvature_match_a_dense_reference():
+    """One epoch with one block is one proximal Newton step from w = 0 with the κ-scaled curvature."""
+    X, y, lam = _problem("gaussian")
+    eng, perm = _engine(X, y, lam, None)
+    eng.run(1)
+    ys = np.where(y > 0, 1.0, -1.0)
+    p = np.full(len(y), 0.5)
+    g = -(X.T @ (ys * p))
+    kappa = np.diff(X.indptr)[X.tocoo().row]                      # one block: κ = the row's non-zeros
+    K = sp.csr_matrix((X.tocoo().data ** 2 * kappa, (X.tocoo().row, X.tocoo().col)), shape=X.shape)
+    h = K.T @ (p * (1 - p)) + 1e-12
+    z = -g / h
+    expect = np.sign(z) * np.maximum(np.abs(z) - lam / h, 0)
+    np.testing.assert_allclose(eng.vertex_data("feature")["w"][perm], expect, rtol=1e-10, atol=1e-14)
+
+
+def test_labels_must_be_binary():
+    with pytest.raises(ValueError, match="labels must be ±1 or 0/1, got 2"):
+        blockpg.program([1, 2], [1.0], [0], [0], 1)
+
+
+# --------------------------------------------------------------------------- libsvm
+def test_libsvm_round_trip_and_bases(tmp_path):
+    g, y, _ = sparse_classification(n_samples=50, n_features=40, nnz_per_sample=5, seed=1)
+    for zero in (False, True):
+        f = tmp_path / f"d{int(zero)}.svm"
+        io.write_libsvm(f, g, y, zero_based=zero)
+        h, y2 = io.read_libsvm(f, zero_based=zero)
+        order = np.lexsort((g.dst, g.src))
+        np.testing.assert_array_equal(h.src, g.src[order])
+        np.testing.assert_array_equal(h.dst, g.dst[order])
+        np.testing.assert_allclose(h.values, g.values[order], rtol=1e-8)
+        np.testing.assert_array_equal(y2, y)
+
+
+@pytest.mark.parametrize("text,line,message", [
+    ("+1 1:1\n-1 0:2\n", 2, "feature index 0 in a 1-based file"),
+    ("+1 1:1\n\n# c\nx 2:1\n", 4, "malformed label"),
+    ("+1 1:1 2\n", 1, "expected index:value"),
+    ("+1 1:inf\n", 1, "NaN or infinite"),
+    ("+1 -3:1\n", 1, "not a non-negative integer"),
+    ("", None, "no samples"),
+])
+def test_libsvm_errors_name_the_line(tmp_path, text, line, message):
+    f = tmp_path / "bad.svm"
+    f.write_text(text)
+    with pytest.raises(InputError, match=message) as e:
+        io.read_libsvm(f)
+    assert e.value.line == line
+
+
+def test_libsvm_comments_qid_and_empty_samples(tmp_path):
+    f = tmp_path / "x.svm"
+    f.write_text("# header\n1 qid:4 2:0.5 # trailing\n0\n-1 1:2e-1\n")
+    g, y = io.read_libsvm(f)
+    assert y.tolist() == [1, 0, -1] and g.n_src == 3 and g.n_dst == 2
+    assert g.src.tolist() == [0, 2] and g.dst.tolist() == [1, 0] and g.values.tolist() == [0.5, 0.2]
+
+
+# --------------------------------------------------------------------------- CLI
+@pytest.fixture(scope="module")
+def svm_files(tmp_path_factory):
+    d = tmp_path_factory.mktemp("svm")
+    g, y, _ = sparse_classification(n_samples=900, n_features=200, nnz_per_sample=10, seed=5)
+    train = BipartiteGraph(g.src[g.src < 700], g.dst[g.src < 700], g.values[g.src < 700], 700, 200)
+    keep = g.src >= 700
+    test = BipartiteGraph(g.src[keep] - 700, g.dst[keep], g.values[keep], 200, 200)
+    io.write_libsvm(d / "train.svm", train, y[:700])
+    io.write_libsvm(d / "test.svm", test, y[700:])
+    return str(d / "train.svm"), str(d / "test.svm")
+
+
+def test_cli_trains_to_the_liblinear_optimum_and_writes_weights(svm_files, tmp_path):
+    train, test = svm_files
+    out = tmp_path / "m"
+    r = run_cli("run", "blockpg", train, "--test", test, "--lam", "0.5", "--block-size", "30", "--epochs", "400",
+                "--tol", "1e-12", "--out", str(out), "--metrics", str(tmp_path / "m.jsonl"), "--quiet", timeout=300)
+    assert r.returncode == 0, r.stderr
+    g, y = io.read_libsvm(train)
+    X = sp.csr_matrix((g.values, (g.src, g.dst)), shape=(g.n_src, g.n_dst))
+    w_ref = _liblinear(X, y, 0.5)
+    w = np.load(out / "weights.npz")["w"]
+    meta = json.loads((out / "model.json").read_text())
+    f_star = blockpg.objective_value(w_ref, X, y, 0.5)
+    assert abs(meta["objective"] - f_star) <= 1e-4 * f_star
+    txt = dict(line.split(":") for line in (out / "weights.txt").read_text().split())
+    assert sorted(int(k) - 1 for k in txt) == np.flatnonzero(w).tolist()
+    lines = [json.loads(x) for x in (tmp_path / "m.jsonl").read_text().splitlines()]
+    assert lines[-1]["test_accuracy"] > 0.6 and 0.5 < lines[-1]["test_auc"] <= 1.0
+
+
+def test_cli_bad_labels_and_input(tmp_path):
+    f = tmp_path / "m.svm"
+    f.write_text("1 1:1\n3 2:1\n")
+    r = run_cli("run", "blockpg", str(f), timeout=300)
+    assert r.returncode == 2 and "labels must be +1/-1 or 1/0, found 3 at sample 1" in r.stderr
+    f.write_text("1 1:1\n1 2:x\n")
+    r = run_cli("run", "blockpg", str(f), timeout=300)
+    assert r.returncode == 2 and f"{f}:2: malformed feature value" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_workers_give_the_single_process_weights(svm_files, tmp_path):
+    train, _ = svm_files
+    common = ["run", "blockpg", train, "--lam", "0.5", "--block-size", "40", "--epochs", "4",
+              "--partitions", "3", "--partitioner", "random", "--quiet", "--timeout", "20"]
+    ws = []
+    for extra in ([], ["--workers", "2"]):
+        out = tmp_path / f"w{len(extra)}"
+        r = run_cli(*common, *extra, "--out", str(out), timeout=300)
+        assert r.returncode == 0, r.stderr
+        ws.append(np.load(out / "weights.npz")["w"])
+    np.testing.assert_allclose(ws[1], ws[0], rtol=1e-12, atol=1e-15)
