@@ -2,7 +2,7 @@
 import argparse
 import sys
 
-EXPERIMENTS = {"mf": "bench.mf", "lda": "bench.lda", "partition": "bench.partition", "distributed": "bench.distributed"}
+EXPERIMENTS = {"mf": "bench.mf", "lda": "bench.lda", "blockpg": "bench.blockpg", "partition": "bench.partition", "distributed": "bench.distributed"}
 
 
 def main(argv=None):

@@ -23,7 +23,7 @@ def add_parser(algos):
     p.add_argument("--test", help="test set (libsvm): accuracy, log-loss and AUC per epoch")
     p.add_argument("--zero-based", action="store_true", help="feature indices start at 0")
     p.add_argument("--lam", type=float, default=1.0, help="L1 weight lambda (= 1/C of liblinear)")
-    p.add_argument("--block-size", type=int, default=2000,
+    p.add_argument("--block-size", type=int, default=500,
                    help="features per block (mini-batch, one clock); blocks are a seeded shuffle")
     p.add_argument("--epochs", type=int, default=20, help="passes over all blocks")
     p.add_argument("--tol", type=float, default=0.0,
