@@ -307,13 +307,15 @@ class Engine:
         kernel = self._kernels.get(id(s))
         for p in self.parts:
             tl = p.types[t]
-            own = np.unique(np.concatenate(tl.pending_masters)) if tl.pending_masters else _EMPTY_IDX
+            pend = tl.pending_masters
             tl.pending_masters = []
+            # one round's touched list has no repeats: sorting it is enough (np.unique costs ~50 µs a call)
+            own = (np.sort(pend[0]) if len(pend) == 1 else np.unique(np.concatenate(pend))) if pend else _EMPTY_IDX
             msgs = [m for (src, dst), m in inbox.items() if dst == p.rank]
             idx_in = np.concatenate([m[0] for m in msgs]) if msgs else _EMPTY_IDX
             if len(idx_in) and (idx_in.min() < 0 or idx_in.max() >= tl.n_master):
                 raise SchemaError(f"Apply message for partition {p.rank} names a vertex that is not a master there")
-            M = np.unique(np.concatenate([own, idx_in]))
+            M = np.unique(np.concatenate([own, idx_in])) if len(idx_in) else own
             if len(M) == 0:
                 continue
             if msgs:
