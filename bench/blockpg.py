@@ -17,7 +17,7 @@ import warnings
 
 import numpy as np
 
-from bench.common import CACHE, RESULTS, emit, machine, pyplot
+from bench.common import CACHE, RESULTS, emit, ensure, machine, pyplot
 
 LOG = "blockpg"
 GAP = 1e-3
@@ -36,19 +36,6 @@ def problem_cached(n, d, nnz, seed=0):
         print(f"# generated {path} in {time.perf_counter() - t:.1f}s", file=sys.stderr)
     z = np.load(path)
     return BipartiteGraph(z["src"], z["dst"], z["val"], n, d, ("sample", "feature"), path), z["y"], path
-
-
-def ensure_sklearn():
-    try:
-        import sklearn
-    except ImportError:
-        import subprocess
-        r = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "scikit-learn"],
-                           capture_output=True, text=True)
-        if r.returncode != 0:
-            raise RuntimeError(f"scikit-learn could not be installed: {r.stderr[-300:]}")
-        import sklearn
-    return sklearn
 
 
 def liblinear(X, y, lam, max_iter, tol=1e-8):
@@ -74,7 +61,7 @@ def main(args):
             "block_size": block, "gap": GAP, **machine()}
     emit({**info, "event": "dataset", "path": path}, LOG)
     try:
-        sk = ensure_sklearn()
+        sk = ensure("sklearn", "scikit-learn")
     except RuntimeError as e:
         emit({"bench": "blockpg", "system": "liblinear", "skipped": str(e)}, LOG)
         return 1

@@ -45,18 +45,26 @@ def netflix_cached(n_users, n_items, n_ratings, seed=0, rank=10, noise=0.5):
     return tr, te, path
 
 
-def pyplot():
-    """matplotlib's pyplot (Agg), installed from PyPI on first use: plots are outputs
-    of the benchmark harness, not a dependency of tux2 itself."""
+def ensure(module, package=None):
+    """Import ``module``, installing ``package`` (default: the module's name) from PyPI
+    first if needed: peers are outputs of the harness, not dependencies of tux2.
+    Raises RuntimeError when pip cannot install it (the caller reports a skip)."""
+    import importlib
     try:
-        import matplotlib
+        return importlib.import_module(module)
     except ImportError:
         import subprocess
-        r = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "matplotlib"],
-                           capture_output=True, text=True)
+        r = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", package or module],
+                           capture_output=True, text=True, timeout=900)
         if r.returncode != 0:
-            raise RuntimeError(f"matplotlib could not be installed: {r.stderr[-300:]}")
-        import matplotlib
+            raise RuntimeError(f"pip install {package or module} failed: {r.stderr.strip()[-300:]}")
+        importlib.invalidate_caches()
+        return importlib.import_module(module)
+
+
+def pyplot():
+    """matplotlib's pyplot (Agg), installed on first use."""
+    matplotlib = ensure("matplotlib")
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     return plt

@@ -15,7 +15,7 @@ import time
 
 import numpy as np
 
-from bench.common import CACHE, RESULTS, emit, machine, netflix_cached
+from bench.common import RESULTS, emit, machine, netflix_cached
 
 LOG = "distributed"
 

@@ -17,7 +17,7 @@ import time
 
 import numpy as np
 
-from bench.common import CACHE, emit, machine, pyplot, RESULTS
+from bench.common import CACHE, RESULTS, emit, ensure, machine, pyplot
 
 LOG = "lda"
 BLOCK = 10
@@ -35,19 +35,6 @@ def corpus_cached(n_docs, n_words, n_topics, doc_length, alpha, beta, seed=0):
         print(f"# generated {path} in {time.perf_counter() - t:.1f}s", file=sys.stderr)
     z = np.load(path)
     return z["docs"], z["words"], z["counts"], int(z["V"]), path
-
-
-def ensure_tomotopy():
-    try:
-        import tomotopy
-    except ImportError:
-        import subprocess
-        r = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "tomotopy"],
-                           capture_output=True, text=True)
-        if r.returncode != 0:
-            raise RuntimeError(f"tomotopy could not be installed: {r.stderr[-300:]}")
-        import tomotopy
-    return tomotopy
 
 
 def main(args):
@@ -74,7 +61,7 @@ def main(args):
 
     # --- tomotopy
     try:
-        tp = ensure_tomotopy()
+        tp = ensure("tomotopy")
     except RuntimeError as e:
         emit({"bench": "lda", "system": "tomotopy", "skipped": str(e)}, LOG)
         return 1

@@ -1,5 +1,6 @@
 """Command line: ``tux2 run mf [INPUT] ...``."""
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -33,9 +34,7 @@ def _add_run_mf(sub):
     p.add_argument("input", nargs="?", help="ratings edge list; default: built-in synthetic set")
     p.add_argument("--test", help="test edge list; default: hold out --test-fraction of INPUT")
     p.add_argument("--test-fraction", type=float, default=0.1, help="held-out share when --test is not given")
-    p.add_argument("--partitions", type=int, default=1, help="number of partitions (P)")
-    p.add_argument("--partitioner", default="bicut", help="vertex-cut strategy: " + ", ".join(
-        tux2.partitioning.available()))
+    add_partition_args(p)
     p.add_argument("--k", type=int, default=50, help="latent dimension")
     p.add_argument("--lr", type=float, default=None, help="learning rate (default 0.1 sgd, 0.01 minibatch)")
     p.add_argument("--reg", type=float, default=0.05, help="L2 regularisation λ")
@@ -51,14 +50,57 @@ def _add_run_mf(sub):
     p.add_argument("--order", choices=("blocked", "shuffle", "input"), default="blocked",
                    help="global edge order: 2-D blocked shuffle (cache friendly), full shuffle, or as read")
     p.add_argument("--seed", type=int, default=0, help="seed of initialisation, split, order and partitioning")
-    p.add_argument("--out", help="directory for the model (.npz per vertex type + model.json)")
-    p.add_argument("--metrics", help="write one JSON object per epoch to this .jsonl file")
-    p.add_argument("--quiet", action="store_true", help="no per-epoch lines")
+    add_output_args(p, "directory for the model (.npz per vertex type + model.json)", "epoch")
     p.add_argument("--eval-every", type=int, default=1,
                    help="compute test RMSE every N epochs (0: only after the last); with several workers "
                         "it gathers the model on rank 0")
     add_distributed_args(p)
     p.set_defaults(func=run_mf)
+
+
+def add_partition_args(p, mirror_free=None):
+    """--partitions and --partitioner; ``mirror_free`` names the side bicut/aweto keep whole."""
+    note = f" (bicut/aweto keep {mirror_free} mirror-free)" if mirror_free else ""
+    p.add_argument("--partitions", type=int, default=1, help="number of partitions (P)")
+    p.add_argument("--partitioner", default="bicut",
+                   help=f"vertex-cut strategy{note}: " + ", ".join(tux2.partitioning.available()))
+
+
+def favorite_first(partitioner):
+    """Partitioner options that keep the graph's first vertex type mirror-free."""
+    return {"favorite": 0} if partitioner in ("bicut", "aweto") else None
+
+
+def add_output_args(p, out_help, unit):
+    """--out, --metrics (one JSON object per ``unit``) and --quiet."""
+    p.add_argument("--out", help=out_help)
+    p.add_argument("--metrics", help=f"write one JSON object per {unit} to this .jsonl file")
+    p.add_argument("--quiet", action="store_true", help=f"no per-{unit} lines")
+
+
+@contextlib.contextmanager
+def metrics_stream(path, rank):
+    """Yield ``write(record)``: one JSON line per call to ``path``, flushed, on rank 0;
+    a no-op without a path or on other ranks."""
+    if not path or rank != 0:
+        yield lambda rec: None
+        return
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "w") as f:
+        def write(rec):
+            f.write(json.dumps(rec) + "\n")
+            f.flush()
+        yield write
+
+
+def write_trace(directory, eng, rank):
+    """This worker's per-clock records to DIRECTORY/trace-RANK.jsonl (--trace)."""
+    if not directory:
+        return
+    os.makedirs(directory, exist_ok=True)
+    with open(os.path.join(directory, f"trace-{rank}.jsonl"), "w") as f:
+        for rec in eng.trace:
+            f.write(json.dumps(rec) + "\n")
 
 
 def add_distributed_args(p):
@@ -208,12 +250,8 @@ def _run_mf(args, transport, rank, world):
     eng = tux2.Engine(prog, train, partitions=parts, partitioner=args.partitioner, seed=args.seed,
                       transport=transport, slack=args.slack, assignment=assignment)
     say(f"  layout + compile {time.perf_counter() - t0:.2f}s")
-    metrics = None
-    if args.metrics and rank == 0:
-        os.makedirs(os.path.dirname(os.path.abspath(args.metrics)), exist_ok=True)
-        metrics = open(args.metrics, "w")
     total = 0.0
-    try:
+    with metrics_stream(args.metrics, rank) as write_metrics:
         for epoch in range(1, args.epochs + 1):
             t = time.perf_counter()
             eng.run(1)
@@ -229,19 +267,10 @@ def _run_mf(args, transport, rank, world):
                 say(f"epoch {epoch:3d}/{args.epochs}  train_rmse {rec['train_rmse']:.4f}  "
                     + (f"test_rmse {rec['test_rmse']:.4f}  " if rec["test_rmse"] is not None else "")
                     + f"time {dt:.3f}s  ({rec['edges_per_s'] / 1e6:.1f} M edges/s)")
-            if metrics:
-                metrics.write(json.dumps(rec) + "\n")
-                metrics.flush()
+            write_metrics(rec)
             if not np.isfinite(rec["train_rmse"]):
                 raise Tux2Error(f"training diverged at epoch {epoch} (RMSE is not finite); lower --lr")
-    finally:
-        if metrics:
-            metrics.close()
-    if args.trace:
-        os.makedirs(args.trace, exist_ok=True)
-        with open(os.path.join(args.trace, f"trace-{rank}.jsonl"), "w") as f:
-            for rec in eng.trace:
-                f.write(json.dumps(rec) + "\n")
+    write_trace(args.trace, eng, rank)
     if args.epochs == 0:
         say("0 epochs: nothing trained")
     if args.out:

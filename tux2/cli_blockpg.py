@@ -1,5 +1,4 @@
 """``tux2 run blockpg [INPUT]``: L1-regularised logistic regression by block proximal gradient."""
-import json
 import os
 import time
 
@@ -10,8 +9,7 @@ from tux2.errors import Tux2Error
 
 
 def add_parser(algos):
-    from tux2.cli import HelpFormatter, add_distributed_args
-    import tux2.partitioning
+    from tux2.cli import HelpFormatter, add_distributed_args, add_output_args, add_partition_args
     p = algos.add_parser(
         "blockpg", help="L1 logistic regression by block proximal gradient (paper §4, Fig. 7)",
         formatter_class=HelpFormatter,
@@ -30,25 +28,21 @@ def add_parser(algos):
                    help="stop when an epoch lowers the objective by less than this relative amount (0: never)")
     p.add_argument("--bias", action="store_true",
                    help="add a constant feature 1 to every sample (an intercept, L1-penalised like liblinear's)")
-    p.add_argument("--partitions", type=int, default=1, help="number of partitions (P)")
-    p.add_argument("--partitioner", default="bicut",
-                   help="vertex-cut strategy (bicut/aweto keep samples mirror-free): "
-                        + ", ".join(tux2.partitioning.available()))
+    add_partition_args(p, mirror_free="samples")
     p.add_argument("--seed", type=int, default=0, help="seed of the feature shuffle and the partitioning")
-    p.add_argument("--out", help="directory for weights.npz, weights.txt (index:weight, non-zeros) and model.json")
-    p.add_argument("--metrics", help="write one JSON object per epoch to this .jsonl file")
-    p.add_argument("--quiet", action="store_true", help="no per-epoch lines")
+    add_output_args(p, "directory for weights.npz, weights.txt (index:weight, non-zeros) and model.json", "epoch")
     add_distributed_args(p)
     p.set_defaults(func=run_blockpg)
 
 
-def with_bias(graph, labels):
-    """Append feature n_features with value 1 to every sample."""
-    n, d = graph.n_src, graph.n_dst
+def with_bias(graph, index=None):
+    """Every sample gets feature ``index`` (default: a new last feature) with value 1."""
+    n = graph.n_src
+    index = graph.n_dst if index is None else index
     src = np.concatenate([graph.src, np.arange(n)])
-    dst = np.concatenate([graph.dst, np.full(n, d)])
+    dst = np.concatenate([graph.dst, np.full(n, index)])
     val = np.concatenate([graph.values, np.ones(n)])
-    return tux2.BipartiteGraph(src, dst, val, n, d + 1, graph.type_names, graph.source)
+    return tux2.BipartiteGraph(src, dst, val, n, max(graph.n_dst, index + 1), graph.type_names, graph.source)
 
 
 def scores(w, graph):
@@ -77,6 +71,7 @@ def run_blockpg(args):
 
 
 def _run_blockpg(args, transport, rank, world):
+    from tux2.cli import favorite_first, metrics_stream, write_trace
     from tux2.io import read_libsvm
     from tux2.udfs import blockpg
     say = (lambda *a: None) if args.quiet or rank != 0 else (lambda *a: print(*a, flush=True))
@@ -106,13 +101,9 @@ def _run_blockpg(args, transport, rank, world):
         raise Tux2Error(f"{source}: BlockPG is binary logistic regression; labels must be +1/-1 or 1/0, found "
                         f"{y[bad][0]:g} at sample {int(np.argmax(bad))}")
     if args.bias:
-        g = with_bias(g, y)
+        g = with_bias(g)
         if test is not None:
-            tg = test[0]
-            test = (tux2.BipartiteGraph(np.concatenate([tg.src, np.arange(tg.n_src)]),
-                                        np.concatenate([tg.dst, np.full(tg.n_src, g.n_dst - 1)]),
-                                        np.concatenate([tg.values, np.ones(tg.n_src)]), tg.n_src,
-                                        max(tg.n_dst, g.n_dst), names), test[1])
+            test = (with_bias(test[0], g.n_dst - 1), test[1])
     n, d = g.n_src, g.n_dst
     feat, perm = blockpg.shuffle_features(g.dst, d, seed=args.seed)
     prog = blockpg.program(y, g.values, g.src, feat, d, lam=args.lam, block_size=args.block_size)
@@ -122,16 +113,11 @@ def _run_blockpg(args, transport, rank, world):
         f"{args.block_size} ({-(-d // args.block_size)} per epoch), P={parts} ({args.partitioner})"
         + (f", {world} workers" if world > 1 else ""))
     t0 = time.perf_counter()
-    opts = {"favorite": 0} if args.partitioner in ("bicut", "aweto") else None
     eng = tux2.Engine(prog, graph, partitions=parts, partitioner=args.partitioner, seed=args.seed,
-                      partitioner_options=opts, transport=transport, slack=args.slack)
+                      partitioner_options=favorite_first(args.partitioner), transport=transport, slack=args.slack)
     say(f"  layout + compile {time.perf_counter() - t0:.2f}s")
-    metrics = None
-    if args.metrics and rank == 0:
-        os.makedirs(os.path.dirname(os.path.abspath(args.metrics)), exist_ok=True)
-        metrics = open(args.metrics, "w")
-    total, prev, w = 0.0, None, None
-    try:
+    total, prev, epoch = 0.0, None, 0
+    with metrics_stream(args.metrics, rank) as write_metrics:
         for epoch in range(1, args.epochs + 1):
             t = time.perf_counter()
             eng.run(1)
@@ -144,28 +130,19 @@ def _run_blockpg(args, transport, rank, world):
             if test is not None:
                 fw = eng.vertex_data("feature")                  # gathered on rank 0
                 if fw is not None:
-                    w = fw["w"][perm]
-                    rec.update({f"test_{k}": v for k, v in classification_metrics(scores(w, test[0]), test[1]).items()})
+                    rec.update({f"test_{k}": v for k, v in
+                                classification_metrics(scores(fw["w"][perm], test[0]), test[1]).items()})
             say(f"epoch {epoch:3d}/{args.epochs}  objective {rec['objective']:.6g}  non-zeros {rec['nnz']}  "
                 + (f"test acc {rec['test_accuracy']:.4f} auc {rec['test_auc']:.4f}  " if 'test_auc' in rec else "")
                 + f"time {dt:.3f}s")
-            if metrics:
-                metrics.write(json.dumps(rec) + "\n")
-                metrics.flush()
+            write_metrics(rec)
             if not np.isfinite(rec["objective"]):
                 raise Tux2Error(f"objective is not finite at epoch {epoch}")
             if prev is not None and args.tol > 0 and prev - rec["objective"] <= args.tol * abs(prev):
                 say(f"  converged: relative decrease below {args.tol}")
                 break
             prev = rec["objective"]
-    finally:
-        if metrics:
-            metrics.close()
-    if args.trace:
-        os.makedirs(args.trace, exist_ok=True)
-        with open(os.path.join(args.trace, f"trace-{rank}.jsonl"), "w") as f:
-            for rec in eng.trace:
-                f.write(json.dumps(rec) + "\n")
+    write_trace(args.trace, eng, rank)
     datas = [eng.vertex_data("sample"), eng.vertex_data("feature")]
     if rank != 0 or not args.out:
         return 0
@@ -173,7 +150,7 @@ def _run_blockpg(args, transport, rank, world):
     w = datas[1]["w"][perm]
     ctx = eng.context()
     save_model(args.out, eng, {"algorithm": "blockpg", "lam": args.lam, "block_size": args.block_size,
-                               "epochs": epoch if args.epochs else 0, "bias": args.bias, "zero_based": args.zero_based,
+                               "epochs": epoch, "bias": args.bias, "zero_based": args.zero_based,
                                "seed": args.seed, "samples": n, "features": d, "partitions": parts, "workers": world,
                                "partitioner": args.partitioner, "input": source,
                                "objective": float(ctx["objective"]), "nnz": int(ctx["nnz"])}, datas=datas)

@@ -1,5 +1,4 @@
 """``tux2 run lda [INPUT]``: LDA by collapsed Gibbs sampling (SparseLDA) on a corpus."""
-import json
 import os
 import time
 
@@ -12,8 +11,7 @@ FORMATS = ("auto", "triples", "docword", "text")
 
 
 def add_parser(algos):
-    from tux2.cli import HelpFormatter, add_distributed_args
-    import tux2.partitioning
+    from tux2.cli import HelpFormatter, add_distributed_args, add_output_args, add_partition_args
     p = algos.add_parser(
         "lda", help="topic model: LDA by collapsed Gibbs sampling (SparseLDA, paper §4)",
         formatter_class=HelpFormatter,
@@ -37,16 +35,11 @@ def add_parser(algos):
     p.add_argument("--sampler", choices=("sparse", "sync"), default="sparse",
                    help="sparse: SparseLDA with counts updated token by token (fast); sync: every token "
                         "drawn from the counts of the sweep's start, the same for any partitioning")
-    p.add_argument("--partitions", type=int, default=1, help="number of partitions (P)")
-    p.add_argument("--partitioner", default="bicut",
-                   help="vertex-cut strategy (bicut/aweto keep documents mirror-free): "
-                        + ", ".join(tux2.partitioning.available()))
+    add_partition_args(p, mirror_free="documents")
     p.add_argument("--seed", type=int, default=0, help="seed of the initial topics and the sampler")
     p.add_argument("--top-words", type=int, default=10, help="words per topic in topics.txt and the summary")
-    p.add_argument("--out", help="directory for lda.npz (word-topic, doc-topic counts), topics.txt, "
-                                 "vocab.txt, model.json")
-    p.add_argument("--metrics", help="write one JSON object per iteration to this .jsonl file")
-    p.add_argument("--quiet", action="store_true", help="no per-iteration lines")
+    add_output_args(p, "directory for lda.npz (word-topic, doc-topic counts), topics.txt, vocab.txt, model.json",
+                    "iteration")
     add_distributed_args(p)
     p.set_defaults(func=run_lda)
 
@@ -94,6 +87,7 @@ def run_lda(args):
 
 
 def _run_lda(args, transport, rank, world):
+    from tux2.cli import favorite_first, metrics_stream, write_trace
     from tux2.udfs import lda
     say = (lambda *a: None) if args.quiet or rank != 0 else (lambda *a: print(*a, flush=True))
     if args.topics < 1:
@@ -120,16 +114,11 @@ def _run_lda(args, transport, rank, world):
     say(f"  {D} documents, {V} words, {tokens} tokens; K={K}, α={args.alpha}, β={args.beta}, "
         f"P={parts} ({args.partitioner})" + (f", {world} workers" if world > 1 else ""))
     t0 = time.perf_counter()
-    opts = {"favorite": 0} if args.partitioner in ("bicut", "aweto") else None
     eng = tux2.Engine(prog, graph, partitions=parts, partitioner=args.partitioner, seed=args.seed,
-                      partitioner_options=opts, transport=transport, slack=args.slack)
+                      partitioner_options=favorite_first(args.partitioner), transport=transport, slack=args.slack)
     say(f"  layout + compile {time.perf_counter() - t0:.2f}s")
-    metrics = None
-    if args.metrics and rank == 0:
-        os.makedirs(os.path.dirname(os.path.abspath(args.metrics)), exist_ok=True)
-        metrics = open(args.metrics, "w")
     total = 0.0
-    try:
+    with metrics_stream(args.metrics, rank) as write_metrics:
         for it in range(1, args.iterations + 1):
             t = time.perf_counter()
             eng.run(1)
@@ -141,17 +130,8 @@ def _run_lda(args, transport, rank, world):
                    "tokens_per_s": tokens / dt if dt > 0 else None}
             say(f"iteration {it:4d}/{args.iterations}  ll/token {rec['ll_per_token']:.4f}  time {dt:.3f}s  "
                 f"({tokens / dt / 1e6:.1f} M tokens/s)")
-            if metrics:
-                metrics.write(json.dumps(rec) + "\n")
-                metrics.flush()
-    finally:
-        if metrics:
-            metrics.close()
-    if args.trace:
-        os.makedirs(args.trace, exist_ok=True)
-        with open(os.path.join(args.trace, f"trace-{rank}.jsonl"), "w") as f:
-            for rec in eng.trace:
-                f.write(json.dumps(rec) + "\n")
+            write_metrics(rec)
+    write_trace(args.trace, eng, rank)
     docs, words = eng.vertex_data("doc"), eng.vertex_data("word")        # gathered on rank 0
     if rank != 0:
         return 0

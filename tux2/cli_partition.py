@@ -1,5 +1,4 @@
 """``tux2 partition``: run vertex-cut strategies on one graph and report their quality side by side."""
-import argparse
 import inspect
 import json
 import os

@@ -178,25 +178,28 @@ def read_edge_list(path, base=None, type_names=("src", "dst"), n_src=None, n_dst
             raw = f.read()
     except OSError as e:
         raise InputError(f"cannot read edge list: {e.strerror}", path=path) from None
-    buf = np.frombuffer(raw, dtype=np.uint8)
     start, line_offset, default_base = _header_end(raw, path)
     if base is None:
         base = default_base
     base = 0 if base is None else int(base)
-    cap = raw.count(b"\n") + 1
-    s = np.empty(cap, np.int64)
-    d = np.empty(cap, np.int64)
-    v = np.empty(cap, np.float64)
-    k, ncols, err, err_line, err_pos = _parse_edges(buf, start, s, d, v)
-    if err:
-        raise InputError(_MESSAGES[err], path=path, line=err_line + line_offset,
-                         text=_line_text(raw, err_pos))
-    if k == 0:
+    s, d, v, ncols = _parse_from(raw, start, line_offset, path)
+    if len(s) == 0:
         raise InputError("no edges found (the file is empty or has only comments)", path=path)
-    s, d, v = s[:k], d[:k], v[:k]
     _rebase(s, d, base, path)
     return BipartiteGraph(s, d, v if ncols == 3 else None, n_src=n_src, n_dst=n_dst,
                           type_names=type_names, source=path)
+
+
+def _parse_from(raw, start, line_offset, path):
+    """(src, dst, values, columns) of the edge lines in raw[start:]; errors name the line
+    (``line_offset`` lines come before ``start``)."""
+    buf = np.frombuffer(raw, dtype=np.uint8)
+    cap = raw.count(b"\n", start) + 1
+    s, d, v = np.empty(cap, np.int64), np.empty(cap, np.int64), np.empty(cap, np.float64)
+    k, ncols, err, err_line, err_pos = _parse_edges(buf, start, s, d, v)
+    if err:
+        raise InputError(_MESSAGES[err], path=path, line=err_line + line_offset, text=_line_text(raw, err_pos))
+    return s[:k], d[:k], v[:k], ncols
 
 
 def _header_end(head, path):
@@ -347,18 +350,13 @@ def read_docword(path, type_names=("doc", "word")):
             raise InputError("docword file ends inside its 3-line header", path=path, line=no)
         pos = nl + 1
     D, W, nnz = header
-    buf = np.frombuffer(raw, dtype=np.uint8)
-    cap = raw.count(b"\n", pos) + 1
-    s, d, v = np.empty(cap, np.int64), np.empty(cap, np.int64), np.empty(cap, np.float64)
-    k, ncols, err, err_line, err_pos = _parse_edges(buf, pos, s, d, v)
-    if err:
-        raise InputError(_MESSAGES[err], path=path, line=err_line + 3, text=_line_text(raw, err_pos))
+    s, d, v, ncols = _parse_from(raw, pos, 3, path)
+    k = len(s)
     if k == 0:
         raise InputError("no 'docID wordID count' lines after the header", path=path)
     if k != nnz:
         raise InputError(f"the header says NNZ = {nnz} but the file has {k} lines after it (truncated?)",
                          path=path, line=3)
-    s, d, v = s[:k], d[:k], v[:k]
     for name, a, n in (("docID", s, D), ("wordID", d, W)):
         bad = np.flatnonzero((a < 1) | (a > n))
         if len(bad):
@@ -541,7 +539,7 @@ def read_libsvm(path, zero_based=False, n_features=None, type_names=("sample", "
     if not zero_based and k:
         bad = np.flatnonzero(c == 0)
         if len(bad):
-            line, text = _libsvm_line(raw, int(r[bad[0]]))
+            line, text = edge_line(path, int(r[bad[0]]))
             raise InputError("feature index 0 in a 1-based file (pass zero_based=True / --zero-based "
                              "if the indices start at 0)", path=path, line=line, text=text)
         c -= 1
@@ -549,25 +547,12 @@ def read_libsvm(path, zero_based=False, n_features=None, type_names=("sample", "
     if n_features is not None:
         if n_feat > n_features:
             i = int(np.argmax(c))
-            line, text = _libsvm_line(raw, int(r[i]))
+            line, text = edge_line(path, int(r[i]))
             raise InputError(f"feature index {c[i] + (0 if zero_based else 1)} is beyond the {n_features} "
                              f"features of the model", path=path, line=line, text=text)
         n_feat = n_features
     g = BipartiteGraph(r, c, v, rows, n_feat, type_names, path)
     return g, y
-
-
-def _libsvm_line(raw, row):
-    """(line number, text) of sample ``row`` (0-based, blank and comment lines skipped)."""
-    seen = 0
-    for no, text in enumerate(raw.split(b"\n"), 1):
-        t = text.strip()
-        if not t or t.startswith(b"#"):
-            continue
-        if seen == row:
-            return no, text.decode("utf-8", "replace").rstrip("\r")
-        seen += 1
-    return None, None
 
 
 def write_libsvm(path, graph, labels, zero_based=False, fmt="%.9g"):

@@ -19,15 +19,9 @@ import numpy as np
 
 
 def ensure(package):
-    """Import name of an installed package, installing it from PyPI if needed."""
-    mod = {"kahip": "kahip", "mtkahypar": "mtkahypar"}[package]
-    try:
-        __import__(mod)
-    except ImportError:
-        r = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", package],
-                           capture_output=True, text=True, timeout=900)
-        if r.returncode != 0:
-            raise RuntimeError(f"pip install {package} failed: {r.stderr.strip()[-300:]}")
+    """Version of ``package`` (kahip or mtkahypar), installing it from PyPI if needed."""
+    from bench.common import ensure as install
+    install({"kahip": "kahip", "mtkahypar": "mtkahypar"}[package], package)
     from importlib.metadata import version
     return version(package)
 
