@@ -37,10 +37,10 @@ def _problem(kind):
     return X, np.where(y > 0, 1.0, 0.0), 0.5                       # 0/1 labels are accepted
 
 
-def _engine(X, y, lam, block, parts=1, partitioner="bicut", seed=0):
+def _engine(X, y, lam, block, parts=1, partitioner="bicut", seed=0, **options):
     coo = X.tocoo()
     feat, perm = blockpg.shuffle_features(coo.col, X.shape[1], seed=seed)
-    prog = blockpg.program(y, coo.data, coo.row, feat, X.shape[1], lam=lam, block_size=block)
+    prog = blockpg.program(y, coo.data, coo.row, feat, X.shape[1], lam=lam, block_size=block, **options)
     g = BipartiteGraph(coo.row, feat, None, X.shape[0], X.shape[1], ("sample", "feature"))
     opts = {"favorite": 0} if partitioner == "bicut" else None
     return Engine(prog, g, partitions=parts, partitioner=partitioner, partitioner_options=opts, seed=seed), perm
@@ -77,6 +77,25 @@ def test_any_partitioning_gives_the_same_iterates():
                                    rtol=1e-9, atol=1e-12)
         np.testing.assert_allclose(eng.vertex_data("sample")["m"], ref.vertex_data("sample")["m"],
                                    rtol=1e-9, atol=1e-12)
+
+
+def test_shrinking_skips_features_and_reaches_the_same_optimum():
+    """Features at 0 well inside the subgradient sit out ``rest`` epochs (their edges
+    are not visited); the run ends where the run without shrinking ends."""
+    X, y, lam = _problem("powerlaw")
+    full, _ = _engine(X, y, lam, 20, shrink=0.0)
+    shrunk, _ = _engine(X, y, lam, 20, shrink=0.9, rest=2)
+    full.run(1)
+    shrunk.run(1)
+    np.testing.assert_array_equal(full.vertex_data("feature")["w"], shrunk.vertex_data("feature")["w"])
+    assert (full.vertex_data("feature")["skip"] == 0).all()
+    skip = shrunk.vertex_data("feature")["skip"]
+    assert set(np.unique(skip)) == {0, 3}                     # shrunk in epoch 0: back in epoch 3
+    assert (skip[shrunk.vertex_data("feature")["w"] != 0] == 0).all()
+    full.run(299)
+    shrunk.run(299)
+    assert shrunk.context()["objective"] == pytest.approx(full.context()["objective"], rel=1e-9)
+    np.testing.assert_allclose(shrunk.vertex_data("feature")["w"], full.vertex_data("feature")["w"], atol=1e-5)
 
 
 def test_gradient_and_curvature_match_a_dense_reference():

@@ -207,3 +207,51 @@ def test_exchange_writes_limits_which_vertices_apply_visits():
         for parts in (1, 2):
             eng = Engine(prog, g, partitions=parts, partitioner="random").run(2)
             assert eng.vertex_data("v")["n"].tolist() == [2 * visits] * 2
+
+
+# --- an active set: a vertex mini-batch holds only the vertices that pass active(v, ctx)
+def apply_b_toggle(v, a, ctx):
+    v.y += 0.25 * a.y
+    v.on = 1 if v.y > 0 else 0
+
+
+def b_on(v, ctx):
+    return v.on != 0
+
+
+@pytest.mark.parametrize("parts,partitioner", PARTS)
+def test_active_minibatch_visits_only_active_vertices(parts, partitioner):
+    g = random_graph(seed=parts + 10)
+    types = (VertexType("a", sync={"x": ("f8", 2)}), VertexType("b", sync={"y": "f8", "on": "i4"}))
+
+    def init(name, data, rng):
+        toy_init(name, data, rng)
+        if name == "b":
+            data["on"] = np.arange(len(data)) % 3 != 0
+
+    mb = MiniBatch(4, [Exchange(acc_exchange), Apply(apply_a, types="a"), Apply(apply_b_toggle, types="b")],
+                   unit="vertex", enumerate="b", active=b_on)
+    prog = Program(types, edge={"w": "f8"}, context=ContextSpec({"s": "f8"}, sum=("s",)),
+                   stages=[mb, GlobalSync()], init_vertices=init)
+    eng = Engine(prog, g, partitions=parts, partitioner=partitioner, seed=5).run(3)
+    A = np.zeros((g.n_src, 2))
+    A[:, 0] = np.arange(g.n_src) * 0.1 + 1
+    B = np.cos(np.arange(g.n_dst))
+    on = np.arange(g.n_dst) % 3 != 0
+    visited = 0
+    for _ in range(3):
+        for lo in range(0, g.n_dst, 4):
+            edges = [e for e in naive.batch_edges(g.src, g.dst, "vertex", 1, lo, lo + 4) if on[g.dst[e]]]
+            visited += len(edges)
+            A, B = naive_accumulate(g, A, B, edges)
+            on = np.where(np.isin(np.arange(g.n_dst), g.dst[edges]), B > 0, on)
+    assert 0 < visited < 3 * g.num_edges            # the set shrinks and is not empty
+    np.testing.assert_allclose(eng.vertex_data("a")["x"], A, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(eng.vertex_data("b")["y"], B, rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(eng.vertex_data("b")["on"], on)
+
+
+def test_active_needs_a_vertex_minibatch():
+    from tux2.errors import SchemaError
+    with pytest.raises(SchemaError, match="active"):
+        MiniBatch(4, [Exchange(acc_exchange)], unit="edge", active=b_on)

@@ -25,7 +25,12 @@ def add_parser(algos):
                    help="features per block (mini-batch, one clock); blocks are a seeded shuffle")
     p.add_argument("--epochs", type=int, default=20, help="passes over all blocks")
     p.add_argument("--tol", type=float, default=0.0,
-                   help="stop when an epoch lowers the objective by less than this relative amount (0: never)")
+                   help="stop when the objective fell by less than this relative amount over the last "
+                        "shrink-rest + 1 epochs, in which every feature was examined (0: never)")
+    p.add_argument("--shrink", type=float, default=0.9,
+                   help="a feature at 0 whose |gradient| < shrink * lambda sits out the next epochs "
+                        "(liblinear-style shrinking; 0: off)")
+    p.add_argument("--shrink-rest", type=int, default=2, help="epochs a shrunk feature sits out")
     p.add_argument("--bias", action="store_true",
                    help="add a constant feature 1 to every sample (an intercept, L1-penalised like liblinear's)")
     add_partition_args(p, mirror_free="samples")
@@ -106,7 +111,10 @@ def _run_blockpg(args, transport, rank, world):
             test = (with_bias(test[0], g.n_dst - 1), test[1])
     n, d = g.n_src, g.n_dst
     feat, perm = blockpg.shuffle_features(g.dst, d, seed=args.seed)
-    prog = blockpg.program(y, g.values, g.src, feat, d, lam=args.lam, block_size=args.block_size)
+    if not 0 <= args.shrink < 1 or args.shrink_rest < 0:
+        raise Tux2Error(f"--shrink must be in [0, 1) and --shrink-rest >= 0, got {args.shrink}, {args.shrink_rest}")
+    prog = blockpg.program(y, g.values, g.src, feat, d, lam=args.lam, block_size=args.block_size,
+                           shrink=args.shrink, rest=args.shrink_rest)
     graph = tux2.BipartiteGraph(g.src, feat, None, n, d, names, source)
     say(f"tux2 {tux2.__version__} blockpg: {source}")
     say(f"  {n} samples, {d} features, {g.num_edges} non-zeros; lambda={args.lam}, blocks of "
@@ -116,7 +124,8 @@ def _run_blockpg(args, transport, rank, world):
     eng = tux2.Engine(prog, graph, partitions=parts, partitioner=args.partitioner, seed=args.seed,
                       partitioner_options=favorite_first(args.partitioner), transport=transport, slack=args.slack)
     say(f"  layout + compile {time.perf_counter() - t0:.2f}s")
-    total, prev, epoch = 0.0, None, 0
+    total, objs, epoch = 0.0, [], 0
+    window = args.shrink_rest + 1 if args.shrink > 0 else 1
     with metrics_stream(args.metrics, rank) as write_metrics:
         for epoch in range(1, args.epochs + 1):
             t = time.perf_counter()
@@ -138,10 +147,10 @@ def _run_blockpg(args, transport, rank, world):
             write_metrics(rec)
             if not np.isfinite(rec["objective"]):
                 raise Tux2Error(f"objective is not finite at epoch {epoch}")
-            if prev is not None and args.tol > 0 and prev - rec["objective"] <= args.tol * abs(prev):
-                say(f"  converged: relative decrease below {args.tol}")
+            objs.append(rec["objective"])
+            if args.tol > 0 and len(objs) > window and objs[-1 - window] - objs[-1] <= args.tol * abs(objs[-1 - window]):
+                say(f"  converged: relative decrease below {args.tol} over {window} epoch(s)")
                 break
-            prev = rec["objective"]
     write_trace(args.trace, eng, rank)
     datas = [eng.vertex_data("sample"), eng.vertex_data("feature")]
     if rank != 0 or not args.out:
@@ -150,6 +159,7 @@ def _run_blockpg(args, transport, rank, world):
     w = datas[1]["w"][perm]
     ctx = eng.context()
     save_model(args.out, eng, {"algorithm": "blockpg", "lam": args.lam, "block_size": args.block_size,
+                               "shrink": args.shrink, "shrink_rest": args.shrink_rest,
                                "epochs": epoch, "bias": args.bias, "zero_based": args.zero_based,
                                "seed": args.seed, "samples": n, "features": d, "partitions": parts, "workers": world,
                                "partitioner": args.partitioner, "input": source,

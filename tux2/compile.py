@@ -23,24 +23,48 @@ def jit_udf(fn):
 
 
 def exchange_kernel(udf):
-    """Loop ``udf(u, v, e, a_u, a_v, ctx)`` over local edge positions [lo, hi)."""
+    """Loop ``udf(u, v, e, a_u, a_v, ctx)`` over segments [los[k], his[k]) of
+    positions in an edge order (``perm`` maps them to storage; empty: identity)."""
     f = jit_udf(udf)
 
     @njit(**JIT)
-    def exchange(lo, hi, perm, ea, eb, A, B, E, AA, AB, ctx_arr):
+    def exchange(los, his, n_seg, perm, ea, eb, A, B, E, AA, AB, ctx_arr):
         ctx = ctx_arr[0]
-        if perm.shape[0] == 0:
-            for pos in range(lo, hi):
-                i = ea[pos]
-                j = eb[pos]
-                f(A[i], B[j], E[pos], AA[i], AB[j], ctx)
-        else:
-            for t in range(lo, hi):
-                pos = perm[t]
-                i = ea[pos]
-                j = eb[pos]
-                f(A[i], B[j], E[pos], AA[i], AB[j], ctx)
+        for k in range(n_seg):
+            if perm.shape[0] == 0:
+                for pos in range(los[k], his[k]):
+                    i = ea[pos]
+                    j = eb[pos]
+                    f(A[i], B[j], E[pos], AA[i], AB[j], ctx)
+            else:
+                for t in range(los[k], his[k]):
+                    pos = perm[t]
+                    i = ea[pos]
+                    j = eb[pos]
+                    f(A[i], B[j], E[pos], AA[i], AB[j], ctx)
     return exchange
+
+
+def active_kernel(udf):
+    """Segments of a vertex mini-batch's edges whose vertex passes ``udf(v, ctx)``:
+    runs k in [k_lo, k_hi) (run k = one vertex's edges, positions
+    [run_start[k], run_start[k+1])); adjacent selected runs merge into one segment."""
+    f = jit_udf(udf)
+
+    @njit(**JIT)
+    def select(k_lo, k_hi, run_start, run_lid, V, ctx_arr, los, his):
+        ctx = ctx_arr[0]
+        n = 0
+        for k in range(k_lo, k_hi):
+            if f(V[run_lid[k]], ctx):
+                if n > 0 and his[n - 1] == run_start[k]:
+                    his[n - 1] = run_start[k + 1]
+                else:
+                    los[n] = run_start[k]
+                    his[n] = run_start[k + 1]
+                    n += 1
+        return n
+    return select
 
 
 def apply_kernel(udf):
@@ -87,18 +111,11 @@ def finalize_kernel(udf):
 
 
 @njit(cache=True, nogil=True, boundscheck=False)
-def mark_touched(lo, hi, perm, ends, stamp, epoch, buf, count):
-    """Append endpoints of edges [lo, hi) not yet stamped with ``epoch`` to buf."""
-    if perm.shape[0] == 0:
-        for pos in range(lo, hi):
-            i = ends[pos]
-            if stamp[i] != epoch:
-                stamp[i] = epoch
-                buf[count] = i
-                count += 1
-    else:
-        for t in range(lo, hi):
-            i = ends[perm[t]]
+def mark_touched(los, his, n_seg, perm, ends, stamp, epoch, buf, count):
+    """Append endpoints of the edges in the segments not yet stamped with ``epoch`` to buf."""
+    for k in range(n_seg):
+        for t in range(los[k], his[k]):
+            i = ends[t] if perm.shape[0] == 0 else ends[perm[t]]
             if stamp[i] != epoch:
                 stamp[i] = epoch
                 buf[count] = i

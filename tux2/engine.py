@@ -11,7 +11,8 @@ import numpy as np
 
 from tux2 import partitioning
 from tux2.compile import (aggregate_kernel, apply_kernel, combine_kernel, compile_call,
-                          exchange_kernel, finalize_kernel, mark_touched, view)
+                          exchange_kernel, finalize_kernel, mark_touched, view,
+                          active_kernel)
 from tux2.errors import SchemaError
 from tux2.graph import BipartiteGraph
 from tux2.layout import build_partitions, is_replicated
@@ -101,12 +102,19 @@ class Engine:
         self._writes = {}
         p0 = self.parts[0]
         A, B = p0.types
+        for mb in self.program.stages:
+            if isinstance(mb, MiniBatch) and mb.active is not None:
+                k = active_kernel(mb.active)
+                tl = p0.types[self.program.type_index(mb.enumerate)]
+                compile_call(k, (0, 0, _EMPTY_IDX, _EMPTY_IDX, view(tl.data), view(p0.ctx), _EMPTY_IDX,
+                                 _EMPTY_IDX), mb, mb.active)
+                self._kernels[id(mb)] = k
         for index, (s, _) in enumerate(self.program.walk()):
             if isinstance(s, Exchange):
                 k = exchange_kernel(s.udf)
                 perm = p0.orders[self.program.orders()[0]][0]
-                compile_call(k, (0, 0, perm, p0.ea, p0.eb, view(A.data), view(B.data), view(p0.edata),
-                                 view(A.accum), view(B.accum), view(p0.ctx)), s, s.udf)
+                compile_call(k, (_EMPTY_IDX, _EMPTY_IDX, 0, perm, p0.ea, p0.eb, view(A.data), view(B.data),
+                                 view(p0.edata), view(A.accum), view(B.accum), view(p0.ctx)), s, s.udf)
                 self._kernels[id(s)] = k
                 self._writes[id(s)] = {self.program.type_index(n) for n in (s.writes or ())}
             elif isinstance(s, Apply) and s.udf is not None:
@@ -147,7 +155,7 @@ class Engine:
                     order = None
                     if isinstance(s, Exchange) and s.enumerate is not None:
                         order = self.program.type_index(s.enumerate)
-                    self._run_stage(s, order, None, None)
+                    self._run_stage(s, self._segments(order) if isinstance(s, Exchange) else None)
             if whole:
                 self._trace_end(mark)
             self.flush()
@@ -165,10 +173,41 @@ class Engine:
         for lo in range(0, max(total, 1), size):
             self.clock += 1
             mark = self._trace_start()          # after the SSP gate
+            segs = self._segments(order, lo, min(lo + size, total), mb)
             for s in mb.stages:
-                self._run_stage(s, order, lo, min(lo + size, total))
+                self._run_stage(s, segs)
             self._trace_end(mark)
 
+    def _segments(self, order, lo=None, hi=None, mb=None):
+        """Per partition: (los, his, n, perm), the position segments of ``order``
+        an Exchange visits this clock: the range's edges [lo, hi) (all without a
+        range), or, with an active predicate, only those of its active vertices."""
+        out = []
+        select = self._kernels.get(id(mb)) if mb is not None else None
+        for p in self.parts:
+            a, b, perm = p.edge_range(order, lo, hi)
+            if select is None:
+                out.append((np.array([a], np.int64), np.array([b], np.int64), int(b > a), perm))
+                continue
+            run_key, run_start, run_lid, los, his = self._runs(p, order)
+            k_lo, k_hi = np.searchsorted(run_key, lo), np.searchsorted(run_key, hi)
+            n = select(k_lo, k_hi, run_start, run_lid, view(p.types[order].data), view(p.ctx), los, his)
+            out.append((los, his, n, perm))
+        return out
+
+    def _runs(self, p, order):
+        """A vertex order's runs (one per local vertex with edges here): global id,
+        first position (+ end), local index; plus segment buffers. Built once."""
+        cache = self.__dict__.setdefault("_run_cache", {})
+        key = (p.rank, order)
+        if key not in cache:
+            perm, keys = p.orders[order]
+            first = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]]) if len(keys) else _EMPTY_IDX
+            ends = (p.ea, p.eb)[order]
+            lid = ends[first] if len(perm) == 0 else ends[perm[first]]
+            cache[key] = (keys[first], np.r_[first, len(keys)].astype(np.int64), lid.astype(np.int64),
+                          np.empty(len(first), np.int64), np.empty(len(first), np.int64))
+        return cache[key]
     # ------------------------------------------------------------------ per-clock trace
     def _comm(self, fn, *args, **kwargs):
         t0 = time.perf_counter()
@@ -198,10 +237,10 @@ class Engine:
                            "start_ts": start_ts,
                            "done_ts": self._done_ts if self._done_ts is not None else time.time()})
 
-    def _run_stage(self, s, order, lo, hi):
+    def _run_stage(self, s, segs):
         t0 = time.perf_counter()
         if isinstance(s, Exchange):
-            self._exchange(s, order, lo, hi)
+            self._exchange(s, segs)
         elif isinstance(s, Apply):
             for t in self.program.apply_types(s):
                 self._apply(s, t)
@@ -210,19 +249,18 @@ class Engine:
         self.timers[s.kind] += time.perf_counter() - t0
 
     # ------------------------------------------------------------------ Exchange
-    def _exchange(self, s, order, lo, hi):
+    def _exchange(self, s, segs):
         k = self._kernels[id(s)]
-        for p in self.parts:
-            a, b, perm = p.edge_range(order, lo, hi)
-            if a == b:
+        for p, (los, his, n, perm) in zip(self.parts, segs):
+            if n == 0:
                 continue
             A, B = p.types
-            k(a, b, perm, p.ea, p.eb, view(A.data), view(B.data), view(p.edata),
+            k(los, his, n, perm, p.ea, p.eb, view(A.data), view(B.data), view(p.edata),
               view(A.accum), view(B.accum), view(p.ctx))
             for t, ends in ((0, p.ea), (1, p.eb)):
                 if self._tracked[t] and (s.writes is None or t in self._writes[id(s)]):
                     tl = p.types[t]
-                    tl.n_touched = mark_touched(a, b, perm, ends, tl.stamp, tl.epoch,
+                    tl.n_touched = mark_touched(los, his, n, perm, ends, tl.stamp, tl.epoch,
                                                 tl.touched, tl.n_touched)
 
     # ------------------------------------------------------------------ Apply

@@ -19,9 +19,14 @@ UDF signatures keep the paper's names:
   broadcast and recorded per clock. Context fields declared ``sum`` or
   ``delta`` (ContextSpec) are combined by the engine; ``combine`` handles the
   others (e.g. a max).
-* ``MiniBatch(size, unit, enumerate, stages)``: a contiguous range of the global
-  edge order (unit="edge") or of the global ids of type ``enumerate``
-  (unit="vertex") per clock, running ``stages`` on it.
+* ``MiniBatch(size, unit, enumerate, stages, active=None)``: a contiguous range
+  of the global edge order (unit="edge") or of the global ids of type
+  ``enumerate`` (unit="vertex") per clock, running ``stages`` on it. With
+  ``active(v, ctx) -> bool`` (vertex unit only) the clock's mini-batch holds only
+  the range's vertices that pass it at the start of the clock, and the Exchanges
+  visit only their edges (a graph engine's active set, like PowerGraph's
+  signalled vertices). It must read only sync fields and the context, which
+  every replica shares, so all replicas of a vertex agree.
 """
 from tux2.errors import SchemaError
 
@@ -81,13 +86,15 @@ class MiniBatch(Stage):
     """A composite stage run once per mini-batch (one clock each)."""
     kind = "minibatch"
 
-    def __init__(self, size, stages, unit="edge", enumerate=None):
+    def __init__(self, size, stages, unit="edge", enumerate=None, active=None):
         if unit not in ("edge", "vertex"):
             raise SchemaError(f"MiniBatch unit must be 'edge' or 'vertex', got {unit!r}")
         if unit == "vertex" and enumerate is None:
             raise SchemaError("MiniBatch(unit='vertex') needs enumerate=<vertex type name>")
         if size is not None and (int(size) != size or size < 1):
             raise SchemaError(f"MiniBatch size must be a positive integer or None (all), got {size!r}")
+        if active is not None and (unit != "vertex" or not callable(active)):
+            raise SchemaError("MiniBatch active=<callable (v, ctx) -> bool> needs unit='vertex'")
         for s in stages:
             if isinstance(s, MiniBatch):
                 raise SchemaError("MiniBatch stages cannot be nested")
@@ -95,4 +102,5 @@ class MiniBatch(Stage):
                 raise SchemaError(
                     f"Exchange {s.name!r} enumerates {s.enumerate!r} inside a MiniBatch over {enumerate!r}")
         self.size, self.unit, self.enumerate, self.stages = size, unit, enumerate, list(stages)
+        self.active = active
         self.name = "minibatch"

@@ -18,6 +18,13 @@ into blocks (``shuffle_features``) and each block is a mini-batch, one clock:
   a replica saw a new weight late (slack > 0): it catches up on its next visit;
 * GlobalSync after the last block: loss over samples, ‖w‖₁ over features, f.
 
+Shrinking (as liblinear's CDN): a feature that stays at 0 with |g_j| < shrink·λ is
+far inside its subgradient; it sits out the next ``rest`` epochs (``skip``, a sync
+field, names the epoch it returns), and the MiniBatch's ``active`` predicate drops
+its edges from both Exchanges. Two thirds of the edges of a typical sparse problem
+belong to such features. Every feature is examined at least every rest + 1 epochs,
+so the fixed point is the same as without shrinking (``shrink=0``).
+
 Samples are the favourite (mirror-free) side; with another partitioner their
 margins are synced at an Apply over samples, so every partitioning gives the
 same iterates at slack 0.
@@ -38,16 +45,24 @@ def gradient(u, v, e, a_u, a_v, ctx):
     a_v.h += e.x * e.x * p * (1.0 - p) * e.kappa
 
 
+def active(v, ctx):
+    return v.skip <= ctx.epoch
+
+
 def proximal(v, a, ctx):
+    if v.skip > ctx.epoch:                       # sitting out: a late mirror's share (slack > 0) is dropped
+        return
     h = a.h + ctx.h_min
     z = v.w - a.g / h
     t = ctx.lam / h
+    w = 0.0
     if z > t:
-        v.w = z - t
+        w = z - t
     elif z < -t:
-        v.w = z + t
-    else:
-        v.w = 0.0
+        w = z + t
+    elif v.w == 0.0 and abs(a.g) < ctx.shrink * ctx.lam:
+        v.skip = ctx.epoch + 1 + ctx.rest        # well inside the subgradient: shrink it for a while
+    v.w = w
 
 
 def margins(u, v, e, a_u, a_v, ctx):
@@ -73,6 +88,7 @@ def l1(v, ctx):
 
 def objective(ctx):
     ctx.objective = ctx.loss_total + ctx.lam * ctx.l1
+    ctx.epoch += 1
 
 
 def shuffle_features(features, n_features, seed=0):
@@ -94,7 +110,7 @@ def block_counts(samples, features, block_size):
 
 
 def program(labels, values, samples, features, n_features, lam=1.0, block_size=None, h_min=1e-12,
-            types=("sample", "feature")):
+            shrink=0.9, rest=2, types=("sample", "feature")):
     """BlockPG on edges (samples[i], features[i]) with values ``values`` (feature ids
     already shuffled, see ``shuffle_features``); ``labels`` ±1 (0/1 accepted) per sample."""
     y = np.asarray(labels, np.float64)
@@ -108,10 +124,13 @@ def program(labels, values, samples, features, n_features, lam=1.0, block_size=N
     kappa = block_counts(samples, features, size)
     x = np.asarray(values, np.float64)
     vt = [VertexType(types[0], sync={"m": "f8"}, master={"y": "f8"}, accum={}),
-          VertexType(types[1], sync={"w": "f8"}, accum={"g": "f8", "h": "f8"})]
+          VertexType(types[1], sync={"w": "f8", "skip": "i4"}, accum={"g": "f8", "h": "f8"})]
+    if not 0 <= shrink < 1 or int(rest) != rest or rest < 0:
+        raise ValueError(f"shrink must be in [0, 1) and rest a whole number >= 0, got {shrink}, {rest}")
     ctx = ContextSpec(fields={"lam": "f8", "h_min": "f8", "loss": "f8", "l1": "f8", "nnz": "f8",
-                              "loss_total": "f8", "objective": "f8"},
-                      sum=("loss", "l1", "nnz"), init={"lam": lam, "h_min": h_min})
+                              "loss_total": "f8", "objective": "f8", "shrink": "f8", "rest": "i4",
+                              "epoch": "i4"},
+                      sum=("loss", "l1", "nnz"), init={"lam": lam, "h_min": h_min, "shrink": shrink, "rest": rest})
 
     def init_vertices(name, data, rng):
         if name == types[0]:
@@ -123,7 +142,7 @@ def program(labels, values, samples, features, n_features, lam=1.0, block_size=N
         edata["kappa"] = kappa
 
     block = MiniBatch(size, [Exchange(gradient), Apply(proximal, types=(types[1],)), Exchange(margins, writes=types[0]),
-                             Apply(types=(types[0],))], unit="vertex", enumerate=types[1])
+                             Apply(types=(types[0],))], unit="vertex", enumerate=types[1], active=active)
     stages = [block, GlobalSync(aggregate=loss, over=types[0], finalize=keep_loss),
               GlobalSync(aggregate=l1, over=types[1], finalize=objective)]
     return Program(vt, edge={"x": "f8", "ws": "f8", "kappa": "f4"}, context=ctx, stages=stages,
