@@ -277,7 +277,20 @@ class Engine:
             self._done_ts = time.time()          # this clock's own computation is finished
         vt = self.program.types[t]
         sync_f, acc_f = vt.sync_fields, vt.accum_fields if vt.accum_dtype.names != ("_",) else ()
-        repl = self._replicated[t] and bool(sync_f)
+        if not self._replicated[t]:
+            # no mirrors anywhere (e.g. BiCut's favourite side): every touched vertex is a
+            # local master, so the round needs no messages and no other worker
+            kernel = self._kernels.get(id(s))
+            for p in self.parts:
+                tl = p.types[t]
+                M = np.sort(tl.touched_indices())
+                tl.reset_touched()
+                if kernel is not None and len(M):
+                    kernel(M, view(tl.data), view(tl.accum), view(p.ctx))
+                for f in acc_f:
+                    tl.accum[f][M] = 0
+            return
+        repl = bool(sync_f)
         out = {}
         for p in self.parts:
             tl = p.types[t]
