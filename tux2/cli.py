@@ -325,6 +325,8 @@ def main(argv=None):
     cli_lda.add_parser(algos)
     from tux2 import cli_blockpg
     cli_blockpg.add_parser(algos)
+    from tux2 import cli_glm
+    cli_glm.add_parser(algos)
     from tux2 import cli_partition
     cli_partition.add_parser(sub)
     keys = sub.add_parser("keys", help="create a CURVE key pair for --curve")

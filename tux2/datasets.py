@@ -86,24 +86,37 @@ def _rowwise_draw(probs, rows, rng):
     return out
 
 
-def sparse_classification(n_samples=20_000, n_features=10_000, nnz_per_sample=30, exponent=0.8,
-                          informative=0.1, scale=10.0, noise=1.0, seed=0):
-    """A kdd-shaped sparse binary problem: each sample has about ``nnz_per_sample``
-    distinct features drawn with power-law frequencies (weight ∝ rank^−exponent),
-    values 1/√nnz; labels ±1 from a logistic model with a sparse planted weight
-    vector (``informative`` share of features non-zero, N(0, scale²)) and logistic noise
-    scaled by ``noise``. Returns (BipartiteGraph sample → feature, labels, w_true)."""
-    rng = np.random.default_rng(seed)
+def _sparse_rows(rng, n_samples, n_features, nnz_per_sample, exponent):
+    """Distinct power-law features per sample, values 1/√nnz: (rows, cols, vals)."""
     draw = rng.poisson(nnz_per_sample, n_samples).clip(1, n_features)
     rows = np.repeat(np.arange(n_samples, dtype=np.int64), draw)
     cols = _powerlaw_ids(rng, n_features, len(rows), exponent)
     key = np.unique(rows * n_features + cols)
     rows, cols = key // n_features, key % n_features
     nnz = np.bincount(rows, minlength=n_samples)
-    vals = 1.0 / np.sqrt(nnz[rows])
-    w = np.where(rng.random(n_features) < informative, rng.normal(0, scale, n_features), 0.0)
-    margin = np.bincount(rows, vals * w[cols], minlength=n_samples)
-    u = rng.random(n_samples)
-    y = np.where(margin + noise * np.log(u / (1 - u)) > 0, 1.0, -1.0)
+    return rows, cols, 1.0 / np.sqrt(nnz[rows])
+
+
+def sparse_classification(n_samples=20_000, n_features=10_000, nnz_per_sample=30, exponent=0.8,
+                          informative=0.1, scale=10.0, noise=1.0, seed=0, classes=2):
+    """A kdd-shaped sparse problem: each sample has about ``nnz_per_sample``
+    distinct features drawn with power-law frequencies (weight ∝ rank^−exponent),
+    values 1/√nnz. Labels come from a linear model with sparse planted weights
+    (``informative`` share of features non-zero, N(0, scale²)) plus Gumbel/logistic
+    noise scaled by ``noise``: ±1 from a logistic model for ``classes=2``, else
+    0 … classes−1 from a softmax model (W has one column per class).
+    Returns (BipartiteGraph sample → feature, labels, planted weights)."""
+    rng = np.random.default_rng(seed)
+    rows, cols, vals = _sparse_rows(rng, n_samples, n_features, nnz_per_sample, exponent)
     g = BipartiteGraph(rows, cols, vals, n_samples, n_features, ("sample", "feature"), "sparse_classification")
-    return g, y, w
+    if classes == 2:
+        w = np.where(rng.random(n_features) < informative, rng.normal(0, scale, n_features), 0.0)
+        margin = np.bincount(rows, vals * w[cols], minlength=n_samples)
+        u = rng.random(n_samples)
+        return g, np.where(margin + noise * np.log(u / (1 - u)) > 0, 1.0, -1.0), w
+    W = np.where(rng.random((n_features, classes)) < informative, rng.normal(0, scale, (n_features, classes)), 0.0)
+    M = np.zeros((n_samples, classes))
+    for k in range(classes):
+        M[:, k] = np.bincount(rows, vals * W[cols, k], minlength=n_samples)
+    M -= noise * np.log(-np.log(rng.random((n_samples, classes))))
+    return g, M.argmax(axis=1).astype(np.float64), W

@@ -1,0 +1,173 @@
+"""GLM programs (udfs/glm.py): losses and gradients against plain references, every
+strategy to the same optimum, partition invariance at slack 0, the CLI."""
+import json
+import os
+import subprocess
+import sys
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from tux2.datasets import sparse_classification
+from tux2.udfs import glm
+
+
+def _problem(classes=2, n=400, d=120, seed=3):
+    g, y, _ = sparse_classification(n_samples=n, n_features=d, nnz_per_sample=10, seed=seed, classes=classes)
+    X = sp.csr_matrix((g.values, (g.src, g.dst)), shape=(g.n_src, g.n_dst))
+    return g, X, y
+
+
+def _loop_objective(W, X, y, loss, reg, lam):
+    """f(W) one sample at a time, in plain Python: the slow reference."""
+    X = X.tocsr()
+    W = np.asarray(W).reshape(X.shape[1], -1)
+    total = 0.0
+    for i in range(X.shape[0]):
+        m = [0.0] * W.shape[1]
+        for p in range(X.indptr[i], X.indptr[i + 1]):
+            for k in range(W.shape[1]):
+                m[k] += X.data[p] * W[X.indices[p], k]
+        if loss == "softmax":
+            top = max(m)
+            total += top + np.log(sum(np.exp(v - top) for v in m)) - m[int(y[i])]
+        else:
+            yy = 1.0 if y[i] > 0 else -1.0
+            total += np.log1p(np.exp(-yy * m[0])) if loss == "logistic" else max(0.0, 1.0 - yy * m[0])
+    r = 0.5 * sum(v * v for v in W.ravel()) if reg == "l2" else sum(abs(v) for v in W.ravel())
+    return total / X.shape[0] + lam * r
+
+
+@pytest.mark.parametrize("loss,classes", [("logistic", 2), ("hinge", 2), ("softmax", 4)])
+@pytest.mark.parametrize("reg", ["l2", "l1"])
+def test_reference_objective_and_gradient(loss, classes, reg):
+    g, X, y = _problem(classes, n=60, d=25)
+    rng = np.random.default_rng(1)
+    W = rng.normal(0, 0.7, (X.shape[1], 1 if classes == 2 else classes))
+    lam = 0.03
+    f = glm.objective_value(W, X, y, loss, reg, lam)
+    assert f == pytest.approx(_loop_objective(W, X, y, loss, reg, lam), rel=1e-12)
+    G = glm.gradient_value(W, X, y, loss, reg, lam)
+    if loss == "hinge":
+        return                                     # a subgradient: not checked by differences
+    for j, k in [(0, 0), (3, W.shape[1] - 1), (7, 0), (11, W.shape[1] // 2)]:
+        h = 1e-6
+        E = np.zeros_like(W)
+        E[j, k] = h
+        num = (glm.objective_value(W + E, X, y, loss, reg, lam) - glm.objective_value(W - E, X, y, loss, reg, lam))
+        assert G[j, k] == pytest.approx(num / (2 * h), rel=1e-5, abs=1e-9)
+
+
+@pytest.mark.parametrize("loss,classes", [("logistic", 2), ("hinge", 2), ("softmax", 3)])
+@pytest.mark.parametrize("reg", ["l2", "l1"])
+@pytest.mark.parametrize("strategy,parts", [("sendgradient", 1), ("column", 3)])
+def test_full_batch_steps_are_gradient_steps(loss, classes, reg, strategy, parts):
+    """Full batch: each epoch is W ← W − η ∇(data term) − η λ ∇R (l2) or the
+    proximal step S(W − η ∇data, η λ) (l1), from the numpy reference."""
+    g, X, y = _problem(classes)
+    lam, eta = 0.02, 0.5
+    eng, _ = glm.engine(g, y, loss, strategy, parts=parts, batch=None, eta=eta, lam=lam, reg=reg)
+    W = np.zeros((X.shape[1], 1 if classes == 2 else classes))
+    for _ in range(3):
+        eng.run(1)
+        Gd = glm.gradient_value(W, X, y, loss, "l2", 0.0)
+        if reg == "l2":
+            W = W - eta * (Gd + lam * W)
+        else:
+            Z = W - eta * Gd
+            W = np.sign(Z) * np.maximum(np.abs(Z) - eta * lam, 0.0)
+        np.testing.assert_allclose(glm.weights(eng), W, rtol=1e-10, atol=1e-13)
+
+
+def _sklearn_optimum(X, y, lam):
+    from sklearn.linear_model import LogisticRegression
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clf = LogisticRegression(C=1.0 / (X.shape[0] * lam), fit_intercept=False, tol=1e-12,
+                                 max_iter=10_000).fit(X, y)
+    return clf.coef_.ravel()
+
+
+@pytest.mark.parametrize("strategy,parts,eta", [("sendgradient", 1, 2.0), ("sendgradient", 3, 2.0),
+                                                ("column", 3, 2.0), ("adam", 2, 0.05),
+                                                ("modelavg", 3, 2.0), ("modelsum", 2, 1.0)])
+def test_every_strategy_reaches_the_optimum(strategy, parts, eta):
+    g, X, y = _problem(n=300, d=80)
+    lam = 1e-2
+    f_star = glm.objective_value(_sklearn_optimum(X, y, lam), X, y, "logistic", "l2", lam)
+    eng, _ = glm.engine(g, y, "logistic", strategy, parts=parts, batch=None, eta=eta, lam=lam, evaluate=True)
+    eng.run(400)
+    W = glm.weights(eng)
+    f = glm.objective_value(W, X, y, "logistic", "l2", lam)
+    assert eng.context()["objective"] == pytest.approx(f, rel=1e-10)       # the in-engine evaluation
+    assert abs(f - f_star) <= 1e-4 * f_star
+
+
+@pytest.mark.parametrize("strategy", ["sendgradient", "column", "adam"])
+@pytest.mark.parametrize("loss,classes", [("logistic", 2), ("softmax", 3)])
+def test_slack0_iterates_do_not_depend_on_partitions(strategy, loss, classes):
+    g, X, y = _problem(classes)
+    ref, _ = glm.engine(g, y, loss, strategy, parts=1, batch=37, eta=0.5, lam=1e-3)
+    ref.run(3)
+    for parts in (2, 4):
+        eng, _ = glm.engine(g, y, loss, strategy, parts=parts, batch=37, eta=0.5, lam=1e-3)
+        eng.run(3)
+        np.testing.assert_allclose(glm.weights(eng), glm.weights(ref), rtol=1e-9, atol=1e-13)
+
+
+def test_driver_puts_every_feature_master_on_partition_0():
+    g, X, y = _problem()
+    eng, _ = glm.engine(g, y, "logistic", "sendgradient", parts=3, driver=True, batch=50, eta=0.5)
+    assert [p.types[1].n_master for p in eng.parts][1:] == [0, 0]
+    ref, _ = glm.engine(g, y, "logistic", "sendgradient", parts=3, batch=50, eta=0.5)
+    eng.run(2)
+    ref.run(2)
+    np.testing.assert_allclose(glm.weights(eng), glm.weights(ref), rtol=1e-9, atol=1e-13)
+    with pytest.raises(ValueError, match="driver"):
+        glm.engine(g, y, "logistic", "column", parts=2, driver=True)
+
+
+def test_bad_labels_and_options():
+    with pytest.raises(ValueError, match="binary"):
+        glm.labels_for("logistic", [1, 2])
+    with pytest.raises(ValueError, match="class numbers"):
+        glm.labels_for("softmax", [0, 1.5])
+    with pytest.raises(ValueError, match="strategy"):
+        glm.program([1], [0], [0], [1.0], 1, 1, strategy="gossip")
+
+
+def _cli(*args, timeout=240):
+    return subprocess.run([sys.executable, "-m", "tux2.cli", *args], capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def test_cli_trains_and_writes_the_model(tmp_path):
+    from tux2.io import write_libsvm
+    g, X, y = _problem(classes=3, n=500, d=60)
+    train = tmp_path / "train.svm"
+    write_libsvm(str(train), g, y)
+    out = tmp_path / "model"
+    r = _cli("run", "softmax", str(train), "--test", str(train), "--batch", "0", "--eta", "2", "--lam", "1e-2",
+             "--epochs", "200", "--quiet", "--out", str(out), "--metrics", str(tmp_path / "m.jsonl"))
+    assert r.returncode == 0, r.stderr
+    recs = [json.loads(line) for line in open(tmp_path / "m.jsonl")]
+    assert len(recs) == 200 and recs[-1]["objective"] < recs[0]["objective"]
+    W = np.load(out / "weights.npz")["w"]
+    assert W.shape == (60, 3)
+    f = glm.objective_value(W, X, y, "softmax", "l2", 1e-2)
+    assert recs[-1]["objective"] == pytest.approx(f, rel=1e-9)
+    acc = np.mean(glm.scores(W, X).argmax(axis=1) == y)
+    assert recs[-1]["test_accuracy"] == pytest.approx(acc)
+    meta = json.load(open(out / "model.json"))
+    assert meta["algorithm"] == "softmax" and meta["classes"] == 3
+    lines = open(out / "weights.txt").read().split()
+    assert len(lines) == np.count_nonzero(np.any(W != 0, axis=1)) and lines[0].count(",") == 2
+
+
+def test_cli_rejects_bad_labels(tmp_path):
+    bad = tmp_path / "bad.svm"
+    bad.write_text("1 1:0.5\n3 2:1\n")
+    r = _cli("run", "lr", str(bad), "--epochs", "1")
+    assert r.returncode != 0 and "labels must be ±1 or 0/1, got 3" in r.stderr

@@ -1,0 +1,174 @@
+"""``tux2 run lr|svm|softmax [INPUT]``: generalised linear models by mini-batch SGD,
+with the training strategy of Spark MLlib, MLlib*, Petuum, ColumnSGD or PS2."""
+import json
+import os
+import time
+
+import numpy as np
+
+import tux2
+from tux2.errors import Tux2Error
+
+MODELS = {"lr": ("logistic", "logistic regression"), "svm": ("hinge", "linear SVM (hinge loss)"),
+          "softmax": ("softmax", "multinomial (softmax) regression")}
+
+
+def add_parser(algos):
+    from tux2.cli import HelpFormatter, add_distributed_args, add_output_args
+    from tux2.udfs.glm import STRATEGIES
+    for name, (loss, title) in MODELS.items():
+        p = algos.add_parser(
+            name, help=f"{title} by mini-batch SGD; --strategy picks the system it trains like",
+            formatter_class=HelpFormatter,
+            description=f"Minimises (1/n) sum_i loss(x_i.W, y_i) + lambda R(W) for the {title} over a libsvm "
+                        "file (1-based feature indices unless --zero-based"
+                        + ("; labels 0..K-1" if loss == "softmax" else "; labels +1/-1 or 1/0")
+                        + "). Strategies: sendgradient = Spark MLlib (gradients to the feature masters; "
+                        "--driver puts them all on one partition), adam = PS2 (Adam moments beside the "
+                        "weights at the masters), column = ColumnSGD (features partitioned by column, "
+                        "partial margins travel), modelavg = MLlib* (local SGD, replicas averaged once per "
+                        "epoch), modelsum = Petuum-style summed deltas. Without INPUT a kdd-shaped sparse "
+                        "problem is generated (20k + 2k samples, 10k power-law features).")
+        p.add_argument("input", nargs="?", help="training set in libsvm format; default: built-in generated set")
+        p.add_argument("--test", help="test set (libsvm): metrics per epoch")
+        p.add_argument("--zero-based", action="store_true", help="feature indices start at 0")
+        p.add_argument("--strategy", default="sendgradient", choices=STRATEGIES, help="training strategy")
+        p.add_argument("--driver", action="store_true",
+                       help="sendgradient only: every feature master on partition 0 (Spark's driver)")
+        p.add_argument("--reg", default="l2", choices=("l2", "l1"), help="regulariser R: 1/2 |W|^2 or |W|_1")
+        p.add_argument("--lam", type=float, default=1e-6, help="regularisation weight lambda")
+        p.add_argument("--batch", type=int, default=1000, help="samples per mini-batch (one clock); 0: all")
+        p.add_argument("--eta", type=float, default=None,
+                       help="step size (default: 1.0 for SGD strategies, 0.01 for adam)")
+        p.add_argument("--decay", type=float, default=0.0, help="step at epoch t is eta / (1 + decay t)")
+        p.add_argument("--epochs", type=int, default=10, help="passes over the samples")
+        if loss == "softmax":
+            p.add_argument("--classes", type=int, default=None, help="number of classes (default: max label + 1)")
+        p.add_argument("--partitions", type=int, default=1, help="number of partitions (P)")
+        p.add_argument("--seed", type=int, default=0, help="seed of the sample shuffle and the partitioning")
+        add_output_args(p, "directory for weights.npz, weights.txt and model.json", "epoch")
+        add_distributed_args(p)
+        p.set_defaults(func=run_glm, loss=loss, model=name)
+
+
+def run_glm(args):
+    from tux2.cli import run_distributed
+    return run_distributed(args, _run_glm)
+
+
+def load_problem(args, names=("sample", "feature")):
+    """(train graph, labels, test (graph, labels) or None, description) from the flags."""
+    from tux2.io import read_libsvm
+    classes = getattr(args, "classes", None)
+    if args.input is None:
+        from tux2.datasets import sparse_classification
+        k = (classes or 5) if args.loss == "softmax" else 2
+        g, y, _ = sparse_classification(n_samples=22_000, n_features=10_000, seed=args.seed, classes=k)
+        cut = 20_000
+        keep = g.src < cut
+        test = (tux2.BipartiteGraph(g.src[~keep] - cut, g.dst[~keep], g.values[~keep], g.n_src - cut, g.n_dst, names),
+                y[cut:])
+        g = tux2.BipartiteGraph(g.src[keep], g.dst[keep], g.values[keep], cut, g.n_dst, names)
+        return g, y[:cut], test, f"built-in kdd-shaped set ({cut // 1000}k train + 2k test samples, " \
+                                 f"10k power-law features{f', {k} classes' if k > 2 else ''})"
+    g, y = read_libsvm(args.input, zero_based=args.zero_based, type_names=names)
+    test = read_libsvm(args.test, zero_based=args.zero_based, type_names=names) if args.test else None
+    return g, y, test, args.input
+
+
+def metrics(W, graph, labels, loss):
+    """accuracy and log-loss (binary: and AUC) of W on a test set; features beyond W count 0."""
+    from tux2.cli_blockpg import classification_metrics
+    keep = graph.dst < W.shape[0]
+    K = W.shape[1]
+    M = np.zeros((graph.n_src, K))
+    for k in range(K):
+        M[:, k] = np.bincount(graph.src[keep], graph.values[keep] * W[graph.dst[keep], k], minlength=graph.n_src)
+    if loss != "softmax":
+        return classification_metrics(M[:, 0], labels)
+    y = np.asarray(labels, np.int64)
+    top = M.max(axis=1)
+    lse = top + np.log(np.exp(M - top[:, None]).sum(axis=1))
+    inside = y < K
+    ll = float(np.mean(lse[inside] - M[np.flatnonzero(inside), y[inside]])) if inside.any() else float("nan")
+    return {"accuracy": float(np.mean(M.argmax(axis=1) == y)) if len(y) else float("nan"), "logloss": ll}
+
+
+def _run_glm(args, transport, rank, world):
+    from tux2.cli import metrics_stream, save_model, write_trace
+    from tux2.udfs import glm
+    say = (lambda *a: None) if args.quiet or rank != 0 else (lambda *a: print(*a, flush=True))
+    if args.batch < 0 or args.epochs < 0 or args.lam < 0:
+        raise Tux2Error(f"--batch, --epochs and --lam must be >= 0, got {args.batch}, {args.epochs}, {args.lam}")
+    if args.driver and args.strategy != "sendgradient":
+        raise Tux2Error("--driver (all feature masters on one partition) goes with --strategy sendgradient")
+    eta = args.eta if args.eta is not None else (0.01 if args.strategy == "adam" else 1.0)
+    parts = max(args.partitions, world)
+    g, y, test, source = load_problem(args)
+    try:
+        glm.labels_for(args.loss, y, getattr(args, "classes", None))
+    except ValueError as e:
+        raise Tux2Error(f"{source}: {e}") from None
+    say(f"tux2 {tux2.__version__} {args.model} ({args.loss}, {args.reg}, strategy {args.strategy}): {source}")
+    say(f"  {g.n_src} samples, {g.n_dst} features, {g.num_edges} non-zeros; lambda={args.lam}, "
+        f"batch {args.batch or g.n_src}, eta {eta}, P={parts}" + (f", {world} workers" if world > 1 else ""))
+    t0 = time.perf_counter()
+    eng, perm = glm.engine(g, y, args.loss, args.strategy, parts=parts, driver=args.driver, seed=args.seed,
+                           transport=transport, reg=args.reg, lam=args.lam, batch=args.batch or None, eta=eta,
+                           decay=args.decay, classes=getattr(args, "classes", None), evaluate=True)
+    say(f"  layout + compile {time.perf_counter() - t0:.2f}s")
+    total = 0.0
+    with metrics_stream(args.metrics, rank) as write_metrics:
+        for epoch in range(1, args.epochs + 1):
+            t = time.perf_counter()
+            b0 = eng.transport.bytes_sent
+            eng.run(1)
+            dt = time.perf_counter() - t
+            total += dt
+            ctx = eng.context()
+            rec = {"epoch": epoch, "time_s": round(dt, 6), "total_time_s": round(total, 6),
+                   "objective": float(ctx["objective"]), "loss": float(ctx["loss"] / max(g.n_src, 1)),
+                   "nnz": int(ctx["nnz"]), "clock": eng.clock, "bytes_sent": int(eng.transport.bytes_sent - b0)}
+            if test is not None:
+                W = glm.weights(eng)
+                if W is not None:
+                    rec.update({f"test_{k}": v for k, v in metrics(W, test[0], test[1], args.loss).items()})
+            say(f"epoch {epoch:3d}/{args.epochs}  objective {rec['objective']:.6g}  "
+                + (f"test acc {rec['test_accuracy']:.4f}  " if "test_accuracy" in rec else "")
+                + f"time {dt:.3f}s")
+            write_metrics(rec)
+            if not np.isfinite(rec["objective"]):
+                raise Tux2Error(f"objective is not finite at epoch {epoch}: lower --eta (now {eta})")
+    write_trace(args.trace, eng, rank)
+    datas = [eng.vertex_data("sample"), eng.vertex_data("feature")]
+    if rank != 0 or not args.out:
+        return 0
+    W = np.asarray(datas[1]["w"]).reshape(g.n_dst, -1)
+    ctx = eng.context()
+    params = {"algorithm": args.model, "loss": args.loss, "reg": args.reg, "lam": args.lam,
+              "strategy": args.strategy, "driver": args.driver, "batch": args.batch, "eta": eta,
+              "decay": args.decay, "epochs": args.epochs, "classes": int(W.shape[1]) if args.loss == "softmax" else 2,
+              "zero_based": args.zero_based, "seed": args.seed, "samples": g.n_src, "features": g.n_dst,
+              "partitions": parts, "workers": world, "input": source, "objective": float(ctx["objective"])}
+    save_model(args.out, eng, params, datas=datas)
+    write_weights(args.out, W, args.zero_based)
+    say(f"model written to {args.out}")
+    return 0
+
+
+def write_weights(out, W, zero_based=False):
+    """weights.npz (W: features × K) and weights.txt: one line per non-zero feature,
+    libsvm-style 'index:w' (binary) or 'index:w_0,…,w_K-1', index in the input's base."""
+    np.savez(os.path.join(out, "weights.npz"), w=W[:, 0] if W.shape[1] == 1 else W)
+    base = 0 if zero_based else 1
+    with open(os.path.join(out, "weights.txt"), "w") as f:
+        for j in np.flatnonzero(np.any(W != 0, axis=1)):
+            f.write(f"{j + base}:" + ",".join(f"{v:.17g}" for v in W[j]) + "\n")
+
+
+def load_weights(model_dir):
+    """(W features × K, model.json dict) of a saved lr/svm/softmax/blockpg model."""
+    with open(os.path.join(model_dir, "model.json")) as f:
+        meta = json.load(f)
+    w = np.load(os.path.join(model_dir, "weights.npz"))["w"]
+    return (w.reshape(-1, 1) if w.ndim == 1 else w), meta

@@ -1,0 +1,353 @@
+"""Generalised linear models on a sample–feature graph, trained the way the
+companion papers' systems train them — each system is a stage sequence, a
+combine rule and a partitioning in the MEGA model.
+
+    minimise  f(W) = (1/n) Σ_i ℓ(x_i·W, y_i) + λ R(W),   R = ½‖W‖² (l2) or ‖W‖₁ (l1)
+
+Losses: ``logistic`` (y ±1), ``hinge`` (linear SVM, y ±1), ``softmax`` (y in 0…K−1,
+W has K columns). Samples (type 0) hold the label, the margins' accumulator and
+the loss derivative d_i = ∂ℓ/∂m at the current margins; features (type 1) hold the
+weights (K per feature). One mini-batch = B samples (a range of shuffled sample
+ids, ``shuffle_samples``) = one clock:
+
+* Exchange ``margin``:   a_u.m += x_ij · w_j                 (partial dot products)
+* Apply at the samples: d_i = ℓ'(m_i)                        (needs the whole margin)
+* Exchange ``gradient``: a_v.g += x_ij · d_i, a_v.c += 1
+* Apply at the features: the update.
+
+The regulariser is spread over the samples that hold a feature: a batch edge of
+feature j adds λ (n / n_j) ∂R/∂w_j, so a mini-batch gradient is an unbiased estimate
+of ∇f and touches only the batch's features, and a full batch is exactly ∇f.
+
+Strategies (``STRATEGIES``):
+
+* ``sendgradient`` (Spark MLlib): samples mirror-free (row partitioning); feature
+  replicas send gradient sums to the masters, one SGD step per mini-batch, new
+  weights go back to the mirrors. ``driver=True`` puts every feature master on
+  partition 0, as Spark's driver holds the model.
+* ``adam`` (PS2): the same traffic; Adam's moments are master-only fields beside the
+  weight (co-located) and the element-wise update runs in Apply at the masters.
+* ``column`` (ColumnSGD): features mirror-free (column partitioning), samples
+  replicated: partial margins go up to the sample masters, derivatives come down,
+  and the gradient and update stay local. Traffic grows with B, not with the model.
+* ``modelavg`` (MLlib*): every partition runs SGD over its own samples on its own
+  replicas (the gradient Exchange writes the weights directly, local steps of
+  P/B), and once per epoch Apply averages the replicas' changes (``combine="mean"``):
+  reduce-scatter to the masters and all-gather back, no central node.
+* ``modelsum`` (Petuum-style): the same with the changes summed.
+"""
+import math
+
+import numpy as np
+
+from tux2 import Apply, ContextSpec, Exchange, GlobalSync, MiniBatch, Program, VertexType
+
+LOSSES = ("logistic", "hinge", "softmax")
+STRATEGIES = ("sendgradient", "modelavg", "modelsum", "column", "adam")
+ROW_STRATEGIES = ("sendgradient", "modelavg", "modelsum", "adam")
+
+
+# ---------------------------------------------------------------- Exchanges
+def margin(u, v, e, a_u, a_v, ctx):
+    for k in range(v.w.shape[0]):
+        a_u.m[k] += e.x * v.w[k]
+
+
+def gradient(u, v, e, a_u, a_v, ctx):
+    for k in range(v.w.shape[0]):
+        a_v.g[k] += e.x * u.d[k]
+    a_v.c += 1.0
+
+
+def local_step_l2(u, v, e, a_u, a_v, ctx):
+    s = ctx.rate * ctx.local_scale
+    r = ctx.lam * ctx.n / v.deg
+    for k in range(v.w.shape[0]):
+        v.w[k] -= s * (e.x * u.d[k] + r * v.w[k])
+
+
+def local_step_l1(u, v, e, a_u, a_v, ctx):
+    s = ctx.rate * ctx.local_scale
+    t = s * ctx.lam * ctx.n / v.deg
+    for k in range(v.w.shape[0]):
+        z = v.w[k] - s * e.x * u.d[k]
+        v.w[k] = z - t if z > t else (z + t if z < -t else 0.0)
+
+
+# ---------------------------------------------------------------- loss derivatives (Apply at samples)
+def logistic_d(v, a, ctx):
+    v.d[0] = -v.y / (1.0 + math.exp(v.y * a.m[0]))          # −y σ(−y m)
+
+
+def hinge_d(v, a, ctx):
+    v.d[0] = -v.y if v.y * a.m[0] < 1.0 else 0.0
+
+
+def softmax_d(v, a, ctx):
+    top = a.m[0]
+    for k in range(1, a.m.shape[0]):
+        top = max(top, a.m[k])
+    s = 0.0
+    for k in range(a.m.shape[0]):
+        s += math.exp(a.m[k] - top)
+    for k in range(a.m.shape[0]):
+        v.d[k] = math.exp(a.m[k] - top) / s - (1.0 if k == v.y else 0.0)
+
+
+def logistic_loss(v, a, ctx):
+    z = -v.y * a.m[0]
+    ctx.loss += z + math.log1p(math.exp(-z)) if z > 0 else math.log1p(math.exp(z))
+
+
+def hinge_loss(v, a, ctx):
+    ctx.loss += max(0.0, 1.0 - v.y * a.m[0])
+
+
+def softmax_loss(v, a, ctx):
+    top = a.m[0]
+    for k in range(1, a.m.shape[0]):
+        top = max(top, a.m[k])
+    s = 0.0
+    for k in range(a.m.shape[0]):
+        s += math.exp(a.m[k] - top)
+    ctx.loss += top + math.log(s) - a.m[int(v.y)]
+
+
+DERIVATIVE = {"logistic": logistic_d, "hinge": hinge_d, "softmax": softmax_d}
+LOSS = {"logistic": logistic_loss, "hinge": hinge_loss, "softmax": softmax_loss}
+
+
+# ---------------------------------------------------------------- updates (Apply at feature masters)
+def sgd_l2(v, a, ctx):
+    r = ctx.lam * ctx.n / v.deg * a.c
+    for k in range(v.w.shape[0]):
+        v.w[k] -= ctx.rate * (a.g[k] + r * v.w[k]) / ctx.batch
+
+
+def sgd_l1(v, a, ctx):
+    t = ctx.rate * ctx.lam * ctx.n / v.deg * a.c / ctx.batch
+    for k in range(v.w.shape[0]):
+        z = v.w[k] - ctx.rate * a.g[k] / ctx.batch
+        v.w[k] = z - t if z > t else (z + t if z < -t else 0.0)
+
+
+def adam_l2(v, a, ctx):
+    v.t += 1.0
+    r = ctx.lam * ctx.n / v.deg * a.c
+    c1 = 1.0 - ctx.beta1 ** v.t
+    c2 = 1.0 - ctx.beta2 ** v.t
+    for k in range(v.w.shape[0]):
+        g = (a.g[k] + r * v.w[k]) / ctx.batch
+        v.m1[k] = ctx.beta1 * v.m1[k] + (1.0 - ctx.beta1) * g
+        v.m2[k] = ctx.beta2 * v.m2[k] + (1.0 - ctx.beta2) * g * g
+        v.w[k] -= ctx.rate * (v.m1[k] / c1) / (math.sqrt(v.m2[k] / c2) + ctx.eps)
+
+
+def adam_l1(v, a, ctx):
+    v.t += 1.0
+    c1 = 1.0 - ctx.beta1 ** v.t
+    c2 = 1.0 - ctx.beta2 ** v.t
+    for k in range(v.w.shape[0]):
+        g = a.g[k] / ctx.batch
+        v.m1[k] = ctx.beta1 * v.m1[k] + (1.0 - ctx.beta1) * g
+        v.m2[k] = ctx.beta2 * v.m2[k] + (1.0 - ctx.beta2) * g * g
+        step = ctx.rate / (math.sqrt(v.m2[k] / c2) + ctx.eps)
+        z = v.w[k] - step * v.m1[k] / c1
+        t = step * ctx.lam * ctx.n / v.deg * a.c / ctx.batch
+        v.w[k] = z - t if z > t else (z + t if z < -t else 0.0)
+
+
+# ---------------------------------------------------------------- GlobalSync
+def regulariser_l2(v, ctx):
+    for k in range(v.w.shape[0]):
+        ctx.reg += 0.5 * v.w[k] * v.w[k]
+        if v.w[k] != 0.0:
+            ctx.nnz += 1.0
+
+
+def regulariser_l1(v, ctx):
+    for k in range(v.w.shape[0]):
+        ctx.reg += abs(v.w[k])
+        if v.w[k] != 0.0:
+            ctx.nnz += 1.0
+
+
+def objective(ctx):
+    ctx.objective = ctx.loss / ctx.n + ctx.lam * ctx.reg
+    ctx.epoch += 1.0
+    ctx.rate = ctx.eta / (1.0 + ctx.decay * ctx.epoch)
+
+
+def next_epoch(ctx):
+    ctx.epoch += 1.0
+    ctx.rate = ctx.eta / (1.0 + ctx.decay * ctx.epoch)
+
+
+# ---------------------------------------------------------------- data preparation
+def shuffle_samples(samples, n_samples, seed=0):
+    """Random relabelling of sample ids, so id ranges (mini-batches) are random
+    samples. Returns (new ids for ``samples``, perm) with new id = perm[old id]."""
+    perm = np.random.default_rng(seed).permutation(n_samples)
+    return perm[np.asarray(samples, np.int64)], perm
+
+
+def labels_for(loss, labels, classes=None):
+    """Labels as the program stores them: ±1 for binary losses (0/1 accepted),
+    0 … K−1 for softmax. Returns (labels, K)."""
+    y = np.asarray(labels, np.float64)
+    if loss == "softmax":
+        if len(y) and (y.min() < 0 or (y != np.round(y)).any()):
+            bad = y[(y < 0) | (y != np.round(y))][0]
+            raise ValueError(f"softmax labels must be class numbers 0, 1, …, got {bad:g}")
+        k = int(classes or (int(y.max()) + 1 if len(y) else 2))
+        if len(y) and y.max() >= k:
+            raise ValueError(f"label {y.max():g} is not below the number of classes {k}")
+        return y, max(k, 2)
+    ok = np.isin(y, (-1.0, 0.0, 1.0))
+    if len(y) and not ok.all():
+        raise ValueError(f"{loss} is binary: labels must be ±1 or 0/1, got {y[~ok][0]:g}")
+    return np.where(y > 0, 1.0, -1.0), 1
+
+
+def program(labels, samples, features, values, n_samples, n_features, loss="logistic", reg="l2", lam=1e-6,
+            strategy="sendgradient", batch=1000, eta=0.1, decay=0.0, classes=None, parts=1, evaluate=False,
+            beta1=0.9, beta2=0.999, eps=1e-8, types=("sample", "feature")):
+    """A GLM program on edges (samples[i], features[i]) with values ``values``
+    (sample ids already shuffled, see ``shuffle_samples``). ``parts`` is only used
+    by the model-averaging strategies (local steps are P/B: each partition's
+    mini-batch holds about B/P samples). ``evaluate`` adds a pass per epoch that
+    puts f(W) in the context (``objective``, ``loss``, ``reg``, ``nnz``)."""
+    if loss not in LOSSES:
+        raise ValueError(f"unknown loss {loss!r}; choose one of {', '.join(LOSSES)}")
+    if strategy not in STRATEGIES:
+        raise ValueError(f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
+    if reg not in ("l1", "l2"):
+        raise ValueError(f"reg must be 'l1' or 'l2', got {reg!r}")
+    if lam < 0 or eta <= 0 or decay < 0:
+        raise ValueError(f"need lam >= 0, eta > 0, decay >= 0; got {lam}, {eta}, {decay}")
+    y, K = labels_for(loss, labels, classes)
+    if len(y) != n_samples:
+        raise ValueError(f"{len(y)} labels for {n_samples} samples")
+    B = int(batch or n_samples or 1)
+    features = np.asarray(features, np.int64)
+    deg = np.maximum(np.bincount(features, minlength=n_features), 1).astype(np.float64)
+    local = strategy in ("modelavg", "modelsum")
+    wk = ("f8", K)
+    sample = VertexType(types[0], sync={"d": wk}, master={"y": "f8"}, accum={"m": wk})
+    fmaster = {"m1": wk, "m2": wk, "t": "f8"} if strategy == "adam" else {}
+    feature = VertexType(types[1], sync={"w": wk}, master=fmaster, local={"deg": "f8"},
+                         accum={} if local else {"g": wk, "c": "f8"})
+    ctx = ContextSpec(fields={"lam": "f8", "n": "f8", "batch": "f8", "eta": "f8", "decay": "f8", "rate": "f8",
+                              "local_scale": "f8", "beta1": "f8", "beta2": "f8", "eps": "f8", "epoch": "f8",
+                              "loss": "f8", "reg": "f8", "nnz": "f8", "objective": "f8"},
+                      sum=("loss", "reg", "nnz"),
+                      init={"lam": lam, "n": max(n_samples, 1), "batch": B, "eta": eta, "decay": decay, "rate": eta,
+                            "local_scale": max(int(parts), 1) / B, "beta1": beta1, "beta2": beta2, "eps": eps})
+
+    def init_vertices(name, data, rng):
+        if name == types[0]:
+            data["y"] = y
+        else:
+            data["deg"] = deg
+
+    if local:
+        step = local_step_l2 if reg == "l2" else local_step_l1
+        mb = MiniBatch(B, [Exchange(margin, writes=types[0]), Apply(DERIVATIVE[loss], types=types[0]),
+                           Exchange(step, writes=types[1])], unit="vertex", enumerate=types[0])
+        stages = [mb, Apply(combine="mean" if strategy == "modelavg" else "sum", types=types[1])]
+    else:
+        update = {("sendgradient", "l2"): sgd_l2, ("sendgradient", "l1"): sgd_l1, ("column", "l2"): sgd_l2,
+                  ("column", "l1"): sgd_l1, ("adam", "l2"): adam_l2, ("adam", "l1"): adam_l1}[strategy, reg]
+        mb = MiniBatch(B, [Exchange(margin, writes=types[0]), Apply(DERIVATIVE[loss], types=types[0]),
+                           Exchange(gradient, writes=types[1]), Apply(update, types=types[1])],
+                       unit="vertex", enumerate=types[0])
+        stages = [mb]
+    if evaluate:
+        stages += [Exchange(margin, enumerate=types[0], writes=types[0], name="eval_margin"),
+                   Apply(LOSS[loss], types=types[0], name="eval_loss"),
+                   GlobalSync(aggregate=regulariser_l2 if reg == "l2" else regulariser_l1, over=types[1],
+                              finalize=objective)]
+    else:
+        stages += [GlobalSync(finalize=next_epoch)]
+    return Program((sample, feature), edge={"x": "f8"}, context=ctx, stages=stages,
+                   init_vertices=init_vertices, name=f"glm-{loss}-{strategy}")
+
+
+def partitioning(strategy, driver=False):
+    """(partitioner, options) of a strategy: rows (samples mirror-free) or columns."""
+    if strategy == "column":
+        return "bicut", {"favorite": 1}
+    return "bicut", {"favorite": 0}
+
+
+def engine(graph, labels, loss="logistic", strategy="sendgradient", parts=1, driver=False, seed=0,
+           transport=None, slack=0, **options):
+    """Shuffle the samples, build the strategy's program and partitioning, and
+    return (Engine, perm) with perm[old sample id] = engine sample id."""
+    from tux2 import BipartiteGraph, Engine
+    from tux2 import partitioning as parting
+    samples, perm = shuffle_samples(graph.src, graph.n_src, seed=seed)
+    y = np.empty(graph.n_src)
+    y[perm] = np.asarray(labels, np.float64)
+    prog = program(y, samples, graph.dst, graph.values, graph.n_src, graph.n_dst, loss=loss, strategy=strategy,
+                   parts=parts, **options)
+    g = BipartiteGraph(samples, graph.dst, None, graph.n_src, graph.n_dst, prog.types[0].name and
+                       (prog.types[0].name, prog.types[1].name))
+    name, opts = partitioning(strategy)
+    assignment = parting.partition(name, g.src, g.dst, g.n_src, g.n_dst, parts, seed=seed, strict=False, **opts)
+    if driver:
+        if strategy != "sendgradient":
+            raise ValueError("driver=True (every feature master on partition 0) is MLlib's sendgradient")
+        assignment.master[1][:] = 0
+    values = np.asarray(graph.values, np.float64) if graph.values is not None else np.ones(graph.num_edges)
+    edata = np.zeros(graph.num_edges, prog.edge_dtype)
+    edata["x"] = values
+    eng = Engine(prog, g, partitions=parts, assignment=assignment, seed=seed, edge_data=edata,
+                 transport=transport, slack=slack)
+    return eng, perm
+
+
+def weights(eng):
+    """The model as an (n_features, K) array (gathered on rank 0; None elsewhere)."""
+    fd = eng.vertex_data(eng.program.types[1].name)
+    return None if fd is None else np.asarray(fd["w"]).reshape(len(fd), -1)
+
+
+# ---------------------------------------------------------------- references (numpy)
+def scores(W, X):
+    """Margins X·W, (n, K)."""
+    return np.asarray(X @ np.asarray(W).reshape(X.shape[1], -1))
+
+
+def objective_value(W, X, y, loss="logistic", reg="l2", lam=1e-6):
+    """f(W) for a scipy.sparse X: the reference the programs are checked against."""
+    M = scores(W, X)
+    W = np.asarray(W).reshape(X.shape[1], -1)
+    if loss == "softmax":
+        y = np.asarray(y, np.int64)
+        top = M.max(axis=1)
+        data = top + np.log(np.exp(M - top[:, None]).sum(axis=1)) - M[np.arange(len(y)), y]
+    else:
+        ys = np.where(np.asarray(y) > 0, 1.0, -1.0)
+        m = M[:, 0]
+        data = np.logaddexp(0.0, -ys * m) if loss == "logistic" else np.maximum(0.0, 1.0 - ys * m)
+    r = 0.5 * float((W * W).sum()) if reg == "l2" else float(np.abs(W).sum())
+    return float(data.mean()) + lam * r
+
+
+def gradient_value(W, X, y, loss="logistic", reg="l2", lam=1e-6):
+    """∇f(W) (a subgradient for hinge and l1), (d, K): the reference."""
+    M = scores(W, X)
+    W = np.asarray(W).reshape(X.shape[1], -1)
+    n = X.shape[0]
+    if loss == "softmax":
+        P = np.exp(M - M.max(axis=1, keepdims=True))
+        P /= P.sum(axis=1, keepdims=True)
+        P[np.arange(n), np.asarray(y, np.int64)] -= 1.0
+        D = P
+    else:
+        ys = np.where(np.asarray(y) > 0, 1.0, -1.0)
+        m = M[:, 0]
+        D = (-ys / (1.0 + np.exp(ys * m)) if loss == "logistic" else np.where(ys * m < 1.0, -ys, 0.0))[:, None]
+    G = np.asarray(X.T @ D) / n
+    return G + lam * (W if reg == "l2" else np.sign(W))
