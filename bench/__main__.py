@@ -2,7 +2,8 @@
 import argparse
 import sys
 
-EXPERIMENTS = {"mf": "bench.mf", "lda": "bench.lda", "blockpg": "bench.blockpg", "partition": "bench.partition", "distributed": "bench.distributed"}
+EXPERIMENTS = {"mf": "bench.mf", "lda": "bench.lda", "blockpg": "bench.blockpg", "partition": "bench.partition", "distributed": "bench.distributed",
+               "glm": "bench.glm"}
 
 
 def main(argv=None):

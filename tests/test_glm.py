@@ -1,7 +1,6 @@
 """GLM programs (udfs/glm.py): losses and gradients against plain references, every
 strategy to the same optimum, partition invariance at slack 0, the CLI."""
 import json
-import os
 import subprocess
 import sys
 import warnings

@@ -1,0 +1,172 @@
+"""L2 logistic regression: every tux2 GLM strategy vs scikit-learn's SGDClassifier
+(and Spark MLlib's LogisticRegressionWithSGD when pyspark and Java are present),
+objective gap vs time on one problem, as in MLlib* Fig. 4/5 and ColumnSGD Fig. 8.
+
+    f(w) = (1/n) Σ log(1 + exp(−y x·w)) + λ/2 ‖w‖²      (sklearn's SGD objective, alpha = λ)
+
+f* comes from a tight liblinear solve (C = 1/(nλ), tol 1e-8), cached beside the
+data. The gap is relative, (f − f*)/f*. Each system's time is its training time;
+objectives are computed between epochs, outside the clock. tux2 strategies run in
+one process on P partitions (single-threaded: what differs is each strategy's
+work and traffic, reported as bytes per step); their step size is picked from a
+small grid by the objective after one epoch, as the MLlib* paper grid-searched
+MLlib's. Final line: {"bench": "glm", "tux2_over_sklearn_time_to_1e-2": R, ...}.
+"""
+import json
+import os
+import sys
+import time
+import warnings
+
+import numpy as np
+
+from bench.common import CACHE, RESULTS, emit, ensure, machine, pyplot
+
+LOG = "glm"
+GAP = 1e-2
+LAM = 1e-6
+
+
+def f_star_cached(X, y, lam, key):
+    from tux2.udfs import glm
+    path = os.path.join(CACHE, f"glm_fstar_{key}_{lam:g}.json")
+    if os.path.exists(path):
+        with open(path) as f:
+            return json.load(f)
+    from sklearn.linear_model import LogisticRegression
+    t = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clf = LogisticRegression(solver="liblinear", C=1.0 / (X.shape[0] * lam), tol=1e-8, fit_intercept=False,
+                                 max_iter=1000).fit(X, y)
+    out = {"f_star": glm.objective_value(clf.coef_.ravel(), X, y, "logistic", "l2", lam),
+           "seconds": time.perf_counter() - t}
+    os.makedirs(CACHE, exist_ok=True)
+    with open(path + ".tmp", "w") as f:
+        json.dump(out, f)
+    os.replace(path + ".tmp", path)
+    return out
+
+
+def time_to_gap(curve, f_star, gap=GAP):
+    for sec, f in curve:
+        if (f - f_star) / f_star <= gap:
+            return sec
+    return None
+
+
+def sklearn_sgd(X, y, lam, epochs, f_star):
+    from sklearn.linear_model import SGDClassifier
+    from tux2.udfs import glm
+    clf = SGDClassifier(loss="log_loss", alpha=lam, fit_intercept=False, random_state=0)
+    curve, total = [], 0.0
+    for epoch in range(1, epochs + 1):
+        t = time.perf_counter()
+        clf.partial_fit(X, y, classes=np.array([-1.0, 1.0]))
+        total += time.perf_counter() - t
+        f = glm.objective_value(clf.coef_.ravel(), X, y, "logistic", "l2", lam)
+        curve.append((total, f))
+        emit({"bench": "glm", "system": "sklearn-sgd", "epoch": epoch, "seconds": total, "objective": f,
+              "gap": (f - f_star) / f_star}, LOG)
+        if (f - f_star) / f_star <= GAP / 10:
+            break
+    return curve
+
+
+def tux2_strategy(g, y, X, strategy, parts, etas, epochs, f_star, batch, driver=False):
+    from tux2.udfs import glm
+    label = f"{strategy}{'-driver' if driver else ''} P={parts}"
+
+    def build(eta):
+        return glm.engine(g, y, "logistic", strategy, parts=parts, driver=driver, batch=batch, eta=eta, lam=LAM)[0]
+
+    best = None
+    for eta in etas:                                   # grid: objective after one epoch
+        eng = build(eta)
+        eng.run(1)
+        f = glm.objective_value(glm.weights(eng), X, y, "logistic", "l2", LAM)
+        emit({"bench": "glm", "system": "tux2", "strategy": label, "grid_eta": eta, "objective_1_epoch": f}, LOG)
+        if np.isfinite(f) and (best is None or f < best[1]):
+            best = (eta, f)
+    eta = best[0]
+    t = time.perf_counter()
+    eng = build(eta)
+    setup = time.perf_counter() - t
+    curve, total, steps = [], 0.0, 0
+    for epoch in range(1, epochs + 1):
+        c0, b0 = eng.clock, eng.transport.bytes_sent
+        t = time.perf_counter()
+        eng.run(1)
+        total += time.perf_counter() - t
+        f = glm.objective_value(glm.weights(eng), X, y, "logistic", "l2", LAM)
+        curve.append((total, f))
+        steps = eng.clock - c0
+        emit({"bench": "glm", "system": "tux2", "strategy": label, "eta": eta, "epoch": epoch, "seconds": total,
+              "objective": f, "gap": (f - f_star) / f_star, "bytes_per_step": (eng.transport.bytes_sent - b0) / steps,
+              "setup_seconds": setup}, LOG)
+        if (f - f_star) / f_star <= GAP / 10:
+            break
+    return label, eta, curve
+
+
+def main(args):
+    import scipy.sparse as sp
+    from bench.blockpg import problem_cached
+    quick = getattr(args, "quick", False)
+    n, d = (100_000, 100_000) if quick else (400_000, 500_000)
+    epochs = 5 if quick else 10
+    g, y, path = problem_cached(n, d, 32)
+    info = {"bench": "glm", "samples": n, "features": d, "nonzeros": g.num_edges, "lam": LAM, "gap": GAP,
+            **machine()}
+    emit({**info, "event": "dataset", "path": path}, LOG)
+    try:
+        sk = ensure("sklearn", "scikit-learn")
+    except RuntimeError as e:
+        emit({"bench": "glm", "system": "sklearn", "skipped": str(e)}, LOG)
+        return 1
+    X = sp.csr_matrix((g.values, (g.src, g.dst)), shape=(n, d))
+    opt = f_star_cached(X, y, LAM, os.path.basename(path).removesuffix(".npz"))
+    f_star = opt["f_star"]
+    emit({"bench": "glm", "system": "liblinear", "event": "optimum", "f_star": f_star, "seconds": opt["seconds"],
+          "version": sk.__version__}, LOG)
+    curves = {"sklearn SGDClassifier": sklearn_sgd(X, y, LAM, 20 if not quick else 10, f_star)}
+    batch = 1000
+    sgd_etas, adam_etas = [10.0, 30.0, 100.0], [0.003, 0.01, 0.03]
+    runs = [("sendgradient", 1, sgd_etas, False), ("sendgradient", 2, sgd_etas, False),
+            ("sendgradient", 2, sgd_etas, True), ("column", 2, sgd_etas, False),
+            ("modelavg", 2, sgd_etas, False), ("modelsum", 2, sgd_etas, False), ("adam", 2, adam_etas, False)]
+    etas = {}
+    for strategy, parts, grid, driver in runs:
+        label, eta, curve = tux2_strategy(g, y, X, strategy, parts, grid, epochs, f_star, batch, driver)
+        curves[f"tux2 {label}"] = curve
+        etas[label] = eta
+    times = {k: time_to_gap(c, f_star) for k, c in curves.items()}
+    sk_time = times["sklearn SGDClassifier"]
+    tux2_times = {k: v for k, v in times.items() if k.startswith("tux2") and v is not None}
+    best = min(tux2_times, key=tux2_times.get) if tux2_times else None
+    _plot(curves, f_star, n, d, g.num_edges)
+    emit({"bench": "glm", "tux2_over_sklearn_time_to_1e-2": tux2_times[best] / sk_time if best and sk_time else None,
+          "best_strategy": best, "tux2_seconds_to_gap": tux2_times.get(best), "sklearn_seconds_to_gap": sk_time,
+          "seconds_to_gap": times, "etas": etas, "gap": GAP, "f_star": f_star, "samples": n, "features": d,
+          "nonzeros": g.num_edges, "lam": LAM, "batch": batch, "sklearn_version": sk.__version__}, LOG)
+    return 0
+
+
+def _plot(curves, f_star, n, d, nnz):
+    try:
+        plt = pyplot()
+    except RuntimeError as e:
+        print(f"# no plot: {e}", file=sys.stderr)
+        return
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for name, pts in curves.items():
+        ax.semilogy([p[0] for p in pts], [max((p[1] - f_star) / f_star, 1e-9) for p in pts], marker="o", ms=3,
+                    label=name)
+    ax.axhline(GAP, color="grey", lw=0.8, ls="--", label=f"gap {GAP:g}")
+    ax.set_xlabel("training time (s)")
+    ax.set_ylabel("relative objective gap (f − f*) / f*")
+    ax.set_title(f"L2 logistic regression, λ={LAM:g}, {n // 1000}k × {d // 1000}k, {nnz / 1e6:.1f} M non-zeros")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    os.makedirs(RESULTS, exist_ok=True)
+    fig.savefig(os.path.join(RESULTS, "glm.png"), dpi=120)
