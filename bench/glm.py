@@ -131,10 +131,11 @@ def main(args):
           "version": sk.__version__}, LOG)
     curves = {"sklearn SGDClassifier": sklearn_sgd(X, y, LAM, 20 if not quick else 10, f_star)}
     batch = 1000
-    sgd_etas, adam_etas = [10.0, 30.0, 100.0], [0.003, 0.01, 0.03]
+    sgd_etas, adam_etas = [30.0, 100.0, 300.0], [0.03, 0.1, 0.3]
     runs = [("sendgradient", 1, sgd_etas, False), ("sendgradient", 2, sgd_etas, False),
             ("sendgradient", 2, sgd_etas, True), ("column", 2, sgd_etas, False),
-            ("modelavg", 2, sgd_etas, False), ("modelsum", 2, sgd_etas, False), ("adam", 2, adam_etas, False)]
+            ("modelavg", 2, sgd_etas, False), ("modelsum", 2, sgd_etas, False), ("adam", 1, adam_etas, False),
+            ("adam", 2, adam_etas, False)]
     etas = {}
     for strategy, parts, grid, driver in runs:
         label, eta, curve = tux2_strategy(g, y, X, strategy, parts, grid, epochs, f_star, batch, driver)

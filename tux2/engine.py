@@ -283,7 +283,7 @@ class Engine:
             kernel = self._kernels.get(id(s))
             for p in self.parts:
                 tl = p.types[t]
-                M = np.sort(tl.touched_indices())
+                M = tl.touched_indices()         # first-touch order; read before the next Exchange refills it
                 tl.reset_touched()
                 if kernel is not None and len(M):
                     kernel(M, view(tl.data), view(tl.accum), view(p.ctx))
