@@ -170,3 +170,23 @@ def test_cli_rejects_bad_labels(tmp_path):
     bad.write_text("1 1:0.5\n3 2:1\n")
     r = _cli("run", "lr", str(bad), "--epochs", "1")
     assert r.returncode != 0 and "labels must be ±1 or 0/1, got 3" in r.stderr
+
+
+def _bytes_per_step(strategy, d, batch, parts=2):
+    g, X, y = _problem(n=1200, d=d, seed=5)
+    eng, _ = glm.engine(g, y, "logistic", strategy, parts=parts, batch=batch, eta=0.5)
+    b0, c0 = eng.transport.bytes_sent, eng.clock
+    eng.run(1)
+    return (eng.transport.bytes_sent - b0) / (eng.clock - c0)
+
+
+def test_column_traffic_follows_the_batch_row_traffic_follows_the_model():
+    """ColumnSGD's point: its bytes per step grow with the batch, not with the number
+    of features; sendgradient's and modelavg's grow with the (touched) model."""
+    small, big = 200, 20_000
+    col = {(d, b): _bytes_per_step("column", d, b) for d in (small, big) for b in (40, 160)}
+    assert col[big, 160] < 1.1 * col[small, 160]
+    assert col[small, 160] > 3 * col[small, 40]
+    for strategy in ("sendgradient", "modelavg"):
+        assert _bytes_per_step(strategy, big, 160) > 3 * _bytes_per_step(strategy, small, 160)
+    assert _bytes_per_step("sendgradient", big, 160) > 4 * col[big, 160]
