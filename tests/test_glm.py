@@ -190,3 +190,21 @@ def test_column_traffic_follows_the_batch_row_traffic_follows_the_model():
     for strategy in ("sendgradient", "modelavg"):
         assert _bytes_per_step(strategy, big, 160) > 3 * _bytes_per_step(strategy, small, 160)
     assert _bytes_per_step("sendgradient", big, 160) > 4 * col[big, 160]
+
+
+@pytest.mark.parametrize("strategy,model", [("column", "softmax"), ("modelavg", "lr")])
+def test_workers_give_the_single_process_weights(tmp_path, strategy, model):
+    """2 worker processes (ZeroMQ on loopback) end with the weights of 3 partitions
+    in one process: the eval pass's Apply shares a clock with the last mini-batch's."""
+    from tux2.io import write_libsvm
+    g, X, y = _problem(classes=3 if model == "softmax" else 2, n=500, d=60)
+    train = tmp_path / "train.svm"
+    write_libsvm(str(train), g, y)
+    ws = []
+    for extra in ([], ["--workers", "2"]):
+        out = tmp_path / f"w{len(extra)}"
+        r = _cli("run", model, str(train), "--strategy", strategy, "--batch", "64", "--eta", "1", "--epochs", "3",
+                 "--partitions", "3", "--quiet", "--timeout", "20", "--out", str(out), timeout=300)
+        assert r.returncode == 0, r.stderr
+        ws.append(np.load(out / "weights.npz")["w"])
+    np.testing.assert_allclose(ws[1], ws[0], rtol=1e-12, atol=1e-15)

@@ -109,7 +109,9 @@ class Engine:
                 compile_call(k, (0, 0, _EMPTY_IDX, _EMPTY_IDX, view(tl.data), view(p0.ctx), _EMPTY_IDX,
                                  _EMPTY_IDX), mb, mb.active)
                 self._kernels[id(mb)] = k
+        self._index = {}
         for index, (s, _) in enumerate(self.program.walk()):
+            self._index[id(s)] = index
             if isinstance(s, Exchange):
                 k = exchange_kernel(s.udf)
                 perm = p0.orders[self.program.orders()[0]][0]
@@ -321,7 +323,8 @@ class Engine:
             for f in acc_f:
                 tl.accum[f][mir] = 0
         rnd = {"clock": self.clock, "stage": s, "t": t, "phase": "up", "sync": sync_f, "acc": acc_f,
-               "repl": repl, "up": ("apply-up", t), "down": ("apply-down", t)}
+               "repl": repl, "up": ("apply-up", t, self._index[id(s)]),
+               "down": ("apply-down", t, self._index[id(s)])}   # several Applies of a type may share a clock
         self._comm(self.transport.send, self.clock, rnd["up"], out)
         self._rounds.append(rnd)
         # BSP: finish the round now; SSP: take only what has already arrived
