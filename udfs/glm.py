@@ -39,12 +39,31 @@ Strategies (``STRATEGIES``):
 import math
 
 import numpy as np
+from numba import njit
 
 from tux2 import Apply, ContextSpec, Exchange, GlobalSync, MiniBatch, Program, VertexType
 
 LOSSES = ("logistic", "hinge", "softmax")
 STRATEGIES = ("sendgradient", "modelavg", "modelsum", "column", "adam")
 ROW_STRATEGIES = ("sendgradient", "modelavg", "modelsum", "adam")
+
+
+# ---------------------------------------------------------------- helpers (inlined into the UDFs)
+@njit(inline="always")
+def soft(z, t):
+    """Soft threshold S(z, t) = sign(z) max(|z| − t, 0)."""
+    return z - t if z > t else (z + t if z < -t else 0.0)
+
+
+@njit(inline="always")
+def logsumexp(m):
+    top = m[0]
+    for k in range(1, m.shape[0]):
+        top = max(top, m[k])
+    s = 0.0
+    for k in range(m.shape[0]):
+        s += math.exp(m[k] - top)
+    return top + math.log(s)
 
 
 # ---------------------------------------------------------------- Exchanges
@@ -70,8 +89,7 @@ def local_step_l1(u, v, e, a_u, a_v, ctx):
     s = ctx.rate * ctx.local_scale
     t = s * ctx.lam * ctx.n / v.deg
     for k in range(v.w.shape[0]):
-        z = v.w[k] - s * e.x * u.d[k]
-        v.w[k] = z - t if z > t else (z + t if z < -t else 0.0)
+        v.w[k] = soft(v.w[k] - s * e.x * u.d[k], t)
 
 
 # ---------------------------------------------------------------- loss derivatives (Apply at samples)
@@ -84,14 +102,9 @@ def hinge_d(v, a, ctx):
 
 
 def softmax_d(v, a, ctx):
-    top = a.m[0]
-    for k in range(1, a.m.shape[0]):
-        top = max(top, a.m[k])
-    s = 0.0
+    lse = logsumexp(a.m)
     for k in range(a.m.shape[0]):
-        s += math.exp(a.m[k] - top)
-    for k in range(a.m.shape[0]):
-        v.d[k] = math.exp(a.m[k] - top) / s - (1.0 if k == v.y else 0.0)
+        v.d[k] = math.exp(a.m[k] - lse) - (1.0 if k == v.y else 0.0)
 
 
 def logistic_loss(v, a, ctx):
@@ -104,13 +117,7 @@ def hinge_loss(v, a, ctx):
 
 
 def softmax_loss(v, a, ctx):
-    top = a.m[0]
-    for k in range(1, a.m.shape[0]):
-        top = max(top, a.m[k])
-    s = 0.0
-    for k in range(a.m.shape[0]):
-        s += math.exp(a.m[k] - top)
-    ctx.loss += top + math.log(s) - a.m[int(v.y)]
+    ctx.loss += logsumexp(a.m) - a.m[int(v.y)]
 
 
 DERIVATIVE = {"logistic": logistic_d, "hinge": hinge_d, "softmax": softmax_d}
@@ -127,8 +134,7 @@ def sgd_l2(v, a, ctx):
 def sgd_l1(v, a, ctx):
     t = ctx.rate * ctx.lam * ctx.n / v.deg * a.c / ctx.batch
     for k in range(v.w.shape[0]):
-        z = v.w[k] - ctx.rate * a.g[k] / ctx.batch
-        v.w[k] = z - t if z > t else (z + t if z < -t else 0.0)
+        v.w[k] = soft(v.w[k] - ctx.rate * a.g[k] / ctx.batch, t)
 
 
 def adam_l2(v, a, ctx):
@@ -152,9 +158,7 @@ def adam_l1(v, a, ctx):
         v.m1[k] = ctx.beta1 * v.m1[k] + (1.0 - ctx.beta1) * g
         v.m2[k] = ctx.beta2 * v.m2[k] + (1.0 - ctx.beta2) * g * g
         step = ctx.rate / (math.sqrt(v.m2[k] / c2) + ctx.eps)
-        z = v.w[k] - step * v.m1[k] / c1
-        t = step * ctx.lam * ctx.n / v.deg * a.c / ctx.batch
-        v.w[k] = z - t if z > t else (z + t if z < -t else 0.0)
+        v.w[k] = soft(v.w[k] - step * v.m1[k] / c1, step * ctx.lam * ctx.n / v.deg * a.c / ctx.batch)
 
 
 # ---------------------------------------------------------------- GlobalSync
