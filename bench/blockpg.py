@@ -10,32 +10,15 @@ to the first epoch within the gap; its setup (feature shuffle, layout, compilati
 is reported beside it, and a second ratio includes it.
 Final line: {"bench": "blockpg", "tux2_over_liblinear_time": R, ...} (R < 1: tux2 faster).
 """
-import os
-import sys
 import time
 import warnings
 
 import numpy as np
 
-from bench.common import CACHE, RESULTS, emit, ensure, machine, pyplot
+from bench.common import classification_cached, emit, ensure, gap_plot, machine, time_to_gap
 
 LOG = "blockpg"
 GAP = 1e-3
-
-
-def problem_cached(n, d, nnz, seed=0):
-    from tux2.datasets import sparse_classification
-    from tux2.graph import BipartiteGraph
-    os.makedirs(CACHE, exist_ok=True)
-    path = os.path.join(CACHE, f"classification_{n}_{d}_{nnz}_{seed}.npz")
-    if not os.path.exists(path):
-        t = time.perf_counter()
-        g, y, _ = sparse_classification(n, d, nnz, seed=seed)
-        np.savez(path + ".tmp.npz", src=g.src, dst=g.dst, val=g.values, y=y)
-        os.replace(path + ".tmp.npz", path)
-        print(f"# generated {path} in {time.perf_counter() - t:.1f}s", file=sys.stderr)
-    z = np.load(path)
-    return BipartiteGraph(z["src"], z["dst"], z["val"], n, d, ("sample", "feature"), path), z["y"], path
 
 
 def liblinear(X, y, lam, max_iter, tol=1e-8):
@@ -49,14 +32,13 @@ def liblinear(X, y, lam, max_iter, tol=1e-8):
 
 
 def main(args):
-    import scipy.sparse as sp
     from tux2 import BipartiteGraph, Engine
     from tux2.udfs import blockpg
 
     quick = getattr(args, "quick", False)
     n, d, nnz = (100_000, 100_000, 32) if quick else (400_000, 500_000, 32)
     lam, block = 1.0, 500
-    g, y, path = problem_cached(n, d, nnz)
+    g, y, X, path = classification_cached(n, d, nnz)
     info = {"bench": "blockpg", "samples": n, "features": d, "nonzeros": g.num_edges, "lam": lam,
             "block_size": block, "gap": GAP, **machine()}
     emit({**info, "event": "dataset", "path": path}, LOG)
@@ -65,7 +47,6 @@ def main(args):
     except RuntimeError as e:
         emit({"bench": "blockpg", "system": "liblinear", "skipped": str(e)}, LOG)
         return 1
-    X = sp.csr_matrix((g.values, (g.src, g.dst)), shape=(n, d))
 
     # --- tux2 first (its last epoch may improve f*)
     t = time.perf_counter()
@@ -98,13 +79,13 @@ def main(args):
         if (f - f_star) / f_star <= GAP:
             lib_time = dt
             break
-    tux2_time = None
     for epoch, sec, f, nz in tux2_curve:
         emit({"bench": "blockpg", "system": "tux2", "epoch": epoch, "seconds": sec, "objective": f,
               "gap": (f - f_star) / f_star, "nnz": nz}, LOG)
-        if tux2_time is None and (f - f_star) / f_star <= GAP:
-            tux2_time = sec
-    _plot(tux2_curve, lib_curve, f_star, n, d, g.num_edges)
+    tux2_time = time_to_gap([c[1:3] for c in tux2_curve], f_star, GAP)
+    gap_plot("blockpg", {"tux2 BlockPG (per epoch)": [c[1:3] for c in tux2_curve],
+                         "liblinear (per max_iter run)": [c[1:3] for c in lib_curve]}, f_star, GAP,
+             f"L1 logistic regression, {n // 1000}k × {d // 1000}k, {g.num_edges / 1e6:.1f} M non-zeros")
     emit({"bench": "blockpg",
           "tux2_over_liblinear_time": tux2_time / lib_time if tux2_time and lib_time else None,
           "tux2_over_liblinear_time_with_setup": (tux2_time + setup) / lib_time if tux2_time and lib_time else None,
@@ -113,23 +94,3 @@ def main(args):
           "samples": n, "features": d, "nonzeros": g.num_edges, "lam": lam, "block_size": block,
           "sklearn_version": sk.__version__}, LOG)
     return 0
-
-
-def _plot(tux2_curve, lib_curve, f_star, n, d, nnz):
-    try:
-        plt = pyplot()
-    except RuntimeError as e:
-        print(f"# no plot: {e}", file=sys.stderr)
-        return
-    fig, ax = plt.subplots(figsize=(6, 4))
-    for name, pts in (("tux2 BlockPG (per epoch)", tux2_curve), ("liblinear (per max_iter run)", lib_curve)):
-        gaps = [max((p[2] - f_star) / f_star, 1e-9) for p in pts]
-        ax.semilogy([p[1] for p in pts], gaps, marker="o", ms=3, label=name)
-    ax.axhline(GAP, color="grey", lw=0.8, ls="--", label=f"gap {GAP:g}")
-    ax.set_xlabel("time (s)")
-    ax.set_ylabel("relative objective gap (f − f*) / f*")
-    ax.set_title(f"L1 logistic regression, {n // 1000}k × {d // 1000}k, {nnz / 1e6:.1f} M non-zeros")
-    ax.legend()
-    fig.tight_layout()
-    os.makedirs(RESULTS, exist_ok=True)
-    fig.savefig(os.path.join(RESULTS, "blockpg.png"), dpi=120)

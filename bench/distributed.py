@@ -113,33 +113,28 @@ def main(args):
 
 
 def plot(sweep, path):
-    try:
-        from bench.common import pyplot
-        plt = pyplot()
-    except RuntimeError as e:
-        print(f"# no plot: {e}", file=sys.stderr)
-        return None
-    fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4))
-    x = np.arange(len(sweep))
-    bottom = np.zeros(len(sweep))
-    for key, label in (("compute_s", "compute"), ("sync_s", "sync"), ("wait_s", "wait")):
-        v = np.array([np.mean([w[key] for w in r["per_clock_mean"].values()]) * 1e3 for r in sweep])
-        a1.bar(x, v, bottom=bottom, label=label)
-        bottom += v
-    a1.set_xticks(x, [str(r["slack"]) for r in sweep])
-    a1.set_xlabel("slack (clocks)")
-    a1.set_ylabel("time per clock, mean of 2 workers (ms)")
-    a1.set_title("MF mini-batch: per-clock breakdown")
-    a1.legend()
-    for r in sweep:
-        a2.plot(np.cumsum(r["epoch_seconds"]), r["test_rmse"], marker="o", label=f"slack {r['slack']}")
-    a2.set_xlabel("training time (s)")
-    a2.set_ylabel("test RMSE")
-    a2.set_title("objective vs time, 2 workers")
-    a2.legend()
-    fig.tight_layout()
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    fig.savefig(path, dpi=110)
+    from bench.common import figure
+    with figure(path, ncols=2, figsize=(11, 4), dpi=110) as axes:
+        if axes is None:
+            return None
+        a1, a2 = axes
+        x = np.arange(len(sweep))
+        bottom = np.zeros(len(sweep))
+        for key, label in (("compute_s", "compute"), ("sync_s", "sync"), ("wait_s", "wait")):
+            v = np.array([np.mean([w[key] for w in r["per_clock_mean"].values()]) * 1e3 for r in sweep])
+            a1.bar(x, v, bottom=bottom, label=label)
+            bottom += v
+        a1.set_xticks(x, [str(r["slack"]) for r in sweep])
+        a1.set_xlabel("slack (clocks)")
+        a1.set_ylabel("time per clock, mean of 2 workers (ms)")
+        a1.set_title("MF mini-batch: per-clock breakdown")
+        a1.legend()
+        for r in sweep:
+            a2.plot(np.cumsum(r["epoch_seconds"]), r["test_rmse"], marker="o", label=f"slack {r['slack']}")
+        a2.set_xlabel("training time (s)")
+        a2.set_ylabel("test RMSE")
+        a2.set_title("objective vs time, 2 workers")
+        a2.legend()
     return path
 
 

@@ -14,13 +14,12 @@ MLlib's. Final line: {"bench": "glm", "tux2_over_sklearn_time_to_1e-2": R, ...}.
 """
 import json
 import os
-import sys
 import time
 import warnings
 
 import numpy as np
 
-from bench.common import CACHE, RESULTS, emit, ensure, machine, pyplot
+from bench.common import CACHE, classification_cached, emit, ensure, gap_plot, machine, time_to_gap
 
 LOG = "glm"
 GAP = 1e-2
@@ -46,13 +45,6 @@ def f_star_cached(X, y, lam, key):
         json.dump(out, f)
     os.replace(path + ".tmp", path)
     return out
-
-
-def time_to_gap(curve, f_star, gap=GAP):
-    for sec, f in curve:
-        if (f - f_star) / f_star <= gap:
-            return sec
-    return None
 
 
 def sklearn_sgd(X, y, lam, epochs, f_star):
@@ -110,12 +102,10 @@ def tux2_strategy(g, y, X, strategy, parts, etas, epochs, f_star, batch, driver=
 
 
 def main(args):
-    import scipy.sparse as sp
-    from bench.blockpg import problem_cached
     quick = getattr(args, "quick", False)
     n, d = (100_000, 100_000) if quick else (400_000, 500_000)
     epochs = 5 if quick else 10
-    g, y, path = problem_cached(n, d, 32)
+    g, y, X, path = classification_cached(n, d, 32)
     info = {"bench": "glm", "samples": n, "features": d, "nonzeros": g.num_edges, "lam": LAM, "gap": GAP,
             **machine()}
     emit({**info, "event": "dataset", "path": path}, LOG)
@@ -124,7 +114,6 @@ def main(args):
     except RuntimeError as e:
         emit({"bench": "glm", "system": "sklearn", "skipped": str(e)}, LOG)
         return 1
-    X = sp.csr_matrix((g.values, (g.src, g.dst)), shape=(n, d))
     opt = f_star_cached(X, y, LAM, os.path.basename(path).removesuffix(".npz"))
     f_star = opt["f_star"]
     emit({"bench": "glm", "system": "liblinear", "event": "optimum", "f_star": f_star, "seconds": opt["seconds"],
@@ -141,33 +130,14 @@ def main(args):
         label, eta, curve = tux2_strategy(g, y, X, strategy, parts, grid, epochs, f_star, batch, driver)
         curves[f"tux2 {label}"] = curve
         etas[label] = eta
-    times = {k: time_to_gap(c, f_star) for k, c in curves.items()}
+    times = {k: time_to_gap(c, f_star, GAP) for k, c in curves.items()}
     sk_time = times["sklearn SGDClassifier"]
     tux2_times = {k: v for k, v in times.items() if k.startswith("tux2") and v is not None}
     best = min(tux2_times, key=tux2_times.get) if tux2_times else None
-    _plot(curves, f_star, n, d, g.num_edges)
+    gap_plot("glm", curves, f_star, GAP, f"L2 logistic regression, λ={LAM:g}, {n // 1000}k × {d // 1000}k, "
+             f"{g.num_edges / 1e6:.1f} M non-zeros", figsize=(7, 4.5))
     emit({"bench": "glm", "tux2_over_sklearn_time_to_1e-2": tux2_times[best] / sk_time if best and sk_time else None,
           "best_strategy": best, "tux2_seconds_to_gap": tux2_times.get(best), "sklearn_seconds_to_gap": sk_time,
           "seconds_to_gap": times, "etas": etas, "gap": GAP, "f_star": f_star, "samples": n, "features": d,
           "nonzeros": g.num_edges, "lam": LAM, "batch": batch, "sklearn_version": sk.__version__}, LOG)
     return 0
-
-
-def _plot(curves, f_star, n, d, nnz):
-    try:
-        plt = pyplot()
-    except RuntimeError as e:
-        print(f"# no plot: {e}", file=sys.stderr)
-        return
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    for name, pts in curves.items():
-        ax.semilogy([p[0] for p in pts], [max((p[1] - f_star) / f_star, 1e-9) for p in pts], marker="o", ms=3,
-                    label=name)
-    ax.axhline(GAP, color="grey", lw=0.8, ls="--", label=f"gap {GAP:g}")
-    ax.set_xlabel("training time (s)")
-    ax.set_ylabel("relative objective gap (f − f*) / f*")
-    ax.set_title(f"L2 logistic regression, λ={LAM:g}, {n // 1000}k × {d // 1000}k, {nnz / 1e6:.1f} M non-zeros")
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    os.makedirs(RESULTS, exist_ok=True)
-    fig.savefig(os.path.join(RESULTS, "glm.png"), dpi=120)

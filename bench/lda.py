@@ -17,7 +17,7 @@ import time
 
 import numpy as np
 
-from bench.common import CACHE, RESULTS, emit, ensure, machine, pyplot
+from bench.common import CACHE, emit, ensure, figure, machine
 
 LOG = "lda"
 BLOCK = 10
@@ -104,18 +104,12 @@ def main(args):
 
 
 def _plot(curves, tokens, K):
-    try:
-        plt = pyplot()
-    except RuntimeError as e:
-        print(f"# no plot: {e}", file=sys.stderr)
-        return
-    fig, ax = plt.subplots(figsize=(6, 4))
-    for name, pts in curves.items():
-        ax.plot([p[1] for p in pts], [p[2] for p in pts], marker="o", ms=3, label=name)
-    ax.set_xlabel("training time (s)")
-    ax.set_ylabel("log p(w, z) per token")
-    ax.set_title(f"LDA, K={K}, {tokens / 1e6:.1f} M tokens, 1 thread")
-    ax.legend()
-    fig.tight_layout()
-    os.makedirs(RESULTS, exist_ok=True)
-    fig.savefig(os.path.join(RESULTS, "lda.png"), dpi=120)
+    with figure("lda") as ax:
+        if ax is None:
+            return
+        for name, pts in curves.items():
+            ax.plot([p[1] for p in pts], [p[2] for p in pts], marker="o", ms=3, label=name)
+        ax.set_xlabel("training time (s)")
+        ax.set_ylabel("log p(w, z) per token")
+        ax.set_title(f"LDA, K={K}, {tokens / 1e6:.1f} M tokens, 1 thread")
+        ax.legend()
