@@ -10,6 +10,7 @@ from tux2.errors import Tux2Error
 
 def add_parser(algos):
     from tux2.cli import HelpFormatter, add_distributed_args, add_output_args, add_partition_args
+    from tux2.cli_libsvm import add_libsvm_args
     p = algos.add_parser(
         "blockpg", help="L1 logistic regression by block proximal gradient (paper §4, Fig. 7)",
         formatter_class=HelpFormatter,
@@ -17,9 +18,7 @@ def add_parser(algos):
                     "with C = 1/lambda) over a libsvm file: labels +1/-1 or 1/0, 1-based feature "
                     "indices unless --zero-based. Without INPUT a kdd-shaped sparse problem is generated "
                     "(20k samples, 10k power-law features).")
-    p.add_argument("input", nargs="?", help="training set in libsvm format; default: built-in generated set")
-    p.add_argument("--test", help="test set (libsvm): accuracy, log-loss and AUC per epoch")
-    p.add_argument("--zero-based", action="store_true", help="feature indices start at 0")
+    add_libsvm_args(p, "accuracy, log-loss and AUC")
     p.add_argument("--lam", type=float, default=1.0, help="L1 weight lambda (= 1/C of liblinear)")
     p.add_argument("--block-size", type=int, default=500,
                    help="features per block (mini-batch, one clock); blocks are a seeded shuffle")
@@ -40,36 +39,6 @@ def add_parser(algos):
     p.set_defaults(func=run_blockpg)
 
 
-def with_bias(graph, index=None):
-    """Every sample gets feature ``index`` (default: a new last feature) with value 1."""
-    n = graph.n_src
-    index = graph.n_dst if index is None else index
-    src = np.concatenate([graph.src, np.arange(n)])
-    dst = np.concatenate([graph.dst, np.full(n, index)])
-    val = np.concatenate([graph.values, np.ones(n)])
-    return tux2.BipartiteGraph(src, dst, val, n, max(graph.n_dst, index + 1), graph.type_names, graph.source)
-
-
-def scores(w, graph):
-    """x_i·w for every sample of ``graph`` (features beyond len(w) count as 0)."""
-    keep = graph.dst < len(w)
-    return np.bincount(graph.src[keep], graph.values[keep] * w[graph.dst[keep]], minlength=graph.n_src)
-
-
-def classification_metrics(score, labels):
-    """accuracy, mean log-loss and ROC AUC of scores x·w against labels ±1 / 0/1."""
-    y = np.asarray(labels) > 0
-    logloss = float(np.mean(np.logaddexp(0.0, -np.where(y, 1.0, -1.0) * score))) if len(y) else float("nan")
-    acc = float(np.mean((score > 0) == y)) if len(y) else float("nan")
-    pos, neg = int(y.sum()), int((~y).sum())
-    auc = float("nan")
-    if pos and neg:
-        from scipy.stats import rankdata
-        r = rankdata(score)
-        auc = float((r[y].sum() - pos * (pos + 1) / 2) / (pos * neg))
-    return {"accuracy": acc, "logloss": logloss, "auc": auc}
-
-
 def run_blockpg(args):
     from tux2.cli import run_distributed
     return run_distributed(args, _run_blockpg)
@@ -77,7 +46,7 @@ def run_blockpg(args):
 
 def _run_blockpg(args, transport, rank, world):
     from tux2.cli import favorite_first, metrics_stream, write_trace
-    from tux2.io import read_libsvm
+    from tux2.cli_libsvm import classification_metrics, load_classification, scores, with_bias
     from tux2.udfs import blockpg
     say = (lambda *a: None) if args.quiet or rank != 0 else (lambda *a: print(*a, flush=True))
     if args.block_size < 1:
@@ -85,22 +54,7 @@ def _run_blockpg(args, transport, rank, world):
     if args.lam < 0:
         raise Tux2Error(f"--lam must be >= 0, got {args.lam}")
     parts = max(args.partitions, world)
-    names = ("sample", "feature")
-    test = None
-    if args.input is None:
-        from tux2.datasets import sparse_classification
-        g, y, _ = sparse_classification(n_samples=22_000, n_features=10_000, seed=args.seed)
-        is_test = np.arange(g.n_src) >= 20_000
-        keep = ~is_test[g.src]
-        test = (tux2.BipartiteGraph(g.src[~keep] - 20_000, g.dst[~keep], g.values[~keep], 2000, g.n_dst, names),
-                y[20_000:])
-        g, y = tux2.BipartiteGraph(g.src[keep], g.dst[keep], g.values[keep], 20_000, g.n_dst, names), y[:20_000]
-        source = "built-in kdd-shaped set (20k train + 2k test samples, 10k power-law features)"
-    else:
-        g, y = read_libsvm(args.input, zero_based=args.zero_based, type_names=names)
-        source = args.input
-        if args.test:
-            test = read_libsvm(args.test, zero_based=args.zero_based, type_names=names)
+    g, y, test, source = load_classification(args)
     bad = ~np.isin(y, (-1.0, 0.0, 1.0))
     if bad.any():
         raise Tux2Error(f"{source}: BlockPG is binary logistic regression; labels must be +1/-1 or 1/0, found "
@@ -115,7 +69,7 @@ def _run_blockpg(args, transport, rank, world):
         raise Tux2Error(f"--shrink must be in [0, 1) and --shrink-rest >= 0, got {args.shrink}, {args.shrink_rest}")
     prog = blockpg.program(y, g.values, g.src, feat, d, lam=args.lam, block_size=args.block_size,
                            shrink=args.shrink, rest=args.shrink_rest)
-    graph = tux2.BipartiteGraph(g.src, feat, None, n, d, names, source)
+    graph = tux2.BipartiteGraph(g.src, feat, None, n, d, g.type_names, source)
     say(f"tux2 {tux2.__version__} blockpg: {source}")
     say(f"  {n} samples, {d} features, {g.num_edges} non-zeros; lambda={args.lam}, blocks of "
         f"{args.block_size} ({-(-d // args.block_size)} per epoch), P={parts} ({args.partitioner})"

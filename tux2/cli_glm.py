@@ -1,6 +1,5 @@
 """``tux2 run lr|svm|softmax [INPUT]``: generalised linear models by mini-batch SGD,
 with the training strategy of Spark MLlib, MLlib*, Petuum, ColumnSGD or PS2."""
-import json
 import os
 import time
 
@@ -15,6 +14,7 @@ MODELS = {"lr": ("logistic", "logistic regression"), "svm": ("hinge", "linear SV
 
 def add_parser(algos):
     from tux2.cli import HelpFormatter, add_distributed_args, add_output_args
+    from tux2.cli_libsvm import add_libsvm_args
     from tux2.udfs.glm import STRATEGIES
     for name, (loss, title) in MODELS.items():
         p = algos.add_parser(
@@ -29,9 +29,7 @@ def add_parser(algos):
                         "partial margins travel), modelavg = MLlib* (local SGD, replicas averaged once per "
                         "epoch), modelsum = Petuum-style summed deltas. Without INPUT a kdd-shaped sparse "
                         "problem is generated (20k + 2k samples, 10k power-law features).")
-        p.add_argument("input", nargs="?", help="training set in libsvm format; default: built-in generated set")
-        p.add_argument("--test", help="test set (libsvm): metrics per epoch")
-        p.add_argument("--zero-based", action="store_true", help="feature indices start at 0")
+        add_libsvm_args(p, "accuracy, log-loss" + ("" if loss == "softmax" else " and AUC"))
         p.add_argument("--strategy", default="sendgradient", choices=STRATEGIES, help="training strategy")
         p.add_argument("--driver", action="store_true",
                        help="sendgradient only: every feature master on partition 0 (Spark's driver)")
@@ -56,37 +54,14 @@ def run_glm(args):
     return run_distributed(args, _run_glm)
 
 
-def load_problem(args, names=("sample", "feature")):
-    """(train graph, labels, test (graph, labels) or None, description) from the flags."""
-    from tux2.io import read_libsvm
-    classes = getattr(args, "classes", None)
-    if args.input is None:
-        from tux2.datasets import sparse_classification
-        k = (classes or 5) if args.loss == "softmax" else 2
-        g, y, _ = sparse_classification(n_samples=22_000, n_features=10_000, seed=args.seed, classes=k)
-        cut = 20_000
-        keep = g.src < cut
-        test = (tux2.BipartiteGraph(g.src[~keep] - cut, g.dst[~keep], g.values[~keep], g.n_src - cut, g.n_dst, names),
-                y[cut:])
-        g = tux2.BipartiteGraph(g.src[keep], g.dst[keep], g.values[keep], cut, g.n_dst, names)
-        return g, y[:cut], test, f"built-in kdd-shaped set ({cut // 1000}k train + 2k test samples, " \
-                                 f"10k power-law features{f', {k} classes' if k > 2 else ''})"
-    g, y = read_libsvm(args.input, zero_based=args.zero_based, type_names=names)
-    test = read_libsvm(args.test, zero_based=args.zero_based, type_names=names) if args.test else None
-    return g, y, test, args.input
-
-
 def metrics(W, graph, labels, loss):
     """accuracy and log-loss (binary: and AUC) of W on a test set; features beyond W count 0."""
-    from tux2.cli_blockpg import classification_metrics
-    keep = graph.dst < W.shape[0]
-    K = W.shape[1]
-    M = np.zeros((graph.n_src, K))
-    for k in range(K):
-        M[:, k] = np.bincount(graph.src[keep], graph.values[keep] * W[graph.dst[keep], k], minlength=graph.n_src)
+    from tux2.cli_libsvm import classification_metrics, scores
+    M = np.column_stack([scores(W[:, k], graph) for k in range(W.shape[1])])
     if loss != "softmax":
         return classification_metrics(M[:, 0], labels)
     y = np.asarray(labels, np.int64)
+    K = W.shape[1]
     top = M.max(axis=1)
     lse = top + np.log(np.exp(M - top[:, None]).sum(axis=1))
     inside = y < K
@@ -96,6 +71,7 @@ def metrics(W, graph, labels, loss):
 
 def _run_glm(args, transport, rank, world):
     from tux2.cli import metrics_stream, save_model, write_trace
+    from tux2.cli_libsvm import load_classification
     from tux2.udfs import glm
     say = (lambda *a: None) if args.quiet or rank != 0 else (lambda *a: print(*a, flush=True))
     if args.batch < 0 or args.epochs < 0 or args.lam < 0:
@@ -104,9 +80,10 @@ def _run_glm(args, transport, rank, world):
         raise Tux2Error("--driver (all feature masters on one partition) goes with --strategy sendgradient")
     eta = args.eta if args.eta is not None else (0.01 if args.strategy == "adam" else 1.0)
     parts = max(args.partitions, world)
-    g, y, test, source = load_problem(args)
+    classes = getattr(args, "classes", None)
+    g, y, test, source = load_classification(args, (classes or 5) if args.loss == "softmax" else 2)
     try:
-        glm.labels_for(args.loss, y, getattr(args, "classes", None))
+        glm.labels_for(args.loss, y, classes)
     except ValueError as e:
         raise Tux2Error(f"{source}: {e}") from None
     say(f"tux2 {tux2.__version__} {args.model} ({args.loss}, {args.reg}, strategy {args.strategy}): {source}")
@@ -115,7 +92,7 @@ def _run_glm(args, transport, rank, world):
     t0 = time.perf_counter()
     eng, perm = glm.engine(g, y, args.loss, args.strategy, parts=parts, driver=args.driver, seed=args.seed,
                            transport=transport, reg=args.reg, lam=args.lam, batch=args.batch or None, eta=eta,
-                           decay=args.decay, classes=getattr(args, "classes", None), evaluate=True)
+                           decay=args.decay, classes=classes, evaluate=True)
     say(f"  layout + compile {time.perf_counter() - t0:.2f}s")
     total = 0.0
     with metrics_stream(args.metrics, rank) as write_metrics:
@@ -165,10 +142,3 @@ def write_weights(out, W, zero_based=False):
         for j in np.flatnonzero(np.any(W != 0, axis=1)):
             f.write(f"{j + base}:" + ",".join(f"{v:.17g}" for v in W[j]) + "\n")
 
-
-def load_weights(model_dir):
-    """(W features × K, model.json dict) of a saved lr/svm/softmax/blockpg model."""
-    with open(os.path.join(model_dir, "model.json")) as f:
-        meta = json.load(f)
-    w = np.load(os.path.join(model_dir, "weights.npz"))["w"]
-    return (w.reshape(-1, 1) if w.ndim == 1 else w), meta

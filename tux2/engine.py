@@ -79,6 +79,7 @@ class Engine:
         if self.slack < 0:
             raise SchemaError(f"slack must be >= 0, got {slack}")
         self._rounds = []           # pending Apply rounds (SSP)
+        self._run_cache = {}        # (partition, order) → per-vertex edge runs, for active mini-batches
         self.min_bytes = 0          # replica traffic the synced fields imply (no ids, no headers)
         self._done_ts = None
         self._sync_s = 0.0
@@ -200,7 +201,7 @@ class Engine:
     def _runs(self, p, order):
         """A vertex order's runs (one per local vertex with edges here): global id,
         first position (+ end), local index; plus segment buffers. Built once."""
-        cache = self.__dict__.setdefault("_run_cache", {})
+        cache = self._run_cache
         key = (p.rank, order)
         if key not in cache:
             perm, keys = p.orders[order]

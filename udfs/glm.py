@@ -277,7 +277,7 @@ def program(labels, samples, features, values, n_samples, n_features, loss="logi
                    init_vertices=init_vertices, name=f"glm-{loss}-{strategy}")
 
 
-def partitioning(strategy, driver=False):
+def partitioning(strategy):
     """(partitioner, options) of a strategy: rows (samples mirror-free) or columns."""
     if strategy == "column":
         return "bicut", {"favorite": 1}
@@ -295,8 +295,7 @@ def engine(graph, labels, loss="logistic", strategy="sendgradient", parts=1, dri
     y[perm] = np.asarray(labels, np.float64)
     prog = program(y, samples, graph.dst, graph.values, graph.n_src, graph.n_dst, loss=loss, strategy=strategy,
                    parts=parts, **options)
-    g = BipartiteGraph(samples, graph.dst, None, graph.n_src, graph.n_dst, prog.types[0].name and
-                       (prog.types[0].name, prog.types[1].name))
+    g = BipartiteGraph(samples, graph.dst, None, graph.n_src, graph.n_dst, tuple(t.name for t in prog.types))
     name, opts = partitioning(strategy)
     assignment = parting.partition(name, g.src, g.dst, g.n_src, g.n_dst, parts, seed=seed, strict=False, **opts)
     if driver:
