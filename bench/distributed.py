@@ -61,7 +61,7 @@ def breakdown(traces):
     ranks = sorted({t["rank"] for t in traces})
     out = {}
     for r in ranks:
-        ts = [t for t in traces if t["rank"] == r]
+        ts = [t for t in traces if t["rank"] == r and not t.get("epoch_stages")]   # per mini-batch clock
         out[r] = {k: float(np.mean([t[k] for t in ts])) for k in ("compute_s", "sync_s", "wait_s")}
         out[r]["clocks"] = len(ts)
     return out

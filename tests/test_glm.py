@@ -208,3 +208,166 @@ def test_workers_give_the_single_process_weights(tmp_path, strategy, model):
         assert r.returncode == 0, r.stderr
         ws.append(np.load(out / "weights.npz")["w"])
     np.testing.assert_allclose(ws[1], ws[0], rtol=1e-12, atol=1e-15)
+
+
+def test_bytes_per_step_with_two_workers(tmp_path):
+    """The traffic claim with 2 worker processes over ZeroMQ: per clock, both ranks'
+    bytes from --trace. Column's follow the batch and not the features; sendgradient's
+    and modelavg's follow the touched model."""
+    from tux2.io import write_libsvm
+    files = {}
+    for d in (200, 20_000):
+        g, X, y = _problem(n=1200, d=d, seed=5)
+        files[d] = tmp_path / f"d{d}.svm"
+        write_libsvm(str(files[d]), g, y)
+
+    def per_step(strategy, d, batch):
+        tr = tmp_path / f"trace-{strategy}-{d}-{batch}"
+        r = _cli("run", "lr", str(files[d]), "--strategy", strategy, "--batch", str(batch), "--epochs", "1",
+                 "--workers", "2", "--quiet", "--timeout", "20", "--trace", str(tr), timeout=300)
+        assert r.returncode == 0, r.stderr
+        clocks = {}
+        for rank in (0, 1):
+            for line in open(tr / f"trace-{rank}.jsonl"):
+                rec = json.loads(line)
+                clocks[rec["clock"]] = clocks.get(rec["clock"], 0) + rec["bytes_sent"]
+        assert len(clocks) == -(-1200 // batch)
+        if strategy == "column":               # the last clock also carries the evaluation pass's margins
+            return float(np.median(list(clocks.values())))
+        return sum(clocks.values()) / len(clocks)       # modelavg sends only at the epoch's end
+
+    col_small, col_big = per_step("column", 200, 160), per_step("column", 20_000, 160)
+    assert col_big < 1.1 * col_small
+    assert col_small > 3 * per_step("column", 200, 40)
+    for strategy in ("sendgradient", "modelavg"):
+        assert per_step(strategy, 20_000, 160) > 3 * per_step(strategy, 200, 160)
+
+
+# ---------------------------------------------------------------- factorization machine
+def _loop_fm_objective(W, X, y, loss, reg, lam):
+    """An FM's f(W) by the definition ŷ = Σ w_j x_j + Σ_{j<k} <v_j, v_k> x_j x_k, in plain Python."""
+    X = X.tocsr()
+    total = 0.0
+    for i in range(X.shape[0]):
+        idx = X.indices[X.indptr[i]:X.indptr[i + 1]]
+        val = X.data[X.indptr[i]:X.indptr[i + 1]]
+        out = sum(W[j, 0] * x for j, x in zip(idx, val))
+        for a in range(len(idx)):
+            for b in range(a + 1, len(idx)):
+                out += float(np.dot(W[idx[a], 1:], W[idx[b], 1:])) * val[a] * val[b]
+        yy = 1.0 if y[i] > 0 else -1.0
+        total += np.log1p(np.exp(-yy * out)) if loss == "logistic" else max(0.0, 1.0 - yy * out)
+    r = 0.5 * float((W * W).sum()) if reg == "l2" else float(np.abs(W).sum())
+    return total / X.shape[0] + lam * r
+
+
+@pytest.mark.parametrize("loss", ["logistic", "hinge"])
+@pytest.mark.parametrize("reg", ["l2", "l1"])
+def test_fm_reference_objective_and_gradient(loss, reg):
+    g, X, y = _problem(n=50, d=20)
+    W = np.random.default_rng(2).normal(0, 0.5, (20, 4))
+    lam = 0.03
+    f = glm.objective_value(W, X, y, loss, reg, lam, fm=True)
+    assert f == pytest.approx(_loop_fm_objective(W, X, y, loss, reg, lam), rel=1e-12)
+    if loss == "hinge":
+        return
+    G = glm.gradient_value(W, X, y, loss, reg, lam, fm=True)
+    for j, k in [(0, 0), (3, 1), (7, 3), (11, 2)]:
+        h = 1e-6
+        E = np.zeros_like(W)
+        E[j, k] = h
+        num = glm.objective_value(W + E, X, y, loss, reg, lam, fm=True) - glm.objective_value(W - E, X, y, loss,
+                                                                                              reg, lam, fm=True)
+        assert G[j, k] == pytest.approx(num / (2 * h), rel=1e-5, abs=1e-9)
+
+
+@pytest.mark.parametrize("loss", ["logistic", "hinge"])
+@pytest.mark.parametrize("reg", ["l2", "l1"])
+@pytest.mark.parametrize("strategy,parts", [("sendgradient", 1), ("column", 3)])
+def test_fm_full_batch_steps_are_gradient_steps(loss, reg, strategy, parts):
+    g, X, y = _problem()
+    lam, eta = 0.02, 0.5
+    eng, _ = glm.engine(g, y, loss, strategy, parts=parts, batch=None, eta=eta, lam=lam, reg=reg, factors=3,
+                        init_std=0.3)
+    W = glm.weights(eng).copy()
+    assert W.shape == (X.shape[1], 4) and not W[:, 0].any() and W[:, 1:].std() > 0.2
+    for _ in range(3):
+        eng.run(1)
+        Gd = glm.gradient_value(W, X, y, loss, "l2", 0.0, fm=True)
+        if reg == "l2":
+            W = W - eta * (Gd + lam * W)
+        else:
+            Z = W - eta * Gd
+            W = np.sign(Z) * np.maximum(np.abs(Z) - eta * lam, 0.0)
+        np.testing.assert_allclose(glm.weights(eng), W, rtol=1e-10, atol=1e-13)
+
+
+@pytest.mark.parametrize("strategy", ["sendgradient", "column", "adam"])
+def test_fm_slack0_iterates_do_not_depend_on_partitions(strategy):
+    g, X, y = _problem()
+    opts = dict(batch=37, eta=0.3 if strategy != "adam" else 0.02, lam=1e-3, factors=4, init_std=0.1, seed=7)
+    ref, _ = glm.engine(g, y, "logistic", strategy, parts=1, **opts)
+    ref.run(3)
+    for parts in (2, 4):
+        eng, _ = glm.engine(g, y, "logistic", strategy, parts=parts, **opts)
+        eng.run(3)
+        np.testing.assert_allclose(glm.weights(eng), glm.weights(ref), rtol=1e-9, atol=1e-13)
+
+
+def test_fm_learns_pairwise_interactions_a_linear_model_cannot():
+    """Labels from a planted FM with no linear part: the trained FM's objective ends
+    far below the best linear model's (the sklearn optimum)."""
+    import scipy.sparse as sp
+    rng = np.random.default_rng(0)
+    n, d, per = 3000, 30, 5
+    rows = np.repeat(np.arange(n), per)
+    cols = np.concatenate([rng.choice(d, per, replace=False) for _ in range(n)])
+    X = sp.csr_matrix((np.ones(n * per), (rows, cols)), shape=(n, d))
+    V = rng.normal(0, 1, (d, 2))
+    y = np.where(glm.fm_scores(np.column_stack([np.zeros(d), V]), X)[:, 0] > 0, 1.0, -1.0)
+    from tux2 import BipartiteGraph
+    g = BipartiteGraph(rows, cols, np.ones(n * per), n, d, ("sample", "feature"))
+    lam = 1e-4
+    f_lin = glm.objective_value(_sklearn_optimum(X, y, lam), X, y, "logistic", "l2", lam)
+    eng, _ = glm.engine(g, y, "logistic", "adam", batch=100, eta=0.05, lam=lam, factors=2, init_std=0.1)
+    eng.run(40)
+    f_fm = glm.objective_value(glm.weights(eng), X, y, "logistic", "l2", lam, fm=True)
+    assert f_lin > 0.5 and f_fm < f_lin - 0.2
+
+
+def test_predict_gives_the_training_runs_scores_and_metrics(tmp_path):
+    """save → load → predict: the scores are the model's, the metrics those the run
+    reported on the same test file; for lr, softmax and fm."""
+    from tux2.io import write_libsvm
+    for model, classes in (("lr", 2), ("softmax", 3), ("fm", 2)):
+        g, X, y = _problem(classes=classes, n=300, d=50)
+        data = tmp_path / f"{model}.svm"
+        write_libsvm(str(data), g, y)
+        out, preds = tmp_path / f"{model}-model", tmp_path / f"{model}.pred"
+        r = _cli("run", model, str(data), "--test", str(data), "--epochs", "3", "--eta", "0.5", "--quiet",
+                 "--out", str(out), "--metrics", str(tmp_path / f"{model}.jsonl"))
+        assert r.returncode == 0, r.stderr
+        r = _cli("predict", str(out), str(data), "-o", str(preds), "--metrics", str(tmp_path / f"{model}-p.json"))
+        assert r.returncode == 0, r.stderr
+        z = np.load(out / "weights.npz")
+        W = np.column_stack([z["w"], z["V"]]) if model == "fm" else z["w"]
+        M = glm.fm_scores(W, X) if model == "fm" else glm.scores(W, X)
+        rows = np.loadtxt(preds, comments="#", ndmin=2)
+        assert rows.shape == (300, 3 if model != "softmax" else 1 + classes)
+        if model == "softmax":
+            np.testing.assert_array_equal(rows[:, 0], M.argmax(axis=1))
+            P = np.exp(M - M.max(axis=1, keepdims=True))
+            np.testing.assert_allclose(rows[:, 1:], P / P.sum(axis=1, keepdims=True), rtol=1e-5)
+        else:
+            np.testing.assert_allclose(rows[:, 1], M[:, 0], rtol=1e-8, atol=1e-12)
+            np.testing.assert_array_equal(rows[:, 0], np.where(M[:, 0] > 0, 1, -1))
+            np.testing.assert_allclose(rows[:, 2], 1 / (1 + np.exp(-M[:, 0])), rtol=1e-5)
+        last = json.loads(open(tmp_path / f"{model}.jsonl").read().splitlines()[-1])
+        got = json.load(open(tmp_path / f"{model}-p.json"))
+        for k in ("accuracy", "logloss") + (("auc",) if classes == 2 else ()):
+            assert got[k] == pytest.approx(last[f"test_{k}"], rel=1e-12)
+
+
+def test_predict_rejects_what_is_not_a_model(tmp_path):
+    r = _cli("predict", str(tmp_path), str(tmp_path / "x.svm"))
+    assert r.returncode == 2 and "no model.json" in r.stderr

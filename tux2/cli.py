@@ -329,6 +329,8 @@ def main(argv=None):
     cli_glm.add_parser(algos)
     from tux2 import cli_partition
     cli_partition.add_parser(sub)
+    from tux2 import cli_predict
+    cli_predict.add_parser(sub)
     keys = sub.add_parser("keys", help="create a CURVE key pair for --curve")
     keys.add_argument("dir", help="directory for tux2.key and tux2.key_secret (keep it private)")
     keys.set_defaults(func=make_keys)
@@ -341,6 +343,9 @@ def main(argv=None):
         who = f"[worker {args.rank}] " if getattr(args, "rank", None) is not None else ""
         print(f"tux2: error: {who}{e}", file=sys.stderr)
         return 2
+    except BrokenPipeError:           # output piped into e.g. head, which has closed it
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except OSError as e:              # files the user named: unreadable, unwritable, missing directory
         who = f"[worker {args.rank}] " if getattr(args, "rank", None) is not None else ""
         print(f"tux2: error: {who}{e}", file=sys.stderr)

@@ -1,5 +1,6 @@
-"""``tux2 run lr|svm|softmax [INPUT]``: generalised linear models by mini-batch SGD,
-with the training strategy of Spark MLlib, MLlib*, Petuum, ColumnSGD or PS2."""
+"""``tux2 run lr|svm|softmax|fm [INPUT]``: generalised linear models and factorization
+machines by mini-batch SGD, with the training strategy of Spark MLlib, MLlib*, Petuum,
+ColumnSGD or PS2."""
 import os
 import time
 
@@ -9,7 +10,8 @@ import tux2
 from tux2.errors import Tux2Error
 
 MODELS = {"lr": ("logistic", "logistic regression"), "svm": ("hinge", "linear SVM (hinge loss)"),
-          "softmax": ("softmax", "multinomial (softmax) regression")}
+          "softmax": ("softmax", "multinomial (softmax) regression"),
+          "fm": ("logistic", "factorization machine (degree 2)")}
 
 
 def add_parser(algos):
@@ -30,6 +32,11 @@ def add_parser(algos):
                         "epoch), modelsum = Petuum-style summed deltas. Without INPUT a kdd-shaped sparse "
                         "problem is generated (20k + 2k samples, 10k power-law features).")
         add_libsvm_args(p, "accuracy, log-loss" + ("" if loss == "softmax" else " and AUC"))
+        if name == "fm":
+            p.add_argument("--loss", default="logistic", choices=("logistic", "hinge"), help="loss of the output")
+            p.add_argument("--factors", type=int, default=8, help="F, latent factors per feature")
+            p.add_argument("--init-std", type=float, default=0.01,
+                           help="factors start as normal draws with this standard deviation")
         p.add_argument("--strategy", default="sendgradient", choices=STRATEGIES, help="training strategy")
         p.add_argument("--driver", action="store_true",
                        help="sendgradient only: every feature master on partition 0 (Spark's driver)")
@@ -46,7 +53,7 @@ def add_parser(algos):
         p.add_argument("--seed", type=int, default=0, help="seed of the sample shuffle and the partitioning")
         add_output_args(p, "directory for weights.npz, weights.txt and model.json", "epoch")
         add_distributed_args(p)
-        p.set_defaults(func=run_glm, loss=loss, model=name)
+        p.set_defaults(func=run_glm, model=name, **({} if name == "fm" else {"loss": loss, "factors": 0}))
 
 
 def run_glm(args):
@@ -54,14 +61,19 @@ def run_glm(args):
     return run_distributed(args, _run_glm)
 
 
-def metrics(W, graph, labels, loss):
+def metrics(W, graph, labels, loss, fm=False):
     """accuracy and log-loss (binary: and AUC) of W on a test set; features beyond W count 0."""
-    from tux2.cli_libsvm import classification_metrics, scores
-    M = np.column_stack([scores(W[:, k], graph) for k in range(W.shape[1])])
+    from tux2.udfs.glm import graph_scores
+    return score_metrics(graph_scores(W, graph, fm), labels, loss)
+
+
+def score_metrics(M, labels, loss):
+    """accuracy and log-loss (binary: and AUC) of scores M (n, K) against labels."""
+    from tux2.cli_libsvm import classification_metrics
     if loss != "softmax":
         return classification_metrics(M[:, 0], labels)
     y = np.asarray(labels, np.int64)
-    K = W.shape[1]
+    K = M.shape[1]
     top = M.max(axis=1)
     lse = top + np.log(np.exp(M - top[:, None]).sum(axis=1))
     inside = y < K
@@ -92,7 +104,8 @@ def _run_glm(args, transport, rank, world):
     t0 = time.perf_counter()
     eng, perm = glm.engine(g, y, args.loss, args.strategy, parts=parts, driver=args.driver, seed=args.seed,
                            transport=transport, reg=args.reg, lam=args.lam, batch=args.batch or None, eta=eta,
-                           decay=args.decay, classes=classes, evaluate=True)
+                           decay=args.decay, classes=classes, evaluate=True, factors=args.factors,
+                           **({"init_std": args.init_std} if args.factors else {}))
     say(f"  layout + compile {time.perf_counter() - t0:.2f}s")
     total = 0.0
     with metrics_stream(args.metrics, rank) as write_metrics:
@@ -109,7 +122,8 @@ def _run_glm(args, transport, rank, world):
             if test is not None:
                 W = glm.weights(eng)
                 if W is not None:
-                    rec.update({f"test_{k}": v for k, v in metrics(W, test[0], test[1], args.loss).items()})
+                    rec.update({f"test_{k}": v for k, v in metrics(W, test[0], test[1], args.loss,
+                                                                                  args.factors > 0).items()})
             say(f"epoch {epoch:3d}/{args.epochs}  objective {rec['objective']:.6g}  "
                 + (f"test acc {rec['test_accuracy']:.4f}  " if "test_accuracy" in rec else "")
                 + f"time {dt:.3f}s")
@@ -124,19 +138,24 @@ def _run_glm(args, transport, rank, world):
     ctx = eng.context()
     params = {"algorithm": args.model, "loss": args.loss, "reg": args.reg, "lam": args.lam,
               "strategy": args.strategy, "driver": args.driver, "batch": args.batch, "eta": eta,
-              "decay": args.decay, "epochs": args.epochs, "classes": int(W.shape[1]) if args.loss == "softmax" else 2,
+              "decay": args.decay, "epochs": args.epochs, "factors": args.factors,
+              "classes": int(W.shape[1]) if args.loss == "softmax" else 2,
               "zero_based": args.zero_based, "seed": args.seed, "samples": g.n_src, "features": g.n_dst,
               "partitions": parts, "workers": world, "input": source, "objective": float(ctx["objective"])}
     save_model(args.out, eng, params, datas=datas)
-    write_weights(args.out, W, args.zero_based)
+    write_weights(args.out, W, args.zero_based, args.factors > 0)
     say(f"model written to {args.out}")
     return 0
 
 
-def write_weights(out, W, zero_based=False):
-    """weights.npz (W: features × K) and weights.txt: one line per non-zero feature,
-    libsvm-style 'index:w' (binary) or 'index:w_0,…,w_K-1', index in the input's base."""
-    np.savez(os.path.join(out, "weights.npz"), w=W[:, 0] if W.shape[1] == 1 else W)
+def write_weights(out, W, zero_based=False, fm=False):
+    """weights.npz (w: features × K, or w and V: features × F for a factorization
+    machine) and weights.txt: one line per non-zero feature, libsvm-style 'index:w'
+    (binary), 'index:w_0,…,w_K-1' or 'index:w,v_1,…,v_F', index in the input's base."""
+    if fm:
+        np.savez(os.path.join(out, "weights.npz"), w=W[:, 0], V=W[:, 1:])
+    else:
+        np.savez(os.path.join(out, "weights.npz"), w=W[:, 0] if W.shape[1] == 1 else W)
     base = 0 if zero_based else 1
     with open(os.path.join(out, "weights.txt"), "w") as f:
         for j in np.flatnonzero(np.any(W != 0, axis=1)):

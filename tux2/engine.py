@@ -150,17 +150,22 @@ class Engine:
             whole = not any(isinstance(s, MiniBatch) for s in self.program.stages)
             if whole:
                 self.clock += 1
-                mark = self._trace_start()
+            mark = self._trace_start() if whole else None
             for s in self.program.stages:
                 if isinstance(s, MiniBatch):
+                    if mark is not None:        # stages before the mini-batches
+                        self._trace_end(mark, epoch_stages=True)
+                        mark = None
                     self._run_minibatches(s)
                 else:
+                    if mark is None:            # stages outside the mini-batches: a record of their own
+                        mark = self._trace_start(gate=False)
                     order = None
                     if isinstance(s, Exchange) and s.enumerate is not None:
                         order = self.program.type_index(s.enumerate)
                     self._run_stage(s, self._segments(order) if isinstance(s, Exchange) else None)
-            if whole:
-                self._trace_end(mark)
+            if mark is not None:
+                self._trace_end(mark, epoch_stages=not whole)
             self.flush()
             if callback is not None and callback(self):
                 break
@@ -219,16 +224,19 @@ class Engine:
         finally:
             self._sync_s += time.perf_counter() - t0
 
-    def _trace_start(self):
+    def _trace_start(self, gate=True):
         """Start of a clock: the SSP gate (every round of clocks <= c - s - 1 complete), then marks."""
         g0 = time.perf_counter()
-        self._progress(self.clock - self.slack - 1)
+        if gate:
+            self._progress(self.clock - self.slack - 1)
         self._gate_s = time.perf_counter() - g0
         self._done_ts = None
         return (time.perf_counter(), self._sync_s, getattr(self.transport, "wait_seconds", 0.0),
                 self.transport.bytes_sent, time.time(), self.min_bytes)
 
-    def _trace_end(self, mark):
+    def _trace_end(self, mark, epoch_stages=False):
+        """A clock's record; ``epoch_stages``: the stages outside the mini-batches, which
+        run after (or before) them in the same clock and get a record of their own."""
         t0, s0, w0, b0, start_ts, m0 = mark
         wall = time.perf_counter() - t0
         sync = self._sync_s - s0
@@ -238,7 +246,8 @@ class Engine:
                            "sync_s": sync - wait, "wait_s": wait + self._gate_s,
                            "bytes_sent": self.transport.bytes_sent - b0, "min_bytes": self.min_bytes - m0,
                            "start_ts": start_ts,
-                           "done_ts": self._done_ts if self._done_ts is not None else time.time()})
+                           "done_ts": self._done_ts if self._done_ts is not None else time.time(),
+                           **({"epoch_stages": True} if epoch_stages else {})})
 
     def _run_stage(self, s, segs):
         t0 = time.perf_counter()

@@ -19,6 +19,12 @@ The regulariser is spread over the samples that hold a feature: a batch edge of
 feature j adds λ (n / n_j) ∂R/∂w_j, so a mini-batch gradient is an unbiased estimate
 of ∇f and touches only the batch's features, and a full batch is exactly ∇f.
 
+A factorization machine (``factors=F`` > 0, binary losses) is the same stage
+sequence with a wider record: feature j holds w_j = (linear weight, v_j1 … v_jF),
+the margin Exchange accumulates m_i = (Σ x w, s_i = Σ x v, q_i = Σ x² v²), the
+sample Apply forms ŷ_i = m + ½ Σ_f (s_f² − q_f) and keeps (ℓ'(ŷ_i), s_i), and the
+gradient Exchange adds d_i (x, x s_if − v_jf x²). The regulariser covers w and V.
+
 Strategies (``STRATEGIES``):
 
 * ``sendgradient`` (Spark MLlib): samples mirror-free (row partitioning); feature
@@ -92,6 +98,75 @@ def local_step_l1(u, v, e, a_u, a_v, ctx):
         v.w[k] = soft(v.w[k] - s * e.x * u.d[k], t)
 
 
+# ---------------------------------------------------------------- factorization machine Exchanges
+# feature record w = (w_j, v_j1 … v_jF); sample accumulator m = (Σ x w, s_1 … s_F, q_1 … q_F);
+# sample sync d = (ℓ'(ŷ), s_1 … s_F)
+def fm_margin(u, v, e, a_u, a_v, ctx):
+    F = v.w.shape[0] - 1
+    a_u.m[0] += e.x * v.w[0]
+    for f in range(1, F + 1):
+        t = e.x * v.w[f]
+        a_u.m[f] += t
+        a_u.m[F + f] += t * t
+
+
+def fm_gradient(u, v, e, a_u, a_v, ctx):
+    d = u.d[0]
+    a_v.g[0] += e.x * d
+    for f in range(1, v.w.shape[0]):
+        a_v.g[f] += d * e.x * (u.d[f] - v.w[f] * e.x)
+    a_v.c += 1.0
+
+
+def fm_local_step_l2(u, v, e, a_u, a_v, ctx):
+    s = ctx.rate * ctx.local_scale
+    r = ctx.lam * ctx.n / v.deg
+    d = u.d[0]
+    v.w[0] -= s * (e.x * d + r * v.w[0])
+    for f in range(1, v.w.shape[0]):
+        v.w[f] -= s * (d * e.x * (u.d[f] - v.w[f] * e.x) + r * v.w[f])
+
+
+def fm_local_step_l1(u, v, e, a_u, a_v, ctx):
+    s = ctx.rate * ctx.local_scale
+    t = s * ctx.lam * ctx.n / v.deg
+    d = u.d[0]
+    v.w[0] = soft(v.w[0] - s * e.x * d, t)
+    for f in range(1, v.w.shape[0]):
+        v.w[f] = soft(v.w[f] - s * d * e.x * (u.d[f] - v.w[f] * e.x), t)
+
+
+@njit(inline="always")
+def fm_output(m):
+    """ŷ = m_0 + ½ Σ_f (s_f² − q_f) from the accumulator (m_0, s, q)."""
+    F = (m.shape[0] - 1) // 2
+    out = m[0]
+    for f in range(1, F + 1):
+        out += 0.5 * (m[f] * m[f] - m[F + f])
+    return out
+
+
+def fm_logistic_d(v, a, ctx):
+    v.d[0] = -v.y / (1.0 + math.exp(v.y * fm_output(a.m)))
+    for f in range(1, v.d.shape[0]):
+        v.d[f] = a.m[f]
+
+
+def fm_hinge_d(v, a, ctx):
+    v.d[0] = -v.y if v.y * fm_output(a.m) < 1.0 else 0.0
+    for f in range(1, v.d.shape[0]):
+        v.d[f] = a.m[f]
+
+
+def fm_logistic_loss(v, a, ctx):
+    z = -v.y * fm_output(a.m)
+    ctx.loss += z + math.log1p(math.exp(-z)) if z > 0 else math.log1p(math.exp(z))
+
+
+def fm_hinge_loss(v, a, ctx):
+    ctx.loss += max(0.0, 1.0 - v.y * fm_output(a.m))
+
+
 # ---------------------------------------------------------------- loss derivatives (Apply at samples)
 def logistic_d(v, a, ctx):
     v.d[0] = -v.y / (1.0 + math.exp(v.y * a.m[0]))          # −y σ(−y m)
@@ -122,6 +197,8 @@ def softmax_loss(v, a, ctx):
 
 DERIVATIVE = {"logistic": logistic_d, "hinge": hinge_d, "softmax": softmax_d}
 LOSS = {"logistic": logistic_loss, "hinge": hinge_loss, "softmax": softmax_loss}
+FM_DERIVATIVE = {"logistic": fm_logistic_d, "hinge": fm_hinge_d}
+FM_LOSS = {"logistic": fm_logistic_loss, "hinge": fm_hinge_loss}
 
 
 # ---------------------------------------------------------------- updates (Apply at feature masters)
@@ -138,10 +215,11 @@ def sgd_l1(v, a, ctx):
 
 
 def adam_l2(v, a, ctx):
-    v.t += 1.0
+    v.b1t *= ctx.beta1                     # β^t kept as running products: no pow per feature
+    v.b2t *= ctx.beta2
     r = ctx.lam * ctx.n / v.deg * a.c
-    c1 = 1.0 - ctx.beta1 ** v.t
-    c2 = 1.0 - ctx.beta2 ** v.t
+    c1 = 1.0 - v.b1t
+    c2 = 1.0 - v.b2t
     for k in range(v.w.shape[0]):
         g = (a.g[k] + r * v.w[k]) / ctx.batch
         v.m1[k] = ctx.beta1 * v.m1[k] + (1.0 - ctx.beta1) * g
@@ -150,9 +228,10 @@ def adam_l2(v, a, ctx):
 
 
 def adam_l1(v, a, ctx):
-    v.t += 1.0
-    c1 = 1.0 - ctx.beta1 ** v.t
-    c2 = 1.0 - ctx.beta2 ** v.t
+    v.b1t *= ctx.beta1
+    v.b2t *= ctx.beta2
+    c1 = 1.0 - v.b1t
+    c2 = 1.0 - v.b2t
     for k in range(v.w.shape[0]):
         g = a.g[k] / ctx.batch
         v.m1[k] = ctx.beta1 * v.m1[k] + (1.0 - ctx.beta1) * g
@@ -215,12 +294,14 @@ def labels_for(loss, labels, classes=None):
 
 def program(labels, samples, features, values, n_samples, n_features, loss="logistic", reg="l2", lam=1e-6,
             strategy="sendgradient", batch=1000, eta=0.1, decay=0.0, classes=None, parts=1, evaluate=False,
-            beta1=0.9, beta2=0.999, eps=1e-8, types=("sample", "feature")):
+            beta1=0.9, beta2=0.999, eps=1e-8, factors=0, init_std=0.01, types=("sample", "feature")):
     """A GLM program on edges (samples[i], features[i]) with values ``values``
     (sample ids already shuffled, see ``shuffle_samples``). ``parts`` is only used
     by the model-averaging strategies (local steps are P/B: each partition's
     mini-batch holds about B/P samples). ``evaluate`` adds a pass per epoch that
-    puts f(W) in the context (``objective``, ``loss``, ``reg``, ``nnz``)."""
+    puts f(W) in the context (``objective``, ``loss``, ``reg``, ``nnz``). ``factors``
+    F > 0 makes it a factorization machine (binary losses; factors start as
+    N(0, init_std²) draws of the engine's seed, the linear weights at 0)."""
     if loss not in LOSSES:
         raise ValueError(f"unknown loss {loss!r}; choose one of {', '.join(LOSSES)}")
     if strategy not in STRATEGIES:
@@ -229,6 +310,9 @@ def program(labels, samples, features, values, n_samples, n_features, loss="logi
         raise ValueError(f"reg must be 'l1' or 'l2', got {reg!r}")
     if lam < 0 or eta <= 0 or decay < 0:
         raise ValueError(f"need lam >= 0, eta > 0, decay >= 0; got {lam}, {eta}, {decay}")
+    F = int(factors)
+    if F < 0 or (F and loss == "softmax"):
+        raise ValueError(f"a factorization machine needs factors >= 1 and a binary loss, got {factors}, {loss!r}")
     y, K = labels_for(loss, labels, classes)
     if len(y) != n_samples:
         raise ValueError(f"{len(y)} labels for {n_samples} samples")
@@ -236,9 +320,9 @@ def program(labels, samples, features, values, n_samples, n_features, loss="logi
     features = np.asarray(features, np.int64)
     deg = np.maximum(np.bincount(features, minlength=n_features), 1).astype(np.float64)
     local = strategy in ("modelavg", "modelsum")
-    wk = ("f8", K)
-    sample = VertexType(types[0], sync={"d": wk}, master={"y": "f8"}, accum={"m": wk})
-    fmaster = {"m1": wk, "m2": wk, "t": "f8"} if strategy == "adam" else {}
+    wk = ("f8", K + F)                     # FM: (w_j, v_j1 … v_jF); K = 1
+    sample = VertexType(types[0], sync={"d": wk}, master={"y": "f8"}, accum={"m": ("f8", K + 2 * F)})
+    fmaster = {"m1": wk, "m2": wk, "b1t": "f8", "b2t": "f8"} if strategy == "adam" else {}
     feature = VertexType(types[1], sync={"w": wk}, master=fmaster, local={"deg": "f8"},
                          accum={} if local else {"g": wk, "c": "f8"})
     ctx = ContextSpec(fields={"lam": "f8", "n": "f8", "batch": "f8", "eta": "f8", "decay": "f8", "rate": "f8",
@@ -253,28 +337,35 @@ def program(labels, samples, features, values, n_samples, n_features, loss="logi
             data["y"] = y
         else:
             data["deg"] = deg
+            if F:
+                data["w"][:, 1:] = rng.normal(0.0, init_std, (len(data), F))
+            if strategy == "adam":
+                data["b1t"], data["b2t"] = 1.0, 1.0
 
+    margin_x, deriv, grad, loss_f = ((fm_margin, FM_DERIVATIVE[loss], fm_gradient, FM_LOSS[loss]) if F else
+                                     (margin, DERIVATIVE[loss], gradient, LOSS[loss]))
     if local:
-        step = local_step_l2 if reg == "l2" else local_step_l1
-        mb = MiniBatch(B, [Exchange(margin, writes=types[0]), Apply(DERIVATIVE[loss], types=types[0]),
+        step = ((fm_local_step_l2 if reg == "l2" else fm_local_step_l1) if F else
+                (local_step_l2 if reg == "l2" else local_step_l1))
+        mb = MiniBatch(B, [Exchange(margin_x, writes=types[0]), Apply(deriv, types=types[0]),
                            Exchange(step, writes=types[1])], unit="vertex", enumerate=types[0])
         stages = [mb, Apply(combine="mean" if strategy == "modelavg" else "sum", types=types[1])]
     else:
         update = {("sendgradient", "l2"): sgd_l2, ("sendgradient", "l1"): sgd_l1, ("column", "l2"): sgd_l2,
                   ("column", "l1"): sgd_l1, ("adam", "l2"): adam_l2, ("adam", "l1"): adam_l1}[strategy, reg]
-        mb = MiniBatch(B, [Exchange(margin, writes=types[0]), Apply(DERIVATIVE[loss], types=types[0]),
-                           Exchange(gradient, writes=types[1]), Apply(update, types=types[1])],
+        mb = MiniBatch(B, [Exchange(margin_x, writes=types[0]), Apply(deriv, types=types[0]),
+                           Exchange(grad, writes=types[1]), Apply(update, types=types[1])],
                        unit="vertex", enumerate=types[0])
         stages = [mb]
     if evaluate:
-        stages += [Exchange(margin, enumerate=types[0], writes=types[0], name="eval_margin"),
-                   Apply(LOSS[loss], types=types[0], name="eval_loss"),
+        stages += [Exchange(margin_x, enumerate=types[0], writes=types[0], name="eval_margin"),
+                   Apply(loss_f, types=types[0], name="eval_loss"),
                    GlobalSync(aggregate=regulariser_l2 if reg == "l2" else regulariser_l1, over=types[1],
                               finalize=objective)]
     else:
         stages += [GlobalSync(finalize=next_epoch)]
     return Program((sample, feature), edge={"x": "f8"}, context=ctx, stages=stages,
-                   init_vertices=init_vertices, name=f"glm-{loss}-{strategy}")
+                   init_vertices=init_vertices, name=f"{'fm' if F else 'glm'}-{loss}-{strategy}")
 
 
 def partitioning(strategy):
@@ -322,9 +413,30 @@ def scores(W, X):
     return np.asarray(X @ np.asarray(W).reshape(X.shape[1], -1))
 
 
-def objective_value(W, X, y, loss="logistic", reg="l2", lam=1e-6):
-    """f(W) for a scipy.sparse X: the reference the programs are checked against."""
-    M = scores(W, X)
+def fm_scores(W, X):
+    """A factorization machine's outputs, (n, 1): W = (w, V) as (d, 1 + F)."""
+    W = np.asarray(W).reshape(X.shape[1], -1)
+    S = np.asarray(X @ W[:, 1:])
+    Q = np.asarray(X.multiply(X) @ (W[:, 1:] ** 2))
+    return (np.asarray(X @ W[:, 0]) + 0.5 * (S * S - Q).sum(axis=1))[:, None]
+
+
+def graph_scores(W, graph, fm=False):
+    """Scores (n, K) of every sample of a graph (a libsvm file read as samples ×
+    features) under W; features beyond W's rows count as 0."""
+    import scipy.sparse as sp
+    W = np.asarray(W, np.float64)
+    W = W.reshape(len(W), -1)
+    keep = graph.dst < len(W)
+    vals = graph.values[keep] if graph.values is not None else np.ones(int(keep.sum()))
+    X = sp.csr_matrix((vals, (graph.src[keep], graph.dst[keep])), shape=(graph.n_src, len(W)))
+    return fm_scores(W, X) if fm else scores(W, X)
+
+
+def objective_value(W, X, y, loss="logistic", reg="l2", lam=1e-6, fm=False):
+    """f(W) for a scipy.sparse X: the reference the programs are checked against
+    (``fm``: W = (w, V) of a factorization machine)."""
+    M = fm_scores(W, X) if fm else scores(W, X)
     W = np.asarray(W).reshape(X.shape[1], -1)
     if loss == "softmax":
         y = np.asarray(y, np.int64)
@@ -338,9 +450,9 @@ def objective_value(W, X, y, loss="logistic", reg="l2", lam=1e-6):
     return float(data.mean()) + lam * r
 
 
-def gradient_value(W, X, y, loss="logistic", reg="l2", lam=1e-6):
+def gradient_value(W, X, y, loss="logistic", reg="l2", lam=1e-6, fm=False):
     """∇f(W) (a subgradient for hinge and l1), (d, K): the reference."""
-    M = scores(W, X)
+    M = fm_scores(W, X) if fm else scores(W, X)
     W = np.asarray(W).reshape(X.shape[1], -1)
     n = X.shape[0]
     if loss == "softmax":
@@ -352,5 +464,10 @@ def gradient_value(W, X, y, loss="logistic", reg="l2", lam=1e-6):
         ys = np.where(np.asarray(y) > 0, 1.0, -1.0)
         m = M[:, 0]
         D = (-ys / (1.0 + np.exp(ys * m)) if loss == "logistic" else np.where(ys * m < 1.0, -ys, 0.0))[:, None]
-    G = np.asarray(X.T @ D) / n
+    if fm:                                 # ∂ŷ_i/∂w_j = x_ij, ∂ŷ_i/∂v_jf = x_ij s_if − v_jf x_ij²
+        S = np.asarray(X @ W[:, 1:])
+        Gv = (np.asarray(X.T @ (D * S)) - np.asarray(X.multiply(X).T @ D) * W[:, 1:]) / n
+        G = np.column_stack([np.asarray(X.T @ D) / n, Gv])
+    else:
+        G = np.asarray(X.T @ D) / n
     return G + lam * (W if reg == "l2" else np.sign(W))
