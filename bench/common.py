@@ -118,9 +118,9 @@ def time_to_gap(curve, f_star, gap):
     return None
 
 
-def gap_plot(name, curves, f_star, gap, title, figsize=(6, 4)):
+def gap_plot(name, curves, f_star, gap, title, figsize=(6, 4), logx=False):
     """Relative objective gap vs time, one line per {label: [(seconds, objective), …]},
-    with the target gap, saved as bench/results/NAME.png."""
+    with the target gap, saved as bench/results/NAME.png (``logx``: log time axis)."""
     with figure(name, figsize=figsize) as ax:
         if ax is None:
             return
@@ -128,6 +128,8 @@ def gap_plot(name, curves, f_star, gap, title, figsize=(6, 4)):
             ax.semilogy([p[0] for p in pts], [max((p[1] - f_star) / f_star, 1e-9) for p in pts], marker="o", ms=3,
                         label=label)
         ax.axhline(gap, color="grey", lw=0.8, ls="--", label=f"gap {gap:g}")
+        if logx:
+            ax.set_xscale("log")
         ax.set_xlabel("training time (s)")
         ax.set_ylabel("relative objective gap (f − f*) / f*")
         ax.set_title(title)

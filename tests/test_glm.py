@@ -116,6 +116,21 @@ def test_slack0_iterates_do_not_depend_on_partitions(strategy, loss, classes):
         np.testing.assert_allclose(glm.weights(eng), glm.weights(ref), rtol=1e-9, atol=1e-13)
 
 
+@pytest.mark.parametrize("loss,classes", [("logistic", 2), ("softmax", 3)])
+def test_adam_update_under_column_partitioning_gives_ps2_iterates(loss, classes):
+    """optimizer='adam' with column partitioning (moments beside the mirror-free
+    weights) takes exactly PS2's steps: the same iterates as strategy adam."""
+    g, X, y = _problem(classes)
+    ref, _ = glm.engine(g, y, loss, "adam", parts=1, batch=37, eta=0.05, lam=1e-3)
+    ref.run(3)
+    for strategy, parts in (("column", 1), ("column", 3), ("sendgradient", 2)):
+        eng, _ = glm.engine(g, y, loss, strategy, parts=parts, batch=37, eta=0.05, lam=1e-3, optimizer="adam")
+        eng.run(3)
+        np.testing.assert_allclose(glm.weights(eng), glm.weights(ref), rtol=1e-9, atol=1e-13)
+    with pytest.raises(ValueError, match="does not go with"):
+        glm.engine(g, y, loss, "modelavg", parts=2, optimizer="adam")
+
+
 def test_driver_puts_every_feature_master_on_partition_0():
     g, X, y = _problem()
     eng, _ = glm.engine(g, y, "logistic", "sendgradient", parts=3, driver=True, batch=50, eta=0.5)

@@ -38,13 +38,16 @@ def add_parser(algos):
             p.add_argument("--init-std", type=float, default=0.01,
                            help="factors start as normal draws with this standard deviation")
         p.add_argument("--strategy", default="sendgradient", choices=STRATEGIES, help="training strategy")
+        p.add_argument("--optimizer", choices=("sgd", "adam"), default=None,
+                       help="update at the feature masters (default: adam for --strategy adam, else sgd); "
+                            "column and sendgradient take either")
         p.add_argument("--driver", action="store_true",
                        help="sendgradient only: every feature master on partition 0 (Spark's driver)")
         p.add_argument("--reg", default="l2", choices=("l2", "l1"), help="regulariser R: 1/2 |W|^2 or |W|_1")
         p.add_argument("--lam", type=float, default=1e-6, help="regularisation weight lambda")
         p.add_argument("--batch", type=int, default=1000, help="samples per mini-batch (one clock); 0: all")
         p.add_argument("--eta", type=float, default=None,
-                       help="step size (default: 1.0 for SGD strategies, 0.01 for adam)")
+                       help="step size (default: 1.0 for sgd, 0.01 for adam)")
         p.add_argument("--decay", type=float, default=0.0, help="step at epoch t is eta / (1 + decay t)")
         p.add_argument("--epochs", type=int, default=10, help="passes over the samples")
         if loss == "softmax":
@@ -90,7 +93,8 @@ def _run_glm(args, transport, rank, world):
         raise Tux2Error(f"--batch, --epochs and --lam must be >= 0, got {args.batch}, {args.epochs}, {args.lam}")
     if args.driver and args.strategy != "sendgradient":
         raise Tux2Error("--driver (all feature masters on one partition) goes with --strategy sendgradient")
-    eta = args.eta if args.eta is not None else (0.01 if args.strategy == "adam" else 1.0)
+    optimizer = args.optimizer or ("adam" if args.strategy == "adam" else "sgd")
+    eta = args.eta if args.eta is not None else (0.01 if optimizer == "adam" else 1.0)
     parts = max(args.partitions, world)
     classes = getattr(args, "classes", None)
     g, y, test, source = load_classification(args, (classes or 5) if args.loss == "softmax" else 2)
@@ -105,6 +109,7 @@ def _run_glm(args, transport, rank, world):
     eng, perm = glm.engine(g, y, args.loss, args.strategy, parts=parts, driver=args.driver, seed=args.seed,
                            transport=transport, reg=args.reg, lam=args.lam, batch=args.batch or None, eta=eta,
                            decay=args.decay, classes=classes, evaluate=True, factors=args.factors,
+                           optimizer=optimizer,
                            **({"init_std": args.init_std} if args.factors else {}))
     say(f"  layout + compile {time.perf_counter() - t0:.2f}s")
     total = 0.0
@@ -137,7 +142,7 @@ def _run_glm(args, transport, rank, world):
     W = np.asarray(datas[1]["w"]).reshape(g.n_dst, -1)
     ctx = eng.context()
     params = {"algorithm": args.model, "loss": args.loss, "reg": args.reg, "lam": args.lam,
-              "strategy": args.strategy, "driver": args.driver, "batch": args.batch, "eta": eta,
+              "strategy": args.strategy, "optimizer": optimizer, "driver": args.driver, "batch": args.batch, "eta": eta,
               "decay": args.decay, "epochs": args.epochs, "factors": args.factors,
               "classes": int(W.shape[1]) if args.loss == "softmax" else 2,
               "zero_based": args.zero_based, "seed": args.seed, "samples": g.n_src, "features": g.n_dst,

@@ -33,6 +33,8 @@ Strategies (``STRATEGIES``):
   partition 0, as Spark's driver holds the model.
 * ``adam`` (PS2): the same traffic; Adam's moments are master-only fields beside the
   weight (co-located) and the element-wise update runs in Apply at the masters.
+  ``optimizer="adam"`` gives the other one-step strategies (sendgradient, column)
+  the same update: with ``column`` the moments sit beside the mirror-free weights.
 * ``column`` (ColumnSGD): features mirror-free (column partitioning), samples
   replicated: partial margins go up to the sample masters, derivatives come down,
   and the gradient and update stay local. Traffic grows with B, not with the model.
@@ -294,7 +296,7 @@ def labels_for(loss, labels, classes=None):
 
 def program(labels, samples, features, values, n_samples, n_features, loss="logistic", reg="l2", lam=1e-6,
             strategy="sendgradient", batch=1000, eta=0.1, decay=0.0, classes=None, parts=1, evaluate=False,
-            beta1=0.9, beta2=0.999, eps=1e-8, factors=0, init_std=0.01, types=("sample", "feature")):
+            beta1=0.9, beta2=0.999, eps=1e-8, optimizer=None, factors=0, init_std=0.01, types=("sample", "feature")):
     """A GLM program on edges (samples[i], features[i]) with values ``values``
     (sample ids already shuffled, see ``shuffle_samples``). ``parts`` is only used
     by the model-averaging strategies (local steps are P/B: each partition's
@@ -310,6 +312,11 @@ def program(labels, samples, features, values, n_samples, n_features, loss="logi
         raise ValueError(f"reg must be 'l1' or 'l2', got {reg!r}")
     if lam < 0 or eta <= 0 or decay < 0:
         raise ValueError(f"need lam >= 0, eta > 0, decay >= 0; got {lam}, {eta}, {decay}")
+    opt = optimizer or ("adam" if strategy == "adam" else "sgd")
+    if opt not in ("sgd", "adam") or (opt == "adam" and strategy in ("modelavg", "modelsum")) or \
+            (strategy == "adam" and opt != "adam"):
+        raise ValueError(f"optimizer {optimizer!r} does not go with strategy {strategy!r}: sendgradient and "
+                         "column take 'sgd' or 'adam', adam takes 'adam', modelavg and modelsum take 'sgd'")
     F = int(factors)
     if F < 0 or (F and loss == "softmax"):
         raise ValueError(f"a factorization machine needs factors >= 1 and a binary loss, got {factors}, {loss!r}")
@@ -322,7 +329,7 @@ def program(labels, samples, features, values, n_samples, n_features, loss="logi
     local = strategy in ("modelavg", "modelsum")
     wk = ("f8", K + F)                     # FM: (w_j, v_j1 … v_jF); K = 1
     sample = VertexType(types[0], sync={"d": wk}, master={"y": "f8"}, accum={"m": ("f8", K + 2 * F)})
-    fmaster = {"m1": wk, "m2": wk, "b1t": "f8", "b2t": "f8"} if strategy == "adam" else {}
+    fmaster = {"m1": wk, "m2": wk, "b1t": "f8", "b2t": "f8"} if opt == "adam" else {}
     feature = VertexType(types[1], sync={"w": wk}, master=fmaster, local={"deg": "f8"},
                          accum={} if local else {"g": wk, "c": "f8"})
     ctx = ContextSpec(fields={"lam": "f8", "n": "f8", "batch": "f8", "eta": "f8", "decay": "f8", "rate": "f8",
@@ -339,7 +346,7 @@ def program(labels, samples, features, values, n_samples, n_features, loss="logi
             data["deg"] = deg
             if F:
                 data["w"][:, 1:] = rng.normal(0.0, init_std, (len(data), F))
-            if strategy == "adam":
+            if opt == "adam":
                 data["b1t"], data["b2t"] = 1.0, 1.0
 
     margin_x, deriv, grad, loss_f = ((fm_margin, FM_DERIVATIVE[loss], fm_gradient, FM_LOSS[loss]) if F else
@@ -351,8 +358,8 @@ def program(labels, samples, features, values, n_samples, n_features, loss="logi
                            Exchange(step, writes=types[1])], unit="vertex", enumerate=types[0])
         stages = [mb, Apply(combine="mean" if strategy == "modelavg" else "sum", types=types[1])]
     else:
-        update = {("sendgradient", "l2"): sgd_l2, ("sendgradient", "l1"): sgd_l1, ("column", "l2"): sgd_l2,
-                  ("column", "l1"): sgd_l1, ("adam", "l2"): adam_l2, ("adam", "l1"): adam_l1}[strategy, reg]
+        update = {("sgd", "l2"): sgd_l2, ("sgd", "l1"): sgd_l1, ("adam", "l2"): adam_l2,
+                  ("adam", "l1"): adam_l1}[opt, reg]
         mb = MiniBatch(B, [Exchange(margin_x, writes=types[0]), Apply(deriv, types=types[0]),
                            Exchange(grad, writes=types[1]), Apply(update, types=types[1])],
                        unit="vertex", enumerate=types[0])
