@@ -102,10 +102,10 @@ def spark_mllib(g, y, X, path, f_star, quick):
     from tux2.udfs import glm
     svm = libsvm_cached(g, y, path)
     conf = (SparkConf().setMaster("local[2]").setAppName("tux2-bench-glm").set("spark.driver.memory", "8g")
-            .set("spark.ui.enabled", "false"))
+            .set("spark.ui.enabled", "false").set("spark.ui.showConsoleProgress", "false"))
     sc = SparkContext(conf=conf)
     sc.setLogLevel("ERROR")
-    budget = 150.0 if quick else 900.0
+    budget = 150.0 if quick else 400.0
     try:
         data = (MLUtils.loadLibSVMFile(sc, svm, numFeatures=X.shape[1])
                 .map(lambda p: LabeledPoint(1.0 if p.label > 0 else 0.0, p.features)).repartition(2).cache())
@@ -121,7 +121,7 @@ def spark_mllib(g, y, X, path, f_star, quick):
             return sec, glm.objective_value(model.weights.toArray(), X, y, "logistic", "l2", LAM)
 
         best = None
-        for step in (1.0, 10.0, 100.0, 1000.0):
+        for step in (1.0, 10.0, 100.0, 1000.0, 10000.0):
             sec, f = train(step, 20)
             emit({"bench": "glm", "system": "spark-mllib", "grid_step": step, "iterations": 20, "seconds": sec,
                   "objective_20_iterations": f}, LOG)
