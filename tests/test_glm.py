@@ -352,21 +352,25 @@ def test_fm_learns_pairwise_interactions_a_linear_model_cannot():
 
 def test_predict_gives_the_training_runs_scores_and_metrics(tmp_path):
     """save → load → predict: the scores are the model's, the metrics those the run
-    reported on the same test file; for lr, softmax and fm."""
+    reported on the same test file; for lr, softmax, fm and blockpg (with a bias)."""
     from tux2.io import write_libsvm
-    for model, classes in (("lr", 2), ("softmax", 3), ("fm", 2)):
+    for model, classes, extra in (("lr", 2, ["--eta", "0.5"]), ("softmax", 3, ["--eta", "0.5"]),
+                                  ("fm", 2, ["--eta", "0.5"]), ("blockpg", 2, ["--bias", "--lam", "0.01"])):
         g, X, y = _problem(classes=classes, n=300, d=50)
         data = tmp_path / f"{model}.svm"
         write_libsvm(str(data), g, y)
         out, preds = tmp_path / f"{model}-model", tmp_path / f"{model}.pred"
-        r = _cli("run", model, str(data), "--test", str(data), "--epochs", "3", "--eta", "0.5", "--quiet",
+        r = _cli("run", model, str(data), "--test", str(data), "--epochs", "3", *extra, "--quiet",
                  "--out", str(out), "--metrics", str(tmp_path / f"{model}.jsonl"))
         assert r.returncode == 0, r.stderr
         r = _cli("predict", str(out), str(data), "-o", str(preds), "--metrics", str(tmp_path / f"{model}-p.json"))
         assert r.returncode == 0, r.stderr
         z = np.load(out / "weights.npz")
         W = np.column_stack([z["w"], z["V"]]) if model == "fm" else z["w"]
-        M = glm.fm_scores(W, X) if model == "fm" else glm.scores(W, X)
+        if model == "blockpg":                        # the bias is the last weight
+            W, M = W[:-1], glm.scores(W[:-1], X) + W[-1]
+        else:
+            M = glm.fm_scores(W, X) if model == "fm" else glm.scores(W, X)
         rows = np.loadtxt(preds, comments="#", ndmin=2)
         assert rows.shape == (300, 3 if model != "softmax" else 1 + classes)
         if model == "softmax":
@@ -374,7 +378,7 @@ def test_predict_gives_the_training_runs_scores_and_metrics(tmp_path):
             P = np.exp(M - M.max(axis=1, keepdims=True))
             np.testing.assert_allclose(rows[:, 1:], P / P.sum(axis=1, keepdims=True), rtol=1e-5)
         else:
-            np.testing.assert_allclose(rows[:, 1], M[:, 0], rtol=1e-8, atol=1e-12)
+            np.testing.assert_allclose(rows[:, 1], M[:, 0], rtol=1e-7, atol=1e-9)    # the file keeps 9 digits
             np.testing.assert_array_equal(rows[:, 0], np.where(M[:, 0] > 0, 1, -1))
             np.testing.assert_allclose(rows[:, 2], 1 / (1 + np.exp(-M[:, 0])), rtol=1e-5)
         last = json.loads(open(tmp_path / f"{model}.jsonl").read().splitlines()[-1])

@@ -142,7 +142,8 @@ def _run_glm(args, transport, rank, world):
     W = np.asarray(datas[1]["w"]).reshape(g.n_dst, -1)
     ctx = eng.context()
     params = {"algorithm": args.model, "loss": args.loss, "reg": args.reg, "lam": args.lam,
-              "strategy": args.strategy, "optimizer": optimizer, "driver": args.driver, "batch": args.batch, "eta": eta,
+              "strategy": args.strategy, "optimizer": optimizer, "driver": args.driver, "batch": args.batch,
+              "eta": eta,
               "decay": args.decay, "epochs": args.epochs, "factors": args.factors,
               "classes": int(W.shape[1]) if args.loss == "softmax" else 2,
               "zero_based": args.zero_based, "seed": args.seed, "samples": g.n_src, "features": g.n_dst,

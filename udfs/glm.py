@@ -64,6 +64,19 @@ def soft(z, t):
 
 
 @njit(inline="always")
+def softplus(z):
+    """log(1 + e^z) without overflow."""
+    return z + math.log1p(math.exp(-z)) if z > 0 else math.log1p(math.exp(z))
+
+
+@njit(inline="always")
+def keep_sums(d, m):
+    """d[1:] = s: an FM sample keeps its Σ x v for the gradient Exchange."""
+    for f in range(1, d.shape[0]):
+        d[f] = m[f]
+
+
+@njit(inline="always")
 def logsumexp(m):
     top = m[0]
     for k in range(1, m.shape[0]):
@@ -150,19 +163,16 @@ def fm_output(m):
 
 def fm_logistic_d(v, a, ctx):
     v.d[0] = -v.y / (1.0 + math.exp(v.y * fm_output(a.m)))
-    for f in range(1, v.d.shape[0]):
-        v.d[f] = a.m[f]
+    keep_sums(v.d, a.m)
 
 
 def fm_hinge_d(v, a, ctx):
     v.d[0] = -v.y if v.y * fm_output(a.m) < 1.0 else 0.0
-    for f in range(1, v.d.shape[0]):
-        v.d[f] = a.m[f]
+    keep_sums(v.d, a.m)
 
 
 def fm_logistic_loss(v, a, ctx):
-    z = -v.y * fm_output(a.m)
-    ctx.loss += z + math.log1p(math.exp(-z)) if z > 0 else math.log1p(math.exp(z))
+    ctx.loss += softplus(-v.y * fm_output(a.m))
 
 
 def fm_hinge_loss(v, a, ctx):
@@ -185,8 +195,7 @@ def softmax_d(v, a, ctx):
 
 
 def logistic_loss(v, a, ctx):
-    z = -v.y * a.m[0]
-    ctx.loss += z + math.log1p(math.exp(-z)) if z > 0 else math.log1p(math.exp(z))
+    ctx.loss += softplus(-v.y * a.m[0])
 
 
 def hinge_loss(v, a, ctx):
