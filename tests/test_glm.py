@@ -68,10 +68,14 @@ def test_full_batch_steps_are_gradient_steps(loss, classes, reg, strategy, parts
     g, X, y = _problem(classes)
     lam, eta = 0.02, 0.5
     eng, _ = glm.engine(g, y, loss, strategy, parts=parts, batch=None, eta=eta, lam=lam, reg=reg)
-    W = np.zeros((X.shape[1], 1 if classes == 2 else classes))
-    for _ in range(3):
+    _check_gradient_steps(eng, np.zeros((X.shape[1], 1 if classes == 2 else classes)), X, y, loss, reg, lam, eta)
+
+
+def _check_gradient_steps(eng, W, X, y, loss, reg, lam, eta, fm=False, epochs=3):
+    """Each full-batch epoch of ``eng`` is the numpy reference's step from W."""
+    for _ in range(epochs):
         eng.run(1)
-        Gd = glm.gradient_value(W, X, y, loss, "l2", 0.0)
+        Gd = glm.gradient_value(W, X, y, loss, "l2", 0.0, fm=fm)
         if reg == "l2":
             W = W - eta * (Gd + lam * W)
         else:
@@ -306,15 +310,7 @@ def test_fm_full_batch_steps_are_gradient_steps(loss, reg, strategy, parts):
                         init_std=0.3)
     W = glm.weights(eng).copy()
     assert W.shape == (X.shape[1], 4) and not W[:, 0].any() and W[:, 1:].std() > 0.2
-    for _ in range(3):
-        eng.run(1)
-        Gd = glm.gradient_value(W, X, y, loss, "l2", 0.0, fm=True)
-        if reg == "l2":
-            W = W - eta * (Gd + lam * W)
-        else:
-            Z = W - eta * Gd
-            W = np.sign(Z) * np.maximum(np.abs(Z) - eta * lam, 0.0)
-        np.testing.assert_allclose(glm.weights(eng), W, rtol=1e-10, atol=1e-13)
+    _check_gradient_steps(eng, W, X, y, loss, reg, lam, eta, fm=True)
 
 
 @pytest.mark.parametrize("strategy", ["sendgradient", "column", "adam"])
