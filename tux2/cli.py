@@ -78,6 +78,24 @@ def add_output_args(p, out_help, unit):
     p.add_argument("--quiet", action="store_true", help=f"no per-{unit} lines")
 
 
+def speaker(args, rank):
+    """``say(*parts)``: print (flushed) on rank 0 unless --quiet; a no-op otherwise."""
+    return (lambda *a: None) if args.quiet or rank != 0 else (lambda *a: print(*a, flush=True))
+
+
+def timed_epochs(eng, n):
+    """Run ``n`` iterations one at a time, yielding (i, seconds, total seconds, bytes
+    sent) for each: the timing every ``tux2 run`` loop reports."""
+    total = 0.0
+    for i in range(1, n + 1):
+        b0 = eng.transport.bytes_sent
+        t = time.perf_counter()
+        eng.run(1)
+        dt = time.perf_counter() - t
+        total += dt
+        yield i, dt, total, eng.transport.bytes_sent - b0
+
+
 @contextlib.contextmanager
 def metrics_stream(path, rank):
     """Yield ``write(record)``: one JSON line per call to ``path``, flushed, on rank 0;
@@ -195,7 +213,7 @@ def _run_mf(args, transport, rank, world):
 
     names = ("user", "item")
     parts = max(args.partitions, world)
-    say = (lambda *a: None) if args.quiet or rank != 0 else (lambda *a: print(*a, flush=True))
+    say = speaker(args, rank)
     single_clock = args.batch_size is None
     distributed = (transport is not None and args.input is not None
                    and args.partitioner in ingress.LOCAL_STRATEGIES and args.order in ("input", "blocked"))
@@ -250,13 +268,8 @@ def _run_mf(args, transport, rank, world):
     eng = tux2.Engine(prog, train, partitions=parts, partitioner=args.partitioner, seed=args.seed,
                       transport=transport, slack=args.slack, assignment=assignment)
     say(f"  layout + compile {time.perf_counter() - t0:.2f}s")
-    total = 0.0
     with metrics_stream(args.metrics, rank) as write_metrics:
-        for epoch in range(1, args.epochs + 1):
-            t = time.perf_counter()
-            eng.run(1)
-            dt = time.perf_counter() - t
-            total += dt
+        for epoch, dt, total, _ in timed_epochs(eng, args.epochs):
             evaluate = epoch == args.epochs or (args.eval_every > 0 and epoch % args.eval_every == 0)
             U, I = (eng.vertex_data("user"), eng.vertex_data("item")) if evaluate else (None, None)
             rec = {"epoch": epoch, "time_s": round(dt, 6), "total_time_s": round(total, 6),

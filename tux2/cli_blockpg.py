@@ -45,10 +45,10 @@ def run_blockpg(args):
 
 
 def _run_blockpg(args, transport, rank, world):
-    from tux2.cli import favorite_first, metrics_stream, write_trace
+    from tux2.cli import favorite_first, metrics_stream, speaker, timed_epochs, write_trace
     from tux2.cli_libsvm import classification_metrics, load_classification, scores, with_bias
     from tux2.udfs import blockpg
-    say = (lambda *a: None) if args.quiet or rank != 0 else (lambda *a: print(*a, flush=True))
+    say = speaker(args, rank)
     if args.block_size < 1:
         raise Tux2Error(f"--block-size must be >= 1, got {args.block_size}")
     if args.lam < 0:
@@ -78,14 +78,10 @@ def _run_blockpg(args, transport, rank, world):
     eng = tux2.Engine(prog, graph, partitions=parts, partitioner=args.partitioner, seed=args.seed,
                       partitioner_options=favorite_first(args.partitioner), transport=transport, slack=args.slack)
     say(f"  layout + compile {time.perf_counter() - t0:.2f}s")
-    total, objs, epoch = 0.0, [], 0
+    objs, epoch = [], 0
     window = args.shrink_rest + 1 if args.shrink > 0 else 1
     with metrics_stream(args.metrics, rank) as write_metrics:
-        for epoch in range(1, args.epochs + 1):
-            t = time.perf_counter()
-            eng.run(1)
-            dt = time.perf_counter() - t
-            total += dt
+        for epoch, dt, total, _ in timed_epochs(eng, args.epochs):
             ctx = eng.context()
             rec = {"epoch": epoch, "time_s": round(dt, 6), "total_time_s": round(total, 6),
                    "objective": float(ctx["objective"]), "loss": float(ctx["loss_total"]),

@@ -85,10 +85,10 @@ def score_metrics(M, labels, loss):
 
 
 def _run_glm(args, transport, rank, world):
-    from tux2.cli import metrics_stream, save_model, write_trace
+    from tux2.cli import metrics_stream, save_model, speaker, timed_epochs, write_trace
     from tux2.cli_libsvm import load_classification
     from tux2.udfs import glm
-    say = (lambda *a: None) if args.quiet or rank != 0 else (lambda *a: print(*a, flush=True))
+    say = speaker(args, rank)
     if args.batch < 0 or args.epochs < 0 or args.lam < 0:
         raise Tux2Error(f"--batch, --epochs and --lam must be >= 0, got {args.batch}, {args.epochs}, {args.lam}")
     if args.driver and args.strategy != "sendgradient":
@@ -112,18 +112,12 @@ def _run_glm(args, transport, rank, world):
                            optimizer=optimizer,
                            **({"init_std": args.init_std} if args.factors else {}))
     say(f"  layout + compile {time.perf_counter() - t0:.2f}s")
-    total = 0.0
     with metrics_stream(args.metrics, rank) as write_metrics:
-        for epoch in range(1, args.epochs + 1):
-            t = time.perf_counter()
-            b0 = eng.transport.bytes_sent
-            eng.run(1)
-            dt = time.perf_counter() - t
-            total += dt
+        for epoch, dt, total, sent in timed_epochs(eng, args.epochs):
             ctx = eng.context()
             rec = {"epoch": epoch, "time_s": round(dt, 6), "total_time_s": round(total, 6),
                    "objective": float(ctx["objective"]), "loss": float(ctx["loss"] / max(g.n_src, 1)),
-                   "nnz": int(ctx["nnz"]), "clock": eng.clock, "bytes_sent": int(eng.transport.bytes_sent - b0)}
+                   "nnz": int(ctx["nnz"]), "clock": eng.clock, "bytes_sent": int(sent)}
             if test is not None:
                 W = glm.weights(eng)
                 if W is not None:

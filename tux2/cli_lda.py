@@ -87,9 +87,9 @@ def run_lda(args):
 
 
 def _run_lda(args, transport, rank, world):
-    from tux2.cli import favorite_first, metrics_stream, write_trace
+    from tux2.cli import favorite_first, metrics_stream, speaker, timed_epochs, write_trace
     from tux2.udfs import lda
-    say = (lambda *a: None) if args.quiet or rank != 0 else (lambda *a: print(*a, flush=True))
+    say = speaker(args, rank)
     if args.topics < 1:
         raise Tux2Error(f"--topics must be >= 1, got {args.topics}")
     if args.alpha <= 0 or args.beta <= 0:
@@ -117,13 +117,8 @@ def _run_lda(args, transport, rank, world):
     eng = tux2.Engine(prog, graph, partitions=parts, partitioner=args.partitioner, seed=args.seed,
                       partitioner_options=favorite_first(args.partitioner), transport=transport, slack=args.slack)
     say(f"  layout + compile {time.perf_counter() - t0:.2f}s")
-    total = 0.0
     with metrics_stream(args.metrics, rank) as write_metrics:
-        for it in range(1, args.iterations + 1):
-            t = time.perf_counter()
-            eng.run(1)
-            dt = time.perf_counter() - t
-            total += dt
+        for it, dt, total, _ in timed_epochs(eng, args.iterations):
             ctx = eng.context()
             rec = {"iteration": it, "time_s": round(dt, 6), "total_time_s": round(total, 6),
                    "ll": float(ctx["ll"]), "ll_per_token": float(ctx["ll_per_token"]), "clock": eng.clock,
