@@ -10,10 +10,12 @@ class BipartiteGraph:
     ``src[i]`` is an id of the first type (0 … n_src−1), ``dst[i]`` of the second.
     ``values`` are optional per-edge numbers (e.g. ratings). The position of an
     edge in these arrays is its global edge id: the global edge order.
+    ``ids``: per type, a ``tux2.loaders.IdMap`` from dense ids to the user's ids
+    (strings, sparse numbers), or None where the dense ids are the user's.
     """
 
     def __init__(self, src, dst, values=None, n_src=None, n_dst=None,
-                 type_names=("src", "dst"), source="arrays"):
+                 type_names=("src", "dst"), source="arrays", ids=None):
         src = np.asarray(src)
         dst = np.asarray(dst)
         if src.ndim != 1 or dst.ndim != 1 or len(src) != len(dst):
@@ -45,6 +47,10 @@ class BipartiteGraph:
         self.values = values
         self.type_names = tuple(type_names)
         self.source = source
+        self.ids = tuple(ids) if ids is not None else (None, None)
+        for name, m, n in zip(("src", "dst"), self.ids, self.n):
+            if m is not None and len(m) != n:
+                raise InputError(f"{name} id map has {len(m)} ids for {n} vertices", path=source)
 
     @property
     def n(self):
@@ -58,7 +64,7 @@ class BipartiteGraph:
         """A new graph with the edges in ``order`` (a new global edge order)."""
         return BipartiteGraph(self.src[order], self.dst[order],
                               None if self.values is None else self.values[order],
-                              self.n_src, self.n_dst, self.type_names, self.source)
+                              self.n_src, self.n_dst, self.type_names, self.source, self.ids)
 
     def __repr__(self):
         return (f"BipartiteGraph({self.n_src} {self.type_names[0]} × {self.n_dst} {self.type_names[1]}, "

@@ -14,7 +14,7 @@ from tux2.errors import InputError
 from tux2.graph import BipartiteGraph
 
 _MESSAGES = {
-    1: "malformed vertex id (expected a non-negative integer)",
+    1: "malformed vertex id (expected a non-negative integer; for non-numeric ids use --ids string)",
     2: "negative vertex id",
     3: "malformed value (expected a number)",
     4: "value is NaN or infinite",
@@ -40,13 +40,30 @@ def _parse_int(buf, pos, end):
     start = pos
     v = 0
     while pos < end and 48 <= buf[pos] <= 57:
-        if v > (1 << 62) // 10:
+        if v > ((1 << 62) - (buf[pos] - 48)) // 10:
             return 0, pos, 7
         v = v * 10 + (buf[pos] - 48)
         pos += 1
     if pos == start or (pos < end and not _is_sep(buf[pos])):
         return 0, pos, 1
     return v, pos, 0
+
+
+_NAN = np.frombuffer(b"nan", np.uint8)
+_INF = np.frombuffer(b"inf", np.uint8)
+_INFINITY = np.frombuffer(b"infinity", np.uint8)
+
+
+@njit(cache=True, nogil=True)
+def _is_word(buf, pos, end, word):
+    """buf[pos:] holds ``word`` (lower case) in any case, followed by a separator or the end."""
+    n = word.shape[0]
+    if pos + n > end or (pos + n < end and not _is_sep(buf[pos + n])):
+        return False
+    for i in range(n):
+        if (buf[pos + i] | 32) != word[i]:
+            return False
+    return True
 
 
 @njit(cache=True, nogil=True)
@@ -56,8 +73,8 @@ def _parse_float(buf, pos, end):
     if pos < end and (buf[pos] == 45 or buf[pos] == 43):
         neg = buf[pos] == 45
         pos += 1
-    # nan / inf spelled out
-    if pos < end and (buf[pos] | 32) in (110, 105):  # 'n' or 'i'
+    # nan / inf / infinity spelled out (any case)
+    if _is_word(buf, pos, end, _NAN) or _is_word(buf, pos, end, _INF) or _is_word(buf, pos, end, _INFINITY):
         return 0.0, pos, 4
     mant = 0
     exp10 = 0
@@ -97,7 +114,9 @@ def _parse_float(buf, pos, end):
         exp10 += -e if eneg else e
     if pos < end and not _is_sep(buf[pos]):
         return 0.0, pos, 3
-    if exp10 >= 0:
+    if mant == 0:
+        v = 0.0
+    elif exp10 >= 0:
         v = mant * 10.0 ** exp10
     else:
         v = mant / 10.0 ** (-exp10)
@@ -491,7 +510,7 @@ def _parse_libsvm(buf, out_y, out_r, out_c, out_v):
             start = p
             idx = 0
             while p < end and 48 <= buf[p] <= 57:
-                if idx > (1 << 62) // 10:
+                if idx > ((1 << 62) - (buf[p] - 48)) // 10:
                     return row, k, 5, line, pos
                 idx = idx * 10 + (buf[p] - 48)
                 p += 1

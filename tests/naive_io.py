@@ -1,0 +1,101 @@
+"""Slow, obviously-correct readers: the file formats' grammar written out line by line
+in plain Python, to check the numba parsers against. Each returns the parsed data or
+(error substring, line number)."""
+import re
+
+SEP = re.compile(rb"[ \t,\r]+")
+ID = re.compile(rb"\+?[0-9]+")
+NUM = re.compile(rb"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
+NONFINITE = (b"nan", b"inf", b"infinity")
+MAX_ID = 2 ** 62
+
+
+class Bad(Exception):
+    def __init__(self, what, line):
+        super().__init__(what, line)
+        self.what, self.line = what, line
+
+
+def _id(tok, line):
+    if tok.startswith(b"-"):
+        raise Bad("negative vertex id", line)
+    if not ID.fullmatch(tok):
+        raise Bad("malformed vertex id", line)
+    v = int(tok)
+    if v > MAX_ID:
+        raise Bad("too large", line)
+    return v
+
+
+def _number(tok, line, malformed, nonfinite):
+    if tok.lower().lstrip(b"+-") in NONFINITE:
+        raise Bad(nonfinite, line)
+    if not NUM.fullmatch(tok):
+        raise Bad(malformed, line)
+    v = float(tok)
+    if v != v or abs(v) == float("inf"):
+        raise Bad(nonfinite, line)
+    return v
+
+
+def edge_list(data):
+    """(src, dst, values or None) of an edge list without a MatrixMarket header, ids as
+    written (0-based), or raises Bad."""
+    src, dst, val, ncols = [], [], [], 0
+    for no, line in enumerate(data.split(b"\n"), 1):
+        toks = [t for t in SEP.split(line) if t]
+        if not toks or toks[0][:1] in (b"#", b"%"):
+            continue
+        s = _id(toks[0], no)
+        if len(toks) < 2:
+            raise Bad("missing column", no)
+        d = _id(toks[1], no)
+        cols = 2
+        v = 1.0
+        if len(toks) >= 3:
+            v = _number(toks[2], no, "malformed value", "NaN or infinite")
+            cols = 3
+            if len(toks) > 3:
+                raise Bad("too many columns", no)
+        if ncols and cols != ncols:
+            raise Bad("missing value column" if cols == 2 else "too many columns", no)
+        ncols = cols
+        src.append(s)
+        dst.append(d)
+        val.append(v)
+    if not src:
+        raise Bad("no edges found", None)
+    return src, dst, (val if ncols == 3 else None)
+
+
+def libsvm(data):
+    """(labels, rows, cols, values) with indices as written, or raises Bad."""
+    labels, rows, cols, vals = [], [], [], []
+    for no, line in enumerate(data.split(b"\n"), 1):
+        toks = [t for t in SEP.split(line) if t]
+        if not toks or toks[0][:1] == b"#":
+            continue
+        y = _number(toks[0], no, "malformed label", "label is NaN or infinite")
+        for tok in toks[1:]:
+            if tok[:1] == b"#":
+                break
+            if tok.startswith(b"qid:"):
+                continue
+            if tok[:1] == b"-":
+                raise Bad("feature index is not a non-negative integer", no)
+            digits = re.match(rb"[0-9]*", tok).group()
+            if not digits:
+                raise Bad("malformed feature" if tok[:1] == b":" else "feature index is not a non-negative", no)
+            if int(digits) > MAX_ID:
+                raise Bad("feature index too large", no)
+            if tok[len(digits):len(digits) + 1] != b":":
+                raise Bad("malformed feature", no)
+            head, rest = digits, tok[len(digits) + 1:]
+            v = _number(rest, no, "malformed feature value", "feature value is NaN or infinite")
+            rows.append(len(labels))
+            cols.append(int(head))
+            vals.append(v)
+        labels.append(y)
+    if not labels:
+        raise Bad("no samples found", None)
+    return labels, rows, cols, vals

@@ -1,0 +1,236 @@
+"""Loaders: property tests against the plain-Python grammar (tests/naive_io.py), string
+ids, duplicate policies, and the Python-object loaders."""
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, example, given, settings, strategies as st
+
+from tests import naive_io
+from tux2 import io, loaders
+from tux2.errors import InputError
+
+SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+# bytes that matter to the grammars, plus a few that must never be accepted
+EDGE_ALPHABET = list(b"0123456789 \t,\r\n#%.-+eEnaifx:") + [0, 11, 0xC3, 0xA9, 0xFF]
+EDGE_TOKENS = [b"0", b"1", b"7", b"12", b"+3", b"-1", b"2.5", b"-0.5e-3", b"1e400", b"0e400", b"nan", b"Inf",
+               b"x", b"", b" ", b"\t", b",", b"\r", b"#", b"%", b"99999999999999999999", b"4611686018427387904",
+               b"4611686018427387905", b".5", b"5.", b".", b"1e", b"1_0", b"\xff"]
+
+
+def lines_of(tokens):
+    """Text built from grammar-shaped tokens: most lines are near-valid."""
+    return st.lists(st.lists(st.sampled_from(tokens), max_size=5).map(lambda t: b" ".join(t)),
+                    max_size=8).map(lambda ls: b"\n".join(ls))
+
+
+edge_text = st.one_of(st.binary(max_size=200), lines_of(EDGE_TOKENS),
+                      st.lists(st.sampled_from(EDGE_ALPHABET), max_size=120).map(bytes))
+
+
+def _write(tmp_path, data, name="in.txt"):
+    p = tmp_path / name
+    p.write_bytes(data)
+    return str(p)
+
+
+def _agree(parse, reference, data, path):
+    """The fast parser and the reference agree: the same data, or errors at the same line
+    with the same kind of message. Never any other exception."""
+    try:
+        want = reference(data)
+    except naive_io.Bad as bad:
+        with pytest.raises(InputError) as ei:
+            parse(path)
+        assert bad.what in str(ei.value), (data, str(ei.value))
+        assert ei.value.line == bad.line, (data, str(ei.value))
+        assert ei.value.path == path
+        return None
+    return want, parse(path)
+
+
+@SETTINGS
+@given(data=edge_text)
+@example(data=b"0 1 0e400\n")
+@example(data=b"4611686018427387904 0\n")
+@example(data=b"0 1 n\n")
+def test_edge_list_parser_matches_the_grammar(tmp_path, data):
+    if data.startswith(b"%%MatrixMarket"):
+        return
+    path = _write(tmp_path, data)
+    got = _agree(io.read_edge_list, naive_io.edge_list, data, path)
+    if got is None:
+        return
+    (src, dst, val), g = got
+    assert g.src.tolist() == src and g.dst.tolist() == dst
+    if val is None:
+        assert g.values is None
+    else:
+        np.testing.assert_allclose(g.values, val, rtol=1e-12, atol=1e-300)
+
+
+label_tokens = [b"1", b"-1", b"+1", b"0", b"2.5", b"nan", b"x", b"#c"]
+feature_tokens = [b"1:1", b"3:0.5", b"0:2", b"12:-1e-2", b"qid:3", b"4:", b":5", b"-2:1", b"7:nan", b"5:1:2",
+                  b"x:1", b"5x:1", b"99999999999999999999:1", b"8:inf", b"#", b"", b","]
+svm_text = st.one_of(
+    st.binary(max_size=150),
+    st.lists(st.tuples(st.sampled_from(label_tokens), st.lists(st.sampled_from(feature_tokens), max_size=4))
+             .map(lambda t: b" ".join([t[0], *t[1]])), max_size=6).map(lambda ls: b"\n".join(ls)))
+
+
+@SETTINGS
+@given(data=svm_text)
+def test_libsvm_parser_matches_the_grammar(tmp_path, data):
+    path = _write(tmp_path, data, "in.svm")
+    got = _agree(lambda p: io.read_libsvm(p, zero_based=True), naive_io.libsvm, data, path)
+    if got is None:
+        return
+    (labels, rows, cols, vals), (g, y) = got
+    np.testing.assert_allclose(y, labels, rtol=1e-12, atol=1e-300)
+    assert g.src.tolist() == rows and g.dst.tolist() == cols
+    np.testing.assert_allclose(g.values, vals, rtol=1e-12, atol=1e-300)
+
+
+@SETTINGS
+@given(data=st.one_of(st.binary(max_size=200), lines_of([b"a", b"b", b"0", b"12", b"3.5", b"nan", b"\xff",
+                                                          b"x y", b"", b"#", b",", b"-2", b"1e999"])),
+       dup=st.sampled_from(loaders.DUPLICATES))
+def test_every_loader_loads_or_names_a_line(tmp_path, data, dup):
+    """Arbitrary bytes through every file loader: a graph, or an InputError naming the
+    file (and the line, when one line is at fault). Nothing else escapes."""
+    path = _write(tmp_path, data)
+    calls = [lambda: loaders.load_edges(path, duplicates=dup),
+             lambda: loaders.load_edges(path, ids="string", duplicates=dup),
+             lambda: loaders.load_libsvm(path, zero_based=True, duplicates=dup),
+             lambda: loaders.load_corpus(path, duplicates=dup),
+             lambda: loaders.load_corpus(path, fmt="docword", duplicates=dup)]
+    for call in calls:
+        try:
+            out = call()
+        except InputError as e:
+            assert e.path == path
+            assert str(e).startswith(f"{path}:")
+            continue
+        g = out[0] if isinstance(out, tuple) else out
+        assert g.num_edges == len(g.dst)
+        if dup != "keep" and g.num_edges:
+            key = g.src * max(g.n_dst, 1) + g.dst
+            assert len(np.unique(key)) == g.num_edges
+
+
+@SETTINGS
+@given(pairs=st.lists(st.tuples(st.sampled_from(["ann", "bo", "cé", "7", "d-1"]),
+                                st.sampled_from(["x", "y", "zz", "0"]),
+                                st.integers(-5, 5)), min_size=1, max_size=25),
+       dup=st.sampled_from(["sum", "last", "keep"]))
+def test_string_ids_and_duplicates_against_a_dict(tmp_path, pairs, dup):
+    """String-id edge lists equal a dictionary-built reference under each policy, in the user's ids."""
+    path = _write(tmp_path, "".join(f"{a}\t{b}\t{v}\n" for a, b, v in pairs).encode())
+    g = loaders.load_edges(path, ids="string", duplicates=dup)
+    got = [(g.ids[0].tokens[s], g.ids[1].tokens[d], v) for s, d, v in zip(g.src, g.dst, g.values)]
+    if dup == "keep":
+        assert got == [(a, b, float(v)) for a, b, v in pairs]
+        return
+    want, first = {}, {}
+    for i, (a, b, v) in enumerate(pairs):
+        want[(a, b)] = want.get((a, b), 0) + v if dup == "sum" else v
+        first.setdefault((a, b), i)
+        if dup == "last":
+            first[(a, b)] = i
+    order = sorted(want, key=first.get)
+    assert got == [(a, b, float(want[(a, b)])) for a, b in order]
+    # dense ids follow first appearance
+    assert list(g.ids[0].tokens) == list(dict.fromkeys(a for a, _, _ in pairs))
+
+
+def test_auto_ids(tmp_path):
+    g = loaders.load_edges(_write(tmp_path, b"u1 i1 5\nu2 i1 3\n"))
+    assert g.ids[0].tokens.tolist() == ["u1", "u2"] and g.values.tolist() == [5, 3]
+    g = loaders.load_edges(_write(tmp_path, b"3 1 5\n0 1 3\n"))
+    assert g.ids == (None, None) and g.n == (4, 2)
+    # a numeric file with a stray word is an error with a way out, never a silent switch
+    with pytest.raises(InputError, match=r"in.txt:2: malformed vertex id .*--ids string"):
+        loaders.load_edges(_write(tmp_path, b"3 1 5\nu 1 3\n"))
+
+
+def test_duplicate_error_names_both_lines(tmp_path):
+    path = _write(tmp_path, b"# ratings\nann x 1\nbo x 2\n\nann x 3\n")
+    with pytest.raises(InputError) as ei:
+        loaders.load_edges(path)
+    assert ei.value.line == 5 and "first at line 2" in str(ei.value) and "(ann, x)" in str(ei.value)
+    with pytest.raises(InputError, match=r"in.txt:5: duplicate edge \(0, 2\), first at line 3"):
+        loaders.load_edges(_write(tmp_path, b"%%MatrixMarket matrix coordinate real general\n2 2 3\n1 3 1\n2 1 1\n1 3 5\n"),
+                           base=1)
+
+
+def test_sparse_numeric_ids_are_caught(tmp_path):
+    with pytest.raises(InputError, match=r"in.txt:2: source id 9000000000 .*--ids string"):
+        loaders.load_edges(_write(tmp_path, b"0 1\n9000000000 2\n"))
+    g = loaders.load_edges(_write(tmp_path, b"0 1\n9000000000 2\n"), ids="string")
+    assert g.ids[0].tokens.tolist() == ["0", "9000000000"] and g.n == (2, 2)
+
+
+def test_id_maps_encode_test_files(tmp_path):
+    train = loaders.load_edges(_write(tmp_path, b"ann x 1\nbo y 2\n"))
+    test = loaders.load_edges(_write(tmp_path, b"bo x 4\n", "t.txt"), id_maps=train.ids)
+    assert test.src.tolist() == [1] and test.dst.tolist() == [0] and test.n == (2, 2)
+    with pytest.raises(InputError, match=r"t.txt:2: unknown dst id 'q'"):
+        loaders.load_edges(_write(tmp_path, b"bo x 4\nann q 1\n", "t.txt"), id_maps=train.ids)
+
+
+def test_libsvm_duplicate_feature_names_the_line(tmp_path):
+    path = _write(tmp_path, b"1 1:1 2:1\n-1 3:1 3:2\n", "d.svm")
+    with pytest.raises(InputError, match=r"d.svm:2: duplicate edge"):
+        loaders.load_libsvm(path)
+    g, y = loaders.load_libsvm(path, duplicates="sum")
+    assert g.values.tolist() == [1, 1, 3]
+
+
+def test_triples_sum_after_the_count_check(tmp_path):
+    g, vocab, fmt = loaders.load_corpus(_write(tmp_path, b"0 1 2\n0 1 3\n1 0 1\n"))
+    assert fmt == "triples" and vocab is None and g.values.tolist() == [5, 1]
+    with pytest.raises(InputError, match=r"in.txt:2: count 1.5 is not a positive integer"):
+        loaders.load_corpus(_write(tmp_path, b"0 1 2\n0 1 1.5\n"))
+
+
+def test_scipy_and_arrays():
+    sp = pytest.importorskip("scipy.sparse")
+    m = sp.random(30, 20, density=0.2, format="csr", random_state=1)
+    g = loaders.load(m)
+    assert g.n == (30, 20) and g.ids == (None, None)
+    np.testing.assert_array_equal(sp.coo_matrix((g.values, (g.src, g.dst)), shape=g.n).toarray(), m.toarray())
+    coo = sp.coo_matrix(([1.0, 2.0], ([0, 0], [1, 1])), shape=(2, 2))      # not canonical: a duplicate
+    with pytest.raises(InputError, match="duplicate edge"):
+        loaders.load(coo)
+    assert loaders.from_scipy(coo, duplicates="sum").values.tolist() == [3.0]
+    with pytest.raises(InputError, match="not an integer"):
+        loaders.from_arrays([0.5, 1.0], [0, 1])
+    with pytest.raises(InputError, match="not finite"):
+        loaders.from_arrays([0, 1], [0, 1], [1.0, np.nan])
+
+
+def test_pandas_with_string_ids():
+    pd = pytest.importorskip("pandas")
+    df = pd.DataFrame({"user": ["bo", "ann", "bo"], "movie": ["m2", "m1", "m1"], "stars": [4.0, 5.0, 3.0]})
+    g = loaders.load(df)
+    assert g.type_names == ("user", "movie")
+    assert [(g.ids[0].tokens[s], g.ids[1].tokens[d], v) for s, d, v in zip(g.src, g.dst, g.values)] == \
+        [("bo", "m2", 4.0), ("ann", "m1", 5.0), ("bo", "m1", 3.0)]
+    df.loc[1, "stars"] = None
+    with pytest.raises(InputError, match="missing at row 1"):
+        loaders.load(df)
+
+
+def test_networkx_bipartite():
+    nx = pytest.importorskip("networkx")
+    G = nx.Graph()
+    G.add_nodes_from(["u1", "u2", "u3"], bipartite=0)      # u3 has no edge: still a vertex
+    G.add_nodes_from(["a", "b"], bipartite=1)
+    G.add_edge("u1", "a", weight=2.0)
+    G.add_edge("b", "u2")
+    g = loaders.load(G)
+    assert g.n == (3, 2) and g.ids[0].tokens.tolist() == ["u1", "u2", "u3"]
+    assert [(g.ids[0].tokens[s], g.ids[1].tokens[d], v) for s, d, v in zip(g.src, g.dst, g.values)] == \
+        [("u1", "a", 2.0), ("u2", "b", 1.0)]
+    G.add_edge("u1", "u2")
+    with pytest.raises(InputError, match="not bipartite"):
+        loaders.load(G)

@@ -1,0 +1,453 @@
+"""Every way data gets into tux2, shared by the command line and the Python API.
+
+Files (the fast numba parsers live in ``tux2.io``):
+
+* edge lists ``src dst [value]`` (space, tab or comma; ``#``/``%`` comments; a
+  MatrixMarket header; 0- or 1-based): :func:`load_edges`;
+* libsvm: :func:`load_libsvm`; UCI docword, ``doc word count`` triples and plain
+  text, one document per line: :func:`load_corpus`.
+
+Python objects: :func:`from_arrays`, :func:`from_scipy`, :func:`from_pandas`,
+:func:`from_networkx`; :func:`load` picks one by the argument's type.
+
+Ids. Numeric ids are used as they are (``ids="int"``). Any other token is an id
+too (``ids="string"``): each side's distinct tokens get dense ids in order of
+first appearance, and the graph carries the maps (``graph.ids``), which models
+save and ``predict`` uses, so outputs are in the user's ids. ``ids="auto"`` (the
+default) takes string ids when the first data line's ids are not numbers; later
+non-numeric ids in a numeric file are an error, never a silent switch.
+
+Duplicate edges (the same pair twice): ``duplicates="error"`` names both lines;
+``"sum"`` adds their values (counts without a value column); ``"last"`` keeps the
+last one; ``"keep"`` keeps them all as separate edges (LibMF's behaviour).
+
+Every problem raises :class:`tux2.InputError` naming the file and line (or the
+array and index) and quoting the offending text.
+"""
+import os
+
+import numpy as np
+
+from tux2 import io
+from tux2.errors import InputError
+from tux2.graph import BipartiteGraph
+
+DUPLICATES = ("error", "sum", "last", "keep")
+ID_MODES = ("auto", "int", "string")
+# numeric ids this far beyond the edge count would make vertex arrays dwarf the data
+_SPARSE_SLACK = 1 << 20
+
+
+class IdMap:
+    """Dense ids 0 … n−1 ↔ the user's ids ``tokens[i]`` (strings or integers)."""
+
+    def __init__(self, tokens):
+        self.tokens = np.asarray(tokens)
+        if self.tokens.dtype == object:
+            self.tokens = self.tokens.astype(str)
+        self._index = None
+
+    def __len__(self):
+        return len(self.tokens)
+
+    def __eq__(self, other):
+        return isinstance(other, IdMap) and np.array_equal(self.tokens, other.tokens)
+
+    def __repr__(self):
+        return f"IdMap({len(self)} ids, {self.tokens[:3].tolist()}…)"
+
+    @property
+    def index(self):
+        if self._index is None:
+            self._index = {t: i for i, t in enumerate(self.tokens.tolist())}
+        return self._index
+
+    def encode(self, tokens, what="id", where=None):
+        """Dense ids of the user's ids; an unknown one raises InputError (``where(i)``:
+        (path, line, text) of the i-th token, for the message)."""
+        index = self.index
+        out = np.empty(len(tokens), np.int64)
+        for i, t in enumerate(tokens.tolist() if isinstance(tokens, np.ndarray) else tokens):
+            j = index.get(t)
+            if j is None:
+                path, line, text = where(i) if where else (None, None, None)
+                raise InputError(f"unknown {what} {t!r} (not in the model's {len(self)} ids)", path=path,
+                                 line=line, text=text)
+            out[i] = j
+        return out
+
+    def decode(self, ids):
+        return self.tokens[np.asarray(ids)]
+
+
+def save_ids(id_map, n):
+    """The ``ids`` array a model file stores: the user's ids, or 0 … n−1."""
+    return np.arange(n) if id_map is None else id_map.tokens
+
+
+def loaded_ids(arr):
+    """IdMap from a model file's ``ids`` array, or None when they are 0 … n−1."""
+    if arr.dtype.kind in "iu" and np.array_equal(arr, np.arange(len(arr))):
+        return None
+    return IdMap(arr)
+
+
+# --------------------------------------------------------------------------- edge lists
+def load_edges(path, ids="auto", duplicates="error", base=None, type_names=("src", "dst"), id_maps=None,
+               values=None):
+    """An edge-list file as a BipartiteGraph.
+
+    ``id_maps``: (IdMap or None, IdMap or None) of a model or training set: ids are
+    encoded with them (a test file, an input to predict) and an unknown id is an error.
+    ``values``: True requires a value column, False forbids one, None takes either.
+    """
+    _check_choice("ids", ids, ID_MODES)
+    _check_choice("duplicates", duplicates, DUPLICATES)
+    path = os.fspath(path)
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+    except OSError as e:
+        raise InputError(f"cannot read edge list: {e.strerror}", path=path) from None
+    start, skip, default_base = io._header_end(raw, path)
+    maps = tuple(id_maps) if id_maps is not None else (None, None)
+    if ids == "auto":
+        ids = "string" if any(m is not None for m in maps) or not _first_ids_numeric(raw, start) else "int"
+    if ids == "int":
+        base = default_base if base is None else int(base)
+        s, d, v, ncols = io._parse_from(raw, start, skip, path)
+        if len(s) == 0:
+            raise InputError("no edges found (the file is empty or has only comments)", path=path)
+        io._rebase(s, d, base, path)
+        _check_dense(path, skip, (s, d), len(s))
+        g = BipartiteGraph(s, d, v if ncols == 3 else None, type_names=type_names, source=path)
+    else:
+        g = _string_edges(raw, start, skip, path, type_names, maps)
+    if values is True and g.values is None:
+        raise InputError("expected a value column: 'src dst value'", path=path)
+    if values is False and g.values is not None:
+        raise InputError("expected two columns 'src dst' (no value)", path=path)
+    return dedupe(g, duplicates, lambda i: (path, *io.edge_line(path, i, skip)))
+
+
+def _check_choice(name, value, choices):
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {', '.join(choices)}; got {value!r}")
+
+
+def _first_ids_numeric(raw, start):
+    for line in raw[start: start + (1 << 16)].split(b"\n"):
+        toks = line.replace(b",", b" ").split()
+        if not toks or toks[0][:1] in (b"#", b"%"):
+            continue
+        return all(t.lstrip(b"+-").isdigit() for t in toks[:2])
+    return True
+
+
+def _check_dense(path, skip, columns, n_edges):
+    """Numeric ids far beyond the data's size are an error with a way out."""
+    for name, a in zip(("source", "destination"), columns):
+        top = int(a.max()) if len(a) else 0
+        if top + 1 > 16 * n_edges + _SPARSE_SLACK:
+            i = int(np.argmax(a))
+            line, text = io.edge_line(path, i, skip) if path is not None else (None, None)
+            raise InputError(f"{name} id {top} would need {top + 1} vertex slots for {n_edges} edges; "
+                             "pass ids='string' (--ids string) to map ids to dense ones",
+                             path=path if path is not None else "arrays", line=line, text=text)
+
+
+def _string_edges(raw, start, skip, path, type_names, maps):
+    """Any token is an id: (src, dst) tokens → dense ids by first appearance (or by
+    ``maps``), values checked as the numeric parser does."""
+    index = [{str(t).encode(): i for i, t in enumerate(m.tokens.tolist())} if m is not None else {} for m in maps]
+    frozen = [m is not None for m in maps]
+    # a side the model numbers densely (no map) while the other side has one: plain integers
+    numeric = [m is None and any(x is not None for x in maps) for m in maps]
+    first_line = [{}, {}]                       # token → first line, for decoding errors
+    src, dst, val = [], [], []
+    ncols = 0
+    no = skip
+    for no, line in enumerate(raw[start:].split(b"\n"), skip + 1):
+        toks = line.replace(b",", b" ").split()
+        if not toks or toks[0][:1] in (b"#", b"%"):
+            continue
+
+        def fail(msg):
+            raise InputError(msg, path=path, line=no, text=line.decode("utf-8", "replace").rstrip("\r"))
+        if len(toks) < 2:
+            fail("missing column (expected 'src dst [value]')")
+        if len(toks) > 3:
+            fail("too many columns (expected 'src dst [value]')")
+        cols = len(toks)
+        if ncols and cols != ncols:
+            fail("missing value column (other lines have 3 columns)" if cols == 2
+                 else "too many columns (the first line has 2)")
+        ncols = cols
+        for side, out in ((0, src), (1, dst)):
+            tok = toks[side]
+            if numeric[side]:
+                if not tok.isdigit():
+                    fail("malformed vertex id (expected a non-negative integer)")
+                out.append(int(tok))
+                continue
+            j = index[side].get(tok)
+            if j is None:
+                if frozen[side]:
+                    fail(f"unknown {type_names[side]} id {tok.decode('utf-8', 'replace')!r} (not in the model)")
+                j = index[side][tok] = len(index[side])
+                first_line[side][tok] = no
+            out.append(j)
+        if cols == 3:
+            x = _float_token(toks[2])
+            if x is None:
+                fail("malformed value (expected a number)")
+            if not np.isfinite(x):
+                fail("value is NaN or infinite")
+            val.append(x)
+    if not src:
+        raise InputError("no edges found (the file is empty or has only comments)", path=path)
+    id_maps = []
+    for side in (0, 1):
+        if frozen[side] or numeric[side]:
+            id_maps.append(maps[side])
+            continue
+        tokens = []
+        for tok in index[side]:                  # insertion order = dense id order
+            try:
+                tokens.append(tok.decode("utf-8"))
+            except UnicodeDecodeError:
+                raise InputError(f"{type_names[side]} id is not UTF-8 text", path=path,
+                                 line=first_line[side][tok], text=tok.decode("utf-8", "replace")) from None
+        id_maps.append(IdMap(np.array(tokens, dtype=str)))
+    n = [len(m) if m is not None else None for m in id_maps]
+    return BipartiteGraph(np.array(src, np.int64), np.array(dst, np.int64),
+                          np.array(val, np.float64) if ncols == 3 else None, n[0], n[1], type_names, path,
+                          ids=id_maps)
+
+
+def _float_token(tok):
+    """float of a token in the numeric parser's grammar ([+-] digits [. digits] [e[+-]digits],
+    or nan/inf), else None."""
+    t = tok.lower().lstrip(b"+-")
+    if t in (b"nan", b"inf", b"infinity"):
+        return float("nan")
+    if not t or not all(c in b"0123456789.e+-" for c in t):
+        return None
+    try:
+        return float(tok)
+    except ValueError:
+        return None
+
+
+# --------------------------------------------------------------------------- duplicates
+def dedupe(g, policy, where):
+    """Apply the duplicate-edge policy; ``where(i)`` → (path, line, text) of edge i."""
+    if policy == "keep" or g.num_edges < 2:
+        return g
+    if g.n_src * max(g.n_dst, 1) < 2 ** 62:
+        key = g.src * g.n_dst + g.dst
+        order = np.argsort(key, kind="stable")
+        same = key[order[1:]] == key[order[:-1]]
+    else:
+        order = np.lexsort((g.dst, g.src))
+        same = (g.src[order[1:]] == g.src[order[:-1]]) & (g.dst[order[1:]] == g.dst[order[:-1]])
+    if not same.any():
+        return g
+    if policy == "error":
+        k = int(np.flatnonzero(same)[0])
+        first, again = int(order[k]), int(order[k + 1])
+        path, line0, _ = where(first)
+        _, line1, text = where(again)
+        ids = [m.tokens[x] if m is not None else x for m, x in zip(g.ids, (g.src[first], g.dst[first]))]
+        at = f"line {line0}" if line0 is not None else f"edge {first}"
+        raise InputError(f"duplicate edge ({ids[0]}, {ids[1]}), first at {at}; choose a policy with "
+                         "duplicates='sum'|'last'|'keep' (--duplicates)", path=path,
+                         line=line1 if line1 is not None else None,
+                         text=text if text is not None else f"edge {again}")
+    group_start = np.r_[True, ~same]            # first edge of each group, in sorted order
+    gid = np.cumsum(group_start) - 1
+    n_groups = int(gid[-1]) + 1
+    if policy == "sum":
+        keep = order[group_start]               # the first occurrence keeps its place
+        vals = g.values if g.values is not None else np.ones(g.num_edges)
+        total = np.bincount(gid, vals[order], minlength=n_groups)
+    else:                                        # last: the last occurrence, at its place
+        group_end = np.r_[~same, True]
+        keep = order[group_end]
+        total = g.values[keep] if g.values is not None else None
+    place = np.argsort(keep, kind="stable")     # kept edges in their original order
+    keep = keep[place]
+    values = total[place] if total is not None else None
+    return BipartiteGraph(g.src[keep], g.dst[keep], values, g.n_src, g.n_dst, g.type_names, g.source, g.ids)
+
+
+# --------------------------------------------------------------------------- other files
+def load_libsvm(path, zero_based=False, n_features=None, type_names=("sample", "feature"), duplicates="error"):
+    """(graph sample → feature, labels) of a libsvm file (see ``tux2.io.read_libsvm``);
+    the same feature twice in one line follows the duplicate policy."""
+    _check_choice("duplicates", duplicates, DUPLICATES)
+    g, y = io.read_libsvm(path, zero_based=zero_based, n_features=n_features, type_names=type_names)
+
+    def where(i):
+        line, text = io.edge_line(path, int(g.src[i]))
+        return path, line, text
+    return dedupe(g, duplicates, where), y
+
+
+def load_corpus(path, fmt="auto", base=None, min_count=1, type_names=("doc", "word"), duplicates="sum"):
+    """(document–word count graph, vocabulary or None, format) of a UCI docword file,
+    ``doc word count`` triples or plain text (one document per line)."""
+    _check_choice("duplicates", duplicates, DUPLICATES)
+    fmt = io.sniff_corpus(path) if fmt == "auto" else fmt
+    if fmt == "docword":
+        g = io.read_docword(path, type_names)
+        return dedupe(g, duplicates, lambda i: (path, *io.edge_line(path, i, 3))), None, fmt
+    if fmt == "triples":
+        g = load_edges(path, ids="int", duplicates="keep", base=base, type_names=type_names, values=True)
+        io.check_counts(g, path)               # before any sum, so an error names its line
+        skip = io._header_end(open(path, "rb").read(1 << 16), path)[1]
+        return dedupe(g, duplicates, lambda i: (path, *io.edge_line(path, i, skip))), None, fmt
+    if fmt == "text":
+        g, vocab = io.read_text_docs(path, type_names, min_count=min_count)
+        return g, vocab, fmt
+    raise ValueError(f"unknown corpus format {fmt!r}: auto, docword, triples or text")
+
+
+# --------------------------------------------------------------------------- Python objects
+def _column_ids(a, name):
+    """(dense ids, IdMap or None) of one column of ids: integers are used as they are,
+    anything else (strings, mixed objects) is mapped by sorted distinct value."""
+    a = np.asarray(a)
+    if a.ndim != 1:
+        raise InputError(f"{name} ids must be one-dimensional, got shape {a.shape}", path="arrays")
+    if a.dtype.kind in "iu" or len(a) == 0:
+        return a.astype(np.int64), None
+    if a.dtype.kind == "f":
+        if np.all(np.isfinite(a)) and np.all(a == np.floor(a)):
+            return a.astype(np.int64), None
+        i = int(np.flatnonzero(~np.isfinite(a) | (a != np.floor(a)))[0])
+        raise InputError(f"{name} id {a[i]!r} at index {i} is not an integer", path="arrays")
+    if a.dtype == object:
+        if any(x is None or (isinstance(x, float) and x != x) for x in a.tolist()):
+            i = next(i for i, x in enumerate(a.tolist()) if x is None or (isinstance(x, float) and x != x))
+            raise InputError(f"{name} id at index {i} is missing ({a[i]!r})", path="arrays")
+        a = a.astype(str)
+    tokens, inverse = np.unique(a, return_inverse=True)
+    return inverse.astype(np.int64).ravel(), IdMap(tokens)
+
+
+def from_arrays(src, dst, values=None, n_src=None, n_dst=None, type_names=("src", "dst"), duplicates="error",
+                source="arrays"):
+    """A graph from two id sequences (integers, or any ids: strings are mapped to dense
+    ids in sorted order) and optional per-edge values."""
+    _check_choice("duplicates", duplicates, DUPLICATES)
+    s, ms = _column_ids(src, type_names[0])
+    d, md = _column_ids(dst, type_names[1])
+    if len(s) != len(d):
+        raise InputError(f"{len(s)} {type_names[0]} ids but {len(d)} {type_names[1]} ids", path=source)
+    if values is not None:
+        values = np.asarray(values, dtype=np.float64)
+    if ms is not None:
+        n_src = len(ms)
+    if md is not None:
+        n_dst = len(md)
+    if n_src is None and n_dst is None and ms is None and md is None and len(s):
+        _check_dense(None, 0, (s, d), len(s))
+    g = BipartiteGraph(s, d, values, n_src, n_dst, type_names, source, ids=(ms, md))
+    return dedupe(g, duplicates, lambda i: (source, None, f"edge {i}"))
+
+
+def from_scipy(matrix, type_names=("row", "column"), duplicates="error"):
+    """Rows → first type, columns → second, stored entries (explicit zeros included) → edges."""
+    import scipy.sparse as sp
+    if not sp.issparse(matrix):
+        raise TypeError(f"expected a scipy.sparse matrix or array, got {type(matrix).__name__}")
+    coo = matrix.tocoo()
+    return from_arrays(coo.row, coo.col, coo.data, matrix.shape[0], matrix.shape[1], type_names, duplicates,
+                       source="scipy.sparse matrix")
+
+
+def from_pandas(df, src=None, dst=None, value=None, duplicates="error"):
+    """Columns ``src``, ``dst`` and optional ``value`` of a DataFrame (default: the first
+    two or three columns); the column names become the vertex type names."""
+    cols = list(df.columns)
+    if src is None and dst is None:
+        if len(cols) < 2:
+            raise InputError(f"the DataFrame has {len(cols)} columns; need src and dst", path="DataFrame")
+        src, dst = cols[0], cols[1]
+        value = cols[2] if value is None and len(cols) > 2 else value
+    for c in (src, dst, value):
+        if c is not None and c not in df.columns:
+            raise InputError(f"no column {c!r} (columns: {cols})", path="DataFrame")
+    vals = None
+    if value is not None:
+        v = df[value]
+        if v.isna().any():
+            i = int(np.flatnonzero(v.isna().to_numpy())[0])
+            raise InputError(f"value column {value!r} is missing at row {i}", path="DataFrame")
+        vals = v.to_numpy(dtype=np.float64)
+    for c in (src, dst):
+        if df[c].isna().any():
+            i = int(np.flatnonzero(df[c].isna().to_numpy())[0])
+            raise InputError(f"column {c!r} is missing at row {i}", path="DataFrame")
+    return from_arrays(df[src].to_numpy(), df[dst].to_numpy(), vals, type_names=(str(src), str(dst)),
+                       duplicates=duplicates, source="DataFrame")
+
+
+def from_networkx(G, weight="weight", left=None, type_names=("left", "right"), duplicates="sum"):
+    """A networkx bipartite graph: nodes with attribute ``bipartite=0`` (networkx's
+    convention) or in ``left`` are the first type; edge attribute ``weight`` gives the
+    values (1 where missing). Node names become the ids."""
+    nodes = list(G.nodes)
+    if left is None:
+        tags = dict(G.nodes(data="bipartite"))
+        if any(t is None for t in tags.values()):
+            missing = next(n for n, t in tags.items() if t is None)
+            raise InputError(f"node {missing!r} has no 'bipartite' attribute; pass left=<set of first-type nodes>",
+                             path="networkx graph")
+        left = {n for n, t in tags.items() if t == 0}
+    left = set(left)
+    src, dst, val = [], [], []
+    for a, b, w in G.edges(data=weight, default=1.0):
+        if (a in left) == (b in left):
+            raise InputError(f"edge ({a!r}, {b!r}) joins two nodes of the same side: not bipartite",
+                             path="networkx graph")
+        if b in left:
+            a, b = b, a
+        src.append(a)
+        dst.append(b)
+        val.append(w)
+    lefts = [n for n in nodes if n in left]
+    rights = [n for n in nodes if n not in left]
+    ml, mr = IdMap(_tokens(lefts)), IdMap(_tokens(rights))     # every node, isolated ones too
+    s = ml.encode(_tokens(src)) if src else np.zeros(0, np.int64)
+    d = mr.encode(_tokens(dst)) if dst else np.zeros(0, np.int64)
+    g = BipartiteGraph(s, d, np.array(val, np.float64), len(ml), len(mr), type_names, "networkx graph", (ml, mr))
+    return dedupe(g, duplicates, lambda i: ("networkx graph", None, f"edge {i}"))
+
+
+def _tokens(names):
+    """Node names as an id array: integers stay integers, anything else becomes str."""
+    if names and all(isinstance(x, (int, np.integer)) and not isinstance(x, bool) for x in names):
+        return np.array(names, np.int64)
+    return np.array([str(x) for x in names], dtype=str)
+
+
+def load(data, **options):
+    """A BipartiteGraph from a path (edge list), arrays ``(src, dst[, values])``, a
+    scipy.sparse matrix, a pandas DataFrame, a networkx graph, or a BipartiteGraph."""
+    if isinstance(data, BipartiteGraph):
+        return data
+    if isinstance(data, (str, os.PathLike)):
+        return load_edges(data, **options)
+    mod = type(data).__module__.split(".")[0]
+    if mod == "scipy":
+        return from_scipy(data, **options)
+    if mod == "pandas":
+        return from_pandas(data, **options)
+    if mod == "networkx":
+        return from_networkx(data, **options)
+    if isinstance(data, tuple) and len(data) in (2, 3):
+        return from_arrays(*data, **options)
+    raise TypeError(f"cannot load a {type(data).__name__}: pass a path, (src, dst[, values]) arrays, a "
+                    "scipy.sparse matrix, a pandas DataFrame or a networkx graph")
