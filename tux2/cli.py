@@ -34,6 +34,7 @@ def _add_run_mf(sub):
     p.add_argument("input", nargs="?", help="ratings edge list; default: built-in synthetic set")
     p.add_argument("--test", help="test edge list; default: hold out --test-fraction of INPUT")
     p.add_argument("--test-fraction", type=float, default=0.1, help="held-out share when --test is not given")
+    add_id_args(p, "error")
     add_partition_args(p)
     p.add_argument("--k", type=int, default=50, help="latent dimension")
     p.add_argument("--lr", type=float, default=None, help="learning rate (default 0.1 sgd, 0.01 minibatch)")
@@ -56,6 +57,17 @@ def _add_run_mf(sub):
                         "it gathers the model on rank 0")
     add_distributed_args(p)
     p.set_defaults(func=run_mf)
+
+
+def add_id_args(p, duplicates):
+    """--ids and --duplicates (tux2.loaders)."""
+    from tux2.loaders import DUPLICATES, ID_MODES
+    p.add_argument("--ids", choices=ID_MODES, default="auto",
+                   help="vertex ids: int (numbers used as they are), string (any token; mapped to dense ids, "
+                        "saved with the model), auto (string when the first line's ids are not numbers)")
+    p.add_argument("--duplicates", choices=DUPLICATES, default=duplicates,
+                   help="an edge given twice: error (name both lines), sum its values, keep the last, or keep "
+                        "all as separate edges")
 
 
 def add_partition_args(p, mirror_free=None):
@@ -177,7 +189,7 @@ def _split(graph, fraction, seed):
     is_test = test_mask(np.arange(graph.num_edges), fraction, seed)
     def sub(mask):
         return tux2.BipartiteGraph(graph.src[mask], graph.dst[mask], graph.values[mask],
-                                   graph.n_src, graph.n_dst, graph.type_names, graph.source)
+                                   graph.n_src, graph.n_dst, graph.type_names, graph.source, graph.ids)
     return sub(~is_test), sub(is_test)
 
 
@@ -206,23 +218,23 @@ def run_distributed(args, body):
 def _run_mf(args, transport, rank, world):
     from tux2.datasets import netflix_like
     from tux2.graph import blocked_order
-    from tux2.io import read_edge_list
+    from tux2 import ingress, loaders
     from tux2.udfs import mf
-
-    from tux2 import ingress
 
     names = ("user", "item")
     parts = max(args.partitions, world)
     say = speaker(args, rank)
     single_clock = args.batch_size is None
     distributed = (transport is not None and args.input is not None
-                   and args.partitioner in ingress.LOCAL_STRATEGIES and args.order in ("input", "blocked"))
+                   and args.partitioner in ingress.LOCAL_STRATEGIES and args.order in ("input", "blocked")
+                   and args.duplicates in ("error", "keep") and args.ids != "string"
+                   and (args.ids == "int" or loaders.numeric_ids(args.input)))
     assignment = None
     if distributed:
         # each worker reads its byte range and keeps only its partitions' edges
         train, assignment, mu, test = ingress.load(
             transport, args.input, parts, args.partitioner, args.seed, args.test, args.test_fraction,
-            args.order, single_clock=single_clock, type_names=names)
+            args.order, single_clock=single_clock, type_names=names, duplicates=args.duplicates)
         source = args.input
         if args.trace:
             os.makedirs(args.trace, exist_ok=True)
@@ -230,22 +242,25 @@ def _run_mf(args, transport, rank, world):
                 json.dump(train.stats, f)
     else:
         if transport is not None and args.input is not None:
-            say(f"  note: every worker reads the whole input (distributed ingress needs --order input or "
-                f"blocked and one of: {', '.join(ingress.LOCAL_STRATEGIES)})")
+            say(f"  note: every worker reads the whole input (distributed ingress needs numeric ids, --duplicates "
+                f"error or keep, --order input or blocked and one of: {', '.join(ingress.LOCAL_STRATEGIES)})")
         if args.input is None:
             train, test = netflix_like(n_users=10_000, n_items=1_000, n_ratings=600_000, seed=args.seed)
             source = "built-in Netflix-shaped set (10k users, 1k items, 600k ratings, planted rank 10, noise 0.5)"
         else:
-            train = read_edge_list(args.input, type_names=names)
+            train = loaders.load_edges(args.input, ids=args.ids, duplicates=args.duplicates, type_names=names)
             if train.values is None:
                 raise tux2.InputError("MF needs a rating column: expected 'user item rating'", path=args.input)
             if args.test:
-                test = read_edge_list(args.test, type_names=names)
+                mapped = any(m is not None for m in train.ids)
+                test = loaders.load_edges(args.test, ids="string" if mapped else "int", duplicates=args.duplicates,
+                                          type_names=names, id_maps=train.ids if mapped else None)
                 if test.values is None:
                     raise tux2.InputError("test file needs a rating column", path=args.test)
                 n_u, n_i = max(train.n_src, test.n_src), max(train.n_dst, test.n_dst)
-                train = tux2.BipartiteGraph(train.src, train.dst, train.values, n_u, n_i, names, args.input)
-                test = tux2.BipartiteGraph(test.src, test.dst, test.values, n_u, n_i, names, args.test)
+                train = tux2.BipartiteGraph(train.src, train.dst, train.values, n_u, n_i, names, args.input,
+                                            train.ids)
+                test = tux2.BipartiteGraph(test.src, test.dst, test.values, n_u, n_i, names, args.test, train.ids)
             else:
                 train, test = _split(train, args.test_fraction, args.seed)
             source = args.input
@@ -303,9 +318,11 @@ def save_model(out, eng, params, datas=None):
     if datas[0] is None:
         return
     os.makedirs(out, exist_ok=True)
-    for t, data in zip(eng.program.types, datas):
+    from tux2.loaders import save_ids
+    id_maps = getattr(eng.graph, "ids", (None, None))
+    for t, data, m in zip(eng.program.types, datas, id_maps):
         arrays = {f: data[f] for f in data.dtype.names if f not in t.local}      # local fields are caches
-        arrays["ids"] = np.arange(len(data))
+        arrays["ids"] = save_ids(m, len(data))                                   # the user's ids
         np.savez(os.path.join(out, f"{t.name}.npz"), **arrays)
     meta = {**params, "tux2_version": tux2.__version__, "clock": eng.clock, "iteration": eng.iteration,
             "vertex_types": [t.name for t in eng.program.types], "context": eng.context()}

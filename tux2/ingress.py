@@ -75,8 +75,11 @@ def _sum(transport, tag, arr):
 
 
 def load(transport, path, partitions, partitioner="bicut", seed=0, test_path=None, test_fraction=0.1,
-         order="blocked", single_clock=True, blocks=8, type_names=("user", "item"), partitioner_options=None):
+         order="blocked", single_clock=True, blocks=8, type_names=("user", "item"), partitioner_options=None,
+         duplicates="keep"):
     """Read, split, order, place and shuffle this worker's share of ``path``.
+    ``duplicates``: "keep", or "error" (every pair is sent to one checker by its hash,
+    and a repeated one stops the run naming both lines).
 
     Returns (shard, assignment, mu, test) where ``test`` is the test graph on rank 0
     (None elsewhere) and ``mu`` the mean training rating."""
@@ -104,6 +107,10 @@ def load(transport, path, partitions, partitioner="bicut", seed=0, test_path=Non
     n_src = int(max(allstats[:, 1].max(), allstats[:, 4].max()))
     n_dst = int(max(allstats[:, 2].max(), allstats[:, 5].max()))
     eid = int(allstats[:rank, 0].sum()) + np.arange(len(s), dtype=np.int64)
+    if duplicates == "error":
+        _check_duplicates(transport, path, s, d, eid, n_dst, type_names)
+    elif duplicates != "keep":
+        raise InputError(f"distributed ingress takes duplicates 'error' or 'keep', not {duplicates!r}", path=path)
 
     # train/test split by hash of the global edge id
     held = test_mask(eid, 0.0 if test_path else test_fraction, seed)
@@ -202,6 +209,26 @@ def load(transport, path, partitions, partitioner="bicut", seed=0, test_path=Non
     shard = Shard(src, dst, val, gkey, part, n_src, n_dst, n_train, type_names, replicated, share, stats)
     assignment = Assignment(part, master, int(partitions), partitioner)
     return shard, assignment, mu, test
+
+
+def _check_duplicates(transport, path, s, d, eid, n_dst, type_names):
+    """Each (src, dst) pair goes to worker hash(pair) % world with its line's edge id;
+    a pair seen twice raises InputError naming both lines."""
+    from tux2.io import edge_line
+    from tux2.loaders import dedupe
+    rank, world = transport.rank, transport.world
+    key = s * max(n_dst, 1) + d
+    dest = ((key.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(33)) % np.uint64(world)
+    box = transport.alltoall(-1, "ingress-dups", {(rank, r): [s[dest == r], d[dest == r], eid[dest == r]]
+                                                  for r in range(world)})
+    got = [box[(r, rank)] for r in range(world)]
+    cs, cd, ce = (np.concatenate([m[i] for m in got]) for i in range(3))
+    o = np.argsort(ce, kind="stable")          # file order, so "first at" is the earlier line
+    cs, cd, ce = cs[o], cd[o], ce[o]
+    from tux2.graph import BipartiteGraph
+    g = BipartiteGraph(cs, cd, None, int(cs.max()) + 1 if len(cs) else 0, max(n_dst, int(cd.max()) + 1 if len(cd) else 0),
+                       type_names, path)
+    dedupe(g, "error", lambda i: (path, *edge_line(path, int(ce[i]))))
 
 
 def check_program(program):

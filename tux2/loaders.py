@@ -135,6 +135,16 @@ def _check_choice(name, value, choices):
         raise ValueError(f"{name} must be one of {', '.join(choices)}; got {value!r}")
 
 
+def numeric_ids(path):
+    """Whether the first data line of an edge-list file has numeric ids (``ids="auto"``)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(1 << 16)
+    except OSError as e:
+        raise InputError(f"cannot read edge list: {e.strerror}", path=path) from None
+    return _first_ids_numeric(head, io._header_end(head, path)[0])
+
+
 def _first_ids_numeric(raw, start):
     for line in raw[start: start + (1 << 16)].split(b"\n"):
         toks = line.replace(b",", b" ").split()
