@@ -52,6 +52,7 @@ def _add_run_mf(sub):
                    help="global edge order: 2-D blocked shuffle (cache friendly), full shuffle, or as read")
     p.add_argument("--seed", type=int, default=0, help="seed of initialisation, split, order and partitioning")
     add_output_args(p, "directory for the model (.npz per vertex type + model.json)", "epoch")
+    add_checkpoint_args(p, "epoch")
     p.add_argument("--eval-every", type=int, default=1,
                    help="compute test RMSE every N epochs (0: only after the last); with several workers "
                         "it gathers the model on rank 0")
@@ -87,7 +88,7 @@ def add_output_args(p, out_help, unit):
     """--out, --metrics (one JSON object per ``unit``) and --quiet."""
     p.add_argument("--out", help=out_help)
     p.add_argument("--metrics", help=f"write one JSON object per {unit} to this .jsonl file")
-    p.add_argument("--quiet", action="store_true", help=f"no per-{unit} lines")
+    p.add_argument("-q", "--quiet", action="store_true", help=f"no per-{unit} lines")
 
 
 def speaker(args, rank):
@@ -95,11 +96,11 @@ def speaker(args, rank):
     return (lambda *a: None) if args.quiet or rank != 0 else (lambda *a: print(*a, flush=True))
 
 
-def timed_epochs(eng, n):
-    """Run ``n`` iterations one at a time, yielding (i, seconds, total seconds, bytes
-    sent) for each: the timing every ``tux2 run`` loop reports."""
+def timed_epochs(eng, n, start=0):
+    """Run iterations start+1 … n one at a time, yielding (i, seconds, total seconds,
+    bytes sent) for each: the timing every ``tux2 run`` loop reports."""
     total = 0.0
-    for i in range(1, n + 1):
+    for i in range(start + 1, n + 1):
         b0 = eng.transport.bytes_sent
         t = time.perf_counter()
         eng.run(1)
@@ -109,18 +110,64 @@ def timed_epochs(eng, n):
 
 
 @contextlib.contextmanager
-def metrics_stream(path, rank):
+def metrics_stream(path, rank, append=False):
     """Yield ``write(record)``: one JSON line per call to ``path``, flushed, on rank 0;
-    a no-op without a path or on other ranks."""
+    a no-op without a path or on other ranks. ``append``: a resumed run adds to the file."""
     if not path or rank != 0:
         yield lambda rec: None
         return
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    with open(path, "w") as f:
+    with open(path, "a" if append else "w") as f:
         def write(rec):
             f.write(json.dumps(rec) + "\n")
             f.flush()
         yield write
+
+
+# flags that may change between a checkpoint and its resumption
+_RESUMABLE = {"epochs", "iterations", "out", "metrics", "quiet", "resume", "checkpoint_every", "checkpoint_dir",
+              "trace", "func", "argv", "rank", "world", "rendezvous", "bind", "advertise", "timeout", "workers",
+              "curve", "eval_every", "config", "top_words"}
+
+
+def add_checkpoint_args(p, unit):
+    g = p.add_argument_group("checkpoints")
+    g.add_argument("--checkpoint-every", type=int, default=0, metavar="N",
+                   help=f"save the run's state every N {unit}s (0: never), atomically: a crash never "
+                        "damages the previous checkpoint")
+    g.add_argument("--checkpoint-dir", metavar="DIR",
+                   help="where checkpoints go (default: OUT/checkpoints with --out, else ./tux2-checkpoints)")
+    g.add_argument("--resume", metavar="DIR",
+                   help=f"continue from the newest checkpoint in DIR, up to the total --{unit}s given; the "
+                        "input and settings must be those of the interrupted run (slack 0: the same model "
+                        "as an uninterrupted run)")
+
+
+class Checkpoints:
+    """--checkpoint-every / --resume for one run: ``start = ck.resume()`` after the
+    engine is built, ``ck.after(i)`` after each iteration."""
+
+    def __init__(self, args, eng, transport):
+        self.args, self.eng, self.transport = args, eng, transport
+        self.every = args.checkpoint_every
+        if self.every < 0:
+            raise Tux2Error(f"--checkpoint-every must be >= 0, got {self.every}")
+        self.dir = args.checkpoint_dir or (os.path.join(args.out, "checkpoints") if args.out else "tux2-checkpoints")
+        self.params = {k: v for k, v in sorted(vars(args).items())
+                       if k not in _RESUMABLE and isinstance(v, (str, int, float, bool, type(None)))}
+
+    def resume(self):
+        """The iteration the run continues from (0 without --resume)."""
+        if not self.args.resume:
+            return 0
+        from tux2 import checkpoint
+        checkpoint.load(self.args.resume, self.eng, self.params, self.transport)
+        return self.eng.iteration
+
+    def after(self, i):
+        if self.every and i % self.every == 0:
+            from tux2 import checkpoint
+            checkpoint.save(self.dir, self.eng, self.params, self.transport)
 
 
 def write_trace(directory, eng, rank):
@@ -283,8 +330,12 @@ def _run_mf(args, transport, rank, world):
     eng = tux2.Engine(prog, train, partitions=parts, partitioner=args.partitioner, seed=args.seed,
                       transport=transport, slack=args.slack, assignment=assignment)
     say(f"  layout + compile {time.perf_counter() - t0:.2f}s")
-    with metrics_stream(args.metrics, rank) as write_metrics:
-        for epoch, dt, total, _ in timed_epochs(eng, args.epochs):
+    ck = Checkpoints(args, eng, transport)
+    start = ck.resume()
+    if start:
+        say(f"  resumed from {args.resume} after epoch {start}")
+    with metrics_stream(args.metrics, rank, append=start > 0) as write_metrics:
+        for epoch, dt, total, _ in timed_epochs(eng, args.epochs, start):
             evaluate = epoch == args.epochs or (args.eval_every > 0 and epoch % args.eval_every == 0)
             U, I = (eng.vertex_data("user"), eng.vertex_data("item")) if evaluate else (None, None)
             rec = {"epoch": epoch, "time_s": round(dt, 6), "total_time_s": round(total, 6),
@@ -298,6 +349,7 @@ def _run_mf(args, transport, rank, world):
             write_metrics(rec)
             if not np.isfinite(rec["train_rmse"]):
                 raise Tux2Error(f"training diverged at epoch {epoch} (RMSE is not finite); lower --lr")
+            ck.after(epoch)
     write_trace(args.trace, eng, rank)
     if args.epochs == 0:
         say("0 epochs: nothing trained")
@@ -305,7 +357,9 @@ def _run_mf(args, transport, rank, world):
         save_model(args.out, eng, {"algorithm": "mf", "mode": args.mode, "k": args.k, "lr": prog.context.init["lr"],
                                    "reg": args.reg, "epochs": args.epochs, "mu": mu, "seed": args.seed,
                                    "partitions": parts, "workers": world, "partitioner": args.partitioner,
-                                   "input": source})
+                                   "input": source, "ids": "string" if any(m is not None for m in getattr(train, "ids", ())) else "int"})
+        if rank == 0 and not distributed:
+            mf.save_seen(args.out, *mf.seen_csr(train))            # top-k leaves these out
         say(f"model written to {args.out}")
     return 0
 

@@ -9,7 +9,7 @@ from tux2.errors import Tux2Error
 
 
 def add_parser(algos):
-    from tux2.cli import HelpFormatter, add_distributed_args, add_output_args, add_partition_args
+    from tux2.cli import HelpFormatter, add_checkpoint_args, add_distributed_args, add_output_args, add_partition_args
     from tux2.cli_libsvm import add_libsvm_args
     p = algos.add_parser(
         "blockpg", help="L1 logistic regression by block proximal gradient (paper §4, Fig. 7)",
@@ -35,6 +35,7 @@ def add_parser(algos):
     add_partition_args(p, mirror_free="samples")
     p.add_argument("--seed", type=int, default=0, help="seed of the feature shuffle and the partitioning")
     add_output_args(p, "directory for weights.npz, weights.txt (index:weight, non-zeros) and model.json", "epoch")
+    add_checkpoint_args(p, "epoch")
     add_distributed_args(p)
     p.set_defaults(func=run_blockpg)
 
@@ -45,7 +46,7 @@ def run_blockpg(args):
 
 
 def _run_blockpg(args, transport, rank, world):
-    from tux2.cli import favorite_first, metrics_stream, speaker, timed_epochs, write_trace
+    from tux2.cli import Checkpoints, favorite_first, metrics_stream, speaker, timed_epochs, write_trace
     from tux2.cli_libsvm import classification_metrics, load_classification, scores, with_bias
     from tux2.udfs import blockpg
     say = speaker(args, rank)
@@ -80,8 +81,12 @@ def _run_blockpg(args, transport, rank, world):
     say(f"  layout + compile {time.perf_counter() - t0:.2f}s")
     objs, epoch = [], 0
     window = args.shrink_rest + 1 if args.shrink > 0 else 1
-    with metrics_stream(args.metrics, rank) as write_metrics:
-        for epoch, dt, total, _ in timed_epochs(eng, args.epochs):
+    ck = Checkpoints(args, eng, transport)
+    start = ck.resume()
+    if start:
+        say(f"  resumed from {args.resume} after epoch {start}")
+    with metrics_stream(args.metrics, rank, append=start > 0) as write_metrics:
+        for epoch, dt, total, _ in timed_epochs(eng, args.epochs, start):
             ctx = eng.context()
             rec = {"epoch": epoch, "time_s": round(dt, 6), "total_time_s": round(total, 6),
                    "objective": float(ctx["objective"]), "loss": float(ctx["loss_total"]),
@@ -95,6 +100,7 @@ def _run_blockpg(args, transport, rank, world):
                 + (f"test acc {rec['test_accuracy']:.4f} auc {rec['test_auc']:.4f}  " if 'test_auc' in rec else "")
                 + f"time {dt:.3f}s")
             write_metrics(rec)
+            ck.after(epoch)
             if not np.isfinite(rec["objective"]):
                 raise Tux2Error(f"objective is not finite at epoch {epoch}")
             objs.append(rec["objective"])

@@ -15,7 +15,7 @@ MODELS = {"lr": ("logistic", "logistic regression"), "svm": ("hinge", "linear SV
 
 
 def add_parser(algos):
-    from tux2.cli import HelpFormatter, add_distributed_args, add_output_args
+    from tux2.cli import HelpFormatter, add_checkpoint_args, add_distributed_args, add_output_args
     from tux2.cli_libsvm import add_libsvm_args
     from tux2.udfs.glm import STRATEGIES
     for name, (loss, title) in MODELS.items():
@@ -55,6 +55,7 @@ def add_parser(algos):
         p.add_argument("--partitions", type=int, default=1, help="number of partitions (P)")
         p.add_argument("--seed", type=int, default=0, help="seed of the sample shuffle and the partitioning")
         add_output_args(p, "directory for weights.npz, weights.txt and model.json", "epoch")
+        add_checkpoint_args(p, "epoch")
         add_distributed_args(p)
         p.set_defaults(func=run_glm, model=name, **({} if name == "fm" else {"loss": loss, "factors": 0}))
 
@@ -85,7 +86,7 @@ def score_metrics(M, labels, loss):
 
 
 def _run_glm(args, transport, rank, world):
-    from tux2.cli import metrics_stream, save_model, speaker, timed_epochs, write_trace
+    from tux2.cli import Checkpoints, metrics_stream, save_model, speaker, timed_epochs, write_trace
     from tux2.cli_libsvm import load_classification
     from tux2.udfs import glm
     say = speaker(args, rank)
@@ -112,8 +113,12 @@ def _run_glm(args, transport, rank, world):
                            optimizer=optimizer,
                            **({"init_std": args.init_std} if args.factors else {}))
     say(f"  layout + compile {time.perf_counter() - t0:.2f}s")
-    with metrics_stream(args.metrics, rank) as write_metrics:
-        for epoch, dt, total, sent in timed_epochs(eng, args.epochs):
+    ck = Checkpoints(args, eng, transport)
+    start = ck.resume()
+    if start:
+        say(f"  resumed from {args.resume} after epoch {start}")
+    with metrics_stream(args.metrics, rank, append=start > 0) as write_metrics:
+        for epoch, dt, total, sent in timed_epochs(eng, args.epochs, start):
             ctx = eng.context()
             rec = {"epoch": epoch, "time_s": round(dt, 6), "total_time_s": round(total, 6),
                    "objective": float(ctx["objective"]), "loss": float(ctx["loss"] / max(g.n_src, 1)),
@@ -127,6 +132,7 @@ def _run_glm(args, transport, rank, world):
                 + (f"test acc {rec['test_accuracy']:.4f}  " if "test_accuracy" in rec else "")
                 + f"time {dt:.3f}s")
             write_metrics(rec)
+            ck.after(epoch)
             if not np.isfinite(rec["objective"]):
                 raise Tux2Error(f"objective is not finite at epoch {epoch}: lower --eta (now {eta})")
     write_trace(args.trace, eng, rank)

@@ -11,7 +11,7 @@ FORMATS = ("auto", "triples", "docword", "text")
 
 
 def add_parser(algos):
-    from tux2.cli import HelpFormatter, add_distributed_args, add_output_args, add_partition_args
+    from tux2.cli import HelpFormatter, add_checkpoint_args, add_distributed_args, add_output_args, add_partition_args
     p = algos.add_parser(
         "lda", help="topic model: LDA by collapsed Gibbs sampling (SparseLDA, paper §4)",
         formatter_class=HelpFormatter,
@@ -28,6 +28,9 @@ def add_parser(algos):
     p.add_argument("--base", type=int, choices=(0, 1), default=None,
                    help="id base of triples (default 0; 1 under a MatrixMarket header)")
     p.add_argument("--min-count", type=int, default=1, help="text input: drop words seen fewer times")
+    p.add_argument("--duplicates", choices=("sum", "error", "last", "keep"), default="sum",
+                   help="a (doc, word) pair on several lines of a docword or triples file: add the counts, "
+                        "stop naming both lines, keep the last, or keep all")
     p.add_argument("--topics", "-k", type=int, default=20, help="number of topics K")
     p.add_argument("--alpha", type=float, default=0.1, help="symmetric document-topic prior α")
     p.add_argument("--beta", type=float, default=0.01, help="symmetric topic-word prior β")
@@ -40,22 +43,16 @@ def add_parser(algos):
     p.add_argument("--top-words", type=int, default=10, help="words per topic in topics.txt and the summary")
     add_output_args(p, "directory for lda.npz (word-topic, doc-topic counts), topics.txt, vocab.txt, model.json",
                     "iteration")
+    add_checkpoint_args(p, "iteration")
     add_distributed_args(p)
     p.set_defaults(func=run_lda)
 
 
-def load_corpus(path, fmt="auto", vocab=None, base=None, min_count=1):
+def load_corpus(path, fmt="auto", vocab=None, base=None, min_count=1, duplicates="sum"):
     """(graph of doc-word token counts, vocabulary list or None, format used)."""
-    from tux2 import io
-    names = ("doc", "word")
-    if fmt == "auto":
-        fmt = io.sniff_corpus(path)
-    if fmt == "docword":
-        g = io.read_docword(path, names)
-    elif fmt == "triples":
-        g = io.read_triples(path, names, base=base)
-    else:
-        g, words = io.read_text_docs(path, names, min_count=min_count)
+    from tux2 import loaders
+    g, words, fmt = loaders.load_corpus(path, fmt, base=base, min_count=min_count, duplicates=duplicates)
+    if fmt == "text":
         return g, words, fmt
     words = None
     if vocab:
@@ -87,7 +84,7 @@ def run_lda(args):
 
 
 def _run_lda(args, transport, rank, world):
-    from tux2.cli import favorite_first, metrics_stream, speaker, timed_epochs, write_trace
+    from tux2.cli import Checkpoints, favorite_first, metrics_stream, speaker, timed_epochs, write_trace
     from tux2.udfs import lda
     say = speaker(args, rank)
     if args.topics < 1:
@@ -102,7 +99,7 @@ def _run_lda(args, transport, rank, world):
         vocab, fmt = None, "built-in"
         source = "built-in planted corpus (2000 documents, 20 topics, Dir(0.1)/Dir(0.01), ~100 tokens each)"
     else:
-        g, vocab, fmt = load_corpus(args.input, args.format, args.vocab, args.base, args.min_count)
+        g, vocab, fmt = load_corpus(args.input, args.format, args.vocab, args.base, args.min_count, args.duplicates)
         source = args.input
     src, dst, cnt = lda.token_edges(g.src, g.dst, g.values.astype(np.int64))
     tokens = int(cnt.sum())
@@ -117,8 +114,12 @@ def _run_lda(args, transport, rank, world):
     eng = tux2.Engine(prog, graph, partitions=parts, partitioner=args.partitioner, seed=args.seed,
                       partitioner_options=favorite_first(args.partitioner), transport=transport, slack=args.slack)
     say(f"  layout + compile {time.perf_counter() - t0:.2f}s")
-    with metrics_stream(args.metrics, rank) as write_metrics:
-        for it, dt, total, _ in timed_epochs(eng, args.iterations):
+    ck = Checkpoints(args, eng, transport)
+    start = ck.resume()
+    if start:
+        say(f"  resumed from {args.resume} after iteration {start}")
+    with metrics_stream(args.metrics, rank, append=start > 0) as write_metrics:
+        for it, dt, total, _ in timed_epochs(eng, args.iterations, start):
             ctx = eng.context()
             rec = {"iteration": it, "time_s": round(dt, 6), "total_time_s": round(total, 6),
                    "ll": float(ctx["ll"]), "ll_per_token": float(ctx["ll_per_token"]), "clock": eng.clock,
@@ -126,6 +127,7 @@ def _run_lda(args, transport, rank, world):
             say(f"iteration {it:4d}/{args.iterations}  ll/token {rec['ll_per_token']:.4f}  time {dt:.3f}s  "
                 f"({tokens / dt / 1e6:.1f} M tokens/s)")
             write_metrics(rec)
+            ck.after(it)
     write_trace(args.trace, eng, rank)
     docs, words = eng.vertex_data("doc"), eng.vertex_data("word")        # gathered on rank 0
     if rank != 0:

@@ -1,6 +1,8 @@
 """``tux2 predict MODEL_DIR INPUT``: apply a model written by ``tux2 run … --out``
 to new data — scores, labels and probabilities per sample, plus accuracy, log-loss
-and AUC when the input carries labels (libsvm always does)."""
+and AUC when the input carries labels (libsvm always does); MF rating predictions
+and top-k recommendations; LDA topic mixtures of new documents."""
+import contextlib
 import json
 import math
 import os
@@ -8,7 +10,7 @@ import sys
 
 import numpy as np
 
-from tux2.errors import Tux2Error
+from tux2.errors import InputError, Tux2Error
 
 LINEAR = ("lr", "svm", "softmax", "fm", "blockpg")
 
@@ -17,16 +19,24 @@ def add_parser(sub):
     from tux2.cli import HelpFormatter
     p = sub.add_parser("predict", help="apply a trained model (a 'tux2 run … --out DIR' directory) to new data",
                        formatter_class=HelpFormatter,
-                       description="Writes one line per input sample: the predicted label, then the score "
-                                   "(binary models; lr and logistic fm add the probability of +1) or the "
-                                   "class probabilities (softmax). Prints accuracy, log-loss and AUC "
-                                   f"against the input's labels. Models: {', '.join(LINEAR)}.")
+                       description="Classifiers (" + ", ".join(LINEAR) + "): one line per input sample (libsvm): "
+                                   "the predicted label, then the score (binary models; lr and logistic fm add the "
+                                   "probability of +1) or the class probabilities (softmax); accuracy, log-loss "
+                                   "and AUC against the input's labels. mf: INPUT has 'user item [rating]' lines "
+                                   "(in the training ids); writes 'user item prediction', and RMSE/MAE when "
+                                   "ratings are given; with --top-k, the best unseen items per user of INPUT "
+                                   "(one user per line; default every user). lda: INPUT is a corpus in any "
+                                   "format 'tux2 run lda' reads; writes each document's topic mixture.")
     p.add_argument("model", help="directory written by 'tux2 run ALGO … --out DIR'")
-    p.add_argument("input", help="samples to score, in libsvm format (labels are used for the metrics)")
+    p.add_argument("input", nargs="?", help="data to predict for (see above); optional only for mf --top-k")
     p.add_argument("-o", "--output", help="predictions file (default: standard output)")
     p.add_argument("--zero-based", default=None, action="store_true",
                    help="feature indices start at 0 (default: as the model was trained)")
     p.add_argument("--metrics", help="also write the metrics as one JSON object to this file")
+    p.add_argument("--top-k", type=int, default=None, help="mf: recommend this many items per user")
+    p.add_argument("--include-seen", action="store_true", help="mf --top-k: also recommend training items")
+    p.add_argument("--iterations", type=int, default=50, help="lda: Gibbs sweeps of inference per document")
+    p.add_argument("--seed", type=int, default=0, help="lda: seed of the inference draws")
     p.set_defaults(func=predict)
 
 
@@ -39,7 +49,8 @@ def load_model(directory):
         meta = json.load(f)
     algo = meta.get("algorithm")
     if algo not in LINEAR:
-        raise Tux2Error(f"{meta_path}: tux2 predict handles {', '.join(LINEAR)} models; this one is {algo!r}")
+        raise Tux2Error(f"{meta_path}: tux2 predict handles {', '.join(LINEAR + ('mf', 'lda'))} models; "
+                        f"this one is {algo!r}")
     path = os.path.join(directory, "weights.npz")
     if not os.path.exists(path):
         raise Tux2Error(f"{directory}: weights.npz is missing")
@@ -59,7 +70,40 @@ def model_scores(meta, weights, graph):
     return graph_scores(w, graph)
 
 
+def _algorithm(directory):
+    path = os.path.join(directory, "model.json")
+    if not os.path.exists(path):
+        raise Tux2Error(f"{directory}: no model.json here; pass the directory given to 'tux2 run … --out'")
+    with open(path) as f:
+        return json.load(f).get("algorithm")
+
+
+@contextlib.contextmanager
+def _output(path):
+    out = open(path, "w") if path else sys.stdout
+    try:
+        yield out
+    finally:
+        if out is not sys.stdout:
+            out.close()
+
+
+def _report(args, res, out):
+    """Metrics: a JSON line on stderr when predictions go to stdout, else on stdout."""
+    print(json.dumps(res), file=sys.stderr if out is sys.stdout else sys.stdout)
+    if args.metrics:
+        with open(args.metrics, "w") as f:
+            json.dump(res, f)
+
+
 def predict(args):
+    algo = _algorithm(args.model)
+    if algo == "mf":
+        return predict_mf(args)
+    if algo == "lda":
+        return predict_lda(args)
+    if args.input is None:
+        raise Tux2Error("INPUT is required (samples to score, in libsvm format)")
     from tux2.cli_glm import score_metrics
     from tux2.io import read_libsvm
     meta, weights = load_model(args.model)
@@ -68,8 +112,7 @@ def predict(args):
     M = model_scores(meta, weights, graph)
     algo = meta["algorithm"]
     loss = meta.get("loss", "logistic")
-    out = open(args.output, "w") if args.output else sys.stdout
-    try:
+    with _output(args.output) as out:
         if loss == "softmax":
             P = np.exp(M - M.max(axis=1, keepdims=True))
             P /= P.sum(axis=1, keepdims=True)
@@ -84,9 +127,6 @@ def predict(args):
                 if prob:
                     line += f" {0.5 * (1.0 + math.tanh(0.5 * s)):.6g}"
                 out.write(line + "\n")
-    finally:
-        if out is not sys.stdout:
-            out.close()
     if loss == "softmax":
         from tux2.udfs.glm import labels_for
         try:
@@ -94,9 +134,117 @@ def predict(args):
         except ValueError as e:
             raise Tux2Error(f"{args.input}: {e}") from None
     res = score_metrics(M, labels, loss)
-    res = {"model": algo, "samples": int(graph.n_src), **res}
-    print(json.dumps(res), file=sys.stderr if out is sys.stdout else sys.stdout)
-    if args.metrics:
-        with open(args.metrics, "w") as f:
-            json.dump(res, f)
+    _report(args, {"model": algo, "samples": int(graph.n_src), **res}, out)
     return 0
+
+
+def predict_mf(args):
+    from tux2 import loaders
+    from tux2.udfs.mf import MFModel
+    model = MFModel.load(args.model)
+    mapped = any(m is not None for m in model.ids)
+    if args.top_k is not None:
+        users = None
+        if args.input:
+            users = _user_list(args.input, model)
+        with _output(args.output) as out:
+            u, items, score = model.recommend(users, args.top_k, exclude_seen=not args.include_seen)
+            for user, row, srow in zip(u.tolist(), items.tolist(), score.tolist()):
+                out.write(f"{user}" + "".join(f" {it}:{sc:.6g}" for it, sc in zip(row, srow) if it is not None)
+                          + "\n")
+        return 0
+    if args.input is None:
+        raise Tux2Error("INPUT is required: 'user item [rating]' lines, or pass --top-k")
+    g = loaders.load_edges(args.input, ids="string" if mapped else "int", duplicates="keep",
+                           type_names=("user", "item"), id_maps=model.ids if mapped else None)
+    for side, n, name in ((g.src, model.n_users, "user"), (g.dst, model.n_items, "item")):
+        if not mapped and len(side) and side.max() >= n:
+            from tux2.io import edge_line
+            line, text = edge_line(args.input, int(np.argmax(side)))
+            raise InputError(f"unknown {name} {int(side.max())} (the model has {n})", path=args.input, line=line,
+                             text=text)
+    pred = model.mu + model.bu[g.src] + model.bi[g.dst] + np.einsum("ij,ij->i", model.P[g.src], model.Q[g.dst])
+    users, items = model._user_ids(0, g.src), model._user_ids(1, g.dst)
+    with _output(args.output) as out:
+        out.write("# user item prediction\n")
+        for a, b, r in zip(users.tolist(), items.tolist(), pred.tolist()):
+            out.write(f"{a} {b} {r:.6g}\n")
+    if g.values is not None:
+        err = g.values - pred
+        _report(args, {"model": "mf", "pairs": int(g.num_edges), "rmse": float(np.sqrt(np.mean(err ** 2))),
+                       "mae": float(np.mean(np.abs(err)))}, out)
+    return 0
+
+
+def _user_list(path, model):
+    """Dense ids of the users named one per line (first token) in ``path``."""
+    toks, lines = [], []
+    with open(path, "rb") as f:
+        for no, raw in enumerate(f, 1):
+            t = raw.replace(b",", b" ").split()
+            if t and t[0][:1] not in (b"#", b"%"):
+                toks.append(t[0].decode("utf-8", "replace"))
+                lines.append((no, raw.decode("utf-8", "replace").rstrip("\r\n")))
+    if not toks:
+        raise InputError("no users listed", path=path)
+    m = model.ids[0]
+    if m is None:
+        bad = [i for i, t in enumerate(toks) if not t.isdigit() or int(t) >= model.n_users]
+        if bad:
+            no, text = lines[bad[0]]
+            raise InputError(f"unknown user {toks[bad[0]]!r} (the model has {model.n_users})", path=path, line=no,
+                             text=text)
+        return np.array([int(t) for t in toks], np.int64)
+    tokens = np.array(toks) if m.tokens.dtype.kind == "U" else None
+    if tokens is None:
+        bad = [i for i, t in enumerate(toks) if not t.lstrip("-").isdigit()]
+        if bad:
+            no, text = lines[bad[0]]
+            raise InputError(f"unknown user {toks[bad[0]]!r}", path=path, line=no, text=text)
+        tokens = np.array([int(t) for t in toks])
+    return m.decode(m.encode(tokens, "user", where=lambda i: (path, *lines[i])))
+
+
+def predict_lda(args):
+    """Topic mixtures of INPUT's documents under the model (fold-in Gibbs sampling)."""
+    from tux2 import io, loaders
+    from tux2.udfs import lda
+    if args.input is None:
+        raise Tux2Error("INPUT is required: documents in any format 'tux2 run lda' reads")
+    with open(os.path.join(args.model, "model.json")) as f:
+        meta = json.load(f)
+    with np.load(os.path.join(args.model, "lda.npz")) as z:
+        word_topic, totals = z["word_topic"], z["topic_totals"]
+    vocab_path = os.path.join(args.model, "vocab.txt")
+    vocab = None
+    if os.path.exists(vocab_path):
+        with open(vocab_path, encoding="utf-8") as f:
+            vocab = [line.rstrip("\n") for line in f]
+    fmt = io.sniff_corpus(args.input)
+    if vocab is not None and fmt == "text":
+        g, words = io.read_text_docs(args.input, ("doc", "word"))
+        index = {w: i for i, w in enumerate(vocab)}
+        to_model = np.array([index.get(w, -1) for w in words], np.int64)
+        known = to_model[g.dst] >= 0
+        dropped = int(g.values[~known].sum())
+        from tux2.graph import BipartiteGraph
+        g = BipartiteGraph(g.src[known], to_model[g.dst[known]], g.values[known], g.n_src, len(vocab),
+                           ("doc", "word"), args.input)
+    else:
+        g, _, fmt = loaders.load_corpus(args.input)
+        dropped = 0
+        if g.n_dst > word_topic.shape[1]:
+            from tux2.io import edge_line
+            i = int(np.argmax(g.dst))
+            line, text = edge_line(args.input, i, 3 if fmt == "docword" else 0)
+            raise InputError(f"word id beyond the model's {word_topic.shape[1]} words", path=args.input, line=line,
+                             text=text)
+    theta = lda.infer(word_topic, totals, g, meta["alpha"], meta["beta"], args.iterations, args.seed)
+    with _output(args.output) as out:
+        out.write("# document " + " ".join(f"topic{k}" for k in range(theta.shape[1])) + "\n")
+        for d, row in enumerate(theta):
+            out.write(f"{d} " + " ".join(f"{x:.4g}" for x in row) + "\n")
+    _report(args, {"model": "lda", "documents": int(g.n_src), "tokens": int(g.values.sum()) if g.num_edges else 0,
+                   "unknown_words_dropped": dropped}, out)
+    return 0
+

@@ -519,6 +519,69 @@ class Engine:
             out[ids] = raw.view(dtype)
         return out
 
+    # ------------------------------------------------------------------ checkpoints
+    def state(self):
+        """This process's engine state between iterations, as named arrays (no Python
+        objects): per local partition and vertex type the replicas' data, accumulators,
+        sync snapshot and touched list, the edge records and the context; plus the
+        clocks, the combined context and the GlobalSync history (``meta``)."""
+        import zlib
+        self.flush()
+        arrays = {}
+        for p in self.parts:
+            for t, tl in enumerate(p.types):
+                pre = f"p{p.rank}.t{t}."
+                arrays[pre + "data"] = tl.data
+                arrays[pre + "accum"] = tl.accum
+                if tl.snapshot is not None:
+                    arrays[pre + "snapshot"] = tl.snapshot
+                arrays[pre + "touched"] = tl.touched_indices().copy()
+                arrays[pre + "gid_crc"] = np.array([zlib.crc32(tl.gid.tobytes()), len(tl.gid)], np.int64)
+            arrays[f"p{p.rank}.edata"] = p.edata
+            arrays[f"p{p.rank}.eid_crc"] = np.array([zlib.crc32(p.eid.tobytes()), len(p.eid)], np.int64)
+            arrays[f"p{p.rank}.ctx"] = p.ctx
+        arrays["global_ctx"] = self.global_ctx
+        meta = {"clock": self.clock, "iteration": self.iteration, "min_bytes": self.min_bytes,
+                "history": self.history, "partitions": self.P, "program": self.program.name,
+                "local_parts": [p.rank for p in self.parts]}
+        return arrays, meta
+
+    def restore(self, arrays, meta):
+        """Load what ``state()`` returned, into an engine built from the same program,
+        input, partitioning and seed; anything else is a SchemaError, caught before any
+        array is overwritten."""
+        import zlib
+        if meta["partitions"] != self.P or meta["program"] != self.program.name:
+            raise SchemaError(f"checkpoint of program {meta['program']!r} on {meta['partitions']} partitions; "
+                              f"this run is {self.program.name!r} on {self.P}")
+        for p in self.parts:
+            checks = [(f"p{p.rank}.eid_crc", p.eid, "edges")]
+            checks += [(f"p{p.rank}.t{t}.gid_crc", tl.gid, f"{tl.vtype.name} vertices") for t, tl in enumerate(p.types)]
+            for key, ids, what in checks:
+                if key not in arrays:
+                    raise SchemaError(f"checkpoint has no partition {p.rank} (written by another worker layout)")
+                if arrays[key].tolist() != [zlib.crc32(ids.tobytes()), len(ids)]:
+                    raise SchemaError(f"checkpoint's partition {p.rank} holds other {what} than this run's: "
+                                      "resume with the same input, partitioner, partitions and seed")
+        for p in self.parts:
+            for t, tl in enumerate(p.types):
+                pre = f"p{p.rank}.t{t}."
+                tl.data[...] = arrays[pre + "data"]
+                tl.accum[...] = arrays[pre + "accum"]
+                if tl.snapshot is not None:
+                    tl.snapshot[...] = arrays[pre + "snapshot"]
+                tl.reset_touched()
+                idx = arrays[pre + "touched"]
+                tl.touched[: len(idx)] = idx
+                tl.stamp[idx] = tl.epoch
+                tl.n_touched = len(idx)
+            p.edata[...] = arrays[f"p{p.rank}.edata"]
+            p.ctx[...] = arrays[f"p{p.rank}.ctx"]
+        self.global_ctx[...] = arrays["global_ctx"]
+        self.clock, self.iteration = int(meta["clock"]), int(meta["iteration"])
+        self.min_bytes = meta["min_bytes"]
+        self.history = list(meta["history"])
+
     def context(self):
         """The last globally combined context as a dict."""
         return {f: (self.global_ctx[f][0].tolist()) for f in self.global_ctx.dtype.names}

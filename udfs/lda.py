@@ -310,3 +310,68 @@ def _initial_topics(eid, t, seed, K):
 def topic_word(word_data):
     """K × V word–topic counts from gathered word master data."""
     return np.ascontiguousarray(word_data["nk"].T)
+
+
+# --------------------------------------------------------------------------- inference
+@njit(cache=True, nogil=True)
+def _infer(indptr, words, counts, word_topic, totals, alpha, beta, iterations, seed, theta):
+    """Fold-in Gibbs sampling of new documents with the trained counts fixed: token
+    topics drawn from p(k) ∝ (α + n_dk)(β + n_wk)/(Vβ + n_k); θ_d is the mean of
+    (n_dk + α)/(N_d + Kα) over the second half of the sweeps."""
+    K, V = word_topic.shape
+    np.random.seed(seed)
+    phi = np.empty((V, K))
+    for w in range(V):
+        for k in range(K):
+            phi[w, k] = (beta + word_topic[k, w]) / (V * beta + totals[k])
+    p = np.empty(K)
+    for d in range(len(indptr) - 1):
+        n_tok = 0
+        for e in range(indptr[d], indptr[d + 1]):
+            n_tok += counts[e]
+        z = np.empty(n_tok, np.int64)
+        tw = np.empty(n_tok, np.int64)
+        ndk = np.zeros(K)
+        t = 0
+        for e in range(indptr[d], indptr[d + 1]):
+            for _ in range(counts[e]):
+                tw[t] = words[e]
+                z[t] = np.random.randint(0, K)
+                ndk[z[t]] += 1
+                t += 1
+        kept = 0
+        for it in range(iterations):
+            for t in range(n_tok):
+                ndk[z[t]] -= 1
+                acc = 0.0
+                for k in range(K):
+                    acc += (alpha + ndk[k]) * phi[tw[t], k]
+                    p[k] = acc
+                u = np.random.random() * acc
+                k = 0
+                while k < K - 1 and p[k] <= u:
+                    k += 1
+                z[t] = k
+                ndk[k] += 1
+            if it >= iterations // 2:
+                for k in range(K):
+                    theta[d, k] += (ndk[k] + alpha) / (n_tok + K * alpha)
+                kept += 1
+        for k in range(K):
+            theta[d, k] = theta[d, k] / kept if kept else 1.0 / K
+
+
+def infer(word_topic, topic_totals, graph, alpha, beta, iterations=50, seed=0):
+    """Topic mixtures θ (D × K) of the documents of a doc → word count graph under a
+    trained model's word–topic counts (the model is not changed)."""
+    K, V = word_topic.shape
+    o = np.argsort(graph.src, kind="stable")
+    indptr = np.zeros(graph.n_src + 1, np.int64)
+    np.cumsum(np.bincount(graph.src, minlength=graph.n_src), out=indptr[1:])
+    words = graph.dst[o].astype(np.int64)
+    if len(words) and words.max() >= V:
+        raise ValueError(f"word id {int(words.max())} is beyond the model's {V} words")
+    theta = np.zeros((graph.n_src, K))
+    _infer(indptr, words, graph.values[o].astype(np.int64), np.asarray(word_topic, np.float64),
+           np.asarray(topic_totals, np.float64), float(alpha), float(beta), int(max(iterations, 1)), int(seed), theta)
+    return theta

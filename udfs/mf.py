@@ -110,3 +110,209 @@ def rmse(user_data, item_data, graph, mu=0.0):
         return float("nan")
     err = graph.values - predict(user_data, item_data, graph.src, graph.dst, mu)
     return float(np.sqrt(np.mean(err * err)))
+
+
+# --------------------------------------------------------------------------- Python API
+class MFModel:
+    """A trained MF model, r̂(u, i) = μ + b_u + b_i + p_u·q_i, that speaks the user's ids.
+
+    ``users``/``items``: master data (fields ``p``, ``b``) in dense-id order; ``ids``:
+    the two IdMaps (None: dense ids are the user's); ``seen``: CSR (indptr, indices) of
+    each user's training items, left out of recommendations."""
+
+    FILES = ("user.npz", "item.npz", "model.json")
+
+    def __init__(self, users, items, mu=0.0, ids=(None, None), seen=None, meta=None, history=None):
+        self.P, self.bu = np.asarray(users["p"], np.float64), np.asarray(users["b"], np.float64)
+        self.Q, self.bi = np.asarray(items["p"], np.float64), np.asarray(items["b"], np.float64)
+        self.mu = float(mu)
+        self.ids = tuple(ids)
+        self.seen = seen
+        self.meta = dict(meta or {})
+        self.history = history or []
+
+    @property
+    def n_users(self):
+        return len(self.P)
+
+    @property
+    def n_items(self):
+        return len(self.Q)
+
+    def _dense(self, side, x, what):
+        from tux2.errors import InputError
+        m = self.ids[side]
+        x = np.atleast_1d(np.asarray(x))
+        if m is not None:
+            return m.encode(x.astype(m.tokens.dtype) if x.dtype.kind != m.tokens.dtype.kind else x, what)
+        n = (self.n_users, self.n_items)[side]
+        if x.dtype.kind not in "iu" or (len(x) and (x.min() < 0 or x.max() >= n)):
+            bad = (x[(x < 0) | (x >= n)][0] if x.dtype.kind in "iu" else x[0]).item()
+            raise InputError(f"unknown {what} {bad!r} (the model has {n}, ids 0 … {n - 1})", path="predict")
+        return x.astype(np.int64)
+
+    def _user_ids(self, side, dense):
+        m = self.ids[side]
+        return dense if m is None else m.decode(dense)
+
+    def predict(self, users, items):
+        """Predicted ratings for the pairs (users[i], items[i]), in the user's ids."""
+        u, i = self._dense(0, users, "user"), self._dense(1, items, "item")
+        if len(u) != len(i):
+            raise ValueError(f"{len(u)} users but {len(i)} items")
+        return self.mu + self.bu[u] + self.bi[i] + np.einsum("ij,ij->i", self.P[u], self.Q[i])
+
+    def recommend(self, users=None, k=10, exclude_seen=True, chunk=1024):
+        """Top-``k`` items per user (all users by default) by predicted rating, leaving
+        out the user's training items: (users, items (n × k), scores (n × k)) in the
+        user's ids; a row has fewer than k entries (item None / score nan) only when
+        the user has seen nearly every item."""
+        u = np.arange(self.n_users) if users is None else self._dense(0, users, "user")
+        k = int(min(k, self.n_items))
+        top = np.full((len(u), k), -1, np.int64)
+        score = np.full((len(u), k), np.nan)
+        for lo in range(0, len(u), chunk):
+            uu = u[lo: lo + chunk]
+            S = self.P[uu] @ self.Q.T + self.bi[None, :] + (self.mu + self.bu[uu])[:, None]
+            if exclude_seen and self.seen is not None:
+                indptr, indices = self.seen
+                starts, ends = indptr[uu], indptr[uu + 1]
+                rows = np.repeat(np.arange(len(uu)), ends - starts)
+                cols = indices[np.concatenate([np.arange(a, b) for a, b in zip(starts, ends)])] \
+                    if len(rows) else np.zeros(0, np.int64)
+                S[rows, cols] = -np.inf
+            part = np.argpartition(-S, k - 1, axis=1)[:, :k] if k < S.shape[1] else np.tile(np.arange(k), (len(uu), 1))
+            ps = np.take_along_axis(S, part, axis=1)
+            o = np.argsort(-ps, axis=1, kind="stable")
+            part, ps = np.take_along_axis(part, o, axis=1), np.take_along_axis(ps, o, axis=1)
+            ok = np.isfinite(ps)
+            top[lo: lo + len(uu)] = np.where(ok, part, -1)
+            score[lo: lo + len(uu)] = np.where(ok, ps, np.nan)
+        items = self._user_ids(1, np.maximum(top, 0)).astype(object)
+        items[top < 0] = None
+        return self._user_ids(0, u), items, score
+
+    # ---------------------------------------------------------------- files
+    def save(self, directory):
+        """user.npz, item.npz (arrays p, b and the user's ids), seen.npz and model.json:
+        the files ``tux2 run mf --out`` writes."""
+        import json
+        import os
+        from tux2.loaders import save_ids
+        from tux2 import __version__
+        os.makedirs(directory, exist_ok=True)
+        for name, p, b, m in (("user", self.P, self.bu, self.ids[0]), ("item", self.Q, self.bi, self.ids[1])):
+            np.savez(os.path.join(directory, f"{name}.npz"), p=p.astype(np.float32), b=b.astype(np.float32),
+                     ids=save_ids(m, len(p)))
+        if self.seen is not None:
+            save_seen(directory, *self.seen)
+        meta = {"algorithm": "mf", "k": int(self.P.shape[1]), "mu": self.mu, "tux2_version": __version__,
+                "vertex_types": ["user", "item"], **{k: v for k, v in self.meta.items() if k not in ("mu",)}}
+        tmp = os.path.join(directory, "model.json.tmp")
+        with open(tmp, "w") as f:
+            json.dump(meta, f, indent=2)
+        os.replace(tmp, os.path.join(directory, "model.json"))
+
+    @classmethod
+    def load(cls, directory):
+        import json
+        import os
+        from tux2.errors import Tux2Error
+        from tux2.loaders import loaded_ids
+        try:
+            with open(os.path.join(directory, "model.json")) as f:
+                meta = json.load(f)
+            arrays = []
+            for name in ("user", "item"):
+                with np.load(os.path.join(directory, f"{name}.npz")) as z:
+                    arrays.append({k: z[k] for k in z.files})
+        except FileNotFoundError as e:
+            raise Tux2Error(f"{directory}: not an MF model directory ({os.path.basename(e.filename)} is missing)") \
+                from None
+        if meta.get("algorithm") != "mf":
+            raise Tux2Error(f"{directory}: an {meta.get('algorithm')!r} model, not mf")
+        seen = None
+        path = os.path.join(directory, "seen.npz")
+        if os.path.exists(path):
+            with np.load(path) as z:
+                seen = (z["indptr"], z["indices"])
+        return cls(arrays[0], arrays[1], meta.get("mu", 0.0),
+                   (loaded_ids(arrays[0]["ids"]), loaded_ids(arrays[1]["ids"])), seen, meta)
+
+
+def seen_csr(graph):
+    """(indptr, indices) of each user's items in a user → item graph."""
+    o = np.argsort(graph.src, kind="stable")
+    indptr = np.zeros(graph.n_src + 1, np.int64)
+    np.cumsum(np.bincount(graph.src, minlength=graph.n_src), out=indptr[1:])
+    return indptr, graph.dst[o].astype(np.int32)
+
+
+def save_seen(directory, indptr, indices):
+    import os
+    np.savez(os.path.join(directory, "seen.npz"), indptr=indptr, indices=indices)
+
+
+class MF:
+    """Matrix factorisation, scikit-learn style: ``MF(k=50).fit(data)`` → MFModel.
+
+    ``data``: anything ``tux2.loaders.load`` takes — an edge-list path, (users, items,
+    ratings) arrays with any ids, a scipy.sparse matrix, a pandas DataFrame, a
+    networkx bipartite graph. Parameters are those of ``tux2 run mf``."""
+
+    def __init__(self, k=50, epochs=10, lr=None, reg=0.05, mode="sgd", batch_size=None, biases=True,
+                 partitions=1, partitioner="bicut", order="blocked", seed=0, duplicates="error"):
+        self.params = dict(k=k, epochs=epochs, lr=lr, reg=reg, mode=mode, batch_size=batch_size, biases=biases,
+                           partitions=partitions, partitioner=partitioner, order=order, seed=seed,
+                           duplicates=duplicates)
+
+    def fit(self, data, test=None, callback=None):
+        """Train; ``test`` (same kinds of input, same ids) adds test RMSE to the history.
+        ``callback(epoch, record)`` is called after each epoch."""
+        from tux2 import loaders
+        from tux2.engine import Engine
+        from tux2.errors import InputError
+        from tux2.graph import BipartiteGraph, blocked_order
+        p = self.params
+        g = loaders.load(data, duplicates=p["duplicates"]) if not isinstance(data, BipartiteGraph) else data
+        if g.values is None:
+            raise InputError("MF needs ratings: a value per edge", path=g.source)
+        g = BipartiteGraph(g.src, g.dst, g.values, g.n_src, g.n_dst, ("user", "item"), g.source, g.ids)
+        if test is not None and not isinstance(test, BipartiteGraph):
+            test = _encode_like(g, test)
+        if p["order"] == "blocked":
+            g = g.permuted(blocked_order(g.src, g.dst, g.n_src, g.n_dst, seed=p["seed"],
+                                         within="sorted" if p["batch_size"] is None else "input"))
+        elif p["order"] == "shuffle":
+            g = g.permuted(np.random.default_rng(p["seed"]).permutation(g.num_edges))
+        mu = float(g.values.mean())
+        prog = program(k=p["k"], mode=p["mode"], lr=p["lr"], reg=p["reg"], batch_size=p["batch_size"],
+                       biases=p["biases"], mu=mu)
+        eng = Engine(prog, g, partitions=p["partitions"], partitioner=p["partitioner"], seed=p["seed"])
+        history = []
+        for epoch in range(1, p["epochs"] + 1):
+            eng.run(1)
+            rec = {"epoch": epoch, "train_rmse": eng.context()["rmse"]}
+            if test is not None:
+                rec["test_rmse"] = rmse(eng.vertex_data("user"), eng.vertex_data("item"), test, mu)
+            history.append(rec)
+            if callback is not None:
+                callback(epoch, rec)
+        return MFModel(eng.vertex_data("user"), eng.vertex_data("item"), mu, g.ids, seen_csr(g),
+                       {**{k: v for k, v in p.items()}, "lr": float(prog.context.init["lr"]), "clock": eng.clock},
+                       history)
+
+
+def _encode_like(train, data):
+    """A test set in the training set's ids: (users, items, ratings) or a loadable input."""
+    from tux2 import loaders
+    from tux2.graph import BipartiteGraph
+    if isinstance(data, tuple):
+        u, i, r = data
+        su = train.ids[0].encode(np.asarray(u), "user") if train.ids[0] is not None else np.asarray(u, np.int64)
+        si = train.ids[1].encode(np.asarray(i), "item") if train.ids[1] is not None else np.asarray(i, np.int64)
+        return BipartiteGraph(su, si, r, train.n_src, train.n_dst, ("user", "item"), "test")
+    if any(m is not None for m in train.ids):
+        return loaders.load_edges(data, ids="string", id_maps=train.ids)
+    t = loaders.load(data)
+    return BipartiteGraph(t.src, t.dst, t.values, train.n_src, train.n_dst, ("user", "item"), t.source)

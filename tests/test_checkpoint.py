@@ -1,0 +1,123 @@
+"""Checkpoints: at slack 0 a resumed run ends with exactly the model of an uninterrupted
+one (MF, LDA, GLM; one process and two worker processes); a crash while writing never
+damages the previous checkpoint; a resume with other settings is refused."""
+import json
+import os
+
+import numpy as np
+import pytest
+
+from tests.conftest import run_cli
+from tux2 import checkpoint
+from tux2.datasets import netflix_like
+from tux2.engine import Engine
+from tux2.udfs import mf
+
+
+@pytest.fixture(scope="module")
+def ratings(tmp_path_factory):
+    tr, _ = netflix_like(n_users=400, n_items=80, n_ratings=8000, seed=5)
+    key, first = np.unique(tr.src * tr.n_dst + tr.dst, return_index=True)
+    path = tmp_path_factory.mktemp("ck") / "r.txt"
+    first = np.sort(first)
+    np.savetxt(path, np.column_stack([tr.src[first], tr.dst[first], tr.values[first]]), fmt="%d %d %.2f")
+    return str(path)
+
+
+def _arrays(directory, files):
+    out = {}
+    for name in files:
+        with np.load(os.path.join(directory, name)) as z:
+            out.update({f"{name}:{k}": z[k] for k in z.files})
+    return out
+
+
+def _same(a, b):
+    assert a.keys() == b.keys()
+    for k in a:
+        np.testing.assert_array_equal(a[k], b[k], err_msg=k)
+
+
+def _run(*args):
+    r = run_cli(*args, "--quiet")
+    assert r.returncode == 0, r.stderr
+    return r
+
+
+@pytest.mark.parametrize("extra", [[], ["--workers", "2", "--partitions", "2", "--timeout", "20"]],
+                         ids=["one-process", "two-workers"])
+def test_mf_resume_gives_the_uninterrupted_model(ratings, tmp_path, extra):
+    common = ["run", "mf", ratings, "--k", "6", "--batch-size", "3000", "--order", "input", *extra]
+    _run(*common, "--epochs", "5", "--out", str(tmp_path / "full"), "--metrics", str(tmp_path / "full.jsonl"))
+    _run(*common, "--epochs", "2", "--checkpoint-every", "2", "--checkpoint-dir", str(tmp_path / "ck"),
+         "--metrics", str(tmp_path / "part.jsonl"))
+    assert open(tmp_path / "ck" / "LATEST").read().strip() == "ckpt-00000002"
+    _run(*common, "--epochs", "5", "--resume", str(tmp_path / "ck"), "--out", str(tmp_path / "resumed"),
+         "--metrics", str(tmp_path / "part.jsonl"))
+    files = ("user.npz", "item.npz")
+    _same(_arrays(tmp_path / "full", files), _arrays(tmp_path / "resumed", files))
+    full = [json.loads(x) for x in open(tmp_path / "full.jsonl")]
+    part = [json.loads(x) for x in open(tmp_path / "part.jsonl")]
+    assert [r["epoch"] for r in part] == [1, 2, 3, 4, 5]
+    assert [r["train_rmse"] for r in part] == [r["train_rmse"] for r in full]
+    assert json.load(open(tmp_path / "resumed" / "model.json"))["clock"] == \
+        json.load(open(tmp_path / "full" / "model.json"))["clock"]
+
+
+def test_lda_and_glm_resume_exactly(tmp_path):
+    for algo, flags, files in (("lda", ["--iterations"], ("lda.npz",)),
+                               ("lr", ["--optimizer", "adam", "--batch", "2000", "--epochs"], ("weights.npz",))):
+        _run("run", algo, *flags, "4", "--out", str(tmp_path / f"{algo}-full"))
+        _run("run", algo, *flags, "1", "--checkpoint-every", "1", "--checkpoint-dir", str(tmp_path / f"{algo}-ck"))
+        _run("run", algo, *flags, "4", "--resume", str(tmp_path / f"{algo}-ck"), "--out", str(tmp_path / f"{algo}-res"))
+        _same(_arrays(tmp_path / f"{algo}-full", files), _arrays(tmp_path / f"{algo}-res", files))
+
+
+def test_resume_with_other_settings_is_refused(ratings, tmp_path):
+    _run("run", "mf", ratings, "--k", "4", "--epochs", "1", "--checkpoint-every", "1", "--checkpoint-dir",
+         str(tmp_path / "ck"))
+    r = run_cli("run", "mf", ratings, "--k", "5", "--epochs", "2", "--resume", str(tmp_path / "ck"))
+    assert r.returncode == 2 and "other settings: k = 4 there, 5 now" in r.stderr
+    r = run_cli("run", "mf", ratings, "--epochs", "2", "--resume", str(tmp_path / "nothing"))
+    assert r.returncode == 2 and "no checkpoint here" in r.stderr
+
+
+def _engine(seed=0):
+    tr, _ = netflix_like(n_users=200, n_items=50, n_ratings=3000, seed=seed)
+    return Engine(mf.program(k=4, mu=float(tr.values.mean()), batch_size=1000), tr, partitions=3,
+                  partitioner="random", seed=seed)
+
+
+def test_a_crash_while_writing_keeps_the_previous_checkpoint(tmp_path, monkeypatch):
+    eng = _engine()
+    eng.run(2)
+    checkpoint.save(tmp_path, eng, {"run": 1})
+    at_2 = eng.vertex_data("user").copy()
+    eng.run(1)
+
+    def torn(f, **arrays):                 # the process dies halfway through the file
+        f.write(b"PK\x03\x04 half a zip")
+        raise KeyboardInterrupt
+    monkeypatch.setattr(checkpoint.np, "savez", torn)
+    with pytest.raises(KeyboardInterrupt):
+        checkpoint.save(tmp_path, eng, {"run": 1})
+    monkeypatch.undo()
+    assert checkpoint.latest(tmp_path).endswith("ckpt-00000002")
+    fresh = _engine()
+    checkpoint.load(tmp_path, fresh, {"run": 1})
+    np.testing.assert_array_equal(fresh.vertex_data("user"), at_2)
+    assert fresh.iteration == 2
+    # and the next complete save replaces both the old checkpoint and the torn leftover
+    checkpoint.save(tmp_path, eng, {"run": 1})
+    assert sorted(os.listdir(tmp_path)) == ["LATEST", "ckpt-00000003"]
+    fresh.run(1)
+    np.testing.assert_array_equal(fresh.vertex_data("user"), eng.vertex_data("user"))
+
+
+def test_restore_refuses_another_layout(tmp_path):
+    eng = _engine()
+    eng.run(1)
+    checkpoint.save(tmp_path, eng, {})
+    other = _engine(seed=1)
+    with pytest.raises(Exception, match="holds other .* than this run's"):
+        checkpoint.load(tmp_path, other, {})

@@ -1,0 +1,123 @@
+"""Python API models and ``tux2 predict`` for MF and LDA: round trips in the user's ids,
+top-k against brute force, LDA fold-in against the exact one-token posterior."""
+import json
+
+import numpy as np
+import pytest
+
+from tests.conftest import run_cli
+from tux2.datasets import netflix_like
+from tux2.errors import InputError
+from tux2.udfs import lda, mf
+
+
+@pytest.fixture(scope="module")
+def ratings_file(tmp_path_factory):
+    """A rating file in string ids, with users and items in a scrambled first-appearance order."""
+    tr, _ = netflix_like(n_users=300, n_items=60, n_ratings=6000, seed=3)
+    key = np.unique(tr.src * tr.n_dst + tr.dst, return_index=True)[1]       # no duplicate pairs
+    path = tmp_path_factory.mktemp("mf") / "ratings.txt"
+    with open(path, "w") as f:
+        for i in np.sort(key):
+            f.write(f"user-{tr.src[i] * 7 % 300}\titem {tr.dst[i]}".replace(" ", "_") + f"\t{tr.values[i]:.1f}\n")
+    return path
+
+
+def test_mf_cli_model_equals_python_api_in_user_ids(ratings_file, tmp_path):
+    out = tmp_path / "model"
+    r = run_cli("run", "mf", str(ratings_file), "--k", "6", "--epochs", "4", "--test-fraction", "0", "--out",
+                str(out), "--quiet")
+    assert r.returncode == 0, r.stderr
+    meta = json.loads((out / "model.json").read_text())
+    assert meta["ids"] == "string"
+    cli_model = mf.MFModel.load(out)
+    api_model = mf.MF(k=6, epochs=4).fit(str(ratings_file))
+    assert cli_model.ids[0].tokens.tolist() == api_model.ids[0].tokens.tolist()
+    assert cli_model.ids[0].tokens[0] == open(ratings_file).readline().split("\t")[0]   # first appearance
+    users, items = ["user-7", "user-14", "user-0"], ["item_3", "item_0", "item_59"]
+    np.testing.assert_allclose(cli_model.predict(users, items), api_model.predict(users, items), rtol=1e-6)
+    # tux2 predict writes the same numbers, in the user's ids, and RMSE when ratings are given
+    q = tmp_path / "q.txt"
+    q.write_text("".join(f"{u} {i} 3\n" for u, i in zip(users, items)))
+    r = run_cli("predict", str(out), str(q), "-o", str(tmp_path / "p.txt"))
+    assert r.returncode == 0, r.stderr
+    rows = [line.split() for line in (tmp_path / "p.txt").read_text().splitlines()[1:]]
+    assert [row[:2] for row in rows] == [list(p) for p in zip(users, items)]
+    pred = np.array([float(row[2]) for row in rows])
+    np.testing.assert_allclose(pred, api_model.predict(users, items), rtol=1e-5)
+    res = json.loads(r.stdout.strip().splitlines()[-1])
+    assert res["rmse"] == pytest.approx(np.sqrt(np.mean((3 - pred) ** 2)), rel=1e-5)
+    # a user the model has never seen: an error naming the line
+    q.write_text("user-7 item_3\nnobody item_3\n")
+    r = run_cli("predict", str(out), str(q))
+    assert r.returncode == 2 and f"{q}:2: unknown user id 'nobody'" in r.stderr
+
+
+def test_top_k_is_brute_force_over_unseen_items(ratings_file, tmp_path):
+    model = mf.MF(k=5, epochs=3).fit(str(ratings_file))
+    users = model.ids[0].tokens[:25]
+    got_u, got_items, got_scores = model.recommend(users, k=7)
+    seen = {}
+    for line in open(ratings_file):
+        u, i, _ = line.split("\t")
+        seen.setdefault(u, set()).add(i)
+    all_items = model.ids[1].tokens
+    for u, row, srow in zip(got_u, got_items, got_scores):
+        scores = model.predict(np.full(len(all_items), u), all_items)
+        cand = sorted(((-s, j) for j, (it, s) in enumerate(zip(all_items, scores)) if it not in seen[u]))[:7]
+        assert list(row) == [all_items[j] for _, j in cand]
+        np.testing.assert_allclose(srow, [-s for s, _ in cand], rtol=1e-9)
+    # the CLI writes the same lists; users named in a file, in the user's ids
+    out = tmp_path / "m"
+    model.save(out)
+    (tmp_path / "users.txt").write_text("\n".join(users[:3]) + "\n")
+    r = run_cli("predict", str(out), str(tmp_path / "users.txt"), "--top-k", "7")
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert [ln.split()[0] for ln in lines] == list(users[:3])
+    assert [t.split(":")[0] for t in lines[0].split()[1:]] == list(got_items[0])
+
+
+def test_mf_model_errors():
+    model = mf.MF(k=2, epochs=1).fit((np.array([0, 1, 1]), np.array([0, 0, 1]), np.array([1.0, 2.0, 3.0])))
+    assert model.ids == (None, None)
+    with pytest.raises(InputError, match="unknown user 5"):
+        model.predict([5], [0])
+    with pytest.raises(InputError, match="needs ratings"):
+        mf.MF().fit((np.array([0, 1]), np.array([0, 0])))
+
+
+def test_lda_fold_in_matches_the_one_token_posterior():
+    """A one-token document's θ under fold-in sampling is (p(k | w) + α)/(1 + Kα),
+    with p(k | w) ∝ (β + n_wk)/(Vβ + n_k): the sampler's average is within 3σ of it."""
+    rng = np.random.default_rng(0)
+    K, V, alpha, beta = 4, 6, 0.1, 0.01
+    word_topic = rng.integers(0, 50, (K, V)).astype(np.float64)
+    totals = word_topic.sum(axis=1)
+    from tux2.graph import BipartiteGraph
+    g = BipartiteGraph(np.arange(V), np.arange(V), np.ones(V), V, V, ("doc", "word"))
+    its = 4000
+    theta = lda.infer(word_topic, totals, g, alpha, beta, iterations=its, seed=1)
+    p = (beta + word_topic.T) / (V * beta + totals)            # V × K
+    p /= p.sum(axis=1, keepdims=True)
+    want = (p + alpha) / (1 + K * alpha)
+    sd = np.sqrt(p * (1 - p) / (its // 2)) / (1 + K * alpha)
+    assert np.all(np.abs(theta - want) <= 3 * sd + 1e-9), (theta, want)
+    np.testing.assert_allclose(theta.sum(axis=1), 1.0)
+
+
+def test_lda_predict_cli_on_text(tmp_path):
+    words = ["apple banana cherry grape melon", "goal match team score coach"]
+    rng = np.random.default_rng(0)
+    docs = [" ".join(rng.choice(words[i % 2].split(), 30)) for i in range(100)]
+    (tmp_path / "docs.txt").write_text("\n".join(docs) + "\n")
+    r = run_cli("run", "lda", str(tmp_path / "docs.txt"), "--topics", "2", "--iterations", "30", "--out",
+                str(tmp_path / "lda"), "--quiet")
+    assert r.returncode == 0, r.stderr
+    (tmp_path / "new.txt").write_text("apple melon banana zebra\ncoach goal team goal\n")
+    r = run_cli("predict", str(tmp_path / "lda"), str(tmp_path / "new.txt"))
+    assert r.returncode == 0, r.stderr
+    theta = np.array([[float(x) for x in ln.split()[1:]] for ln in r.stdout.splitlines()[1:]])
+    assert theta.shape == (2, 2) and np.allclose(theta.sum(axis=1), 1, atol=1e-3)
+    assert theta[0].argmax() != theta[1].argmax() and theta.max(axis=1).min() > 0.8
+    assert json.loads(r.stderr.strip().splitlines()[-1])["unknown_words_dropped"] == 1
