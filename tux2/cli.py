@@ -88,25 +88,92 @@ def add_output_args(p, out_help, unit):
     """--out, --metrics (one JSON object per ``unit``) and --quiet."""
     p.add_argument("--out", help=out_help)
     p.add_argument("--metrics", help=f"write one JSON object per {unit} to this .jsonl file")
-    p.add_argument("-q", "--quiet", action="store_true", help=f"no per-{unit} lines")
+    p.add_argument("-q", "--quiet", action="store_true",
+                   help=f"no per-{unit} lines (on a terminal they come with a live progress bar)")
+    p.add_argument("--config", metavar="FILE",
+                   help="TOML file whose keys are these flags (batch-size = 1000, no-biases = true, input = "
+                        "'ratings.txt'); flags on the command line win")
+
+
+class Speaker:
+    """``say(*parts)``: print (flushed) on rank 0 unless --quiet. On a terminal the
+    epoch loop (``timed_epochs``) adds a live progress bar below these lines."""
+
+    def __init__(self, on):
+        self.on = on
+        self.tty = on and sys.stdout.isatty()
+        self.bar = None
+
+    def __call__(self, *parts):
+        if not self.on:
+            return
+        if self.bar is not None:
+            self.bar.write(" ".join(str(p) for p in parts))
+        else:
+            print(*parts, flush=True)
 
 
 def speaker(args, rank):
-    """``say(*parts)``: print (flushed) on rank 0 unless --quiet; a no-op otherwise."""
-    return (lambda *a: None) if args.quiet or rank != 0 else (lambda *a: print(*a, flush=True))
+    return Speaker(not args.quiet and rank == 0)
 
 
-def timed_epochs(eng, n, start=0):
+# context fields shown on the progress bar, when the program has them
+_BAR_METRICS = ("rmse", "objective", "ll_per_token")
+
+
+def _progress_bar(eng, n, start, say, unit):
+    """A tqdm bar over iterations, advanced per mini-batch clock, with the current metric."""
+    if say is None or not say.tty or n <= start:
+        return None
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return None
+    bar = tqdm(total=n, initial=start, unit=unit, dynamic_ncols=True, leave=False, file=sys.stdout,
+               bar_format="{l_bar}{bar}| {n:.1f}/{total} {unit}s [{elapsed}<{remaining}{postfix}]")
+    state = {"first": eng.clock, "per": None, "shown": 0.0}
+
+    def on_clock(e):
+        if state["per"]:
+            now = time.monotonic()
+            if now - state["shown"] > 0.2:
+                done = e.iteration - 1 + (e.clock - state["first"]) / state["per"]
+                bar.n = min(done, e.iteration)
+                bar.refresh()
+                state["shown"] = now
+    eng.on_clock = on_clock
+    say.bar = bar
+    return bar, state
+
+
+def timed_epochs(eng, n, start=0, say=None, unit="epoch"):
     """Run iterations start+1 … n one at a time, yielding (i, seconds, total seconds,
-    bytes sent) for each: the timing every ``tux2 run`` loop reports."""
+    bytes sent) for each: the timing every ``tux2 run`` loop reports. With ``say`` on a
+    terminal a progress bar shows the position and the current metric."""
+    bar = _progress_bar(eng, n, start, say, unit)
     total = 0.0
-    for i in range(start + 1, n + 1):
-        b0 = eng.transport.bytes_sent
-        t = time.perf_counter()
-        eng.run(1)
-        dt = time.perf_counter() - t
-        total += dt
-        yield i, dt, total, eng.transport.bytes_sent - b0
+    try:
+        for i in range(start + 1, n + 1):
+            b0, c0 = eng.transport.bytes_sent, eng.clock
+            if bar:
+                bar[1]["first"] = c0
+            t = time.perf_counter()
+            eng.run(1)
+            dt = time.perf_counter() - t
+            total += dt
+            if bar:
+                bar[1]["per"] = max(eng.clock - c0, 1)
+                ctx = eng.context()
+                bar[0].set_postfix_str(", ".join(f"{k} {ctx[k]:.5g}" for k in _BAR_METRICS if k in ctx),
+                                       refresh=False)
+                bar[0].n = i
+                bar[0].refresh()
+            yield i, dt, total, eng.transport.bytes_sent - b0
+    finally:
+        if bar:
+            bar[0].close()
+            say.bar = None
+            eng.on_clock = None
 
 
 @contextlib.contextmanager
@@ -335,7 +402,7 @@ def _run_mf(args, transport, rank, world):
     if start:
         say(f"  resumed from {args.resume} after epoch {start}")
     with metrics_stream(args.metrics, rank, append=start > 0) as write_metrics:
-        for epoch, dt, total, _ in timed_epochs(eng, args.epochs, start):
+        for epoch, dt, total, _ in timed_epochs(eng, args.epochs, start, say):
             evaluate = epoch == args.epochs or (args.eval_every > 0 and epoch % args.eval_every == 0)
             U, I = (eng.vertex_data("user"), eng.vertex_data("item")) if evaluate else (None, None)
             rec = {"epoch": epoch, "time_s": round(dt, 6), "total_time_s": round(total, 6),
@@ -398,6 +465,61 @@ def make_keys(args):
     return 0
 
 
+def expand_config(argv, run_parsers):
+    """``tux2 run ALGO --config FILE …``: the TOML file's keys are the flags of ``tux2 run
+    ALGO`` (``batch-size`` or ``batch_size``; ``input`` for the positional), turned into
+    command-line words placed before the user's own, so argparse checks them and flags
+    given on the command line win."""
+    if len(argv) < 2 or argv[0] != "run" or "--config" not in argv and not any(a.startswith("--config=") for a in argv):
+        return argv
+    rest = list(argv[2:])
+    if "--config" in rest:
+        i = rest.index("--config")
+        if i + 1 >= len(rest):
+            raise Tux2Error("--config needs a file")
+        path = rest[i + 1]
+        del rest[i: i + 2]
+    else:
+        i = next(i for i, a in enumerate(rest) if a.startswith("--config="))
+        path = rest.pop(i).split("=", 1)[1]
+    import tomllib
+    try:
+        with open(path, "rb") as f:
+            conf = tomllib.load(f)
+    except OSError as e:
+        raise tux2.InputError(f"cannot read config: {e.strerror}", path=path) from None
+    except tomllib.TOMLDecodeError as e:
+        raise tux2.InputError(f"not valid TOML: {e}", path=path) from None
+    parser = run_parsers.get(argv[1])
+    if parser is None:
+        return argv
+    flags = {a.dest: a for a in parser._actions if a.option_strings}
+    words, positional = [], []
+    for key, value in conf.items():
+        dest = key.replace("-", "_")
+        if dest == "input":
+            positional.append(str(value))
+            continue
+        action = flags.get(dest)
+        if action is None:
+            known = ", ".join(sorted(k.replace("_", "-") for k in flags if k != "help"))
+            raise tux2.InputError(f"unknown key {key!r} for 'tux2 run {argv[1]}'; the keys are its flags: {known}",
+                                  path=path)
+        flag = max(action.option_strings, key=len)
+        if action.nargs == 0:                          # store_true switches
+            if not isinstance(value, bool):
+                raise tux2.InputError(f"{key} is a switch: true or false, not {value!r}", path=path)
+            if value:
+                words.append(flag)
+        elif isinstance(value, list):
+            words += [flag, *map(str, value)]
+        elif isinstance(value, (dict,)):
+            raise tux2.InputError(f"{key}: tables are not flags", path=path)
+        else:
+            words += [flag, str(value).lower() if isinstance(value, bool) else str(value)]
+    return argv[:2] + positional + words + rest
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="tux2", description="TuX² graph engine for machine learning")
     parser.add_argument("--version", action="version", version=f"tux2 {tux2.__version__}")
@@ -415,10 +537,19 @@ def main(argv=None):
     cli_partition.add_parser(sub)
     from tux2 import cli_predict
     cli_predict.add_parser(sub)
+    from tux2 import cli_info
+    cli_info.add_parser(sub)
+    from tux2 import cli_plot
+    cli_plot.add_parser(sub)
     keys = sub.add_parser("keys", help="create a CURVE key pair for --curve")
     keys.add_argument("dir", help="directory for tux2.key and tux2.key_secret (keep it private)")
     keys.set_defaults(func=make_keys)
     argv = sys.argv[1:] if argv is None else list(argv)
+    try:
+        argv = expand_config(argv, algos.choices)
+    except Tux2Error as e:
+        print(f"tux2: error: {e}", file=sys.stderr)
+        return 2
     args = parser.parse_args(argv)
     args.argv = argv
     try:

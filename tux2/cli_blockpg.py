@@ -86,7 +86,7 @@ def _run_blockpg(args, transport, rank, world):
     if start:
         say(f"  resumed from {args.resume} after epoch {start}")
     with metrics_stream(args.metrics, rank, append=start > 0) as write_metrics:
-        for epoch, dt, total, _ in timed_epochs(eng, args.epochs, start):
+        for epoch, dt, total, _ in timed_epochs(eng, args.epochs, start, say):
             ctx = eng.context()
             rec = {"epoch": epoch, "time_s": round(dt, 6), "total_time_s": round(total, 6),
                    "objective": float(ctx["objective"]), "loss": float(ctx["loss_total"]),

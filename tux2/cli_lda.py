@@ -119,7 +119,7 @@ def _run_lda(args, transport, rank, world):
     if start:
         say(f"  resumed from {args.resume} after iteration {start}")
     with metrics_stream(args.metrics, rank, append=start > 0) as write_metrics:
-        for it, dt, total, _ in timed_epochs(eng, args.iterations, start):
+        for it, dt, total, _ in timed_epochs(eng, args.iterations, start, say, "iteration"):
             ctx = eng.context()
             rec = {"iteration": it, "time_s": round(dt, 6), "total_time_s": round(total, 6),
                    "ll": float(ctx["ll"]), "ll_per_token": float(ctx["ll_per_token"]), "clock": eng.clock,

@@ -87,6 +87,7 @@ class Engine:
         self.history = []           # one record per GlobalSync: clock, iteration, context fields
         self.clock = 0
         self.iteration = 0
+        self.on_clock = None        # called after each mini-batch clock (progress bars)
         self.timers = {"exchange": 0.0, "apply": 0.0, "globalsync": 0.0}
         self._replicated = (list(graph.replicated) if sharded else
                             [is_replicated(graph, self.assignment, t) for t in (0, 1)])
@@ -185,6 +186,8 @@ class Engine:
             for s in mb.stages:
                 self._run_stage(s, segs)
             self._trace_end(mark)
+            if self.on_clock is not None:
+                self.on_clock(self)
 
     def _segments(self, order, lo=None, hi=None, mb=None):
         """Per partition: (los, his, n, perm), the position segments of ``order``

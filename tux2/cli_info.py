@@ -1,0 +1,159 @@
+"""``tux2 info INPUT``: what a data file holds before training on it — counts, degree
+statistics, id ranges, duplicate edges, values or labels, and the likely id base."""
+import json
+import os
+
+import numpy as np
+
+from tux2.errors import InputError
+
+FORMATS = ("auto", "edges", "libsvm", "docword", "triples", "text")
+
+
+def add_parser(sub):
+    from tux2.cli import HelpFormatter
+    p = sub.add_parser("info", help="describe an input file: counts, degrees, id ranges, duplicates",
+                       formatter_class=HelpFormatter,
+                       description="Reads INPUT as 'tux2 run' would and reports the number of edges and vertices "
+                                   "per side, degree statistics (min, median, mean, 99th percentile, max, the "
+                                   "share of edges at the top 1%% of vertices), id ranges and ids without edges, "
+                                   "duplicate edges, the values (or libsvm labels), and hints such as an id base "
+                                   "that looks wrong. Bad lines are reported with file:line, as in training.")
+    p.add_argument("input", help="edge list, libsvm, UCI docword, 'doc word count' triples or text corpus")
+    p.add_argument("--format", choices=FORMATS, default="auto",
+                   help="auto: libsvm when lines hold index:value pairs, docword/triples/text as 'tux2 run lda' "
+                        "decides, else an edge list")
+    p.add_argument("--ids", choices=("auto", "int", "string"), default="auto", help="edge lists: as in tux2 run")
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+    p.set_defaults(func=info)
+
+
+def sniff(path):
+    """'libsvm' when the first data lines hold index:value tokens, else the corpus
+    sniffer's answer for LDA-looking files, else 'edges'."""
+    from tux2 import io
+    try:
+        with open(path, "rb") as f:
+            head = f.read(1 << 16)
+    except OSError as e:
+        raise InputError(f"cannot read: {e.strerror}", path=path) from None
+    data = [x for x in head.split(b"\n")[:20] if x.strip() and x.strip()[:1] not in (b"#", b"%")]
+    if data and all(b":" in x for x in data):
+        return "libsvm"
+    kind = io.sniff_corpus(path)
+    if kind == "docword":
+        return "docword"
+    toks = data[0].replace(b",", b" ").split() if data else []
+    return "text" if kind == "text" and len(toks) > 3 else "edges"
+
+
+def degree_stats(deg):
+    """Statistics of the vertices' degrees (vertices with at least one edge)."""
+    d = deg[deg > 0]
+    if not len(d):
+        return {"vertices_with_edges": 0}
+    top = np.sort(d)[::-1][: max(1, len(d) // 100)]
+    return {"vertices_with_edges": int(len(d)), "min": int(d.min()), "median": float(np.median(d)),
+            "mean": float(d.mean()), "p99": float(np.percentile(d, 99)), "max": int(d.max()),
+            "top1pct_edge_share": float(top.sum() / d.sum())}
+
+
+def describe(g, kind, labels=None):
+    """The report of a loaded graph, as a dict."""
+    out = {"format": kind, "edges": int(g.num_edges)}
+    hints = []
+    for side, (name, ids, n, m) in enumerate(zip(g.type_names, (g.src, g.dst), g.n, g.ids)):
+        deg = np.bincount(ids, minlength=n)
+        rec = {"ids_declared": int(n), **degree_stats(deg), "ids_without_edges": int((deg == 0).sum())}
+        if m is None:
+            rec["id_range"] = [int(ids.min()), int(ids.max())] if len(ids) else None
+        else:
+            rec["id_kind"] = "string"
+            rec["first_ids"] = [str(x) for x in m.tokens[:3]]
+        out[name] = rec
+        if m is None and kind != "libsvm" and len(ids) and ids.min() == 1 and deg[0] == 0:
+            hints.append(f"no {name} has id 0: the ids may be 1-based (MatrixMarket files are read as 1-based)")
+    if g.num_edges:
+        key = g.src * max(g.n_dst, 1) + g.dst
+        uniq, counts = np.unique(key, return_counts=True)
+        dup = counts[counts > 1]
+        out["duplicate_pairs"] = int(len(dup))
+        out["duplicate_edges"] = int((dup - 1).sum())
+        if len(dup):
+            k = int(uniq[np.argmax(counts > 1)])
+            out["duplicate_example"] = [_name(g, 0, k // max(g.n_dst, 1)), _name(g, 1, k % max(g.n_dst, 1))]
+            hints.append(f"{out['duplicate_edges']} duplicate edges: training stops on them unless "
+                         "--duplicates sum, last or keep is given")
+    if g.values is not None and g.num_edges:
+        v = g.values
+        vals = {"min": float(v.min()), "max": float(v.max()), "mean": float(v.mean()), "std": float(v.std())}
+        distinct = np.unique(v)
+        if len(distinct) <= 20:
+            vals["histogram"] = {f"{x:g}": int(c) for x, c in zip(distinct, np.unique(v, return_counts=True)[1])}
+        out["values"] = vals
+    if labels is not None:
+        lv, lc = np.unique(labels, return_counts=True)
+        out["labels"] = {f"{x:g}": int(c) for x, c in zip(lv[:50], lc[:50])}
+        if len(lv) > 50:
+            out["labels_distinct"] = int(len(lv))
+    out["density"] = float(g.num_edges / max(g.n_src * g.n_dst, 1))
+    out["hints"] = hints
+    return out
+
+
+def _name(g, side, i):
+    m = g.ids[side]
+    return str(m.tokens[i]) if m is not None else int(i)
+
+
+def info(args):
+    from tux2 import io, loaders
+    path = args.input
+    kind = sniff(path) if args.format == "auto" else args.format
+    labels = None
+    if kind == "libsvm":
+        g, labels = io.read_libsvm(path, zero_based=True)
+        base = int(g.dst.min()) if g.num_edges else 0
+        res = describe(g, kind, labels)
+        res["feature_index_base"] = "0 (pass --zero-based)" if base == 0 else "1 (the libsvm default)"
+    elif kind in ("docword", "triples", "text"):
+        g, vocab, kind = loaders.load_corpus(path, kind, duplicates="keep")
+        res = describe(g, kind)
+        if vocab is not None:
+            res["vocabulary"] = len(vocab)
+    else:
+        g = loaders.load_edges(path, ids=args.ids, duplicates="keep")
+        res = describe(g, "edges")
+    res = {"input": path, "bytes": os.path.getsize(path), **res}
+    if args.json:
+        print(json.dumps(res))
+        return 0
+    print(f"{path}: {res['format']}, {res['bytes'] / 1e6:.1f} MB, {res['edges']} edges "
+          f"(density {res['density']:.3g})")
+    for name in g.type_names:
+        r = res[name]
+        rng = f"ids {r['id_range'][0]} … {r['id_range'][1]}" if r.get("id_range") else \
+            (f"string ids ({', '.join(r['first_ids'])}, …)" if r.get("id_kind") else "")
+        line = f"  {name}: {r['vertices_with_edges']} with edges of {r['ids_declared']}; {rng}"
+        if r["vertices_with_edges"]:
+            line += (f"; degree min {r['min']} median {r['median']:g} mean {r['mean']:.2f} p99 {r['p99']:g} "
+                     f"max {r['max']}; top 1% hold {100 * r['top1pct_edge_share']:.1f}% of edges")
+        print(line)
+    if "duplicate_pairs" in res:
+        print(f"  duplicates: {res['duplicate_edges']} extra edges on {res['duplicate_pairs']} pairs"
+              + (f" (e.g. {res['duplicate_example'][0]} {res['duplicate_example'][1]})" if res["duplicate_pairs"]
+                 else ""))
+    if "values" in res:
+        v = res["values"]
+        print(f"  values: min {v['min']:g} max {v['max']:g} mean {v['mean']:.4g} std {v['std']:.4g}"
+              + (f"; counts {v['histogram']}" if "histogram" in v else ""))
+    if "labels" in res:
+        print(f"  labels: {res['labels']}" + (f" ({res['labels_distinct']} distinct)" if "labels_distinct" in res
+                                              else ""))
+    if "feature_index_base" in res:
+        print(f"  feature index base: {res['feature_index_base']}")
+    if "vocabulary" in res:
+        print(f"  vocabulary: {res['vocabulary']} words")
+    for h in res["hints"]:
+        print(f"  note: {h}")
+    return 0

@@ -1,0 +1,107 @@
+"""``tux2 plot METRICS.jsonl … -o out.png``: the curves of one or more ``--metrics``
+streams, one panel per metric, one line per file."""
+import json
+import math
+import os
+
+from tux2.errors import InputError, Tux2Error
+
+# bookkeeping fields, not metrics
+_NOT_METRICS = {"epoch", "iteration", "clock", "time_s", "total_time_s", "bytes_sent", "edges_per_s",
+                "tokens_per_s", "nnz"}
+_X = ("auto", "epoch", "iteration", "clock", "total_time_s")
+
+
+def add_parser(sub):
+    from tux2.cli import HelpFormatter
+    p = sub.add_parser("plot", help="plot --metrics JSONL files (objective, RMSE, log-likelihood … per epoch)",
+                       formatter_class=HelpFormatter,
+                       description="One panel per metric (all numeric fields except bookkeeping, or --y), one "
+                                   "line per file, against epochs/iterations or training time. Needs matplotlib "
+                                   "(pip install 'tux2[plot]').")
+    p.add_argument("files", nargs="+", metavar="METRICS.jsonl", help="files written by tux2 run … --metrics")
+    p.add_argument("-o", "--output", required=True, help="image file (.png, .pdf, .svg)")
+    p.add_argument("--x", choices=_X, default="auto",
+                   help="x axis; auto: epoch or iteration, whichever the files have")
+    p.add_argument("--y", nargs="+", help="metrics to plot (default: every metric in the files)")
+    p.add_argument("--log-y", action="store_true", help="logarithmic y axes")
+    p.add_argument("--title", help="figure title")
+    p.set_defaults(func=plot)
+
+
+def read_metrics(path):
+    """The records of a JSONL metrics file; a bad line is an InputError with its number."""
+    rows = []
+    try:
+        f = open(path, encoding="utf-8")
+    except OSError as e:
+        raise InputError(f"cannot read metrics: {e.strerror}", path=path) from None
+    with f:
+        for no, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise InputError(f"not a JSON object ({e.msg})", path=path, line=no, text=line.strip()[:80]) from None
+            if not isinstance(rec, dict):
+                raise InputError("not a JSON object", path=path, line=no, text=line.strip()[:80])
+            rows.append(rec)
+    if not rows:
+        raise InputError("no records", path=path)
+    return rows
+
+
+def _number(v):
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and v is not None and math.isfinite(v)
+
+
+def plot(args):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise Tux2Error("tux2 plot needs matplotlib: pip install 'tux2[plot]' (or pip install matplotlib)") from None
+    data = {path: read_metrics(path) for path in args.files}
+    xkey = args.x
+    if xkey == "auto":
+        first = next(iter(data.values()))[0]
+        xkey = "epoch" if "epoch" in first else ("iteration" if "iteration" in first else "clock")
+    metrics = args.y or sorted({k for rows in data.values() for r in rows for k, v in r.items()
+                                if k not in _NOT_METRICS and _number(v)})
+    if not metrics:
+        raise Tux2Error("no numeric metrics in the files")
+    for path, rows in data.items():
+        if not any(xkey in r for r in rows):
+            raise InputError(f"no {xkey!r} field (use --x with one of: {', '.join(sorted(rows[0]))})", path=path)
+    cols = min(len(metrics), 3)
+    nrows = -(-len(metrics) // cols)
+    fig, axes = plt.subplots(nrows, cols, figsize=(4.2 * cols, 3.2 * nrows), squeeze=False)
+    xlabel = {"total_time_s": "training time (s)", "epoch": "epoch", "iteration": "iteration",
+              "clock": "clock (mini-batches)"}[xkey]
+    for ax, m in zip(axes.flat, metrics):
+        for path, rows in data.items():
+            pts = [(r[xkey], r[m]) for r in rows if _number(r.get(xkey)) and _number(r.get(m))]
+            if pts:
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", ms=3,
+                        label=os.path.splitext(os.path.basename(path))[0])
+        ax.set_xlabel(xlabel)
+        if xkey != "total_time_s":
+            from matplotlib.ticker import MaxNLocator
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.set_ylabel(m.replace("_", " "))
+        if args.log_y:
+            ax.set_yscale("log")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    for ax in list(axes.flat)[len(metrics):]:
+        ax.set_visible(False)
+    if args.title:
+        fig.suptitle(args.title)
+    fig.tight_layout()
+    os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
+    fig.savefig(args.output, dpi=120)
+    plt.close(fig)
+    print(f"{len(metrics)} metric(s) from {len(data)} file(s) written to {args.output}")
+    return 0
