@@ -1,0 +1,105 @@
+"""tux2 info, tux2 plot, --config TOML files and the terminal progress bar."""
+import fcntl
+import json
+import os
+import pty
+import struct
+import subprocess
+import sys
+import termios
+
+import pytest
+
+from tests.conftest import run_cli
+
+
+def test_info_reports_counts_degrees_duplicates_and_hints(tmp_path):
+    p = tmp_path / "r.txt"
+    p.write_text("# ratings\n1 1 5\n1 2 3\n2 1 4\n2 1 4\n3 3 1\n")
+    r = run_cli("info", str(p), "--json")
+    assert r.returncode == 0, r.stderr
+    res = json.loads(r.stdout)
+    assert res["format"] == "edges" and res["edges"] == 5
+    assert res["src"]["vertices_with_edges"] == 3 and res["src"]["id_range"] == [1, 3]
+    assert res["src"]["max"] == 2 and res["dst"]["max"] == 3 and res["dst"]["ids_without_edges"] == 1
+    assert res["duplicate_pairs"] == 1 and res["duplicate_example"] == [2, 1]
+    assert res["values"]["histogram"] == {"1": 1, "3": 1, "4": 2, "5": 1}
+    assert any("1-based" in h for h in res["hints"]) and any("duplicate" in h for h in res["hints"])
+    r = run_cli("info", str(p))
+    assert r.returncode == 0 and "duplicates: 1 extra edges on 1 pairs" in r.stdout
+    p.write_text("1 1 5\n1 x 3 4\n")
+    r = run_cli("info", str(p))
+    assert r.returncode == 2 and f"{p}:2:" in r.stderr
+
+
+def test_info_on_libsvm_and_text(tmp_path):
+    (tmp_path / "a.svm").write_text("1 0:1 3:2\n-1 2:1\n1 3:1\n")
+    res = json.loads(run_cli("info", str(tmp_path / "a.svm"), "--json").stdout)
+    assert res["format"] == "libsvm" and res["labels"] == {"-1": 1, "1": 2}
+    assert res["feature_index_base"].startswith("0")
+    (tmp_path / "d.txt").write_text("the cat sat on the mat\nthe dog\n")
+    res = json.loads(run_cli("info", str(tmp_path / "d.txt"), "--json").stdout)
+    assert res["format"] == "text" and res["vocabulary"] == 6 and res["edges"] == 7
+
+
+def test_plot_writes_an_image_and_names_bad_lines(tmp_path):
+    pytest.importorskip("matplotlib")
+    for name, k in (("a", 4), ("b", 8)):
+        r = run_cli("run", "mf", "--epochs", "2", "--k", str(k), "--metrics", str(tmp_path / f"{name}.jsonl"),
+                    "--quiet")
+        assert r.returncode == 0, r.stderr
+    out = tmp_path / "p.png"
+    r = run_cli("plot", str(tmp_path / "a.jsonl"), str(tmp_path / "b.jsonl"), "-o", str(out), "--x", "total_time_s")
+    assert r.returncode == 0, r.stderr
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and "2 metric(s) from 2 file(s)" in r.stdout
+    (tmp_path / "bad.jsonl").write_text('{"epoch": 1, "rmse": 1}\n{"epoch": 2, \n')
+    r = run_cli("plot", str(tmp_path / "bad.jsonl"), "-o", str(out))
+    assert r.returncode == 2 and "bad.jsonl:2: not a JSON object" in r.stderr
+
+
+def test_config_file_keys_are_flags_and_the_command_line_wins(tmp_path):
+    conf = tmp_path / "mf.toml"
+    conf.write_text('epochs = 1\nk = 6\nbatch-size = 200000\nno_biases = true\nout = "%s"\n' % (tmp_path / "m"))
+    r = run_cli("run", "mf", "--config", str(conf), "--k", "5", "--quiet")
+    assert r.returncode == 0, r.stderr
+    meta = json.loads((tmp_path / "m" / "model.json").read_text())
+    assert meta["k"] == 5 and meta["epochs"] == 1
+    conf.write_text("epochs = 1\nbatch_sise = 3\n")
+    r = run_cli("run", "mf", "--config", str(conf))
+    assert r.returncode == 2 and "unknown key 'batch_sise'" in r.stderr and "batch-size" in r.stderr
+    conf.write_text('mode = "fast"\n')
+    r = run_cli("run", "mf", "--config", str(conf))
+    assert r.returncode == 2 and "invalid choice: 'fast'" in r.stderr
+    conf.write_text("k = [\n")
+    r = run_cli("run", "mf", "--config", str(conf))
+    assert r.returncode == 2 and f"{conf}: not valid TOML" in r.stderr
+
+
+def _on_terminal(*args):
+    """Run the CLI with stdout on a 100-column pseudo-terminal; return what it drew."""
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 100, 0, 0))
+    p = subprocess.Popen([sys.executable, "-m", "tux2.cli", *args], stdout=slave, stderr=subprocess.PIPE)
+    os.close(slave)
+    out = b""
+    while True:
+        try:
+            chunk = os.read(master, 1 << 16)
+        except OSError:
+            break
+        if not chunk:
+            break
+        out += chunk
+    os.close(master)
+    _, err = p.communicate(timeout=300)
+    assert p.returncode == 0, err
+    return out.decode("utf-8", "replace")
+
+
+def test_progress_bar_on_a_terminal_plain_lines_otherwise():
+    args = ("run", "mf", "--epochs", "3", "--k", "8", "--batch-size", "60000")
+    drawn = _on_terminal(*args)
+    assert "/3 epochs" in drawn and "rmse" in drawn and "epoch   3/3" in drawn
+    plain = run_cli(*args)
+    assert plain.returncode == 0 and "\r" not in plain.stdout and "epochs [" not in plain.stdout
+    assert run_cli(*args, "--quiet").stdout == ""
