@@ -3,7 +3,7 @@ import argparse
 import sys
 
 EXPERIMENTS = {"mf": "bench.mf", "lda": "bench.lda", "blockpg": "bench.blockpg", "partition": "bench.partition", "distributed": "bench.distributed",
-               "glm": "bench.glm", "glm_scaling": "bench.glm_scaling"}
+               "glm": "bench.glm", "glm_scaling": "bench.glm_scaling", "io": "bench.io"}
 
 
 def main(argv=None):

@@ -158,8 +158,8 @@ def test_duplicate_error_names_both_lines(tmp_path):
         loaders.load_edges(path)
     assert ei.value.line == 5 and "first at line 2" in str(ei.value) and "(ann, x)" in str(ei.value)
     with pytest.raises(InputError, match=r"in.txt:5: duplicate edge \(0, 2\), first at line 3"):
-        loaders.load_edges(_write(tmp_path, b"%%MatrixMarket matrix coordinate real general\n2 2 3\n1 3 1\n2 1 1\n1 3 5\n"),
-                           base=1)
+        mm = b"%%MatrixMarket matrix coordinate real general\n2 2 3\n1 3 1\n2 1 1\n1 3 5\n"
+        loaders.load_edges(_write(tmp_path, mm), base=1)
 
 
 def test_sparse_numeric_ids_are_caught(tmp_path):
@@ -234,3 +234,18 @@ def test_networkx_bipartite():
     G.add_edge("u1", "u2")
     with pytest.raises(InputError, match="not bipartite"):
         loaders.load(G)
+
+
+def test_distributed_ingress_finds_duplicates_across_workers(tmp_path):
+    """Two worker processes each read half the file; the repeated pair (one copy in each
+    half) is still caught, naming both lines, and every worker exits."""
+    from tests.conftest import run_cli
+    lines = [f"{u} {i} {1 + (u + i) % 5}" for u in range(40) for i in range(10)]
+    lines.append("3 7 5")                      # repeats line 38 from the other half of the file
+    path = _write(tmp_path, ("\n".join(lines) + "\n").encode(), "r.txt")
+    r = run_cli("run", "mf", path, "--workers", "2", "--epochs", "1", "--k", "2", "--timeout", "20", timeout=120)
+    assert r.returncode != 0
+    assert f"{path}:401: duplicate edge (3, 7), first at line 38" in r.stderr
+    r = run_cli("run", "mf", path, "--workers", "2", "--epochs", "1", "--k", "2", "--duplicates", "keep",
+                "--timeout", "20", timeout=120)
+    assert r.returncode == 0, r.stderr

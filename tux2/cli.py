@@ -99,12 +99,15 @@ class Speaker:
     """``say(*parts)``: print (flushed) on rank 0 unless --quiet. On a terminal the
     epoch loop (``timed_epochs``) adds a live progress bar below these lines."""
 
-    def __init__(self, on):
+    def __init__(self, on, record=False):
         self.on = on
         self.tty = on and sys.stdout.isatty()
         self.bar = None
+        self.lines = [] if record else None     # the run's summary.txt (--out), kept even with --quiet
 
     def __call__(self, *parts):
+        if self.lines is not None:
+            self.lines.append(" ".join(str(p) for p in parts))
         if not self.on:
             return
         if self.bar is not None:
@@ -114,7 +117,7 @@ class Speaker:
 
 
 def speaker(args, rank):
-    return Speaker(not args.quiet and rank == 0)
+    return Speaker(not args.quiet and rank == 0, record=rank == 0)
 
 
 # context fields shown on the progress bar, when the program has them
@@ -148,13 +151,14 @@ def _progress_bar(eng, n, start, say, unit):
 
 def timed_epochs(eng, n, start=0, say=None, unit="epoch"):
     """Run iterations start+1 … n one at a time, yielding (i, seconds, total seconds,
-    bytes sent) for each: the timing every ``tux2 run`` loop reports. With ``say`` on a
-    terminal a progress bar shows the position and the current metric."""
+    {"bytes_sent", "wait_s"}) for each: the timing and traffic every ``tux2 run`` loop
+    reports (wait: seconds this worker waited for others, from the per-clock trace).
+    With ``say`` on a terminal a progress bar shows the position and the current metric."""
     bar = _progress_bar(eng, n, start, say, unit)
     total = 0.0
     try:
         for i in range(start + 1, n + 1):
-            b0, c0 = eng.transport.bytes_sent, eng.clock
+            b0, c0, r0 = eng.transport.bytes_sent, eng.clock, len(eng.trace)
             if bar:
                 bar[1]["first"] = c0
             t = time.perf_counter()
@@ -168,7 +172,8 @@ def timed_epochs(eng, n, start=0, say=None, unit="epoch"):
                                        refresh=False)
                 bar[0].n = i
                 bar[0].refresh()
-            yield i, dt, total, eng.transport.bytes_sent - b0
+            yield i, dt, total, {"bytes_sent": int(eng.transport.bytes_sent - b0),
+                                 "wait_s": round(sum(r["wait_s"] for r in eng.trace[r0:]), 6)}
     finally:
         if bar:
             bar[0].close()
@@ -402,13 +407,13 @@ def _run_mf(args, transport, rank, world):
     if start:
         say(f"  resumed from {args.resume} after epoch {start}")
     with metrics_stream(args.metrics, rank, append=start > 0) as write_metrics:
-        for epoch, dt, total, _ in timed_epochs(eng, args.epochs, start, say):
+        for epoch, dt, total, comm in timed_epochs(eng, args.epochs, start, say):
             evaluate = epoch == args.epochs or (args.eval_every > 0 and epoch % args.eval_every == 0)
             U, I = (eng.vertex_data("user"), eng.vertex_data("item")) if evaluate else (None, None)
             rec = {"epoch": epoch, "time_s": round(dt, 6), "total_time_s": round(total, 6),
                    "train_rmse": eng.context()["rmse"],
                    "test_rmse": mf.rmse(U, I, test, mu) if U is not None else None,
-                   "clock": eng.clock, "edges_per_s": train.num_edges / dt if dt > 0 else None}
+                   "clock": eng.clock, "edges_per_s": train.num_edges / dt if dt > 0 else None, **comm}
             if rank == 0:
                 say(f"epoch {epoch:3d}/{args.epochs}  train_rmse {rec['train_rmse']:.4f}  "
                     + (f"test_rmse {rec['test_rmse']:.4f}  " if rec["test_rmse"] is not None else "")
@@ -424,16 +429,19 @@ def _run_mf(args, transport, rank, world):
         save_model(args.out, eng, {"algorithm": "mf", "mode": args.mode, "k": args.k, "lr": prog.context.init["lr"],
                                    "reg": args.reg, "epochs": args.epochs, "mu": mu, "seed": args.seed,
                                    "partitions": parts, "workers": world, "partitioner": args.partitioner,
-                                   "input": source, "ids": "string" if any(m is not None for m in getattr(train, "ids", ())) else "int"})
+                                   "input": source,
+                                   "ids": "string" if any(m is not None for m in getattr(train, "ids", ())) else "int"},
+                   summary=say.lines)
         if rank == 0 and not distributed:
             mf.save_seen(args.out, *mf.seen_csr(train))            # top-k leaves these out
         say(f"model written to {args.out}")
     return 0
 
 
-def save_model(out, eng, params, datas=None):
-    """Master data per vertex type (.npz, one array per field + ids) + model.json.
-    ``datas``: the types' gathered master data, when the caller has it already."""
+def save_model(out, eng, params, datas=None, summary=None):
+    """Master data per vertex type (.npz, one array per field + ids) + model.json, and
+    ``summary`` (the lines the run printed) as summary.txt. ``datas``: the types'
+    gathered master data, when the caller has it already."""
     if datas is None:
         datas = [eng.vertex_data(t.name) for t in eng.program.types]  # collective with several workers
     if datas[0] is None:
@@ -451,6 +459,9 @@ def save_model(out, eng, params, datas=None):
     with open(tmp, "w") as f:
         json.dump(meta, f, indent=2)
     os.replace(tmp, os.path.join(out, "model.json"))
+    if summary:
+        with open(os.path.join(out, "summary.txt"), "w", encoding="utf-8") as f:
+            f.write("".join(line + "\n" for line in summary))
 
 
 def make_keys(args):

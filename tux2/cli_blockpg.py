@@ -86,11 +86,11 @@ def _run_blockpg(args, transport, rank, world):
     if start:
         say(f"  resumed from {args.resume} after epoch {start}")
     with metrics_stream(args.metrics, rank, append=start > 0) as write_metrics:
-        for epoch, dt, total, _ in timed_epochs(eng, args.epochs, start, say):
+        for epoch, dt, total, comm in timed_epochs(eng, args.epochs, start, say):
             ctx = eng.context()
             rec = {"epoch": epoch, "time_s": round(dt, 6), "total_time_s": round(total, 6),
                    "objective": float(ctx["objective"]), "loss": float(ctx["loss_total"]),
-                   "nnz": int(ctx["nnz"]), "clock": eng.clock}
+                   "nnz": int(ctx["nnz"]), "clock": eng.clock, **comm}
             if test is not None:
                 fw = eng.vertex_data("feature")                  # gathered on rank 0
                 if fw is not None:
@@ -119,7 +119,8 @@ def _run_blockpg(args, transport, rank, world):
                                "epochs": epoch, "bias": args.bias, "zero_based": args.zero_based,
                                "seed": args.seed, "samples": n, "features": d, "partitions": parts, "workers": world,
                                "partitioner": args.partitioner, "input": source,
-                               "objective": float(ctx["objective"]), "nnz": int(ctx["nnz"])}, datas=datas)
+                               "objective": float(ctx["objective"]), "nnz": int(ctx["nnz"])},
+               datas=datas, summary=say.lines)
     np.savez(os.path.join(args.out, "weights.npz"), w=w)
     base = 0 if args.zero_based else 1
     with open(os.path.join(args.out, "weights.txt"), "w") as f:

@@ -118,11 +118,11 @@ def _run_glm(args, transport, rank, world):
     if start:
         say(f"  resumed from {args.resume} after epoch {start}")
     with metrics_stream(args.metrics, rank, append=start > 0) as write_metrics:
-        for epoch, dt, total, sent in timed_epochs(eng, args.epochs, start, say):
+        for epoch, dt, total, comm in timed_epochs(eng, args.epochs, start, say):
             ctx = eng.context()
             rec = {"epoch": epoch, "time_s": round(dt, 6), "total_time_s": round(total, 6),
                    "objective": float(ctx["objective"]), "loss": float(ctx["loss"] / max(g.n_src, 1)),
-                   "nnz": int(ctx["nnz"]), "clock": eng.clock, "bytes_sent": int(sent)}
+                   "nnz": int(ctx["nnz"]), "clock": eng.clock, **comm}
             if test is not None:
                 W = glm.weights(eng)
                 if W is not None:
@@ -148,7 +148,7 @@ def _run_glm(args, transport, rank, world):
               "classes": int(W.shape[1]) if args.loss == "softmax" else 2,
               "zero_based": args.zero_based, "seed": args.seed, "samples": g.n_src, "features": g.n_dst,
               "partitions": parts, "workers": world, "input": source, "objective": float(ctx["objective"])}
-    save_model(args.out, eng, params, datas=datas)
+    save_model(args.out, eng, params, datas=datas, summary=say.lines)
     write_weights(args.out, W, args.zero_based, args.factors > 0)
     say(f"model written to {args.out}")
     return 0

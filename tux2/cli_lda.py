@@ -119,11 +119,11 @@ def _run_lda(args, transport, rank, world):
     if start:
         say(f"  resumed from {args.resume} after iteration {start}")
     with metrics_stream(args.metrics, rank, append=start > 0) as write_metrics:
-        for it, dt, total, _ in timed_epochs(eng, args.iterations, start, say, "iteration"):
+        for it, dt, total, comm in timed_epochs(eng, args.iterations, start, say, "iteration"):
             ctx = eng.context()
             rec = {"iteration": it, "time_s": round(dt, 6), "total_time_s": round(total, 6),
                    "ll": float(ctx["ll"]), "ll_per_token": float(ctx["ll_per_token"]), "clock": eng.clock,
-                   "tokens_per_s": tokens / dt if dt > 0 else None}
+                   "tokens_per_s": tokens / dt if dt > 0 else None, **comm}
             say(f"iteration {it:4d}/{args.iterations}  ll/token {rec['ll_per_token']:.4f}  time {dt:.3f}s  "
                 f"({tokens / dt / 1e6:.1f} M tokens/s)")
             write_metrics(rec)
@@ -148,7 +148,7 @@ def _run_lda(args, transport, rank, world):
                                    "documents": D, "words": V, "tokens": tokens, "format": fmt,
                                    "partitions": parts, "workers": world, "partitioner": args.partitioner,
                                    "input": source, "ll_per_token": float(ctx["ll_per_token"])},
-                   datas=[docs, words])
+                   datas=[docs, words], summary=say.lines)
         np.savez(os.path.join(args.out, "lda.npz"), word_topic=word_topic,
                  doc_topic=np.ascontiguousarray(docs["nk"]), topic_totals=np.asarray(ctx["nk"]))
         with open(os.path.join(args.out, "topics.txt"), "w", encoding="utf-8") as f:

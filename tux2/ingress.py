@@ -226,8 +226,8 @@ def _check_duplicates(transport, path, s, d, eid, n_dst, type_names):
     o = np.argsort(ce, kind="stable")          # file order, so "first at" is the earlier line
     cs, cd, ce = cs[o], cd[o], ce[o]
     from tux2.graph import BipartiteGraph
-    g = BipartiteGraph(cs, cd, None, int(cs.max()) + 1 if len(cs) else 0, max(n_dst, int(cd.max()) + 1 if len(cd) else 0),
-                       type_names, path)
+    n_src = int(cs.max()) + 1 if len(cs) else 0
+    g = BipartiteGraph(cs, cd, None, n_src, max(n_dst, int(cd.max()) + 1 if len(cd) else 0), type_names, path)
     dedupe(g, "error", lambda i: (path, *edge_line(path, int(ce[i]))))
 
 

@@ -1,0 +1,87 @@
+"""Input parsing speed: tux2's edge-list and libsvm parsers vs the pandas C parser and
+scikit-learn's svmlight reader, on the same files, in one run.
+
+Files: a Netflix-shaped rating list ``user item rating`` (tab separated, ratings with
+one decimal) and a kdd-shaped libsvm file, written once to the cache. Each reader
+runs 3 times after a warm-up read (the file in the page cache, numba compiled); the
+best time counts. MB/s is file bytes over seconds. tux2 is timed both as the raw
+parser (``tux2.io.read_edge_list``) and as the user-facing loader with the duplicate
+check (``tux2.loaders.load_edges``, duplicates='error'). Final line:
+{"bench": "io", "tux2_over_pandas_MBps": R, ...} (target R >= 1).
+"""
+import os
+import time
+
+import numpy as np
+
+from bench.common import CACHE, classification_cached, emit, ensure, machine, netflix_cached
+
+LOG = "io"
+
+
+def _best(fn, repeat=3):
+    fn()                                      # warm: page cache, numba, imports
+    best = float("inf")
+    for _ in range(repeat):
+        t = time.perf_counter()
+        out = fn()
+        best = min(best, time.perf_counter() - t)
+    return best, out
+
+
+def ratings_file(n_ratings):
+    tr, _, _ = netflix_cached(max(n_ratings // 50, 1000), max(n_ratings // 500, 200), n_ratings)
+    path = os.path.join(CACHE, f"ratings_{n_ratings}.tsv")
+    if not os.path.exists(path):
+        with open(path + ".tmp", "w") as f:
+            for lo in range(0, tr.num_edges, 1 << 20):
+                hi = min(lo + (1 << 20), tr.num_edges)
+                f.write("".join(f"{a}\t{b}\t{r:.1f}\n" for a, b, r in
+                                zip(tr.src[lo:hi].tolist(), tr.dst[lo:hi].tolist(), tr.values[lo:hi].tolist())))
+        os.replace(path + ".tmp", path)
+    return path, tr.num_edges
+
+
+def main(args):
+    quick = getattr(args, "quick", False)
+    n = 2_000_000 if quick else 10_000_000
+    pd = ensure("pandas")
+    from tux2 import io, loaders
+    path, edges = ratings_file(n)
+    mb = os.path.getsize(path) / 1e6
+    info = {"bench": "io", "file": os.path.basename(path), "MB": round(mb, 1), "lines": edges, **machine()}
+    emit({**info, "event": "dataset"}, LOG)
+
+    def pandas_read():
+        df = pd.read_csv(path, sep="\t", header=None, names=["u", "i", "r"], engine="c",
+                         dtype={"u": np.int64, "i": np.int64, "r": np.float64})
+        return df["u"].to_numpy(), df["i"].to_numpy(), df["r"].to_numpy()
+
+    t_pd, (pu, pi, pr) = _best(pandas_read)
+    t_raw, g = _best(lambda: io.read_edge_list(path))
+    t_load, g2 = _best(lambda: loaders.load_edges(path, ids="int", duplicates="error"))
+    assert np.array_equal(g.src, pu) and np.array_equal(g.dst, pi) and np.allclose(g.values, pr)
+    assert g2.num_edges == g.num_edges
+    rows = {"pandas read_csv (C engine)": t_pd, "tux2 io.read_edge_list": t_raw,
+            "tux2 loaders.load_edges (duplicate check)": t_load}
+    for name, t in rows.items():
+        emit({"bench": "io", "format": "edge list", "reader": name, "seconds": t, "MB_per_s": mb / t,
+              "lines_per_s": edges / t, "version": pd.__version__ if name.startswith("pandas") else None}, LOG)
+
+    # libsvm: sklearn's Cython reader
+    g3, y, _, npz = classification_cached(100_000 if quick else 400_000, 100_000 if quick else 500_000, 32)
+    from bench.glm import libsvm_cached
+    svm = libsvm_cached(g3, y, npz)
+    svm_mb = os.path.getsize(svm) / 1e6
+    sk = ensure("sklearn", "scikit-learn")
+    from sklearn.datasets import load_svmlight_file
+    t_sk, _ = _best(lambda: load_svmlight_file(svm), repeat=2)
+    t_svm, _ = _best(lambda: io.read_libsvm(svm), repeat=2)
+    for name, t in (("sklearn load_svmlight_file", t_sk), ("tux2 io.read_libsvm", t_svm)):
+        emit({"bench": "io", "format": "libsvm", "reader": name, "MB": round(svm_mb, 1), "seconds": t,
+              "MB_per_s": svm_mb / t, "version": sk.__version__ if name.startswith("sklearn") else None}, LOG)
+    emit({"bench": "io", "tux2_over_pandas_MBps": t_pd / t_raw, "loader_over_pandas_MBps": t_pd / t_load,
+          "tux2_MBps": mb / t_raw, "pandas_MBps": mb / t_pd, "libsvm_tux2_over_sklearn_MBps": t_sk / t_svm,
+          "MB": round(mb, 1), "lines": edges, "pandas_version": pd.__version__, "sklearn_version": sk.__version__},
+         LOG)
+    return 0
