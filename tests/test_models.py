@@ -121,3 +121,19 @@ def test_lda_predict_cli_on_text(tmp_path):
     assert theta.shape == (2, 2) and np.allclose(theta.sum(axis=1), 1, atol=1e-3)
     assert theta[0].argmax() != theta[1].argmax() and theta.max(axis=1).min() > 0.8
     assert json.loads(r.stderr.strip().splitlines()[-1])["unknown_words_dropped"] == 1
+
+
+def test_lda_python_api_equals_the_cli(tmp_path):
+    rng = np.random.default_rng(2)
+    vocab = ["alpha", "beta", "gamma", "delta", "eps", "zeta", "eta", "theta"]
+    docs = [" ".join(rng.choice(vocab[:4] if i % 3 else vocab[4:], 20)) for i in range(60)]
+    (tmp_path / "docs.txt").write_text("\n".join(docs) + "\n")
+    r = run_cli("run", "lda", str(tmp_path / "docs.txt"), "--topics", "3", "--iterations", "8", "--out",
+                str(tmp_path / "m"), "--quiet")
+    assert r.returncode == 0, r.stderr
+    cli_model = lda.LDAModel.load(tmp_path / "m")
+    api_model = lda.LDA(topics=3, iterations=8).fit(docs)
+    np.testing.assert_array_equal(cli_model.word_topic, api_model.word_topic)
+    assert cli_model.vocab == api_model.vocab
+    np.testing.assert_array_equal(cli_model.transform(["alpha beta", "zeta eta"], seed=4),
+                                  api_model.transform(["alpha beta", "zeta eta"], seed=4))

@@ -211,15 +211,8 @@ def predict_lda(args):
     from tux2.udfs import lda
     if args.input is None:
         raise Tux2Error("INPUT is required: documents in any format 'tux2 run lda' reads")
-    with open(os.path.join(args.model, "model.json")) as f:
-        meta = json.load(f)
-    with np.load(os.path.join(args.model, "lda.npz")) as z:
-        word_topic, totals = z["word_topic"], z["topic_totals"]
-    vocab_path = os.path.join(args.model, "vocab.txt")
-    vocab = None
-    if os.path.exists(vocab_path):
-        with open(vocab_path, encoding="utf-8") as f:
-            vocab = [line.rstrip("\n") for line in f]
+    model = lda.LDAModel.load(args.model)
+    word_topic, vocab = model.word_topic, model.vocab
     fmt = io.sniff_corpus(args.input)
     if vocab is not None and fmt == "text":
         g, words = io.read_text_docs(args.input, ("doc", "word"))
@@ -239,7 +232,7 @@ def predict_lda(args):
             line, text = edge_line(args.input, i, 3 if fmt == "docword" else 0)
             raise InputError(f"word id beyond the model's {word_topic.shape[1]} words", path=args.input, line=line,
                              text=text)
-    theta = lda.infer(word_topic, totals, g, meta["alpha"], meta["beta"], args.iterations, args.seed)
+    theta = model.transform(g, args.iterations, args.seed)
     with _output(args.output) as out:
         out.write("# document " + " ".join(f"topic{k}" for k in range(theta.shape[1])) + "\n")
         for d, row in enumerate(theta):

@@ -375,3 +375,125 @@ def infer(word_topic, topic_totals, graph, alpha, beta, iterations=50, seed=0):
     _infer(indptr, words, graph.values[o].astype(np.int64), np.asarray(word_topic, np.float64),
            np.asarray(topic_totals, np.float64), float(alpha), float(beta), int(max(iterations, 1)), int(seed), theta)
     return theta
+
+
+# --------------------------------------------------------------------------- Python API
+class LDAModel:
+    """A trained topic model: word–topic counts (K × V), topic totals, priors and the
+    vocabulary (None for numeric word ids). The files are those of ``tux2 run lda --out``."""
+
+    def __init__(self, word_topic, topic_totals, alpha, beta, vocab=None, doc_topic=None, history=None):
+        self.word_topic = np.asarray(word_topic)
+        self.topic_totals = np.asarray(topic_totals)
+        self.alpha, self.beta = float(alpha), float(beta)
+        self.vocab = list(vocab) if vocab is not None else None
+        self.doc_topic = doc_topic
+        self.history = history or []
+
+    def top_words(self, n=10):
+        """Per topic, the ``n`` most frequent (word, count) pairs."""
+        out = []
+        for row in self.word_topic:
+            idx = np.argsort(-row, kind="stable")[:n]
+            out.append([(self.vocab[i] if self.vocab is not None else int(i), int(row[i])) for i in idx if row[i] > 0])
+        return out
+
+    def transform(self, docs, iterations=50, seed=0):
+        """Topic mixtures θ (D × K) of new documents: a doc → word count graph in the
+        model's word ids, or a list of texts (tokenised as in training; unknown words
+        are left out)."""
+        from tux2.graph import BipartiteGraph
+        from tux2.io import tokenize
+        if not isinstance(docs, BipartiteGraph):
+            if self.vocab is None:
+                raise ValueError("this model has numeric word ids: pass a doc → word count BipartiteGraph")
+            index = {w: i for i, w in enumerate(self.vocab)}
+            src, dst = [], []
+            for d, text in enumerate(docs):
+                for w in tokenize(text):
+                    if w in index:
+                        src.append(d)
+                        dst.append(index[w])
+            key, cnt = np.unique(np.array(src, np.int64) * len(self.vocab) + np.array(dst, np.int64),
+                                 return_counts=True)
+            docs = BipartiteGraph(key // len(self.vocab), key % len(self.vocab), cnt.astype(np.float64), len(docs),
+                                  len(self.vocab), ("doc", "word"), "texts")
+        return infer(self.word_topic, self.topic_totals, docs, self.alpha, self.beta, iterations, seed)
+
+    def save(self, directory):
+        import json
+        import os
+        from tux2 import __version__
+        os.makedirs(directory, exist_ok=True)
+        np.savez(os.path.join(directory, "lda.npz"), word_topic=self.word_topic, topic_totals=self.topic_totals,
+                 **({"doc_topic": self.doc_topic} if self.doc_topic is not None else {}))
+        if self.vocab is not None:
+            with open(os.path.join(directory, "vocab.txt"), "w", encoding="utf-8") as f:
+                f.write("".join(w + "\n" for w in self.vocab))
+        with open(os.path.join(directory, "model.json"), "w") as f:
+            json.dump({"algorithm": "lda", "topics": int(self.word_topic.shape[0]), "alpha": self.alpha,
+                       "beta": self.beta, "words": int(self.word_topic.shape[1]), "tux2_version": __version__}, f,
+                      indent=2)
+
+    @classmethod
+    def load(cls, directory):
+        import json
+        import os
+        with open(os.path.join(directory, "model.json")) as f:
+            meta = json.load(f)
+        with np.load(os.path.join(directory, "lda.npz")) as z:
+            arrays = {k: z[k] for k in z.files}
+        vocab = None
+        path = os.path.join(directory, "vocab.txt")
+        if os.path.exists(path):
+            with open(path, encoding="utf-8") as f:
+                vocab = [line.rstrip("\n") for line in f]
+        return cls(arrays["word_topic"], arrays["topic_totals"], meta["alpha"], meta["beta"], vocab,
+                   arrays.get("doc_topic"))
+
+
+class LDA:
+    """Collapsed Gibbs LDA, scikit-learn style: ``LDA(topics=50).fit(data)`` → LDAModel.
+    ``data``: a list of texts, a corpus file (docword, triples or text), or anything
+    ``tux2.loaders.load`` takes as doc → word counts. Parameters are those of ``tux2 run lda``."""
+
+    def __init__(self, topics=20, iterations=100, alpha=0.1, beta=0.01, sampler="sparse", partitions=1,
+                 partitioner="bicut", seed=0):
+        self.params = dict(topics=topics, iterations=iterations, alpha=alpha, beta=beta, sampler=sampler,
+                           partitions=partitions, partitioner=partitioner, seed=seed)
+
+    def fit(self, data, callback=None):
+        import os
+        import tempfile
+        from tux2 import loaders
+        from tux2.engine import Engine
+        from tux2.graph import BipartiteGraph
+        p = self.params
+        vocab = None
+        if isinstance(data, (list, tuple)) and data and isinstance(data[0], str):
+            with tempfile.TemporaryDirectory() as d:           # the text loader's tokeniser and vocabulary
+                path = os.path.join(d, "docs.txt")
+                with open(path, "w", encoding="utf-8") as f:
+                    f.write("".join(t.replace("\n", " ") + "\n" for t in data))
+                g, vocab, _ = loaders.load_corpus(path, "text")
+        elif isinstance(data, (str, os.PathLike)):
+            g, vocab, _ = loaders.load_corpus(data)
+        else:
+            g = loaders.load(data, duplicates="sum")
+        src, dst, cnt = token_edges(g.src, g.dst, g.values.astype(np.int64))
+        D, V, K = g.n_src, g.n_dst, p["topics"]
+        prog = program(src, dst, cnt, D, V, K=K, alpha=p["alpha"], beta=p["beta"], seed=p["seed"],
+                       sampler=p["sampler"])
+        graph = BipartiteGraph(src, dst, None, D, V, ("doc", "word"), g.source)
+        eng = Engine(prog, graph, partitions=p["partitions"], partitioner=p["partitioner"], seed=p["seed"],
+                     partitioner_options={"favorite": 0} if p["partitioner"] in ("bicut", "aweto") else None)
+        history = []
+        for it in range(1, p["iterations"] + 1):
+            eng.run(1)
+            rec = {"iteration": it, "ll_per_token": float(eng.context()["ll_per_token"])}
+            history.append(rec)
+            if callback is not None:
+                callback(it, rec)
+        docs, words = eng.vertex_data("doc"), eng.vertex_data("word")
+        return LDAModel(topic_word(words), np.asarray(eng.context()["nk"]), p["alpha"], p["beta"], vocab,
+                        np.ascontiguousarray(docs["nk"]), history)
