@@ -7,7 +7,7 @@ import os
 from tux2.errors import InputError, Tux2Error
 
 # bookkeeping fields, not metrics
-_NOT_METRICS = {"epoch", "iteration", "clock", "time_s", "total_time_s", "bytes_sent", "edges_per_s",
+_NOT_METRICS = {"epoch", "iteration", "clock", "time_s", "total_time_s", "bytes_sent", "wait_s", "edges_per_s",
                 "tokens_per_s", "nnz"}
 _X = ("auto", "epoch", "iteration", "clock", "total_time_s")
 
