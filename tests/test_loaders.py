@@ -249,3 +249,30 @@ def test_distributed_ingress_finds_duplicates_across_workers(tmp_path):
     r = run_cli("run", "mf", path, "--workers", "2", "--epochs", "1", "--k", "2", "--duplicates", "keep",
                 "--timeout", "20", timeout=120)
     assert r.returncode == 0, r.stderr
+
+
+@SETTINGS
+@given(rows=st.lists(st.tuples(st.one_of(st.integers(0, 6), st.sampled_from(["a", "b", "c"])),
+                               st.integers(0, 4), st.floats(-3, 3, allow_nan=False)), min_size=1, max_size=20),
+       dup=st.sampled_from(["sum", "last", "keep"]))
+def test_array_loaders_against_a_dict(rows, dup):
+    """(src, dst, values) arrays, and the same as a DataFrame: the edges in the user's ids,
+    under each duplicate policy; mixed int/str ids become string ids."""
+    src = np.array([r[0] for r in rows], dtype=object if any(isinstance(r[0], str) for r in rows) else np.int64)
+    dst, val = np.array([r[1] for r in rows]), np.array([r[2] for r in rows])
+    graphs = [loaders.from_arrays(src, dst, val, duplicates=dup)]
+    pd = pytest.importorskip("pandas")
+    graphs.append(loaders.load(pd.DataFrame({"u": src, "i": dst, "r": val}), duplicates=dup))
+    for g in graphs:
+        names = [str(g.ids[0].tokens[s]) if g.ids[0] is not None else str(s) for s in g.src]
+        got = list(zip(names, g.dst.tolist(), g.values.tolist()))
+        want = {}
+        for s, d, v in rows:
+            k = (str(s), d)
+            want[k] = want.get(k, 0.0) + v if dup == "sum" else v
+        if dup == "keep":
+            assert got == [(str(s), d, v) for s, d, v in rows]
+        else:
+            assert sorted((a, b) for a, b, _ in got) == sorted(want)
+            for a, b, v in got:
+                assert v == pytest.approx(want[(a, b)], abs=1e-12)

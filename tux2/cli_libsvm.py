@@ -11,13 +11,16 @@ def add_libsvm_args(p, metrics):
     p.add_argument("input", nargs="?", help="training set in libsvm format; default: built-in generated set")
     p.add_argument("--test", help=f"test set (libsvm): {metrics} per epoch")
     p.add_argument("--zero-based", action="store_true", help="feature indices start at 0")
+    p.add_argument("--duplicates", choices=("error", "sum", "last", "keep"), default="error",
+                   help="a feature twice in one line: stop naming the line, add the values, keep the last, "
+                        "or keep both")
 
 
 def load_classification(args, classes=2, names=("sample", "feature")):
     """(train graph, labels, test (graph, labels) or None, description) from the flags:
     libsvm files, or without INPUT a kdd-shaped set of 20k train + 2k test samples over
     10k power-law features (``classes`` > 2: a softmax-labelled one)."""
-    from tux2.io import read_libsvm
+    from tux2.loaders import load_libsvm
     if args.input is None:
         from tux2.datasets import sparse_classification
         g, y, _ = sparse_classification(n_samples=22_000, n_features=10_000, seed=args.seed, classes=classes)
@@ -28,8 +31,9 @@ def load_classification(args, classes=2, names=("sample", "feature")):
         g = tux2.BipartiteGraph(g.src[keep], g.dst[keep], g.values[keep], cut, g.n_dst, names)
         return g, y[:cut], test, f"built-in kdd-shaped set ({cut // 1000}k train + 2k test samples, " \
                                  f"10k power-law features{f', {classes} classes' if classes > 2 else ''})"
-    g, y = read_libsvm(args.input, zero_based=args.zero_based, type_names=names)
-    test = read_libsvm(args.test, zero_based=args.zero_based, type_names=names) if args.test else None
+    g, y = load_libsvm(args.input, zero_based=args.zero_based, type_names=names, duplicates=args.duplicates)
+    test = (load_libsvm(args.test, zero_based=args.zero_based, type_names=names, duplicates=args.duplicates)
+            if args.test else None)
     return g, y, test, args.input
 
 

@@ -74,7 +74,7 @@ def _options(pairs, strategies):
 
 
 def run(args):
-    from tux2.io import read_edge_list
+    from tux2.loaders import load_edges
 
     if args.powerlaw:
         from tux2.partitioning.powerlaw import powerlaw_graph
@@ -82,7 +82,7 @@ def run(args):
         n_src, n_dst, names = args.powerlaw, None, ("vertex",)
         what = f"power-law graph n={args.powerlaw} α={args.alpha}"
     elif args.input:
-        g = read_edge_list(args.input)
+        g = load_edges(args.input, duplicates="keep")      # any ids; repeated edges are placed like others
         src, dst, what = g.src, g.dst, args.input
         if args.homogeneous:
             n_src, n_dst, names = max(g.n_src, g.n_dst), None, ("vertex",)
