@@ -7,8 +7,9 @@ the line's text; nothing is skipped silently.
 """
 import os
 
+import numba
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from tux2.errors import InputError
 from tux2.graph import BipartiteGraph
@@ -25,12 +26,21 @@ _MESSAGES = {
 }
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _is_sep(c):
     return c == 32 or c == 9 or c == 44 or c == 13  # space, tab, comma, CR
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
+def _ends(c):
+    """A token ends at a separator or a newline."""
+    return c == 32 or c == 9 or c == 44 or c == 13 or c == 10
+
+
+_POW10 = np.array([10.0 ** i for i in range(23)])      # exact doubles: 1e0 … 1e22
+
+
+@njit(cache=True, nogil=True, inline="always")
 def _parse_int(buf, pos, end):
     """Return (value, new_pos, err)."""
     if pos < end and buf[pos] == 45:  # '-'
@@ -40,11 +50,12 @@ def _parse_int(buf, pos, end):
     start = pos
     v = 0
     while pos < end and 48 <= buf[pos] <= 57:
-        if v > ((1 << 62) - (buf[pos] - 48)) // 10:
+        digit = buf[pos] - 48
+        if v >= 461168601842738790 and (v > 461168601842738790 or digit > 4):    # v·10 + digit > 2^62
             return 0, pos, 7
-        v = v * 10 + (buf[pos] - 48)
+        v = v * 10 + digit
         pos += 1
-    if pos == start or (pos < end and not _is_sep(buf[pos])):
+    if pos == start or (pos < end and not _ends(buf[pos])):
         return 0, pos, 1
     return v, pos, 0
 
@@ -54,11 +65,11 @@ _INF = np.frombuffer(b"inf", np.uint8)
 _INFINITY = np.frombuffer(b"infinity", np.uint8)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _is_word(buf, pos, end, word):
     """buf[pos:] holds ``word`` (lower case) in any case, followed by a separator or the end."""
     n = word.shape[0]
-    if pos + n > end or (pos + n < end and not _is_sep(buf[pos + n])):
+    if pos + n > end or (pos + n < end and not _ends(buf[pos + n])):
         return False
     for i in range(n):
         if (buf[pos + i] | 32) != word[i]:
@@ -66,7 +77,7 @@ def _is_word(buf, pos, end, word):
     return True
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _parse_float(buf, pos, end):
     """Return (value, new_pos, err). Decimal with optional exponent."""
     neg = False
@@ -74,8 +85,9 @@ def _parse_float(buf, pos, end):
         neg = buf[pos] == 45
         pos += 1
     # nan / inf / infinity spelled out (any case)
-    if _is_word(buf, pos, end, _NAN) or _is_word(buf, pos, end, _INF) or _is_word(buf, pos, end, _INFINITY):
-        return 0.0, pos, 4
+    if pos < end and ((buf[pos] | 32) == 110 or (buf[pos] | 32) == 105):
+        if _is_word(buf, pos, end, _NAN) or _is_word(buf, pos, end, _INF) or _is_word(buf, pos, end, _INFINITY):
+            return 0.0, pos, 4
     mant = 0
     exp10 = 0
     digits = 0
@@ -112,10 +124,13 @@ def _parse_float(buf, pos, end):
         if ed == 0:
             return 0.0, pos, 3
         exp10 += -e if eneg else e
-    if pos < end and not _is_sep(buf[pos]):
+    if pos < end and not _ends(buf[pos]):
         return 0.0, pos, 3
     if mant == 0:
         v = 0.0
+    elif mant < 9007199254740992 and -22 <= exp10 <= 22:
+        # both operands exact, so one correctly rounded operation (Clinger's fast path)
+        v = mant * _POW10[exp10] if exp10 >= 0 else mant / _POW10[-exp10]
     elif exp10 >= 0:
         v = mant * 10.0 ** exp10
     else:
@@ -127,7 +142,8 @@ def _parse_float(buf, pos, end):
 
 @njit(cache=True, nogil=True)
 def _parse_edges(buf, start, out_s, out_d, out_v):
-    """Parse lines from buf[start:]. Returns (n_edges, ncols, err, err_line, err_pos)."""
+    """Parse lines from buf[start:] in one pass (tokens end at a separator or the
+    newline). Returns (n_edges, ncols, err, err_line, err_pos)."""
     n = buf.shape[0]
     pos = start
     line = 0
@@ -135,37 +151,42 @@ def _parse_edges(buf, start, out_s, out_d, out_v):
     ncols = 0  # 0 = not yet known, 2 or 3
     while pos < n:
         line += 1
-        end = pos
-        while end < n and buf[end] != 10:
-            end += 1
         p = pos
-        while p < end and _is_sep(buf[p]):
+        while p < n and _is_sep(buf[p]):
             p += 1
-        if p == end or buf[p] == 35 or buf[p] == 37:  # empty, '#', '%'
-            pos = end + 1
+        if p == n:
+            break
+        c = buf[p]
+        if c == 10:                                   # blank line
+            pos = p + 1
             continue
-        s, p, err = _parse_int(buf, p, end)
+        if c == 35 or c == 37:                        # '#', '%' comment
+            while p < n and buf[p] != 10:
+                p += 1
+            pos = p + 1
+            continue
+        s, p, err = _parse_int(buf, p, n)
         if err:
             return k, ncols, err, line, pos
-        while p < end and _is_sep(buf[p]):
+        while p < n and _is_sep(buf[p]):
             p += 1
-        if p == end:
+        if p == n or buf[p] == 10:
             return k, ncols, 6, line, pos
-        d, p, err = _parse_int(buf, p, end)
+        d, p, err = _parse_int(buf, p, n)
         if err:
             return k, ncols, err, line, pos
-        while p < end and _is_sep(buf[p]):
+        while p < n and _is_sep(buf[p]):
             p += 1
         cols = 2
         v = 1.0
-        if p < end:
-            v, p, err = _parse_float(buf, p, end)
+        if p < n and buf[p] != 10:
+            v, p, err = _parse_float(buf, p, n)
             if err:
                 return k, ncols, err, line, pos
             cols = 3
-            while p < end and _is_sep(buf[p]):
+            while p < n and _is_sep(buf[p]):
                 p += 1
-            if p < end:
+            if p < n and buf[p] != 10:
                 return k, ncols, 5, line, pos
         if ncols == 0:
             ncols = cols
@@ -175,7 +196,7 @@ def _parse_edges(buf, start, out_s, out_d, out_v):
         out_d[k] = d
         out_v[k] = v
         k += 1
-        pos = end + 1
+        pos = p + 1
     return k, ncols, 0, line, pos
 
 
@@ -211,14 +232,78 @@ def read_edge_list(path, base=None, type_names=("src", "dst"), n_src=None, n_dst
 
 def _parse_from(raw, start, line_offset, path):
     """(src, dst, values, columns) of the edge lines in raw[start:]; errors name the line
-    (``line_offset`` lines come before ``start``)."""
+    (``line_offset`` lines come before ``start``). Large inputs are parsed in chunks on
+    every core (split at line starts); the result and any error are those of a serial parse."""
     buf = np.frombuffer(raw, dtype=np.uint8)
-    cap = raw.count(b"\n", start) + 1
-    s, d, v = np.empty(cap, np.int64), np.empty(cap, np.int64), np.empty(cap, np.float64)
-    k, ncols, err, err_line, err_pos = _parse_edges(buf, start, s, d, v)
-    if err:
-        raise InputError(_MESSAGES[err], path=path, line=err_line + line_offset, text=_line_text(raw, err_pos))
-    return s[:k], d[:k], v[:k], ncols
+    size = len(raw) - start
+    chunks = max(1, min(4 * numba.get_num_threads(), size // (1 << 20)))
+    bounds = [start]
+    for c in range(1, chunks):
+        nl = raw.find(b"\n", start + size * c // chunks)
+        if nl < 0:
+            break
+        if nl + 1 > bounds[-1]:
+            bounds.append(nl + 1)
+    bounds.append(len(raw))
+    bounds = np.unique(np.array(bounds, np.int64))
+    if len(bounds) < 2:
+        bounds = np.array([start, len(raw)], np.int64)
+    # every chunk but the last ends with a newline, so its lines = its newlines
+    cap = _count_newlines(buf, bounds)
+    cap[-1] += 1
+    offsets = np.zeros(len(cap) + 1, np.int64)
+    np.cumsum(cap, out=offsets[1:])
+    s, d, v = (np.empty(offsets[-1], t) for t in (np.int64, np.int64, np.float64))
+    res = np.zeros((len(cap), 5), np.int64)
+    _parse_chunks(buf, bounds, offsets, s, d, v, res)
+    k, ncols, err = res[:, 0], res[:, 1], res[:, 2]
+    cols = set(ncols[k > 0].tolist())
+    if err.any() or len(cols) > 1:
+        # the first error in file order, exactly as one serial pass reports it
+        s, d, v = (np.empty(offsets[-1], t) for t in (np.int64, np.int64, np.float64))
+        n, nc, e, line, pos = _parse_edges(buf, start, s, d, v)
+        raise InputError(_MESSAGES[e], path=path, line=line + line_offset, text=_line_text(raw, pos))
+    if (k[:-1] != cap[:-1]).any():            # blank or comment lines left gaps before the last chunk
+        s, d, v = _compact(s, d, v, offsets, k)
+    total = int(k.sum())
+    return s[:total], d[:total], v[:total], (cols.pop() if cols else 0)
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _count_newlines(buf, bounds):
+    out = np.zeros(len(bounds) - 1, np.int64)
+    for c in prange(len(bounds) - 1):
+        n = 0
+        for i in range(bounds[c], bounds[c + 1]):
+            if buf[i] == 10:
+                n += 1
+        out[c] = n
+    return out
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _parse_chunks(buf, bounds, offsets, s, d, v, res):
+    for c in prange(len(bounds) - 1):
+        o = offsets[c]
+        k, ncols, err, line, pos = _parse_edges(buf[bounds[c]:bounds[c + 1]], 0, s[o:], d[o:], v[o:])
+        res[c, 0] = k
+        res[c, 1] = ncols
+        res[c, 2] = err
+        res[c, 3] = line
+        res[c, 4] = pos + bounds[c]
+
+
+@njit(cache=True, nogil=True)
+def _compact(s, d, v, offsets, k):
+    """Move each chunk's k[c] edges to follow the previous chunks' (in place, leftwards)."""
+    w = 0
+    for c in range(len(k)):
+        for i in range(offsets[c], offsets[c] + k[c]):
+            s[w] = s[i]
+            d[w] = d[i]
+            v[w] = v[i]
+            w += 1
+    return s, d, v
 
 
 def _header_end(head, path):
@@ -510,9 +595,10 @@ def _parse_libsvm(buf, out_y, out_r, out_c, out_v):
             start = p
             idx = 0
             while p < end and 48 <= buf[p] <= 57:
-                if idx > ((1 << 62) - (buf[p] - 48)) // 10:
+                digit = buf[p] - 48
+                if idx >= 461168601842738790 and (idx > 461168601842738790 or digit > 4):
                     return row, k, 5, line, pos
-                idx = idx * 10 + (buf[p] - 48)
+                idx = idx * 10 + digit
                 p += 1
             if p == start:
                 return row, k, 3 if (p < end and buf[p] == 58) or p == end else 4, line, pos

@@ -27,6 +27,7 @@ array and index) and quoting the offending text.
 import os
 
 import numpy as np
+from numba import njit
 
 from tux2 import io
 from tux2.errors import InputError
@@ -250,10 +251,54 @@ def _float_token(tok):
 
 
 # --------------------------------------------------------------------------- duplicates
+@njit(cache=True, nogil=True)
+def _earliest_repeat(src, dst, n_src, n_dst):
+    """(i, j): edge j < E repeats edge i < j, with j the smallest such; (-1, -1) if the
+    edges are distinct. Linear: a stable bucket sort by src, then per bucket a scan
+    that remembers each dst's last edge."""
+    E = src.shape[0]
+    start = np.zeros(n_src + 1, np.int64)
+    for e in range(E):
+        start[src[e] + 1] += 1
+    for u in range(n_src):
+        start[u + 1] += start[u]
+    fill = start[:-1].copy()
+    order = np.empty(E, np.int64)
+    for e in range(E):
+        order[fill[src[e]]] = e
+        fill[src[e]] += 1
+    seen = np.full(n_dst, -1, np.int64)
+    owner = np.full(n_dst, -1, np.int64)
+    best_i, best_j = -1, -1
+    for u in range(n_src):
+        for t in range(start[u], start[u + 1]):
+            e = order[t]
+            d = dst[e]
+            if owner[d] == u:
+                if best_j < 0 or e < best_j:
+                    best_i, best_j = seen[d], e
+            else:
+                owner[d] = u
+                seen[d] = e
+    return best_i, best_j
+
+
 def dedupe(g, policy, where):
     """Apply the duplicate-edge policy; ``where(i)`` → (path, line, text) of edge i."""
     if policy == "keep" or g.num_edges < 2:
         return g
+    first, again = _earliest_repeat(g.src, g.dst, g.n_src, g.n_dst)
+    if again < 0:
+        return g
+    if policy == "error":
+        path, line0, _ = where(int(first))
+        _, line1, text = where(int(again))
+        ids = [m.tokens[x] if m is not None else x for m, x in zip(g.ids, (g.src[first], g.dst[first]))]
+        at = f"line {line0}" if line0 is not None else f"edge {first}"
+        raise InputError(f"duplicate edge ({ids[0]}, {ids[1]}), first at {at}; choose a policy with "
+                         "duplicates='sum'|'last'|'keep' (--duplicates)", path=path,
+                         line=line1 if line1 is not None else None,
+                         text=text if text is not None else f"edge {again}")
     if g.n_src * max(g.n_dst, 1) < 2 ** 62:
         key = g.src * g.n_dst + g.dst
         order = np.argsort(key, kind="stable")
@@ -261,19 +306,6 @@ def dedupe(g, policy, where):
     else:
         order = np.lexsort((g.dst, g.src))
         same = (g.src[order[1:]] == g.src[order[:-1]]) & (g.dst[order[1:]] == g.dst[order[:-1]])
-    if not same.any():
-        return g
-    if policy == "error":
-        k = int(np.flatnonzero(same)[0])
-        first, again = int(order[k]), int(order[k + 1])
-        path, line0, _ = where(first)
-        _, line1, text = where(again)
-        ids = [m.tokens[x] if m is not None else x for m, x in zip(g.ids, (g.src[first], g.dst[first]))]
-        at = f"line {line0}" if line0 is not None else f"edge {first}"
-        raise InputError(f"duplicate edge ({ids[0]}, {ids[1]}), first at {at}; choose a policy with "
-                         "duplicates='sum'|'last'|'keep' (--duplicates)", path=path,
-                         line=line1 if line1 is not None else None,
-                         text=text if text is not None else f"edge {again}")
     group_start = np.r_[True, ~same]            # first edge of each group, in sorted order
     gid = np.cumsum(group_start) - 1
     n_groups = int(gid[-1]) + 1
