@@ -200,6 +200,19 @@ def _parse_edges(buf, start, out_s, out_d, out_v):
     return k, ncols, 0, line, pos
 
 
+def map_file(path, what):
+    """The file's bytes, memory-mapped read-only (no copy; bytes-like: find, slices,
+    np.frombuffer); b"" for an empty file."""
+    import mmap
+    try:
+        with open(path, "rb") as f:
+            if os.fstat(f.fileno()).st_size == 0:
+                return b""
+            return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    except OSError as e:
+        raise InputError(f"cannot read {what}: {e.strerror}", path=path) from None
+
+
 def _line_text(buf, pos):
     end = buf.find(b"\n", pos)
     return bytes(buf[pos: end if end >= 0 else len(buf)]).decode("utf-8", "replace").rstrip("\r")
@@ -213,12 +226,8 @@ def read_edge_list(path, base=None, type_names=("src", "dst"), n_src=None, n_dst
     input, NaN/inf values or negative ids.
     """
     path = os.fspath(path)
-    try:
-        with open(path, "rb") as f:
-            raw = f.read()
-    except OSError as e:
-        raise InputError(f"cannot read edge list: {e.strerror}", path=path) from None
-    start, line_offset, default_base = _header_end(raw, path)
+    raw = map_file(path, "edge list")
+    start, line_offset, default_base = _header_end(raw[:1 << 16], path)
     if base is None:
         base = default_base
     base = 0 if base is None else int(base)

@@ -105,12 +105,8 @@ def load_edges(path, ids="auto", duplicates="error", base=None, type_names=("src
     _check_choice("ids", ids, ID_MODES)
     _check_choice("duplicates", duplicates, DUPLICATES)
     path = os.fspath(path)
-    try:
-        with open(path, "rb") as f:
-            raw = f.read()
-    except OSError as e:
-        raise InputError(f"cannot read edge list: {e.strerror}", path=path) from None
-    start, skip, default_base = io._header_end(raw, path)
+    raw = io.map_file(path, "edge list")
+    start, skip, default_base = io._header_end(raw[:1 << 16], path)
     maps = tuple(id_maps) if id_maps is not None else (None, None)
     if ids == "auto":
         ids = "string" if any(m is not None for m in maps) or not _first_ids_numeric(raw, start) else "int"
