@@ -228,12 +228,14 @@ class Checkpoints:
         self.params = {k: v for k, v in sorted(vars(args).items())
                        if k not in _RESUMABLE and isinstance(v, (str, int, float, bool, type(None)))}
 
-    def resume(self):
+    def resume(self, say=None, unit="epoch"):
         """The iteration the run continues from (0 without --resume)."""
         if not self.args.resume:
             return 0
         from tux2 import checkpoint
         checkpoint.load(self.args.resume, self.eng, self.params, self.transport)
+        if say is not None:
+            say(f"  resumed from {self.args.resume} after {unit} {self.eng.iteration}")
         return self.eng.iteration
 
     def after(self, i):
@@ -403,9 +405,7 @@ def _run_mf(args, transport, rank, world):
                       transport=transport, slack=args.slack, assignment=assignment)
     say(f"  layout + compile {time.perf_counter() - t0:.2f}s")
     ck = Checkpoints(args, eng, transport)
-    start = ck.resume()
-    if start:
-        say(f"  resumed from {args.resume} after epoch {start}")
+    start = ck.resume(say)
     with metrics_stream(args.metrics, rank, append=start > 0) as write_metrics:
         for epoch, dt, total, comm in timed_epochs(eng, args.epochs, start, say):
             evaluate = epoch == args.epochs or (args.eval_every > 0 and epoch % args.eval_every == 0)

@@ -82,9 +82,7 @@ def _run_blockpg(args, transport, rank, world):
     objs, epoch = [], 0
     window = args.shrink_rest + 1 if args.shrink > 0 else 1
     ck = Checkpoints(args, eng, transport)
-    start = ck.resume()
-    if start:
-        say(f"  resumed from {args.resume} after epoch {start}")
+    start = ck.resume(say)
     with metrics_stream(args.metrics, rank, append=start > 0) as write_metrics:
         for epoch, dt, total, comm in timed_epochs(eng, args.epochs, start, say):
             ctx = eng.context()

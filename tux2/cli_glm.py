@@ -114,9 +114,7 @@ def _run_glm(args, transport, rank, world):
                            **({"init_std": args.init_std} if args.factors else {}))
     say(f"  layout + compile {time.perf_counter() - t0:.2f}s")
     ck = Checkpoints(args, eng, transport)
-    start = ck.resume()
-    if start:
-        say(f"  resumed from {args.resume} after epoch {start}")
+    start = ck.resume(say)
     with metrics_stream(args.metrics, rank, append=start > 0) as write_metrics:
         for epoch, dt, total, comm in timed_epochs(eng, args.epochs, start, say):
             ctx = eng.context()

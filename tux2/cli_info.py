@@ -5,7 +5,6 @@ import os
 
 import numpy as np
 
-from tux2.errors import InputError
 
 FORMATS = ("auto", "edges", "libsvm", "docword", "triples", "text")
 
@@ -32,11 +31,7 @@ def sniff(path):
     """'libsvm' when the first data lines hold index:value tokens, else the corpus
     sniffer's answer for LDA-looking files, else 'edges'."""
     from tux2 import io
-    try:
-        with open(path, "rb") as f:
-            head = f.read(1 << 16)
-    except OSError as e:
-        raise InputError(f"cannot read: {e.strerror}", path=path) from None
+    head = io.read_head(path, "input")
     data = [x for x in head.split(b"\n")[:20] if x.strip() and x.strip()[:1] not in (b"#", b"%")]
     if data and all(b":" in x for x in data):
         return "libsvm"

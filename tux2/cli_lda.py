@@ -115,9 +115,7 @@ def _run_lda(args, transport, rank, world):
                       partitioner_options=favorite_first(args.partitioner), transport=transport, slack=args.slack)
     say(f"  layout + compile {time.perf_counter() - t0:.2f}s")
     ck = Checkpoints(args, eng, transport)
-    start = ck.resume()
-    if start:
-        say(f"  resumed from {args.resume} after iteration {start}")
+    start = ck.resume(say, "iteration")
     with metrics_stream(args.metrics, rank, append=start > 0) as write_metrics:
         for it, dt, total, comm in timed_epochs(eng, args.iterations, start, say, "iteration"):
             ctx = eng.context()

@@ -200,6 +200,15 @@ def _parse_edges(buf, start, out_s, out_d, out_v):
     return k, ncols, 0, line, pos
 
 
+def read_head(path, what, n=1 << 16):
+    """The first ``n`` bytes of a file (for sniffing formats and headers)."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(n)
+    except OSError as e:
+        raise InputError(f"cannot read {what}: {e.strerror}", path=path) from None
+
+
 def map_file(path, what):
     """The file's bytes, memory-mapped read-only (no copy; bytes-like: find, slices,
     np.frombuffer); b"" for an empty file."""
@@ -540,11 +549,7 @@ def read_text_docs(path, type_names=("doc", "word"), min_count=1, stopwords=()):
 
 def sniff_corpus(path):
     """'docword' (three single-integer header lines), 'triples' (numeric columns) or 'text'."""
-    try:
-        with open(path, "rb") as f:
-            head = f.read(1 << 16)
-    except OSError as e:
-        raise InputError(f"cannot read corpus: {e.strerror}", path=path) from None
+    head = read_head(path, "corpus")
     lines = [x.strip() for x in head.split(b"\n")[:4]]
     if len(lines) >= 4 and all(x.isdigit() for x in lines[:3]) and len(lines[3].split()) == 3:
         return "docword"

@@ -134,11 +134,7 @@ def _check_choice(name, value, choices):
 
 def numeric_ids(path):
     """Whether the first data line of an edge-list file has numeric ids (``ids="auto"``)."""
-    try:
-        with open(path, "rb") as f:
-            head = f.read(1 << 16)
-    except OSError as e:
-        raise InputError(f"cannot read edge list: {e.strerror}", path=path) from None
+    head = io.read_head(path, "edge list")
     return _first_ids_numeric(head, io._header_end(head, path)[0])
 
 
