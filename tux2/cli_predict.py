@@ -163,7 +163,7 @@ def predict_mf(args):
             line, text = edge_line(args.input, int(np.argmax(side)))
             raise InputError(f"unknown {name} {int(side.max())} (the model has {n})", path=args.input, line=line,
                              text=text)
-    pred = model.mu + model.bu[g.src] + model.bi[g.dst] + np.einsum("ij,ij->i", model.P[g.src], model.Q[g.dst])
+    pred = model.score(g.src, g.dst)
     users, items = model._user_ids(0, g.src), model._user_ids(1, g.dst)
     with _output(args.output) as out:
         out.write("# user item prediction\n")

@@ -160,6 +160,10 @@ class MFModel:
         u, i = self._dense(0, users, "user"), self._dense(1, items, "item")
         if len(u) != len(i):
             raise ValueError(f"{len(u)} users but {len(i)} items")
+        return self.score(u, i)
+
+    def score(self, u, i):
+        """Predicted ratings for dense user and item ids."""
         return self.mu + self.bu[u] + self.bi[i] + np.einsum("ij,ij->i", self.P[u], self.Q[i])
 
     def recommend(self, users=None, k=10, exclude_seen=True, chunk=1024):
