@@ -15,7 +15,7 @@ import warnings
 
 import numpy as np
 
-from bench.common import classification_cached, emit, ensure, gap_plot, machine, time_to_gap
+from bench.common import classification_cached, emit, gap_plot, machine, sklearn_or_skip, time_to_gap
 
 LOG = "blockpg"
 GAP = 1e-3
@@ -42,10 +42,8 @@ def main(args):
     info = {"bench": "blockpg", "samples": n, "features": d, "nonzeros": g.num_edges, "lam": lam,
             "block_size": block, "gap": GAP, **machine()}
     emit({**info, "event": "dataset", "path": path}, LOG)
-    try:
-        sk = ensure("sklearn", "scikit-learn")
-    except RuntimeError as e:
-        emit({"bench": "blockpg", "system": "liblinear", "skipped": str(e)}, LOG)
+    sk = sklearn_or_skip("blockpg", "liblinear", LOG)
+    if sk is None:
         return 1
 
     # --- tux2 first (its last epoch may improve f*)

@@ -82,6 +82,15 @@ def ensure(module, package=None):
         return importlib.import_module(module)
 
 
+def sklearn_or_skip(bench, system, log):
+    """scikit-learn (installed on demand), or None after a "skipped" line for ``system``."""
+    try:
+        return ensure("sklearn", "scikit-learn")
+    except RuntimeError as e:
+        emit({"bench": bench, "system": system, "skipped": str(e)}, log)
+        return None
+
+
 def pyplot():
     """matplotlib's pyplot (Agg), installed on first use."""
     matplotlib = ensure("matplotlib")

@@ -23,7 +23,8 @@ import warnings
 
 import numpy as np
 
-from bench.common import CACHE, classification_cached, emit, ensure, gap_plot, machine, time_to_gap
+from bench.common import (CACHE, classification_cached, emit, ensure, gap_plot, machine, sklearn_or_skip,
+                          time_to_gap)
 
 LOG = "glm"
 GAP = 1e-2
@@ -193,10 +194,8 @@ def main(args):
     info = {"bench": "glm", "samples": n, "features": d, "nonzeros": g.num_edges, "lam": LAM, "gap": GAP,
             **machine()}
     emit({**info, "event": "dataset", "path": path}, LOG)
-    try:
-        sk = ensure("sklearn", "scikit-learn")
-    except RuntimeError as e:
-        emit({"bench": "glm", "system": "sklearn", "skipped": str(e)}, LOG)
+    sk = sklearn_or_skip("glm", "sklearn", LOG)
+    if sk is None:
         return 1
     opt = f_star_cached(X, y, LAM, os.path.basename(path).removesuffix(".npz"))
     f_star = opt["f_star"]

@@ -215,6 +215,15 @@ def add_checkpoint_args(p, unit):
                         "as an uninterrupted run)")
 
 
+def record_epoch(write_metrics, ck, epoch, rec, value, message):
+    """The end of every epoch: the metrics line, a stop with ``message`` when ``value``
+    (the objective or RMSE) is not finite, then the checkpoint, if one is due."""
+    write_metrics(rec)
+    if not np.isfinite(value):
+        raise Tux2Error(message)
+    ck.after(epoch)
+
+
 class Checkpoints:
     """--checkpoint-every / --resume for one run: ``start = ck.resume()`` after the
     engine is built, ``ck.after(i)`` after each iteration."""
@@ -418,10 +427,8 @@ def _run_mf(args, transport, rank, world):
                 say(f"epoch {epoch:3d}/{args.epochs}  train_rmse {rec['train_rmse']:.4f}  "
                     + (f"test_rmse {rec['test_rmse']:.4f}  " if rec["test_rmse"] is not None else "")
                     + f"time {dt:.3f}s  ({rec['edges_per_s'] / 1e6:.1f} M edges/s)")
-            write_metrics(rec)
-            if not np.isfinite(rec["train_rmse"]):
-                raise Tux2Error(f"training diverged at epoch {epoch} (RMSE is not finite); lower --lr")
-            ck.after(epoch)
+            record_epoch(write_metrics, ck, epoch, rec, rec["train_rmse"],
+                         f"training diverged at epoch {epoch} (RMSE is not finite); lower --lr")
     write_trace(args.trace, eng, rank)
     if args.epochs == 0:
         say("0 epochs: nothing trained")

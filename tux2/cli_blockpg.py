@@ -9,7 +9,8 @@ from tux2.errors import Tux2Error
 
 
 def add_parser(algos):
-    from tux2.cli import HelpFormatter, add_checkpoint_args, add_distributed_args, add_output_args, add_partition_args
+    from tux2.cli import (HelpFormatter, add_checkpoint_args, add_distributed_args, add_output_args,
+                          add_partition_args)
     from tux2.cli_libsvm import add_libsvm_args
     p = algos.add_parser(
         "blockpg", help="L1 logistic regression by block proximal gradient (paper §4, Fig. 7)",
@@ -46,7 +47,8 @@ def run_blockpg(args):
 
 
 def _run_blockpg(args, transport, rank, world):
-    from tux2.cli import Checkpoints, favorite_first, metrics_stream, speaker, timed_epochs, write_trace
+    from tux2.cli import (Checkpoints, favorite_first, metrics_stream, record_epoch, speaker, timed_epochs,
+                          write_trace)
     from tux2.cli_libsvm import classification_metrics, load_classification, scores, with_bias
     from tux2.udfs import blockpg
     say = speaker(args, rank)
@@ -97,12 +99,10 @@ def _run_blockpg(args, transport, rank, world):
             say(f"epoch {epoch:3d}/{args.epochs}  objective {rec['objective']:.6g}  non-zeros {rec['nnz']}  "
                 + (f"test acc {rec['test_accuracy']:.4f} auc {rec['test_auc']:.4f}  " if 'test_auc' in rec else "")
                 + f"time {dt:.3f}s")
-            write_metrics(rec)
-            ck.after(epoch)
-            if not np.isfinite(rec["objective"]):
-                raise Tux2Error(f"objective is not finite at epoch {epoch}")
+            record_epoch(write_metrics, ck, epoch, rec, rec["objective"], f"objective is not finite at epoch {epoch}")
             objs.append(rec["objective"])
-            if args.tol > 0 and len(objs) > window and objs[-1 - window] - objs[-1] <= args.tol * abs(objs[-1 - window]):
+            prev = objs[-1 - window] if len(objs) > window else None
+            if args.tol > 0 and prev is not None and prev - objs[-1] <= args.tol * abs(prev):
                 say(f"  converged: relative decrease below {args.tol} over {window} epoch(s)")
                 break
     write_trace(args.trace, eng, rank)

@@ -86,7 +86,8 @@ def score_metrics(M, labels, loss):
 
 
 def _run_glm(args, transport, rank, world):
-    from tux2.cli import Checkpoints, metrics_stream, save_model, speaker, timed_epochs, write_trace
+    from tux2.cli import (Checkpoints, metrics_stream, record_epoch, save_model, speaker, timed_epochs,
+                          write_trace)
     from tux2.cli_libsvm import load_classification
     from tux2.udfs import glm
     say = speaker(args, rank)
@@ -129,10 +130,8 @@ def _run_glm(args, transport, rank, world):
             say(f"epoch {epoch:3d}/{args.epochs}  objective {rec['objective']:.6g}  "
                 + (f"test acc {rec['test_accuracy']:.4f}  " if "test_accuracy" in rec else "")
                 + f"time {dt:.3f}s")
-            write_metrics(rec)
-            ck.after(epoch)
-            if not np.isfinite(rec["objective"]):
-                raise Tux2Error(f"objective is not finite at epoch {epoch}: lower --eta (now {eta})")
+            record_epoch(write_metrics, ck, epoch, rec, rec["objective"],
+                         f"objective is not finite at epoch {epoch}: lower --eta (now {eta})")
     write_trace(args.trace, eng, rank)
     datas = [eng.vertex_data("sample"), eng.vertex_data("feature")]
     if rank != 0 or not args.out:

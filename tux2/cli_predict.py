@@ -40,13 +40,19 @@ def add_parser(sub):
     p.set_defaults(func=predict)
 
 
-def load_model(directory):
-    """(metadata dict, weights dict) of a model directory, with a clear error when it is not one."""
-    meta_path = os.path.join(directory, "model.json")
-    if not os.path.exists(meta_path):
+def _meta(directory):
+    """A model directory's model.json, with a clear error when it is not one."""
+    path = os.path.join(directory, "model.json")
+    if not os.path.exists(path):
         raise Tux2Error(f"{directory}: no model.json here; pass the directory given to 'tux2 run … --out'")
-    with open(meta_path) as f:
-        meta = json.load(f)
+    with open(path) as f:
+        return json.load(f)
+
+
+def load_model(directory):
+    """(metadata dict, weights dict) of a classifier's model directory."""
+    meta = _meta(directory)
+    meta_path = os.path.join(directory, "model.json")
     algo = meta.get("algorithm")
     if algo not in LINEAR:
         raise Tux2Error(f"{meta_path}: tux2 predict handles {', '.join(LINEAR + ('mf', 'lda'))} models; "
@@ -70,14 +76,6 @@ def model_scores(meta, weights, graph):
     return graph_scores(w, graph)
 
 
-def _algorithm(directory):
-    path = os.path.join(directory, "model.json")
-    if not os.path.exists(path):
-        raise Tux2Error(f"{directory}: no model.json here; pass the directory given to 'tux2 run … --out'")
-    with open(path) as f:
-        return json.load(f).get("algorithm")
-
-
 @contextlib.contextmanager
 def _output(path):
     out = open(path, "w") if path else sys.stdout
@@ -97,7 +95,7 @@ def _report(args, res, out):
 
 
 def predict(args):
-    algo = _algorithm(args.model)
+    algo = _meta(args.model).get("algorithm")
     if algo == "mf":
         return predict_mf(args)
     if algo == "lda":

@@ -339,7 +339,7 @@ def load_corpus(path, fmt="auto", base=None, min_count=1, type_names=("doc", "wo
     if fmt == "triples":
         g = load_edges(path, ids="int", duplicates="keep", base=base, type_names=type_names, values=True)
         io.check_counts(g, path)               # before any sum, so an error names its line
-        skip = io._header_end(open(path, "rb").read(1 << 16), path)[1]
+        skip = io._header_end(io.read_head(path, "corpus"), path)[1]
         return dedupe(g, duplicates, lambda i: (path, *io.edge_line(path, i, skip))), None, fmt
     if fmt == "text":
         g, vocab = io.read_text_docs(path, type_names, min_count=min_count)
