@@ -215,6 +215,17 @@ def add_checkpoint_args(p, unit):
                         "as an uninterrupted run)")
 
 
+@contextlib.contextmanager
+def epoch_loop(args, eng, transport, rank, say, n, unit="epoch"):
+    """What every ``tux2 run`` loop starts with: --resume, the metrics stream (appended
+    to when resuming) and the timed iterations. Yields (checkpoints, write_metrics,
+    iterations of ``timed_epochs``)."""
+    ck = Checkpoints(args, eng, transport)
+    start = ck.resume(say, unit)
+    with metrics_stream(args.metrics, rank, append=start > 0) as write_metrics:
+        yield ck, write_metrics, timed_epochs(eng, n, start, say, unit)
+
+
 def record_epoch(write_metrics, ck, epoch, rec, value, message):
     """The end of every epoch: the metrics line, a stop with ``message`` when ``value``
     (the objective or RMSE) is not finite, then the checkpoint, if one is due."""
@@ -413,10 +424,8 @@ def _run_mf(args, transport, rank, world):
     eng = tux2.Engine(prog, train, partitions=parts, partitioner=args.partitioner, seed=args.seed,
                       transport=transport, slack=args.slack, assignment=assignment)
     say(f"  layout + compile {time.perf_counter() - t0:.2f}s")
-    ck = Checkpoints(args, eng, transport)
-    start = ck.resume(say)
-    with metrics_stream(args.metrics, rank, append=start > 0) as write_metrics:
-        for epoch, dt, total, comm in timed_epochs(eng, args.epochs, start, say):
+    with epoch_loop(args, eng, transport, rank, say, args.epochs) as (ck, write_metrics, iterations):
+        for epoch, dt, total, comm in iterations:
             evaluate = epoch == args.epochs or (args.eval_every > 0 and epoch % args.eval_every == 0)
             U, I = (eng.vertex_data("user"), eng.vertex_data("item")) if evaluate else (None, None)
             rec = {"epoch": epoch, "time_s": round(dt, 6), "total_time_s": round(total, 6),

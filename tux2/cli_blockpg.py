@@ -47,8 +47,7 @@ def run_blockpg(args):
 
 
 def _run_blockpg(args, transport, rank, world):
-    from tux2.cli import (Checkpoints, favorite_first, metrics_stream, record_epoch, speaker, timed_epochs,
-                          write_trace)
+    from tux2.cli import epoch_loop, favorite_first, record_epoch, speaker, write_trace
     from tux2.cli_libsvm import classification_metrics, load_classification, scores, with_bias
     from tux2.udfs import blockpg
     say = speaker(args, rank)
@@ -83,10 +82,8 @@ def _run_blockpg(args, transport, rank, world):
     say(f"  layout + compile {time.perf_counter() - t0:.2f}s")
     objs, epoch = [], 0
     window = args.shrink_rest + 1 if args.shrink > 0 else 1
-    ck = Checkpoints(args, eng, transport)
-    start = ck.resume(say)
-    with metrics_stream(args.metrics, rank, append=start > 0) as write_metrics:
-        for epoch, dt, total, comm in timed_epochs(eng, args.epochs, start, say):
+    with epoch_loop(args, eng, transport, rank, say, args.epochs) as (ck, write_metrics, iterations):
+        for epoch, dt, total, comm in iterations:
             ctx = eng.context()
             rec = {"epoch": epoch, "time_s": round(dt, 6), "total_time_s": round(total, 6),
                    "objective": float(ctx["objective"]), "loss": float(ctx["loss_total"]),

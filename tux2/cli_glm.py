@@ -86,8 +86,7 @@ def score_metrics(M, labels, loss):
 
 
 def _run_glm(args, transport, rank, world):
-    from tux2.cli import (Checkpoints, metrics_stream, record_epoch, save_model, speaker, timed_epochs,
-                          write_trace)
+    from tux2.cli import epoch_loop, record_epoch, save_model, speaker, write_trace
     from tux2.cli_libsvm import load_classification
     from tux2.udfs import glm
     say = speaker(args, rank)
@@ -114,10 +113,8 @@ def _run_glm(args, transport, rank, world):
                            optimizer=optimizer,
                            **({"init_std": args.init_std} if args.factors else {}))
     say(f"  layout + compile {time.perf_counter() - t0:.2f}s")
-    ck = Checkpoints(args, eng, transport)
-    start = ck.resume(say)
-    with metrics_stream(args.metrics, rank, append=start > 0) as write_metrics:
-        for epoch, dt, total, comm in timed_epochs(eng, args.epochs, start, say):
+    with epoch_loop(args, eng, transport, rank, say, args.epochs) as (ck, write_metrics, iterations):
+        for epoch, dt, total, comm in iterations:
             ctx = eng.context()
             rec = {"epoch": epoch, "time_s": round(dt, 6), "total_time_s": round(total, 6),
                    "objective": float(ctx["objective"]), "loss": float(ctx["loss"] / max(g.n_src, 1)),

@@ -84,7 +84,7 @@ def run_lda(args):
 
 
 def _run_lda(args, transport, rank, world):
-    from tux2.cli import Checkpoints, favorite_first, metrics_stream, speaker, timed_epochs, write_trace
+    from tux2.cli import epoch_loop, favorite_first, speaker, write_trace
     from tux2.udfs import lda
     say = speaker(args, rank)
     if args.topics < 1:
@@ -114,10 +114,8 @@ def _run_lda(args, transport, rank, world):
     eng = tux2.Engine(prog, graph, partitions=parts, partitioner=args.partitioner, seed=args.seed,
                       partitioner_options=favorite_first(args.partitioner), transport=transport, slack=args.slack)
     say(f"  layout + compile {time.perf_counter() - t0:.2f}s")
-    ck = Checkpoints(args, eng, transport)
-    start = ck.resume(say, "iteration")
-    with metrics_stream(args.metrics, rank, append=start > 0) as write_metrics:
-        for it, dt, total, comm in timed_epochs(eng, args.iterations, start, say, "iteration"):
+    with epoch_loop(args, eng, transport, rank, say, args.iterations, "iteration") as (ck, write_metrics, iterations):
+        for it, dt, total, comm in iterations:
             ctx = eng.context()
             rec = {"iteration": it, "time_s": round(dt, 6), "total_time_s": round(total, 6),
                    "ll": float(ctx["ll"]), "ll_per_token": float(ctx["ll_per_token"]), "clock": eng.clock,
