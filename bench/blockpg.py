@@ -31,8 +31,21 @@ def liblinear(X, y, lam, max_iter, tol=1e-8):
         return clf.coef_.ravel(), time.perf_counter() - t
 
 
-def main(args):
+def engine(g, y, lam=1.0, block=500, parts=1, partitioner="bicut", options=None, program=None, **kw):
+    """The BlockPG engine on a sample → feature graph: features shuffled into blocks;
+    by default bicut keeps samples mirror-free (``options={"favorite": 1}``: features);
+    ``program`` (default udfs.blockpg.program) may be a variant with the same signature."""
     from tux2 import BipartiteGraph, Engine
+    from tux2.udfs import blockpg
+    n, d = g.n_src, g.n_dst
+    feat, perm = blockpg.shuffle_features(g.dst, d, seed=0)
+    prog = (program or blockpg.program)(y, g.values, g.src, feat, d, lam=lam, block_size=block)
+    return Engine(prog, BipartiteGraph(g.src, feat, None, n, d, ("sample", "feature")), partitions=parts,
+                  partitioner=partitioner,
+                  partitioner_options={"favorite": 0} if options is None else options, seed=0, **kw)
+
+
+def main(args):
     from tux2.udfs import blockpg
 
     quick = getattr(args, "quick", False)
@@ -48,10 +61,7 @@ def main(args):
 
     # --- tux2 first (its last epoch may improve f*)
     t = time.perf_counter()
-    feat, perm = blockpg.shuffle_features(g.dst, d, seed=0)
-    prog = blockpg.program(y, g.values, g.src, feat, d, lam=lam, block_size=block)
-    eng = Engine(prog, BipartiteGraph(g.src, feat, None, n, d, ("sample", "feature")), partitions=1,
-                 partitioner="bicut", partitioner_options={"favorite": 0}, seed=0)
+    eng = engine(g, y, lam, block)
     setup = time.perf_counter() - t
     emit({"bench": "blockpg", "system": "tux2", "event": "setup", "seconds": setup}, LOG)
     tux2_curve, total = [], 0.0

@@ -3,6 +3,9 @@ import contextlib
 import json
 import os
 import platform
+import shutil
+import subprocess
+import tempfile
 import sys
 import time
 
@@ -23,7 +26,62 @@ def emit(obj, log=None):
 
 
 def machine():
-    return {"python": platform.python_version(), "cpus": os.cpu_count(), "platform": platform.platform()}
+    """Facts that make a number comparable: CPU model and count, memory, OS, versions."""
+    cpu, mem = platform.processor() or "?", 0
+    with contextlib.suppress(OSError):
+        with open("/proc/cpuinfo") as f:
+            cpu = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), cpu)
+        with open("/proc/meminfo") as f:
+            mem = int(next(ln.split()[1] for ln in f if ln.startswith("MemTotal"))) / 2**20
+    import numba
+    return {"python": platform.python_version(), "cpus": os.cpu_count(), "cpu": cpu, "mem_gib": round(mem, 1),
+            "platform": platform.platform(), "numpy": np.__version__, "numba": numba.__version__}
+
+
+def version(dist):
+    """Installed version of a distribution (a peer), or None."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as v
+    try:
+        return v(dist)
+    except PackageNotFoundError:
+        return None
+
+
+def fmt(x, digits=3):
+    """A table cell: floats to ``digits`` significant figures, None as '—'."""
+    if x is None:
+        return "—"
+    if isinstance(x, float):
+        return f"{x:,.{digits}g}" if abs(x) < 1e6 else f"{x:,.0f}"
+    return f"{x:,}" if isinstance(x, int) else str(x)
+
+
+def report(name, title, data, header, rows, peers=None, notes=(), pngs=()):
+    """bench/results/NAME.md, the experiment's latest table: what ran where (machine,
+    data size, peer versions), one markdown table, notes and plots. Returns the path."""
+    m = machine()
+    lines = [f"## {title}", "",
+             f"*{time.strftime('%Y-%m-%d %H:%M')}; {m['cpus']} × {m['cpu']}, {m['mem_gib']} GiB; "
+             f"Python {m['python']}, numpy {m['numpy']}, numba {m['numba']}.*", "",
+             f"**Data:** {data}", ""]
+    if peers:
+        lines += ["**Peers:** " + ", ".join(f"{k} {v or '(not installed: skipped)'}" for k, v in peers.items()), ""]
+    lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(fmt(c) for c in r) + " |" for r in rows]
+    lines += [""] + [f"{n}" for n in notes] + ([""] if notes else [])
+    lines += [f"![{name}]({os.path.basename(p)})" for p in pngs if p]
+    os.makedirs(RESULTS, exist_ok=True)
+    path = os.path.join(RESULTS, f"{name}.md")
+    with open(path, "w") as f:
+        f.write("\n".join(lines).rstrip() + "\n")
+    return path
+
+
+def peak_rss_mib():
+    """This process's peak resident memory (MiB)."""
+    import resource
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def netflix_cached(n_users, n_items, n_ratings, seed=0, rank=10, noise=0.5):
@@ -143,3 +201,32 @@ def gap_plot(name, curves, f_star, gap, title, figsize=(6, 4), logx=False):
         ax.set_ylabel("relative objective gap (f − f*) / f*")
         ax.set_title(title)
         ax.legend(fontsize=7 if len(curves) > 3 else None)
+
+
+def tux2_cli(algo, args, timeout=3600):
+    """Run ``tux2 run ALGO ARGS`` (with ``--workers W`` real worker processes over
+    ZeroMQ) and return (metrics records, per-clock trace records of every rank,
+    wall seconds)."""
+    d = tempfile.mkdtemp(prefix="tux2-bench-dist-")
+    cmd = [sys.executable, "-m", "tux2.cli", "run", algo, *args, "--metrics", os.path.join(d, "m.jsonl"),
+           "--trace", os.path.join(d, "trace"), "--quiet"]
+    t = time.perf_counter()
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+                       cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    wall = time.perf_counter() - t
+    if r.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed:\n{r.stderr[-2000:]}")
+    metrics = [json.loads(x) for x in open(os.path.join(d, "m.jsonl"))]
+    traces = []
+    tdir = os.path.join(d, "trace")
+    ingress = []
+    for f in sorted(os.listdir(tdir)):
+        if f.startswith("trace-"):
+            traces += [json.loads(x) for x in open(os.path.join(tdir, f))]
+        elif f.startswith("ingress-"):
+            ingress.append(json.load(open(os.path.join(tdir, f))))
+    shutil.rmtree(d, ignore_errors=True)
+    traces.sort(key=lambda t: (t["rank"], t["clock"]))
+    if ingress:
+        print(json.dumps({"bench": algo, "event": "ingress", "workers": ingress}), file=sys.stderr)
+    return metrics, traces, wall

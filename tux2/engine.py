@@ -88,6 +88,8 @@ class Engine:
         self.clock = 0
         self.iteration = 0
         self.on_clock = None        # called after each mini-batch clock (progress bars)
+        self.time_parts = False     # True: each trace record gets part_exchange_s, per local partition
+        self._part_s = None
         self.timers = {"exchange": 0.0, "apply": 0.0, "globalsync": 0.0}
         self._replicated = (list(graph.replicated) if sharded else
                             [is_replicated(graph, self.assignment, t) for t in (0, 1)])
@@ -234,6 +236,7 @@ class Engine:
             self._progress(self.clock - self.slack - 1)
         self._gate_s = time.perf_counter() - g0
         self._done_ts = None
+        self._part_s = {p.rank: 0.0 for p in self.parts} if self.time_parts else None
         return (time.perf_counter(), self._sync_s, getattr(self.transport, "wait_seconds", 0.0),
                 self.transport.bytes_sent, time.time(), self.min_bytes)
 
@@ -250,7 +253,8 @@ class Engine:
                            "bytes_sent": self.transport.bytes_sent - b0, "min_bytes": self.min_bytes - m0,
                            "start_ts": start_ts,
                            "done_ts": self._done_ts if self._done_ts is not None else time.time(),
-                           **({"epoch_stages": True} if epoch_stages else {})})
+                           **({"epoch_stages": True} if epoch_stages else {}),
+                           **({"part_exchange_s": self._part_s} if self._part_s is not None else {})})
 
     def _run_stage(self, s, segs):
         t0 = time.perf_counter()
@@ -269,6 +273,7 @@ class Engine:
         for p, (los, his, n, perm) in zip(self.parts, segs):
             if n == 0:
                 continue
+            t0 = time.perf_counter() if self._part_s is not None else 0.0
             A, B = p.types
             k(los, his, n, perm, p.ea, p.eb, view(A.data), view(B.data), view(p.edata),
               view(A.accum), view(B.accum), view(p.ctx))
@@ -277,6 +282,8 @@ class Engine:
                     tl = p.types[t]
                     tl.n_touched = mark_touched(los, his, n, perm, ends, tl.stamp, tl.epoch,
                                                 tl.touched, tl.n_touched)
+            if self._part_s is not None:
+                self._part_s[p.rank] += time.perf_counter() - t0
 
     # ------------------------------------------------------------------ Apply
     # An Apply is a round in three phases: (1) touched mirrors send deltas and

@@ -1,0 +1,113 @@
+"""Fig. 10–11: SSP slack 0 … 16, time to converge to the same point, with the
+compute / sync / wait breakdown, for mini-batch MF and BlockPG on 2 worker
+processes (the real CLI, ZeroMQ on loopback).
+
+The common point is the worst final objective of the sweep (training RMSE for
+MF, f(w) for BlockPG), so every slack reaches it; a run's time to it is the sum
+of rank 0's epoch times up to the first epoch at or below it, and the breakdown
+sums each rank's per-clock trace over those epochs (mean of the 2 ranks).
+Final line: {"bench": "slack", "best_slack": {"mf": s, "blockpg": s}, ...}.
+"""
+import os
+
+import numpy as np
+
+from bench.common import RESULTS, emit, figure, machine, report, tux2_cli
+
+LOG = "slack"
+SLACKS = (0, 1, 2, 4, 8, 16)
+PARTS = ("compute_s", "sync_s", "wait_s")
+
+
+def blockpg_input(quick):
+    """None (the CLI's built-in 20k × 10k problem) or a cached libsvm file."""
+    if quick:
+        return None, "BlockPG: built-in kdd-shaped set, 20,000 samples × 10,000 features"
+    from bench.common import classification_cached
+    from bench.glm import libsvm_cached
+    n, d, nnz = 200_000, 100_000, 30
+    g, y, _, path = classification_cached(n, d, nnz)
+    return libsvm_cached(g, y, path), f"BlockPG: {n:,} samples × {d:,} features, {g.num_edges:,} non-zeros"
+
+
+def time_to(metrics, traces, key, target):
+    """(epochs, seconds, {compute_s, sync_s, wait_s}) to the first epoch with metrics[key] <= target."""
+    hit = next((m["epoch"] for m in metrics if m[key] <= target * (1 + 1e-12)), None)
+    if hit is None:
+        return None, None, {}
+    secs = sum(m["time_s"] for m in metrics if m["epoch"] <= hit)
+    ranks = sorted({t["rank"] for t in traces})
+    bd = {k: float(np.mean([sum(t[k] for t in traces if t["rank"] == r and t["iteration"] <= hit)
+                            for r in ranks])) for k in PARTS}
+    return hit, secs, bd
+
+
+def sweep(algo, args, key, slacks):
+    runs = {}
+    for s in slacks:
+        metrics, traces, wall = tux2_cli(algo, args + ["--workers", "2", "--slack", str(s)])
+        runs[s] = (metrics, traces)
+        emit({"bench": "slack", "algo": algo, "slack": s, "epochs": len(metrics),
+              key: [m[key] for m in metrics], "epoch_seconds": [m["time_s"] for m in metrics], "wall_s": wall}, LOG)
+    target = max(m[-1][key] for m, _ in runs.values())
+    out = []
+    for s, (metrics, traces) in runs.items():
+        ep, secs, bd = time_to(metrics, traces, key, target)
+        rec = {"bench": "slack", "algo": algo, "slack": s, "target": target, "epochs_to_target": ep,
+               "seconds_to_target": secs, **{k[:-2] + "_s_to_target": v for k, v in bd.items()},
+               "final": metrics[-1][key]}
+        emit(rec, LOG)
+        out.append(rec)
+    return out
+
+
+def main(args):
+    from bench.distributed import text_files
+    quick = getattr(args, "quick", False)
+    size = (20_000, 2_000, 1_000_000) if quick else (100_000, 10_000, 8_000_000)
+    tr, _, m = text_files(*size)
+    batch = 100_000 if quick else 400_000
+    epochs = 4 if quick else 6
+    mf = [tr, "--k", "50", "--epochs", str(epochs), "--mode", "minibatch", "--batch-size", str(batch),
+          "--lr", "0.0005" if quick else "0.0001", "--partitioner", "bicut", "--eval-every", "0"]
+    bp_input, bp_data = blockpg_input(quick)
+    bp = ([bp_input] if bp_input else []) + ["--epochs", "8" if quick else "12", "--block-size", "500",
+                                             "--partitioner", "bicut"]
+    info = {"bench": "slack", "mf_ratings": m, "mf_batch": batch, **machine()}
+    emit({**info, "event": "dataset"}, LOG)
+    res = {"mf": sweep("mf", mf, "train_rmse", SLACKS), "blockpg": sweep("blockpg", bp, "objective", SLACKS)}
+    png = plot(res, os.path.join(RESULTS, "slack.png"))
+    rows = [[a, r["slack"], r["epochs_to_target"], r["seconds_to_target"], r["compute_s_to_target"],
+             r["sync_s_to_target"], r["wait_s_to_target"], r["final"]] for a, rs in res.items() for r in rs]
+    report("slack", "Fig. 10–11 analogue: slack vs time to a common objective (2 workers)",
+           f"MF: {m:,} ratings ({size[0]:,} users × {size[1]:,} items), k=50, mini-batch {batch:,} edges; "
+           f"{bp_data}, block 500 features. Target: MF train RMSE {res['mf'][0]['target']:.4f}, BlockPG "
+           f"f = {res['blockpg'][0]['target']:.1f} (the sweep's worst final value)",
+           ["algorithm", "slack", "epochs to target", "time to target (s)", "compute (s)", "sync (s)", "wait (s)",
+            "final objective"], rows, pngs=[png])
+    best = {a: min((r for r in rs if r["seconds_to_target"] is not None), key=lambda r: r["seconds_to_target"])["slack"]
+            for a, rs in res.items()}
+    emit({"bench": "slack", "best_slack": best,
+          "seconds_to_target": {a: {r["slack"]: r["seconds_to_target"] for r in rs} for a, rs in res.items()},
+          "png": png}, LOG)
+    return 0
+
+
+def plot(res, path):
+    with figure(path, ncols=2, figsize=(11, 4), dpi=110) as axes:
+        if axes is None:
+            return None
+        for ax, (algo, rs) in zip(axes, res.items()):
+            x = np.arange(len(rs))
+            bottom = np.zeros(len(rs))
+            for k, label in (("compute_s_to_target", "compute"), ("sync_s_to_target", "sync"),
+                             ("wait_s_to_target", "wait")):
+                v = np.array([r.get(k) or 0.0 for r in rs])
+                ax.bar(x, v, bottom=bottom, label=label)
+                bottom += v
+            ax.set_xticks(x, [str(r["slack"]) for r in rs])
+            ax.set_xlabel("slack (clocks)")
+            ax.set_ylabel("time to common objective, mean of 2 workers (s)")
+            ax.set_title({"mf": "MF (mini-batch)", "blockpg": "BlockPG"}[algo])
+            ax.legend()
+    return path
