@@ -48,7 +48,7 @@ def version(dist):
         return None
 
 
-def fmt(x, digits=3):
+def fmt(x, digits=4):
     """A table cell: floats to ``digits`` significant figures, None as '—'."""
     if x is None:
         return "—"
