@@ -1,0 +1,108 @@
+"""Cost growth: MF (per-edge SGD, k = 50, one process, 1 partition) time per
+epoch and peak memory as the ratings grow 10⁵ → 10⁸ (quick: → 10⁷), with the
+log–log slope (1 = linear in the edges).
+
+Each size runs in a fresh process, so its peak resident memory (ru_maxrss) is
+its own: the cached ratings, the engine's layout and everything numba needs.
+Netflix-shaped data (tux2.datasets.netflix_like: power-law popularity, rank-10
+model plus noise) with users = ratings / 50 and items = ratings / 500.
+Final line: {"bench": "growth", "time_slope": s, "memory_slope": s, ...}.
+"""
+import json
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+from bench.common import RESULTS, emit, figure, machine, report
+
+LOG = "growth"
+
+
+def shape(n):
+    return max(n // 50, 100), max(n // 500, 20), n
+
+
+def child(n, epochs=3):
+    """One size, in this process: prints a JSON line."""
+    from bench.common import netflix_cached, peak_rss_mib
+    from tux2 import Engine
+    from tux2.graph import blocked_order
+    from tux2.udfs import mf
+    users, items, _ = shape(n)
+    t = time.perf_counter()
+    train, _, _ = netflix_cached(users, items, n)
+    load = time.perf_counter() - t
+    rss_data = peak_rss_mib()
+    t = time.perf_counter()
+    tr = train.permuted(blocked_order(train.src, train.dst, train.n_src, train.n_dst, seed=0))
+    eng = Engine(mf.program(k=50, mode="sgd", lr=0.1, reg=0.05, mu=float(tr.values.mean())), tr, partitions=1,
+                 seed=0)
+    setup = time.perf_counter() - t
+    times = []
+    for _ in range(epochs):
+        t = time.perf_counter()
+        eng.run(1)
+        times.append(time.perf_counter() - t)
+    print(json.dumps({"ratings": n, "train_edges": tr.num_edges, "users": users, "items": items, "load_s": load,
+                      "setup_s": setup, "epoch_s": float(np.median(times[1:] if len(times) > 1 else times)),
+                      "epoch_seconds": times, "peak_rss_mib": peak_rss_mib(), "data_rss_mib": rss_data,
+                      "train_rmse": float(eng.context()["rmse"])}), flush=True)
+
+
+def slope(x, y):
+    return float(np.polyfit(np.log10(x), np.log10(y), 1)[0])
+
+
+def main(args):
+    quick = getattr(args, "quick", False)
+    sizes = (10**5, 10**6, 10**7) if quick else (10**5, 10**6, 10**7, 10**8)
+    emit({"bench": "growth", "event": "start", "sizes": sizes, **machine()}, LOG)
+    res = []
+    for n in sizes:
+        r = subprocess.run([sys.executable, "-c", f"from bench.growth import child; child({n})"],
+                           capture_output=True, text=True, timeout=7200,
+                           cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        if r.returncode != 0:
+            raise RuntimeError(f"growth at {n:,} ratings failed:\n{r.stderr[-2000:]}")
+        rec = json.loads(r.stdout.strip().splitlines()[-1])
+        rec["ns_per_edge"] = rec["epoch_s"] / rec["train_edges"] * 1e9
+        rec["bytes_per_edge"] = rec["peak_rss_mib"] * 2**20 / rec["train_edges"]
+        emit({"bench": "growth", **rec}, LOG)
+        res.append(rec)
+    e = [r["train_edges"] for r in res]
+    # slopes over the sizes where fixed costs no longer dominate (10^6 and up)
+    big = [i for i, r in enumerate(res) if r["ratings"] >= 10**6] or list(range(len(res)))
+    ts = slope([e[i] for i in big], [res[i]["epoch_s"] for i in big])
+    ms = slope([e[i] for i in big], [res[i]["peak_rss_mib"] for i in big])
+    png = plot(res, os.path.join(RESULTS, "growth.png"))
+    report("growth", "Cost growth: MF per-edge SGD, time and memory per epoch vs edges",
+           f"Netflix-shaped ratings {sizes[0]:,} → {sizes[-1]:,} (90% train), users = ratings/50, items = "
+           "ratings/500; k = 50; one process, 1 partition",
+           ["train edges", "users × items", "s / epoch", "ns / edge", "peak RSS (MiB)", "bytes / edge",
+            "layout setup (s)"],
+           [[r["train_edges"], f"{r['users']:,} × {r['items']:,}", r["epoch_s"], r["ns_per_edge"],
+             r["peak_rss_mib"], r["bytes_per_edge"], r["setup_s"]] for r in res],
+           notes=[f"log–log slope from 10⁶ ratings up: time **{ts:.2f}**, memory **{ms:.2f}** (1 = linear)."],
+           pngs=[png])
+    emit({"bench": "growth", "time_slope": ts, "memory_slope": ms, "largest_edges": e[-1], "png": png}, LOG)
+    return 0
+
+
+def plot(res, path):
+    with figure(path, ncols=2, figsize=(11, 4), dpi=110) as axes:
+        if axes is None:
+            return None
+        e = [r["train_edges"] for r in res]
+        for ax, key, lab in ((axes[0], "epoch_s", "time per epoch (s)"), (axes[1], "peak_rss_mib", "peak memory (MiB)")):
+            y = [r[key] for r in res]
+            ax.loglog(e, y, marker="o", label="tux2 MF (measured)")
+            ax.loglog(e, [y[-1] * x / e[-1] for x in e], ls="--", color="grey", label="linear (slope 1)")
+            ax.set_xlabel("training edges")
+            ax.set_ylabel(lab)
+            ax.legend()
+        axes[0].set_title("time per epoch")
+        axes[1].set_title("peak resident memory")
+    return path
