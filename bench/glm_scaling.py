@@ -9,10 +9,10 @@ divided by its clocks. Column's traffic per step is the batch's partial margins
 and derivatives; a row strategy's is the batch's touched features, which grows
 with the model until every batch touches distinct features.
 """
+import os
 import time
 
-
-from bench.common import RESULTS, emit, figure, machine
+from bench.common import RESULTS, emit, figure, machine, report
 
 LOG = "glm_scaling"
 STRATEGIES = [("column", False), ("sendgradient", False), ("sendgradient", True), ("modelavg", False)]
@@ -68,6 +68,14 @@ def main(args):
                 ax.set_ylabel(lab)
                 ax.legend()
             axes[0].set_title(f"L2-LR, {n // 1000}k samples × {nnz} nnz, B={batch}, P={parts}")
+    report("glm_scaling", "ColumnSGD Fig. 10 analogue: GLM per-step time and traffic vs model size",
+           f"{n:,} samples × {nnz} non-zeros each, features {sizes[0]:,} → {sizes[-1]:,}; batch {batch}, "
+           f"P = {parts} partitions in one process", ["strategy", "features", "ms / step", "bytes / step"],
+           [[r["strategy"], r["features"], r["ms_per_step"], r["bytes_per_step"]]
+            for r in sorted(rows, key=lambda x: (x["strategy"], x["features"]))],
+           notes=["Growth smallest → largest model: " + "; ".join(
+               f"{k} time ×{v['time']:.2f}, bytes ×{v['bytes']:.2f}" for k, v in growth.items())],
+           pngs=[os.path.join(RESULTS, "glm_scaling.png")])
     emit({"bench": "glm_scaling", "growth_smallest_to_largest": growth, "features": [sizes[0], sizes[-1]],
           "results": RESULTS}, LOG)
     return 0

@@ -14,7 +14,7 @@ import time
 
 import numpy as np
 
-from bench.common import CACHE, classification_cached, emit, ensure, machine, netflix_cached
+from bench.common import CACHE, RESULTS, classification_cached, emit, ensure, figure, machine, netflix_cached, report
 
 LOG = "io"
 
@@ -80,6 +80,23 @@ def main(args):
     for name, t in (("sklearn load_svmlight_file", t_sk), ("tux2 io.read_libsvm", t_svm)):
         emit({"bench": "io", "format": "libsvm", "reader": name, "MB": round(svm_mb, 1), "seconds": t,
               "MB_per_s": svm_mb / t, "version": sk.__version__ if name.startswith("sklearn") else None}, LOG)
+    with figure("io", figsize=(7, 4)) as ax:
+        if ax is not None:
+            bars = [(k, mb / t) for k, t in rows.items()] + [("sklearn load_svmlight_file (libsvm)", svm_mb / t_sk),
+                                                            ("tux2 io.read_libsvm (libsvm)", svm_mb / t_svm)]
+            ax.barh([b[0] for b in bars], [b[1] for b in bars], color="tab:blue", label="best of 3 (libsvm: 2)")
+            ax.set_xlabel("parse throughput (MB/s)")
+            ax.set_title(f"Reading a {mb:.0f} MB edge list and a {svm_mb:.0f} MB libsvm file")
+            ax.legend()
+    report("io", "Peer: parsing, tux2 vs pandas and scikit-learn",
+           f"edge list {os.path.basename(path)}: {mb:.0f} MB, {edges:,} lines; libsvm {svm_mb:.0f} MB "
+           f"({g3.n_src:,} samples, {g3.num_edges:,} non-zeros)", ["reader", "format", "seconds", "MB/s"],
+           [[k, "edge list", t, mb / t] for k, t in rows.items()]
+           + [["sklearn load_svmlight_file", "libsvm", t_sk, svm_mb / t_sk],
+              ["tux2 io.read_libsvm", "libsvm", t_svm, svm_mb / t_svm]],
+           peers={"pandas": pd.__version__, "scikit-learn": sk.__version__},
+           notes=[f"tux2 / pandas MB/s: **{t_pd / t_raw:.2f}×**; libsvm tux2 / sklearn: **{t_sk / t_svm:.2f}×**."],
+           pngs=[os.path.join(RESULTS, "io.png")])
     emit({"bench": "io", "tux2_over_pandas_MBps": t_pd / t_raw, "loader_over_pandas_MBps": t_pd / t_load,
           "tux2_MBps": mb / t_raw, "pandas_MBps": mb / t_pd, "libsvm_tux2_over_sklearn_MBps": t_sk / t_svm,
           "MB": round(mb, 1), "lines": edges, "pandas_version": pd.__version__, "sklearn_version": sk.__version__},

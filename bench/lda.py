@@ -17,7 +17,7 @@ import time
 
 import numpy as np
 
-from bench.common import CACHE, emit, ensure, figure, machine
+from bench.common import CACHE, RESULTS, emit, ensure, figure, machine, report
 
 LOG = "lda"
 BLOCK = 10
@@ -96,6 +96,13 @@ def main(args):
     _plot(curves, tokens, K)
     r = total["tomotopy"] / total["tux2"]
     tll, pll = curves["tux2"][-1][2], curves["tomotopy"][-1][2]
+    report("lda", "Peer: LDA by collapsed Gibbs sampling, tux2 vs tomotopy (1 thread)",
+           f"{tokens:,} tokens, {D:,} documents, {V:,} words (planted LDA corpus), K = {K}, α = {alpha}, "
+           f"β = {beta}, {iters} iterations", ["system", "M tokens/s", "log p(w, z) per token"],
+           [["tux2 (SparseLDA, 1 partition)", tokens * iters / total["tux2"] / 1e6, tll],
+            [f"tomotopy {tp.__version__}", tokens * iters / total["tomotopy"] / 1e6, pll]],
+           peers={"tomotopy": tp.__version__},
+           notes=[f"tux2 / tomotopy tokens per second: **{r:.2f}×**."], pngs=[os.path.join(RESULTS, "lda.png")])
     emit({"bench": "lda", "tux2_over_tomotopy_tokens_per_s": r, "tux2_ll": tll, "tomotopy_ll": pll,
           "ll_relative_difference": abs(tll - pll) / abs(pll), "tux2_tokens_per_s": tokens * iters / total["tux2"],
           "tomotopy_tokens_per_s": tokens * iters / total["tomotopy"], "tokens": tokens, "iterations": iters,

@@ -14,7 +14,9 @@ import sys
 import time
 
 
-from bench.common import emit, machine, netflix_cached
+import numpy as np
+
+from bench.common import RESULTS, emit, figure, machine, netflix_cached, report
 
 LOG = "mf"
 
@@ -58,13 +60,14 @@ def main(args):
     mu = float(tr.values.mean())
     eng = Engine(mf.program(k=k, mode="sgd", lr=lr, reg=reg, mu=mu), tr, partitions=1, seed=0)
     emit({"bench": "mf_sgd", "system": "tux2", "event": "setup", "seconds": time.perf_counter() - t}, LOG)
-    times = []
+    times, tux2_curve = [], []
     for epoch in range(1, epochs + 1):
         t = time.perf_counter()
         eng.run(1)
         dt = time.perf_counter() - t
         times.append(dt)
         rm = mf.rmse(eng.vertex_data("user"), eng.vertex_data("item"), test, mu)
+        tux2_curve.append(rm)
         emit({"bench": "mf_sgd", "system": "tux2", "epoch": epoch, "seconds": dt, "edges_per_s": m / dt,
               "train_rmse": eng.context()["rmse"], "test_rmse": rm}, LOG)
     tux2_rmse = rm
@@ -88,6 +91,24 @@ def main(args):
     emit({"bench": "mf_sgd", "system": "libmf", "event": "timing", "seconds_1_epoch": t1,
           f"seconds_{epochs}_epochs": tn["seconds"], "seconds_per_epoch": per_epoch, "edges_per_s": libmf_eps,
           "test_rmse": tn["test_rmse"]}, LOG)
+    libmf_rmse = [it["va_rmse"] for it in verbose["iters"]]
+    png = None
+    with figure("mf", figsize=(6.5, 4)) as ax:
+        if ax is not None:
+            ax.plot(np.cumsum(times), tux2_curve, marker="o", label="tux2 (per-edge SGD, 1 partition)")
+            ax.plot(per_epoch * np.arange(1, len(libmf_rmse) + 1), libmf_rmse, marker="s",
+                    label=f"LibMF {libmf.VERSION} (AVX, 1 thread)")
+            ax.set_xlabel("training time (s; LibMF: epochs × its per-epoch time)")
+            ax.set_ylabel("test RMSE")
+            ax.set_title(f"MF, k={k}, {m / 1e6:.1f} M ratings")
+            ax.legend()
+            png = os.path.join(RESULTS, "mf.png")
+    report("mf", "Peer: MF by per-edge SGD, tux2 vs LibMF (1 thread)",
+           f"{m:,} train / {test.num_edges:,} test ratings ({n_users:,} users × {n_items:,} items), k = {k}, "
+           f"{epochs} epochs, η = {lr}, λ = {reg}", ["system", "M edges/s", "test RMSE"],
+           [["tux2", tux2_eps / 1e6, tux2_rmse], [f"LibMF {libmf.VERSION}", libmf_eps / 1e6, tn["test_rmse"]]],
+           peers={"LibMF": libmf.VERSION},
+           notes=[f"tux2 / LibMF edges per second: **{tux2_eps / libmf_eps:.2f}×**."], pngs=[png])
     emit({"bench": "mf_sgd", "tux2_over_libmf_edges_per_s": tux2_eps / libmf_eps,
           "tux2_edges_per_s": tux2_eps, "libmf_edges_per_s": libmf_eps,
           "tux2_test_rmse": tux2_rmse, "libmf_test_rmse": tn["test_rmse"], "epochs": epochs,

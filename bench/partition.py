@@ -19,7 +19,7 @@ import time
 
 import numpy as np
 
-from bench.common import CACHE, RESULTS, emit, machine
+from bench.common import CACHE, RESULTS, emit, figure, machine
 
 LOG = "partition"
 HASH_BASED = ("random", "grid", "dbh", "bicut", "hybrid")
@@ -151,9 +151,11 @@ def run_peers(s, t, n, p, base, timeout):
 
 def write_markdown(thr, lam, info):
     os.makedirs(RESULTS, exist_ok=True)
-    out = [f"# Partitioning ({info['date']}, {info['platform']}, {info['cpus']} cpus)", ""]
+    out = [f"## Peer: vertex-cut partitioning vs KaHIP / Mt-KaHyPar ({info['date']}; {info['cpus']} × {info['cpu']}, "
+           f"{info['mem_gib']} GiB)", "", "**Data:** PowerGraph-style power-law graphs (Zipf in-degree α), sizes in "
+           "the tables; peer versions beside their names.", ""]
     if thr:
-        out += [f"## Throughput and memory ({thr[0]['edges']:,} edges, p = {thr[0]['parts']}, 1 core)", "",
+        out += [f"### Throughput and memory ({thr[0]['edges']:,} edges, p = {thr[0]['parts']}, 1 core)", "",
                 "| strategy | M edges/s | target | peak extra memory / edge arrays |", "|---|---|---|---|"]
         for r in thr:
             tgt = f"≥ {r['target_edges_per_s'] / 1e6:.0f} M" if r["target_edges_per_s"] else "–"
@@ -163,7 +165,7 @@ def write_markdown(thr, lam, info):
     groups = {}
     for r in lam:
         groups.setdefault((r["n"], r["alpha"], r["parts"], r["edges"]), []).append(r)
-    out += ["## Replication factor λ on power-law graphs (Zipf in-degree)", "",
+    out += ["### Replication factor λ on power-law graphs (Zipf in-degree)", "",
             "λ counts master-only replicas (PowerGraph); λ′ does not (KaHIP / Mt-KaHyPar count λ′). "
             "`model` = PowerLyra's analytic Table 1 at this n; `closed form` = the per-graph expectation "
             "(partitioning.md §2.3). bicut/aweto: bipartite view (2n vertices).", "",
@@ -180,8 +182,33 @@ def write_markdown(thr, lam, info):
             out.append(f"| {n:,} | {alpha} | {p} | {m:,} | {name} | {f('replication_factor')} | "
                        f"{f('replication_factor_no_master_only')} | {f('powerlyra_model')} | {f('closed_form')} | "
                        f"{f('edge_balance')} | {f('seconds', 2)} |")
+    png = plot(lam)
+    if png:
+        out += ["", f"![partition]({os.path.basename(png)})"]
     with open(os.path.join(RESULTS, "partition.md"), "w") as fh:
         fh.write("\n".join(out) + "\n")
+
+
+def plot(lam):
+    """λ vs α per strategy at the largest graph and p, one line each (peers included)."""
+    ok = [r for r in lam if "skipped" not in r and r.get("replication_factor") is not None]
+    if not ok:
+        return None
+    n, p = max(r["n"] for r in ok), max(r["parts"] for r in ok)
+    sel = [r for r in ok if r["n"] == n and r["parts"] == p]
+    with figure("partition", figsize=(7, 4.5)) as ax:
+        if ax is None:
+            return None
+        for s in sorted({r["strategy"] for r in sel}):
+            rs = sorted((r for r in sel if r["strategy"] == s), key=lambda r: r["alpha"])
+            key = "replication_factor_no_master_only" if s in ("kahip", "mtkahypar") else "replication_factor"
+            ax.plot([r["alpha"] for r in rs], [r[key] for r in rs], marker="o", label=s + (" (λ′)" if
+                    key != "replication_factor" else ""))
+        ax.set_xlabel("Zipf exponent α of the in-degree")
+        ax.set_ylabel("replication factor λ (replicas per vertex)")
+        ax.set_title(f"n = {n:,} vertices, p = {p}")
+        ax.legend(fontsize=7, ncol=2)
+    return os.path.join(RESULTS, "partition.png")
 
 
 def main(args):
