@@ -1,0 +1,83 @@
+"""The benchmark harness: its comparisons are like for like, and its tables say
+what ran where."""
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+from bench import layout
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def test_layouts_compute_the_same_model():
+    """Fig. 8 compares layouts, not algorithms: array and hash-table loops give equal models."""
+    rng = np.random.default_rng(0)
+    nu, ni, m, k = 30, 20, 400, 4
+    u, i = rng.integers(0, nu, m), rng.integers(0, ni, m)
+    r = rng.normal(3, 1, m).astype(np.float32)
+    P0 = rng.normal(0, 0.1, (nu, k)).astype(np.float32)
+    Q0 = rng.normal(0, 0.1, (ni, k)).astype(np.float32)
+    P, Q = P0.copy(), Q0.copy()
+    a = layout.mf_array(u, i, r, P, Q, 3.0, 0.01, 0.05)
+    PD = layout._vec_dict(layout.keys_of(np.arange(nu), 1), P0)
+    QD = layout._vec_dict(layout.keys_of(np.arange(ni), 2), Q0)
+    h = layout.mf_hash(layout.keys_of(u, 1), layout.keys_of(i, 2), r, PD, QD, 3.0, 0.01, 0.05)
+    assert a == h
+    assert np.array_equal(P[7], PD[layout.keys_of(np.array([7]), 1)[0]])
+
+    # LDA: same seed, same draws, same topics
+    D, V, K = 10, 15, 5
+    doc, word = rng.integers(0, D, 300), rng.integers(0, V, 300)
+    z0 = rng.integers(0, K, 300)
+    NW, ND = np.zeros((V, K), np.int32), np.zeros((D, K), np.int32)
+    np.add.at(NW, (word, z0), 1)
+    np.add.at(ND, (doc, z0), 1)
+    nk = NW.sum(0).astype(np.int32)
+    za, zh = z0.copy(), z0.copy()
+    NWD = layout._count_dict(layout.keys_of(np.arange(V), 3), NW)
+    layout.lda_array(doc, word, za, NW.copy(), ND.copy(), nk.copy(), 0.1, 0.01, V * 0.01, 5)
+    layout.lda_hash(doc, layout.keys_of(word, 3), zh, NWD, ND.copy(), nk.copy(), 0.1, 0.01, V * 0.01, 5)
+    assert np.array_equal(za, zh) and not np.array_equal(za, z0)
+
+    # BlockPG: two blocks of 4 features over 12 samples
+    n, d, block = 12, 8, 4
+    s, f = rng.integers(0, n, 60), rng.integers(0, d, 60)
+    key = np.unique(s * d + f)
+    s, f = key // d, key % d
+    x = rng.random(len(s))
+    y = np.where(rng.random(n) < 0.5, -1.0, 1.0)
+    o = np.lexsort((s, f // block))
+    s, f, x = s[o], f[o], x[o]
+    bptr = np.searchsorted(f // block, np.arange(d // block + 1))
+    bf_ptr, bf = np.arange(0, d + 1, block), np.arange(d)
+    m1, w = np.zeros(n), np.zeros(d)
+    layout.blockpg_array(bptr, s, f, x, y, m1, w, np.zeros(d), np.zeros(d), bf_ptr, bf, 0.05)
+    allk = layout.keys_of(np.arange(d), 4)
+    WD, GD, HD = layout._scalar_dict(allk), layout._scalar_dict(allk), layout._scalar_dict(allk)
+    m2 = np.zeros(n)
+    layout.blockpg_hash(bptr, s, layout.keys_of(f, 4), x, y, m2, WD, GD, HD, bf_ptr, allk, 0.05)
+    assert np.array_equal(m1, m2) and np.any(w != 0)
+    assert np.array_equal(w, [WD[k] for k in allk])
+
+
+def test_report_states_machine_data_and_peers(tmp_path, monkeypatch):
+    from bench import common
+    monkeypatch.setattr(common, "RESULTS", str(tmp_path))
+    path = common.report("x", "Title", "1,000 edges", ["system", "s"], [["tux2", 0.5], ["peer", None]],
+                         peers={"peer": "1.2", "gone": None}, notes=["note"], pngs=[str(tmp_path / "x.png")])
+    text = open(path).read()
+    assert "1,000 edges" in text and "peer 1.2" in text and "gone (not installed: skipped)" in text
+    assert "| tux2 | 0.5 |" in text and "| peer | — |" in text and "![x](x.png)" in text
+    assert f"{os.cpu_count()} ×" in text
+
+
+def test_every_experiment_is_listed_and_importable():
+    from bench.__main__ import EXPERIMENTS
+    import importlib
+    for name, (module, what) in EXPERIMENTS.items():
+        assert callable(importlib.import_module(module).main), name
+    out = subprocess.run([sys.executable, "-m", "bench", "--help"], capture_output=True, text=True, cwd=ROOT,
+                         timeout=120)
+    assert out.returncode == 0 and all(n in out.stdout for n in EXPERIMENTS)
