@@ -308,6 +308,7 @@ def plot(res, path):
         for xi, r in zip(x, res.values()):
             ax.text(xi + 0.2, r["hash_s"], f"{r['hash_over_array']:.1f}×", ha="center", va="bottom", fontsize=8)
         ax.set_xticks(x, list(res))
+        ax.set_xlabel("algorithm (one thread, quick or full data: see the table)")
         ax.set_ylabel("time per iteration (s)")
         ax.set_title("Data layout: same loop, array index vs hash lookup")
         ax.legend()

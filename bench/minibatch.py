@@ -41,9 +41,8 @@ def main(args):
                     "--lr", "0.0005" if quick else "0.0001", "--partitioner", "bicut", "--eval-every", "0"],
              "train_rmse", mf_sizes, "--batch-size")
     bp_input, bp_data = blockpg_input(quick)
-    bp_sizes = (50, 500, 5_000) if quick else (100, 1_000, 10_000, 100_000)
-    bp = run("blockpg", ([bp_input] if bp_input else []) + ["--epochs", "8" if quick else "12",
-                                                            "--partitioner", "bicut"],
+    bp_sizes = (100, 1_000, 10_000) if quick else (100, 1_000, 10_000, 100_000)
+    bp = run("blockpg", [bp_input, "--epochs", "8" if quick else "12", "--partitioner", "bicut"],
              "objective", bp_sizes, "--block-size")
     png = plot(mf, bp, os.path.join(RESULTS, "minibatch.png"))
     rows = [[algo, b, len(c), c[-1][0], c[-1][1]] for algo, res in (("mf", mf), ("blockpg", bp))
