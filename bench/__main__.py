@@ -41,8 +41,9 @@ def run_all(quick, names):
               file=sys.stderr, flush=True)
     total = time.perf_counter() - t_all
     report("all", f"`python -m bench all{' --quick' if quick else ''}`: {total / 60:.1f} minutes",
-           "each experiment's own table below", ["experiment", "what", "minutes", "exit code"],
-           [[n, EXPERIMENTS[n][1], times[n] / 60, codes[n]] for n in names])
+           "each experiment's own table below (datasets cached and peers installed before: a first run "
+           "also generates and installs them)", ["experiment", "what", "seconds", "exit code"],
+           [[n, EXPERIMENTS[n][1], round(times[n], 1), codes[n]] for n in names])
     readme_results(names)
     emit({"bench": "all", "quick": quick, "minutes": total / 60, "experiments": {n: round(times[n], 1) for n in names},
           "failed": [n for n in names if codes[n]], **machine()}, "all")
