@@ -41,7 +41,8 @@ def keys_of(ids, salt):
 
 
 @njit(cache=True)
-def _vec_dict(keys, rows):
+def vec_store(keys, rows):
+    """A hash-table parameter store: key → its own float32 row (a copy of ``rows[i]``)."""
     d = Dict.empty(key_type=types.int64, value_type=types.float32[:])
     for i in range(len(keys)):
         d[keys[i]] = rows[i].copy()
@@ -208,8 +209,8 @@ def bench_mf(quick, iters):
     P, Q = P0.copy(), Q0.copy()
     arr = timed(lambda: mf_array(u, i, r, P, Q, mu, 0.01, 0.05), iters)
     uk, ik = keys_of(u, 1), keys_of(i, 2)
-    PD = _vec_dict(keys_of(np.arange(tr.n_src), 1), P0)
-    QD = _vec_dict(keys_of(np.arange(tr.n_dst), 2), Q0)
+    PD = vec_store(keys_of(np.arange(tr.n_src), 1), P0)
+    QD = vec_store(keys_of(np.arange(tr.n_dst), 2), Q0)
     hsh = timed(lambda: mf_hash(uk, ik, r, PD, QD, mu, 0.01, 0.05), iters)
     eng = Engine(mf.program(k=k, mode="sgd", lr=0.1, reg=0.05, mu=mu), tr, partitions=1, seed=0)
     e = timed(lambda: eng.run(1), iters)

@@ -21,8 +21,8 @@ def test_layouts_compute_the_same_model():
     Q0 = rng.normal(0, 0.1, (ni, k)).astype(np.float32)
     P, Q = P0.copy(), Q0.copy()
     a = layout.mf_array(u, i, r, P, Q, 3.0, 0.01, 0.05)
-    PD = layout._vec_dict(layout.keys_of(np.arange(nu), 1), P0)
-    QD = layout._vec_dict(layout.keys_of(np.arange(ni), 2), Q0)
+    PD = layout.vec_store(layout.keys_of(np.arange(nu), 1), P0)
+    QD = layout.vec_store(layout.keys_of(np.arange(ni), 2), Q0)
     h = layout.mf_hash(layout.keys_of(u, 1), layout.keys_of(i, 2), r, PD, QD, 3.0, 0.01, 0.05)
     assert a == h
     assert np.array_equal(P[7], PD[layout.keys_of(np.array([7]), 1)[0]])

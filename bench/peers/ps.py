@@ -27,23 +27,15 @@ import time
 
 import numpy as np
 import zmq
-from numba import njit, types
-from numba.typed import Dict
+from numba import njit
 
-SCRAMBLE = np.int64(0x9E3779B97F4A7C15 & 0x7FFFFFFFFFFFFFFF)
-MASK = np.int64(0x7FFFFFFFFFFFFFFF)
+from bench import layout
+from bench.layout import vec_store
+
 
 
 def keys_of(ids):
-    return (np.asarray(ids, np.int64) * SCRAMBLE + 7) & MASK
-
-
-@njit(cache=True)
-def new_store(keys, rows):
-    d = Dict.empty(key_type=types.int64, value_type=types.float32[:])
-    for i in range(len(keys)):
-        d[keys[i]] = rows[i].copy()
-    return d
+    return layout.keys_of(ids, 7)
 
 
 @njit(cache=True)
@@ -92,7 +84,7 @@ def server(args):
     rows = np.zeros((n_items, k + 2), np.float32)
     rows[:, :k] = np.random.default_rng(1).normal(0, 0.1, (n_items, k))
     rows[:, k + 1] = 1.0
-    store = new_store(keys_of(np.arange(n_items)), rows)
+    store = vec_store(keys_of(np.arange(n_items)), rows)
     pull_rows(store, keys_of(np.arange(0)), np.zeros((0, k + 2), np.float32))      # compile before clock 1
     push_rows(store, keys_of(np.arange(0)), np.zeros((0, k + 2), np.float32))
     ctx = zmq.Context()
@@ -156,7 +148,7 @@ def worker(args):
     sock.connect(args.address)
     lr, reg, mu = np.float32(args.lr), np.float32(args.reg), np.float32(mu)
     sgd_slice(src[:0], dst[:0], val[:0], U, np.zeros((0, k + 2), np.float32), mu, lr, reg, k)   # compile
-    pull_rows(new_store(keys_of(np.arange(0)), np.zeros((0, k + 2), np.float32)), keys_of(np.arange(0)),
+    pull_rows(vec_store(keys_of(np.arange(0)), np.zeros((0, k + 2), np.float32)), keys_of(np.arange(0)),
               np.zeros((0, k + 2), np.float32))
     clock = 0
     for epoch in range(1, args.epochs + 1):
