@@ -81,3 +81,22 @@ def test_every_experiment_is_listed_and_importable():
     out = subprocess.run([sys.executable, "-m", "bench", "--help"], capture_output=True, text=True, cwd=ROOT,
                          timeout=120)
     assert out.returncode == 0 and all(n in out.stdout for n in EXPERIMENTS)
+
+
+def test_engine_times_each_partition_when_asked():
+    """Fig. 15's data: with time_parts, every mini-batch record has each partition's Exchange time."""
+    from tux2 import Engine
+    from tux2.datasets import netflix_like
+    from tux2.udfs import mf
+    train, _ = netflix_like(200, 50, 3000, seed=1)
+    eng = Engine(mf.program(k=4, batch_size=500), train, partitions=3, seed=0)
+    eng.run(1)
+    assert all("part_exchange_s" not in t for t in eng.trace)
+    eng.time_parts = True
+    eng.run(1)
+    recs = [t for t in eng.trace if t["iteration"] == 2 and not t.get("epoch_stages")]
+    assert len(recs) == -(-train.num_edges // 500)
+    for t in recs:
+        assert sorted(t["part_exchange_s"]) == [0, 1, 2] and all(v >= 0 for v in t["part_exchange_s"].values())
+        assert sum(t["part_exchange_s"].values()) <= t["compute_s"] + 1e-6
+    assert sum(v for t in recs for v in t["part_exchange_s"].values()) > 0
