@@ -70,7 +70,8 @@ def readme_results(names):
     head, rest = text.split(BEGIN, 1)
     tail = rest.split(END, 1)[1]
     with open(path, "w") as f:
-        f.write(head + BEGIN + "\n\n" + "\n\n".join(parts) + "\n\n" + END + tail)
+        f.write(head + BEGIN + "\n\n*Copied from bench/results/ by the last `bench all`; the plots it links are "
+                "written there by the run (not committed).*\n\n" + "\n\n".join(parts) + "\n\n" + END + tail)
 
 
 def main(argv=None):
