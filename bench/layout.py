@@ -40,21 +40,17 @@ def keys_of(ids, salt):
     return (np.asarray(ids, np.int64) * SCRAMBLE + salt) & np.int64(0x7FFFFFFFFFFFFFFF)
 
 
-@njit(cache=True)
 def vec_store(keys, rows):
-    """A hash-table parameter store: key → its own float32 row (a copy of ``rows[i]``)."""
-    d = Dict.empty(key_type=types.int64, value_type=types.float32[:])
-    for i in range(len(keys)):
-        d[keys[i]] = rows[i].copy()
+    """A hash-table parameter store: key → its own row (a copy of ``rows[i]``, any dtype)."""
+    d = Dict.empty(key_type=types.int64, value_type=types.Array(numba.from_dtype(rows.dtype), 1, "C"))
+    _fill_rows(d, np.asarray(keys, np.int64), rows)
     return d
 
 
 @njit(cache=True)
-def _count_dict(keys, rows):
-    d = Dict.empty(key_type=types.int64, value_type=types.int32[:])
+def _fill_rows(d, keys, rows):
     for i in range(len(keys)):
         d[keys[i]] = rows[i].copy()
-    return d
 
 
 @njit(cache=True)
@@ -238,7 +234,7 @@ def bench_lda(quick, iters):
     z, NW, ND, nk = z0.copy(), NW0.copy(), ND0.copy(), nk0.copy()
     arr = timed(lambda: lda_array(doc, word, z, NW, ND, nk, alpha, beta, vbeta, 1), iters)
     z, ND, nk = z0.copy(), ND0.copy(), nk0.copy()
-    NWD = _count_dict(keys_of(np.arange(V), 3), NW0)
+    NWD = vec_store(keys_of(np.arange(V), 3), NW0)
     wk = keys_of(word, 3)
     hsh = timed(lambda: lda_hash(doc, wk, z, NWD, ND, nk, alpha, beta, vbeta, 1), iters)
     s, w, c = lda.token_edges(docs, words, counts)

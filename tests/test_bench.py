@@ -36,7 +36,7 @@ def test_layouts_compute_the_same_model():
     np.add.at(ND, (doc, z0), 1)
     nk = NW.sum(0).astype(np.int32)
     za, zh = z0.copy(), z0.copy()
-    NWD = layout._count_dict(layout.keys_of(np.arange(V), 3), NW)
+    NWD = layout.vec_store(layout.keys_of(np.arange(V), 3), NW)
     layout.lda_array(doc, word, za, NW.copy(), ND.copy(), nk.copy(), 0.1, 0.01, V * 0.01, 5)
     layout.lda_hash(doc, layout.keys_of(word, 3), zh, NWD, ND.copy(), nk.copy(), 0.1, 0.01, V * 0.01, 5)
     assert np.array_equal(za, zh) and not np.array_equal(za, z0)
