@@ -28,25 +28,21 @@ def shape(n):
 def child(n, epochs=3):
     """One size, in this process: prints a JSON line."""
     from bench.common import netflix_cached, peak_rss_mib
-    from tux2 import Engine
-    from tux2.graph import blocked_order
-    from tux2.udfs import mf
+    from bench.mf import sgd_engine
     users, items, _ = shape(n)
     t = time.perf_counter()
     train, _, _ = netflix_cached(users, items, n)
     load = time.perf_counter() - t
     rss_data = peak_rss_mib()
     t = time.perf_counter()
-    tr = train.permuted(blocked_order(train.src, train.dst, train.n_src, train.n_dst, seed=0))
-    eng = Engine(mf.program(k=50, mode="sgd", lr=0.1, reg=0.05, mu=float(tr.values.mean())), tr, partitions=1,
-                 seed=0)
+    eng, _, _ = sgd_engine(train)
     setup = time.perf_counter() - t
     times = []
     for _ in range(epochs):
         t = time.perf_counter()
         eng.run(1)
         times.append(time.perf_counter() - t)
-    print(json.dumps({"ratings": n, "train_edges": tr.num_edges, "users": users, "items": items, "load_s": load,
+    print(json.dumps({"ratings": n, "train_edges": train.num_edges, "users": users, "items": items, "load_s": load,
                       "setup_s": setup, "epoch_s": float(np.median(times[1:] if len(times) > 1 else times)),
                       "epoch_seconds": times, "peak_rss_mib": peak_rss_mib(), "data_rss_mib": rss_data,
                       "train_rmse": float(eng.context()["rmse"])}), flush=True)

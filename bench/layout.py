@@ -191,13 +191,11 @@ def timed(fn, iters):
 
 
 def bench_mf(quick, iters):
-    from tux2 import Engine
-    from tux2.graph import blocked_order
-    from tux2.udfs import mf
+    from bench.mf import sgd_engine
     size = (20_000, 2_000, 1_000_000) if quick else (100_000, 10_000, 8_000_000)
     train, _, _ = netflix_cached(*size)
-    tr = train.permuted(blocked_order(train.src, train.dst, train.n_src, train.n_dst, seed=0))
-    mu, k = float(tr.values.mean()), 50
+    k = 50
+    eng, tr, mu = sgd_engine(train, k)          # its blocked edge order serves both layouts too
     rng = np.random.default_rng(0)
     P0 = rng.normal(0, 0.1, (tr.n_src, k)).astype(np.float32)
     Q0 = rng.normal(0, 0.1, (tr.n_dst, k)).astype(np.float32)
@@ -208,16 +206,13 @@ def bench_mf(quick, iters):
     PD = vec_store(keys_of(np.arange(tr.n_src), 1), P0)
     QD = vec_store(keys_of(np.arange(tr.n_dst), 2), Q0)
     hsh = timed(lambda: mf_hash(uk, ik, r, PD, QD, mu, 0.01, 0.05), iters)
-    eng = Engine(mf.program(k=k, mode="sgd", lr=0.1, reg=0.05, mu=mu), tr, partitions=1, seed=0)
     e = timed(lambda: eng.run(1), iters)
     return (f"MF: {tr.num_edges:,} ratings ({size[0]:,} users × {size[1]:,} items), k = {k}", tr.num_edges,
             arr, hsh, e)
 
 
 def bench_lda(quick, iters):
-    from bench.lda import corpus_cached
-    from tux2 import BipartiteGraph, Engine
-    from tux2.udfs import lda
+    from bench.lda import corpus_cached, engine
     D, Vmax, L = (10_000, 10_000, 100) if quick else (50_000, 20_000, 100)
     K, alpha, beta = 100, 0.1, 0.01
     docs, words, counts, V, _ = corpus_cached(D, Vmax, K, L, alpha, beta)
@@ -237,20 +232,18 @@ def bench_lda(quick, iters):
     NWD = vec_store(keys_of(np.arange(V), 3), NW0)
     wk = keys_of(word, 3)
     hsh = timed(lambda: lda_hash(doc, wk, z, NWD, ND, nk, alpha, beta, vbeta, 1), iters)
-    s, w, c = lda.token_edges(docs, words, counts)
-    eng = Engine(lda.program(s, w, c, D, V, K=K, alpha=alpha, beta=beta, seed=0),
-                 BipartiteGraph(s, w, None, D, V, ("doc", "word")), partitions=1, partitioner="bicut",
-                 partitioner_options={"favorite": 0}, seed=0)
+    eng = engine(docs, words, counts, D, V, K, alpha, beta)
     e = timed(lambda: eng.run(1), iters)
     return f"LDA: {len(doc):,} tokens, {D:,} documents, {V:,} words, K = {K}", len(doc), arr, hsh, e
 
 
 def bench_blockpg(quick, iters):
     from bench.blockpg import engine
+    from tux2.udfs.blockpg import shuffle_features
     n, d, nnz = (100_000, 100_000, 32) if quick else (400_000, 500_000, 32)
     block = 500
     g, y, _, _ = classification_cached(n, d, nnz)
-    feat = np.random.default_rng(0).permutation(d)[g.dst]        # shuffled blocks
+    feat, _ = shuffle_features(g.dst, d, seed=0)                 # shuffled blocks, as the engine's
     b = feat // block
     o = np.lexsort((g.src, b))
     samp, feat, x = g.src[o].astype(np.int64), feat[o].astype(np.int64), g.values[o].astype(np.float64)

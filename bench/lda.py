@@ -37,10 +37,17 @@ def corpus_cached(n_docs, n_words, n_topics, doc_length, alpha, beta, seed=0):
     return z["docs"], z["words"], z["counts"], int(z["V"]), path
 
 
-def main(args):
+def engine(docs, words, counts, D, V, K, alpha, beta):
+    """tux2's SparseLDA program on one partition over (doc, word, count) triples."""
     from tux2 import BipartiteGraph, Engine
     from tux2.udfs import lda
+    s, w, c = lda.token_edges(docs, words, counts)
+    return Engine(lda.program(s, w, c, D, V, K=K, alpha=alpha, beta=beta, seed=0),
+                  BipartiteGraph(s, w, None, D, V, ("doc", "word")), partitions=1, partitioner="bicut",
+                  partitioner_options={"favorite": 0}, seed=0)
 
+
+def main(args):
     quick = getattr(args, "quick", False)
     D, Vmax, L = (10_000, 10_000, 100) if quick else (50_000, 20_000, 100)
     K, alpha, beta = 100, 0.1, 0.01
@@ -53,10 +60,7 @@ def main(args):
 
     # --- tux2
     t = time.perf_counter()
-    s, w, c = lda.token_edges(docs, words, counts)
-    prog = lda.program(s, w, c, D, V, K=K, alpha=alpha, beta=beta, seed=0)
-    eng = Engine(prog, BipartiteGraph(s, w, None, D, V, ("doc", "word")), partitions=1,
-                 partitioner="bicut", partitioner_options={"favorite": 0}, seed=0)
+    eng = engine(docs, words, counts, D, V, K, alpha, beta)
     emit({"bench": "lda", "system": "tux2", "event": "setup", "seconds": time.perf_counter() - t}, LOG)
 
     # --- tomotopy

@@ -39,9 +39,18 @@ def run_libmf(so, data, epochs, k, eta, reg, verbose):
     return res
 
 
-def main(args):
+def sgd_engine(train, k=50, lr=0.1, reg=0.05):
+    """tux2's per-edge SGD MF on one partition, edges in blocked order:
+    (engine, the reordered training graph, mean rating)."""
     from tux2 import Engine
     from tux2.graph import blocked_order
+    from tux2.udfs import mf
+    tr = train.permuted(blocked_order(train.src, train.dst, train.n_src, train.n_dst, seed=0))
+    mu = float(tr.values.mean())
+    return Engine(mf.program(k=k, mode="sgd", lr=lr, reg=reg, mu=mu), tr, partitions=1, seed=0), tr, mu
+
+
+def main(args):
     from tux2.udfs import mf
 
     quick = getattr(args, "quick", False)
@@ -55,10 +64,7 @@ def main(args):
 
     # --- tux2: per-edge SGD, 1 partition, blocked edge order
     t = time.perf_counter()
-    order = blocked_order(train.src, train.dst, train.n_src, train.n_dst, seed=0)
-    tr = train.permuted(order)
-    mu = float(tr.values.mean())
-    eng = Engine(mf.program(k=k, mode="sgd", lr=lr, reg=reg, mu=mu), tr, partitions=1, seed=0)
+    eng, _, mu = sgd_engine(train, k, lr, reg)
     emit({"bench": "mf_sgd", "system": "tux2", "event": "setup", "seconds": time.perf_counter() - t}, LOG)
     times, tux2_curve = [], []
     for epoch in range(1, epochs + 1):
