@@ -38,7 +38,11 @@ def netflix_like(n_users=20_000, n_items=2_000, n_ratings=500_000, rank=10, nois
     y = rng.normal(0, scale, (n_items, rank))
     bu = rng.normal(0, 0.3, n_users)
     bi = rng.normal(0, 0.3, n_items)
-    r = mu + bu[u] + bi[i] + np.einsum("ij,ij->i", x[u], y[i]) + rng.normal(0, noise, len(u))
+    dot = np.empty(len(u))
+    step = 1 << 22  # chunks: x[u] whole would take n_ratings × rank × 8 bytes (8 GB at 10⁸)
+    for s in range(0, len(u), step):
+        dot[s:s + step] = np.einsum("ij,ij->i", x[u[s:s + step]], y[i[s:s + step]])
+    r = mu + bu[u] + bi[i] + dot + rng.normal(0, noise, len(u))
     is_test = rng.random(len(u)) < test_fraction
     names = ("user", "item")
     train = BipartiteGraph(u[~is_test], i[~is_test], r[~is_test], n_users, n_items, names, "netflix_like")
