@@ -110,6 +110,47 @@ def finalize_kernel(udf):
     return finalize
 
 
+def minibatch_kernel(steps, accum_dtypes):
+    """One compiled loop over a run of mini-batches, for a partition that owns every
+    vertex it touches (one partition, nothing replicated): what the engine does per
+    clock — each Exchange, then the touched-vertex bookkeeping and each Apply — with
+    no return to Python between mini-batches.
+
+    ``steps``: ("exchange", kernel, mark types) or ("apply", type, kernel or None),
+    in stage order. ``accum_dtypes``: the two types' accumulator dtypes (an Apply
+    zeroes its vertices' accumulators). Mini-batch c covers positions
+    [pos[c], pos[c+1]) of the order ``perm``. Returns the touched counts and stamp
+    epochs of both types, which the caller stores back.
+    """
+    body, env = [], {"mark_touched": mark_touched, "np": np}
+    for k, step in enumerate(steps):
+        if step[0] == "exchange":
+            _, kern, marks = step
+            env[f"k{k}"] = kern
+            body += ["if his[0] > los[0]:",
+                     f"    k{k}(los, his, 1, perm, ea, eb, A, B, E, AA, AB, ctx_arr)"]
+            for t in marks:
+                body.append(f"    n{t} = mark_touched(los, his, 1, perm, {'eb' if t else 'ea'}, s{t}, ep{t}, "
+                            f"tch{t}, n{t})")
+        else:
+            _, t, kern = step
+            V, ACC = ("B", "AB") if t else ("A", "AA")
+            if kern is not None:
+                env[f"k{k}"] = kern
+                body += [f"if n{t} > 0:", f"    k{k}(tch{t}[:n{t}], {V}, {ACC}, ctx_arr)"]
+            names = [f for f in accum_dtypes[t].names if f != "_"] if accum_dtypes[t].names else []
+            if names:
+                body += [f"for q in range(n{t}):", f"    r = {ACC}[tch{t}[q]]"]
+                body += [f"    r.{f}{'[:]' if accum_dtypes[t][f].shape else ''} = 0" for f in names]
+            body += [f"ep{t} += 1", f"n{t} = 0"]
+    src = ("def fused(c0, c1, pos, perm, ea, eb, A, B, E, AA, AB, ctx_arr, s0, tch0, n0, ep0, s1, tch1, n1, ep1):\n"
+           "    los = np.empty(1, np.int64)\n    his = np.empty(1, np.int64)\n"
+           "    for c in range(c0, c1):\n        los[0] = pos[c]\n        his[0] = pos[c + 1]\n"
+           + "".join(f"        {line}\n" for line in body) + "    return n0, ep0, n1, ep1\n")
+    exec(compile(src, "<tux2 fused mini-batch loop>", "exec"), env)
+    return njit(**JIT)(env["fused"])
+
+
 @njit(cache=True, nogil=True, boundscheck=False)
 def mark_touched(los, his, n_seg, perm, ends, stamp, epoch, buf, count):
     """Append endpoints of the edges in the segments not yet stamped with ``epoch`` to buf."""

@@ -11,8 +11,9 @@ import numpy as np
 
 from tux2 import partitioning
 from tux2.compile import (aggregate_kernel, apply_kernel, combine_kernel, compile_call,
-                          exchange_kernel, finalize_kernel, mark_touched, view,
+                          exchange_kernel, finalize_kernel, mark_touched, minibatch_kernel, view,
                           active_kernel)
+from tux2.config import jit_disabled
 from tux2.errors import SchemaError
 from tux2.graph import BipartiteGraph
 from tux2.layout import build_partitions, is_replicated
@@ -32,11 +33,16 @@ class Engine:
 
     ``edge_data`` (optional) is a structured array of the program's edge dtype in
     global edge order; by default the graph's values fill the first edge field.
+
+    ``fuse`` (default True): on one partition with nothing replicated, run a
+    mini-batch's stages for a run of mini-batches in one compiled loop (same
+    results, no Python between mini-batches). Its trace then has one record per
+    run of clocks (``clocks``: how many) instead of one per clock.
     """
 
     def __init__(self, program, graph, partitions=1, partitioner="random", seed=0,
                  partitioner_options=None, edge_data=None, context=None, transport=None, slack=0,
-                 assignment=None):
+                 assignment=None, fuse=True):
         from tux2.ingress import Shard, check_program
         sharded = isinstance(graph, Shard)
         if not isinstance(graph, BipartiteGraph) and not sharded:
@@ -96,6 +102,7 @@ class Engine:
         self._tracked = [self._replicated[t] or any(
             isinstance(s, Apply) and s.udf is not None and t in program.apply_types(s)
             for s, _ in program.walk()) for t in (0, 1)]
+        self.fuse = bool(fuse)
         self._compile()
 
     # ------------------------------------------------------------------ compile
@@ -143,6 +150,37 @@ class Engine:
                     ks["finalize"] = finalize_kernel(s.finalize)
                     compile_call(ks["finalize"], (view(p0.ctx.copy()),), s, s.finalize)
                 self._kernels[id(s)] = ks
+        self._fused = {}
+        for mb in self.program.stages:
+            if isinstance(mb, MiniBatch) and self._fusable(mb):
+                self._fused[id(mb)] = self._fuse(mb)
+
+    def _fusable(self, mb):
+        """A mini-batch's clocks need no messages and no Python in between: one
+        partition owning every vertex, no active predicate, no GlobalSync inside."""
+        return (self.fuse and not jit_disabled() and self.P == 1 and len(self.parts) == 1
+                and isinstance(self.transport, LocalTransport) and not any(self._replicated)
+                and mb.active is None and all(isinstance(s, (Exchange, Apply)) for s in mb.stages))
+
+    def _fuse(self, mb):
+        steps = []
+        for s in mb.stages:
+            if isinstance(s, Exchange):
+                marks = tuple(t for t in (0, 1) if self._tracked[t] and (s.writes is None or t in self._writes[id(s)]))
+                steps.append(("exchange", self._kernels[id(s)], marks))
+            else:
+                steps += [("apply", t, self._kernels.get(id(s))) for t in self.program.apply_types(s)
+                          if self._tracked[t]]
+        p = self.parts[0]
+        k = minibatch_kernel(steps, [tl.accum.dtype for tl in p.types])
+        order = None if mb.unit == "edge" else self.program.type_index(mb.enumerate)
+        compile_call(k, self._fused_args(p, order, 0, 0, np.zeros(1, np.int64)), mb, mb.stages[0].udf)
+        return k, order
+
+    def _fused_args(self, p, order, c0, c1, pos):
+        A, B = p.types
+        return (c0, c1, pos, p.orders[order][0], p.ea, p.eb, A.data, B.data, p.edata, A.accum, B.accum, p.ctx,
+                A.stamp, A.touched, A.n_touched, A.epoch, B.stamp, B.touched, B.n_touched, B.epoch)
 
     # ------------------------------------------------------------------ run
     def run(self, iterations=1, callback=None):
@@ -181,6 +219,8 @@ class Engine:
             order = self.program.type_index(mb.enumerate)
             total = self.n[order]
         size = mb.size or max(total, 1)
+        if id(mb) in self._fused and not self.time_parts:
+            return self._run_fused(mb, total, size)
         for lo in range(0, max(total, 1), size):
             self.clock += 1
             mark = self._trace_start()          # after the SSP gate
@@ -190,6 +230,32 @@ class Engine:
             self._trace_end(mark)
             if self.on_clock is not None:
                 self.on_clock(self)
+
+    def _run_fused(self, mb, total, size):
+        """The mini-batches of one epoch through the fused loop, in runs of clocks
+        sized to take ~0.1 s (so progress bars and the trace still move)."""
+        k, order = self._fused[id(mb)]
+        p = self.parts[0]
+        key = ("pos", id(mb))
+        if key not in self._run_cache:
+            keys = p.orders[order][1]
+            self._run_cache[key] = np.searchsorted(keys, np.r_[np.arange(0, max(total, 1), size), total])
+        pos = self._run_cache[key]
+        clocks, c, run = len(pos) - 1, 0, 1
+        A, B = p.types
+        while c < clocks:
+            n = min(run, clocks - c)
+            mark = self._trace_start()
+            t0 = time.perf_counter()
+            A.n_touched, A.epoch, B.n_touched, B.epoch = k(*self._fused_args(p, order, c, c + n, pos))
+            dt = time.perf_counter() - t0
+            self.timers["minibatch"] = self.timers.get("minibatch", 0.0) + dt
+            c += n
+            self.clock += n
+            self._trace_end(mark, clocks=n)
+            if self.on_clock is not None:
+                self.on_clock(self)
+            run = max(1, min(4 * n, int(n * 0.1 / max(dt, 1e-6))))
 
     def _segments(self, order, lo=None, hi=None, mb=None):
         """Per partition: (los, his, n, perm), the position segments of ``order``
@@ -240,7 +306,7 @@ class Engine:
         return (time.perf_counter(), self._sync_s, getattr(self.transport, "wait_seconds", 0.0),
                 self.transport.bytes_sent, time.time(), self.min_bytes)
 
-    def _trace_end(self, mark, epoch_stages=False):
+    def _trace_end(self, mark, epoch_stages=False, clocks=None):
         """A clock's record; ``epoch_stages``: the stages outside the mini-batches, which
         run after (or before) them in the same clock and get a record of their own."""
         t0, s0, w0, b0, start_ts, m0 = mark
@@ -254,6 +320,7 @@ class Engine:
                            "start_ts": start_ts,
                            "done_ts": self._done_ts if self._done_ts is not None else time.time(),
                            **({"epoch_stages": True} if epoch_stages else {}),
+                           **({"clocks": clocks} if clocks is not None else {}),
                            **({"part_exchange_s": self._part_s} if self._part_s is not None else {})})
 
     def _run_stage(self, s, segs):
