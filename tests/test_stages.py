@@ -112,6 +112,10 @@ def test_fused_minibatch_loop_gives_the_per_clock_result(unit, size):
     assert sum(r["clocks"] for r in recs) == 3 * per_epoch and all(r["clocks"] >= 1 for r in recs)
     assert [c for f, c in seen if f][-1] == plain.clock == [c for f, c in seen if not f][-1]
     assert len([r for r in plain.trace if not r.get("epoch_stages")]) == 3 * per_epoch
+    fused.fuse = False                     # switched off after construction: one record per clock again
+    n = len(fused.trace)
+    fused.run(1)
+    assert len([r for r in fused.trace[n:] if not r.get("epoch_stages")]) == per_epoch
 
 
 def test_fused_loop_is_skipped_where_it_cannot_apply():

@@ -219,7 +219,7 @@ class Engine:
             order = self.program.type_index(mb.enumerate)
             total = self.n[order]
         size = mb.size or max(total, 1)
-        if id(mb) in self._fused and not self.time_parts:
+        if self.fuse and id(mb) in self._fused and not self.time_parts:
             return self._run_fused(mb, total, size)
         for lo in range(0, max(total, 1), size):
             self.clock += 1
