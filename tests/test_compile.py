@@ -71,3 +71,28 @@ def test_reference_mode_matches_compiled(mode):
     np.testing.assert_allclose(out["0"]["p"], out["1"]["p"], rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(out["0"]["q"], out["1"]["q"], rtol=1e-4, atol=1e-5)
     assert out["0"]["rmse"] == pytest.approx(out["1"]["rmse"], rel=1e-5)
+
+
+def copy_exchange(u, v, e, a_u, a_v, ctx):
+    a_u.x += e.w * v.y
+
+
+def test_kernels_are_built_once_per_udf_and_record_types():
+    """Engines of the same program reuse its compiled loops; other record dtypes
+    get loops of their own (no numba record subtyping between them)."""
+    from tux2 import MiniBatch
+    from tests.conftest import random_graph
+    g = random_graph(seed=1)
+
+    def engine(extra):
+        a = VertexType("a", sync={"x": "f8", **extra})
+        prog = Program((a, VertexType("b", sync={"y": "f8"})), edge={"w": "f8"},
+                       stages=[MiniBatch(7, [Exchange(copy_exchange), Apply(types="a")])])
+        return Engine(prog, g, partitions=1), prog.stages[0].stages[0]
+    (e1, s1), (e2, s2), (e3, s3) = engine({}), engine({}), engine({"z": "i4"})
+    assert e1._kernels[id(s1)] is e2._kernels[id(s2)]
+    assert next(iter(e1._fused.values()))[0] is next(iter(e2._fused.values()))[0]
+    assert e3._kernels[id(s3)] is not e1._kernels[id(s1)]
+    for e in (e1, e3):
+        e.run(1)
+    np.testing.assert_array_equal(e1.vertex_data("a")["x"], e3.vertex_data("a")["x"])

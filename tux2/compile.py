@@ -5,6 +5,7 @@ generated edge or vertex loop; LLVM inlines it. Under NUMBA_DISABLE_JIT=1 the
 same loops and UDFs run as Python over ``np.recarray`` views: the reference.
 """
 import inspect
+import weakref
 
 import numpy as np
 from numba import njit
@@ -22,6 +23,33 @@ def jit_udf(fn):
     return njit(**JIT)(fn)
 
 
+_MEMO = weakref.WeakKeyDictionary()   # udf → {kernel kind: compiled loop}
+_FUSED = {}                           # (steps, accumulator dtypes) → fused loop
+
+
+def _memo(kind):
+    """Build a UDF's kernel once per process: engines of the same program (every
+    test, every grid point of a bench) reuse numba's compiled specialisations.
+    ``dtypes``: the record dtypes the loop will see. A loop per set of dtypes keeps
+    numba from passing one record type where it compiled another (record
+    subtyping, an experimental numba feature). As with any numba function, globals
+    a UDF reads are frozen when it compiles."""
+    def wrap(build):
+        def get(udf, dtypes=()):
+            try:
+                per = _MEMO.setdefault(udf, {})
+            except TypeError:              # not weak-referenceable: no memo
+                return build(udf)
+            key = (kind, jit_disabled(), dtypes)
+            if key not in per:
+                per[key] = build(udf)
+            return per[key]
+        get.__doc__, get.__name__ = build.__doc__, build.__name__
+        return get
+    return wrap
+
+
+@_memo("exchange")
 def exchange_kernel(udf):
     """Loop ``udf(u, v, e, a_u, a_v, ctx)`` over segments [los[k], his[k]) of
     positions in an edge order (``perm`` maps them to storage; empty: identity)."""
@@ -45,6 +73,7 @@ def exchange_kernel(udf):
     return exchange
 
 
+@_memo("active")
 def active_kernel(udf):
     """Segments of a vertex mini-batch's edges whose vertex passes ``udf(v, ctx)``:
     runs k in [k_lo, k_hi) (run k = one vertex's edges, positions
@@ -67,6 +96,7 @@ def active_kernel(udf):
     return select
 
 
+@_memo("apply")
 def apply_kernel(udf):
     """Loop ``udf(v, a, ctx)`` over the given local master indices."""
     f = jit_udf(udf)
@@ -80,6 +110,7 @@ def apply_kernel(udf):
     return apply
 
 
+@_memo("aggregate")
 def aggregate_kernel(udf):
     """Loop ``udf(v, ctx)`` over local masters 0 … n_master−1."""
     f = jit_udf(udf)
@@ -92,6 +123,7 @@ def aggregate_kernel(udf):
     return aggregate
 
 
+@_memo("combine")
 def combine_kernel(udf):
     f = jit_udf(udf)
 
@@ -101,6 +133,7 @@ def combine_kernel(udf):
     return combine
 
 
+@_memo("finalize")
 def finalize_kernel(udf):
     f = jit_udf(udf)
 
@@ -122,6 +155,13 @@ def minibatch_kernel(steps, accum_dtypes):
     [pos[c], pos[c+1]) of the order ``perm``. Returns the touched counts and stamp
     epochs of both types, which the caller stores back.
     """
+    key = (tuple(steps), tuple(accum_dtypes), jit_disabled())
+    if key not in _FUSED:
+        _FUSED[key] = _minibatch_kernel(steps, accum_dtypes)
+    return _FUSED[key]
+
+
+def _minibatch_kernel(steps, accum_dtypes):
     body, env = [], {"mark_touched": mark_touched, "np": np}
     for k, step in enumerate(steps):
         if step[0] == "exchange":

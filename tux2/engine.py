@@ -113,10 +113,11 @@ class Engine:
         self._writes = {}
         p0 = self.parts[0]
         A, B = p0.types
+        cdt = p0.ctx.dtype
         for mb in self.program.stages:
             if isinstance(mb, MiniBatch) and mb.active is not None:
-                k = active_kernel(mb.active)
                 tl = p0.types[self.program.type_index(mb.enumerate)]
+                k = active_kernel(mb.active, (tl.data.dtype, cdt))
                 compile_call(k, (0, 0, _EMPTY_IDX, _EMPTY_IDX, view(tl.data), view(p0.ctx), _EMPTY_IDX,
                                  _EMPTY_IDX), mb, mb.active)
                 self._kernels[id(mb)] = k
@@ -124,14 +125,16 @@ class Engine:
         for index, (s, _) in enumerate(self.program.walk()):
             self._index[id(s)] = index
             if isinstance(s, Exchange):
-                k = exchange_kernel(s.udf)
+                k = exchange_kernel(s.udf, (A.data.dtype, B.data.dtype, p0.edata.dtype, A.accum.dtype,
+                                            B.accum.dtype, cdt))
                 perm = p0.orders[self.program.orders()[0]][0]
                 compile_call(k, (_EMPTY_IDX, _EMPTY_IDX, 0, perm, p0.ea, p0.eb, view(A.data), view(B.data),
                                  view(p0.edata), view(A.accum), view(B.accum), view(p0.ctx)), s, s.udf)
                 self._kernels[id(s)] = k
                 self._writes[id(s)] = {self.program.type_index(n) for n in (s.writes or ())}
             elif isinstance(s, Apply) and s.udf is not None:
-                k = apply_kernel(s.udf)
+                k = apply_kernel(s.udf, tuple((p0.types[t].data.dtype, p0.types[t].accum.dtype)
+                                              for t in self.program.apply_types(s)) + (cdt,))
                 for t in self.program.apply_types(s):
                     tl = p0.types[t]
                     compile_call(k, (_EMPTY_IDX, view(tl.data), view(tl.accum), view(p0.ctx)), s, s.udf)
@@ -139,15 +142,15 @@ class Engine:
             elif isinstance(s, GlobalSync):
                 ks = {"index": index}
                 if s.aggregate is not None:
-                    ks["aggregate"] = aggregate_kernel(s.aggregate)
                     tl = p0.types[self.program.type_index(s.over)]
+                    ks["aggregate"] = aggregate_kernel(s.aggregate, (tl.data.dtype, cdt))
                     compile_call(ks["aggregate"], (0, view(tl.data), view(p0.ctx)), s, s.aggregate)
                 if s.combine is not None:
-                    ks["combine"] = combine_kernel(s.combine)
+                    ks["combine"] = combine_kernel(s.combine, (cdt,))
                     c = p0.ctx.copy()
                     compile_call(ks["combine"], (view(c), view(p0.ctx.copy())), s, s.combine)
                 if s.finalize is not None:
-                    ks["finalize"] = finalize_kernel(s.finalize)
+                    ks["finalize"] = finalize_kernel(s.finalize, (cdt,))
                     compile_call(ks["finalize"], (view(p0.ctx.copy()),), s, s.finalize)
                 self._kernels[id(s)] = ks
         self._fused = {}
