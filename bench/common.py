@@ -177,6 +177,19 @@ def figure(path, ncols=1, figsize=(6, 4), dpi=120):
     plt.close(fig)
 
 
+def timed(fn, iters, warmup=True):
+    """Seconds of each of ``iters`` calls of ``fn()``, after one untimed warm-up call
+    (compilation, first touches) unless ``warmup`` is False."""
+    if warmup:
+        fn()
+    out = []
+    for _ in range(iters):
+        t = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - t)
+    return out
+
+
 def time_to_gap(curve, f_star, gap):
     """First time in [(seconds, objective), …] with (f − f*)/f* <= gap, else None."""
     for sec, f in curve:

@@ -16,7 +16,7 @@ import time
 
 import numpy as np
 
-from bench.common import RESULTS, emit, figure, machine, report
+from bench.common import RESULTS, emit, figure, machine, report, timed
 
 LOG = "growth"
 
@@ -37,11 +37,7 @@ def child(n, epochs=3):
     t = time.perf_counter()
     eng, _, _ = sgd_engine(train)
     setup = time.perf_counter() - t
-    times = []
-    for _ in range(epochs):
-        t = time.perf_counter()
-        eng.run(1)
-        times.append(time.perf_counter() - t)
+    times = timed(lambda: eng.run(1), epochs, warmup=False)
     print(json.dumps({"ratings": n, "train_edges": train.num_edges, "users": users, "items": items, "load_s": load,
                       "setup_s": setup, "epoch_s": float(np.median(times[1:] if len(times) > 1 else times)),
                       "epoch_seconds": times, "peak_rss_mib": peak_rss_mib(), "data_rss_mib": rss_data,

@@ -21,7 +21,7 @@ import time
 
 import numpy as np
 
-from bench.common import RESULTS, classification_cached, emit, figure, machine, report
+from bench.common import RESULTS, classification_cached, emit, figure, machine, report, timed
 
 LOG = "heterogeneity"
 P = 4
@@ -75,11 +75,7 @@ def main(args):
         t = time.perf_counter()
         eng = engine(g, y, 1.0, 500, parts=P, program=variant(kind))
         setup = time.perf_counter() - t
-        times = []
-        for _ in range(iters):
-            t = time.perf_counter()
-            eng.run(1)
-            times.append(time.perf_counter() - t)
+        times = timed(lambda: eng.run(1), iters, warmup=False)
         nbytes = sum(tl.data.nbytes + tl.accum.nbytes + (tl.snapshot.nbytes if tl.snapshot is not None else 0)
                      for p in eng.parts for tl in p.types)
         rec = {"bench": "heterogeneity", "variant": kind, "iteration_s": float(np.mean(times)),

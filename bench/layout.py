@@ -22,14 +22,13 @@ layout columns are like for like. Final line: {"bench": "layout", "hash_over_arr
 """
 import math
 import os
-import time
 
 import numba
 import numpy as np
 from numba import njit, types
 from numba.typed import Dict
 
-from bench.common import RESULTS, classification_cached, emit, figure, machine, netflix_cached, report
+from bench.common import RESULTS, classification_cached, emit, figure, machine, netflix_cached, report, timed
 
 LOG = "layout"
 SCRAMBLE = np.int64(0x9E3779B97F4A7C15 & 0x7FFFFFFFFFFFFFFF)
@@ -177,17 +176,6 @@ def blockpg_hash(bptr, samp, fkey, x, y, m, WD, GD, HD, bfeat_ptr, bkey, lam):
         for f in range(bfeat_ptr[b], bfeat_ptr[b + 1]):
             GD[bkey[f]] = 0.0
             HD[bkey[f]] = 0.0
-
-
-def timed(fn, iters):
-    """Per-iteration seconds of ``fn()`` after one untimed warm-up call (compilation)."""
-    fn()
-    out = []
-    for _ in range(iters):
-        t = time.perf_counter()
-        fn()
-        out.append(time.perf_counter() - t)
-    return out
 
 
 def bench_mf(quick, iters):
