@@ -96,3 +96,81 @@ def test_kernels_are_built_once_per_udf_and_record_types():
     for e in (e1, e3):
         e.run(1)
     np.testing.assert_array_equal(e1.vertex_data("a")["x"], e3.vertex_data("a")["x"])
+
+
+# ---------------------------------------------------------------- which Exchanges write replica values
+def reads_only(u, v, e, a_u, a_v, ctx):
+    d = u.d[0]                                   # a scalar element copied into a name
+    for k in range(v.w.shape[0]):                # metadata
+        a_v.g[k] += e.x * d * v.w[k] + abs(v.s)  # fields as operands, a scalar to a call
+    a_u.m += v.s if v.s > 0 else -v.s
+    a_u.m += v.s
+
+
+def augments_field(u, v, e, a_u, a_v, ctx):
+    v.w[0] -= e.x
+
+
+def aliases_field(u, v, e, a_u, a_v, ctx):
+    w = v.w                                      # a view: writes through it reach the record
+    w[0] = e.x
+
+
+def passes_record(u, v, e, a_u, a_v, ctx):
+    helper(v, e.x)
+
+
+def passes_field(u, v, e, a_u, a_v, ctx):
+    helper(v.w, e.x)
+
+
+def iterates_field(u, v, e, a_u, a_v, ctx):
+    for x in v.w:
+        a_u.m += x
+
+
+def helper(w, x):
+    pass
+
+
+REC = np.dtype([("w", "f8", (2,)), ("s", "f8"), ("d", "f8", (1,))])
+
+
+@pytest.mark.parametrize("udf, writes_v", [(reads_only, False), (augments_field, True), (aliases_field, True),
+                                           (passes_record, True), (passes_field, True), (iterates_field, True)])
+def test_writes_records_proves_reads_and_suspects_the_rest(udf, writes_v):
+    from tux2.compile import jit_udf, writes_records
+    assert writes_records(udf, 1, REC) is writes_v
+    assert writes_records(jit_udf(udf), 1, REC) is writes_v       # through numba's dispatcher
+    assert writes_records(udf, 0, REC) is False                   # u is only read in all of them
+    ns = {}
+    exec("def f(u, v, e, a_u, a_v, ctx):\n    a_u.m += v.s\n", ns)  # no source to read: suspected
+    assert writes_records(ns["f"], 1, REC) is True
+
+
+def test_round_helpers_match_numpy():
+    from tux2.compile import group_by_part, mirror_fanout, union_positions
+    rng = np.random.default_rng(0)
+    n = 1000
+    for dense in (False, True):
+        own = rng.choice(n, 600 if dense else 20, replace=False)
+        lids = rng.choice(n, 300 if dense else 30, replace=False).astype(np.int32)
+        mark, where = np.zeros(n, np.bool_), np.empty(n, np.int64)
+        M, pos, cnt = union_positions(n, own, lids, mark, where)
+        np.testing.assert_array_equal(M, np.union1d(own, lids))
+        np.testing.assert_array_equal(M[pos], lids)
+        np.testing.assert_array_equal(cnt, np.isin(M, own).astype(int) + np.isin(M, lids))
+        assert not mark.any()
+    part = rng.integers(0, 4, 50).astype(np.int32)
+    order, starts = group_by_part(part, 5)
+    np.testing.assert_array_equal(order, np.argsort(part, kind="stable"))
+    np.testing.assert_array_equal(starts, np.r_[0, np.cumsum(np.bincount(part, minlength=5))])
+    counts = rng.integers(0, 3, 40)
+    mm_ptr = np.r_[0, np.cumsum(counts)]
+    mm_part, mm_lid = rng.integers(0, 3, mm_ptr[-1]).astype(np.int32), rng.integers(0, 99, mm_ptr[-1])
+    M = np.sort(rng.choice(40, 25, replace=False))
+    rows, lids, starts = mirror_fanout(M, mm_ptr, mm_part, mm_lid, 3)
+    ref = [(q, m, mm_lid[k]) for m in M for k in range(mm_ptr[m], mm_ptr[m + 1]) for q in [mm_part[k]]]
+    ref.sort(key=lambda r: r[0])                                  # stable: M order within a part
+    assert [(int(r), int(x)) for r, x in zip(rows, lids)] == [(int(m), int(x)) for _, m, x in ref]
+    np.testing.assert_array_equal(np.diff(starts), np.bincount([r[0] for r in ref], minlength=3))

@@ -211,6 +211,26 @@ def test_column_traffic_follows_the_batch_row_traffic_follows_the_model():
     assert _bytes_per_step("sendgradient", big, 160) > 4 * col[big, 160]
 
 
+def test_only_strategies_whose_exchanges_write_weights_send_them_up():
+    """Feature replicas change locally only under model averaging (its Exchange takes
+    SGD steps on the weights): only there do rounds carry weight deltas up. Elsewhere
+    a round sends ids and gradient sums up and weights down, and gives the same model."""
+    g, X, y = _problem(n=1200, d=300, seed=5)
+    for strategy, deltas in (("sendgradient", [False, False]), ("adam", [False, False]),
+                             ("column", [False, False]), ("modelavg", [False, True])):
+        eng, _ = glm.engine(g, y, "logistic", strategy, parts=2, batch=160, eta=0.5)
+        assert eng._deltas == deltas, strategy
+    runs = {}
+    for forced in (False, True):           # True: the old rounds, deltas always sent
+        eng, _ = glm.engine(g, y, "logistic", "sendgradient", parts=2, batch=160, eta=0.5)
+        if forced:
+            eng._deltas = [True, True]
+        eng.run(2)
+        runs[forced] = (eng.transport.bytes_sent, glm.weights(eng))
+    assert runs[False][0] < 0.85 * runs[True][0]    # per remote replica 32 bytes, not 40 (+ headers)
+    np.testing.assert_allclose(runs[False][1], runs[True][1], rtol=1e-12, atol=1e-15)
+
+
 @pytest.mark.parametrize("strategy,model", [("column", "softmax"), ("modelavg", "lr")])
 def test_workers_give_the_single_process_weights(tmp_path, strategy, model):
     """2 worker processes (ZeroMQ on loopback) end with the weights of 3 partitions

@@ -4,7 +4,9 @@ User UDFs are plain Python. Each is compiled with numba and called from a
 generated edge or vertex loop; LLVM inlines it. Under NUMBA_DISABLE_JIT=1 the
 same loops and UDFs run as Python over ``np.recarray`` views: the reference.
 """
+import ast
 import inspect
+import textwrap
 import weakref
 
 import numpy as np
@@ -202,6 +204,165 @@ def mark_touched(los, his, n_seg, perm, ends, stamp, epoch, buf, count):
                 buf[count] = i
                 count += 1
     return count
+
+
+@njit(cache=True, nogil=True, boundscheck=False)
+def union_positions(n, own, lids, mark, where):
+    """An Apply round's masters: M = sorted unique of ``own`` ∪ ``lids`` (local
+    indices < n), each lid's position in M, and per position the number of
+    replicas that contributed (1 if in ``own``, +1 per lid). ``mark`` (bool, n)
+    must be all False and is left so; ``where`` (n) is scratch."""
+    buf = np.empty(own.shape[0] + lids.shape[0], np.int64)
+    cnt = 0
+    for t in range(own.shape[0]):
+        i = own[t]
+        if not mark[i]:
+            mark[i] = True
+            buf[cnt] = i
+            cnt += 1
+    n_own = cnt
+    for t in range(lids.shape[0]):
+        i = lids[t]
+        if not mark[i]:
+            mark[i] = True
+            buf[cnt] = i
+            cnt += 1
+    if cnt * 16 > n:                       # dense: a scan is cheaper than a sort
+        M = np.empty(cnt, np.int64)
+        k = 0
+        for i in range(n):
+            if mark[i]:
+                M[k] = i
+                k += 1
+    else:
+        M = np.sort(buf[:cnt])
+    reps = np.zeros(cnt)
+    for k in range(cnt):
+        mark[M[k]] = False
+        where[M[k]] = k
+    for t in range(n_own):
+        reps[where[buf[t]]] = 1.0
+    pos = np.empty(lids.shape[0], np.int64)
+    for t in range(lids.shape[0]):
+        q = where[lids[t]]
+        pos[t] = q
+        reps[q] += 1.0
+    return M, pos, reps
+
+
+@njit(cache=True, nogil=True, boundscheck=False)
+def group_by_part(part, n_parts):
+    """Stable counting sort of positions by ``part`` (values < n_parts): (order,
+    starts) with the positions of part q at order[starts[q]:starts[q + 1]]."""
+    starts = np.zeros(n_parts + 1, np.int64)
+    for t in range(part.shape[0]):
+        starts[part[t] + 1] += 1
+    for q in range(n_parts):
+        starts[q + 1] += starts[q]
+    fill = starts[:-1].copy()
+    order = np.empty(part.shape[0], np.int64)
+    for t in range(part.shape[0]):
+        q = part[t]
+        order[fill[q]] = t
+        fill[q] += 1
+    return order, starts
+
+
+@njit(cache=True, nogil=True, boundscheck=False)
+def mirror_fanout(M, mm_ptr, mm_part, mm_lid, n_parts):
+    """Every mirror of the masters M, grouped by the part holding it (stable: M's
+    order, then each master's mirror order): (master rows, mirror lids, starts)
+    with part q's at [starts[q], starts[q + 1])."""
+    starts = np.zeros(n_parts + 1, np.int64)
+    for t in range(M.shape[0]):
+        for k in range(mm_ptr[M[t]], mm_ptr[M[t] + 1]):
+            starts[mm_part[k] + 1] += 1
+    for q in range(n_parts):
+        starts[q + 1] += starts[q]
+    fill = starts[:-1].copy()
+    rows = np.empty(starts[n_parts], np.int64)
+    lids = np.empty(starts[n_parts], np.int64)
+    for t in range(M.shape[0]):
+        for k in range(mm_ptr[M[t]], mm_ptr[M[t] + 1]):
+            q = mm_part[k]
+            rows[fill[q]] = M[t]
+            lids[fill[q]] = mm_lid[k]
+            fill[q] += 1
+    return rows, lids, starts
+
+
+_META = {"shape", "size", "ndim", "dtype", "itemsize"}
+
+
+def writes_records(udf, position, dtype):
+    """Whether ``udf`` may write the record passed as its argument number
+    ``position`` (whose numpy dtype is ``dtype``), by reading its source. Only
+    reads are proven: a field read whole into arithmetic, a scalar element
+    (``v.w[k]`` on a 1-D field), or array metadata (``v.w.shape``). Anything else
+    — an assignment to it, the record or a field view passed to a call, stored in
+    a name or returned — counts as a write, as does a UDF whose source cannot be
+    read. The engine uses this to skip sending unchanged replica values."""
+    fn = getattr(udf, "py_func", udf)
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+        params = inspect.signature(fn).parameters
+    except (OSError, TypeError, SyntaxError, ValueError):
+        return True
+    names = list(params)
+    if position >= len(names) or not tree.body or not isinstance(tree.body[0], (ast.FunctionDef,)):
+        return True
+    name = names[position]
+    parent = {}
+    for node in ast.walk(tree):
+        for child in ast.iter_child_nodes(node):
+            parent[child] = node
+    for node in ast.walk(tree.body[0]):
+        if not (isinstance(node, ast.Name) and node.id == name):
+            continue
+        if not isinstance(node.ctx, ast.Load):
+            return True                    # rebinding the parameter: give up
+        top, field, meta = node, None, False
+        while True:
+            up = parent.get(top)
+            if isinstance(up, ast.Attribute) and up.value is top:
+                if top is node:
+                    field = up.attr
+                meta = meta or up.attr in _META
+                top = up
+            elif isinstance(up, ast.Subscript) and up.value is top:
+                top = up
+            else:
+                break
+        if meta:
+            continue
+        if field is None:
+            return True                    # the record itself, passed or stored
+        up = parent.get(top)
+        if getattr(top, "ctx", None) is not None and not isinstance(top.ctx, ast.Load):
+            return True                    # an assignment target
+        if isinstance(up, (ast.BinOp, ast.UnaryOp, ast.Compare, ast.BoolOp)):
+            continue
+        if isinstance(up, ast.IfExp) and up.test is top:
+            continue
+        if isinstance(up, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Call, ast.Return, ast.keyword, ast.IfExp)) \
+                and _is_element(top, node, field, dtype):
+            continue                       # a scalar copied into a name, an argument or a branch value
+        return True
+    return False
+
+
+def _is_element(top, node, field, dtype):
+    """``top`` is ``node.field[i, …]`` with one plain index per dimension of the field."""
+    if dtype is None or dtype.names is None or field not in dtype.names:
+        return False
+    ndim = len(dtype[field].shape)
+    if ndim == 0:
+        return isinstance(top, ast.Attribute) and top.value is node
+    if not (isinstance(top, ast.Subscript) and isinstance(top.value, ast.Attribute) and top.value.value is node):
+        return False
+    idx = top.slice
+    items = idx.elts if isinstance(idx, ast.Tuple) else [idx]
+    return len(items) == ndim and not any(isinstance(i, ast.Slice) for i in items)
 
 
 def view(arr):

@@ -11,7 +11,8 @@ import numpy as np
 
 from tux2 import partitioning
 from tux2.compile import (aggregate_kernel, apply_kernel, combine_kernel, compile_call,
-                          exchange_kernel, finalize_kernel, mark_touched, minibatch_kernel, view,
+                          exchange_kernel, finalize_kernel, group_by_part, mark_touched, minibatch_kernel,
+                          mirror_fanout, union_positions, view, writes_records,
                           active_kernel)
 from tux2.config import jit_disabled
 from tux2.errors import SchemaError
@@ -153,6 +154,10 @@ class Engine:
                     ks["finalize"] = finalize_kernel(s.finalize, (cdt,))
                     compile_call(ks["finalize"], (view(p0.ctx.copy()),), s, s.finalize)
                 self._kernels[id(s)] = ks
+        # whether any Exchange may change a type's replica values: if none does, a
+        # mirror's sync fields always equal its master's and rounds send no deltas up
+        self._deltas = [any(writes_records(s.udf, t, p0.types[t].data.dtype)
+                            for s, _ in self.program.walk() if isinstance(s, Exchange)) for t in (0, 1)]
         self._fused = {}
         for mb in self.program.stages:
             if isinstance(mb, MiniBatch) and self._fusable(mb):
@@ -356,9 +361,10 @@ class Engine:
                 self._part_s[p.rank] += time.perf_counter() - t0
 
     # ------------------------------------------------------------------ Apply
-    # An Apply is a round in three phases: (1) touched mirrors send deltas and
-    # accumulators up to their masters; (2) masters combine, run the UDF and send
-    # new sync values down to every mirror; (3) mirrors take them. With slack 0
+    # An Apply is a round in three phases: (1) touched mirrors send deltas (only if
+    # an Exchange may write the type's values) and accumulators up to their
+    # masters; (2) masters combine, run the UDF and send new sync values down to
+    # every mirror; (3) mirrors take them. With slack 0
     # all three run at once (BSP). With slack s > 0 phase 1 is sent and the
     # worker goes on; rounds complete as messages arrive, and a worker starts
     # clock c only when every round of clocks <= c - s - 1 is complete (SSP).
@@ -383,6 +389,7 @@ class Engine:
                     tl.accum[f][M] = 0
             return
         repl = bool(sync_f)
+        deltas = repl and self._deltas[t]
         out = {}
         for p in self.parts:
             tl = p.types[t]
@@ -393,27 +400,24 @@ class Engine:
             if len(mir) == 0:
                 continue
             j = mir - tl.n_master
-            dst = tl.mirror_master_part[j]
-            o = np.argsort(dst, kind="stable")
-            mir, j, dst = mir[o], j[o], dst[o]
-            bounds = np.flatnonzero(np.diff(dst)) + 1
-            for seg in np.split(np.arange(len(mir)), bounds):
-                q = int(dst[seg[0]])
+            order, starts = group_by_part(tl.mirror_master_part[j], self.P)
+            for q in np.flatnonzero(np.diff(starts)).tolist():
+                seg = order[starts[q]:starts[q + 1]]
                 rows = mir[seg]
                 msg = [_compact(tl.mirror_master_lid[j[seg]])]
-                if repl:
+                if deltas:
                     for f in sync_f:
                         msg.append(tl.data[f][rows] - tl.snapshot[f][rows])
                         tl.snapshot[f][rows] = tl.data[f][rows]      # later deltas count from here
                 msg += [tl.accum[f][rows] for f in acc_f]
                 out[(p.rank, q)] = msg
                 if self._remote(p.rank, q):
-                    self.min_bytes += len(rows) * (self._field_bytes(vt.dtype, sync_f) * repl
+                    self.min_bytes += len(rows) * (self._field_bytes(vt.dtype, sync_f) * deltas
                                                    + self._field_bytes(vt.accum_dtype, acc_f))
             for f in acc_f:
                 tl.accum[f][mir] = 0
         rnd = {"clock": self.clock, "stage": s, "t": t, "phase": "up", "sync": sync_f, "acc": acc_f,
-               "repl": repl, "up": ("apply-up", t, self._index[id(s)]),
+               "repl": repl, "deltas": deltas, "up": ("apply-up", t, self._index[id(s)]),
                "down": ("apply-down", t, self._index[id(s)])}   # several Applies of a type may share a clock
         self._comm(self.transport.send, self.clock, rnd["up"], out)
         self._rounds.append(rnd)
@@ -446,38 +450,36 @@ class Engine:
                 self._rounds.pop(0)
 
     def _apply_masters(self, rnd, inbox):
-        s, t, sync_f, acc_f, repl = rnd["stage"], rnd["t"], rnd["sync"], rnd["acc"], rnd["repl"]
+        s, t, sync_f, acc_f, repl, deltas = (rnd["stage"], rnd["t"], rnd["sync"], rnd["acc"], rnd["repl"],
+                                             rnd["deltas"])
         down = {}
         kernel = self._kernels.get(id(s))
         for p in self.parts:
             tl = p.types[t]
             pend = tl.pending_masters
             tl.pending_masters = []
-            # one round's touched list has no repeats: sorting it is enough (np.unique costs ~50 µs a call)
-            own = (np.sort(pend[0]) if len(pend) == 1 else np.unique(np.concatenate(pend))) if pend else _EMPTY_IDX
+            own = (pend[0] if len(pend) == 1 else np.concatenate(pend)) if pend else _EMPTY_IDX
             msgs = [m for (src, dst), m in inbox.items() if dst == p.rank]
             idx_in = np.concatenate([m[0] for m in msgs]) if msgs else _EMPTY_IDX
             if len(idx_in) and (idx_in.min() < 0 or idx_in.max() >= tl.n_master):
                 raise SchemaError(f"Apply message for partition {p.rank} names a vertex that is not a master there")
-            M = np.unique(np.concatenate([own, idx_in])) if len(idx_in) else own
-            if len(M) == 0:
+            if len(own) == 0 and len(idx_in) == 0:
                 continue
+            if tl.scratch is None:
+                tl.scratch = (np.zeros(tl.n_master, np.bool_), np.empty(tl.n_master, np.int64))
+            # sorted union and each message's positions in it, without sorting the messages
+            M, pos_in, cnt = union_positions(tl.n_master, own, idx_in, *tl.scratch)
             if msgs:
                 # each message names a master at most once: plain fancy-index adds, message by message
-                pos = [np.searchsorted(M, m[0]) for m in msgs]
-                cnt = np.zeros(len(M))
-                cnt[np.searchsorted(M, own)] += 1
-                for q in pos:
-                    cnt[q] += 1
-                cnt = np.maximum(cnt, 1)
-                for k, f in enumerate(sync_f if repl else ()):
+                pos = np.split(pos_in, np.cumsum([len(m[0]) for m in msgs])[:-1])
+                for k, f in enumerate(sync_f if deltas else ()):
                     tot = tl.data[f][M] - tl.snapshot[f][M]
                     for q, m in zip(pos, msgs):
                         tot[q] += m[1 + k]
                     if s.combine == "mean":
                         tot = tot / cnt.reshape((-1,) + (1,) * (tot.ndim - 1))
                     tl.data[f][M] = tl.snapshot[f][M] + tot
-                off = 1 + (len(sync_f) if repl else 0)
+                off = 1 + (len(sync_f) if deltas else 0)
                 for k, f in enumerate(acc_f):
                     acc = tl.accum[f][M]
                     for q, m in zip(pos, msgs):
@@ -490,25 +492,15 @@ class Engine:
             for f in acc_f:
                 tl.accum[f][M] = 0
             if repl:
-                for f in sync_f:
+                for f in sync_f if deltas else ():
                     tl.snapshot[f][M] = tl.data[f][M]
-                cnts = tl.mm_ptr[M + 1] - tl.mm_ptr[M]
-                sel = M[cnts > 0]
-                if len(sel):
-                    c = cnts[cnts > 0]
-                    rows = np.repeat(sel, c)
-                    starts = np.repeat(tl.mm_ptr[sel], c)
-                    within = np.arange(len(rows)) - np.repeat(np.cumsum(c) - c, c)
-                    pos = starts + within
-                    dparts, dlid = tl.mm_part[pos], tl.mm_lid[pos]
-                    o = np.argsort(dparts, kind="stable")
-                    rows, dparts, dlid = rows[o], dparts[o], dlid[o]
-                    bounds = np.flatnonzero(np.diff(dparts)) + 1
-                    for seg in np.split(np.arange(len(rows)), bounds):
-                        q = int(dparts[seg[0]])
-                        down[(p.rank, q)] = [_compact(dlid[seg])] + [tl.data[f][rows[seg]] for f in sync_f]
-                        if self._remote(p.rank, q):
-                            self.min_bytes += len(seg) * self._field_bytes(self.program.types[t].dtype, sync_f)
+                rows, dlid, starts = mirror_fanout(M, tl.mm_ptr, tl.mm_part, tl.mm_lid, self.P)
+                for q in np.flatnonzero(np.diff(starts)).tolist():
+                    seg = slice(starts[q], starts[q + 1])
+                    down[(p.rank, q)] = [_compact(dlid[seg])] + [tl.data[f][rows[seg]] for f in sync_f]
+                    if self._remote(p.rank, q):
+                        self.min_bytes += int(starts[q + 1] - starts[q]) * self._field_bytes(
+                            self.program.types[t].dtype, sync_f)
         self._comm(self.transport.send, rnd["clock"], rnd["down"], down)
 
     def _apply_mirrors(self, rnd, inbox):
@@ -520,6 +512,9 @@ class Engine:
             if len(lid) and (lid.min() < tl.n_master or lid.max() >= tl.n_local):
                 raise SchemaError(f"Apply message for partition {dst} names a vertex that is not a mirror there")
             for k, f in enumerate(sync_f):
+                if not rnd["deltas"]:          # no Exchange writes these fields: nothing unsent
+                    tl.data[f][lid] = msg[1 + k]
+                    continue
                 unsent = tl.data[f][lid] - tl.snapshot[f][lid]
                 tl.data[f][lid] = msg[1 + k] + unsent
                 tl.snapshot[f][lid] = msg[1 + k]

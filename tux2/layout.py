@@ -32,6 +32,7 @@ class TypeLayout:
         self.touched = np.empty(len(gid), np.int64)
         self.n_touched = 0
         self.pending_masters = []           # touched masters not yet through an Apply round
+        self.scratch = None                 # (mark, where) of an Apply round's masters, made on first use
         # routing (filled by build_partitions)
         self.mirror_master_part = np.zeros(0, np.int32)
         self.mirror_master_lid = np.zeros(0, np.int64)
