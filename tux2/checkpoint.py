@@ -50,7 +50,8 @@ def _write_atomic(path, write):
     os.replace(tmp, path)
 
 
-def _barrier(transport, tag):
+def barrier(transport, tag):
+    """Wait until every worker gets here (nothing to do on one)."""
     if transport is not None and getattr(transport, "world", 1) > 1:
         transport.allgather(tag, [np.zeros(1, np.int64)])
 
@@ -66,7 +67,7 @@ def save(directory, eng, params, transport=None):
     work = final + ".partial"
     os.makedirs(work, exist_ok=True)
     _write_atomic(os.path.join(work, f"part-{rank}.npz"), lambda f: np.savez(f, **arrays))
-    _barrier(transport, f"ckpt-written-{eng.iteration}")
+    barrier(transport, f"ckpt-written-{eng.iteration}")
     if rank == 0:
         world = getattr(transport, "world", 1) if transport is not None else 1
         missing = [r for r in range(world) if not os.path.exists(os.path.join(work, f"part-{r}.npz"))]
@@ -85,7 +86,7 @@ def save(directory, eng, params, transport=None):
         for old in os.listdir(directory):            # only now may the previous checkpoints go
             if old.startswith("ckpt-") and old != name:
                 shutil.rmtree(os.path.join(directory, old), ignore_errors=True)
-    _barrier(transport, f"ckpt-done-{eng.iteration}")
+    barrier(transport, f"ckpt-done-{eng.iteration}")
     return final
 
 

@@ -158,6 +158,16 @@ class Engine:
         # mirror's sync fields always equal its master's and rounds send no deltas up
         self._deltas = [any(writes_records(s.udf, t, p0.types[t].data.dtype)
                             for s, _ in self.program.walk() if isinstance(s, Exchange)) for t in (0, 1)]
+        # the per-clock helpers for the index types they will see (numba compiles, or
+        # loads from its cache, on a first call: here, not inside the first clock)
+        i4, i8 = np.zeros(0, np.int32), _EMPTY_IDX
+        for tl in p0.types:
+            mark_touched(i8, i8, 0, i8, p0.ea, tl.stamp, 0, tl.touched, 0)
+        if any(self._replicated):
+            for lids in (i4, i8):
+                union_positions(0, i8, lids, np.zeros(0, np.bool_), i8)
+            group_by_part(i4, 1)
+            mirror_fanout(i8, np.zeros(1, np.int64), i4, i8, 1)
         self._fused = {}
         for mb in self.program.stages:
             if isinstance(mb, MiniBatch) and self._fusable(mb):
