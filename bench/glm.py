@@ -6,14 +6,18 @@ objective gap vs time on one problem, as in MLlib* Fig. 4/5 and ColumnSGD Fig. 8
 
 f* comes from a tight liblinear solve (C = 1/(nλ), tol 1e-8), cached beside the
 data. The gap is relative, (f − f*)/f*. Each system's time is its training time;
-objectives are computed between epochs, outside the clock. tux2 strategies run in
-one process on P partitions (single-threaded: what differs is each strategy's
+objectives are computed between epochs, outside the clock. Most tux2 strategies run
+in one process on P partitions (single-threaded: what differs is each strategy's
 work and traffic, reported as bytes per step); their step size is picked from a
 small grid by the objective after one epoch, as the MLlib* paper grid-searched
 MLlib's, and decays as eta / (1 + decay t) in epoch t (decay 0.5; for PS2's Adam on
-one partition, the candidate for the best, the grid also covers decay 1 and is
-judged after two epochs). sklearn keeps its default 'optimal' schedule. Runs stop
-at half the target gap. Spark MLlib runs in local[2] mode, both cores. Final line: {"bench": "glm", "tux2_over_sklearn_time_to_1e-2": R, ...}.
+one partition, the candidate for the best, the grid also covers other decays and
+batches of 8000 (2000 in --quick) and is judged after two epochs). With that step, Adam then runs on
+two worker processes (`tux2 run lr --workers 2`, both cores) with rows (PS2) and
+with columns (ColumnSGD) partitioned; at slack 0 their iterates are the one-process
+ones. sklearn keeps its default 'optimal' schedule. Runs stop at half the target
+gap. Spark MLlib runs in local[2] mode, both cores. Final line:
+{"bench": "glm", "tux2_over_sklearn_time_to_1e-2": R, ...}.
 """
 import json
 import os
@@ -23,7 +27,7 @@ import warnings
 
 import numpy as np
 
-from bench.common import (CACHE, RESULTS, classification_cached, emit, ensure, gap_plot, machine, report,
+from bench.common import (CACHE, RESULTS, classification_cached, emit, ensure, gap_plot, machine, report, tux2_cli,
                           sklearn_or_skip, time_to_gap, version)
 
 LOG = "glm"
@@ -149,7 +153,7 @@ def tux2_strategy(g, y, X, strategy, parts, grid, epochs, f_star, batch, driver=
     """One strategy: (eta, decay) from ``grid`` by the objective after ``grid_epochs``
     epochs, then a timed run. Returns (label, (eta, decay), curve)."""
     from tux2.udfs import glm
-    label = f"{strategy}{'-driver' if driver else ''}{'+adam' if optimizer == 'adam' else ''} P={parts}"
+    label = f"{strategy}{'-driver' if driver else ''}{'+adam' if optimizer == 'adam' else ''} P={parts} B={batch}"
 
     def build(eta, decay):
         return glm.engine(g, y, "logistic", strategy, parts=parts, driver=driver, batch=batch, eta=eta, lam=LAM,
@@ -186,6 +190,31 @@ def tux2_strategy(g, y, X, strategy, parts, grid, epochs, f_star, batch, driver=
     return label, (eta, decay), curve
 
 
+def tux2_workers(g, y, path, strategy, workers, batch, eta, decay, epochs, f_star, optimizer=None):
+    """One strategy on ``workers`` real worker processes (``tux2 run lr --workers W``
+    over ZeroMQ on loopback), with the step found for it on one process: at slack 0
+    the iterates are the same for any number of partitions. An epoch's time is rank
+    0's mini-batch clocks (compute, sync and wait), without the objective pass the
+    CLI runs after each epoch, whose value is the curve's point."""
+    svm = libsvm_cached(g, y, path)
+    metrics, traces, wall = tux2_cli("lr", [svm, "--strategy", strategy, "--batch", str(batch), "--eta", str(eta),
+                                            "--decay", str(decay), "--epochs", str(epochs), "--workers", str(workers)]
+                                     + (["--optimizer", optimizer] if optimizer else []))
+    label = f"{strategy}{'+' + optimizer if optimizer else ''} {workers} workers B={batch}"
+    curve, total = [], 0.0
+    for rec in metrics:
+        clocks = [t for t in traces if t["rank"] == 0 and t["iteration"] == rec["epoch"] and not t.get("epoch_stages")]
+        total += sum(t["compute_s"] + t["sync_s"] + t["wait_s"] for t in clocks)
+        f = rec["objective"]
+        curve.append((total, f))
+        emit({"bench": "glm", "system": "tux2", "strategy": label, "eta": eta, "decay": decay, "epoch": rec["epoch"],
+              "seconds": total, "objective": f, "gap": (f - f_star) / f_star,
+              "bytes_per_step": sum(t["bytes_sent"] for t in clocks) / max(len(clocks), 1), "wall_s": wall}, LOG)
+        if (f - f_star) / f_star <= GAP / 2:
+            break
+    return label, curve
+
+
 def main(args):
     quick = getattr(args, "quick", False)
     n, d = (100_000, 100_000) if quick else (400_000, 500_000)
@@ -205,11 +234,14 @@ def main(args):
     sgd = [(eta, DECAY) for eta in (30.0, 100.0, 300.0)]
     adam = [(eta, DECAY) for eta in (0.1, 0.2, 0.4)]
     adam2d = [(eta, decay) for eta in (0.1, 0.2, 0.4) for decay in (0.5, 1.0)]
+    adam_big = [(eta, decay) for eta in (0.1, 0.12, 0.15) for decay in (0.25, 0.5)]    # larger batches
+    big = 2000 if quick else 8000      # ~50 mini-batches an epoch at either size
     # (strategy, P, driver, optimizer, batch, grid, grid epochs)
     runs = [("sendgradient", 1, False, None, 1000, sgd, 1), ("sendgradient", 2, False, None, 1000, sgd, 1),
             ("sendgradient", 2, True, None, 1000, sgd, 1), ("column", 2, False, None, 1000, sgd, 1),
             ("modelavg", 2, False, None, 1000, sgd, 1), ("modelsum", 2, False, None, 1000, sgd, 1),
-            ("adam", 1, False, None, 500, adam2d, 2), ("adam", 2, False, None, 1000, adam, 1),
+            ("adam", 1, False, None, 500, adam2d, 2), ("adam", 1, False, None, big, adam_big, 2),
+            ("adam", 2, False, None, 1000, adam, 1),
             ("column", 2, False, "adam", 1000, adam, 1)]
     steps, batches = {}, {}
     for strategy, parts, driver, opt, batch, grid, grid_epochs in runs:
@@ -217,6 +249,13 @@ def main(args):
                                            grid_epochs)
         curves[f"tux2 {label}"] = curve
         steps[label], batches[label] = step, batch
+    # both cores: two worker processes, with the step found for one process (the same
+    # iterates at slack 0): PS2's Adam with rows partitioned, and with ColumnSGD's columns
+    one = f"adam P=1 B={big}"
+    for strategy, opt in (("adam", None), ("column", "adam")):
+        label, curve = tux2_workers(g, y, path, strategy, 2, big, *steps[one], min(epochs, 6), f_star, opt)
+        curves[f"tux2 {label}"] = curve
+        steps[label], batches[label] = steps[one], big
     spark_curve, spark_info = spark_mllib(g, y, X, path, f_star, quick)
     if spark_curve is None:
         emit({"bench": "glm", "system": "spark-mllib", "skipped": spark_info}, LOG)
