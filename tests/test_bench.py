@@ -100,3 +100,32 @@ def test_engine_times_each_partition_when_asked():
         assert sorted(t["part_exchange_s"]) == [0, 1, 2] and all(v >= 0 for v in t["part_exchange_s"].values())
         assert sum(t["part_exchange_s"].values()) <= t["compute_s"] + 1e-6
     assert sum(v for t in recs for v in t["part_exchange_s"].values()) > 0
+
+
+def test_hand_written_adam_takes_the_engines_steps():
+    """bench glm_floor's lower bound is the same algorithm: its loop and tux2's adam
+    program give the same weights after two epochs."""
+    from bench.glm_floor import ACCUM, FEATURE, adam_epoch
+    from tux2.datasets import sparse_classification
+    from tux2.udfs import glm
+    g, y, _ = sparse_classification(3000, 400, 12, seed=2)
+    n, d, B, eta, decay, lam = g.n_src, g.n_dst, 250, 0.05, 0.5, 1e-4
+    eng = glm.engine(g, y, "logistic", "adam", parts=1, batch=B, eta=eta, decay=decay, lam=lam)[0]
+    eng.run(2)
+    perm = np.random.default_rng(0).permutation(n)             # glm.engine's sample relabelling
+    import scipy.sparse as sp
+    X = sp.csr_matrix((g.values, (perm[g.src], g.dst)), shape=(n, d))
+    ys = np.empty(n)
+    ys[perm] = np.where(np.asarray(y) > 0, 1.0, -1.0)
+    F = np.zeros(d, FEATURE)
+    F["b1t"], F["b2t"] = 1.0, 1.0
+    F["deg"] = np.maximum(np.bincount(g.dst, minlength=d), 1)
+    A = np.zeros(d, ACCUM)
+    bounds = np.r_[np.arange(0, n, B), n].astype(np.int64)
+    ep = 0
+    for e in range(2):
+        ep = adam_epoch(bounds, X.indptr, X.indices, X.data, ys, np.zeros(n), F, A, np.full(d, -1, np.int64),
+                        np.zeros(d, np.int64), ep, eta / (1.0 + decay * e), lam, float(n), float(B), 0.9, 0.999,
+                        1e-8)
+    np.testing.assert_allclose(F["w"], glm.weights(eng)[:, 0], rtol=1e-9, atol=1e-12)
+    assert np.abs(F["w"]).max() > 1e-3                            # it did move
