@@ -129,6 +129,16 @@ def iterates_field(u, v, e, a_u, a_v, ctx):
         a_u.m += x
 
 
+def views_by_ellipsis(u, v, e, a_u, a_v, ctx):
+    w = v.d[...]                                 # one index, but a view
+    w[0] = e.x
+
+
+def views_by_new_axis(u, v, e, a_u, a_v, ctx):
+    w = v.d[None]
+    w[0, 0] = e.x
+
+
 def helper(w, x):
     pass
 
@@ -137,7 +147,8 @@ REC = np.dtype([("w", "f8", (2,)), ("s", "f8"), ("d", "f8", (1,))])
 
 
 @pytest.mark.parametrize("udf, writes_v", [(reads_only, False), (augments_field, True), (aliases_field, True),
-                                           (passes_record, True), (passes_field, True), (iterates_field, True)])
+                                           (passes_record, True), (passes_field, True), (iterates_field, True),
+                                           (views_by_ellipsis, True), (views_by_new_axis, True)])
 def test_writes_records_proves_reads_and_suspects_the_rest(udf, writes_v):
     from tux2.compile import jit_udf, writes_records
     assert writes_records(udf, 1, REC) is writes_v

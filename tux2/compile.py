@@ -362,7 +362,11 @@ def _is_element(top, node, field, dtype):
         return False
     idx = top.slice
     items = idx.elts if isinstance(idx, ast.Tuple) else [idx]
-    return len(items) == ndim and not any(isinstance(i, ast.Slice) for i in items)
+    # a slice, ``...`` or ``None`` (a new axis) gives a view of the record, not a value
+    view = (ast.Slice, ast.Starred)
+    return len(items) == ndim and not any(
+        isinstance(i, view) or (isinstance(i, ast.Constant) and (i.value is None or i.value is Ellipsis))
+        for i in items)
 
 
 def view(arr):
