@@ -253,7 +253,7 @@ def main(args):
     # iterates at slack 0): PS2's Adam with rows partitioned, and with ColumnSGD's columns
     one = f"adam P=1 B={big}"
     for strategy, opt in (("adam", None), ("column", "adam")):
-        label, curve = tux2_workers(g, y, path, strategy, 2, big, *steps[one], min(epochs, 6), f_star, opt)
+        label, curve = tux2_workers(g, y, path, strategy, 2, big, *steps[one], epochs, f_star, opt)
         curves[f"tux2 {label}"] = curve
         steps[label], batches[label] = steps[one], big
     spark_curve, spark_info = spark_mllib(g, y, X, path, f_star, quick)

@@ -207,26 +207,26 @@ def mark_touched(los, his, n_seg, perm, ends, stamp, epoch, buf, count):
 
 
 @njit(cache=True, nogil=True, boundscheck=False)
+def _append_unmarked(ids, mark, buf, count):
+    """Append the ids not yet marked to buf[count:] (marking them); the new count."""
+    for t in range(ids.shape[0]):
+        i = ids[t]
+        if not mark[i]:
+            mark[i] = True
+            buf[count] = i
+            count += 1
+    return count
+
+
+@njit(cache=True, nogil=True, boundscheck=False)
 def union_positions(n, own, lids, mark, where):
     """An Apply round's masters: M = sorted unique of ``own`` ∪ ``lids`` (local
     indices < n), each lid's position in M, and per position the number of
     replicas that contributed (1 if in ``own``, +1 per lid). ``mark`` (bool, n)
     must be all False and is left so; ``where`` (n) is scratch."""
     buf = np.empty(own.shape[0] + lids.shape[0], np.int64)
-    cnt = 0
-    for t in range(own.shape[0]):
-        i = own[t]
-        if not mark[i]:
-            mark[i] = True
-            buf[cnt] = i
-            cnt += 1
-    n_own = cnt
-    for t in range(lids.shape[0]):
-        i = lids[t]
-        if not mark[i]:
-            mark[i] = True
-            buf[cnt] = i
-            cnt += 1
+    n_own = _append_unmarked(own, mark, buf, 0)
+    cnt = _append_unmarked(lids, mark, buf, n_own)
     if cnt * 16 > n:                       # dense: a scan is cheaper than a sort
         M = np.empty(cnt, np.int64)
         k = 0
