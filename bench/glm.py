@@ -12,10 +12,10 @@ work and traffic, reported as bytes per step); their step size is picked from a
 small grid by the objective after one epoch, as the MLlib* paper grid-searched
 MLlib's, and decays as eta / (1 + decay t) in epoch t (decay 0.5; for PS2's Adam on
 one partition, the candidate for the best, the grid also covers other decays and
-batches of 8000 (2000 in --quick) and is judged after two epochs). With that step, Adam then runs on
-two worker processes (`tux2 run lr --workers 2`, both cores) with rows (PS2) and
-with columns (ColumnSGD) partitioned; at slack 0 their iterates are the one-process
-ones. sklearn keeps its default 'optimal' schedule. Runs stop at half the target
+batches of 8000 (2000 in --quick) and is judged after two epochs). With that step,
+Adam then runs on two worker processes (`tux2 run lr --workers 2`, both cores) with
+rows (PS2) and with columns (ColumnSGD) partitioned; at slack 0 their iterates are
+the one-process ones. sklearn keeps its default 'optimal' schedule. Runs stop at half the target
 gap. Spark MLlib runs in local[2] mode, both cores. Final line:
 {"bench": "glm", "tux2_over_sklearn_time_to_1e-2": R, ...}.
 """
