@@ -21,6 +21,7 @@ import shutil
 import numpy as np
 
 from tux2.errors import Tux2Error
+from tux2.transport import barrier
 
 LATEST = "LATEST"
 
@@ -48,12 +49,6 @@ def _write_atomic(path, write):
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path)
-
-
-def barrier(transport, tag):
-    """Wait until every worker gets here (nothing to do on one)."""
-    if transport is not None and getattr(transport, "world", 1) > 1:
-        transport.allgather(tag, [np.zeros(1, np.int64)])
 
 
 def save(directory, eng, params, transport=None):

@@ -154,7 +154,7 @@ def timed_epochs(eng, n, start=0, say=None, unit="epoch"):
     {"bytes_sent", "wait_s"}) for each: the timing and traffic every ``tux2 run`` loop
     reports (wait: seconds this worker waited for others, from the per-clock trace).
     With ``say`` on a terminal a progress bar shows the position and the current metric."""
-    from tux2.checkpoint import barrier
+    from tux2.transport import barrier
     barrier(eng.transport, "start")       # every worker set up: the first epoch's time is its own
     bar = _progress_bar(eng, n, start, say, unit)
     total = 0.0

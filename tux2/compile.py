@@ -273,22 +273,19 @@ def mirror_fanout(M, mm_ptr, mm_part, mm_lid, n_parts):
     """Every mirror of the masters M, grouped by the part holding it (stable: M's
     order, then each master's mirror order): (master rows, mirror lids, starts)
     with part q's at [starts[q], starts[q + 1])."""
-    starts = np.zeros(n_parts + 1, np.int64)
+    n = 0
+    for t in range(M.shape[0]):
+        n += mm_ptr[M[t] + 1] - mm_ptr[M[t]]
+    rows = np.empty(n, np.int64)
+    at = np.empty(n, np.int64)
+    n = 0
     for t in range(M.shape[0]):
         for k in range(mm_ptr[M[t]], mm_ptr[M[t] + 1]):
-            starts[mm_part[k] + 1] += 1
-    for q in range(n_parts):
-        starts[q + 1] += starts[q]
-    fill = starts[:-1].copy()
-    rows = np.empty(starts[n_parts], np.int64)
-    lids = np.empty(starts[n_parts], np.int64)
-    for t in range(M.shape[0]):
-        for k in range(mm_ptr[M[t]], mm_ptr[M[t] + 1]):
-            q = mm_part[k]
-            rows[fill[q]] = M[t]
-            lids[fill[q]] = mm_lid[k]
-            fill[q] += 1
-    return rows, lids, starts
+            rows[n] = M[t]
+            at[n] = k
+            n += 1
+    order, starts = group_by_part(mm_part[at], n_parts)
+    return rows[order], mm_lid[at[order]], starts
 
 
 _META = {"shape", "size", "ndim", "dtype", "itemsize"}
@@ -301,7 +298,19 @@ def writes_records(udf, position, dtype):
     (``v.w[k]`` on a 1-D field), or array metadata (``v.w.shape``). Anything else
     — an assignment to it, the record or a field view passed to a call, stored in
     a name or returned — counts as a write, as does a UDF whose source cannot be
-    read. The engine uses this to skip sending unchanged replica values."""
+    read. The engine uses this to skip sending unchanged replica values (read
+    once per UDF, position and dtype)."""
+    try:
+        per = _MEMO.setdefault(udf, {})
+    except TypeError:
+        per = {}
+    key = ("writes", position, dtype)
+    if key not in per:
+        per[key] = _writes_records(udf, position, dtype)
+    return per[key]
+
+
+def _writes_records(udf, position, dtype):
     fn = getattr(udf, "py_func", udf)
     try:
         tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
@@ -309,7 +318,7 @@ def writes_records(udf, position, dtype):
     except (OSError, TypeError, SyntaxError, ValueError):
         return True
     names = list(params)
-    if position >= len(names) or not tree.body or not isinstance(tree.body[0], (ast.FunctionDef,)):
+    if position >= len(names) or not tree.body or not isinstance(tree.body[0], ast.FunctionDef):
         return True
     name = names[position]
     parent = {}
