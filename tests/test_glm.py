@@ -135,6 +135,79 @@ def test_adam_update_under_column_partitioning_gives_ps2_iterates(loss, classes)
         glm.engine(g, y, loss, "modelavg", parts=2, optimizer="adam")
 
 
+def _loop_adagrad(X, y, order, loss, reg, lam, eta, decay, epochs, eps=1e-8):
+    """Per-sample AdaGrad in plain Python, samples in ``order``: for each sample the
+    margins, ℓ'(m), then for each of its features g = x ℓ' (+ the l2 share λ n/n_j w),
+    G += g², w −= η g / (√G + ε) (l1: the proximal step with threshold λ n/n_j of it)."""
+    X = X.tocsr()
+    n, d = X.shape
+    K = 3 if loss == "softmax" else 1
+    W = [[0.0] * K for _ in range(d)]
+    G = [[0.0] * K for _ in range(d)]
+    deg = np.maximum(np.bincount(X.indices, minlength=d), 1)
+    for epoch in range(epochs):
+        rate = eta / (1.0 + decay * epoch)
+        for i in order:
+            cols, vals = X.indices[X.indptr[i]:X.indptr[i + 1]], X.data[X.indptr[i]:X.indptr[i + 1]]
+            m = [sum(x * W[j][k] for j, x in zip(cols, vals)) for k in range(K)]
+            if loss == "softmax":
+                z = np.exp(np.array(m) - max(m))
+                dl = list(z / z.sum() - (np.arange(K) == y[i]))
+            else:
+                yy = 1.0 if y[i] > 0 else -1.0
+                dl = [-yy / (1.0 + np.exp(yy * m[0]))]
+            for j, x in zip(cols, vals):
+                r = lam * n / deg[j]
+                for k in range(K):
+                    g = x * dl[k] + (r * W[j][k] if reg == "l2" else 0.0)
+                    G[j][k] += g * g
+                    s = rate / (np.sqrt(G[j][k]) + eps)
+                    z = W[j][k] - s * g
+                    W[j][k] = z if reg == "l2" else np.sign(z) * max(abs(z) - s * r, 0.0)
+    return np.array(W)
+
+
+@pytest.mark.parametrize("loss,classes", [("logistic", 2), ("softmax", 3)])
+@pytest.mark.parametrize("reg", ["l2", "l1"])
+def test_local_adagrad_is_per_sample_adagrad(loss, classes, reg):
+    """modelavg on one partition with one sample per mini-batch and optimizer
+    'adagrad' runs per-sample AdaGrad (Vowpal Wabbit's adaptive update): the plain
+    loop's weights after each of 2 epochs."""
+    g, X, y = _problem(classes, n=150, d=40)
+    lam, eta, decay = 0.01, 0.3, 0.5
+    eng, perm = glm.engine(g, y, loss, "modelavg", parts=1, batch=1, eta=eta, decay=decay, lam=lam, reg=reg,
+                           optimizer="adagrad")
+    for epochs in (1, 2):
+        eng.run(1)
+        ref = _loop_adagrad(X, y, np.argsort(perm), loss, reg, lam, eta, decay, epochs)
+        np.testing.assert_allclose(glm.weights(eng).reshape(ref.shape), ref, rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("reg", ["l2", "l1"])
+def test_adagrad_update_at_the_masters(reg):
+    """optimizer='adagrad' for the one-step strategies: full batch, each epoch is
+    G += g², W −= η g / (√G + ε) with g the numpy reference gradient (l1: the proximal
+    step); the same iterates on rows or columns partitioned, on 1 or 3 partitions."""
+    g, X, y = _problem(3)
+    lam, eta, eps = 0.002, 0.1, 1e-8
+    for strategy, parts in (("sendgradient", 1), ("column", 3), ("sendgradient", 2)):
+        eng, _ = glm.engine(g, y, "softmax", strategy, parts=parts, batch=None, eta=eta, lam=lam, reg=reg,
+                            optimizer="adagrad")
+        W, G = np.zeros((X.shape[1], 3)), np.zeros((X.shape[1], 3))
+        for _ in range(3):
+            eng.run(1)
+            gd = glm.gradient_value(W, X, y, "softmax", "l2", 0.0)
+            gr = gd + lam * W if reg == "l2" else gd
+            G += gr * gr
+            s = eta / (np.sqrt(G) + eps)
+            Z = W - s * gr
+            W = Z if reg == "l2" else np.sign(Z) * np.maximum(np.abs(Z) - s * lam, 0.0)
+            np.testing.assert_allclose(glm.weights(eng), W, rtol=1e-9, atol=1e-13)
+        assert 0.2 < np.count_nonzero(W) / W.size <= (1.0 if reg == "l2" else 0.9)
+    with pytest.raises(ValueError, match="does not go with"):
+        glm.engine(g, y, "softmax", "adam", parts=1, optimizer="adagrad")
+
+
 def test_driver_puts_every_feature_master_on_partition_0():
     g, X, y = _problem()
     eng, _ = glm.engine(g, y, "logistic", "sendgradient", parts=3, driver=True, batch=50, eta=0.5)

@@ -17,7 +17,7 @@ MODELS = {"lr": ("logistic", "logistic regression"), "svm": ("hinge", "linear SV
 def add_parser(algos):
     from tux2.cli import HelpFormatter, add_checkpoint_args, add_distributed_args, add_output_args
     from tux2.cli_libsvm import add_libsvm_args
-    from tux2.udfs.glm import STRATEGIES
+    from tux2.udfs.glm import OPTIMIZERS, STRATEGIES
     for name, (loss, title) in MODELS.items():
         p = algos.add_parser(
             name, help=f"{title} by mini-batch SGD; --strategy picks the system it trains like",
@@ -38,16 +38,18 @@ def add_parser(algos):
             p.add_argument("--init-std", type=float, default=0.01,
                            help="factors start as normal draws with this standard deviation")
         p.add_argument("--strategy", default="sendgradient", choices=STRATEGIES, help="training strategy")
-        p.add_argument("--optimizer", choices=("sgd", "adam"), default=None,
-                       help="update at the feature masters (default: adam for --strategy adam, else sgd); "
-                            "column and sendgradient take either")
+        p.add_argument("--optimizer", choices=OPTIMIZERS, default=None,
+                       help="the update (default: adam for --strategy adam, else sgd). column and sendgradient "
+                            "take any, at the feature masters; modelavg and modelsum take sgd or adagrad, in "
+                            "their local steps (with --batch equal to the workers: per-sample AdaGrad, as "
+                            "Vowpal Wabbit's adaptive update)")
         p.add_argument("--driver", action="store_true",
                        help="sendgradient only: every feature master on partition 0 (Spark's driver)")
         p.add_argument("--reg", default="l2", choices=("l2", "l1"), help="regulariser R: 1/2 |W|^2 or |W|_1")
         p.add_argument("--lam", type=float, default=1e-6, help="regularisation weight lambda")
         p.add_argument("--batch", type=int, default=1000, help="samples per mini-batch (one clock); 0: all")
         p.add_argument("--eta", type=float, default=None,
-                       help="step size (default: 1.0 for sgd, 0.01 for adam)")
+                       help="step size (default: 1.0 for sgd, 0.1 for adagrad, 0.01 for adam)")
         p.add_argument("--decay", type=float, default=0.0, help="step at epoch t is eta / (1 + decay t)")
         p.add_argument("--epochs", type=int, default=10, help="passes over the samples")
         if loss == "softmax":
@@ -95,7 +97,7 @@ def _run_glm(args, transport, rank, world):
     if args.driver and args.strategy != "sendgradient":
         raise Tux2Error("--driver (all feature masters on one partition) goes with --strategy sendgradient")
     optimizer = args.optimizer or ("adam" if args.strategy == "adam" else "sgd")
-    eta = args.eta if args.eta is not None else (0.01 if optimizer == "adam" else 1.0)
+    eta = args.eta if args.eta is not None else {"adam": 0.01, "adagrad": 0.1}.get(optimizer, 1.0)
     parts = max(args.partitions, world)
     classes = getattr(args, "classes", None)
     g, y, test, source = load_classification(args, (classes or 5) if args.loss == "softmax" else 2)

@@ -43,6 +43,14 @@ Strategies (``STRATEGIES``):
   P/B), and once per epoch Apply averages the replicas' changes (``combine="mean"``):
   reduce-scatter to the masters and all-gather back, no central node.
 * ``modelsum`` (Petuum-style): the same with the changes summed.
+
+Optimizers (``OPTIMIZERS``, ``optimizer=``): ``sgd``; ``adam`` (PS2's, one-step
+strategies); ``adagrad``: G += g², w −= η g / (√G + ε) per weight. The one-step
+strategies keep G at the masters beside the weight; ``modelavg``/``modelsum`` keep
+one G per replica and take the step in their local Exchange, edge by edge, so with
+one sample per worker per mini-batch (``batch`` = workers) it is per-sample AdaGrad,
+Vowpal Wabbit's adaptive update. Its step is scale-free: ``local_scale`` does not
+enter.
 """
 import math
 
@@ -54,6 +62,7 @@ from tux2 import Apply, ContextSpec, Exchange, GlobalSync, MiniBatch, Program, V
 LOSSES = ("logistic", "hinge", "softmax")
 STRATEGIES = ("sendgradient", "modelavg", "modelsum", "column", "adam")
 ROW_STRATEGIES = ("sendgradient", "modelavg", "modelsum", "adam")
+OPTIMIZERS = ("sgd", "adagrad", "adam")
 
 
 # ---------------------------------------------------------------- helpers (inlined into the UDFs)
@@ -113,6 +122,25 @@ def local_step_l1(u, v, e, a_u, a_v, ctx):
         v.w[k] = soft(v.w[k] - s * e.x * u.d[k], t)
 
 
+def local_adagrad_l2(u, v, e, a_u, a_v, ctx):
+    # AdaGrad per replica (G: that replica's sum of squared gradients); the step
+    # η/√G is scale-free, so no local_scale
+    r = ctx.lam * ctx.n / v.deg
+    for k in range(v.w.shape[0]):
+        g = e.x * u.d[k] + r * v.w[k]
+        v.G[k] += g * g
+        v.w[k] -= ctx.rate * g / (math.sqrt(v.G[k]) + ctx.eps)
+
+
+def local_adagrad_l1(u, v, e, a_u, a_v, ctx):
+    t = ctx.lam * ctx.n / v.deg
+    for k in range(v.w.shape[0]):
+        g = e.x * u.d[k]
+        v.G[k] += g * g
+        s = ctx.rate / (math.sqrt(v.G[k]) + ctx.eps)
+        v.w[k] = soft(v.w[k] - s * g, s * t)
+
+
 # ---------------------------------------------------------------- factorization machine Exchanges
 # feature record w = (w_j, v_j1 … v_jF); sample accumulator m = (Σ x w, s_1 … s_F, q_1 … q_F);
 # sample sync d = (ℓ'(ŷ), s_1 … s_F)
@@ -149,6 +177,25 @@ def fm_local_step_l1(u, v, e, a_u, a_v, ctx):
     v.w[0] = soft(v.w[0] - s * e.x * d, t)
     for f in range(1, v.w.shape[0]):
         v.w[f] = soft(v.w[f] - s * d * e.x * (u.d[f] - v.w[f] * e.x), t)
+
+
+def fm_local_adagrad_l2(u, v, e, a_u, a_v, ctx):
+    r = ctx.lam * ctx.n / v.deg
+    d = u.d[0]
+    for f in range(v.w.shape[0]):
+        g = (e.x * d if f == 0 else d * e.x * (u.d[f] - v.w[f] * e.x)) + r * v.w[f]
+        v.G[f] += g * g
+        v.w[f] -= ctx.rate * g / (math.sqrt(v.G[f]) + ctx.eps)
+
+
+def fm_local_adagrad_l1(u, v, e, a_u, a_v, ctx):
+    t = ctx.lam * ctx.n / v.deg
+    d = u.d[0]
+    for f in range(v.w.shape[0]):
+        g = e.x * d if f == 0 else d * e.x * (u.d[f] - v.w[f] * e.x)
+        v.G[f] += g * g
+        s = ctx.rate / (math.sqrt(v.G[f]) + ctx.eps)
+        v.w[f] = soft(v.w[f] - s * g, s * t)
 
 
 @njit(inline="always")
@@ -251,6 +298,22 @@ def adam_l1(v, a, ctx):
         v.w[k] = soft(v.w[k] - step * v.m1[k] / c1, step * ctx.lam * ctx.n / v.deg * a.c / ctx.batch)
 
 
+def adagrad_l2(v, a, ctx):
+    r = ctx.lam * ctx.n / v.deg * a.c
+    for k in range(v.w.shape[0]):
+        g = (a.g[k] + r * v.w[k]) / ctx.batch
+        v.G[k] += g * g
+        v.w[k] -= ctx.rate * g / (math.sqrt(v.G[k]) + ctx.eps)
+
+
+def adagrad_l1(v, a, ctx):
+    for k in range(v.w.shape[0]):
+        g = a.g[k] / ctx.batch
+        v.G[k] += g * g
+        s = ctx.rate / (math.sqrt(v.G[k]) + ctx.eps)
+        v.w[k] = soft(v.w[k] - s * g, s * ctx.lam * ctx.n / v.deg * a.c / ctx.batch)
+
+
 # ---------------------------------------------------------------- GlobalSync
 def regulariser_l2(v, ctx):
     for k in range(v.w.shape[0]):
@@ -322,10 +385,11 @@ def program(labels, samples, features, values, n_samples, n_features, loss="logi
     if lam < 0 or eta <= 0 or decay < 0:
         raise ValueError(f"need lam >= 0, eta > 0, decay >= 0; got {lam}, {eta}, {decay}")
     opt = optimizer or ("adam" if strategy == "adam" else "sgd")
-    if opt not in ("sgd", "adam") or (opt == "adam" and strategy in ("modelavg", "modelsum")) or \
+    if opt not in OPTIMIZERS or (opt == "adam" and strategy in ("modelavg", "modelsum")) or \
             (strategy == "adam" and opt != "adam"):
         raise ValueError(f"optimizer {optimizer!r} does not go with strategy {strategy!r}: sendgradient and "
-                         "column take 'sgd' or 'adam', adam takes 'adam', modelavg and modelsum take 'sgd'")
+                         "column take 'sgd', 'adagrad' or 'adam', adam takes 'adam', modelavg and modelsum take "
+                         "'sgd' or 'adagrad'")
     F = int(factors)
     if F < 0 or (F and loss == "softmax"):
         raise ValueError(f"a factorization machine needs factors >= 1 and a binary loss, got {factors}, {loss!r}")
@@ -339,7 +403,10 @@ def program(labels, samples, features, values, n_samples, n_features, loss="logi
     wk = ("f8", K + F)                     # FM: (w_j, v_j1 … v_jF); K = 1
     sample = VertexType(types[0], sync={"d": wk}, master={"y": "f8"}, accum={"m": ("f8", K + 2 * F)})
     fmaster = {"m1": wk, "m2": wk, "b1t": "f8", "b2t": "f8"} if opt == "adam" else {}
-    feature = VertexType(types[1], sync={"w": wk}, master=fmaster, local={"deg": "f8"},
+    flocal = {"deg": "f8"}
+    if opt == "adagrad":                   # one-step: beside the master's weight; local: per replica
+        (flocal if local else fmaster)["G"] = wk
+    feature = VertexType(types[1], sync={"w": wk}, master=fmaster, local=flocal,
                          accum={} if local else {"g": wk, "c": "f8"})
     ctx = ContextSpec(fields={"lam": "f8", "n": "f8", "batch": "f8", "eta": "f8", "decay": "f8", "rate": "f8",
                               "local_scale": "f8", "beta1": "f8", "beta2": "f8", "eps": "f8", "epoch": "f8",
@@ -361,14 +428,16 @@ def program(labels, samples, features, values, n_samples, n_features, loss="logi
     margin_x, deriv, grad, loss_f = ((fm_margin, FM_DERIVATIVE[loss], fm_gradient, FM_LOSS[loss]) if F else
                                      (margin, DERIVATIVE[loss], gradient, LOSS[loss]))
     if local:
-        step = ((fm_local_step_l2 if reg == "l2" else fm_local_step_l1) if F else
-                (local_step_l2 if reg == "l2" else local_step_l1))
+        step = {(0, "sgd", "l2"): local_step_l2, (0, "sgd", "l1"): local_step_l1,
+                (0, "adagrad", "l2"): local_adagrad_l2, (0, "adagrad", "l1"): local_adagrad_l1,
+                (1, "sgd", "l2"): fm_local_step_l2, (1, "sgd", "l1"): fm_local_step_l1,
+                (1, "adagrad", "l2"): fm_local_adagrad_l2, (1, "adagrad", "l1"): fm_local_adagrad_l1}[bool(F), opt, reg]
         mb = MiniBatch(B, [Exchange(margin_x, writes=types[0]), Apply(deriv, types=types[0]),
                            Exchange(step, writes=types[1])], unit="vertex", enumerate=types[0])
         stages = [mb, Apply(combine="mean" if strategy == "modelavg" else "sum", types=types[1])]
     else:
         update = {("sgd", "l2"): sgd_l2, ("sgd", "l1"): sgd_l1, ("adam", "l2"): adam_l2,
-                  ("adam", "l1"): adam_l1}[opt, reg]
+                  ("adam", "l1"): adam_l1, ("adagrad", "l2"): adagrad_l2, ("adagrad", "l1"): adagrad_l1}[opt, reg]
         mb = MiniBatch(B, [Exchange(margin_x, writes=types[0]), Apply(deriv, types=types[0]),
                            Exchange(grad, writes=types[1]), Apply(update, types=types[1])],
                        unit="vertex", enumerate=types[0])
