@@ -119,15 +119,16 @@ def test_fused_minibatch_loop_gives_the_per_clock_result(unit, size):
 
 
 def test_fused_loop_is_skipped_where_it_cannot_apply():
-    """Several partitions, an active predicate or a GlobalSync inside the mini-batch
-    keep the per-clock driver."""
+    """An Apply inside the mini-batch of a type with mirrors (here: two random
+    partitions), an active predicate or a GlobalSync inside it keep the per-clock driver."""
     g = random_graph(seed=3)
     step = [Exchange(acc_exchange), Apply(apply_a, types="a")]
     ctx = ContextSpec({"s": "f8"}, sum=("s",))
     def prog(mb):
         return Program(toy_types(), edge={"w": "f8"}, context=ctx, stages=[mb], init_vertices=toy_init)
     assert Engine(prog(MiniBatch(5, step, unit="vertex", enumerate="a")), g, partitions=1)._fused
-    assert not Engine(prog(MiniBatch(5, step, unit="vertex", enumerate="a")), g, partitions=2)._fused
+    two = Engine(prog(MiniBatch(5, step, unit="vertex", enumerate="a")), g, partitions=2)
+    assert two._replicated[0] and not two._fused
     assert not Engine(prog(MiniBatch(5, step, unit="vertex", enumerate="a", active=lambda v, c: v.x[0] > 1.5)),
                       g, partitions=1)._fused
     assert not Engine(prog(MiniBatch(5, step + [GlobalSync()], unit="vertex", enumerate="a")), g,

@@ -35,10 +35,11 @@ class Engine:
     ``edge_data`` (optional) is a structured array of the program's edge dtype in
     global edge order; by default the graph's values fill the first edge field.
 
-    ``fuse`` (default True): on one partition with nothing replicated, run a
-    mini-batch's stages for a run of mini-batches in one compiled loop (same
-    results, no Python between mini-batches). Its trace then has one record per
-    run of clocks (``clocks``: how many) instead of one per clock.
+    ``fuse`` (default True): when a mini-batch's clocks need no messages (no Apply
+    inside it of a type with mirrors: one partition, or e.g. model averaging's local
+    steps), run its stages for a run of mini-batches in one compiled loop per
+    partition (same results, no Python between mini-batches). Its trace then has
+    one record per run of clocks (``clocks``: how many) instead of one per clock.
     """
 
     def __init__(self, program, graph, partitions=1, partitioner="random", seed=0,
@@ -174,11 +175,17 @@ class Engine:
                 self._fused[id(mb)] = self._fuse(mb)
 
     def _fusable(self, mb):
-        """A mini-batch's clocks need no messages and no Python in between: one
-        partition owning every vertex, no active predicate, no GlobalSync inside."""
-        return (self.fuse and not jit_disabled() and self.P == 1 and len(self.parts) == 1
-                and isinstance(self.transport, LocalTransport) and not any(self._replicated)
-                and mb.active is None and all(isinstance(s, (Exchange, Apply)) for s in mb.stages))
+        """A mini-batch's clocks need no messages and no Python in between: no
+        Apply inside it of a type with mirrors (its rounds would send), no active
+        predicate, no GlobalSync. Then each partition runs its clocks on its own
+        (with several workers too: such clocks exchange nothing, so running them
+        back to back gives the per-clock result; rounds pending from earlier stages
+        complete before the run, as SSP would need them for its last clock)."""
+        if not (self.fuse and not jit_disabled() and mb.active is None
+                and all(isinstance(s, (Exchange, Apply)) for s in mb.stages)):
+            return False
+        return not any(self._tracked[t] and self._replicated[t]
+                       for s in mb.stages if isinstance(s, Apply) for t in self.program.apply_types(s))
 
     def _fuse(self, mb):
         steps = []
@@ -192,7 +199,8 @@ class Engine:
         p = self.parts[0]
         k = minibatch_kernel(steps, [tl.accum.dtype for tl in p.types])
         order = None if mb.unit == "edge" else self.program.type_index(mb.enumerate)
-        compile_call(k, self._fused_args(p, order, 0, 0, np.zeros(1, np.int64)), mb, mb.stages[0].udf)
+        for p in self.parts:               # index dtypes may differ between parts
+            compile_call(k, self._fused_args(p, order, 0, 0, np.zeros(1, np.int64)), mb, mb.stages[0].udf)
         return k, order
 
     def _fused_args(self, p, order, c0, c1, pos):
@@ -253,19 +261,21 @@ class Engine:
         """The mini-batches of one epoch through the fused loop, in runs of clocks
         sized to take ~0.1 s (so progress bars and the trace still move)."""
         k, order = self._fused[id(mb)]
-        p = self.parts[0]
-        key = ("pos", id(mb))
-        if key not in self._run_cache:
-            keys = p.orders[order][1]
-            self._run_cache[key] = np.searchsorted(keys, np.r_[np.arange(0, max(total, 1), size), total])
-        pos = self._run_cache[key]
-        clocks, c, run = len(pos) - 1, 0, 1
-        A, B = p.types
+        bounds = np.r_[np.arange(0, max(total, 1), size), total]
+        pos = []
+        for p in self.parts:
+            key = ("pos", id(mb), p.rank)
+            if key not in self._run_cache:
+                self._run_cache[key] = np.searchsorted(p.orders[order][1], bounds)
+            pos.append(self._run_cache[key])
+        clocks, c, run = len(bounds) - 1, 0, 1
         while c < clocks:
             n = min(run, clocks - c)
-            mark = self._trace_start()
+            mark = self._trace_start(upto=self.clock + n - self.slack - 1)
             t0 = time.perf_counter()
-            A.n_touched, A.epoch, B.n_touched, B.epoch = k(*self._fused_args(p, order, c, c + n, pos))
+            for p, ps in zip(self.parts, pos):
+                A, B = p.types
+                A.n_touched, A.epoch, B.n_touched, B.epoch = k(*self._fused_args(p, order, c, c + n, ps))
             dt = time.perf_counter() - t0
             self.timers["minibatch"] = self.timers.get("minibatch", 0.0) + dt
             c += n
@@ -313,11 +323,12 @@ class Engine:
         finally:
             self._sync_s += time.perf_counter() - t0
 
-    def _trace_start(self, gate=True):
-        """Start of a clock: the SSP gate (every round of clocks <= c - s - 1 complete), then marks."""
+    def _trace_start(self, gate=True, upto=None):
+        """Start of a clock: the SSP gate (every round of clocks <= c - s - 1 complete,
+        or <= ``upto``), then marks."""
         g0 = time.perf_counter()
         if gate:
-            self._progress(self.clock - self.slack - 1)
+            self._progress(self.clock - self.slack - 1 if upto is None else upto)
         self._gate_s = time.perf_counter() - g0
         self._done_ts = None
         self._part_s = {p.rank: 0.0 for p in self.parts} if self.time_parts else None
