@@ -17,7 +17,7 @@ EXPERIMENTS = {   # name: (module, what it measures); `all` runs them in this or
     "blockpg": ("bench.blockpg", "peer: BlockPG vs liblinear"),
     "glm": ("bench.glm", "peer: GLM strategies vs scikit-learn and Spark MLlib"),
     "glm_scaling": ("bench.glm_scaling", "ColumnSGD Fig. 10: per-step time vs model size"),
-    "glm_floor": ("bench.glm_floor", "GLM on one core: tux2's Adam vs the same loop written by hand"),
+    "glm_floor": ("bench.glm_floor", "GLM on one core: tux2's Adam and AdaGrad vs the same loops written by hand"),
     "partition": ("bench.partition", "peer: partitioners vs KaHIP / Mt-KaHyPar, replication factors"),
     "distributed": ("bench.distributed", "2 workers vs 1, bytes vs minimum"),
     "io": ("bench.io", "peer: parsing vs pandas / scikit-learn"),

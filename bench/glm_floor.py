@@ -197,7 +197,7 @@ def main(args):
              med["ada"] / med["hand"], ada_gaps[-1] if ada_gaps else None],
             ["hand-written numba loop, same per-sample AdaGrad", med["hada"], med["hada"] / med["hand"],
              ada_gaps[-1] if ada_gaps else None]]
-    report("glm_floor", "GLM on one core: tux2's Adam vs the same loop written by hand",
+    report("glm_floor", "GLM on one core: tux2's Adam and AdaGrad vs the same loops written by hand",
            f"{n:,} samples × {d:,} features, {g.num_edges:,} non-zeros (the glm bench's problem); Adam with "
            f"B = {B}, η = {eta}, decay {decay}, {epochs} epochs",
            ["loop", "s per epoch (median)", "vs hand-written Adam", f"gap after {epochs} epochs"], rows,

@@ -129,3 +129,26 @@ def test_hand_written_adam_takes_the_engines_steps():
                         1e-8)
     np.testing.assert_allclose(F["w"], glm.weights(eng)[:, 0], rtol=1e-9, atol=1e-12)
     assert np.abs(F["w"]).max() > 1e-3                            # it did move
+
+
+def test_hand_written_adagrad_takes_the_engines_steps():
+    """bench glm_floor's per-sample AdaGrad loop and tux2's modelavg+adagrad on one
+    partition with one sample per mini-batch give the same weights after two epochs."""
+    from bench.glm_floor import adagrad_epoch
+    from tux2.datasets import sparse_classification
+    from tux2.udfs import glm
+    g, y, _ = sparse_classification(2000, 300, 12, seed=4)
+    n, d, eta, lam = g.n_src, g.n_dst, 0.3, 1e-3
+    eng = glm.engine(g, y, "logistic", "modelavg", parts=1, batch=1, eta=eta, lam=lam, optimizer="adagrad")[0]
+    eng.run(2)
+    perm = np.random.default_rng(0).permutation(n)             # glm.engine's sample relabelling
+    import scipy.sparse as sp
+    X = sp.csr_matrix((g.values, (perm[g.src], g.dst)), shape=(n, d))
+    ys = np.empty(n)
+    ys[perm] = np.where(np.asarray(y) > 0, 1.0, -1.0)
+    w, G = np.zeros(d), np.zeros(d)
+    deg = np.maximum(np.bincount(g.dst, minlength=d), 1).astype(np.float64)
+    for _ in range(2):
+        adagrad_epoch(X.indptr, X.indices, X.data, ys, w, G, deg, eta, lam, float(n), 1e-8)
+    np.testing.assert_allclose(w, glm.weights(eng)[:, 0], rtol=1e-9, atol=1e-12)
+    assert np.abs(w).max() > 1e-2

@@ -216,3 +216,34 @@ def test_distributed_ingress_reads_shares_and_matches_the_single_process(tmp_pat
     # a strategy that needs the whole graph falls back to central loading, with a note
     r = run_cli(*common, "--workers", "2", "--partitioner", "ginger", timeout=300)
     assert r.returncode == 0, r.stderr
+
+
+def test_a_workers_last_message_is_delivered_after_it_exits():
+    """A worker that sends its piece of a gather and exits at once (every rank but
+    0 does at the end of a run) still delivers it: its sockets linger on a normal
+    close. With LINGER 0 the 64 MB message died with the process (rank 0 waited
+    for it until the peer timeout)."""
+    from tux2.zmq_transport import ZmqTransport
+    rv = f"tcp://127.0.0.1:{free_port()}"
+    code = ("import sys, numpy as np\n"
+            "from tux2.zmq_transport import ZmqTransport\n"
+            "t = ZmqTransport(1, 2, sys.argv[1], parts=2, timeout=20)\n"
+            "t.alltoall(0, 'last', {(1, 0): [np.arange(8_000_000, dtype=np.float64)]})\n"
+            "t.close()\n")
+    p = subprocess.Popen([sys.executable, "-c", code, rv], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True)
+    t = None
+    try:
+        t = ZmqTransport(0, 2, rv, parts=2, timeout=20)
+        t.send(0, "last", {})               # as in Engine._gather: every rank sends, then collects
+        _, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err
+        inbox = t.collect(0, "last")
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.communicate()
+        if t is not None:
+            t.close()
+    got = inbox[(1, 0)][0]
+    assert got.shape == (8_000_000,) and got[-1] == 7_999_999.0

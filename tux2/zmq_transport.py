@@ -8,7 +8,10 @@
 * Liveness: a heartbeat thread (own sockets) pings every peer; a receive
   gives up when a peer it waits for has been silent for ``timeout`` seconds
   and raises :class:`PeerLost` naming the rank. A worker that fails sends
-  ABORT with its reason, so the others stop at once. Sockets close with LINGER 0.
+  ABORT with its reason, so the others stop at once. A worker that closes
+  normally first lets its queued messages leave (at most ``timeout`` seconds: a
+  rank's last message, e.g. its piece of a gather, must not die with it); after
+  an ABORT sockets close with LINGER 0.
 """
 import collections
 import threading
@@ -45,6 +48,7 @@ class ZmqTransport:
         self._done = collections.deque(maxlen=4096)
         self._done_set = set()
         self._closed = False
+        self._aborted = False
         self.ctx = zmq.Context()
         self._auth = None
         self._keys = None
@@ -290,6 +294,7 @@ class ZmqTransport:
 
     def abort(self, reason):
         """Tell every peer this worker is failing (best effort, never blocks)."""
+        self._aborted = True
         text = np.frombuffer(str(reason).encode("utf-8", "replace")[:2000], np.uint8)
         frames = encode(ABORT, 0, self.rank, self.world, "abort", [(self.rank, 0, [text])])
         for s in self.push.values():
@@ -306,6 +311,8 @@ class ZmqTransport:
         self._stop.set()
         self._hb.join(timeout=5)
         for s in self.push.values():
+            if not self._aborted:           # deliver what is queued (ctx.term waits for it, bounded)
+                s.setsockopt(zmq.LINGER, int(1000 * self.timeout))
             s.close()
         self.pull.close()
         if self._auth is not None:
