@@ -183,6 +183,23 @@ def test_local_adagrad_is_per_sample_adagrad(loss, classes, reg):
         np.testing.assert_allclose(glm.weights(eng).reshape(ref.shape), ref, rtol=1e-9, atol=1e-12)
 
 
+@pytest.mark.parametrize("factors", [0, 3])
+@pytest.mark.parametrize("reg", ["l2", "l1"])
+def test_local_adagrad_with_one_sample_is_the_masters_adagrad(factors, reg):
+    """One sample per mini-batch on one partition: the local step (edge by edge, G per
+    replica) and the update at the masters (gradient sums, G beside the weight) are
+    the same AdaGrad step, for linear models and factorization machines."""
+    g, X, y = _problem(n=120, d=30)
+    ws = []
+    for strategy in ("modelavg", "sendgradient"):
+        eng, _ = glm.engine(g, y, "logistic", strategy, parts=1, batch=1, eta=0.2, decay=0.5, lam=1e-2, reg=reg,
+                            optimizer="adagrad", factors=factors, init_std=0.1)
+        eng.run(2)
+        ws.append(glm.weights(eng))
+    np.testing.assert_allclose(ws[0], ws[1], rtol=1e-9, atol=1e-12)
+    assert np.abs(ws[0]).max() > 1e-2
+
+
 @pytest.mark.parametrize("reg", ["l2", "l1"])
 def test_adagrad_update_at_the_masters(reg):
     """optimizer='adagrad' for the one-step strategies: full batch, each epoch is
