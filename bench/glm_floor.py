@@ -67,14 +67,20 @@ def adam_epoch(bounds, indptr, idx, val, y, d, F, A, stamp, touched, epoch, rate
     return epoch
 
 
+@njit(inline="always", **JIT)
+def logistic_d(indptr, idx, val, y, w, i):
+    """ℓ'(x_i·w) of the logistic loss, for sample i of a CSR matrix and a plain weight array."""
+    m = 0.0
+    for e in range(indptr[i], indptr[i + 1]):
+        m += val[e] * w[idx[e]]
+    return -y[i] / (1.0 + math.exp(y[i] * m))
+
+
 @njit(**JIT)
 def sgd_epoch(indptr, idx, val, y, w, eta):
     """One epoch of per-sample SGD on a plain weight array (no regulariser, constant step)."""
     for i in range(y.shape[0]):
-        m = 0.0
-        for e in range(indptr[i], indptr[i + 1]):
-            m += val[e] * w[idx[e]]
-        d = -y[i] / (1.0 + math.exp(y[i] * m))
+        d = logistic_d(indptr, idx, val, y, w, i)
         for e in range(indptr[i], indptr[i + 1]):
             w[idx[e]] -= eta * val[e] * d
 
@@ -84,10 +90,7 @@ def adagrad_epoch(indptr, idx, val, y, w, G, deg, rate, lam, n, eps):
     """One epoch of per-sample AdaGrad with the l2 term spread over a feature's samples
     (tux2's modelavg local step with optimizer 'adagrad' on one partition, batch 1)."""
     for i in range(y.shape[0]):
-        m = 0.0
-        for e in range(indptr[i], indptr[i + 1]):
-            m += val[e] * w[idx[e]]
-        d = -y[i] / (1.0 + math.exp(y[i] * m))
+        d = logistic_d(indptr, idx, val, y, w, i)
         for e in range(indptr[i], indptr[i + 1]):
             j = idx[e]
             g = val[e] * d + lam * n / deg[j] * w[j]
@@ -117,15 +120,18 @@ def main(args):
     def objective(w):
         return glm.objective_value(w, X, y, "logistic", "l2", LAM)
 
-    # tux2, one partition (the fused mini-batch loop)
-    eng = glm.engine(g, y, "logistic", "adam", parts=1, batch=B, eta=eta, decay=decay, lam=LAM)[0]
-    tux2_t, tux2_f = [], []
-    for _ in range(epochs):
-        t = time.perf_counter()
-        eng.run(1)
-        tux2_t.append(time.perf_counter() - t)
-        tux2_f.append(objective(glm.weights(eng)[:, 0]))
-    del eng
+    def engine_epochs(eng):
+        """Seconds and objective of each epoch of a tux2 engine (one partition: the fused loop)."""
+        ts, fs = [], []
+        for _ in range(epochs):
+            t = time.perf_counter()
+            eng.run(1)
+            ts.append(time.perf_counter() - t)
+            fs.append(objective(glm.weights(eng)[:, 0]))
+        return ts, fs
+
+    tux2_t, tux2_f = engine_epochs(glm.engine(g, y, "logistic", "adam", parts=1, batch=B, eta=eta, decay=decay,
+                                              lam=LAM)[0])
 
     # the same algorithm by hand
     F = np.zeros(d, FEATURE)
@@ -154,15 +160,8 @@ def main(args):
 
     # per-sample AdaGrad: tux2 (modelavg, one partition, one sample per mini-batch) and by hand
     ada_eta = 0.5
-    eng = glm.engine(g, y, "logistic", "modelavg", parts=1, batch=1, eta=ada_eta, decay=0.0, lam=LAM,
-                     optimizer="adagrad")[0]
-    ada_t, ada_f = [], []
-    for _ in range(epochs):
-        t = time.perf_counter()
-        eng.run(1)
-        ada_t.append(time.perf_counter() - t)
-        ada_f.append(objective(glm.weights(eng)[:, 0]))
-    del eng
+    ada_t, ada_f = engine_epochs(glm.engine(g, y, "logistic", "modelavg", parts=1, batch=1, eta=ada_eta, decay=0.0,
+                                            lam=LAM, optimizer="adagrad")[0])
     w, G = np.zeros(d), np.zeros(d)
     adagrad_epoch(Xs.indptr[:1], Xs.indices, Xs.data, ys[:0], w, G, F["deg"], ada_eta, LAM, float(n), 1e-8)
     hada_t, hada_f = [], []

@@ -99,6 +99,15 @@ def test_killing_a_worker_stops_every_process_with_a_clear_error(ratings_file):
     assert not any(_alive(k) for k in ranks.values())
 
 
+def _reap(p, t):
+    """Kill the worker process if it still runs; close this process's transport."""
+    if p.poll() is None:
+        p.kill()
+        p.communicate()
+    if t is not None:
+        t.close()
+
+
 def test_garbage_on_the_wire_is_rejected_not_parsed(ratings_file):
     from tux2.zmq_transport import ZmqTransport
     rv = f"tcp://127.0.0.1:{free_port()}"
@@ -116,11 +125,7 @@ def test_garbage_on_the_wire_is_rejected_not_parsed(ratings_file):
         _, err = p.communicate(timeout=120)
         s.close()
     finally:
-        if p.poll() is None:
-            p.kill()
-            p.communicate()
-        if t is not None:
-            t.close()
+        _reap(p, t)
     assert p.returncode == 2
     assert "truncated header" in err and "[worker 1]" in err, err
 
@@ -240,10 +245,6 @@ def test_a_workers_last_message_is_delivered_after_it_exits():
         assert p.returncode == 0, err
         inbox = t.collect(0, "last")
     finally:
-        if p.poll() is None:
-            p.kill()
-            p.communicate()
-        if t is not None:
-            t.close()
+        _reap(p, t)
     got = inbox[(1, 0)][0]
     assert got.shape == (8_000_000,) and got[-1] == 7_999_999.0
