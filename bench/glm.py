@@ -207,8 +207,8 @@ def tux2_workers(g, y, path, strategy, workers, batch, eta, decay, epochs, f_sta
                                      + (["--optimizer", optimizer] if optimizer else []))
     label = f"{strategy}{'+' + optimizer if optimizer else ''} {workers} workers B={batch}"
     curve, total = [], 0.0
+    local = strategy in ("modelavg", "modelsum")
     for rec in metrics:
-        local = strategy in ("modelavg", "modelsum")
         clocks = [t for t in traces if t["rank"] == 0 and t["iteration"] == rec["epoch"]
                   and (local or not t.get("epoch_stages"))]
         total += sum(t["compute_s"] + t["sync_s"] + t["wait_s"] for t in clocks)
