@@ -23,7 +23,7 @@ import time
 import numpy as np
 from numba import njit
 
-from bench.common import CACHE, classification_cached, emit, machine, report, sklearn_or_skip
+from bench.common import CACHE, classification_cached, emit, machine, report, sklearn_or_skip, timed
 
 LOG = "glm_floor"
 LAM = 1e-6
@@ -120,15 +120,19 @@ def main(args):
     def objective(w):
         return glm.objective_value(w, X, y, "logistic", "l2", LAM)
 
-    def engine_epochs(eng):
-        """Seconds and objective of each epoch of a tux2 engine (one partition: the fused loop)."""
+    def epochs_of(step, weights):
+        """Seconds of each epoch ``step(e)`` and the objective of ``weights()`` after it (untimed)."""
         ts, fs = [], []
-        for _ in range(epochs):
+        for e in range(epochs):
             t = time.perf_counter()
-            eng.run(1)
+            step(e)
             ts.append(time.perf_counter() - t)
-            fs.append(objective(glm.weights(eng)[:, 0]))
+            fs.append(objective(weights()))
         return ts, fs
+
+    def engine_epochs(eng):
+        """A tux2 engine's epochs (one partition: the fused loop)."""
+        return epochs_of(lambda e: eng.run(1), lambda: glm.weights(eng)[:, 0])
 
     tux2_t, tux2_f = engine_epochs(glm.engine(g, y, "logistic", "adam", parts=1, batch=B, eta=eta, decay=decay,
                                               lam=LAM)[0])
@@ -141,22 +145,17 @@ def main(args):
     dd, stamp, touched = np.zeros(n), np.full(d, -1, np.int64), np.zeros(d, np.int64)
     args0 = (bounds, Xs.indptr, Xs.indices, Xs.data, ys, dd, F, A, stamp, touched)
     adam_epoch(bounds[:1], *args0[1:], 0, 0.0, LAM, float(n), float(B), 0.9, 0.999, 1e-8)   # compile
-    hand_t, hand_f, ep = [], [], 0
-    for e in range(epochs):
-        t = time.perf_counter()
-        ep = adam_epoch(*args0, ep, eta / (1.0 + decay * e), LAM, float(n), float(B), 0.9, 0.999, 1e-8)
-        hand_t.append(time.perf_counter() - t)
-        hand_f.append(objective(F["w"]))
+    ep = [0]                                  # the stamp epoch the loop carries over
+
+    def hand_adam(e):
+        ep[0] = adam_epoch(*args0, ep[0], eta / (1.0 + decay * e), LAM, float(n), float(B), 0.9, 0.999, 1e-8)
+    hand_t, hand_f = epochs_of(hand_adam, lambda: F["w"])
     same = bool(np.allclose(hand_f, tux2_f, rtol=1e-9, atol=0.0))
 
     # per-sample SGD by hand (sklearn's algorithm without its schedule and scaling)
     w = np.zeros(d)
     sgd_epoch(Xs.indptr[:1], Xs.indices, Xs.data, ys[:0], w, 0.5)
-    sgd_t = []
-    for _ in range(epochs):
-        t = time.perf_counter()
-        sgd_epoch(Xs.indptr, Xs.indices, Xs.data, ys, w, 0.5)
-        sgd_t.append(time.perf_counter() - t)
+    sgd_t = timed(lambda: sgd_epoch(Xs.indptr, Xs.indices, Xs.data, ys, w, 0.5), epochs, warmup=False)
 
     # per-sample AdaGrad: tux2 (modelavg, one partition, one sample per mini-batch) and by hand
     ada_eta = 0.5
@@ -164,12 +163,9 @@ def main(args):
                                             lam=LAM, optimizer="adagrad")[0])
     w, G = np.zeros(d), np.zeros(d)
     adagrad_epoch(Xs.indptr[:1], Xs.indices, Xs.data, ys[:0], w, G, F["deg"], ada_eta, LAM, float(n), 1e-8)
-    hada_t, hada_f = [], []
-    for _ in range(epochs):
-        t = time.perf_counter()
-        adagrad_epoch(Xs.indptr, Xs.indices, Xs.data, ys, w, G, F["deg"], ada_eta, LAM, float(n), 1e-8)
-        hada_t.append(time.perf_counter() - t)
-        hada_f.append(objective(w))
+    hada_t, hada_f = epochs_of(
+        lambda e: adagrad_epoch(Xs.indptr, Xs.indices, Xs.data, ys, w, G, F["deg"], ada_eta, LAM, float(n), 1e-8),
+        lambda: w)
     same_ada = bool(np.allclose(hada_f, ada_f, rtol=1e-9, atol=0.0))
 
     sk = sklearn_or_skip("glm_floor", "sklearn", LOG)
@@ -177,10 +173,7 @@ def main(args):
     if sk is not None:
         from sklearn.linear_model import SGDClassifier
         clf = SGDClassifier(loss="log_loss", alpha=LAM, fit_intercept=False, random_state=0)
-        for _ in range(epochs):
-            t = time.perf_counter()
-            clf.partial_fit(X, y, classes=np.array([-1.0, 1.0]))
-            sk_t.append(time.perf_counter() - t)
+        sk_t = timed(lambda: clf.partial_fit(X, y, classes=np.array([-1.0, 1.0])), epochs, warmup=False)
     med = {k: float(np.median(v)) if v else None
            for k, v in (("tux2", tux2_t), ("hand", hand_t), ("sgd", sgd_t), ("sklearn", sk_t), ("ada", ada_t),
                         ("hada", hada_t))}

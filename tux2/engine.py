@@ -196,8 +196,7 @@ class Engine:
             else:
                 steps += [("apply", t, self._kernels.get(id(s))) for t in self.program.apply_types(s)
                           if self._tracked[t]]
-        p = self.parts[0]
-        k = minibatch_kernel(steps, [tl.accum.dtype for tl in p.types])
+        k = minibatch_kernel(steps, [tl.accum.dtype for tl in self.parts[0].types])
         order = None if mb.unit == "edge" else self.program.type_index(mb.enumerate)
         for p in self.parts:               # index dtypes may differ between parts
             compile_call(k, self._fused_args(p, order, 0, 0, np.zeros(1, np.int64)), mb, mb.stages[0].udf)
@@ -261,14 +260,12 @@ class Engine:
         """The mini-batches of one epoch through the fused loop, in runs of clocks
         sized to take ~0.1 s (so progress bars and the trace still move)."""
         k, order = self._fused[id(mb)]
-        bounds = np.r_[np.arange(0, max(total, 1), size), total]
-        pos = []
-        for p in self.parts:
-            key = ("pos", id(mb), p.rank)
-            if key not in self._run_cache:
-                self._run_cache[key] = np.searchsorted(p.orders[order][1], bounds)
-            pos.append(self._run_cache[key])
-        clocks, c, run = len(bounds) - 1, 0, 1
+        key = ("pos", id(mb))                 # per partition: where each clock's range starts
+        if key not in self._run_cache:
+            bounds = np.r_[np.arange(0, max(total, 1), size), total]
+            self._run_cache[key] = [np.searchsorted(p.orders[order][1], bounds) for p in self.parts]
+        pos = self._run_cache[key]
+        clocks, c, run = len(pos[0]) - 1, 0, 1
         while c < clocks:
             n = min(run, clocks - c)
             mark = self._trace_start(upto=self.clock + n - self.slack - 1)
