@@ -165,7 +165,7 @@ def partition(name, src, dst, n_src, n_dst, parts, seed=0, **options):
 
 
 # strategies register themselves on import
-from tux2.partitioning import random_cut, grid, greedy, dbh, hdrf, hybrid, ginger, bicut, aweto  # noqa: E402,F401
+from tux2.partitioning import random_cut, grid, greedy, dbh, hdrf, hybrid, ginger, bicut, aweto, stratified  # noqa: E402,F401,E501
 from tux2.partitioning.quality import quality, format_table  # noqa: E402,F401
 
 __all__ = ["Assignment", "EdgeView", "Hasher", "available", "get", "partition", "quality",

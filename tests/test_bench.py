@@ -89,7 +89,7 @@ def test_engine_times_each_partition_when_asked():
     from tux2.datasets import netflix_like
     from tux2.udfs import mf
     train, _ = netflix_like(200, 50, 3000, seed=1)
-    eng = Engine(mf.program(k=4, batch_size=500), train, partitions=3, seed=0)
+    eng = Engine(mf.program(k=4, mode="minibatch", batch_size=500), train, partitions=3, seed=0)
     eng.run(1)
     assert all("part_exchange_s" not in t for t in eng.trace)
     eng.time_parts = True

@@ -47,7 +47,7 @@ def _run(*args):
 @pytest.mark.parametrize("extra", [[], ["--workers", "2", "--partitions", "2", "--timeout", "20"]],
                          ids=["one-process", "two-workers"])
 def test_mf_resume_gives_the_uninterrupted_model(ratings, tmp_path, extra):
-    common = ["run", "mf", ratings, "--k", "6", "--batch-size", "3000", "--order", "input", *extra]
+    common = ["run", "mf", ratings, "--k", "6", "--batch-size", "3000", *extra]
     _run(*common, "--epochs", "5", "--out", str(tmp_path / "full"), "--metrics", str(tmp_path / "full.jsonl"))
     _run(*common, "--epochs", "2", "--checkpoint-every", "2", "--checkpoint-dir", str(tmp_path / "ck"),
          "--metrics", str(tmp_path / "part.jsonl"))
@@ -84,7 +84,7 @@ def test_resume_with_other_settings_is_refused(ratings, tmp_path):
 
 def _engine(seed=0):
     tr, _ = netflix_like(n_users=200, n_items=50, n_ratings=3000, seed=seed)
-    return Engine(mf.program(k=4, mu=float(tr.values.mean()), batch_size=1000), tr, partitions=3,
+    return Engine(mf.program(k=4, mode="minibatch", mu=float(tr.values.mean()), batch_size=1000), tr, partitions=3,
                   partitioner="random", seed=seed)
 
 

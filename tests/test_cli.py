@@ -13,7 +13,7 @@ def test_run_mf_on_files_writes_metrics_and_model(tmp_path):
     write_edge_list(tmp_path / "train.txt", train)
     write_edge_list(tmp_path / "test.txt", test)
     r = run_cli("run", "mf", str(tmp_path / "train.txt"), "--test", str(tmp_path / "test.txt"), "--k", "8",
-                "--epochs", "3", "--partitions", "2", "--partitioner", "random",
+                "--epochs", "3", "--partitions", "2",
                 "--metrics", str(tmp_path / "m.jsonl"), "--out", str(tmp_path / "model"))
     assert r.returncode == 0, r.stderr
     assert r.stdout.count("epoch ") == 3 and "test_rmse" in r.stdout
@@ -22,7 +22,7 @@ def test_run_mf_on_files_writes_metrics_and_model(tmp_path):
     assert all({"epoch", "time_s", "train_rmse", "test_rmse"} <= set(x) for x in recs)
     assert recs[-1]["test_rmse"] < recs[0]["test_rmse"]
     meta = json.loads((tmp_path / "model" / "model.json").read_text())
-    assert meta["algorithm"] == "mf" and meta["k"] == 8 and meta["clock"] == 3
+    assert meta["algorithm"] == "mf" and meta["k"] == 8 and meta["clock"] == 3 * 16      # a clock per stratum
     users = np.load(tmp_path / "model" / "user.npz")
     assert users["p"].shape == (200, 8) and users["ids"].tolist() == list(range(200))
 

@@ -52,7 +52,12 @@ SCRIPT = textwrap.dedent("""
     tr, _ = netflix_like(n_users=60, n_items=25, n_ratings=600, seed=4)
     mode = sys.argv[1]
     kw = dict(batch_size=97) if mode == "minibatch" else {}
-    eng = Engine(mf.program(k=6, mode=mode, mu=3.6, **kw), tr, partitions=3, partitioner="random", seed=2)
+    how = dict(partitioner="random")
+    if mode == "sgd":                  # per-edge SGD on 3 partitions runs in strata
+        from tux2.graph import stratified_order
+        o, strata = stratified_order(tr.src, tr.dst, tr.n_src, tr.n_dst, 6)
+        tr, how = tr.permuted(o), dict(partitioner="stratified", partitioner_options={"blocks": 6}, strata=strata)
+    eng = Engine(mf.program(k=6, mode=mode, mu=3.6, **kw), tr, partitions=3, seed=2, **how)
     eng.run(3)
     print(json.dumps({"p": eng.vertex_data("user")["p"].tolist(), "q": eng.vertex_data("item")["p"].tolist(),
                       "rmse": eng.context()["rmse"]}))

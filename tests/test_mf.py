@@ -4,7 +4,7 @@ import pytest
 
 from tux2 import Engine
 from tux2.datasets import netflix_like
-from tux2.graph import blocked_order
+from tux2.graph import blocked_order, stratified_order
 from tux2.udfs import mf
 
 
@@ -65,15 +65,20 @@ def test_sgd_single_partition_is_plain_sequential_sgd(ratings):
     np.testing.assert_allclose(eng.vertex_data("item")["b"], bi, rtol=2e-3, atol=2e-4)
 
 
-@pytest.mark.parametrize("parts,partitioner", [(1, "bicut"), (2, "random")])
-def test_planted_low_rank_reaches_noise_floor(parts, partitioner):
+@pytest.mark.parametrize("parts,order", [(1, "blocked"), (2, "strata")])
+def test_planted_low_rank_reaches_noise_floor(parts, order):
     noise = 0.5
     train, test = netflix_like(n_users=1500, n_items=300, n_ratings=240_000, rank=5, noise=noise,
                                user_exponent=0.3, item_exponent=0.3, seed=3)
-    train = train.permuted(blocked_order(train.src, train.dst, train.n_src, train.n_dst, seed=1))
+    strata = None
+    if order == "strata":
+        o, strata = stratified_order(train.src, train.dst, train.n_src, train.n_dst, 16, seed=1)
+    else:
+        o = blocked_order(train.src, train.dst, train.n_src, train.n_dst, seed=1)
+    train = train.permuted(o)
     mu = float(train.values.mean())
     eng = Engine(mf.program(k=10, mode="sgd", mu=mu, lr=0.1, reg=0.02), train, partitions=parts,
-                 partitioner=partitioner, seed=1)
+                 partitioner="stratified" if strata is not None else "bicut", strata=strata, seed=1)
     best = np.inf
     for _ in range(15):
         eng.run(1)

@@ -155,7 +155,7 @@ def test_every_strategy_is_valid_and_deterministic(name, p):
     np.testing.assert_array_equal(a.edge_part, b.edge_part)
     np.testing.assert_array_equal(np.concatenate(a.master), np.concatenate(b.master))
     c = P.partition(name, g.src, g.dst, n_a, n_b, p, seed=5)
-    if p > 1:
+    if p > 1 and name != "stratified":           # stratified places by degree ranges, not by hash
         assert (a.edge_part != c.edge_part).any()
 
 

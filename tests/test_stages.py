@@ -153,7 +153,7 @@ def _direct_step(a_row, b_row, w):
 def test_direct_writes_derive_deltas(parts, partitioner, combine):
     g = random_graph(seed=11 + parts)
     prog = Program(toy_types(), edge={"w": "f8"}, context=ContextSpec({"s": "f8"}),
-                   stages=[MiniBatch(40, [Exchange(direct_exchange), Apply(combine=combine)])],
+                   stages=[MiniBatch(40, [Exchange(direct_exchange), Apply(combine=combine, overlap="allow")])],
                    init_vertices=toy_init)
     eng = Engine(prog, g, partitions=parts, partitioner=partitioner, seed=3)
     eng.run(2)

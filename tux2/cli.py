@@ -35,7 +35,8 @@ def _add_run_mf(sub):
     p.add_argument("--test", help="test edge list; default: hold out --test-fraction of INPUT")
     p.add_argument("--test-fraction", type=float, default=0.1, help="held-out share when --test is not given")
     add_id_args(p, "error")
-    add_partition_args(p)
+    add_partition_args(p, default=None,
+                       note=" (default: stratified with --order strata, else bicut)")
     p.add_argument("--k", type=int, default=50, help="latent dimension")
     p.add_argument("--lr", type=float, default=None, help="learning rate (default 0.1 sgd, 0.01 minibatch)")
     p.add_argument("--reg", type=float, default=0.05, help="L2 regularisation λ")
@@ -48,8 +49,19 @@ def _add_run_mf(sub):
     p.add_argument("--enumerate", choices=("user", "item"), default="item",
                    help="vertex type enumerated when --batch-unit vertex")
     p.add_argument("--no-biases", action="store_true", help="drop user/item bias terms")
-    p.add_argument("--order", choices=("blocked", "shuffle", "input"), default="blocked",
-                   help="global edge order: 2-D blocked shuffle (cache friendly), full shuffle, or as read")
+    p.add_argument("--order", choices=("strata", "blocked", "shuffle", "input"), default=None,
+                   help="global edge order. strata (the default with --mode sgd): DSGD's conflict-free "
+                        "strata of --blocks x --blocks tiles, so any number of partitions, workers and threads "
+                        "dividing --blocks gives the one-partition model bit for bit; blocked (the default with "
+                        "--mode minibatch): tiles in a shuffled order, cache friendly; shuffle; input: as read")
+    p.add_argument("--blocks", type=int, default=None,
+                   help="row and column blocks of --order strata (default 16, or the next multiple of the "
+                        "partitions above it; the model depends on it, not on partitions, workers or threads)")
+    p.add_argument("--overlap", choices=("error", "allow"), default="error",
+                   help="NOT RECOMMENDED to change. With an order other than strata on several partitions, "
+                        "several replicas of an item take their own SGD steps in one clock; allow sums "
+                        "them (the step grows with the number of replicas: a worse model than one "
+                        "partition's, or divergence); error stops such a run and names the remedies")
     p.add_argument("--seed", type=int, default=0, help="seed of initialisation, split, order and partitioning")
     add_output_args(p, "directory for the model (.npz per vertex type + model.json)", "epoch")
     add_checkpoint_args(p, "epoch")
@@ -71,12 +83,21 @@ def add_id_args(p, duplicates):
                         "all as separate edges")
 
 
-def add_partition_args(p, mirror_free=None):
+def add_partition_args(p, mirror_free=None, default="bicut", note=""):
     """--partitions and --partitioner; ``mirror_free`` names the side bicut/aweto keep whole."""
-    note = f" (bicut/aweto keep {mirror_free} mirror-free)" if mirror_free else ""
-    p.add_argument("--partitions", type=int, default=1, help="number of partitions (P)")
-    p.add_argument("--partitioner", default="bicut",
+    note = note or (f" (bicut/aweto keep {mirror_free} mirror-free)" if mirror_free else "")
+    p.add_argument("--partitions", type=int, default=None,
+                   help="number of partitions (P; default: one per worker and thread)")
+    p.add_argument("--partitioner", default=default,
                    help=f"vertex-cut strategy{note}: " + ", ".join(tux2.partitioning.available()))
+
+
+def partitions(args, world):
+    """P: --partitions, or one per worker and thread; never fewer than the workers."""
+    if args.threads is not None and args.threads < 1:
+        raise Tux2Error(f"--threads must be >= 1, got {args.threads}")
+    per_worker = args.threads or 1
+    return max(args.partitions if args.partitions is not None else world * per_worker, world)
 
 
 def favorite_first(partitioner):
@@ -201,7 +222,7 @@ def metrics_stream(path, rank, append=False):
 # flags that may change between a checkpoint and its resumption
 _RESUMABLE = {"epochs", "iterations", "out", "metrics", "quiet", "resume", "checkpoint_every", "checkpoint_dir",
               "trace", "func", "argv", "rank", "world", "rendezvous", "bind", "advertise", "timeout", "workers",
-              "curve", "eval_every", "config", "top_words"}
+              "curve", "eval_every", "config", "top_words", "threads"}
 
 
 def add_checkpoint_args(p, unit):
@@ -293,6 +314,10 @@ def add_distributed_args(p):
     g.add_argument("--advertise", default=None,
                    help="host name or address the other workers use to reach this one; when unset: "
                         "this host's name, or 127.0.0.1 on loopback")
+    g.add_argument("--threads", type=int, default=None,
+                   help="threads per worker: a worker's partitions run their Exchanges in parallel (default: "
+                        "the cores available, capped by the worker's partitions; partitions default to one "
+                        "per worker and thread)")
     g.add_argument("--timeout", type=float, default=30.0,
                    help="seconds of silence after which a peer counts as lost")
     g.add_argument("--curve", metavar="DIR",
@@ -306,7 +331,7 @@ def add_distributed_args(p):
                         "start and finish times) to DIR/trace-RANK.jsonl")
 
 
-def open_transport(args, partitions):
+def open_transport(args):
     """(transport, rank, world) for a distributed worker, or (None, 0, 1)."""
     from tux2.runtime import world_from
     w = world_from(args.rank, args.world, args.rendezvous)
@@ -319,7 +344,7 @@ def open_transport(args, partitions):
     import socket
     bind = args.bind or ("127.0.0.1" if local else "0.0.0.0")
     advertise = args.advertise or ("127.0.0.1" if local else socket.getfqdn())
-    t = ZmqTransport(rank, world, rendezvous, max(partitions, world), timeout=args.timeout,
+    t = ZmqTransport(rank, world, rendezvous, partitions(args, world), timeout=args.timeout,
                      connect_timeout=max(4 * args.timeout, 10.0), bind_host=bind, advertise_host=advertise,
                      curve=args.curve)
     return t, rank, world
@@ -346,7 +371,7 @@ def run_distributed(args, body):
     if args.workers > 1 and args.rank is None:
         from tux2.runtime import launch_local, strip_option
         return launch_local(strip_option(args.argv, "--workers"), args.workers, timeout=args.timeout)
-    transport, rank, world = open_transport(args, args.partitions)
+    transport, rank, world = open_transport(args)
     try:
         return body(args, transport, rank, world)
     except BaseException as e:
@@ -358,18 +383,41 @@ def run_distributed(args, body):
             transport.close()
 
 
+def mf_schedule(args, parts):
+    """Resolve MF's --order, --blocks and --partitioner defaults (in ``args``): per-edge
+    SGD runs in strata on the stratified partitioner, so every P dividing --blocks gives
+    the one-partition model; the mini-batch form accumulates and needs no strata."""
+    if args.order is None:
+        args.order = "strata" if args.mode == "sgd" else "blocked"
+    if args.blocks is None:
+        args.blocks = 16 if 16 % parts == 0 else -(-16 // parts) * parts
+    if args.blocks < 1:
+        raise Tux2Error(f"--blocks must be >= 1, got {args.blocks}")
+    if args.partitioner is None:
+        args.partitioner = "stratified" if args.order == "strata" else "bicut"
+    if args.order == "strata" and args.partitioner != "stratified" and parts > 1:
+        raise Tux2Error(f"--order strata needs --partitioner stratified (got {args.partitioner}): its parts own "
+                        "whole row blocks, which is what makes the strata conflict-free; leave --partitioner out, "
+                        "or use --mode minibatch, whose Exchange only accumulates")
+    if args.partitioner == "stratified" and parts > args.blocks:
+        raise Tux2Error(f"{parts} partitions need --blocks >= {parts} (got {args.blocks})")
+
+
 def _run_mf(args, transport, rank, world):
     from tux2.datasets import netflix_like
-    from tux2.graph import blocked_order
+    from tux2.graph import blocked_order, stratified_order
     from tux2 import ingress, loaders
     from tux2.udfs import mf
 
     names = ("user", "item")
-    parts = max(args.partitions, world)
+    parts = partitions(args, world)
     say = speaker(args, rank)
     single_clock = args.batch_size is None
+    mf_schedule(args, parts)
+    strata = None
+    stratified_options = {"blocks": args.blocks} if args.partitioner == "stratified" else None
     distributed = (transport is not None and args.input is not None
-                   and args.partitioner in ingress.LOCAL_STRATEGIES and args.order in ("input", "blocked")
+                   and args.partitioner in ingress.LOCAL_STRATEGIES and args.order in ("input", "blocked", "strata")
                    and args.duplicates in ("error", "keep") and args.ids != "string"
                    and (args.ids == "int" or loaders.numeric_ids(args.input)))
     assignment = None
@@ -377,7 +425,9 @@ def _run_mf(args, transport, rank, world):
         # each worker reads its byte range and keeps only its partitions' edges
         train, assignment, mu, test = ingress.load(
             transport, args.input, parts, args.partitioner, args.seed, args.test, args.test_fraction,
-            args.order, single_clock=single_clock, type_names=names, duplicates=args.duplicates)
+            args.order, single_clock=single_clock, type_names=names, duplicates=args.duplicates,
+            partitioner_options=stratified_options)
+        strata = train.strata
         source = args.input
         if args.trace:
             os.makedirs(args.trace, exist_ok=True)
@@ -407,7 +457,11 @@ def _run_mf(args, transport, rank, world):
             else:
                 train, test = _split(train, args.test_fraction, args.seed)
             source = args.input
-        if args.order == "blocked":
+        if args.order == "strata":
+            order, strata = stratified_order(train.src, train.dst, train.n_src, train.n_dst, args.blocks,
+                                             seed=args.seed)
+            train = train.permuted(order)
+        elif args.order == "blocked":
             # one clock per epoch: LibMF's order inside tiles; several: file order inside tiles
             train = train.permuted(blocked_order(train.src, train.dst, train.n_src, train.n_dst, seed=args.seed,
                                                  within="sorted" if single_clock else "input"))
@@ -415,7 +469,7 @@ def _run_mf(args, transport, rank, world):
             train = train.permuted(np.random.default_rng(args.seed).permutation(train.num_edges))
         mu = float(train.values.mean()) if train.num_edges else 0.0
     prog = mf.program(k=args.k, mode=args.mode, lr=args.lr, reg=args.reg, batch_size=args.batch_size,
-                      batch_unit=args.batch_unit, enumerate=args.enumerate,
+                      batch_unit=args.batch_unit, enumerate=args.enumerate, overlap=args.overlap,
                       biases=not args.no_biases, mu=mu)
     if rank == 0:
         say(f"tux2 {tux2.__version__} mf ({args.mode}): {source}")
@@ -424,7 +478,9 @@ def _run_mf(args, transport, rank, world):
             + (", distributed ingress" if distributed else ""))
     t0 = time.perf_counter()
     eng = tux2.Engine(prog, train, partitions=parts, partitioner=args.partitioner, seed=args.seed,
-                      transport=transport, slack=args.slack, assignment=assignment)
+                      partitioner_options=stratified_options,
+                      transport=transport, slack=args.slack, assignment=assignment, strata=strata,
+                      threads=args.threads)
     say(f"  layout + compile {time.perf_counter() - t0:.2f}s")
     with epoch_loop(args, eng, transport, rank, say, args.epochs) as (ck, write_metrics, iterations):
         for epoch, dt, total, comm in iterations:

@@ -47,7 +47,7 @@ def run_blockpg(args):
 
 
 def _run_blockpg(args, transport, rank, world):
-    from tux2.cli import epoch_loop, favorite_first, record_epoch, speaker, write_trace
+    from tux2.cli import epoch_loop, favorite_first, partitions, record_epoch, speaker, write_trace
     from tux2.cli_libsvm import classification_metrics, load_classification, scores, with_bias
     from tux2.udfs import blockpg
     say = speaker(args, rank)
@@ -55,7 +55,7 @@ def _run_blockpg(args, transport, rank, world):
         raise Tux2Error(f"--block-size must be >= 1, got {args.block_size}")
     if args.lam < 0:
         raise Tux2Error(f"--lam must be >= 0, got {args.lam}")
-    parts = max(args.partitions, world)
+    parts = partitions(args, world)
     g, y, test, source = load_classification(args)
     bad = ~np.isin(y, (-1.0, 0.0, 1.0))
     if bad.any():
@@ -78,7 +78,8 @@ def _run_blockpg(args, transport, rank, world):
         + (f", {world} workers" if world > 1 else ""))
     t0 = time.perf_counter()
     eng = tux2.Engine(prog, graph, partitions=parts, partitioner=args.partitioner, seed=args.seed,
-                      partitioner_options=favorite_first(args.partitioner), transport=transport, slack=args.slack)
+                      partitioner_options=favorite_first(args.partitioner), transport=transport, slack=args.slack,
+                      threads=args.threads)
     say(f"  layout + compile {time.perf_counter() - t0:.2f}s")
     objs, epoch = [], 0
     window = args.shrink_rest + 1 if args.shrink > 0 else 1

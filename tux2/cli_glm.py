@@ -54,7 +54,8 @@ def add_parser(algos):
         p.add_argument("--epochs", type=int, default=10, help="passes over the samples")
         if loss == "softmax":
             p.add_argument("--classes", type=int, default=None, help="number of classes (default: max label + 1)")
-        p.add_argument("--partitions", type=int, default=1, help="number of partitions (P)")
+        p.add_argument("--partitions", type=int, default=None,
+                       help="number of partitions (P; default: one per worker and thread)")
         p.add_argument("--seed", type=int, default=0, help="seed of the sample shuffle and the partitioning")
         add_output_args(p, "directory for weights.npz, weights.txt and model.json", "epoch")
         add_checkpoint_args(p, "epoch")
@@ -88,7 +89,7 @@ def score_metrics(M, labels, loss):
 
 
 def _run_glm(args, transport, rank, world):
-    from tux2.cli import epoch_loop, record_epoch, save_model, speaker, write_trace
+    from tux2.cli import epoch_loop, partitions, record_epoch, save_model, speaker, write_trace
     from tux2.cli_libsvm import load_classification
     from tux2.udfs import glm
     say = speaker(args, rank)
@@ -98,7 +99,7 @@ def _run_glm(args, transport, rank, world):
         raise Tux2Error("--driver (all feature masters on one partition) goes with --strategy sendgradient")
     optimizer = args.optimizer or ("adam" if args.strategy == "adam" else "sgd")
     eta = args.eta if args.eta is not None else {"adam": 0.01, "adagrad": 0.1}.get(optimizer, 1.0)
-    parts = max(args.partitions, world)
+    parts = partitions(args, world)
     classes = getattr(args, "classes", None)
     g, y, test, source = load_classification(args, (classes or 5) if args.loss == "softmax" else 2)
     try:
@@ -110,7 +111,7 @@ def _run_glm(args, transport, rank, world):
         f"batch {args.batch or g.n_src}, eta {eta}, P={parts}" + (f", {world} workers" if world > 1 else ""))
     t0 = time.perf_counter()
     eng, perm = glm.engine(g, y, args.loss, args.strategy, parts=parts, driver=args.driver, seed=args.seed,
-                           transport=transport, reg=args.reg, lam=args.lam, batch=args.batch or None, eta=eta,
+                           transport=transport, threads=args.threads, reg=args.reg, lam=args.lam, batch=args.batch or None, eta=eta,
                            decay=args.decay, classes=classes, evaluate=True, factors=args.factors,
                            optimizer=optimizer,
                            **({"init_std": args.init_std} if args.factors else {}))

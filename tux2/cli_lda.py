@@ -84,14 +84,14 @@ def run_lda(args):
 
 
 def _run_lda(args, transport, rank, world):
-    from tux2.cli import epoch_loop, favorite_first, speaker, write_trace
+    from tux2.cli import epoch_loop, favorite_first, partitions, speaker, write_trace
     from tux2.udfs import lda
     say = speaker(args, rank)
     if args.topics < 1:
         raise Tux2Error(f"--topics must be >= 1, got {args.topics}")
     if args.alpha <= 0 or args.beta <= 0:
         raise Tux2Error("--alpha and --beta must be positive")
-    parts = max(args.partitions, world)
+    parts = partitions(args, world)
     if args.input is None:
         from tux2.datasets import lda_corpus
         d, w, c, phi = lda_corpus(n_docs=2000, n_words=5000, n_topics=20, doc_length=100, seed=args.seed)
@@ -112,7 +112,8 @@ def _run_lda(args, transport, rank, world):
         f"P={parts} ({args.partitioner})" + (f", {world} workers" if world > 1 else ""))
     t0 = time.perf_counter()
     eng = tux2.Engine(prog, graph, partitions=parts, partitioner=args.partitioner, seed=args.seed,
-                      partitioner_options=favorite_first(args.partitioner), transport=transport, slack=args.slack)
+                      partitioner_options=favorite_first(args.partitioner), transport=transport, slack=args.slack,
+                      threads=args.threads)
     say(f"  layout + compile {time.perf_counter() - t0:.2f}s")
     with epoch_loop(args, eng, transport, rank, say, args.iterations, "iteration") as (ck, write_metrics, iterations):
         for it, dt, total, comm in iterations:

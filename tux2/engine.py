@@ -5,7 +5,9 @@ slack 0 (BSP). All traffic between partitions goes through the transport's
 two calls (``alltoall`` of array messages, ``allreduce_context``), so the same
 code drives the in-process and the distributed case.
 """
+import os
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -15,13 +17,31 @@ from tux2.compile import (aggregate_kernel, apply_kernel, combine_kernel, compil
                           mirror_fanout, union_positions, view, writes_records,
                           active_kernel)
 from tux2.config import jit_disabled
-from tux2.errors import SchemaError
+from tux2.errors import DivergenceError, OverlapError, SchemaError
 from tux2.graph import BipartiteGraph
 from tux2.layout import build_partitions, is_replicated
 from tux2.stages import Apply, Exchange, GlobalSync, MiniBatch
 from tux2.transport import LocalTransport
 
 _EMPTY_IDX = np.zeros(0, np.int64)
+
+
+def _block(records, end):
+    """The first ``end`` bytes of each record (where a vertex type keeps its sync
+    fields), as a (n, end) uint8 view: replicas move their sync fields in one copy."""
+    return records.view(np.uint8).reshape(len(records), records.dtype.itemsize)[:, :end]
+
+
+def _records(block, dtype):
+    """Records of ``dtype`` whose first bytes are the rows of ``block``."""
+    out = np.zeros(len(block), dtype)
+    _block(out, block.shape[1])[...] = block
+    return out
+
+
+def _rows_changed(ne):
+    """Per row of an element-wise comparison: 1 where any element differs."""
+    return ne.reshape(len(ne), -1).any(axis=1).astype(np.int64)
 
 
 def _compact(idx):
@@ -40,11 +60,21 @@ class Engine:
     steps), run its stages for a run of mini-batches in one compiled loop per
     partition (same results, no Python between mini-batches). Its trace then has
     one record per run of clocks (``clocks``: how many) instead of one per clock.
+
+    ``strata`` (optional): positions of the global edge order where strata start,
+    plus the end (tux2.graph.stratified_order); an edge mini-batch never spans two
+    strata, so with the ``stratified`` partitioner per-edge SGD is conflict-free.
+
+    ``threads``: partitions of this process run their Exchanges (and fused loops) in
+    this many threads; default: the cores available, capped by the local partitions.
+
+    ``check_finite`` (default True): ``run`` stops with DivergenceError when a context
+    field (the objective, a metric) becomes NaN or infinite.
     """
 
     def __init__(self, program, graph, partitions=1, partitioner="random", seed=0,
                  partitioner_options=None, edge_data=None, context=None, transport=None, slack=0,
-                 assignment=None, fuse=True):
+                 assignment=None, fuse=True, strata=None, threads=None, check_finite=True):
         from tux2.ingress import Shard, check_program
         sharded = isinstance(graph, Shard)
         if not isinstance(graph, BipartiteGraph) and not sharded:
@@ -82,6 +112,7 @@ class Engine:
         self.parts = build_partitions(program, graph, self.assignment, vdata, edge_data, ctx,
                                       only=self.transport.local_parts, share=graph.share if sharded else None)
         self._part = {p.rank: p for p in self.parts}
+        self._slot = {p.rank: i for i, p in enumerate(self.parts)}
         self.trace = []             # per clock: compute/sync/wait seconds, bytes sent
         self.slack = int(slack)
         if self.slack < 0:
@@ -105,7 +136,30 @@ class Engine:
             isinstance(s, Apply) and s.udf is not None and t in program.apply_types(s)
             for s, _ in program.walk()) for t in (0, 1)]
         self.fuse = bool(fuse)
+        self.strata = self._check_strata(strata)
+        self.check_finite = bool(check_finite)
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        self.threads = min(int(threads) if threads is not None else cores, len(self.parts))
+        if threads is not None and int(threads) < 1:
+            raise SchemaError(f"threads must be >= 1, got {threads}")
+        self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="tux2") if self.threads > 1 else None
         self._compile()
+
+    def _check_strata(self, strata):
+        if strata is None:
+            return None
+        b = np.asarray(strata, np.int64)
+        if b.ndim != 1 or len(b) < 2 or b[0] != 0 or b[-1] != self.num_edges or (np.diff(b) < 0).any():
+            raise SchemaError(f"strata must be non-decreasing edge positions from 0 to {self.num_edges} "
+                              f"(the number of edges), got {strata!r}")
+        return b
+
+    def _each_part(self, fn, parts):
+        """``fn(p)`` for each partition, in the engine's threads (the partitions'
+        arrays are disjoint; numba kernels release the GIL)."""
+        if self._pool is None or len(parts) < 2:
+            return [fn(p) for p in parts]
+        return list(self._pool.map(fn, parts))
 
     # ------------------------------------------------------------------ compile
     def _compile(self):
@@ -155,6 +209,14 @@ class Engine:
                     ks["finalize"] = finalize_kernel(s.finalize, (cdt,))
                     compile_call(ks["finalize"], (view(p0.ctx.copy()),), s, s.finalize)
                 self._kernels[id(s)] = ks
+        # the sync fields lead each record (schema.VertexType): they end at this byte
+        self._sync_end = []
+        for vt in self.program.types:
+            fields = [vt.dtype.fields[f] for f in vt.sync_fields]
+            self._sync_end.append(max((off + dt.itemsize for dt, off, *_ in fields), default=0))
+            if vt.sync_dtype is not None and any(vt.sync_dtype.fields[f][1] != vt.dtype.fields[f][1]
+                                                 for f in vt.sync_fields):
+                raise SchemaError(f"vertex type {vt.name!r}: sync fields must lead its records")
         # whether any Exchange may change a type's replica values: if none does, a
         # mirror's sync fields always equal its master's and rounds send no deltas up
         self._deltas = [any(writes_records(s.udf, t, p0.types[t].data.dtype)
@@ -233,36 +295,57 @@ class Engine:
             if mark is not None:
                 self._trace_end(mark, epoch_stages=not whole)
             self.flush()
+            if self.check_finite:
+                self._check_finite()
             if callback is not None and callback(self):
                 break
         return self
 
+    def _check_finite(self):
+        for c in [self.global_ctx] + [p.ctx for p in self.parts]:
+            for f in c.dtype.names:
+                v = c[f]
+                if v.dtype.kind in "fc" and not np.isfinite(v).all():
+                    raise DivergenceError(
+                        f"training diverged in iteration {self.iteration} (clock {self.clock}): context field "
+                        f"{f!r} of program {self.program.name!r} is {v[0].tolist()}. Likely causes: a step too large "
+                        "for the data (lower the learning rate, or use an adaptive or averaged step), or replicas "
+                        "whose independent steps were summed (see Apply(overlap=...))")
+
+    def _clock_bounds(self, mb):
+        """Where each clock of a mini-batch stage starts in its global order, plus the
+        end: ranges of ``mb.size`` (all at once without a size), cut at every stratum
+        boundary when the engine has strata (edge mini-batches only)."""
+        key = ("bounds", id(mb))
+        if key not in self._run_cache:
+            total = self.num_edges if mb.unit == "edge" else self.n[self.program.type_index(mb.enumerate)]
+            size = mb.size or max(total, 1)
+            cuts = self.strata if (self.strata is not None and mb.unit == "edge") else np.array([0, total])
+            starts = [np.arange(a, b, size) for a, b in zip(cuts[:-1].tolist(), cuts[1:].tolist()) if b > a]
+            self._run_cache[key] = np.r_[np.concatenate(starts) if starts else [0], total].astype(np.int64)
+        return self._run_cache[key]
+
     def _run_minibatches(self, mb):
-        if mb.unit == "edge":
-            order, total = None, self.num_edges
-        else:
-            order = self.program.type_index(mb.enumerate)
-            total = self.n[order]
-        size = mb.size or max(total, 1)
+        order = None if mb.unit == "edge" else self.program.type_index(mb.enumerate)
+        bounds = self._clock_bounds(mb)
         if self.fuse and id(mb) in self._fused and not self.time_parts:
-            return self._run_fused(mb, total, size)
-        for lo in range(0, max(total, 1), size):
+            return self._run_fused(mb, bounds)
+        for c in range(len(bounds) - 1):
             self.clock += 1
             mark = self._trace_start()          # after the SSP gate
-            segs = self._segments(order, lo, min(lo + size, total), mb)
+            segs = self._segments(order, bounds[c], bounds[c + 1], mb)
             for s in mb.stages:
                 self._run_stage(s, segs)
             self._trace_end(mark)
             if self.on_clock is not None:
                 self.on_clock(self)
 
-    def _run_fused(self, mb, total, size):
+    def _run_fused(self, mb, bounds):
         """The mini-batches of one epoch through the fused loop, in runs of clocks
         sized to take ~0.1 s (so progress bars and the trace still move)."""
         k, order = self._fused[id(mb)]
         key = ("pos", id(mb))                 # per partition: where each clock's range starts
         if key not in self._run_cache:
-            bounds = np.r_[np.arange(0, max(total, 1), size), total]
             self._run_cache[key] = [np.searchsorted(p.orders[order][1], bounds) for p in self.parts]
         pos = self._run_cache[key]
         clocks, c, run = len(pos[0]) - 1, 0, 1
@@ -270,9 +353,12 @@ class Engine:
             n = min(run, clocks - c)
             mark = self._trace_start(upto=self.clock + n - self.slack - 1)
             t0 = time.perf_counter()
-            for p, ps in zip(self.parts, pos):
+
+            def run(p, c=c, n=n):
                 A, B = p.types
-                A.n_touched, A.epoch, B.n_touched, B.epoch = k(*self._fused_args(p, order, c, c + n, ps))
+                A.n_touched, A.epoch, B.n_touched, B.epoch = k(*self._fused_args(p, order, c, c + n,
+                                                                                 pos[self._slot[p.rank]]))
+            self._each_part(run, self.parts)
             dt = time.perf_counter() - t0
             self.timers["minibatch"] = self.timers.get("minibatch", 0.0) + dt
             c += n
@@ -363,9 +449,11 @@ class Engine:
     # ------------------------------------------------------------------ Exchange
     def _exchange(self, s, segs):
         k = self._kernels[id(s)]
-        for p, (los, his, n, perm) in zip(self.parts, segs):
+
+        def run(p):
+            los, his, n, perm = segs[self._slot[p.rank]]
             if n == 0:
-                continue
+                return
             t0 = time.perf_counter() if self._part_s is not None else 0.0
             A, B = p.types
             k(los, his, n, perm, p.ea, p.eb, view(A.data), view(B.data), view(p.edata),
@@ -377,6 +465,7 @@ class Engine:
                                                 tl.touched, tl.n_touched)
             if self._part_s is not None:
                 self._part_s[p.rank] += time.perf_counter() - t0
+        self._each_part(run, self.parts)
 
     # ------------------------------------------------------------------ Apply
     # An Apply is a round in three phases: (1) touched mirrors send deltas (only if
@@ -408,6 +497,8 @@ class Engine:
             return
         repl = bool(sync_f)
         deltas = repl and self._deltas[t]
+        exact = self.slack == 0
+        end = self._sync_end[t]
         out = {}
         for p in self.parts:
             tl = p.types[t]
@@ -423,10 +514,17 @@ class Engine:
                 seg = order[starts[q]:starts[q + 1]]
                 rows = mir[seg]
                 msg = [_compact(tl.mirror_master_lid[j[seg]])]
-                if deltas:
+                if deltas and exact:
+                    # slack 0: the master holds this snapshot too, so the values themselves go up
+                    # (the records' sync bytes), and a replica that alone changed a vertex sets it
+                    cur = _block(tl.data, end)[rows]
+                    _block(tl.snapshot, end)[rows] = cur    # later changes count from here
+                    msg.append(cur)
+                elif deltas:
                     for f in sync_f:
-                        msg.append(tl.data[f][rows] - tl.snapshot[f][rows])
-                        tl.snapshot[f][rows] = tl.data[f][rows]      # later deltas count from here
+                        cur = tl.data[f][rows]
+                        msg.append(cur - tl.snapshot[f][rows])
+                        tl.snapshot[f][rows] = cur
                 msg += [tl.accum[f][rows] for f in acc_f]
                 out[(p.rank, q)] = msg
                 if self._remote(p.rank, q):
@@ -435,7 +533,7 @@ class Engine:
             for f in acc_f:
                 tl.accum[f][mir] = 0
         rnd = {"clock": self.clock, "stage": s, "t": t, "phase": "up", "sync": sync_f, "acc": acc_f,
-               "repl": repl, "deltas": deltas, "up": ("apply-up", t, self._index[id(s)]),
+               "repl": repl, "deltas": deltas, "exact": exact, "end": end, "up": ("apply-up", t, self._index[id(s)]),
                "down": ("apply-down", t, self._index[id(s)])}   # several Applies of a type may share a clock
         self._comm(self.transport.send, self.clock, rnd["up"], out)
         self._rounds.append(rnd)
@@ -490,14 +588,9 @@ class Engine:
             if msgs:
                 # each message names a master at most once: plain fancy-index adds, message by message
                 pos = np.split(pos_in, np.cumsum([len(m[0]) for m in msgs])[:-1])
-                for k, f in enumerate(sync_f if deltas else ()):
-                    tot = tl.data[f][M] - tl.snapshot[f][M]
-                    for q, m in zip(pos, msgs):
-                        tot[q] += m[1 + k]
-                    if s.combine == "mean":
-                        tot = tot / cnt.reshape((-1,) + (1,) * (tot.ndim - 1))
-                    tl.data[f][M] = tl.snapshot[f][M] + tot
-                off = 1 + (len(sync_f) if deltas else 0)
+                if deltas:
+                    self._combine_sync(rnd, p, tl, M, pos, msgs, cnt)
+                off = 1 + ((1 if rnd["exact"] else len(sync_f)) if deltas else 0)
                 for k, f in enumerate(acc_f):
                     acc = tl.accum[f][M]
                     for q, m in zip(pos, msgs):
@@ -510,16 +603,77 @@ class Engine:
             for f in acc_f:
                 tl.accum[f][M] = 0
             if repl:
-                for f in sync_f if deltas else ():
-                    tl.snapshot[f][M] = tl.data[f][M]
+                data = _block(tl.data, rnd["end"])
+                if deltas:
+                    _block(tl.snapshot, rnd["end"])[M] = data[M]
                 rows, dlid, starts = mirror_fanout(M, tl.mm_ptr, tl.mm_part, tl.mm_lid, self.P)
                 for q in np.flatnonzero(np.diff(starts)).tolist():
                     seg = slice(starts[q], starts[q + 1])
-                    down[(p.rank, q)] = [_compact(dlid[seg])] + [tl.data[f][rows[seg]] for f in sync_f]
+                    down[(p.rank, q)] = [_compact(dlid[seg]), data[rows[seg]]]
                     if self._remote(p.rank, q):
                         self.min_bytes += int(starts[q + 1] - starts[q]) * self._field_bytes(
                             self.program.types[t].dtype, sync_f)
         self._comm(self.transport.send, rnd["clock"], rnd["down"], down)
+
+    def _combine_sync(self, rnd, p, tl, M, pos, msgs, cnt):
+        """The masters' new sync values from their own and their mirrors' changes since
+        the last sync: snapshot + the sum (or mean) of the changes. Messages carry the
+        mirrors' values (slack 0) or their changes (slack > 0). A vertex that one
+        replica alone changed takes that replica's value exactly, so a conflict-free
+        schedule gives the sequential result bit for bit."""
+        s, exact, end = rnd["stage"], rnd["exact"], rnd["end"]
+        sync_f = rnd["sync"]
+        if exact:
+            for m in msgs:
+                if m[1].shape != (len(m[0]), end):
+                    raise SchemaError(f"Apply message for partition {p.rank} has records of the wrong size")
+        if s.combine == "sum" and cnt.max() <= 1:
+            # one replica touched each vertex (e.g. a stratum): its value, or its change, is the result
+            if exact:
+                data = _block(tl.data, end)
+                for q, m in zip(pos, msgs):
+                    data[M[q]] = m[1]
+                return
+            for k, f in enumerate(sync_f):
+                col = tl.data[f]
+                for q, m in zip(pos, msgs):
+                    col[M[q]] += m[1 + k]
+            return
+        vals = [_records(m[1], tl.snapshot.dtype) if exact else None for m in msgs]
+        snaps = [tl.snapshot[f][M] for f in sync_f]
+        changes = [[(v[f] - snap[q]) if exact else m[1 + k] for q, m, v in zip(pos, msgs, vals)]
+                   for k, (f, snap) in enumerate(zip(sync_f, snaps))]
+        if s.combine == "sum" and s.overlap == "error":
+            writers = np.any([_rows_changed(tl.data[f][M] != snaps[k]) for k, f in enumerate(sync_f)],
+                             axis=0).astype(np.int64)
+            for j, q in enumerate(pos):
+                writers[q] += np.any([_rows_changed(changes[k][j] != 0) for k in range(len(sync_f))], axis=0)
+            hit = writers > 1
+            if hit.any():
+                name = self.program.types[rnd["t"]].name
+                raise OverlapError(
+                    f"clock {rnd['clock']}: {int(hit.sum())} {name} vertices (partition {p.rank} masters) were "
+                    f"written by up to {int(writers.max())} replicas each before Apply {s.name!r}, which would sum "
+                    "their independent steps (a step that grows with the number of replicas). Remedies: a "
+                    "conflict-free order (tux2.graph.stratified_order with the 'stratified' partitioner and "
+                    "Engine(strata=...); for MF the default --order strata), smaller mini-batches, "
+                    "Apply(combine='mean'), or Apply(overlap='allow') when the writes are meant to add up")
+        for k, f in enumerate(sync_f):
+            snap = snaps[k]
+            if s.combine == "mean":
+                tot = tl.data[f][M] - snap
+                for q, d in zip(pos, changes[k]):
+                    tot[q] += d
+                tl.data[f][M] = snap + tot / cnt.reshape((-1,) + (1,) * (tot.ndim - 1))
+                continue
+            cur = tl.data[f][M]
+            for q, m, v, d in zip(pos, msgs, vals, changes[k]):
+                if exact:           # the first replica that changed an element sets it, later ones add
+                    c = cur[q]
+                    cur[q] = np.where(c != snap[q], c + d, v[f])
+                else:
+                    cur[q] += d
+            tl.data[f][M] = cur
 
     def _apply_mirrors(self, rnd, inbox):
         """Mirrors take their masters' values, keeping local changes not yet sent up."""
@@ -529,13 +683,20 @@ class Engine:
             lid = msg[0]
             if len(lid) and (lid.min() < tl.n_master or lid.max() >= tl.n_local):
                 raise SchemaError(f"Apply message for partition {dst} names a vertex that is not a mirror there")
-            for k, f in enumerate(sync_f):
-                if not rnd["deltas"]:          # no Exchange writes these fields: nothing unsent
-                    tl.data[f][lid] = msg[1 + k]
-                    continue
+            end = rnd["end"]
+            if msg[1].shape != (len(lid), end):
+                raise SchemaError(f"Apply message for partition {dst} has records of the wrong size")
+            if not rnd["deltas"] or rnd["exact"]:
+                # no Exchange writes these fields, or (slack 0) every change went up in this round
+                _block(tl.data, end)[lid] = msg[1]
+                if rnd["deltas"]:
+                    _block(tl.snapshot, end)[lid] = msg[1]
+                continue
+            vals = _records(msg[1], tl.snapshot.dtype)
+            for f in sync_f:                   # keep the local changes not yet sent up
                 unsent = tl.data[f][lid] - tl.snapshot[f][lid]
-                tl.data[f][lid] = msg[1 + k] + unsent
-                tl.snapshot[f][lid] = msg[1 + k]
+                tl.data[f][lid] = vals[f] + unsent
+                tl.snapshot[f][lid] = vals[f]
 
     def flush(self):
         """Complete every pending Apply round (a barrier when slack > 0)."""

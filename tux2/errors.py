@@ -28,3 +28,12 @@ class UDFCompileError(Tux2Error):
 
 class PartitionError(Tux2Error, ValueError):
     """A partitioner was asked for something impossible."""
+
+
+class DivergenceError(Tux2Error, FloatingPointError):
+    """Training produced NaN or infinite values: names the iteration and the field."""
+
+
+class OverlapError(Tux2Error):
+    """Several replicas of one vertex wrote it in the same clock and an Apply would
+    sum their independent steps (see Apply(overlap=...))."""

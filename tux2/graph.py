@@ -2,6 +2,8 @@
 import numpy as np
 
 from tux2.errors import InputError
+from tux2.partitioning import EdgeView
+from tux2.partitioning.stratified import tiles
 
 
 class BipartiteGraph:
@@ -92,3 +94,28 @@ def blocked_order(src, dst, n_src, n_dst, blocks=8, seed=0, within="sorted"):
         return np.argsort(tile_rank, kind="stable")
     major, minor = (src, dst) if n_src >= n_dst else (dst, src)
     return np.lexsort((minor, major, tile_rank))
+
+
+def stratified_order(src, dst, n_src, n_dst, blocks=16, seed=0):
+    """DSGD's conflict-free edge order (tux2.partitioning.stratified): the B strata one
+    after another in a seeded random order (as DSGD draws them), inside a stratum its
+    tiles by row block, inside a tile LibMF's sort (larger side, then smaller side).
+    Returns (order, bounds): the strata occupy [bounds[k], bounds[k + 1]). Run with the ``stratified``
+    partitioner on any p <= B parts and ``Engine(strata=bounds)``, per-edge SGD gives
+    the one-partition result bit for bit when p divides B."""
+    src, dst = np.asarray(src, np.int64), np.asarray(dst, np.int64)
+    stratum, r = strata_tiles(EdgeView(src, dst, n_src, n_dst), blocks, seed)
+    major, minor = (src, dst) if n_src >= n_dst else (dst, src)
+    order = np.lexsort((minor, major, r, stratum))
+    bounds = np.zeros(blocks + 1, np.int64)
+    np.cumsum(np.bincount(stratum, minlength=blocks), out=bounds[1:])
+    return order, bounds
+
+
+def strata_tiles(g, blocks, seed=0):
+    """Per edge of an EdgeView (whose degrees may be global, as in distributed
+    ingress): its stratum's place in the seeded strata order, and its row block."""
+    row, rb, cb = tiles(g, blocks)
+    dst = g.t - g.n_src
+    r, c = (rb[g.s], cb[dst]) if row == 0 else (rb[dst], cb[g.s])
+    return np.random.default_rng(seed).permutation(blocks)[(c.astype(np.int64) - r) % blocks], r

@@ -11,18 +11,21 @@ Global edge order (mini-batches are ranges of it), the same as the
 single-process CLI builds: ``input`` = file order of the training edges;
 ``blocked`` = tiles in a seeded shuffled order, inside a tile file order (or,
 when an epoch is a single clock, sorted by the larger side as LibMF does — the
-order then only matters inside each partition).
+order then only matters inside each partition); ``strata`` = DSGD's strata
+(tux2.graph.stratified_order), computed from the global degrees: a tile's edges
+all land on the worker owning its row block, which sorts them.
 """
 import numpy as np
 
 from tux2 import partitioning
 from tux2.errors import InputError, PartitionError, SchemaError
+from tux2.graph import strata_tiles
 from tux2.io import read_edge_list, read_edge_range
 from tux2.partitioning import Assignment, EdgeView
 from tux2.partitioning.hashing import Hasher
 
 # strategies whose placement needs only an edge, its endpoints' global degrees and hashes
-LOCAL_STRATEGIES = ("random", "grid", "dbh", "hybrid", "bicut", "greedy", "hdrf")
+LOCAL_STRATEGIES = ("random", "grid", "dbh", "hybrid", "bicut", "greedy", "hdrf", "stratified")
 
 
 def test_mask(eid, fraction, seed):
@@ -47,7 +50,7 @@ class Shard:
     BipartiteGraph): its edges, their global positions, the global sizes."""
 
     def __init__(self, src, dst, values, eid, part, n_src, n_dst, num_edges, type_names, replicated, share,
-                 stats):
+                 stats, strata=None):
         self.src, self.dst, self.values, self.eid, self.part = src, dst, values, eid, part
         self.n_src, self.n_dst = int(n_src), int(n_dst)
         self.total_edges = int(num_edges)
@@ -55,6 +58,7 @@ class Shard:
         self.replicated = replicated
         self.share = share
         self.stats = stats
+        self.strata = strata            # where each stratum starts in the global order (order "strata")
 
     @property
     def n(self):
@@ -86,8 +90,10 @@ def load(transport, path, partitions, partitioner="bicut", seed=0, test_path=Non
     if partitioner not in LOCAL_STRATEGIES:
         raise PartitionError(f"distributed ingress cannot use {partitioner!r}, which needs the whole graph; "
                              f"use one of {', '.join(LOCAL_STRATEGIES)}")
-    if order not in ("input", "blocked"):
-        raise PartitionError(f"distributed ingress supports --order input or blocked, not {order!r}")
+    if order not in ("input", "blocked", "strata"):
+        raise PartitionError(f"distributed ingress supports --order input, blocked or strata, not {order!r}")
+    if (order == "strata") != (partitioner == "stratified"):
+        raise PartitionError("order 'strata' and the 'stratified' partitioner go together")
     rank, world = transport.rank, transport.world
     s, d, v = read_edge_range(path, rank, world)
     has_values = 0 if len(s) == 0 else (1 if v is not None else 2)
@@ -123,7 +129,7 @@ def load(transport, path, partitions, partitioner="bicut", seed=0, test_path=Non
     mu = float(sums[0] / max(n_train, 1))
 
     # global order
-    if order == "input":
+    if order in ("input", "strata"):       # strata: numbered below, once the degrees are known
         key = pos
     else:
         tr = tile_rank(s, d, n_src, n_dst, blocks, seed)
@@ -155,6 +161,16 @@ def load(transport, path, partitions, partitioner="bicut", seed=0, test_path=Non
                     bool(len(d)) and bool((edge_part != master[1][d]).any())], np.int64)
     replicated = tuple(bool(x) for x in _sum(transport, "ingress-replicated", mir))
 
+    strata = None
+    if order == "strata":
+        blocks = int((partitioner_options or {}).get("blocks", 16))
+        stratum, r = strata_tiles(g, blocks, seed)
+        tile = stratum * blocks + r
+        hist = _sum(transport, "ingress-strata", np.bincount(tile, minlength=blocks * blocks).astype(np.int64))
+        strata = np.zeros(blocks + 1, np.int64)
+        np.cumsum(hist.reshape(blocks, blocks).sum(axis=1), out=strata[1:])
+        key = tile               # ranked inside each tile once its edges are together
+
     # ship every edge to the worker that owns its partition
     dest = edge_part % world
     out = {}
@@ -173,6 +189,17 @@ def load(transport, path, partitions, partitioner="bicut", seed=0, test_path=Non
         o = np.lexsort((gkey, minor, major, tr))
         gkey = np.empty(len(src), np.int64)
         gkey[o] = int(owned[:rank, 0].sum()) + np.arange(len(src))
+
+    if order == "strata":
+        # a tile's edges are all here (its row block is one partition): LibMF's sort inside it
+        tile_start = np.concatenate([[0], np.cumsum(hist)[:-1]])
+        major, minor = (src, dst) if n_src >= n_dst else (dst, src)
+        o = np.lexsort((minor, major, gkey))
+        sorted_tile = gkey[o]
+        first = np.searchsorted(sorted_tile, sorted_tile, side="left")
+        pos_global = tile_start[sorted_tile] + np.arange(len(src)) - first
+        gkey = np.empty(len(src), np.int64)
+        gkey[o] = pos_global
 
     def share(t, records):
         msgs = {(rank, r): [np.zeros(0, np.int64)] * 4 for r in range(world)}
@@ -206,7 +233,7 @@ def load(transport, path, partitions, partitioner="bicut", seed=0, test_path=Non
         test = BipartiteGraph(test.src, test.dst, test.values, n_src, n_dst, type_names, test_path)
     stats = {"rank": rank, "read_edges": int(len(held)), "total_edges": total_read, "train_edges": n_train,
              "owned_edges": int(len(src))}
-    shard = Shard(src, dst, val, gkey, part, n_src, n_dst, n_train, type_names, replicated, share, stats)
+    shard = Shard(src, dst, val, gkey, part, n_src, n_dst, n_train, type_names, replicated, share, stats, strata)
     assignment = Assignment(part, master, int(partitions), partitioner)
     return shard, assignment, mu, test
 

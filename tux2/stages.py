@@ -57,12 +57,21 @@ class Exchange(Stage):
 
 
 class Apply(Stage):
-    """Combine replica deltas at masters, run ``udf(v, a, ctx)``, update mirrors."""
+    """Combine replica deltas at masters, run ``udf(v, a, ctx)``, update mirrors.
+
+    ``overlap``: what to do when an Exchange wrote a vertex's sync fields directly
+    on several of its replicas in one clock. ``"error"`` (the default) stops the run:
+    summing independent steps multiplies the step by the number of replicas (use a
+    conflict-free order, smaller mini-batches or ``combine="mean"``). ``"allow"``
+    sums them — right when the writes are additive (counts, margins, model sums)."""
     kind = "apply"
 
-    def __init__(self, udf=None, combine="sum", types=None, name=None):
+    def __init__(self, udf=None, combine="sum", types=None, name=None, overlap="error"):
         if combine not in ("sum", "mean"):
             raise SchemaError(f"Apply combine must be 'sum' or 'mean', got {combine!r}")
+        if overlap not in ("error", "allow"):
+            raise SchemaError(f"Apply overlap must be 'error' or 'allow', got {overlap!r}")
+        self.overlap = overlap
         if udf is not None and not callable(udf):
             raise SchemaError(f"Apply UDF must be callable, got {udf!r}")
         if isinstance(types, str):

@@ -141,8 +141,10 @@ def program(labels, values, samples, features, n_features, lam=1.0, block_size=N
         edata["x"] = x
         edata["kappa"] = kappa
 
-    block = MiniBatch(size, [Exchange(gradient), Apply(proximal, types=(types[1],)), Exchange(margins, writes=types[0]),
-                             Apply(types=(types[0],))], unit="vertex", enumerate=types[1], active=active)
+    block = MiniBatch(size, [Exchange(gradient), Apply(proximal, types=(types[1],)),
+                             Exchange(margins, writes=types[0]),
+                             Apply(types=(types[0],), overlap="allow")],       # partial margins add up
+                      unit="vertex", enumerate=types[1], active=active)
     stages = [block, GlobalSync(aggregate=loss, over=types[0], finalize=keep_loss),
               GlobalSync(aggregate=l1, over=types[1], finalize=objective)]
     return Program(vt, edge={"x": "f8", "ws": "f8", "kappa": "f4"}, context=ctx, stages=stages,

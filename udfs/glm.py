@@ -434,7 +434,8 @@ def program(labels, samples, features, values, n_samples, n_features, loss="logi
                 (1, "adagrad", "l2"): fm_local_adagrad_l2, (1, "adagrad", "l1"): fm_local_adagrad_l1}[bool(F), opt, reg]
         mb = MiniBatch(B, [Exchange(margin_x, writes=types[0]), Apply(deriv, types=types[0]),
                            Exchange(step, writes=types[1])], unit="vertex", enumerate=types[0])
-        stages = [mb, Apply(combine="mean" if strategy == "modelavg" else "sum", types=types[1])]
+        stages = [mb, Apply(combine="mean" if strategy == "modelavg" else "sum", types=types[1],
+                            overlap="allow")]          # modelsum: the replicas' local models add up
     else:
         update = {("sgd", "l2"): sgd_l2, ("sgd", "l1"): sgd_l1, ("adam", "l2"): adam_l2,
                   ("adam", "l1"): adam_l1, ("adagrad", "l2"): adagrad_l2, ("adagrad", "l1"): adagrad_l1}[opt, reg]
@@ -461,7 +462,7 @@ def partitioning(strategy):
 
 
 def engine(graph, labels, loss="logistic", strategy="sendgradient", parts=1, driver=False, seed=0,
-           transport=None, slack=0, **options):
+           transport=None, slack=0, threads=None, **options):
     """Shuffle the samples, build the strategy's program and partitioning, and
     return (Engine, perm) with perm[old sample id] = engine sample id."""
     from tux2 import BipartiteGraph, Engine
@@ -482,7 +483,7 @@ def engine(graph, labels, loss="logistic", strategy="sendgradient", parts=1, dri
     edata = np.zeros(graph.num_edges, prog.edge_dtype)
     edata["x"] = values
     eng = Engine(prog, g, partitions=parts, assignment=assignment, seed=seed, edge_data=edata,
-                 transport=transport, slack=slack)
+                 transport=transport, slack=slack, threads=threads)
     return eng, perm
 
 

@@ -287,7 +287,7 @@ def program(src, dst, count, n_docs, n_words, K=100, alpha=0.1, beta=0.01, seed=
         edata["z"] = z
 
     stages = [Exchange(sync_gibbs if sync else sparse_gibbs, enumerate=types[0]),
-              Apply(add_counts if sync else None),
+              Apply(add_counts if sync else None, overlap="allow"),      # count changes add up
               GlobalSync(aggregate=ll_words, over=types[1], finalize=settle),
               GlobalSync(aggregate=ll_docs, over=types[0], finalize=finish_iteration)]
     return Program(vt, edge={"count": "i4", "id": "i8", "z": ("i2", TOKENS)}, context=ctx, stages=stages,

@@ -67,8 +67,11 @@ def rmse_finalize(ctx):
 
 
 def program(k=50, mode="sgd", lr=None, reg=0.05, batch_size=None, batch_unit="edge",
-            enumerate="item", biases=True, adaptive=True, mu=0.0, init_std=None, types=("user", "item")):
-    """The MF program. ``mu`` is the global mean rating (set it from the data)."""
+            enumerate="item", biases=True, adaptive=True, mu=0.0, init_std=None, types=("user", "item"),
+            overlap="error"):
+    """The MF program. ``mu`` is the global mean rating (set it from the data).
+    ``overlap="allow"`` lets per-edge SGD sum the steps of several replicas of a
+    vertex in one clock (not recommended: run it in strata instead)."""
     if mode not in ("sgd", "minibatch"):
         raise ValueError(f"mode must be 'sgd' or 'minibatch', got {mode!r}")
     sgd = mode == "sgd"
@@ -89,7 +92,7 @@ def program(k=50, mode="sgd", lr=None, reg=0.05, batch_size=None, batch_unit="ed
             data["g"] = 1.0
 
     if sgd:
-        step = [Exchange(sgd_exchange), Apply()]
+        step = [Exchange(sgd_exchange), Apply(overlap=overlap)]
     else:
         step = [Exchange(grad_exchange), Apply(grad_apply)]
     unit_enum = enumerate if batch_unit == "vertex" else None
