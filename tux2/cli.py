@@ -38,14 +38,21 @@ def _add_run_mf(sub):
     add_partition_args(p, default=None,
                        note=" (default: stratified with --order strata, else bicut)")
     p.add_argument("--k", type=int, default=50, help="latent dimension")
-    p.add_argument("--lr", type=float, default=None, help="learning rate (default 0.1 sgd, 0.01 minibatch)")
+    p.add_argument("--lr", type=float, default=None,
+                   help="learning rate (default 0.1; 0.01 with --mode minibatch --step plain)")
     p.add_argument("--reg", type=float, default=0.05, help="L2 regularisation λ")
     p.add_argument("--epochs", type=int, default=10, help="passes over the training edges")
     p.add_argument("--mode", choices=("sgd", "minibatch"), default="sgd",
                    help="sgd: per-edge updates in Exchange (LibMF style); minibatch: the paper's "
                         "Exchange-accumulate + Apply form")
-    p.add_argument("--batch-size", type=int, default=None, help="mini-batch size (default: whole epoch)")
-    p.add_argument("--batch-unit", choices=("edge", "vertex"), default="edge")
+    p.add_argument("--batch-size", type=int, default=None,
+                   help="mini-batch size, one clock each (default: a stratum with sgd, 5000 edges with minibatch)")
+    p.add_argument("--batch-unit", choices=("edge", "vertex"), default="edge",
+                   help="--batch-size counts edges, or vertices of the --enumerate type")
+    p.add_argument("--step", choices=("adagrad", "plain"), default="adagrad",
+                   help="--mode minibatch update at the masters: adagrad (p -= lr a/sqrt(G), G += |a|^2/k per "
+                        "vertex: bounded steps for hot vertices) or plain (p -= lr a, the paper's Fig. 5; diverges "
+                        "on power-law degrees unless lr is tiny)")
     p.add_argument("--enumerate", choices=("user", "item"), default="item",
                    help="vertex type enumerated when --batch-unit vertex")
     p.add_argument("--no-biases", action="store_true", help="drop user/item bias terms")
@@ -412,7 +419,7 @@ def _run_mf(args, transport, rank, world):
     names = ("user", "item")
     parts = partitions(args, world)
     say = speaker(args, rank)
-    single_clock = args.batch_size is None
+    single_clock = args.batch_size is None and args.mode == "sgd"     # minibatch: 5000 edges by default
     mf_schedule(args, parts)
     strata = None
     stratified_options = {"blocks": args.blocks} if args.partitioner == "stratified" else None
@@ -469,7 +476,7 @@ def _run_mf(args, transport, rank, world):
             train = train.permuted(np.random.default_rng(args.seed).permutation(train.num_edges))
         mu = float(train.values.mean()) if train.num_edges else 0.0
     prog = mf.program(k=args.k, mode=args.mode, lr=args.lr, reg=args.reg, batch_size=args.batch_size,
-                      batch_unit=args.batch_unit, enumerate=args.enumerate, overlap=args.overlap,
+                      batch_unit=args.batch_unit, enumerate=args.enumerate, overlap=args.overlap, step=args.step,
                       biases=not args.no_biases, mu=mu)
     if rank == 0:
         say(f"tux2 {tux2.__version__} mf ({args.mode}): {source}")

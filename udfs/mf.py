@@ -3,11 +3,15 @@
 Two forms:
 
 * ``minibatch`` (the paper's): Exchange accumulates ∂loss/∂p into a_u, a_v;
-  Apply takes p ← p − η·a at the masters. With batch_size=None it is the
-  batch form of Fig. 5a. Slack 0 gives the same model for any partitioning.
+  Apply steps at the masters. ``step="adagrad"`` (default): p ← p − η·a/√G with
+  G += |a|²/k per vertex, so a hot vertex, whose summed gradient grows with its
+  edges in the batch, takes a bounded step; ``step="plain"``: p ← p − η·a, the
+  paper's Fig. 5 (diverges on power-law degrees unless η is tiny). Slack 0 gives
+  the same model for any partitioning.
 * ``sgd`` (LibMF's): Exchange updates both endpoints in place, with LibMF's
   row-wise adaptive step η/√G (G = running mean of squared gradients); Apply
-  only synchronises replicas (derived deltas, summed).
+  only synchronises replicas. Run it in strata (tux2.graph.stratified_order)
+  on several partitions: each replica's own steps are then the only ones.
 
 Prediction r̂ = μ + b_u + b_v + p_u·q_v; loss ½(r − r̂)² + ½λ(|p_u|² + |q_v|²).
 """
@@ -62,41 +66,64 @@ def grad_apply(v, a, ctx):
     v.b -= ctx.lr * a.b
 
 
+def adagrad_apply(v, a, ctx):
+    g2 = np.float32(0.0)
+    for j in range(ctx.k):
+        g2 += a.p[j] * a.p[j]
+    v.g += g2 / ctx.k
+    eta = ctx.lr / np.sqrt(v.g + np.float32(1e-8))
+    for j in range(ctx.k):
+        v.p[j] -= eta * a.p[j]
+    v.b -= eta * a.b
+
+
 def rmse_finalize(ctx):
     ctx.rmse = math.sqrt(ctx.loss / max(ctx.n, 1.0))
 
 
+MINIBATCH_SIZE = 5000     # edges per clock of the mini-batch form when none is given
+
+
 def program(k=50, mode="sgd", lr=None, reg=0.05, batch_size=None, batch_unit="edge",
             enumerate="item", biases=True, adaptive=True, mu=0.0, init_std=None, types=("user", "item"),
-            overlap="error"):
+            overlap="error", step="adagrad"):
     """The MF program. ``mu`` is the global mean rating (set it from the data).
-    ``overlap="allow"`` lets per-edge SGD sum the steps of several replicas of a
-    vertex in one clock (not recommended: run it in strata instead)."""
+    ``batch_size``: edges (or vertices) per clock; None: the whole epoch with ``sgd``,
+    MINIBATCH_SIZE edges with ``minibatch``. ``overlap="allow"`` lets per-edge SGD sum
+    the steps of several replicas of a vertex in one clock (not recommended: run it
+    in strata instead). ``step``: the mini-batch form's update, "adagrad" or "plain"."""
     if mode not in ("sgd", "minibatch"):
         raise ValueError(f"mode must be 'sgd' or 'minibatch', got {mode!r}")
+    if step not in ("adagrad", "plain"):
+        raise ValueError(f"step must be 'adagrad' or 'plain', got {step!r}")
     sgd = mode == "sgd"
     fields = {"p": ("f4", k), "b": "f4"}
     if sgd:
         fields["g"] = "f4"
-    vt = [VertexType(n, sync=fields, accum={} if sgd else {"p": ("f4", k), "b": "f4"}) for n in types]
+    else:
+        batch_size = batch_size or (MINIBATCH_SIZE if batch_unit == "edge" else None)
+    ada = not sgd and step == "adagrad"
+    vt = [VertexType(n, sync=fields, master={"g": "f4"} if ada else None,
+                     accum={} if sgd else {"p": ("f4", k), "b": "f4"}) for n in types]
     ctx = ContextSpec(
         fields={"k": "i8", "lr": "f4", "reg": "f4", "mu": "f4", "biases": "i8", "adaptive": "i8",
                 "loss": "f8", "n": "f8", "rmse": "f8"},
         sum=("loss", "n"),
-        init={"k": k, "lr": lr if lr is not None else (0.1 if sgd else 0.01), "reg": reg, "mu": mu,
+        init={"k": k, "lr": lr if lr is not None else (0.01 if step == "plain" and not sgd else 0.1), "reg": reg,
+              "mu": mu,
               "biases": int(biases), "adaptive": int(adaptive and sgd)})
-    std = init_std if init_std is not None else (0.1 if sgd else 0.3)
+    std = init_std if init_std is not None else (0.3 if step == "plain" and not sgd else 0.1)
     def init_vertices(name, data, rng):
         data["p"] = rng.normal(0.0, std, (len(data), k))
         if sgd:
             data["g"] = 1.0
 
     if sgd:
-        step = [Exchange(sgd_exchange), Apply(overlap=overlap)]
+        stages = [Exchange(sgd_exchange), Apply(overlap=overlap)]
     else:
-        step = [Exchange(grad_exchange), Apply(grad_apply)]
+        stages = [Exchange(grad_exchange), Apply(adagrad_apply if ada else grad_apply)]
     unit_enum = enumerate if batch_unit == "vertex" else None
-    stages = [MiniBatch(batch_size, step, unit=batch_unit, enumerate=unit_enum),
+    stages = [MiniBatch(batch_size, stages, unit=batch_unit, enumerate=unit_enum),
               GlobalSync(finalize=rmse_finalize)]
     return Program(vt, edge={"rating": "f4"}, context=ctx, stages=stages,
                    init_vertices=init_vertices, name=f"mf-{mode}")

@@ -1,0 +1,205 @@
+"""Scale-out that keeps the model (DESIGN: the central invariant, per-edge SGD).
+
+Per-edge SGD in strata is the one-partition run bit for bit on partitions, threads
+and worker processes; direct writes that several replicas make in one clock stop
+the run; the mini-batch form converges with its defaults on power-law degrees;
+divergence is never silent.
+"""
+import numpy as np
+import pytest
+
+import tux2
+from tests.conftest import random_graph, run_cli
+from tux2 import Apply, ContextSpec, Engine, Exchange, GlobalSync, MiniBatch, Program, VertexType
+from tux2.datasets import netflix_like
+from tux2.graph import blocked_order, stratified_order
+from tux2.io import write_edge_list
+from tux2.partitioning import EdgeView
+from tux2.partitioning.stratified import tiles
+from tux2.udfs import mf
+
+
+@pytest.fixture(scope="module")
+def skewed():
+    """Power-law degrees (rank exponent 1.4 on both sides: the hottest item has ~4 % of
+    the ratings), ids in no particular order."""
+    return netflix_like(n_users=3000, n_items=500, n_ratings=60_000, user_exponent=1.4, item_exponent=1.4,
+                        rank=4, seed=7)
+
+
+def _stratified(train, blocks=16, seed=0):
+    order, bounds = stratified_order(train.src, train.dst, train.n_src, train.n_dst, blocks, seed=seed)
+    return train.permuted(order), bounds
+
+
+def _model(eng):
+    return {t: eng.vertex_data(t) for t in ("user", "item")}
+
+
+def _same(a, b):
+    for t in a:
+        for f in a[t].dtype.names:
+            assert np.array_equal(a[t][f], b[t][f]), (t, f)
+
+
+# --- the order itself
+def test_a_stratum_never_shares_a_vertex_between_its_tiles(skewed):
+    """Inside a stratum, the edges of different row blocks touch disjoint users and items,
+    strata follow one another, and every tile holds a contiguous id range per side."""
+    train, _ = skewed
+    g, bounds = _stratified(train, blocks=8)
+    row, rb, cb = tiles(EdgeView(g.src, g.dst, g.n_src, g.n_dst), 8)
+    r, c = (rb[g.src], cb[g.dst]) if row == 0 else (rb[g.dst], cb[g.src])
+    assert bounds[0] == 0 and bounds[-1] == g.num_edges and len(bounds) == 9
+    for s in range(8):
+        lo, hi = bounds[s], bounds[s + 1]
+        assert len(np.unique((c[lo:hi].astype(np.int64) - r[lo:hi]) % 8)) == 1       # one diagonal
+        for side in (g.src[lo:hi], g.dst[lo:hi]):
+            owners = {}
+            for v, tile in zip(side.tolist(), r[lo:hi].tolist()):
+                assert owners.setdefault(v, tile) == tile                          # one tile per vertex
+    assert (np.diff(rb) >= 0).all() and (np.diff(cb) >= 0).all()                   # ranges of ids
+    per_block = np.bincount(r, minlength=8)
+    assert per_block.max() < 1.5 * per_block.mean()                                 # balanced edges
+
+
+def test_clocks_never_span_two_strata():
+    g = random_graph(n_a=40, n_b=30, m=600, seed=2)
+    g, bounds = _stratified(g, blocks=4)
+    prog = Program([VertexType("a", sync={"x": "f8"}), VertexType("b", sync={"y": "f8"})], edge={"w": "f8"},
+                   context=ContextSpec({"n": "f8"}, sum=("n",)),
+                   stages=[MiniBatch(50, [Exchange(_count_edge), Apply()])])
+    eng = Engine(prog, g, partitions=2, partitioner="stratified", partitioner_options={"blocks": 4},
+                 strata=bounds, fuse=False)
+    eng.run(1)
+    sizes = np.diff(bounds)
+    assert eng.clock == int(sum(-(-s // 50) for s in sizes if s))
+
+
+def _count_edge(u, v, e, a_u, a_v, ctx):
+    ctx.n += 1
+
+
+# --- bit-identical scale-out
+@pytest.mark.parametrize("parts,threads", [(2, 1), (4, 1), (8, 1), (2, 2), (4, 2)])
+def test_stratified_sgd_is_the_one_partition_model_bit_for_bit(skewed, parts, threads):
+    train, _ = skewed
+    g, bounds = _stratified(train)
+    prog = mf.program(k=8, mu=float(g.values.mean()))
+    one = Engine(prog, g, partitions=1, strata=bounds).run(3)
+    eng = Engine(prog, g, partitions=parts, partitioner="stratified", strata=bounds, threads=threads).run(3)
+    assert eng.threads == threads
+    assert any(p.types[1].n_mirror for p in eng.parts)            # items really are replicated
+    _same(_model(one), _model(eng))
+    assert eng.context()["rmse"] == pytest.approx(one.context()["rmse"], rel=1e-12)
+
+
+def test_stratified_sgd_on_four_partitions_is_sequential_sgd():
+    """The slow reference: a plain Python loop over the stratified order."""
+    train, _ = netflix_like(n_users=150, n_items=40, n_ratings=2000, rank=3, seed=3)
+    g, bounds = _stratified(train, blocks=4)
+    eng = Engine(mf.program(k=3, mu=3.0, lr=0.05, reg=0.1, adaptive=False), g, partitions=4,
+                 partitioner="stratified", partitioner_options={"blocks": 4}, strata=bounds, threads=2)
+    P = eng.vertex_data("user")["p"].astype(np.float64)
+    Q = eng.vertex_data("item")["p"].astype(np.float64)
+    bu, bi = np.zeros(g.n_src), np.zeros(g.n_dst)
+    eng.run(1)
+    for e in range(g.num_edges):
+        u, i, r = g.src[e], g.dst[e], np.float32(g.values[e])
+        err = r - (3.0 + bu[u] + bi[i] + P[u] @ Q[i])
+        pu, qi = P[u].copy(), Q[i].copy()
+        P[u] = pu - 0.05 * (0.1 * pu - err * qi)
+        Q[i] = qi - 0.05 * (0.1 * qi - err * pu)
+        bu[u], bi[i] = bu[u] + 0.05 * (err - 0.1 * bu[u]), bi[i] + 0.05 * (err - 0.1 * bi[i])
+    np.testing.assert_allclose(eng.vertex_data("user")["p"], P, rtol=2e-3, atol=2e-4)
+    np.testing.assert_allclose(eng.vertex_data("item")["p"], Q, rtol=2e-3, atol=2e-4)
+
+
+def test_workers_and_threads_give_the_one_partition_model(tmp_path, skewed):
+    """Real worker processes over ZeroMQ (distributed ingress builds the strata from
+    global degrees): 2 workers, 2 workers x 2 threads and 4 partitions in one process
+    write the model of one partition, bit for bit."""
+    train, _ = skewed
+    path = tmp_path / "r.txt"
+    write_edge_list(path, train)
+    models = {}
+    for name, extra in (("one", []), ("p4", ["--partitions", "4"]), ("w2", ["--workers", "2"]),
+                        ("w2t2", ["--workers", "2", "--threads", "2"])):
+        out = tmp_path / name
+        r = run_cli("run", "mf", str(path), "--k", "6", "--epochs", "2", "--quiet", "--timeout", "20",
+                    "--out", str(out), *extra, timeout=240)
+        assert r.returncode == 0, r.stderr
+        models[name] = {f: dict(np.load(out / f)) for f in ("user.npz", "item.npz")}
+    for name in ("p4", "w2", "w2t2"):
+        for f in ("user.npz", "item.npz"):
+            for key in ("p", "b"):
+                assert np.array_equal(models[name][f][key], models["one"][f][key]), (name, f, key)
+
+
+# --- no silent over-stepping
+def test_summed_replica_steps_are_refused_and_accumulating_is_not(skewed):
+    train, _ = skewed
+    g = train.permuted(blocked_order(train.src, train.dst, train.n_src, train.n_dst))
+    mu = float(g.values.mean())
+    with pytest.raises(tux2.OverlapError, match=r"(?s)item vertices.*replicas.*stratified_order"):
+        Engine(mf.program(k=4, mu=mu), g, partitions=4, partitioner="bicut").run(1)
+    # opting in runs (the old summed form), accumulate-only programs never trip the check
+    Engine(mf.program(k=4, mu=mu, overlap="allow"), g, partitions=4, partitioner="bicut").run(1)
+    Engine(mf.program(k=4, mu=mu, mode="minibatch"), g, partitions=4, partitioner="random").run(1)
+
+
+def _direct(u, v, e, a_u, a_v, ctx):
+    d = e.w - (u.x - v.y)
+    u.x -= 0.1 * d
+    v.y += 0.1 * d
+
+
+def test_a_hand_written_direct_write_program_is_refused_on_overlapping_replicas():
+    g = random_graph(n_a=30, n_b=20, m=300, seed=5)
+    types = [VertexType("a", sync={"x": "f8"}), VertexType("b", sync={"y": "f8"})]
+    def prog(overlap):
+        return Program(types, edge={"w": "f8"}, stages=[MiniBatch(100, [Exchange(_direct), Apply(overlap=overlap)])])
+    with pytest.raises(tux2.OverlapError, match="written by up to"):
+        Engine(prog("error"), g, partitions=3, partitioner="random").run(1)
+    Engine(prog("error"), g, partitions=1).run(1)                   # one replica each: fine
+    Engine(prog("allow"), g, partitions=3, partitioner="random").run(1)
+
+
+# --- mini-batch defaults on power-law degrees
+@pytest.mark.parametrize("batch", [1000, 5000, 50_000])
+def test_minibatch_defaults_converge_on_power_law_degrees(skewed, batch):
+    train, test = skewed
+    assert np.bincount(train.dst).max() > 0.03 * train.num_edges      # a hot item
+    mu = float(train.values.mean())
+    eng = Engine(mf.program(k=8, mode="minibatch", batch_size=batch, mu=mu), train, partitions=1)
+    curve = []
+    for _ in range(10):
+        eng.run(1)
+        curve.append(mf.rmse(eng.vertex_data("user"), eng.vertex_data("item"), test, mu))
+    assert all(b < a for a, b in zip(curve, curve[1:])), curve
+
+
+def test_the_papers_plain_step_diverges_there_and_says_so(skewed):
+    train, _ = skewed
+    prog = mf.program(k=8, mode="minibatch", step="plain", batch_size=5000, mu=float(train.values.mean()))
+    with pytest.raises(tux2.DivergenceError, match=r"iteration \d+ .*'loss'.*lower the learning rate"):
+        Engine(prog, train, partitions=1).run(10)
+
+
+def test_a_custom_program_that_diverges_stops_with_the_iteration_named():
+    def blow_up(u, v, e, a_u, a_v, ctx):
+        ctx.s += ctx.s * 1e300 + 1.0
+    prog = Program([VertexType("a", sync={"x": "f8"}), VertexType("b", sync={"y": "f8"})], edge={"w": "f8"},
+                   context=ContextSpec({"s": "f8"}), stages=[Exchange(blow_up), GlobalSync()])
+    with pytest.raises(tux2.DivergenceError, match=r"iteration 1 .*'s'"):
+        Engine(prog, random_graph(seed=1)).run(5)
+
+
+def test_the_cli_says_which_partitioner_strata_need(tmp_path, skewed):
+    train, _ = skewed
+    write_edge_list(tmp_path / "r.txt", train)
+    r = run_cli("run", "mf", str(tmp_path / "r.txt"), "--partitions", "2", "--partitioner", "random")
+    assert r.returncode == 2 and "--partitioner stratified" in r.stderr and "Traceback" not in r.stderr
+    r = run_cli("run", "mf", str(tmp_path / "r.txt"), "--partitions", "2", "--order", "blocked",
+                "--partitioner", "bicut", "--epochs", "1")
+    assert r.returncode == 2 and "replicas" in r.stderr and "Traceback" not in r.stderr
