@@ -1,12 +1,20 @@
-"""Distributed runtime: speed-up of 2 workers over 1 for per-edge SGD MF, bytes sent
-against the minimum the replicas imply (the slack sweep of the paper's Figures
-10–11 is bench/slack.py).
+"""Scale-out at equal quality: per-edge SGD MF in strata on 2 worker processes and on
+2 threads of one process, against one worker, the machine's own ceiling and LibMF's
+FPSGD with 1 and 2 threads, all in one run; and test RMSE after 10 epochs for
+P = 1, 2, 4, 8 in each MF form (the slack sweep of Figures 10–11 is bench/slack.py).
 
-Every run is the real CLI (`tux2 run mf … --workers W`): worker processes over
-ZeroMQ on loopback. Epoch times are rank 0's `engine.run(1)` (test evaluation is
-done once after the last epoch, outside the timing).
+Every tux2 run is the real CLI (`tux2 run mf …`): worker processes over ZeroMQ on
+loopback. Epoch times are rank 0's `engine.run(1)`, median over the epochs after the
+first (test evaluation is done once after the last epoch, outside the timing). The
+stratified runs of 1, 2 workers and 2 threads write the same model bit for bit, so
+their test RMSEs are equal by construction; LibMF's is reported beside them.
 """
+import json
 import os
+import subprocess
+import sys
+import tempfile
+import time
 
 import numpy as np
 
@@ -24,41 +32,123 @@ def text_files(n_users, n_items, n_ratings):
         if not os.path.exists(f):
             write_edge_list(f + ".tmp", g)
             os.replace(f + ".tmp", f)
-    return tr, te, train.num_edges
+    return tr, te, train.num_edges, path
+
+
+def epoch_rate(metrics, m):
+    times = [x["time_s"] for x in metrics[1:]] or [metrics[0]["time_s"]]
+    return m / float(np.median(times))
+
+
+def together(cmds):
+    """Start the commands at once; wait; return each one's metrics records."""
+    dirs = [tempfile.mkdtemp(prefix="tux2-bench-ceiling-") for _ in cmds]
+    procs = [subprocess.Popen([sys.executable, "-m", "tux2.cli", "run", "mf", *c, "--quiet",
+                               "--metrics", os.path.join(d, "m.jsonl")],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                              cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+             for c, d in zip(cmds, dirs)]
+    out = []
+    for p, d in zip(procs, dirs):
+        _, err = p.communicate(timeout=3600)
+        if p.returncode != 0:
+            raise RuntimeError(f"concurrent run failed: {err[-1000:]}")
+        out.append([json.loads(x) for x in open(os.path.join(d, "m.jsonl"))])
+    return out
 
 
 def main(args):
     quick = getattr(args, "quick", False)
     size = (20_000, 2_000, 1_000_000) if quick else (100_000, 10_000, 8_000_000)
-    epochs = 3 if quick else 5
-    tr, te, m = text_files(*size)
+    epochs = 4 if quick else 6
+    tr, te, m, npz = text_files(*size)
     info = {"bench": "distributed", "users": size[0], "items": size[1], "train_ratings": m, **machine()}
     emit({**info, "event": "dataset"}, LOG)
 
-    # 1. speed-up of per-edge SGD
-    sgd = [tr, "--test", te, "--k", "50", "--epochs", str(epochs), "--eval-every", "0", "--partitioner", "bicut"]
-    eps, rmse, nbytes, nmin = {}, {}, 0, 0
-    for w in (1, 2):
-        metrics, traces, wall = tux2_cli("mf", sgd + ["--workers", str(w)])
-        times = [x["time_s"] for x in metrics[1:]] or [metrics[0]["time_s"]]
-        eps[w] = m / float(np.median(times))
-        rmse[w] = metrics[-1]["test_rmse"]
-        if w == 2:
-            nbytes = sum(t["bytes_sent"] for t in traces)
-            nmin = sum(t["min_bytes"] for t in traces)
-        emit({"bench": "distributed", "part": "sgd", "workers": w, "edges_per_s": eps[w],
-              "epoch_seconds": times, "test_rmse": rmse[w], "wall_s": wall,
-              **({"bytes_sent": nbytes, "min_bytes": nmin} if w == 2 else {})}, LOG)
+    # 1. speed-up of stratified per-edge SGD: workers, threads, and the machine's ceiling
+    sgd = [tr, "--test", te, "--k", "50", "--epochs", str(epochs), "--eval-every", "0"]
+    runs = {}
+    for name, extra in (("1_worker", []), ("2_workers", ["--workers", "2"]), ("2_threads", ["--threads", "2"])):
+        metrics, traces, wall = tux2_cli("mf", sgd + extra)
+        rec = {"edges_per_s": epoch_rate(metrics, m), "test_rmse": metrics[-1]["test_rmse"], "wall_s": wall,
+               "epoch_seconds": [x["time_s"] for x in metrics]}
+        if name == "2_workers":
+            clocks = [t for t in traces if not t.get("epoch_stages")]
+            rec["bytes_sent"] = sum(t["bytes_sent"] for t in clocks)
+            rec["min_bytes"] = sum(t["min_bytes"] for t in clocks)
+            rec["clocks"] = len({(t["iteration"], t["clock"]) for t in clocks})
+        runs[name] = rec
+        emit({"bench": "distributed", "part": "sgd", "run": name, **rec}, LOG)
+    alone = together([sgd])[0]
+    pair = together([sgd, sgd])
+    one_alone = epoch_rate(alone, m)
+    ceiling = sum(epoch_rate(x, m) for x in pair) / one_alone
+    emit({"bench": "distributed", "part": "ceiling", "edges_per_s_alone": one_alone,
+          "edges_per_s_together": [epoch_rate(x, m) for x in pair], "ceiling_2_independent": ceiling}, LOG)
 
-    report("distributed", "Distributed runtime: 2 workers vs 1 (per-edge SGD MF)",
-           f"{m:,} train ratings ({size[0]:,} users × {size[1]:,} items), k=50, {epochs} epochs, bicut",
-           ["workers", "M edges/s", "test RMSE", "bytes sent", "minimum bytes"],
-           [[1, eps[1] / 1e6, rmse[1], None, None], [2, eps[2] / 1e6, rmse[2], nbytes, nmin]],
-           notes=[f"Speed-up 2 workers / 1: **{eps[2] / eps[1]:.2f}×**; bytes sent = **{nbytes / max(nmin, 1):.3f}×** "
-                  "the minimum (the synced fields of the replicas that changed, both directions). The slack "
-                  "sweep is `python -m bench slack`."])
-    emit({"bench": "distributed", "speedup_2_workers": eps[2] / eps[1], "bytes_over_minimum": nbytes / max(nmin, 1),
-          "edges_per_s_1_worker": eps[1], "edges_per_s_2_workers": eps[2], "test_rmse_1_worker": rmse[1],
-          "test_rmse_2_workers": rmse[2], "bytes_sent": nbytes, "min_bytes": nmin,
-          "train_ratings": m, "epochs": epochs}, LOG)
+    # 2. LibMF's FPSGD, 1 and 2 threads, same data, same epochs
+    from bench.mf import libmf_epoch_seconds
+    from bench.peers import libmf
+    lib = {}
+    try:
+        so = libmf.build()
+        for t in (1, 2):
+            per_epoch, res = libmf_epoch_seconds(so, npz, epochs, 50, 0.1, 0.05, threads=t)
+            lib[t] = {"edges_per_s": m / per_epoch, "test_rmse": res["test_rmse"]}
+            emit({"bench": "distributed", "part": "libmf", "threads": t, **lib[t]}, LOG)
+    except RuntimeError as e:
+        emit({"bench": "distributed", "system": "libmf", "skipped": str(e)}, LOG)
+
+    # 3. quality after 10 epochs: P partitions in each MF form
+    forms = {"sgd, strata": [], "sgd, summed replicas (old)": ["--order", "blocked", "--partitioner", "bicut",
+                                                              "--overlap", "allow"],
+             "minibatch (adagrad, 5000)": ["--mode", "minibatch"]}
+    quality = {}
+    for form, extra in forms.items():
+        for p in (1, 2, 4, 8):
+            try:
+                metrics, _, _ = tux2_cli("mf", [tr, "--test", te, "--k", "50", "--epochs", "10", "--eval-every", "0",
+                                                "--partitions", str(p), *extra])
+                quality[(form, p)] = metrics[-1]["test_rmse"]
+            except RuntimeError as e:          # the old form may diverge: that is the finding
+                quality[(form, p)] = float("nan")
+                emit({"bench": "distributed", "part": "quality", "form": form, "partitions": p,
+                      "failed": str(e)[-300:]}, LOG)
+            emit({"bench": "distributed", "part": "quality", "form": form, "partitions": p,
+                  "test_rmse_10_epochs": quality[(form, p)]}, LOG)
+
+    w, t1, t2 = runs["2_workers"], runs["1_worker"], runs["2_threads"]
+    final = {"bench": "distributed", "speedup_2_workers": w["edges_per_s"] / t1["edges_per_s"],
+             "speedup_2_threads": t2["edges_per_s"] / t1["edges_per_s"], "ceiling_2_independent": ceiling,
+             "test_rmse_1_worker": t1["test_rmse"], "test_rmse_2_workers": w["test_rmse"],
+             "test_rmse_2_threads": t2["test_rmse"],
+             "edges_per_s_1_worker": t1["edges_per_s"], "edges_per_s_2_workers": w["edges_per_s"],
+             "edges_per_s_2_threads": t2["edges_per_s"],
+             "bytes_over_minimum": w["bytes_sent"] / max(w["min_bytes"], 1),
+             "bytes_per_clock": w["bytes_sent"] / max(w["clocks"], 1), "train_ratings": m, "epochs": epochs}
+    if lib:
+        final.update({"libmf_edges_per_s_1_thread": lib[1]["edges_per_s"],
+                      "libmf_edges_per_s_2_threads": lib[2]["edges_per_s"],
+                      "libmf_test_rmse_2_threads": lib[2]["test_rmse"],
+                      "tux2_2_threads_over_libmf_2_threads_edges_per_s": t2["edges_per_s"] / lib[2]["edges_per_s"]})
+    rows = [["1 worker", t1["edges_per_s"] / 1e6, t1["test_rmse"], 1.0],
+            ["2 workers", w["edges_per_s"] / 1e6, w["test_rmse"], final["speedup_2_workers"]],
+            ["2 threads", t2["edges_per_s"] / 1e6, t2["test_rmse"], final["speedup_2_threads"]],
+            ["2 independent 1-worker runs (ceiling)", None, None, ceiling]]
+    rows += [[f"LibMF {libmf.VERSION}, {t} thread{'s' * (t > 1)}", lib[t]["edges_per_s"] / 1e6, lib[t]["test_rmse"],
+              lib[t]["edges_per_s"] / lib[1]["edges_per_s"]] for t in sorted(lib)]
+    report("distributed", "Scale-out at equal quality: per-edge SGD MF in strata",
+           f"{m:,} train ratings ({size[0]:,} users × {size[1]:,} items), k=50, {epochs} epochs, 16 strata",
+           ["run", "M edges/s", "test RMSE", "speed-up"], rows,
+           peers={"LibMF": libmf.VERSION},
+           notes=[f"2 workers / 1: **{final['speedup_2_workers']:.2f}×**, 2 threads / 1: "
+                  f"**{final['speedup_2_threads']:.2f}×**, with the same model bit for bit; this machine's ceiling "
+                  f"(two independent runs together): **{ceiling:.2f}×**. Bytes sent = "
+                  f"**{final['bytes_over_minimum']:.3f}×** the minimum the replicas imply."])
+    report("distributed_quality", "Test RMSE after 10 epochs by MF form and partitions",
+           f"{m:,} train ratings, k=50; 'summed replicas' is the pre-strata per-edge SGD on bicut "
+           "(--order blocked --overlap allow)",
+           ["form"] + [f"P={p}" for p in (1, 2, 4, 8)],
+           [[form] + [quality[(form, p)] for p in (1, 2, 4, 8)] for form in forms])
+    emit(final, LOG)
     return 0

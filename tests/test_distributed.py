@@ -207,7 +207,7 @@ def test_distributed_ingress_reads_shares_and_matches_the_single_process(tmp_pat
     r = run_cli(*common, "--workers", "3", "--out", str(tmp_path / "dist"), "--trace", str(tmp_path / "tr"),
                 timeout=300)
     assert r.returncode == 0, r.stderr
-    # per-edge SGD, one clock per epoch: the same partitions see their edges in the same order
+    # per-edge SGD in strata: the same partitions see their edges in the same order
     # (only the global mean rating is summed in another order)
     a, b = _model(tmp_path / "single"), _model(tmp_path / "dist")
     for t in ("user", "item"):
@@ -219,7 +219,7 @@ def test_distributed_ingress_reads_shares_and_matches_the_single_process(tmp_pat
     assert all(s["read_edges"] < total / 2 for s in stats)           # nobody read the whole file
     assert sum(s["owned_edges"] for s in stats) == stats[0]["train_edges"]
     # a strategy that needs the whole graph falls back to central loading, with a note
-    r = run_cli(*common, "--workers", "2", "--partitioner", "ginger", timeout=300)
+    r = run_cli(*common, "--workers", "2", "--partitioner", "ginger", "--mode", "minibatch", timeout=300)
     assert r.returncode == 0, r.stderr
 
 

@@ -295,10 +295,10 @@ class MF:
     networkx bipartite graph. Parameters are those of ``tux2 run mf``."""
 
     def __init__(self, k=50, epochs=10, lr=None, reg=0.05, mode="sgd", batch_size=None, biases=True,
-                 partitions=1, partitioner="bicut", order="blocked", seed=0, duplicates="error"):
+                 partitions=1, partitioner=None, order=None, blocks=16, threads=None, seed=0, duplicates="error"):
         self.params = dict(k=k, epochs=epochs, lr=lr, reg=reg, mode=mode, batch_size=batch_size, biases=biases,
-                           partitions=partitions, partitioner=partitioner, order=order, seed=seed,
-                           duplicates=duplicates)
+                           partitions=partitions, partitioner=partitioner, order=order, blocks=blocks,
+                           threads=threads, seed=seed, duplicates=duplicates)
 
     def fit(self, data, test=None, callback=None):
         """Train; ``test`` (same kinds of input, same ids) adds test RMSE to the history.
@@ -306,7 +306,7 @@ class MF:
         from tux2 import loaders
         from tux2.engine import Engine
         from tux2.errors import InputError
-        from tux2.graph import BipartiteGraph, blocked_order
+        from tux2.graph import BipartiteGraph, blocked_order, stratified_order
         p = self.params
         g = loaders.load(data, duplicates=p["duplicates"]) if not isinstance(data, BipartiteGraph) else data
         if g.values is None:
@@ -314,15 +314,23 @@ class MF:
         g = BipartiteGraph(g.src, g.dst, g.values, g.n_src, g.n_dst, ("user", "item"), g.source, g.ids)
         if test is not None and not isinstance(test, BipartiteGraph):
             test = _encode_like(g, test)
-        if p["order"] == "blocked":
+        order = p["order"] or ("strata" if p["mode"] == "sgd" else "blocked")
+        partitioner = p["partitioner"] or ("stratified" if order == "strata" else "bicut")
+        strata = None
+        if order == "strata":        # per-edge SGD: conflict-free on any number of partitions
+            perm, strata = stratified_order(g.src, g.dst, g.n_src, g.n_dst, p["blocks"], seed=p["seed"])
+            g = g.permuted(perm)
+        elif order == "blocked":
             g = g.permuted(blocked_order(g.src, g.dst, g.n_src, g.n_dst, seed=p["seed"],
                                          within="sorted" if p["batch_size"] is None else "input"))
-        elif p["order"] == "shuffle":
+        elif order == "shuffle":
             g = g.permuted(np.random.default_rng(p["seed"]).permutation(g.num_edges))
         mu = float(g.values.mean())
         prog = program(k=p["k"], mode=p["mode"], lr=p["lr"], reg=p["reg"], batch_size=p["batch_size"],
                        biases=p["biases"], mu=mu)
-        eng = Engine(prog, g, partitions=p["partitions"], partitioner=p["partitioner"], seed=p["seed"])
+        eng = Engine(prog, g, partitions=p["partitions"], partitioner=partitioner, seed=p["seed"],
+                     partitioner_options={"blocks": p["blocks"]} if partitioner == "stratified" else None,
+                     strata=strata, threads=p["threads"])
         history = []
         for epoch in range(1, p["epochs"] + 1):
             eng.run(1)

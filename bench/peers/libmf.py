@@ -1,7 +1,7 @@
 """LibMF, built from its PyPI sdist with AVX (reference/baselines.md), driven by ctypes.
 
 Run as a module in a subprocess so LibMF's per-iteration stdout can be read:
-    python -m bench.peers.libmf --so LIB --data NPZ --epochs N --k 50 [--verbose]
+    python -m bench.peers.libmf --so LIB --data NPZ --epochs N --k 50 [--threads T] [--verbose]
 prints one JSON line with the training seconds (and per-iteration RMSEs if --verbose).
 """
 import argparse
@@ -73,12 +73,13 @@ def main():
     ap.add_argument("--k", type=int, default=50)
     ap.add_argument("--eta", type=float, default=0.1)
     ap.add_argument("--reg", type=float, default=0.05)
+    ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--verbose", action="store_true")
     a = ap.parse_args()
     lib = ctypes.CDLL(a.so)
     d = np.load(a.data)
     X, V = _triples(d["tr_u"], d["tr_i"], d["tr_r"]), _triples(d["te_u"], d["te_i"], d["te_r"])
-    p = MFParam(0, a.k, 1, 26, a.epochs, 0.0, a.reg, 0.0, a.reg, a.eta, False, not a.verbose, True)
+    p = MFParam(0, a.k, a.threads, max(26, 2 * a.threads + 1), a.epochs, 0.0, a.reg, 0.0, a.reg, a.eta, False, not a.verbose, True)
     fp = ctypes.POINTER(ctypes.c_float)
     lib.train_valid_interface.restype = ctypes.POINTER(MFModel)
     lib.train_valid_interface.argtypes = (ctypes.c_int, ctypes.c_int, fp, fp, ctypes.POINTER(MFParam))
