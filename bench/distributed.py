@@ -32,7 +32,7 @@ def text_files(n_users, n_items, n_ratings):
         if not os.path.exists(f):
             write_edge_list(f + ".tmp", g)
             os.replace(f + ".tmp", f)
-    return tr, te, train.num_edges, path
+    return tr, te, train.num_edges
 
 
 def epoch_rate(metrics, m):
@@ -61,7 +61,8 @@ def main(args):
     quick = getattr(args, "quick", False)
     size = (20_000, 2_000, 1_000_000) if quick else (100_000, 10_000, 8_000_000)
     epochs = 4 if quick else 6
-    tr, te, m, npz = text_files(*size)
+    tr, te, m = text_files(*size)
+    npz = netflix_cached(*size)[2]
     info = {"bench": "distributed", "users": size[0], "items": size[1], "train_ratings": m, **machine()}
     emit({**info, "event": "dataset"}, LOG)
 

@@ -63,7 +63,7 @@ def scatter_loss(u, v, e, a_u, a_v, ctx):
 def gas_program(k, lr, reg, mu):
     from tux2 import Apply, Exchange, GlobalSync, MiniBatch, Program
     from tux2.udfs import mf
-    base = mf.program(k=k, mode="minibatch", lr=lr, reg=reg, mu=mu, init_std=STD)
+    base = mf.program(k=k, mode="minibatch", lr=lr, reg=reg, mu=mu, init_std=STD, step="plain")
     U, I = (t.name for t in base.types)
     steps = [Exchange(scatter_loss, writes=()), Exchange(gather_item, writes=I), Apply(mf.grad_apply, types=I),
              Exchange(scatter, writes=()), Exchange(gather_user, writes=U), Apply(mf.grad_apply, types=U)]
@@ -87,7 +87,8 @@ def main(args):
     mu = float(train.values.mean())
     emit({"bench": "gas", "event": "dataset", "ratings": train.num_edges, "partitions": P, "lr": lr, **machine()}, LOG)
     res = {}
-    for name, prog in (("MEGA", mf.program(k=k, mode="minibatch", lr=lr, reg=reg, mu=mu, init_std=STD)),
+    for name, prog in (("MEGA", mf.program(k=k, mode="minibatch", lr=lr, reg=reg, mu=mu, init_std=STD,
+                                           batch_size=train.num_edges, step="plain")),
                        ("GAS", gas_program(k, lr, reg, mu))):
         eng = Engine(prog, train, partitions=P, partitioner="random", seed=0)
         eng.run(1)                                   # warm-up: first touches, caches

@@ -37,7 +37,7 @@ def main(args):
     tr, _, m = text_files(*size)
     emit({"bench": "minibatch", "event": "dataset", "mf_ratings": m, **machine()}, LOG)
     mf_sizes = (10_000, 100_000, 1_000_000) if quick else (40_000, 400_000, 4_000_000)
-    mf = run("mf", [tr, "--k", "50", "--epochs", "4" if quick else "6", "--mode", "minibatch",
+    mf = run("mf", [tr, "--k", "50", "--epochs", "4" if quick else "6", "--mode", "minibatch", "--step", "plain",
                     "--lr", "0.0005" if quick else "0.0001", "--partitioner", "bicut", "--eval-every", "0"],
              "train_rmse", mf_sizes, "--batch-size")
     bp_input, bp_data = blockpg_input(quick)

@@ -33,8 +33,7 @@ def main(args):
     _, _, npz = netflix_cached(*size)
     emit({"bench": "ps", "event": "dataset", "ratings": m, "batch": batch, **machine()}, LOG)
     metrics, _, wall = tux2_cli("mf", [tr, "--k", str(k), "--epochs", str(epochs), "--mode", "sgd", "--batch-size",
-                                       str(batch), "--partitioner", "bicut", "--eval-every", "0", "--workers", "2",
-                                       "--slack", "0"])
+                                       str(batch), "--eval-every", "0", "--workers", "2", "--slack", "0"])
     tux = [(x["time_s"], x["train_rmse"]) for x in metrics]
     emit({"bench": "ps", "system": "tux2", "epoch_seconds": [t for t, _ in tux], "train_rmse": [r for _, r in tux],
           "wall_s": wall}, LOG)

@@ -70,7 +70,7 @@ def main(args):
     tr, _, m = text_files(*size)
     batch = 100_000 if quick else 400_000
     epochs = 4 if quick else 6
-    mf = [tr, "--k", "50", "--epochs", str(epochs), "--mode", "minibatch", "--batch-size", str(batch),
+    mf = [tr, "--k", "50", "--epochs", str(epochs), "--mode", "minibatch", "--step", "plain", "--batch-size", str(batch),
           "--lr", "0.0005" if quick else "0.0001", "--partitioner", "bicut", "--eval-every", "0"]
     bp_input, bp_data = blockpg_input(quick)
     bp = [bp_input, "--epochs", "8" if quick else "12", "--block-size", "500", "--partitioner", "bicut"]
