@@ -411,3 +411,32 @@ def compile_call(kernel, args, stage, udf):
             f"({_where(udf)}).\n  numba says:\n    {short}\n"
             "  UDFs must be numba-compatible Python: record fields, numpy scalars and arrays, "
             "no Python objects. Run with NUMBA_DISABLE_JIT=1 to debug it as plain Python.") from None
+
+
+# --------------------------------------------------------------------------- replica rows
+# An Apply round moves the sync bytes of whole records (engine._block views: n × bytes);
+# these loops copy them without numpy's per-row fancy-indexing overhead.
+@njit(cache=True, nogil=True, boundscheck=False)
+def gather_rows(src, rows):
+    out = np.empty((rows.shape[0], src.shape[1]), src.dtype)
+    for i in range(rows.shape[0]):
+        r = rows[i]
+        for j in range(src.shape[1]):
+            out[i, j] = src[r, j]
+    return out
+
+
+@njit(cache=True, nogil=True, boundscheck=False)
+def scatter_rows(dst, rows, src):
+    for i in range(rows.shape[0]):
+        r = rows[i]
+        for j in range(dst.shape[1]):
+            dst[r, j] = src[i, j]
+
+
+@njit(cache=True, nogil=True, boundscheck=False)
+def copy_rows(dst, src, rows):
+    for i in range(rows.shape[0]):
+        r = rows[i]
+        for j in range(dst.shape[1]):
+            dst[r, j] = src[r, j]

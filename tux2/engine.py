@@ -12,9 +12,9 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from tux2 import partitioning
-from tux2.compile import (aggregate_kernel, apply_kernel, combine_kernel, compile_call,
-                          exchange_kernel, finalize_kernel, group_by_part, mark_touched, minibatch_kernel,
-                          mirror_fanout, union_positions, view, writes_records,
+from tux2.compile import (aggregate_kernel, apply_kernel, combine_kernel, compile_call, copy_rows,
+                          exchange_kernel, finalize_kernel, gather_rows, group_by_part, mark_touched,
+                          minibatch_kernel, mirror_fanout, scatter_rows, union_positions, view, writes_records,
                           active_kernel)
 from tux2.config import jit_disabled
 from tux2.errors import DivergenceError, OverlapError, SchemaError
@@ -517,8 +517,8 @@ class Engine:
                 if deltas and exact:
                     # slack 0: the master holds this snapshot too, so the values themselves go up
                     # (the records' sync bytes), and a replica that alone changed a vertex sets it
-                    cur = _block(tl.data, end)[rows]
-                    _block(tl.snapshot, end)[rows] = cur    # later changes count from here
+                    cur = gather_rows(_block(tl.data, end), rows)
+                    scatter_rows(_block(tl.snapshot, end), rows, cur)    # later changes count from here
                     msg.append(cur)
                 elif deltas:
                     for f in sync_f:
@@ -605,11 +605,11 @@ class Engine:
             if repl:
                 data = _block(tl.data, rnd["end"])
                 if deltas:
-                    _block(tl.snapshot, rnd["end"])[M] = data[M]
+                    copy_rows(_block(tl.snapshot, rnd["end"]), data, M)
                 rows, dlid, starts = mirror_fanout(M, tl.mm_ptr, tl.mm_part, tl.mm_lid, self.P)
                 for q in np.flatnonzero(np.diff(starts)).tolist():
                     seg = slice(starts[q], starts[q + 1])
-                    down[(p.rank, q)] = [_compact(dlid[seg]), data[rows[seg]]]
+                    down[(p.rank, q)] = [_compact(dlid[seg]), gather_rows(data, rows[seg])]
                     if self._remote(p.rank, q):
                         self.min_bytes += int(starts[q + 1] - starts[q]) * self._field_bytes(
                             self.program.types[t].dtype, sync_f)
@@ -632,7 +632,7 @@ class Engine:
             if exact:
                 data = _block(tl.data, end)
                 for q, m in zip(pos, msgs):
-                    data[M[q]] = m[1]
+                    scatter_rows(data, M[q], m[1])
                 return
             for k, f in enumerate(sync_f):
                 col = tl.data[f]
@@ -688,9 +688,9 @@ class Engine:
                 raise SchemaError(f"Apply message for partition {dst} has records of the wrong size")
             if not rnd["deltas"] or rnd["exact"]:
                 # no Exchange writes these fields, or (slack 0) every change went up in this round
-                _block(tl.data, end)[lid] = msg[1]
+                scatter_rows(_block(tl.data, end), lid, msg[1])
                 if rnd["deltas"]:
-                    _block(tl.snapshot, end)[lid] = msg[1]
+                    scatter_rows(_block(tl.snapshot, end), lid, msg[1])
                 continue
             vals = _records(msg[1], tl.snapshot.dtype)
             for f in sync_f:                   # keep the local changes not yet sent up
