@@ -117,20 +117,20 @@ def test_stratified_sgd_on_four_partitions_is_sequential_sgd():
 
 def test_workers_and_threads_give_the_one_partition_model(tmp_path, skewed):
     """Real worker processes over ZeroMQ (distributed ingress builds the strata from
-    global degrees): 2 workers, 2 workers x 2 threads and 4 partitions in one process
-    write the model of one partition, bit for bit."""
+    global degrees): 2 and 4 workers, 2 workers x 2 threads and 4 partitions in one
+    process write the model of one partition, bit for bit."""
     train, _ = skewed
     path = tmp_path / "r.txt"
     write_edge_list(path, train)
     models = {}
     for name, extra in (("one", []), ("p4", ["--partitions", "4"]), ("w2", ["--workers", "2"]),
-                        ("w2t2", ["--workers", "2", "--threads", "2"])):
+                        ("w4", ["--workers", "4"]), ("w2t2", ["--workers", "2", "--threads", "2"])):
         out = tmp_path / name
         r = run_cli("run", "mf", str(path), "--k", "6", "--epochs", "2", "--quiet", "--timeout", "20",
                     "--out", str(out), *extra, timeout=240)
         assert r.returncode == 0, r.stderr
         models[name] = {f: dict(np.load(out / f)) for f in ("user.npz", "item.npz")}
-    for name in ("p4", "w2", "w2t2"):
+    for name in ("p4", "w2", "w4", "w2t2"):
         for f in ("user.npz", "item.npz"):
             for key in ("p", "b"):
                 assert np.array_equal(models[name][f][key], models["one"][f][key]), (name, f, key)
