@@ -41,7 +41,7 @@ def _records(block, dtype):
 
 def _rows_changed(ne):
     """Per row of an element-wise comparison: 1 where any element differs."""
-    return ne.reshape(len(ne), -1).any(axis=1).astype(np.int64)
+    return ne.reshape(len(ne), int(np.prod(ne.shape[1:]))).any(axis=1).astype(np.int64)
 
 
 def _compact(idx):
@@ -499,11 +499,12 @@ class Engine:
         deltas = repl and self._deltas[t]
         exact = self.slack == 0
         end = self._sync_end[t]
-        out = {}
+        out, touched = {}, {}
         for p in self.parts:
             tl = p.types[t]
             idx = tl.touched_indices()
-            tl.pending_masters.append(idx[idx < tl.n_master].copy())
+            touched[p.rank] = idx[idx < tl.n_master].copy()
+            tl.pending_masters.append(touched[p.rank])
             mir = idx[idx >= tl.n_master]
             tl.reset_touched()
             if len(mir) == 0:
@@ -533,7 +534,7 @@ class Engine:
             for f in acc_f:
                 tl.accum[f][mir] = 0
         rnd = {"clock": self.clock, "stage": s, "t": t, "phase": "up", "sync": sync_f, "acc": acc_f,
-               "repl": repl, "deltas": deltas, "exact": exact, "end": end, "up": ("apply-up", t, self._index[id(s)]),
+               "repl": repl, "deltas": deltas, "exact": exact, "end": end, "touched": touched, "up": ("apply-up", t, self._index[id(s)]),
                "down": ("apply-down", t, self._index[id(s)])}   # several Applies of a type may share a clock
         self._comm(self.transport.send, self.clock, rnd["up"], out)
         self._rounds.append(rnd)
@@ -644,8 +645,13 @@ class Engine:
         changes = [[(v[f] - snap[q]) if exact else m[1 + k] for q, m, v in zip(pos, msgs, vals)]
                    for k, (f, snap) in enumerate(zip(sync_f, snaps))]
         if s.combine == "sum" and s.overlap == "error":
-            writers = np.any([_rows_changed(tl.data[f][M] != snaps[k]) for k, f in enumerate(sync_f)],
-                             axis=0).astype(np.int64)
+            # writers: the master if this round's clock touched it and it changed (with slack, its
+            # values may also hold later clocks' changes), plus each mirror whose change is not zero
+            writers = np.zeros(len(M), np.int64)
+            # (positions in M: with slack an earlier round may already have synced them)
+            at = np.intersect1d(M, rnd["touched"][p.rank], assume_unique=True, return_indices=True)[1]
+            writers[at] = np.any([_rows_changed(tl.data[f][M[at]] != snaps[k][at]) for k, f in enumerate(sync_f)],
+                                 axis=0)
             for j, q in enumerate(pos):
                 writers[q] += np.any([_rows_changed(changes[k][j] != 0) for k in range(len(sync_f))], axis=0)
             hit = writers > 1
