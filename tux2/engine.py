@@ -119,6 +119,7 @@ class Engine:
             raise SchemaError(f"slack must be >= 0, got {slack}")
         self._rounds = []           # pending Apply rounds (SSP)
         self._run_cache = {}        # (partition, order) → per-vertex edge runs, for active mini-batches
+        self._came = {}             # (partition, type) → per master: the part whose value it took, or -1
         self.min_bytes = 0          # replica traffic the synced fields imply (no ids, no headers)
         self._done_ts = None
         self._sync_s = 0.0
@@ -576,7 +577,8 @@ class Engine:
             pend = tl.pending_masters
             tl.pending_masters = []
             own = (pend[0] if len(pend) == 1 else np.concatenate(pend)) if pend else _EMPTY_IDX
-            msgs = [m for (src, dst), m in inbox.items() if dst == p.rank]
+            srcs = [src for (src, dst) in inbox if dst == p.rank]
+            msgs = [inbox[(src, p.rank)] for src in srcs]
             idx_in = np.concatenate([m[0] for m in msgs]) if msgs else _EMPTY_IDX
             if len(idx_in) and (idx_in.min() < 0 or idx_in.max() >= tl.n_master):
                 raise SchemaError(f"Apply message for partition {p.rank} names a vertex that is not a master there")
@@ -608,12 +610,26 @@ class Engine:
                 if deltas:
                     copy_rows(_block(tl.snapshot, rnd["end"]), data, M)
                 rows, dlid, starts = mirror_fanout(M, tl.mm_ptr, tl.mm_part, tl.mm_lid, self.P)
+                came = None
+                if rnd["exact"] and deltas and kernel is None and s.combine == "sum" and msgs:
+                    # a mirror that alone changed a vertex already holds the master's new value
+                    came = self._came.get((p.rank, t))
+                    if came is None:
+                        came = self._came[(p.rank, t)] = np.full(tl.n_master, -1, np.int32)
+                    for src, q in zip(srcs, pos):
+                        came[M[q[cnt[q] == 1]]] = src
                 for q in np.flatnonzero(np.diff(starts)).tolist():
-                    seg = slice(starts[q], starts[q + 1])
-                    down[(p.rank, q)] = [_compact(dlid[seg]), gather_rows(data, rows[seg])]
+                    r, d = rows[starts[q]:starts[q + 1]], dlid[starts[q]:starts[q + 1]]
+                    if came is not None:
+                        keep = came[r] != q
+                        r, d = r[keep], d[keep]
+                    if len(r) == 0:
+                        continue
+                    down[(p.rank, q)] = [_compact(d), gather_rows(data, r)]
                     if self._remote(p.rank, q):
-                        self.min_bytes += int(starts[q + 1] - starts[q]) * self._field_bytes(
-                            self.program.types[t].dtype, sync_f)
+                        self.min_bytes += len(r) * self._field_bytes(self.program.types[t].dtype, sync_f)
+                if came is not None:
+                    came[M] = -1
         self._comm(self.transport.send, rnd["clock"], rnd["down"], down)
 
     def _combine_sync(self, rnd, p, tl, M, pos, msgs, cnt):
