@@ -156,8 +156,8 @@ class Engine:
         return b
 
     def _each_part(self, fn, parts):
-        """``fn(p)`` for each partition, in the engine's threads (the partitions'
-        arrays are disjoint; numba kernels release the GIL)."""
+        """``fn(p)`` for each partition (or other item whose work touches disjoint
+        arrays), in the engine's threads (numba kernels release the GIL)."""
         if self._pool is None or len(parts) < 2:
             return [fn(p) for p in parts]
         return list(self._pool.map(fn, parts))
@@ -501,46 +501,58 @@ class Engine:
         exact = self.slack == 0
         end = self._sync_end[t]
         out, touched = {}, {}
-        for p in self.parts:
-            tl = p.types[t]
-            idx = tl.touched_indices()
-            touched[p.rank] = idx[idx < tl.n_master].copy()
-            tl.pending_masters.append(touched[p.rank])
-            mir = idx[idx >= tl.n_master]
-            tl.reset_touched()
-            if len(mir) == 0:
-                continue
-            j = mir - tl.n_master
-            order, starts = group_by_part(tl.mirror_master_part[j], self.P)
-            for q in np.flatnonzero(np.diff(starts)).tolist():
-                seg = order[starts[q]:starts[q + 1]]
-                rows = mir[seg]
-                msg = [_compact(tl.mirror_master_lid[j[seg]])]
-                if deltas and exact:
-                    # slack 0: the master holds this snapshot too, so the values themselves go up
-                    # (the records' sync bytes), and a replica that alone changed a vertex sets it
-                    cur = gather_rows(_block(tl.data, end), rows)
-                    scatter_rows(_block(tl.snapshot, end), rows, cur)    # later changes count from here
-                    msg.append(cur)
-                elif deltas:
-                    for f in sync_f:
-                        cur = tl.data[f][rows]
-                        msg.append(cur - tl.snapshot[f][rows])
-                        tl.snapshot[f][rows] = cur
-                msg += [tl.accum[f][rows] for f in acc_f]
-                out[(p.rank, q)] = msg
-                if self._remote(p.rank, q):
-                    self.min_bytes += len(rows) * (self._field_bytes(vt.dtype, sync_f) * deltas
-                                                   + self._field_bytes(vt.accum_dtype, acc_f))
-            for f in acc_f:
-                tl.accum[f][mir] = 0
+        for rank, masters, msgs, nbytes in self._each_part(
+                lambda p: self._up(p, t, sync_f, acc_f, deltas, exact, end), self.parts):
+            touched[rank] = masters
+            out.update(msgs)
+            self.min_bytes += nbytes
         rnd = {"clock": self.clock, "stage": s, "t": t, "phase": "up", "sync": sync_f, "acc": acc_f,
-               "repl": repl, "deltas": deltas, "exact": exact, "end": end, "touched": touched, "up": ("apply-up", t, self._index[id(s)]),
+               "repl": repl, "deltas": deltas, "exact": exact, "end": end, "touched": touched,
+               "up": ("apply-up", t, self._index[id(s)]),
                "down": ("apply-down", t, self._index[id(s)])}   # several Applies of a type may share a clock
         self._comm(self.transport.send, self.clock, rnd["up"], out)
         self._rounds.append(rnd)
         # BSP: finish the round now; SSP: take only what has already arrived
         self._progress(self.clock if self.slack == 0 else -1)
+
+    def _up(self, p, t, sync_f, acc_f, deltas, exact, end):
+        """Phase 1 on one partition: its touched masters (kept for phase 2) and the
+        messages of its touched mirrors to their masters' parts."""
+        tl = p.types[t]
+        vt = self.program.types[t]
+        idx = tl.touched_indices()
+        masters = idx[idx < tl.n_master].copy()
+        tl.pending_masters.append(masters)
+        mir = idx[idx >= tl.n_master]
+        tl.reset_touched()
+        out, nbytes = {}, 0
+        if len(mir) == 0:
+            return p.rank, masters, out, nbytes
+        j = mir - tl.n_master
+        order, starts = group_by_part(tl.mirror_master_part[j], self.P)
+        for q in np.flatnonzero(np.diff(starts)).tolist():
+            seg = order[starts[q]:starts[q + 1]]
+            rows = mir[seg]
+            msg = [_compact(tl.mirror_master_lid[j[seg]])]
+            if deltas and exact:
+                # slack 0: the master holds this snapshot too, so the values themselves go up
+                # (the records' sync bytes), and a replica that alone changed a vertex sets it
+                cur = gather_rows(_block(tl.data, end), rows)
+                scatter_rows(_block(tl.snapshot, end), rows, cur)    # later changes count from here
+                msg.append(cur)
+            elif deltas:
+                for f in sync_f:
+                    cur = tl.data[f][rows]
+                    msg.append(cur - tl.snapshot[f][rows])
+                    tl.snapshot[f][rows] = cur
+            msg += [tl.accum[f][rows] for f in acc_f]
+            out[(p.rank, q)] = msg
+            if self._remote(p.rank, q):
+                nbytes += len(rows) * (self._field_bytes(vt.dtype, sync_f) * deltas
+                                       + self._field_bytes(vt.accum_dtype, acc_f))
+        for f in acc_f:
+            tl.accum[f][mir] = 0
+        return p.rank, masters, out, nbytes
 
     def _remote(self, src, dst):
         owner = getattr(self.transport, "owner", None)
@@ -568,69 +580,78 @@ class Engine:
                 self._rounds.pop(0)
 
     def _apply_masters(self, rnd, inbox):
+        """Phase 2 on every partition (in the engine's threads), then the values go down."""
+        down = {}
+        for msgs, nbytes in self._each_part(lambda p: self._masters(rnd, p, inbox), self.parts):
+            down.update(msgs)
+            self.min_bytes += nbytes
+        self._comm(self.transport.send, rnd["clock"], rnd["down"], down)
+
+    def _masters(self, rnd, p, inbox):
+        """Phase 2 on one partition: combine the replicas' changes at its masters, run
+        the Apply UDF, and the messages of new values to their mirrors."""
         s, t, sync_f, acc_f, repl, deltas = (rnd["stage"], rnd["t"], rnd["sync"], rnd["acc"], rnd["repl"],
                                              rnd["deltas"])
-        down = {}
+        down, nbytes = {}, 0
         kernel = self._kernels.get(id(s))
-        for p in self.parts:
-            tl = p.types[t]
-            pend = tl.pending_masters
-            tl.pending_masters = []
-            own = (pend[0] if len(pend) == 1 else np.concatenate(pend)) if pend else _EMPTY_IDX
-            srcs = [src for (src, dst) in inbox if dst == p.rank]
-            msgs = [inbox[(src, p.rank)] for src in srcs]
-            idx_in = np.concatenate([m[0] for m in msgs]) if msgs else _EMPTY_IDX
-            if len(idx_in) and (idx_in.min() < 0 or idx_in.max() >= tl.n_master):
-                raise SchemaError(f"Apply message for partition {p.rank} names a vertex that is not a master there")
-            if len(own) == 0 and len(idx_in) == 0:
-                continue
-            if tl.scratch is None:
-                tl.scratch = (np.zeros(tl.n_master, np.bool_), np.empty(tl.n_master, np.int64))
-            # sorted union and each message's positions in it, without sorting the messages
-            M, pos_in, cnt = union_positions(tl.n_master, own, idx_in, *tl.scratch)
-            if msgs:
-                # each message names a master at most once: plain fancy-index adds, message by message
-                pos = np.split(pos_in, np.cumsum([len(m[0]) for m in msgs])[:-1])
-                if deltas:
-                    self._combine_sync(rnd, p, tl, M, pos, msgs, cnt)
-                off = 1 + ((1 if rnd["exact"] else len(sync_f)) if deltas else 0)
-                for k, f in enumerate(acc_f):
-                    acc = tl.accum[f][M]
-                    for q, m in zip(pos, msgs):
-                        acc[q] += m[off + k]
-                    if s.combine == "mean":
-                        acc = acc / cnt.reshape((-1,) + (1,) * (acc.ndim - 1))
-                    tl.accum[f][M] = acc
-            if kernel is not None:
-                kernel(M, view(tl.data), view(tl.accum), view(p.ctx))
-            for f in acc_f:
-                tl.accum[f][M] = 0
-            if repl:
-                data = _block(tl.data, rnd["end"])
-                if deltas:
-                    copy_rows(_block(tl.snapshot, rnd["end"]), data, M)
-                rows, dlid, starts = mirror_fanout(M, tl.mm_ptr, tl.mm_part, tl.mm_lid, self.P)
-                came = None
-                if rnd["exact"] and deltas and kernel is None and s.combine == "sum" and msgs:
-                    # a mirror that alone changed a vertex already holds the master's new value
-                    came = self._came.get((p.rank, t))
-                    if came is None:
-                        came = self._came[(p.rank, t)] = np.full(tl.n_master, -1, np.int32)
-                    for src, q in zip(srcs, pos):
-                        came[M[q[cnt[q] == 1]]] = src
-                for q in np.flatnonzero(np.diff(starts)).tolist():
-                    r, d = rows[starts[q]:starts[q + 1]], dlid[starts[q]:starts[q + 1]]
-                    if came is not None:
-                        keep = came[r] != q
-                        r, d = r[keep], d[keep]
-                    if len(r) == 0:
-                        continue
-                    down[(p.rank, q)] = [_compact(d), gather_rows(data, r)]
-                    if self._remote(p.rank, q):
-                        self.min_bytes += len(r) * self._field_bytes(self.program.types[t].dtype, sync_f)
+        tl = p.types[t]
+        pend = tl.pending_masters
+        tl.pending_masters = []
+        own = (pend[0] if len(pend) == 1 else np.concatenate(pend)) if pend else _EMPTY_IDX
+        srcs = [src for (src, dst) in inbox if dst == p.rank]
+        msgs = [inbox[(src, p.rank)] for src in srcs]
+        idx_in = np.concatenate([m[0] for m in msgs]) if msgs else _EMPTY_IDX
+        if len(idx_in) and (idx_in.min() < 0 or idx_in.max() >= tl.n_master):
+            raise SchemaError(f"Apply message for partition {p.rank} names a vertex that is not a master there")
+        if len(own) == 0 and len(idx_in) == 0:
+            return down, nbytes
+        if tl.scratch is None:
+            tl.scratch = (np.zeros(tl.n_master, np.bool_), np.empty(tl.n_master, np.int64))
+        # sorted union and each message's positions in it, without sorting the messages
+        M, pos_in, cnt = union_positions(tl.n_master, own, idx_in, *tl.scratch)
+        if msgs:
+            # each message names a master at most once: plain fancy-index adds, message by message
+            pos = np.split(pos_in, np.cumsum([len(m[0]) for m in msgs])[:-1])
+            if deltas:
+                self._combine_sync(rnd, p, tl, M, pos, msgs, cnt)
+            off = 1 + ((1 if rnd["exact"] else len(sync_f)) if deltas else 0)
+            for k, f in enumerate(acc_f):
+                acc = tl.accum[f][M]
+                for q, m in zip(pos, msgs):
+                    acc[q] += m[off + k]
+                if s.combine == "mean":
+                    acc = acc / cnt.reshape((-1,) + (1,) * (acc.ndim - 1))
+                tl.accum[f][M] = acc
+        if kernel is not None:
+            kernel(M, view(tl.data), view(tl.accum), view(p.ctx))
+        for f in acc_f:
+            tl.accum[f][M] = 0
+        if repl:
+            data = _block(tl.data, rnd["end"])
+            if deltas:
+                copy_rows(_block(tl.snapshot, rnd["end"]), data, M)
+            rows, dlid, starts = mirror_fanout(M, tl.mm_ptr, tl.mm_part, tl.mm_lid, self.P)
+            came = None
+            if rnd["exact"] and deltas and kernel is None and s.combine == "sum" and msgs:
+                # a mirror that alone changed a vertex already holds the master's new value
+                came = self._came.get((p.rank, t))
+                if came is None:
+                    came = self._came[(p.rank, t)] = np.full(tl.n_master, -1, np.int32)
+                for src, q in zip(srcs, pos):
+                    came[M[q[cnt[q] == 1]]] = src
+            for q in np.flatnonzero(np.diff(starts)).tolist():
+                r, d = rows[starts[q]:starts[q + 1]], dlid[starts[q]:starts[q + 1]]
                 if came is not None:
-                    came[M] = -1
-        self._comm(self.transport.send, rnd["clock"], rnd["down"], down)
+                    keep = came[r] != q
+                    r, d = r[keep], d[keep]
+                if len(r) == 0:
+                    continue
+                down[(p.rank, q)] = [_compact(d), gather_rows(data, r)]
+                if self._remote(p.rank, q):
+                    nbytes += len(r) * self._field_bytes(self.program.types[t].dtype, sync_f)
+            if came is not None:
+                came[M] = -1
+        return down, nbytes
 
     def _combine_sync(self, rnd, p, tl, M, pos, msgs, cnt):
         """The masters' new sync values from their own and their mirrors' changes since
@@ -698,27 +719,31 @@ class Engine:
             tl.data[f][M] = cur
 
     def _apply_mirrors(self, rnd, inbox):
-        """Mirrors take their masters' values, keeping local changes not yet sent up."""
+        """Phase 3: mirrors take their masters' values, keeping local changes not yet
+        sent up (each mirror is in one message, so messages run in the engine's threads)."""
+        self._each_part(lambda item: self._mirrors(rnd, *item), list(inbox.items()))
+
+    def _mirrors(self, rnd, key, msg):
         t, sync_f = rnd["t"], rnd["sync"]
-        for (src, dst), msg in inbox.items():
-            tl = self._part[dst].types[t]
-            lid = msg[0]
-            if len(lid) and (lid.min() < tl.n_master or lid.max() >= tl.n_local):
-                raise SchemaError(f"Apply message for partition {dst} names a vertex that is not a mirror there")
-            end = rnd["end"]
-            if msg[1].shape != (len(lid), end):
-                raise SchemaError(f"Apply message for partition {dst} has records of the wrong size")
-            if not rnd["deltas"] or rnd["exact"]:
-                # no Exchange writes these fields, or (slack 0) every change went up in this round
-                scatter_rows(_block(tl.data, end), lid, msg[1])
-                if rnd["deltas"]:
-                    scatter_rows(_block(tl.snapshot, end), lid, msg[1])
-                continue
-            vals = _records(msg[1], tl.snapshot.dtype)
-            for f in sync_f:                   # keep the local changes not yet sent up
-                unsent = tl.data[f][lid] - tl.snapshot[f][lid]
-                tl.data[f][lid] = vals[f] + unsent
-                tl.snapshot[f][lid] = vals[f]
+        dst = key[1]
+        tl = self._part[dst].types[t]
+        lid = msg[0]
+        if len(lid) and (lid.min() < tl.n_master or lid.max() >= tl.n_local):
+            raise SchemaError(f"Apply message for partition {dst} names a vertex that is not a mirror there")
+        end = rnd["end"]
+        if msg[1].shape != (len(lid), end):
+            raise SchemaError(f"Apply message for partition {dst} has records of the wrong size")
+        if not rnd["deltas"] or rnd["exact"]:
+            # no Exchange writes these fields, or (slack 0) every change went up in this round
+            scatter_rows(_block(tl.data, end), lid, msg[1])
+            if rnd["deltas"]:
+                scatter_rows(_block(tl.snapshot, end), lid, msg[1])
+            return
+        vals = _records(msg[1], tl.snapshot.dtype)
+        for f in sync_f:                   # keep the local changes not yet sent up
+            unsent = tl.data[f][lid] - tl.snapshot[f][lid]
+            tl.data[f][lid] = vals[f] + unsent
+            tl.snapshot[f][lid] = vals[f]
 
     def flush(self):
         """Complete every pending Apply round (a barrier when slack > 0)."""
