@@ -222,3 +222,10 @@ def test_slack_trades_staleness_for_speed_without_false_overlaps(tmp_path, skewe
         assert r.returncode == 0, r.stderr
         rmse[name] = [json.loads(x)["test_rmse"] for x in open(tmp_path / f"{name}.jsonl")][-1]
     assert abs(rmse["slack"] - rmse["exact"]) < 0.02, rmse
+
+
+def test_a_parameter_that_is_not_a_number_is_named_before_training():
+    prog = Program([VertexType("a", sync={"x": "f8"}), VertexType("b", sync={"y": "f8"})], edge={"w": "f8"},
+                   context=ContextSpec({"lr": "f8"}, init={"lr": float("nan")}), stages=[GlobalSync()])
+    with pytest.raises(tux2.SchemaError, match="'lr'.*starts at nan"):
+        Engine(prog, random_graph(seed=1))

@@ -139,6 +139,11 @@ class Engine:
         self.fuse = bool(fuse)
         self.strata = self._check_strata(strata)
         self.check_finite = bool(check_finite)
+        if self.check_finite:
+            for f in ctx.dtype.names:
+                if ctx[f].dtype.kind == "f" and not np.isfinite(ctx[f]).all():
+                    raise SchemaError(f"context field {f!r} of program {program.name!r} starts at "
+                                      f"{ctx[f][0].tolist()}: a parameter is not a finite number")
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
         self.threads = min(int(threads) if threads is not None else cores, len(self.parts))
         if threads is not None and int(threads) < 1:
