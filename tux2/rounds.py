@@ -1,0 +1,325 @@
+"""Apply rounds (paper §3.3, §3.2): how replicas of a vertex agree after an Exchange.
+
+An Apply is a round in three phases: (1) touched mirrors send their changes (only if
+an Exchange may write the type's values) and accumulators up to their masters;
+(2) masters combine them, run the Apply UDF and send the new sync values down to
+every mirror; (3) mirrors take them. With slack 0 all three run at once (BSP) and a
+mirror's snapshot equals its master's, so phase 1 sends the values themselves and a
+vertex that one replica alone changed takes that value exactly (conflict-free
+schedules keep the one-partition result bit for bit; the replica that sent it gets
+nothing back). With slack s > 0 phase 1 sends changes and the worker goes on;
+rounds complete as messages arrive, and a worker starts clock c only when every
+round of clocks <= c - s - 1 is complete (SSP).
+
+Records move as the bytes of their sync fields (which lead each record), copied by
+numba loops; each phase runs per partition in the engine's threads.
+"""
+import time
+
+import numpy as np
+
+from tux2.compile import copy_rows, gather_rows, group_by_part, mirror_fanout, scatter_rows, union_positions, view
+from tux2.errors import OverlapError, SchemaError
+
+_EMPTY_IDX = np.zeros(0, np.int64)
+
+
+def _block(records, end):
+    """The first ``end`` bytes of each record (where a vertex type keeps its sync
+    fields), as a (n, end) uint8 view: replicas move their sync fields in one copy."""
+    return records.view(np.uint8).reshape(len(records), records.dtype.itemsize)[:, :end]
+
+
+def _records(block, dtype):
+    """Records of ``dtype`` whose first bytes are the rows of ``block``."""
+    out = np.zeros(len(block), dtype)
+    _block(out, block.shape[1])[...] = block
+    return out
+
+
+def _rows_changed(ne):
+    """Per row of an element-wise comparison: 1 where any element differs."""
+    return ne.reshape(len(ne), int(np.prod(ne.shape[1:]))).any(axis=1).astype(np.int64)
+
+
+def _compact(idx):
+    """Local indices as int32 on the wire when they fit (half the id bytes)."""
+    return idx.astype(np.int32) if len(idx) and idx.max() < 2 ** 31 else idx
+
+
+class ApplyRounds:
+    """The Engine's Apply rounds (a mixin: it reads the engine's partitions, kernels,
+    transport and clock)."""
+
+    def _apply(self, s, t):
+        if not self._tracked[t]:
+            return
+        if self._done_ts is None:
+            self._done_ts = time.time()          # this clock's own computation is finished
+        vt = self.program.types[t]
+        sync_f, acc_f = vt.sync_fields, vt.accum_fields if vt.accum_dtype.names != ("_",) else ()
+        if not self._replicated[t]:
+            # no mirrors anywhere (e.g. BiCut's favourite side): every touched vertex is a
+            # local master, so the round needs no messages and no other worker
+            kernel = self._kernels.get(id(s))
+            for p in self.parts:
+                tl = p.types[t]
+                M = tl.touched_indices()         # first-touch order; read before the next Exchange refills it
+                tl.reset_touched()
+                if kernel is not None and len(M):
+                    kernel(M, view(tl.data), view(tl.accum), view(p.ctx))
+                for f in acc_f:
+                    tl.accum[f][M] = 0
+            return
+        repl = bool(sync_f)
+        deltas = repl and self._deltas[t]
+        exact = self.slack == 0
+        end = self._sync_end[t]
+        out, touched = {}, {}
+        for rank, masters, msgs, nbytes in self._each_part(
+                lambda p: self._up(p, t, sync_f, acc_f, deltas, exact, end), self.parts):
+            touched[rank] = masters
+            out.update(msgs)
+            self.min_bytes += nbytes
+        rnd = {"clock": self.clock, "stage": s, "t": t, "phase": "up", "sync": sync_f, "acc": acc_f,
+               "repl": repl, "deltas": deltas, "exact": exact, "end": end, "touched": touched,
+               "up": ("apply-up", t, self._index[id(s)]),
+               "down": ("apply-down", t, self._index[id(s)])}   # several Applies of a type may share a clock
+        self._comm(self.transport.send, self.clock, rnd["up"], out)
+        self._rounds.append(rnd)
+        # BSP: finish the round now; SSP: take only what has already arrived
+        self._progress(self.clock if self.slack == 0 else -1)
+
+    def _up(self, p, t, sync_f, acc_f, deltas, exact, end):
+        """Phase 1 on one partition: its touched masters (kept for phase 2) and the
+        messages of its touched mirrors to their masters' parts."""
+        tl = p.types[t]
+        vt = self.program.types[t]
+        idx = tl.touched_indices()
+        masters = idx[idx < tl.n_master].copy()
+        tl.pending_masters.append(masters)
+        mir = idx[idx >= tl.n_master]
+        tl.reset_touched()
+        out, nbytes = {}, 0
+        if len(mir) == 0:
+            return p.rank, masters, out, nbytes
+        j = mir - tl.n_master
+        order, starts = group_by_part(tl.mirror_master_part[j], self.P)
+        for q in np.flatnonzero(np.diff(starts)).tolist():
+            seg = order[starts[q]:starts[q + 1]]
+            rows = mir[seg]
+            msg = [_compact(tl.mirror_master_lid[j[seg]])]
+            if deltas and exact:
+                # slack 0: the master holds this snapshot too, so the values themselves go up
+                # (the records' sync bytes), and a replica that alone changed a vertex sets it
+                cur = gather_rows(_block(tl.data, end), rows)
+                scatter_rows(_block(tl.snapshot, end), rows, cur)    # later changes count from here
+                msg.append(cur)
+            elif deltas:
+                for f in sync_f:
+                    cur = tl.data[f][rows]
+                    msg.append(cur - tl.snapshot[f][rows])
+                    tl.snapshot[f][rows] = cur
+            msg += [tl.accum[f][rows] for f in acc_f]
+            out[(p.rank, q)] = msg
+            if self._remote(p.rank, q):
+                nbytes += len(rows) * (self._field_bytes(vt.dtype, sync_f) * deltas
+                                       + self._field_bytes(vt.accum_dtype, acc_f))
+        for f in acc_f:
+            tl.accum[f][mir] = 0
+        return p.rank, masters, out, nbytes
+
+    def _remote(self, src, dst):
+        owner = getattr(self.transport, "owner", None)
+        return owner is None or owner(src) != owner(dst)
+
+    @staticmethod
+    def _field_bytes(dtype, fields):
+        return sum(dtype[f].itemsize for f in fields)
+
+    def _progress(self, upto):
+        """Complete pending rounds in order: block for those of clocks <= upto,
+        take the others only if their messages are already here."""
+        while self._rounds:
+            rnd = self._rounds[0]
+            block = rnd["clock"] <= upto
+            key = rnd["up"] if rnd["phase"] == "up" else rnd["down"]
+            if not block and not self._comm(self.transport.complete, rnd["clock"], key):
+                return
+            inbox = self._comm(self.transport.collect, rnd["clock"], key)
+            if rnd["phase"] == "up":
+                self._apply_masters(rnd, inbox)
+                rnd["phase"] = "down"
+            else:
+                self._apply_mirrors(rnd, inbox)
+                self._rounds.pop(0)
+
+    def _apply_masters(self, rnd, inbox):
+        """Phase 2 on every partition (in the engine's threads), then the values go down."""
+        down = {}
+        for msgs, nbytes in self._each_part(lambda p: self._masters(rnd, p, inbox), self.parts):
+            down.update(msgs)
+            self.min_bytes += nbytes
+        self._comm(self.transport.send, rnd["clock"], rnd["down"], down)
+
+    def _masters(self, rnd, p, inbox):
+        """Phase 2 on one partition: combine the replicas' changes at its masters, run
+        the Apply UDF, and the messages of new values to their mirrors."""
+        s, t, sync_f, acc_f, repl, deltas = (rnd["stage"], rnd["t"], rnd["sync"], rnd["acc"], rnd["repl"],
+                                             rnd["deltas"])
+        down, nbytes = {}, 0
+        kernel = self._kernels.get(id(s))
+        tl = p.types[t]
+        pend = tl.pending_masters
+        tl.pending_masters = []
+        own = (pend[0] if len(pend) == 1 else np.concatenate(pend)) if pend else _EMPTY_IDX
+        srcs = [src for (src, dst) in inbox if dst == p.rank]
+        msgs = [inbox[(src, p.rank)] for src in srcs]
+        idx_in = np.concatenate([m[0] for m in msgs]) if msgs else _EMPTY_IDX
+        if len(idx_in) and (idx_in.min() < 0 or idx_in.max() >= tl.n_master):
+            raise SchemaError(f"Apply message for partition {p.rank} names a vertex that is not a master there")
+        if len(own) == 0 and len(idx_in) == 0:
+            return down, nbytes
+        if tl.scratch is None:
+            tl.scratch = (np.zeros(tl.n_master, np.bool_), np.empty(tl.n_master, np.int64))
+        # sorted union and each message's positions in it, without sorting the messages
+        M, pos_in, cnt = union_positions(tl.n_master, own, idx_in, *tl.scratch)
+        if msgs:
+            # each message names a master at most once: plain fancy-index adds, message by message
+            pos = np.split(pos_in, np.cumsum([len(m[0]) for m in msgs])[:-1])
+            if deltas:
+                self._combine_sync(rnd, p, tl, M, pos, msgs, cnt)
+            off = 1 + ((1 if rnd["exact"] else len(sync_f)) if deltas else 0)
+            for k, f in enumerate(acc_f):
+                acc = tl.accum[f][M]
+                for q, m in zip(pos, msgs):
+                    acc[q] += m[off + k]
+                if s.combine == "mean":
+                    acc = acc / cnt.reshape((-1,) + (1,) * (acc.ndim - 1))
+                tl.accum[f][M] = acc
+        if kernel is not None:
+            kernel(M, view(tl.data), view(tl.accum), view(p.ctx))
+        for f in acc_f:
+            tl.accum[f][M] = 0
+        if repl:
+            data = _block(tl.data, rnd["end"])
+            if deltas:
+                copy_rows(_block(tl.snapshot, rnd["end"]), data, M)
+            rows, dlid, starts = mirror_fanout(M, tl.mm_ptr, tl.mm_part, tl.mm_lid, self.P)
+            came = None
+            if rnd["exact"] and deltas and kernel is None and s.combine == "sum" and msgs:
+                # a mirror that alone changed a vertex already holds the master's new value
+                came = self._came.get((p.rank, t))
+                if came is None:
+                    came = self._came[(p.rank, t)] = np.full(tl.n_master, -1, np.int32)
+                for src, q in zip(srcs, pos):
+                    came[M[q[cnt[q] == 1]]] = src
+            for q in np.flatnonzero(np.diff(starts)).tolist():
+                r, d = rows[starts[q]:starts[q + 1]], dlid[starts[q]:starts[q + 1]]
+                if came is not None:
+                    keep = came[r] != q
+                    r, d = r[keep], d[keep]
+                if len(r) == 0:
+                    continue
+                down[(p.rank, q)] = [_compact(d), gather_rows(data, r)]
+                if self._remote(p.rank, q):
+                    nbytes += len(r) * self._field_bytes(self.program.types[t].dtype, sync_f)
+            if came is not None:
+                came[M] = -1
+        return down, nbytes
+
+    def _combine_sync(self, rnd, p, tl, M, pos, msgs, cnt):
+        """The masters' new sync values from their own and their mirrors' changes since
+        the last sync: snapshot + the sum (or mean) of the changes. Messages carry the
+        mirrors' values (slack 0) or their changes (slack > 0). A vertex that one
+        replica alone changed takes that replica's value exactly, so a conflict-free
+        schedule gives the sequential result bit for bit."""
+        s, exact, end = rnd["stage"], rnd["exact"], rnd["end"]
+        sync_f = rnd["sync"]
+        if exact:
+            for m in msgs:
+                if m[1].shape != (len(m[0]), end):
+                    raise SchemaError(f"Apply message for partition {p.rank} has records of the wrong size")
+        if s.combine == "sum" and cnt.max() <= 1:
+            # one replica touched each vertex (e.g. a stratum): its value, or its change, is the result
+            if exact:
+                data = _block(tl.data, end)
+                for q, m in zip(pos, msgs):
+                    scatter_rows(data, M[q], m[1])
+                return
+            for k, f in enumerate(sync_f):
+                col = tl.data[f]
+                for q, m in zip(pos, msgs):
+                    col[M[q]] += m[1 + k]
+            return
+        vals = [_records(m[1], tl.snapshot.dtype) if exact else None for m in msgs]
+        snaps = [tl.snapshot[f][M] for f in sync_f]
+        changes = [[(v[f] - snap[q]) if exact else m[1 + k] for q, m, v in zip(pos, msgs, vals)]
+                   for k, (f, snap) in enumerate(zip(sync_f, snaps))]
+        if s.combine == "sum" and s.overlap == "error":
+            # writers: the master if this round's clock touched it and it changed (with slack, its
+            # values may also hold later clocks' changes), plus each mirror whose change is not zero
+            writers = np.zeros(len(M), np.int64)
+            # (positions in M: with slack an earlier round may already have synced them)
+            at = np.intersect1d(M, rnd["touched"][p.rank], assume_unique=True, return_indices=True)[1]
+            writers[at] = np.any([_rows_changed(tl.data[f][M[at]] != snaps[k][at]) for k, f in enumerate(sync_f)],
+                                 axis=0)
+            for j, q in enumerate(pos):
+                writers[q] += np.any([_rows_changed(changes[k][j] != 0) for k in range(len(sync_f))], axis=0)
+            hit = writers > 1
+            if hit.any():
+                name = self.program.types[rnd["t"]].name
+                raise OverlapError(
+                    f"clock {rnd['clock']}: {int(hit.sum())} {name} vertices (partition {p.rank} masters) were "
+                    f"written by up to {int(writers.max())} replicas each before Apply {s.name!r}, which would sum "
+                    "their independent steps (a step that grows with the number of replicas). Remedies: a "
+                    "conflict-free order (tux2.graph.stratified_order with the 'stratified' partitioner and "
+                    "Engine(strata=...); for MF the default --order strata), smaller mini-batches, "
+                    "Apply(combine='mean'), or Apply(overlap='allow') when the writes are meant to add up")
+        for k, f in enumerate(sync_f):
+            snap = snaps[k]
+            if s.combine == "mean":
+                tot = tl.data[f][M] - snap
+                for q, d in zip(pos, changes[k]):
+                    tot[q] += d
+                tl.data[f][M] = snap + tot / cnt.reshape((-1,) + (1,) * (tot.ndim - 1))
+                continue
+            cur = tl.data[f][M]
+            for q, m, v, d in zip(pos, msgs, vals, changes[k]):
+                if exact:           # the first replica that changed an element sets it, later ones add
+                    c = cur[q]
+                    cur[q] = np.where(c != snap[q], c + d, v[f])
+                else:
+                    cur[q] += d
+            tl.data[f][M] = cur
+
+    def _apply_mirrors(self, rnd, inbox):
+        """Phase 3: mirrors take their masters' values, keeping local changes not yet
+        sent up (each mirror is in one message, so messages run in the engine's threads)."""
+        self._each_part(lambda item: self._mirrors(rnd, *item), list(inbox.items()))
+
+    def _mirrors(self, rnd, key, msg):
+        t, sync_f = rnd["t"], rnd["sync"]
+        dst = key[1]
+        tl = self._part[dst].types[t]
+        lid = msg[0]
+        if len(lid) and (lid.min() < tl.n_master or lid.max() >= tl.n_local):
+            raise SchemaError(f"Apply message for partition {dst} names a vertex that is not a mirror there")
+        end = rnd["end"]
+        if msg[1].shape != (len(lid), end):
+            raise SchemaError(f"Apply message for partition {dst} has records of the wrong size")
+        if not rnd["deltas"] or rnd["exact"]:
+            # no Exchange writes these fields, or (slack 0) every change went up in this round
+            scatter_rows(_block(tl.data, end), lid, msg[1])
+            if rnd["deltas"]:
+                scatter_rows(_block(tl.snapshot, end), lid, msg[1])
+            return
+        vals = _records(msg[1], tl.snapshot.dtype)
+        for f in sync_f:                   # keep the local changes not yet sent up
+            unsent = tl.data[f][lid] - tl.snapshot[f][lid]
+            tl.data[f][lid] = vals[f] + unsent
+            tl.snapshot[f][lid] = vals[f]
+
+    def flush(self):
+        """Complete every pending Apply round (a barrier when slack > 0)."""
+        self._progress(float("inf"))
