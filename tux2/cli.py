@@ -191,10 +191,10 @@ def metrics_stream(path, rank, append=False):
         yield lambda rec: None
         return
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    with open(path, "a" if append else "w") as f:
+    with open(path, "ab" if append else "wb", buffering=0) as f:
         def write(rec):
-            f.write(json.dumps(rec) + "\n")
-            f.flush()
+            from tux2.files import write_whole
+            write_whole(f, path, (json.dumps(rec) + "\n").encode())
         yield write
 
 
@@ -202,6 +202,10 @@ def metrics_stream(path, rank, append=False):
 _RESUMABLE = {"epochs", "iterations", "out", "metrics", "quiet", "resume", "checkpoint_every", "checkpoint_dir",
               "trace", "func", "argv", "rank", "world", "rendezvous", "bind", "advertise", "timeout", "workers",
               "curve", "eval_every", "config", "top_words"}
+
+
+# the flags that name input files (their size and modification time go into checkpoints)
+_INPUT_FILES = ("input", "test", "vocab")
 
 
 def add_checkpoint_args(p, unit):
@@ -237,6 +241,22 @@ def record_epoch(write_metrics, ck, epoch, rec, value, message):
     ck.after(epoch)
 
 
+def checkpoint_dir(args):
+    """Where --checkpoint-every writes: --checkpoint-dir, OUT/checkpoints or ./tux2-checkpoints."""
+    return args.checkpoint_dir or (os.path.join(args.out, "checkpoints") if args.out else "tux2-checkpoints")
+
+
+def check_outputs(args):
+    """--out, --metrics, --trace and the checkpoint directory can be written: asked
+    before any data is read, so a typo never costs a training run."""
+    from tux2.files import check_writable
+    check_writable(args.out, "--out", directory=True)
+    check_writable(args.metrics, "--metrics", directory=False)
+    check_writable(args.trace, "--trace", directory=True)
+    if args.checkpoint_every:
+        check_writable(checkpoint_dir(args), "the checkpoint directory", directory=True)
+
+
 class Checkpoints:
     """--checkpoint-every / --resume for one run: ``start = ck.resume()`` after the
     engine is built, ``ck.after(i)`` after each iteration."""
@@ -246,16 +266,21 @@ class Checkpoints:
         self.every = args.checkpoint_every
         if self.every < 0:
             raise Tux2Error(f"--checkpoint-every must be >= 0, got {self.every}")
-        self.dir = args.checkpoint_dir or (os.path.join(args.out, "checkpoints") if args.out else "tux2-checkpoints")
+        self.dir = checkpoint_dir(args)
         self.params = {k: v for k, v in sorted(vars(args).items())
                        if k not in _RESUMABLE and isinstance(v, (str, int, float, bool, type(None)))}
+        from tux2 import checkpoint
+        self.inputs = checkpoint.input_stats([vars(args)[k] for k in _INPUT_FILES if vars(args).get(k)])
+        self._lock = None
+        if self.every and getattr(transport, "rank", 0) == 0:
+            self._lock = checkpoint.lock(self.dir)     # a second run writing here stops now, with a reason
 
     def resume(self, say=None, unit="epoch"):
         """The iteration the run continues from (0 without --resume)."""
         if not self.args.resume:
             return 0
         from tux2 import checkpoint
-        checkpoint.load(self.args.resume, self.eng, self.params, self.transport)
+        checkpoint.load(self.args.resume, self.eng, self.params, self.transport, inputs=self.inputs)
         if say is not None:
             say(f"  resumed from {self.args.resume} after {unit} {self.eng.iteration}")
         return self.eng.iteration
@@ -263,17 +288,17 @@ class Checkpoints:
     def after(self, i):
         if self.every and i % self.every == 0:
             from tux2 import checkpoint
-            checkpoint.save(self.dir, self.eng, self.params, self.transport)
+            checkpoint.save(self.dir, self.eng, self.params, self.transport, inputs=self.inputs)
 
 
 def write_trace(directory, eng, rank):
     """This worker's per-clock records to DIRECTORY/trace-RANK.jsonl (--trace)."""
     if not directory:
         return
+    from tux2 import files
     os.makedirs(directory, exist_ok=True)
-    with open(os.path.join(directory, f"trace-{rank}.jsonl"), "w") as f:
-        for rec in eng.trace:
-            f.write(json.dumps(rec) + "\n")
+    files.write_atomic(os.path.join(directory, f"trace-{rank}.jsonl"),
+                       files.text("".join(json.dumps(rec) + "\n" for rec in eng.trace)))
 
 
 def add_distributed_args(p):
@@ -343,6 +368,7 @@ def run_mf(args):
 def run_distributed(args, body):
     """Launch ``--workers`` local processes, or run ``body(args, transport, rank, world)``
     as one worker: any error is sent to the other workers (ABORT) before it propagates."""
+    check_outputs(args)
     if args.workers > 1 and args.rank is None:
         from tux2.runtime import launch_local, strip_option
         return launch_local(strip_option(args.argv, "--workers"), args.workers, timeout=args.timeout)
@@ -443,43 +469,54 @@ def _run_mf(args, transport, rank, world):
     write_trace(args.trace, eng, rank)
     if args.epochs == 0:
         say("0 epochs: nothing trained")
+    seen = None
+    if args.out and distributed:                     # the rated items, gathered from every worker
+        pieces = transport.allgather("seen", [train.src, train.dst])
+        if rank == 0:
+            seen = mf.seen_csr(tux2.BipartiteGraph(np.concatenate([p[0] for p in pieces]),
+                                                   np.concatenate([p[1] for p in pieces]), None,
+                                                   train.n_src, train.n_dst, names))
+    elif args.out and rank == 0:
+        seen = mf.seen_csr(train)
     if args.out:
+        from tux2.files import npz
         save_model(args.out, eng, {"algorithm": "mf", "mode": args.mode, "k": args.k, "lr": prog.context.init["lr"],
                                    "reg": args.reg, "epochs": args.epochs, "mu": mu, "seed": args.seed,
                                    "partitions": parts, "workers": world, "partitioner": args.partitioner,
                                    "input": source,
                                    "ids": "string" if any(m is not None for m in getattr(train, "ids", ())) else "int"},
-                   summary=say.lines)
-        if rank == 0 and not distributed:
-            mf.save_seen(args.out, *mf.seen_csr(train))            # top-k leaves these out
+                   summary=say.lines,
+                   extra={"seen.npz": npz({"indptr": seen[0], "indices": seen[1]})} if rank == 0 else None)
         say(f"model written to {args.out}")
     return 0
 
 
-def save_model(out, eng, params, datas=None, summary=None):
-    """Master data per vertex type (.npz, one array per field + ids) + model.json, and
-    ``summary`` (the lines the run printed) as summary.txt. ``datas``: the types'
-    gathered master data, when the caller has it already."""
+def save_model(out, eng, params, datas=None, summary=None, extra=None):
+    """Master data per vertex type (.npz, one array per field + ids), ``extra`` files
+    ({name: write(binary file)}), ``summary`` (the lines the run printed) as
+    summary.txt and model.json, written together by ``tux2.files.write_dir``: nothing
+    replaces the previous model until every file is on disk, and manifest.json holds
+    each file's SHA-256. ``datas``: the types' gathered master data, when the caller
+    has it already."""
     if datas is None:
         datas = [eng.vertex_data(t.name) for t in eng.program.types]  # collective with several workers
     if datas[0] is None:
         return
-    os.makedirs(out, exist_ok=True)
+    from tux2 import files
     from tux2.loaders import save_ids
     id_maps = getattr(eng.graph, "ids", (None, None))
+    out_files = {}
     for t, data, m in zip(eng.program.types, datas, id_maps):
         arrays = {f: data[f] for f in data.dtype.names if f not in t.local}      # local fields are caches
         arrays["ids"] = save_ids(m, len(data))                                   # the user's ids
-        np.savez(os.path.join(out, f"{t.name}.npz"), **arrays)
+        out_files[f"{t.name}.npz"] = files.npz(arrays)
+    out_files.update(extra or {})
+    if summary:
+        out_files["summary.txt"] = files.text("".join(line + "\n" for line in summary))
     meta = {**params, "tux2_version": tux2.__version__, "clock": eng.clock, "iteration": eng.iteration,
             "vertex_types": [t.name for t in eng.program.types], "context": eng.context()}
-    tmp = os.path.join(out, "model.json.tmp")
-    with open(tmp, "w") as f:
-        json.dump(meta, f, indent=2)
-    os.replace(tmp, os.path.join(out, "model.json"))
-    if summary:
-        with open(os.path.join(out, "summary.txt"), "w", encoding="utf-8") as f:
-            f.write("".join(line + "\n" for line in summary))
+    out_files["model.json"] = files.text(json.dumps(meta, indent=2))
+    files.write_dir(out, out_files)
 
 
 def make_keys(args):

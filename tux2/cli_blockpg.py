@@ -1,5 +1,4 @@
 """``tux2 run blockpg [INPUT]``: L1-regularised logistic regression by block proximal gradient."""
-import os
 import time
 
 import numpy as np
@@ -107,6 +106,7 @@ def _run_blockpg(args, transport, rank, world):
     if rank != 0 or not args.out:
         return 0
     from tux2.cli import save_model
+    from tux2.cli_glm import weight_files
     w = datas[1]["w"][perm]
     ctx = eng.context()
     save_model(args.out, eng, {"algorithm": "blockpg", "lam": args.lam, "block_size": args.block_size,
@@ -115,11 +115,6 @@ def _run_blockpg(args, transport, rank, world):
                                "seed": args.seed, "samples": n, "features": d, "partitions": parts, "workers": world,
                                "partitioner": args.partitioner, "input": source,
                                "objective": float(ctx["objective"]), "nnz": int(ctx["nnz"])},
-               datas=datas, summary=say.lines)
-    np.savez(os.path.join(args.out, "weights.npz"), w=w)
-    base = 0 if args.zero_based else 1
-    with open(os.path.join(args.out, "weights.txt"), "w") as f:
-        for j in np.flatnonzero(w):
-            f.write(f"{j + base}:{w[j]:.17g}\n")
+               datas=datas, summary=say.lines, extra=weight_files(w[:, None], args.zero_based))
     say(f"model written to {args.out}")
     return 0

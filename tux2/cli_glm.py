@@ -1,7 +1,6 @@
 """``tux2 run lr|svm|softmax|fm [INPUT]``: generalised linear models and factorization
 machines by mini-batch SGD, with the training strategy of Spark MLlib, MLlib*, Petuum,
 ColumnSGD or PS2."""
-import os
 import time
 
 import numpy as np
@@ -144,22 +143,21 @@ def _run_glm(args, transport, rank, world):
               "classes": int(W.shape[1]) if args.loss == "softmax" else 2,
               "zero_based": args.zero_based, "seed": args.seed, "samples": g.n_src, "features": g.n_dst,
               "partitions": parts, "workers": world, "input": source, "objective": float(ctx["objective"])}
-    save_model(args.out, eng, params, datas=datas, summary=say.lines)
-    write_weights(args.out, W, args.zero_based, args.factors > 0)
+    save_model(args.out, eng, params, datas=datas, summary=say.lines,
+               extra=weight_files(W, args.zero_based, args.factors > 0))
     say(f"model written to {args.out}")
     return 0
 
 
-def write_weights(out, W, zero_based=False, fm=False):
-    """weights.npz (w: features × K, or w and V: features × F for a factorization
-    machine) and weights.txt: one line per non-zero feature, libsvm-style 'index:w'
-    (binary), 'index:w_0,…,w_K-1' or 'index:w,v_1,…,v_F', index in the input's base."""
-    if fm:
-        np.savez(os.path.join(out, "weights.npz"), w=W[:, 0], V=W[:, 1:])
-    else:
-        np.savez(os.path.join(out, "weights.npz"), w=W[:, 0] if W.shape[1] == 1 else W)
+def weight_files(W, zero_based=False, fm=False):
+    """The writers (``tux2.files``) of weights.npz (w: features × K, or w and V:
+    features × F for a factorization machine) and weights.txt: one line per non-zero
+    feature, libsvm-style 'index:w' (binary), 'index:w_0,…,w_K-1' or 'index:w,v_1,…,v_F',
+    index in the input's base."""
+    from tux2.files import npz, text
     base = 0 if zero_based else 1
-    with open(os.path.join(out, "weights.txt"), "w") as f:
-        for j in np.flatnonzero(np.any(W != 0, axis=1)):
-            f.write(f"{j + base}:" + ",".join(f"{v:.17g}" for v in W[j]) + "\n")
+    lines = "".join(f"{j + base}:" + ",".join(f"{v:.17g}" for v in W[j]) + "\n"
+                    for j in np.flatnonzero(np.any(W != 0, axis=1)))
+    return {"weights.npz": npz({"w": W[:, 0], "V": W[:, 1:]} if fm else {"w": W[:, 0] if W.shape[1] == 1 else W}),
+            "weights.txt": text(lines)}
 

@@ -1,5 +1,4 @@
 """``tux2 run lda [INPUT]``: LDA by collapsed Gibbs sampling (SparseLDA) on a corpus."""
-import os
 import time
 
 import numpy as np
@@ -139,19 +138,19 @@ def _run_lda(args, transport, rank, world):
     if args.out:
         from tux2.cli import save_model
         ctx = eng.context()
+        from tux2.files import npz, text
+        topics = "".join(f"{k}\t{int(word_topic[k].sum())}\t" + " ".join(f"{w}:{n}" for w, n in ws) + "\n"
+                         for k, ws in enumerate(tops))
+        extra = {"lda.npz": npz({"word_topic": word_topic, "doc_topic": np.ascontiguousarray(docs["nk"]),
+                                 "topic_totals": np.asarray(ctx["nk"])}),
+                 "topics.txt": text(topics)}
+        if vocab is not None:
+            extra["vocab.txt"] = text("".join(w + "\n" for w in vocab))
         save_model(args.out, eng, {"algorithm": "lda", "sampler": args.sampler, "topics": K, "alpha": args.alpha,
                                    "beta": args.beta, "iterations": args.iterations, "seed": args.seed,
                                    "documents": D, "words": V, "tokens": tokens, "format": fmt,
                                    "partitions": parts, "workers": world, "partitioner": args.partitioner,
                                    "input": source, "ll_per_token": float(ctx["ll_per_token"])},
-                   datas=[docs, words], summary=say.lines)
-        np.savez(os.path.join(args.out, "lda.npz"), word_topic=word_topic,
-                 doc_topic=np.ascontiguousarray(docs["nk"]), topic_totals=np.asarray(ctx["nk"]))
-        with open(os.path.join(args.out, "topics.txt"), "w", encoding="utf-8") as f:
-            for k, ws in enumerate(tops):
-                f.write(f"{k}\t{int(word_topic[k].sum())}\t" + " ".join(f"{w}:{n}" for w, n in ws) + "\n")
-        if vocab is not None:
-            with open(os.path.join(args.out, "vocab.txt"), "w", encoding="utf-8") as f:
-                f.write("".join(w + "\n" for w in vocab))
+                   datas=[docs, words], summary=say.lines, extra=extra)
         say(f"model written to {args.out}")
     return 0

@@ -42,26 +42,21 @@ def add_parser(sub):
 
 def _meta(directory):
     """A model directory's model.json, with a clear error when it is not one."""
-    path = os.path.join(directory, "model.json")
-    if not os.path.exists(path):
-        raise Tux2Error(f"{directory}: no model.json here; pass the directory given to 'tux2 run … --out'")
-    with open(path) as f:
-        return json.load(f)
+    from tux2.model_check import read_meta
+    return read_meta(directory)
 
 
 def load_model(directory):
-    """(metadata dict, weights dict) of a classifier's model directory."""
+    """(metadata dict, weights dict) of a classifier's model directory, checked
+    (tux2.model_check)."""
+    from tux2 import model_check
     meta = _meta(directory)
-    meta_path = os.path.join(directory, "model.json")
-    algo = meta.get("algorithm")
-    if algo not in LINEAR:
-        raise Tux2Error(f"{meta_path}: tux2 predict handles {', '.join(LINEAR + ('mf', 'lda'))} models; "
-                        f"this one is {algo!r}")
-    path = os.path.join(directory, "weights.npz")
-    if not os.path.exists(path):
-        raise Tux2Error(f"{directory}: weights.npz is missing")
-    with np.load(path) as z:
-        return meta, {k: z[k] for k in z.files}
+    if meta.get("algorithm") not in LINEAR:
+        raise Tux2Error(f"{os.path.join(directory, 'model.json')}: tux2 predict handles "
+                        f"{', '.join(LINEAR + ('mf', 'lda'))} models; this one is {meta.get('algorithm')!r}")
+    meta, arrays = model_check.read_model(directory, LINEAR, ("weights.npz",))
+    model_check.check_linear(directory, meta, arrays)
+    return meta, arrays["weights.npz"]
 
 
 def model_scores(meta, weights, graph):
@@ -78,20 +73,36 @@ def model_scores(meta, weights, graph):
 
 @contextlib.contextmanager
 def _output(path):
-    out = open(path, "w") if path else sys.stdout
+    """The predictions file (written as PATH.tmp, renamed when complete: a full disk or
+    an error never leaves a cut-off file under PATH), or standard output."""
+    if not path:
+        yield sys.stdout
+        return
+    from tux2 import files
+    files.check_writable(path, "-o", directory=False)
+    tmp = path + ".tmp"
     try:
-        yield out
-    finally:
-        if out is not sys.stdout:
-            out.close()
+        with open(tmp, "w", encoding="utf-8") as out:
+            yield out
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, path)
+    except OSError as e:
+        files.discard(tmp)
+        if e.filename is not None:          # another file's error (opening an input): as it is
+            raise
+        raise files.write_error(path, e) from None
+    except BaseException:
+        files.discard(tmp)
+        raise
 
 
 def _report(args, res, out):
     """Metrics: a JSON line on stderr when predictions go to stdout, else on stdout."""
     print(json.dumps(res), file=sys.stderr if out is sys.stdout else sys.stdout)
     if args.metrics:
-        with open(args.metrics, "w") as f:
-            json.dump(res, f)
+        from tux2 import files
+        files.write_atomic(args.metrics, files.text(json.dumps(res)))
 
 
 def predict(args):

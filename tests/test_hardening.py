@@ -1,0 +1,221 @@
+"""Issue 21 (inputs, options, checkpoints, model files): a resume refuses changed data,
+multi-worker MF models know the rated items, model directories and checkpoints are
+written whole with a checksummed manifest and read back only after checks, and a
+full disk leaves the previous model intact."""
+import json
+import os
+import resource
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from tests.conftest import run_cli
+from tux2 import checkpoint
+from tux2.datasets import netflix_like
+from tux2.udfs.mf import MFModel
+
+
+def _write_ratings(path, users=300, items=60, n=6000, seed=5, scale=1.0):
+    tr, _ = netflix_like(n_users=users, n_items=items, n_ratings=n, seed=seed)
+    _, first = np.unique(tr.src * tr.n_dst + tr.dst, return_index=True)
+    first = np.sort(first)
+    np.savetxt(path, np.column_stack([tr.src[first], tr.dst[first], tr.values[first] * scale]),
+               fmt="%d %d %.3f")
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def ratings(tmp_path_factory):
+    return _write_ratings(tmp_path_factory.mktemp("hard") / "r.txt")
+
+
+def _ok(*args):
+    r = run_cli(*args, "--quiet")
+    assert r.returncode == 0, r.stderr
+    return r
+
+
+def _error(r, *parts):
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    assert "Traceback" not in r.stderr, r.stderr
+    assert r.stderr.startswith("tux2: error:"), r.stderr
+    for p in parts:
+        assert p in r.stderr, r.stderr
+
+
+# ------------------------------------------------------------------ item 2: resume checks the data
+def test_resume_refuses_changed_ratings_and_names_what_differs(tmp_path):
+    data = _write_ratings(tmp_path / "r.txt")
+    ck = str(tmp_path / "ck")
+    _ok("run", "mf", data, "--k", "4", "--epochs", "1", "--checkpoint-every", "1", "--checkpoint-dir", ck)
+    lines = open(data).read().splitlines()
+    # every rating changed, same ids, same line count: only the values differ
+    changed = [f"{a} {b} {float(r) / 2 + 0.25:.3f}" for a, b, r in (x.split() for x in lines)]
+    with open(data, "w") as f:
+        f.write("\n".join(changed) + "\n")
+    r = run_cli("run", "mf", data, "--k", "4", "--epochs", "2", "--resume", ck)
+    _error(r, "edge values differ", data, "bytes then", "modified")
+    # one pair replaced by an unseen one (an item id present elsewhere): the ids differ
+    a, b, v = lines[0].split()
+    pairs = {tuple(x.split()[:2]) for x in lines}
+    new_item = next(str(i) for i in range(60) if (a, str(i)) not in pairs)
+    with open(data, "w") as f:
+        f.write("\n".join([f"{a} {new_item} {v}"] + lines[1:]) + "\n")
+    r = run_cli("run", "mf", data, "--k", "4", "--epochs", "2", "--resume", ck)
+    _error(r, data)
+    assert "differ" in r.stderr or "holds other" in r.stderr
+
+
+# ------------------------------------------------------------------ item 3: seen.npz with several workers
+def test_multi_worker_mf_model_excludes_rated_items(ratings, tmp_path):
+    out = str(tmp_path / "m")
+    _ok("run", "mf", ratings, "--k", "4", "--epochs", "2", "--workers", "2", "--partitions", "2",
+        "--timeout", "20", "--out", out)
+    model = MFModel.load(out)
+    assert model.seen is not None
+    src, dst = np.loadtxt(ratings, usecols=(0, 1), dtype=np.int64).T
+    r = run_cli("predict", out, "--top-k", "5", "-o", str(tmp_path / "top.txt"))
+    assert r.returncode == 0, r.stderr
+    rated = set(zip(src.tolist(), dst.tolist()))
+    recs = [(int(line.split()[0]), int(t.split(":")[0])) for line in open(tmp_path / "top.txt")
+            for t in line.split()[1:]]
+    assert len(recs) > 100
+    # the split holds out ~10 %: only those may come back; every training pair is excluded
+    train_pairs = set(zip(*[a.tolist() for a in _seen_pairs(model)]))
+    assert not train_pairs & set(recs)
+    assert len(train_pairs) > 0.85 * len(rated)
+
+
+def _seen_pairs(model):
+    indptr, indices = model.seen
+    users = np.repeat(np.arange(len(indptr) - 1), np.diff(indptr))
+    return users, indices
+
+
+# ------------------------------------------------------------------ item 7: model files written whole
+def _model_arrays(directory):
+    out = {}
+    for name in ("user.npz", "item.npz"):
+        with np.load(os.path.join(directory, name)) as z:
+            out.update({f"{name}:{k}": z[k] for k in z.files})
+    return out
+
+
+def _limited(limit):
+    def pre():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+    return pre
+
+
+def test_a_full_disk_keeps_the_previous_model(ratings, tmp_path):
+    out = str(tmp_path / "model")
+    _ok("run", "mf", ratings, "--k", "40", "--epochs", "1", "--out", out)
+    before = _model_arrays(out)
+    size = os.path.getsize(os.path.join(out, "user.npz"))
+    # the next run may write files up to half the user file: the model cannot be written
+    r = subprocess.run([sys.executable, "-m", "tux2.cli", "run", "mf", ratings, "--k", "40", "--epochs", "2",
+                        "--seed", "3", "--out", out, "--quiet"], capture_output=True, text=True, timeout=300,
+                       preexec_fn=_limited(size // 2))
+    _error(r, "cannot write", os.path.join(out, "user.npz"))
+    assert not [f for f in os.listdir(out) if f.endswith(".tmp")]
+    after = _model_arrays(out)
+    assert before.keys() == after.keys()
+    for k in before:
+        np.testing.assert_array_equal(before[k], after[k], err_msg=k)
+    MFModel.load(out)                                # still whole: the manifest agrees
+    r = run_cli("predict", out, "--top-k", "2")
+    assert r.returncode == 0, r.stderr
+
+
+def test_outputs_are_checked_before_training(ratings, tmp_path):
+    (tmp_path / "afile").write_text("x")
+    r = run_cli("run", "mf", ratings, "--epochs", "1", "--out", str(tmp_path / "afile"))
+    _error(r, "must be a directory")
+    assert "epoch" not in r.stdout
+    r = run_cli("run", "mf", ratings, "--epochs", "1", "--metrics", str(tmp_path / "afile" / "m.jsonl"))
+    _error(r, "is not a directory")
+    r = run_cli("run", "mf", ratings, "--epochs", "1", "--checkpoint-every", "1", "--checkpoint-dir",
+                str(tmp_path / "afile"))
+    _error(r, "must be a directory")
+
+
+def test_metrics_records_and_predictions_are_whole_under_a_full_disk(ratings, tmp_path):
+    metrics = str(tmp_path / "m.jsonl")
+    r = subprocess.run([sys.executable, "-m", "tux2.cli", "run", "mf", ratings, "--k", "4", "--epochs", "40",
+                        "--metrics", metrics, "--quiet"], capture_output=True, text=True, timeout=300,
+                       preexec_fn=_limited(3000))
+    _error(r, "cannot write", metrics)
+    text = open(metrics).read()
+    assert text.endswith("\n") and all(json.loads(line)["epoch"] for line in text.splitlines())
+    model = str(tmp_path / "model")
+    _ok("run", "mf", ratings, "--k", "4", "--epochs", "1", "--out", model)
+    pred = str(tmp_path / "pred.txt")
+    r = subprocess.run([sys.executable, "-m", "tux2.cli", "predict", model, ratings, "-o", pred],
+                       capture_output=True, text=True, timeout=300, preexec_fn=_limited(4000))
+    _error(r, "cannot write", pred)
+    assert not os.path.exists(pred) and not os.path.exists(pred + ".tmp")
+
+
+# ------------------------------------------------------------------ item 8: manifests, damaged files
+def test_model_manifest_catches_damage_and_stale_files(ratings, tmp_path):
+    out = tmp_path / "model"
+    _ok("run", "mf", ratings, "--k", "4", "--epochs", "1", "--out", str(out))
+    manifest = json.loads((out / "manifest.json").read_text())["files"]
+    assert {"user.npz", "item.npz", "seen.npz", "model.json", "summary.txt"} <= set(manifest)
+    meta = (out / "model.json").read_text()
+    (out / "model.json").write_text(meta.replace('"k": 4', '"k": 5'))
+    _error(run_cli("predict", str(out), "--top-k", "2"), "model.json", "SHA-256")
+    (out / "model.json").write_text(meta)
+    raw = (out / "item.npz").read_bytes()
+    (out / "item.npz").write_bytes(raw[: len(raw) // 2])
+    _error(run_cli("predict", str(out), "--top-k", "2"), "item.npz", "truncated")
+
+
+def _checkpointed(ratings, tmp_path):
+    ck = tmp_path / "ck"
+    _ok("run", "mf", ratings, "--k", "4", "--epochs", "2", "--checkpoint-every", "2", "--checkpoint-dir", str(ck))
+    return ck, ck / "ckpt-00000002"
+
+
+def test_a_flipped_bit_in_state_json_is_refused(ratings, tmp_path):
+    ck, last = _checkpointed(ratings, tmp_path)
+    state = (last / "state.json").read_text()
+    assert '"iteration": 2' in state
+    (last / "state.json").write_text(state.replace('"iteration": 2', '"iteration": 3'))
+    _error(run_cli("run", "mf", ratings, "--k", "4", "--epochs", "4", "--resume", str(ck)),
+           "damaged checkpoint", "state.json")
+
+
+def test_truncated_checkpoint_files_are_errors_not_tracebacks(ratings, tmp_path):
+    ck, last = _checkpointed(ratings, tmp_path)
+    for name in ("part-0.npz", "state.json"):
+        raw = (last / name).read_bytes()
+        (last / name).write_bytes(raw[:100])
+        _error(run_cli("run", "mf", ratings, "--k", "4", "--epochs", "4", "--resume", str(ck)), name)
+        (last / name).write_bytes(raw)
+    (last / "manifest.json").unlink()
+    _error(run_cli("run", "mf", ratings, "--k", "4", "--epochs", "4", "--resume", str(ck)), "incomplete")
+
+
+def test_latest_must_name_a_sibling(ratings, tmp_path):
+    ck, last = _checkpointed(ratings, tmp_path)
+    elsewhere = tmp_path / "x"
+    os.rename(last, elsewhere)
+    (ck / "LATEST").write_text("../x\n")
+    _error(run_cli("run", "mf", ratings, "--k", "4", "--epochs", "4", "--resume", str(ck)),
+           "not a checkpoint beside it")
+    with pytest.raises(checkpoint.CheckpointError, match="beside it"):
+        checkpoint.latest(str(ck))
+
+
+def test_two_runs_sharing_a_checkpoint_directory(ratings, tmp_path):
+    ck = str(tmp_path / "ck")
+    holder = checkpoint.lock(ck)                     # a run in progress writes here
+    try:
+        r = run_cli("run", "mf", ratings, "--epochs", "1", "--checkpoint-every", "1", "--checkpoint-dir", ck)
+        _error(r, "another run", f"pid {os.getpid()}", "--checkpoint-dir")
+    finally:
+        os.close(holder)
+    _ok("run", "mf", ratings, "--k", "4", "--epochs", "1", "--checkpoint-every", "1", "--checkpoint-dir", ck)
