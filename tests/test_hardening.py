@@ -219,3 +219,68 @@ def test_two_runs_sharing_a_checkpoint_directory(ratings, tmp_path):
     finally:
         os.close(holder)
     _ok("run", "mf", ratings, "--k", "4", "--epochs", "1", "--checkpoint-every", "1", "--checkpoint-dir", ck)
+
+
+# ------------------------------------------------------------------ item 6: loaded arrays are checked
+def _rewrite(directory, name, **changes):
+    """Change arrays of an .npz in ``directory`` and re-sign the manifest, as a crafted
+    file would: the checks that remain are those of the arrays themselves."""
+    from tux2 import files
+    path = os.path.join(directory, name)
+    with np.load(path) as z:
+        arrays = {k: z[k] for k in z.files}
+    arrays.update(changes)
+    np.savez(path, **arrays)
+    m = json.load(open(os.path.join(directory, "manifest.json")))
+    m["files"][name] = files.describe(path)
+    json.dump(m, open(os.path.join(directory, "manifest.json"), "w"))
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    rng = np.random.default_rng(1)
+    words = [f"w{i}" for i in range(40)]
+    path = tmp_path_factory.mktemp("lda") / "docs.txt"
+    path.write_text("".join(" ".join(rng.choice(words, 12)) + "\n" for _ in range(60)))
+    return str(path)
+
+
+def test_crafted_lda_checkpoint_topic_index_is_refused(corpus, tmp_path):
+    ck = tmp_path / "ck"
+    _ok("run", "lda", corpus, "--topics", "5", "--iterations", "1", "--checkpoint-every", "1",
+        "--checkpoint-dir", str(ck))
+    last = str(ck / "ckpt-00000001")
+    with np.load(os.path.join(last, "part-0.npz")) as z:
+        edata = z["p0.edata"].copy()
+    edata["z"][0, 0] = 30000
+    _rewrite(last, "part-0.npz", **{"p0.edata": edata})
+    r = run_cli("run", "lda", corpus, "--topics", "5", "--iterations", "3", "--resume", str(ck))
+    _error(r, "p0.edata.z", "outside -1 … 4")
+
+
+def test_crafted_model_arrays_are_refused_before_any_kernel(corpus, ratings, tmp_path):
+    lda_dir = str(tmp_path / "lda")
+    _ok("run", "lda", corpus, "--topics", "5", "--iterations", "2", "--out", lda_dir)
+    with np.load(os.path.join(lda_dir, "lda.npz")) as z:
+        totals = z["topic_totals"]
+    _rewrite(lda_dir, "lda.npz", topic_totals=totals[:-1])
+    _error(run_cli("predict", lda_dir, corpus), "lda.npz", "topic_totals has shape (4,)")
+    # a GLM model whose weights have another shape than model.json says
+    train = tmp_path / "t.svm"
+    train.write_text("".join(f"{1 if i % 2 else -1} 1:{i % 3} 2:{i % 5} 3:1\n" for i in range(40)))
+    glm_dir = str(tmp_path / "glm")
+    _ok("run", "lr", str(train), "--epochs", "1", "--out", glm_dir)
+    _rewrite(glm_dir, "weights.npz", w=np.zeros((5, 3, 2)))
+    _error(run_cli("predict", glm_dir, str(train)), "weights.npz", "w has shape (5, 3, 2)")
+    mf_dir = str(tmp_path / "mf")
+    _ok("run", "mf", ratings, "--k", "3", "--epochs", "1", "--out", mf_dir)
+    with np.load(os.path.join(mf_dir, "seen.npz")) as z:
+        indices = z["indices"].copy()
+    indices[0] = 10 ** 6
+    _rewrite(mf_dir, "seen.npz", indices=indices)
+    _error(run_cli("predict", mf_dir, "--top-k", "2"), "seen.npz", "out of range")
+    with np.load(os.path.join(mf_dir, "user.npz")) as z:
+        p = z["p"].copy()
+    p[0, 0] = np.nan
+    _rewrite(mf_dir, "user.npz", p=p)
+    _error(run_cli("predict", mf_dir, ratings), "user.npz", "NaN")
