@@ -284,3 +284,50 @@ def test_crafted_model_arrays_are_refused_before_any_kernel(corpus, ratings, tmp
     p[0, 0] = np.nan
     _rewrite(mf_dir, "user.npz", p=p)
     _error(run_cli("predict", mf_dir, ratings), "user.npz", "NaN")
+
+
+# ------------------------------------------------------------------ item 4: standard input, pipes, FIFOs
+def _cli_stdin(data, *args, timeout=300):
+    return subprocess.run([sys.executable, "-m", "tux2.cli", *args], input=data, capture_output=True,
+                          timeout=timeout)
+
+
+def test_lda_from_a_pipe_reads_every_document(tmp_path):
+    rng = np.random.default_rng(2)
+    words = [f"w{i}" for i in range(50)]
+    text = "".join(" ".join(rng.choice(words, 300)) + "\n" for _ in range(300))   # > 64 KB
+    assert len(text) > 1 << 16
+    r = _cli_stdin(text.encode(), "run", "lda", "/dev/stdin", "--topics", "3", "--iterations", "1",
+                   "--out", str(tmp_path / "m"))
+    assert r.returncode == 0, r.stderr
+    assert "300 documents" in r.stdout.decode()
+    meta = json.load(open(tmp_path / "m" / "model.json"))
+    assert meta["documents"] == 300
+
+
+def test_mf_from_dash_a_fifo_and_gzip(ratings, tmp_path):
+    data = open(ratings, "rb").read()
+    plain = run_cli("run", "mf", ratings, "--k", "3", "--epochs", "1")
+    sizes = plain.stdout.split("\n")[1]                # train N ratings, test M; users × items
+    r = _cli_stdin(data, "run", "mf", "-", "--k", "3", "--epochs", "1")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.decode().split("\n")[1] == sizes
+    r = _cli_stdin(data, "run", "mf", "-", "--k", "3", "--epochs", "1", "--workers", "2", "--timeout", "20")
+    assert r.returncode == 0, r.stderr
+    fifo = str(tmp_path / "fifo")
+    os.mkfifo(fifo)
+    p = subprocess.Popen([sys.executable, "-m", "tux2.cli", "run", "mf", fifo, "--k", "3", "--epochs", "1"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    with open(fifo, "wb") as f:
+        f.write(data)
+    out, err = p.communicate(timeout=300)
+    assert p.returncode == 0, err
+    assert out.decode().split("\n")[1] == sizes
+    import gzip
+    gz = tmp_path / "r.txt.gz"
+    gz.write_bytes(gzip.compress(data))
+    r = run_cli("run", "mf", str(gz), "--k", "3", "--epochs", "1")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split("\n")[1] == sizes
+    bad = _cli_stdin(b"0 0 3\n1 1 x\n", "run", "mf", "-")
+    assert bad.returncode == 2 and b"<stdin>:2: malformed value" in bad.stderr

@@ -246,6 +246,20 @@ def checkpoint_dir(args):
     return args.checkpoint_dir or (os.path.join(args.out, "checkpoints") if args.out else "tux2-checkpoints")
 
 
+def spool_inputs(args):
+    """Replace the input files of ``args`` that are ``-``, pipes, FIFOs or compressed
+    with temporary plain copies read once (``tux2.io.local_copy``); with ``--workers``
+    the launcher does it and passes the copies on in ``args.argv``."""
+    from tux2.io import local_copy
+    for key in _INPUT_FILES:
+        given = vars(args).get(key)
+        if given:
+            copy = local_copy(given)
+            setattr(args, key, copy)
+            if copy != given:
+                args.argv = [copy if a == given else a for a in args.argv]
+
+
 def check_outputs(args):
     """--out, --metrics, --trace and the checkpoint directory can be written: asked
     before any data is read, so a typo never costs a training run."""
@@ -267,7 +281,8 @@ class Checkpoints:
         if self.every < 0:
             raise Tux2Error(f"--checkpoint-every must be >= 0, got {self.every}")
         self.dir = checkpoint_dir(args)
-        self.params = {k: v for k, v in sorted(vars(args).items())
+        from tux2.io import display_name
+        self.params = {k: display_name(v) if isinstance(v, str) else v for k, v in sorted(vars(args).items())
                        if k not in _RESUMABLE and isinstance(v, (str, int, float, bool, type(None)))}
         from tux2 import checkpoint
         self.inputs = checkpoint.input_stats([vars(args)[k] for k in _INPUT_FILES if vars(args).get(k)])
@@ -369,6 +384,7 @@ def run_distributed(args, body):
     """Launch ``--workers`` local processes, or run ``body(args, transport, rank, world)``
     as one worker: any error is sent to the other workers (ABORT) before it propagates."""
     check_outputs(args)
+    spool_inputs(args)
     if args.workers > 1 and args.rank is None:
         from tux2.runtime import launch_local, strip_option
         return launch_local(strip_option(args.argv, "--workers"), args.workers, timeout=args.timeout)
@@ -586,6 +602,14 @@ def expand_config(argv, run_parsers):
     return argv[:2] + positional + words + rest
 
 
+def _user_names(message):
+    """``message`` with temporary input copies (tux2.io.local_copy) named as the user named them."""
+    from tux2.io import spooled_names
+    for tmp, name in spooled_names().items():
+        message = message.replace(tmp, "<stdin>" if name == "-" else name)
+    return message
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="tux2", description="TuX² graph engine for machine learning")
     parser.add_argument("--version", action="version", version=f"tux2 {tux2.__version__}")
@@ -622,14 +646,14 @@ def main(argv=None):
         return args.func(args)
     except Tux2Error as e:
         who = f"[worker {args.rank}] " if getattr(args, "rank", None) is not None else ""
-        print(f"tux2: error: {who}{e}", file=sys.stderr)
+        print(f"tux2: error: {who}{_user_names(str(e))}", file=sys.stderr)
         return 2
     except BrokenPipeError:           # output piped into e.g. head, which has closed it
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     except OSError as e:              # files the user named: unreadable, unwritable, missing directory
         who = f"[worker {args.rank}] " if getattr(args, "rank", None) is not None else ""
-        print(f"tux2: error: {who}{e}", file=sys.stderr)
+        print(f"tux2: error: {who}{_user_names(str(e))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("tux2: interrupted", file=sys.stderr)

@@ -103,6 +103,8 @@ def _name(g, side, i):
 
 def info(args):
     from tux2 import io, loaders
+    from tux2.cli import spool_inputs
+    spool_inputs(args)
     path = args.input
     kind = sniff(path) if args.format == "auto" else args.format
     labels = None

@@ -106,7 +106,9 @@ def _report(args, res, out):
 
 
 def predict(args):
+    from tux2.cli import spool_inputs
     algo = _meta(args.model).get("algorithm")
+    spool_inputs(args)
     if algo == "mf":
         return predict_mf(args)
     if algo == "lda":

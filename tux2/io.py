@@ -200,6 +200,74 @@ def _parse_edges(buf, start, out_s, out_d, out_v):
     return k, ncols, 0, line, pos
 
 
+# --------------------------------------------------------------------------- streams and compressed files
+_SPOOLED = {}          # temporary copy → the name the user gave ("-", a FIFO, a .gz file)
+_MAGIC = ((b"\x1f\x8b", "gzip"), (b"BZh", "bz2"), (b"\xfd7zXZ\x00", "lzma"))
+
+
+def display_name(path):
+    """The name the user gave for ``path`` (a temporary copy made by ``local_copy``)."""
+    return _SPOOLED.get(path, path)
+
+
+def spooled_names():
+    """{temporary copy: the user's name} of every input ``local_copy`` made."""
+    return dict(_SPOOLED)
+
+
+def _spool_dir():
+    import atexit
+    import shutil
+    import tempfile
+    d = tempfile.mkdtemp(prefix="tux2-input-")
+    atexit.register(shutil.rmtree, d, True)
+    return d
+
+
+def local_copy(path):
+    """``path`` itself when it is a plain, uncompressed file; otherwise the data read
+    once into a temporary file (removed at exit), whose path is returned: ``-``
+    (standard input), pipes, FIFOs and devices — so the format can be sniffed and the
+    file parsed, memory-mapped or split by byte ranges like any other — and gzip, bz2
+    or xz data (recognised by its first bytes), decompressed."""
+    import shutil
+    import stat
+    name = path
+    try:
+        if path == "-":
+            src = os.fdopen(os.dup(0), "rb")
+        else:
+            if stat.S_ISREG(os.stat(path).st_mode):
+                src = None
+            else:
+                src = open(path, "rb")
+        if src is not None:
+            tmp = os.path.join(_spool_dir(), "stdin" if path == "-" else os.path.basename(path) or "input")
+            with src, open(tmp, "wb") as out:
+                shutil.copyfileobj(src, out, 1 << 20)
+            _SPOOLED[tmp] = name
+            path = tmp
+        with open(path, "rb") as f:
+            head = f.read(8)
+    except OSError as e:
+        raise InputError(f"cannot read input: {e.strerror}", path=name) from None
+    kind = next((k for magic, k in _MAGIC if head.startswith(magic)), None)
+    if kind is None:
+        return path
+    import bz2
+    import gzip
+    import lzma
+    opener = {"gzip": gzip.open, "bz2": bz2.open, "lzma": lzma.open}[kind]
+    tmp = os.path.join(_spool_dir(), os.path.basename(name) if name != "-" else "stdin")
+    try:
+        with opener(path, "rb") as src, open(tmp, "wb") as out:
+            shutil.copyfileobj(src, out, 1 << 20)
+    except (OSError, EOFError, lzma.LZMAError) as e:
+        raise InputError(f"cannot decompress this {'xz' if kind == 'lzma' else kind} file: {e}", path=name) from None
+    _SPOOLED[tmp] = name
+    return tmp
+
+
 def read_head(path, what, n=1 << 16):
     """The first ``n`` bytes of a file (for sniffing formats and headers)."""
     try:
