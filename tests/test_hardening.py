@@ -331,3 +331,30 @@ def test_mf_from_dash_a_fifo_and_gzip(ratings, tmp_path):
     assert r.stdout.split("\n")[1] == sizes
     bad = _cli_stdin(b"0 0 3\n1 1 x\n", "run", "mf", "-")
     assert bad.returncode == 2 and b"<stdin>:2: malformed value" in bad.stderr
+
+
+# ------------------------------------------------------------------ item 9: one sparse-id guard
+@pytest.mark.parametrize("case", ["libsvm-1e9", "libsvm-2^62", "docword-D", "docword-count", "info-libsvm",
+                                  "info-edges", "ingress"])
+def test_sparse_ids_and_huge_sizes_are_clean_errors(tmp_path, case):
+    p = tmp_path / "in.txt"
+    if case.startswith("libsvm") or case == "info-libsvm":
+        big = {"libsvm-1e9": 10 ** 9, "libsvm-2^62": 2 ** 62 - 1, "info-libsvm": 10 ** 9}[case]
+        p.write_text(f"1 1:0.5 3:1\n-1 2:1 {big}:2\n")
+        args = ("info", str(p)) if case == "info-libsvm" else ("run", "lr", str(p), "--epochs", "1")
+        where = f"{p}:2:"
+    elif case == "docword-D":
+        p.write_text("1000000000000000\n3\n2\n1 1 2\n2 3 1\n")
+        args, where = ("run", "lda", str(p), "--iterations", "1"), f"{p}:1:"
+    elif case == "docword-count":
+        p.write_text("2\n3\n2\n1 1 100000000\n2 3 1\n")
+        args, where = ("run", "lda", str(p), "--iterations", "1"), f"{p}:4:"
+    elif case == "ingress":                          # each worker reads its share of the file
+        p.write_text("0 0 3\n1 1 4\n2 100000000 5\n3 3 3\n")
+        args, where = ("run", "mf", str(p), "--workers", "2", "--timeout", "10"), f"{p}:3:"
+    else:
+        p.write_text("0 1 2\n1 4611686018427387903 3\n")
+        args, where = ("info", str(p)), f"{p}:2:"
+    r = run_cli(*args, timeout=60)
+    _error(r, where)
+    assert "MemoryError" not in r.stderr

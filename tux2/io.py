@@ -268,6 +268,20 @@ def local_copy(path):
     return tmp
 
 
+# numeric ids this far beyond the number of records would make vertex arrays dwarf the data
+SPARSE_SLACK = 1 << 20
+
+
+def check_id_space(n_ids, n_records, what, path, locate=None, remedy="pass --ids string to map ids to dense ones"):
+    """The one guard every loader uses before vertex arrays are sized: ``n_ids`` slots
+    (the largest id + 1, or a header's count) for ``n_records`` records must stay within
+    16 × records + 2^20, else InputError (``locate()`` → (line, text) of the culprit)."""
+    if n_ids > 16 * n_records + SPARSE_SLACK:
+        line, text = locate() if locate is not None else (None, None)
+        raise InputError(f"{what} would need {n_ids} vertex slots for {n_records} records; {remedy}",
+                         path=path, line=line, text=text)
+
+
 def read_head(path, what, n=1 << 16):
     """The first ``n`` bytes of a file (for sniffing formats and headers)."""
     try:
@@ -312,6 +326,10 @@ def read_edge_list(path, base=None, type_names=("src", "dst"), n_src=None, n_dst
     if len(s) == 0:
         raise InputError("no edges found (the file is empty or has only comments)", path=path)
     _rebase(s, d, base, path)
+    for name, a, n in (("source", s, n_src), ("destination", d, n_dst)):
+        if n is None:
+            check_id_space(int(a.max()) + 1, len(s), f"{name} id {int(a.max())}", path,
+                           lambda: edge_line(path, int(np.argmax(a)), line_offset))
     return BipartiteGraph(s, d, v if ncols == 3 else None, n_src=n_src, n_dst=n_dst,
                           type_names=type_names, source=path)
 
@@ -461,7 +479,11 @@ def read_edge_range(path, part, parts, base=None):
                          text=_line_text(bytes(chunk), err_pos))
     s, d, v = s[:k], d[:k], v[:k]
     _rebase(s, d, base, path)
-    del buf
+    for name, a in (("source", s), ("destination", d)):      # this share's edges stand for 1/parts of all
+        if len(a):
+            i = int(np.argmax(a))
+            check_id_space(int(a[i]) + 1, k * parts, f"{name} id {int(a[i])}", path,
+                           lambda: edge_line(path, i, int(np.count_nonzero(buf[:lo] == 10))))
     return s, d, (v if ncols == 3 else None)
 
 
@@ -494,6 +516,11 @@ def edge_line(path, index, skip_lines=0):
     return None, None
 
 
+# token counts per (document, word) pair: each token becomes sampler state, so a larger
+# count on one line is a damaged file far more often than a real corpus
+MAX_COUNT = 1 << 24
+
+
 def check_counts(graph, path, skip_lines=0, what="count"):
     """Every edge value must be a positive integer (token counts); the error names the line."""
     v = graph.values
@@ -503,10 +530,11 @@ def check_counts(graph, path, skip_lines=0, what="count"):
     if len(bad):
         line, text = edge_line(path, int(bad[0]), skip_lines)
         raise InputError(f"{what} {v[bad[0]]:g} is not a positive integer", path=path, line=line, text=text)
-    big = np.flatnonzero(v > 2 ** 31 - 1)
+    big = np.flatnonzero(v > MAX_COUNT)
     if len(big):
         line, text = edge_line(path, int(big[0]), skip_lines)
-        raise InputError(f"{what} {v[big[0]]:g} is too large", path=path, line=line, text=text)
+        raise InputError(f"{what} {v[big[0]]:g} is too large for one pair (at most {MAX_COUNT})", path=path,
+                         line=line, text=text)
 
 
 def read_triples(path, type_names=("doc", "word"), base=None):
@@ -540,6 +568,10 @@ def read_docword(path, type_names=("doc", "word")):
             raise InputError("docword file ends inside its 3-line header", path=path, line=no)
         pos = nl + 1
     D, W, nnz = header
+    lines = raw.count(b"\n", pos) + 1
+    for no, (name, n) in enumerate((("D (documents)", D), ("W (words)", W)), 1):
+        check_id_space(n, min(nnz, lines), f"header line {no}: {name} = {n}", path, lambda: (no, str(n)),
+                       "the header does not match the file")
     s, d, v, ncols = _parse_from(raw, pos, 3, path)
     k = len(s)
     if k == 0:
@@ -731,6 +763,10 @@ def read_libsvm(path, zero_based=False, n_features=None, type_names=("sample", "
                              "if the indices start at 0)", path=path, line=line, text=text)
         c -= 1
     n_feat = int(c.max()) + 1 if k else 0
+    if n_features is None:
+        check_id_space(n_feat, k, f"feature index {n_feat - (1 if zero_based else 0)}", path,
+                       lambda: edge_line(path, int(r[int(np.argmax(c))])),
+                       "renumber the features densely (e.g. by hashing them into fewer buckets)")
     if n_features is not None:
         if n_feat > n_features:
             i = int(np.argmax(c))

@@ -35,8 +35,6 @@ from tux2.graph import BipartiteGraph
 
 DUPLICATES = ("error", "sum", "last", "keep")
 ID_MODES = ("auto", "int", "string")
-# numeric ids this far beyond the edge count would make vertex arrays dwarf the data
-_SPARSE_SLACK = 1 << 20
 
 
 class IdMap:
@@ -148,15 +146,12 @@ def _first_ids_numeric(raw, start):
 
 
 def _check_dense(path, skip, columns, n_edges):
-    """Numeric ids far beyond the data's size are an error with a way out."""
+    """Numeric ids far beyond the data's size are an error with a way out (tux2.io.check_id_space)."""
     for name, a in zip(("source", "destination"), columns):
         top = int(a.max()) if len(a) else 0
-        if top + 1 > 16 * n_edges + _SPARSE_SLACK:
-            i = int(np.argmax(a))
-            line, text = io.edge_line(path, i, skip) if path is not None else (None, None)
-            raise InputError(f"{name} id {top} would need {top + 1} vertex slots for {n_edges} edges; "
-                             "pass ids='string' (--ids string) to map ids to dense ones",
-                             path=path if path is not None else "arrays", line=line, text=text)
+        io.check_id_space(top + 1, n_edges, f"{name} id {top}", path if path is not None else "arrays",
+                          (lambda: io.edge_line(path, int(np.argmax(a)), skip)) if path is not None else None,
+                          "pass ids='string' (--ids string) to map ids to dense ones")
 
 
 def _string_edges(raw, start, skip, path, type_names, maps):
