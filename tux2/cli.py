@@ -2,6 +2,7 @@
 import argparse
 import contextlib
 import json
+import math
 import os
 import sys
 import time
@@ -24,6 +25,67 @@ class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
         return super()._get_help_string(action)
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse with tux2's error line: ``tux2: error: …`` (after the usage), exit status 2."""
+
+    def error(self, message):
+        self.print_usage(sys.stderr)
+        self.exit(2, f"tux2: error: {self.prog.removeprefix('tux2 ')}: {message}\n")
+
+
+def integer(low, high=None):
+    """argparse type: an integer in [low, high] (high: None for no bound)."""
+    def parse(text):
+        try:
+            v = int(text, 10)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text[:40]!r}") from None
+        if v < low or (high is not None and v > high):
+            raise argparse.ArgumentTypeError(f"must be {_bounds(low, high)}, got {v}")
+        return v
+    parse.__name__ = "integer"
+    return parse
+
+
+def number(low=None, high=None, above=False, below=False):
+    """argparse type: a finite number, >= low (> low with ``above``) and <= high
+    (< high with ``below``)."""
+    def parse(text):
+        try:
+            v = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number, got {text[:40]!r}") from None
+        if not math.isfinite(v) or (low is not None and (v <= low if above else v < low)) or \
+                (high is not None and (v >= high if below else v > high)):
+            raise argparse.ArgumentTypeError(f"must be a finite number{_bounds(low, high, above, below, ' ')}, "
+                                             f"got {text[:40]}")
+        return v
+    parse.__name__ = "number"
+    return parse
+
+
+def _bounds(low, high, above=False, below=False, lead=""):
+    parts = ([f"{'>' if above else '>='} {low}"] if low is not None else []) + \
+        ([f"{'<' if below else '<='} {high}"] if high is not None else [])
+    return lead + " and ".join(parts) if parts else ""
+
+
+COUNT = integer(1)                  # at least one: --k, --partitions, --workers, --batch-size …
+NONNEG = integer(0)                 # zero allowed: --epochs 0, --eval-every 0, --slack …
+SEED = integer(0, 2 ** 32 - 1)      # numpy and the compiled samplers take 32-bit seeds
+POSITIVE = number(0, above=True)    # --lr, --alpha, --timeout …
+NONNEG_NUMBER = number(0)           # --reg, --lam, --tol …
+FRACTION = number(0, 1, below=True)
+
+
+def check_partitions(args, num_edges):
+    """--partitions above the edge count leaves partitions empty for nothing and costs
+    layout time per partition: refused, as 'tux2 partition' does."""
+    if args.partitions > max(num_edges, 1):
+        raise Tux2Error(f"--partitions {args.partitions} for {num_edges} edges: some partitions would be empty; "
+                        "use at most as many partitions as edges")
+
+
 def _add_run_mf(sub):
     p = sub.add_parser(
         "mf", help="matrix factorisation by SGD (paper §4)",
@@ -33,27 +95,27 @@ def _add_run_mf(sub):
                     "Without INPUT a Netflix-shaped rating set is generated deterministically.")
     p.add_argument("input", nargs="?", help="ratings edge list; default: built-in synthetic set")
     p.add_argument("--test", help="test edge list; default: hold out --test-fraction of INPUT")
-    p.add_argument("--test-fraction", type=float, default=0.1, help="held-out share when --test is not given")
+    p.add_argument("--test-fraction", type=FRACTION, default=0.1, help="held-out share when --test is not given")
     add_id_args(p, "error")
     add_partition_args(p)
-    p.add_argument("--k", type=int, default=50, help="latent dimension")
-    p.add_argument("--lr", type=float, default=None, help="learning rate (default 0.1 sgd, 0.01 minibatch)")
-    p.add_argument("--reg", type=float, default=0.05, help="L2 regularisation λ")
-    p.add_argument("--epochs", type=int, default=10, help="passes over the training edges")
+    p.add_argument("--k", type=integer(1, 100_000), default=50, help="latent dimension")
+    p.add_argument("--lr", type=POSITIVE, default=None, help="learning rate (default 0.1 sgd, 0.01 minibatch)")
+    p.add_argument("--reg", type=NONNEG_NUMBER, default=0.05, help="L2 regularisation λ")
+    p.add_argument("--epochs", type=NONNEG, default=10, help="passes over the training edges")
     p.add_argument("--mode", choices=("sgd", "minibatch"), default="sgd",
                    help="sgd: per-edge updates in Exchange (LibMF style); minibatch: the paper's "
                         "Exchange-accumulate + Apply form")
-    p.add_argument("--batch-size", type=int, default=None, help="mini-batch size (default: whole epoch)")
+    p.add_argument("--batch-size", type=COUNT, default=None, help="mini-batch size (default: whole epoch)")
     p.add_argument("--batch-unit", choices=("edge", "vertex"), default="edge")
     p.add_argument("--enumerate", choices=("user", "item"), default="item",
                    help="vertex type enumerated when --batch-unit vertex")
     p.add_argument("--no-biases", action="store_true", help="drop user/item bias terms")
     p.add_argument("--order", choices=("blocked", "shuffle", "input"), default="blocked",
                    help="global edge order: 2-D blocked shuffle (cache friendly), full shuffle, or as read")
-    p.add_argument("--seed", type=int, default=0, help="seed of initialisation, split, order and partitioning")
+    p.add_argument("--seed", type=SEED, default=0, help="seed of initialisation, split, order and partitioning")
     add_output_args(p, "directory for the model (.npz per vertex type + model.json)", "epoch")
     add_checkpoint_args(p, "epoch")
-    p.add_argument("--eval-every", type=int, default=1,
+    p.add_argument("--eval-every", type=NONNEG, default=1,
                    help="compute test RMSE every N epochs (0: only after the last); with several workers "
                         "it gathers the model on rank 0")
     add_distributed_args(p)
@@ -74,7 +136,7 @@ def add_id_args(p, duplicates):
 def add_partition_args(p, mirror_free=None):
     """--partitions and --partitioner; ``mirror_free`` names the side bicut/aweto keep whole."""
     note = f" (bicut/aweto keep {mirror_free} mirror-free)" if mirror_free else ""
-    p.add_argument("--partitions", type=int, default=1, help="number of partitions (P)")
+    p.add_argument("--partitions", type=COUNT, default=1, help="number of partitions (P)")
     p.add_argument("--partitioner", default="bicut",
                    help=f"vertex-cut strategy{note}: " + ", ".join(tux2.partitioning.available()))
 
@@ -210,7 +272,7 @@ _INPUT_FILES = ("input", "test", "vocab")
 
 def add_checkpoint_args(p, unit):
     g = p.add_argument_group("checkpoints")
-    g.add_argument("--checkpoint-every", type=int, default=0, metavar="N",
+    g.add_argument("--checkpoint-every", type=NONNEG, default=0, metavar="N",
                    help=f"save the run's state every N {unit}s (0: never), atomically: a crash never "
                         "damages the previous checkpoint")
     g.add_argument("--checkpoint-dir", metavar="DIR",
@@ -227,9 +289,12 @@ def epoch_loop(args, eng, transport, rank, say, n, unit="epoch"):
     to when resuming) and the timed iterations. Yields (checkpoints, write_metrics,
     iterations of ``timed_epochs``)."""
     ck = Checkpoints(args, eng, transport)
-    start = ck.resume(say, unit)
-    with metrics_stream(args.metrics, rank, append=start > 0) as write_metrics:
-        yield ck, write_metrics, timed_epochs(eng, n, start, say, unit)
+    try:
+        start = ck.resume(say, unit)
+        with metrics_stream(args.metrics, rank, append=start > 0) as write_metrics:
+            yield ck, write_metrics, timed_epochs(eng, n, start, say, unit)
+    finally:
+        ck.close()
 
 
 def record_epoch(write_metrics, ck, epoch, rec, value, message):
@@ -300,6 +365,12 @@ class Checkpoints:
             say(f"  resumed from {self.args.resume} after {unit} {self.eng.iteration}")
         return self.eng.iteration
 
+    def close(self):
+        """Release the checkpoint directory (the next run may write there)."""
+        if self._lock is not None:
+            os.close(self._lock)
+            self._lock = None
+
     def after(self, i):
         if self.every and i % self.every == 0:
             from tux2 import checkpoint
@@ -318,11 +389,11 @@ def write_trace(directory, eng, rank):
 
 def add_distributed_args(p):
     g = p.add_argument_group("distributed run (see README: Running on several workers)")
-    g.add_argument("--workers", type=int, default=1,
+    g.add_argument("--workers", type=integer(1, 1024), default=1,
                    help="start this many worker processes on this machine (ZeroMQ over loopback)")
-    g.add_argument("--rank", type=int, default=None,
+    g.add_argument("--rank", type=NONNEG, default=None,
                    help="this worker's rank; when unset, from OMPI_COMM_WORLD_RANK, PMI_RANK or SLURM_PROCID")
-    g.add_argument("--world", type=int, default=None,
+    g.add_argument("--world", type=integer(1, 1024), default=None,
                    help="number of workers; when unset, from OMPI_COMM_WORLD_SIZE, PMI_SIZE or SLURM_NTASKS")
     g.add_argument("--rendezvous", default=None,
                    help="tcp://HOST:PORT that rank 0 binds and the others connect to; when unset, "
@@ -333,12 +404,12 @@ def add_distributed_args(p):
     g.add_argument("--advertise", default=None,
                    help="host name or address the other workers use to reach this one; when unset: "
                         "this host's name, or 127.0.0.1 on loopback")
-    g.add_argument("--timeout", type=float, default=30.0,
+    g.add_argument("--timeout", type=number(0, 86400, above=True), default=30.0,
                    help="seconds of silence after which a peer counts as lost")
     g.add_argument("--curve", metavar="DIR",
                    help="encrypt and authenticate worker traffic with ZeroMQ CURVE, using the key pair "
                         "made by 'tux2 keys DIR' (copy DIR to every host)")
-    g.add_argument("--slack", type=int, default=0,
+    g.add_argument("--slack", type=NONNEG, default=0,
                    help="SSP slack s: a worker may start clock c once clocks <= c-s-1 are complete "
                         "everywhere (0 = BSP: any number of workers gives the single-process result)")
     g.add_argument("--trace", metavar="DIR",
@@ -464,6 +535,7 @@ def _run_mf(args, transport, rank, world):
         say(f"  train {train.num_edges} ratings, test {test.num_edges}; {train.n_src} users × {train.n_dst} items; "
             f"k={args.k}, P={parts} ({args.partitioner})" + (f", {world} workers" if world > 1 else "")
             + (", distributed ingress" if distributed else ""))
+    check_partitions(args, train.num_edges)
     t0 = time.perf_counter()
     eng = tux2.Engine(prog, train, partitions=parts, partitioner=args.partitioner, seed=args.seed,
                       transport=transport, slack=args.slack, assignment=assignment)
@@ -610,8 +682,9 @@ def _user_names(message):
     return message
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(prog="tux2", description="TuX² graph engine for machine learning")
+def build_parser():
+    """(the ``tux2`` parser, {algorithm: its ``tux2 run ALGO`` parser})."""
+    parser = Parser(prog="tux2", description="TuX² graph engine for machine learning")
     parser.add_argument("--version", action="version", version=f"tux2 {tux2.__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="train an algorithm")
@@ -634,9 +707,14 @@ def main(argv=None):
     keys = sub.add_parser("keys", help="create a CURVE key pair for --curve")
     keys.add_argument("dir", help="directory for tux2.key and tux2.key_secret (keep it private)")
     keys.set_defaults(func=make_keys)
+    return parser, algos.choices
+
+
+def main(argv=None):
+    parser, run_parsers = build_parser()
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
-        argv = expand_config(argv, algos.choices)
+        argv = expand_config(argv, run_parsers)
     except Tux2Error as e:
         print(f"tux2: error: {e}", file=sys.stderr)
         return 2

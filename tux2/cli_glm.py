@@ -14,7 +14,8 @@ MODELS = {"lr": ("logistic", "logistic regression"), "svm": ("hinge", "linear SV
 
 
 def add_parser(algos):
-    from tux2.cli import HelpFormatter, add_checkpoint_args, add_distributed_args, add_output_args
+    from tux2.cli import (COUNT, NONNEG, NONNEG_NUMBER, POSITIVE, SEED, HelpFormatter, add_checkpoint_args,
+                          add_distributed_args, add_output_args, integer)
     from tux2.cli_libsvm import add_libsvm_args
     from tux2.udfs.glm import OPTIMIZERS, STRATEGIES
     for name, (loss, title) in MODELS.items():
@@ -33,8 +34,8 @@ def add_parser(algos):
         add_libsvm_args(p, "accuracy, log-loss" + ("" if loss == "softmax" else " and AUC"))
         if name == "fm":
             p.add_argument("--loss", default="logistic", choices=("logistic", "hinge"), help="loss of the output")
-            p.add_argument("--factors", type=int, default=8, help="F, latent factors per feature")
-            p.add_argument("--init-std", type=float, default=0.01,
+            p.add_argument("--factors", type=integer(1, 100_000), default=8, help="F, latent factors per feature")
+            p.add_argument("--init-std", type=NONNEG_NUMBER, default=0.01,
                            help="factors start as normal draws with this standard deviation")
         p.add_argument("--strategy", default="sendgradient", choices=STRATEGIES, help="training strategy")
         p.add_argument("--optimizer", choices=OPTIMIZERS, default=None,
@@ -45,16 +46,16 @@ def add_parser(algos):
         p.add_argument("--driver", action="store_true",
                        help="sendgradient only: every feature master on partition 0 (Spark's driver)")
         p.add_argument("--reg", default="l2", choices=("l2", "l1"), help="regulariser R: 1/2 |W|^2 or |W|_1")
-        p.add_argument("--lam", type=float, default=1e-6, help="regularisation weight lambda")
-        p.add_argument("--batch", type=int, default=1000, help="samples per mini-batch (one clock); 0: all")
-        p.add_argument("--eta", type=float, default=None,
+        p.add_argument("--lam", type=NONNEG_NUMBER, default=1e-6, help="regularisation weight lambda")
+        p.add_argument("--batch", type=NONNEG, default=1000, help="samples per mini-batch (one clock); 0: all")
+        p.add_argument("--eta", type=POSITIVE, default=None,
                        help="step size (default: 1.0 for sgd, 0.1 for adagrad, 0.01 for adam)")
-        p.add_argument("--decay", type=float, default=0.0, help="step at epoch t is eta / (1 + decay t)")
-        p.add_argument("--epochs", type=int, default=10, help="passes over the samples")
+        p.add_argument("--decay", type=NONNEG_NUMBER, default=0.0, help="step at epoch t is eta / (1 + decay t)")
+        p.add_argument("--epochs", type=NONNEG, default=10, help="passes over the samples")
         if loss == "softmax":
-            p.add_argument("--classes", type=int, default=None, help="number of classes (default: max label + 1)")
-        p.add_argument("--partitions", type=int, default=1, help="number of partitions (P)")
-        p.add_argument("--seed", type=int, default=0, help="seed of the sample shuffle and the partitioning")
+            p.add_argument("--classes", type=integer(2, 100_000), default=None, help="number of classes (default: max label + 1)")
+        p.add_argument("--partitions", type=COUNT, default=1, help="number of partitions (P)")
+        p.add_argument("--seed", type=SEED, default=0, help="seed of the sample shuffle and the partitioning")
         add_output_args(p, "directory for weights.npz, weights.txt and model.json", "epoch")
         add_checkpoint_args(p, "epoch")
         add_distributed_args(p)
@@ -87,7 +88,7 @@ def score_metrics(M, labels, loss):
 
 
 def _run_glm(args, transport, rank, world):
-    from tux2.cli import epoch_loop, record_epoch, save_model, speaker, write_trace
+    from tux2.cli import check_partitions, epoch_loop, record_epoch, save_model, speaker, write_trace
     from tux2.cli_libsvm import load_classification
     from tux2.udfs import glm
     say = speaker(args, rank)
@@ -107,6 +108,7 @@ def _run_glm(args, transport, rank, world):
     say(f"tux2 {tux2.__version__} {args.model} ({args.loss}, {args.reg}, strategy {args.strategy}): {source}")
     say(f"  {g.n_src} samples, {g.n_dst} features, {g.num_edges} non-zeros; lambda={args.lam}, "
         f"batch {args.batch or g.n_src}, eta {eta}, P={parts}" + (f", {world} workers" if world > 1 else ""))
+    check_partitions(args, g.num_edges)
     t0 = time.perf_counter()
     eng, perm = glm.engine(g, y, args.loss, args.strategy, parts=parts, driver=args.driver, seed=args.seed,
                            transport=transport, reg=args.reg, lam=args.lam, batch=args.batch or None, eta=eta,

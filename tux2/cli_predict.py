@@ -16,7 +16,7 @@ LINEAR = ("lr", "svm", "softmax", "fm", "blockpg")
 
 
 def add_parser(sub):
-    from tux2.cli import HelpFormatter
+    from tux2.cli import COUNT, SEED, HelpFormatter
     p = sub.add_parser("predict", help="apply a trained model (a 'tux2 run … --out DIR' directory) to new data",
                        formatter_class=HelpFormatter,
                        description="Classifiers (" + ", ".join(LINEAR) + "): one line per input sample (libsvm): "
@@ -33,10 +33,10 @@ def add_parser(sub):
     p.add_argument("--zero-based", default=None, action="store_true",
                    help="feature indices start at 0 (default: as the model was trained)")
     p.add_argument("--metrics", help="also write the metrics as one JSON object to this file")
-    p.add_argument("--top-k", type=int, default=None, help="mf: recommend this many items per user")
+    p.add_argument("--top-k", type=COUNT, default=None, help="mf: recommend this many items per user")
     p.add_argument("--include-seen", action="store_true", help="mf --top-k: also recommend training items")
-    p.add_argument("--iterations", type=int, default=50, help="lda: Gibbs sweeps of inference per document")
-    p.add_argument("--seed", type=int, default=0, help="lda: seed of the inference draws")
+    p.add_argument("--iterations", type=COUNT, default=50, help="lda: Gibbs sweeps of inference per document")
+    p.add_argument("--seed", type=SEED, default=0, help="lda: seed of the inference draws")
     p.set_defaults(func=predict)
 
 

@@ -286,9 +286,10 @@ def read_head(path, what, n=1 << 16):
     """The first ``n`` bytes of a file (for sniffing formats and headers)."""
     try:
         with open(path, "rb") as f:
-            return f.read(n)
+            head = f.read(n)
     except OSError as e:
         raise InputError(f"cannot read {what}: {e.strerror}", path=path) from None
+    return head[len(BOM):] if head.startswith(BOM) else head
 
 
 def map_file(path, what):
@@ -304,9 +305,10 @@ def map_file(path, what):
         raise InputError(f"cannot read {what}: {e.strerror}", path=path) from None
 
 
-def _line_text(buf, pos):
-    end = buf.find(b"\n", pos)
-    return bytes(buf[pos: end if end >= 0 else len(buf)]).decode("utf-8", "replace").rstrip("\r")
+def _line_text(buf, pos, limit=1024):
+    """The text of the line at ``pos`` (its first ``limit`` bytes: messages quote only the start)."""
+    end = buf.find(b"\n", pos, pos + limit)
+    return bytes(buf[pos: end if end >= 0 else min(len(buf), pos + limit)]).decode("utf-8", "replace").rstrip("\r")
 
 
 def read_edge_list(path, base=None, type_names=("src", "dst"), n_src=None, n_dst=None):
@@ -326,10 +328,6 @@ def read_edge_list(path, base=None, type_names=("src", "dst"), n_src=None, n_dst
     if len(s) == 0:
         raise InputError("no edges found (the file is empty or has only comments)", path=path)
     _rebase(s, d, base, path)
-    for name, a, n in (("source", s, n_src), ("destination", d, n_dst)):
-        if n is None:
-            check_id_space(int(a.max()) + 1, len(s), f"{name} id {int(a.max())}", path,
-                           lambda: edge_line(path, int(np.argmax(a)), line_offset))
     return BipartiteGraph(s, d, v if ncols == 3 else None, n_src=n_src, n_dst=n_dst,
                           type_names=type_names, source=path)
 
@@ -410,11 +408,15 @@ def _compact(s, d, v, offsets, k):
     return s, d, v
 
 
+BOM = b"\xef\xbb\xbf"      # a UTF-8 byte-order mark some editors put first: skipped, never part of an id
+
+
 def _header_end(head, path):
     """(offset where edges start, lines before it, default id base) from the file's first bytes."""
-    if not head.startswith(b"%%MatrixMarket"):
-        return 0, 0, 0
-    pos, lines = 0, 0
+    bom = len(BOM) if head.startswith(BOM) else 0
+    if not head.startswith(b"%%MatrixMarket", bom):
+        return bom, 0, 0
+    pos, lines = bom, 0
     while True:
         nl = head.find(b"\n", pos)
         if nl < 0:
@@ -507,6 +509,8 @@ def edge_line(path, index, skip_lines=0):
         for no, raw in enumerate(f, 1):
             if no <= skip_lines:
                 continue
+            if no == 1 and raw.startswith(BOM):
+                raw = raw[len(BOM):]
             text = raw.strip()
             if not text or text[:1] in (b"#", b"%"):
                 continue
@@ -553,6 +557,7 @@ def read_docword(path, type_names=("doc", "word")):
             raw = f.read()
     except OSError as e:
         raise InputError(f"cannot read docword file: {e.strerror}", path=path) from None
+    raw = raw[len(BOM):] if raw.startswith(BOM) else raw
     header, pos = [], 0
     for no, name in enumerate(("D (number of documents)", "W (vocabulary size)", "NNZ (number of lines)"), 1):
         nl = raw.find(b"\n", pos)
@@ -610,18 +615,20 @@ def read_text_docs(path, type_names=("doc", "word"), min_count=1, stopwords=()):
     from collections import Counter
     path = os.fspath(path)
     try:
-        f = open(path, encoding="utf-8")
+        f = open(path, "rb")
     except OSError as e:
         raise InputError(f"cannot read text corpus: {e.strerror}", path=path) from None
     docs = []
     with f:
-        no = 0
-        try:
-            for no, line in enumerate(f, 1):
-                docs.append(Counter(tokenize(line)))
-        except UnicodeDecodeError as e:
-            raise InputError(f"not UTF-8 text ({e.reason} at byte {e.start} of the line)", path=path,
-                             line=no + 1) from None
+        for no, raw in enumerate(f, 1):          # decoded line by line, so an error names its line
+            if no == 1 and raw.startswith(BOM):
+                raw = raw[len(BOM):]
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise InputError(f"not UTF-8 text ({e.reason} at byte {e.start} of the line)", path=path,
+                                 line=no, text=raw.decode("utf-8", "backslashreplace").rstrip("\r\n")) from None
+            docs.append(Counter(tokenize(line)))
     total = Counter()
     for c in docs:
         total.update(c)
@@ -744,6 +751,7 @@ def read_libsvm(path, zero_based=False, n_features=None, type_names=("sample", "
             raw = f.read()
     except OSError as e:
         raise InputError(f"cannot read libsvm file: {e.strerror}", path=path) from None
+    raw = raw[len(BOM):] if raw.startswith(BOM) else raw
     buf = np.frombuffer(raw, dtype=np.uint8)
     lines = raw.count(b"\n") + 1
     cap = raw.count(b":") + 1

@@ -34,6 +34,7 @@ from tux2.errors import InputError
 from tux2.graph import BipartiteGraph
 
 DUPLICATES = ("error", "sum", "last", "keep")
+FLOAT32_MAX = float(np.finfo(np.float32).max)
 ID_MODES = ("auto", "int", "string")
 
 
@@ -122,6 +123,12 @@ def load_edges(path, ids="auto", duplicates="error", base=None, type_names=("src
         raise InputError("expected a value column: 'src dst value'", path=path)
     if values is False and g.values is not None:
         raise InputError("expected two columns 'src dst' (no value)", path=path)
+    if g.values is not None and len(g.values):
+        i = int(np.argmax(np.abs(g.values)))
+        if abs(g.values[i]) > FLOAT32_MAX:              # the programs keep edge values as float32
+            line, text = io.edge_line(path, i, skip)
+            raise InputError(f"value {g.values[i]:g} is beyond the float32 range (±{FLOAT32_MAX:.4g}) the "
+                             "edge values of edge lists are stored in", path=path, line=line, text=text)
     return dedupe(g, duplicates, lambda i: (path, *io.edge_line(path, i, skip)))
 
 
