@@ -6,7 +6,7 @@ import argparse
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, example, given, settings, strategies as st
 
 from tests.conftest import run_cli
 from tux2 import cli
@@ -191,8 +191,10 @@ def _numeric_flags(argv):
     p, _ = cli.build_parser()
     for word in argv[: 2 if argv[0] == "run" else 1]:
         p = next(a for a in p._actions if isinstance(a, argparse._SubParsersAction)).choices[word]
-    return [(max(a.option_strings, key=len), getattr(a.type, "__name__", "")) for a in p._actions
-            if a.option_strings and getattr(a.type, "__name__", "") in ("integer", "number")
+    kinds = {int: "integer", float: "number"}
+    return [(max(a.option_strings, key=len), kinds.get(a.type) or a.type.__name__) for a in p._actions
+            if a.option_strings and a.type is not None
+            and (a.type in kinds or getattr(a.type, "__name__", "") in ("integer", "number"))
             and not set(a.option_strings) & _SKIP]
 
 
@@ -244,6 +246,8 @@ def test_random_option_values_never_give_a_traceback(command, files, mf_model, t
                                                 b"99999999999 1 1", b"1 2 1e400", b"\xff\xfe", b"# c"]),
                                max_size=8).map(b"\n".join)),
        fmt=st.sampled_from(["auto", "edges", "libsvm", "docword", "triples", "text"]))
+@example(data=b"1 1:0.5\n-1 1000000000:2\n", fmt="auto")           # a MemoryError before issue 21
+@example(data=b"1000000000000000\n3\n1\n1 1 2\n", fmt="auto")    # docword header D = 1e15
 def test_info_on_any_bytes_never_gives_a_traceback(tmp_path, capsys, data, fmt):
     p = tmp_path / "in.txt"
     p.write_bytes(data)
