@@ -70,6 +70,7 @@ def files(tmp_path_factory):
     (["run", "lr", "S", "--eta", "-1"], "--eta"),
     (["run", "lr", "S", "--decay", "-1"], "--decay"),
     (["run", "fm", "S", "--factors", "-1"], "--factors"),
+    (["run", "mf", "R", "--rank", "1", "--world", "2", "--rendezvous", "garbage"], "--rendezvous"),
 ])
 def test_meaningless_option_values_are_refused(capsys, files, argv, what):
     argv = [{"R": str(files / "r.txt"), "D": str(files / "docs.txt"), "S": str(files / "s.svm")}.get(a, a)

@@ -70,6 +70,15 @@ def _bounds(low, high, above=False, below=False, lead=""):
     return lead + " and ".join(parts) if parts else ""
 
 
+def endpoint(text):
+    """argparse type: ``tcp://HOST:PORT`` (HOST a name, an IPv4 address or [IPv6])."""
+    import re
+    m = re.fullmatch(r"tcp://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9][A-Za-z0-9.-]*):([0-9]{1,5})", text)
+    if m is None or not 1 <= int(m.group(2)) <= 65535:
+        raise argparse.ArgumentTypeError(f"expected tcp://HOST:PORT (port 1-65535), got {text[:80]!r}")
+    return text
+
+
 COUNT = integer(1)                  # at least one: --k, --partitions, --workers, --batch-size …
 NONNEG = integer(0)                 # zero allowed: --epochs 0, --eval-every 0, --slack …
 SEED = integer(0, 2 ** 32 - 1)      # numpy and the compiled samplers take 32-bit seeds
@@ -350,7 +359,8 @@ class Checkpoints:
         self.params = {k: display_name(v) if isinstance(v, str) else v for k, v in sorted(vars(args).items())
                        if k not in _RESUMABLE and isinstance(v, (str, int, float, bool, type(None)))}
         from tux2 import checkpoint
-        self.inputs = checkpoint.input_stats([vars(args)[k] for k in _INPUT_FILES if vars(args).get(k)])
+        named = [vars(args)[k] for k in _INPUT_FILES if vars(args).get(k)]
+        self.inputs = checkpoint.input_stats([p for p in named if display_name(p) == p])    # not stdin's copy
         self._lock = None
         if self.every and getattr(transport, "rank", 0) == 0:
             self._lock = checkpoint.lock(self.dir)     # a second run writing here stops now, with a reason
@@ -395,7 +405,7 @@ def add_distributed_args(p):
                    help="this worker's rank; when unset, from OMPI_COMM_WORLD_RANK, PMI_RANK or SLURM_PROCID")
     g.add_argument("--world", type=integer(1, 1024), default=None,
                    help="number of workers; when unset, from OMPI_COMM_WORLD_SIZE, PMI_SIZE or SLURM_NTASKS")
-    g.add_argument("--rendezvous", default=None,
+    g.add_argument("--rendezvous", default=None, type=endpoint,
                    help="tcp://HOST:PORT that rank 0 binds and the others connect to; when unset, "
                         "TUX2_RENDEZVOUS")
     g.add_argument("--bind", default=None,
@@ -722,6 +732,10 @@ def main(argv=None):
     args.argv = argv
     try:
         return args.func(args)
+    except MemoryError:
+        print("tux2: error: out of memory: the input or the options (--k, --topics, --partitions …) need more "
+              "memory than this machine has", file=sys.stderr)
+        return 2
     except Tux2Error as e:
         who = f"[worker {args.rank}] " if getattr(args, "rank", None) is not None else ""
         print(f"tux2: error: {who}{_user_names(str(e))}", file=sys.stderr)
