@@ -358,3 +358,19 @@ def test_sparse_ids_and_huge_sizes_are_clean_errors(tmp_path, case):
     r = run_cli(*args, timeout=60)
     _error(r, where)
     assert "MemoryError" not in r.stderr
+
+
+@pytest.mark.parametrize("files_, expect", [
+    ({"model.json": "{not json"}, "model.json: cannot read"),
+    ({"model.json": "[1, 2]"}, "not a model description"),
+    ({"model.json": '{"algorithm": "lr", "features": 3}', "weights.npz": None}, "has no array 'w'"),
+])
+def test_malformed_model_directories_in_predict(tmp_path, ratings, files_, expect):
+    d = tmp_path / "m"
+    d.mkdir()
+    for name, content in files_.items():
+        if content is None:
+            np.savez(d / name, v=np.zeros(3))
+        else:
+            (d / name).write_text(content)
+    _error(run_cli("predict", str(d), ratings), expect)
