@@ -255,3 +255,12 @@ def test_info_on_any_bytes_never_gives_a_traceback(tmp_path, capsys, data, fmt):
     rc, out, err = _main(capsys, "info", str(p), "--format", fmt)
     assert "Traceback" not in err
     assert rc == 0 or (rc == 2 and "tux2: error:" in err), (data, err)
+
+
+def test_damaged_curve_keys_are_an_error_at_once(capsys, tmp_path, files):
+    rc, out, err = _main(capsys, "keys", str(tmp_path / "k"))
+    assert rc == 0, err
+    (tmp_path / "k" / "tux2.key_secret").write_text("garbage\n")
+    rc, out, err = _main(capsys, "run", "mf", str(files / "r.txt"), "--rank", "1", "--world", "2",
+                         "--rendezvous", "tcp://127.0.0.1:9", "--curve", str(tmp_path / "k"))
+    _refused(rc, err, "--curve", "tux2.key_secret", "tux2 keys")

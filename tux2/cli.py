@@ -79,6 +79,23 @@ def endpoint(text):
     return text
 
 
+def key_dir(text):
+    """argparse type: a directory made by ``tux2 keys DIR`` whose key files load (a
+    damaged key is an error now, not a rendezvous timeout later)."""
+    import zmq.auth
+    for name in ("tux2.key", "tux2.key_secret"):
+        path = os.path.join(text, name)
+        try:
+            public, secret = zmq.auth.load_certificate(path)
+        except (OSError, ValueError) as e:
+            raise argparse.ArgumentTypeError(f"{path}: not a usable CURVE key ({e}); make a pair with "
+                                             f"'tux2 keys DIR' and copy DIR to every host") from None
+        if not public or (name == "tux2.key_secret" and not secret):
+            raise argparse.ArgumentTypeError(f"{path}: holds no {'secret' if public else 'public'} key; make a "
+                                             "pair with 'tux2 keys DIR'")
+    return text
+
+
 COUNT = integer(1)                  # at least one: --k, --partitions, --workers, --batch-size …
 NONNEG = integer(0)                 # zero allowed: --epochs 0, --eval-every 0, --slack …
 SEED = integer(0, 2 ** 32 - 1)      # numpy and the compiled samplers take 32-bit seeds
@@ -416,7 +433,7 @@ def add_distributed_args(p):
                         "this host's name, or 127.0.0.1 on loopback")
     g.add_argument("--timeout", type=number(0, 86400, above=True), default=30.0,
                    help="seconds of silence after which a peer counts as lost")
-    g.add_argument("--curve", metavar="DIR",
+    g.add_argument("--curve", metavar="DIR", type=key_dir,
                    help="encrypt and authenticate worker traffic with ZeroMQ CURVE, using the key pair "
                         "made by 'tux2 keys DIR' (copy DIR to every host)")
     g.add_argument("--slack", type=NONNEG, default=0,
