@@ -18,6 +18,8 @@ import hashlib
 import json
 import os
 
+import numpy as np
+
 from tux2.errors import Tux2Error
 
 MANIFEST = "manifest.json"
@@ -29,7 +31,6 @@ class FileError(Tux2Error):
 
 def npz(arrays):
     """A writer of ``arrays`` as an .npz file, for ``write_dir``/``write_atomic``."""
-    import numpy as np
     return lambda f: np.savez(f, **arrays)
 
 
