@@ -236,11 +236,6 @@ def seen_csr(graph):
     return indptr, graph.dst[o].astype(np.int32)
 
 
-def save_seen(directory, indptr, indices):
-    import os
-    np.savez(os.path.join(directory, "seen.npz"), indptr=indptr, indices=indices)
-
-
 class MF:
     """Matrix factorisation, scikit-learn style: ``MF(k=50).fit(data)`` → MFModel.
 
