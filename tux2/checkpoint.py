@@ -6,130 +6,214 @@ Layout of a checkpoint directory::
     DIR/LATEST                 the name of the newest complete checkpoint (replaced atomically)
     DIR/ckpt-00000012/         one per saved iteration
         part-0.npz …           each worker's partitions (written to a temporary name, then renamed)
-        state.json             clocks, GlobalSync history, the run's parameters (rank 0, last)
+        state.json             clocks, GlobalSync history, the run's parameters (rank 0)
+        manifest.json          size and SHA-256 of each file above (rank 0, last)
 
 A checkpoint directory is complete once it has its final name, and it gets that name
 only after every worker's file and ``state.json`` are on disk (fsync'd); ``LATEST``
 moves to it after that, and only then are older checkpoints removed. With several
 workers DIR must be shared by them (one machine, or a shared file system).
 Nothing here is unpickled: the arrays are plain and structured numpy arrays.
+
+Each checkpoint carries a ``manifest.json`` (``tux2.files``) with the size and
+SHA-256 of every file in it; a resume checks the files it reads against it, so a
+flipped bit or a truncated file is an error, never a different model. ``state.json``
+also records the size and modification time of the run's input files, reported when
+the input's edges differ from the checkpoint's.
 """
 import json
 import os
 import shutil
+import time
+import zipfile
 
 import numpy as np
 
-from tux2.errors import Tux2Error
+from tux2 import files
+from tux2.errors import SchemaError, Tux2Error
 from tux2.transport import barrier
 
 LATEST = "LATEST"
+_PREFIX = "ckpt-"
 
 
 class CheckpointError(Tux2Error):
-    """A checkpoint is missing, incomplete or belongs to another run."""
+    """A checkpoint is missing, incomplete, damaged or belongs to another run."""
 
 
-def _fsync_dir(path):
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+def input_stats(paths):
+    """{path: {"bytes", "mtime"}} of the input files a run names (for the checkpoint's
+    record; a path that is not a regular file is left out)."""
+    out = {}
+    for p in paths:
+        try:
+            st = os.stat(p)
+        except (OSError, TypeError, ValueError):
+            continue
+        if os.path.isfile(p):
+            out[p] = {"bytes": st.st_size, "mtime": st.st_mtime}
+    return out
 
 
-def _write_atomic(path, write):
-    """``write(file)`` into path.tmp, fsync, rename over ``path``."""
-    tmp = path + ".tmp"
-    with open(tmp, "wb") as f:
-        write(f)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+def _input_changes(then, now):
+    """What changed in the input files since a checkpoint, as text for an error."""
+    notes = []
+    for path, old in (then or {}).items():
+        new = (now or {}).get(path)
+        if new is None:
+            notes.append(f"{path} is gone or not a file now")
+            continue
+        changed = []
+        if new["bytes"] != old["bytes"]:
+            changed.append(f"{old['bytes']} bytes then, {new['bytes']} now")
+        if new["mtime"] != old["mtime"]:
+            fmt = lambda t: time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t))  # noqa: E731
+            changed.append(f"modified {fmt(old['mtime'])} then, {fmt(new['mtime'])} now")
+        notes.append(f"{path}: " + ("; ".join(changed) if changed else "same size and modification time"))
+    return notes
 
 
-def save(directory, eng, params, transport=None):
+def save(directory, eng, params, transport=None, inputs=None):
     """Write ``eng``'s state (after a whole iteration) as a new checkpoint under
-    ``directory``; ``params`` (JSON) identify the run and are checked on resume.
+    ``directory``; ``params`` (JSON) identify the run and are checked on resume;
+    ``inputs``: ``input_stats`` of the run's files, reported if they change.
     Collective: every worker calls it. Returns the checkpoint's path."""
     rank = getattr(transport, "rank", 0) if transport is not None else 0
     arrays, meta = eng.state()
-    name = f"ckpt-{eng.iteration:08d}"
+    name = f"{_PREFIX}{eng.iteration:08d}"
     final = os.path.join(directory, name)
     work = final + ".partial"
     os.makedirs(work, exist_ok=True)
-    _write_atomic(os.path.join(work, f"part-{rank}.npz"), lambda f: np.savez(f, **arrays))
+    files.write_atomic(os.path.join(work, f"part-{rank}.npz"), lambda f: np.savez(f, **arrays))
     barrier(transport, f"ckpt-written-{eng.iteration}")
     if rank == 0:
         world = getattr(transport, "world", 1) if transport is not None else 1
-        missing = [r for r in range(world) if not os.path.exists(os.path.join(work, f"part-{r}.npz"))]
+        parts = [f"part-{r}.npz" for r in range(world)]
+        missing = [r for r, f in enumerate(parts) if not os.path.exists(os.path.join(work, f))]
         if missing:
             raise CheckpointError(f"{work}: workers {missing} wrote no file here; with several machines the "
                                   "checkpoint directory must be shared")
-        state = {**meta, "world": world, "params": params}
-        _write_atomic(os.path.join(work, "state.json"), lambda f: f.write(json.dumps(state, indent=1).encode()))
-        _fsync_dir(work)
+        state = {**meta, "world": world, "params": params, "inputs": inputs or {}}
+        files.write_dir(work, {"state.json": lambda f: f.write(json.dumps(state, indent=1).encode())},
+                        present=parts)
         if os.path.exists(final):                    # a leftover of an earlier run at this iteration
             shutil.rmtree(final)
         os.replace(work, final)
-        _fsync_dir(directory)
-        _write_atomic(os.path.join(directory, LATEST), lambda f: f.write(name.encode() + b"\n"))
-        _fsync_dir(directory)
+        files.fsync_dir(directory)
+        files.write_atomic(os.path.join(directory, LATEST), lambda f: f.write(name.encode() + b"\n"))
+        files.fsync_dir(directory)
         for old in os.listdir(directory):            # only now may the previous checkpoints go
-            if old.startswith("ckpt-") and old != name:
+            if old.startswith(_PREFIX) and old != name:
                 shutil.rmtree(os.path.join(directory, old), ignore_errors=True)
     barrier(transport, f"ckpt-done-{eng.iteration}")
     return final
 
 
+def lock(directory):
+    """Hold ``directory`` for this run's checkpoints (an exclusive ``flock`` on
+    DIR/.lock, released when the process ends): a second run writing checkpoints into
+    the same directory is refused at once, not left to collide with this one."""
+    import fcntl
+    os.makedirs(directory, exist_ok=True)
+    path = os.path.join(directory, ".lock")
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        try:
+            other = os.read(fd, 64).decode("ascii", "replace").strip()
+        finally:
+            os.close(fd)
+        raise CheckpointError(f"{directory}: another run (pid {other or '?'}) is writing checkpoints here; "
+                              "give each run its own --checkpoint-dir") from None
+    os.ftruncate(fd, 0)
+    os.write(fd, f"{os.getpid()}\n".encode())
+    return fd
+
+
+def _complete(path):
+    return os.path.exists(os.path.join(path, "state.json")) and os.path.exists(os.path.join(path, files.MANIFEST))
+
+
 def latest(directory):
     """Path of the newest complete checkpoint in ``directory`` (a checkpoint's own
-    directory is accepted too)."""
+    directory is accepted too). ``LATEST`` must name a checkpoint beside it."""
     if os.path.exists(os.path.join(directory, "state.json")):
+        if not _complete(directory):
+            raise CheckpointError(f"{directory}: incomplete checkpoint (no {files.MANIFEST})")
         return directory
     pointer = os.path.join(directory, LATEST)
     try:
-        with open(pointer) as f:
-            name = f.read().strip()
+        with open(pointer, "rb") as f:
+            raw = f.read(256)
+        name = raw.decode("ascii").strip()
     except FileNotFoundError:
         raise CheckpointError(f"{directory}: no checkpoint here (no {LATEST} file)") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise CheckpointError(f"{pointer}: cannot read ({e})") from None
+    if not name.startswith(_PREFIX) or os.path.basename(name) != name or name in (".", ".."):
+        raise CheckpointError(f"{pointer} names {name[:80]!r}, which is not a checkpoint beside it "
+                              f"({_PREFIX}NNNNNNNN)")
     path = os.path.join(directory, name)
-    if not os.path.exists(os.path.join(path, "state.json")):
+    if not _complete(path):
         raise CheckpointError(f"{pointer} names {name}, which is incomplete or missing")
     return path
 
 
+def _read_state(path):
+    file = os.path.join(path, "state.json")
+    try:
+        with open(file, "rb") as f:
+            state = json.loads(f.read().decode("utf-8"))
+        if not isinstance(state, dict) or not isinstance(state.get("params"), dict):
+            raise ValueError("not a checkpoint state")
+        return state
+    except (OSError, ValueError, UnicodeDecodeError) as e:
+        raise CheckpointError(f"{file}: cannot read ({e})") from None
+
+
 def read_params(directory):
     """The run parameters a checkpoint was written with."""
-    with open(os.path.join(latest(directory), "state.json")) as f:
-        return json.load(f)["params"]
-
-
-def load(directory, eng, params, transport=None, compare=None):
-    """Restore ``eng`` from the newest checkpoint in ``directory``. ``params`` must
-    match the saved ones on the keys in ``compare`` (default: all)."""
     path = latest(directory)
-    with open(os.path.join(path, "state.json")) as f:
-        state = json.load(f)
+    _verify(path, ["state.json"])
+    return _read_state(path)["params"]
+
+
+def _verify(path, names):
+    try:
+        files.verify(path, names)
+    except files.FileError as e:
+        raise CheckpointError(f"damaged checkpoint: {e}") from None
+
+
+def load(directory, eng, params, transport=None, compare=None, inputs=None):
+    """Restore ``eng`` from the newest checkpoint in ``directory``. ``params`` must
+    match the saved ones on the keys in ``compare`` (default: all); ``inputs``
+    (``input_stats`` now) are compared with the saved ones when the edges differ."""
+    path = latest(directory)
+    rank = getattr(transport, "rank", 0) if transport is not None else 0
+    world = getattr(transport, "world", 1) if transport is not None else 1
+    file = os.path.join(path, f"part-{rank}.npz")
+    _verify(path, ["state.json"])
+    state = _read_state(path)
     saved = state["params"]
     keys = compare if compare is not None else sorted(set(saved) | set(params))
     diff = [k for k in keys if saved.get(k) != params.get(k)]
     if diff:
         raise CheckpointError(f"{path} was written by a run with other settings: " + ", ".join(
             f"{k} = {saved.get(k)!r} there, {params.get(k)!r} now" for k in diff))
-    rank = getattr(transport, "rank", 0) if transport is not None else 0
-    world = getattr(transport, "world", 1) if transport is not None else 1
-    if state["world"] != world:
-        raise CheckpointError(f"{path} was written by {state['world']} workers; resume with --workers "
-                              f"{state['world']} (this run has {world})")
-    file = os.path.join(path, f"part-{rank}.npz")
+    if state.get("world") != world:
+        raise CheckpointError(f"{path} was written by {state.get('world')} workers; resume with --workers "
+                              f"{state.get('world')} (this run has {world})")
+    _verify(path, [f"part-{rank}.npz"])
     try:
         with np.load(file, allow_pickle=False) as z:
             arrays = {k: z[k] for k in z.files}
-    except (OSError, ValueError) as e:
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e:
         raise CheckpointError(f"{file}: cannot read ({e})") from None
-    eng.restore(arrays, state)
+    try:
+        eng.restore(arrays, state)
+    except SchemaError as e:
+        notes = _input_changes(state.get("inputs"), inputs)
+        raise CheckpointError(f"{path}: {e}" + ("; input files: " + "; ".join(notes) if notes else "")) from None
     return state

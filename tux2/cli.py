@@ -2,6 +2,7 @@
 import argparse
 import contextlib
 import json
+import math
 import os
 import sys
 import time
@@ -24,6 +25,93 @@ class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
         return super()._get_help_string(action)
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse with tux2's error line: ``tux2: error: …`` (after the usage), exit status 2."""
+
+    def error(self, message):
+        self.print_usage(sys.stderr)
+        self.exit(2, f"tux2: error: {self.prog.removeprefix('tux2 ')}: {message}\n")
+
+
+def integer(low, high=None):
+    """argparse type: an integer in [low, high] (high: None for no bound)."""
+    def parse(text):
+        try:
+            v = int(text, 10)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text[:40]!r}") from None
+        if v < low or (high is not None and v > high):
+            raise argparse.ArgumentTypeError(f"must be {_bounds(low, high)}, got {v}")
+        return v
+    parse.__name__ = "integer"
+    return parse
+
+
+def number(low=None, high=None, above=False, below=False):
+    """argparse type: a finite number, >= low (> low with ``above``) and <= high
+    (< high with ``below``)."""
+    def parse(text):
+        try:
+            v = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number, got {text[:40]!r}") from None
+        if not math.isfinite(v) or (low is not None and (v <= low if above else v < low)) or \
+                (high is not None and (v >= high if below else v > high)):
+            raise argparse.ArgumentTypeError(f"must be a finite number{_bounds(low, high, above, below, ' ')}, "
+                                             f"got {text[:40]}")
+        return v
+    parse.__name__ = "number"
+    return parse
+
+
+def _bounds(low, high, above=False, below=False, lead=""):
+    parts = ([f"{'>' if above else '>='} {low}"] if low is not None else []) + \
+        ([f"{'<' if below else '<='} {high}"] if high is not None else [])
+    return lead + " and ".join(parts) if parts else ""
+
+
+def endpoint(text):
+    """argparse type: ``tcp://HOST:PORT`` (HOST a name, an IPv4 address or [IPv6])."""
+    import re
+    m = re.fullmatch(r"tcp://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9][A-Za-z0-9.-]*):([0-9]{1,5})", text)
+    if m is None or not 1 <= int(m.group(2)) <= 65535:
+        raise argparse.ArgumentTypeError(f"expected tcp://HOST:PORT (port 1-65535), got {text[:80]!r}")
+    return text
+
+
+def key_dir(text):
+    """argparse type: a directory made by ``tux2 keys DIR`` whose key files load (a
+    damaged key is an error now, not a rendezvous timeout later)."""
+    import zmq.auth
+    for name in ("tux2.key", "tux2.key_secret"):
+        path = os.path.join(text, name)
+        try:
+            public, secret = zmq.auth.load_certificate(path)
+        except (OSError, ValueError) as e:
+            raise argparse.ArgumentTypeError(f"{path}: not a usable CURVE key ({e}); make a pair with "
+                                             f"'tux2 keys DIR' and copy DIR to every host") from None
+        if not public or (name == "tux2.key_secret" and not secret):
+            raise argparse.ArgumentTypeError(f"{path}: holds no {'secret' if public else 'public'} key; make a "
+                                             "pair with 'tux2 keys DIR'")
+    return text
+
+
+COUNT = integer(1)                  # at least one: --k, --partitions, --workers, --batch-size …
+NONNEG = integer(0)                 # zero allowed: --epochs 0, --eval-every 0, --slack …
+SEED = integer(0, 2 ** 32 - 1)      # numpy and the compiled samplers take 32-bit seeds
+POSITIVE = number(0, above=True)    # --lr, --alpha, --timeout …
+NONNEG_NUMBER = number(0)           # --reg, --lam, --tol …
+FRACTION = number(0, 1, below=True)
+
+
+def check_partitions(args, num_edges):
+    """--partitions above the edge count leaves partitions empty for nothing and costs
+    layout time per partition: refused, as 'tux2 partition' does."""
+    if args.partitions is not None and args.partitions > max(num_edges, 1):
+        raise Tux2Error(f"--partitions {args.partitions} for {num_edges} edges: some partitions would be empty; "
+                        "use at most as many partitions as edges")
+
+
 def _add_run_mf(sub):
     p = sub.add_parser(
         "mf", help="matrix factorisation by SGD (paper §4)",
@@ -33,19 +121,19 @@ def _add_run_mf(sub):
                     "Without INPUT a Netflix-shaped rating set is generated deterministically.")
     p.add_argument("input", nargs="?", help="ratings edge list; default: built-in synthetic set")
     p.add_argument("--test", help="test edge list; default: hold out --test-fraction of INPUT")
-    p.add_argument("--test-fraction", type=float, default=0.1, help="held-out share when --test is not given")
+    p.add_argument("--test-fraction", type=FRACTION, default=0.1, help="held-out share when --test is not given")
     add_id_args(p, "error")
     add_partition_args(p, default=None,
                        note=" (default: stratified with --order strata, else bicut)")
-    p.add_argument("--k", type=int, default=50, help="latent dimension")
-    p.add_argument("--lr", type=float, default=None,
+    p.add_argument("--k", type=integer(1, 100_000), default=50, help="latent dimension")
+    p.add_argument("--lr", type=POSITIVE, default=None,
                    help="learning rate (default 0.1; 0.01 with --mode minibatch --step plain)")
-    p.add_argument("--reg", type=float, default=0.05, help="L2 regularisation λ")
-    p.add_argument("--epochs", type=int, default=10, help="passes over the training edges")
+    p.add_argument("--reg", type=NONNEG_NUMBER, default=0.05, help="L2 regularisation λ")
+    p.add_argument("--epochs", type=NONNEG, default=10, help="passes over the training edges")
     p.add_argument("--mode", choices=("sgd", "minibatch"), default="sgd",
                    help="sgd: per-edge updates in Exchange (LibMF style); minibatch: the paper's "
                         "Exchange-accumulate + Apply form")
-    p.add_argument("--batch-size", type=int, default=None,
+    p.add_argument("--batch-size", type=COUNT, default=None,
                    help="mini-batch size, one clock each (default: a stratum with sgd, 5000 edges with minibatch)")
     p.add_argument("--batch-unit", choices=("edge", "vertex"), default="edge",
                    help="--batch-size counts edges, or vertices of the --enumerate type")
@@ -61,7 +149,7 @@ def _add_run_mf(sub):
                         "strata of --blocks x --blocks tiles, so any number of partitions, workers and threads "
                         "dividing --blocks gives the one-partition model bit for bit; blocked (the default with "
                         "--mode minibatch): tiles in a shuffled order, cache friendly; shuffle; input: as read")
-    p.add_argument("--blocks", type=int, default=None,
+    p.add_argument("--blocks", type=integer(1, 65_536), default=None,
                    help="row and column blocks of --order strata (default 16, or the next multiple of the "
                         "partitions above it; the model depends on it, not on partitions, workers or threads)")
     p.add_argument("--overlap", choices=("error", "allow"), default="error",
@@ -69,10 +157,10 @@ def _add_run_mf(sub):
                         "several replicas of an item take their own SGD steps in one clock; allow sums "
                         "them (the step grows with the number of replicas: a worse model than one "
                         "partition's, or divergence); error stops such a run and names the remedies")
-    p.add_argument("--seed", type=int, default=0, help="seed of initialisation, split, order and partitioning")
+    p.add_argument("--seed", type=SEED, default=0, help="seed of initialisation, split, order and partitioning")
     add_output_args(p, "directory for the model (.npz per vertex type + model.json)", "epoch")
     add_checkpoint_args(p, "epoch")
-    p.add_argument("--eval-every", type=int, default=1,
+    p.add_argument("--eval-every", type=NONNEG, default=1,
                    help="compute test RMSE every N epochs (0: only after the last); with several workers "
                         "it gathers the model on rank 0")
     add_distributed_args(p)
@@ -93,7 +181,7 @@ def add_id_args(p, duplicates):
 def add_partition_args(p, mirror_free=None, default="bicut", note=""):
     """--partitions and --partitioner; ``mirror_free`` names the side bicut/aweto keep whole."""
     note = note or (f" (bicut/aweto keep {mirror_free} mirror-free)" if mirror_free else "")
-    p.add_argument("--partitions", type=int, default=None,
+    p.add_argument("--partitions", type=COUNT, default=None,
                    help="number of partitions (P; default: one per worker and thread)")
     p.add_argument("--partitioner", default=default,
                    help=f"vertex-cut strategy{note}: " + ", ".join(tux2.partitioning.available()))
@@ -101,8 +189,6 @@ def add_partition_args(p, mirror_free=None, default="bicut", note=""):
 
 def partitions(args, world):
     """P: --partitions, or one per worker and thread; never fewer than the workers."""
-    if args.threads is not None and args.threads < 1:
-        raise Tux2Error(f"--threads must be >= 1, got {args.threads}")
     per_worker = args.threads or 1
     return max(args.partitions if args.partitions is not None else world * per_worker, world)
 
@@ -219,10 +305,10 @@ def metrics_stream(path, rank, append=False):
         yield lambda rec: None
         return
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    with open(path, "a" if append else "w") as f:
+    with open(path, "ab" if append else "wb", buffering=0) as f:
         def write(rec):
-            f.write(json.dumps(rec) + "\n")
-            f.flush()
+            from tux2.files import write_whole
+            write_whole(f, path, (json.dumps(rec) + "\n").encode())
         yield write
 
 
@@ -232,9 +318,13 @@ _RESUMABLE = {"epochs", "iterations", "out", "metrics", "quiet", "resume", "chec
               "curve", "eval_every", "config", "top_words", "threads"}
 
 
+# the flags that name input files (their size and modification time go into checkpoints)
+_INPUT_FILES = ("input", "test", "vocab")
+
+
 def add_checkpoint_args(p, unit):
     g = p.add_argument_group("checkpoints")
-    g.add_argument("--checkpoint-every", type=int, default=0, metavar="N",
+    g.add_argument("--checkpoint-every", type=NONNEG, default=0, metavar="N",
                    help=f"save the run's state every N {unit}s (0: never), atomically: a crash never "
                         "damages the previous checkpoint")
     g.add_argument("--checkpoint-dir", metavar="DIR",
@@ -251,9 +341,12 @@ def epoch_loop(args, eng, transport, rank, say, n, unit="epoch"):
     to when resuming) and the timed iterations. Yields (checkpoints, write_metrics,
     iterations of ``timed_epochs``)."""
     ck = Checkpoints(args, eng, transport)
-    start = ck.resume(say, unit)
-    with metrics_stream(args.metrics, rank, append=start > 0) as write_metrics:
-        yield ck, write_metrics, timed_epochs(eng, n, start, say, unit)
+    try:
+        start = ck.resume(say, unit)
+        with metrics_stream(args.metrics, rank, append=start > 0) as write_metrics:
+            yield ck, write_metrics, timed_epochs(eng, n, start, say, unit)
+    finally:
+        ck.close()
 
 
 def record_epoch(write_metrics, ck, epoch, rec, value, message):
@@ -265,6 +358,36 @@ def record_epoch(write_metrics, ck, epoch, rec, value, message):
     ck.after(epoch)
 
 
+def checkpoint_dir(args):
+    """Where --checkpoint-every writes: --checkpoint-dir, OUT/checkpoints or ./tux2-checkpoints."""
+    return args.checkpoint_dir or (os.path.join(args.out, "checkpoints") if args.out else "tux2-checkpoints")
+
+
+def spool_inputs(args):
+    """Replace the input files of ``args`` that are ``-``, pipes, FIFOs or compressed
+    with temporary plain copies read once (``tux2.io.local_copy``); with ``--workers``
+    the launcher does it and passes the copies on in ``args.argv``."""
+    from tux2.io import local_copy
+    for key in _INPUT_FILES:
+        given = vars(args).get(key)
+        if given:
+            copy = local_copy(given)
+            setattr(args, key, copy)
+            if copy != given:
+                args.argv = [copy if a == given else a for a in args.argv]
+
+
+def check_outputs(args):
+    """--out, --metrics, --trace and the checkpoint directory can be written: asked
+    before any data is read, so a typo never costs a training run."""
+    from tux2.files import check_writable
+    check_writable(args.out, "--out", directory=True)
+    check_writable(args.metrics, "--metrics", directory=False)
+    check_writable(args.trace, "--trace", directory=True)
+    if args.checkpoint_every:
+        check_writable(checkpoint_dir(args), "the checkpoint directory", directory=True)
+
+
 class Checkpoints:
     """--checkpoint-every / --resume for one run: ``start = ck.resume()`` after the
     engine is built, ``ck.after(i)`` after each iteration."""
@@ -274,45 +397,58 @@ class Checkpoints:
         self.every = args.checkpoint_every
         if self.every < 0:
             raise Tux2Error(f"--checkpoint-every must be >= 0, got {self.every}")
-        self.dir = args.checkpoint_dir or (os.path.join(args.out, "checkpoints") if args.out else "tux2-checkpoints")
-        self.params = {k: v for k, v in sorted(vars(args).items())
+        self.dir = checkpoint_dir(args)
+        from tux2.io import display_name
+        self.params = {k: display_name(v) if isinstance(v, str) else v for k, v in sorted(vars(args).items())
                        if k not in _RESUMABLE and isinstance(v, (str, int, float, bool, type(None)))}
+        from tux2 import checkpoint
+        named = [vars(args)[k] for k in _INPUT_FILES if vars(args).get(k)]
+        self.inputs = checkpoint.input_stats([p for p in named if display_name(p) == p])    # not stdin's copy
+        self._lock = None
+        if self.every and getattr(transport, "rank", 0) == 0:
+            self._lock = checkpoint.lock(self.dir)     # a second run writing here stops now, with a reason
 
     def resume(self, say=None, unit="epoch"):
         """The iteration the run continues from (0 without --resume)."""
         if not self.args.resume:
             return 0
         from tux2 import checkpoint
-        checkpoint.load(self.args.resume, self.eng, self.params, self.transport)
+        checkpoint.load(self.args.resume, self.eng, self.params, self.transport, inputs=self.inputs)
         if say is not None:
             say(f"  resumed from {self.args.resume} after {unit} {self.eng.iteration}")
         return self.eng.iteration
 
+    def close(self):
+        """Release the checkpoint directory (the next run may write there)."""
+        if self._lock is not None:
+            os.close(self._lock)
+            self._lock = None
+
     def after(self, i):
         if self.every and i % self.every == 0:
             from tux2 import checkpoint
-            checkpoint.save(self.dir, self.eng, self.params, self.transport)
+            checkpoint.save(self.dir, self.eng, self.params, self.transport, inputs=self.inputs)
 
 
 def write_trace(directory, eng, rank):
     """This worker's per-clock records to DIRECTORY/trace-RANK.jsonl (--trace)."""
     if not directory:
         return
+    from tux2 import files
     os.makedirs(directory, exist_ok=True)
-    with open(os.path.join(directory, f"trace-{rank}.jsonl"), "w") as f:
-        for rec in eng.trace:
-            f.write(json.dumps(rec) + "\n")
+    files.write_atomic(os.path.join(directory, f"trace-{rank}.jsonl"),
+                       files.text("".join(json.dumps(rec) + "\n" for rec in eng.trace)))
 
 
 def add_distributed_args(p):
     g = p.add_argument_group("distributed run (see README: Running on several workers)")
-    g.add_argument("--workers", type=int, default=1,
+    g.add_argument("--workers", type=integer(1, 1024), default=1,
                    help="start this many worker processes on this machine (ZeroMQ over loopback)")
-    g.add_argument("--rank", type=int, default=None,
+    g.add_argument("--rank", type=NONNEG, default=None,
                    help="this worker's rank; when unset, from OMPI_COMM_WORLD_RANK, PMI_RANK or SLURM_PROCID")
-    g.add_argument("--world", type=int, default=None,
+    g.add_argument("--world", type=integer(1, 1024), default=None,
                    help="number of workers; when unset, from OMPI_COMM_WORLD_SIZE, PMI_SIZE or SLURM_NTASKS")
-    g.add_argument("--rendezvous", default=None,
+    g.add_argument("--rendezvous", default=None, type=endpoint,
                    help="tcp://HOST:PORT that rank 0 binds and the others connect to; when unset, "
                         "TUX2_RENDEZVOUS")
     g.add_argument("--bind", default=None,
@@ -321,16 +457,16 @@ def add_distributed_args(p):
     g.add_argument("--advertise", default=None,
                    help="host name or address the other workers use to reach this one; when unset: "
                         "this host's name, or 127.0.0.1 on loopback")
-    g.add_argument("--threads", type=int, default=None,
+    g.add_argument("--threads", type=COUNT, default=None,
                    help="threads per worker: a worker's partitions run their Exchanges in parallel (default: "
                         "the cores available, capped by the worker's partitions; partitions default to one "
                         "per worker and thread)")
-    g.add_argument("--timeout", type=float, default=30.0,
+    g.add_argument("--timeout", type=number(0, 86400, above=True), default=30.0,
                    help="seconds of silence after which a peer counts as lost")
-    g.add_argument("--curve", metavar="DIR",
+    g.add_argument("--curve", metavar="DIR", type=key_dir,
                    help="encrypt and authenticate worker traffic with ZeroMQ CURVE, using the key pair "
                         "made by 'tux2 keys DIR' (copy DIR to every host)")
-    g.add_argument("--slack", type=int, default=0,
+    g.add_argument("--slack", type=NONNEG, default=0,
                    help="SSP slack s: a worker may start clock c once clocks <= c-s-1 are complete "
                         "everywhere (0 = BSP: any number of workers gives the single-process result)")
     g.add_argument("--trace", metavar="DIR",
@@ -375,6 +511,8 @@ def run_mf(args):
 def run_distributed(args, body):
     """Launch ``--workers`` local processes, or run ``body(args, transport, rank, world)``
     as one worker: any error is sent to the other workers (ABORT) before it propagates."""
+    check_outputs(args)
+    spool_inputs(args)
     if args.workers > 1 and args.rank is None:
         from tux2.runtime import launch_local, strip_option
         return launch_local(strip_option(args.argv, "--workers"), args.workers, timeout=args.timeout)
@@ -483,6 +621,7 @@ def _run_mf(args, transport, rank, world):
         say(f"  train {train.num_edges} ratings, test {test.num_edges}; {train.n_src} users × {train.n_dst} items; "
             f"k={args.k}, P={parts} ({args.partitioner})" + (f", {world} workers" if world > 1 else "")
             + (", distributed ingress" if distributed else ""))
+    check_partitions(args, train.num_edges)
     t0 = time.perf_counter()
     eng = tux2.Engine(prog, train, partitions=parts, partitioner=args.partitioner, seed=args.seed,
                       partitioner_options=stratified_options,
@@ -506,43 +645,54 @@ def _run_mf(args, transport, rank, world):
     write_trace(args.trace, eng, rank)
     if args.epochs == 0:
         say("0 epochs: nothing trained")
+    seen = None
+    if args.out and distributed:                     # the rated items, gathered from every worker
+        pieces = transport.allgather("seen", [train.src, train.dst])
+        if rank == 0:
+            seen = mf.seen_csr(tux2.BipartiteGraph(np.concatenate([p[0] for p in pieces]),
+                                                   np.concatenate([p[1] for p in pieces]), None,
+                                                   train.n_src, train.n_dst, names))
+    elif args.out and rank == 0:
+        seen = mf.seen_csr(train)
     if args.out:
+        from tux2.files import npz
         save_model(args.out, eng, {"algorithm": "mf", "mode": args.mode, "k": args.k, "lr": prog.context.init["lr"],
                                    "reg": args.reg, "epochs": args.epochs, "mu": mu, "seed": args.seed,
                                    "partitions": parts, "workers": world, "partitioner": args.partitioner,
                                    "input": source,
                                    "ids": "string" if any(m is not None for m in getattr(train, "ids", ())) else "int"},
-                   summary=say.lines)
-        if rank == 0 and not distributed:
-            mf.save_seen(args.out, *mf.seen_csr(train))            # top-k leaves these out
+                   summary=say.lines,
+                   extra={"seen.npz": npz({"indptr": seen[0], "indices": seen[1]})} if rank == 0 else None)
         say(f"model written to {args.out}")
     return 0
 
 
-def save_model(out, eng, params, datas=None, summary=None):
-    """Master data per vertex type (.npz, one array per field + ids) + model.json, and
-    ``summary`` (the lines the run printed) as summary.txt. ``datas``: the types'
-    gathered master data, when the caller has it already."""
+def save_model(out, eng, params, datas=None, summary=None, extra=None):
+    """Master data per vertex type (.npz, one array per field + ids), ``extra`` files
+    ({name: write(binary file)}), ``summary`` (the lines the run printed) as
+    summary.txt and model.json, written together by ``tux2.files.write_dir``: nothing
+    replaces the previous model until every file is on disk, and manifest.json holds
+    each file's SHA-256. ``datas``: the types' gathered master data, when the caller
+    has it already."""
     if datas is None:
         datas = [eng.vertex_data(t.name) for t in eng.program.types]  # collective with several workers
     if datas[0] is None:
         return
-    os.makedirs(out, exist_ok=True)
+    from tux2 import files
     from tux2.loaders import save_ids
     id_maps = getattr(eng.graph, "ids", (None, None))
+    out_files = {}
     for t, data, m in zip(eng.program.types, datas, id_maps):
         arrays = {f: data[f] for f in data.dtype.names if f not in t.local}      # local fields are caches
         arrays["ids"] = save_ids(m, len(data))                                   # the user's ids
-        np.savez(os.path.join(out, f"{t.name}.npz"), **arrays)
+        out_files[f"{t.name}.npz"] = files.npz(arrays)
+    out_files.update(extra or {})
+    if summary:
+        out_files["summary.txt"] = files.text("".join(line + "\n" for line in summary))
     meta = {**params, "tux2_version": tux2.__version__, "clock": eng.clock, "iteration": eng.iteration,
             "vertex_types": [t.name for t in eng.program.types], "context": eng.context()}
-    tmp = os.path.join(out, "model.json.tmp")
-    with open(tmp, "w") as f:
-        json.dump(meta, f, indent=2)
-    os.replace(tmp, os.path.join(out, "model.json"))
-    if summary:
-        with open(os.path.join(out, "summary.txt"), "w", encoding="utf-8") as f:
-            f.write("".join(line + "\n" for line in summary))
+    out_files["model.json"] = files.text(json.dumps(meta, indent=2))
+    files.write_dir(out, out_files)
 
 
 def make_keys(args):
@@ -612,8 +762,17 @@ def expand_config(argv, run_parsers):
     return argv[:2] + positional + words + rest
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(prog="tux2", description="TuX² graph engine for machine learning")
+def _user_names(message):
+    """``message`` with temporary input copies (tux2.io.local_copy) named as the user named them."""
+    from tux2.io import spooled_names
+    for tmp, name in spooled_names().items():
+        message = message.replace(tmp, "<stdin>" if name == "-" else name)
+    return message
+
+
+def build_parser():
+    """(the ``tux2`` parser, {algorithm: its ``tux2 run ALGO`` parser})."""
+    parser = Parser(prog="tux2", description="TuX² graph engine for machine learning")
     parser.add_argument("--version", action="version", version=f"tux2 {tux2.__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="train an algorithm")
@@ -636,9 +795,14 @@ def main(argv=None):
     keys = sub.add_parser("keys", help="create a CURVE key pair for --curve")
     keys.add_argument("dir", help="directory for tux2.key and tux2.key_secret (keep it private)")
     keys.set_defaults(func=make_keys)
+    return parser, algos.choices
+
+
+def main(argv=None):
+    parser, run_parsers = build_parser()
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
-        argv = expand_config(argv, algos.choices)
+        argv = expand_config(argv, run_parsers)
     except Tux2Error as e:
         print(f"tux2: error: {e}", file=sys.stderr)
         return 2
@@ -646,16 +810,20 @@ def main(argv=None):
     args.argv = argv
     try:
         return args.func(args)
+    except MemoryError:
+        print("tux2: error: out of memory: the input or the options (--k, --topics, --partitions …) need more "
+              "memory than this machine has", file=sys.stderr)
+        return 2
     except Tux2Error as e:
         who = f"[worker {args.rank}] " if getattr(args, "rank", None) is not None else ""
-        print(f"tux2: error: {who}{e}", file=sys.stderr)
+        print(f"tux2: error: {who}{_user_names(str(e))}", file=sys.stderr)
         return 2
     except BrokenPipeError:           # output piped into e.g. head, which has closed it
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     except OSError as e:              # files the user named: unreadable, unwritable, missing directory
         who = f"[worker {args.rank}] " if getattr(args, "rank", None) is not None else ""
-        print(f"tux2: error: {who}{e}", file=sys.stderr)
+        print(f"tux2: error: {who}{_user_names(str(e))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("tux2: interrupted", file=sys.stderr)

@@ -1,5 +1,4 @@
 """``tux2 run blockpg [INPUT]``: L1-regularised logistic regression by block proximal gradient."""
-import os
 import time
 
 import numpy as np
@@ -9,8 +8,8 @@ from tux2.errors import Tux2Error
 
 
 def add_parser(algos):
-    from tux2.cli import (HelpFormatter, add_checkpoint_args, add_distributed_args, add_output_args,
-                          add_partition_args)
+    from tux2.cli import (COUNT, NONNEG, NONNEG_NUMBER, SEED, HelpFormatter, add_checkpoint_args,
+                          add_distributed_args, add_output_args, add_partition_args, number)
     from tux2.cli_libsvm import add_libsvm_args
     p = algos.add_parser(
         "blockpg", help="L1 logistic regression by block proximal gradient (paper §4, Fig. 7)",
@@ -20,21 +19,21 @@ def add_parser(algos):
                     "indices unless --zero-based. Without INPUT a kdd-shaped sparse problem is generated "
                     "(20k samples, 10k power-law features).")
     add_libsvm_args(p, "accuracy, log-loss and AUC")
-    p.add_argument("--lam", type=float, default=1.0, help="L1 weight lambda (= 1/C of liblinear)")
-    p.add_argument("--block-size", type=int, default=500,
+    p.add_argument("--lam", type=NONNEG_NUMBER, default=1.0, help="L1 weight lambda (= 1/C of liblinear)")
+    p.add_argument("--block-size", type=COUNT, default=500,
                    help="features per block (mini-batch, one clock); blocks are a seeded shuffle")
-    p.add_argument("--epochs", type=int, default=20, help="passes over all blocks")
-    p.add_argument("--tol", type=float, default=0.0,
+    p.add_argument("--epochs", type=NONNEG, default=20, help="passes over all blocks")
+    p.add_argument("--tol", type=NONNEG_NUMBER, default=0.0,
                    help="stop when the objective fell by less than this relative amount over the last "
                         "shrink-rest + 1 epochs, in which every feature was examined (0: never)")
-    p.add_argument("--shrink", type=float, default=0.9,
+    p.add_argument("--shrink", type=number(0, 1, below=True), default=0.9,
                    help="a feature at 0 whose |gradient| < shrink * lambda sits out the next epochs "
                         "(liblinear-style shrinking; 0: off)")
-    p.add_argument("--shrink-rest", type=int, default=2, help="epochs a shrunk feature sits out")
+    p.add_argument("--shrink-rest", type=NONNEG, default=2, help="epochs a shrunk feature sits out")
     p.add_argument("--bias", action="store_true",
                    help="add a constant feature 1 to every sample (an intercept, L1-penalised like liblinear's)")
     add_partition_args(p, mirror_free="samples")
-    p.add_argument("--seed", type=int, default=0, help="seed of the feature shuffle and the partitioning")
+    p.add_argument("--seed", type=SEED, default=0, help="seed of the feature shuffle and the partitioning")
     add_output_args(p, "directory for weights.npz, weights.txt (index:weight, non-zeros) and model.json", "epoch")
     add_checkpoint_args(p, "epoch")
     add_distributed_args(p)
@@ -47,7 +46,7 @@ def run_blockpg(args):
 
 
 def _run_blockpg(args, transport, rank, world):
-    from tux2.cli import epoch_loop, favorite_first, partitions, record_epoch, speaker, write_trace
+    from tux2.cli import check_partitions, epoch_loop, favorite_first, partitions, record_epoch, speaker, write_trace
     from tux2.cli_libsvm import classification_metrics, load_classification, scores, with_bias
     from tux2.udfs import blockpg
     say = speaker(args, rank)
@@ -76,6 +75,7 @@ def _run_blockpg(args, transport, rank, world):
     say(f"  {n} samples, {d} features, {g.num_edges} non-zeros; lambda={args.lam}, blocks of "
         f"{args.block_size} ({-(-d // args.block_size)} per epoch), P={parts} ({args.partitioner})"
         + (f", {world} workers" if world > 1 else ""))
+    check_partitions(args, graph.num_edges)
     t0 = time.perf_counter()
     eng = tux2.Engine(prog, graph, partitions=parts, partitioner=args.partitioner, seed=args.seed,
                       partitioner_options=favorite_first(args.partitioner), transport=transport, slack=args.slack,
@@ -108,6 +108,7 @@ def _run_blockpg(args, transport, rank, world):
     if rank != 0 or not args.out:
         return 0
     from tux2.cli import save_model
+    from tux2.cli_glm import weight_files
     w = datas[1]["w"][perm]
     ctx = eng.context()
     save_model(args.out, eng, {"algorithm": "blockpg", "lam": args.lam, "block_size": args.block_size,
@@ -116,11 +117,6 @@ def _run_blockpg(args, transport, rank, world):
                                "seed": args.seed, "samples": n, "features": d, "partitions": parts, "workers": world,
                                "partitioner": args.partitioner, "input": source,
                                "objective": float(ctx["objective"]), "nnz": int(ctx["nnz"])},
-               datas=datas, summary=say.lines)
-    np.savez(os.path.join(args.out, "weights.npz"), w=w)
-    base = 0 if args.zero_based else 1
-    with open(os.path.join(args.out, "weights.txt"), "w") as f:
-        for j in np.flatnonzero(w):
-            f.write(f"{j + base}:{w[j]:.17g}\n")
+               datas=datas, summary=say.lines, extra=weight_files(w[:, None], args.zero_based))
     say(f"model written to {args.out}")
     return 0

@@ -1,7 +1,6 @@
 """``tux2 run lr|svm|softmax|fm [INPUT]``: generalised linear models and factorization
 machines by mini-batch SGD, with the training strategy of Spark MLlib, MLlib*, Petuum,
 ColumnSGD or PS2."""
-import os
 import time
 
 import numpy as np
@@ -15,7 +14,8 @@ MODELS = {"lr": ("logistic", "logistic regression"), "svm": ("hinge", "linear SV
 
 
 def add_parser(algos):
-    from tux2.cli import HelpFormatter, add_checkpoint_args, add_distributed_args, add_output_args
+    from tux2.cli import (COUNT, NONNEG, NONNEG_NUMBER, POSITIVE, SEED, HelpFormatter, add_checkpoint_args,
+                          add_distributed_args, add_output_args, integer)
     from tux2.cli_libsvm import add_libsvm_args
     from tux2.udfs.glm import OPTIMIZERS, STRATEGIES
     for name, (loss, title) in MODELS.items():
@@ -34,8 +34,8 @@ def add_parser(algos):
         add_libsvm_args(p, "accuracy, log-loss" + ("" if loss == "softmax" else " and AUC"))
         if name == "fm":
             p.add_argument("--loss", default="logistic", choices=("logistic", "hinge"), help="loss of the output")
-            p.add_argument("--factors", type=int, default=8, help="F, latent factors per feature")
-            p.add_argument("--init-std", type=float, default=0.01,
+            p.add_argument("--factors", type=integer(1, 100_000), default=8, help="F, latent factors per feature")
+            p.add_argument("--init-std", type=NONNEG_NUMBER, default=0.01,
                            help="factors start as normal draws with this standard deviation")
         p.add_argument("--strategy", default="sendgradient", choices=STRATEGIES, help="training strategy")
         p.add_argument("--optimizer", choices=OPTIMIZERS, default=None,
@@ -46,17 +46,18 @@ def add_parser(algos):
         p.add_argument("--driver", action="store_true",
                        help="sendgradient only: every feature master on partition 0 (Spark's driver)")
         p.add_argument("--reg", default="l2", choices=("l2", "l1"), help="regulariser R: 1/2 |W|^2 or |W|_1")
-        p.add_argument("--lam", type=float, default=1e-6, help="regularisation weight lambda")
-        p.add_argument("--batch", type=int, default=1000, help="samples per mini-batch (one clock); 0: all")
-        p.add_argument("--eta", type=float, default=None,
+        p.add_argument("--lam", type=NONNEG_NUMBER, default=1e-6, help="regularisation weight lambda")
+        p.add_argument("--batch", type=NONNEG, default=1000, help="samples per mini-batch (one clock); 0: all")
+        p.add_argument("--eta", type=POSITIVE, default=None,
                        help="step size (default: 1.0 for sgd, 0.1 for adagrad, 0.01 for adam)")
-        p.add_argument("--decay", type=float, default=0.0, help="step at epoch t is eta / (1 + decay t)")
-        p.add_argument("--epochs", type=int, default=10, help="passes over the samples")
+        p.add_argument("--decay", type=NONNEG_NUMBER, default=0.0, help="step at epoch t is eta / (1 + decay t)")
+        p.add_argument("--epochs", type=NONNEG, default=10, help="passes over the samples")
         if loss == "softmax":
-            p.add_argument("--classes", type=int, default=None, help="number of classes (default: max label + 1)")
-        p.add_argument("--partitions", type=int, default=None,
+            p.add_argument("--classes", type=integer(2, 100_000), default=None,
+                           help="number of classes (default: max label + 1)")
+        p.add_argument("--partitions", type=COUNT, default=None,
                        help="number of partitions (P; default: one per worker and thread)")
-        p.add_argument("--seed", type=int, default=0, help="seed of the sample shuffle and the partitioning")
+        p.add_argument("--seed", type=SEED, default=0, help="seed of the sample shuffle and the partitioning")
         add_output_args(p, "directory for weights.npz, weights.txt and model.json", "epoch")
         add_checkpoint_args(p, "epoch")
         add_distributed_args(p)
@@ -89,7 +90,7 @@ def score_metrics(M, labels, loss):
 
 
 def _run_glm(args, transport, rank, world):
-    from tux2.cli import epoch_loop, partitions, record_epoch, save_model, speaker, write_trace
+    from tux2.cli import check_partitions, epoch_loop, partitions, record_epoch, save_model, speaker, write_trace
     from tux2.cli_libsvm import load_classification
     from tux2.udfs import glm
     say = speaker(args, rank)
@@ -109,6 +110,7 @@ def _run_glm(args, transport, rank, world):
     say(f"tux2 {tux2.__version__} {args.model} ({args.loss}, {args.reg}, strategy {args.strategy}): {source}")
     say(f"  {g.n_src} samples, {g.n_dst} features, {g.num_edges} non-zeros; lambda={args.lam}, "
         f"batch {args.batch or g.n_src}, eta {eta}, P={parts}" + (f", {world} workers" if world > 1 else ""))
+    check_partitions(args, g.num_edges)
     t0 = time.perf_counter()
     eng, perm = glm.engine(g, y, args.loss, args.strategy, parts=parts, driver=args.driver, seed=args.seed,
                            transport=transport, threads=args.threads, reg=args.reg, lam=args.lam, batch=args.batch or None, eta=eta,
@@ -145,22 +147,21 @@ def _run_glm(args, transport, rank, world):
               "classes": int(W.shape[1]) if args.loss == "softmax" else 2,
               "zero_based": args.zero_based, "seed": args.seed, "samples": g.n_src, "features": g.n_dst,
               "partitions": parts, "workers": world, "input": source, "objective": float(ctx["objective"])}
-    save_model(args.out, eng, params, datas=datas, summary=say.lines)
-    write_weights(args.out, W, args.zero_based, args.factors > 0)
+    save_model(args.out, eng, params, datas=datas, summary=say.lines,
+               extra=weight_files(W, args.zero_based, args.factors > 0))
     say(f"model written to {args.out}")
     return 0
 
 
-def write_weights(out, W, zero_based=False, fm=False):
-    """weights.npz (w: features × K, or w and V: features × F for a factorization
-    machine) and weights.txt: one line per non-zero feature, libsvm-style 'index:w'
-    (binary), 'index:w_0,…,w_K-1' or 'index:w,v_1,…,v_F', index in the input's base."""
-    if fm:
-        np.savez(os.path.join(out, "weights.npz"), w=W[:, 0], V=W[:, 1:])
-    else:
-        np.savez(os.path.join(out, "weights.npz"), w=W[:, 0] if W.shape[1] == 1 else W)
+def weight_files(W, zero_based=False, fm=False):
+    """The writers (``tux2.files``) of weights.npz (w: features × K, or w and V:
+    features × F for a factorization machine) and weights.txt: one line per non-zero
+    feature, libsvm-style 'index:w' (binary), 'index:w_0,…,w_K-1' or 'index:w,v_1,…,v_F',
+    index in the input's base."""
+    from tux2.files import npz, text
     base = 0 if zero_based else 1
-    with open(os.path.join(out, "weights.txt"), "w") as f:
-        for j in np.flatnonzero(np.any(W != 0, axis=1)):
-            f.write(f"{j + base}:" + ",".join(f"{v:.17g}" for v in W[j]) + "\n")
+    lines = "".join(f"{j + base}:" + ",".join(f"{v:.17g}" for v in W[j]) + "\n"
+                    for j in np.flatnonzero(np.any(W != 0, axis=1)))
+    return {"weights.npz": npz({"w": W[:, 0], "V": W[:, 1:]} if fm else {"w": W[:, 0] if W.shape[1] == 1 else W}),
+            "weights.txt": text(lines)}
 

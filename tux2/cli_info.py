@@ -103,6 +103,8 @@ def _name(g, side, i):
 
 def info(args):
     from tux2 import io, loaders
+    from tux2.cli import spool_inputs
+    spool_inputs(args)
     path = args.input
     kind = sniff(path) if args.format == "auto" else args.format
     labels = None
@@ -119,11 +121,11 @@ def info(args):
     else:
         g = loaders.load_edges(path, ids=args.ids, duplicates="keep")
         res = describe(g, "edges")
-    res = {"input": path, "bytes": os.path.getsize(path), **res}
+    res = {"input": io.display_name(path), "bytes": os.path.getsize(path), **res}
     if args.json:
         print(json.dumps(res))
         return 0
-    print(f"{path}: {res['format']}, {res['bytes'] / 1e6:.1f} MB, {res['edges']} edges "
+    print(f"{res['input']}: {res['format']}, {res['bytes'] / 1e6:.1f} MB, {res['edges']} edges "
           f"(density {res['density']:.3g})")
     for name in g.type_names:
         r = res[name]

@@ -1,5 +1,4 @@
 """``tux2 run lda [INPUT]``: LDA by collapsed Gibbs sampling (SparseLDA) on a corpus."""
-import os
 import time
 
 import numpy as np
@@ -11,7 +10,8 @@ FORMATS = ("auto", "triples", "docword", "text")
 
 
 def add_parser(algos):
-    from tux2.cli import HelpFormatter, add_checkpoint_args, add_distributed_args, add_output_args, add_partition_args
+    from tux2.cli import (COUNT, NONNEG, POSITIVE, SEED, HelpFormatter, add_checkpoint_args, add_distributed_args,
+                          add_output_args, add_partition_args, integer)
     p = algos.add_parser(
         "lda", help="topic model: LDA by collapsed Gibbs sampling (SparseLDA, paper §4)",
         formatter_class=HelpFormatter,
@@ -27,20 +27,20 @@ def add_parser(algos):
                                    "docword), used to print topics as words")
     p.add_argument("--base", type=int, choices=(0, 1), default=None,
                    help="id base of triples (default 0; 1 under a MatrixMarket header)")
-    p.add_argument("--min-count", type=int, default=1, help="text input: drop words seen fewer times")
+    p.add_argument("--min-count", type=COUNT, default=1, help="text input: drop words seen fewer times")
     p.add_argument("--duplicates", choices=("sum", "error", "last", "keep"), default="sum",
                    help="a (doc, word) pair on several lines of a docword or triples file: add the counts, "
                         "stop naming both lines, keep the last, or keep all")
-    p.add_argument("--topics", "-k", type=int, default=20, help="number of topics K")
-    p.add_argument("--alpha", type=float, default=0.1, help="symmetric document-topic prior α")
-    p.add_argument("--beta", type=float, default=0.01, help="symmetric topic-word prior β")
-    p.add_argument("--iterations", type=int, default=100, help="Gibbs sweeps over all tokens")
+    p.add_argument("--topics", "-k", type=integer(1, 32767), default=20, help="number of topics K")
+    p.add_argument("--alpha", type=POSITIVE, default=0.1, help="symmetric document-topic prior α")
+    p.add_argument("--beta", type=POSITIVE, default=0.01, help="symmetric topic-word prior β")
+    p.add_argument("--iterations", type=NONNEG, default=100, help="Gibbs sweeps over all tokens")
     p.add_argument("--sampler", choices=("sparse", "sync"), default="sparse",
                    help="sparse: SparseLDA with counts updated token by token (fast); sync: every token "
                         "drawn from the counts of the sweep's start, the same for any partitioning")
     add_partition_args(p, mirror_free="documents")
-    p.add_argument("--seed", type=int, default=0, help="seed of the initial topics and the sampler")
-    p.add_argument("--top-words", type=int, default=10, help="words per topic in topics.txt and the summary")
+    p.add_argument("--seed", type=SEED, default=0, help="seed of the initial topics and the sampler")
+    p.add_argument("--top-words", type=NONNEG, default=10, help="words per topic in topics.txt and the summary")
     add_output_args(p, "directory for lda.npz (word-topic, doc-topic counts), topics.txt, vocab.txt, model.json",
                     "iteration")
     add_checkpoint_args(p, "iteration")
@@ -84,7 +84,7 @@ def run_lda(args):
 
 
 def _run_lda(args, transport, rank, world):
-    from tux2.cli import epoch_loop, favorite_first, partitions, speaker, write_trace
+    from tux2.cli import check_partitions, epoch_loop, favorite_first, partitions, record_epoch, speaker, write_trace
     from tux2.udfs import lda
     say = speaker(args, rank)
     if args.topics < 1:
@@ -110,6 +110,7 @@ def _run_lda(args, transport, rank, world):
     say(f"tux2 {tux2.__version__} lda ({args.sampler}): {source}" + (f" [{fmt}]" if args.input else ""))
     say(f"  {D} documents, {V} words, {tokens} tokens; K={K}, α={args.alpha}, β={args.beta}, "
         f"P={parts} ({args.partitioner})" + (f", {world} workers" if world > 1 else ""))
+    check_partitions(args, graph.num_edges)
     t0 = time.perf_counter()
     eng = tux2.Engine(prog, graph, partitions=parts, partitioner=args.partitioner, seed=args.seed,
                       partitioner_options=favorite_first(args.partitioner), transport=transport, slack=args.slack,
@@ -123,8 +124,8 @@ def _run_lda(args, transport, rank, world):
                    "tokens_per_s": tokens / dt if dt > 0 else None, **comm}
             say(f"iteration {it:4d}/{args.iterations}  ll/token {rec['ll_per_token']:.4f}  time {dt:.3f}s  "
                 f"({tokens / dt / 1e6:.1f} M tokens/s)")
-            write_metrics(rec)
-            ck.after(it)
+            record_epoch(write_metrics, ck, it, rec, rec["ll"],
+                         f"the log-likelihood is not finite at iteration {it} (ll {rec['ll']})")
     write_trace(args.trace, eng, rank)
     docs, words = eng.vertex_data("doc"), eng.vertex_data("word")        # gathered on rank 0
     if rank != 0:
@@ -140,19 +141,19 @@ def _run_lda(args, transport, rank, world):
     if args.out:
         from tux2.cli import save_model
         ctx = eng.context()
+        from tux2.files import npz, text
+        topics = "".join(f"{k}\t{int(word_topic[k].sum())}\t" + " ".join(f"{w}:{n}" for w, n in ws) + "\n"
+                         for k, ws in enumerate(tops))
+        extra = {"lda.npz": npz({"word_topic": word_topic, "doc_topic": np.ascontiguousarray(docs["nk"]),
+                                 "topic_totals": np.asarray(ctx["nk"])}),
+                 "topics.txt": text(topics)}
+        if vocab is not None:
+            extra["vocab.txt"] = text("".join(w + "\n" for w in vocab))
         save_model(args.out, eng, {"algorithm": "lda", "sampler": args.sampler, "topics": K, "alpha": args.alpha,
                                    "beta": args.beta, "iterations": args.iterations, "seed": args.seed,
                                    "documents": D, "words": V, "tokens": tokens, "format": fmt,
                                    "partitions": parts, "workers": world, "partitioner": args.partitioner,
                                    "input": source, "ll_per_token": float(ctx["ll_per_token"])},
-                   datas=[docs, words], summary=say.lines)
-        np.savez(os.path.join(args.out, "lda.npz"), word_topic=word_topic,
-                 doc_topic=np.ascontiguousarray(docs["nk"]), topic_totals=np.asarray(ctx["nk"]))
-        with open(os.path.join(args.out, "topics.txt"), "w", encoding="utf-8") as f:
-            for k, ws in enumerate(tops):
-                f.write(f"{k}\t{int(word_topic[k].sum())}\t" + " ".join(f"{w}:{n}" for w, n in ws) + "\n")
-        if vocab is not None:
-            with open(os.path.join(args.out, "vocab.txt"), "w", encoding="utf-8") as f:
-                f.write("".join(w + "\n" for w in vocab))
+                   datas=[docs, words], summary=say.lines, extra=extra)
         say(f"model written to {args.out}")
     return 0

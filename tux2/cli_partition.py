@@ -8,7 +8,7 @@ import numpy as np
 
 from tux2 import partitioning
 from tux2.errors import PartitionError
-from tux2.cli import HelpFormatter
+from tux2.cli import COUNT, POSITIVE, SEED, HelpFormatter
 
 
 def add_parser(sub):
@@ -21,21 +21,21 @@ def add_parser(sub):
                     "time. INPUT is an edge list whose first column is one vertex type and second column the "
                     "other (extra columns are ignored). Strategies: " + ", ".join(partitioning.available()))
     p.add_argument("input", nargs="?", help="edge list; or use --powerlaw to generate a graph")
-    p.add_argument("--parts", "-p", type=int, required=True, help="number of parts")
+    p.add_argument("--parts", "-p", type=COUNT, required=True, help="number of parts")
     p.add_argument("--strategy", "-s", action="append", dest="strategies", metavar="NAME",
                    help="strategy to run (repeatable; default: all)")
     p.add_argument("--option", "-o", action="append", default=[], metavar="KEY=VALUE",
                    help="strategy option, given to every selected strategy that takes it, e.g. theta=100, "
                         "lam=1.1, favorite=dst, loaders=4, interval=1000")
-    p.add_argument("--seed", type=int, default=0, help="seed of the vertex and edge hashes")
+    p.add_argument("--seed", type=SEED, default=0, help="seed of the vertex and edge hashes")
     p.add_argument("--hash", choices=("jenkins", "uniform"), default="jenkins",
                    help="jenkins: PowerGraph's hashes (bit-compatible at seed 0); uniform: splitmix64")
     p.add_argument("--homogeneous", action="store_true",
                    help="both columns are ids of ONE vertex set (a directed graph) instead of two types; "
                         "bicut and aweto need two types and are skipped")
-    p.add_argument("--powerlaw", type=int, metavar="N",
+    p.add_argument("--powerlaw", type=COUNT, metavar="N",
                    help="instead of INPUT, generate PowerGraph's power-law graph on N vertices (homogeneous)")
-    p.add_argument("--alpha", type=float, default=2.1, help="power-law exponent for --powerlaw")
+    p.add_argument("--alpha", type=POSITIVE, default=2.1, help="power-law exponent for --powerlaw")
     p.add_argument("--out-degree", action="store_true",
                    help="--powerlaw with Zipf out-degree (default: Zipf in-degree, PowerLyra's model)")
     p.add_argument("--json", action="store_true", help="one JSON object per strategy instead of a table")

@@ -16,7 +16,7 @@ LINEAR = ("lr", "svm", "softmax", "fm", "blockpg")
 
 
 def add_parser(sub):
-    from tux2.cli import HelpFormatter
+    from tux2.cli import COUNT, SEED, HelpFormatter
     p = sub.add_parser("predict", help="apply a trained model (a 'tux2 run … --out DIR' directory) to new data",
                        formatter_class=HelpFormatter,
                        description="Classifiers (" + ", ".join(LINEAR) + "): one line per input sample (libsvm): "
@@ -33,35 +33,30 @@ def add_parser(sub):
     p.add_argument("--zero-based", default=None, action="store_true",
                    help="feature indices start at 0 (default: as the model was trained)")
     p.add_argument("--metrics", help="also write the metrics as one JSON object to this file")
-    p.add_argument("--top-k", type=int, default=None, help="mf: recommend this many items per user")
+    p.add_argument("--top-k", type=COUNT, default=None, help="mf: recommend this many items per user")
     p.add_argument("--include-seen", action="store_true", help="mf --top-k: also recommend training items")
-    p.add_argument("--iterations", type=int, default=50, help="lda: Gibbs sweeps of inference per document")
-    p.add_argument("--seed", type=int, default=0, help="lda: seed of the inference draws")
+    p.add_argument("--iterations", type=COUNT, default=50, help="lda: Gibbs sweeps of inference per document")
+    p.add_argument("--seed", type=SEED, default=0, help="lda: seed of the inference draws")
     p.set_defaults(func=predict)
 
 
 def _meta(directory):
     """A model directory's model.json, with a clear error when it is not one."""
-    path = os.path.join(directory, "model.json")
-    if not os.path.exists(path):
-        raise Tux2Error(f"{directory}: no model.json here; pass the directory given to 'tux2 run … --out'")
-    with open(path) as f:
-        return json.load(f)
+    from tux2.model_check import read_meta
+    return read_meta(directory)
 
 
 def load_model(directory):
-    """(metadata dict, weights dict) of a classifier's model directory."""
+    """(metadata dict, weights dict) of a classifier's model directory, checked
+    (tux2.model_check)."""
+    from tux2 import model_check
     meta = _meta(directory)
-    meta_path = os.path.join(directory, "model.json")
-    algo = meta.get("algorithm")
-    if algo not in LINEAR:
-        raise Tux2Error(f"{meta_path}: tux2 predict handles {', '.join(LINEAR + ('mf', 'lda'))} models; "
-                        f"this one is {algo!r}")
-    path = os.path.join(directory, "weights.npz")
-    if not os.path.exists(path):
-        raise Tux2Error(f"{directory}: weights.npz is missing")
-    with np.load(path) as z:
-        return meta, {k: z[k] for k in z.files}
+    if meta.get("algorithm") not in LINEAR:
+        raise Tux2Error(f"{os.path.join(directory, 'model.json')}: tux2 predict handles "
+                        f"{', '.join(LINEAR + ('mf', 'lda'))} models; this one is {meta.get('algorithm')!r}")
+    meta, arrays = model_check.read_model(directory, LINEAR, ("weights.npz",))
+    model_check.check_linear(directory, meta, arrays)
+    return meta, arrays["weights.npz"]
 
 
 def model_scores(meta, weights, graph):
@@ -78,24 +73,42 @@ def model_scores(meta, weights, graph):
 
 @contextlib.contextmanager
 def _output(path):
-    out = open(path, "w") if path else sys.stdout
+    """The predictions file (written as PATH.tmp, renamed when complete: a full disk or
+    an error never leaves a cut-off file under PATH), or standard output."""
+    if not path:
+        yield sys.stdout
+        return
+    from tux2 import files
+    files.check_writable(path, "-o", directory=False)
+    tmp = path + ".tmp"
     try:
-        yield out
-    finally:
-        if out is not sys.stdout:
-            out.close()
+        with open(tmp, "w", encoding="utf-8") as out:
+            yield out
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, path)
+    except OSError as e:
+        files.discard(tmp)
+        if e.filename is not None:          # another file's error (opening an input): as it is
+            raise
+        raise files.write_error(path, e) from None
+    except BaseException:
+        files.discard(tmp)
+        raise
 
 
 def _report(args, res, out):
     """Metrics: a JSON line on stderr when predictions go to stdout, else on stdout."""
     print(json.dumps(res), file=sys.stderr if out is sys.stdout else sys.stdout)
     if args.metrics:
-        with open(args.metrics, "w") as f:
-            json.dump(res, f)
+        from tux2 import files
+        files.write_atomic(args.metrics, files.text(json.dumps(res)))
 
 
 def predict(args):
+    from tux2.cli import spool_inputs
     algo = _meta(args.model).get("algorithm")
+    spool_inputs(args)
     if algo == "mf":
         return predict_mf(args)
     if algo == "lda":

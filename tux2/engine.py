@@ -545,16 +545,45 @@ class Engine(ApplyRounds):
             arrays[f"p{p.rank}.eid_crc"] = np.array([zlib.crc32(p.eid.tobytes()), len(p.eid)], np.int64)
             arrays[f"p{p.rank}.ctx"] = p.ctx
         arrays["global_ctx"] = self.global_ctx
+        arrays["input_crc"] = self._input_crc()
         meta = {"clock": self.clock, "iteration": self.iteration, "min_bytes": self.min_bytes,
                 "history": self.history, "partitions": self.P, "program": self.program.name,
                 "local_parts": [p.rank for p in self.parts]}
         return arrays, meta
 
+    def _input_crc(self):
+        """CRC-32 of this process's input edges: endpoints, values, count."""
+        import zlib
+        g = self.graph
+        values = g.values if g.values is not None else np.zeros(0)
+        return np.array([zlib.crc32(np.ascontiguousarray(g.src).tobytes()),
+                         zlib.crc32(np.ascontiguousarray(g.dst).tobytes()),
+                         zlib.crc32(np.ascontiguousarray(values).tobytes()), len(g.src)], np.int64)
+
+    def _expected_state(self):
+        """{name: (dtype, shape)} of every array ``state()`` writes for this engine."""
+        want = {}
+        for p in self.parts:
+            for t, tl in enumerate(p.types):
+                pre = f"p{p.rank}.t{t}."
+                want[pre + "data"] = (tl.data.dtype, tl.data.shape)
+                want[pre + "accum"] = (tl.accum.dtype, tl.accum.shape)
+                if tl.snapshot is not None:
+                    want[pre + "snapshot"] = (tl.snapshot.dtype, tl.snapshot.shape)
+            want[f"p{p.rank}.edata"] = (p.edata.dtype, p.edata.shape)
+            want[f"p{p.rank}.ctx"] = (p.ctx.dtype, p.ctx.shape)
+        want["global_ctx"] = (self.global_ctx.dtype, self.global_ctx.shape)
+        return want
+
     def restore(self, arrays, meta):
         """Load what ``state()`` returned, into an engine built from the same program,
         input, partitioning and seed; anything else is a SchemaError, caught before any
-        array is overwritten."""
+        array is overwritten: other input edges (ids or values), arrays of another
+        dtype or shape, touched lists out of range, non-finite floats."""
         import zlib
+        if not isinstance(meta, dict) or not {"partitions", "program", "clock", "iteration", "min_bytes",
+                                              "history"} <= set(meta):
+            raise SchemaError("checkpoint state lacks the engine's clocks or program")
         if meta["partitions"] != self.P or meta["program"] != self.program.name:
             raise SchemaError(f"checkpoint of program {meta['program']!r} on {meta['partitions']} partitions; "
                               f"this run is {self.program.name!r} on {self.P}")
@@ -567,6 +596,42 @@ class Engine(ApplyRounds):
                 if arrays[key].tolist() != [zlib.crc32(ids.tobytes()), len(ids)]:
                     raise SchemaError(f"checkpoint's partition {p.rank} holds other {what} than this run's: "
                                       "resume with the same input, partitioner, partitions and seed")
+        saved_crc = arrays.get("input_crc")
+        if saved_crc is None:
+            raise SchemaError("checkpoint has no checksum of its input edges (written by an older tux2)")
+        now = self._input_crc()
+        saved_crc = np.asarray(saved_crc).ravel().tolist()
+        if len(saved_crc) != 4:
+            raise SchemaError("checkpoint's input checksum is malformed")
+        if saved_crc[3] != now[3]:
+            raise SchemaError(f"the input has {int(now[3])} edges here, the checkpoint's run had "
+                              f"{int(saved_crc[3])}: resume with the input of the interrupted run")
+        what = [w for w, a, b in zip(("source ids", "destination ids", "edge values"), saved_crc, now.tolist())
+                if a != b]
+        if what:
+            raise SchemaError(f"the input's {' and '.join(what)} differ from those the checkpoint was trained "
+                              "on: resume with the input of the interrupted run")
+        for key, (dtype, shape) in self._expected_state().items():
+            a = arrays.get(key)
+            if a is None:
+                raise SchemaError(f"checkpoint has no {key} (written by another worker layout or program)")
+            if a.dtype != dtype or a.shape != shape:
+                raise SchemaError(f"checkpoint's {key} is {a.dtype} {a.shape}; this run needs {dtype} {shape}")
+            if key.endswith("ctx"):
+                continue                          # contexts may hold NaN by design (no test set yet, …)
+            for f in a.dtype.names or ():
+                col = a[f]
+                if col.dtype.kind == "f" and not np.all(np.isfinite(col)):
+                    raise SchemaError(f"checkpoint's {key}.{f} holds NaN or infinite values")
+                lo, hi = self.program.bounds.get(f, (None, None))
+                if lo is not None and col.size and (col.min() < lo or col.max() > hi):
+                    raise SchemaError(f"checkpoint's {key}.{f} holds values outside {lo} … {hi}")
+        for p in self.parts:
+            for t, tl in enumerate(p.types):
+                idx = arrays.get(f"p{p.rank}.t{t}.touched")
+                if idx is None or idx.ndim != 1 or idx.dtype.kind not in "iu" or len(idx) > len(tl.data) or \
+                        (len(idx) and (idx.min() < 0 or idx.max() >= len(tl.data))):
+                    raise SchemaError(f"checkpoint's p{p.rank}.t{t}.touched is missing or out of range")
         for p in self.parts:
             for t, tl in enumerate(p.types):
                 pre = f"p{p.rank}.t{t}."

@@ -5,6 +5,17 @@ class Tux2Error(Exception):
     """Base class of every error tux2 raises on purpose."""
 
 
+# characters of an offending line quoted in a message: enough to recognise it, never a screenful
+QUOTE_CHARS = 200
+
+
+def quote(text):
+    """``text`` as Python escapes it (control and binary bytes visible), cut to QUOTE_CHARS."""
+    if len(text) <= QUOTE_CHARS:
+        return repr(text)
+    return f"{text[:QUOTE_CHARS]!r}… ({len(text)} characters)"
+
+
 class InputError(Tux2Error, ValueError):
     """Bad input data: names the file and line (or the array and index)."""
 
@@ -14,7 +25,7 @@ class InputError(Tux2Error, ValueError):
         if path is not None:
             where = f"{path}:{line}: " if line is not None else f"{path}: "
         if text is not None:
-            message = f"{message} (line text: {text!r})"
+            message = f"{message} (line text: {quote(text)})"
         super().__init__(where + message)
 
 

@@ -200,13 +200,96 @@ def _parse_edges(buf, start, out_s, out_d, out_v):
     return k, ncols, 0, line, pos
 
 
+# --------------------------------------------------------------------------- streams and compressed files
+_SPOOLED = {}          # temporary copy → the name the user gave ("-", a FIFO, a .gz file)
+_MAGIC = ((b"\x1f\x8b", "gzip"), (b"BZh", "bz2"), (b"\xfd7zXZ\x00", "lzma"))
+
+
+def display_name(path):
+    """The name the user gave for ``path`` (a temporary copy made by ``local_copy``)."""
+    return _SPOOLED.get(path, path)
+
+
+def spooled_names():
+    """{temporary copy: the user's name} of every input ``local_copy`` made."""
+    return dict(_SPOOLED)
+
+
+def _spool_dir():
+    import atexit
+    import shutil
+    import tempfile
+    d = tempfile.mkdtemp(prefix="tux2-input-")
+    atexit.register(shutil.rmtree, d, True)
+    return d
+
+
+def local_copy(path):
+    """``path`` itself when it is a plain, uncompressed file; otherwise the data read
+    once into a temporary file (removed at exit), whose path is returned: ``-``
+    (standard input), pipes, FIFOs and devices — so the format can be sniffed and the
+    file parsed, memory-mapped or split by byte ranges like any other — and gzip, bz2
+    or xz data (recognised by its first bytes), decompressed."""
+    import shutil
+    import stat
+    name = path
+    try:
+        if path == "-":
+            src = os.fdopen(os.dup(0), "rb")
+        else:
+            if stat.S_ISREG(os.stat(path).st_mode):
+                src = None
+            else:
+                src = open(path, "rb")
+        if src is not None:
+            tmp = os.path.join(_spool_dir(), "stdin" if path == "-" else os.path.basename(path) or "input")
+            with src, open(tmp, "wb") as out:
+                shutil.copyfileobj(src, out, 1 << 20)
+            _SPOOLED[tmp] = name
+            path = tmp
+        with open(path, "rb") as f:
+            head = f.read(8)
+    except OSError as e:
+        raise InputError(f"cannot read input: {e.strerror}", path=name) from None
+    kind = next((k for magic, k in _MAGIC if head.startswith(magic)), None)
+    if kind is None:
+        return path
+    import bz2
+    import gzip
+    import lzma
+    opener = {"gzip": gzip.open, "bz2": bz2.open, "lzma": lzma.open}[kind]
+    tmp = os.path.join(_spool_dir(), os.path.basename(name) if name != "-" else "stdin")
+    try:
+        with opener(path, "rb") as src, open(tmp, "wb") as out:
+            shutil.copyfileobj(src, out, 1 << 20)
+    except (OSError, EOFError, lzma.LZMAError) as e:
+        raise InputError(f"cannot decompress this {'xz' if kind == 'lzma' else kind} file: {e}", path=name) from None
+    _SPOOLED[tmp] = name
+    return tmp
+
+
+# numeric ids this far beyond the number of records would make vertex arrays dwarf the data
+SPARSE_SLACK = 1 << 20
+
+
+def check_id_space(n_ids, n_records, what, path, locate=None, remedy="pass --ids string to map ids to dense ones"):
+    """The one guard every loader uses before vertex arrays are sized: ``n_ids`` slots
+    (the largest id + 1, or a header's count) for ``n_records`` records must stay within
+    16 × records + 2^20, else InputError (``locate()`` → (line, text) of the culprit)."""
+    if n_ids > 16 * n_records + SPARSE_SLACK:
+        line, text = locate() if locate is not None else (None, None)
+        raise InputError(f"{what} would need {n_ids} vertex slots for {n_records} records; {remedy}",
+                         path=path, line=line, text=text)
+
+
 def read_head(path, what, n=1 << 16):
     """The first ``n`` bytes of a file (for sniffing formats and headers)."""
     try:
         with open(path, "rb") as f:
-            return f.read(n)
+            head = f.read(n)
     except OSError as e:
         raise InputError(f"cannot read {what}: {e.strerror}", path=path) from None
+    return head[len(BOM):] if head.startswith(BOM) else head
 
 
 def map_file(path, what):
@@ -222,9 +305,10 @@ def map_file(path, what):
         raise InputError(f"cannot read {what}: {e.strerror}", path=path) from None
 
 
-def _line_text(buf, pos):
-    end = buf.find(b"\n", pos)
-    return bytes(buf[pos: end if end >= 0 else len(buf)]).decode("utf-8", "replace").rstrip("\r")
+def _line_text(buf, pos, limit=1024):
+    """The text of the line at ``pos`` (its first ``limit`` bytes: messages quote only the start)."""
+    end = buf.find(b"\n", pos, pos + limit)
+    return bytes(buf[pos: end if end >= 0 else min(len(buf), pos + limit)]).decode("utf-8", "replace").rstrip("\r")
 
 
 def read_edge_list(path, base=None, type_names=("src", "dst"), n_src=None, n_dst=None):
@@ -324,11 +408,15 @@ def _compact(s, d, v, offsets, k):
     return s, d, v
 
 
+BOM = b"\xef\xbb\xbf"      # a UTF-8 byte-order mark some editors put first: skipped, never part of an id
+
+
 def _header_end(head, path):
     """(offset where edges start, lines before it, default id base) from the file's first bytes."""
-    if not head.startswith(b"%%MatrixMarket"):
-        return 0, 0, 0
-    pos, lines = 0, 0
+    bom = len(BOM) if head.startswith(BOM) else 0
+    if not head.startswith(b"%%MatrixMarket", bom):
+        return bom, 0, 0
+    pos, lines = bom, 0
     while True:
         nl = head.find(b"\n", pos)
         if nl < 0:
@@ -393,7 +481,11 @@ def read_edge_range(path, part, parts, base=None):
                          text=_line_text(bytes(chunk), err_pos))
     s, d, v = s[:k], d[:k], v[:k]
     _rebase(s, d, base, path)
-    del buf
+    for name, a in (("source", s), ("destination", d)):      # this share's edges stand for 1/parts of all
+        if len(a):
+            i = int(np.argmax(a))
+            check_id_space(int(a[i]) + 1, k * parts, f"{name} id {int(a[i])}", path,
+                           lambda: edge_line(path, i, int(np.count_nonzero(buf[:lo] == 10))))
     return s, d, (v if ncols == 3 else None)
 
 
@@ -417,6 +509,8 @@ def edge_line(path, index, skip_lines=0):
         for no, raw in enumerate(f, 1):
             if no <= skip_lines:
                 continue
+            if no == 1 and raw.startswith(BOM):
+                raw = raw[len(BOM):]
             text = raw.strip()
             if not text or text[:1] in (b"#", b"%"):
                 continue
@@ -424,6 +518,11 @@ def edge_line(path, index, skip_lines=0):
                 return no, raw.decode("utf-8", "replace").rstrip("\r\n")
             seen += 1
     return None, None
+
+
+# token counts per (document, word) pair: each token becomes sampler state, so a larger
+# count on one line is a damaged file far more often than a real corpus
+MAX_COUNT = 1 << 24
 
 
 def check_counts(graph, path, skip_lines=0, what="count"):
@@ -435,10 +534,11 @@ def check_counts(graph, path, skip_lines=0, what="count"):
     if len(bad):
         line, text = edge_line(path, int(bad[0]), skip_lines)
         raise InputError(f"{what} {v[bad[0]]:g} is not a positive integer", path=path, line=line, text=text)
-    big = np.flatnonzero(v > 2 ** 31 - 1)
+    big = np.flatnonzero(v > MAX_COUNT)
     if len(big):
         line, text = edge_line(path, int(big[0]), skip_lines)
-        raise InputError(f"{what} {v[big[0]]:g} is too large", path=path, line=line, text=text)
+        raise InputError(f"{what} {v[big[0]]:g} is too large for one pair (at most {MAX_COUNT})", path=path,
+                         line=line, text=text)
 
 
 def read_triples(path, type_names=("doc", "word"), base=None):
@@ -457,6 +557,7 @@ def read_docword(path, type_names=("doc", "word")):
             raw = f.read()
     except OSError as e:
         raise InputError(f"cannot read docword file: {e.strerror}", path=path) from None
+    raw = raw[len(BOM):] if raw.startswith(BOM) else raw
     header, pos = [], 0
     for no, name in enumerate(("D (number of documents)", "W (vocabulary size)", "NNZ (number of lines)"), 1):
         nl = raw.find(b"\n", pos)
@@ -472,6 +573,10 @@ def read_docword(path, type_names=("doc", "word")):
             raise InputError("docword file ends inside its 3-line header", path=path, line=no)
         pos = nl + 1
     D, W, nnz = header
+    lines = raw.count(b"\n", pos) + 1
+    for no, (name, n) in enumerate((("D (documents)", D), ("W (words)", W)), 1):
+        check_id_space(n, min(nnz, lines), f"header line {no}: {name} = {n}", path, lambda: (no, str(n)),
+                       "the header does not match the file")
     s, d, v, ncols = _parse_from(raw, pos, 3, path)
     k = len(s)
     if k == 0:
@@ -510,18 +615,20 @@ def read_text_docs(path, type_names=("doc", "word"), min_count=1, stopwords=()):
     from collections import Counter
     path = os.fspath(path)
     try:
-        f = open(path, encoding="utf-8")
+        f = open(path, "rb")
     except OSError as e:
         raise InputError(f"cannot read text corpus: {e.strerror}", path=path) from None
     docs = []
     with f:
-        no = 0
-        try:
-            for no, line in enumerate(f, 1):
-                docs.append(Counter(tokenize(line)))
-        except UnicodeDecodeError as e:
-            raise InputError(f"not UTF-8 text ({e.reason} at byte {e.start} of the line)", path=path,
-                             line=no + 1) from None
+        for no, raw in enumerate(f, 1):          # decoded line by line, so an error names its line
+            if no == 1 and raw.startswith(BOM):
+                raw = raw[len(BOM):]
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise InputError(f"not UTF-8 text ({e.reason} at byte {e.start} of the line)", path=path,
+                                 line=no, text=raw.decode("utf-8", "backslashreplace").rstrip("\r\n")) from None
+            docs.append(Counter(tokenize(line)))
     total = Counter()
     for c in docs:
         total.update(c)
@@ -644,6 +751,7 @@ def read_libsvm(path, zero_based=False, n_features=None, type_names=("sample", "
             raw = f.read()
     except OSError as e:
         raise InputError(f"cannot read libsvm file: {e.strerror}", path=path) from None
+    raw = raw[len(BOM):] if raw.startswith(BOM) else raw
     buf = np.frombuffer(raw, dtype=np.uint8)
     lines = raw.count(b"\n") + 1
     cap = raw.count(b":") + 1
@@ -663,6 +771,10 @@ def read_libsvm(path, zero_based=False, n_features=None, type_names=("sample", "
                              "if the indices start at 0)", path=path, line=line, text=text)
         c -= 1
     n_feat = int(c.max()) + 1 if k else 0
+    if n_features is None:
+        check_id_space(n_feat, k, f"feature index {n_feat - (1 if zero_based else 0)}", path,
+                       lambda: edge_line(path, int(r[int(np.argmax(c))])),
+                       "renumber the features densely (e.g. by hashing them into fewer buckets)")
     if n_features is not None:
         if n_feat > n_features:
             i = int(np.argmax(c))

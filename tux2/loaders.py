@@ -34,9 +34,8 @@ from tux2.errors import InputError
 from tux2.graph import BipartiteGraph
 
 DUPLICATES = ("error", "sum", "last", "keep")
+FLOAT32_MAX = float(np.finfo(np.float32).max)
 ID_MODES = ("auto", "int", "string")
-# numeric ids this far beyond the edge count would make vertex arrays dwarf the data
-_SPARSE_SLACK = 1 << 20
 
 
 class IdMap:
@@ -124,6 +123,12 @@ def load_edges(path, ids="auto", duplicates="error", base=None, type_names=("src
         raise InputError("expected a value column: 'src dst value'", path=path)
     if values is False and g.values is not None:
         raise InputError("expected two columns 'src dst' (no value)", path=path)
+    if g.values is not None and len(g.values):
+        i = int(np.argmax(np.abs(g.values)))
+        if abs(g.values[i]) > FLOAT32_MAX:              # the programs keep edge values as float32
+            line, text = io.edge_line(path, i, skip)
+            raise InputError(f"value {g.values[i]:g} is beyond the float32 range (±{FLOAT32_MAX:.4g}) the "
+                             "edge values of edge lists are stored in", path=path, line=line, text=text)
     return dedupe(g, duplicates, lambda i: (path, *io.edge_line(path, i, skip)))
 
 
@@ -148,15 +153,12 @@ def _first_ids_numeric(raw, start):
 
 
 def _check_dense(path, skip, columns, n_edges):
-    """Numeric ids far beyond the data's size are an error with a way out."""
+    """Numeric ids far beyond the data's size are an error with a way out (tux2.io.check_id_space)."""
     for name, a in zip(("source", "destination"), columns):
         top = int(a.max()) if len(a) else 0
-        if top + 1 > 16 * n_edges + _SPARSE_SLACK:
-            i = int(np.argmax(a))
-            line, text = io.edge_line(path, i, skip) if path is not None else (None, None)
-            raise InputError(f"{name} id {top} would need {top + 1} vertex slots for {n_edges} edges; "
-                             "pass ids='string' (--ids string) to map ids to dense ones",
-                             path=path if path is not None else "arrays", line=line, text=text)
+        io.check_id_space(top + 1, n_edges, f"{name} id {top}", path if path is not None else "arrays",
+                          (lambda: io.edge_line(path, int(np.argmax(a)), skip)) if path is not None else None,
+                          "pass ids='string' (--ids string) to map ids to dense ones")
 
 
 def _string_edges(raw, start, skip, path, type_names, maps):

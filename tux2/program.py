@@ -19,10 +19,12 @@ class Program:
         structured array of one vertex type in place (indexed by global id, so
         the result does not depend on partitioning)
     init_edges : optional ``f(edge_data, rng)`` for the global edge array
+    bounds : optional ``{field: (lo, hi)}``: the values an edge or vertex field may
+        hold (e.g. LDA's topic indices); a checkpoint outside them is refused
     """
 
     def __init__(self, types, edge, context=None, stages=(), init_vertices=None,
-                 init_edges=None, name="program"):
+                 init_edges=None, name="program", bounds=None):
         if len(types) != 2 or not all(isinstance(t, VertexType) for t in types):
             raise SchemaError("a Program needs exactly two VertexType objects")
         if types[0].name == types[1].name:
@@ -35,6 +37,7 @@ class Program:
         self.init_vertices = init_vertices
         self.init_edges = init_edges
         self.name = name
+        self.bounds = dict(bounds or {})
         self._check()
 
     def type_index(self, name):

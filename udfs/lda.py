@@ -291,7 +291,9 @@ def program(src, dst, count, n_docs, n_words, K=100, alpha=0.1, beta=0.01, seed=
               GlobalSync(aggregate=ll_words, over=types[1], finalize=settle),
               GlobalSync(aggregate=ll_docs, over=types[0], finalize=finish_iteration)]
     return Program(vt, edge={"count": "i4", "id": "i8", "z": ("i2", TOKENS)}, context=ctx, stages=stages,
-                   init_vertices=init_vertices, init_edges=init_edges, name=f"lda-{sampler}")
+                   init_vertices=init_vertices, init_edges=init_edges, name=f"lda-{sampler}",
+                   bounds={"z": (-1, K - 1), "nz": (0, K - 1), "nnz": (0, K), "nk": (0, 2 ** 31 - 1),
+                           "count": (0, TOKENS), "id": (0, max(m, n_docs) - 1)})
 
 
 @njit(cache=True)
@@ -421,33 +423,39 @@ class LDAModel:
         return infer(self.word_topic, self.topic_totals, docs, self.alpha, self.beta, iterations, seed)
 
     def save(self, directory):
+        """lda.npz, vocab.txt and model.json, together with a manifest (tux2.files)."""
         import json
-        import os
-        from tux2 import __version__
-        os.makedirs(directory, exist_ok=True)
-        np.savez(os.path.join(directory, "lda.npz"), word_topic=self.word_topic, topic_totals=self.topic_totals,
-                 **({"doc_topic": self.doc_topic} if self.doc_topic is not None else {}))
+        from tux2 import __version__, files
+        out = {"lda.npz": files.npz({"word_topic": self.word_topic, "topic_totals": self.topic_totals,
+                                     **({"doc_topic": self.doc_topic} if self.doc_topic is not None else {})})}
         if self.vocab is not None:
-            with open(os.path.join(directory, "vocab.txt"), "w", encoding="utf-8") as f:
-                f.write("".join(w + "\n" for w in self.vocab))
-        with open(os.path.join(directory, "model.json"), "w") as f:
-            json.dump({"algorithm": "lda", "topics": int(self.word_topic.shape[0]), "alpha": self.alpha,
-                       "beta": self.beta, "words": int(self.word_topic.shape[1]), "tux2_version": __version__}, f,
-                      indent=2)
+            out["vocab.txt"] = files.text("".join(w + "\n" for w in self.vocab))
+        out["model.json"] = files.text(json.dumps(
+            {"algorithm": "lda", "topics": int(self.word_topic.shape[0]), "alpha": self.alpha, "beta": self.beta,
+             "words": int(self.word_topic.shape[1]), "tux2_version": __version__}, indent=2))
+        files.write_dir(directory, out)
 
     @classmethod
     def load(cls, directory):
-        import json
+        """The model in ``directory``, its files checked against its manifest and its
+        arrays against model.json (tux2.model_check)."""
         import os
-        with open(os.path.join(directory, "model.json")) as f:
-            meta = json.load(f)
-        with np.load(os.path.join(directory, "lda.npz")) as z:
-            arrays = {k: z[k] for k in z.files}
+        from tux2 import files, model_check
+        meta, arrays = model_check.read_model(directory, "lda", ("lda.npz",))
+        model_check.check_lda(directory, meta, arrays)
+        arrays = arrays["lda.npz"]
         vocab = None
         path = os.path.join(directory, "vocab.txt")
-        if os.path.exists(path):
-            with open(path, encoding="utf-8") as f:
-                vocab = [line.rstrip("\n") for line in f]
+        manifest = files.read_manifest(directory, required=False)
+        if os.path.exists(path) and (manifest is None or "vocab.txt" in manifest):
+            try:
+                files.verify(directory, ["vocab.txt"], required=False)
+                with open(path, encoding="utf-8") as f:
+                    vocab = [line.rstrip("\n") for line in f]
+            except (OSError, UnicodeDecodeError, files.FileError) as e:
+                raise model_check.ModelError(f"{path}: cannot read ({e})") from None
+            if len(vocab) < meta["words"]:
+                raise model_check.ModelError(f"{path}: {len(vocab)} words, but model.json says {meta['words']}")
         return cls(arrays["word_topic"], arrays["topic_totals"], meta["alpha"], meta["beta"], vocab,
                    arrays.get("doc_topic"))
 

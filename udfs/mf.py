@@ -229,49 +229,33 @@ class MFModel:
     # ---------------------------------------------------------------- files
     def save(self, directory):
         """user.npz, item.npz (arrays p, b and the user's ids), seen.npz and model.json:
-        the files ``tux2 run mf --out`` writes."""
+        the files ``tux2 run mf --out`` writes (together, with a manifest: tux2.files)."""
         import json
-        import os
+        from tux2 import __version__, files
         from tux2.loaders import save_ids
-        from tux2 import __version__
-        os.makedirs(directory, exist_ok=True)
+        out = {}
         for name, p, b, m in (("user", self.P, self.bu, self.ids[0]), ("item", self.Q, self.bi, self.ids[1])):
-            np.savez(os.path.join(directory, f"{name}.npz"), p=p.astype(np.float32), b=b.astype(np.float32),
-                     ids=save_ids(m, len(p)))
+            out[f"{name}.npz"] = files.npz({"p": p.astype(np.float32), "b": b.astype(np.float32),
+                                           "ids": save_ids(m, len(p))})
         if self.seen is not None:
-            save_seen(directory, *self.seen)
+            out["seen.npz"] = files.npz({"indptr": self.seen[0], "indices": self.seen[1]})
         meta = {"algorithm": "mf", "k": int(self.P.shape[1]), "mu": self.mu, "tux2_version": __version__,
                 "vertex_types": ["user", "item"], **{k: v for k, v in self.meta.items() if k not in ("mu",)}}
-        tmp = os.path.join(directory, "model.json.tmp")
-        with open(tmp, "w") as f:
-            json.dump(meta, f, indent=2)
-        os.replace(tmp, os.path.join(directory, "model.json"))
+        out["model.json"] = files.text(json.dumps(meta, indent=2))
+        files.write_dir(directory, out)
 
     @classmethod
     def load(cls, directory):
-        import json
-        import os
-        from tux2.errors import Tux2Error
+        """The model in ``directory``, its files checked against its manifest and
+        their arrays against model.json (tux2.files, tux2.model_check)."""
+        from tux2 import model_check
         from tux2.loaders import loaded_ids
-        try:
-            with open(os.path.join(directory, "model.json")) as f:
-                meta = json.load(f)
-            arrays = []
-            for name in ("user", "item"):
-                with np.load(os.path.join(directory, f"{name}.npz")) as z:
-                    arrays.append({k: z[k] for k in z.files})
-        except FileNotFoundError as e:
-            raise Tux2Error(f"{directory}: not an MF model directory ({os.path.basename(e.filename)} is missing)") \
-                from None
-        if meta.get("algorithm") != "mf":
-            raise Tux2Error(f"{directory}: an {meta.get('algorithm')!r} model, not mf")
-        seen = None
-        path = os.path.join(directory, "seen.npz")
-        if os.path.exists(path):
-            with np.load(path) as z:
-                seen = (z["indptr"], z["indices"])
-        return cls(arrays[0], arrays[1], meta.get("mu", 0.0),
-                   (loaded_ids(arrays[0]["ids"]), loaded_ids(arrays[1]["ids"])), seen, meta)
+        meta, arrays = model_check.read_model(directory, "mf", ("user.npz", "item.npz"), ("seen.npz",))
+        model_check.check_mf(directory, meta, arrays)
+        seen = arrays.get("seen.npz")
+        return cls(arrays["user.npz"], arrays["item.npz"], meta.get("mu", 0.0),
+                   (loaded_ids(arrays["user.npz"]["ids"]), loaded_ids(arrays["item.npz"]["ids"])),
+                   (seen["indptr"], seen["indices"]) if seen is not None else None, meta)
 
 
 def seen_csr(graph):
@@ -280,11 +264,6 @@ def seen_csr(graph):
     indptr = np.zeros(graph.n_src + 1, np.int64)
     np.cumsum(np.bincount(graph.src, minlength=graph.n_src), out=indptr[1:])
     return indptr, graph.dst[o].astype(np.int32)
-
-
-def save_seen(directory, indptr, indices):
-    import os
-    np.savez(os.path.join(directory, "seen.npz"), indptr=indptr, indices=indices)
 
 
 class MF:

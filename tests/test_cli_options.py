@@ -1,0 +1,266 @@
+"""Issue 21, items 10-13: every option value and every input either works or ends with
+one ``tux2: error:`` line — never a Python traceback, never rc 0 with nonsense. The
+property test drives ``tux2.cli.main`` in-process with random values of each option's
+type (tiny inputs, few examples)."""
+import argparse
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, example, given, settings, strategies as st
+
+from tests.conftest import run_cli
+from tux2 import cli
+
+
+def _main(capsys, *argv):
+    """(exit status, stdout, stderr) of ``tux2 ARGV`` run in this process."""
+    try:
+        rc = cli.main(list(argv))
+    except SystemExit as e:
+        rc = e.code
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def _refused(rc, err, *parts):
+    assert rc == 2 and err.strip().splitlines()[-1].startswith("tux2: error:"), err
+    assert "Traceback" not in err
+    for p in parts:
+        assert p in err, err
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    d = tmp_path_factory.mktemp("opts")
+    rng = np.random.default_rng(0)
+    pairs = np.unique(rng.integers(0, 30 * 12, 150))
+    (d / "r.txt").write_text("".join(f"{p // 12} {p % 12} {1 + p % 5}\n" for p in pairs))
+    (d / "docs.txt").write_text("".join(" ".join(rng.choice(["a", "b", "c", "d", "e", "f"], 8)) + "\n"
+                                        for _ in range(20)))
+    (d / "s.svm").write_text("".join(f"{1 if i % 2 else -1} 1:{i % 3} 2:{i % 5} 3:1\n" for i in range(30)))
+    return d
+
+
+# ------------------------------------------------------------------ items 10, 11: option values
+@pytest.mark.parametrize("argv, what", [
+    (["run", "mf", "R", "--epochs", "-1"], "--epochs"),
+    (["run", "mf", "R", "--k", "-1"], "--k"),
+    (["run", "mf", "R", "--k", "0"], "--k"),
+    (["run", "mf", "R", "--partitions", "0"], "--partitions"),
+    (["run", "mf", "R", "--workers", "0"], "--workers"),
+    (["run", "mf", "R", "--workers", "-1"], "--workers"),
+    (["run", "mf", "R", "--test-fraction", "1"], "--test-fraction"),
+    (["run", "mf", "R", "--test-fraction", "1.5"], "--test-fraction"),
+    (["run", "mf", "R", "--test-fraction", "-1"], "--test-fraction"),
+    (["run", "mf", "R", "--test-fraction", "nan"], "--test-fraction"),
+    (["run", "mf", "R", "--reg", "-1"], "--reg"),
+    (["run", "mf", "R", "--reg", "nan"], "--reg"),
+    (["run", "mf", "R", "--seed", "-1"], "--seed"),
+    (["run", "mf", "R", "--seed", str(2 ** 70)], "--seed"),
+    (["run", "mf", "R", "--timeout", "-5"], "--timeout"),
+    (["run", "mf", "R", "--timeout", "nan"], "--timeout"),
+    (["run", "mf", "R", "--eval-every", "-1"], "--eval-every"),
+    (["run", "lda", "D", "--alpha", "nan"], "--alpha"),
+    (["run", "lda", "D", "--beta", "nan"], "--beta"),
+    (["run", "lda", "D", "--iterations", "-1"], "--iterations"),
+    (["run", "lda", "D", "--min-count", "-1"], "--min-count"),
+    (["run", "lda", "D", "--top-words", "-1"], "--top-words"),
+    (["run", "blockpg", "S", "--epochs", "-1"], "--epochs"),
+    (["run", "blockpg", "S", "--tol", "nan"], "--tol"),
+    (["run", "lr", "S", "--eta", "-1"], "--eta"),
+    (["run", "lr", "S", "--decay", "-1"], "--decay"),
+    (["run", "fm", "S", "--factors", "-1"], "--factors"),
+    (["run", "mf", "R", "--rank", "1", "--world", "2", "--rendezvous", "garbage"], "--rendezvous"),
+])
+def test_meaningless_option_values_are_refused(capsys, files, argv, what):
+    argv = [{"R": str(files / "r.txt"), "D": str(files / "docs.txt"), "S": str(files / "s.svm")}.get(a, a)
+            for a in argv]
+    rc, out, err = _main(capsys, *argv)
+    _refused(rc, err, what)
+    assert "epoch" not in out and "iteration" not in out
+
+
+def test_partitions_far_above_the_edge_count_are_refused(capsys, files):
+    rc, out, err = _main(capsys, "run", "mf", str(files / "r.txt"), "--partitions", "100000", "--epochs", "1")
+    _refused(rc, err, "--partitions 100000", "edges")
+
+
+# ------------------------------------------------------------------ item 10, 12: data problems
+def test_utf8_bom_is_skipped(capsys, tmp_path):
+    p = tmp_path / "bom.txt"
+    p.write_bytes(b"\xef\xbb\xbf" + b"".join(f"{i} {i % 7} {1 + i % 4}\n".encode() for i in range(60)))
+    rc, out, err = _main(capsys, "run", "mf", str(p), "--epochs", "1", "--k", "2", "--out", str(tmp_path / "m"))
+    assert rc == 0, err
+    with np.load(tmp_path / "m" / "user.npz") as z:
+        assert z["ids"].dtype.kind == "i"                 # numeric ids, not '\ufeff0'
+    rc, out, err = _main(capsys, "info", str(p))
+    assert rc == 0 and "ids 0 … 59" in out, out + err
+
+
+def test_ratings_beyond_float32_are_refused(capsys, tmp_path):
+    p = tmp_path / "big.txt"
+    p.write_text("0 0 3\n1 1 4e39\n2 2 5\n")
+    rc, out, err = _main(capsys, "run", "mf", str(p), "--epochs", "1")
+    _refused(rc, err, f"{p}:2:", "float32")
+    assert "lower --lr" not in err
+
+
+def test_non_utf8_text_names_its_line(capsys, tmp_path):
+    p = tmp_path / "docs.txt"
+    lines = [("word " * 400).encode() + b"\n"] * 30                # several 8 KB decoding chunks
+    lines[23] = b"caf\xe9 au lait\n"
+    p.write_bytes(b"".join(lines))
+    rc, out, err = _main(capsys, "run", "lda", str(p), "--iterations", "1")
+    _refused(rc, err, f"{p}:24: not UTF-8")
+
+
+def test_gzip_input_is_read_transparently(capsys, tmp_path, files):
+    import bz2
+    import gzip
+    import lzma
+    raw = (files / "r.txt").read_bytes()
+    rc, out, err = _main(capsys, "run", "mf", str(files / "r.txt"), "--epochs", "1", "--k", "2")
+    sizes = out.splitlines()[1]
+    for name, pack in (("r.gz", gzip.compress), ("r.bz2", bz2.compress), ("r.xz", lzma.compress)):
+        (tmp_path / name).write_bytes(pack(raw))
+        rc, out, err = _main(capsys, "run", "mf", str(tmp_path / name), "--epochs", "1", "--k", "2")
+        assert rc == 0, err
+        assert out.splitlines()[1] == sizes
+    (tmp_path / "bad.gz").write_bytes(gzip.compress(raw)[:40])
+    rc, out, err = _main(capsys, "run", "mf", str(tmp_path / "bad.gz"))
+    _refused(rc, err, f"{tmp_path / 'bad.gz'}: cannot decompress")
+
+
+def test_lda_stops_on_a_non_finite_likelihood(capsys, files, monkeypatch):
+    from tux2.engine import Engine
+    real = Engine.context
+    monkeypatch.setattr(Engine, "context", lambda self: {**real(self), "ll": float("nan")})
+    rc, out, err = _main(capsys, "run", "lda", str(files / "docs.txt"), "--iterations", "3", "--topics", "2",
+                         "--out", str(files / "lda-nan"))
+    _refused(rc, err, "log-likelihood is not finite at iteration 1")
+    assert not (files / "lda-nan" / "model.json").exists()
+
+
+# ------------------------------------------------------------------ item 13: quoted lines are short
+def test_errors_quote_at_most_200_characters_escaped(tmp_path):
+    p = tmp_path / "long.txt"
+    p.write_bytes(b"0 1 2\n1 2 " + b"x" * 10_000_000 + b"\n")
+    r = run_cli("run", "mf", str(p))
+    assert r.returncode == 2 and f"{p}:2: malformed value" in r.stderr
+    assert len(r.stderr) < 600, len(r.stderr)
+    b = tmp_path / "bin.txt"
+    b.write_bytes(bytes(range(256)) * 8)
+    r = run_cli("run", "mf", str(b))
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert len(r.stderr) < 800 and "\x00" not in r.stderr and "\\x" in r.stderr
+
+
+# ------------------------------------------------------------------ the property test
+# options that set the amount of work: kept small so an example takes milliseconds
+_WORK = {"--epochs": 3, "--iterations": 3, "--k": 8, "--topics": 8, "--factors": 4, "--partitions": 4,
+         "--top-k": 5, "--top-words": 20, "--block-size": 1000, "--batch-size": 1000, "--batch": 1000,
+         "--eval-every": 5, "--checkpoint-every": 5, "--shrink-rest": 5, "--min-count": 5, "--classes": 4}
+# options that start processes or wait for peers: tested by the distributed tests
+_SKIP = {"--workers", "--rank", "--world", "--rendezvous", "--bind", "--advertise", "--curve", "--slack",
+         "--trace", "--out", "--metrics", "--checkpoint-dir", "--resume", "--config", "--test", "--vocab",
+         "--output", "-o", "--help", "--version"}
+
+_ODD = ["-1", "0", "-0", "1", "2", "0.5", "1.5", "-2.5", "nan", "inf", "-inf", "1e309", str(2 ** 70),
+        str(-2 ** 63), "x", "", "1e3", "0x10", " 3", "٣"]
+
+
+def _value(option, kind):
+    """A strategy for one option's value: odd values of any type, and small ones of its own."""
+    cap = _WORK.get(option)
+    if kind == "integer":
+        own = st.integers(-3, cap if cap is not None else 2 ** 40).map(str)
+    else:
+        own = st.floats(allow_nan=True, allow_infinity=True, width=64).map(repr)
+    odd = [v for v in _ODD if cap is None or _small(v, cap)]
+    return st.one_of(own, st.sampled_from(odd))
+
+
+def _small(v, cap):
+    try:
+        return float(v) <= cap
+    except ValueError:
+        return True
+
+
+def _numeric_flags(argv):
+    """[(flag, type name)] of the numeric options of the command ``argv`` starts with."""
+    p, _ = cli.build_parser()
+    for word in argv[: 2 if argv[0] == "run" else 1]:
+        p = next(a for a in p._actions if isinstance(a, argparse._SubParsersAction)).choices[word]
+    kinds = {int: "integer", float: "number"}
+    return [(max(a.option_strings, key=len), kinds.get(a.type) or a.type.__name__) for a in p._actions
+            if a.option_strings and a.type is not None
+            and (a.type in kinds or getattr(a.type, "__name__", "") in ("integer", "number"))
+            and not set(a.option_strings) & _SKIP]
+
+
+COMMANDS = {"mf": ["run", "mf", "R"], "lda": ["run", "lda", "D"], "lr": ["run", "lr", "S"],
+            "fm": ["run", "fm", "S"], "blockpg": ["run", "blockpg", "S"], "predict": ["predict", "M", "R"]}
+
+
+@pytest.fixture(scope="module")
+def mf_model(files):
+    out = files / "model"
+    assert cli.main(["run", "mf", str(files / "r.txt"), "--k", "2", "--epochs", "1", "-q", "--out", str(out)]) == 0
+    return out
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_random_option_values_never_give_a_traceback(command, files, mf_model, tmp_path_factory, capsys):
+    base = [{"R": str(files / "r.txt"), "D": str(files / "docs.txt"), "S": str(files / "s.svm"),
+             "M": str(mf_model)}.get(a, a) for a in COMMANDS[command]]
+    flags = _numeric_flags(base)
+    assert len(flags) >= 3, flags
+    work = tmp_path_factory.mktemp("cwd")
+
+    @settings(max_examples=12, deadline=None, derandomize=True,
+              suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+    @given(st.data())
+    def check(data):
+        chosen = data.draw(st.lists(st.sampled_from(flags), min_size=1, max_size=3, unique=True))
+        argv = list(base)
+        for flag, kind in chosen:
+            argv += [f"{flag}={data.draw(_value(flag, kind))}"]
+        import os
+        here = os.getcwd()
+        os.chdir(work)                                  # --checkpoint-every writes ./tux2-checkpoints
+        try:
+            rc, out, err = _main(capsys, *argv, "-q") if command != "predict" else _main(capsys, *argv)
+        finally:
+            os.chdir(here)
+        assert "Traceback" not in err, (argv, err)
+        assert rc == 0 or (rc == 2 and "tux2: error:" in err), (argv, rc, err)
+
+    check()
+
+
+@settings(max_examples=40, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.one_of(st.binary(max_size=300),
+                      st.lists(st.sampled_from([b"0 1 2", b"1 2", b"\xef\xbb\xbf3 4 5", b"1:2 3:4", b"x y z",
+                                                b"%%MatrixMarket matrix coordinate real general", b"3 3 3",
+                                                b"99999999999 1 1", b"1 2 1e400", b"\xff\xfe", b"# c"]),
+                               max_size=8).map(b"\n".join)),
+       fmt=st.sampled_from(["auto", "edges", "libsvm", "docword", "triples", "text"]))
+@example(data=b"1 1:0.5\n-1 1000000000:2\n", fmt="auto")           # a MemoryError before issue 21
+@example(data=b"1000000000000000\n3\n1\n1 1 2\n", fmt="auto")    # docword header D = 1e15
+def test_info_on_any_bytes_never_gives_a_traceback(tmp_path, capsys, data, fmt):
+    p = tmp_path / "in.txt"
+    p.write_bytes(data)
+    rc, out, err = _main(capsys, "info", str(p), "--format", fmt)
+    assert "Traceback" not in err
+    assert rc == 0 or (rc == 2 and "tux2: error:" in err), (data, err)
+
+
+def test_damaged_curve_keys_are_an_error_at_once(capsys, tmp_path, files):
+    rc, out, err = _main(capsys, "keys", str(tmp_path / "k"))
+    assert rc == 0, err
+    (tmp_path / "k" / "tux2.key_secret").write_text("garbage\n")
+    rc, out, err = _main(capsys, "run", "mf", str(files / "r.txt"), "--rank", "1", "--world", "2",
+                         "--rendezvous", "tcp://127.0.0.1:9", "--curve", str(tmp_path / "k"))
+    _refused(rc, err, "--curve", "tux2.key_secret", "tux2 keys")

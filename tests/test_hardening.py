@@ -1,0 +1,376 @@
+"""Issue 21 (inputs, options, checkpoints, model files): a resume refuses changed data,
+multi-worker MF models know the rated items, model directories and checkpoints are
+written whole with a checksummed manifest and read back only after checks, and a
+full disk leaves the previous model intact."""
+import json
+import os
+import resource
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from tests.conftest import run_cli
+from tux2 import checkpoint
+from tux2.datasets import netflix_like
+from tux2.udfs.mf import MFModel
+
+
+def _write_ratings(path, users=300, items=60, n=6000, seed=5, scale=1.0):
+    tr, _ = netflix_like(n_users=users, n_items=items, n_ratings=n, seed=seed)
+    _, first = np.unique(tr.src * tr.n_dst + tr.dst, return_index=True)
+    first = np.sort(first)
+    np.savetxt(path, np.column_stack([tr.src[first], tr.dst[first], tr.values[first] * scale]),
+               fmt="%d %d %.3f")
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def ratings(tmp_path_factory):
+    return _write_ratings(tmp_path_factory.mktemp("hard") / "r.txt")
+
+
+def _ok(*args):
+    r = run_cli(*args, "--quiet")
+    assert r.returncode == 0, r.stderr
+    return r
+
+
+def _error(r, *parts):
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    assert "Traceback" not in r.stderr, r.stderr
+    assert r.stderr.startswith("tux2: error:"), r.stderr
+    for p in parts:
+        assert p in r.stderr, r.stderr
+
+
+# ------------------------------------------------------------------ item 2: resume checks the data
+def test_resume_refuses_changed_ratings_and_names_what_differs(tmp_path):
+    data = _write_ratings(tmp_path / "r.txt")
+    ck = str(tmp_path / "ck")
+    _ok("run", "mf", data, "--k", "4", "--epochs", "1", "--checkpoint-every", "1", "--checkpoint-dir", ck)
+    lines = open(data).read().splitlines()
+    # every rating changed, same ids, same line count: only the values differ
+    changed = [f"{a} {b} {float(r) / 2 + 0.25:.3f}" for a, b, r in (x.split() for x in lines)]
+    with open(data, "w") as f:
+        f.write("\n".join(changed) + "\n")
+    r = run_cli("run", "mf", data, "--k", "4", "--epochs", "2", "--resume", ck)
+    _error(r, "edge values differ", data, "bytes then", "modified")
+    # one pair replaced by an unseen one (an item id present elsewhere): the ids differ
+    a, b, v = lines[0].split()
+    pairs = {tuple(x.split()[:2]) for x in lines}
+    new_item = next(str(i) for i in range(60) if (a, str(i)) not in pairs)
+    with open(data, "w") as f:
+        f.write("\n".join([f"{a} {new_item} {v}"] + lines[1:]) + "\n")
+    r = run_cli("run", "mf", data, "--k", "4", "--epochs", "2", "--resume", ck)
+    _error(r, data)
+    assert "differ" in r.stderr or "holds other" in r.stderr
+
+
+# ------------------------------------------------------------------ item 3: seen.npz with several workers
+def test_multi_worker_mf_model_excludes_rated_items(ratings, tmp_path):
+    out = str(tmp_path / "m")
+    _ok("run", "mf", ratings, "--k", "4", "--epochs", "2", "--workers", "2", "--partitions", "2",
+        "--timeout", "20", "--out", out)
+    model = MFModel.load(out)
+    assert model.seen is not None
+    src, dst = np.loadtxt(ratings, usecols=(0, 1), dtype=np.int64).T
+    r = run_cli("predict", out, "--top-k", "5", "-o", str(tmp_path / "top.txt"))
+    assert r.returncode == 0, r.stderr
+    rated = set(zip(src.tolist(), dst.tolist()))
+    recs = [(int(line.split()[0]), int(t.split(":")[0])) for line in open(tmp_path / "top.txt")
+            for t in line.split()[1:]]
+    assert len(recs) > 100
+    # the split holds out ~10 %: only those may come back; every training pair is excluded
+    train_pairs = set(zip(*[a.tolist() for a in _seen_pairs(model)]))
+    assert not train_pairs & set(recs)
+    assert len(train_pairs) > 0.85 * len(rated)
+
+
+def _seen_pairs(model):
+    indptr, indices = model.seen
+    users = np.repeat(np.arange(len(indptr) - 1), np.diff(indptr))
+    return users, indices
+
+
+# ------------------------------------------------------------------ item 7: model files written whole
+def _model_arrays(directory):
+    out = {}
+    for name in ("user.npz", "item.npz"):
+        with np.load(os.path.join(directory, name)) as z:
+            out.update({f"{name}:{k}": z[k] for k in z.files})
+    return out
+
+
+def _limited(limit):
+    def pre():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+    return pre
+
+
+def test_a_full_disk_keeps_the_previous_model(ratings, tmp_path):
+    out = str(tmp_path / "model")
+    _ok("run", "mf", ratings, "--k", "40", "--epochs", "1", "--out", out)
+    before = _model_arrays(out)
+    size = os.path.getsize(os.path.join(out, "user.npz"))
+    # the next run may write files up to half the user file: the model cannot be written
+    r = subprocess.run([sys.executable, "-m", "tux2.cli", "run", "mf", ratings, "--k", "40", "--epochs", "2",
+                        "--seed", "3", "--out", out, "--quiet"], capture_output=True, text=True, timeout=300,
+                       preexec_fn=_limited(size // 2))
+    _error(r, "cannot write", os.path.join(out, "user.npz"))
+    assert not [f for f in os.listdir(out) if f.endswith(".tmp")]
+    after = _model_arrays(out)
+    assert before.keys() == after.keys()
+    for k in before:
+        np.testing.assert_array_equal(before[k], after[k], err_msg=k)
+    MFModel.load(out)                                # still whole: the manifest agrees
+    r = run_cli("predict", out, "--top-k", "2")
+    assert r.returncode == 0, r.stderr
+
+
+def test_outputs_are_checked_before_training(ratings, tmp_path):
+    (tmp_path / "afile").write_text("x")
+    r = run_cli("run", "mf", ratings, "--epochs", "1", "--out", str(tmp_path / "afile"))
+    _error(r, "must be a directory")
+    assert "epoch" not in r.stdout
+    r = run_cli("run", "mf", ratings, "--epochs", "1", "--metrics", str(tmp_path / "afile" / "m.jsonl"))
+    _error(r, "is not a directory")
+    r = run_cli("run", "mf", ratings, "--epochs", "1", "--checkpoint-every", "1", "--checkpoint-dir",
+                str(tmp_path / "afile"))
+    _error(r, "must be a directory")
+
+
+def test_metrics_records_and_predictions_are_whole_under_a_full_disk(ratings, tmp_path):
+    metrics = str(tmp_path / "m.jsonl")
+    r = subprocess.run([sys.executable, "-m", "tux2.cli", "run", "mf", ratings, "--k", "4", "--epochs", "40",
+                        "--metrics", metrics, "--quiet"], capture_output=True, text=True, timeout=300,
+                       preexec_fn=_limited(3000))
+    _error(r, "cannot write", metrics)
+    text = open(metrics).read()
+    assert text.endswith("\n") and all(json.loads(line)["epoch"] for line in text.splitlines())
+    model = str(tmp_path / "model")
+    _ok("run", "mf", ratings, "--k", "4", "--epochs", "1", "--out", model)
+    pred = str(tmp_path / "pred.txt")
+    r = subprocess.run([sys.executable, "-m", "tux2.cli", "predict", model, ratings, "-o", pred],
+                       capture_output=True, text=True, timeout=300, preexec_fn=_limited(4000))
+    _error(r, "cannot write", pred)
+    assert not os.path.exists(pred) and not os.path.exists(pred + ".tmp")
+
+
+# ------------------------------------------------------------------ item 8: manifests, damaged files
+def test_model_manifest_catches_damage_and_stale_files(ratings, tmp_path):
+    out = tmp_path / "model"
+    _ok("run", "mf", ratings, "--k", "4", "--epochs", "1", "--out", str(out))
+    manifest = json.loads((out / "manifest.json").read_text())["files"]
+    assert {"user.npz", "item.npz", "seen.npz", "model.json", "summary.txt"} <= set(manifest)
+    meta = (out / "model.json").read_text()
+    (out / "model.json").write_text(meta.replace('"k": 4', '"k": 5'))
+    _error(run_cli("predict", str(out), "--top-k", "2"), "model.json", "SHA-256")
+    (out / "model.json").write_text(meta)
+    raw = (out / "item.npz").read_bytes()
+    (out / "item.npz").write_bytes(raw[: len(raw) // 2])
+    _error(run_cli("predict", str(out), "--top-k", "2"), "item.npz", "truncated")
+
+
+def _checkpointed(ratings, tmp_path):
+    ck = tmp_path / "ck"
+    _ok("run", "mf", ratings, "--k", "4", "--epochs", "2", "--checkpoint-every", "2", "--checkpoint-dir", str(ck))
+    return ck, ck / "ckpt-00000002"
+
+
+def test_a_flipped_bit_in_state_json_is_refused(ratings, tmp_path):
+    ck, last = _checkpointed(ratings, tmp_path)
+    state = (last / "state.json").read_text()
+    assert '"iteration": 2' in state
+    (last / "state.json").write_text(state.replace('"iteration": 2', '"iteration": 3'))
+    _error(run_cli("run", "mf", ratings, "--k", "4", "--epochs", "4", "--resume", str(ck)),
+           "damaged checkpoint", "state.json")
+
+
+def test_truncated_checkpoint_files_are_errors_not_tracebacks(ratings, tmp_path):
+    ck, last = _checkpointed(ratings, tmp_path)
+    for name in ("part-0.npz", "state.json"):
+        raw = (last / name).read_bytes()
+        (last / name).write_bytes(raw[:100])
+        _error(run_cli("run", "mf", ratings, "--k", "4", "--epochs", "4", "--resume", str(ck)), name)
+        (last / name).write_bytes(raw)
+    (last / "manifest.json").unlink()
+    _error(run_cli("run", "mf", ratings, "--k", "4", "--epochs", "4", "--resume", str(ck)), "incomplete")
+
+
+def test_latest_must_name_a_sibling(ratings, tmp_path):
+    ck, last = _checkpointed(ratings, tmp_path)
+    elsewhere = tmp_path / "x"
+    os.rename(last, elsewhere)
+    (ck / "LATEST").write_text("../x\n")
+    _error(run_cli("run", "mf", ratings, "--k", "4", "--epochs", "4", "--resume", str(ck)),
+           "not a checkpoint beside it")
+    with pytest.raises(checkpoint.CheckpointError, match="beside it"):
+        checkpoint.latest(str(ck))
+
+
+def test_two_runs_sharing_a_checkpoint_directory(ratings, tmp_path):
+    ck = str(tmp_path / "ck")
+    holder = checkpoint.lock(ck)                     # a run in progress writes here
+    try:
+        r = run_cli("run", "mf", ratings, "--epochs", "1", "--checkpoint-every", "1", "--checkpoint-dir", ck)
+        _error(r, "another run", f"pid {os.getpid()}", "--checkpoint-dir")
+    finally:
+        os.close(holder)
+    _ok("run", "mf", ratings, "--k", "4", "--epochs", "1", "--checkpoint-every", "1", "--checkpoint-dir", ck)
+
+
+# ------------------------------------------------------------------ item 6: loaded arrays are checked
+def _rewrite(directory, name, **changes):
+    """Change arrays of an .npz in ``directory`` and re-sign the manifest, as a crafted
+    file would: the checks that remain are those of the arrays themselves."""
+    from tux2 import files
+    path = os.path.join(directory, name)
+    with np.load(path) as z:
+        arrays = {k: z[k] for k in z.files}
+    arrays.update(changes)
+    np.savez(path, **arrays)
+    m = json.load(open(os.path.join(directory, "manifest.json")))
+    m["files"][name] = files.describe(path)
+    json.dump(m, open(os.path.join(directory, "manifest.json"), "w"))
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    rng = np.random.default_rng(1)
+    words = [f"w{i}" for i in range(40)]
+    path = tmp_path_factory.mktemp("lda") / "docs.txt"
+    path.write_text("".join(" ".join(rng.choice(words, 12)) + "\n" for _ in range(60)))
+    return str(path)
+
+
+def test_crafted_lda_checkpoint_topic_index_is_refused(corpus, tmp_path):
+    ck = tmp_path / "ck"
+    _ok("run", "lda", corpus, "--topics", "5", "--iterations", "1", "--checkpoint-every", "1",
+        "--checkpoint-dir", str(ck))
+    last = str(ck / "ckpt-00000001")
+    with np.load(os.path.join(last, "part-0.npz")) as z:
+        edata = z["p0.edata"].copy()
+    edata["z"][0, 0] = 30000
+    _rewrite(last, "part-0.npz", **{"p0.edata": edata})
+    r = run_cli("run", "lda", corpus, "--topics", "5", "--iterations", "3", "--resume", str(ck))
+    _error(r, "p0.edata.z", "outside -1 … 4")
+
+
+def test_crafted_model_arrays_are_refused_before_any_kernel(corpus, ratings, tmp_path):
+    lda_dir = str(tmp_path / "lda")
+    _ok("run", "lda", corpus, "--topics", "5", "--iterations", "2", "--out", lda_dir)
+    with np.load(os.path.join(lda_dir, "lda.npz")) as z:
+        totals = z["topic_totals"]
+    _rewrite(lda_dir, "lda.npz", topic_totals=totals[:-1])
+    _error(run_cli("predict", lda_dir, corpus), "lda.npz", "topic_totals has shape (4,)")
+    # a GLM model whose weights have another shape than model.json says
+    train = tmp_path / "t.svm"
+    train.write_text("".join(f"{1 if i % 2 else -1} 1:{i % 3} 2:{i % 5} 3:1\n" for i in range(40)))
+    glm_dir = str(tmp_path / "glm")
+    _ok("run", "lr", str(train), "--epochs", "1", "--out", glm_dir)
+    _rewrite(glm_dir, "weights.npz", w=np.zeros((5, 3, 2)))
+    _error(run_cli("predict", glm_dir, str(train)), "weights.npz", "w has shape (5, 3, 2)")
+    mf_dir = str(tmp_path / "mf")
+    _ok("run", "mf", ratings, "--k", "3", "--epochs", "1", "--out", mf_dir)
+    with np.load(os.path.join(mf_dir, "seen.npz")) as z:
+        indices = z["indices"].copy()
+    indices[0] = 10 ** 6
+    _rewrite(mf_dir, "seen.npz", indices=indices)
+    _error(run_cli("predict", mf_dir, "--top-k", "2"), "seen.npz", "out of range")
+    with np.load(os.path.join(mf_dir, "user.npz")) as z:
+        p = z["p"].copy()
+    p[0, 0] = np.nan
+    _rewrite(mf_dir, "user.npz", p=p)
+    _error(run_cli("predict", mf_dir, ratings), "user.npz", "NaN")
+
+
+# ------------------------------------------------------------------ item 4: standard input, pipes, FIFOs
+def _cli_stdin(data, *args, timeout=300):
+    return subprocess.run([sys.executable, "-m", "tux2.cli", *args], input=data, capture_output=True,
+                          timeout=timeout)
+
+
+def test_lda_from_a_pipe_reads_every_document(tmp_path):
+    rng = np.random.default_rng(2)
+    words = [f"w{i}" for i in range(50)]
+    text = "".join(" ".join(rng.choice(words, 300)) + "\n" for _ in range(300))   # > 64 KB
+    assert len(text) > 1 << 16
+    r = _cli_stdin(text.encode(), "run", "lda", "/dev/stdin", "--topics", "3", "--iterations", "1",
+                   "--out", str(tmp_path / "m"))
+    assert r.returncode == 0, r.stderr
+    assert "300 documents" in r.stdout.decode()
+    meta = json.load(open(tmp_path / "m" / "model.json"))
+    assert meta["documents"] == 300
+
+
+def test_mf_from_dash_a_fifo_and_gzip(ratings, tmp_path):
+    data = open(ratings, "rb").read()
+    plain = run_cli("run", "mf", ratings, "--k", "3", "--epochs", "1")
+    sizes = plain.stdout.split("\n")[1]                # train N ratings, test M; users × items
+    r = _cli_stdin(data, "run", "mf", "-", "--k", "3", "--epochs", "1")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.decode().split("\n")[1] == sizes
+    r = _cli_stdin(data, "run", "mf", "-", "--k", "3", "--epochs", "1", "--workers", "2", "--timeout", "20")
+    assert r.returncode == 0, r.stderr
+    fifo = str(tmp_path / "fifo")
+    os.mkfifo(fifo)
+    p = subprocess.Popen([sys.executable, "-m", "tux2.cli", "run", "mf", fifo, "--k", "3", "--epochs", "1"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    with open(fifo, "wb") as f:
+        f.write(data)
+    out, err = p.communicate(timeout=300)
+    assert p.returncode == 0, err
+    assert out.decode().split("\n")[1] == sizes
+    import gzip
+    gz = tmp_path / "r.txt.gz"
+    gz.write_bytes(gzip.compress(data))
+    r = run_cli("run", "mf", str(gz), "--k", "3", "--epochs", "1")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split("\n")[1] == sizes
+    bad = _cli_stdin(b"0 0 3\n1 1 x\n", "run", "mf", "-")
+    assert bad.returncode == 2 and b"<stdin>:2: malformed value" in bad.stderr
+
+
+# ------------------------------------------------------------------ item 9: one sparse-id guard
+@pytest.mark.parametrize("case", ["libsvm-1e9", "libsvm-2^62", "docword-D", "docword-count", "info-libsvm",
+                                  "info-docword", "ingress"])
+def test_sparse_ids_and_huge_sizes_are_clean_errors(tmp_path, case):
+    p = tmp_path / "in.txt"
+    if case.startswith("libsvm") or case == "info-libsvm":
+        big = {"libsvm-1e9": 10 ** 9, "libsvm-2^62": 2 ** 62 - 1, "info-libsvm": 10 ** 9}[case]
+        p.write_text(f"1 1:0.5 3:1\n-1 2:1 {big}:2\n")
+        args = ("info", str(p)) if case == "info-libsvm" else ("run", "lr", str(p), "--epochs", "1")
+        where = f"{p}:2:"
+    elif case == "docword-D":
+        p.write_text("1000000000000000\n3\n2\n1 1 2\n2 3 1\n")
+        args, where = ("run", "lda", str(p), "--iterations", "1"), f"{p}:1:"
+    elif case == "docword-count":
+        p.write_text("2\n3\n2\n1 1 100000000\n2 3 1\n")
+        args, where = ("run", "lda", str(p), "--iterations", "1"), f"{p}:4:"
+    elif case == "ingress":                          # each worker reads its share of the file
+        p.write_text("0 0 3\n1 1 4\n2 100000000 5\n3 3 3\n")
+        args, where = ("run", "mf", str(p), "--workers", "2", "--timeout", "10"), f"{p}:3:"
+    else:
+        p.write_text("2\n1000000000000000\n2\n1 1 2\n2 3 1\n")
+        args, where = ("info", str(p)), f"{p}:2:"
+    r = run_cli(*args, timeout=60)
+    _error(r, where)
+    assert "MemoryError" not in r.stderr
+
+
+@pytest.mark.parametrize("files_, expect", [
+    ({"model.json": "{not json"}, "model.json: cannot read"),
+    ({"model.json": "[1, 2]"}, "not a model description"),
+    ({"model.json": '{"algorithm": "lr", "features": 3}', "weights.npz": None}, "has no array 'w'"),
+])
+def test_malformed_model_directories_in_predict(tmp_path, ratings, files_, expect):
+    d = tmp_path / "m"
+    d.mkdir()
+    for name, content in files_.items():
+        if content is None:
+            np.savez(d / name, v=np.zeros(3))
+        else:
+            (d / name).write_text(content)
+    _error(run_cli("predict", str(d), ratings), expect)

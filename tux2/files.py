@@ -1,0 +1,216 @@
+"""Files tux2 writes so that a crash or a full disk never leaves a damaged result
+that looks whole, and reads back only after checking them.
+
+* :func:`write_atomic`: one file through ``NAME.tmp``, fsync, rename.
+* :func:`write_dir`: a set of files (a model directory, a checkpoint's last step):
+  every file first goes to a temporary name, then a ``manifest.json`` with the size
+  and SHA-256 of each; only when all of them are on disk are they renamed, the
+  manifest last. A failure before that (ENOSPC, a crash) leaves the previous files
+  untouched; a crash among the renames leaves files that disagree with the manifest,
+  which :func:`verify` reports instead of loading.
+* :func:`verify`: every file named by a directory's manifest has its size and hash.
+* :func:`check_writable`: an output path can be written, asked before training.
+
+Write errors name the file (``tux2: error: FILE: No space left on device``).
+"""
+import errno
+import hashlib
+import json
+import os
+
+import numpy as np
+
+from tux2.errors import Tux2Error
+
+MANIFEST = "manifest.json"
+
+
+class FileError(Tux2Error):
+    """A file tux2 wrote or reads back is unwritable, damaged or changed."""
+
+
+def npz(arrays):
+    """A writer of ``arrays`` as an .npz file, for ``write_dir``/``write_atomic``."""
+    return lambda f: np.savez(f, **arrays)
+
+
+def text(s):
+    """A writer of the string ``s`` (UTF-8)."""
+    return lambda f: f.write(s.encode("utf-8"))
+
+
+def fsync_dir(path):
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_error(path, e):
+    hint = " (the disk is full)" if e.errno in (errno.ENOSPC, errno.EDQUOT) else \
+        " (the file size limit was reached)" if e.errno == errno.EFBIG else ""
+    return FileError(f"{path}: cannot write: {e.strerror or e}{hint}")
+
+
+def _write_tmp(path, write):
+    """``write(file)`` into path.tmp and fsync it; returns the temporary name."""
+    tmp = path + ".tmp"
+    try:
+        with open(tmp, "wb") as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
+    except OSError as e:
+        discard(tmp)
+        raise write_error(path, e) from None
+    except BaseException:
+        discard(tmp)
+        raise
+    return tmp
+
+
+def discard(path):
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def write_whole(f, path, data):
+    """Append ``data`` (one record: a JSON line) to the unbuffered binary file ``f``
+    whole or not at all: after a failed or short write the file is cut back to where
+    the record began, so a full disk never leaves half a record that parses."""
+    start = f.tell()
+    try:
+        n = f.write(data)
+        if n != len(data):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    except OSError as e:
+        try:
+            f.truncate(start)
+        except OSError:
+            pass
+        raise write_error(path, e) from None
+
+
+def write_atomic(path, write):
+    """``write(file)`` into path.tmp, fsync, rename over ``path``."""
+    os.replace(_write_tmp(path, write), path)
+
+
+def sha256(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def describe(path):
+    """The manifest entry of a file on disk: its size and SHA-256."""
+    return {"bytes": os.path.getsize(path), "sha256": sha256(path)}
+
+
+def write_dir(directory, files, present=None):
+    """Write ``files`` ({name: write(file)}, in order) into ``directory`` together:
+    each to a temporary name (fsync'd), then ``manifest.json`` naming every file of
+    ``files`` and ``present`` (files already in place, e.g. other workers' parts),
+    then the renames, in order, the manifest last. Returns the manifest."""
+    os.makedirs(directory, exist_ok=True)
+    staged, entries = [], {}
+    try:
+        for name in present or ():
+            entries[name] = describe(os.path.join(directory, name))
+        for name, write in files.items():
+            tmp = _write_tmp(os.path.join(directory, name), write)
+            staged.append((tmp, os.path.join(directory, name)))
+            entries[name] = describe(tmp)
+        manifest = {"files": entries}
+        body = json.dumps(manifest, indent=1).encode()
+        staged.append((_write_tmp(os.path.join(directory, MANIFEST), lambda f: f.write(body)),
+                       os.path.join(directory, MANIFEST)))
+    except BaseException:
+        for tmp, _ in staged:
+            discard(tmp)
+        raise
+    fsync_dir(directory)
+    for tmp, final in staged:
+        os.replace(tmp, final)
+    fsync_dir(directory)
+    return manifest
+
+
+def read_manifest(directory, required=True):
+    """A directory's manifest ({name: {bytes, sha256}}), or None when it has none and
+    ``required`` is False (directories written before manifests existed)."""
+    path = os.path.join(directory, MANIFEST)
+    try:
+        with open(path, "rb") as f:
+            manifest = json.loads(f.read().decode("utf-8"))
+        files = manifest["files"]
+        if not isinstance(files, dict) or not all(
+                isinstance(n, str) and isinstance(e, dict) and isinstance(e.get("bytes"), int)
+                and isinstance(e.get("sha256"), str) for n, e in files.items()):
+            raise ValueError("malformed entries")
+    except FileNotFoundError:
+        if not required:
+            return None
+        raise FileError(f"{directory}: no {MANIFEST} (incomplete, or not written by tux2)") from None
+    except (OSError, ValueError, KeyError, TypeError, UnicodeDecodeError) as e:
+        raise FileError(f"{path}: damaged ({e})") from None
+    for name in files:
+        if os.path.basename(name) != name or name in ("", ".", ".."):
+            raise FileError(f"{path}: names {name!r}, which is not a file of this directory")
+    return files
+
+
+def verify(directory, names=None, required=True):
+    """Check the files ``names`` (default: all) of ``directory`` against its manifest:
+    each must be listed, with its size and SHA-256. Returns the manifest (None when
+    there is none and ``required`` is False)."""
+    files = read_manifest(directory, required)
+    if files is None:
+        return None
+    for name in (files if names is None else names):
+        path = os.path.join(directory, name)
+        entry = files.get(name)
+        if entry is None:
+            raise FileError(f"{path}: not listed in {os.path.join(directory, MANIFEST)}")
+        try:
+            size = os.path.getsize(path)
+        except OSError as e:
+            raise FileError(f"{path}: {e.strerror} (listed in {MANIFEST})") from None
+        if size != entry["bytes"]:
+            raise FileError(f"{path}: {size} bytes, but {MANIFEST} says {entry['bytes']} (truncated or "
+                            "replaced)")
+        if sha256(path) != entry["sha256"]:
+            raise FileError(f"{path}: its SHA-256 differs from the one in {MANIFEST} (the file is damaged or "
+                            "was changed)")
+    return files
+
+
+def check_writable(path, what, directory):
+    """Raise FileError unless ``path`` (a directory when ``directory``, else a file)
+    can be created or written: asked before training, not after it."""
+    if not path:
+        return
+    path = os.path.abspath(path)
+    if os.path.exists(path):
+        if directory and not os.path.isdir(path):
+            raise FileError(f"{path}: {what} must be a directory, and this is a file")
+        if not directory and os.path.isdir(path):
+            raise FileError(f"{path}: {what} must be a file, and this is a directory")
+        if not os.access(path, os.W_OK):
+            raise FileError(f"{path}: {what} is not writable")
+        return
+    parent = os.path.dirname(path)
+    while parent and not os.path.exists(parent):
+        parent = os.path.dirname(parent)
+    if not os.path.isdir(parent):
+        raise FileError(f"{path}: cannot create {what}: {parent} is not a directory")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise FileError(f"{path}: cannot create {what}: {parent} is not writable")

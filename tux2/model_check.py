@@ -1,0 +1,162 @@
+"""Reading a model directory back (``tux2 run … --out``) without trusting it: its files
+are checked against their manifest (``tux2.files``), read without unpickling, and
+every array is checked against model.json (dtype, shape, index ranges, finiteness)
+before any kernel sees it. Every problem is ``tux2: error: FILE: what``."""
+import json
+import os
+import zipfile
+
+import numpy as np
+
+from tux2 import files
+from tux2.errors import Tux2Error
+
+
+class ModelError(Tux2Error):
+    """A model directory is missing, damaged or inconsistent."""
+
+
+def read_meta(directory):
+    """model.json of a model directory (its manifest entry checked first)."""
+    path = os.path.join(directory, "model.json")
+    if not os.path.exists(path):
+        raise ModelError(f"{directory}: no model.json here; pass the directory given to 'tux2 run … --out'")
+    try:
+        files.verify(directory, ["model.json"], required=False)
+    except files.FileError as e:
+        raise ModelError(str(e)) from None
+    try:
+        with open(path, "rb") as f:
+            meta = json.loads(f.read().decode("utf-8"))
+    except (OSError, ValueError, UnicodeDecodeError) as e:
+        raise ModelError(f"{path}: cannot read ({e})") from None
+    if not isinstance(meta, dict):
+        raise ModelError(f"{path}: not a model description (a JSON object)")
+    return meta
+
+
+def read_model(directory, algorithm, required, optional=()):
+    """(model.json, {file name: {array name: array}}) of a model directory whose
+    algorithm is one of ``algorithm`` (a name or a tuple). ``optional`` files are
+    read when present (and, under a manifest, listed in it)."""
+    meta = read_meta(directory)
+    algos = (algorithm,) if isinstance(algorithm, str) else tuple(algorithm)
+    if meta.get("algorithm") not in algos:
+        raise ModelError(f"{directory}: an {meta.get('algorithm')!r} model, not {' or '.join(algos)}")
+    try:
+        manifest = files.read_manifest(directory, required=False)
+    except files.FileError as e:
+        raise ModelError(str(e)) from None
+    names = list(required) + [n for n in optional if os.path.exists(os.path.join(directory, n))
+                              and (manifest is None or n in manifest)]
+    for n in required:
+        if not os.path.exists(os.path.join(directory, n)):
+            raise ModelError(f"{directory}: not a complete {algos[0]} model ({n} is missing)")
+    try:
+        files.verify(directory, names, required=False)
+    except files.FileError as e:
+        raise ModelError(str(e)) from None
+    return meta, {n: load_npz(os.path.join(directory, n)) for n in names}
+
+
+def load_npz(path):
+    """{name: array} of an .npz file; never unpickles; errors name the file."""
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            return {k: z[k] for k in z.files}
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile, KeyError) as e:
+        raise ModelError(f"{path}: cannot read ({e})") from None
+
+
+def _need(path, arrays, name, dtype_kinds, shape, finite=True):
+    """``arrays[name]`` exists, has a dtype of one of ``dtype_kinds`` and ``shape``
+    (None matches any length), and holds only finite numbers."""
+    a = arrays.get(name)
+    if a is None:
+        raise ModelError(f"{path}: has no array {name!r}")
+    if a.dtype.kind not in dtype_kinds:
+        raise ModelError(f"{path}: {name} has dtype {a.dtype}, expected a numeric array")
+    if len(a.shape) != len(shape) or any(want is not None and got != want for got, want in zip(a.shape, shape)):
+        raise ModelError(f"{path}: {name} has shape {a.shape}, expected "
+                         f"({', '.join('n' if x is None else str(x) for x in shape)})")
+    if finite and a.dtype.kind == "f" and not np.all(np.isfinite(a)):
+        raise ModelError(f"{path}: {name} holds NaN or infinite values")
+    return a
+
+
+def _int_meta(path, meta, key, low=0):
+    v = meta.get(key)
+    if not isinstance(v, int) or isinstance(v, bool) or v < low:
+        raise ModelError(f"{path}: {key} must be an integer >= {low}, got {v!r}")
+    return v
+
+
+def _float_meta(path, meta, key, positive=False):
+    v = meta.get(key)
+    if not isinstance(v, (int, float)) or isinstance(v, bool) or not np.isfinite(v) or (positive and v <= 0):
+        raise ModelError(f"{path}: {key} must be a finite{' positive' if positive else ''} number, got {v!r}")
+    return float(v)
+
+
+def _ids(path, ids, n):
+    if ids is None:
+        raise ModelError(f"{path}: has no array 'ids'")
+    if ids.shape != (n,) or ids.dtype.kind not in "iuU":
+        raise ModelError(f"{path}: ids must be {n} integers or strings, got {ids.dtype} {ids.shape}")
+
+
+def check_mf(directory, meta, arrays):
+    """user.npz/item.npz: p (n × k) and b (n) finite, ids; seen.npz a CSR over them."""
+    k = _int_meta(os.path.join(directory, "model.json"), meta, "k", 1)
+    _float_meta(os.path.join(directory, "model.json"), meta, "mu") if "mu" in meta else None
+    n = {}
+    for name in ("user.npz", "item.npz"):
+        path, a = os.path.join(directory, name), arrays[name]
+        p = _need(path, a, "p", "f", (None, k))
+        _need(path, a, "b", "f", (len(p),))
+        _ids(path, a.get("ids"), len(p))
+        n[name] = len(p)
+    seen = arrays.get("seen.npz")
+    if seen is not None:
+        path = os.path.join(directory, "seen.npz")
+        indptr = _need(path, seen, "indptr", "iu", (n["user.npz"] + 1,))
+        indices = _need(path, seen, "indices", "iu", (None,))
+        if indptr[0] != 0 or np.any(np.diff(indptr) < 0) or indptr[-1] != len(indices):
+            raise ModelError(f"{path}: indptr is not a CSR row pointer over {len(indices)} entries")
+        if len(indices) and (indices.min() < 0 or indices.max() >= n["item.npz"]):
+            raise ModelError(f"{path}: item index out of range 0 … {n['item.npz'] - 1}")
+
+
+def check_lda(directory, meta, arrays):
+    """lda.npz: word_topic (K × V) and topic_totals (K) non-negative counts, K and V
+    as model.json says; doc_topic (D × K) when present."""
+    mpath = os.path.join(directory, "model.json")
+    path, a = os.path.join(directory, "lda.npz"), arrays["lda.npz"]
+    K = _int_meta(mpath, meta, "topics", 1)
+    V = _int_meta(mpath, meta, "words", 0)
+    _float_meta(mpath, meta, "alpha", positive=True)
+    _float_meta(mpath, meta, "beta", positive=True)
+    for name, shape in (("word_topic", (K, V)), ("topic_totals", (K,)), ("doc_topic", (None, K))):
+        if name == "doc_topic" and name not in a:
+            continue
+        x = _need(path, a, name, "iuf", shape)
+        if x.size and x.min() < 0:
+            raise ModelError(f"{path}: {name} holds negative counts")
+
+
+def check_linear(directory, meta, arrays):
+    """weights.npz: w (features) or (features × classes), V (features × F) for fm;
+    finite; as many features as model.json says."""
+    mpath = os.path.join(directory, "model.json")
+    path, a = os.path.join(directory, "weights.npz"), arrays["weights.npz"]
+    features = _int_meta(mpath, meta, "features", 0) if "features" in meta else None
+    w = a.get("w")
+    if w is None:
+        raise ModelError(f"{path}: has no array 'w'")
+    if meta.get("loss") == "softmax":
+        classes = _int_meta(mpath, meta, "classes", 2)
+        _need(path, a, "w", "f", (features, classes))
+    else:
+        _need(path, a, "w", "f", (features,))
+    if meta.get("algorithm") == "fm":
+        _need(path, a, "V", "f", (len(w), None))
