@@ -210,3 +210,13 @@ def test_workers_give_the_single_process_weights(svm_files, tmp_path):
         assert r.returncode == 0, r.stderr
         ws.append(np.load(out / "weights.npz")["w"])
     np.testing.assert_allclose(ws[1], ws[0], rtol=1e-12, atol=1e-15)
+
+
+def test_block_counts_equal_a_unique_over_sample_block_pairs():
+    rng = np.random.default_rng(5)
+    s, f = rng.integers(0, 300, 5000), rng.integers(0, 2000, 5000)
+    for size in (1, 7, 500, 5000):
+        block = f // size
+        _, inv, cnt = np.unique(s * (block.max() + 1) + block, return_inverse=True, return_counts=True)
+        np.testing.assert_array_equal(blockpg.block_counts(s, f, size), cnt[inv])
+    assert len(blockpg.block_counts([], [], 10)) == 0
