@@ -11,6 +11,7 @@ EXPERIMENTS = {   # name: (module, what it measures); `all` runs them in this or
     "gas": ("bench.gas", "Fig. 13: MEGA vs GAS formulations of MF"),
     "ps": ("bench.ps", "Fig. 14: tux2 vs a parameter-server implementation of MF"),
     "balance": ("bench.balance", "Fig. 15: mini-batch balance, vertex-cut vs edge-cut, BlockPG"),
+    "setup": ("bench.setup", "before the first epoch: parse, partition, layout, compile vs np.argsort and peers"),
     "growth": ("bench.growth", "cost growth: MF time and memory per epoch, 10^5 → 10^8 edges"),
     "mf": ("bench.mf", "peer: MF vs LibMF"),
     "lda": ("bench.lda", "peer: LDA vs tomotopy"),

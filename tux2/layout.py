@@ -161,8 +161,33 @@ def _order_by_vertex(lids, by_eid, rank, gid):
     return perm, keys
 
 
+def _take(records, idx):
+    """records[idx] for a structured array, as whole rows (numpy's field-by-field
+    fancy indexing of records is ~4× slower)."""
+    rows = np.ascontiguousarray(records).view(np.dtype((np.void, records.dtype.itemsize)))
+    return np.take(rows, idx).view(records.dtype)
+
+
+@njit(cache=True, nogil=True)
 def _is_sorted(a):
-    return len(a) < 2 or bool((a[1:] >= a[:-1]).all())
+    for k in range(1, a.shape[0]):
+        if a[k] < a[k - 1]:
+            return False
+    return True
+
+
+@njit(cache=True, nogil=True)
+def _permute(perm, ea, eb, eid, pos):
+    """ea, eb, eid and pos in the order ``perm``, in one pass."""
+    m = perm.shape[0]
+    oa, ob, oe, op = np.empty(m, ea.dtype), np.empty(m, eb.dtype), np.empty(m, eid.dtype), np.empty(m, pos.dtype)
+    for k in range(m):
+        e = perm[k]
+        oa[k] = ea[e]
+        ob[k] = eb[e]
+        oe[k] = eid[e]
+        op[k] = pos[e]
+    return oa, ob, oe, op
 
 
 _NONE = np.zeros(0, np.int64)
@@ -212,7 +237,7 @@ def _routing(t, vtype, ids, local, starts, master_t, n, parts, only, share, repl
             gid, data = masters, vdata             # every vertex, in id order: the arrays as they are
         else:
             gid = np.concatenate([masters, mirrors])
-            data = vdata[gid]
+            data = _take(vdata, gid)
         tl = TypeLayout(vtype, gid, len(masters), data, replicated)
         tl.mirror_master_part = master_t[mirrors].astype(np.int32)
         tl.mirror_master_lid = master_lid[mirrors]
@@ -281,15 +306,16 @@ def build_partitions(program, graph, assignment, vertex_data, edge_data, context
         # store edges physically in the primary order (empty perm: as they are)
         perm0 = keysets[orders[0]][0]
         if len(perm0):
-            ea, eb, eid_p = lids[0][perm0], lids[1][perm0], eid[perm0]
-            edata = edge_data[pos[perm0]]
+            ea, eb, eid_p, pos_p = _permute(perm0, lids[0], lids[1], eid, pos)
+            edata = _take(edge_data, pos_p)
         else:
             ea, eb, eid_p = lids[0], lids[1], eid
-            edata = edge_data.copy() if len(local) == 0 else edge_data[pos]
+            edata = edge_data.copy() if len(local) == 0 else _take(edge_data, pos)
         ordmap = {orders[0]: (_NONE, keysets[orders[0]][1])}
-        inv = np.arange(hi - lo, dtype=np.int64)             # storage position of each edge
-        if len(perm0):
-            inv[perm0] = inv.copy()
+        if len(orders) > 1:
+            inv = np.arange(hi - lo, dtype=np.int64)         # storage position of each edge
+            if len(perm0):
+                inv[perm0] = inv.copy()
         for o in orders[1:]:
             perm, keys = keysets[o]
             ordmap[o] = (inv[perm] if len(perm) else inv, keys)
