@@ -27,7 +27,8 @@ def netflix_like(n_users=20_000, n_items=2_000, n_ratings=500_000, rank=10, nois
     while True:
         u = _powerlaw_ids(rng, n_users, draw, user_exponent)
         i = _powerlaw_ids(rng, n_items, draw, item_exponent)
-        key = np.unique(u.astype(np.int64) * n_items + i)
+        key = np.sort(u.astype(np.int64) * n_items + i)     # distinct pairs (np.unique's hashing is ~50× slower)
+        key = key[np.r_[True, key[1:] != key[:-1]]]
         if len(key) >= n_ratings or draw > 50 * n_ratings:
             break
         draw *= 2
