@@ -13,6 +13,7 @@ import json
 import os
 import sys
 import textwrap
+import threading
 import types
 import weakref
 
@@ -172,7 +173,8 @@ def _kernel(kind, src, name, env, deps):
             k = njit(cache=True, **JIT)(mod.__dict__[name])
             if k._cache.cache_path is not None and os.path.isdir(k._cache.cache_path):
                 _verify(where, k._cache.cache_path)
-                _KEYS[k] = (key, where)
+                with _SEAL_LOCK:
+                    _KEYS[k] = (key, where)
                 return k
         except (OSError, RuntimeError):  # an unwritable cache directory (numba finds no locator): compile here only
             pass
@@ -229,11 +231,16 @@ def _sha(path):
 _SEALED = {}                            # loop directory → listing its manifest was made from
 
 
+_SEAL_LOCK = threading.Lock()
+
+
 def _seal():
     """Record the sha256 of numba's files for every cached loop of this process (the
     only files a later process will load): after each compile_call (which may also
     compile the loops a fused loop calls) and at exit."""
-    for kernel, (_, where) in list(_KEYS.items()):
+    with _SEAL_LOCK:
+        kernels = list(_KEYS.items())
+    for kernel, (_, where) in kernels:
         numba_dir = kernel._cache.cache_path
         with contextlib.suppress(OSError):
             names = sorted(n for n in os.listdir(numba_dir) if n.endswith((".nbi", ".nbc")))
@@ -250,7 +257,8 @@ atexit.register(_seal)
 
 def _forget(kernel):
     """Delete a loop's cache files and compile it without the cache in this process."""
-    _, where = _KEYS.pop(kernel)
+    with _SEAL_LOCK:
+        _KEYS.pop(kernel)
     numba_dir = kernel._cache.cache_path
     for n in os.listdir(numba_dir):
         if n.endswith((".nbi", ".nbc")):
