@@ -16,6 +16,7 @@ EXPERIMENTS = {   # name: (module, what it measures); `all` runs them in this or
     "mf": ("bench.mf", "peer: MF vs LibMF"),
     "lda": ("bench.lda", "peer: LDA vs tomotopy"),
     "blockpg": ("bench.blockpg", "peer: BlockPG vs liblinear"),
+    "blockpg_text": ("bench.blockpg_text", "BlockPG on text-like data: epochs to 1e-4 of liblinear's optimum"),
     "glm": ("bench.glm", "peer: GLM strategies vs scikit-learn and Spark MLlib"),
     "glm_scaling": ("bench.glm_scaling", "ColumnSGD Fig. 10: per-step time vs model size"),
     "glm_floor": ("bench.glm_floor", "GLM on one core: tux2's Adam and AdaGrad vs the same loops written by hand"),
