@@ -61,7 +61,7 @@ def warm_layout(prog, init_edges=False):
         g = BipartiteGraph(np.array([0, 1]), np.array([1, 0]), np.array([1.0, 2.0]), 2, 2)
         a = partitioning.partition("random", g.src, g.dst, 2, 2, P, seed=0, strict=False)
         e = np.zeros(2, prog.edge_dtype)
-        build_partitions(prog, g, a, prog.init_data(g.n, np.random.default_rng(0)), e, prog.context.new())
+        build_partitions(prog, g, a, [np.zeros(2, t.dtype) for t in prog.types], e, prog.context.new())
     return time.perf_counter() - t
 
 
