@@ -12,7 +12,9 @@ Every size runs in a fresh process, so its peak resident memory is its own.
   ids); BlockPG's layout orders its edges by feature, so its floor is the argsort
   of the (shuffled) feature ids;
 * compile: an Engine of the program in a fresh process with an empty kernel cache
-  (cold) and again with the cache it filled (warm);
+  (cold) and again with the cache it filled (warm), after numba's first call in the
+  process (its registries and scipy's BLAS check: ``numba_init_s``, paid once by any
+  numba program);
 * peers: LibMF's train_valid_interface with 1 iteration (its copy, scaling and
   grid, plus one epoch: it refuses 0), liblinear's fit through scikit-learn with
   max_iter = 1 (conversion + one outer iteration), and scipy's CSR build.
@@ -129,13 +131,15 @@ def compile_child(algo):
     from tux2 import BipartiteGraph, Engine
     from tux2.udfs import blockpg, mf
     imported = time.perf_counter() - t0
+    from tux2.compile import group_by_part
+    _, numba_init = _t(lambda: group_by_part(np.zeros(1, np.int64), 1))    # numba's first call in a process
     g = BipartiteGraph(np.array([0, 1]), np.array([1, 0]), np.array([1.0, 2.0]), 2, 2)
     if algo == "mf":
         prog = mf.program(k=50, mode="sgd", mu=1.5)
     else:
         prog = blockpg.program([1, -1], [1.0, 2.0], g.src, g.dst, 2, lam=1.0, block_size=500)
     _, seconds = _t(lambda: Engine(prog, g, partitions=1, seed=0))
-    print(json.dumps({"import_s": imported, "compile_s": seconds}), flush=True)
+    print(json.dumps({"import_s": imported, "numba_init_s": numba_init, "compile_s": seconds}), flush=True)
 
 
 def _child(code, env=None):
@@ -152,7 +156,8 @@ def compile_times(algo):
         env = {"TUX2_CACHE_DIR": tmp}
         cold = _child(f"from bench.setup import compile_child; compile_child({algo!r})", env)
         warm = _child(f"from bench.setup import compile_child; compile_child({algo!r})", env)
-    return {"import_s": warm["import_s"], "compile_cold_s": cold["compile_s"], "compile_warm_s": warm["compile_s"]}
+    return {"import_s": warm["import_s"], "numba_init_s": warm["numba_init_s"], "compile_cold_s": cold["compile_s"],
+            "compile_warm_s": warm["compile_s"]}
 
 
 def libmf_prepare(n):
@@ -201,7 +206,7 @@ def main(args):
         rec = {"bench": "setup", "algo": algo, "event": "compile", **compile_times(algo)}
         emit(rec, LOG)
         rows.append([algo, "compile (cold / warm cache)", f"{rec['compile_cold_s']:.2f} / {rec['compile_warm_s']:.2f}",
-                     "", "", f"import {rec['import_s']:.2f} s"])
+                     "", "", f"import {rec['import_s']:.2f} s, numba's first call {rec['numba_init_s']:.2f} s"])
     for size in sizes:
         rec = {"bench": "setup", "algo": "mf",
                **_child(f"from bench.setup import mf_child; mf_child({size}, {size <= 10**7})"), **libmf_prepare(size)}
