@@ -257,7 +257,8 @@ def build_partitions(program, graph, assignment, vertex_data, edge_data, context
     then ``graph.eid`` gives their global positions) and ``assignment`` their parts
     and every vertex's master. ``vertex_data`` are the two global initial arrays
     (indexed by global id; with one partition they become its arrays), ``edge_data``
-    the records of the edges held here; every replica starts with its vertex's global
+    the records of the edges held here (with one partition in global edge order, the
+    partition's own array); every replica starts with its vertex's global
     value. ``share(t, {q: records})``, when given, delivers mirror records (master
     lid, mirror part, mirror lid) to the workers owning master part q and returns
     those for this worker's parts.
@@ -310,7 +311,7 @@ def build_partitions(program, graph, assignment, vertex_data, edge_data, context
             edata = _take(edge_data, pos_p)
         else:
             ea, eb, eid_p = lids[0], lids[1], eid
-            edata = edge_data.copy() if len(local) == 0 else _take(edge_data, pos)
+            edata = edge_data if len(local) == 0 else _take(edge_data, pos)   # one part, in order: as it is
         ordmap = {orders[0]: (_NONE, keysets[orders[0]][1])}
         if len(orders) > 1:
             inv = np.arange(hi - lo, dtype=np.int64)         # storage position of each edge
