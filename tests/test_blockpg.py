@@ -210,3 +210,27 @@ def test_workers_give_the_single_process_weights(svm_files, tmp_path):
         assert r.returncode == 0, r.stderr
         ws.append(np.load(out / "weights.npz")["w"])
     np.testing.assert_allclose(ws[1], ws[0], rtol=1e-12, atol=1e-15)
+
+
+def test_block_counts_equal_a_unique_over_sample_block_pairs():
+    rng = np.random.default_rng(5)
+    s, f = rng.integers(0, 300, 5000), rng.integers(0, 2000, 5000)
+    for size in (1, 7, 500, 5000):
+        block = f // size
+        _, inv, cnt = np.unique(s * (block.max() + 1) + block, return_inverse=True, return_counts=True)
+        np.testing.assert_array_equal(blockpg.block_counts(s, f, size), cnt[inv])
+    assert len(blockpg.block_counts([], [], 10)) == 0
+
+
+def test_text_like_data_has_zipf_words_raw_counts_and_both_labels():
+    from tux2.datasets import text_like
+    d, w, c, y = text_like(n_docs=300, n_words=5000, seed=2)
+    assert len(d) == len(w) == len(c) and len(y) == 300
+    key = d * (w.max() + 1) + w
+    assert (np.diff(key) > 0).all()                       # distinct, sorted by doc then word
+    assert (c >= 1).all() and (c == np.round(c)).all() and c.max() > 20
+    freq = np.sort(np.bincount(w, weights=c))[::-1]
+    assert freq[0] > 20 * freq[len(freq) // 2]             # a few words carry most of the tokens
+    lengths = np.bincount(d, weights=c)
+    assert lengths.max() > 5 * np.median(lengths)          # log-normal lengths: a long tail
+    assert set(np.unique(y)) == {-1.0, 1.0} and abs(y.mean()) < 0.2

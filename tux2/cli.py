@@ -204,6 +204,9 @@ def add_output_args(p, out_help, unit):
     p.add_argument("--metrics", help=f"write one JSON object per {unit} to this .jsonl file")
     p.add_argument("-q", "--quiet", action="store_true",
                    help=f"no per-{unit} lines (on a terminal they come with a live progress bar)")
+    p.add_argument("--no-cache", action="store_true",
+                   help="compile the algorithm's loops in this run instead of loading them from the kernel "
+                        "cache ($TUX2_CACHE_DIR, default ~/.cache/tux2)")
     p.add_argument("--config", metavar="FILE",
                    help="TOML file whose keys are these flags (batch-size = 1000, no-biases = true, input = "
                         "'ratings.txt'); flags on the command line win")
@@ -808,6 +811,9 @@ def main(argv=None):
         return 2
     args = parser.parse_args(argv)
     args.argv = argv
+    if getattr(args, "no_cache", False):
+        from tux2.compile import set_cache_dir
+        set_cache_dir(None)
     try:
         return args.func(args)
     except MemoryError:

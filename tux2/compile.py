@@ -5,16 +5,26 @@ generated edge or vertex loop; LLVM inlines it. Under NUMBA_DISABLE_JIT=1 the
 same loops and UDFs run as Python over ``np.recarray`` views: the reference.
 """
 import ast
+import atexit
+import contextlib
+import hashlib
 import inspect
+import json
+import os
+import sys
 import textwrap
+import threading
+import types
 import weakref
 
+import numba
 import numpy as np
 from numba import njit
+from numba.core.caching import NullCache
 from numba.core.errors import NumbaError
 from numba.core.registry import CPUDispatcher
 
-from tux2.config import JIT, jit_disabled
+from tux2.config import JIT, default_cache_dir, jit_disabled
 from tux2.errors import UDFCompileError
 
 
@@ -25,8 +35,250 @@ def jit_udf(fn):
     return njit(**JIT)(fn)
 
 
+# ---------------------------------------------------------------- compile once per machine
+# A loop that calls a UDF cannot use numba's cache as a closure over the UDF. So each
+# loop is generated as source text, written once to a file under the cache directory
+# named by a hash of everything its machine code depends on (the text, the UDF's
+# fingerprint, the record dtypes, numba/tux2/Python versions), and exec'd from that
+# real file with the UDF as a global: numba's file-based cache then applies, and a
+# second process with the same program loads the loops instead of compiling them.
+# numba's cache files are trusted only if their sha256 matches the manifest written
+# after this process compiled them; anything else is deleted and compiled afresh.
+
+_CACHE = {"dir": default_cache_dir()}
+_KEYS = weakref.WeakKeyDictionary()     # cached loop → (key, directory of its files)
+
+
+def set_cache_dir(path):
+    """Keep compiled loops under ``path`` (None: compile them in every process, as
+    ``tux2 run --no-cache`` does)."""
+    _CACHE["dir"] = path
+
+
+def cache_dir():
+    return _CACHE["dir"]
+
+
+_FILES = {}
+
+
+def _file_digest(path):
+    try:
+        st = os.stat(path)
+    except (OSError, TypeError):
+        return None
+    key = (path, st.st_mtime_ns, st.st_size)
+    if key not in _FILES:
+        with open(path, "rb") as f:
+            _FILES[key] = hashlib.sha256(f.read()).hexdigest()
+    return _FILES[key]
+
+
+def _names(code):
+    """Global (and attribute) names a code object and its nested functions use."""
+    out = set(code.co_names)
+    for c in code.co_consts:
+        if isinstance(c, types.CodeType):
+            out |= _names(c)
+    return out
+
+
+def fingerprint(obj, seen=None):
+    """Text standing for what ``obj`` contributes to compiled code: for a function, its
+    module's source file (hash), qualified name, defaults, closure cells and the
+    globals it names, recursively; numbers, strings, dtypes and arrays by value.
+    None when that cannot be known (a function without a source file, an object of
+    another kind): such a UDF's loops are compiled in every process."""
+    seen = set() if seen is None else seen
+    if isinstance(obj, (type(None), bool, int, float, complex, str, bytes, np.generic)):
+        return f"{type(obj).__name__}:{obj!r}"
+    if isinstance(obj, np.dtype):
+        return f"dtype:{obj.descr!r}:{obj.itemsize}"
+    if isinstance(obj, np.ndarray):
+        if obj.dtype.hasobject:
+            return None
+        return f"array:{obj.dtype.str}:{obj.shape}:{hashlib.sha256(np.ascontiguousarray(obj).tobytes()).hexdigest()}"
+    if isinstance(obj, (tuple, list)):
+        parts = [fingerprint(x, seen) for x in obj]
+        return None if None in parts else f"{type(obj).__name__}({','.join(parts)})"
+    if isinstance(obj, types.ModuleType):
+        f = getattr(obj, "__file__", None)
+        return f"module:{obj.__name__}:{_file_digest(f) if f and f.endswith('.py') else ''}"
+    if isinstance(obj, CPUDispatcher):
+        inner = fingerprint(obj.py_func, seen)
+        return None if inner is None else f"jit{_options(obj.targetoptions)}:{inner}"
+    if isinstance(obj, numba.core.types.Type):
+        return f"numba:{obj}"
+    if not isinstance(obj, types.FunctionType):
+        return None
+    name = f"{obj.__module__}.{obj.__qualname__}:{obj.__code__.co_firstlineno}"
+    if obj in seen:
+        return f"fn:{name}"
+    seen.add(obj)
+    digest = _file_digest(obj.__code__.co_filename)
+    if digest is None:
+        return None
+    parts = [f"fn:{name}:{digest}", fingerprint(obj.__defaults__, seen)]
+    for cell in obj.__closure__ or ():
+        try:
+            parts.append(fingerprint(cell.cell_contents, seen))
+        except ValueError:              # an empty cell
+            parts.append("empty")
+    for g in sorted(_names(obj.__code__)):
+        if g in obj.__globals__:
+            parts.append(f"{g}={fingerprint(obj.__globals__[g], seen)}")
+            if parts[-1].endswith("=None") and obj.__globals__[g] is not None:
+                return None
+    return None if None in parts else "\n".join(parts)
+
+
+def _options(opts):
+    """numba options as text that is the same in every process (sets sorted)."""
+    return repr(sorted((k, sorted(v) if isinstance(v, (set, frozenset)) else v) for k, v in opts.items()))
+
+
+_ENV = []
+
+
+def _environment():
+    """What every loop's machine code depends on besides its own text and UDFs."""
+    if not _ENV:
+        try:
+            from importlib.metadata import version
+            tux2_version = version("tux2")
+        except Exception:               # not installed (running from a checkout)
+            tux2_version = "unknown"
+        _ENV.append(f"numba {numba.__version__}, numpy {np.__version__}, python {sys.version}, "
+                    f"tux2 {tux2_version} {_file_digest(__file__)}, {_options(JIT)}, "
+                    f"{numba.config.CPU_NAME or ''} {numba.config.CPU_FEATURES or ''}")
+    return _ENV[0]
+
+
+def _kernel(kind, src, name, env, deps):
+    """Compile the loop ``name`` that ``src`` defines, with ``env`` as its globals.
+    ``deps``: fingerprints of the compiled code it calls (any None: not cached)."""
+    env = {"np": np, **env}
+    root = _CACHE["dir"]
+    if root is not None and not jit_disabled() and None not in deps:
+        key = hashlib.sha256("\n\0".join([kind, src, _environment(), *deps]).encode()).hexdigest()
+        where = os.path.join(root, "kernels", f"{kind}-{key[:40]}")
+        try:
+            path = _source_file(where, src)
+            # a module numba can import again when it loads the loop's environment
+            mod = types.ModuleType(f"tux2_kernel_{kind}_{key[:40]}")
+            mod.__file__ = path
+            mod.__dict__.update(env)
+            sys.modules[mod.__name__] = mod
+            exec(compile(src, path, "exec"), mod.__dict__)
+            k = njit(cache=True, **JIT)(mod.__dict__[name])
+            if k._cache.cache_path is not None and os.path.isdir(k._cache.cache_path):
+                _verify(where, k._cache.cache_path)
+                with _SEAL_LOCK:
+                    _KEYS[k] = (key, where)
+                return k
+        except (OSError, RuntimeError):  # an unwritable cache directory (numba finds no locator): compile here only
+            pass
+    exec(compile(src, f"<tux2 {kind} loop>", "exec"), env)
+    return njit(**JIT)(env[name])
+
+
+def _atomic_write(path, text):
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+def _source_file(where, src):
+    """The loop's source file under ``where``, written unless it is there with this text."""
+    os.makedirs(where, exist_ok=True)
+    path = os.path.join(where, "kernel.py")
+    try:
+        with open(path) as f:
+            same = f.read() == src
+    except (OSError, UnicodeDecodeError):
+        same = False
+    if not same:
+        _atomic_write(path, src)        # a new mtime: numba's index of the old text is void
+    return path
+
+
+def _verify(where, numba_dir):
+    """Delete numba's cache files for this loop unless each matches the manifest."""
+    try:
+        with open(os.path.join(where, "manifest.json")) as f:
+            sums = json.load(f)
+    except (OSError, ValueError):
+        sums = {}
+    files = [n for n in os.listdir(numba_dir) if n.endswith((".nbi", ".nbc"))]
+    if all(isinstance(sums, dict) and sums.get(n) == _sha(os.path.join(numba_dir, n)) for n in files):
+        return
+    for n in files:
+        with contextlib.suppress(OSError):
+            os.remove(os.path.join(numba_dir, n))
+    with contextlib.suppress(OSError):
+        os.remove(os.path.join(where, "manifest.json"))
+
+
+def _sha(path):
+    try:
+        with open(path, "rb") as f:
+            return hashlib.sha256(f.read()).hexdigest()
+    except OSError:
+        return None
+
+
+_SEALED = {}                            # loop directory → listing its manifest was made from
+
+
+_SEAL_LOCK = threading.Lock()
+
+
+def _seal():
+    """Record the sha256 of numba's files for every cached loop of this process (the
+    only files a later process will load): after each compile_call (which may also
+    compile the loops a fused loop calls) and at exit."""
+    with _SEAL_LOCK:
+        kernels = list(_KEYS.items())
+    for kernel, (_, where) in kernels:
+        numba_dir = kernel._cache.cache_path
+        with contextlib.suppress(OSError):
+            names = sorted(n for n in os.listdir(numba_dir) if n.endswith((".nbi", ".nbc")))
+            listing = [(n, os.stat(os.path.join(numba_dir, n)).st_mtime_ns) for n in names]
+            if _SEALED.get(where) == listing:
+                continue
+            sums = {n: _sha(os.path.join(numba_dir, n)) for n in names}
+            _atomic_write(os.path.join(where, "manifest.json"), json.dumps(sums, sort_keys=True))
+            _SEALED[where] = listing
+
+
+atexit.register(_seal)
+
+
+def _forget(kernel):
+    """Delete a loop's cache files and compile it without the cache in this process."""
+    with _SEAL_LOCK:
+        _KEYS.pop(kernel)
+    numba_dir = kernel._cache.cache_path
+    for n in os.listdir(numba_dir):
+        if n.endswith((".nbi", ".nbc")):
+            with contextlib.suppress(OSError):
+                os.remove(os.path.join(numba_dir, n))
+    kernel._cache = NullCache()
+
+
 _MEMO = weakref.WeakKeyDictionary()   # udf → {kernel kind: compiled loop}
 _FUSED = {}                           # (steps, accumulator dtypes) → fused loop
+
+
+def _udf_fingerprint(udf):
+    try:
+        per = _MEMO.setdefault(udf, {})
+    except TypeError:
+        return fingerprint(udf)
+    if "fingerprint" not in per:
+        per["fingerprint"] = fingerprint(udf)
+    return per["fingerprint"]
 
 
 def _memo(kind):
@@ -35,114 +287,110 @@ def _memo(kind):
     ``dtypes``: the record dtypes the loop will see. A loop per set of dtypes keeps
     numba from passing one record type where it compiled another (record
     subtyping, an experimental numba feature). As with any numba function, globals
-    a UDF reads are frozen when it compiles."""
-    def wrap(build):
+    a UDF reads are frozen when it compiles. The decorated function returns the
+    loop's (name, source); the loop calls the UDF as ``f``."""
+    def wrap(template):
+        def build(udf, dtypes):
+            name, src = template()
+            deps = [_udf_fingerprint(udf), *(fingerprint(d) for d in dtypes)]
+            return _kernel(kind, src, name, {"f": jit_udf(udf)}, deps)
+
         def get(udf, dtypes=()):
             try:
                 per = _MEMO.setdefault(udf, {})
             except TypeError:              # not weak-referenceable: no memo
-                return build(udf)
-            key = (kind, jit_disabled(), dtypes)
+                return build(udf, dtypes)
+            key = (kind, jit_disabled(), cache_dir(), dtypes)
             if key not in per:
-                per[key] = build(udf)
+                per[key] = build(udf, dtypes)
             return per[key]
-        get.__doc__, get.__name__ = build.__doc__, build.__name__
+        get.__doc__, get.__name__ = template.__doc__, template.__name__
         return get
     return wrap
 
 
 @_memo("exchange")
-def exchange_kernel(udf):
+def exchange_kernel():
     """Loop ``udf(u, v, e, a_u, a_v, ctx)`` over segments [los[k], his[k]) of
     positions in an edge order (``perm`` maps them to storage; empty: identity)."""
-    f = jit_udf(udf)
-
-    @njit(**JIT)
-    def exchange(los, his, n_seg, perm, ea, eb, A, B, E, AA, AB, ctx_arr):
-        ctx = ctx_arr[0]
-        for k in range(n_seg):
-            if perm.shape[0] == 0:
-                for pos in range(los[k], his[k]):
-                    i = ea[pos]
-                    j = eb[pos]
-                    f(A[i], B[j], E[pos], AA[i], AB[j], ctx)
-            else:
-                for t in range(los[k], his[k]):
-                    pos = perm[t]
-                    i = ea[pos]
-                    j = eb[pos]
-                    f(A[i], B[j], E[pos], AA[i], AB[j], ctx)
-    return exchange
+    return "exchange", """
+def exchange(los, his, n_seg, perm, ea, eb, A, B, E, AA, AB, ctx_arr):
+    ctx = ctx_arr[0]
+    for k in range(n_seg):
+        if perm.shape[0] == 0:
+            for pos in range(los[k], his[k]):
+                i = ea[pos]
+                j = eb[pos]
+                f(A[i], B[j], E[pos], AA[i], AB[j], ctx)
+        else:
+            for t in range(los[k], his[k]):
+                pos = perm[t]
+                i = ea[pos]
+                j = eb[pos]
+                f(A[i], B[j], E[pos], AA[i], AB[j], ctx)
+"""
 
 
 @_memo("active")
-def active_kernel(udf):
+def active_kernel():
     """Segments of a vertex mini-batch's edges whose vertex passes ``udf(v, ctx)``:
     runs k in [k_lo, k_hi) (run k = one vertex's edges, positions
     [run_start[k], run_start[k+1])); adjacent selected runs merge into one segment."""
-    f = jit_udf(udf)
-
-    @njit(**JIT)
-    def select(k_lo, k_hi, run_start, run_lid, V, ctx_arr, los, his):
-        ctx = ctx_arr[0]
-        n = 0
-        for k in range(k_lo, k_hi):
-            if f(V[run_lid[k]], ctx):
-                if n > 0 and his[n - 1] == run_start[k]:
-                    his[n - 1] = run_start[k + 1]
-                else:
-                    los[n] = run_start[k]
-                    his[n] = run_start[k + 1]
-                    n += 1
-        return n
-    return select
+    return "select", """
+def select(k_lo, k_hi, run_start, run_lid, V, ctx_arr, los, his):
+    ctx = ctx_arr[0]
+    n = 0
+    for k in range(k_lo, k_hi):
+        if f(V[run_lid[k]], ctx):
+            if n > 0 and his[n - 1] == run_start[k]:
+                his[n - 1] = run_start[k + 1]
+            else:
+                los[n] = run_start[k]
+                his[n] = run_start[k + 1]
+                n += 1
+    return n
+"""
 
 
 @_memo("apply")
-def apply_kernel(udf):
+def apply_kernel():
     """Loop ``udf(v, a, ctx)`` over the given local master indices."""
-    f = jit_udf(udf)
-
-    @njit(**JIT)
-    def apply(idx, V, Acc, ctx_arr):
-        ctx = ctx_arr[0]
-        for t in range(idx.shape[0]):
-            i = idx[t]
-            f(V[i], Acc[i], ctx)
-    return apply
+    return "apply", """
+def apply(idx, V, Acc, ctx_arr):
+    ctx = ctx_arr[0]
+    for t in range(idx.shape[0]):
+        i = idx[t]
+        f(V[i], Acc[i], ctx)
+"""
 
 
 @_memo("aggregate")
-def aggregate_kernel(udf):
+def aggregate_kernel():
     """Loop ``udf(v, ctx)`` over local masters 0 … n_master−1."""
-    f = jit_udf(udf)
-
-    @njit(**JIT)
-    def aggregate(n_master, V, ctx_arr):
-        ctx = ctx_arr[0]
-        for i in range(n_master):
-            f(V[i], ctx)
-    return aggregate
+    return "aggregate", """
+def aggregate(n_master, V, ctx_arr):
+    ctx = ctx_arr[0]
+    for i in range(n_master):
+        f(V[i], ctx)
+"""
 
 
 @_memo("combine")
-def combine_kernel(udf):
-    f = jit_udf(udf)
-
-    @njit(**JIT)
-    def combine(a_arr, b_arr):
-        f(a_arr[0], b_arr[0])
-    return combine
+def combine_kernel():
+    """``udf(a, b)`` on two one-record contexts."""
+    return "combine", """
+def combine(a_arr, b_arr):
+    f(a_arr[0], b_arr[0])
+"""
 
 
 @_memo("finalize")
-def finalize_kernel(udf):
-    f = jit_udf(udf)
-
-    @njit(**JIT)
-    def finalize(ctx_arr):
-        f(ctx_arr[0])
-    return finalize
+def finalize_kernel():
+    """``udf(ctx)`` on a one-record context."""
+    return "finalize", """
+def finalize(ctx_arr):
+    f(ctx_arr[0])
+"""
 
 
 def minibatch_kernel(steps, accum_dtypes):
@@ -157,18 +405,19 @@ def minibatch_kernel(steps, accum_dtypes):
     [pos[c], pos[c+1]) of the order ``perm``. Returns the touched counts and stamp
     epochs of both types, which the caller stores back.
     """
-    key = (tuple(steps), tuple(accum_dtypes), jit_disabled())
+    key = (tuple(steps), tuple(accum_dtypes), jit_disabled(), cache_dir())
     if key not in _FUSED:
         _FUSED[key] = _minibatch_kernel(steps, accum_dtypes)
     return _FUSED[key]
 
 
 def _minibatch_kernel(steps, accum_dtypes):
-    body, env = [], {"mark_touched": mark_touched, "np": np}
+    body, env, deps = [], {"mark_touched": mark_touched}, [fingerprint(d) for d in accum_dtypes]
     for k, step in enumerate(steps):
         if step[0] == "exchange":
             _, kern, marks = step
             env[f"k{k}"] = kern
+            deps.append(_KEYS.get(kern, (None,))[0])
             body += ["if his[0] > los[0]:",
                      f"    k{k}(los, his, 1, perm, ea, eb, A, B, E, AA, AB, ctx_arr)"]
             for t in marks:
@@ -179,6 +428,7 @@ def _minibatch_kernel(steps, accum_dtypes):
             V, ACC = ("B", "AB") if t else ("A", "AA")
             if kern is not None:
                 env[f"k{k}"] = kern
+                deps.append(_KEYS.get(kern, (None,))[0])
                 body += [f"if n{t} > 0:", f"    k{k}(tch{t}[:n{t}], {V}, {ACC}, ctx_arr)"]
             names = [f for f in accum_dtypes[t].names if f != "_"] if accum_dtypes[t].names else []
             if names:
@@ -189,8 +439,7 @@ def _minibatch_kernel(steps, accum_dtypes):
            "    los = np.empty(1, np.int64)\n    his = np.empty(1, np.int64)\n"
            "    for c in range(c0, c1):\n        los[0] = pos[c]\n        his[0] = pos[c + 1]\n"
            + "".join(f"        {line}\n" for line in body) + "    return n0, ep0, n1, ep1\n")
-    exec(compile(src, "<tux2 fused mini-batch loop>", "exec"), env)
-    return njit(**JIT)(env["fused"])
+    return _kernel("fused", src, "fused", env, deps)
 
 
 @njit(cache=True, nogil=True, boundscheck=False)
@@ -398,7 +647,15 @@ def compile_call(kernel, args, stage, udf):
     """Run ``kernel(*args)`` (normally on an empty range, to compile it) and turn
     numba's typing errors into one that names the UDF and the stage."""
     try:
-        return kernel(*args)
+        try:
+            out = kernel(*args)
+        except Exception:
+            if kernel not in _KEYS:
+                raise
+            _forget(kernel)                # an unusable cache entry: compile afresh, here
+            out = kernel(*args)
+        _seal()
+        return out
     except (NumbaError, KeyError, AttributeError, TypeError, ValueError) as e:
         # the range is empty, so any failure here happens while numba types the UDF
         # (numba raises a bare KeyError for an unknown record field)

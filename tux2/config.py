@@ -11,8 +11,16 @@ FASTMATH = {"reassoc", "contract", "nsz", "arcp"}
 
 JIT = dict(fastmath=FASTMATH, boundscheck=False, error_model="numpy", nogil=True)
 
-# Leaf kernels that do not close over user code may be cached on disk.
-CACHE = os.environ.get("TUX2_NUMBA_CACHE", "1") != "0"
+
+
+def default_cache_dir():
+    """Where compiled kernels are kept across processes: $TUX2_CACHE_DIR, else the
+    user cache directory ($XDG_CACHE_HOME/tux2 or ~/.cache/tux2). TUX2_CACHE_DIR=""
+    (empty) disables the cache."""
+    if "TUX2_CACHE_DIR" in os.environ:
+        return os.environ["TUX2_CACHE_DIR"] or None
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "tux2")
 
 
 def jit_disabled() -> bool:

@@ -8,7 +8,9 @@ program's primary enumeration order; other orders are permutations. No hash
 tables anywhere.
 """
 import numpy as np
+from numba import njit
 
+from tux2.compile import group_by_part
 from tux2.schema import EMPTY
 
 
@@ -48,12 +50,6 @@ class TypeLayout:
     def n_mirror(self):
         return len(self.gid) - self.n_master
 
-    def lookup(self, ids):
-        """Local indices of global ids that have a replica here (vectorised)."""
-        order = np.argsort(self.gid, kind="stable")
-        pos = np.searchsorted(self.gid[order], ids)
-        return order[pos]
-
     def touched_indices(self):
         return self.touched[: self.n_touched]
 
@@ -86,23 +82,172 @@ class Partition:
         return int(np.searchsorted(keys, lo)), int(np.searchsorted(keys, hi)), perm
 
 
-def _replicas(ids, edge_part, master, n, parts):
-    """Per part: (masters sorted by gid, mirrors sorted by gid)."""
-    key = np.unique(edge_part.astype(np.int64) * n + ids)
-    rep_part, rep_id = key // n, key % n
-    is_mirror = master[rep_id] != rep_part
-    mir_part, mir_id = rep_part[is_mirror], rep_id[is_mirror]
-    morder = np.lexsort((np.arange(n), master))
-    m_counts = np.bincount(master, minlength=parts)
-    m_start = np.concatenate([[0], np.cumsum(m_counts)])
-    r_counts = np.bincount(mir_part, minlength=parts)
-    r_start = np.concatenate([[0], np.cumsum(r_counts)])
-    masters = [morder[m_start[p]:m_start[p + 1]] for p in range(parts)]
-    mirrors = [mir_id[r_start[p]:r_start[p + 1]] for p in range(parts)]
-    # master local index of every vertex at its master part
+# ---------------------------------------------------------------- kernels
+# Every step is a counting sort or a scan: O(edges + vertices + mirrors), no
+# hashing, no comparison sort over edges. The keys are small integers (parts,
+# vertex ids, local ranks), so a stable counting sort (group_by_part) orders them.
+
+@njit(cache=True, nogil=True)
+def _mirror_pairs(ids, local, starts, master, n):
+    """Per part, in part order: the vertices with an edge there whose master is
+    elsewhere, each once (first-seen order). ``local[starts[p]:starts[p+1]]`` are
+    part p's edge positions (``local`` empty: one part holding every edge)."""
+    parts = starts.shape[0] - 1
+    stamp = np.full(n, -1, np.int32)
+    count = 0
+    for sweep in range(2):             # count, then fill
+        if sweep == 1:
+            rp = np.empty(count, np.int32)
+            rv = np.empty(count, np.int64)
+            stamp[:] = -1
+            count = 0
+        for p in range(parts):
+            for k in range(starts[p], starts[p + 1]):
+                v = ids[k] if local.shape[0] == 0 else ids[local[k]]
+                if stamp[v] != p and master[v] != p:
+                    stamp[v] = p
+                    if sweep == 1:
+                        rp[count] = p
+                        rv[count] = v
+                    count += 1
+    return rp, rv
+
+
+@njit(cache=True, nogil=True)
+def _local_index(ids, local, lo, hi, where, out):
+    """out[k − lo] = where[ids[local[k]]] for k in [lo, hi): the local index of each
+    edge endpoint (``where`` holds the part's global → local map)."""
+    for k in range(lo, hi):
+        out[k - lo] = where[ids[k] if local.shape[0] == 0 else ids[local[k]]]
+
+
+@njit(cache=True, nogil=True)
+def _rank_by_gid(gid, n_master):
+    """Position of each local vertex in gid order (masters and mirrors are each
+    sorted; one merge)."""
+    n = gid.shape[0]
+    rank = np.empty(n, np.int64)
+    i, j, k = 0, n_master, 0
+    while i < n_master or j < n:
+        if j >= n or (i < n_master and gid[i] < gid[j]):
+            rank[i] = k
+            i += 1
+        else:
+            rank[j] = k
+            j += 1
+        k += 1
+    return rank
+
+
+@njit(cache=True, nogil=True)
+def _order_by_vertex(lids, by_eid, rank, gid):
+    """Stable counting sort of a part's edges by their endpoint's global id
+    (ties in global edge order): (perm, keys = the endpoint's global id)."""
+    m = lids.shape[0]
+    n = rank.shape[0]
+    start = np.zeros(n + 1, np.int64)
+    for e in range(m):
+        start[rank[lids[e]] + 1] += 1
+    for r in range(n):
+        start[r + 1] += start[r]
+    perm = np.empty(m, np.int64)
+    keys = np.empty(m, np.int64)
+    for t in range(m):
+        e = t if by_eid.shape[0] == 0 else by_eid[t]
+        r = rank[lids[e]]
+        perm[start[r]] = e
+        keys[start[r]] = gid[lids[e]]
+        start[r] += 1
+    return perm, keys
+
+
+def _take(records, idx):
+    """records[idx] for a structured array, as whole rows (numpy's field-by-field
+    fancy indexing of records is ~4× slower)."""
+    rows = np.ascontiguousarray(records).view(np.dtype((np.void, records.dtype.itemsize)))
+    return np.take(rows, idx).view(records.dtype)
+
+
+@njit(cache=True, nogil=True)
+def _is_sorted(a):
+    for k in range(1, a.shape[0]):
+        if a[k] < a[k - 1]:
+            return False
+    return True
+
+
+@njit(cache=True, nogil=True)
+def _permute(perm, ea, eb, eid, pos):
+    """ea, eb, eid and pos in the order ``perm``, in one pass."""
+    m = perm.shape[0]
+    oa, ob, oe, op = np.empty(m, ea.dtype), np.empty(m, eb.dtype), np.empty(m, eid.dtype), np.empty(m, pos.dtype)
+    for k in range(m):
+        e = perm[k]
+        oa[k] = ea[e]
+        ob[k] = eb[e]
+        oe[k] = eid[e]
+        op[k] = pos[e]
+    return oa, ob, oe, op
+
+
+_NONE = np.zeros(0, np.int64)
+
+
+def _routing(t, vtype, ids, local, starts, master_t, n, parts, only, share, replicated, vdata):
+    """TypeLayouts of type t for the parts ``only``: masters (sorted by gid), mirrors
+    (sorted by gid), mirror → master routing and each master's mirror list."""
+    master64 = master_t.astype(np.int64, copy=False)
+    morder, mstart = group_by_part(master64, parts)      # vertices by master part, ascending ids
+    n_master = np.diff(mstart)
     master_lid = np.empty(n, np.int64)
-    master_lid[morder] = np.arange(n) - m_start[master[morder]]
-    return masters, mirrors, master_lid
+    master_lid[morder] = np.arange(n, dtype=np.int64) - mstart[master64[morder]]
+    rp, rv = _mirror_pairs(ids, local, starts, master64, n)
+    by_v, _ = group_by_part(rv, max(n, 1))                # (vertex, part) order
+    by_p, rstart = group_by_part(rp[by_v], parts)          # (part, vertex) order
+    by_pv = by_v[by_p]
+    mir_v = rv[by_pv]                                     # mirrors of part p: mir_v[rstart[p]:rstart[p+1]]
+    if replicated is None:
+        replicated = bool(len(rv))
+    # every mirror known here, in (vertex, part) order: master part, master lid, part, lid
+    rlid = np.empty(len(rv), np.int64)
+    rlid[by_pv] = n_master[rp[by_pv]] + np.arange(len(rv), dtype=np.int64) - rstart[rp[by_pv]]
+    mv = rv[by_v]
+    mp, mlid, rpart, rlid = master_t[mv].astype(np.int32), master_lid[mv], rp[by_v], rlid[by_v]
+    if share is not None:
+        out = {}
+        grp, gstart = group_by_part(mp, parts)
+        for q in np.flatnonzero(np.diff(gstart)).tolist():
+            sel = grp[gstart[q]:gstart[q + 1]]
+            out[q] = (mlid[sel], rpart[sel], rlid[sel])
+        got = share(t, out)                               # records whose master part is one of ours
+        mp = np.concatenate([np.full(len(r[0]), q, np.int32) for q, r in got.items()] + [np.zeros(0, np.int32)])
+        mlid = np.concatenate([r[0] for r in got.values()] + [_NONE])
+        rpart = np.concatenate([r[1] for r in got.values()] + [np.zeros(0, np.int32)])
+        rlid = np.concatenate([r[2] for r in got.values()] + [_NONE])
+        o1, _ = group_by_part(rpart, parts)               # arrival order is arbitrary: (mlid, part) order
+        o2, _ = group_by_part(mlid[o1], max(int(n_master.max(initial=0)), 1))
+        o = o1[o2]
+        mp, mlid, rpart, rlid = mp[o], mlid[o], rpart[o], rlid[o]
+    by_q, qstart = group_by_part(mp, parts)              # stable: (mlid, part) order inside each master part
+    layouts = {}
+    for p in only:
+        masters = morder[mstart[p]:mstart[p + 1]]
+        mirrors = mir_v[rstart[p]:rstart[p + 1]]
+        if parts == 1:
+            gid, data = masters, vdata             # every vertex, in id order: the arrays as they are
+        else:
+            gid = np.concatenate([masters, mirrors])
+            data = _take(vdata, gid)
+        tl = TypeLayout(vtype, gid, len(masters), data, replicated)
+        tl.mirror_master_part = master_t[mirrors].astype(np.int32)
+        tl.mirror_master_lid = master_lid[mirrors]
+        sel = by_q[qstart[p]:qstart[p + 1]]
+        tl.mm_ptr = np.zeros(tl.n_master + 1, np.int64)
+        np.cumsum(np.bincount(mlid[sel], minlength=tl.n_master), out=tl.mm_ptr[1:])
+        tl.mm_part = rpart[sel]
+        tl.mm_lid = rlid[sel]
+        layouts[p] = tl
+    return layouts
 
 
 def build_partitions(program, graph, assignment, vertex_data, edge_data, context, only=None, share=None):
@@ -111,84 +256,71 @@ def build_partitions(program, graph, assignment, vertex_data, edge_data, context
     ``graph`` holds the edges this process has (all of them, or a worker's shard:
     then ``graph.eid`` gives their global positions) and ``assignment`` their parts
     and every vertex's master. ``vertex_data`` are the two global initial arrays
-    (indexed by global id), ``edge_data`` the records of the edges held here; every
-    replica starts with its vertex's global value. ``share(t, {q: records})``, when
-    given, delivers mirror records (master lid, mirror part, mirror lid) to the
-    workers owning master part q and returns those for this worker's parts.
+    (indexed by global id; with one partition they become its arrays), ``edge_data``
+    the records of the edges held here (with one partition in global edge order, the
+    partition's own array); every replica starts with its vertex's global
+    value. ``share(t, {q: records})``, when given, delivers mirror records (master
+    lid, mirror part, mirror lid) to the workers owning master part q and returns
+    those for this worker's parts.
+
+    Counting sorts throughout: edges by part, vertices by master part, mirrors by
+    (part, vertex), each part's edges by endpoint; O(edges + vertices + mirrors).
     """
     parts = assignment.parts
     only = list(range(parts)) if only is None else list(only)
     ends = (graph.src, graph.dst)
     orders = program.orders()
+    m = len(graph.src)
+    if parts == 1:
+        local, starts = _NONE, np.array([0, m], np.int64)   # every edge, in place
+    else:
+        local, starts = group_by_part(np.asarray(assignment.edge_part), parts)
     per_type = []
     for t, vtype in enumerate(program.types):
-        n = graph.n[t]
-        master_t = assignment.master[t]
-        masters, mirrors, master_lid = _replicas(ends[t], assignment.edge_part, master_t.astype(np.int64), n, parts)
         # a shard sees only its own mirrors: whether the type is replicated anywhere comes with it
-        replicated = bool(graph.replicated[t]) if share is not None else any(len(m) for m in mirrors)
-        # every mirror known here: (its master part, master lid, its part, its lid)
-        mp = np.concatenate([master_t[m].astype(np.int32) for m in mirrors])
-        mlid = np.concatenate([master_lid[m] for m in mirrors])
-        rpart = np.concatenate([np.full(len(mirrors[p]), p, np.int32) for p in range(parts)])
-        rlid = np.concatenate([np.arange(len(masters[p]), len(masters[p]) + len(mirrors[p]), dtype=np.int64)
-                               for p in range(parts)])
-        if share is not None:
-            out = {}
-            for q in np.unique(mp).tolist():
-                sel = mp == q
-                out[q] = (mlid[sel], rpart[sel], rlid[sel])
-            got = share(t, out)            # records whose master part is one of ours
-            mp = np.concatenate([np.full(len(r[0]), q, np.int32) for q, r in got.items()] + [np.zeros(0, np.int32)])
-            mlid = np.concatenate([r[0] for r in got.values()] + [np.zeros(0, np.int64)])
-            rpart = np.concatenate([r[1] for r in got.values()] + [np.zeros(0, np.int32)])
-            rlid = np.concatenate([r[2] for r in got.values()] + [np.zeros(0, np.int64)])
-        layouts = {}
-        for p in only:
-            gid = np.concatenate([masters[p], mirrors[p]]).astype(np.int64)
-            tl = TypeLayout(vtype, gid, len(masters[p]), vertex_data[t][gid].copy(), replicated)
-            mg = mirrors[p]
-            tl.mirror_master_part = master_t[mg].astype(np.int32)
-            tl.mirror_master_lid = master_lid[mg]
-            sel = np.flatnonzero(mp == p)
-            o = sel[np.lexsort((rpart[sel], mlid[sel]))]
-            tl.mm_ptr = np.concatenate([[0], np.cumsum(np.bincount(mlid[o], minlength=tl.n_master))]).astype(np.int64)
-            tl.mm_part = rpart[o]
-            tl.mm_lid = rlid[o]
-            layouts[p] = tl
-        per_type.append(layouts)
+        replicated = bool(graph.replicated[t]) if share is not None else None
+        per_type.append(_routing(t, vtype, ends[t], local, starts, np.asarray(assignment.master[t]), graph.n[t],
+                                 parts, only, share, replicated, vertex_data[t]))
 
     geid = getattr(graph, "eid", None)
+    where = [np.empty(n, np.int64) for n in graph.n]        # per type: global id → local index on part p
     out = []
     for p in only:
-        local = np.flatnonzero(assignment.edge_part == p).astype(np.int64)
-        eid = local if geid is None else geid[local]
-        ta, tb = per_type[0][p], per_type[1][p]
-        ea = ta.lookup(graph.src[local])
-        eb = tb.lookup(graph.dst[local])
+        lo, hi = int(starts[p]), int(starts[p + 1])
+        pos = np.arange(lo, hi, dtype=np.int64) if len(local) == 0 else local[lo:hi]
+        eid = pos if geid is None else geid[pos]
+        by_eid = _NONE if _is_sorted(eid) else np.argsort(eid, kind="stable")
+        lids = []
+        for t in (0, 1):
+            tl = per_type[t][p]
+            where[t][tl.gid] = np.arange(tl.n_local, dtype=np.int64)
+            lid = np.empty(hi - lo, np.int64)
+            _local_index(ends[t], local, lo, hi, where[t], lid)
+            lids.append(lid)
         keysets = {}
         for o in orders:
             if o is None:
-                perm = np.argsort(eid, kind="stable")
-                keysets[o] = (perm, eid[perm])
+                keysets[o] = (by_eid, eid if len(by_eid) == 0 else eid[by_eid])
             else:
-                g = ends[o][local]
-                perm = np.lexsort((eid, g))
-                keysets[o] = (perm, g[perm])
-        # store edges physically in the primary order
+                tl = per_type[o][p]
+                keysets[o] = _order_by_vertex(lids[o], by_eid, _rank_by_gid(tl.gid, tl.n_master), tl.gid)
+        # store edges physically in the primary order (empty perm: as they are)
         perm0 = keysets[orders[0]][0]
-        ea, eb, eid_p = ea[perm0], eb[perm0], eid[perm0]
-        edata = edge_data[local[perm0]].copy()
-        inv = np.empty(len(eid), np.int64)
-        inv[perm0] = np.arange(len(eid))
-        ordmap = {}
-        for o in orders:
+        if len(perm0):
+            ea, eb, eid_p, pos_p = _permute(perm0, lids[0], lids[1], eid, pos)
+            edata = _take(edge_data, pos_p)
+        else:
+            ea, eb, eid_p = lids[0], lids[1], eid
+            edata = edge_data if len(local) == 0 else _take(edge_data, pos)   # one part, in order: as it is
+        ordmap = {orders[0]: (_NONE, keysets[orders[0]][1])}
+        if len(orders) > 1:
+            inv = np.arange(hi - lo, dtype=np.int64)         # storage position of each edge
+            if len(perm0):
+                inv[perm0] = inv.copy()
+        for o in orders[1:]:
             perm, keys = keysets[o]
-            if o == orders[0]:
-                ordmap[o] = (np.zeros(0, np.int64), keys)
-            else:
-                ordmap[o] = (inv[perm], keys)
-        out.append(Partition(p, [ta, tb], ea, eb, eid_p, edata, ordmap, context.copy()))
+            ordmap[o] = (inv[perm] if len(perm) else inv, keys)
+        out.append(Partition(p, [per_type[0][p], per_type[1][p]], ea, eb, eid_p, edata, ordmap, context.copy()))
     return out
 
 

@@ -32,6 +32,7 @@ same iterates at slack 0.
 import math
 
 import numpy as np
+from numba import njit
 
 from tux2 import Apply, ContextSpec, Exchange, GlobalSync, MiniBatch, Program, VertexType
 
@@ -103,10 +104,32 @@ def block_counts(samples, features, block_size):
     samples, features = np.asarray(samples, np.int64), np.asarray(features, np.int64)
     if not len(samples):
         return np.zeros(0, np.float32)
-    block = features // block_size
-    key = samples * (int(block.max()) + 1) + block
-    _, inv, cnt = np.unique(key, return_inverse=True, return_counts=True)
-    return cnt[inv].astype(np.float32)
+    return _block_counts(samples, features // block_size, int(samples.max()) + 1, int(features.max()) // block_size + 1)
+
+
+@njit(cache=True, nogil=True)
+def _block_counts(samples, block, n, n_blocks):
+    """Edges grouped by sample (a counting sort), then per sample a tally per block."""
+    start = np.zeros(n + 1, np.int64)
+    for e in range(samples.shape[0]):
+        start[samples[e] + 1] += 1
+    for i in range(n):
+        start[i + 1] += start[i]
+    fill = start[:-1].copy()
+    by_sample = np.empty(samples.shape[0], np.int64)
+    for e in range(samples.shape[0]):
+        by_sample[fill[samples[e]]] = e
+        fill[samples[e]] += 1
+    tally = np.zeros(n_blocks, np.int64)
+    out = np.empty(samples.shape[0], np.float32)
+    for i in range(n):
+        for k in range(start[i], start[i + 1]):
+            tally[block[by_sample[k]]] += 1
+        for k in range(start[i], start[i + 1]):
+            out[by_sample[k]] = tally[block[by_sample[k]]]
+        for k in range(start[i], start[i + 1]):
+            tally[block[by_sample[k]]] = 0
+    return out
 
 
 def program(labels, values, samples, features, n_features, lam=1.0, block_size=None, h_min=1e-12,

@@ -1,0 +1,121 @@
+"""Compile once per machine: a second process with the same program loads every
+generated loop from the kernel cache (numba compiles none of them); a corrupted
+entry, or a UDF whose source changed, is compiled afresh and never trusted.
+
+Each run is a fresh Python process (the cache is about processes) with its own
+TUX2_CACHE_DIR; numba's "numba:compile" events count what it compiled."""
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from tests.conftest import run_cli
+
+UDFS = '''
+import math
+
+SCALE = {scale}
+
+
+def exchange(u, v, e, a_u, a_v, ctx):
+    a_u.s += e.w * v.y
+    a_v.s += SCALE * e.w * math.tanh(u.x)
+
+
+def apply_a(v, a, ctx):
+    v.x += 0.5 * a.s
+
+
+def apply_b(v, a, ctx):
+    v.y -= 0.25 * a.s
+
+
+def total(v, ctx):
+    ctx.t += v.x
+'''
+
+SCRIPT = '''
+import json, sys
+import numpy as np
+from numba.core import event
+import tux2
+from tux2 import Apply, ContextSpec, Exchange, GlobalSync, MiniBatch, Program, VertexType
+sys.path.insert(0, sys.argv[1])
+import cache_udfs as u
+
+rng = np.random.default_rng(0)
+m = 400
+g = tux2.BipartiteGraph(rng.integers(0, 50, m), rng.integers(0, 30, m), rng.normal(size=m), 50, 30, ("a", "b"))
+prog = Program([VertexType("a", sync={"x": "f8"}, accum={"s": "f8"}), VertexType("b", sync={"y": "f8"}, accum={"s": "f8"})],
+               edge={"w": "f8"}, context=ContextSpec(fields={"t": "f8"}, sum=("t",)),
+               stages=[MiniBatch(64, [Exchange(u.exchange), Apply(u.apply_a, types=("a",)), Apply(u.apply_b, types=("b",))]),
+                       GlobalSync(aggregate=u.total, over="a")],
+               init_vertices=lambda name, data, rng: data.__setitem__("x" if name == "a" else "y", 1.0))
+compiled = []
+
+with event.install_recorder("numba:compile") as rec:
+    for parts in (1, 3):
+        eng = tux2.Engine(prog, g, partitions=parts, partitioner="random", seed=0)
+        eng.run(2)
+        compiled.append(eng.context()["t"])
+loops = sorted({e.data["dispatcher"].py_func.__module__ for _, e in rec.buffer
+                if e.is_start and e.data["dispatcher"].py_func.__module__.startswith("tux2_kernel")})
+print(json.dumps({"loops": loops, "t": compiled}))
+'''
+
+
+def run(tmp_path, scale=1.0):
+    (tmp_path / "cache_udfs.py").write_text(UDFS.format(scale=scale))
+    env = {**os.environ, "TUX2_CACHE_DIR": str(tmp_path / "cache")}
+    p = subprocess.run([sys.executable, "-c", SCRIPT, str(tmp_path)], capture_output=True, text=True, timeout=300,
+                       env=env)
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def numba_files(tmp_path):
+    return [os.path.join(d, n) for d, _, names in os.walk(tmp_path / "cache") for n in names
+            if n.endswith((".nbi", ".nbc"))]
+
+
+def test_a_second_process_compiles_no_loop(tmp_path):
+    first = run(tmp_path)
+    assert len(first["loops"]) >= 4          # exchange, two applies, aggregate, the fused loop
+    second = run(tmp_path)
+    assert second["loops"] == []
+    assert second["t"] == first["t"]
+
+
+def test_a_corrupted_entry_is_rebuilt_not_trusted(tmp_path):
+    first = run(tmp_path)
+    files = numba_files(tmp_path)
+    assert files
+    for path in files:                       # same size, different bytes: only a checksum notices
+        data = bytearray(open(path, "rb").read())
+        for k in range(len(data) // 3, len(data), 97):
+            data[k] ^= 0x5A
+        open(path, "wb").write(bytes(data))
+    again = run(tmp_path)
+    assert again["t"] == first["t"]
+    assert sorted(again["loops"]) == sorted(first["loops"])       # every corrupted loop compiled afresh
+    assert run(tmp_path)["loops"] == []                            # and cached again
+
+
+def test_a_changed_udf_is_compiled_again(tmp_path):
+    first = run(tmp_path, scale=1.0)
+    changed = run(tmp_path, scale=2.0)        # SCALE is a global the UDF reads: frozen into the machine code
+    assert changed["loops"] and changed["t"] != first["t"]
+    assert run(tmp_path, scale=1.0)["t"] == first["t"]
+
+
+def test_no_cache_flag_writes_nothing(tmp_path):
+    cache = tmp_path / "cache"
+    r = run_cli("run", "blockpg", "--epochs", "1", "--no-cache", "-q", env={"TUX2_CACHE_DIR": str(cache)})
+    assert r.returncode == 0, r.stderr
+    assert not (cache / "kernels").exists()
+    r = run_cli("run", "blockpg", "--epochs", "1", "-q", env={"TUX2_CACHE_DIR": str(cache)})
+    assert r.returncode == 0, r.stderr
+    assert (cache / "kernels").exists()
