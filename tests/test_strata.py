@@ -83,7 +83,7 @@ def _count_edge(u, v, e, a_u, a_v, ctx):
 
 
 # --- bit-identical scale-out
-@pytest.mark.parametrize("parts,threads", [(2, 1), (4, 1), (8, 1), (2, 2), (4, 2)])
+@pytest.mark.parametrize("parts,threads", [(2, 1), (3, 2), (4, 1), (8, 1), (2, 2), (4, 2)])
 def test_stratified_sgd_is_the_one_partition_model_bit_for_bit(skewed, parts, threads):
     train, _ = skewed
     g, bounds = _stratified(train)
@@ -205,6 +205,11 @@ def test_the_cli_says_which_partitioner_strata_need(tmp_path, skewed):
     r = run_cli("run", "mf", str(tmp_path / "r.txt"), "--partitions", "2", "--order", "blocked",
                 "--partitioner", "bicut", "--epochs", "1")
     assert r.returncode == 2 and "replicas" in r.stderr and "Traceback" not in r.stderr
+    assert "leave out --order" in r.stderr                          # the command line's remedies
+    r = run_cli("run", "mf", str(tmp_path / "r.txt"), "--workers", "3", "--partitions", "2")
+    assert r.returncode == 2 and "fewer than the 3 workers" in r.stderr
+    r = run_cli("run", "mf", str(tmp_path / "r.txt"), "--batch-unit", "vertex", "--partitions", "2")
+    assert r.returncode == 2 and "--batch-unit vertex" in r.stderr
 
 
 def test_slack_trades_staleness_for_speed_without_false_overlaps(tmp_path, skewed):

@@ -147,11 +147,12 @@ def _add_run_mf(sub):
     p.add_argument("--order", choices=("strata", "blocked", "shuffle", "input"), default=None,
                    help="global edge order. strata (the default with --mode sgd): DSGD's conflict-free "
                         "strata of --blocks x --blocks tiles, so any number of partitions, workers and threads "
-                        "dividing --blocks gives the one-partition model bit for bit; blocked (the default with "
+                        "up to --blocks gives the one-partition model bit for bit; blocked (the default with "
                         "--mode minibatch): tiles in a shuffled order, cache friendly; shuffle; input: as read")
     p.add_argument("--blocks", type=integer(1, 65_536), default=None,
-                   help="row and column blocks of --order strata (default 16, or the next multiple of the "
-                        "partitions above it; the model depends on it, not on partitions, workers or threads)")
+                   help="row and column blocks of --order strata (default 16, or the partitions if more; the "
+                        "model depends on it, not on partitions, workers or threads; partitions that divide it "
+                        "share the work evenly)")
     p.add_argument("--overlap", choices=("error", "allow"), default="error",
                    help="NOT RECOMMENDED to change. With an order other than strata on several partitions, "
                         "several replicas of an item take their own SGD steps in one clock; allow sums "
@@ -188,9 +189,11 @@ def add_partition_args(p, mirror_free=None, default="bicut", note=""):
 
 
 def partitions(args, world):
-    """P: --partitions, or one per worker and thread; never fewer than the workers."""
-    per_worker = args.threads or 1
-    return max(args.partitions if args.partitions is not None else world * per_worker, world)
+    """P: --partitions, or one per worker and thread (each worker owns at least one)."""
+    if args.partitions is not None and args.partitions < world:
+        raise Tux2Error(f"--partitions {args.partitions} is fewer than the {world} workers: each worker owns at "
+                        "least one partition")
+    return args.partitions if args.partitions is not None else world * (args.threads or 1)
 
 
 def favorite_first(partitioner):
@@ -516,6 +519,8 @@ def run_distributed(args, body):
     as one worker: any error is sent to the other workers (ABORT) before it propagates."""
     check_outputs(args)
     spool_inputs(args)
+    if args.rank is None:
+        partitions(args, args.workers)        # flags that cannot work stop here, before any worker starts
     if args.workers > 1 and args.rank is None:
         from tux2.runtime import launch_local, strip_option
         return launch_local(strip_option(args.argv, "--workers"), args.workers, timeout=args.timeout)
@@ -537,10 +542,11 @@ def mf_schedule(args, parts):
     the one-partition model; the mini-batch form accumulates and needs no strata."""
     if args.order is None:
         args.order = "strata" if args.mode == "sgd" else "blocked"
-    if args.blocks is None:
-        args.blocks = 16 if 16 % parts == 0 else -(-16 // parts) * parts
-    if args.blocks < 1:
-        raise Tux2Error(f"--blocks must be >= 1, got {args.blocks}")
+    if args.blocks is None:           # the model depends on B only: keep it whatever P is, up to 16 parts
+        args.blocks = max(16, parts)
+    if args.order == "strata" and args.batch_unit == "vertex":
+        raise Tux2Error("--batch-unit vertex does not cut clocks at strata: per-edge SGD (--mode sgd) runs in "
+                        "strata of edges; use --batch-unit edge, or --mode minibatch")
     if args.partitioner is None:
         args.partitioner = "stratified" if args.order == "strata" else "bicut"
     if args.order == "strata" and args.partitioner != "stratified" and parts > 1:
@@ -765,6 +771,17 @@ def expand_config(argv, run_parsers):
     return argv[:2] + positional + words + rest
 
 
+def _hint(e, args):
+    """What the command line offers against an engine error that names Python remedies."""
+    from tux2.errors import DivergenceError, OverlapError
+    if isinstance(e, OverlapError) and getattr(args, "algorithm", None) == "mf":
+        return (". On the command line: leave out --order and --partitioner (per-edge SGD then runs in strata), "
+                "or use --mode minibatch; --overlap allow sums the steps (not recommended)")
+    if isinstance(e, DivergenceError):
+        return ". On the command line: lower --lr (or --eta), or check the input values"
+    return ""
+
+
 def _user_names(message):
     """``message`` with temporary input copies (tux2.io.local_copy) named as the user named them."""
     from tux2.io import spooled_names
@@ -822,7 +839,7 @@ def main(argv=None):
         return 2
     except Tux2Error as e:
         who = f"[worker {args.rank}] " if getattr(args, "rank", None) is not None else ""
-        print(f"tux2: error: {who}{_user_names(str(e))}", file=sys.stderr)
+        print(f"tux2: error: {who}{_user_names(str(e))}{_hint(e, args)}", file=sys.stderr)
         return 2
     except BrokenPipeError:           # output piped into e.g. head, which has closed it
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

@@ -133,7 +133,13 @@ class Engine(ApplyRounds):
     def _check_strata(self, strata):
         if strata is None:
             return None
-        b = np.asarray(strata, np.int64)
+        try:
+            b = np.asarray(strata)
+        except (TypeError, ValueError):
+            b = np.zeros(0)
+        if b.dtype.kind not in "iu":
+            raise SchemaError(f"strata must be integer edge positions, got {strata!r}")
+        b = b.astype(np.int64)
         if b.ndim != 1 or len(b) < 2 or b[0] != 0 or b[-1] != self.num_edges or (np.diff(b) < 0).any():
             raise SchemaError(f"strata must be non-decreasing edge positions from 0 to {self.num_edges} "
                               f"(the number of edges), got {strata!r}")
