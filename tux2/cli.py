@@ -622,7 +622,13 @@ def _run_mf(args, transport, rank, world):
         elif args.order == "shuffle":
             train = train.permuted(np.random.default_rng(args.seed).permutation(train.num_edges))
         mu = float(train.values.mean()) if train.num_edges else 0.0
-    prog = mf.program(k=args.k, mode=args.mode, lr=args.lr, reg=args.reg, batch_size=args.batch_size,
+    batch = args.batch_size
+    if batch is None and args.mode == "minibatch" and args.batch_unit == "vertex":
+        # about mf.MINIBATCH_SIZE edges' worth of the enumerated vertices (a whole epoch in one step
+        # takes one AdaGrad step per epoch, and its first one is large)
+        n_enum = train.n_src if args.enumerate == "user" else train.n_dst
+        batch = max(1, round(mf.MINIBATCH_SIZE * n_enum / max(train.num_edges, 1)))
+    prog = mf.program(k=args.k, mode=args.mode, lr=args.lr, reg=args.reg, batch_size=batch,
                       batch_unit=args.batch_unit, enumerate=args.enumerate, overlap=args.overlap, step=args.step,
                       biases=not args.no_biases, mu=mu)
     if rank == 0:
