@@ -38,7 +38,10 @@ from tux2.wire import ABORT, DATA, HEARTBEAT, HELLO, TABLE, TOKEN_BYTES, WireErr
 ZERO_COPY_MIN = 64 * 1024
 MAX_FRAME = 2 << 30             # default for the largest array one message may carry (a model gather)
 RENDEZVOUS_MAX = 1 << 20        # a HELLO or TABLE: addresses and options, never this large
-_HANDSHAKE_FAILED = zmq.EVENT_HANDSHAKE_FAILED_AUTH | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL
+# a CURVE peer with another key: the server cannot decrypt (PROTOCOL) or ZAP refuses it (AUTH); the
+# client only sees the server hang up mid-handshake (NO_DETAIL)
+_HANDSHAKE_FAILED = (zmq.EVENT_HANDSHAKE_FAILED_AUTH | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL
+                     | zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL)
 
 
 class PeerLost(Tux2Error):
@@ -254,12 +257,14 @@ class ZmqTransport:
         sock = self._socket(zmq.DEALER, max_bytes=RENDEZVOUS_MAX)
         mon = self._monitor(sock)
         me = [np.frombuffer(self.address.encode(), np.uint8), np.frombuffer(self._options.encode(), np.uint8)]
+        failed = 0
         try:
             sock.connect(address)
             sock.send_multipart(encode(HELLO, 0, self.rank, self.world, "hello", [(self.rank, 0, me)], token=hello))
             while True:
                 left = deadline - time.monotonic()
-                if self._handshake_failures(mon) >= 2:       # one retry: not a passing glitch
+                failed += self._handshake_failures(mon)
+                if failed >= 3:                 # every retry fails: not a passing glitch
                     raise PeerLost(f"rendezvous at {address}: the CURVE handshake with rank 0 failed; this "
                                    f"worker's key (--curve) is not rank 0's. Copy one key directory made by "
                                    f"'tux2 keys DIR' to every host")
@@ -324,13 +329,19 @@ class ZmqTransport:
         key = (clock, tag)
         got = self._pending.setdefault(key, {})
         t0 = time.perf_counter()
+        start = time.monotonic()
         try:
             while len(got) < self.world - 1:
-                if self.pull.poll(200):
+                queued = self.pull.poll(200)
+                if queued:
                     self._take(self.pull.recv_multipart(copy=False))
-                now = time.monotonic()          # checked after every frame: a flood of junk hides no dead peer
+                    queued = self.pull.poll(0)
+                now = time.monotonic()
                 for r in range(self.world):
-                    if r != self.rank and r not in got and now - self.last_seen[r] > self.timeout:
+                    # while frames queue (heartbeats from a long compute, or a flood of junk),
+                    # silence counts from the start of this wait: a dead peer still shows
+                    heard = max(self.last_seen.get(r, 0.0), start) if queued else self.last_seen.get(r, 0.0)
+                    if r != self.rank and r not in got and now - heard > self.timeout:
                         raise PeerLost(f"lost worker {r}: nothing heard from it for {self.timeout:.0f}s "
                                        f"(rank {self.rank} waiting at clock {clock} for {tag!r})")
         finally:
