@@ -202,6 +202,7 @@ def metrics_stream(path, rank, append=False):
 # flags that may change between a checkpoint and its resumption
 _RESUMABLE = {"epochs", "iterations", "out", "metrics", "quiet", "resume", "checkpoint_every", "checkpoint_dir",
               "trace", "func", "argv", "rank", "world", "rendezvous", "bind", "advertise", "timeout", "workers",
+              "max_frame_mb",
               "curve", "eval_every", "config", "top_words"}
 
 
@@ -293,7 +294,7 @@ def add_distributed_args(p):
                         "machine, else the interface that reaches the rendezvous host (0.0.0.0: all)")
     g.add_argument("--advertise", default=None,
                    help="host name or address the other workers use to reach this one; when unset: "
-                        "this host's name, or 127.0.0.1 on loopback")
+                        "the bind address, or this host's name when binding 0.0.0.0")
     g.add_argument("--timeout", type=float, default=30.0,
                    help="seconds of silence after which a peer counts as lost")
     g.add_argument("--max-frame-mb", type=float, default=2048,
@@ -319,6 +320,8 @@ def open_transport(args, partitions):
     rank, world, rendezvous = w
     from tux2.runtime import interface_to, is_loopback
     from tux2.zmq_transport import ZmqTransport
+    if not 0 < args.max_frame_mb < 1 << 40:
+        raise Tux2Error(f"--max-frame-mb must be a positive number of megabytes, not {args.max_frame_mb}")
     host = rendezvous.split("://", 1)[-1].rsplit(":", 1)[0]
     bind = args.bind or interface_to(host)
     if not is_loopback(bind) and not args.curve and rank == 0:
