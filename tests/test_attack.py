@@ -103,6 +103,23 @@ def _same_model(out, reference):
             np.testing.assert_allclose(got[t][f], reference[t][f], rtol=1e-6, atol=1e-7)
 
 
+def _push(ctx, port):
+    """A PUSH socket to ``port`` whose sends give up after 1 s (once the job has ended,
+    a PUSH without a peer would block for ever)."""
+    z = ctx.socket(zmq.PUSH)
+    z.setsockopt(zmq.LINGER, 1000)
+    z.setsockopt(zmq.SNDTIMEO, 1000)
+    z.connect(f"tcp://127.0.0.1:{port}")
+    return z
+
+
+def _send(z, frames):
+    try:
+        z.send_multipart(frames)
+    except zmq.Again:
+        pass
+
+
 def _forged(kind, sender, token=bytes(16), world=2, clock=0, tag="x", parts=()):
     return wire.encode(kind, clock, sender, world, tag, parts, token=token)
 
@@ -119,16 +136,14 @@ def test_junk_an_http_post_and_forged_aborts_do_not_kill_the_run(ratings_file, r
                         s.sendall(junk)
                 except ConnectionRefusedError:      # the rendezvous port, closed once every rank arrived
                     pass
-            z = ctx.socket(zmq.PUSH)
-            z.setsockopt(zmq.LINGER, 2000)
-            z.connect(f"tcp://127.0.0.1:{port}")
+            z = _push(ctx, port)
             reason = [(0, 0, [np.frombuffer(b"forged", np.uint8)])]
             for sender in (0, 1):
-                z.send_multipart(_forged(wire.ABORT, sender, parts=reason))
-                z.send_multipart(_forged(wire.ABORT, sender, token=os.urandom(16), parts=reason))
-                z.send_multipart(_forged(wire.HEARTBEAT, sender))
-            z.send_multipart([b"TUX2\x02\x01\x00\x00" + b"\x00" * 4, b"junk"])            # truncated header
-            z.send_multipart([b"x" * (2 << 20)])                       # over --max-frame-mb: disconnected
+                _send(z, _forged(wire.ABORT, sender, parts=reason))
+                _send(z, _forged(wire.ABORT, sender, token=os.urandom(16), parts=reason))
+                _send(z, _forged(wire.HEARTBEAT, sender))
+            _send(z, [b"TUX2\x02\x01\x00\x00" + b"\x00" * 4, b"junk"])            # truncated header
+            _send(z, [b"x" * (2 << 20)])                       # over --max-frame-mb: disconnected
             z.close()
         ctx.term()
 
@@ -186,18 +201,13 @@ def test_fuzzed_frames_do_not_change_the_model_and_are_counted(ratings_file, ref
 
     def attack(ports):
         ctx = zmq.Context()
-        socks = []
-        for port in ports:
-            z = ctx.socket(zmq.PUSH)
-            z.setsockopt(zmq.LINGER, 5000)
-            z.connect(f"tcp://127.0.0.1:{port}")
-            socks.append(z)
+        socks = [_push(ctx, port) for port in ports]
 
         @settings(max_examples=300, deadline=None, database=None,
                   suppress_health_check=list(HealthCheck))
         @given(frames=_frames, which=st.integers(0, len(socks) - 1))
         def send(frames, which):
-            socks[which].send_multipart(frames)
+            _send(socks[which], frames)
             sent.append(1)
 
         send()
@@ -234,6 +244,7 @@ def test_a_fake_hello_gets_no_table_and_junk_does_not_kill_the_rendezvous(rating
     ctx = zmq.Context()
     fake = ctx.socket(zmq.DEALER)
     fake.setsockopt(zmq.LINGER, 0)
+    fake.setsockopt(zmq.SNDTIMEO, 5000)
     try:
         deadline = time.monotonic() + 60
         while rv_port not in _listening_ports(procs[0].pid):
