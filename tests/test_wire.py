@@ -4,7 +4,7 @@ import struct
 import numpy as np
 import pytest
 
-from tux2.wire import DATA, HEARTBEAT, WireError, decode, encode
+from tux2.wire import DATA, HEARTBEAT, VERSION, WireError, decode, encode
 
 
 def frames(**kw):
@@ -32,7 +32,7 @@ def test_round_trip_is_exact_and_zero_copy():
 @pytest.mark.parametrize("mutate,match", [
     (lambda f: [b"XXXX" + f[0][4:]] + f[1:], "magic"),
     (lambda f: [f[0][:10]] + f[1:], "truncated header"),
-    (lambda f: [f[0][:4] + b"\x01\x09" + f[0][6:]] + f[1:], "unknown message type"),
+    (lambda f: [f[0][:4] + bytes([VERSION, 9]) + f[0][6:]] + f[1:], "unknown message type"),
     (lambda f: [f[0]] + [f[1][:-4]] + f[2:], "buffer of"),
     (lambda f: f[:-1], "more buffers"),
     (lambda f: f + [b"extra"], "buffers more"),
@@ -48,7 +48,7 @@ def test_wrong_dtype_code_clock_tag_and_world_are_rejected():
     fr = as_bytes(frames())
     head = bytearray(fr[0])
     # first array descriptor sits after the fixed header, the tag and the part descriptor
-    off = struct.calcsize("<4sBBHqiiH") + len("apply-up-0") + struct.calcsize("<iiH")
+    off = struct.calcsize("<4sBBH16sqiiH") + len("apply-up-0") + struct.calcsize("<iiH")
     head[off] = 200
     with pytest.raises(WireError, match="dtype code"):
         decode([bytes(head)] + fr[1:], world=3)
@@ -60,3 +60,44 @@ def test_wrong_dtype_code_clock_tag_and_world_are_rejected():
         decode(fr, world=2)
     with pytest.raises(WireError, match="cannot be sent"):
         encode(DATA, 0, 0, 1, "x", [(0, 0, [np.zeros(2, [("a", "f4")])])])
+
+
+TOKEN = bytes(range(16))
+
+
+def test_a_message_without_the_runs_token_is_foreign():
+    fr = as_bytes(encode(DATA, 5, 1, 3, "x", [(0, 1, [np.ones(3)])], token=TOKEN))
+    assert decode(fr, world=3, token=TOKEN).clock == 5
+    with pytest.raises(WireError, match="token"):
+        decode(fr, world=3, token=bytes(16))
+    with pytest.raises(WireError, match="token"):
+        decode(as_bytes(frames()), world=3, token=TOKEN)      # no token at all
+
+
+def _one_array_head(shape, code=9, clock=0):
+    """A header declaring one float64 array of ``shape`` (written by hand: any int64s)."""
+    head = struct.pack("<4sBBH16sqiiH", b"TUX2", VERSION, DATA, 0, TOKEN, clock, 0, 2, 1)
+    return head + struct.pack("<iiH", 0, 1, 1) + struct.pack("<BB", code, len(shape)) + struct.pack(
+        f"<{len(shape)}q", *shape)
+
+
+@pytest.mark.parametrize("shape", [(1 << 62, 4), (1 << 32, 1 << 32, 1 << 32), (0, (1 << 63) - 1), (3, 1 << 61)])
+def test_a_shape_whose_size_overflows_int64_is_refused_not_a_traceback(shape):
+    # int64 products wrap: 2^62 * 4 * 8 bytes == 0 in int64 and used to pass the size check
+    with pytest.raises(WireError, match="shape|larger"):
+        decode([_one_array_head(shape), b""], world=2, token=TOKEN)
+
+
+def test_arrays_over_the_byte_limit_and_impossible_clocks_are_refused():
+    with pytest.raises(WireError, match="larger than the 1000-byte limit"):
+        decode([_one_array_head((200,)), bytes(1600)], world=2, token=TOKEN, max_bytes=1000)
+    assert decode([_one_array_head((100,)), bytes(800)], world=2, token=TOKEN, max_bytes=1000).parts
+    with pytest.raises(WireError, match="impossible clock"):
+        decode([_one_array_head((1,), clock=-7), bytes(8)], world=2, token=TOKEN)
+
+
+def test_world_none_accepts_any_world_and_reports_it():
+    m = decode(as_bytes(frames(world=5, sender=4)), world=None)
+    assert (m.world, m.sender) == (5, 4)
+    with pytest.raises(WireError, match="world"):
+        decode(as_bytes(frames(world=5, sender=4)), world=3)

@@ -4,6 +4,7 @@ import contextlib
 import json
 import math
 import os
+import socket
 import sys
 import time
 
@@ -321,7 +322,7 @@ def metrics_stream(path, rank, append=False):
 # flags that may change between a checkpoint and its resumption
 _RESUMABLE = {"epochs", "iterations", "out", "metrics", "quiet", "resume", "checkpoint_every", "checkpoint_dir",
               "trace", "func", "argv", "rank", "world", "rendezvous", "bind", "advertise", "timeout", "workers",
-              "curve", "eval_every", "config", "top_words", "threads"}
+              "max_frame_mb", "curve", "eval_every", "config", "top_words", "threads"}
 
 
 # the flags that name input files (their size and modification time go into checkpoints)
@@ -459,16 +460,19 @@ def add_distributed_args(p):
                         "TUX2_RENDEZVOUS")
     g.add_argument("--bind", default=None,
                    help="address this worker binds for data; when unset: 127.0.0.1 on one "
-                        "machine, 0.0.0.0 when the rendezvous host is not loopback")
+                        "machine, else the interface that reaches the rendezvous host (0.0.0.0: all)")
     g.add_argument("--advertise", default=None,
                    help="host name or address the other workers use to reach this one; when unset: "
-                        "this host's name, or 127.0.0.1 on loopback")
+                        "the bind address, or this host's name when binding 0.0.0.0")
     g.add_argument("--threads", type=COUNT, default=None,
                    help="threads per worker: a worker's partitions run their Exchanges in parallel (default: "
                         "the cores available, capped by the worker's partitions; partitions default to one "
                         "per worker and thread)")
     g.add_argument("--timeout", type=number(0, 86400, above=True), default=30.0,
                    help="seconds of silence after which a peer counts as lost")
+    g.add_argument("--max-frame-mb", type=number(0, 1 << 20, above=True), default=2048,
+                   help="largest array one message may carry (a model gather is the largest); "
+                        "larger frames are refused before they are buffered")
     g.add_argument("--curve", metavar="DIR", type=key_dir,
                    help="encrypt and authenticate worker traffic with ZeroMQ CURVE, using the key pair "
                         "made by 'tux2 keys DIR' (copy DIR to every host)")
@@ -487,16 +491,28 @@ def open_transport(args):
     if w is None or w[1] == 1:
         return None, 0, 1
     rank, world, rendezvous = w
+    from tux2.runtime import interface_to, is_loopback
     from tux2.zmq_transport import ZmqTransport
+    if not 0 < args.max_frame_mb < 1 << 40:
+        raise Tux2Error(f"--max-frame-mb must be a positive number of megabytes, not {args.max_frame_mb}")
     host = rendezvous.split("://", 1)[-1].rsplit(":", 1)[0]
-    local = host in ("127.0.0.1", "localhost", "[::1]")
-    import socket
-    bind = args.bind or ("127.0.0.1" if local else "0.0.0.0")
-    advertise = args.advertise or ("127.0.0.1" if local else socket.getfqdn())
+    bind = args.bind or interface_to(host)
+    if not is_loopback(bind) and not args.curve and rank == 0:
+        print(f"tux2: warning: worker traffic on {bind} is neither encrypted nor authenticated: anyone on the "
+              "network can read the model as it trains and slow the run down with junk; use --curve DIR "
+              "(made by 'tux2 keys DIR')", file=sys.stderr, flush=True)
+    advertise = args.advertise or (bind if bind != "0.0.0.0" else socket.getfqdn())
+    options = {k: v for k, v in vars(args).items() if k not in _PER_WORKER}
     t = ZmqTransport(rank, world, rendezvous, partitions(args, world), timeout=args.timeout,
                      connect_timeout=max(4 * args.timeout, 10.0), bind_host=bind, advertise_host=advertise,
-                     curve=args.curve)
+                     curve=args.curve, secret=os.environ.get("TUX2_SECRET", "").encode(), options=options,
+                     max_frame=int(args.max_frame_mb * (1 << 20)))
     return t, rank, world
+
+
+# options that may differ between the workers of one run (paths are per host)
+_PER_WORKER = {"func", "argv", "rank", "rendezvous", "bind", "advertise", "curve", "trace", "quiet", "workers",
+               "input", "test", "out", "metrics", "checkpoint_dir", "resume", "config", "timeout"}
 
 
 def _split(graph, fraction, seed):
@@ -534,6 +550,9 @@ def run_distributed(args, body):
     finally:
         if transport is not None:
             transport.close()
+            if transport.dropped:
+                print(f"tux2: note: [worker {rank}] dropped {transport.dropped} malformed or foreign frames "
+                      f"(first: {next(iter(transport.drop_reasons))})", file=sys.stderr, flush=True)
 
 
 def mf_schedule(args, parts):

@@ -420,6 +420,7 @@ class Engine(ApplyRounds):
                            "rank": getattr(self.transport, "rank", 0), "compute_s": wall - sync,
                            "sync_s": sync - wait, "wait_s": wait + self._gate_s,
                            "bytes_sent": self.transport.bytes_sent - b0, "min_bytes": self.min_bytes - m0,
+                           "dropped_frames": self.transport.dropped,
                            "start_ts": start_ts,
                            "done_ts": self._done_ts if self._done_ts is not None else time.time(),
                            **({"epoch_stages": True} if epoch_stages else {}),

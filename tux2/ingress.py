@@ -107,6 +107,8 @@ def load(transport, path, partitions, partitioner="bicut", seed=0, test_path=Non
         raise InputError("lines with and without a value column in one edge list", path=path)
     if kinds == {2}:
         raise InputError("MF needs a rating column: expected 'user item rating'", path=path)
+    if v is None:           # a byte range without a data line (a small file, many workers)
+        v = np.zeros(len(s), np.float64)
     total_read = int(allstats[:, 0].sum())
     if total_read == 0:
         raise InputError("no edges found (the file is empty or has only comments)", path=path)

@@ -3,12 +3,16 @@
 Under ``mpirun``/``srun`` every process finds its rank and the world size in the
 environment (Open MPI, MPICH/Intel MPI PMI, Slurm) and the rendezvous address in
 ``--rendezvous`` or ``TUX2_RENDEZVOUS``. ``--workers N`` without a rank starts N
-local worker processes on loopback and supervises them: if one fails, the
-others stop with a clear error (they notice within the peer timeout) and the
-launcher returns non-zero; stragglers are killed; workers die with the launcher.
+local worker processes on loopback and supervises them: when one exits with
+an error or dies, the launcher names it, gives the others ``grace`` seconds
+to stop on their own (a failing worker tells them why), kills the rest and
+returns non-zero; workers die with the launcher. The launcher hands its workers
+a random secret (``TUX2_SECRET``): only they get the rendezvous table.
 """
 import ctypes
+import ipaddress
 import os
+import secrets
 import signal
 import socket
 import subprocess
@@ -54,6 +58,30 @@ def free_port(host="127.0.0.1"):
         return s.getsockname()[1]
 
 
+def is_loopback(host):
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return host == "localhost"
+
+
+def interface_to(host):
+    """The local address of the interface that reaches ``host``: 127.0.0.1 for a
+    loopback host, all interfaces for a wildcard one."""
+    if is_loopback(host):
+        return "127.0.0.1"
+    if host in ("*", "0.0.0.0"):
+        return "0.0.0.0"
+    try:
+        family, _, _, _, addr = socket.getaddrinfo(host.strip("[]"), 9, socket.AF_INET, socket.SOCK_DGRAM)[0]
+        with socket.socket(family, socket.SOCK_DGRAM) as s:
+            s.connect(addr)             # UDP: picks the route, sends nothing
+            return s.getsockname()[0]
+    except OSError as e:
+        raise Tux2Error(f"cannot find the interface that reaches the rendezvous host {host}: {e}; "
+                        f"give --bind ADDRESS") from None
+
+
 def _die_with_parent():
     try:
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)   # PR_SET_PDEATHSIG
@@ -74,29 +102,30 @@ def strip_option(argv, name):
     return out
 
 
-def launch_local(argv, workers, timeout=30.0, grace=10.0):
+def launch_local(argv, workers, timeout=30.0, grace=2.0):
     """Run ``tux2 <argv>`` as ``workers`` processes on loopback; return the exit code."""
     rendezvous = f"tcp://127.0.0.1:{free_port()}"
+    env = {**os.environ, "TUX2_SECRET": secrets.token_hex(16)}
     procs = []
     for r in range(workers):
         cmd = [sys.executable, "-m", "tux2.cli", *argv, "--rank", str(r), "--world", str(workers),
                "--rendezvous", rendezvous, "--timeout", str(timeout)]
-        procs.append(subprocess.Popen(cmd, preexec_fn=_die_with_parent))
+        procs.append(subprocess.Popen(cmd, env=env, preexec_fn=_die_with_parent))
     codes = [None] * workers
-    deadline = None
+    first = deadline = None
     try:
         while any(c is None for c in codes):
             for r, p in enumerate(procs):
                 if codes[r] is None and p.poll() is not None:
                     codes[r] = p.returncode
-                    if p.returncode != 0 and deadline is None:
-                        print(f"tux2: worker {r} exited with code {p.returncode}; waiting up to "
-                              f"{timeout + grace:.0f}s for the others to stop", file=sys.stderr, flush=True)
-                        deadline = time.monotonic() + timeout + grace
+                    if p.returncode != 0 and first is None:
+                        first, deadline = r, time.monotonic() + grace
+                        if p.returncode < 0:        # a worker that dies cannot say so itself
+                            print(f"tux2: error: worker {r} died ({signal.Signals(-p.returncode).name}); "
+                                  f"stopping the other workers", file=sys.stderr, flush=True)
             if deadline is not None and time.monotonic() > deadline:
                 for r, p in enumerate(procs):
                     if codes[r] is None:
-                        print(f"tux2: killing worker {r}, still running after the deadline", file=sys.stderr)
                         p.kill()
                         codes[r] = p.wait()
             time.sleep(0.05)
@@ -106,5 +135,6 @@ def launch_local(argv, workers, timeout=30.0, grace=10.0):
         for p in procs:
             p.wait()
         raise
-    bad = [(r, c) for r, c in enumerate(codes) if c != 0]
-    return bad[0][1] if bad and bad[0][1] > 0 else (1 if bad else 0)
+    if first is None:
+        return 0
+    return codes[first] if codes[first] > 0 else 1

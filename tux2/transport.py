@@ -16,6 +16,7 @@ class LocalTransport:
         self.local_parts = list(range(parts))
         self.rank, self.world = 0, 1
         self.bytes_sent = 0
+        self.dropped = 0            # frames dropped as malformed or foreign (none in one process)
         self._box = {}
 
     def send(self, clock, tag, outgoing):

@@ -2,11 +2,16 @@
 
 Never pickle. A message is a list of ZeroMQ frames::
 
-    frame 0   header: struct ``<4sBBH q i i H`` = magic, version, kind, tag length,
-              clock, sender rank, world size, number of parts; then the tag
-              (ASCII); then per part: src, dst, number of arrays; per array:
-              dtype code, ndim, shape (int64 each)
+    frame 0   header: struct ``<4sBBH 16s q i i H`` = magic, version, kind, tag
+              length, token, clock, sender rank, world size, number of parts;
+              then the tag (ASCII); then per part: src, dst, number of arrays;
+              per array: dtype code, ndim, shape (int64 each)
     frame 1…  one raw buffer per array, in order
+
+The token is the run's random number, made by rank 0 at rendezvous and handed
+out with the address table: a frame without it is stray traffic (another run,
+a port scanner, an attacker who cannot read the wire) and the transport drops
+it. Rendezvous messages carry a token derived from the run's secret instead.
 
 Only plain numeric dtypes travel (``DTYPES``); structured records are sent as
 bytes and viewed with the dtype the receiver already knows. ``decode`` checks
@@ -14,6 +19,7 @@ everything before it touches a buffer: magic, version, kind, sender, world,
 frame count, dtype codes, shapes against buffer lengths, and the expected
 clock and tag when given. A bad message raises :class:`WireError`.
 """
+import hmac
 import struct
 
 import numpy as np
@@ -21,12 +27,16 @@ import numpy as np
 from tux2.errors import Tux2Error
 
 MAGIC = b"TUX2"
-VERSION = 1
+VERSION = 2
 DATA, HEARTBEAT, ABORT, HELLO, TABLE = 1, 2, 3, 4, 5
 KINDS = {DATA: "data", HEARTBEAT: "heartbeat", ABORT: "abort", HELLO: "hello", TABLE: "table"}
 DTYPES = [np.dtype(x) for x in ("u1", "i1", "u2", "i2", "u4", "i4", "u8", "i8", "f4", "f8")]
 _CODE = {d: i for i, d in enumerate(DTYPES)}
-_HEAD = struct.Struct("<4sBBHqiiH")
+_HEAD = struct.Struct("<4sBBH16sqiiH")
+TOKEN_BYTES = 16
+NO_TOKEN = bytes(TOKEN_BYTES)
+MAX_CLOCK = 1 << 62
+MAX_SPAN = 1 << 48          # bytes: larger than any array a worker could hold
 _PART = struct.Struct("<iiH")
 _ARR = struct.Struct("<BB")
 MAX_NDIM = 4
@@ -36,10 +46,10 @@ class WireError(Tux2Error):
     """A malformed, truncated or unexpected message."""
 
 
-def encode(kind, clock, sender, world, tag="", parts=()):
+def encode(kind, clock, sender, world, tag="", parts=(), token=NO_TOKEN):
     """Frames for a message. ``parts`` is a list of (src, dst, [arrays])."""
     tag_b = tag.encode("ascii")
-    head = [_HEAD.pack(MAGIC, VERSION, kind, len(tag_b), clock, sender, world, len(parts)), tag_b]
+    head = [_HEAD.pack(MAGIC, VERSION, kind, len(tag_b), token, clock, sender, world, len(parts)), tag_b]
     bufs = []
     for src, dst, arrays in parts:
         head.append(_PART.pack(src, dst, len(arrays)))
@@ -56,30 +66,37 @@ def encode(kind, clock, sender, world, tag="", parts=()):
 
 
 class Message:
-    __slots__ = ("kind", "clock", "sender", "tag", "parts")
+    __slots__ = ("kind", "clock", "sender", "world", "tag", "parts")
 
-    def __init__(self, kind, clock, sender, tag, parts):
-        self.kind, self.clock, self.sender, self.tag, self.parts = kind, clock, sender, tag, parts
+    def __init__(self, kind, clock, sender, world, tag, parts):
+        self.kind, self.clock, self.sender, self.world, self.tag, self.parts = kind, clock, sender, world, tag, parts
 
     def __repr__(self):
         return f"Message({KINDS[self.kind]}, clock={self.clock}, sender={self.sender}, tag={self.tag!r})"
 
 
-def decode(frames, world, expect_clock=None, expect_tag=None):
-    """Parse and check ``frames`` (bytes or zmq Frames); arrays are zero-copy views."""
+def decode(frames, world, expect_clock=None, expect_tag=None, token=None, max_bytes=None):
+    """Parse and check ``frames`` (bytes or zmq Frames); arrays are zero-copy views.
+    ``token``: the run's token, checked when given; ``max_bytes``: the largest
+    legal array buffer; ``world=None`` takes any world size (the rendezvous checks
+    it itself, to name a worker started with another ``--world``)."""
     if not frames:
         raise WireError("empty message")
     head = memoryview(frames[0]).cast("B") if not isinstance(frames[0], bytes) else memoryview(frames[0])
     if len(head) < _HEAD.size:
         raise WireError(f"truncated header: {len(head)} bytes, need at least {_HEAD.size}")
-    magic, version, kind, tlen, clock, sender, w, nparts = _HEAD.unpack_from(head, 0)
+    magic, version, kind, tlen, tok, clock, sender, w, nparts = _HEAD.unpack_from(head, 0)
     if magic != MAGIC:
         raise WireError(f"not a tux2 message (magic {bytes(magic)!r})")
     if version != VERSION:
         raise WireError(f"wire version {version}, this tux2 speaks {VERSION}")
+    if token is not None and not hmac.compare_digest(tok, token):
+        raise WireError("message without this run's token (stray traffic or another run)")
+    if not -1 <= clock <= MAX_CLOCK:
+        raise WireError(f"impossible clock {clock}")
     if kind not in KINDS:
         raise WireError(f"unknown message type {kind}")
-    if w != world or not 0 <= sender < world:
+    if w < 1 or (world is not None and w != world) or not 0 <= sender < w:
         raise WireError(f"message from rank {sender} of a world of {w}; this world has {world} workers")
     off = _HEAD.size
     if off + tlen > len(head):
@@ -119,7 +136,14 @@ def decode(frames, world, expect_clock=None, expect_tag=None):
             buf = frames[fi]
             fi += 1
             dt = DTYPES[code]
-            need = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
+            need, span = dt.itemsize, dt.itemsize
+            for s in shape:                 # Python ints: no int64 overflow can hide a huge shape
+                need, span = need * s, span * max(s, 1)
+            if span > MAX_SPAN:             # even an empty array may not have an absurd shape
+                raise WireError(f"impossible array shape {list(shape)}")
+            if max_bytes is not None and need > max_bytes:
+                raise WireError(f"a {dt}{list(shape)} array of {need} bytes is larger than the "
+                                f"{max_bytes}-byte limit")
             blen = len(buf.buffer if hasattr(buf, "buffer") else buf)
             if blen != need:
                 raise WireError(f"buffer of {blen} bytes for a {dt}{list(shape)} array ({need} bytes)")
@@ -130,4 +154,4 @@ def decode(frames, world, expect_clock=None, expect_tag=None):
         raise WireError(f"{len(head) - off} stray bytes after the header")
     if fi != len(frames):
         raise WireError(f"message carries {len(frames) - fi} buffers more than it declares")
-    return Message(kind, clock, sender, tag, parts)
+    return Message(kind, clock, sender, w, tag, parts)

@@ -12,27 +12,62 @@
   normally first lets its queued messages leave (at most ``timeout`` seconds: a
   rank's last message, e.g. its piece of a gather, must not die with it); after
   an ABORT sockets close with LINGER 0.
+* Stray traffic: every message carries the run's random token (tux2.wire), which
+  rank 0 makes and hands out with the table; the HELLO that asks for the table
+  carries a token derived from the run's secret (the launcher's, ``TUX2_SECRET``,
+  or the CURVE key). A frame that fails to decode, lacks the token, or claims an
+  impossible rank or a repeated (clock, tag) is dropped and counted
+  (``dropped``), never fatal; no socket takes a frame over ``max_frame`` bytes.
 """
 import collections
+import hashlib
+import hmac
+import json
+import os
+import secrets
 import threading
 import time
 
 import numpy as np
 import zmq
+from zmq.utils.monitor import recv_monitor_message
 
 from tux2.errors import Tux2Error
-from tux2.wire import ABORT, DATA, HEARTBEAT, HELLO, TABLE, WireError, decode, encode
+from tux2.wire import ABORT, DATA, HEARTBEAT, HELLO, TABLE, TOKEN_BYTES, WireError, decode, encode
 
 ZERO_COPY_MIN = 64 * 1024
+MAX_FRAME = 2 << 30             # default for the largest array one message may carry (a model gather)
+RENDEZVOUS_MAX = 1 << 20        # a HELLO or TABLE: addresses and options, never this large
+# a CURVE peer with another key: the server cannot decrypt (PROTOCOL) or ZAP refuses it (AUTH); the
+# client only sees the server hang up mid-handshake (NO_DETAIL)
+_HANDSHAKE_FAILED = (zmq.EVENT_HANDSHAKE_FAILED_AUTH | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL
+                     | zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL)
 
 
 class PeerLost(Tux2Error):
     """A peer died, failed, or stopped answering."""
 
 
+def hello_token(secret):
+    """The rendezvous token: proof that a HELLO (or the TABLE answering it) comes
+    from a holder of the run's secret (bytes; empty when the run has none)."""
+    return hmac.new(secret, b"tux2 rendezvous", hashlib.sha256).digest()[:TOKEN_BYTES]
+
+
+def options_diff(a, b):
+    """'--epochs 1 (rank 0: 5), ...': how option dicts ``a`` and ``b`` differ."""
+    keys = sorted(set(a) | set(b))
+    return ", ".join(f"--{k.replace('_', '-')} {a.get(k)} (rank 0: {b.get(k)})" for k in keys if a.get(k) != b.get(k))
+
+
 class ZmqTransport:
     def __init__(self, rank, world, rendezvous, parts, timeout=30.0, connect_timeout=120.0,
-                 bind_host="127.0.0.1", advertise_host=None, heartbeat=1.0, curve=None):
+                 bind_host="127.0.0.1", advertise_host=None, heartbeat=1.0, curve=None,
+                 secret=b"", options=None, max_frame=MAX_FRAME):
+        """``secret``: bytes every worker of the run knows (rank 0 answers only a HELLO
+        made with it); ``options``: a JSON-able dict of the options that must agree on
+        every worker (rank 0 refuses a worker started with others); ``max_frame``: the
+        largest array (bytes) a message may carry, on both sides."""
         if not 0 <= rank < world:
             raise Tux2Error(f"rank {rank} is outside a world of {world} workers")
         if parts < world:
@@ -43,6 +78,9 @@ class ZmqTransport:
         self.bytes_sent = 0
         self.wait_seconds = 0.0
         self.messages_sent = 0
+        self.dropped = 0                # frames dropped as malformed, foreign or repeated
+        self.drop_reasons = {}          # the first few reasons, with counts
+        self.max_frame = int(max_frame)
         self._pending = {}
         self._local = {}
         self._done = collections.deque(maxlen=4096)
@@ -52,11 +90,14 @@ class ZmqTransport:
         self.ctx = zmq.Context()
         self._auth = None
         self._keys = None
+        self._secret = bytes(secret)
         if curve:
             self._start_curve(curve)
-        self.pull = self._socket(zmq.PULL, server=True)
+        self._options = json.dumps(options or {}, sort_keys=True, default=str)
+        self.pull = self._socket(zmq.PULL, server=True, max_bytes=self.max_frame)
         port = self.pull.bind_to_random_port(f"tcp://{bind_host}")
         self.address = f"tcp://{advertise_host or bind_host}:{port}"
+        self.token = None
         self.table = self._rendezvous(rendezvous, connect_timeout)
         self.push = {}
         for r, addr in enumerate(self.table):
@@ -72,9 +113,11 @@ class ZmqTransport:
         self._hb.start()
 
     # ----------------------------------------------------------------- setup
-    def _socket(self, kind, server=False):
+    def _socket(self, kind, server=False, max_bytes=None):
         s = self.ctx.socket(kind)
         s.setsockopt(zmq.LINGER, 0)
+        if max_bytes is not None:       # a peer sending a larger frame is disconnected before it is buffered
+            s.setsockopt(zmq.MAXMSGSIZE, max_bytes + 4096)
         if self._keys is not None:
             public, secret = self._keys
             s.curve_publickey, s.curve_secretkey = public, secret
@@ -87,7 +130,6 @@ class ZmqTransport:
     def _start_curve(self, directory):
         """CURVE with one shared key pair (``tux2 keys DIR``): traffic is encrypted and
         only holders of the secret key get in (ZAP checks the client key)."""
-        import os
         import zmq.auth
         from zmq.auth.thread import ThreadAuthenticator
         secret_file = os.path.join(directory, "tux2.key_secret")
@@ -98,6 +140,7 @@ class ZmqTransport:
                             "and copy the directory to every host")
         public, secret = zmq.auth.load_certificate(secret_file)
         self._keys = (public, secret)
+        self._secret += secret          # holders of the key pass the rendezvous token check too
         self._auth = ThreadAuthenticator(self.ctx)
         self._auth.start()
         self._auth.configure_curve(domain="*", location=directory)
@@ -105,52 +148,147 @@ class ZmqTransport:
     def owner(self, part):
         return part % self.world
 
+    def _drop(self, why):
+        """Count a frame that is not a valid message of this run; keep the first reasons."""
+        self.dropped += 1
+        why = str(why)
+        if why in self.drop_reasons or len(self.drop_reasons) < 8:
+            self.drop_reasons[why] = self.drop_reasons.get(why, 0) + 1
+
+    def _monitor(self, sock):
+        """A PAIR socket reporting ``sock``'s failed handshakes (CURVE only), or None."""
+        return sock.get_monitor_socket(_HANDSHAKE_FAILED) if self._keys is not None else None
+
+    @staticmethod
+    def _handshake_failures(mon):
+        """Failed handshakes reported on monitor ``mon`` since the last call."""
+        n = 0
+        while mon is not None and mon.poll(0):
+            recv_monitor_message(mon)
+            n += 1
+        return n
+
     def _rendezvous(self, address, deadline_s):
-        deadline = time.monotonic() + deadline_s
-        me = np.frombuffer(self.address.encode(), np.uint8)
         if self.world == 1:
+            self.token = secrets.token_bytes(TOKEN_BYTES)
             return [self.address]
         if self.rank == 0:
-            sock = self._socket(zmq.ROUTER, server=True)
-            try:
-                sock.bind(address)
-            except zmq.ZMQError as e:
-                raise Tux2Error(f"rank 0 cannot bind the rendezvous address {address}: {e}") from None
-            table = {0: self.address}
-            idents = {}
-            try:
-                while len(table) < self.world:
-                    left = deadline - time.monotonic()
-                    if left <= 0 or not sock.poll(int(left * 1000)):
-                        missing = sorted(set(range(self.world)) - set(table))
-                        raise PeerLost(f"rendezvous at {address}: rank(s) {missing} never arrived "
-                                       f"within {deadline_s:.0f}s")
-                    ident, *frames = sock.recv_multipart()
-                    m = decode(frames, self.world)
-                    if m.kind != HELLO or m.sender in table:
+            return self._serve_table(address, deadline_s)
+        return self._ask_table(address, deadline_s)
+
+    def _serve_table(self, address, deadline_s):
+        """Rank 0: wait for every rank's HELLO (dropping anything else), check that its
+        world and options agree, then send every rank the table and the run's token."""
+        deadline = time.monotonic() + deadline_s
+        hello = hello_token(self._secret)
+        sock = self._socket(zmq.ROUTER, server=True, max_bytes=RENDEZVOUS_MAX)
+        mon = self._monitor(sock)
+        try:
+            sock.bind(address)
+        except zmq.ZMQError as e:
+            sock.close()
+            raise Tux2Error(f"rank 0 cannot bind the rendezvous address {address}: {e}") from None
+        table = {0: self.address}
+        idents = {}
+        failed = 0
+
+        def refuse(reason, ident):
+            frames = encode(ABORT, 0, 0, self.world, "abort", [(0, 0, [np.frombuffer(reason.encode(), np.uint8)])],
+                            token=hello)
+            for ident in {*idents.values(), ident}:
+                sock.send_multipart([ident] + frames)
+            time.sleep(0.1)                 # let the refusals leave before LINGER 0 drops them
+            return Tux2Error(reason)
+
+        try:
+            while len(table) < self.world:
+                left = deadline - time.monotonic()
+                if left <= 0 or not sock.poll(int(min(left, 0.5) * 1000)):
+                    failed += self._handshake_failures(mon)
+                    if left > 0:
+                        continue
+                    missing = sorted(set(range(self.world)) - set(table))
+                    keys = (f"; {failed} CURVE handshake(s) failed: a worker with another key? Every worker "
+                            f"needs the same key directory (--curve)" if failed else "")
+                    raise PeerLost(f"rendezvous at {address}: rank(s) {missing} never arrived "
+                                   f"within {deadline_s:.0f}s{keys}")
+                ident, *frames = sock.recv_multipart()
+                try:
+                    m = decode(frames, None, token=hello, max_bytes=RENDEZVOUS_MAX)
+                    if m.kind != HELLO or m.sender == 0 or len(m.parts) != 1 or len(m.parts[0][2]) != 2:
                         raise WireError(f"unexpected {m!r} during rendezvous")
-                    table[m.sender] = bytes(m.parts[0][2][0]).decode()
-                    idents[m.sender] = ident
-                parts = [(r, 0, [np.frombuffer(table[r].encode(), np.uint8)]) for r in range(self.world)]
-                for r, ident in idents.items():
-                    sock.send_multipart([ident] + encode(TABLE, 0, 0, self.world, "table", parts))
-                # the ROUTER must not close before the tables are out (LINGER 0 would drop them)
-                time.sleep(0.05)
-            finally:
-                sock.close()
-            return [table[r] for r in range(self.world)]
-        sock = self._socket(zmq.DEALER)
+                    addr = bytes(m.parts[0][2][0]).decode("ascii")
+                    opts = json.loads(bytes(m.parts[0][2][1]).decode("utf-8"))
+                    if not isinstance(opts, dict):
+                        raise WireError("options in a HELLO are not a table")
+                except (WireError, UnicodeDecodeError, ValueError) as e:
+                    self._drop(e)
+                    continue
+                if m.world != self.world:
+                    raise refuse(f"rank {m.sender} was started with --world {m.world}, rank 0 with "
+                                 f"--world {self.world}", ident)
+                if m.sender in table and table[m.sender] != addr:
+                    raise refuse(f"two workers claim rank {m.sender} ({table[m.sender]} and {addr}): "
+                                 "give each worker its own --rank", ident)
+                mine = json.loads(self._options)
+                if opts != mine:
+                    raise refuse(f"rank {m.sender} was started with other options than rank 0: "
+                                 f"{options_diff(opts, mine)}; start every worker with the same options", ident)
+                table[m.sender] = addr
+                idents[m.sender] = ident
+            self.token = secrets.token_bytes(TOKEN_BYTES)
+            parts = [(r, 0, [np.frombuffer(table[r].encode(), np.uint8)]) for r in range(self.world)]
+            parts.append((-1, 0, [np.frombuffer(self.token, np.uint8)]))
+            for ident in idents.values():
+                sock.send_multipart([ident] + encode(TABLE, 0, 0, self.world, "table", parts, token=hello))
+            # the ROUTER must not close before the tables are out (LINGER 0 would drop them)
+            time.sleep(0.05)
+        finally:
+            if mon is not None:
+                sock.disable_monitor()
+                mon.close()
+            sock.close()
+        return [table[r] for r in range(self.world)]
+
+    def _ask_table(self, address, deadline_s):
+        """Ranks > 0: send HELLO (address and options) to rank 0, wait for the table."""
+        deadline = time.monotonic() + deadline_s
+        hello = hello_token(self._secret)
+        sock = self._socket(zmq.DEALER, max_bytes=RENDEZVOUS_MAX)
+        mon = self._monitor(sock)
+        me = [np.frombuffer(self.address.encode(), np.uint8), np.frombuffer(self._options.encode(), np.uint8)]
+        failed = 0
         try:
             sock.connect(address)
-            sock.send_multipart(encode(HELLO, 0, self.rank, self.world, "hello", [(self.rank, 0, [me])]))
-            left = deadline - time.monotonic()
-            if not sock.poll(int(max(left, 0) * 1000)):
-                raise PeerLost(f"rendezvous at {address}: no answer from rank 0 within {deadline_s:.0f}s")
-            m = decode(sock.recv_multipart(), self.world)
-            if m.kind != TABLE or len(m.parts) != self.world:
-                raise WireError(f"unexpected {m!r} during rendezvous")
-            return [bytes(p[2][0]).decode() for p in m.parts]
+            sock.send_multipart(encode(HELLO, 0, self.rank, self.world, "hello", [(self.rank, 0, me)], token=hello))
+            while True:
+                left = deadline - time.monotonic()
+                failed += self._handshake_failures(mon)
+                if failed >= 3:                 # every retry fails: not a passing glitch
+                    raise PeerLost(f"rendezvous at {address}: the CURVE handshake with rank 0 failed; this "
+                                   f"worker's key (--curve) is not rank 0's. Copy one key directory made by "
+                                   f"'tux2 keys DIR' to every host")
+                if left <= 0:
+                    raise PeerLost(f"rendezvous at {address}: no answer from rank 0 within {deadline_s:.0f}s")
+                if not sock.poll(int(min(left, 0.5) * 1000)):
+                    continue
+                try:
+                    m = decode(sock.recv_multipart(), None, token=hello, max_bytes=RENDEZVOUS_MAX)
+                    if m.kind == ABORT and m.sender == 0 and m.parts and m.parts[0][2]:
+                        raise Tux2Error(bytes(m.parts[0][2][0]).decode("utf-8", "replace"))
+                    if (m.kind != TABLE or m.world != self.world or len(m.parts) != self.world + 1
+                            or any(len(p[2]) != 1 for p in m.parts) or m.parts[-1][2][0].nbytes != TOKEN_BYTES):
+                        raise WireError(f"unexpected {m!r} during rendezvous")
+                    table = [bytes(p[2][0]).decode("ascii") for p in m.parts[:-1]]
+                except (WireError, UnicodeDecodeError) as e:
+                    self._drop(e)
+                    continue
+                self.token = bytes(m.parts[-1][2][0])
+                return table
         finally:
+            if mon is not None:
+                sock.disable_monitor()
+                mon.close()
             sock.close()
 
     def _heartbeat(self, period):
@@ -162,7 +300,7 @@ class ZmqTransport:
                     s.setsockopt(zmq.SNDHWM, 4)
                     s.connect(addr)
                     socks[r] = s
-            frames = encode(HEARTBEAT, 0, self.rank, self.world, "hb")
+            frames = encode(HEARTBEAT, 0, self.rank, self.world, "hb", token=self.token)
             while not self._stop.wait(period):
                 for s in socks.values():
                     try:
@@ -177,6 +315,10 @@ class ZmqTransport:
 
     # ----------------------------------------------------------------- send / receive
     def _send(self, r, frames):
+        big = max(len(f) if isinstance(f, bytes) else f.nbytes for f in frames)
+        if big > self.max_frame:
+            raise Tux2Error(f"a message carries an array of {big} bytes, over the limit of {self.max_frame} "
+                            f"bytes per array (--max-frame-mb {self.max_frame >> 20}); raise it on every worker")
         size = sum(len(f) if isinstance(f, bytes) else f.nbytes for f in frames)
         self.bytes_sent += size
         self.messages_sent += 1
@@ -187,14 +329,19 @@ class ZmqTransport:
         key = (clock, tag)
         got = self._pending.setdefault(key, {})
         t0 = time.perf_counter()
+        start = time.monotonic()
         try:
             while len(got) < self.world - 1:
-                if self.pull.poll(200):
+                queued = self.pull.poll(200)
+                if queued:
                     self._take(self.pull.recv_multipart(copy=False))
-                    continue
+                    queued = self.pull.poll(0)
                 now = time.monotonic()
                 for r in range(self.world):
-                    if r != self.rank and r not in got and now - self.last_seen[r] > self.timeout:
+                    # while frames queue (heartbeats from a long compute, or a flood of junk),
+                    # silence counts from the start of this wait: a dead peer still shows
+                    heard = max(self.last_seen.get(r, 0.0), start) if queued else self.last_seen.get(r, 0.0)
+                    if r != self.rank and r not in got and now - heard > self.timeout:
                         raise PeerLost(f"lost worker {r}: nothing heard from it for {self.timeout:.0f}s "
                                        f"(rank {self.rank} waiting at clock {clock} for {tag!r})")
         finally:
@@ -207,24 +354,26 @@ class ZmqTransport:
         return got
 
     def _take(self, frames):
-        m = decode(frames, self.world)
-        if m.sender == self.rank:
-            raise WireError(f"message claims to come from this worker (rank {self.rank})")
-        self.last_seen[m.sender] = time.monotonic()
-        if m.kind == HEARTBEAT:
+        """File one received message; drop (and count) anything that is not a
+        message of this run from a peer, or that repeats one already taken."""
+        try:
+            m = decode(frames, self.world, token=self.token, max_bytes=self.max_frame)
+            if m.sender == self.rank:
+                raise WireError(f"message claims to come from this worker (rank {self.rank})")
+            if m.kind not in (DATA, HEARTBEAT, ABORT):
+                raise WireError(f"unexpected {m!r}")
+            key = (m.clock, m.tag)
+            if m.kind == DATA and (key in self._done_set or m.sender in self._pending.get(key, ())):
+                raise WireError(f"late or repeated message from rank {m.sender}: clock {m.clock}, tag {m.tag!r}")
+        except WireError as e:
+            self._drop(e)
             return
+        self.last_seen[m.sender] = time.monotonic()
         if m.kind == ABORT:
             reason = bytes(m.parts[0][2][0]).decode("utf-8", "replace") if m.parts else "no reason given"
             raise PeerLost(f"worker {m.sender} failed: {reason}")
-        if m.kind != DATA:
-            raise WireError(f"unexpected {m!r}")
-        key = (m.clock, m.tag)
-        if key in self._done_set:
-            raise WireError(f"late or repeated message from rank {m.sender}: clock {m.clock}, tag {m.tag!r}")
-        slot = self._pending.setdefault(key, {})
-        if m.sender in slot:
-            raise WireError(f"two messages from rank {m.sender} for clock {m.clock}, tag {m.tag!r}")
-        slot[m.sender] = m
+        if m.kind == DATA:
+            self._pending.setdefault(key, {})[m.sender] = m
 
     # ----------------------------------------------------------------- the engine's calls
     @staticmethod
@@ -239,7 +388,7 @@ class ZmqTransport:
             by_worker[self.owner(dst)].append((src, dst, arrays))
         for r in range(self.world):
             if r != self.rank:
-                self._send(r, encode(DATA, clock, self.rank, self.world, tag, by_worker[r]))
+                self._send(r, encode(DATA, clock, self.rank, self.world, tag, by_worker[r], token=self.token))
         self._local[(clock, tag)] = {(src, dst): arrays for src, dst, arrays in by_worker[self.rank]}
 
     def complete(self, clock, tag):
@@ -276,7 +425,7 @@ class ZmqTransport:
                 for part, c in zip(self.local_parts, local_contexts)]
         for r in range(self.world):
             if r != self.rank:
-                self._send(r, encode(DATA, clock, self.rank, self.world, tag, mine))
+                self._send(r, encode(DATA, clock, self.rank, self.world, tag, mine, token=self.token))
         ctxs = dict(zip(self.local_parts, local_contexts))
         for m in self._receive(clock, tag).values():
             for part, _, arrays in m.parts:
@@ -296,7 +445,7 @@ class ZmqTransport:
         """Tell every peer this worker is failing (best effort, never blocks)."""
         self._aborted = True
         text = np.frombuffer(str(reason).encode("utf-8", "replace")[:2000], np.uint8)
-        frames = encode(ABORT, 0, self.rank, self.world, "abort", [(self.rank, 0, [text])])
+        frames = encode(ABORT, 0, self.rank, self.world, "abort", [(self.rank, 0, [text])], token=self.token)
         for s in self.push.values():
             try:
                 s.send_multipart(frames, flags=zmq.NOBLOCK)
