@@ -1,5 +1,6 @@
 """Slow, obviously-correct references for the MEGA stages (plain Python loops,
 one dict of replicas per partition, no arrays tricks)."""
+import numpy as np
 
 
 def batch_edges(src, dst, unit, enum_type, lo, hi):
@@ -37,3 +38,18 @@ def run_direct_write(exchange, state, edges_by_part, combine="sum"):
             tot = sum(ds)
             glob[x] = glob[x] + (tot / len(ds) if combine == "mean" else tot)
     return A, B
+
+
+def sequential_sgd(graph, P, Q, mu, lr, reg):
+    """One epoch of plain per-edge SGD MF (biased, no adaptive step) in the graph's edge
+    order, in float64: (P, Q, user biases, item biases), biases starting at zero."""
+    P, Q = P.astype(np.float64), Q.astype(np.float64)
+    bu, bi = np.zeros(graph.n_src), np.zeros(graph.n_dst)
+    for e in range(graph.num_edges):
+        u, i, r = graph.src[e], graph.dst[e], np.float32(graph.values[e])
+        err = r - (mu + bu[u] + bi[i] + P[u] @ Q[i])
+        pu, qi = P[u].copy(), Q[i].copy()
+        P[u] = pu - lr * (reg * pu - err * qi)
+        Q[i] = qi - lr * (reg * qi - err * pu)
+        bu[u], bi[i] = bu[u] + lr * (err - reg * bu[u]), bi[i] + lr * (err - reg * bi[i])
+    return P, Q, bu, bi

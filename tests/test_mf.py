@@ -2,6 +2,7 @@
 import numpy as np
 import pytest
 
+from tests import naive
 from tux2 import Engine
 from tux2.datasets import netflix_like
 from tux2.graph import blocked_order, stratified_order
@@ -50,17 +51,9 @@ def test_sgd_single_partition_is_plain_sequential_sgd(ratings):
     train, _ = ratings
     prog = mf.program(k=3, mode="sgd", mu=3.0, lr=0.05, reg=0.1, adaptive=False)
     eng = Engine(prog, train, seed=0)
-    P = eng.vertex_data("user")["p"].astype(np.float64)
-    Q = eng.vertex_data("item")["p"].astype(np.float64)
-    bu, bi = np.zeros(train.n_src), np.zeros(train.n_dst)
+    P, Q, bu, bi = naive.sequential_sgd(train, eng.vertex_data("user")["p"], eng.vertex_data("item")["p"],
+                                        3.0, 0.05, 0.1)
     eng.run(1)
-    for e in range(train.num_edges):
-        u, i, r = train.src[e], train.dst[e], np.float32(train.values[e])
-        err = r - (3.0 + bu[u] + bi[i] + P[u] @ Q[i])
-        pu, qi = P[u].copy(), Q[i].copy()
-        P[u] = pu - 0.05 * (0.1 * pu - err * qi)
-        Q[i] = qi - 0.05 * (0.1 * qi - err * pu)
-        bu[u], bi[i] = bu[u] + 0.05 * (err - 0.1 * bu[u]), bi[i] + 0.05 * (err - 0.1 * bi[i])
     np.testing.assert_allclose(eng.vertex_data("user")["p"], P, rtol=2e-3, atol=2e-4)
     np.testing.assert_allclose(eng.vertex_data("item")["b"], bi, rtol=2e-3, atol=2e-4)
 

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import tux2
+from tests import naive
 from tests.conftest import random_graph, run_cli
 from tux2 import Apply, ContextSpec, Engine, Exchange, GlobalSync, MiniBatch, Program, VertexType
 from tux2.datasets import netflix_like
@@ -102,17 +103,8 @@ def test_stratified_sgd_on_four_partitions_is_sequential_sgd():
     g, bounds = _stratified(train, blocks=4)
     eng = Engine(mf.program(k=3, mu=3.0, lr=0.05, reg=0.1, adaptive=False), g, partitions=4,
                  partitioner="stratified", partitioner_options={"blocks": 4}, strata=bounds, threads=2)
-    P = eng.vertex_data("user")["p"].astype(np.float64)
-    Q = eng.vertex_data("item")["p"].astype(np.float64)
-    bu, bi = np.zeros(g.n_src), np.zeros(g.n_dst)
+    P, Q, _, _ = naive.sequential_sgd(g, eng.vertex_data("user")["p"], eng.vertex_data("item")["p"], 3.0, 0.05, 0.1)
     eng.run(1)
-    for e in range(g.num_edges):
-        u, i, r = g.src[e], g.dst[e], np.float32(g.values[e])
-        err = r - (3.0 + bu[u] + bi[i] + P[u] @ Q[i])
-        pu, qi = P[u].copy(), Q[i].copy()
-        P[u] = pu - 0.05 * (0.1 * pu - err * qi)
-        Q[i] = qi - 0.05 * (0.1 * qi - err * pu)
-        bu[u], bi[i] = bu[u] + 0.05 * (err - 0.1 * bu[u]), bi[i] + 0.05 * (err - 0.1 * bi[i])
     np.testing.assert_allclose(eng.vertex_data("user")["p"], P, rtol=2e-3, atol=2e-4)
     np.testing.assert_allclose(eng.vertex_data("item")["p"], Q, rtol=2e-3, atol=2e-4)
 
