@@ -16,6 +16,9 @@ class Bad(Exception):
         self.what, self.line = what, line
 
 
+BOM = b"\xef\xbb\xbf"      # a UTF-8 byte-order mark at the start of a file is not data
+
+
 def _id(tok, line):
     if tok.startswith(b"-"):
         raise Bad("negative vertex id", line)
@@ -42,6 +45,7 @@ def edge_list(data):
     """(src, dst, values or None) of an edge list without a MatrixMarket header, ids as
     written (0-based), or raises Bad."""
     src, dst, val, ncols = [], [], [], 0
+    data = data[3:] if data.startswith(BOM) else data
     for no, line in enumerate(data.split(b"\n"), 1):
         toks = [t for t in SEP.split(line) if t]
         if not toks or toks[0][:1] in (b"#", b"%"):
@@ -71,6 +75,7 @@ def edge_list(data):
 def libsvm(data):
     """(labels, rows, cols, values) with indices as written, or raises Bad."""
     labels, rows, cols, vals = [], [], [], []
+    data = data[3:] if data.startswith(BOM) else data
     for no, line in enumerate(data.split(b"\n"), 1):
         toks = [t for t in SEP.split(line) if t]
         if not toks or toks[0][:1] == b"#":
