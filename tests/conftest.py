@@ -3,6 +3,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 import tux2
 
@@ -20,3 +21,14 @@ def run_cli(*args, timeout=300, env=None):
     """Run the tux2 CLI in a subprocess; return CompletedProcess with text output."""
     return subprocess.run([sys.executable, "-m", "tux2.cli", *args], capture_output=True, text=True,
                           timeout=timeout, env={**os.environ, **(env or {})})
+
+
+@pytest.fixture(scope="module")
+def ratings_file(tmp_path_factory):
+    """A small Netflix-shaped rating file (the distributed and attack tests' input)."""
+    from tux2.datasets import netflix_like
+    from tux2.io import write_edge_list
+    train, _ = netflix_like(n_users=400, n_items=90, n_ratings=8000, rank=4, seed=2)
+    path = tmp_path_factory.mktemp("ratings") / "ratings.txt"
+    write_edge_list(str(path), train)
+    return str(path)

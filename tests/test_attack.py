@@ -17,21 +17,11 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from tests.test_distributed import _children, _model
 from tux2 import wire
-from tux2.datasets import netflix_like
-from tux2.io import write_edge_list
 from tux2.runtime import free_port
 
 # minibatch SGD, slack 0: two workers give the same model on every run
 OPTIONS = ["--mode", "minibatch", "--batch-size", "1500", "--lr", "0.003", "--k", "4", "--epochs", "3",
            "--partitioner", "random", "--quiet", "--timeout", "20", "--max-frame-mb", "1"]
-
-
-@pytest.fixture(scope="module")
-def ratings_file(tmp_path_factory):
-    train, _ = netflix_like(n_users=400, n_items=90, n_ratings=8000, rank=4, seed=2)
-    path = tmp_path_factory.mktemp("attack") / "ratings.txt"
-    write_edge_list(str(path), train)
-    return str(path)
 
 
 @pytest.fixture(scope="module")

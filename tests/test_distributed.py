@@ -17,14 +17,6 @@ from tux2.io import write_edge_list
 from tux2.runtime import free_port
 
 
-@pytest.fixture(scope="module")
-def ratings_file(tmp_path_factory):
-    train, _ = netflix_like(n_users=400, n_items=90, n_ratings=8000, rank=4, seed=2)
-    path = tmp_path_factory.mktemp("dist") / "ratings.txt"
-    write_edge_list(str(path), train)
-    return str(path)
-
-
 def _model(d):
     return {t: np.load(os.path.join(d, f"{t}.npz")) for t in ("user", "item")}
 
