@@ -1,7 +1,9 @@
 """Stray and hostile traffic against a running distributed job: real workers on
 loopback, free ports, timeouts. Junk, an HTTP POST, forged frames (fuzzed with
-hypothesis) and a fake HELLO must not kill or fool the run: it finishes with the
-model an undisturbed run makes and reports how many frames it dropped."""
+hypothesis), a fake HELLO and an endless multi-part message must not kill or fool
+the run: it finishes with the model an undisturbed run makes and reports how many
+connections it refused (no secret) and frames it dropped (a peer that knows the
+secret but sends garbage)."""
 import json
 import os
 import socket
@@ -18,6 +20,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from tests.test_distributed import _children, _model
 from tux2 import wire
 from tux2.runtime import free_port
+from tux2.zmq_transport import plain_password
 
 # minibatch SGD, slack 0: two workers give the same model on every run
 OPTIONS = ["--mode", "minibatch", "--batch-size", "1500", "--lr", "0.003", "--k", "4", "--epochs", "3",
@@ -52,12 +55,16 @@ def _listening_ports(pid):
     return [int(r[1].split(":")[1], 16) for r in rows if r[3] == "0A" and r[9] in inodes]
 
 
-def _attacked_run(ratings_file, out, trace, attack):
-    """Start ``tux2 run mf --workers 2``, call ``attack(ports)`` once both workers listen
-    (they then still have to set up and train), wait for the end: (rc, stderr)."""
-    cmd = [sys.executable, "-m", "tux2.cli", "run", "mf", ratings_file, *OPTIONS, "--workers", "2",
+def _attacked_run(ratings_file, out, trace, attack, secret=None, options=OPTIONS):
+    """Start ``tux2 run mf --workers 2``, call ``attack(ports)`` (or ``attack(ports, pids)``
+    once both workers listen (they then still have to set up and train), wait for the
+    end: (rc, stderr). ``secret``: the run's TUX2_SECRET (default: the launcher's own)."""
+    cmd = [sys.executable, "-m", "tux2.cli", "run", "mf", ratings_file, *options, "--workers", "2",
            "--out", str(out), "--trace", str(trace)]
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    env = {k: v for k, v in os.environ.items() if k != "TUX2_SECRET"}
+    if secret is not None:
+        env["TUX2_SECRET"] = secret
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     try:
         deadline = time.monotonic() + 60
         while True:
@@ -67,13 +74,19 @@ def _attacked_run(ratings_file, out, trace, attack):
                 break
             assert p.poll() is None and time.monotonic() < deadline, p.communicate()[1]
             time.sleep(0.02)
-        attack(sorted(x for v in ports.values() for x in v))
+        flat = sorted(x for v in ports.values() for x in v)
+        attack(flat, kids) if attack.__code__.co_argcount == 2 else attack(flat)
         _, err = p.communicate(timeout=240)
     finally:
         if p.poll() is None:
             p.kill()
             p.communicate()
     return p.returncode, err
+
+
+def _refused(err):
+    """Connections the workers refused in the handshake, from their stderr notes."""
+    return sum(int(line.split("refused ")[1].split()[0]) for line in err.splitlines() if "refused " in line)
 
 
 def _dropped(err, trace):
@@ -93,12 +106,15 @@ def _same_model(out, reference):
             np.testing.assert_allclose(got[t][f], reference[t][f], rtol=1e-6, atol=1e-7)
 
 
-def _push(ctx, port):
+def _push(ctx, port, secret=None):
     """A PUSH socket to ``port`` whose sends give up after 1 s (once the job has ended,
-    a PUSH without a peer would block for ever)."""
+    a PUSH without a peer would block for ever); with ``secret``, one that passes the
+    run's handshake."""
     z = ctx.socket(zmq.PUSH)
     z.setsockopt(zmq.LINGER, 1000)
     z.setsockopt(zmq.SNDTIMEO, 1000)
+    if secret is not None:
+        z.plain_username, z.plain_password = b"tux2", plain_password(secret.encode())
     z.connect(f"tcp://127.0.0.1:{port}")
     return z
 
@@ -114,8 +130,13 @@ def _forged(kind, sender, token=bytes(16), world=2, clock=0, tag="x", parts=()):
     return wire.encode(kind, clock, sender, world, tag, parts, token=token)
 
 
-def test_junk_an_http_post_and_forged_aborts_do_not_kill_the_run(ratings_file, reference, tmp_path):
-    """Before the token, any of these ended the job (an ABORT from 'rank 0' even said why)."""
+@pytest.mark.parametrize("knows_secret", [False, True], ids=["stranger", "insider"])
+def test_junk_an_http_post_and_forged_aborts_do_not_kill_the_run(ratings_file, reference, tmp_path, knows_secret):
+    """Before the token, any of these ended the job (an ABORT from 'rank 0' even said why).
+    A stranger is refused in the handshake; a peer that knows the secret (but not the
+    run's token) gets its frames dropped."""
+    secret = "a-secret-the-insider-knows"
+
     def attack(ports):
         ctx = zmq.Context()
         for port in ports:
@@ -126,7 +147,7 @@ def test_junk_an_http_post_and_forged_aborts_do_not_kill_the_run(ratings_file, r
                         s.sendall(junk)
                 except ConnectionRefusedError:      # the rendezvous port, closed once every rank arrived
                     pass
-            z = _push(ctx, port)
+            z = _push(ctx, port, secret if knows_secret else None)
             reason = [(0, 0, [np.frombuffer(b"forged", np.uint8)])]
             for sender in (0, 1):
                 _send(z, _forged(wire.ABORT, sender, parts=reason))
@@ -138,13 +159,55 @@ def test_junk_an_http_post_and_forged_aborts_do_not_kill_the_run(ratings_file, r
         ctx.term()
 
     out, trace = tmp_path / "model", tmp_path / "trace"
-    rc, err = _attacked_run(ratings_file, out, trace, attack)
+    rc, err = _attacked_run(ratings_file, out, trace, attack, secret=secret)
     assert rc == 0, err
     assert "Traceback" not in err and "failed" not in err, err
     _same_model(out, reference)
     noted, traced = _dropped(err, trace)
-    assert noted > 0 and sum(traced) > 0, (err, traced)
-    assert "malformed or foreign frames" in err
+    if knows_secret:
+        assert noted > 0 and sum(traced) > 0, (err, traced)
+        assert "malformed or foreign frames" in err
+    else:                                   # the stranger's ZeroMQ socket fails the handshake
+        assert _refused(err) > 0, err
+        assert noted == 0 and sum(traced) == 0, (err, traced)
+
+
+def test_an_endless_multipart_message_is_never_buffered(ratings_file, tmp_path):
+    """libzmq queues the parts of a multi-part message until its last part, whatever
+    their number; before authentication a stranger could stream parts for ever into a
+    worker's memory. Now the handshake refuses it before any part is taken."""
+    grew = []
+
+    def attack(ports, pids):
+        def rss():                                  # both workers' resident memory
+            total = 0
+            for pid in pids:
+                with open(f"/proc/{pid}/status") as f:
+                    total += next(int(line.split()[1]) for line in f if line.startswith("VmRSS")) * 1024
+            return total
+        before = rss()
+        # raw ZMTP 3.0: a NULL greeting, READY as a PUSH, then 1 MB parts that all say "more"
+        # (a libzmq sender would hold them itself until the last part)
+        greeting = b"\xff" + bytes(8) + b"\x7f" + bytes([3, 0]) + b"NULL".ljust(20, b"\x00") + bytes(32)
+        ready = b"\x05READY" + b"\x0bSocket-Type" + struct.pack(">I", 4) + b"PUSH"
+        part = b"\x03" + struct.pack(">Q", 1 << 20) + bytes(1 << 20)
+        for port in ports:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+                    s.sendall(greeting + bytes([0x04, len(ready)]) + ready)
+                    for _ in range(1000):           # 1 GB per port
+                        s.sendall(part)
+            except OSError:                         # refused, reset, or the closed rendezvous port
+                pass
+        time.sleep(2)
+        grew.append(rss() - before)
+
+    options = [o if o != "3" else "1000" for o in OPTIONS]      # still training while attacked
+    rc, err = _attacked_run(ratings_file, tmp_path / "model", tmp_path / "trace", attack, options=options)
+    assert rc == 0, err
+    assert "Traceback" not in err and "failed" not in err, err
+    assert _refused(err) > 0, err                   # a NULL greeting fails the handshake
+    assert grew and grew[0] < 400 << 20, grew       # (the workers grow by themselves while they compile)
 
 
 # valid-looking messages: a real magic and version, any kind, clock, rank, world, token, tag,
@@ -189,9 +252,11 @@ _frames = st.one_of(_message(), st.lists(st.binary(max_size=3000), min_size=1, m
 def test_fuzzed_frames_do_not_change_the_model_and_are_counted(ratings_file, reference, tmp_path):
     sent = []
 
+    secret = "fuzzing-from-inside"
+
     def attack(ports):
         ctx = zmq.Context()
-        socks = [_push(ctx, port) for port in ports]
+        socks = [_push(ctx, port, secret) for port in ports]
 
         @settings(max_examples=300, deadline=None, database=None,
                   suppress_health_check=list(HealthCheck))
@@ -206,7 +271,7 @@ def test_fuzzed_frames_do_not_change_the_model_and_are_counted(ratings_file, ref
         ctx.term()
 
     out, trace = tmp_path / "model", tmp_path / "trace"
-    rc, err = _attacked_run(ratings_file, out, trace, attack)
+    rc, err = _attacked_run(ratings_file, out, trace, attack, secret=secret)
     assert rc == 0, err
     assert "Traceback" not in err and "failed" not in err, err
     assert len(sent) >= 100
@@ -234,7 +299,7 @@ def test_a_fake_hello_gets_no_table_and_junk_does_not_kill_the_rendezvous(rating
     ctx = zmq.Context()
     fake = ctx.socket(zmq.DEALER)
     fake.setsockopt(zmq.LINGER, 0)
-    fake.setsockopt(zmq.SNDTIMEO, 5000)
+    fake.setsockopt(zmq.SNDTIMEO, 1000)
     try:
         deadline = time.monotonic() + 60
         while rv_port not in _listening_ports(procs[0].pid):
@@ -243,11 +308,10 @@ def test_a_fake_hello_gets_no_table_and_junk_does_not_kill_the_rendezvous(rating
         with socket.create_connection(("127.0.0.1", rv_port), timeout=5) as s:
             s.sendall(b"GET / HTTP/1.0\r\n\r\n" + bytes(range(256)) * 8)
         fake.connect(rv)
-        fake.send_multipart([b"junk"])
-        fake.send_multipart([b""])
         addr = np.frombuffer(b"tcp://127.0.0.1:1", np.uint8)
         opts = np.frombuffer(b"{}", np.uint8)
-        fake.send_multipart(wire.encode(wire.HELLO, 0, 1, 2, "hello", [(1, 0, [addr, opts])]))
+        for frames in ([b"junk"], [b""], wire.encode(wire.HELLO, 0, 1, 2, "hello", [(1, 0, [addr, opts])])):
+            _send(fake, frames)             # (a refused DEALER may not even get them out)
         assert not fake.poll(1000), "an intruder got an answer at the rendezvous"
         procs.append(worker(1))
         errs = [p.communicate(timeout=240)[1] for p in procs]
@@ -260,5 +324,5 @@ def test_a_fake_hello_gets_no_table_and_junk_does_not_kill_the_rendezvous(rating
                 p.kill()
                 p.communicate()
     assert [p.returncode for p in procs] == [0, 0], errs
-    assert "dropped" in errs[0] and "malformed or foreign frames" in errs[0], errs[0]
+    assert _refused(errs[0]) > 0, errs[0]       # junk and the stranger's DEALER fail the handshake
     _same_model(tmp_path / "model", reference)

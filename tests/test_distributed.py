@@ -193,8 +193,74 @@ def test_curve_encrypts_and_rejects_a_worker_without_the_key(ratings_file, tmp_p
                 p.communicate()
     assert all(p.returncode == 2 for p in procs), errs
     # the worker with the other key says so at once; rank 0 names the failed handshakes when it gives up
-    assert "CURVE handshake with rank 0 failed" in errs[1] and "--curve" in errs[1], errs
-    assert "never arrived" in errs[0] and "CURVE handshake(s) failed" in errs[0], errs
+    assert "handshake with rank 0 failed" in errs[1] and "key (--curve)" in errs[1], errs
+    assert "never arrived" in errs[0] and "handshake(s) failed" in errs[0], errs
+
+
+def _manual_pair(ratings_file, rendezvous, envs, extra=(), timeout=120):
+    """Ranks 0 and 1 started by hand (each with its own environment): [(rc, stderr)]."""
+    common = ["run", "mf", ratings_file, "--mode", "minibatch", "--batch-size", "2000", "--lr", "0.003",
+              "--k", "4", "--epochs", "1", "--quiet", "--timeout", "3", *extra]
+    procs = [subprocess.Popen([sys.executable, "-m", "tux2.cli", *common, "--rank", str(r), "--world", "2",
+                               "--rendezvous", rendezvous], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for r, env in enumerate(envs)]
+    out = []
+    for p in procs:
+        try:
+            out.append((None, p.communicate(timeout=timeout)[1]))
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.communicate()
+    return [(p.returncode, err) for p, (_, err) in zip(procs, out)]
+
+
+def test_workers_with_another_secret_are_refused_with_a_clear_error(ratings_file):
+    """With TUX2_SECRET every socket speaks PLAIN with a password derived from it: a
+    worker with another secret cannot connect, and both sides say why."""
+    env = {k: v for k, v in os.environ.items() if k != "TUX2_SECRET"}
+    got = _manual_pair(ratings_file, f"tcp://127.0.0.1:{free_port()}",
+                       [{**env, "TUX2_SECRET": "one"}, {**env, "TUX2_SECRET": "another"}])
+    assert [rc for rc, _ in got] == [2, 2], got
+    assert "handshake with rank 0 failed" in got[1][1] and "TUX2_SECRET" in got[1][1], got
+    assert "handshake(s) failed" in got[0][1] and "TUX2_SECRET" in got[0][1], got
+    assert all("Traceback" not in err for _, err in got), got
+
+
+def _outward_address():
+    """This host's address on the interface with the default route, or None."""
+    import socket
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            s.connect(("192.0.2.1", 9))        # TEST-NET-1: picks the route, sends nothing
+            host = s.getsockname()[0]
+    except OSError:
+        return None
+    return None if host.startswith("127.") else host
+
+
+def test_a_run_off_loopback_binds_that_interface_and_warns_without_curve(ratings_file, tmp_path):
+    """Workers bind the interface that reaches the rendezvous host, not every interface,
+    and rank 0 warns that the traffic is neither encrypted nor authenticated (naming
+    --curve) when it leaves loopback without CURVE; with --curve it does not."""
+    from tux2.runtime import interface_to
+    host = _outward_address()
+    if host is None:
+        pytest.skip("this machine has no non-loopback IPv4 interface")
+    assert interface_to("127.0.0.1") == "127.0.0.1" and interface_to("localhost") == "127.0.0.1"
+    assert interface_to("0.0.0.0") == "0.0.0.0" and interface_to(host) == host
+    env = {k: v for k, v in os.environ.items() if k != "TUX2_SECRET"}
+    got = _manual_pair(ratings_file, f"tcp://{host}:{free_port(host)}", [env, env],
+                       extra=["--trace", str(tmp_path / "plain")])
+    assert [rc for rc, _ in got] == [0, 0], got
+    assert "neither encrypted nor authenticated" in got[0][1] and "--curve" in got[0][1], got
+    assert "warning" not in got[1][1], got                       # rank 0 says it once
+    assert run_cli("keys", str(tmp_path / "k")).returncode == 0
+    got = _manual_pair(ratings_file, f"tcp://{host}:{free_port(host)}", [env, env],
+                       extra=["--curve", str(tmp_path / "k")])
+    assert [rc for rc, _ in got] == [0, 0], got
+    assert all("warning" not in err for _, err in got), got
 
 
 def test_distributed_ingress_reads_shares_and_matches_the_single_process(tmp_path):

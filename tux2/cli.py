@@ -550,6 +550,9 @@ def run_distributed(args, body):
     finally:
         if transport is not None:
             transport.close()
+            if transport.refused:
+                print(f"tux2: note: [worker {rank}] refused {transport.refused} connection(s) that did not know "
+                      f"the run's {transport.credential}", file=sys.stderr, flush=True)
             if transport.dropped:
                 print(f"tux2: note: [worker {rank}] dropped {transport.dropped} malformed or foreign frames "
                       f"(first: {next(iter(transport.drop_reasons))})", file=sys.stderr, flush=True)

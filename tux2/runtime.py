@@ -7,7 +7,8 @@ local worker processes on loopback and supervises them: when one exits with
 an error or dies, the launcher names it, gives the others ``grace`` seconds
 to stop on their own (a failing worker tells them why), kills the rest and
 returns non-zero; workers die with the launcher. The launcher hands its workers
-a random secret (``TUX2_SECRET``): only they get the rendezvous table.
+a random secret (``TUX2_SECRET``, unless one is set): their sockets admit only
+connections that know it (tux2.zmq_transport).
 """
 import ctypes
 import ipaddress
@@ -105,7 +106,7 @@ def strip_option(argv, name):
 def launch_local(argv, workers, timeout=30.0, grace=2.0):
     """Run ``tux2 <argv>`` as ``workers`` processes on loopback; return the exit code."""
     rendezvous = f"tcp://127.0.0.1:{free_port()}"
-    env = {**os.environ, "TUX2_SECRET": secrets.token_hex(16)}
+    env = {**os.environ, "TUX2_SECRET": os.environ.get("TUX2_SECRET") or secrets.token_hex(16)}
     procs = []
     for r in range(workers):
         cmd = [sys.executable, "-m", "tux2.cli", *argv, "--rank", str(r), "--world", str(workers),

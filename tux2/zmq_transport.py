@@ -18,6 +18,12 @@
   or the CURVE key). A frame that fails to decode, lacks the token, or claims an
   impossible rank or a repeated (clock, tag) is dropped and counted
   (``dropped``), never fatal; no socket takes a frame over ``max_frame`` bytes.
+* Authentication: with a secret and no CURVE key, every socket speaks ZeroMQ's
+  PLAIN mechanism with a password derived from the secret, checked by a ZAP
+  handler: a connection that does not know it is refused during the handshake,
+  before libzmq buffers any frame (a multi-part message that never completes
+  could otherwise grow without bound). Refused handshakes are counted
+  (``refused``). PLAIN does not encrypt: off loopback, use CURVE.
 """
 import collections
 import hashlib
@@ -54,6 +60,12 @@ def hello_token(secret):
     return hmac.new(secret, b"tux2 rendezvous", hashlib.sha256).digest()[:TOKEN_BYTES]
 
 
+def plain_password(secret):
+    """The PLAIN password of a run with ``secret``: derived, so the secret itself never
+    crosses the wire."""
+    return hmac.new(secret, b"tux2 plain", hashlib.sha256).hexdigest().encode()
+
+
 def options_diff(a, b):
     """'--epochs 1 (rank 0: 5), ...': how option dicts ``a`` and ``b`` differ."""
     keys = sorted(set(a) | set(b))
@@ -79,6 +91,7 @@ class ZmqTransport:
         self.wait_seconds = 0.0
         self.messages_sent = 0
         self.dropped = 0                # frames dropped as malformed, foreign or repeated
+        self.refused = 0                # connections refused in the handshake (no key or wrong secret)
         self.drop_reasons = {}          # the first few reasons, with counts
         self.max_frame = int(max_frame)
         self._pending = {}
@@ -90,11 +103,15 @@ class ZmqTransport:
         self.ctx = zmq.Context()
         self._auth = None
         self._keys = None
+        self._plain = None
         self._secret = bytes(secret)
         if curve:
             self._start_curve(curve)
+        elif self._secret:
+            self._start_plain()
         self._options = json.dumps(options or {}, sort_keys=True, default=str)
         self.pull = self._socket(zmq.PULL, server=True, max_bytes=self.max_frame)
+        self._pull_monitor = self._monitor(self.pull)
         port = self.pull.bind_to_random_port(f"tcp://{bind_host}")
         self.address = f"tcp://{advertise_host or bind_host}:{port}"
         self.token = None
@@ -125,7 +142,20 @@ class ZmqTransport:
                 s.curve_server = True
             else:
                 s.curve_serverkey = public
+        elif self._plain is not None:
+            if server:
+                s.plain_server = True
+            else:
+                s.plain_username, s.plain_password = b"tux2", self._plain
         return s
+
+    def _start_plain(self):
+        """PLAIN with a password derived from the run's secret, checked by ZAP."""
+        from zmq.auth.thread import ThreadAuthenticator
+        self._plain = plain_password(self._secret)
+        self._auth = ThreadAuthenticator(self.ctx)
+        self._auth.start()
+        self._auth.configure_plain(domain="*", passwords={"tux2": self._plain.decode()})
 
     def _start_curve(self, directory):
         """CURVE with one shared key pair (``tux2 keys DIR``): traffic is encrypted and
@@ -156,8 +186,14 @@ class ZmqTransport:
             self.drop_reasons[why] = self.drop_reasons.get(why, 0) + 1
 
     def _monitor(self, sock):
-        """A PAIR socket reporting ``sock``'s failed handshakes (CURVE only), or None."""
-        return sock.get_monitor_socket(_HANDSHAKE_FAILED) if self._keys is not None else None
+        """A PAIR socket reporting ``sock``'s failed handshakes (CURVE or PLAIN), or None."""
+        if self._keys is None and self._plain is None:
+            return None
+        return sock.get_monitor_socket(_HANDSHAKE_FAILED)
+
+    @property
+    def credential(self):
+        return "key (--curve)" if self._keys is not None else "secret (TUX2_SECRET)"
 
     @staticmethod
     def _handshake_failures(mon):
@@ -208,8 +244,9 @@ class ZmqTransport:
                     if left > 0:
                         continue
                     missing = sorted(set(range(self.world)) - set(table))
-                    keys = (f"; {failed} CURVE handshake(s) failed: a worker with another key? Every worker "
-                            f"needs the same key directory (--curve)" if failed else "")
+                    same = "key directory (--curve)" if self._keys is not None else "TUX2_SECRET"
+                    keys = (f"; {failed} handshake(s) failed: a worker with another {self.credential}? Every "
+                            f"worker needs the same {same}" if failed else "")
                     raise PeerLost(f"rendezvous at {address}: rank(s) {missing} never arrived "
                                    f"within {deadline_s:.0f}s{keys}")
                 ident, *frames = sock.recv_multipart()
@@ -244,6 +281,7 @@ class ZmqTransport:
             # the ROUTER must not close before the tables are out (LINGER 0 would drop them)
             time.sleep(0.05)
         finally:
+            self.refused += failed + self._handshake_failures(mon)
             if mon is not None:
                 sock.disable_monitor()
                 mon.close()
@@ -264,10 +302,12 @@ class ZmqTransport:
             while True:
                 left = deadline - time.monotonic()
                 failed += self._handshake_failures(mon)
-                if failed >= 3:                 # every retry fails: not a passing glitch
-                    raise PeerLost(f"rendezvous at {address}: the CURVE handshake with rank 0 failed; this "
-                                   f"worker's key (--curve) is not rank 0's. Copy one key directory made by "
-                                   f"'tux2 keys DIR' to every host")
+                # CURVE: every retry fails, not a passing glitch; PLAIN: the refusal is final (no retry)
+                if failed >= (3 if self._keys is not None else 1):
+                    remedy = ("Copy one key directory made by 'tux2 keys DIR' to every host" if self._keys is not None
+                              else "Give every worker the same TUX2_SECRET")
+                    raise PeerLost(f"rendezvous at {address}: the handshake with rank 0 failed; this worker's "
+                                   f"{self.credential} is not rank 0's. {remedy}")
                 if left <= 0:
                     raise PeerLost(f"rendezvous at {address}: no answer from rank 0 within {deadline_s:.0f}s")
                 if not sock.poll(int(min(left, 0.5) * 1000)):
@@ -336,6 +376,7 @@ class ZmqTransport:
                 if queued:
                     self._take(self.pull.recv_multipart(copy=False))
                     queued = self.pull.poll(0)
+                self.refused += self._handshake_failures(self._pull_monitor)
                 now = time.monotonic()
                 for r in range(self.world):
                     # while frames queue (heartbeats from a long compute, or a flood of junk),
@@ -463,6 +504,10 @@ class ZmqTransport:
             if not self._aborted:           # deliver what is queued (ctx.term waits for it, bounded)
                 s.setsockopt(zmq.LINGER, int(1000 * self.timeout))
             s.close()
+        self.refused += self._handshake_failures(self._pull_monitor)
+        if self._pull_monitor is not None:
+            self.pull.disable_monitor()
+            self._pull_monitor.close()
         self.pull.close()
         if self._auth is not None:
             self._auth.stop()
