@@ -27,9 +27,14 @@ def _run(code_or_path, tmp_path, timeout):
     return r.stdout
 
 
-def test_readme_python_blocks_run(tmp_path):
-    out = _run("\n\n".join(readme_blocks()), tmp_path, timeout=600)
-    assert out.strip(), "the README's blocks print what they show"
+def test_readme_python_blocks_run_and_print_what_they_show(tmp_path):
+    """A ``print(…)  # TEXT`` line of a block shows TEXT: the line it prints."""
+    code = "\n\n".join(readme_blocks())
+    shown = [line.split("#", 1)[1].strip() for line in code.splitlines()
+             if line.startswith("print(") and "#" in line.split(")")[-1]]
+    assert len(shown) >= 3
+    printed = _run(code, tmp_path, timeout=600).splitlines()
+    assert printed == shown
 
 
 @pytest.mark.parametrize("name", EXAMPLES)
