@@ -95,3 +95,14 @@ def test_sklearn_clone_and_grid_search():
     assert gs.best_estimator_.predict_proba(Xc).shape == (300, 2)
     with pytest.raises(ValueError, match="no parameter"):
         tux2.LDA().set_params(k=3)
+
+
+def test_fit_with_a_checkpoint_resumes_where_it_stopped(files, tmp_path):
+    ck = tmp_path / "ck"
+    straight = tux2.MF(k=3, epochs=4).fit(str(files / "r.txt"))
+    tux2.MF(k=3, epochs=2).fit(str(files / "r.txt"), checkpoint=ck)
+    resumed = tux2.MF(k=3, epochs=4).fit(str(files / "r.txt"), checkpoint=ck)
+    assert [r["epoch"] for r in resumed.history_] == [3, 4]
+    np.testing.assert_array_equal(resumed.user_factors_, straight.user_factors_)
+    with pytest.raises(tux2.Tux2Error, match="other settings"):
+        tux2.MF(k=5, epochs=6).fit(str(files / "r.txt"), checkpoint=ck)
