@@ -49,14 +49,11 @@ def libmf_epoch_seconds(so, path, epochs, k, lr, reg, threads=1):
 
 
 def sgd_engine(train, k=50, lr=0.1, reg=0.05):
-    """tux2's per-edge SGD MF on one partition, edges in blocked order:
-    (engine, the reordered training graph, mean rating)."""
-    from tux2 import Engine
-    from tux2.graph import blocked_order
-    from tux2.udfs import mf
-    tr = train.permuted(blocked_order(train.src, train.dst, train.n_src, train.n_dst, seed=0))
-    mu = float(tr.values.mean())
-    return Engine(mf.program(k=k, mode="sgd", lr=lr, reg=reg, mu=mu), tr, partitions=1, seed=0), tr, mu
+    """tux2's per-edge SGD MF on one partition, edges in blocked order (tux2.MF's
+    preparation): (engine, the reordered training graph, mean rating)."""
+    from tux2 import MF, Dataset, Engine
+    s = MF(k=k, lr=lr, reg=reg, order="blocked").prepare(Dataset(train), 1)
+    return Engine(s.program, s.graph, partitions=1, seed=0, **s.engine), s.graph, s.mu
 
 
 def main(args):

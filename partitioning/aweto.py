@@ -12,7 +12,7 @@ one replica. Options as BiCut's.
 import numpy as np
 from numba import njit
 
-from tux2.partitioning import strategy
+from tux2.partitioning.registry import strategy
 from tux2.partitioning.bicut import bicut_place
 
 

@@ -11,7 +11,7 @@ per replica; default 1 each, i.e. plain replica counts).
 import numpy as np
 
 from tux2.errors import PartitionError
-from tux2.partitioning import strategy
+from tux2.partitioning.registry import strategy
 
 
 def mirror_cost(deg, parts):

@@ -5,7 +5,7 @@ a first pass. High-degree vertices are the ones cut. m(v) = Hv(v) mod p."""
 import numpy as np
 from numba import njit
 
-from tux2.partitioning import strategy
+from tux2.partitioning.registry import strategy
 
 
 @njit(nogil=True, cache=True)

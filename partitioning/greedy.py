@@ -10,7 +10,7 @@ machine); ``loaders=1`` is the *coordinated* mode. m(v) = Hv(v) mod p.
 import numpy as np
 from numba import njit
 
-from tux2.partitioning import strategy
+from tux2.partitioning.registry import strategy
 from tux2.partitioning._stream import bitset, has, load_range, loader_bounds, pick, place
 
 

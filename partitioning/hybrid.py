@@ -12,7 +12,7 @@ import numpy as np
 from numba import njit
 
 from tux2.errors import PartitionError
-from tux2.partitioning import strategy
+from tux2.partitioning.registry import strategy
 
 
 def oriented(g, target):

@@ -9,7 +9,7 @@ Balance is max/mean over parts, of edges and of masters.
 import numpy as np
 from numba import njit
 
-from tux2.partitioning import EdgeView, check_input
+from tux2.partitioning.registry import EdgeView, check_input
 
 
 @njit(nogil=True, cache=True)

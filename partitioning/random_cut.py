@@ -3,7 +3,7 @@ place(u, v) = He(u, v) mod p, m(v) = Hv(v) mod p. Parallel and reverse edges
 share He, so they land together."""
 import numpy as np
 
-from tux2.partitioning import strategy
+from tux2.partitioning.registry import strategy
 
 
 @strategy("random")

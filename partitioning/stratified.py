@@ -16,7 +16,7 @@ import numpy as np
 from numba import njit
 
 from tux2.errors import PartitionError
-from tux2.partitioning import strategy
+from tux2.partitioning.registry import strategy
 from tux2.partitioning.bicut import choose_favorite
 
 

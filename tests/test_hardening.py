@@ -14,7 +14,7 @@ import pytest
 from tests.conftest import run_cli
 from tux2 import checkpoint
 from tux2.datasets import netflix_like
-from tux2.udfs.mf import MFModel
+from tux2 import MF
 
 
 def _write_ratings(path, users=300, items=60, n=6000, seed=5, scale=1.0):
@@ -73,8 +73,8 @@ def test_multi_worker_mf_model_excludes_rated_items(ratings, tmp_path):
     out = str(tmp_path / "m")
     _ok("run", "mf", ratings, "--k", "4", "--epochs", "2", "--workers", "2", "--partitions", "2",
         "--timeout", "20", "--out", out)
-    model = MFModel.load(out)
-    assert model.seen is not None
+    model = MF.load(out)
+    assert model.seen_ is not None
     src, dst = np.loadtxt(ratings, usecols=(0, 1), dtype=np.int64).T
     r = run_cli("predict", out, "--top-k", "5", "-o", str(tmp_path / "top.txt"))
     assert r.returncode == 0, r.stderr
@@ -89,7 +89,7 @@ def test_multi_worker_mf_model_excludes_rated_items(ratings, tmp_path):
 
 
 def _seen_pairs(model):
-    indptr, indices = model.seen
+    indptr, indices = model.seen_
     users = np.repeat(np.arange(len(indptr) - 1), np.diff(indptr))
     return users, indices
 
@@ -124,7 +124,7 @@ def test_a_full_disk_keeps_the_previous_model(ratings, tmp_path):
     assert before.keys() == after.keys()
     for k in before:
         np.testing.assert_array_equal(before[k], after[k], err_msg=k)
-    MFModel.load(out)                                # still whole: the manifest agrees
+    MF.load(out)                                # still whole: the manifest agrees
     r = run_cli("predict", out, "--top-k", "2")
     assert r.returncode == 0, r.stderr
 

@@ -8,7 +8,8 @@ import pytest
 from tests.conftest import run_cli
 from tux2.datasets import netflix_like
 from tux2.errors import InputError
-from tux2.udfs import lda, mf
+from tux2 import LDA, MF
+from tux2.udfs import lda
 
 
 @pytest.fixture(scope="module")
@@ -30,10 +31,10 @@ def test_mf_cli_model_equals_python_api_in_user_ids(ratings_file, tmp_path):
     assert r.returncode == 0, r.stderr
     meta = json.loads((out / "model.json").read_text())
     assert meta["ids"] == "string"
-    cli_model = mf.MFModel.load(out)
-    api_model = mf.MF(k=6, epochs=4).fit(str(ratings_file))
-    assert cli_model.ids[0].tokens.tolist() == api_model.ids[0].tokens.tolist()
-    assert cli_model.ids[0].tokens[0] == open(ratings_file).readline().split("\t")[0]   # first appearance
+    cli_model = MF.load(out)
+    api_model = MF(k=6, epochs=4).fit(str(ratings_file))
+    assert cli_model.ids_[0].tokens.tolist() == api_model.ids_[0].tokens.tolist()
+    assert cli_model.ids_[0].tokens[0] == open(ratings_file).readline().split("\t")[0]   # first appearance
     users, items = ["user-7", "user-14", "user-0"], ["item_3", "item_0", "item_59"]
     np.testing.assert_allclose(cli_model.predict(users, items), api_model.predict(users, items), rtol=1e-6)
     # tux2 predict writes the same numbers, in the user's ids, and RMSE when ratings are given
@@ -54,14 +55,14 @@ def test_mf_cli_model_equals_python_api_in_user_ids(ratings_file, tmp_path):
 
 
 def test_top_k_is_brute_force_over_unseen_items(ratings_file, tmp_path):
-    model = mf.MF(k=5, epochs=3).fit(str(ratings_file))
-    users = model.ids[0].tokens[:25]
+    model = MF(k=5, epochs=3).fit(str(ratings_file))
+    users = model.ids_[0].tokens[:25]
     got_u, got_items, got_scores = model.recommend(users, k=7)
     seen = {}
     for line in open(ratings_file):
         u, i, _ = line.split("\t")
         seen.setdefault(u, set()).add(i)
-    all_items = model.ids[1].tokens
+    all_items = model.ids_[1].tokens
     for u, row, srow in zip(got_u, got_items, got_scores):
         scores = model.predict(np.full(len(all_items), u), all_items)
         cand = sorted(((-s, j) for j, (it, s) in enumerate(zip(all_items, scores)) if it not in seen[u]))[:7]
@@ -79,12 +80,12 @@ def test_top_k_is_brute_force_over_unseen_items(ratings_file, tmp_path):
 
 
 def test_mf_model_errors():
-    model = mf.MF(k=2, epochs=1).fit((np.array([0, 1, 1]), np.array([0, 0, 1]), np.array([1.0, 2.0, 3.0])))
-    assert model.ids == (None, None)
+    model = MF(k=2, epochs=1).fit((np.array([0, 1, 1]), np.array([0, 0, 1]), np.array([1.0, 2.0, 3.0])))
+    assert model.ids_ == (None, None)
     with pytest.raises(InputError, match="unknown user 5"):
         model.predict([5], [0])
-    with pytest.raises(InputError, match="needs ratings"):
-        mf.MF().fit((np.array([0, 1]), np.array([0, 0])))
+    with pytest.raises(InputError, match="needs a rating column"):
+        MF().fit((np.array([0, 1]), np.array([0, 0])))
 
 
 def test_lda_fold_in_matches_the_one_token_posterior():
@@ -131,9 +132,9 @@ def test_lda_python_api_equals_the_cli(tmp_path):
     r = run_cli("run", "lda", str(tmp_path / "docs.txt"), "--topics", "3", "--iterations", "8", "--out",
                 str(tmp_path / "m"), "--quiet")
     assert r.returncode == 0, r.stderr
-    cli_model = lda.LDAModel.load(tmp_path / "m")
-    api_model = lda.LDA(topics=3, iterations=8).fit(docs)
-    np.testing.assert_array_equal(cli_model.word_topic, api_model.word_topic)
-    assert cli_model.vocab == api_model.vocab
+    cli_model = LDA.load(tmp_path / "m")
+    api_model = LDA(topics=3, iterations=8).fit(docs)
+    np.testing.assert_array_equal(cli_model.word_topic_, api_model.word_topic_)
+    assert cli_model.vocab_ == api_model.vocab_
     np.testing.assert_array_equal(cli_model.transform(["alpha beta", "zeta eta"], seed=4),
                                   api_model.transform(["alpha beta", "zeta eta"], seed=4))

@@ -2,6 +2,7 @@
 
 Write an algorithm as UDFs and a MEGA stage sequence over a bipartite graph;
 the engine lays it out as vertex-cut partitions and runs numba-compiled loops.
+The built-in algorithms are estimators: ``tux2.MF(k=50).fit(data)``.
 """
 from tux2.errors import (DivergenceError, InputError, OverlapError, PartitionError, SchemaError, Tux2Error,
                          UDFCompileError)
@@ -10,9 +11,12 @@ from tux2.stages import Apply, Exchange, GlobalSync, MiniBatch
 from tux2.program import Program
 from tux2.graph import BipartiteGraph
 from tux2.engine import Engine
+from tux2.runner import Dataset, Setup
+from tux2.estimator import Estimator
+from tux2.estimators import FM, LDA, MF, BlockPG, LinearSVM, LogisticRegression, Softmax
+from tux2.version import __version__
 
-__version__ = "0.1.0"
-
-__all__ = ["Apply", "BipartiteGraph", "ContextSpec", "DivergenceError", "Engine", "Exchange", "GlobalSync",
-           "InputError", "OverlapError", "MiniBatch", "PartitionError", "Program", "SchemaError", "Tux2Error",
+__all__ = ["Apply", "BipartiteGraph", "BlockPG", "ContextSpec", "Dataset", "DivergenceError", "Engine", "Estimator",
+           "Exchange", "FM", "GlobalSync", "InputError", "LDA", "LinearSVM", "LogisticRegression", "MF",
+           "MiniBatch", "OverlapError", "PartitionError", "Program", "SchemaError", "Setup", "Softmax", "Tux2Error",
            "UDFCompileError", "VertexType", "__version__"]

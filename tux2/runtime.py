@@ -83,7 +83,8 @@ def interface_to(host):
                         f"give --bind ADDRESS") from None
 
 
-def _die_with_parent():
+def die_with_parent():
+    """This process gets SIGTERM when the one that started it ends (Linux)."""
     try:
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)   # PR_SET_PDEATHSIG
     except OSError:
@@ -111,31 +112,43 @@ def launch_local(argv, workers, timeout=30.0, grace=2.0):
     for r in range(workers):
         cmd = [sys.executable, "-m", "tux2.cli", *argv, "--rank", str(r), "--world", str(workers),
                "--rendezvous", rendezvous, "--timeout", str(timeout)]
-        procs.append(subprocess.Popen(cmd, env=env, preexec_fn=_die_with_parent))
-    codes = [None] * workers
+        procs.append(subprocess.Popen(cmd, env=env, preexec_fn=die_with_parent))
+    first, codes = supervise(procs, grace)
+    if first is None:
+        return 0
+    return codes[first] if codes[first] > 0 else 1
+
+
+def supervise(procs, grace=2.0, poll=None):
+    """Wait for worker processes (``poll()`` → exit status or None, ``kill()``,
+    ``terminate()``, ``wait()``): when one fails, name it if it died of a signal, give the others
+    ``grace`` seconds to stop on their own, then kill the rest. ``poll``: called
+    between checks. Returns (rank of the first failure or None, exit statuses)."""
+    codes = [None] * len(procs)
     first = deadline = None
     try:
         while any(c is None for c in codes):
             for r, p in enumerate(procs):
                 if codes[r] is None and p.poll() is not None:
-                    codes[r] = p.returncode
-                    if p.returncode != 0 and first is None:
+                    codes[r] = p.poll()
+                    if codes[r] != 0 and first is None:
                         first, deadline = r, time.monotonic() + grace
-                        if p.returncode < 0:        # a worker that dies cannot say so itself
-                            print(f"tux2: error: worker {r} died ({signal.Signals(-p.returncode).name}); "
+                        if codes[r] < 0:        # a worker that dies cannot say so itself
+                            print(f"tux2: error: worker {r} died ({signal.Signals(-codes[r]).name}); "
                                   f"stopping the other workers", file=sys.stderr, flush=True)
             if deadline is not None and time.monotonic() > deadline:
                 for r, p in enumerate(procs):
                     if codes[r] is None:
                         p.kill()
                         codes[r] = p.wait()
+            if poll is not None:
+                poll()
             time.sleep(0.05)
-    except KeyboardInterrupt:
+    except BaseException:                     # Ctrl-C: the workers go too
         for p in procs:
-            p.terminate()
+            if p.poll() is None:
+                p.terminate()
         for p in procs:
             p.wait()
         raise
-    if first is None:
-        return 0
-    return codes[first] if codes[first] > 0 else 1
+    return first, codes

@@ -34,7 +34,9 @@ import math
 import numpy as np
 from numba import njit
 
-from tux2 import Apply, ContextSpec, Exchange, GlobalSync, MiniBatch, Program, VertexType
+from tux2.program import Program
+from tux2.schema import ContextSpec, VertexType
+from tux2.stages import Apply, Exchange, GlobalSync, MiniBatch
 
 
 def gradient(u, v, e, a_u, a_v, ctx):

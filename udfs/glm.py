@@ -57,7 +57,9 @@ import math
 import numpy as np
 from numba import njit
 
-from tux2 import Apply, ContextSpec, Exchange, GlobalSync, MiniBatch, Program, VertexType
+from tux2.program import Program
+from tux2.schema import ContextSpec, VertexType
+from tux2.stages import Apply, Exchange, GlobalSync, MiniBatch
 
 LOSSES = ("logistic", "hinge", "softmax")
 STRATEGIES = ("sendgradient", "modelavg", "modelsum", "column", "adam")
@@ -461,12 +463,12 @@ def partitioning(strategy):
     return "bicut", {"favorite": 0}
 
 
-def engine(graph, labels, loss="logistic", strategy="sendgradient", parts=1, driver=False, seed=0,
-           transport=None, slack=0, threads=None, **options):
-    """Shuffle the samples, build the strategy's program and partitioning, and
-    return (Engine, perm) with perm[old sample id] = engine sample id."""
-    from tux2 import BipartiteGraph, Engine
+def setup(graph, labels, loss="logistic", strategy="sendgradient", parts=1, driver=False, seed=0, **options):
+    """Shuffle the samples and build the strategy's program and partitioning:
+    (program, graph, assignment, edge data, perm) with perm[old sample id] = engine
+    sample id."""
     from tux2 import partitioning as parting
+    from tux2.graph import BipartiteGraph
     samples, perm = shuffle_samples(graph.src, graph.n_src, seed=seed)
     y = np.empty(graph.n_src)
     y[perm] = np.asarray(labels, np.float64)
@@ -479,12 +481,18 @@ def engine(graph, labels, loss="logistic", strategy="sendgradient", parts=1, dri
         if strategy != "sendgradient":
             raise ValueError("driver=True (every feature master on partition 0) is MLlib's sendgradient")
         assignment.master[1][:] = 0
-    values = np.asarray(graph.values, np.float64) if graph.values is not None else np.ones(graph.num_edges)
     edata = np.zeros(graph.num_edges, prog.edge_dtype)
-    edata["x"] = values
-    eng = Engine(prog, g, partitions=parts, assignment=assignment, seed=seed, edge_data=edata,
-                 transport=transport, slack=slack, threads=threads)
-    return eng, perm
+    edata["x"] = np.asarray(graph.values, np.float64) if graph.values is not None else np.ones(graph.num_edges)
+    return prog, g, assignment, edata, perm
+
+
+def engine(graph, labels, loss="logistic", strategy="sendgradient", parts=1, driver=False, seed=0,
+           transport=None, slack=0, threads=None, **options):
+    """``setup``'s program on an Engine: (Engine, perm)."""
+    from tux2.engine import Engine
+    prog, g, assignment, edata, perm = setup(graph, labels, loss, strategy, parts, driver, seed, **options)
+    return Engine(prog, g, partitions=parts, assignment=assignment, seed=seed, edge_data=edata,
+                  transport=transport, slack=slack, threads=threads), perm
 
 
 def weights(eng):

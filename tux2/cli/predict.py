@@ -10,13 +10,14 @@ import sys
 
 import numpy as np
 
+from tux2 import estimators
+from tux2.cli.common import COUNT, SEED, HelpFormatter, spool_inputs
 from tux2.errors import InputError, Tux2Error
 
 LINEAR = ("lr", "svm", "softmax", "fm", "blockpg")
 
 
 def add_parser(sub):
-    from tux2.cli import COUNT, SEED, HelpFormatter
     p = sub.add_parser("predict", help="apply a trained model (a 'tux2 run … --out DIR' directory) to new data",
                        formatter_class=HelpFormatter,
                        description="Classifiers (" + ", ".join(LINEAR) + "): one line per input sample (libsvm): "
@@ -40,35 +41,14 @@ def add_parser(sub):
     p.set_defaults(func=predict)
 
 
-def _meta(directory):
-    """A model directory's model.json, with a clear error when it is not one."""
-    from tux2.model_check import read_meta
-    return read_meta(directory)
-
-
 def load_model(directory):
-    """(metadata dict, weights dict) of a classifier's model directory, checked
-    (tux2.model_check)."""
-    from tux2 import model_check
-    meta = _meta(directory)
-    if meta.get("algorithm") not in LINEAR:
+    """The classifier in a model directory, checked (tux2.model_check)."""
+    from tux2.model_check import read_meta
+    algo = read_meta(directory).get("algorithm")
+    if algo not in LINEAR:
         raise Tux2Error(f"{os.path.join(directory, 'model.json')}: tux2 predict handles "
-                        f"{', '.join(LINEAR + ('mf', 'lda'))} models; this one is {meta.get('algorithm')!r}")
-    meta, arrays = model_check.read_model(directory, LINEAR, ("weights.npz",))
-    model_check.check_linear(directory, meta, arrays)
-    return meta, arrays["weights.npz"]
-
-
-def model_scores(meta, weights, graph):
-    """(n, K) scores of the samples of ``graph`` under a loaded model."""
-    from tux2.cli_libsvm import with_bias
-    from tux2.udfs.glm import graph_scores
-    w = weights["w"]
-    if meta["algorithm"] == "blockpg" and meta.get("bias"):
-        graph = with_bias(graph, len(w) - 1)
-    if meta["algorithm"] == "fm":
-        return graph_scores(np.column_stack([w, weights["V"]]), graph, fm=True)
-    return graph_scores(w, graph)
+                        f"{', '.join(LINEAR + ('mf', 'lda'))} models; this one is {algo!r}")
+    return estimators.load(directory)
 
 
 @contextlib.contextmanager
@@ -106,8 +86,8 @@ def _report(args, res, out):
 
 
 def predict(args):
-    from tux2.cli import spool_inputs
-    algo = _meta(args.model).get("algorithm")
+    from tux2.model_check import read_meta
+    algo = read_meta(args.model).get("algorithm")
     spool_inputs(args)
     if algo == "mf":
         return predict_mf(args)
@@ -115,18 +95,16 @@ def predict(args):
         return predict_lda(args)
     if args.input is None:
         raise Tux2Error("INPUT is required (samples to score, in libsvm format)")
-    from tux2.cli_glm import score_metrics
+    from tux2.estimators.linear import score_metrics, softmax
     from tux2.io import read_libsvm
-    meta, weights = load_model(args.model)
-    zero_based = meta.get("zero_based", False) if args.zero_based is None else args.zero_based
+    model = load_model(args.model)
+    zero_based = model.zero_based_ if args.zero_based is None else args.zero_based
     graph, labels = read_libsvm(args.input, zero_based=zero_based, type_names=("sample", "feature"))
-    M = model_scores(meta, weights, graph)
-    algo = meta["algorithm"]
-    loss = meta.get("loss", "logistic")
+    M = model.scores(graph)
+    loss = model.loss
     with _output(args.output) as out:
         if loss == "softmax":
-            P = np.exp(M - M.max(axis=1, keepdims=True))
-            P /= P.sum(axis=1, keepdims=True)
+            P = softmax(M)
             out.write("# label " + " ".join(f"p{k}" for k in range(P.shape[1])) + "\n")
             for k, row in zip(M.argmax(axis=1), P):
                 out.write(f"{k} " + " ".join(f"{p:.6g}" for p in row) + "\n")
@@ -151,9 +129,8 @@ def predict(args):
 
 def predict_mf(args):
     from tux2 import loaders
-    from tux2.udfs.mf import MFModel
-    model = MFModel.load(args.model)
-    mapped = any(m is not None for m in model.ids)
+    model = estimators.MF.load(args.model)
+    mapped = any(m is not None for m in model.ids_)
     if args.top_k is not None:
         users = None
         if args.input:
@@ -167,15 +144,15 @@ def predict_mf(args):
     if args.input is None:
         raise Tux2Error("INPUT is required: 'user item [rating]' lines, or pass --top-k")
     g = loaders.load_edges(args.input, ids="string" if mapped else "int", duplicates="keep",
-                           type_names=("user", "item"), id_maps=model.ids if mapped else None)
+                           type_names=("user", "item"), id_maps=model.ids_ if mapped else None)
     for side, n, name in ((g.src, model.n_users, "user"), (g.dst, model.n_items, "item")):
         if not mapped and len(side) and side.max() >= n:
             from tux2.io import edge_line
             line, text = edge_line(args.input, int(np.argmax(side)))
             raise InputError(f"unknown {name} {int(side.max())} (the model has {n})", path=args.input, line=line,
                              text=text)
-    pred = model.score(g.src, g.dst)
-    users, items = model._user_ids(0, g.src), model._user_ids(1, g.dst)
+    pred = model.score_dense(g.src, g.dst)
+    users, items = model.user_ids(0, g.src), model.user_ids(1, g.dst)
     with _output(args.output) as out:
         out.write("# user item prediction\n")
         for a, b, r in zip(users.tolist(), items.tolist(), pred.tolist()):
@@ -198,7 +175,7 @@ def _user_list(path, model):
                 lines.append((no, raw.decode("utf-8", "replace").rstrip("\r\n")))
     if not toks:
         raise InputError("no users listed", path=path)
-    m = model.ids[0]
+    m = model.ids_[0]
     if m is None:
         bad = [i for i, t in enumerate(toks) if not t.isdigit() or int(t) >= model.n_users]
         if bad:
@@ -219,11 +196,10 @@ def _user_list(path, model):
 def predict_lda(args):
     """Topic mixtures of INPUT's documents under the model (fold-in Gibbs sampling)."""
     from tux2 import io, loaders
-    from tux2.udfs import lda
     if args.input is None:
         raise Tux2Error("INPUT is required: documents in any format 'tux2 run lda' reads")
-    model = lda.LDAModel.load(args.model)
-    word_topic, vocab = model.word_topic, model.vocab
+    model = estimators.LDA.load(args.model)
+    word_topic, vocab = model.word_topic_, model.vocab_
     fmt = io.sniff_corpus(args.input)
     if vocab is not None and fmt == "text":
         g, words = io.read_text_docs(args.input, ("doc", "word"))

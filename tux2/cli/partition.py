@@ -8,7 +8,7 @@ import numpy as np
 
 from tux2 import partitioning
 from tux2.errors import PartitionError
-from tux2.cli import COUNT, POSITIVE, SEED, HelpFormatter
+from tux2.cli.common import COUNT, POSITIVE, SEED, HelpFormatter
 
 
 def add_parser(sub):

@@ -5,12 +5,13 @@ import os
 
 import numpy as np
 
+from tux2.cli.common import HelpFormatter, spool_inputs
+
 
 FORMATS = ("auto", "edges", "libsvm", "docword", "triples", "text")
 
 
 def add_parser(sub):
-    from tux2.cli import HelpFormatter
     p = sub.add_parser("info", help="describe an input file: counts, degrees, id ranges, duplicates",
                        formatter_class=HelpFormatter,
                        description="Reads INPUT as 'tux2 run' would and reports the number of edges and vertices "
@@ -103,7 +104,6 @@ def _name(g, side, i):
 
 def info(args):
     from tux2 import io, loaders
-    from tux2.cli import spool_inputs
     spool_inputs(args)
     path = args.input
     kind = sniff(path) if args.format == "auto" else args.format

@@ -1,0 +1,108 @@
+"""One way to run an algorithm: ``tux2 run X``, ``X(...).fit()`` and ``X(...).fit(workers=2)``
+give the same model (every algorithm); the estimators follow scikit-learn's
+conventions (clone, grid search); a failing worker ends a fit with its error."""
+import time
+
+import numpy as np
+import pytest
+
+import tux2
+from tests.conftest import run_cli
+from tux2.datasets import lda_corpus, netflix_like, sparse_classification
+from tux2.io import write_edge_list, write_libsvm
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    d = tmp_path_factory.mktemp("est")
+    tr, te = netflix_like(n_users=300, n_items=60, n_ratings=5000, rank=3, seed=4)
+    write_edge_list(d / "r.txt", tr)
+    write_edge_list(d / "t.txt", te)
+    g, y, _ = sparse_classification(n_samples=600, n_features=200, seed=1)
+    write_libsvm(d / "s.svm", g, y)
+    docs, words, counts, _ = lda_corpus(n_docs=80, n_words=60, n_topics=3, doc_length=30, seed=2)
+    (d / "c.txt").write_text("".join(f"{a} {b} {int(c)}\n" for a, b, c in zip(docs, words, counts)))
+    return d
+
+
+CASES = {   # name: (tux2 run words, estimator, data for fit, arrays compared)
+    "mf": (["mf", "R", "--test", "T", "--k", "4", "--epochs", "3"], lambda: tux2.MF(k=4, epochs=3), ("R", "T"),
+           ("user_factors_", "item_factors_", "item_bias_")),
+    "lda": (["lda", "C", "--topics", "3", "--iterations", "4"], lambda: tux2.LDA(topics=3, iterations=4), ("C",),
+            ("word_topic_", "topic_totals_")),
+    "blockpg": (["blockpg", "S", "--lam", "0.5", "--block-size", "50", "--epochs", "3"],
+                lambda: tux2.BlockPG(reg=0.5, block_size=50, epochs=3), ("S",), ("coef_",)),
+    "lr": (["lr", "S", "--strategy", "modelavg", "--batch", "100", "--epochs", "2"],
+           lambda: tux2.LogisticRegression(strategy="modelavg", batch=100, epochs=2), ("S",), ("coef_",)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_cli_fit_and_two_workers_give_the_same_model(name, files, tmp_path):
+    words, make, data, arrays = CASES[name]
+    paths = {"R": files / "r.txt", "T": files / "t.txt", "S": files / "s.svm", "C": files / "c.txt"}
+    r = run_cli("run", *[str(paths.get(w, w)) for w in words], "--partitions", "2", "--quiet",
+                "--metrics", str(tmp_path / "m.jsonl"), "--out", str(tmp_path / "cli"), timeout=300)
+    assert r.returncode == 0, r.stderr
+    cli = tux2.estimators.load(tmp_path / "cli")
+    one = make().fit(*[str(paths[k]) for k in data], partitions=2)
+    seen = []
+    two = make().fit(*[str(paths[k]) for k in data], partitions=2, workers=2, callbacks=[seen.append])
+    for attr in arrays:
+        np.testing.assert_array_equal(getattr(one, attr), getattr(cli, attr), err_msg=attr)
+        np.testing.assert_array_equal(getattr(two, attr), getattr(cli, attr), err_msg=attr)
+    unit = one._unit
+    assert [r[unit] for r in two.history_] == [r[unit] for r in one.history_] == [r[unit] for r in seen]
+    metric = next(k for k in one.history_[-1] if k in ("train_rmse", "ll", "objective"))
+    assert [r[metric] for r in two.history_] == [r[metric] for r in one.history_]
+
+
+def test_a_fitted_model_saves_and_loads_as_the_cli_writes_it(files, tmp_path):
+    m = tux2.MF(k=3, epochs=2).fit(str(files / "r.txt"))
+    m.save(tmp_path / "m")
+    back = tux2.MF.load(tmp_path / "m")
+    resolved = {"lr": 0.1, "partitioner": "stratified"}             # model.json keeps the values the run used
+    assert back.get_params() == {**m.get_params(), **resolved} and back.mu_ == m.mu_
+    np.testing.assert_array_equal(back.predict([0, 5], [1, 2]), m.predict([0, 5], [1, 2]))
+    assert back.recommend([0], k=3)[1].tolist() == m.recommend([0], k=3)[1].tolist()
+    with pytest.raises(tux2.Tux2Error, match="not fitted"):
+        tux2.MF().save(tmp_path / "never")
+
+
+def test_a_failing_worker_ends_the_fit_with_its_error_and_leaves_no_process(files):
+    import multiprocessing
+    t = time.monotonic()
+    with pytest.raises(tux2.Tux2Error, match=r"\[worker \d\].*diverged"):
+        tux2.MF(k=4, epochs=5, lr=1e30).fit(str(files / "r.txt"), workers=2, partitions=2)
+    assert time.monotonic() - t < 120
+    assert multiprocessing.active_children() == []
+
+
+def test_sklearn_clone_and_grid_search():
+    from sklearn.base import clone
+    from sklearn.model_selection import GridSearchCV
+    mf = tux2.MF(k=3, epochs=2, reg=0.1)
+    assert clone(mf).get_params() == mf.get_params() and clone(mf) is not mf
+    tr, _ = netflix_like(n_users=60, n_items=20, n_ratings=900, rank=2, seed=3)
+    X = np.column_stack([tr.src, tr.dst, tr.values])
+    gs = GridSearchCV(tux2.MF(epochs=3), {"k": [2, 4]}, cv=2).fit(X)
+    assert gs.best_params_["k"] in (2, 4) and np.isfinite(gs.best_score_)
+    g, y, _ = sparse_classification(n_samples=300, n_features=50, seed=5)
+    import scipy.sparse as sp
+    Xc = sp.csr_matrix((g.values, (g.src, g.dst)), shape=(g.n_src, g.n_dst))
+    gs = GridSearchCV(tux2.LogisticRegression(epochs=2, batch=50), {"reg": [1e-6, 1e-2]}, cv=2).fit(Xc, y)
+    assert 0.5 < gs.best_score_ <= 1.0
+    assert gs.best_estimator_.predict_proba(Xc).shape == (300, 2)
+    with pytest.raises(ValueError, match="no parameter"):
+        tux2.LDA().set_params(k=3)
+
+
+def test_fit_with_a_checkpoint_resumes_where_it_stopped(files, tmp_path):
+    ck = tmp_path / "ck"
+    straight = tux2.MF(k=3, epochs=4).fit(str(files / "r.txt"))
+    tux2.MF(k=3, epochs=2).fit(str(files / "r.txt"), checkpoint=ck)
+    resumed = tux2.MF(k=3, epochs=4).fit(str(files / "r.txt"), checkpoint=ck)
+    assert [r["epoch"] for r in resumed.history_] == [3, 4]
+    np.testing.assert_array_equal(resumed.user_factors_, straight.user_factors_)
+    with pytest.raises(tux2.Tux2Error, match="other settings"):
+        tux2.MF(k=5, epochs=6).fit(str(files / "r.txt"), checkpoint=ck)

@@ -1,0 +1,100 @@
+"""tux2's imports go one way: the graph of every module under tux2/ (with tux2.udfs in
+udfs/ and tux2.partitioning in partitioning/), counting imports inside functions, has
+no cycle, and no command module of the CLI imports another."""
+import ast
+import os
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PACKAGES = {"tux2": "tux2", "tux2.udfs": "udfs", "tux2.partitioning": "partitioning"}
+
+
+def modules():
+    """{module name: (path, is a package's __init__)}."""
+    out = {}
+    for pkg, d in PACKAGES.items():
+        base = os.path.join(ROOT, d)
+        for dirpath, dirnames, filenames in os.walk(base):
+            dirnames[:] = [x for x in dirnames if x != "__pycache__"]
+            rel = os.path.relpath(dirpath, base)
+            inner = [] if rel == "." else rel.split(os.sep)
+            for f in filenames:
+                if f.endswith(".py"):
+                    name = ".".join([pkg, *inner] + ([] if f == "__init__.py" else [f[:-3]]))
+                    out.setdefault(name, (os.path.join(dirpath, f), f == "__init__.py"))
+    return out
+
+
+def imports(name, path, is_pkg, known):
+    """The tux2 modules ``name`` imports anywhere in its source: ``import a.b`` → a.b,
+    ``from a import b`` → a.b when that is a module, else a (``import tux2`` and
+    ``from tux2 import Engine`` count as importing tux2/__init__.py)."""
+    found = set()
+    for node in ast.walk(ast.parse(open(path, encoding="utf-8").read(), path)):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name in known}
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                parts = name.split(".") if is_pkg else name.split(".")[:-1]
+                module = ".".join(parts[: len(parts) - node.level + 1] + ([node.module] if node.module else []))
+            else:
+                module = node.module
+            for a in node.names:
+                if f"{module}.{a.name}" in known:
+                    found.add(f"{module}.{a.name}")
+                elif module in known:
+                    found.add(module)
+    found.discard(name)
+    return found
+
+
+def graph():
+    known = modules()
+    return {name: imports(name, path, is_pkg, known) for name, (path, is_pkg) in known.items()}
+
+
+def cycle(g):
+    """One import cycle as a list of modules, or None (depth-first search)."""
+    state, stack = {}, []
+
+    def visit(v):
+        state[v] = 1
+        stack.append(v)
+        for w in sorted(g[v]):
+            if state.get(w) == 1:
+                return stack[stack.index(w):] + [w]
+            if w not in state:
+                found = visit(w)
+                if found:
+                    return found
+        stack.pop()
+        state[v] = 2
+        return None
+    for v in sorted(g):
+        if v not in state:
+            found = visit(v)
+            if found:
+                return found
+    return None
+
+
+def test_the_walker_sees_every_package_and_imports_inside_functions():
+    g = graph()
+    assert {"tux2", "tux2.engine", "tux2.udfs.mf", "tux2.partitioning.hdrf", "tux2.cli.mf"} <= set(g)
+    assert "tux2.ingress" in g["tux2.engine"]                 # imported inside Engine.__init__
+    assert "tux2.estimators" in g["tux2"]                      # the package's own __init__
+    assert cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert cycle({"a": {"b"}, "b": set()}) is None
+
+
+def test_no_import_cycle():
+    found = cycle(graph())
+    assert found is None, "import cycle: " + " -> ".join(found)
+
+
+@pytest.mark.parametrize("command", sorted(m for m in modules() if m.startswith("tux2.cli.")
+                                           and m not in ("tux2.cli.common", "tux2.cli.__main__")))
+def test_no_cli_command_imports_another(command):
+    others = {m for m in modules() if m.startswith("tux2.cli.") and m not in ("tux2.cli.common", command)}
+    assert not graph()[command] & (others | {"tux2.cli"}), sorted(graph()[command] & (others | {"tux2.cli"}))

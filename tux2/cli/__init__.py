@@ -1,0 +1,132 @@
+"""Command line: ``tux2 run mf [INPUT] ...``, one module per command (tux2.cli.mf,
+tux2.cli.lda, …), each built on tux2.cli.common, the runner and the estimators."""
+import os
+import sys
+
+from tux2.cli import blockpg, glm, info, keys, lda, mf, partition, plot, predict
+from tux2.cli.common import Parser
+from tux2.errors import InputError, Tux2Error
+from tux2.version import __version__
+
+
+def expand_config(argv, run_parsers):
+    """``tux2 run ALGO --config FILE …``: the TOML file's keys are the flags of ``tux2 run
+    ALGO`` (``batch-size`` or ``batch_size``; ``input`` for the positional), turned into
+    command-line words placed before the user's own, so argparse checks them and flags
+    given on the command line win."""
+    if len(argv) < 2 or argv[0] != "run" or "--config" not in argv and not any(a.startswith("--config=") for a in argv):
+        return argv
+    rest = list(argv[2:])
+    if "--config" in rest:
+        i = rest.index("--config")
+        if i + 1 >= len(rest):
+            raise Tux2Error("--config needs a file")
+        path = rest[i + 1]
+        del rest[i: i + 2]
+    else:
+        i = next(i for i, a in enumerate(rest) if a.startswith("--config="))
+        path = rest.pop(i).split("=", 1)[1]
+    import tomllib
+    try:
+        with open(path, "rb") as f:
+            conf = tomllib.load(f)
+    except OSError as e:
+        raise InputError(f"cannot read config: {e.strerror}", path=path) from None
+    except tomllib.TOMLDecodeError as e:
+        raise InputError(f"not valid TOML: {e}", path=path) from None
+    parser = run_parsers.get(argv[1])
+    if parser is None:
+        return argv
+    flags = {a.dest: a for a in parser._actions if a.option_strings}
+    words, positional = [], []
+    for key, value in conf.items():
+        dest = key.replace("-", "_")
+        if dest == "input":
+            positional.append(str(value))
+            continue
+        action = flags.get(dest)
+        if action is None:
+            known = ", ".join(sorted(k.replace("_", "-") for k in flags if k != "help"))
+            raise InputError(f"unknown key {key!r} for 'tux2 run {argv[1]}'; the keys are its flags: {known}",
+                                  path=path)
+        flag = max(action.option_strings, key=len)
+        if action.nargs == 0:                          # store_true switches
+            if not isinstance(value, bool):
+                raise InputError(f"{key} is a switch: true or false, not {value!r}", path=path)
+            if value:
+                words.append(flag)
+        elif isinstance(value, list):
+            words += [flag, *map(str, value)]
+        elif isinstance(value, (dict,)):
+            raise InputError(f"{key}: tables are not flags", path=path)
+        else:
+            words += [flag, str(value).lower() if isinstance(value, bool) else str(value)]
+    return argv[:2] + positional + words + rest
+
+
+def _hint(e, args):
+    """What the command line offers against an engine error that names Python remedies."""
+    from tux2.errors import DivergenceError, OverlapError
+    if isinstance(e, OverlapError) and getattr(args, "algorithm", None) == "mf":
+        return (". On the command line: leave out --order and --partitioner (per-edge SGD then runs in strata), "
+                "or use --mode minibatch; --overlap allow sums the steps (not recommended)")
+    if isinstance(e, DivergenceError):
+        return ". On the command line: lower --lr (or --eta), or check the input values"
+    return ""
+
+
+def _user_names(message):
+    """``message`` with temporary input copies (tux2.io.local_copy) named as the user named them."""
+    from tux2.io import spooled_names
+    for tmp, name in spooled_names().items():
+        message = message.replace(tmp, "<stdin>" if name == "-" else name)
+    return message
+
+
+def build_parser():
+    """(the ``tux2`` parser, {algorithm: its ``tux2 run ALGO`` parser})."""
+    parser = Parser(prog="tux2", description="TuX² graph engine for machine learning")
+    parser.add_argument("--version", action="version", version=f"tux2 {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="train an algorithm")
+    algos = run.add_subparsers(dest="algorithm", required=True)
+    for command in (mf, lda, blockpg, glm):
+        command.add_parser(algos)
+    for command in (partition, predict, info, plot, keys):
+        command.add_parser(sub)
+    return parser, algos.choices
+
+
+def main(argv=None):
+    parser, run_parsers = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    try:
+        argv = expand_config(argv, run_parsers)
+    except Tux2Error as e:
+        print(f"tux2: error: {e}", file=sys.stderr)
+        return 2
+    args = parser.parse_args(argv)
+    args.argv = argv
+    if getattr(args, "no_cache", False):
+        from tux2.compile import set_cache_dir
+        set_cache_dir(None)
+    try:
+        return args.func(args)
+    except MemoryError:
+        print("tux2: error: out of memory: the input or the options (--k, --topics, --partitions …) need more "
+              "memory than this machine has", file=sys.stderr)
+        return 2
+    except Tux2Error as e:
+        who = f"[worker {args.rank}] " if getattr(args, "rank", None) is not None else ""
+        print(f"tux2: error: {who}{_user_names(str(e))}{_hint(e, args)}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:           # output piped into e.g. head, which has closed it
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except OSError as e:              # files the user named: unreadable, unwritable, missing directory
+        who = f"[worker {args.rank}] " if getattr(args, "rank", None) is not None else ""
+        print(f"tux2: error: {who}{_user_names(str(e))}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("tux2: interrupted", file=sys.stderr)
+        return 130

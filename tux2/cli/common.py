@@ -1,0 +1,343 @@
+"""What every command of the command line shares: tux2's argparse classes and option
+types, the flag groups (ids, partitions, outputs, checkpoints, distributed runs,
+libsvm input), and the way a ``tux2 run`` worker starts, trains through the runner
+(tux2.runner) and saves its estimator (tux2.estimators)."""
+import argparse
+import math
+import os
+import socket
+import sys
+
+from tux2 import partitioning, runner
+from tux2.errors import Tux2Error
+from tux2.graph import BipartiteGraph
+from tux2.io import display_name
+
+
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Shows defaults, except where there is none or the help text already explains it."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        if action.default is None or action.default is False or action.default is argparse.SUPPRESS \
+                or "default" in text:
+            return text
+        return super()._get_help_string(action)
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with tux2's error line: ``tux2: error: …`` (after the usage), exit status 2."""
+
+    def error(self, message):
+        self.print_usage(sys.stderr)
+        self.exit(2, f"tux2: error: {self.prog.removeprefix('tux2 ')}: {message}\n")
+
+
+def integer(low, high=None):
+    """argparse type: an integer in [low, high] (high: None for no bound)."""
+    def parse(text):
+        try:
+            v = int(text, 10)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text[:40]!r}") from None
+        if v < low or (high is not None and v > high):
+            raise argparse.ArgumentTypeError(f"must be {_bounds(low, high)}, got {v}")
+        return v
+    parse.__name__ = "integer"
+    return parse
+
+
+def number(low=None, high=None, above=False, below=False):
+    """argparse type: a finite number, >= low (> low with ``above``) and <= high
+    (< high with ``below``)."""
+    def parse(text):
+        try:
+            v = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number, got {text[:40]!r}") from None
+        if not math.isfinite(v) or (low is not None and (v <= low if above else v < low)) or \
+                (high is not None and (v >= high if below else v > high)):
+            raise argparse.ArgumentTypeError(f"must be a finite number{_bounds(low, high, above, below, ' ')}, "
+                                             f"got {text[:40]}")
+        return v
+    parse.__name__ = "number"
+    return parse
+
+
+def _bounds(low, high, above=False, below=False, lead=""):
+    parts = ([f"{'>' if above else '>='} {low}"] if low is not None else []) + \
+        ([f"{'<' if below else '<='} {high}"] if high is not None else [])
+    return lead + " and ".join(parts) if parts else ""
+
+
+def endpoint(text):
+    """argparse type: ``tcp://HOST:PORT`` (HOST a name, an IPv4 address or [IPv6])."""
+    import re
+    m = re.fullmatch(r"tcp://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9][A-Za-z0-9.-]*):([0-9]{1,5})", text)
+    if m is None or not 1 <= int(m.group(2)) <= 65535:
+        raise argparse.ArgumentTypeError(f"expected tcp://HOST:PORT (port 1-65535), got {text[:80]!r}")
+    return text
+
+
+def key_dir(text):
+    """argparse type: a directory made by ``tux2 keys DIR`` whose key files load (a
+    damaged key is an error now, not a rendezvous timeout later)."""
+    import zmq.auth
+    for name in ("tux2.key", "tux2.key_secret"):
+        path = os.path.join(text, name)
+        try:
+            public, secret = zmq.auth.load_certificate(path)
+        except (OSError, ValueError) as e:
+            raise argparse.ArgumentTypeError(f"{path}: not a usable CURVE key ({e}); make a pair with "
+                                             f"'tux2 keys DIR' and copy DIR to every host") from None
+        if not public or (name == "tux2.key_secret" and not secret):
+            raise argparse.ArgumentTypeError(f"{path}: holds no {'secret' if public else 'public'} key; make a "
+                                             "pair with 'tux2 keys DIR'")
+    return text
+
+
+COUNT = integer(1)                  # at least one: --k, --partitions, --workers, --batch-size …
+NONNEG = integer(0)                 # zero allowed: --epochs 0, --eval-every 0, --slack …
+SEED = integer(0, 2 ** 32 - 1)      # numpy and the compiled samplers take 32-bit seeds
+POSITIVE = number(0, above=True)    # --lr, --alpha, --timeout …
+NONNEG_NUMBER = number(0)           # --reg, --lam, --tol …
+FRACTION = number(0, 1, below=True)
+
+
+def add_id_args(p, duplicates):
+    """--ids and --duplicates (tux2.loaders)."""
+    from tux2.loaders import DUPLICATES, ID_MODES
+    p.add_argument("--ids", choices=ID_MODES, default="auto",
+                   help="vertex ids: int (numbers used as they are), string (any token; mapped to dense ids, "
+                        "saved with the model), auto (string when the first line's ids are not numbers)")
+    p.add_argument("--duplicates", choices=DUPLICATES, default=duplicates,
+                   help="an edge given twice: error (name both lines), sum its values, keep the last, or keep "
+                        "all as separate edges")
+
+
+def add_partition_args(p, mirror_free=None, default="bicut", note=""):
+    """--partitions and --partitioner; ``mirror_free`` names the side bicut/aweto keep whole."""
+    note = note or (f" (bicut/aweto keep {mirror_free} mirror-free)" if mirror_free else "")
+    p.add_argument("--partitions", type=COUNT, default=None,
+                   help="number of partitions (P; default: one per worker and thread)")
+    p.add_argument("--partitioner", default=default,
+                   help=f"vertex-cut strategy{note}: " + ", ".join(partitioning.available()))
+
+
+def add_output_args(p, out_help, unit):
+    """--out, --metrics (one JSON object per ``unit``) and --quiet."""
+    p.add_argument("--out", help=out_help)
+    p.add_argument("--metrics", help=f"write one JSON object per {unit} to this .jsonl file")
+    p.add_argument("-q", "--quiet", action="store_true",
+                   help=f"no per-{unit} lines (on a terminal they come with a live progress bar)")
+    p.add_argument("--no-cache", action="store_true",
+                   help="compile the algorithm's loops in this run instead of loading them from the kernel "
+                        "cache ($TUX2_CACHE_DIR, default ~/.cache/tux2)")
+    p.add_argument("--config", metavar="FILE",
+                   help="TOML file whose keys are these flags (batch-size = 1000, no-biases = true, input = "
+                        "'ratings.txt'); flags on the command line win")
+
+
+def speaker(args, rank):
+    """Prints on rank 0 unless --quiet; keeps rank 0's lines for the model's summary.txt."""
+    return runner.Speaker(not args.quiet and rank == 0, record=rank == 0)
+
+
+# flags that may change between a checkpoint and its resumption (each command adds its own)
+RESUMABLE = {"out", "metrics", "quiet", "resume", "checkpoint_every", "checkpoint_dir", "trace", "func", "argv",
+             "rank", "world", "rendezvous", "bind", "advertise", "timeout", "workers", "max_frame_mb", "curve",
+             "config", "threads"}
+
+
+# the flags that name input files (their size and modification time go into checkpoints)
+INPUT_FILES = ("input", "test", "vocab")
+
+
+def add_checkpoint_args(p, unit):
+    g = p.add_argument_group("checkpoints")
+    g.add_argument("--checkpoint-every", type=NONNEG, default=0, metavar="N",
+                   help=f"save the run's state every N {unit}s (0: never), atomically: a crash never "
+                        "damages the previous checkpoint")
+    g.add_argument("--checkpoint-dir", metavar="DIR",
+                   help="where checkpoints go (default: OUT/checkpoints with --out, else ./tux2-checkpoints)")
+    g.add_argument("--resume", metavar="DIR",
+                   help=f"continue from the newest checkpoint in DIR, up to the total --{unit}s given; the "
+                        "input and settings must be those of the interrupted run (slack 0: the same model "
+                        "as an uninterrupted run)")
+
+
+def checkpoint_dir(args):
+    """Where --checkpoint-every writes: --checkpoint-dir, OUT/checkpoints or ./tux2-checkpoints."""
+    return args.checkpoint_dir or (os.path.join(args.out, "checkpoints") if args.out else "tux2-checkpoints")
+
+
+def spool_inputs(args):
+    """Replace the input files of ``args`` that are ``-``, pipes, FIFOs or compressed
+    with temporary plain copies read once (``tux2.io.local_copy``); with ``--workers``
+    the launcher does it and passes the copies on in ``args.argv``."""
+    from tux2.io import local_copy
+    for key in INPUT_FILES:
+        given = vars(args).get(key)
+        if given:
+            copy = local_copy(given)
+            setattr(args, key, copy)
+            if copy != given:
+                args.argv = [copy if a == given else a for a in args.argv]
+
+
+def check_outputs(args):
+    """--out, --metrics, --trace and the checkpoint directory can be written: asked
+    before any data is read, so a typo never costs a training run."""
+    from tux2.files import check_writable
+    check_writable(args.out, "--out", directory=True)
+    check_writable(args.metrics, "--metrics", directory=False)
+    check_writable(args.trace, "--trace", directory=True)
+    if args.checkpoint_every:
+        check_writable(checkpoint_dir(args), "the checkpoint directory", directory=True)
+
+
+def add_distributed_args(p):
+    g = p.add_argument_group("distributed run (see README: Running on several workers)")
+    g.add_argument("--workers", type=integer(1, 1024), default=1,
+                   help="start this many worker processes on this machine (ZeroMQ over loopback)")
+    g.add_argument("--rank", type=NONNEG, default=None,
+                   help="this worker's rank; when unset, from OMPI_COMM_WORLD_RANK, PMI_RANK or SLURM_PROCID")
+    g.add_argument("--world", type=integer(1, 1024), default=None,
+                   help="number of workers; when unset, from OMPI_COMM_WORLD_SIZE, PMI_SIZE or SLURM_NTASKS")
+    g.add_argument("--rendezvous", default=None, type=endpoint,
+                   help="tcp://HOST:PORT that rank 0 binds and the others connect to; when unset, "
+                        "TUX2_RENDEZVOUS")
+    g.add_argument("--bind", default=None,
+                   help="address this worker binds for data; when unset: 127.0.0.1 on one "
+                        "machine, else the interface that reaches the rendezvous host (0.0.0.0: all)")
+    g.add_argument("--advertise", default=None,
+                   help="host name or address the other workers use to reach this one; when unset: "
+                        "the bind address, or this host's name when binding 0.0.0.0")
+    g.add_argument("--threads", type=COUNT, default=None,
+                   help="threads per worker: a worker's partitions run their Exchanges in parallel (default: "
+                        "the cores available, capped by the worker's partitions; partitions default to one "
+                        "per worker and thread)")
+    g.add_argument("--timeout", type=number(0, 86400, above=True), default=30.0,
+                   help="seconds of silence after which a peer counts as lost")
+    g.add_argument("--max-frame-mb", type=number(0, 1 << 20, above=True), default=2048,
+                   help="largest array one message may carry (a model gather is the largest); "
+                        "larger frames are refused before they are buffered")
+    g.add_argument("--curve", metavar="DIR", type=key_dir,
+                   help="encrypt and authenticate worker traffic with ZeroMQ CURVE, using the key pair "
+                        "made by 'tux2 keys DIR' (copy DIR to every host)")
+    g.add_argument("--slack", type=NONNEG, default=0,
+                   help="SSP slack s: a worker may start clock c once clocks <= c-s-1 are complete "
+                        "everywhere (0 = BSP: any number of workers gives the single-process result)")
+    g.add_argument("--trace", metavar="DIR",
+                   help="write each worker's per-clock record (compute/sync/wait seconds, bytes sent, "
+                        "start and finish times) to DIR/trace-RANK.jsonl")
+
+
+def open_transport(args):
+    """(transport, rank, world) for a distributed worker, or (None, 0, 1)."""
+    from tux2.runtime import world_from
+    w = world_from(args.rank, args.world, args.rendezvous)
+    if w is None or w[1] == 1:
+        return None, 0, 1
+    rank, world, rendezvous = w
+    from tux2.runtime import interface_to, is_loopback
+    from tux2.zmq_transport import ZmqTransport
+    if not 0 < args.max_frame_mb < 1 << 40:
+        raise Tux2Error(f"--max-frame-mb must be a positive number of megabytes, not {args.max_frame_mb}")
+    host = rendezvous.split("://", 1)[-1].rsplit(":", 1)[0]
+    bind = args.bind or interface_to(host)
+    if not is_loopback(bind) and not args.curve and rank == 0:
+        print(f"tux2: warning: worker traffic on {bind} is neither encrypted nor authenticated: anyone on the "
+              "network can read the model as it trains and slow the run down with junk; use --curve DIR "
+              "(made by 'tux2 keys DIR')", file=sys.stderr, flush=True)
+    advertise = args.advertise or (bind if bind != "0.0.0.0" else socket.getfqdn())
+    options = {k: v for k, v in vars(args).items() if k not in _PER_WORKER}
+    t = ZmqTransport(rank, world, rendezvous, runner.partitions(args.partitions, world, args.threads), timeout=args.timeout,
+                     connect_timeout=max(4 * args.timeout, 10.0), bind_host=bind, advertise_host=advertise,
+                     curve=args.curve, secret=os.environ.get("TUX2_SECRET", "").encode(), options=options,
+                     max_frame=int(args.max_frame_mb * (1 << 20)))
+    return t, rank, world
+
+
+# options that may differ between the workers of one run (paths are per host)
+_PER_WORKER = {"func", "argv", "rank", "rendezvous", "bind", "advertise", "curve", "trace", "quiet", "workers",
+               "input", "test", "out", "metrics", "checkpoint_dir", "resume", "config", "timeout"}
+
+
+def run_distributed(args, body):
+    """Launch ``--workers`` local processes, or run ``body(args, transport, rank, world)``
+    as one worker: any error is sent to the other workers (ABORT) before it propagates."""
+    check_outputs(args)
+    spool_inputs(args)
+    if args.rank is None:
+        runner.partitions(args.partitions, args.workers, args.threads)    # hopeless flags stop before any worker
+    if args.workers > 1 and args.rank is None:
+        from tux2.runtime import launch_local, strip_option
+        return launch_local(strip_option(args.argv, "--workers"), args.workers, timeout=args.timeout)
+    transport, rank, world = open_transport(args)
+    try:
+        return body(args, transport, rank, world)
+    except BaseException as e:
+        if transport is not None and not isinstance(e, SystemExit):
+            transport.abort(f"{type(e).__name__}: {e}")
+        raise
+    finally:
+        if transport is not None:
+            transport.close()
+            if transport.refused:
+                print(f"tux2: note: [worker {rank}] refused {transport.refused} connection(s) that did not know "
+                      f"the run's {transport.credential}", file=sys.stderr, flush=True)
+            if transport.dropped:
+                print(f"tux2: note: [worker {rank}] dropped {transport.dropped} malformed or foreign frames "
+                      f"(first: {next(iter(transport.drop_reasons))})", file=sys.stderr, flush=True)
+
+
+def fit(args, est, data, transport, rank, say, resumable=()):
+    """Train ``est`` on ``data`` through the runner with this command's flags
+    (--partitions, --threads, --slack, --metrics, checkpoints, --trace)."""
+    from tux2.checkpoint import input_stats
+    params = {k: display_name(v) if isinstance(v, str) else v for k, v in sorted(vars(args).items())
+              if k not in RESUMABLE | set(resumable) and isinstance(v, (str, int, float, bool, type(None)))}
+    named = [vars(args)[k] for k in INPUT_FILES if vars(args).get(k)]
+    ck = {"directory": checkpoint_dir(args), "every": args.checkpoint_every, "resume": args.resume,
+          "params": params, "inputs": input_stats([p for p in named if display_name(p) == p])}   # not stdin's copy
+    runner.train(est, data, transport=transport, partitions=args.partitions, threads=args.threads, slack=args.slack,
+                 say=say, metrics=args.metrics, checkpoint=ck, trace=args.trace)
+
+
+def save(args, est, rank, say):
+    """--out: the model, written once, by rank 0."""
+    if args.out and rank == 0:
+        est.save(args.out, summary=say.lines)
+        say(f"model written to {args.out}")
+    return 0
+
+
+# ---------------------------------------------------------------- libsvm input (blockpg, lr, svm, softmax, fm)
+def add_libsvm_args(p, metrics):
+    """INPUT (optional: a built-in set), --test and --zero-based."""
+    p.add_argument("input", nargs="?", help="training set in libsvm format; default: built-in generated set")
+    p.add_argument("--test", help=f"test set (libsvm): {metrics} per epoch")
+    p.add_argument("--zero-based", action="store_true", help="feature indices start at 0")
+    p.add_argument("--duplicates", choices=("error", "sum", "last", "keep"), default="error",
+                   help="a feature twice in one line: stop naming the line, add the values, keep the last, "
+                        "or keep both")
+
+
+def classification_data(args, est, classes=2):
+    """The Dataset of the flags: libsvm files, or without INPUT a kdd-shaped set of
+    20k train + 2k test samples over 10k power-law features (``classes`` > 2: a
+    softmax-labelled one)."""
+    if args.input is not None:
+        data = est.load_data(args.input, args.test, zero_based=args.zero_based, duplicates=args.duplicates)
+        data.source = args.input
+        return data
+    from tux2.datasets import sparse_classification
+    g, y, _ = sparse_classification(n_samples=22_000, n_features=10_000, seed=args.seed, classes=classes)
+    cut, names = 20_000, ("sample", "feature")
+    keep = g.src < cut
+    test = BipartiteGraph(g.src[~keep] - cut, g.dst[~keep], g.values[~keep], g.n_src - cut, g.n_dst, names)
+    train = BipartiteGraph(g.src[keep], g.dst[keep], g.values[keep], cut, g.n_dst, names)
+    return runner.Dataset(train, test, y[:cut], y[cut:], zero_based=args.zero_based,
+                          source=f"built-in kdd-shaped set ({cut // 1000}k train + 2k test samples, "
+                                 f"10k power-law features{f', {classes} classes' if classes > 2 else ''})")

@@ -1,0 +1,78 @@
+"""``tux2 run lr|svm|softmax|fm [INPUT]``: generalised linear models and factorization
+machines by mini-batch SGD, with the training strategy of Spark MLlib, MLlib*, Petuum,
+ColumnSGD or PS2."""
+from tux2.cli.common import (COUNT, NONNEG, NONNEG_NUMBER, POSITIVE, SEED, HelpFormatter, add_checkpoint_args,
+                             add_distributed_args, add_libsvm_args, add_output_args, classification_data, fit,
+                             integer, run_distributed, save, speaker)
+from tux2.estimators.linear import FM, LinearSVM, LogisticRegression, Softmax
+from tux2.udfs.glm import OPTIMIZERS, STRATEGIES
+
+RESUMABLE = {"epochs"}
+
+MODELS = {"lr": ("logistic", "logistic regression"), "svm": ("hinge", "linear SVM (hinge loss)"),
+          "softmax": ("softmax", "multinomial (softmax) regression"),
+          "fm": ("logistic", "factorization machine (degree 2)")}
+
+
+def add_parser(algos):
+    for name, (loss, title) in MODELS.items():
+        p = algos.add_parser(
+            name, help=f"{title} by mini-batch SGD; --strategy picks the system it trains like",
+            formatter_class=HelpFormatter,
+            description=f"Minimises (1/n) sum_i loss(x_i.W, y_i) + lambda R(W) for the {title} over a libsvm "
+                        "file (1-based feature indices unless --zero-based"
+                        + ("; labels 0..K-1" if loss == "softmax" else "; labels +1/-1 or 1/0")
+                        + "). Strategies: sendgradient = Spark MLlib (gradients to the feature masters; "
+                        "--driver puts them all on one partition), adam = PS2 (Adam moments beside the "
+                        "weights at the masters), column = ColumnSGD (features partitioned by column, "
+                        "partial margins travel), modelavg = MLlib* (local SGD, replicas averaged once per "
+                        "epoch), modelsum = Petuum-style summed deltas. Without INPUT a kdd-shaped sparse "
+                        "problem is generated (20k + 2k samples, 10k power-law features).")
+        add_libsvm_args(p, "accuracy, log-loss" + ("" if loss == "softmax" else " and AUC"))
+        if name == "fm":
+            p.add_argument("--loss", default="logistic", choices=("logistic", "hinge"), help="loss of the output")
+            p.add_argument("--factors", type=integer(1, 100_000), default=8, help="F, latent factors per feature")
+            p.add_argument("--init-std", type=NONNEG_NUMBER, default=0.01,
+                           help="factors start as normal draws with this standard deviation")
+        p.add_argument("--strategy", default="sendgradient", choices=STRATEGIES, help="training strategy")
+        p.add_argument("--optimizer", choices=OPTIMIZERS, default=None,
+                       help="the update (default: adam for --strategy adam, else sgd). column and sendgradient "
+                            "take any, at the feature masters; modelavg and modelsum take sgd or adagrad, in "
+                            "their local steps (with --batch equal to the workers: per-sample AdaGrad, as "
+                            "Vowpal Wabbit's adaptive update)")
+        p.add_argument("--driver", action="store_true",
+                       help="sendgradient only: every feature master on partition 0 (Spark's driver)")
+        p.add_argument("--reg", default="l2", choices=("l2", "l1"), help="regulariser R: 1/2 |W|^2 or |W|_1")
+        p.add_argument("--lam", type=NONNEG_NUMBER, default=1e-6, help="regularisation weight lambda")
+        p.add_argument("--batch", type=NONNEG, default=1000, help="samples per mini-batch (one clock); 0: all")
+        p.add_argument("--eta", type=POSITIVE, default=None,
+                       help="step size (default: 1.0 for sgd, 0.1 for adagrad, 0.01 for adam)")
+        p.add_argument("--decay", type=NONNEG_NUMBER, default=0.0, help="step at epoch t is eta / (1 + decay t)")
+        p.add_argument("--epochs", type=NONNEG, default=10, help="passes over the samples")
+        if loss == "softmax":
+            p.add_argument("--classes", type=integer(2, 100_000), default=None,
+                           help="number of classes (default: max label + 1)")
+        p.add_argument("--partitions", type=COUNT, default=None,
+                       help="number of partitions (P; default: one per worker and thread)")
+        p.add_argument("--seed", type=SEED, default=0, help="seed of the sample shuffle and the partitioning")
+        add_output_args(p, "directory for weights.npz, weights.txt and model.json", "epoch")
+        add_checkpoint_args(p, "epoch")
+        add_distributed_args(p)
+        p.set_defaults(func=run, model=name, **({} if name == "fm" else {"loss": loss, "factors": 0}))
+
+
+def run(args):
+    return run_distributed(args, body)
+
+
+def body(args, transport, rank, world):
+    common = dict(strategy=args.strategy, optimizer=args.optimizer, driver=args.driver, penalty=args.reg,
+                  reg=args.lam, batch=args.batch, eta=args.eta, decay=args.decay, epochs=args.epochs, seed=args.seed)
+    extra = {"softmax": {"classes": getattr(args, "classes", None)},
+             "fm": {"loss": args.loss, "factors": args.factors, "init_std": getattr(args, "init_std", None)}}
+    est = {"lr": LogisticRegression, "svm": LinearSVM, "softmax": Softmax, "fm": FM}[args.model](
+        **common, **extra.get(args.model, {}))
+    data = classification_data(args, est, (est.classes or 5) if args.loss == "softmax" else 2)
+    say = speaker(args, rank)
+    fit(args, est, data, transport, rank, say, RESUMABLE)
+    return save(args, est, rank, say)

@@ -1,0 +1,72 @@
+"""``tux2 run lda [INPUT]``: LDA by collapsed Gibbs sampling (SparseLDA) on a corpus."""
+import numpy as np
+
+from tux2.cli.common import (COUNT, NONNEG, POSITIVE, SEED, HelpFormatter, add_checkpoint_args, add_distributed_args,
+                             add_output_args, add_partition_args, fit, integer, run_distributed, save, speaker)
+from tux2.estimators.lda import LDA
+from tux2.graph import BipartiteGraph
+from tux2.runner import Dataset
+
+FORMATS = ("auto", "triples", "docword", "text")
+RESUMABLE = {"iterations", "top_words"}
+
+
+def add_parser(algos):
+    p = algos.add_parser(
+        "lda", help="topic model: LDA by collapsed Gibbs sampling (SparseLDA, paper §4)",
+        formatter_class=HelpFormatter,
+        description="Latent Dirichlet allocation on a document-word graph. INPUT is 'doc word count' "
+                    "triples (0-based ids), a UCI bag-of-words docword file (3-line header D, W, NNZ; "
+                    "1-based ids) or plain text with one document per line. Without INPUT a corpus is "
+                    "drawn from a planted 20-topic model (2000 documents, ~200k tokens).")
+    p.add_argument("input", nargs="?", help="corpus file; default: built-in planted corpus")
+    p.add_argument("--format", choices=FORMATS, default="auto",
+                   help="input format; auto: docword when the file starts with three single-integer "
+                        "lines, triples when every line is three numbers, text otherwise")
+    p.add_argument("--vocab", help="vocabulary file, one word per line (line i = word id i, or i+1 for "
+                                   "docword), used to print topics as words")
+    p.add_argument("--base", type=int, choices=(0, 1), default=None,
+                   help="id base of triples (default 0; 1 under a MatrixMarket header)")
+    p.add_argument("--min-count", type=COUNT, default=1, help="text input: drop words seen fewer times")
+    p.add_argument("--duplicates", choices=("sum", "error", "last", "keep"), default="sum",
+                   help="a (doc, word) pair on several lines of a docword or triples file: add the counts, "
+                        "stop naming both lines, keep the last, or keep all")
+    p.add_argument("--topics", "-k", type=integer(1, 32767), default=20, help="number of topics K")
+    p.add_argument("--alpha", type=POSITIVE, default=0.1, help="symmetric document-topic prior α")
+    p.add_argument("--beta", type=POSITIVE, default=0.01, help="symmetric topic-word prior β")
+    p.add_argument("--iterations", type=NONNEG, default=100, help="Gibbs sweeps over all tokens")
+    p.add_argument("--sampler", choices=("sparse", "sync"), default="sparse",
+                   help="sparse: SparseLDA with counts updated token by token (fast); sync: every token "
+                        "drawn from the counts of the sweep's start, the same for any partitioning")
+    add_partition_args(p, mirror_free="documents")
+    p.add_argument("--seed", type=SEED, default=0, help="seed of the initial topics and the sampler")
+    p.add_argument("--top-words", type=NONNEG, default=10, help="words per topic in topics.txt and the summary")
+    add_output_args(p, "directory for lda.npz (word-topic, doc-topic counts), topics.txt, vocab.txt, model.json",
+                    "iteration")
+    add_checkpoint_args(p, "iteration")
+    add_distributed_args(p)
+    p.set_defaults(func=run)
+
+
+def run(args):
+    return run_distributed(args, body)
+
+
+def body(args, transport, rank, world):
+    est = LDA(topics=args.topics, iterations=args.iterations, alpha=args.alpha, beta=args.beta, sampler=args.sampler,
+              partitioner=args.partitioner, seed=args.seed, top_words=args.top_words)
+    if args.input is None:
+        from tux2.datasets import lda_corpus
+        d, w, c, phi = lda_corpus(n_docs=2000, n_words=5000, n_topics=20, doc_length=100, seed=args.seed)
+        g = BipartiteGraph(d, w, c.astype(np.float64), 2000, phi.shape[1], ("doc", "word"), "lda_corpus")
+        data = Dataset(g, format="built-in", source="built-in planted corpus (2000 documents, 20 topics, "
+                                                     "Dir(0.1)/Dir(0.01), ~100 tokens each)")
+    else:
+        data = est.load_data(args.input, format=args.format, vocab=args.vocab, base=args.base,
+                             min_count=args.min_count, duplicates=args.duplicates)
+        data.source = args.input
+    say = speaker(args, rank)
+    fit(args, est, data, transport, rank, say, RESUMABLE)
+    if rank == 0 and args.topics > 10:
+        say(f"  … {args.topics - 10} more topics" + (" in topics.txt" if args.out else " (use --out)"))
+    return save(args, est, rank, say)

@@ -1,0 +1,125 @@
+"""``tux2 run mf [INPUT]``: matrix factorisation by SGD on a user–item rating graph."""
+import json
+import os
+
+import numpy as np
+
+from tux2 import ingress, loaders
+from tux2.cli.common import (COUNT, FRACTION, NONNEG, NONNEG_NUMBER, POSITIVE, SEED, HelpFormatter,
+                             add_checkpoint_args, add_distributed_args, add_id_args, add_output_args,
+                             add_partition_args, fit, integer, run_distributed, save, speaker)
+from tux2.estimators.mf import MF, NAMES
+from tux2.graph import BipartiteGraph
+from tux2.runner import Dataset, partitions
+
+RESUMABLE = {"epochs", "eval_every"}
+
+
+def add_parser(sub):
+    p = sub.add_parser(
+        "mf", help="matrix factorisation by SGD (paper §4)",
+        formatter_class=HelpFormatter,
+        description="Matrix factorisation on a user-item rating graph. INPUT is an edge list "
+                    "'user item rating' (0-based ids; '#'/'%' comments; MatrixMarket accepted). "
+                    "Without INPUT a Netflix-shaped rating set is generated deterministically.")
+    p.add_argument("input", nargs="?", help="ratings edge list; default: built-in synthetic set")
+    p.add_argument("--test", help="test edge list; default: hold out --test-fraction of INPUT")
+    p.add_argument("--test-fraction", type=FRACTION, default=0.1, help="held-out share when --test is not given")
+    add_id_args(p, "error")
+    add_partition_args(p, default=None,
+                       note=" (default: stratified with --order strata, else bicut)")
+    p.add_argument("--k", type=integer(1, 100_000), default=50, help="latent dimension")
+    p.add_argument("--lr", type=POSITIVE, default=None,
+                   help="learning rate (default 0.1; 0.01 with --mode minibatch --step plain)")
+    p.add_argument("--reg", type=NONNEG_NUMBER, default=0.05, help="L2 regularisation λ")
+    p.add_argument("--epochs", type=NONNEG, default=10, help="passes over the training edges")
+    p.add_argument("--mode", choices=("sgd", "minibatch"), default="sgd",
+                   help="sgd: per-edge updates in Exchange (LibMF style); minibatch: the paper's "
+                        "Exchange-accumulate + Apply form")
+    p.add_argument("--batch-size", type=COUNT, default=None,
+                   help="mini-batch size, one clock each (default: a stratum with sgd, 5000 edges with minibatch)")
+    p.add_argument("--batch-unit", choices=("edge", "vertex"), default="edge",
+                   help="--batch-size counts edges, or vertices of the --enumerate type")
+    p.add_argument("--step", choices=("adagrad", "plain"), default="adagrad",
+                   help="--mode minibatch update at the masters: adagrad (p -= lr a/sqrt(G), G += |a|^2/k per "
+                        "vertex: bounded steps for hot vertices) or plain (p -= lr a, the paper's Fig. 5; diverges "
+                        "on power-law degrees unless lr is tiny)")
+    p.add_argument("--enumerate", choices=("user", "item"), default="item",
+                   help="vertex type enumerated when --batch-unit vertex")
+    p.add_argument("--no-biases", action="store_true", help="drop user/item bias terms")
+    p.add_argument("--order", choices=("strata", "blocked", "shuffle", "input"), default=None,
+                   help="global edge order. strata (the default with --mode sgd): DSGD's conflict-free "
+                        "strata of --blocks x --blocks tiles, so any number of partitions, workers and threads "
+                        "up to --blocks gives the one-partition model bit for bit; blocked (the default with "
+                        "--mode minibatch): tiles in a shuffled order, cache friendly; shuffle; input: as read")
+    p.add_argument("--blocks", type=integer(1, 65_536), default=None,
+                   help="row and column blocks of --order strata (default 16, or the partitions if more; the "
+                        "model depends on it, not on partitions, workers or threads; partitions that divide it "
+                        "share the work evenly)")
+    p.add_argument("--overlap", choices=("error", "allow"), default="error",
+                   help="NOT RECOMMENDED to change. With an order other than strata on several partitions, "
+                        "several replicas of an item take their own SGD steps in one clock; allow sums "
+                        "them (the step grows with the number of replicas: a worse model than one "
+                        "partition's, or divergence); error stops such a run and names the remedies")
+    p.add_argument("--seed", type=SEED, default=0, help="seed of initialisation, split, order and partitioning")
+    add_output_args(p, "directory for the model (.npz per vertex type + model.json)", "epoch")
+    add_checkpoint_args(p, "epoch")
+    p.add_argument("--eval-every", type=NONNEG, default=1,
+                   help="compute test RMSE every N epochs (0: only after the last); with several workers "
+                        "it gathers the model on rank 0")
+    add_distributed_args(p)
+    p.set_defaults(func=run)
+
+
+def run(args):
+    return run_distributed(args, body)
+
+
+def estimator(args):
+    return MF(k=args.k, epochs=args.epochs, lr=args.lr, reg=args.reg, mode=args.mode, batch_size=args.batch_size,
+              batch_unit=args.batch_unit, enumerate=args.enumerate, step=args.step, biases=not args.no_biases,
+              order=args.order, blocks=args.blocks, overlap=args.overlap, partitioner=args.partitioner,
+              seed=args.seed, eval_every=args.eval_every, duplicates=args.duplicates)
+
+
+def body(args, transport, rank, world):
+    est = estimator(args)
+    say = speaker(args, rank)
+    order, blocks, partitioner = est.schedule(partitions(args.partitions, world, args.threads))
+    if (transport is not None and args.input is not None and partitioner in ingress.LOCAL_STRATEGIES
+            and order in ("input", "blocked", "strata") and args.duplicates in ("error", "keep")
+            and args.ids != "string" and (args.ids == "int" or loaders.numeric_ids(args.input))):
+        # each worker reads its byte range and keeps only its partitions' edges
+        train, assignment, mu, test = ingress.load(
+            transport, args.input, transport.parts, partitioner, args.seed, args.test, args.test_fraction, order,
+            single_clock=est.single_clock(), type_names=NAMES, duplicates=args.duplicates,
+            partitioner_options={"blocks": blocks} if partitioner == "stratified" else None)
+        data = Dataset(train, test, source=args.input, mu=mu, assignment=assignment)
+        if args.trace:
+            os.makedirs(args.trace, exist_ok=True)
+            with open(os.path.join(args.trace, f"ingress-{rank}.json"), "w") as f:
+                json.dump(train.stats, f)
+    else:
+        if transport is not None and args.input is not None:
+            say(f"  note: every worker reads the whole input (distributed ingress needs numeric ids, --duplicates "
+                f"error or keep, --order input or blocked and one of: {', '.join(ingress.LOCAL_STRATEGIES)})")
+        data = load(args, est)
+    fit(args, est, data, transport, rank, say, RESUMABLE)
+    return save(args, est, rank, say)
+
+
+def load(args, est):
+    """INPUT and --test, or INPUT split by --test-fraction, or the built-in set."""
+    if args.input is None:
+        from tux2.datasets import netflix_like
+        train, test = netflix_like(n_users=10_000, n_items=1_000, n_ratings=600_000, seed=args.seed)
+        return Dataset(train, test, source="built-in Netflix-shaped set (10k users, 1k items, 600k ratings, "
+                                           "planted rank 10, noise 0.5)")
+    data = est.load_data(args.input, args.test, ids=args.ids)
+    if not args.test:     # held out by a hash of each edge's line position, as a distributed run holds it out
+        g = data.train
+        held = ingress.test_mask(np.arange(g.num_edges), args.test_fraction, args.seed)
+        data.train, data.test = (BipartiteGraph(g.src[m], g.dst[m], g.values[m], g.n_src, g.n_dst, NAMES, g.source,
+                                                g.ids) for m in (~held, held))
+    data.source = args.input
+    return data

@@ -1,0 +1,178 @@
+"""``tux2.Estimator``: an algorithm with scikit-learn's conventions on top of the one
+runner (tux2.runner), for the built-in algorithms (tux2.estimators) and your own.
+
+Parameters are the constructor's arguments, stored as attributes under their own
+names (``get_params``/``set_params``, so ``sklearn.base.clone`` and grid search
+work); ``fit`` trains and returns the estimator; what it learned lives in attributes
+ending in ``_``, among them ``history_``, the records ``tux2 run … --metrics``
+writes. A subclass fills in three hooks:
+
+* ``prepare(data, parts)`` → ``tux2.Setup(graph, program, engine_options, **facts)``:
+  ``data`` is a ``tux2.Dataset`` (``data.train``, ``data.test``, …; ``load_data``
+  makes it from what ``fit`` was given), ``parts`` the number of partitions;
+* ``record(eng, setup)`` → a dict of metrics for the iteration just run (optional);
+* ``read_model(eng, setup)``: read the learned state out of the engine, e.g.
+  ``eng.vertex_data("item")`` (a collective: gathered on rank 0, None elsewhere).
+
+``fit(data, workers=N)`` runs those hooks in N processes over ZeroMQ; ``save(dir)``
+and ``load(dir)`` write and read the directory ``tux2 run … --out`` writes.
+"""
+import inspect
+import json
+import math
+import os
+
+from tux2 import files
+from tux2.errors import Tux2Error
+from tux2.runner import Dataset, fit_workers, train
+from tux2.version import __version__
+
+
+class Estimator:
+    """Base class of tux2's algorithms (see the module docstring for the hooks)."""
+
+    algorithm = None                # the name in model.json and ``tux2 run NAME``
+    _unit, _iterations = "epoch", "epochs"     # what an iteration is called; the parameter counting them
+    _resumable = ()                 # parameters a checkpoint may be resumed with other values of
+    _watch = None                   # the record key whose non-finite value stops the run
+    _hint = "check the input values or lower the step size"
+
+    # ------------------------------------------------------------ parameters
+    @classmethod
+    def _param_names(cls):
+        return [p.name for p in inspect.signature(cls.__init__).parameters.values()
+                if p.name != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+
+    def get_params(self, deep=True):
+        """The constructor's arguments, by name."""
+        return {k: getattr(self, k) for k in self._param_names()}
+
+    def set_params(self, **params):
+        """Change parameters (before the next ``fit``); returns the estimator."""
+        names = self._param_names()
+        for k, v in params.items():
+            if k not in names:
+                raise ValueError(f"{type(self).__name__} has no parameter {k!r}; it has: {', '.join(names)}")
+            setattr(self, k, v)
+        return self
+
+    _estimator_type = None          # "classifier" for the linear models (scikit-learn's stratified splits)
+
+    def __sklearn_tags__(self):
+        """scikit-learn's description of the estimator (imported only when it asks)."""
+        from sklearn.utils import ClassifierTags, InputTags, Tags, TargetTags
+        kind = self._estimator_type
+        return Tags(estimator_type=kind, target_tags=TargetTags(required=kind == "classifier"),
+                    classifier_tags=ClassifierTags() if kind == "classifier" else None,
+                    input_tags=InputTags(sparse=True))
+
+    def __repr__(self):
+        return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in self.get_params().items())})"
+
+    # ------------------------------------------------------------ training
+    def fit(self, data, test=None, *, workers=1, slack=0, partitions=None, threads=None, callbacks=(),
+            checkpoint=None):
+        """Train on ``data`` (what ``load_data`` takes: a path, arrays, a matrix, a
+        graph …), with ``test`` evaluated after each iteration where the algorithm
+        has a test metric. ``workers`` > 1: that many processes over ZeroMQ on
+        loopback, the same model as one (slack 0). ``callbacks``: called with each
+        iteration's record. ``checkpoint``: a directory saved to after every
+        iteration, and resumed from when it holds a checkpoint. Returns self."""
+        if int(workers) != workers or workers < 1:
+            raise ValueError(f"workers must be a whole number >= 1, got {workers!r}")
+        data = data if isinstance(data, Dataset) else self.load_data(data, test)
+        ck = None
+        if checkpoint is not None:
+            ck = {"directory": os.fspath(checkpoint), "every": 1, "params": self._checkpoint_params(),
+                  "resume": os.fspath(checkpoint) if os.path.exists(os.path.join(checkpoint, "LATEST")) else None}
+        options = dict(partitions=partitions, threads=threads, slack=slack, callbacks=callbacks, checkpoint=ck)
+        if workers > 1:
+            return fit_workers(self, data, workers, **options)
+        train(self, data, **options)
+        return self
+
+    def _checkpoint_params(self):
+        return {k: v for k, v in self.get_params().items() if k not in (self._iterations, *self._resumable)}
+
+    def load_data(self, data, test=None):
+        """A ``tux2.Dataset`` of what ``fit`` was given (default: ``tux2.loaders.load``)."""
+        from tux2 import loaders
+        return Dataset(loaders.load(data), loaders.load(test) if test is not None else None)
+
+    def prepare(self, data, parts):
+        raise NotImplementedError(f"{type(self).__name__}.prepare(data, parts) must return a tux2.Setup")
+
+    def record(self, eng, setup):
+        return {}
+
+    def read_model(self, eng, setup):
+        raise NotImplementedError(f"{type(self).__name__}.read_model(eng, setup) must read the learned state")
+
+    # ------------------------------------------------------------ what a run prints
+    def _header(self, setup, parts, world):
+        return []
+
+    def _line(self, rec, n):
+        unit = self._unit
+        shown = "  ".join(f"{k} {v:.6g}" for k, v in rec.items()
+                          if k not in (unit, "time_s", "total_time_s", "clock", "bytes_sent", "wait_s")
+                          and isinstance(v, float))
+        return f"{unit} {rec[unit]:3d}/{n}  {shown}  time {rec['time_s']:.3f}s"
+
+    def _rates(self, setup):
+        """{record key: count}: the key gets count / seconds of the iteration."""
+        return {}
+
+    def _report(self, setup):
+        return []
+
+    def _diverged(self, rec):
+        v = rec.get(self._watch)
+        if self._watch and v is not None and not math.isfinite(v):
+            return f"{self._watch} is not finite at {self._unit} {rec[self._unit]}; {self._hint}"
+        return None
+
+    def _converged(self, history):
+        return None
+
+    # ------------------------------------------------------------ files
+    def _fitted(self):
+        if not hasattr(self, "run_"):
+            raise Tux2Error(f"this {type(self).__name__} is not fitted yet: call fit first")
+
+    def _meta(self):
+        """model.json: the algorithm, its parameters, what it learned that is a number."""
+        params = {k: v for k, v in self.get_params().items() if isinstance(v, (str, int, float, bool, type(None)))}
+        run = {k: v for k, v in self.run_.items() if k != "source"}
+        return {"algorithm": self.algorithm, **params, "input": self.run_.get("source"), **run,
+                "tux2_version": __version__}
+
+    def _files(self):
+        """{file name: writer (tux2.files)} of the model, beside model.json."""
+        return {}
+
+    def save(self, directory, summary=None):
+        """Write the model as ``tux2 run … --out`` does (all files or none, with a
+        manifest; tux2.files); ``summary``: lines for summary.txt."""
+        self._fitted()
+        out = self._files()
+        if summary:
+            out["summary.txt"] = files.text("".join(line + "\n" for line in summary))
+        out["model.json"] = files.text(json.dumps(self._meta(), indent=2))
+        files.write_dir(directory, out)
+
+    @classmethod
+    def load(cls, directory):
+        """The model in ``directory`` (``save`` or ``tux2 run … --out``), its files
+        checked against the manifest and its arrays against model.json."""
+        from tux2 import model_check
+        meta = model_check.read_meta(directory)
+        est = cls(**{k: meta[k] for k in cls._param_names() if k in meta})
+        est._restore(directory, meta)
+        est.run_ = {k: meta.get(k) for k in ("partitions", "workers", "clock", "iteration", "context")}
+        est.run_["source"] = meta.get("input")
+        est.history_ = []
+        return est
+
+    def _restore(self, directory, meta):
+        raise NotImplementedError

@@ -1,0 +1,179 @@
+"""``tux2.LDA``: collapsed Gibbs LDA (tux2.udfs.lda) as an estimator: corpora in,
+word–topic counts, top words and fold-in topic mixtures out."""
+import os
+
+import numpy as np
+
+from tux2 import files, loaders
+from tux2.errors import InputError
+from tux2.estimator import Estimator
+from tux2.graph import BipartiteGraph
+from tux2.runner import Dataset, Setup
+from tux2.udfs import lda
+from tux2.version import __version__
+
+
+def top_words(word_topic, n, vocab=None):
+    """Per topic, the ``n`` most frequent (word, count) pairs, most frequent first."""
+    out = []
+    for row in word_topic:
+        idx = np.argsort(-row, kind="stable")[:n]
+        out.append([(vocab[i] if vocab is not None else str(i), int(row[i])) for i in idx if row[i] > 0])
+    return out
+
+
+class LDA(Estimator):
+    """Latent Dirichlet allocation by collapsed Gibbs sampling (SparseLDA; paper §4).
+
+    ``fit(data)``: a list of texts, a corpus file (UCI docword, 'doc word count'
+    triples, text with one document per line) or doc → word counts in any form
+    ``tux2.loaders.load`` takes. Learned: ``word_topic_`` (K × V), ``doc_topic_``
+    (D × K), ``topic_totals_`` (K) and ``vocab_`` (None for numeric word ids)."""
+
+    algorithm = "lda"
+    _unit, _iterations = "iteration", "iterations"
+    _resumable = ("top_words",)
+
+    def __init__(self, topics=20, iterations=100, alpha=0.1, beta=0.01, sampler="sparse", partitioner="bicut",
+                 seed=0, top_words=10):
+        self.topics, self.iterations, self.alpha, self.beta = topics, iterations, alpha, beta
+        self.sampler, self.partitioner, self.seed, self.top_words = sampler, partitioner, seed, top_words
+
+    def load_data(self, data, test=None, format="auto", vocab=None, base=None, min_count=1, duplicates="sum"):
+        """The corpus as a doc → word count graph, with its vocabulary: a text
+        corpus's own, or ``vocab`` (a file, one word per line) for numeric ids."""
+        import tempfile
+        words = None
+        if isinstance(data, (list, tuple)) and data and isinstance(data[0], str):
+            with tempfile.TemporaryDirectory() as d:           # the text loader's tokeniser and vocabulary
+                path = os.path.join(d, "docs.txt")
+                with open(path, "w", encoding="utf-8") as f:
+                    f.write("".join(t.replace("\n", " ") + "\n" for t in data))
+                g, words, format = loaders.load_corpus(path, "text", min_count=min_count)
+            g.source = "texts"
+        elif isinstance(data, (str, bytes)) or hasattr(data, "__fspath__"):
+            g, words, format = loaders.load_corpus(data, format, base=base, min_count=min_count,
+                                                   duplicates=duplicates)
+        else:
+            g, format = loaders.load(data, duplicates="sum"), "arrays"
+        if words is None and vocab:
+            try:
+                with open(vocab, encoding="utf-8") as f:
+                    words = [line.strip() for line in f]
+            except (OSError, UnicodeDecodeError) as e:
+                raise InputError(f"cannot read vocabulary: {e}", path=vocab) from None
+            while words and not words[-1]:
+                words.pop()
+            if len(words) < g.n_dst:
+                raise InputError(f"vocabulary has {len(words)} words but the corpus uses word ids up to "
+                                 f"{g.n_dst - 1}", path=vocab)
+        return Dataset(g, vocab=words, format=format)
+
+    def prepare(self, data, parts):
+        g = data.train
+        src, dst, cnt = lda.token_edges(g.src, g.dst, g.values.astype(np.int64))
+        tokens = int(cnt.sum())
+        prog = lda.program(src, dst, cnt, g.n_src, g.n_dst, K=self.topics, alpha=self.alpha, beta=self.beta,
+                           seed=self.seed, sampler=self.sampler)
+        graph = BipartiteGraph(src, dst, None, g.n_src, g.n_dst, ("doc", "word"), data.source)
+        fmt = data.facts.get("format")
+        return Setup(graph, prog, {"partitioner": self.partitioner,
+                                   "partitioner_options": {"favorite": 0} if self.partitioner in ("bicut", "aweto")
+                                   else None},
+                     tokens=tokens, vocab=data.vocab, source=data.source, format=fmt,
+                     meta={"documents": g.n_src, "words": g.n_dst, "tokens": tokens, "format": fmt})
+
+    def record(self, eng, s):
+        ctx = eng.context()
+        return {"ll": float(ctx["ll"]), "ll_per_token": float(ctx["ll_per_token"])}
+
+    def _rates(self, s):
+        return {"tokens_per_s": s.tokens}
+
+    def _header(self, s, parts, world):
+        return [f"tux2 {__version__} lda ({self.sampler}): {s.source}"
+                + (f" [{s.format}]" if s.format not in (None, "built-in") else ""),
+                f"  {s.graph.n_src} documents, {s.graph.n_dst} words, {s.tokens} tokens; K={self.topics}, "
+                f"α={self.alpha}, β={self.beta}, P={parts} ({self.partitioner})"
+                + (f", {world} workers" if world > 1 else "")]
+
+    def _line(self, rec, n):
+        return (f"iteration {rec['iteration']:4d}/{n}  ll/token {rec['ll_per_token']:.4f}  time {rec['time_s']:.3f}s  "
+                f"({rec['tokens_per_s'] / 1e6:.1f} M tokens/s)")
+
+    def _diverged(self, rec):
+        if not np.isfinite(rec["ll"]):
+            return f"the log-likelihood is not finite at iteration {rec['iteration']} (ll {rec['ll']})"
+        return None
+
+    def read_model(self, eng, s):
+        docs, words = eng.vertex_data("doc"), eng.vertex_data("word")        # gathered on rank 0
+        if docs is not None:
+            self._set(lda.topic_word(words), np.asarray(eng.context()["nk"]), s.vocab,
+                      np.ascontiguousarray(docs["nk"]))
+
+    def _set(self, word_topic, totals, vocab, doc_topic=None):
+        self.word_topic_, self.topic_totals_ = np.asarray(word_topic), np.asarray(totals)
+        self.vocab_ = list(vocab) if vocab is not None else None
+        self.doc_topic_ = doc_topic
+
+    def _report(self, s):
+        lines = [f"topic {k:3d} ({int(self.word_topic_[k].sum())} tokens): " + " ".join(w for w, _ in ws)
+                 for k, ws in enumerate(top_words(self.word_topic_, self.top_words, self.vocab_))]
+        return lines[:10]
+
+    # ------------------------------------------------------------ files
+    def _files(self):
+        tops = top_words(self.word_topic_, self.top_words, self.vocab_)
+        out = {"lda.npz": files.npz({"word_topic": self.word_topic_, "topic_totals": self.topic_totals_,
+                                     **({"doc_topic": self.doc_topic_} if self.doc_topic_ is not None else {})}),
+               "topics.txt": files.text("".join(f"{k}\t{int(self.word_topic_[k].sum())}\t"
+                                                + " ".join(f"{w}:{n}" for w, n in ws) + "\n"
+                                                for k, ws in enumerate(tops)))}
+        if self.vocab_ is not None:
+            out["vocab.txt"] = files.text("".join(w + "\n" for w in self.vocab_))
+        return out
+
+    def _meta(self):
+        ctx = self.run_.get("context") or {}
+        return {**super()._meta(), "topics": int(self.word_topic_.shape[0]), "words": int(self.word_topic_.shape[1]),
+                **({"ll_per_token": float(ctx["ll_per_token"])} if "ll_per_token" in ctx else {})}
+
+    def _restore(self, directory, meta):
+        from tux2 import model_check
+        meta, arrays = model_check.read_model(directory, "lda", ("lda.npz",))
+        model_check.check_lda(directory, meta, arrays)
+        arrays = arrays["lda.npz"]
+        vocab = None
+        path = os.path.join(directory, "vocab.txt")
+        manifest = files.read_manifest(directory, required=False)
+        if os.path.exists(path) and (manifest is None or "vocab.txt" in manifest):
+            try:
+                files.verify(directory, ["vocab.txt"], required=False)
+                with open(path, encoding="utf-8") as f:
+                    vocab = [line.rstrip("\n") for line in f]
+            except (OSError, UnicodeDecodeError, files.FileError) as e:
+                raise model_check.ModelError(f"{path}: cannot read ({e})") from None
+            if len(vocab) < meta["words"]:
+                raise model_check.ModelError(f"{path}: {len(vocab)} words, but model.json says {meta['words']}")
+        self._set(arrays["word_topic"], arrays["topic_totals"], vocab, arrays.get("doc_topic"))
+
+    # ------------------------------------------------------------ new documents
+    def transform(self, docs, iterations=50, seed=0):
+        """Topic mixtures θ (D × K) of new documents: a doc → word count graph in the
+        model's word ids, or a list of texts (tokenised as in training; unknown words
+        are left out)."""
+        from tux2.io import tokenize
+        if not isinstance(docs, BipartiteGraph):
+            if self.vocab_ is None:
+                raise ValueError("this model has numeric word ids: pass a doc → word count BipartiteGraph")
+            index = {w: i for i, w in enumerate(self.vocab_)}
+            pairs = [(d, index[w]) for d, text in enumerate(docs) for w in tokenize(text) if w in index]
+            V = len(self.vocab_)
+            key, cnt = np.unique(np.array([d * V + w for d, w in pairs], np.int64), return_counts=True)
+            docs = BipartiteGraph(key // V, key % V, cnt.astype(np.float64), len(docs), V, ("doc", "word"), "texts")
+        return lda.infer(self.word_topic_, self.topic_totals_, docs, self.alpha, self.beta, iterations, seed)
+
+    def topic_words(self, n=10):
+        """Per topic, the ``n`` most frequent (word, count) pairs."""
+        return top_words(self.word_topic_, n, self.vocab_)

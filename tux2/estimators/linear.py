@@ -1,0 +1,336 @@
+"""Linear classifiers on a sample–feature graph as estimators: the GLMs and the
+factorization machine of tux2.udfs.glm (``LogisticRegression``, ``LinearSVM``,
+``Softmax``, ``FM``, each with the ``strategy`` of the system it trains like) and
+L1 logistic regression by block proximal gradient (``BlockPG``, tux2.udfs.blockpg).
+``reg`` is λ everywhere; ``penalty`` picks R = ½‖W‖² (l2) or ‖W‖₁ (l1)."""
+import math
+
+import numpy as np
+
+from tux2 import files, loaders
+from tux2.errors import Tux2Error
+from tux2.estimator import Estimator
+from tux2.graph import BipartiteGraph
+from tux2.runner import Dataset, Setup
+from tux2.udfs import blockpg, glm
+from tux2.version import __version__
+
+NAMES = ("sample", "feature")
+
+
+# ---------------------------------------------------------------- data and metrics
+def samples(X, zero_based=False, duplicates="error"):
+    """(sample → feature graph, labels or None) of a libsvm path, a scipy.sparse or
+    dense matrix (rows are samples), or a graph."""
+    if isinstance(X, BipartiteGraph):
+        return X, None
+    if isinstance(X, (str, bytes)) or hasattr(X, "__fspath__"):
+        return loaders.load_libsvm(X, zero_based=zero_based, type_names=NAMES, duplicates=duplicates)
+    import scipy.sparse as sp
+    M = X if sp.issparse(X) else sp.csr_matrix(np.asarray(X, np.float64))
+    coo = M.tocoo()
+    return BipartiteGraph(coo.row, coo.col, coo.data, M.shape[0], M.shape[1], NAMES, "matrix"), None
+
+
+def with_bias(graph, index=None):
+    """Every sample gets feature ``index`` (default: a new last feature) with value 1."""
+    n = graph.n_src
+    index = graph.n_dst if index is None else index
+    src = np.concatenate([graph.src, np.arange(n)])
+    dst = np.concatenate([graph.dst, np.full(n, index)])
+    val = np.concatenate([graph.values, np.ones(n)])
+    return BipartiteGraph(src, dst, val, n, max(graph.n_dst, index + 1), graph.type_names, graph.source)
+
+
+def classification_metrics(score, labels):
+    """accuracy, mean log-loss and ROC AUC of scores x·w against labels ±1 / 0/1."""
+    y = np.asarray(labels) > 0
+    logloss = float(np.mean(np.logaddexp(0.0, -np.where(y, 1.0, -1.0) * score))) if len(y) else float("nan")
+    acc = float(np.mean((score > 0) == y)) if len(y) else float("nan")
+    pos, neg = int(y.sum()), int((~y).sum())
+    auc = float("nan")
+    if pos and neg:
+        from scipy.stats import rankdata
+        r = rankdata(score)
+        auc = float((r[y].sum() - pos * (pos + 1) / 2) / (pos * neg))
+    return {"accuracy": acc, "logloss": logloss, "auc": auc}
+
+
+def score_metrics(M, labels, loss):
+    """accuracy and log-loss (binary: and AUC) of scores M (n, K) against labels."""
+    if loss != "softmax":
+        return classification_metrics(M[:, 0], labels)
+    y = np.asarray(labels, np.int64)
+    top = M.max(axis=1)
+    lse = top + np.log(np.exp(M - top[:, None]).sum(axis=1))
+    inside = y < M.shape[1]
+    ll = float(np.mean(lse[inside] - M[np.flatnonzero(inside), y[inside]])) if inside.any() else float("nan")
+    return {"accuracy": float(np.mean(M.argmax(axis=1) == y)) if len(y) else float("nan"), "logloss": ll}
+
+
+def softmax(M):
+    """Row-wise softmax of scores M (n, K): class probabilities."""
+    P = np.exp(M - M.max(axis=1, keepdims=True))
+    return P / P.sum(axis=1, keepdims=True)
+
+
+class Linear(Estimator):
+    """What the linear models share: libsvm or matrix input with labels, test
+    metrics per epoch, weights files, and predictions from the learned ``coef_``
+    (features × K: K = 1 binary, the classes for softmax, 1 + F for an FM)."""
+
+    loss = "logistic"
+    _estimator_type = "classifier"
+
+    def load_data(self, data, test=None, zero_based=False, duplicates="error"):
+        """``data``: a libsvm path, (X, y), or X with ``test`` its labels y (the
+        scikit-learn ``fit(X, y)``); ``test``: a libsvm path or (X, y)."""
+        def pair(d):
+            if isinstance(d, tuple) and len(d) == 2:
+                return samples(d[0])[0], np.asarray(d[1], np.float64)
+            return samples(d, zero_based, duplicates)
+        g, y = pair(data)
+        if y is None:
+            if test is None or np.ndim(test) != 1 or len(test) != g.n_src:
+                raise Tux2Error("labels needed: fit(path) with a libsvm file, fit((X, y)) or fit(X, y)")
+            y, test = np.asarray(test, np.float64), None
+        t, ty = pair(test) if test is not None else (None, None)
+        return Dataset(g, t, y, ty, zero_based=zero_based)
+
+    def _test_metrics(self, s, W):
+        if s.test is None or W is None:
+            return {}
+        return {f"test_{k}": v for k, v in score_metrics(self._scores(W, s.test), s.test_labels, self.loss).items()}
+
+    def _files(self):
+        """weights.npz (w: features × K, or w and V for an FM) and weights.txt: one line
+        per non-zero feature, 'index:w', 'index:w_0,…,w_K-1' or 'index:w,v_1,…,v_F',
+        in the input's index base."""
+        W = self.coef_.reshape(len(self.coef_), -1)
+        base = 0 if self.zero_based_ else 1
+        lines = "".join(f"{j + base}:" + ",".join(f"{v:.17g}" for v in W[j]) + "\n"
+                        for j in np.flatnonzero(np.any(W != 0, axis=1)))
+        fm = self.algorithm == "fm"
+        return {"weights.npz": files.npz({"w": W[:, 0], "V": W[:, 1:]} if fm else
+                                         {"w": W[:, 0] if W.shape[1] == 1 else W}),
+                "weights.txt": files.text(lines)}
+
+    def _meta(self):
+        ctx = self.run_.get("context") or {}
+        return {**super()._meta(), "loss": self.loss, "zero_based": self.zero_based_,
+                **({"objective": float(ctx["objective"])} if "objective" in ctx else {}),
+                "features": int(len(self.coef_)), "samples": self.run_.get("samples"),
+                "classes": int(self.coef_.shape[1]) if self.loss == "softmax" else 2}
+
+    def _restore(self, directory, meta):
+        from tux2 import model_check
+        meta, arrays = model_check.read_model(directory, meta["algorithm"], ("weights.npz",))
+        model_check.check_linear(directory, meta, arrays)
+        w = arrays["weights.npz"]
+        self.coef_ = np.column_stack([w["w"], w["V"]]) if meta["algorithm"] == "fm" else w["w"]
+        self.zero_based_ = bool(meta.get("zero_based", False))
+        self.loss = meta.get("loss", self.loss)
+
+    def _scores(self, W, graph):
+        return glm.graph_scores(W, graph, fm=self.algorithm == "fm")
+
+    # ------------------------------------------------------------ predictions
+    def scores(self, X):
+        """Scores (n, K) of the samples of X: a libsvm path, a matrix (rows are
+        samples) or a sample → feature graph."""
+        return self._scores(self.coef_, samples(X, self.zero_based_)[0])
+
+    def decision_function(self, X):
+        """Scores (n,) of a binary model, (n, K) of softmax."""
+        M = self.scores(X)
+        return M if self.loss == "softmax" else M[:, 0]
+
+    def predict(self, X):
+        """Labels: ±1 for binary models, class numbers for softmax."""
+        M = self.decision_function(X)
+        return M.argmax(axis=1) if self.loss == "softmax" else np.where(M > 0, 1, -1)
+
+    def predict_proba(self, X):
+        """Class probabilities (n, K) of softmax; (n, 2) = P(−1), P(+1) of a logistic model."""
+        M = self.decision_function(X)
+        if self.loss == "softmax":
+            return softmax(M)
+        if self.loss != "logistic":
+            raise AttributeError(f"a {self.loss} model has no probabilities")
+        p = 0.5 * (1.0 + np.tanh(0.5 * M))
+        return np.column_stack([1 - p, p])
+
+    def score(self, X, y):
+        """Accuracy on (X, y) (labels ±1 or 0/1; class numbers for softmax)."""
+        y = np.asarray(y)
+        return float(np.mean(self.predict(X) == (y if self.loss == "softmax" else np.where(y > 0, 1, -1))))
+
+
+class GLM(Linear):
+    """(1/n) Σ ℓ(x_i·W, y_i) + reg · R(W) by mini-batch SGD with the training
+    strategy of Spark MLlib (sendgradient), PS2 (adam), ColumnSGD (column), MLlib*
+    (modelavg) or Petuum (modelsum); see tux2.udfs.glm. Parameters are those of
+    ``tux2 run lr``."""
+
+    def __init__(self, strategy="sendgradient", optimizer=None, driver=False, penalty="l2", reg=1e-6, batch=1000,
+                 eta=None, decay=0.0, epochs=10, seed=0):
+        self.strategy, self.optimizer, self.driver, self.penalty, self.reg = strategy, optimizer, driver, penalty, reg
+        self.batch, self.eta, self.decay, self.epochs, self.seed = batch, eta, decay, epochs, seed
+
+    classes, factors, init_std = None, 0, 0.01       # Softmax and FM make these parameters
+
+    def _resolved(self):
+        optimizer = self.optimizer or ("adam" if self.strategy == "adam" else "sgd")
+        return optimizer, self.eta if self.eta is not None else {"adam": 0.01, "adagrad": 0.1}.get(optimizer, 1.0)
+
+    def prepare(self, data, parts):
+        if self.driver and self.strategy != "sendgradient":
+            raise Tux2Error("--driver (all feature masters on one partition) goes with --strategy sendgradient")
+        g, y = data.train, data.labels
+        try:
+            glm.labels_for(self.loss, y, self.classes)
+        except ValueError as e:
+            raise Tux2Error(f"{data.source}: {e}") from None
+        optimizer, eta = self._resolved()
+        prog, graph, assignment, edata, perm = glm.setup(
+            g, y, self.loss, self.strategy, parts=parts, driver=self.driver, seed=self.seed, reg=self.penalty,
+            lam=self.reg, batch=self.batch or None, eta=eta, decay=self.decay, classes=self.classes, evaluate=True,
+            factors=self.factors, optimizer=optimizer, **({"init_std": self.init_std} if self.factors else {}))
+        return Setup(graph, prog, {"assignment": assignment, "edge_data": edata}, test=data.test,
+                     test_labels=data.test_labels, n=g.n_src, nnz=g.num_edges, eta=eta, source=data.source,
+                     zero_based=data.facts.get("zero_based", False),
+                     meta={"optimizer": optimizer, "eta": eta, "samples": g.n_src})
+
+    def record(self, eng, s):
+        ctx = eng.context()
+        rec = {"objective": float(ctx["objective"]), "loss": float(ctx["loss"] / max(s.n, 1)),
+               "nnz": int(ctx["nnz"]), "clock": eng.clock}
+        return {**rec, **self._test_metrics(s, glm.weights(eng) if s.test is not None else None)}
+
+    def _header(self, s, parts, world):
+        return [f"tux2 {__version__} {self.algorithm} ({self.loss}, {self.penalty}, strategy {self.strategy}): "
+                f"{s.source}",
+                f"  {s.n} samples, {s.graph.n_dst} features, {s.nnz} non-zeros; lambda={self.reg}, "
+                f"batch {self.batch or s.n}, eta {s.eta}, P={parts}" + (f", {world} workers" if world > 1 else "")]
+
+    def _line(self, rec, n):
+        return (f"epoch {rec['epoch']:3d}/{n}  objective {rec['objective']:.6g}  "
+                + (f"test acc {rec['test_accuracy']:.4f}  " if "test_accuracy" in rec else "")
+                + f"time {rec['time_s']:.3f}s")
+
+    def _diverged(self, rec):
+        if not math.isfinite(rec["objective"]):
+            return f"objective is not finite at epoch {rec['epoch']}: lower --eta (now {self._resolved()[1]})"
+        return None
+
+    def read_model(self, eng, s):
+        W = glm.weights(eng)
+        if W is not None:           # as weights.npz holds it: a vector for one column
+            self.coef_, self.zero_based_ = W[:, 0] if W.shape[1] == 1 else W, s.zero_based
+
+
+class LogisticRegression(GLM):
+    """Binary logistic regression (labels ±1 or 0/1)."""
+    algorithm, loss = "lr", "logistic"
+
+
+class LinearSVM(GLM):
+    """Linear SVM: the hinge loss (labels ±1 or 0/1)."""
+    algorithm, loss = "svm", "hinge"
+
+
+class Softmax(GLM):
+    """Multinomial (softmax) regression over classes 0 … K−1 (``classes``: K,
+    default the largest label + 1)."""
+    algorithm, loss = "softmax", "softmax"
+
+    def __init__(self, strategy="sendgradient", optimizer=None, driver=False, penalty="l2", reg=1e-6, batch=1000,
+                 eta=None, decay=0.0, epochs=10, seed=0, classes=None):
+        super().__init__(strategy, optimizer, driver, penalty, reg, batch, eta, decay, epochs, seed)
+        self.classes = classes
+
+
+class FM(GLM):
+    """Degree-2 factorization machine, ŷ = Σ w_j x_j + Σ_{j<k} ⟨v_j, v_k⟩ x_j x_k, with
+    ``factors`` F and a logistic or hinge ``loss``; ``coef_`` is (w, V): features × (1 + F)."""
+    algorithm = "fm"
+
+    def __init__(self, strategy="sendgradient", optimizer=None, driver=False, penalty="l2", reg=1e-6, batch=1000,
+                 eta=None, decay=0.0, epochs=10, seed=0, loss="logistic", factors=8, init_std=0.01):
+        super().__init__(strategy, optimizer, driver, penalty, reg, batch, eta, decay, epochs, seed)
+        self.loss, self.factors, self.init_std = loss, factors, init_std
+
+
+class BlockPG(Linear):
+    """L1 logistic regression, Σ log(1 + exp(−y x·w)) + reg ‖w‖₁ (liblinear's objective
+    with C = 1/reg), by block proximal gradient (paper §4, Fig. 7). Parameters are
+    those of ``tux2 run blockpg``; ``coef_``: the weights, the intercept last with
+    ``bias``."""
+
+    algorithm = "blockpg"
+
+    def __init__(self, reg=1.0, block_size=500, epochs=20, tol=0.0, shrink=0.9, shrink_rest=2, bias=False,
+                 partitioner="bicut", seed=0):
+        self.reg, self.block_size, self.epochs, self.tol, self.shrink = reg, block_size, epochs, tol, shrink
+        self.shrink_rest, self.bias, self.partitioner, self.seed = shrink_rest, bias, partitioner, seed
+
+    def prepare(self, data, parts):
+        g, y = data.train, data.labels
+        bad = ~np.isin(y, (-1.0, 0.0, 1.0))
+        if bad.any():
+            raise Tux2Error(f"{data.source}: BlockPG is binary logistic regression; labels must be +1/-1 or 1/0, "
+                            f"found {y[bad][0]:g} at sample {int(np.argmax(bad))}")
+        if self.bias:                             # the test set gets its bias in _scores
+            g = with_bias(g)
+        feat, perm = blockpg.shuffle_features(g.dst, g.n_dst, seed=self.seed)
+        prog = blockpg.program(y, g.values, g.src, feat, g.n_dst, lam=self.reg, block_size=self.block_size,
+                               shrink=self.shrink, rest=self.shrink_rest)
+        graph = BipartiteGraph(g.src, feat, None, g.n_src, g.n_dst, g.type_names, data.source)
+        opts = {"favorite": 0} if self.partitioner in ("bicut", "aweto") else None
+        return Setup(graph, prog, {"partitioner": self.partitioner, "partitioner_options": opts}, test=data.test,
+                     test_labels=data.test_labels, perm=perm, source=data.source,
+                     zero_based=data.facts.get("zero_based", False), meta={"samples": g.n_src})
+
+    def record(self, eng, s):
+        ctx = eng.context()
+        rec = {"objective": float(ctx["objective"]), "loss": float(ctx["loss_total"]), "nnz": int(ctx["nnz"]),
+               "clock": eng.clock}
+        fw = eng.vertex_data("feature") if s.test is not None else None       # gathered on rank 0
+        return {**rec, **self._test_metrics(s, fw["w"][s.perm] if fw is not None else None)}
+
+    def _scores(self, W, graph):
+        return glm.graph_scores(W, with_bias(graph, len(W) - 1) if self.bias else graph)
+
+    def _header(self, s, parts, world):
+        d = s.graph.n_dst
+        return [f"tux2 {__version__} blockpg: {s.source}",
+                f"  {s.graph.n_src} samples, {d} features, {s.graph.num_edges} non-zeros; lambda={self.reg}, blocks "
+                f"of {self.block_size} ({-(-d // self.block_size)} per epoch), P={parts} ({self.partitioner})"
+                + (f", {world} workers" if world > 1 else "")]
+
+    def _line(self, rec, n):
+        return (f"epoch {rec['epoch']:3d}/{n}  objective {rec['objective']:.6g}  non-zeros {rec['nnz']}  "
+                + (f"test acc {rec['test_accuracy']:.4f} auc {rec['test_auc']:.4f}  " if "test_auc" in rec else "")
+                + f"time {rec['time_s']:.3f}s")
+
+    def _diverged(self, rec):
+        return None if math.isfinite(rec["objective"]) else f"objective is not finite at epoch {rec['epoch']}"
+
+    def _converged(self, history):
+        """The objective fell by less than ``tol`` (relative) over the last
+        shrink_rest + 1 epochs, in which every feature was examined."""
+        window = self.shrink_rest + 1 if self.shrink > 0 else 1
+        if self.tol > 0 and len(history) > window:
+            prev, now = history[-1 - window]["objective"], history[-1]["objective"]
+            if prev - now <= self.tol * abs(prev):
+                return f"  converged: relative decrease below {self.tol} over {window} epoch(s)"
+        return None
+
+    def read_model(self, eng, s):
+        fw = eng.vertex_data("feature")
+        if fw is not None:
+            self.coef_, self.zero_based_ = np.asarray(fw["w"])[s.perm], s.zero_based
+
+    def _meta(self):
+        ctx = self.run_.get("context") or {}
+        return {**super()._meta(), "epochs": self.run_.get("iteration"), "nnz": int(ctx.get("nnz", 0))}

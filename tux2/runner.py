@@ -1,0 +1,393 @@
+"""One runner under every ``tux2 run`` and every ``Estimator.fit``: the engine, the
+iteration loop with its timing, traffic, progress bar, metrics stream and non-finite
+stop, checkpoints and resume, the per-clock trace and the gathered model.
+
+What an algorithm adds is a handful of hooks on its estimator (tux2.estimator):
+``prepare(data, parts)`` → ``Setup`` (graph, program, engine options), ``record(eng,
+setup)`` → the iteration's metrics, ``read_model(eng, setup)`` → the learned state.
+``fit_workers`` runs the same loop in N processes over ZeroMQ on loopback.
+"""
+import contextlib
+import json
+import os
+import sys
+import time
+
+import numpy as np
+
+from tux2 import checkpoint as ckpt
+from tux2 import files
+from tux2.engine import Engine
+from tux2.errors import Tux2Error
+from tux2.graph import BipartiteGraph
+from tux2.transport import barrier
+
+
+class Setup:
+    """What ``prepare`` hands the runner: the graph (or a distributed ``Shard``), the
+    program, ``Engine`` options (partitioner, assignment, strata, edge_data …), and
+    any other facts the algorithm's later hooks need, as attributes."""
+
+    def __init__(self, graph, program, engine=None, **facts):
+        self.graph, self.program, self.engine = graph, program, dict(engine or {})
+        self.__dict__.update(facts)
+
+
+class Dataset:
+    """The data of one fit, as every worker reads it: train and test graphs, labels,
+    a vocabulary, where it came from. ``save``/``load`` move it to worker processes
+    as one .npz (no pickles)."""
+
+    GRAPHS, ARRAYS = ("train", "test"), ("labels", "test_labels")
+
+    def __init__(self, train, test=None, labels=None, test_labels=None, vocab=None, source=None, **facts):
+        self.train, self.test, self.labels, self.test_labels = train, test, labels, test_labels
+        self.vocab, self.source = vocab, source if source is not None else getattr(train, "source", "arrays")
+        self.facts = facts                       # small JSON-able extras (format, zero_based …)
+
+    def save(self, path):
+        from tux2.loaders import save_ids
+        arrays, meta = {}, {"source": self.source, "facts": self.facts, "graphs": {}}
+        for name in self.GRAPHS:
+            g = getattr(self, name)
+            if g is None:
+                continue
+            meta["graphs"][name] = {"n": list(g.n), "types": list(g.type_names), "source": g.source,
+                                    "values": g.values is not None, "ids": [m is not None for m in g.ids]}
+            arrays.update({f"{name}_src": g.src, f"{name}_dst": g.dst})
+            if g.values is not None:
+                arrays[f"{name}_values"] = g.values
+            for side, m in enumerate(g.ids):
+                if m is not None:
+                    arrays[f"{name}_ids{side}"] = save_ids(m, g.n[side])
+        arrays.update({k: np.asarray(getattr(self, k)) for k in self.ARRAYS if getattr(self, k) is not None})
+        if self.vocab is not None:
+            arrays["vocab"] = np.array(self.vocab, dtype=str)
+        arrays["meta"] = np.array(json.dumps(meta))
+        files.write_atomic(path, lambda f: np.savez(f, **arrays))
+
+    @classmethod
+    def load(cls, path):
+        from tux2.loaders import IdMap
+        with np.load(path, allow_pickle=False) as z:
+            a = {k: z[k] for k in z.files}
+        meta = json.loads(str(a["meta"]))
+        graphs = {name: BipartiteGraph(a[f"{name}_src"], a[f"{name}_dst"], a.get(f"{name}_values"), *m["n"],
+                                       m["types"], m["source"],
+                                       [IdMap(a[f"{name}_ids{s}"]) if has else None for s, has in enumerate(m["ids"])])
+                  for name, m in meta["graphs"].items()}
+        vocab = a["vocab"].tolist() if "vocab" in a else None
+        return cls(graphs["train"], graphs.get("test"), a.get("labels"), a.get("test_labels"), vocab, meta["source"],
+                   **meta["facts"])
+
+
+# ---------------------------------------------------------------- partitions
+def partitions(requested, world, threads=None):
+    """P: ``requested``, or one per worker and thread (each worker owns at least one)."""
+    if requested is not None and requested < world:
+        raise Tux2Error(f"--partitions {requested} is fewer than the {world} workers: each worker owns at "
+                        "least one partition")
+    return requested if requested is not None else world * (threads or 1)
+
+
+def check_partitions(requested, num_edges):
+    """More partitions than edges leaves some empty for nothing and costs layout time
+    per partition: refused, as 'tux2 partition' does."""
+    if requested is not None and requested > max(num_edges, 1):
+        raise Tux2Error(f"--partitions {requested} for {num_edges} edges: some partitions would be empty; "
+                        "use at most as many partitions as edges")
+
+
+# ---------------------------------------------------------------- what a run prints
+class Speaker:
+    """``say(*parts)``: print (flushed) when on. On a terminal the iteration loop adds
+    a live progress bar below these lines. ``lines`` keeps what was said (a model's
+    summary.txt), even when quiet."""
+
+    def __init__(self, on, record=False):
+        self.on = on
+        self.tty = on and sys.stdout.isatty()
+        self.bar = None
+        self.lines = [] if record else None
+
+    def __call__(self, *parts):
+        if self.lines is not None:
+            self.lines.append(" ".join(str(p) for p in parts))
+        if not self.on:
+            return
+        if self.bar is not None:
+            self.bar.write(" ".join(str(p) for p in parts))
+        else:
+            print(*parts, flush=True)
+
+
+BAR_METRICS = ("rmse", "objective", "ll_per_token")     # context fields shown on the bar, when present
+
+
+def _progress_bar(eng, n, start, say, unit):
+    """A tqdm bar over iterations, advanced per mini-batch clock, with the current metric."""
+    if say is None or not say.tty or n <= start:
+        return None
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return None
+    bar = tqdm(total=n, initial=start, unit=unit, dynamic_ncols=True, leave=False, file=sys.stdout,
+               bar_format="{l_bar}{bar}| {n:.1f}/{total} {unit}s [{elapsed}<{remaining}{postfix}]")
+    state = {"first": eng.clock, "per": None, "shown": 0.0}
+
+    def on_clock(e):
+        if state["per"]:
+            now = time.monotonic()
+            if now - state["shown"] > 0.2:
+                bar.n = min(e.iteration - 1 + (e.clock - state["first"]) / state["per"], e.iteration)
+                bar.refresh()
+                state["shown"] = now
+    eng.on_clock = on_clock
+    say.bar = bar
+    return bar, state
+
+
+def timed_epochs(eng, n, start=0, say=None, unit="epoch"):
+    """Run iterations start+1 … n one at a time, yielding (i, seconds, total seconds,
+    {"bytes_sent", "wait_s"}) for each (wait: seconds this worker waited for others,
+    from the per-clock trace). With ``say`` on a terminal a progress bar shows the
+    position and the current metric."""
+    barrier(eng.transport, "start")       # every worker set up: the first epoch's time is its own
+    bar = _progress_bar(eng, n, start, say, unit)
+    total = 0.0
+    try:
+        for i in range(start + 1, n + 1):
+            b0, c0, r0 = eng.transport.bytes_sent, eng.clock, len(eng.trace)
+            if bar:
+                bar[1]["first"] = c0
+            t = time.perf_counter()
+            eng.run(1)
+            dt = time.perf_counter() - t
+            total += dt
+            if bar:
+                bar[1]["per"] = max(eng.clock - c0, 1)
+                ctx = eng.context()
+                bar[0].set_postfix_str(", ".join(f"{k} {ctx[k]:.5g}" for k in BAR_METRICS if k in ctx),
+                                       refresh=False)
+                bar[0].n = i
+                bar[0].refresh()
+            yield i, dt, total, {"bytes_sent": int(eng.transport.bytes_sent - b0),
+                                 "wait_s": round(sum(r["wait_s"] for r in eng.trace[r0:]), 6)}
+    finally:
+        if bar:
+            bar[0].close()
+            say.bar = None
+            eng.on_clock = None
+
+
+@contextlib.contextmanager
+def metrics_stream(path, rank, append=False):
+    """Yield ``write(record)``: one JSON line per call to ``path``, flushed, on rank 0;
+    a no-op without a path or on other ranks. ``append``: a resumed run adds to the file."""
+    if not path or rank != 0:
+        yield lambda rec: None
+        return
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "ab" if append else "wb", buffering=0) as f:
+        yield lambda rec: files.write_whole(f, path, (json.dumps(rec) + "\n").encode())
+
+
+class Checkpoints:
+    """Saving every ``every`` iterations into ``directory`` and resuming from
+    ``resume`` for one run; ``params`` identify the run (a resume with others is
+    refused), ``inputs`` are the input files' ``checkpoint.input_stats``."""
+
+    def __init__(self, eng, transport, directory=None, every=0, resume=None, params=None, inputs=None):
+        self.eng, self.transport, self.dir, self.every, self.resume_dir = eng, transport, directory, every, resume
+        self.params, self.inputs = params or {}, inputs or {}
+        self._lock = None
+        if self.every and getattr(transport, "rank", 0) == 0:
+            self._lock = ckpt.lock(self.dir)     # a second run writing here stops now, with a reason
+
+    def resume(self, say=None, unit="epoch"):
+        """The iteration the run continues from (0 without a checkpoint to resume)."""
+        if not self.resume_dir:
+            return 0
+        ckpt.load(self.resume_dir, self.eng, self.params, self.transport, inputs=self.inputs)
+        if say is not None:
+            say(f"  resumed from {self.resume_dir} after {unit} {self.eng.iteration}")
+        return self.eng.iteration
+
+    def after(self, i):
+        if self.every and i % self.every == 0:
+            ckpt.save(self.dir, self.eng, self.params, self.transport, inputs=self.inputs)
+
+    def close(self):
+        """Release the checkpoint directory (the next run may write there)."""
+        if self._lock is not None:
+            os.close(self._lock)
+            self._lock = None
+
+
+def write_trace(directory, eng, rank):
+    """This worker's per-clock records to DIRECTORY/trace-RANK.jsonl."""
+    if not directory:
+        return
+    os.makedirs(directory, exist_ok=True)
+    files.write_atomic(os.path.join(directory, f"trace-{rank}.jsonl"),
+                       files.text("".join(json.dumps(rec) + "\n" for rec in eng.trace)))
+
+
+# ---------------------------------------------------------------- the run
+def train(est, data, *, transport=None, partitions=None, threads=None, slack=0, say=None, metrics=None,
+          checkpoint=None, trace=None, callbacks=()):
+    """Train ``est`` on ``data`` (a Dataset, or what its ``prepare`` takes) as one
+    worker of ``transport`` (None: one process). ``checkpoint``: Checkpoints keywords
+    (directory, every, resume, params, inputs). Sets the estimator's learned state
+    (on rank 0), ``history_`` (the metrics records) and ``run_`` (facts of the run)."""
+    rank, world = (transport.rank, transport.world) if transport is not None else (0, 1)
+    say = say or Speaker(False)
+    requested = partitions
+    parts = globals()["partitions"](requested, world, threads)
+    setup = est.prepare(data, parts)
+    for line in est._header(setup, parts, world):
+        say(line)
+    check_partitions(requested, setup.graph.num_edges)
+    t0 = time.perf_counter()
+    eng = Engine(setup.program, setup.graph, partitions=parts, seed=getattr(est, "seed", 0), transport=transport,
+                 slack=slack, threads=threads, **setup.engine)
+    say(f"  layout + compile {time.perf_counter() - t0:.2f}s")
+    unit, n = est._unit, getattr(est, est._iterations)
+    ck = Checkpoints(eng, transport, **(checkpoint or {}))
+    history = []
+    try:
+        start = ck.resume(say, unit)
+        with metrics_stream(metrics, rank, append=start > 0) as write:
+            for i, dt, total, comm in timed_epochs(eng, n, start, say, unit):
+                rec = {unit: i, "time_s": round(dt, 6), "total_time_s": round(total, 6), **est.record(eng, setup)}
+                rec.setdefault("clock", eng.clock)
+                rec.update({k: count / dt if dt > 0 else None for k, count in est._rates(setup).items()})
+                rec.update(comm)
+                if rank == 0:
+                    say(est._line(rec, n))
+                write(rec)
+                history.append(rec)
+                for cb in callbacks:
+                    cb(rec)
+                message = est._diverged(rec)
+                if message:
+                    raise Tux2Error(message)
+                ck.after(i)
+                message = est._converged(history)
+                if message:
+                    say(message)
+                    break
+    finally:
+        ck.close()
+    write_trace(trace, eng, rank)
+    if n == 0:
+        say(f"0 {unit}s: nothing trained")
+    est.read_model(eng, setup)
+    est.history_ = history
+    est.run_ = {"source": setup.source if hasattr(setup, "source") else getattr(data, "source", None),
+                "partitions": parts, "workers": world, "clock": eng.clock, "iteration": eng.iteration,
+                "context": eng.context(), **getattr(setup, "meta", {})}
+    if rank == 0:
+        for line in est._report(setup):
+            say(line)
+    return eng
+
+
+# ---------------------------------------------------------------- several workers from Python
+def fit_workers(est, data, workers, *, partitions=None, threads=None, slack=0, callbacks=(), checkpoint=None,
+                timeout=30.0, grace=2.0):
+    """``train`` in ``workers`` processes (multiprocessing spawn) over ZeroMQ on
+    loopback, the data handed over as a temporary .npz. Rank 0's learned state comes
+    back into ``est``; ``callbacks`` see each record as rank 0 writes it. A failing
+    worker stops every other (its error is raised here, naming it); none is left over."""
+    import multiprocessing
+    import pickle
+    import secrets
+    import shutil
+    import tempfile
+    from tux2.runtime import free_port, supervise
+    partitions_ = globals()["partitions"](partitions, workers, threads)
+    tmp = tempfile.mkdtemp(prefix="tux2-fit-")
+    try:
+        data.save(os.path.join(tmp, "data.npz"))
+        spawn = multiprocessing.get_context("spawn")
+        job = {"dir": tmp, "world": workers, "rendezvous": f"tcp://127.0.0.1:{free_port()}",
+               "secret": secrets.token_hex(16), "partitions": partitions_, "threads": threads, "slack": slack,
+               "timeout": timeout, "checkpoint": checkpoint}
+        procs = [spawn.Process(target=_worker, args=(est, r, job), name=f"tux2-worker-{r}", daemon=True)
+                 for r in range(workers)]
+        for p in procs:
+            p.start()
+        metrics, seen = os.path.join(tmp, "metrics.jsonl"), [0]
+
+        def tail():
+            if not os.path.exists(metrics):
+                return
+            with open(metrics, "rb") as f:
+                f.seek(seen[0])
+                chunk = f.read()
+            whole = chunk[: chunk.rfind(b"\n") + 1]
+            seen[0] += len(whole)
+            for line in whole.splitlines():
+                for cb in callbacks:
+                    cb(json.loads(line))
+        first, codes = supervise([_Proc(p) for p in procs], grace, poll=tail)
+        tail()
+        if first is not None:
+            path = os.path.join(tmp, f"error-{first}.txt")
+            why = open(path, encoding="utf-8").read() if os.path.exists(path) else \
+                f"died with exit status {codes[first]}"
+            raise Tux2Error(f"[worker {first}] {why}")
+        with open(os.path.join(tmp, "result.pkl"), "rb") as f:      # our own child's, in our private directory
+            est.__dict__.update(pickle.load(f))
+        return est
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+class _Proc:
+    """A multiprocessing.Process as ``runtime.supervise`` sees a process."""
+
+    def __init__(self, p):
+        self.p = p
+
+    def poll(self):
+        return self.p.exitcode
+
+    def kill(self):
+        self.p.kill()
+
+    def terminate(self):
+        self.p.terminate()
+
+    def wait(self):
+        self.p.join()
+        return self.p.exitcode
+
+
+def _worker(est, rank, job):
+    """One process of ``fit_workers``: its transport, the run, rank 0's result file."""
+    import pickle
+    from tux2.runtime import die_with_parent
+    from tux2.zmq_transport import ZmqTransport
+    die_with_parent()
+    transport = None
+    try:
+        data = Dataset.load(os.path.join(job["dir"], "data.npz"))
+        transport = ZmqTransport(rank, job["world"], job["rendezvous"], job["partitions"], timeout=job["timeout"],
+                                 connect_timeout=max(4 * job["timeout"], 10.0), secret=job["secret"].encode(),
+                                 options=est.get_params())
+        train(est, data, transport=transport, partitions=job["partitions"], threads=job["threads"],
+              slack=job["slack"], metrics=os.path.join(job["dir"], "metrics.jsonl"), checkpoint=job["checkpoint"])
+        if rank == 0:
+            learned = {k: v for k, v in vars(est).items() if k.endswith("_") and not k.startswith("_")}
+            files.write_atomic(os.path.join(job["dir"], "result.pkl"), lambda f: pickle.dump(learned, f))
+    except BaseException as e:
+        if transport is not None:
+            transport.abort(f"{type(e).__name__}: {e}")
+            transport.close()
+        with open(os.path.join(job["dir"], f"error-{rank}.txt"), "w", encoding="utf-8") as f:
+            f.write(str(e) if isinstance(e, Tux2Error) else f"{type(e).__name__}: {e}")
+        os._exit(1)                 # the parent reports it: no traceback here
+    transport.close()
