@@ -49,7 +49,8 @@ def _run(*args):
 def test_mf_resume_gives_the_uninterrupted_model(ratings, tmp_path, extra):
     common = ["run", "mf", ratings, "--k", "6", "--batch-size", "3000", *extra]
     _run(*common, "--epochs", "5", "--out", str(tmp_path / "full"), "--metrics", str(tmp_path / "full.jsonl"))
-    _run(*common, "--epochs", "2", "--checkpoint-every", "2", "--checkpoint-dir", str(tmp_path / "ck"),
+    # interrupted after epoch 3, its last checkpoint after epoch 2: the resumed run makes epoch 3 again
+    _run(*common, "--epochs", "3", "--checkpoint-every", "2", "--checkpoint-dir", str(tmp_path / "ck"),
          "--metrics", str(tmp_path / "part.jsonl"))
     assert open(tmp_path / "ck" / "LATEST").read().strip() == "ckpt-00000002"
     _run(*common, "--epochs", "5", "--resume", str(tmp_path / "ck"), "--out", str(tmp_path / "resumed"),
@@ -77,7 +78,7 @@ def test_resume_with_other_settings_is_refused(ratings, tmp_path):
     _run("run", "mf", ratings, "--k", "4", "--epochs", "1", "--checkpoint-every", "1", "--checkpoint-dir",
          str(tmp_path / "ck"))
     r = run_cli("run", "mf", ratings, "--k", "5", "--epochs", "2", "--resume", str(tmp_path / "ck"))
-    assert r.returncode == 2 and "other settings: k = 4 there, 5 now" in r.stderr
+    assert r.returncode == 2 and "other settings: --k 4 there, --k 5 now" in r.stderr
     r = run_cli("run", "mf", ratings, "--epochs", "2", "--resume", str(tmp_path / "nothing"))
     assert r.returncode == 2 and "no checkpoint here" in r.stderr
 
@@ -121,3 +122,18 @@ def test_restore_refuses_another_layout(tmp_path):
     other = _engine(seed=1)
     with pytest.raises(Exception, match="holds other .* than this run's"):
         checkpoint.load(tmp_path, other, {})
+
+
+def test_resume_takes_the_same_file_and_layout_however_they_are_named(ratings, tmp_path):
+    """The same file by another path (./r.txt, a symlink) and the same partitions asked
+    for another way (--partitions 2 against --workers 2's default) are the same run."""
+    link = tmp_path / "link.txt"
+    os.symlink(ratings, link)
+    common = ["--k", "4", "--timeout", "20"]
+    _run("run", "mf", ratings, *common, "--workers", "2", "--epochs", "1", "--checkpoint-every", "1",
+         "--checkpoint-dir", str(tmp_path / "ck"))
+    _run("run", "mf", str(link), *common, "--workers", "2", "--partitions", "2", "--epochs", "2",
+         "--resume", str(tmp_path / "ck"))
+    r = run_cli("run", "mf", str(link), *common, "--workers", "2", "--partitions", "4", "--epochs", "2",
+                "--resume", str(tmp_path / "ck"))
+    assert r.returncode == 2 and "--partitions 2 there, --partitions 4 now" in r.stderr, r.stderr

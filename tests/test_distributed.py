@@ -256,6 +256,10 @@ def test_a_run_off_loopback_binds_that_interface_and_warns_without_curve(ratings
     assert [rc for rc, _ in got] == [0, 0], got
     assert "neither encrypted nor authenticated" in got[0][1] and "--curve" in got[0][1], got
     assert "warning" not in got[1][1], got                       # rank 0 says it once
+    secret = {**env, "TUX2_SECRET": "shared"}
+    got = _manual_pair(ratings_file, f"tcp://{host}:{free_port(host)}", [secret, secret])
+    assert [rc for rc, _ in got] == [0, 0], got
+    assert "authenticated (TUX2_SECRET) but not encrypted" in got[0][1] and "--curve" in got[0][1], got
     assert run_cli("keys", str(tmp_path / "k")).returncode == 0
     got = _manual_pair(ratings_file, f"tcp://{host}:{free_port(host)}", [env, env],
                        extra=["--curve", str(tmp_path / "k")])

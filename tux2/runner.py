@@ -182,13 +182,25 @@ def timed_epochs(eng, n, start=0, say=None, unit="epoch"):
 
 
 @contextlib.contextmanager
-def metrics_stream(path, rank, append=False):
+def metrics_stream(path, rank, append=False, unit="epoch"):
     """Yield ``write(record)``: one JSON line per call to ``path``, flushed, on rank 0;
-    a no-op without a path or on other ranks. ``append``: a resumed run adds to the file."""
+    a no-op without a path or on other ranks. ``append``: the iteration a resumed run
+    continues from; the file keeps the records up to it (those after it were made by
+    the interrupted run past its checkpoint and are made again)."""
     if not path or rank != 0:
         yield lambda rec: None
         return
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    if append and os.path.exists(path):
+        keep = []
+        with open(path, "rb") as f:
+            for line in f:
+                try:
+                    if json.loads(line).get(unit, 0) <= append:
+                        keep.append(line)
+                except ValueError:          # a torn last line
+                    pass
+        files.write_atomic(path, files.text(b"".join(keep).decode()))
     with open(path, "ab" if append else "wb", buffering=0) as f:
         yield lambda rec: files.write_whole(f, path, (json.dumps(rec) + "\n").encode())
 
@@ -258,7 +270,7 @@ def train(est, data, *, transport=None, partitions=None, threads=None, slack=0, 
     history = []
     try:
         start = ck.resume(say, unit)
-        with metrics_stream(metrics, rank, append=start > 0) as write:
+        with metrics_stream(metrics, rank, append=start, unit=unit) as write:
             for i, dt, total, comm in timed_epochs(eng, n, start, say, unit):
                 rec = {unit: i, "time_s": round(dt, 6), "total_time_s": round(total, 6), **est.record(eng, setup)}
                 rec.setdefault("clock", eng.clock)

@@ -309,7 +309,9 @@ class ZmqTransport:
                     raise PeerLost(f"rendezvous at {address}: the handshake with rank 0 failed; this worker's "
                                    f"{self.credential} is not rank 0's. {remedy}")
                 if left <= 0:
-                    raise PeerLost(f"rendezvous at {address}: no answer from rank 0 within {deadline_s:.0f}s")
+                    raise PeerLost(f"rendezvous at {address}: no answer from rank 0 within {deadline_s:.0f}s "
+                                   f"(4 × --timeout, at least 10 s). Is rank 0 running there? A rank 0 with "
+                                   f"TUX2_SECRET or --curve answers only workers with the same")
                 if not sock.poll(int(min(left, 0.5) * 1000)):
                     continue
                 try:
@@ -358,7 +360,7 @@ class ZmqTransport:
         big = max(len(f) if isinstance(f, bytes) else f.nbytes for f in frames)
         if big > self.max_frame:
             raise Tux2Error(f"a message carries an array of {big} bytes, over the limit of {self.max_frame} "
-                            f"bytes per array (--max-frame-mb {self.max_frame >> 20}); raise it on every worker")
+                            f"bytes per array (--max-frame-mb {self.max_frame / (1 << 20):g}); raise it on every worker")
         size = sum(len(f) if isinstance(f, bytes) else f.nbytes for f in frames)
         self.bytes_sent += size
         self.messages_sent += 1

@@ -246,15 +246,18 @@ def open_transport(args):
         raise Tux2Error(f"--max-frame-mb must be a positive number of megabytes, not {args.max_frame_mb}")
     host = rendezvous.split("://", 1)[-1].rsplit(":", 1)[0]
     bind = args.bind or interface_to(host)
+    secret = os.environ.get("TUX2_SECRET", "").encode()
     if not is_loopback(bind) and not args.curve and rank == 0:
-        print(f"tux2: warning: worker traffic on {bind} is neither encrypted nor authenticated: anyone on the "
-              "network can read the model as it trains and slow the run down with junk; use --curve DIR "
-              "(made by 'tux2 keys DIR')", file=sys.stderr, flush=True)
+        risk = ("authenticated (TUX2_SECRET) but not encrypted: anyone on the network can read the model as it "
+                "trains" if secret else "neither encrypted nor authenticated: anyone on the network can read "
+                "the model as it trains and slow the run down with junk")
+        print(f"tux2: warning: worker traffic on {bind} is {risk}; use --curve DIR (made by 'tux2 keys DIR')",
+              file=sys.stderr, flush=True)
     advertise = args.advertise or (bind if bind != "0.0.0.0" else socket.getfqdn())
     options = {k: v for k, v in vars(args).items() if k not in _PER_WORKER}
     t = ZmqTransport(rank, world, rendezvous, runner.partitions(args.partitions, world, args.threads), timeout=args.timeout,
                      connect_timeout=max(4 * args.timeout, 10.0), bind_host=bind, advertise_host=advertise,
-                     curve=args.curve, secret=os.environ.get("TUX2_SECRET", "").encode(), options=options,
+                     curve=args.curve, secret=secret, options=options,
                      max_frame=int(args.max_frame_mb * (1 << 20)))
     return t, rank, world
 
@@ -296,11 +299,18 @@ def fit(args, est, data, transport, rank, say, resumable=()):
     """Train ``est`` on ``data`` through the runner with this command's flags
     (--partitions, --threads, --slack, --metrics, checkpoints, --trace)."""
     from tux2.checkpoint import input_stats
-    params = {k: display_name(v) if isinstance(v, str) else v for k, v in sorted(vars(args).items())
+    def setting(k, v):                  # input files by where they are, not how they were typed
+        if k in INPUT_FILES and isinstance(v, str) and display_name(v) == v and os.path.isfile(v):
+            return os.path.realpath(v)
+        return display_name(v) if isinstance(v, str) else v
+    params = {k: setting(k, v) for k, v in sorted(vars(args).items())
               if k not in RESUMABLE | set(resumable) and isinstance(v, (str, int, float, bool, type(None)))}
+    # the partitions the run has, however they were asked for (--partitions, or workers × threads)
+    params["partitions"] = runner.partitions(args.partitions, transport.world if transport else 1, args.threads)
     named = [vars(args)[k] for k in INPUT_FILES if vars(args).get(k)]
     ck = {"directory": checkpoint_dir(args), "every": args.checkpoint_every, "resume": args.resume,
-          "params": params, "inputs": input_stats([p for p in named if display_name(p) == p])}   # not stdin's copy
+          "params": params, "inputs": input_stats([os.path.realpath(p) for p in named
+                                                   if display_name(p) == p])}   # not stdin's copy
     runner.train(est, data, transport=transport, partitions=args.partitions, threads=args.threads, slack=args.slack,
                  say=say, metrics=args.metrics, checkpoint=ck, trace=args.trace)
 
