@@ -214,9 +214,9 @@ def add_distributed_args(p):
                    help="host name or address the other workers use to reach this one; when unset: "
                         "the bind address, or this host's name when binding 0.0.0.0")
     g.add_argument("--threads", type=COUNT, default=None,
-                   help="threads per worker: a worker's partitions run their Exchanges in parallel (default: "
-                        "the cores available, capped by the worker's partitions; partitions default to one "
-                        "per worker and thread)")
+                   help="threads per worker, each running some of the worker's partitions (default: as many "
+                        "as the cores, at most one per partition; without --partitions, --threads T makes T "
+                        "partitions per worker)")
     g.add_argument("--timeout", type=number(0, 86400, above=True), default=30.0,
                    help="seconds of silence after which a peer counts as lost")
     g.add_argument("--max-frame-mb", type=number(0, 1 << 20, above=True), default=2048,
