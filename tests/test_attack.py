@@ -326,3 +326,50 @@ def test_a_fake_hello_gets_no_table_and_junk_does_not_kill_the_rendezvous(rating
     assert [p.returncode for p in procs] == [0, 0], errs
     assert _refused(errs[0]) > 0, errs[0]       # junk and the stranger's DEALER fail the handshake
     _same_model(tmp_path / "model", reference)
+
+
+def test_a_flood_of_refused_connections_costs_no_memory():
+    """Each connection that fails the PLAIN check is refused by tux2's own ZAP handler,
+    which keeps nothing per request (pyzmq's ThreadAuthenticator grew ~12 KB a refusal,
+    without bound); a peer with the password still gets in."""
+    from tux2.zmq_transport import Gatekeeper
+
+    def rss():
+        with open("/proc/self/status") as f:
+            return next(int(line.split()[1]) for line in f if line.startswith("VmRSS")) * 1024
+
+    greeting = b"\xff" + bytes(8) + b"\x7f" + bytes([3, 0]) + b"PLAIN".ljust(20, b"\x00") + bytes(32)
+    body = b"\x05HELLO" + b"\x05admin\x05admin"
+    hello = b"\x04" + bytes([len(body)]) + body
+    ctx = zmq.Context()
+    gate = Gatekeeper(ctx, password=plain_password(b"the run's secret"))
+    pull = ctx.socket(zmq.PULL)
+    pull.plain_server = True
+    pull.setsockopt(zmq.LINGER, 0)
+    port = pull.bind_to_random_port("tcp://127.0.0.1")
+    try:
+        def flood(n):
+            for _ in range(n):
+                with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+                    s.sendall(greeting + hello)
+                    try:
+                        s.recv(100)
+                    except OSError:
+                        pass
+            time.sleep(0.3)
+        flood(1000)                     # libzmq's own buffers settle
+        before = rss()
+        flood(6000)
+        assert rss() - before < 25 << 20, (rss() - before) >> 20
+        assert gate.refusals >= 7000
+        push = ctx.socket(zmq.PUSH)
+        push.plain_username, push.plain_password = b"tux2", plain_password(b"the run's secret")
+        push.setsockopt(zmq.LINGER, 0)
+        push.connect(f"tcp://127.0.0.1:{port}")
+        push.send(b"in")
+        assert pull.poll(5000) and pull.recv() == b"in"
+        push.close()
+    finally:
+        gate.stop()
+        pull.close()
+        ctx.term()

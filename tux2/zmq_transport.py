@@ -36,6 +36,7 @@ import time
 
 import numpy as np
 import zmq
+from zmq.utils import z85
 from zmq.utils.monitor import recv_monitor_message
 
 from tux2.errors import Tux2Error
@@ -70,6 +71,52 @@ def options_diff(a, b):
     """'--epochs 1 (rank 0: 5), ...': how option dicts ``a`` and ``b`` differ."""
     keys = sorted(set(a) | set(b))
     return ", ".join(f"--{k.replace('_', '-')} {a.get(k)} (rank 0: {b.get(k)})" for k in keys if a.get(k) != b.get(k))
+
+
+class Gatekeeper:
+    """A ZAP handler (RFC 27) in a thread of its own: admits a PLAIN peer that gives
+    ``password`` or a CURVE peer whose public key is ``curve_key`` (the run's shared
+    pair), refuses every other. It keeps nothing per request, so a flood of refused
+    connections costs no memory (pyzmq's ThreadAuthenticator grew ~12 KB with each)."""
+
+    def __init__(self, ctx, password=None, curve_key=None):
+        self.password = password
+        self.curve_key = None if curve_key is None else z85.decode(curve_key)
+        self.refusals = 0
+        self._sock = ctx.socket(zmq.REP)
+        self._sock.setsockopt(zmq.LINGER, 0)
+        self._sock.bind("inproc://zeromq.zap.01")
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._serve, daemon=True, name="tux2-zap")
+        self._thread.start()
+
+    def _admits(self, mechanism, credentials):
+        if mechanism == b"PLAIN" and self.password is not None and len(credentials) == 2:
+            return credentials[0] == b"tux2" and hmac.compare_digest(credentials[1], self.password)
+        if mechanism == b"CURVE" and self.curve_key is not None and len(credentials) == 1:
+            return hmac.compare_digest(credentials[0], self.curve_key)
+        return False
+
+    def _serve(self):
+        try:
+            while not self._stop.is_set():
+                if not self._sock.poll(100):
+                    continue
+                frames = self._sock.recv_multipart()
+                if len(frames) < 6:
+                    self._sock.send_multipart([b"1.0", b"", b"500", b"malformed request", b"", b""])
+                    continue
+                ok = frames[0] == b"1.0" and self._admits(frames[5], frames[6:])
+                self.refusals += not ok
+                self._sock.send_multipart([b"1.0", frames[1], b"200" if ok else b"400",
+                                           b"OK" if ok else b"refused", b"tux2" if ok else b"", b""])
+        except zmq.ZMQError:
+            pass
+
+    def stop(self):
+        self._stop.set()
+        self._thread.join(timeout=5)
+        self._sock.close()
 
 
 class ZmqTransport:
@@ -151,17 +198,13 @@ class ZmqTransport:
 
     def _start_plain(self):
         """PLAIN with a password derived from the run's secret, checked by ZAP."""
-        from zmq.auth.thread import ThreadAuthenticator
         self._plain = plain_password(self._secret)
-        self._auth = ThreadAuthenticator(self.ctx)
-        self._auth.start()
-        self._auth.configure_plain(domain="*", passwords={"tux2": self._plain.decode()})
+        self._auth = Gatekeeper(self.ctx, password=self._plain)
 
     def _start_curve(self, directory):
         """CURVE with one shared key pair (``tux2 keys DIR``): traffic is encrypted and
         only holders of the secret key get in (ZAP checks the client key)."""
         import zmq.auth
-        from zmq.auth.thread import ThreadAuthenticator
         secret_file = os.path.join(directory, "tux2.key_secret")
         if not zmq.has("curve"):
             raise Tux2Error("this libzmq has no CURVE support")
@@ -171,9 +214,7 @@ class ZmqTransport:
         public, secret = zmq.auth.load_certificate(secret_file)
         self._keys = (public, secret)
         self._secret += secret          # holders of the key pass the rendezvous token check too
-        self._auth = ThreadAuthenticator(self.ctx)
-        self._auth.start()
-        self._auth.configure_curve(domain="*", location=directory)
+        self._auth = Gatekeeper(self.ctx, curve_key=public)
 
     def owner(self, part):
         return part % self.world
@@ -247,6 +288,9 @@ class ZmqTransport:
                     same = "key directory (--curve)" if self._keys is not None else "TUX2_SECRET"
                     keys = (f"; {failed} handshake(s) failed: a worker with another {self.credential}? Every "
                             f"worker needs the same {same}" if failed else "")
+                    if self.dropped:
+                        keys += (f"; {self.dropped} message(s) dropped, malformed or made with another secret: "
+                                 f"a worker with another TUX2_SECRET? ({next(iter(self.drop_reasons))})")
                     raise PeerLost(f"rendezvous at {address}: rank(s) {missing} never arrived "
                                    f"within {deadline_s:.0f}s{keys}")
                 ident, *frames = sock.recv_multipart()

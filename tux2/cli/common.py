@@ -253,6 +253,11 @@ def open_transport(args):
                 "the model as it trains and slow the run down with junk")
         print(f"tux2: warning: worker traffic on {bind} is {risk}; use --curve DIR (made by 'tux2 keys DIR')",
               file=sys.stderr, flush=True)
+    elif not secret and not args.curve and rank == 0:
+        print("tux2: warning: workers without TUX2_SECRET or --curve take connections from anyone who can reach "
+              "their ports on this host (a stranger can stop the run at the rendezvous or fill a worker's "
+              "memory); export the same TUX2_SECRET for every worker ('tux2 run --workers N' does it itself)",
+              file=sys.stderr, flush=True)
     advertise = args.advertise or (bind if bind != "0.0.0.0" else socket.getfqdn())
     options = {k: v for k, v in vars(args).items() if k not in _PER_WORKER}
     t = ZmqTransport(rank, world, rendezvous, runner.partitions(args.partitions, world, args.threads), timeout=args.timeout,
