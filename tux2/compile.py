@@ -697,3 +697,15 @@ def copy_rows(dst, src, rows):
         r = rows[i]
         for j in range(dst.shape[1]):
             dst[r, j] = src[r, j]
+
+
+@njit(cache=True, nogil=True, boundscheck=False)
+def copy_rows_between(dst, dst2, dst_rows, src, src_rows):
+    """dst[dst_rows[i]] = dst2[dst_rows[i]] = src[src_rows[i]]: one replica's rows into
+    another's values and sync snapshot (an Apply round inside one process)."""
+    for i in range(dst_rows.shape[0]):
+        r, q = dst_rows[i], src_rows[i]
+        for j in range(dst.shape[1]):
+            v = src[q, j]
+            dst[r, j] = v
+            dst2[r, j] = v

@@ -18,7 +18,8 @@ import time
 
 import numpy as np
 
-from tux2.compile import copy_rows, gather_rows, group_by_part, mirror_fanout, scatter_rows, union_positions, view
+from tux2.compile import (copy_rows, copy_rows_between, gather_rows, group_by_part, mirror_fanout, scatter_rows,
+                          union_positions, view)
 from tux2.errors import OverlapError, SchemaError
 
 _EMPTY_IDX = np.zeros(0, np.int64)
@@ -75,6 +76,9 @@ class ApplyRounds:
         deltas = repl and self._deltas[t]
         exact = self.slack == 0
         end = self._sync_end[t]
+        if (exact and deltas and not acc_f and s.combine == "sum" and id(s) not in self._kernels
+                and len(self.parts) == self.P and not self._rounds and self._apply_local(s, t, end)):
+            return
         out, touched = {}, {}
         for rank, masters, msgs, nbytes in self._each_part(
                 lambda p: self._up(p, t, sync_f, acc_f, deltas, exact, end), self.parts):
@@ -89,6 +93,100 @@ class ApplyRounds:
         self._rounds.append(rnd)
         # BSP: finish the round now; SSP: take only what has already arrived
         self._progress(self.clock if self.slack == 0 else -1)
+
+    def _apply_local(self, s, t, end):
+        """The round of a plain Apply (no UDF, no accumulators, sum, slack 0) when every
+        partition is in this process and each vertex was touched by one replica only
+        (a stratum): each other replica copies that replica's sync bytes, straight from
+        its arrays, which is what the messages would do. The copies are planned once
+        per set of touched lists (a stratum's are the same every epoch) and the plan is
+        used only when the lists are equal to those it was made for. False: take the
+        general round (several replicas touched a vertex, or no room for the plan)."""
+        idx = [p.types[t].touched_indices() for p in self.parts]
+        key = (self._index[id(s)], t) + tuple((len(i), int(i[0]), int(i[-1])) if len(i) else (0,) for i in idx)
+        plans = self._local_plans
+        hit = plans.get(key)
+        if hit is None:
+            if key in plans:
+                return False                  # these lists had a vertex touched twice
+            size = sum(len(i) for i in idx)
+            if self._plan_room < size:
+                return False
+            plan = self._local_plan(t, idx, end)
+            plans[key] = hit = None if plan is None else ([i.copy() for i in idx], plan)
+            if hit is None:
+                return False
+            self._plan_room -= size + sum(len(c[1]) for own, copies in plan[0].values() for c in copies)
+        elif not all(np.array_equal(a, b) for a, b in zip(hit[0], idx)):
+            return False
+        per_part, nbytes = hit[1]
+        for p in self.parts:
+            p.types[t].reset_touched()
+
+        def run(p):
+            tl = p.types[t]
+            data, snap = _block(tl.data, end), _block(tl.snapshot, end)
+            own, copies = per_part[p.rank]
+            copy_rows(snap, data, own)            # the writer's own rows: synced as they are
+            for w, src, dst in copies:
+                copy_rows_between(data, snap, dst, _block(self._part[w].types[t].data, end), src)
+        self._each_part(run, self.parts)
+        self.min_bytes += nbytes
+        return True
+
+    def _local_plan(self, t, idx, end):
+        """({part: (its touched rows, [(writer part, writer rows, rows here)])}, bytes the
+        copies imply), or None if a vertex was touched by more than one replica."""
+        P = self.P
+        writes = [[] for _ in range(P)]       # per master part: (master lids, writer part, writer rows)
+        for p, rows in zip(self.parts, idx):
+            tl = p.types[t]
+            own = rows < tl.n_master
+            writes[p.rank].append((rows[own], p.rank, rows[own]))
+            mir = rows[~own]
+            mp = tl.mirror_master_part[mir - tl.n_master]
+            ml = tl.mirror_master_lid[mir - tl.n_master]
+            for q in np.unique(mp).tolist():
+                sel = mp == q
+                writes[q].append((ml[sel], p.rank, mir[sel]))
+        pairs = {}                            # (part, writer part) → [(rows there, writer rows)]
+
+        def add(dst, w, rows, src):
+            for x in np.unique(w).tolist():
+                sel = w == x
+                pairs.setdefault((dst, x), []).append((rows[sel], src[sel]))
+        for m, ws in enumerate(writes):
+            if not ws:
+                continue
+            tl = self._part[m].types[t]
+            L = np.concatenate([w[0] for w in ws]).astype(np.int64)
+            W = np.concatenate([np.full(len(w[0]), w[1], np.int64) for w in ws])
+            R = np.concatenate([w[2] for w in ws]).astype(np.int64)
+            if len(L) == 0:
+                continue
+            if np.bincount(L, minlength=tl.n_master).max() > 1:
+                return None
+            add(m, W[W != m], L[W != m], R[W != m])           # the master, where a mirror wrote
+            rows, dlid, starts = mirror_fanout(L, tl.mm_ptr, tl.mm_part, tl.mm_lid, P)
+            where = np.empty(tl.n_master, np.int64)
+            where[L] = np.arange(len(L))
+            k = where[rows]
+            for q in np.flatnonzero(np.diff(starts)).tolist():
+                a, b = starts[q], starts[q + 1]
+                keep = W[k[a:b]] != q
+                add(q, W[k[a:b]][keep], dlid[a:b][keep].astype(np.int64), R[k[a:b]][keep])
+        per_part, n = {}, 0
+        for p, rows in zip(self.parts, idx):
+            copies = []
+            for (dst, w), segs in sorted(pairs.items()):
+                if dst == p.rank:
+                    d = np.concatenate([x[0] for x in segs])
+                    src = np.concatenate([x[1] for x in segs])
+                    o = np.argsort(d, kind="stable")
+                    copies.append((w, src[o], d[o]))
+                    n += len(d)
+            per_part[p.rank] = (np.sort(rows), copies)
+        return per_part, n * self._field_bytes(self.program.types[t].dtype, self.program.types[t].sync_fields)
 
     def _up(self, p, t, sync_f, acc_f, deltas, exact, end):
         """Phase 1 on one partition: its touched masters (kept for phase 2) and the
