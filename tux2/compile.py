@@ -671,7 +671,7 @@ def compile_call(kernel, args, stage, udf):
 
 
 # --------------------------------------------------------------------------- replica rows
-# An Apply round moves the sync bytes of whole records (engine._block views: n × bytes);
+# An Apply round moves the sync bytes of whole records (rounds.sync_block views: n × bytes);
 # these loops copy them without numpy's per-row fancy-indexing overhead.
 @njit(cache=True, nogil=True, boundscheck=False)
 def gather_rows(src, rows):

@@ -14,14 +14,15 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from tux2 import partitioning
-from tux2.compile import (aggregate_kernel, apply_kernel, combine_kernel, compile_call, exchange_kernel,
+from tux2.compile import (aggregate_kernel, apply_kernel, combine_kernel, compile_call, copy_rows, copy_rows_between,
+                          exchange_kernel,
                           finalize_kernel, group_by_part, mark_touched, minibatch_kernel, mirror_fanout,
                           union_positions, view, writes_records, active_kernel)
 from tux2.config import jit_disabled
 from tux2.errors import DivergenceError, SchemaError
 from tux2.graph import BipartiteGraph
 from tux2.layout import build_partitions, is_replicated
-from tux2.rounds import ApplyRounds
+from tux2.rounds import ApplyRounds, sync_block
 from tux2.stages import Apply, Exchange, GlobalSync, MiniBatch
 from tux2.transport import LocalTransport
 
@@ -152,7 +153,13 @@ class Engine(ApplyRounds):
         arrays), in the engine's threads (numba kernels release the GIL)."""
         if self._pool is None or len(parts) < 2:
             return [fn(p) for p in parts]
-        return list(self._pool.map(fn, parts))
+        # the first in this thread: it would only wait otherwise (one hand-over less per call)
+        rest = [self._pool.submit(fn, p) for p in parts[1:]]
+        try:
+            first = fn(parts[0])
+        finally:
+            done = [f.result() for f in rest]       # never leave a task running on failure
+        return [first] + done
 
     # ------------------------------------------------------------------ compile
     def _compile(self):
@@ -224,6 +231,11 @@ class Engine(ApplyRounds):
                 union_positions(0, i8, lids, np.zeros(0, np.bool_), i8)
             group_by_part(i4, 1)
             mirror_fanout(i8, np.zeros(1, np.int64), i4, i8, 1)
+            for t, tl in enumerate(p0.types):
+                if self._replicated[t] and tl.snapshot is not None:
+                    data, snap = sync_block(tl.data, self._sync_end[t]), sync_block(tl.snapshot, self._sync_end[t])
+                    copy_rows(snap, data, i8)
+                    copy_rows_between(data, snap, i8, data, i8)
         self._fused = {}
         for mb in self.program.stages:
             if isinstance(mb, MiniBatch) and self._fusable(mb):

@@ -25,7 +25,7 @@ from tux2.errors import OverlapError, SchemaError
 _EMPTY_IDX = np.zeros(0, np.int64)
 
 
-def _block(records, end):
+def sync_block(records, end):
     """The first ``end`` bytes of each record (where a vertex type keeps its sync
     fields), as a (n, end) uint8 view: replicas move their sync fields in one copy."""
     return records.view(np.uint8).reshape(len(records), records.dtype.itemsize)[:, :end]
@@ -34,7 +34,7 @@ def _block(records, end):
 def _records(block, dtype):
     """Records of ``dtype`` whose first bytes are the rows of ``block``."""
     out = np.zeros(len(block), dtype)
-    _block(out, block.shape[1])[...] = block
+    sync_block(out, block.shape[1])[...] = block
     return out
 
 
@@ -125,11 +125,11 @@ class ApplyRounds:
 
         def run(p):
             tl = p.types[t]
-            data, snap = _block(tl.data, end), _block(tl.snapshot, end)
+            data, snap = sync_block(tl.data, end), sync_block(tl.snapshot, end)
             own, copies = per_part[p.rank]
             copy_rows(snap, data, own)            # the writer's own rows: synced as they are
             for w, src, dst in copies:
-                copy_rows_between(data, snap, dst, _block(self._part[w].types[t].data, end), src)
+                copy_rows_between(data, snap, dst, sync_block(self._part[w].types[t].data, end), src)
         self._each_part(run, self.parts)
         self.min_bytes += nbytes
         return True
@@ -210,8 +210,8 @@ class ApplyRounds:
             if deltas and exact:
                 # slack 0: the master holds this snapshot too, so the values themselves go up
                 # (the records' sync bytes), and a replica that alone changed a vertex sets it
-                cur = gather_rows(_block(tl.data, end), rows)
-                scatter_rows(_block(tl.snapshot, end), rows, cur)    # later changes count from here
+                cur = gather_rows(sync_block(tl.data, end), rows)
+                scatter_rows(sync_block(tl.snapshot, end), rows, cur)    # later changes count from here
                 msg.append(cur)
             elif deltas:
                 for f in sync_f:
@@ -300,9 +300,9 @@ class ApplyRounds:
         for f in acc_f:
             tl.accum[f][M] = 0
         if repl:
-            data = _block(tl.data, rnd["end"])
+            data = sync_block(tl.data, rnd["end"])
             if deltas:
-                copy_rows(_block(tl.snapshot, rnd["end"]), data, M)
+                copy_rows(sync_block(tl.snapshot, rnd["end"]), data, M)
             rows, dlid, starts = mirror_fanout(M, tl.mm_ptr, tl.mm_part, tl.mm_lid, self.P)
             came = None
             if rnd["exact"] and deltas and kernel is None and s.combine == "sum" and msgs:
@@ -341,7 +341,7 @@ class ApplyRounds:
         if s.combine == "sum" and cnt.max() <= 1:
             # one replica touched each vertex (e.g. a stratum): its value, or its change, is the result
             if exact:
-                data = _block(tl.data, end)
+                data = sync_block(tl.data, end)
                 for q, m in zip(pos, msgs):
                     scatter_rows(data, M[q], m[1])
                 return
@@ -408,9 +408,9 @@ class ApplyRounds:
             raise SchemaError(f"Apply message for partition {dst} has records of the wrong size")
         if not rnd["deltas"] or rnd["exact"]:
             # no Exchange writes these fields, or (slack 0) every change went up in this round
-            scatter_rows(_block(tl.data, end), lid, msg[1])
+            scatter_rows(sync_block(tl.data, end), lid, msg[1])
             if rnd["deltas"]:
-                scatter_rows(_block(tl.snapshot, end), lid, msg[1])
+                scatter_rows(sync_block(tl.snapshot, end), lid, msg[1])
             return
         vals = _records(msg[1], tl.snapshot.dtype)
         for f in sync_f:                   # keep the local changes not yet sent up
