@@ -100,6 +100,7 @@ class Engine(ApplyRounds):
         self._rounds = []           # pending Apply rounds (SSP)
         self._run_cache = {}        # (partition, order) → per-vertex edge runs, for active mini-batches
         self._came = {}             # (partition, type) → per master: the part whose value it took, or -1
+        self._pairs = [None, None]  # per type: no vertex has more than two replicas (one-phase rounds)
         self._local_plans = {}      # in-process Apply rounds: touched lists → copies between replicas
         self._plan_room = 2 * sum(p.n_edges + sum(tl.n_local for tl in p.types) for p in self.parts)
         self.min_bytes = 0          # replica traffic the synced fields imply (no ids, no headers)

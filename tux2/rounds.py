@@ -76,9 +76,12 @@ class ApplyRounds:
         deltas = repl and self._deltas[t]
         exact = self.slack == 0
         end = self._sync_end[t]
-        if (exact and deltas and not acc_f and s.combine == "sum" and id(s) not in self._kernels
-                and len(self.parts) == self.P and not self._rounds and self._apply_local(s, t, end)):
-            return
+        if exact and deltas and not acc_f and s.combine == "sum" and id(s) not in self._kernels:
+            # a plain Apply at slack 0: replicas take the value of the one that wrote
+            if len(self.parts) == self.P and not self._rounds and self._apply_local(s, t, end):
+                return
+            if s.overlap == "error" and self._pairs_only(t):
+                return self._apply_direct(s, t, end)
         out, touched = {}, {}
         for rank, masters, msgs, nbytes in self._each_part(
                 lambda p: self._up(p, t, sync_f, acc_f, deltas, exact, end), self.parts):
@@ -187,6 +190,96 @@ class ApplyRounds:
                     n += len(d)
             per_part[p.rank] = (np.sort(rows), copies)
         return per_part, n * self._field_bytes(self.program.types[t].dtype, self.program.types[t].sync_fields)
+
+    def _pairs_only(self, t):
+        """Whether no vertex of type t has more than two replicas anywhere (asked of
+        every worker once, at the first round, which every worker reaches together)."""
+        if self._pairs[t] is None:
+            most = max(int(np.diff(p.types[t].mm_ptr).max(initial=0)) for p in self.parts)
+            got = self.transport.allgather(f"mirrors-{t}", [np.array([most], np.int64)])
+            self._pairs[t] = max(int(a[0][0]) for a in got) <= 1
+        return self._pairs[t]
+
+    def _apply_direct(self, s, t, end):
+        """A plain Apply's round in one phase, when no vertex has more than two
+        replicas: each replica that wrote a vertex sends its sync bytes to the other
+        one (master or mirror), which takes them. Half the message rounds of the
+        master/mirror protocol, the same bytes, the same values: a vertex that both
+        replicas changed in the clock is an overlap (OverlapError), one that only one
+        changed takes that one's value."""
+        key = ("apply-direct", t, self._index[id(s)])
+        out = {}
+        for msgs, nbytes in self._each_part(lambda p: self._direct_out(p, t, end), self.parts):
+            out.update(msgs)
+            self.min_bytes += nbytes
+        self._comm(self.transport.send, self.clock, key, out)
+        inbox = self._comm(self.transport.collect, self.clock, key)
+        to = {}
+        for (src, dst), msg in inbox.items():
+            to.setdefault(dst, []).append(msg)
+        self._each_part(lambda p: self._direct_in(s, p, t, end, to.get(p.rank, ())), self.parts)
+
+    def _direct_out(self, p, t, end):
+        tl = p.types[t]
+        idx = tl.touched_indices()
+        m = idx[idx < tl.n_master]
+        m = m[tl.mm_ptr[m + 1] > tl.mm_ptr[m]]       # masters with their (one) mirror
+        mir = idx[idx >= tl.n_master]
+        first = tl.mm_ptr[m]
+        rows = np.concatenate([m, mir])
+        part = np.concatenate([tl.mm_part[first], tl.mirror_master_part[mir - tl.n_master]])
+        lid = np.concatenate([tl.mm_lid[first], tl.mirror_master_lid[mir - tl.n_master]])
+        out, nbytes = {}, 0
+        if len(rows) == 0:
+            return out, nbytes
+        order, starts = group_by_part(part, self.P)
+        data = sync_block(tl.data, end)
+        for q in np.flatnonzero(np.diff(starts)).tolist():
+            seg = order[starts[q]:starts[q + 1]]
+            out[(p.rank, q)] = [_compact(lid[seg]), gather_rows(data, rows[seg])]
+            if self._remote(p.rank, q):
+                nbytes += len(seg) * self._field_bytes(tl.vtype.dtype, tl.vtype.sync_fields)
+        return out, nbytes
+
+    def _direct_in(self, s, p, t, end, msgs):
+        tl = p.types[t]
+        data, snap = sync_block(tl.data, end), sync_block(tl.snapshot, end)
+        for lid, vals in msgs:
+            if len(lid) and (lid.min() < 0 or lid.max() >= tl.n_local):
+                raise SchemaError(f"Apply message for partition {p.rank} names a vertex it does not hold")
+            if vals.shape != (len(lid), end):
+                raise SchemaError(f"Apply message for partition {p.rank} has records of the wrong size")
+            both = tl.stamp[lid] == tl.epoch          # this replica wrote it too in this clock
+            if both.any():
+                lid, vals = self._direct_overlap(s, p, t, lid, vals, np.flatnonzero(both))
+            copy_rows_between(data, snap, lid, vals, np.arange(len(lid)))
+        copy_rows(snap, data, tl.touched_indices())    # what this replica wrote is synced
+        tl.reset_touched()
+
+    def _direct_overlap(self, s, p, t, lid, vals, at):
+        """The rows of a message that this replica touched as well: if it did not
+        change one, the message's value stands; if only it changed one, its own does;
+        if both changed one, that is an overlap."""
+        tl = p.types[t]
+        rows = lid[at]
+        theirs = _records(vals[at], tl.snapshot.dtype)
+        snap = tl.snapshot[rows]
+        mine = np.any([_rows_changed(tl.data[f][rows] != snap[f]) for f in tl.vtype.sync_fields], axis=0)
+        new = np.any([_rows_changed(theirs[f] != snap[f]) for f in tl.vtype.sync_fields], axis=0)
+        if (mine & new).any():
+            raise self._overlap(self.clock, s, t, int((mine & new).sum()), 2, f"partition {p.rank} and its other replicas")
+        keep = np.ones(len(lid), np.bool_)
+        keep[at[mine.astype(bool)]] = False
+        return lid[keep], vals[keep]
+
+    def _overlap(self, clock, s, t, n, most, where):
+        return OverlapError(
+            f"clock {clock}: {n} {self.program.types[t].name} vertices ({where}) were "
+            f"written by up to {most} replicas each before Apply {s.name!r}, which would sum "
+            "their independent steps (a step that grows with the number of replicas). Remedies: a "
+            "conflict-free order (tux2.graph.stratified_order with the 'stratified' partitioner and "
+            "Engine(strata=...); for MF the default --order strata), smaller mini-batches, "
+            "Apply(combine='mean'), or Apply(overlap='allow') when the writes are meant to add up")
 
     def _up(self, p, t, sync_f, acc_f, deltas, exact, end):
         """Phase 1 on one partition: its touched masters (kept for phase 2) and the
@@ -366,14 +459,7 @@ class ApplyRounds:
                 writers[q] += np.any([_rows_changed(changes[k][j] != 0) for k in range(len(sync_f))], axis=0)
             hit = writers > 1
             if hit.any():
-                name = self.program.types[rnd["t"]].name
-                raise OverlapError(
-                    f"clock {rnd['clock']}: {int(hit.sum())} {name} vertices (partition {p.rank} masters) were "
-                    f"written by up to {int(writers.max())} replicas each before Apply {s.name!r}, which would sum "
-                    "their independent steps (a step that grows with the number of replicas). Remedies: a "
-                    "conflict-free order (tux2.graph.stratified_order with the 'stratified' partitioner and "
-                    "Engine(strata=...); for MF the default --order strata), smaller mini-batches, "
-                    "Apply(combine='mean'), or Apply(overlap='allow') when the writes are meant to add up")
+                raise self._overlap(rnd["clock"], s, rnd["t"], int(hit.sum()), int(writers.max()), f"partition {p.rank} masters")
         for k, f in enumerate(sync_f):
             snap = snaps[k]
             if s.combine == "mean":
