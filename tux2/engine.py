@@ -101,6 +101,7 @@ class Engine(ApplyRounds):
         self._run_cache = {}        # (partition, order) → per-vertex edge runs, for active mini-batches
         self._came = {}             # (partition, type) → per master: the part whose value it took, or -1
         self._pairs = [None, None]  # per type: no vertex has more than two replicas (one-phase rounds)
+        self._marks = {p.rank: ({}, [p.n_edges + sum(tl.n_local for tl in p.types)]) for p in self.parts}
         self._local_plans = {}      # in-process Apply rounds: touched lists → copies between replicas
         self._plan_room = 2 * sum(p.n_edges + sum(tl.n_local for tl in p.types) for p in self.parts)
         self.min_bytes = 0          # replica traffic the synced fields imply (no ids, no headers)
@@ -467,12 +468,30 @@ class Engine(ApplyRounds):
               view(A.accum), view(B.accum), view(p.ctx))
             for t, ends in ((0, p.ea), (1, p.eb)):
                 if self._tracked[t] and (s.writes is None or t in self._writes[id(s)]):
-                    tl = p.types[t]
-                    tl.n_touched = mark_touched(los, his, n, perm, ends, tl.stamp, tl.epoch,
-                                                tl.touched, tl.n_touched)
+                    self._mark(p, t, (id(s), t, id(perm), int(los[0]), int(his[0])) if n == 1 else None,
+                               los, his, n, perm, ends)
             if self._part_s is not None:
                 self._part_s[p.rank] += time.perf_counter() - t0
         self._each_part(run, self.parts)
+
+    def _mark(self, p, t, key, los, his, n, perm, ends):
+        """Append the vertices of type t that the segments' edges touch to the touched
+        list. A range's list depends on the range only, so from an empty list it is
+        kept (within a budget) and set again the next time (each epoch's strata)."""
+        tl = p.types[t]
+        marks, room = self._marks[p.rank]
+        key = key if tl.n_touched == 0 else None
+        if key is not None:
+            got = marks.get(key)
+            if got is not None:
+                tl.touched[:len(got)] = got
+                tl.stamp[got] = tl.epoch
+                tl.n_touched = len(got)
+                return
+        tl.n_touched = mark_touched(los, his, n, perm, ends, tl.stamp, tl.epoch, tl.touched, tl.n_touched)
+        if key is not None and tl.n_touched <= room[0]:
+            marks[key] = tl.touched_indices().copy()
+            room[0] -= tl.n_touched
 
     # ------------------------------------------------------------------ GlobalSync
     def _global_sync(self, s):
