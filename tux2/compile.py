@@ -456,6 +456,18 @@ def mark_touched(los, his, n_seg, perm, ends, stamp, epoch, buf, count):
 
 
 @njit(cache=True, nogil=True, boundscheck=False)
+def append_unstamped(ids, stamp, epoch, buf, count):
+    """Append the ids not yet stamped with ``epoch`` to buf[count:] (stamping them); the new count."""
+    for t in range(ids.shape[0]):
+        i = ids[t]
+        if stamp[i] != epoch:
+            stamp[i] = epoch
+            buf[count] = i
+            count += 1
+    return count
+
+
+@njit(cache=True, nogil=True, boundscheck=False)
 def _append_unmarked(ids, mark, buf, count):
     """Append the ids not yet marked to buf[count:] (marking them); the new count."""
     for t in range(ids.shape[0]):

@@ -222,6 +222,12 @@ class ApplyRounds:
     def _direct_out(self, p, t, end):
         tl = p.types[t]
         idx = tl.touched_indices()
+        again = self._touches_next(p, t)
+        if again is not None:
+            # written here again in the next clock: no other replica touches it before, so it
+            # goes with the round of the last clock that writes it (the stage's last at the latest)
+            self._held[(p.rank, t)] = (idx[~again], idx[again].copy())
+            idx = self._held[(p.rank, t)][0]
         m = idx[idx < tl.n_master]
         m = m[tl.mm_ptr[m + 1] > tl.mm_ptr[m]]       # masters with their (one) mirror
         mir = idx[idx >= tl.n_master]
@@ -253,8 +259,13 @@ class ApplyRounds:
             if both.any():
                 lid, vals = self._direct_overlap(s, p, t, lid, vals, np.flatnonzero(both))
             copy_rows_between(data, snap, lid, vals, np.arange(len(lid)))
-        copy_rows(snap, data, tl.touched_indices())    # what this replica wrote is synced
+        sent, held = self._held.pop((p.rank, t), (tl.touched_indices(), None))
+        copy_rows(snap, data, sent)                    # what this replica wrote is synced
         tl.reset_touched()
+        if held is not None and len(held):             # still to send: touched in the next clock too
+            tl.touched[:len(held)] = held
+            tl.stamp[held] = tl.epoch
+            tl.n_touched = len(held)
 
     def _direct_overlap(self, s, p, t, lid, vals, at):
         """The rows of a message that this replica touched as well: if it did not
