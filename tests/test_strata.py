@@ -99,9 +99,9 @@ def test_stratified_sgd_is_the_one_partition_model_bit_for_bit(skewed, parts, th
 
 def test_every_form_of_the_apply_round_gives_the_same_model(skewed):
     """In one process a stratum's round copies rows between the replicas' arrays; where
-    no vertex has more than two replicas (2 partitions) it goes in one phase (holding
-    back rows the partition writes again in the next clock); else the master/mirror
-    protocol. Forced one by one, each is the one-partition model."""
+    no vertex has more than two replicas (2 partitions) it goes in one phase; else the
+    master/mirror protocol. The first two hold back rows the partition writes again in
+    the next clock. Forced one by one, each is the one-partition model."""
     train, _ = skewed
     g, bounds = _stratified(train)
     prog = mf.program(k=8, mu=float(g.values.mean()))
@@ -115,7 +115,7 @@ def test_every_form_of_the_apply_round_gives_the_same_model(skewed):
         eng.run(1)
         first = eng.min_bytes
         eng.run(1)
-        if form == "one phase":       # from the 2nd epoch, rows written again in the next clock wait
+        if form != "master/mirror":   # from the 2nd epoch, rows written again in the next clock wait
             assert eng.min_bytes - first < 0.8 * first
         assert bool(eng._local_plans) == (form == "copies"), form
         assert eng._pairs[1] is {"copies": None, "one phase": True, "master/mirror": False}[form], form

@@ -103,10 +103,13 @@ class ApplyRounds:
         (a stratum): each other replica copies that replica's sync bytes, straight from
         its arrays, which is what the messages would do. The copies are planned once
         per set of touched lists (a stratum's are the same every epoch) and the plan is
-        used only when the lists are equal to those it was made for. False: take the
+        used only when the lists are equal to those it was made for. As in one-phase
+        rounds, rows a partition writes again in the next clock wait. False: take the
         general round (several replicas touched a vertex, or no room for the plan)."""
         idx = [p.types[t].touched_indices() for p in self.parts]
-        key = (self._index[id(s)], t) + tuple((len(i), int(i[0]), int(i[-1])) if len(i) else (0,) for i in idx)
+        ahead = None if self._ahead is None else tuple((int(g[0][0]), int(g[1][0])) for g in self._ahead[1])
+        key = (self._index[id(s)], t, ahead) + tuple((len(i), int(i[0]), int(i[-1])) if len(i) else (0,)
+                                                     for i in idx)
         plans = self._local_plans
         hit = plans.get(key)
         if hit is None:
@@ -115,16 +118,20 @@ class ApplyRounds:
             size = sum(len(i) for i in idx)
             if self._plan_room < size:
                 return False
-            plan = self._local_plan(t, idx, end)
-            plans[key] = hit = None if plan is None else ([i.copy() for i in idx], plan)
+            again = [self._touches_next(p, t) for p in self.parts]
+            sent = [i if a is None else i[~a] for i, a in zip(idx, again)]
+            plan = self._local_plan(t, sent, end)
+            held = {p.rank: None if a is None else i[a] for p, i, a in zip(self.parts, idx, again)}
+            hit = None if plan is None else ([i.copy() for i in idx], plan, held)
+            if self._ahead is None or all(a is not None for a in again):   # else: next clock not seen yet
+                plans[key] = hit
+                if hit is not None:
+                    self._plan_room -= 2 * size + sum(len(c[1]) for own, copies in plan[0].values() for c in copies)
             if hit is None:
                 return False
-            self._plan_room -= size + sum(len(c[1]) for own, copies in plan[0].values() for c in copies)
         elif not all(np.array_equal(a, b) for a, b in zip(hit[0], idx)):
             return False
-        per_part, nbytes = hit[1]
-        for p in self.parts:
-            p.types[t].reset_touched()
+        (per_part, nbytes), held = hit[1], hit[2]
 
         def run(p):
             tl = p.types[t]
@@ -133,6 +140,12 @@ class ApplyRounds:
             copy_rows(snap, data, own)            # the writer's own rows: synced as they are
             for w, src, dst in copies:
                 copy_rows_between(data, snap, dst, sync_block(self._part[w].types[t].data, end), src)
+            tl.reset_touched()
+            wait = held[p.rank]
+            if wait is not None and len(wait):    # still to sync: touched in the next clock too
+                tl.touched[:len(wait)] = wait
+                tl.stamp[wait] = tl.epoch
+                tl.n_touched = len(wait)
         self._each_part(run, self.parts)
         self.min_bytes += nbytes
         return True
@@ -278,7 +291,8 @@ class ApplyRounds:
         mine = np.any([_rows_changed(tl.data[f][rows] != snap[f]) for f in tl.vtype.sync_fields], axis=0)
         new = np.any([_rows_changed(theirs[f] != snap[f]) for f in tl.vtype.sync_fields], axis=0)
         if (mine & new).any():
-            raise self._overlap(self.clock, s, t, int((mine & new).sum()), 2, f"partition {p.rank} and its other replicas")
+            raise self._overlap(self.clock, s, t, int((mine & new).sum()), 2,
+                                f"partition {p.rank} and its other replicas")
         keep = np.ones(len(lid), np.bool_)
         keep[at[mine.astype(bool)]] = False
         return lid[keep], vals[keep]
@@ -470,7 +484,8 @@ class ApplyRounds:
                 writers[q] += np.any([_rows_changed(changes[k][j] != 0) for k in range(len(sync_f))], axis=0)
             hit = writers > 1
             if hit.any():
-                raise self._overlap(rnd["clock"], s, rnd["t"], int(hit.sum()), int(writers.max()), f"partition {p.rank} masters")
+                raise self._overlap(rnd["clock"], s, rnd["t"], int(hit.sum()), int(writers.max()),
+                                    f"partition {p.rank} masters")
         for k, f in enumerate(sync_f):
             snap = snaps[k]
             if s.combine == "mean":
