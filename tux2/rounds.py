@@ -11,6 +11,14 @@ nothing back). With slack s > 0 phase 1 sends changes and the worker goes on;
 rounds complete as messages arrive, and a worker starts clock c only when every
 round of clocks <= c - s - 1 is complete (SSP).
 
+A plain Apply (no UDF, no accumulators, combine "sum") at slack 0 takes a shorter
+way when it can, with the same values: in one process, replicas copy the row of the
+one replica that touched a vertex straight from its arrays (a plan per stratum, made
+once); where no vertex has more than two replicas (2 workers), the round has one
+phase: each replica that wrote sends to the other. In a stratified run both hold
+back a row its partition writes again in the next clock (no other replica touches
+it before), so each row moves when its block moves on.
+
 Records move as the bytes of their sync fields (which lead each record), copied by
 numba loops; each phase runs per partition in the engine's threads.
 """
