@@ -104,6 +104,7 @@ class Engine(ApplyRounds):
         self._ahead = None          # (Exchange, segments) of the next clock, when rows may wait for it
         self._flags = {}            # (partition, type) → scratch flags over local vertices
         self._held = {}             # (partition, type) → (rows synced, rows held back) of a one-phase round
+        self._direct_plans = {}     # partition → ({touched list key: its one-phase messages}, [room])
         self._marks = {p.rank: ({}, [p.n_edges + sum(tl.n_local for tl in p.types)]) for p in self.parts}
         self._local_plans = {}      # in-process Apply rounds: touched lists → copies between replicas
         self._plan_room = 2 * sum(p.n_edges + sum(tl.n_local for tl in p.types) for p in self.parts)

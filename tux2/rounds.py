@@ -242,31 +242,52 @@ class ApplyRounds:
 
     def _direct_out(self, p, t, end):
         tl = p.types[t]
+        sent, held, to = self._direct_plan(p, t)
+        self._held[(p.rank, t)] = (sent, held)
+        out, nbytes = {}, 0
+        data = sync_block(tl.data, end)
+        for q, lid, rows in to:
+            out[(p.rank, q)] = [lid, gather_rows(data, rows)]
+            if self._remote(p.rank, q):
+                nbytes += len(rows) * self._field_bytes(tl.vtype.dtype, tl.vtype.sync_fields)
+        return out, nbytes
+
+    def _direct_plan(self, p, t):
+        """(rows synced, rows held back or None, [(part, its lids, rows here)]) of p's
+        touched list: kept per list (each stratum's is the same every epoch; used only
+        when the list is equal), made afresh when there is no room."""
+        tl = p.types[t]
         idx = tl.touched_indices()
+        ahead = None if self._ahead is None else self._ahead[1][self._slot[p.rank]][:2]
+        key = (t, None if ahead is None else (int(ahead[0][0]), int(ahead[1][0])),
+               len(idx), int(idx[0]) if len(idx) else -1, int(idx[-1]) if len(idx) else -1)
+        plans, room = self._direct_plans.setdefault(p.rank, ({}, [p.n_edges + sum(x.n_local for x in p.types)]))
+        hit = plans.get(key)
+        if hit is not None and np.array_equal(hit[0], idx):
+            return hit[1]
         again = self._touches_next(p, t)
-        if again is not None:
-            # written here again in the next clock: no other replica touches it before, so it
-            # goes with the round of the last clock that writes it (the stage's last at the latest)
-            self._held[(p.rank, t)] = (idx[~again], idx[again].copy())
-            idx = self._held[(p.rank, t)][0]
-        m = idx[idx < tl.n_master]
+        # written here again in the next clock: no other replica touches it before, so it goes
+        # with the round of the last clock that writes it (the stage's last at the latest)
+        sent, held = (idx.copy(), None) if again is None else (idx[~again], idx[again].copy())
+        m = sent[sent < tl.n_master]
         m = m[tl.mm_ptr[m + 1] > tl.mm_ptr[m]]       # masters with their (one) mirror
-        mir = idx[idx >= tl.n_master]
+        mir = sent[sent >= tl.n_master]
         first = tl.mm_ptr[m]
         rows = np.concatenate([m, mir])
         part = np.concatenate([tl.mm_part[first], tl.mirror_master_part[mir - tl.n_master]])
         lid = np.concatenate([tl.mm_lid[first], tl.mirror_master_lid[mir - tl.n_master]])
-        out, nbytes = {}, 0
-        if len(rows) == 0:
-            return out, nbytes
-        order, starts = group_by_part(part, self.P)
-        data = sync_block(tl.data, end)
-        for q in np.flatnonzero(np.diff(starts)).tolist():
-            seg = order[starts[q]:starts[q + 1]]
-            out[(p.rank, q)] = [_compact(lid[seg]), gather_rows(data, rows[seg])]
-            if self._remote(p.rank, q):
-                nbytes += len(seg) * self._field_bytes(tl.vtype.dtype, tl.vtype.sync_fields)
-        return out, nbytes
+        to = []
+        if len(rows):
+            order, starts = group_by_part(part, self.P)
+            for q in np.flatnonzero(np.diff(starts)).tolist():
+                seg = order[starts[q]:starts[q + 1]]
+                seg = seg[np.argsort(lid[seg], kind="stable")]     # the receiver writes in memory order
+                to.append((q, _compact(lid[seg]), rows[seg]))
+        plan = (np.sort(sent), held, to)
+        if (self._ahead is None or again is not None) and 3 * len(idx) <= room[0]:   # else: next clock unseen
+            plans[key] = (idx.copy(), plan)
+            room[0] -= 3 * len(idx)
+        return plan
 
     def _direct_in(self, s, p, t, end, msgs):
         tl = p.types[t]
