@@ -40,6 +40,17 @@ def epoch_rate(metrics, m):
     return m / float(np.median(times))
 
 
+def trace_split(traces):
+    """Rank 0's seconds per epoch (median over the epochs after the first) in the
+    trace's compute / sync / wait, and its bytes sent per epoch."""
+    mine = [t for t in traces if t["rank"] == 0]
+    its = sorted({t["iteration"] for t in mine})
+    its = its[1:] or its
+    per = {k: float(np.median([sum(t[k] for t in mine if t["iteration"] == i) for i in its]))
+           for k in ("compute_s", "sync_s", "wait_s", "bytes_sent")}
+    return {k: round(v, 4) if k != "bytes_sent" else int(v) for k, v in per.items()}
+
+
 def together(cmds):
     """Start the commands at once; wait; return each one's metrics records."""
     dirs = [tempfile.mkdtemp(prefix="tux2-bench-ceiling-") for _ in cmds]
@@ -73,6 +84,7 @@ def main(args):
         metrics, traces, wall = tux2_cli("mf", sgd + extra)
         rec = {"edges_per_s": epoch_rate(metrics, m), "test_rmse": metrics[-1]["test_rmse"], "wall_s": wall,
                "epoch_seconds": [x["time_s"] for x in metrics]}
+        rec["trace_split_per_epoch"] = trace_split(traces)
         if name == "2_workers":
             clocks = [t for t in traces if not t.get("epoch_stages")]
             rec["bytes_sent"] = sum(t["bytes_sent"] for t in clocks)

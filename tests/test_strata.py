@@ -97,6 +97,74 @@ def test_stratified_sgd_is_the_one_partition_model_bit_for_bit(skewed, parts, th
     assert eng.context()["rmse"] == pytest.approx(one.context()["rmse"], rel=1e-12)
 
 
+def test_every_form_of_the_apply_round_gives_the_same_model(skewed):
+    """In one process a stratum's round copies rows between the replicas' arrays; where
+    no vertex has more than two replicas (2 partitions) it goes in one phase; else the
+    master/mirror protocol. The first two hold back rows the partition writes again in
+    the next clock. Forced one by one, each is the one-partition model."""
+    train, _ = skewed
+    g, bounds = _stratified(train)
+    prog = mf.program(k=8, mu=float(g.values.mean()))
+    one = _model(Engine(prog, g, partitions=1, strata=bounds).run(2))
+    for form in ("copies", "one phase", "master/mirror"):
+        eng = Engine(prog, g, partitions=2, partitioner="stratified", strata=bounds)
+        if form != "copies":
+            eng._plan_room = 0                     # no room for copy plans: messages
+        if form == "master/mirror":
+            eng._pairs = [False, False]
+        eng.run(1)
+        first = eng.min_bytes
+        eng.run(1)
+        if form != "master/mirror":   # from the 2nd epoch, rows written again in the next clock wait
+            assert eng.min_bytes - first < 0.8 * first
+        assert bool(eng._local_plans) == (form == "copies"), form
+        assert eng._pairs[1] is {"copies": None, "one phase": True, "master/mirror": False}[form], form
+        _same(one, _model(eng))
+
+
+def _init_touch(name, data, rng):
+    if name == "a":
+        data["x"] = [3.0, 5.0]
+    else:
+        data["y"] = 1.0
+
+
+def _touch_both(u, v, e, a_u, a_v, ctx):
+    v.y += e.w * (u.x - v.y)          # w = 0: the replica touches v and leaves it as it was
+
+
+def test_a_vertex_both_replicas_touched_but_one_changed_takes_that_value():
+    """Two replicas of b0 touch it in one clock, only one changes it: no overlap, in
+    the one-phase round as in the master/mirror one; both changing it is one."""
+    from tux2.partitioning import Assignment
+    g = tux2.BipartiteGraph([0, 1], [0, 0], [0.5, 0.0], 2, 1)
+    types = [VertexType(n, sync={f: "f8"}, accum={}) for n, f in (("a", "x"), ("b", "y"))]
+    prog = Program(types, edge={"w": "f8"}, stages=[MiniBatch(None, [Exchange(_touch_both), Apply()])],
+                   init_vertices=_init_touch)
+    out = []
+    for pairs in (None, [False, False]):
+        for b0_master in (0, 1):
+            a = Assignment(np.array([0, 1], np.int32), (np.array([0, 1], np.int32),
+                                                        np.array([b0_master], np.int32)), 2)
+            eng = Engine(prog, g, partitions=2, assignment=a)
+            eng._plan_room = 0
+            if pairs is not None:
+                eng._pairs = pairs
+            eng.run(1)
+            assert eng._pairs[1] is (pairs is None)
+            out.append(eng.vertex_data("b")["y"][0])
+    assert out == [2.0] * 4                    # y = 1 + 0.5 (3 - 1); the w = 0 replica changed nothing
+    g2 = tux2.BipartiteGraph([0, 1], [0, 0], [0.5, 0.25], 2, 1)
+    for pairs in (None, [False, False]):
+        eng = Engine(prog, g2, partitions=2, assignment=Assignment(
+            np.array([0, 1], np.int32), (np.array([0, 1], np.int32), np.array([0], np.int32)), 2))
+        eng._plan_room = 0
+        if pairs is not None:
+            eng._pairs = pairs
+        with pytest.raises(tux2.OverlapError, match="written by up to 2 replicas"):
+            eng.run(1)
+
+
 def test_stratified_sgd_on_four_partitions_is_sequential_sgd():
     """The slow reference: a plain Python loop over the stratified order."""
     train, _ = netflix_like(n_users=150, n_items=40, n_ratings=2000, rank=3, seed=3)

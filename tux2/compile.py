@@ -456,6 +456,18 @@ def mark_touched(los, his, n_seg, perm, ends, stamp, epoch, buf, count):
 
 
 @njit(cache=True, nogil=True, boundscheck=False)
+def append_unstamped(ids, stamp, epoch, buf, count):
+    """Append the ids not yet stamped with ``epoch`` to buf[count:] (stamping them); the new count."""
+    for t in range(ids.shape[0]):
+        i = ids[t]
+        if stamp[i] != epoch:
+            stamp[i] = epoch
+            buf[count] = i
+            count += 1
+    return count
+
+
+@njit(cache=True, nogil=True, boundscheck=False)
 def _append_unmarked(ids, mark, buf, count):
     """Append the ids not yet marked to buf[count:] (marking them); the new count."""
     for t in range(ids.shape[0]):
@@ -671,7 +683,7 @@ def compile_call(kernel, args, stage, udf):
 
 
 # --------------------------------------------------------------------------- replica rows
-# An Apply round moves the sync bytes of whole records (engine._block views: n × bytes);
+# An Apply round moves the sync bytes of whole records (rounds.sync_block views: n × bytes);
 # these loops copy them without numpy's per-row fancy-indexing overhead.
 @njit(cache=True, nogil=True, boundscheck=False)
 def gather_rows(src, rows):
@@ -697,3 +709,15 @@ def copy_rows(dst, src, rows):
         r = rows[i]
         for j in range(dst.shape[1]):
             dst[r, j] = src[r, j]
+
+
+@njit(cache=True, nogil=True, boundscheck=False)
+def copy_rows_between(dst, dst2, dst_rows, src, src_rows):
+    """dst[dst_rows[i]] = dst2[dst_rows[i]] = src[src_rows[i]]: one replica's rows into
+    another's values and sync snapshot (an Apply round inside one process)."""
+    for i in range(dst_rows.shape[0]):
+        r, q = dst_rows[i], src_rows[i]
+        for j in range(dst.shape[1]):
+            v = src[q, j]
+            dst[r, j] = v
+            dst2[r, j] = v

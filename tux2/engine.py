@@ -14,14 +14,15 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from tux2 import partitioning
-from tux2.compile import (aggregate_kernel, apply_kernel, combine_kernel, compile_call, exchange_kernel,
+from tux2.compile import (aggregate_kernel, append_unstamped, apply_kernel, combine_kernel, compile_call, copy_rows,
+                          copy_rows_between, exchange_kernel,
                           finalize_kernel, group_by_part, mark_touched, minibatch_kernel, mirror_fanout,
                           union_positions, view, writes_records, active_kernel)
 from tux2.config import jit_disabled
 from tux2.errors import DivergenceError, SchemaError
 from tux2.graph import BipartiteGraph
 from tux2.layout import build_partitions, is_replicated
-from tux2.rounds import ApplyRounds
+from tux2.rounds import ApplyRounds, sync_block
 from tux2.stages import Apply, Exchange, GlobalSync, MiniBatch
 from tux2.transport import LocalTransport
 
@@ -99,6 +100,14 @@ class Engine(ApplyRounds):
         self._rounds = []           # pending Apply rounds (SSP)
         self._run_cache = {}        # (partition, order) → per-vertex edge runs, for active mini-batches
         self._came = {}             # (partition, type) → per master: the part whose value it took, or -1
+        self._pairs = [None, None]  # per type: no vertex has more than two replicas (one-phase rounds)
+        self._ahead = None          # (Exchange, segments) of the next clock, when rows may wait for it
+        self._flags = {}            # (partition, type) → scratch flags over local vertices
+        self._held = {}             # (partition, type) → (rows synced, rows held back) of a one-phase round
+        self._direct_plans = {}     # partition → ({touched list key: its one-phase messages}, [room])
+        self._marks = {p.rank: ({}, [p.n_edges + sum(tl.n_local for tl in p.types)]) for p in self.parts}
+        self._local_plans = {}      # in-process Apply rounds: touched lists → copies between replicas
+        self._plan_room = 2 * sum(p.n_edges + sum(tl.n_local for tl in p.types) for p in self.parts)
         self.min_bytes = 0          # replica traffic the synced fields imply (no ids, no headers)
         self._done_ts = None
         self._sync_s = 0.0
@@ -150,7 +159,13 @@ class Engine(ApplyRounds):
         arrays), in the engine's threads (numba kernels release the GIL)."""
         if self._pool is None or len(parts) < 2:
             return [fn(p) for p in parts]
-        return list(self._pool.map(fn, parts))
+        # the first in this thread: it would only wait otherwise (one hand-over less per call)
+        rest = [self._pool.submit(fn, p) for p in parts[1:]]
+        try:
+            first = fn(parts[0])
+        finally:
+            done = [f.result() for f in rest]       # never leave a task running on failure
+        return [first] + done
 
     # ------------------------------------------------------------------ compile
     def _compile(self):
@@ -217,11 +232,17 @@ class Engine(ApplyRounds):
         i4, i8 = np.zeros(0, np.int32), _EMPTY_IDX
         for tl in p0.types:
             mark_touched(i8, i8, 0, i8, p0.ea, tl.stamp, 0, tl.touched, 0)
+            append_unstamped(i8, tl.stamp, 0, tl.touched, 0)
         if any(self._replicated):
             for lids in (i4, i8):
                 union_positions(0, i8, lids, np.zeros(0, np.bool_), i8)
             group_by_part(i4, 1)
             mirror_fanout(i8, np.zeros(1, np.int64), i4, i8, 1)
+            for t, tl in enumerate(p0.types):
+                if self._replicated[t] and tl.snapshot is not None:
+                    data, snap = sync_block(tl.data, self._sync_end[t]), sync_block(tl.snapshot, self._sync_end[t])
+                    copy_rows(snap, data, i8)
+                    copy_rows_between(data, snap, i8, data, i8)
         self._fused = {}
         for mb in self.program.stages:
             if isinstance(mb, MiniBatch) and self._fusable(mb):
@@ -321,15 +342,27 @@ class Engine(ApplyRounds):
         bounds = self._clock_bounds(mb)
         if self.fuse and id(mb) in self._fused and not self.time_parts:
             return self._run_fused(mb, bounds)
-        for c in range(len(bounds) - 1):
-            self.clock += 1
-            mark = self._trace_start()          # after the SSP gate
-            segs = self._segments(order, bounds[c], bounds[c + 1], mb)
-            for s in mb.stages:
-                self._run_stage(s, segs)
-            self._trace_end(mark)
-            if self.on_clock is not None:
-                self.on_clock(self)
+        # stratified, BSP, one Exchange and its Apply per clock: a round may hold back the rows
+        # its partition writes again in the next clock (no other replica reads them before)
+        ahead = (self.slack == 0 and self.strata is not None and mb.unit == "edge" and mb.active is None
+                 and getattr(self.assignment, "strategy", "") == "stratified"
+                 and [type(s) for s in mb.stages] == [Exchange, Apply])
+        nxt = None
+        try:
+            for c in range(len(bounds) - 1):
+                self.clock += 1
+                mark = self._trace_start()          # after the SSP gate
+                segs = nxt if nxt is not None else self._segments(order, bounds[c], bounds[c + 1], mb)
+                nxt = self._segments(order, bounds[c + 1], bounds[c + 2], mb) if ahead and c + 2 < len(bounds) \
+                    else None
+                self._ahead = (mb.stages[0], nxt) if nxt is not None else None
+                for s in mb.stages:
+                    self._run_stage(s, segs)
+                self._trace_end(mark)
+                if self.on_clock is not None:
+                    self.on_clock(self)
+        finally:
+            self._ahead = None
 
     def _run_fused(self, mb, bounds):
         """The mini-batches of one epoch through the fused loop, in runs of clocks
@@ -452,12 +485,55 @@ class Engine(ApplyRounds):
               view(A.accum), view(B.accum), view(p.ctx))
             for t, ends in ((0, p.ea), (1, p.eb)):
                 if self._tracked[t] and (s.writes is None or t in self._writes[id(s)]):
-                    tl = p.types[t]
-                    tl.n_touched = mark_touched(los, his, n, perm, ends, tl.stamp, tl.epoch,
-                                                tl.touched, tl.n_touched)
+                    self._mark(p, t, self._mark_key(s, t, los, his, n, perm), los, his, n, perm, ends)
             if self._part_s is not None:
                 self._part_s[p.rank] += time.perf_counter() - t0
         self._each_part(run, self.parts)
+
+    def _mark(self, p, t, key, los, his, n, perm, ends):
+        """Append the vertices of type t that the segments' edges touch to the touched
+        list. A range's list depends on the range only, so from an empty list it is
+        kept (within a budget) and set again the next time (each epoch's strata)."""
+        tl = p.types[t]
+        marks, room = self._marks[p.rank]
+        got = marks.get(key) if key is not None else None
+        if got is not None and tl.n_touched == 0:
+            tl.touched[:len(got)] = got
+            tl.stamp[got] = tl.epoch
+            tl.n_touched = len(got)
+        elif got is not None:                 # rows held back from the last round are on the list
+            tl.n_touched = append_unstamped(got, tl.stamp, tl.epoch, tl.touched, tl.n_touched)
+        else:
+            fresh = tl.n_touched == 0
+            tl.n_touched = mark_touched(los, his, n, perm, ends, tl.stamp, tl.epoch, tl.touched, tl.n_touched)
+            if key is not None and fresh and tl.n_touched <= room[0]:
+                marks[key] = tl.touched_indices().copy()
+                room[0] -= tl.n_touched
+
+    @staticmethod
+    def _mark_key(s, t, los, his, n, perm):
+        return (id(s), t, id(perm), int(los[0]), int(his[0])) if n == 1 else None
+
+    def _touches_next(self, p, t):
+        """Per row of p's touched list of type t: whether p touches it again in the next
+        clock (then the other replica cannot, in a stratified run, and the row may wait);
+        None when that is not known (no next clock, or its list not seen yet)."""
+        if self._ahead is None:
+            return None
+        s, segs = self._ahead
+        los, his, n, perm = segs[self._slot[p.rank]]
+        key = self._mark_key(s, t, los, his, n, perm)
+        got = self._marks[p.rank][0].get(key) if key is not None else None
+        if got is None:
+            return None
+        tl = p.types[t]
+        flag = self._flags.get((p.rank, t))
+        if flag is None:
+            flag = self._flags[(p.rank, t)] = np.zeros(tl.n_local, np.bool_)
+        flag[got] = True
+        out = flag[tl.touched_indices()]
+        flag[got] = False
+        return out
 
     # ------------------------------------------------------------------ GlobalSync
     def _global_sync(self, s):

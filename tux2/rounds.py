@@ -11,6 +11,14 @@ nothing back). With slack s > 0 phase 1 sends changes and the worker goes on;
 rounds complete as messages arrive, and a worker starts clock c only when every
 round of clocks <= c - s - 1 is complete (SSP).
 
+A plain Apply (no UDF, no accumulators, combine "sum") at slack 0 takes a shorter
+way when it can, with the same values: in one process, replicas copy the row of the
+one replica that touched a vertex straight from its arrays (a plan per stratum, made
+once); where no vertex has more than two replicas (2 workers), the round has one
+phase: each replica that wrote sends to the other. In a stratified run both hold
+back a row its partition writes again in the next clock (no other replica touches
+it before), so each row moves when its block moves on.
+
 Records move as the bytes of their sync fields (which lead each record), copied by
 numba loops; each phase runs per partition in the engine's threads.
 """
@@ -18,13 +26,14 @@ import time
 
 import numpy as np
 
-from tux2.compile import copy_rows, gather_rows, group_by_part, mirror_fanout, scatter_rows, union_positions, view
+from tux2.compile import (copy_rows, copy_rows_between, gather_rows, group_by_part, mirror_fanout, scatter_rows,
+                          union_positions, view)
 from tux2.errors import OverlapError, SchemaError
 
 _EMPTY_IDX = np.zeros(0, np.int64)
 
 
-def _block(records, end):
+def sync_block(records, end):
     """The first ``end`` bytes of each record (where a vertex type keeps its sync
     fields), as a (n, end) uint8 view: replicas move their sync fields in one copy."""
     return records.view(np.uint8).reshape(len(records), records.dtype.itemsize)[:, :end]
@@ -33,7 +42,7 @@ def _block(records, end):
 def _records(block, dtype):
     """Records of ``dtype`` whose first bytes are the rows of ``block``."""
     out = np.zeros(len(block), dtype)
-    _block(out, block.shape[1])[...] = block
+    sync_block(out, block.shape[1])[...] = block
     return out
 
 
@@ -75,6 +84,12 @@ class ApplyRounds:
         deltas = repl and self._deltas[t]
         exact = self.slack == 0
         end = self._sync_end[t]
+        if exact and deltas and not acc_f and s.combine == "sum" and id(s) not in self._kernels:
+            # a plain Apply at slack 0: replicas take the value of the one that wrote
+            if len(self.parts) == self.P and not self._rounds and self._apply_local(s, t, end):
+                return
+            if s.overlap == "error" and self._pairs_only(t):
+                return self._apply_direct(s, t, end)
         out, touched = {}, {}
         for rank, masters, msgs, nbytes in self._each_part(
                 lambda p: self._up(p, t, sync_f, acc_f, deltas, exact, end), self.parts):
@@ -89,6 +104,236 @@ class ApplyRounds:
         self._rounds.append(rnd)
         # BSP: finish the round now; SSP: take only what has already arrived
         self._progress(self.clock if self.slack == 0 else -1)
+
+    def _apply_local(self, s, t, end):
+        """The round of a plain Apply (no UDF, no accumulators, sum, slack 0) when every
+        partition is in this process and each vertex was touched by one replica only
+        (a stratum): each other replica copies that replica's sync bytes, straight from
+        its arrays, which is what the messages would do. The copies are planned once
+        per set of touched lists (a stratum's are the same every epoch) and the plan is
+        used only when the lists are equal to those it was made for. As in one-phase
+        rounds, rows a partition writes again in the next clock wait. False: take the
+        general round (several replicas touched a vertex, or no room for the plan)."""
+        idx = [p.types[t].touched_indices() for p in self.parts]
+        ahead = None if self._ahead is None else tuple((int(g[0][0]), int(g[1][0])) for g in self._ahead[1])
+        key = (self._index[id(s)], t, ahead) + tuple((len(i), int(i[0]), int(i[-1])) if len(i) else (0,)
+                                                     for i in idx)
+        plans = self._local_plans
+        hit = plans.get(key)
+        if hit is None:
+            if key in plans:
+                return False                  # these lists had a vertex touched twice
+            size = sum(len(i) for i in idx)
+            if self._plan_room < size:
+                return False
+            again = [self._touches_next(p, t) for p in self.parts]
+            sent = [i if a is None else i[~a] for i, a in zip(idx, again)]
+            plan = self._local_plan(t, sent, end)
+            held = {p.rank: None if a is None else i[a] for p, i, a in zip(self.parts, idx, again)}
+            hit = None if plan is None else ([i.copy() for i in idx], plan, held)
+            if self._ahead is None or all(a is not None for a in again):   # else: next clock not seen yet
+                plans[key] = hit
+                if hit is not None:
+                    self._plan_room -= 2 * size + sum(len(c[1]) for own, copies in plan[0].values() for c in copies)
+            if hit is None:
+                return False
+        elif not all(np.array_equal(a, b) for a, b in zip(hit[0], idx)):
+            return False
+        (per_part, nbytes), held = hit[1], hit[2]
+
+        def run(p):
+            tl = p.types[t]
+            data, snap = sync_block(tl.data, end), sync_block(tl.snapshot, end)
+            own, copies = per_part[p.rank]
+            copy_rows(snap, data, own)            # the writer's own rows: synced as they are
+            for w, src, dst in copies:
+                copy_rows_between(data, snap, dst, sync_block(self._part[w].types[t].data, end), src)
+            tl.reset_touched()
+            wait = held[p.rank]
+            if wait is not None and len(wait):    # still to sync: touched in the next clock too
+                tl.touched[:len(wait)] = wait
+                tl.stamp[wait] = tl.epoch
+                tl.n_touched = len(wait)
+        self._each_part(run, self.parts)
+        self.min_bytes += nbytes
+        return True
+
+    def _local_plan(self, t, idx, end):
+        """({part: (its touched rows, [(writer part, writer rows, rows here)])}, bytes the
+        copies imply), or None if a vertex was touched by more than one replica."""
+        P = self.P
+        writes = [[] for _ in range(P)]       # per master part: (master lids, writer part, writer rows)
+        for p, rows in zip(self.parts, idx):
+            tl = p.types[t]
+            own = rows < tl.n_master
+            writes[p.rank].append((rows[own], p.rank, rows[own]))
+            mir = rows[~own]
+            mp = tl.mirror_master_part[mir - tl.n_master]
+            ml = tl.mirror_master_lid[mir - tl.n_master]
+            for q in np.unique(mp).tolist():
+                sel = mp == q
+                writes[q].append((ml[sel], p.rank, mir[sel]))
+        pairs = {}                            # (part, writer part) → [(rows there, writer rows)]
+
+        def add(dst, w, rows, src):
+            for x in np.unique(w).tolist():
+                sel = w == x
+                pairs.setdefault((dst, x), []).append((rows[sel], src[sel]))
+        for m, ws in enumerate(writes):
+            if not ws:
+                continue
+            tl = self._part[m].types[t]
+            L = np.concatenate([w[0] for w in ws]).astype(np.int64)
+            W = np.concatenate([np.full(len(w[0]), w[1], np.int64) for w in ws])
+            R = np.concatenate([w[2] for w in ws]).astype(np.int64)
+            if len(L) == 0:
+                continue
+            if np.bincount(L, minlength=tl.n_master).max() > 1:
+                return None
+            add(m, W[W != m], L[W != m], R[W != m])           # the master, where a mirror wrote
+            rows, dlid, starts = mirror_fanout(L, tl.mm_ptr, tl.mm_part, tl.mm_lid, P)
+            where = np.empty(tl.n_master, np.int64)
+            where[L] = np.arange(len(L))
+            k = where[rows]
+            for q in np.flatnonzero(np.diff(starts)).tolist():
+                a, b = starts[q], starts[q + 1]
+                keep = W[k[a:b]] != q
+                add(q, W[k[a:b]][keep], dlid[a:b][keep].astype(np.int64), R[k[a:b]][keep])
+        per_part, n = {}, 0
+        for p, rows in zip(self.parts, idx):
+            copies = []
+            for (dst, w), segs in sorted(pairs.items()):
+                if dst == p.rank:
+                    d = np.concatenate([x[0] for x in segs])
+                    src = np.concatenate([x[1] for x in segs])
+                    o = np.argsort(d, kind="stable")
+                    copies.append((w, src[o], d[o]))
+                    n += len(d)
+            per_part[p.rank] = (np.sort(rows), copies)
+        return per_part, n * self._field_bytes(self.program.types[t].dtype, self.program.types[t].sync_fields)
+
+    def _pairs_only(self, t):
+        """Whether no vertex of type t has more than two replicas anywhere (asked of
+        every worker once, at the first round, which every worker reaches together)."""
+        if self._pairs[t] is None:
+            most = max(int(np.diff(p.types[t].mm_ptr).max(initial=0)) for p in self.parts)
+            got = self.transport.allgather(f"mirrors-{t}", [np.array([most], np.int64)])
+            self._pairs[t] = max(int(a[0][0]) for a in got) <= 1
+        return self._pairs[t]
+
+    def _apply_direct(self, s, t, end):
+        """A plain Apply's round in one phase, when no vertex has more than two
+        replicas: each replica that wrote a vertex sends its sync bytes to the other
+        one (master or mirror), which takes them. Half the message rounds of the
+        master/mirror protocol, the same bytes, the same values: a vertex that both
+        replicas changed in the clock is an overlap (OverlapError), one that only one
+        changed takes that one's value."""
+        key = ("apply-direct", t, self._index[id(s)])
+        out = {}
+        for msgs, nbytes in self._each_part(lambda p: self._direct_out(p, t, end), self.parts):
+            out.update(msgs)
+            self.min_bytes += nbytes
+        self._comm(self.transport.send, self.clock, key, out)
+        inbox = self._comm(self.transport.collect, self.clock, key)
+        to = {}
+        for (src, dst), msg in inbox.items():
+            to.setdefault(dst, []).append(msg)
+        self._each_part(lambda p: self._direct_in(s, p, t, end, to.get(p.rank, ())), self.parts)
+
+    def _direct_out(self, p, t, end):
+        tl = p.types[t]
+        sent, held, to = self._direct_plan(p, t)
+        self._held[(p.rank, t)] = (sent, held)
+        out, nbytes = {}, 0
+        data = sync_block(tl.data, end)
+        for q, lid, rows in to:
+            out[(p.rank, q)] = [lid, gather_rows(data, rows)]
+            if self._remote(p.rank, q):
+                nbytes += len(rows) * self._field_bytes(tl.vtype.dtype, tl.vtype.sync_fields)
+        return out, nbytes
+
+    def _direct_plan(self, p, t):
+        """(rows synced, rows held back or None, [(part, its lids, rows here)]) of p's
+        touched list: kept per list (each stratum's is the same every epoch; used only
+        when the list is equal), made afresh when there is no room."""
+        tl = p.types[t]
+        idx = tl.touched_indices()
+        ahead = None if self._ahead is None else self._ahead[1][self._slot[p.rank]][:2]
+        key = (t, None if ahead is None else (int(ahead[0][0]), int(ahead[1][0])),
+               len(idx), int(idx[0]) if len(idx) else -1, int(idx[-1]) if len(idx) else -1)
+        plans, room = self._direct_plans.setdefault(p.rank, ({}, [p.n_edges + sum(x.n_local for x in p.types)]))
+        hit = plans.get(key)
+        if hit is not None and np.array_equal(hit[0], idx):
+            return hit[1]
+        again = self._touches_next(p, t)
+        # written here again in the next clock: no other replica touches it before, so it goes
+        # with the round of the last clock that writes it (the stage's last at the latest)
+        sent, held = (idx.copy(), None) if again is None else (idx[~again], idx[again].copy())
+        m = sent[sent < tl.n_master]
+        m = m[tl.mm_ptr[m + 1] > tl.mm_ptr[m]]       # masters with their (one) mirror
+        mir = sent[sent >= tl.n_master]
+        first = tl.mm_ptr[m]
+        rows = np.concatenate([m, mir])
+        part = np.concatenate([tl.mm_part[first], tl.mirror_master_part[mir - tl.n_master]])
+        lid = np.concatenate([tl.mm_lid[first], tl.mirror_master_lid[mir - tl.n_master]])
+        to = []
+        if len(rows):
+            order, starts = group_by_part(part, self.P)
+            for q in np.flatnonzero(np.diff(starts)).tolist():
+                seg = order[starts[q]:starts[q + 1]]
+                seg = seg[np.argsort(lid[seg], kind="stable")]     # the receiver writes in memory order
+                to.append((q, _compact(lid[seg]), rows[seg]))
+        plan = (np.sort(sent), held, to)
+        if (self._ahead is None or again is not None) and 3 * len(idx) <= room[0]:   # else: next clock unseen
+            plans[key] = (idx.copy(), plan)
+            room[0] -= 3 * len(idx)
+        return plan
+
+    def _direct_in(self, s, p, t, end, msgs):
+        tl = p.types[t]
+        data, snap = sync_block(tl.data, end), sync_block(tl.snapshot, end)
+        for lid, vals in msgs:
+            if len(lid) and (lid.min() < 0 or lid.max() >= tl.n_local):
+                raise SchemaError(f"Apply message for partition {p.rank} names a vertex it does not hold")
+            if vals.shape != (len(lid), end):
+                raise SchemaError(f"Apply message for partition {p.rank} has records of the wrong size")
+            both = tl.stamp[lid] == tl.epoch          # this replica wrote it too in this clock
+            if both.any():
+                lid, vals = self._direct_overlap(s, p, t, lid, vals, np.flatnonzero(both))
+            copy_rows_between(data, snap, lid, vals, np.arange(len(lid)))
+        sent, held = self._held.pop((p.rank, t), (tl.touched_indices(), None))
+        copy_rows(snap, data, sent)                    # what this replica wrote is synced
+        tl.reset_touched()
+        if held is not None and len(held):             # still to send: touched in the next clock too
+            tl.touched[:len(held)] = held
+            tl.stamp[held] = tl.epoch
+            tl.n_touched = len(held)
+
+    def _direct_overlap(self, s, p, t, lid, vals, at):
+        """The rows of a message that this replica touched as well: if it did not
+        change one, the message's value stands; if only it changed one, its own does;
+        if both changed one, that is an overlap."""
+        tl = p.types[t]
+        rows = lid[at]
+        theirs = _records(vals[at], tl.snapshot.dtype)
+        snap = tl.snapshot[rows]
+        mine = np.any([_rows_changed(tl.data[f][rows] != snap[f]) for f in tl.vtype.sync_fields], axis=0)
+        new = np.any([_rows_changed(theirs[f] != snap[f]) for f in tl.vtype.sync_fields], axis=0)
+        if (mine & new).any():
+            raise self._overlap(self.clock, s, t, int((mine & new).sum()), 2,
+                                f"partition {p.rank} and its other replicas")
+        keep = np.ones(len(lid), np.bool_)
+        keep[at[mine.astype(bool)]] = False
+        return lid[keep], vals[keep]
+
+    def _overlap(self, clock, s, t, n, most, where):
+        return OverlapError(
+            f"clock {clock}: {n} {self.program.types[t].name} vertices ({where}) were "
+            f"written by up to {most} replicas each before Apply {s.name!r}, which would sum "
+            "their independent steps (a step that grows with the number of replicas). Remedies: a "
+            "conflict-free order (tux2.graph.stratified_order with the 'stratified' partitioner and "
+            "Engine(strata=...); for MF the default --order strata), smaller mini-batches, "
+            "Apply(combine='mean'), or Apply(overlap='allow') when the writes are meant to add up")
 
     def _up(self, p, t, sync_f, acc_f, deltas, exact, end):
         """Phase 1 on one partition: its touched masters (kept for phase 2) and the
@@ -112,8 +357,8 @@ class ApplyRounds:
             if deltas and exact:
                 # slack 0: the master holds this snapshot too, so the values themselves go up
                 # (the records' sync bytes), and a replica that alone changed a vertex sets it
-                cur = gather_rows(_block(tl.data, end), rows)
-                scatter_rows(_block(tl.snapshot, end), rows, cur)    # later changes count from here
+                cur = gather_rows(sync_block(tl.data, end), rows)
+                scatter_rows(sync_block(tl.snapshot, end), rows, cur)    # later changes count from here
                 msg.append(cur)
             elif deltas:
                 for f in sync_f:
@@ -202,9 +447,9 @@ class ApplyRounds:
         for f in acc_f:
             tl.accum[f][M] = 0
         if repl:
-            data = _block(tl.data, rnd["end"])
+            data = sync_block(tl.data, rnd["end"])
             if deltas:
-                copy_rows(_block(tl.snapshot, rnd["end"]), data, M)
+                copy_rows(sync_block(tl.snapshot, rnd["end"]), data, M)
             rows, dlid, starts = mirror_fanout(M, tl.mm_ptr, tl.mm_part, tl.mm_lid, self.P)
             came = None
             if rnd["exact"] and deltas and kernel is None and s.combine == "sum" and msgs:
@@ -243,7 +488,7 @@ class ApplyRounds:
         if s.combine == "sum" and cnt.max() <= 1:
             # one replica touched each vertex (e.g. a stratum): its value, or its change, is the result
             if exact:
-                data = _block(tl.data, end)
+                data = sync_block(tl.data, end)
                 for q, m in zip(pos, msgs):
                     scatter_rows(data, M[q], m[1])
                 return
@@ -268,14 +513,8 @@ class ApplyRounds:
                 writers[q] += np.any([_rows_changed(changes[k][j] != 0) for k in range(len(sync_f))], axis=0)
             hit = writers > 1
             if hit.any():
-                name = self.program.types[rnd["t"]].name
-                raise OverlapError(
-                    f"clock {rnd['clock']}: {int(hit.sum())} {name} vertices (partition {p.rank} masters) were "
-                    f"written by up to {int(writers.max())} replicas each before Apply {s.name!r}, which would sum "
-                    "their independent steps (a step that grows with the number of replicas). Remedies: a "
-                    "conflict-free order (tux2.graph.stratified_order with the 'stratified' partitioner and "
-                    "Engine(strata=...); for MF the default --order strata), smaller mini-batches, "
-                    "Apply(combine='mean'), or Apply(overlap='allow') when the writes are meant to add up")
+                raise self._overlap(rnd["clock"], s, rnd["t"], int(hit.sum()), int(writers.max()),
+                                    f"partition {p.rank} masters")
         for k, f in enumerate(sync_f):
             snap = snaps[k]
             if s.combine == "mean":
@@ -310,9 +549,9 @@ class ApplyRounds:
             raise SchemaError(f"Apply message for partition {dst} has records of the wrong size")
         if not rnd["deltas"] or rnd["exact"]:
             # no Exchange writes these fields, or (slack 0) every change went up in this round
-            scatter_rows(_block(tl.data, end), lid, msg[1])
+            scatter_rows(sync_block(tl.data, end), lid, msg[1])
             if rnd["deltas"]:
-                scatter_rows(_block(tl.snapshot, end), lid, msg[1])
+                scatter_rows(sync_block(tl.snapshot, end), lid, msg[1])
             return
         vals = _records(msg[1], tl.snapshot.dtype)
         for f in sync_f:                   # keep the local changes not yet sent up
