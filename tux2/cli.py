@@ -118,12 +118,14 @@ def _add_run_mf(sub):
         "mf", help="matrix factorisation by SGD (paper §4)",
         formatter_class=HelpFormatter,
         description="Matrix factorisation on a user-item rating graph. INPUT is an edge list "
-                    "'user item rating' (0-based ids; '#'/'%%' comments; MatrixMarket accepted). "
+                    "'user item rating [more columns]' (tabs, spaces, commas or '::'; a header line of names; "
+                    "'#'/'%' comments; MatrixMarket; gzip, bz2 or xz; '-' for standard input). "
                     "Without INPUT a Netflix-shaped rating set is generated deterministically.")
     p.add_argument("input", nargs="?", help="ratings edge list; default: built-in synthetic set")
     p.add_argument("--test", help="test edge list; default: hold out --test-fraction of INPUT")
     p.add_argument("--test-fraction", type=FRACTION, default=0.1, help="held-out share when --test is not given")
     add_id_args(p, "error")
+    add_input_args(p, unknown=True)
     add_partition_args(p, default=None,
                        note=" (default: stratified with --order strata, else bicut)")
     p.add_argument("--k", type=integer(1, 100_000), default=50, help="latent dimension")
@@ -178,6 +180,46 @@ def add_id_args(p, duplicates):
     p.add_argument("--duplicates", choices=DUPLICATES, default=duplicates,
                    help="an edge given twice: error (name both lines), sum its values, keep the last, or keep "
                         "all as separate edges")
+
+
+def add_input_args(p, base=True, unknown=False):
+    """How an edge-list file is read (tux2.loaders.load_edges): --columns, --base, and
+    with ``unknown`` --unknown (ids of a test or predict input the training data lacks)."""
+    p.add_argument("--columns", metavar="SPEC", default=None,
+                   help="the columns holding src,dst[,value]: 1-based positions (1,2,3) or names from the file's "
+                        "header line (user,item,rating); default: the first two and the third when present, more "
+                        "columns (a timestamp) ignored")
+    if base:
+        p.add_argument("--base", choices=("auto", "0", "1"), default="auto",
+                       help="id base: 1 makes ids 1 … n (outputs keep them); auto: 1 under a MatrixMarket header "
+                            "or when no id 0 occurs on either side, else 0")
+    if unknown:
+        from tux2.loaders import UNKNOWN
+        p.add_argument("--unknown", choices=UNKNOWN, default="baseline",
+                       help="a user or item of the test or predict input without training ratings: baseline "
+                            "predicts the global mean plus the known side's bias (counted and reported), skip "
+                            "leaves the line out, error stops naming it")
+
+
+def input_options(args):
+    """The load_edges keywords of add_input_args' flags."""
+    out = {"columns": args.columns}
+    if getattr(args, "base", None) is not None:
+        out["base"] = args.base if args.base == "auto" else int(args.base)
+    return out
+
+
+def describe_input(g, args):
+    """The header line on how an edge list was read, or None when it was plain
+    'src dst [value]' with 0-based ids."""
+    parts = []
+    if g.layout is not None and g.layout.notable():
+        parts.append(g.layout.describe())
+    if g.base:
+        how = "MatrixMarket" if g.layout is not None and g.layout.matrix_market else \
+            "auto: no id 0 on either side; --base 0 reads them as 0-based" if args.base == "auto" else "--base 1"
+        parts.append(f"ids 1-based ({how})")
+    return "  read as: " + "; ".join(parts) if parts else None
 
 
 def add_partition_args(p, mirror_free=None, default="bicut", note=""):
@@ -515,6 +557,19 @@ _PER_WORKER = {"func", "argv", "rank", "rendezvous", "bind", "advertise", "curve
                "input", "test", "out", "metrics", "checkpoint_dir", "resume", "config", "timeout"}
 
 
+def unknown_note(test, policy):
+    """What happened to test ratings whose user or item has no training ratings."""
+    if test is None:
+        return ""
+    if test.skipped:
+        return f" ({test.skipped} with a user or item not in training skipped: --unknown skip)"
+    if test.unknown is not None:
+        n = int((test.unknown[0] | test.unknown[1]).sum())
+        if n:
+            return f" ({n} with a user or item not in training, predicted by the mean and the known bias)"
+    return ""
+
+
 def _split(graph, fraction, seed):
     """Train/test by a hash of each edge's line position (tux2.ingress.test_mask), so a
     distributed run holds out exactly the same ratings."""
@@ -588,20 +643,22 @@ def _run_mf(args, transport, rank, world):
     single_clock = args.batch_size is None and args.mode == "sgd"     # minibatch: 5000 edges by default
     mf_schedule(args, parts)
     strata = None
+    read_as = known = None
     stratified_options = {"blocks": args.blocks} if args.partitioner == "stratified" else None
     distributed = (transport is not None and args.input is not None
                    and args.partitioner in ingress.LOCAL_STRATEGIES and args.order in ("input", "blocked", "strata")
                    and args.duplicates in ("error", "keep") and args.ids != "string"
-                   and (args.ids == "int" or loaders.numeric_ids(args.input)))
+                   and (args.ids == "int" or loaders.numeric_ids(args.input, args.columns)))
     assignment = None
     if distributed:
         # each worker reads its byte range and keeps only its partitions' edges
         train, assignment, mu, test = ingress.load(
             transport, args.input, parts, args.partitioner, args.seed, args.test, args.test_fraction,
             args.order, single_clock=single_clock, type_names=names, duplicates=args.duplicates,
-            partitioner_options=stratified_options)
+            partitioner_options=stratified_options, unknown=args.unknown, **input_options(args))
         strata = train.strata
         source = args.input
+        read_as, known = describe_input(train, args), train.known
         if args.trace:
             os.makedirs(args.trace, exist_ok=True)
             with open(os.path.join(args.trace, f"ingress-{rank}.json"), "w") as f:
@@ -614,21 +671,23 @@ def _run_mf(args, transport, rank, world):
             train, test = netflix_like(n_users=10_000, n_items=1_000, n_ratings=600_000, seed=args.seed)
             source = "built-in Netflix-shaped set (10k users, 1k items, 600k ratings, planted rank 10, noise 0.5)"
         else:
-            train = loaders.load_edges(args.input, ids=args.ids, duplicates=args.duplicates, type_names=names)
+            train = loaders.load_edges(args.input, ids=args.ids, duplicates=args.duplicates, type_names=names,
+                                       **input_options(args))
             if train.values is None:
                 raise tux2.InputError("MF needs a rating column: expected 'user item rating'", path=args.input)
+            read_as = describe_input(train, args)
+            known = tuple(np.bincount(a, minlength=n) > 0 for a, n in ((train.src, train.n_src),
+                                                                       (train.dst, train.n_dst)))
             if args.test:
-                mapped = any(m is not None for m in train.ids)
-                test = loaders.load_edges(args.test, ids="string" if mapped else "int", duplicates=args.duplicates,
-                                          type_names=names, id_maps=train.ids if mapped else None)
+                test = loaders.load_edges(args.test, type_names=names, id_maps=train.ids, known=known,
+                                          unknown=args.unknown, columns=args.columns)
                 if test.values is None:
                     raise tux2.InputError("test file needs a rating column", path=args.test)
-                n_u, n_i = max(train.n_src, test.n_src), max(train.n_dst, test.n_dst)
-                train = tux2.BipartiteGraph(train.src, train.dst, train.values, n_u, n_i, names, args.input,
-                                            train.ids)
-                test = tux2.BipartiteGraph(test.src, test.dst, test.values, n_u, n_i, names, args.test, train.ids)
             else:
                 train, test = _split(train, args.test_fraction, args.seed)
+                known = tuple(np.bincount(a, minlength=n) > 0 for a, n in ((train.src, train.n_src),
+                                                                           (train.dst, train.n_dst)))
+                test = loaders.mark_unknown(test, known, args.unknown)
             source = args.input
         if args.order == "strata":
             order, strata = stratified_order(train.src, train.dst, train.n_src, train.n_dst, args.blocks,
@@ -652,7 +711,11 @@ def _run_mf(args, transport, rank, world):
                       biases=not args.no_biases, mu=mu)
     if rank == 0:
         say(f"tux2 {tux2.__version__} mf ({args.mode}): {source}")
-        say(f"  train {train.num_edges} ratings, test {test.num_edges}; {train.n_src} users × {train.n_dst} items; "
+        if read_as:
+            say(read_as)
+        users, items = (known[0].sum(), known[1].sum()) if known is not None else (train.n_src, train.n_dst)
+        say(f"  train {train.num_edges} ratings, test {test.num_edges}{unknown_note(test, args.unknown)}; "
+            f"{users} users × {items} items; "
             f"k={args.k}, P={parts} ({args.partitioner})" + (f", {world} workers" if world > 1 else "")
             + (", distributed ingress" if distributed else ""))
     check_partitions(args, train.num_edges)

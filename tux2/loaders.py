@@ -176,6 +176,7 @@ def _load_edges(path, ids, duplicates, base, type_names, id_maps, values, column
             raise InputError("no edges found (the file is empty or has only comments)", path=path)
         v = v if ncols == 3 else None
         if encode:
+            written = (s, d)
             s, d = (_encode_ints(a, m, k) for a, m, k in zip((s, d), maps, known or (None, None)))
         else:
             used_base = io.resolve_base(base, fmt, s, d, path)
@@ -184,18 +185,32 @@ def _load_edges(path, ids, duplicates, base, type_names, id_maps, values, column
             if base is not None:
                 maps = (offset_ids(int(s.max()) + 1, used_base), offset_ids(int(d.max()) + 1, used_base))
     else:
-        s, d, v, maps = _string_edges(raw, fmt, path, type_names, maps)
+        s, d, v, maps, missing = _string_edges(raw, fmt, path, type_names, maps)
     n = [len(m) if m is not None else len(k) if k is not None else None
          for m, k in zip(maps, known or (None, None))]
     unk = None
     if encode:
+        encoded = (s, d)
         s, d, v, unk, skipped = _unknown(s, d, v, known, unknown, type_names,
                                          lambda i: (path, *io.edge_line(path, i, skip)), fmt)
+        unknown_ids = None
+        if unk is not None:                      # the ids as written, for outputs
+            unknown_ids = []
+            for side in (0, 1):
+                if ids == "int":
+                    unknown_ids.append(written[side][unk[side]])
+                    continue
+                enc = encoded[side][unk[side]]
+                out = np.empty(len(enc), object)
+                miss = enc < 0
+                out[miss] = missing[side]
+                out[~miss] = maps[side].decode(enc[~miss]) if maps[side] is not None else enc[~miss]
+                unknown_ids.append(out)
         n = [max(x if x is not None else 0, int(a.max()) + 1 if len(a) else 0, 1) for x, a in zip(n, (s, d))]
     g = BipartiteGraph(s, d, v, n[0], n[1], type_names, path, ids=maps)
     g.layout, g.base = fmt, used_base
     if encode:
-        g.unknown, g.skipped = unk, skipped
+        g.unknown, g.skipped, g.unknown_ids = unk, skipped, unknown_ids
     if values is True and g.values is None:
         raise InputError("expected a value column: 'src dst value'", path=path)
     if values is False and g.values is not None:
@@ -242,8 +257,9 @@ def _unknown(s, d, v, known, policy, type_names, where, fmt=None):
         i = int(np.flatnonzero(either)[0])
         path, line, text = where(i)
         side = 0 if masks[0][i] else 1
-        toks = io.split_line(text.encode("utf-8", "replace"), fmt.colon) if text is not None else []
-        tok = toks[fmt.cols[side]].decode("utf-8", "replace") if len(toks) > fmt.cols[side] else "?"
+        toks = io.split_line(text.encode("utf-8", "replace"), fmt.colon) if fmt is not None and text else []
+        tok = toks[fmt.cols[side]].decode("utf-8", "replace") if toks and len(toks) > fmt.cols[side] else \
+            int((s, d)[side][i])
         raise InputError(f"unknown {type_names[side]} id {tok!r} (not in the training data); unknown='skip' "
                          "(--unknown skip) drops such lines, 'baseline' predicts them from the known side",
                          path=path, line=line, text=text)
@@ -254,14 +270,28 @@ def _unknown(s, d, v, known, policy, type_names, where, fmt=None):
     return s, d, v, (masks[0], masks[1]), 0
 
 
-def mark_unknown(graph, known):
-    """``graph`` (edges in a training set's dense ids, e.g. a held-out share) with
-    ``graph.unknown`` marking the ids ``known`` (per side: has training edges) says
-    are not: they are predicted from the known side, as load_edges' "baseline"."""
-    _, _, _, unk, _ = _unknown(graph.src.copy(), graph.dst.copy(), graph.values, known, "baseline",
-                               graph.type_names, None)
-    graph.unknown = unk
-    return graph
+def edge_ids(graph, side):
+    """The user's ids of every edge's ``side`` (0: src, 1: dst), unknown ones (kept
+    with unknown="baseline") as the file wrote them."""
+    m = graph.ids[side]
+    a = (graph.src, graph.dst)[side]
+    out = m.decode(a) if m is not None else a
+    if graph.unknown is not None and graph.unknown[side].any():
+        out = out.astype(object)
+        out[graph.unknown[side]] = graph.unknown_ids[side]
+    return out
+
+
+def mark_unknown(graph, known, policy="baseline"):
+    """``graph`` (edges in a training set's dense ids, e.g. a held-out share) with the
+    ids that ``known`` (per side: has training edges) says are not handled by
+    ``policy`` as load_edges does: marked in ``graph.unknown`` (baseline), dropped
+    (skip) or an error."""
+    s, d, v, unk, skipped = _unknown(graph.src.copy(), graph.dst.copy(), graph.values, known, policy,
+                                     graph.type_names, lambda i: (graph.source, None, f"held-out edge {i}"))
+    g = BipartiteGraph(s, d, v, graph.n_src, graph.n_dst, graph.type_names, graph.source, graph.ids)
+    g.unknown, g.skipped = unk, skipped
+    return g
 
 
 def _check_choice(name, value, choices):
@@ -296,7 +326,7 @@ def _check_dense(path, skip, columns, n_edges):
 def _string_edges(raw, fmt, path, type_names, maps):
     """Any token is an id: (src, dst) tokens → dense ids by first appearance (or by
     ``maps``: -1 for a token not in them), values checked as the numeric parser does.
-    Returns (src, dst, values or None, id maps)."""
+    Returns (src, dst, values or None, id maps, tokens not in the frozen maps per side)."""
     index = [{str(t).encode(): i for i, t in enumerate(m.tokens.tolist())} if m is not None else {} for m in maps]
     frozen = [m is not None for m in maps]
     # a side the model numbers densely (no map) while the other side has one: plain integers
@@ -305,6 +335,7 @@ def _string_edges(raw, fmt, path, type_names, maps):
     vcol = 2 if cv == io.OPTIONAL else cv
     need = max(cs, cd) if cv == io.OPTIONAL else max(cs, cd, cv)
     first_line = [{}, {}]                       # token → first line, for decoding errors
+    missing = ([], [])                          # tokens not in frozen maps, in file order
     src, dst, val = [], [], []
     ncols = 0
     no = fmt.skip
@@ -332,6 +363,7 @@ def _string_edges(raw, fmt, path, type_names, maps):
             if j is None:
                 if frozen[side]:
                     j = -1
+                    missing[side].append(tok.decode("utf-8", "replace"))
                 else:
                     j = index[side][tok] = len(index[side])
                     first_line[side][tok] = no
@@ -359,7 +391,7 @@ def _string_edges(raw, fmt, path, type_names, maps):
                                  line=first_line[side][tok], text=tok.decode("utf-8", "replace")) from None
         id_maps.append(IdMap(np.array(tokens, dtype=str)))
     return (np.array(src, np.int64), np.array(dst, np.int64), np.array(val, np.float64) if ncols == 3 else None,
-            tuple(id_maps))
+            tuple(id_maps), missing)
 
 
 def _float_token(tok):

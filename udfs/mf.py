@@ -129,16 +129,29 @@ def program(k=50, mode="sgd", lr=None, reg=0.05, batch_size=None, batch_unit="ed
                    init_vertices=init_vertices, name=f"mf-{mode}")
 
 
-def predict(user_data, item_data, users, items, mu=0.0):
-    """r̂ for (users[i], items[i]) from gathered master data."""
-    return (mu + user_data["b"][users] + item_data["b"][items]
-            + np.einsum("ij,ij->i", user_data["p"][users], item_data["p"][items]))
+def predict(user_data, item_data, users, items, mu=0.0, unknown=None):
+    """r̂ for (users[i], items[i]) from gathered master data. ``unknown``: (user mask,
+    item mask) of pairs whose user or item has no training ratings: the baseline μ
+    plus the known side's bias (μ alone when both are unknown), as surprise and LibMF
+    predict them."""
+    return baseline_where(mu + user_data["b"][users] + item_data["b"][items]
+                          + np.einsum("ij,ij->i", user_data["p"][users], item_data["p"][items]),
+                          user_data["b"][users], item_data["b"][items], mu, unknown)
+
+
+def baseline_where(pred, bu, bi, mu, unknown):
+    """``pred`` with the pairs ``unknown`` marks replaced by μ + the known side's bias."""
+    if unknown is None:
+        return pred
+    nu, ni = unknown
+    base = mu + np.where(nu, 0.0, bu) + np.where(ni, 0.0, bi)
+    return np.where(nu | ni, base, pred)
 
 
 def rmse(user_data, item_data, graph, mu=0.0):
     if graph is None or graph.num_edges == 0:
         return float("nan")
-    err = graph.values - predict(user_data, item_data, graph.src, graph.dst, mu)
+    err = graph.values - predict(user_data, item_data, graph.src, graph.dst, mu, graph.unknown)
     return float(np.sqrt(np.mean(err * err)))
 
 
@@ -192,22 +205,37 @@ class MFModel:
             raise ValueError(f"{len(u)} users but {len(i)} items")
         return self.score(u, i)
 
-    def score(self, u, i):
-        """Predicted ratings for dense user and item ids."""
-        return self.mu + self.bu[u] + self.bi[i] + np.einsum("ij,ij->i", self.P[u], self.Q[i])
+    def score(self, u, i, unknown=None):
+        """Predicted ratings for dense user and item ids; ``unknown``: (user mask, item
+        mask) of ids without training ratings, predicted by the baseline (see predict)."""
+        return baseline_where(self.mu + self.bu[u] + self.bi[i] + np.einsum("ij,ij->i", self.P[u], self.Q[i]),
+                              self.bu[u], self.bi[i], self.mu, unknown)
+
+    @property
+    def known(self):
+        """(users, items): which dense ids have training ratings (from ``seen``; all of
+        them for models saved without it). The others are never scored or recommended."""
+        if self.seen is None:
+            return np.ones(self.n_users, bool), np.ones(self.n_items, bool)
+        indptr, indices = self.seen
+        return np.diff(indptr) > 0, np.bincount(indices, minlength=self.n_items) > 0
 
     def recommend(self, users=None, k=10, exclude_seen=True, chunk=1024):
-        """Top-``k`` items per user (all users by default) by predicted rating, leaving
-        out the user's training items: (users, items (n × k), scores (n × k)) in the
-        user's ids; a row has fewer than k entries (item None / score nan) only when
-        the user has seen nearly every item."""
-        u = np.arange(self.n_users) if users is None else self._dense(0, users, "user")
+        """Top-``k`` items per user (by default every user with training ratings) by
+        predicted rating, leaving out the user's training items and items nobody rated:
+        (users, items (n × k), scores (n × k)) in the user's ids; a row has fewer than
+        k entries (item None / score nan) only when the user has seen nearly every item.
+        A user without training ratings gets the items of highest μ + b_i."""
+        known_u, known_i = self.known
+        u = np.flatnonzero(known_u) if users is None else self._dense(0, users, "user")
         k = int(min(k, self.n_items))
         top = np.full((len(u), k), -1, np.int64)
         score = np.full((len(u), k), np.nan)
         for lo in range(0, len(u), chunk):
             uu = u[lo: lo + chunk]
             S = self.P[uu] @ self.Q.T + self.bi[None, :] + (self.mu + self.bu[uu])[:, None]
+            S[:, ~known_i] = -np.inf                   # items without ratings: never recommended
+            S[~known_u[uu]] = np.where(known_i, self.mu + self.bi, -np.inf)    # a user without: the baseline
             if exclude_seen and self.seen is not None:
                 indptr, indices = self.seen
                 starts, ends = indptr[uu], indptr[uu + 1]
