@@ -8,7 +8,7 @@ import numpy as np
 
 from tux2 import partitioning
 from tux2.errors import PartitionError
-from tux2.cli import COUNT, POSITIVE, SEED, HelpFormatter
+from tux2.cli import COUNT, POSITIVE, SEED, HelpFormatter, add_input_args
 
 
 def add_parser(sub):
@@ -19,8 +19,11 @@ def add_parser(sub):
                     "replication factor λ (with master-only replicas, as PowerGraph counts, and without, as "
                     "KaHIP/Mt-KaHyPar count), per vertex type, edge and master balance (max/mean), mirrors, "
                     "time. INPUT is an edge list whose first column is one vertex type and second column the "
-                    "other (extra columns are ignored). Strategies: " + ", ".join(partitioning.available()))
+                    "other (further columns are ignored; --columns picks others; tabs, spaces, commas or '::'; "
+                    "a header line; gzip, bz2 or xz; '-' for standard input). Only vertices with edges count. "
+                    "Strategies: " + ", ".join(partitioning.available()))
     p.add_argument("input", nargs="?", help="edge list; or use --powerlaw to generate a graph")
+    add_input_args(p)
     p.add_argument("--parts", "-p", type=COUNT, required=True, help="number of parts")
     p.add_argument("--strategy", "-s", action="append", dest="strategies", metavar="NAME",
                    help="strategy to run (repeatable; default: all)")
@@ -42,6 +45,21 @@ def add_parser(sub):
     p.add_argument("--save", metavar="DIR", help="write each assignment to DIR/<strategy>.npz "
                                                  "(edge_part, master_<type>)")
     p.set_defaults(func=run)
+
+
+BALANCE_WARNING = 1.5
+
+
+def _balance_hint(name):
+    """The option that trades replicas for balance in strategy ``name``."""
+    return {"hdrf": "raise its balance weight lam above 1 (the default 1.1; e.g. --option lam=2)",
+            "greedy": "use --strategy hdrf, whose lam option weighs balance",
+            "hybrid": "lower --option theta (fewer low-degree vertices keep all their in-edges together)",
+            "ginger": "lower --option theta",
+            "bicut": "use --option favorite=dst (or src) to keep the other side whole, or --strategy random",
+            "aweto": "use --option favorite=dst (or src), or --strategy random",
+            }.get(name, "a power-law graph with few parts may not balance under this strategy; try --strategy "
+                        "random or hdrf")
 
 
 def _value(text):
@@ -82,8 +100,11 @@ def run(args):
         n_src, n_dst, names = args.powerlaw, None, ("vertex",)
         what = f"power-law graph n={args.powerlaw} α={args.alpha}"
     elif args.input:
-        g = load_edges(args.input, duplicates="keep")      # any ids; repeated edges are placed like others
-        src, dst, what = g.src, g.dst, args.input
+        from tux2.cli import input_options, spool_inputs
+        from tux2.io import display_name
+        spool_inputs(args)
+        g = load_edges(args.input, duplicates="keep", **input_options(args))     # repeated edges placed like others
+        src, dst, what = g.src, g.dst, display_name(args.input)
         if args.homogeneous:
             n_src, n_dst, names = max(g.n_src, g.n_dst), None, ("vertex",)
         else:
@@ -110,8 +131,13 @@ def run(args):
             np.savez(os.path.join(args.save, f"{name}.npz"), edge_part=a.edge_part,
                      **{f"master_{t}": m for t, m in zip(names, a.master)})
     if not args.json:
-        n = n_src if homogeneous else n_src + n_dst
+        n = len(np.unique(np.concatenate([src, dst]))) if homogeneous else \
+            len(np.unique(src)) + len(np.unique(dst))                  # vertices with edges
         print(f"{what}: {n:,} vertices, {len(src):,} edges, {args.parts} parts")
         print(partitioning.format_table(reports))
+    for rep in reports:
+        if rep["edge_balance"] > BALANCE_WARNING:
+            print(f"tux2: warning: {rep['strategy']} puts {rep['edge_balance']:.2f}x the mean edge count on one "
+                  f"part (edge balance > {BALANCE_WARNING}): {_balance_hint(rep['strategy'])}", file=sys.stderr)
     sys.stdout.flush()
     return 0
