@@ -680,7 +680,8 @@ def _run_mf(args, transport, rank, world):
                                                                        (train.dst, train.n_dst)))
             if args.test:
                 test = loaders.load_edges(args.test, type_names=names, id_maps=train.ids, known=known,
-                                          unknown=args.unknown, columns=args.columns)
+                                          unknown=args.unknown,
+                                          columns=loaders.columns_like(args.test, args.columns, train.layout))
                 if test.values is None:
                     raise tux2.InputError("test file needs a rating column", path=args.test)
             else:

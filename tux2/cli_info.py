@@ -113,7 +113,7 @@ def describe(g, kind, labels=None):
 
 def _name(g, side, i):
     m = g.ids[side]
-    return str(m.tokens[i]) if m is not None else int(i)
+    return int(i) if m is None else m.tokens[i].item() if m.tokens.dtype.kind in "iu" else str(m.tokens[i])
 
 
 def info(args):

@@ -43,7 +43,8 @@ def add_parser(sub):
                    help="--powerlaw with Zipf out-degree (default: Zipf in-degree, PowerLyra's model)")
     p.add_argument("--json", action="store_true", help="one JSON object per strategy instead of a table")
     p.add_argument("--save", metavar="DIR", help="write each assignment to DIR/<strategy>.npz "
-                                                 "(edge_part, master_<type>)")
+                                                 "(edge_part, master_<type>, and for INPUT ids_<type>: the "
+                                                 "file's id of each vertex, vertices with edges only)")
     p.set_defaults(func=run)
 
 
@@ -94,6 +95,7 @@ def _options(pairs, strategies):
 def run(args):
     from tux2.loaders import load_edges
 
+    user_ids = None
     if args.powerlaw:
         from tux2.partitioning.powerlaw import powerlaw_graph
         src, dst = powerlaw_graph(args.powerlaw, args.alpha, in_degree=not args.out_degree, seed=args.seed)
@@ -104,11 +106,17 @@ def run(args):
         from tux2.io import display_name
         spool_inputs(args)
         g = load_edges(args.input, duplicates="keep", **input_options(args))     # repeated edges placed like others
-        src, dst, what = g.src, g.dst, display_name(args.input)
+        what = display_name(args.input)
+        # only vertices with edges are placed and counted: ids are renumbered densely over them
         if args.homogeneous:
-            n_src, n_dst, names = max(g.n_src, g.n_dst), None, ("vertex",)
+            kept = (np.unique(np.concatenate([g.src, g.dst])),)
+            src, dst = np.searchsorted(kept[0], g.src), np.searchsorted(kept[0], g.dst)
+            n_src, n_dst, names = len(kept[0]), None, ("vertex",)
         else:
-            n_src, n_dst, names = g.n_src, g.n_dst, ("src", "dst")
+            kept = (np.unique(g.src), np.unique(g.dst))
+            src, dst = np.searchsorted(kept[0], g.src), np.searchsorted(kept[1], g.dst)
+            n_src, n_dst, names = len(kept[0]), len(kept[1]), ("src", "dst")
+        user_ids = [m.decode(k) if m is not None else k for k, m in zip(kept, g.ids)]
     else:
         raise PartitionError("give an INPUT edge list or --powerlaw N")
     homogeneous = n_dst is None
@@ -129,10 +137,10 @@ def run(args):
         if args.save:
             os.makedirs(args.save, exist_ok=True)
             np.savez(os.path.join(args.save, f"{name}.npz"), edge_part=a.edge_part,
-                     **{f"master_{t}": m for t, m in zip(names, a.master)})
+                     **{f"master_{t}": m for t, m in zip(names, a.master)},
+                     **({f"ids_{t}": i for t, i in zip(names, user_ids)} if user_ids is not None else {}))
     if not args.json:
-        n = len(np.unique(np.concatenate([src, dst]))) if homogeneous else \
-            len(np.unique(src)) + len(np.unique(dst))                  # vertices with edges
+        n = n_src if homogeneous else n_src + n_dst
         print(f"{what}: {n:,} vertices, {len(src):,} edges, {args.parts} parts")
         print(partitioning.format_table(reports))
     for rep in reports:

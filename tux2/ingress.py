@@ -21,7 +21,7 @@ from tux2 import partitioning
 from tux2.errors import InputError, PartitionError, SchemaError
 from tux2.graph import strata_tiles
 from tux2.io import edge_format, read_edge_range, read_head, resolve_base
-from tux2.loaders import load_edges, mark_unknown, offset_ids
+from tux2.loaders import columns_like, load_edges, mark_unknown, offset_ids
 from tux2.partitioning import Assignment, EdgeView
 from tux2.partitioning.hashing import Hasher
 
@@ -253,7 +253,7 @@ def load(transport, path, partitions, partitioner="bicut", seed=0, test_path=Non
             test = mark_unknown(test, known, unknown)
     elif rank == 0:
         test = load_edges(test_path, type_names=type_names, id_maps=ids, known=known, unknown=unknown,
-                          columns=columns)
+                          columns=columns_like(test_path, columns, fmt))
         if test.values is None:
             raise InputError("test file needs a rating column", path=test_path)
     stats = {"rank": rank, "read_edges": int(len(held)), "total_edges": total_read, "train_edges": n_train,

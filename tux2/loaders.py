@@ -294,6 +294,20 @@ def mark_unknown(graph, known, policy="baseline"):
     return g
 
 
+def columns_like(path, columns, layout):
+    """The ``columns`` for a file read beside one laid out as ``layout`` (a test file
+    beside its training file): header names resolve in its own header when it has one,
+    else the training file's positions are used."""
+    if columns is None or layout is None or all(str(x).strip().isdigit() for x in
+                                                (columns.split(",") if isinstance(columns, str) else columns)):
+        return columns
+    path = io.local_copy(path)
+    if io.edge_format(io.read_head(path, "edge list"), path).names:
+        return columns
+    cs, cd, cv = layout.cols
+    return [cs + 1, cd + 1] + ([cv + 1] if cv >= 0 else [])
+
+
 def _check_choice(name, value, choices):
     if value not in choices:
         raise ValueError(f"{name} must be one of {', '.join(choices)}; got {value!r}")
