@@ -770,7 +770,7 @@ def read_docword(path, type_names=("doc", "word")):
     for no, (name, n) in enumerate((("D (documents)", D), ("W (words)", W)), 1):
         check_id_space(n, min(nnz, lines), f"header line {no}: {name} = {n}", path, lambda: (no, str(n)),
                        "the header does not match the file")
-    s, d, v, ncols = _parse_from(raw, pos, 3, path)
+    s, d, v, ncols = _parse_from(raw, EdgeFormat(pos, 3), path)
     k = len(s)
     if k == 0:
         raise InputError("no 'docID wordID count' lines after the header", path=path)
