@@ -47,9 +47,11 @@ def test_mf_cli_model_equals_python_api_in_user_ids(ratings_file, tmp_path):
     np.testing.assert_allclose(pred, api_model.predict(users, items), rtol=1e-5)
     res = json.loads(r.stdout.strip().splitlines()[-1])
     assert res["rmse"] == pytest.approx(np.sqrt(np.mean((3 - pred) ** 2)), rel=1e-5)
-    # a user the model has never seen: an error naming the line
+    # a user the model has never seen: the baseline μ + b_item by default, an error naming the line on request
     q.write_text("user-7 item_3\nnobody item_3\n")
     r = run_cli("predict", str(out), str(q))
+    assert r.returncode == 0 and r.stdout.splitlines()[2].startswith("nobody item_3 ")
+    r = run_cli("predict", str(out), str(q), "--unknown", "error")
     assert r.returncode == 2 and f"{q}:2: unknown user id 'nobody'" in r.stderr
 
 

@@ -644,6 +644,7 @@ def _run_mf(args, transport, rank, world):
     mf_schedule(args, parts)
     strata = None
     read_as = known = None
+    input_base = 0
     stratified_options = {"blocks": args.blocks} if args.partitioner == "stratified" else None
     distributed = (transport is not None and args.input is not None
                    and args.partitioner in ingress.LOCAL_STRATEGIES and args.order in ("input", "blocked", "strata")
@@ -658,7 +659,7 @@ def _run_mf(args, transport, rank, world):
             partitioner_options=stratified_options, unknown=args.unknown, **input_options(args))
         strata = train.strata
         source = args.input
-        read_as, known = describe_input(train, args), train.known
+        read_as, known, input_base = describe_input(train, args), train.known, train.base
         if args.trace:
             os.makedirs(args.trace, exist_ok=True)
             with open(os.path.join(args.trace, f"ingress-{rank}.json"), "w") as f:
@@ -675,7 +676,7 @@ def _run_mf(args, transport, rank, world):
                                        **input_options(args))
             if train.values is None:
                 raise tux2.InputError("MF needs a rating column: expected 'user item rating'", path=args.input)
-            read_as = describe_input(train, args)
+            read_as, input_base = describe_input(train, args), train.base
             known = tuple(np.bincount(a, minlength=n) > 0 for a, n in ((train.src, train.n_src),
                                                                        (train.dst, train.n_dst)))
             if args.test:
@@ -758,7 +759,9 @@ def _run_mf(args, transport, rank, world):
                                    "reg": args.reg, "epochs": args.epochs, "mu": mu, "seed": args.seed,
                                    "partitions": parts, "workers": world, "partitioner": args.partitioner,
                                    "input": source,
-                                   "ids": "string" if any(m is not None for m in getattr(train, "ids", ())) else "int"},
+                                   "ids": "string" if any(m is not None and m.tokens.dtype.kind not in "iu"
+                                                          for m in train.ids) else "int",
+                                   "base": input_base},
                    summary=say.lines,
                    extra={"seen.npz": npz({"indptr": seen[0], "indices": seen[1]})} if rank == 0 else None)
         say(f"model written to {args.out}")

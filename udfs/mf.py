@@ -16,6 +16,7 @@ Two forms:
 Prediction r̂ = μ + b_u + b_v + p_u·q_v; loss ½(r − r̂)² + ½λ(|p_u|² + |q_v|²).
 """
 import math
+import os
 
 import numpy as np
 
@@ -361,7 +362,10 @@ def _encode_like(train, data):
         su = train.ids[0].encode(np.asarray(u), "user") if train.ids[0] is not None else np.asarray(u, np.int64)
         si = train.ids[1].encode(np.asarray(i), "item") if train.ids[1] is not None else np.asarray(i, np.int64)
         return BipartiteGraph(su, si, r, train.n_src, train.n_dst, ("user", "item"), "test")
-    if any(m is not None for m in train.ids):
-        return loaders.load_edges(data, ids="string", id_maps=train.ids)
+    if isinstance(data, (str, os.PathLike)):       # read in the training ids; unknown ids: the baseline
+        known = tuple(np.bincount(a, minlength=n) > 0 for a, n in ((train.src, train.n_src),
+                                                                   (train.dst, train.n_dst)))
+        return loaders.load_edges(data, type_names=("user", "item"), id_maps=train.ids, known=known,
+                                  unknown="baseline")
     t = loaders.load(data)
     return BipartiteGraph(t.src, t.dst, t.values, train.n_src, train.n_dst, ("user", "item"), t.source)
