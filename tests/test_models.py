@@ -79,6 +79,9 @@ def test_top_k_is_brute_force_over_unseen_items(ratings_file, tmp_path):
     lines = r.stdout.splitlines()
     assert [ln.split()[0] for ln in lines] == list(users[:3])
     assert [t.split(":")[0] for t in lines[0].split()[1:]] == list(got_items[0])
+    # options before the positional INPUT too (argparse alone leaves INPUT empty there)
+    r = run_cli("predict", str(out), "--top-k", "7", str(tmp_path / "users.txt"))
+    assert r.returncode == 0 and r.stdout == "\n".join(lines) + "\n", r.stderr
 
 
 def test_mf_model_errors():
