@@ -248,3 +248,36 @@ def test_parsers_ignore_extra_columns_and_headers_exactly(tmp_path):
             assert g.values.tolist() == [i for _, i, _, _ in lines]
         else:
             assert g.src.tolist() == [u for u, *_ in lines] and g.values.tolist() == [r for _, _, r, _ in lines]
+
+
+def test_the_python_estimator_reads_them_as_the_cli_does(files, tsv_model):
+    """tux2.MF(columns=, base=, unknown=): the CLI's model from a header CSV and a test file
+    naming unknown ids; predict and recommend follow ``unknown``; fit(workers=2) evaluates
+    the same test RMSE (the unknown marks travel with the data)."""
+    import tux2
+    m = tux2.MF(k=4, epochs=3, columns="userId,movieId,rating").fit(files["csv"], files["test"])
+    for side, name in ((0, "user"), (1, "item")):
+        np.testing.assert_array_equal(m.ids_[side].tokens, tsv_model[1][name]["ids"])
+    np.testing.assert_array_equal(m.user_factors_.astype(np.float32), tsv_model[1]["user"]["p"])
+    two = tux2.MF(k=4, epochs=3).fit(files["tsv"], files["test"], workers=2)
+    assert [r["test_rmse"] for r in two.history_] == [r["test_rmse"] for r in m.history_]
+    # the test RMSE is over all four ratings, three of them by the baseline
+    item2 = m.ids_[1].tokens.tolist().index(2)
+    user3 = m.ids_[0].tokens.tolist().index(3)
+    want = [m.predict([1], [ROWS[0][1]])[0], m.mu_ + m.item_bias_[item2], m.mu_ + m.user_bias_[user3], m.mu_]
+    np.testing.assert_allclose(m.predict([r[0] for r in TEST_ROWS], [r[1] for r in TEST_ROWS]), want)
+    rmse = np.sqrt(np.mean((np.array([r[2] for r in TEST_ROWS]) - want) ** 2))
+    assert m.history_[-1]["test_rmse"] == pytest.approx(rmse, rel=1e-6)
+    # items without ratings are never recommended; an unknown user gets the baseline's items
+    users, items, _ = m.recommend(["1", str(USERS + 50)], k=ITEMS)
+    assert users.tolist() == ["1", str(USERS + 50)] and MISSING_ITEM not in items.tolist()[1]
+    best = np.argsort(-np.where(m.known_[1], m.item_bias_, -np.inf), kind="stable")[:3]
+    assert m.recommend([USERS + 50], k=3)[1][0].tolist() == m.ids_[1].tokens[best].tolist()
+    assert len(m.recommend([USERS + 50, 1], k=3, unknown="skip")[0]) == 1
+    with pytest.raises(InputError, match=f"unknown user {USERS + 50}"):
+        m.recommend([USERS + 50], unknown="error")
+    with pytest.raises(InputError) as e:
+        tux2.MF(k=4, epochs=1, unknown="error").fit(files["tsv"], files["test"])
+    assert str(e.value).startswith(f"{files['test']}:2: unknown user id '{USERS + 5}'")
+    skip = tux2.MF(k=4, epochs=1, unknown="skip").load_data(files["tsv"], files["test"])
+    assert skip.test.num_edges == 1 and skip.test.skipped == 3
