@@ -2,7 +2,9 @@
 scikit-learn's svmlight reader, on the same files, in one run.
 
 Files: a Netflix-shaped rating list ``user item rating`` (tab separated, ratings with
-one decimal) and a kdd-shaped libsvm file, written once to the cache. Each reader
+one decimal), the same ratings in MovieLens' layout ``user item rating timestamp``
+(1-based ids; the loaders ignore the fourth column and detect the base), and a
+kdd-shaped libsvm file, written once to the cache. Each reader
 runs 3 times after a warm-up read (the file in the page cache, numba compiled); the
 best time counts. MB/s is file bytes over seconds. tux2 is timed both as the raw
 parser (``tux2.io.read_edge_list``) and as the user-facing loader with the duplicate
@@ -29,15 +31,23 @@ def _best(fn, repeat=3):
     return best, out
 
 
-def ratings_file(n_ratings):
+def ratings_file(n_ratings, timestamps=False):
+    """The rating list as ``user item rating`` lines, or with ``timestamps`` as MovieLens'
+    ``user item rating timestamp`` (1-based ids, a 9-10 digit Unix time)."""
     tr, _, _ = netflix_cached(max(n_ratings // 50, 1000), max(n_ratings // 500, 200), n_ratings)
-    path = os.path.join(CACHE, f"ratings_{n_ratings}.tsv")
+    path = os.path.join(CACHE, f"ratings_{n_ratings}{'_ts' if timestamps else ''}.tsv")
     if not os.path.exists(path):
         with open(path + ".tmp", "w") as f:
             for lo in range(0, tr.num_edges, 1 << 20):
                 hi = min(lo + (1 << 20), tr.num_edges)
-                f.write("".join(f"{a}\t{b}\t{r:.1f}\n" for a, b, r in
-                                zip(tr.src[lo:hi].tolist(), tr.dst[lo:hi].tolist(), tr.values[lo:hi].tolist())))
+                if timestamps:
+                    t = 874724710 + (np.arange(lo, hi) * 7919) % 400_000_000
+                    f.write("".join(f"{a + 1}\t{b + 1}\t{r:.1f}\t{s}\n" for a, b, r, s in
+                                    zip(tr.src[lo:hi].tolist(), tr.dst[lo:hi].tolist(), tr.values[lo:hi].tolist(),
+                                        t.tolist())))
+                else:
+                    f.write("".join(f"{a}\t{b}\t{r:.1f}\n" for a, b, r in
+                                    zip(tr.src[lo:hi].tolist(), tr.dst[lo:hi].tolist(), tr.values[lo:hi].tolist())))
         os.replace(path + ".tmp", path)
     return path, tr.num_edges
 
@@ -68,6 +78,26 @@ def main(args):
         emit({"bench": "io", "format": "edge list", "reader": name, "seconds": t, "MB_per_s": mb / t,
               "lines_per_s": edges / t, "version": pd.__version__ if name.startswith("pandas") else None}, LOG)
 
+    # the MovieLens layout: 4 columns, 1-based ids; pandas reads all four, tux2 skips the fourth unread
+    path4, _ = ratings_file(n, timestamps=True)
+    mb4 = os.path.getsize(path4) / 1e6
+
+    def pandas_read4():
+        df = pd.read_csv(path4, sep="\t", header=None, names=["u", "i", "r", "t"], engine="c",
+                         dtype={"u": np.int64, "i": np.int64, "r": np.float64, "t": np.int64})
+        return df["u"].to_numpy(), df["i"].to_numpy(), df["r"].to_numpy()
+
+    t_pd4, (qu, qi, qr) = _best(pandas_read4)
+    t_raw4, g4 = _best(lambda: io.read_edge_list(path4, base="auto"))
+    t_load4, _ = _best(lambda: loaders.load_edges(path4, duplicates="error"))
+    assert np.array_equal(g4.src, qu - 1) and np.array_equal(g4.dst, qi - 1) and np.allclose(g4.values, qr)
+    rows4 = {"pandas read_csv (C engine)": t_pd4, "tux2 io.read_edge_list": t_raw4,
+             "tux2 loaders.load_edges (duplicate check)": t_load4}
+    for name, t in rows4.items():
+        emit({"bench": "io", "format": "edge list, 4 columns", "reader": name, "MB": round(mb4, 1), "seconds": t,
+              "MB_per_s": mb4 / t, "lines_per_s": edges / t,
+              "version": pd.__version__ if name.startswith("pandas") else None}, LOG)
+
     # libsvm: sklearn's Cython reader
     g3, y, _, npz = classification_cached(100_000 if quick else 400_000, 100_000 if quick else 500_000, 32)
     from bench.glm import libsvm_cached
@@ -92,12 +122,16 @@ def main(args):
            f"edge list {os.path.basename(path)}: {mb:.0f} MB, {edges:,} lines; libsvm {svm_mb:.0f} MB "
            f"({g3.n_src:,} samples, {g3.num_edges:,} non-zeros)", ["reader", "format", "seconds", "MB/s"],
            [[k, "edge list", t, mb / t] for k, t in rows.items()]
+           + [[k, "edge list, 4 columns", t, mb4 / t] for k, t in rows4.items()]
            + [["sklearn load_svmlight_file", "libsvm", t_sk, svm_mb / t_sk],
               ["tux2 io.read_libsvm", "libsvm", t_svm, svm_mb / t_svm]],
            peers={"pandas": pd.__version__, "scikit-learn": sk.__version__},
-           notes=[f"tux2 / pandas MB/s: **{t_pd / t_raw:.2f}×**; libsvm tux2 / sklearn: **{t_sk / t_svm:.2f}×**."],
+           notes=[f"tux2 / pandas MB/s: **{t_pd / t_raw:.2f}×** (4-column MovieLens layout, {mb4:.0f} MB: "
+                  f"**{t_pd4 / t_raw4:.2f}×**); libsvm tux2 / sklearn: **{t_sk / t_svm:.2f}×**."],
            pngs=[os.path.join(RESULTS, "io.png")])
     emit({"bench": "io", "tux2_over_pandas_MBps": t_pd / t_raw, "loader_over_pandas_MBps": t_pd / t_load,
+          "four_columns_tux2_over_pandas_MBps": t_pd4 / t_raw4, "four_columns_loader_over_pandas_MBps": t_pd4 / t_load4,
+          "four_columns_tux2_MBps": mb4 / t_raw4, "four_columns_pandas_MBps": mb4 / t_pd4,
           "tux2_MBps": mb / t_raw, "pandas_MBps": mb / t_pd, "libsvm_tux2_over_sklearn_MBps": t_sk / t_svm,
           "MB": round(mb, 1), "lines": edges, "pandas_version": pd.__version__, "sklearn_version": sk.__version__},
          LOG)

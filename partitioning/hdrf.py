@@ -5,8 +5,15 @@ reference/partitioning.md §1e). Streaming, with partial degrees δ:
     C(i) = g(u, i) + g(v, i) + λ · max(0, (max load − load_i) / (ε + max load − min load))
 
 Each edge goes to argmax C; ties (within 1e−5) broken by He(u, v) as in
-PowerGraph's port. ``lam`` (λ, default 1), ``epsilon`` (ε, default 1),
+PowerGraph's port. ``lam`` (λ, default 1.1), ``epsilon`` (ε, default 1),
 ``loaders`` as in greedy. m(v) = Hv(v) mod p.
+
+λ defaults to 1.1, not PowerGraph's and VGP's 1: the balance term is at most λ,
+while a part already holding one endpoint scores at least 1, so with λ <= 1 an
+ordered stream (a rating file sorted by item, as Netflix's is) sends every edge to
+the first part (edge balance = p); with λ a little above 1 an empty part outbids a
+replica of a high-degree endpoint (θ > 0.9), which is what HDRF means to replicate.
+``lam=1`` gives PowerGraph's placements.
 """
 import numpy as np
 from numba import njit
@@ -49,7 +56,7 @@ def _hdrf(s, t, he, parts, bounds, A, delta, lam, eps, out):
 
 
 @strategy("hdrf")
-def hdrf(g, parts, hasher, lam=1.0, epsilon=1.0, loaders=1):
+def hdrf(g, parts, hasher, lam=1.1, epsilon=1.0, loaders=1):
     if lam < 0 or epsilon <= 0:
         raise PartitionError(f"hdrf needs lam >= 0 and epsilon > 0, got lam={lam}, epsilon={epsilon}")
     bounds = loader_bounds(g.m, loaders)

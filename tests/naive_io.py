@@ -4,6 +4,7 @@ in plain Python, to check the numba parsers against. Each returns the parsed dat
 import re
 
 SEP = re.compile(rb"[ \t,\r]+")
+COLON_SEP = re.compile(rb"[ \t,\r:]+")
 ID = re.compile(rb"\+?[0-9]+")
 NUM = re.compile(rb"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
 NONFINITE = (b"nan", b"inf", b"infinity")
@@ -41,15 +42,36 @@ def _number(tok, line, malformed, nonfinite):
     return v
 
 
+def _is_number(tok):
+    return tok.lower().lstrip(b"+-") in NONFINITE or NUM.fullmatch(tok) is not None
+
+
 def edge_list(data):
     """(src, dst, values or None) of an edge list without a MatrixMarket header, ids as
-    written (0-based), or raises Bad."""
+    written (0-based), or raises Bad. Separators: spaces, tabs, commas, CR, and ':' when
+    the first data line holds '::'. The first data line is a header (skipped) when none
+    of its tokens is a number and the next data line has one among as many columns.
+    Columns after the third are ignored."""
     src, dst, val, ncols = [], [], [], 0
     data = data[3:] if data.startswith(BOM) else data
+    sep, decided = SEP, False
+    rows = []
     for no, line in enumerate(data.split(b"\n"), 1):
-        toks = [t for t in SEP.split(line) if t]
+        toks = [t for t in sep.split(line) if t]
         if not toks or toks[0][:1] in (b"#", b"%"):
             continue
+        if not decided:                  # the first data line decides the separators
+            decided = True
+            if b"::" in line:
+                sep = COLON_SEP
+                toks = [t for t in sep.split(line) if t]
+                if not toks or toks[0][:1] in (b"#", b"%"):
+                    continue
+        rows.append((no, toks))
+    if len(rows) >= 2 and not any(_is_number(t) for t in rows[0][1]) and \
+            any(_is_number(t) for t in rows[1][1][:len(rows[0][1])]):
+        rows = rows[1:]
+    for no, toks in rows:
         s = _id(toks[0], no)
         if len(toks) < 2:
             raise Bad("missing column", no)
@@ -59,10 +81,8 @@ def edge_list(data):
         if len(toks) >= 3:
             v = _number(toks[2], no, "malformed value", "NaN or infinite")
             cols = 3
-            if len(toks) > 3:
-                raise Bad("too many columns", no)
         if ncols and cols != ncols:
-            raise Bad("missing value column" if cols == 2 else "too many columns", no)
+            raise Bad("missing value column" if cols == 2 else "a value column where", no)
         ncols = cols
         src.append(s)
         dst.append(d)

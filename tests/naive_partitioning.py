@@ -58,7 +58,7 @@ def greedy(s, t, n, p):
     return out, masters(n, p)
 
 
-def hdrf(s, t, n, p, lam=1.0, eps=1.0):
+def hdrf(s, t, n, p, lam=1.1, eps=1.0):
     A, load, delta, out = {}, [0] * p, [0] * n, []
     for u, v in zip(s, t):
         du, dv = delta[u] + 1, delta[v] + 1

@@ -21,7 +21,7 @@ def test_info_reports_counts_degrees_duplicates_and_hints(tmp_path):
     res = json.loads(r.stdout)
     assert res["format"] == "edges" and res["edges"] == 5
     assert res["src"]["vertices_with_edges"] == 3 and res["src"]["id_range"] == [1, 3]
-    assert res["src"]["max"] == 2 and res["dst"]["max"] == 3 and res["dst"]["ids_without_edges"] == 1
+    assert res["src"]["max"] == 2 and res["dst"]["max"] == 3 and res["dst"]["ids_without_edges"] == 0
     assert res["duplicate_pairs"] == 1 and res["duplicate_example"] == [2, 1]
     assert res["values"]["histogram"] == {"1": 1, "3": 1, "4": 2, "5": 1}
     assert any("1-based" in h for h in res["hints"]) and any("duplicate" in h for h in res["hints"])

@@ -157,7 +157,7 @@ def test_duplicate_error_names_both_lines(tmp_path):
     with pytest.raises(InputError) as ei:
         loaders.load_edges(path)
     assert ei.value.line == 5 and "first at line 2" in str(ei.value) and "(ann, x)" in str(ei.value)
-    with pytest.raises(InputError, match=r"in.txt:5: duplicate edge \(0, 2\), first at line 3"):
+    with pytest.raises(InputError, match=r"in.txt:5: duplicate edge \(1, 3\), first at line 3"):
         mm = b"%%MatrixMarket matrix coordinate real general\n2 2 3\n1 3 1\n2 1 1\n1 3 5\n"
         loaders.load_edges(_write(tmp_path, mm), base=1)
 

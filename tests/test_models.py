@@ -48,9 +48,11 @@ def test_mf_cli_model_equals_python_api_in_user_ids(ratings_file, tmp_path):
     np.testing.assert_allclose(pred, api_model.predict(users, items), rtol=1e-5)
     res = json.loads(r.stdout.strip().splitlines()[-1])
     assert res["rmse"] == pytest.approx(np.sqrt(np.mean((3 - pred) ** 2)), rel=1e-5)
-    # a user the model has never seen: an error naming the line
+    # a user the model has never seen: the baseline μ + b_item by default, an error naming the line on request
     q.write_text("user-7 item_3\nnobody item_3\n")
     r = run_cli("predict", str(out), str(q))
+    assert r.returncode == 0 and r.stdout.splitlines()[2].startswith("nobody item_3 ")
+    r = run_cli("predict", str(out), str(q), "--unknown", "error")
     assert r.returncode == 2 and f"{q}:2: unknown user id 'nobody'" in r.stderr
 
 
@@ -77,13 +79,21 @@ def test_top_k_is_brute_force_over_unseen_items(ratings_file, tmp_path):
     lines = r.stdout.splitlines()
     assert [ln.split()[0] for ln in lines] == list(users[:3])
     assert [t.split(":")[0] for t in lines[0].split()[1:]] == list(got_items[0])
+    # options before the positional INPUT too (argparse alone leaves INPUT empty there)
+    r = run_cli("predict", str(out), "--top-k", "7", str(tmp_path / "users.txt"))
+    assert r.returncode == 0 and r.stdout == "\n".join(lines) + "\n", r.stderr
 
 
 def test_mf_model_errors():
     model = MF(k=2, epochs=1).fit((np.array([0, 1, 1]), np.array([0, 0, 1]), np.array([1.0, 2.0, 3.0])))
     assert model.ids_ == (None, None)
+    # a user the model has never seen: μ + the item's bias by default, nan with skip, an error on request
+    np.testing.assert_allclose(model.predict([5, 1], [0, 1])[:1], model.mu_ + model.item_bias_[0])
+    assert np.isnan(model.predict([5], [0], unknown="skip")[0])
     with pytest.raises(InputError, match="unknown user 5"):
-        model.predict([5], [0])
+        model.predict([5], [0], unknown="error")
+    with pytest.raises(InputError, match="unknown item 7"):
+        model.set_params(unknown="error").predict([0], [7])
     with pytest.raises(InputError, match="needs a rating column"):
         MF().fit((np.array([0, 1]), np.array([0, 0])))
 

@@ -16,6 +16,15 @@ class BipartiteGraph:
     (strings, sparse numbers), or None where the dense ids are the user's.
     """
 
+    # set by tux2.loaders.load_edges: the file's tux2.io.EdgeFormat and id base; for a
+    # file read in a model's ids, (src mask, dst mask) of the ids not in its training
+    # data (kept with unknown="baseline", their ids as written) and the edges dropped (unknown="skip")
+    layout = None
+    base = 0
+    unknown = None
+    unknown_ids = None      # (src, dst): the unknown ids as the file wrote them, per mask entry
+    skipped = 0
+
     def __init__(self, src, dst, values=None, n_src=None, n_dst=None,
                  type_names=("src", "dst"), source="arrays", ids=None):
         src = np.asarray(src)

@@ -20,7 +20,8 @@ import numpy as np
 from tux2 import partitioning
 from tux2.errors import InputError, PartitionError, SchemaError
 from tux2.graph import strata_tiles
-from tux2.io import read_edge_list, read_edge_range
+from tux2.io import edge_format, read_edge_range, read_head, resolve_base
+from tux2.loaders import columns_like, load_edges, mark_unknown, offset_ids
 from tux2.partitioning import Assignment, EdgeView
 from tux2.partitioning.hashing import Hasher
 
@@ -59,6 +60,10 @@ class Shard:
         self.share = share
         self.stats = stats
         self.strata = strata            # where each stratum starts in the global order (order "strata")
+        self.ids = (None, None)         # id maps (1 … n of a 1-based file), as BipartiteGraph.ids
+        self.known = None               # per type: has training edges somewhere
+        self.base = 0
+        self.layout = None              # the file's tux2.io.EdgeFormat
 
     @property
     def n(self):
@@ -80,10 +85,12 @@ def _sum(transport, tag, arr):
 
 def load(transport, path, partitions, partitioner="bicut", seed=0, test_path=None, test_fraction=0.1,
          order="blocked", single_clock=True, blocks=8, type_names=("user", "item"), partitioner_options=None,
-         duplicates="keep"):
+         duplicates="keep", base="auto", columns=None, unknown="baseline"):
     """Read, split, order, place and shuffle this worker's share of ``path``.
     ``duplicates``: "keep", or "error" (every pair is sent to one checker by its hash,
-    and a repeated one stops the run naming both lines).
+    and a repeated one stops the run naming both lines). ``base``, ``columns``: as
+    tux2.loaders.load_edges (auto decides on every worker's lowest ids); ``unknown``:
+    test ratings whose user or item has no training edge (load_edges' policies).
 
     Returns (shard, assignment, mu, test) where ``test`` is the test graph on rank 0
     (None elsewhere) and ``mu`` the mean training rating."""
@@ -95,13 +102,23 @@ def load(transport, path, partitions, partitioner="bicut", seed=0, test_path=Non
     if (order == "strata") != (partitioner == "stratified"):
         raise PartitionError("order 'strata' and the 'stratified' partitioner go together")
     rank, world = transport.rank, transport.world
-    s, d, v = read_edge_range(path, rank, world)
+    s, d, v = read_edge_range(path, rank, world, base="auto", columns=columns)     # ids as written
     has_values = 0 if len(s) == 0 else (1 if v is not None else 2)
-    test = read_edge_list(test_path, type_names=type_names) if (test_path and rank == 0) else None
-    ts, td = (test.src, test.dst) if test is not None else (np.zeros(0, np.int64),) * 2
+    big = np.iinfo(np.int64).max
     stats = np.array([len(s), s.max() + 1 if len(s) else 0, d.max() + 1 if len(d) else 0, has_values,
-                      ts.max() + 1 if len(ts) else 0, td.max() + 1 if len(td) else 0], np.int64)
+                      s.min() if len(s) else big, d.min() if len(d) else big], np.int64)
     allstats = _rows(transport, "ingress-stats", stats)
+    # the id base, decided on the whole file as tux2.io.resolve_base does
+    fmt = edge_format(read_head(path, "edge list"), path, columns)
+    lows = allstats[:, 4:6].min(axis=0)
+    base = resolve_base(base, fmt, lows[:1], lows[1:], path) if allstats[:, 0].sum() else 0
+    if base:
+        for name, low in zip(("src", "dst"), lows):
+            if low < base:
+                raise InputError(f"{name} id {low} is below the id base {base}", path=path)
+        s -= base
+        d -= base
+        allstats[:, 1:3] = np.maximum(allstats[:, 1:3] - base, 0)
     kinds = set(allstats[:, 3].tolist()) - {0}
     if len(kinds) > 1:
         raise InputError("lines with and without a value column in one edge list", path=path)
@@ -112,8 +129,9 @@ def load(transport, path, partitions, partitioner="bicut", seed=0, test_path=Non
     total_read = int(allstats[:, 0].sum())
     if total_read == 0:
         raise InputError("no edges found (the file is empty or has only comments)", path=path)
-    n_src = int(max(allstats[:, 1].max(), allstats[:, 4].max()))
-    n_dst = int(max(allstats[:, 2].max(), allstats[:, 5].max()))
+    n_src = int(allstats[:, 1].max())
+    n_dst = int(allstats[:, 2].max())
+    ids = (offset_ids(n_src, base), offset_ids(n_dst, base))
     eid = int(allstats[:rank, 0].sum()) + np.arange(len(s), dtype=np.int64)
     if duplicates == "error":
         _check_duplicates(transport, path, s, d, eid, n_dst, type_names)
@@ -222,20 +240,26 @@ def load(transport, path, partitions, partitioner="bicut", seed=0, test_path=Non
                 mine[q] = rec if prev is None else tuple(np.concatenate([a, b]) for a, b in zip(prev, rec))
         return mine
 
-    # test edges: to rank 0, which evaluates
+    # test edges: to rank 0, which evaluates; ids without training edges are unknown
+    known = (deg_out[:n_src] > 0, deg_in[n_src:] > 0)
+    test = None
     if test_path is None:
         box = transport.alltoall(-1, "ingress-test", {(rank, 0): list(test_local)})
         if rank == 0:
             parts = [box[(r, 0)] for r in range(world)]
             from tux2.graph import BipartiteGraph
             test = BipartiteGraph(np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]),
-                                  np.concatenate([p[2] for p in parts]), n_src, n_dst, type_names, path)
-    elif test is not None:
-        from tux2.graph import BipartiteGraph
-        test = BipartiteGraph(test.src, test.dst, test.values, n_src, n_dst, type_names, test_path)
+                                  np.concatenate([p[2] for p in parts]), n_src, n_dst, type_names, path, ids)
+            test = mark_unknown(test, known, unknown)
+    elif rank == 0:
+        test = load_edges(test_path, type_names=type_names, id_maps=ids, known=known, unknown=unknown,
+                          columns=columns_like(test_path, columns, fmt))
+        if test.values is None:
+            raise InputError("test file needs a rating column", path=test_path)
     stats = {"rank": rank, "read_edges": int(len(held)), "total_edges": total_read, "train_edges": n_train,
              "owned_edges": int(len(src))}
     shard = Shard(src, dst, val, gkey, part, n_src, n_dst, n_train, type_names, replicated, share, stats, strata)
+    shard.ids, shard.known, shard.base, shard.layout = ids, known, base, fmt
     assignment = Assignment(part, master, int(partitions), partitioner)
     return shard, assignment, mu, test
 

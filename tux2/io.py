@@ -1,9 +1,13 @@
-"""Edge-list loading: ``src dst [value]`` per line.
+"""Edge-list loading: ``src dst [value] [more columns …]`` per line.
 
-Separators: spaces, tabs or commas. ``#`` and ``%`` start comment lines; a
-MatrixMarket header (``%%MatrixMarket``) makes ids 1-based and skips the size
-line. Every malformed line raises InputError with the file, the line number and
-the line's text; nothing is skipped silently.
+Separators: spaces, tabs or commas, or ``::`` (MovieLens ``ratings.dat``), found
+from the first data line. ``#`` and ``%`` start comment lines; a MatrixMarket
+header (``%%MatrixMarket``) makes ids 1-based and skips the size line; a first line
+of names (``userId,movieId,rating,timestamp``) is a header whose names
+``columns`` may use. By default the first two columns are the ids and the third,
+when present, the value; further columns (a timestamp) are ignored. ``columns``
+picks others (:class:`EdgeFormat`). Every malformed line raises InputError with
+the file, the line number and the line's text; nothing is skipped silently.
 """
 import os
 
@@ -19,29 +23,31 @@ _MESSAGES = {
     2: "negative vertex id",
     3: "malformed value (expected a number)",
     4: "value is NaN or infinite",
-    5: "too many columns (expected 'src dst [value]')",
     6: "missing column (expected 'src dst [value]')",
     7: "vertex id too large (over 2^62)",
     8: "missing value column (other lines have 3 columns)",
+    9: "missing column (fewer columns than --columns names)",
+    10: "a value column where the lines before have none (the first data line has 2 columns)",
 }
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _is_sep(c):
-    return c == 32 or c == 9 or c == 44 or c == 13  # space, tab, comma, CR
+def _is_sep(c, colon=False):
+    """Space, tab, comma, CR; with ``colon`` also ':' (``::``-separated files)."""
+    return c == 32 or c == 9 or c == 44 or c == 13 or (colon and c == 58)
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _ends(c):
+def _ends(c, colon=False):
     """A token ends at a separator or a newline."""
-    return c == 32 or c == 9 or c == 44 or c == 13 or c == 10
+    return c == 32 or c == 9 or c == 44 or c == 13 or c == 10 or (colon and c == 58)
 
 
 _POW10 = np.array([10.0 ** i for i in range(23)])      # exact doubles: 1e0 … 1e22
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _parse_int(buf, pos, end):
+def _parse_int(buf, pos, end, colon=False):
     """Return (value, new_pos, err)."""
     if pos < end and buf[pos] == 45:  # '-'
         return 0, pos, 2
@@ -55,7 +61,7 @@ def _parse_int(buf, pos, end):
             return 0, pos, 7
         v = v * 10 + digit
         pos += 1
-    if pos == start or (pos < end and not _ends(buf[pos])):
+    if pos == start or (pos < end and not _ends(buf[pos], colon)):
         return 0, pos, 1
     return v, pos, 0
 
@@ -66,10 +72,10 @@ _INFINITY = np.frombuffer(b"infinity", np.uint8)
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _is_word(buf, pos, end, word):
+def _is_word(buf, pos, end, word, colon=False):
     """buf[pos:] holds ``word`` (lower case) in any case, followed by a separator or the end."""
     n = word.shape[0]
-    if pos + n > end or (pos + n < end and not _ends(buf[pos + n])):
+    if pos + n > end or (pos + n < end and not _ends(buf[pos + n], colon)):
         return False
     for i in range(n):
         if (buf[pos + i] | 32) != word[i]:
@@ -78,7 +84,7 @@ def _is_word(buf, pos, end, word):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _parse_float(buf, pos, end):
+def _parse_float(buf, pos, end, colon=False):
     """Return (value, new_pos, err). Decimal with optional exponent."""
     neg = False
     if pos < end and (buf[pos] == 45 or buf[pos] == 43):
@@ -86,7 +92,8 @@ def _parse_float(buf, pos, end):
         pos += 1
     # nan / inf / infinity spelled out (any case)
     if pos < end and ((buf[pos] | 32) == 110 or (buf[pos] | 32) == 105):
-        if _is_word(buf, pos, end, _NAN) or _is_word(buf, pos, end, _INF) or _is_word(buf, pos, end, _INFINITY):
+        if _is_word(buf, pos, end, _NAN, colon) or _is_word(buf, pos, end, _INF, colon) or \
+                _is_word(buf, pos, end, _INFINITY, colon):
             return 0.0, pos, 4
     mant = 0
     exp10 = 0
@@ -124,7 +131,7 @@ def _parse_float(buf, pos, end):
         if ed == 0:
             return 0.0, pos, 3
         exp10 += -e if eneg else e
-    if pos < end and not _ends(buf[pos]):
+    if pos < end and not _ends(buf[pos], colon):
         return 0.0, pos, 3
     if mant == 0:
         v = 0.0
@@ -140,19 +147,29 @@ def _parse_float(buf, pos, end):
     return (-v if neg else v), pos, 0
 
 
+OPTIONAL = -2      # value column: the third when present (consistently), as 'src dst [value]'
+NONE = -1          # value column: none (every edge 1)
+
+
 @njit(cache=True, nogil=True)
-def _parse_edges(buf, start, out_s, out_d, out_v):
+def _parse_edges(buf, start, out_s, out_d, out_v, cs=0, cd=1, cv=OPTIONAL, colon=False):
     """Parse lines from buf[start:] in one pass (tokens end at a separator or the
-    newline). Returns (n_edges, ncols, err, err_line, err_pos)."""
+    newline): the ids in columns ``cs``, ``cd`` (0-based), the value in ``cv``
+    (OPTIONAL: the third column when the lines have one; NONE: no value); other
+    columns are skipped unread. Returns (n_edges, ncols, err, err_line, err_pos),
+    ncols 3 when values were read, else 2."""
     n = buf.shape[0]
     pos = start
     line = 0
     k = 0
     ncols = 0  # 0 = not yet known, 2 or 3
+    vcol = 2 if cv == OPTIONAL else cv
+    last = max(max(cs, cd), vcol)      # columns after this one are not looked at
+    need = max(cs, cd) if cv == OPTIONAL else last
     while pos < n:
         line += 1
         p = pos
-        while p < n and _is_sep(buf[p]):
+        while p < n and _is_sep(buf[p], colon):
             p += 1
         if p == n:
             break
@@ -165,33 +182,39 @@ def _parse_edges(buf, start, out_s, out_d, out_v):
                 p += 1
             pos = p + 1
             continue
-        s, p, err = _parse_int(buf, p, n)
-        if err:
-            return k, ncols, err, line, pos
-        while p < n and _is_sep(buf[p]):
-            p += 1
-        if p == n or buf[p] == 10:
-            return k, ncols, 6, line, pos
-        d, p, err = _parse_int(buf, p, n)
-        if err:
-            return k, ncols, err, line, pos
-        while p < n and _is_sep(buf[p]):
-            p += 1
-        cols = 2
+        s = 0
+        d = 0
         v = 1.0
-        if p < n and buf[p] != 10:
-            v, p, err = _parse_float(buf, p, n)
+        t = 0
+        while True:                                   # p is at the start of token t
+            if t == cs:
+                s, p, err = _parse_int(buf, p, n, colon)
+            elif t == cd:
+                d, p, err = _parse_int(buf, p, n, colon)
+            elif t == vcol:
+                v, p, err = _parse_float(buf, p, n, colon)
+            else:
+                err = 0
+                while p < n and not _ends(buf[p], colon):
+                    p += 1
             if err:
                 return k, ncols, err, line, pos
-            cols = 3
-            while p < n and _is_sep(buf[p]):
+            t += 1
+            if t > last:                              # the rest of the line is not read
+                while p < n and buf[p] != 10:
+                    p += 1
+                break
+            while p < n and _is_sep(buf[p], colon):
                 p += 1
-            if p < n and buf[p] != 10:
-                return k, ncols, 5, line, pos
+            if p == n or buf[p] == 10:
+                break
+        if t <= need:
+            return k, ncols, 6 if cv == OPTIONAL else 9, line, pos
+        cols = 3 if t > vcol and vcol >= 0 else 2
         if ncols == 0:
             ncols = cols
         elif cols != ncols:
-            return k, ncols, 8 if cols == 2 else 5, line, pos
+            return k, ncols, 8 if cols == 2 else 10, line, pos
         out_s[k] = s
         out_d[k] = d
         out_v[k] = v
@@ -232,6 +255,7 @@ def local_copy(path):
     or xz data (recognised by its first bytes), decompressed."""
     import shutil
     import stat
+    path = os.fspath(path)
     name = path
     try:
         if path == "-":
@@ -266,6 +290,17 @@ def local_copy(path):
         raise InputError(f"cannot decompress this {'xz' if kind == 'lzma' else kind} file: {e}", path=name) from None
     _SPOOLED[tmp] = name
     return tmp
+
+
+def as_given(error, copy, given):
+    """``error``, an InputError about ``copy`` (made by local_copy), naming the input as
+    the user gave it (``given``; ``-`` is <stdin>)."""
+    if copy == given:
+        return error
+    name = "<stdin>" if given == "-" else given
+    out = InputError(str(error).replace(copy, name))
+    out.path, out.line, out.text = name, error.line, error.text
+    return out
 
 
 # numeric ids this far beyond the number of records would make vertex arrays dwarf the data
@@ -311,31 +346,30 @@ def _line_text(buf, pos, limit=1024):
     return bytes(buf[pos: end if end >= 0 else min(len(buf), pos + limit)]).decode("utf-8", "replace").rstrip("\r")
 
 
-def read_edge_list(path, base=None, type_names=("src", "dst"), n_src=None, n_dst=None):
-    """Load an edge list file into a BipartiteGraph.
+def read_edge_list(path, base=None, type_names=("src", "dst"), n_src=None, n_dst=None, columns=None):
+    """Load an edge list file into a BipartiteGraph (ids as 0-based dense numbers; no
+    id maps: see ``tux2.loaders.load_edges`` for the user-facing loader).
 
-    ``base`` is the id base (0 or 1); default 0, or 1 under a MatrixMarket header.
-    Raises InputError naming the file and line for any malformed line, an empty
-    input, NaN/inf values or negative ids.
+    ``base`` is the id base (0, 1 or "auto"); default 0, or 1 under a MatrixMarket
+    header. ``columns``: see :func:`parse_columns`. Raises InputError naming the file
+    and line for any malformed line, an empty input, NaN/inf values or negative ids.
     """
     path = os.fspath(path)
     raw = map_file(path, "edge list")
-    start, line_offset, default_base = _header_end(raw[:1 << 16], path)
-    if base is None:
-        base = default_base
-    base = 0 if base is None else int(base)
-    s, d, v, ncols = _parse_from(raw, start, line_offset, path)
+    fmt = edge_format(raw[:1 << 16], path, columns)
+    s, d, v, ncols = _parse_from(raw, fmt, path)
     if len(s) == 0:
         raise InputError("no edges found (the file is empty or has only comments)", path=path)
-    _rebase(s, d, base, path)
+    _rebase(s, d, resolve_base(base, fmt, s, d, path), path)
     return BipartiteGraph(s, d, v if ncols == 3 else None, n_src=n_src, n_dst=n_dst,
                           type_names=type_names, source=path)
 
 
-def _parse_from(raw, start, line_offset, path):
-    """(src, dst, values, columns) of the edge lines in raw[start:]; errors name the line
-    (``line_offset`` lines come before ``start``). Large inputs are parsed in chunks on
-    every core (split at line starts); the result and any error are those of a serial parse."""
+def _parse_from(raw, fmt, path):
+    """(src, dst, values, columns) of the edge lines of ``raw`` laid out as ``fmt`` (an
+    EdgeFormat); errors name the line. Large inputs are parsed in chunks on every core
+    (split at line starts); the result and any error are those of a serial parse."""
+    start, line_offset = fmt.start, fmt.skip
     buf = np.frombuffer(raw, dtype=np.uint8)
     size = len(raw) - start
     chunks = max(1, min(4 * numba.get_num_threads(), size // (1 << 20)))
@@ -357,13 +391,13 @@ def _parse_from(raw, start, line_offset, path):
     np.cumsum(cap, out=offsets[1:])
     s, d, v = (np.empty(offsets[-1], t) for t in (np.int64, np.int64, np.float64))
     res = np.zeros((len(cap), 5), np.int64)
-    _parse_chunks(buf, bounds, offsets, s, d, v, res)
+    _parse_chunks(buf, bounds, offsets, s, d, v, res, *fmt.args)
     k, ncols, err = res[:, 0], res[:, 1], res[:, 2]
     cols = set(ncols[k > 0].tolist())
     if err.any() or len(cols) > 1:
         # the first error in file order, exactly as one serial pass reports it
         s, d, v = (np.empty(offsets[-1], t) for t in (np.int64, np.int64, np.float64))
-        n, nc, e, line, pos = _parse_edges(buf, start, s, d, v)
+        n, nc, e, line, pos = _parse_edges(buf, start, s, d, v, *fmt.args)
         raise InputError(_MESSAGES[e], path=path, line=line + line_offset, text=_line_text(raw, pos))
     if (k[:-1] != cap[:-1]).any():            # blank or comment lines left gaps before the last chunk
         s, d, v = _compact(s, d, v, offsets, k)
@@ -384,10 +418,11 @@ def _count_newlines(buf, bounds):
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def _parse_chunks(buf, bounds, offsets, s, d, v, res):
+def _parse_chunks(buf, bounds, offsets, s, d, v, res, cs, cd, cv, colon):
     for c in prange(len(bounds) - 1):
         o = offsets[c]
-        k, ncols, err, line, pos = _parse_edges(buf[bounds[c]:bounds[c + 1]], 0, s[o:], d[o:], v[o:])
+        k, ncols, err, line, pos = _parse_edges(buf[bounds[c]:bounds[c + 1]], 0, s[o:], d[o:], v[o:], cs, cd, cv,
+                                                colon)
         res[c, 0] = k
         res[c, 1] = ncols
         res[c, 2] = err
@@ -428,6 +463,163 @@ def _header_end(head, path):
             return pos, lines, 1
 
 
+_SPLIT = None
+_NUMBER = None
+
+
+def split_line(line, colon=False):
+    """The tokens of one line as the parsers see them (``colon``: ':' separates too)."""
+    global _SPLIT
+    if _SPLIT is None:
+        import re
+        _SPLIT = (re.compile(rb"[ \t,\r]+"), re.compile(rb"[ \t,\r:]+"))
+    return [t for t in _SPLIT[colon].split(line.strip(b" \t,\r\n")) if t]
+
+
+def is_number(tok):
+    """Whether a token is a number in the parsers' grammar (nan and inf included)."""
+    global _NUMBER
+    if _NUMBER is None:
+        import re
+        _NUMBER = re.compile(rb"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?|[+-]?(nan|inf|infinity)", re.I)
+    return _NUMBER.fullmatch(tok) is not None
+
+
+class EdgeFormat:
+    """How an edge-list file is laid out, from its first bytes (:func:`edge_format`):
+    data start at byte ``start`` after ``skip`` lines (a byte-order mark, a MatrixMarket
+    header and size line, or a header line of column ``names``); ``colon``: ``::``
+    separates; ``width``: columns of the first data line; ``cols``: 0-based columns of
+    src, dst and value (OPTIONAL: the third when present; NONE: no value);
+    ``matrix_market``: ids are 1-based."""
+
+    def __init__(self, start=0, skip=0, matrix_market=False, colon=False, names=None, width=0,
+                 cols=(0, 1, OPTIONAL), explicit=False, sep="space"):
+        self.start, self.skip, self.matrix_market, self.colon = start, skip, matrix_market, colon
+        self.names, self.width, self.cols, self.explicit, self.sep = names, width, tuple(cols), explicit, sep
+
+    @property
+    def args(self):
+        """The parser's column arguments (cs, cd, cv, colon)."""
+        return (*self.cols, self.colon)
+
+    def _col(self, j):
+        return self.names[j] if self.names and j < len(self.names) else str(j + 1)
+
+    def notable(self):
+        """Whether the file is anything but plain 'src dst [value]' lines."""
+        return bool(self.explicit or self.names or self.colon or self.width > 3)
+
+    def describe(self):
+        """One phrase for a run's header: separator, header, the columns used and ignored."""
+        sep = {"colon": "'::'-separated", "tab": "tab-separated", "comma": "comma-separated"}.get(self.sep,
+                                                                                                 "space-separated")
+        cs, cd, cv = self.cols
+        used = [cs, cd] + ([2 if cv == OPTIONAL else cv] if cv != NONE and (cv != OPTIONAL or self.width >= 3)
+                           else [])
+        out = sep + (f", header {','.join(self.names)}" if self.names else "")
+        out += f"; columns {','.join(self._col(j) for j in used)}"
+        if self.names or self.explicit:
+            out += f" ({','.join(str(j + 1) for j in used)})"
+        if self.width > len(used):
+            rest = [self._col(j) for j in range(self.width) if j not in used]
+            out += (f" of {self.width}; column{'s' if len(rest) > 1 else ''} {', '.join(rest)} ignored"
+                    + ("" if self.explicit else " (--columns picks others)"))
+        return out
+
+
+def parse_columns(spec, names, path=None):
+    """(src, dst, value) 0-based columns of a ``--columns`` spec: ``"1,2,3"`` (1-based
+    positions), header names ``"user,item,rating"``, or a sequence of either; two
+    entries mean no value column."""
+    items = [x.strip() for x in spec.split(",")] if isinstance(spec, str) else [str(x).strip() for x in spec]
+    if len(items) not in (2, 3) or not all(items):
+        raise InputError(f"columns {spec!r}: give two or three columns, src,dst[,value] (1-based positions or "
+                         "header names)", path=path)
+    out = []
+    for it in items:
+        if it.isdigit():
+            if int(it) < 1:
+                raise InputError(f"columns {spec!r}: positions count from 1", path=path)
+            out.append(int(it) - 1)
+            continue
+        lower = [n.lower() for n in names or ()]
+        if not names:
+            raise InputError(f"columns {spec!r}: {it!r} is a name, but the file has no header line of names; "
+                             "give 1-based positions (1,2,3)", path=path)
+        if it.lower() not in lower:
+            raise InputError(f"columns {spec!r}: no column {it!r} in the header ({', '.join(names)})", path=path)
+        out.append(lower.index(it.lower()))
+    if len(set(out)) != len(out):
+        raise InputError(f"columns {spec!r}: a column is named twice", path=path)
+    return (out[0], out[1], out[2] if len(out) == 3 else NONE)
+
+
+def edge_format(head, path, columns=None):
+    """The :class:`EdgeFormat` of an edge-list file from its first bytes ``head``.
+
+    The first data line is a header when none of its tokens is a number while the
+    next line has a number in one of its columns (or when ``columns`` uses names)."""
+    start, skip, base = _header_end(head, path)
+    if base:
+        fmt = EdgeFormat(start, skip, matrix_market=True)
+        if columns is not None:
+            fmt.cols, fmt.explicit = parse_columns(columns, None, path), True
+        return fmt
+    lines, pos, no, seps, colon = [], start, skip, b" \t,\r", None
+    while len(lines) < 2 and pos < len(head):
+        nl = head.find(b"\n", pos)
+        end = nl if nl >= 0 else len(head)
+        text = head[pos:end]
+        no += 1
+        stripped = text.strip(seps)              # blank and comment lines as the parsers see them
+        if colon is None and stripped and stripped[:1] not in (b"#", b"%"):
+            colon = b"::" in text                # the first data line decides the separators
+            if colon:
+                seps = b" \t,\r:"
+                stripped = text.strip(seps)
+        if stripped and stripped[:1] not in (b"#", b"%"):
+            lines.append((pos, end + 1, no, text))
+        pos = end + 1
+    colon = bool(colon)
+    if not lines:
+        fmt = EdgeFormat(start, skip, colon=colon)
+    else:
+        first = lines[0][3]
+        toks = split_line(first, colon)
+        named = columns is not None and any(not str(x).strip().isdigit() for x in
+                                            (columns.split(",") if isinstance(columns, str) else columns))
+        header = named or (not any(is_number(t) for t in toks) and len(lines) > 1 and any(
+            is_number(t) for t in split_line(lines[1][3], colon)[:len(toks)]))
+        names = None
+        if header:
+            names = [t.decode("utf-8", "replace").strip("\"'") for t in toks]
+            start, skip = lines[0][1], lines[0][2]
+            data = lines[1][3] if len(lines) > 1 else b""
+        else:
+            data = first
+        width = len(split_line(data, colon))
+        sep = "colon" if colon else "tab" if b"\t" in data else "comma" if b"," in data else "space"
+        fmt = EdgeFormat(start, skip, False, colon, names, width, sep=sep)
+    if columns is not None:
+        fmt.cols, fmt.explicit = parse_columns(columns, fmt.names, path), True
+    return fmt
+
+
+def resolve_base(base, fmt, s, d, path):
+    """The id base: 0 or 1 as given, or for "auto" 1 under a MatrixMarket header or when
+    no id 0 occurs on either side, else 0 (None: the header's, 0 or 1)."""
+    if base is None:
+        return 1 if fmt.matrix_market else 0
+    if base == "auto":
+        if fmt.matrix_market:
+            return 1
+        return 1 if len(s) and int(s.min()) >= 1 and int(d.min()) >= 1 else 0
+    if base not in (0, 1, "0", "1"):
+        raise InputError(f"id base must be 0, 1 or 'auto', not {base!r}", path=path)
+    return int(base)
+
+
 def _rebase(s, d, base, path):
     """Shift ids of base ``base`` to 0 in place; ids below the base are an error."""
     if not base or not len(s):
@@ -452,10 +644,11 @@ def byte_range(size, start, part, parts, buf):
     return line_start(start + span * part // parts), line_start(start + span * (part + 1) // parts)
 
 
-def read_edge_range(path, part, parts, base=None):
+def read_edge_range(path, part, parts, base=None, columns=None):
     """The edges of share ``part`` of ``parts`` of an edge-list file, split at line
     boundaries by bytes (each worker of a distributed run reads only its share).
-    Returns (src, dst, values or None); errors name the file and the absolute line."""
+    Returns (src, dst, values or None); errors name the file and the absolute line.
+    ``base`` "auto" leaves the ids as written (the workers decide the base together)."""
     path = os.fspath(path)
     try:
         size = os.path.getsize(path)
@@ -463,24 +656,24 @@ def read_edge_range(path, part, parts, base=None):
             head = f.read(1 << 16)
     except OSError as e:
         raise InputError(f"cannot read edge list: {e.strerror}", path=path) from None
-    start, _, default_base = _header_end(head, path) if size else (0, 0, 0)
-    base = default_base if base is None else int(base)
+    fmt = edge_format(head, path, columns) if size else EdgeFormat()
     if size == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int64), None
     buf = np.memmap(path, dtype=np.uint8, mode="r")
-    lo, hi = byte_range(size, start, part, parts, buf)
+    lo, hi = byte_range(size, fmt.start, part, parts, buf)
     chunk = np.ascontiguousarray(buf[lo:hi])
     cap = int(np.count_nonzero(chunk == 10)) + 1
     s = np.empty(cap, np.int64)
     d = np.empty(cap, np.int64)
     v = np.empty(cap, np.float64)
-    k, ncols, err, err_line, err_pos = _parse_edges(chunk, 0, s, d, v)
+    k, ncols, err, err_line, err_pos = _parse_edges(chunk, 0, s, d, v, *fmt.args)
     if err:
         before = int(np.count_nonzero(buf[:lo] == 10))
         raise InputError(_MESSAGES[err], path=path, line=before + err_line,
                          text=_line_text(bytes(chunk), err_pos))
     s, d, v = s[:k], d[:k], v[:k]
-    _rebase(s, d, base, path)
+    if base != "auto":
+        _rebase(s, d, resolve_base(base, fmt, s, d, path), path)
     for name, a in (("source", s), ("destination", d)):      # this share's edges stand for 1/parts of all
         if len(a):
             i = int(np.argmax(a))
@@ -577,7 +770,7 @@ def read_docword(path, type_names=("doc", "word")):
     for no, (name, n) in enumerate((("D (documents)", D), ("W (words)", W)), 1):
         check_id_space(n, min(nnz, lines), f"header line {no}: {name} = {n}", path, lambda: (no, str(n)),
                        "the header does not match the file")
-    s, d, v, ncols = _parse_from(raw, pos, 3, path)
+    s, d, v, ncols = _parse_from(raw, EdgeFormat(pos, 3), path)
     k = len(s)
     if k == 0:
         raise InputError("no 'docID wordID count' lines after the header", path=path)

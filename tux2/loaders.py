@@ -46,6 +46,7 @@ class IdMap:
         if self.tokens.dtype == object:
             self.tokens = self.tokens.astype(str)
         self._index = None
+        self._sorted = None
 
     def __len__(self):
         return len(self.tokens)
@@ -65,6 +66,15 @@ class IdMap:
     def encode(self, tokens, what="id", where=None):
         """Dense ids of the user's ids; an unknown one raises InputError (``where(i)``:
         (path, line, text) of the i-th token, for the message)."""
+        arr = np.asarray(tokens)
+        if arr.dtype.kind in "iu" and self.tokens.dtype.kind in "iu":        # vectorised
+            out = self.lookup(arr)
+            bad = np.flatnonzero(out < 0)
+            if len(bad):
+                path, line, text = where(int(bad[0])) if where else (None, None, None)
+                raise InputError(f"unknown {what} {arr[bad[0]].item()!r} (not in the model's {len(self)} ids)",
+                                 path=path, line=line, text=text)
+            return out
         index = self.index
         out = np.empty(len(tokens), np.int64)
         for i, t in enumerate(tokens.tolist() if isinstance(tokens, np.ndarray) else tokens):
@@ -75,6 +85,22 @@ class IdMap:
                                  line=line, text=text)
             out[i] = j
         return out
+
+    def lookup(self, values):
+        """Dense ids of integer ids (an int array), -1 where the map has none: vectorised,
+        for maps of integer ids (a 1-based file's 1 … n, a model's)."""
+        values = np.asarray(values, np.int64)
+        t = self.tokens
+        if t.dtype.kind not in "iu":
+            return np.full(len(values), -1, np.int64)
+        if self._sorted is None:
+            self._sorted = np.argsort(t, kind="stable")
+        order = self._sorted
+        st = t[order]
+        if not len(st):
+            return np.full(len(values), -1, np.int64)
+        pos = np.minimum(np.searchsorted(st, values), len(st) - 1)
+        return np.where(st[pos] == values, order[pos], -1).astype(np.int64)
 
     def decode(self, ids):
         return self.tokens[np.asarray(ids)]
@@ -93,32 +119,98 @@ def loaded_ids(arr):
 
 
 # --------------------------------------------------------------------------- edge lists
-def load_edges(path, ids="auto", duplicates="error", base=None, type_names=("src", "dst"), id_maps=None,
-               values=None):
-    """An edge-list file as a BipartiteGraph.
+UNKNOWN = ("error", "skip", "baseline")
+
+
+def offset_ids(n, base):
+    """The IdMap of ids ``base`` … ``base`` + n − 1 (a 1-based file), or None for base 0."""
+    return IdMap(np.arange(base, base + n, dtype=np.int64)) if base else None
+
+
+def load_edges(path, ids="auto", duplicates="error", base="auto", type_names=("src", "dst"), id_maps=None,
+               values=None, columns=None, known=None, unknown="error"):
+    """An edge-list file (``-``: standard input; gzip, bz2 or xz data is decompressed)
+    as a BipartiteGraph.
+
+    ``columns``: the columns holding src, dst[, value] (``"1,2,3"``, header names
+    ``"user,item,rating"``, or a sequence; default: the first two, and the third when
+    the lines have one; further columns are ignored). ``base``: "auto" (1 under a
+    MatrixMarket header or when no id 0 occurs on either side, else 0), 0 or 1 (None:
+    the header's, without id maps). Ids are 0-based dense numbers inside; a base of 1
+    gives the graph id maps 1 … n, so models and predictions speak the file's ids.
+    ``graph.layout`` is the file's EdgeFormat, ``graph.base`` the base used.
 
     ``id_maps``: (IdMap or None, IdMap or None) of a model or training set: ids are
-    encoded with them (a test file, an input to predict) and an unknown id is an error.
+    read in them (a test file, an input to predict); ``known``: per side, which dense
+    ids have training edges (None: all of the map's). An id outside them is
+    ``unknown``: "error" names its line, "skip" drops the edge (counted in
+    ``graph.skipped``), "baseline" keeps it with ``graph.unknown`` = (src mask, dst
+    mask) marking the unknown sides (their dense id reads 0), for a prediction from
+    the known side alone.
     ``values``: True requires a value column, False forbids one, None takes either.
     """
     _check_choice("ids", ids, ID_MODES)
     _check_choice("duplicates", duplicates, DUPLICATES)
-    path = os.fspath(path)
+    _check_choice("unknown", unknown, UNKNOWN)
+    given = os.fspath(path)
+    path = io.local_copy(given)
+    try:
+        return _load_edges(path, ids, duplicates, base, type_names, id_maps, values, columns, known, unknown)
+    except InputError as e:
+        raise io.as_given(e, path, given) from None
+
+
+def _load_edges(path, ids, duplicates, base, type_names, id_maps, values, columns, known, unknown):
     raw = io.map_file(path, "edge list")
-    start, skip, default_base = io._header_end(raw[:1 << 16], path)
-    maps = tuple(id_maps) if id_maps is not None else (None, None)
-    if ids == "auto":
-        ids = "string" if any(m is not None for m in maps) or not _first_ids_numeric(raw, start) else "int"
+    fmt = io.edge_format(raw[:1 << 16], path, columns)
+    skip = fmt.skip
+    encode = id_maps is not None
+    maps = tuple(id_maps) if encode else (None, None)
+    string_maps = any(m is not None and m.tokens.dtype.kind not in "iu" for m in maps)
+    if ids == "auto" or encode:
+        ids = "string" if string_maps or (not encode and not _first_ids_numeric(raw, fmt)) else "int"
+    used_base = 0
     if ids == "int":
-        base = default_base if base is None else int(base)
-        s, d, v, ncols = io._parse_from(raw, start, skip, path)
+        s, d, v, ncols = io._parse_from(raw, fmt, path)
         if len(s) == 0:
             raise InputError("no edges found (the file is empty or has only comments)", path=path)
-        io._rebase(s, d, base, path)
-        _check_dense(path, skip, (s, d), len(s))
-        g = BipartiteGraph(s, d, v if ncols == 3 else None, type_names=type_names, source=path)
+        v = v if ncols == 3 else None
+        if encode:
+            written = (s, d)
+            s, d = (_encode_ints(a, m, k) for a, m, k in zip((s, d), maps, known or (None, None)))
+        else:
+            used_base = io.resolve_base(base, fmt, s, d, path)
+            io._rebase(s, d, used_base, path)
+            _check_dense(path, skip, (s, d), len(s))
+            if base is not None:
+                maps = (offset_ids(int(s.max()) + 1, used_base), offset_ids(int(d.max()) + 1, used_base))
     else:
-        g = _string_edges(raw, start, skip, path, type_names, maps)
+        s, d, v, maps, missing = _string_edges(raw, fmt, path, type_names, maps)
+    n = [len(m) if m is not None else len(k) if k is not None else None
+         for m, k in zip(maps, known or (None, None))]
+    unk = None
+    if encode:
+        encoded = (s, d)
+        s, d, v, unk, skipped = _unknown(s, d, v, known, unknown, type_names,
+                                         lambda i: (path, *io.edge_line(path, i, skip)), fmt)
+        unknown_ids = None
+        if unk is not None:                      # the ids as written, for outputs
+            unknown_ids = []
+            for side in (0, 1):
+                if ids == "int":
+                    unknown_ids.append(written[side][unk[side]])
+                    continue
+                enc = encoded[side][unk[side]]
+                out = np.empty(len(enc), object)
+                miss = enc < 0
+                out[miss] = missing[side]
+                out[~miss] = maps[side].decode(enc[~miss]) if maps[side] is not None else enc[~miss]
+                unknown_ids.append(out)
+        n = [max(x if x is not None else 0, int(a.max()) + 1 if len(a) else 0, 1) for x, a in zip(n, (s, d))]
+    g = BipartiteGraph(s, d, v, n[0], n[1], type_names, path, ids=maps)
+    g.layout, g.base = fmt, used_base
+    if encode:
+        g.unknown, g.skipped, g.unknown_ids = unk, skipped, unknown_ids
     if values is True and g.values is None:
         raise InputError("expected a value column: 'src dst value'", path=path)
     if values is False and g.values is not None:
@@ -129,7 +221,130 @@ def load_edges(path, ids="auto", duplicates="error", base=None, type_names=("src
             line, text = io.edge_line(path, i, skip)
             raise InputError(f"value {g.values[i]:g} is beyond the float32 range (±{FLOAT32_MAX:.4g}) the "
                              "edge values of edge lists are stored in", path=path, line=line, text=text)
-    return dedupe(g, duplicates, lambda i: (path, *io.edge_line(path, i, skip)))
+    if encode:
+        return g
+    out = dedupe(g, duplicates, lambda i: (path, *io.edge_line(path, i, skip)))
+    out.layout, out.base = fmt, used_base
+    return out
+
+
+def _encode_ints(a, m, known):
+    """Dense ids of integer ids read from a file: through the IdMap ``m`` (-1 where it
+    has no such id), or as they are (-1 beyond ``known``'s length)."""
+    if m is not None:
+        return m.lookup(a)
+    if known is not None:
+        a = a.copy()
+        a[a >= len(known)] = -1
+    return a
+
+
+def _unknown(s, d, v, known, policy, type_names, where, fmt=None):
+    """Ids read in a model's ids: -1 (not in its maps) or without training edges
+    (``known``) are unknown; ``policy`` error/skip/baseline (see load_edges).
+    Returns (src, dst, values, (src mask, dst mask) or None, edges skipped)."""
+    masks = []
+    for a, k in zip((s, d), known or (None, None)):
+        bad = a < 0
+        if k is not None:
+            ok = ~bad
+            bad[ok] = ~np.asarray(k, bool)[a[ok]]
+        masks.append(bad)
+    either = masks[0] | masks[1]
+    if not either.any():
+        return s, d, v, None, 0
+    if policy == "error":
+        i = int(np.flatnonzero(either)[0])
+        path, line, text = where(i)
+        side = 0 if masks[0][i] else 1
+        toks = io.split_line(text.encode("utf-8", "replace"), fmt.colon) if fmt is not None and text else []
+        tok = toks[fmt.cols[side]].decode("utf-8", "replace") if toks and len(toks) > fmt.cols[side] else \
+            int((s, d)[side][i])
+        raise InputError(f"unknown {type_names[side]} id {tok!r} (not in the training data); unknown='skip' "
+                         "(--unknown skip) drops such lines, 'baseline' predicts them from the known side",
+                         path=path, line=line, text=text)
+    if policy == "skip":
+        keep = ~either
+        return s[keep], d[keep], (v[keep] if v is not None else None), None, int(either.sum())
+    s, d = np.where(masks[0], 0, s), np.where(masks[1], 0, d)
+    return s, d, v, (masks[0], masks[1]), 0
+
+
+def edge_ids(graph, side):
+    """The user's ids of every edge's ``side`` (0: src, 1: dst), unknown ones (kept
+    with unknown="baseline") as the file wrote them."""
+    m = graph.ids[side]
+    a = (graph.src, graph.dst)[side]
+    out = m.decode(a) if m is not None else a
+    if graph.unknown is not None and graph.unknown[side].any():
+        out = out.astype(object)
+        out[graph.unknown[side]] = graph.unknown_ids[side]
+    return out
+
+
+def mark_unknown(graph, known, policy="baseline"):
+    """``graph`` (edges in a training set's dense ids, e.g. a held-out share) with the
+    ids that ``known`` (per side: has training edges) says are not handled by
+    ``policy`` as load_edges does: marked in ``graph.unknown`` (baseline), dropped
+    (skip) or an error."""
+    written = [m.decode(a) if m is not None else a for m, a in zip(graph.ids, (graph.src, graph.dst))]
+    return in_known_ids(graph.src, graph.dst, graph.values, known, policy, graph.type_names, graph.source,
+                        graph.ids, written)
+
+
+def in_known_ids(src, dst, values, known, policy="baseline", type_names=("src", "dst"), source="arrays", ids=None,
+                 written=None):
+    """Edges in a training set's dense ids as a graph over its vertices (``known``: per
+    side, which dense ids have training edges): an id that is -1 (not in its id maps),
+    beyond ``known`` or without training edges is unknown, handled by ``policy`` as
+    load_edges does (``written``: per side the ids as the caller gave them, for the
+    error)."""
+    _check_choice("unknown", policy, UNKNOWN)
+    s, d = (np.array(a, np.int64) for a in (src, dst))
+    for a, k in zip((s, d), known):
+        a[a >= len(k)] = -1
+    s, d, v, unk, skipped = _unknown(s, d, values, known, "baseline" if policy == "error" else policy, type_names,
+                                     None)
+    if policy == "error" and unk is not None:
+        i = int(np.flatnonzero(unk[0] | unk[1])[0])
+        side = 0 if unk[0][i] else 1
+        tok = np.asarray(written[side] if written is not None else (src, dst)[side])[i]
+        tok = tok.item() if isinstance(tok, np.generic) else tok
+        raise InputError(f"unknown {type_names[side]} id {tok!r} (edge {i}; not in the training data); "
+                         "unknown='skip' drops such edges, 'baseline' predicts them from the known side",
+                         path=source)
+    g = BipartiteGraph(s, d, v, len(known[0]), len(known[1]), type_names, source, ids)
+    g.unknown, g.skipped = unk, skipped
+    return g
+
+
+def describe_read(graph, base="auto"):
+    """How an edge list was read (its layout when not plain 'src dst [value]', a 1-based
+    id base and why), for a run's header; None for a plain 0-based file. ``base``: the
+    option it was read with."""
+    parts = []
+    layout = graph.layout
+    if layout is not None and layout.notable():
+        parts.append(layout.describe())
+    if graph.base:
+        how = "MatrixMarket" if layout is not None and layout.matrix_market else \
+            "auto: no id 0 on either side; --base 0 reads them as 0-based" if base == "auto" else "--base 1"
+        parts.append(f"ids 1-based ({how})")
+    return "; ".join(parts) if parts else None
+
+
+def columns_like(path, columns, layout):
+    """The ``columns`` for a file read beside one laid out as ``layout`` (a test file
+    beside its training file): header names resolve in its own header when it has one,
+    else the training file's positions are used."""
+    if columns is None or layout is None or all(str(x).strip().isdigit() for x in
+                                                (columns.split(",") if isinstance(columns, str) else columns)):
+        return columns
+    path = io.local_copy(path)
+    if io.edge_format(io.read_head(path, "edge list"), path).names:
+        return columns
+    cs, cd, cv = layout.cols
+    return [cs + 1, cd + 1] + ([cv + 1] if cv >= 0 else [])
 
 
 def _check_choice(name, value, choices):
@@ -137,18 +352,18 @@ def _check_choice(name, value, choices):
         raise ValueError(f"{name} must be one of {', '.join(choices)}; got {value!r}")
 
 
-def numeric_ids(path):
+def numeric_ids(path, columns=None):
     """Whether the first data line of an edge-list file has numeric ids (``ids="auto"``)."""
     head = io.read_head(path, "edge list")
-    return _first_ids_numeric(head, io._header_end(head, path)[0])
+    return _first_ids_numeric(head, io.edge_format(head, path, columns))
 
 
-def _first_ids_numeric(raw, start):
-    for line in raw[start: start + (1 << 16)].split(b"\n"):
-        toks = line.replace(b",", b" ").split()
+def _first_ids_numeric(raw, fmt):
+    for line in raw[fmt.start: fmt.start + (1 << 16)].split(b"\n"):
+        toks = io.split_line(line, fmt.colon)
         if not toks or toks[0][:1] in (b"#", b"%"):
             continue
-        return all(t.lstrip(b"+-").isdigit() for t in toks[:2])
+        return all(t.lstrip(b"+-").isdigit() for t in (toks[j] for j in fmt.cols[:2] if j < len(toks)))
     return True
 
 
@@ -161,35 +376,37 @@ def _check_dense(path, skip, columns, n_edges):
                           "pass ids='string' (--ids string) to map ids to dense ones")
 
 
-def _string_edges(raw, start, skip, path, type_names, maps):
+def _string_edges(raw, fmt, path, type_names, maps):
     """Any token is an id: (src, dst) tokens → dense ids by first appearance (or by
-    ``maps``), values checked as the numeric parser does."""
+    ``maps``: -1 for a token not in them), values checked as the numeric parser does.
+    Returns (src, dst, values or None, id maps, tokens not in the frozen maps per side)."""
     index = [{str(t).encode(): i for i, t in enumerate(m.tokens.tolist())} if m is not None else {} for m in maps]
     frozen = [m is not None for m in maps]
     # a side the model numbers densely (no map) while the other side has one: plain integers
     numeric = [m is None and any(x is not None for x in maps) for m in maps]
+    cs, cd, cv = fmt.cols
+    vcol = 2 if cv == io.OPTIONAL else cv
+    need = max(cs, cd) if cv == io.OPTIONAL else max(cs, cd, cv)
     first_line = [{}, {}]                       # token → first line, for decoding errors
+    missing = ([], [])                          # tokens not in frozen maps, in file order
     src, dst, val = [], [], []
     ncols = 0
-    no = skip
-    for no, line in enumerate(raw[start:].split(b"\n"), skip + 1):
-        toks = line.replace(b",", b" ").split()
+    no = fmt.skip
+    for no, line in enumerate(raw[fmt.start:].split(b"\n"), fmt.skip + 1):
+        toks = io.split_line(line, fmt.colon)
         if not toks or toks[0][:1] in (b"#", b"%"):
             continue
 
         def fail(msg):
             raise InputError(msg, path=path, line=no, text=line.decode("utf-8", "replace").rstrip("\r"))
-        if len(toks) < 2:
-            fail("missing column (expected 'src dst [value]')")
-        if len(toks) > 3:
-            fail("too many columns (expected 'src dst [value]')")
-        cols = len(toks)
+        if len(toks) <= need:
+            fail(io._MESSAGES[6 if cv == io.OPTIONAL else 9])
+        cols = 3 if vcol >= 0 and len(toks) > vcol else 2
         if ncols and cols != ncols:
-            fail("missing value column (other lines have 3 columns)" if cols == 2
-                 else "too many columns (the first line has 2)")
+            fail(io._MESSAGES[8 if cols == 2 else 10])
         ncols = cols
         for side, out in ((0, src), (1, dst)):
-            tok = toks[side]
+            tok = toks[fmt.cols[side]]
             if numeric[side]:
                 if not tok.isdigit():
                     fail("malformed vertex id (expected a non-negative integer)")
@@ -198,12 +415,14 @@ def _string_edges(raw, start, skip, path, type_names, maps):
             j = index[side].get(tok)
             if j is None:
                 if frozen[side]:
-                    fail(f"unknown {type_names[side]} id {tok.decode('utf-8', 'replace')!r} (not in the model)")
-                j = index[side][tok] = len(index[side])
-                first_line[side][tok] = no
+                    j = -1
+                    missing[side].append(tok.decode("utf-8", "replace"))
+                else:
+                    j = index[side][tok] = len(index[side])
+                    first_line[side][tok] = no
             out.append(j)
         if cols == 3:
-            x = _float_token(toks[2])
+            x = _float_token(toks[vcol])
             if x is None:
                 fail("malformed value (expected a number)")
             if not np.isfinite(x):
@@ -224,10 +443,8 @@ def _string_edges(raw, start, skip, path, type_names, maps):
                 raise InputError(f"{type_names[side]} id is not UTF-8 text", path=path,
                                  line=first_line[side][tok], text=tok.decode("utf-8", "replace")) from None
         id_maps.append(IdMap(np.array(tokens, dtype=str)))
-    n = [len(m) if m is not None else None for m in id_maps]
-    return BipartiteGraph(np.array(src, np.int64), np.array(dst, np.int64),
-                          np.array(val, np.float64) if ncols == 3 else None, n[0], n[1], type_names, path,
-                          ids=id_maps)
+    return (np.array(src, np.int64), np.array(dst, np.int64), np.array(val, np.float64) if ncols == 3 else None,
+            tuple(id_maps), missing)
 
 
 def _float_token(tok):

@@ -53,13 +53,16 @@ class Dataset:
             if g is None:
                 continue
             meta["graphs"][name] = {"n": list(g.n), "types": list(g.type_names), "source": g.source,
-                                    "values": g.values is not None, "ids": [m is not None for m in g.ids]}
+                                    "values": g.values is not None, "ids": [m is not None for m in g.ids],
+                                    "unknown": g.unknown is not None, "skipped": int(g.skipped)}
             arrays.update({f"{name}_src": g.src, f"{name}_dst": g.dst})
             if g.values is not None:
                 arrays[f"{name}_values"] = g.values
             for side, m in enumerate(g.ids):
                 if m is not None:
                     arrays[f"{name}_ids{side}"] = save_ids(m, g.n[side])
+                if g.unknown is not None:          # edges whose user or item the training data lacks
+                    arrays[f"{name}_unknown{side}"] = g.unknown[side]
         arrays.update({k: np.asarray(getattr(self, k)) for k in self.ARRAYS if getattr(self, k) is not None})
         if self.vocab is not None:
             arrays["vocab"] = np.array(self.vocab, dtype=str)
@@ -76,6 +79,11 @@ class Dataset:
                                        m["types"], m["source"],
                                        [IdMap(a[f"{name}_ids{s}"]) if has else None for s, has in enumerate(m["ids"])])
                   for name, m in meta["graphs"].items()}
+        for name, m in meta["graphs"].items():
+            g = graphs[name]
+            g.skipped = m.get("skipped", 0)
+            if m.get("unknown"):
+                g.unknown = (a[f"{name}_unknown0"], a[f"{name}_unknown1"])
         vocab = a["vocab"].tolist() if "vocab" in a else None
         return cls(graphs["train"], graphs.get("test"), a.get("labels"), a.get("test_labels"), vocab, meta["source"],
                    **meta["facts"])

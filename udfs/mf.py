@@ -131,14 +131,27 @@ def program(k=50, mode="sgd", lr=None, reg=0.05, batch_size=None, batch_unit="ed
                    init_vertices=init_vertices, name=f"mf-{mode}")
 
 
-def predict(user_data, item_data, users, items, mu=0.0):
-    """r̂ for (users[i], items[i]) from gathered master data."""
-    return (mu + user_data["b"][users] + item_data["b"][items]
-            + np.einsum("ij,ij->i", user_data["p"][users], item_data["p"][items]))
+def predict(user_data, item_data, users, items, mu=0.0, unknown=None):
+    """r̂ for (users[i], items[i]) from gathered master data. ``unknown``: (user mask,
+    item mask) of pairs whose user or item has no training ratings: the baseline μ
+    plus the known side's bias (μ alone when both are unknown), as surprise and LibMF
+    predict them."""
+    return baseline_where(mu + user_data["b"][users] + item_data["b"][items]
+                          + np.einsum("ij,ij->i", user_data["p"][users], item_data["p"][items]),
+                          user_data["b"][users], item_data["b"][items], mu, unknown)
+
+
+def baseline_where(pred, bu, bi, mu, unknown):
+    """``pred`` with the pairs ``unknown`` marks replaced by μ + the known side's bias."""
+    if unknown is None:
+        return pred
+    nu, ni = unknown
+    base = mu + np.where(nu, 0.0, bu) + np.where(ni, 0.0, bi)
+    return np.where(nu | ni, base, pred)
 
 
 def rmse(user_data, item_data, graph, mu=0.0):
     if graph is None or graph.num_edges == 0:
         return float("nan")
-    err = graph.values - predict(user_data, item_data, graph.src, graph.dst, mu)
+    err = graph.values - predict(user_data, item_data, graph.src, graph.dst, mu, graph.unknown)
     return float(np.sqrt(np.mean(err * err)))

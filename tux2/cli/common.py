@@ -26,7 +26,22 @@ class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse with tux2's error line: ``tux2: error: …`` (after the usage), exit status 2."""
+    """argparse with tux2's error line: ``tux2: error: …`` (after the usage), exit status 2.
+    A command's own parser (one without sub-commands) takes options and positionals in
+    any order: ``tux2 predict model/ --top-k 10 users.txt`` (argparse alone gives an
+    optional positional that follows a required one nothing when an option comes
+    between them)."""
+
+    _intermixing = False
+
+    def parse_known_args(self, args=None, namespace=None):
+        if self._intermixing or any(a.nargs in (argparse.PARSER, argparse.REMAINDER) for a in self._actions):
+            return super().parse_known_args(args, namespace)
+        self._intermixing = True          # parse_known_intermixed_args calls back here, twice
+        try:
+            return self.parse_known_intermixed_args(args, namespace)
+        finally:
+            self._intermixing = False
 
     def error(self, message):
         self.print_usage(sys.stderr)
@@ -113,6 +128,33 @@ def add_id_args(p, duplicates):
     p.add_argument("--duplicates", choices=DUPLICATES, default=duplicates,
                    help="an edge given twice: error (name both lines), sum its values, keep the last, or keep "
                         "all as separate edges")
+
+
+def add_input_args(p, base=True, unknown=False):
+    """How an edge-list file is read (tux2.loaders.load_edges): --columns, --base, and
+    with ``unknown`` --unknown (ids of a test or predict input the training data lacks)."""
+    p.add_argument("--columns", metavar="SPEC", default=None,
+                   help="the columns holding src,dst[,value]: 1-based positions (1,2,3) or names from the file's "
+                        "header line (user,item,rating); default: the first two and the third when present, more "
+                        "columns (a timestamp) ignored")
+    if base:
+        p.add_argument("--base", choices=("auto", "0", "1"), default="auto",
+                       help="id base: 1 makes ids 1 … n (outputs keep them); auto: 1 under a MatrixMarket header "
+                            "or when no id 0 occurs on either side, else 0")
+    if unknown:
+        from tux2.loaders import UNKNOWN
+        p.add_argument("--unknown", choices=UNKNOWN, default="baseline",
+                       help="a user or item of the test or predict input without training ratings: baseline "
+                            "predicts the global mean plus the known side's bias (counted and reported), skip "
+                            "leaves the line out, error stops naming it")
+
+
+def input_options(args):
+    """The load_edges keywords of add_input_args' flags."""
+    out = {"columns": args.columns}
+    if getattr(args, "base", None) is not None:
+        out["base"] = args.base if args.base == "auto" else int(args.base)
+    return out
 
 
 def add_partition_args(p, mirror_free=None, default="bicut", note=""):

@@ -5,7 +5,7 @@ import os
 
 import numpy as np
 
-from tux2.cli.common import HelpFormatter, spool_inputs
+from tux2.cli.common import HelpFormatter, add_input_args, input_options, spool_inputs
 
 
 FORMATS = ("auto", "edges", "libsvm", "docword", "triples", "text")
@@ -16,31 +16,41 @@ def add_parser(sub):
                        formatter_class=HelpFormatter,
                        description="Reads INPUT as 'tux2 run' would and reports the number of edges and vertices "
                                    "per side, degree statistics (min, median, mean, 99th percentile, max, the "
-                                   "share of edges at the top 1%% of vertices), id ranges and ids without edges, "
+                                   "share of edges at the top 1% of vertices), id ranges and ids without edges, "
                                    "duplicate edges, the values (or libsvm labels), and hints such as an id base "
                                    "that looks wrong. Bad lines are reported with file:line, as in training.")
-    p.add_argument("input", help="edge list, libsvm, UCI docword, 'doc word count' triples or text corpus")
+    p.add_argument("input", help="edge list, libsvm, UCI docword, 'doc word count' triples or text corpus "
+                                 "(gzip, bz2 or xz; '-' for standard input)")
     p.add_argument("--format", choices=FORMATS, default="auto",
-                   help="auto: libsvm when lines hold index:value pairs, docword/triples/text as 'tux2 run lda' "
-                        "decides, else an edge list")
+                   help="auto: libsvm when lines hold index:value pairs, docword with its 3-line header, an edge "
+                        "list when every line has two ids and a number (or nothing) third, as 'tux2 run mf' reads "
+                        "it, else a text corpus")
     p.add_argument("--ids", choices=("auto", "int", "string"), default="auto", help="edge lists: as in tux2 run")
+    add_input_args(p)
     p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     p.set_defaults(func=info)
 
 
-def sniff(path):
-    """'libsvm' when the first data lines hold index:value tokens, else the corpus
-    sniffer's answer for LDA-looking files, else 'edges'."""
+def sniff(path, columns=None):
+    """'libsvm' when the first data lines hold index:value tokens, 'docword' for a UCI
+    docword file, 'edges' when they read as an edge list (two ids and, when there is a
+    third column, a number in it — as the run commands read them, header lines and
+    extra columns included), else 'text'."""
     from tux2 import io
     head = io.read_head(path, "input")
     data = [x for x in head.split(b"\n")[:20] if x.strip() and x.strip()[:1] not in (b"#", b"%")]
-    if data and all(b":" in x for x in data):
+    if data and all(b":" in x for x in data) and b"::" not in data[0]:
         return "libsvm"
-    kind = io.sniff_corpus(path)
-    if kind == "docword":
+    if io.sniff_corpus(path) == "docword":
         return "docword"
-    toks = data[0].replace(b",", b" ").split() if data else []
-    return "text" if kind == "text" and len(toks) > 3 else "edges"
+    fmt = io.edge_format(head, path, columns)
+    vcol = 2 if fmt.cols[2] == io.OPTIONAL else fmt.cols[2]
+    rows = [io.split_line(x, fmt.colon) for x in head[fmt.start:].split(b"\n")[:21]]
+    rows = [t for t in rows if t and t[0][:1] not in (b"#", b"%")][:20]
+    if rows and all(len(t) > max(fmt.cols[:2]) and (vcol < 0 or len(t) <= vcol or io.is_number(t[vcol]))
+                    for t in rows):
+        return "edges"
+    return "text"
 
 
 def degree_stats(deg):
@@ -61,14 +71,19 @@ def describe(g, kind, labels=None):
     for side, (name, ids, n, m) in enumerate(zip(g.type_names, (g.src, g.dst), g.n, g.ids)):
         deg = np.bincount(ids, minlength=n)
         rec = {"ids_declared": int(n), **degree_stats(deg), "ids_without_edges": int((deg == 0).sum())}
-        if m is None:
-            rec["id_range"] = [int(ids.min()), int(ids.max())] if len(ids) else None
+        if m is None or m.tokens.dtype.kind in "iu":           # numbers (a 1-based file's map: 1 … n)
+            used = m.tokens[np.flatnonzero(deg)] if m is not None else np.flatnonzero(deg)
+            rec["id_range"] = [int(used.min()), int(used.max())] if len(used) else None
         else:
             rec["id_kind"] = "string"
             rec["first_ids"] = [str(x) for x in m.tokens[:3]]
         out[name] = rec
-        if m is None and kind != "libsvm" and len(ids) and ids.min() == 1 and deg[0] == 0:
-            hints.append(f"no {name} has id 0: the ids may be 1-based (MatrixMarket files are read as 1-based)")
+    if g.base:
+        hints.append("ids read as 1-based (" + ("MatrixMarket" if g.layout is not None and g.layout.matrix_market
+                                                 else "auto: no id 0 on either side; --base 0 reads them as "
+                                                      "0-based") + ")")
+    if g.layout is not None and g.layout.notable():
+        out["read_as"] = g.layout.describe()
     if g.num_edges:
         key = g.src * max(g.n_dst, 1) + g.dst
         uniq, counts = np.unique(key, return_counts=True)
@@ -99,14 +114,14 @@ def describe(g, kind, labels=None):
 
 def _name(g, side, i):
     m = g.ids[side]
-    return str(m.tokens[i]) if m is not None else int(i)
+    return int(i) if m is None else m.tokens[i].item() if m.tokens.dtype.kind in "iu" else str(m.tokens[i])
 
 
 def info(args):
     from tux2 import io, loaders
     spool_inputs(args)
     path = args.input
-    kind = sniff(path) if args.format == "auto" else args.format
+    kind = sniff(path, args.columns) if args.format == "auto" else args.format
     labels = None
     if kind == "libsvm":
         g, labels = io.read_libsvm(path, zero_based=True)
@@ -119,7 +134,7 @@ def info(args):
         if vocab is not None:
             res["vocabulary"] = len(vocab)
     else:
-        g = loaders.load_edges(path, ids=args.ids, duplicates="keep")
+        g = loaders.load_edges(path, ids=args.ids, duplicates="keep", **input_options(args))
         res = describe(g, "edges")
     res = {"input": io.display_name(path), "bytes": os.path.getsize(path), **res}
     if args.json:
@@ -127,6 +142,8 @@ def info(args):
         return 0
     print(f"{res['input']}: {res['format']}, {res['bytes'] / 1e6:.1f} MB, {res['edges']} edges "
           f"(density {res['density']:.3g})")
+    if "read_as" in res:
+        print(f"  read as: {res['read_as']}")
     for name in g.type_names:
         r = res[name]
         rng = f"ids {r['id_range'][0]} … {r['id_range'][1]}" if r.get("id_range") else \

@@ -6,9 +6,9 @@ import numpy as np
 
 from tux2 import ingress, loaders
 from tux2.cli.common import (COUNT, FRACTION, NONNEG, NONNEG_NUMBER, POSITIVE, SEED, HelpFormatter,
-                             add_checkpoint_args, add_distributed_args, add_id_args, add_output_args,
-                             add_partition_args, fit, integer, run_distributed, save, speaker)
-from tux2.estimators.mf import MF, NAMES
+                             add_checkpoint_args, add_distributed_args, add_id_args, add_input_args, add_output_args,
+                             add_partition_args, fit, input_options, integer, run_distributed, save, speaker)
+from tux2.estimators.mf import MF, NAMES, known_ids
 from tux2.graph import BipartiteGraph
 from tux2.runner import Dataset, partitions
 
@@ -20,12 +20,14 @@ def add_parser(sub):
         "mf", help="matrix factorisation by SGD (paper §4)",
         formatter_class=HelpFormatter,
         description="Matrix factorisation on a user-item rating graph. INPUT is an edge list "
-                    "'user item rating' (0-based ids; '#'/'%' comments; MatrixMarket accepted). "
+                    "'user item rating [more columns]' (tabs, spaces, commas or '::'; a header line of names; "
+                    "'#'/'%' comments; MatrixMarket; gzip, bz2 or xz; '-' for standard input). "
                     "Without INPUT a Netflix-shaped rating set is generated deterministically.")
     p.add_argument("input", nargs="?", help="ratings edge list; default: built-in synthetic set")
     p.add_argument("--test", help="test edge list; default: hold out --test-fraction of INPUT")
     p.add_argument("--test-fraction", type=FRACTION, default=0.1, help="held-out share when --test is not given")
     add_id_args(p, "error")
+    add_input_args(p, unknown=True)
     add_partition_args(p, default=None,
                        note=" (default: stratified with --order strata, else bicut)")
     p.add_argument("--k", type=integer(1, 100_000), default=50, help="latent dimension")
@@ -79,7 +81,8 @@ def estimator(args):
     return MF(k=args.k, epochs=args.epochs, lr=args.lr, reg=args.reg, mode=args.mode, batch_size=args.batch_size,
               batch_unit=args.batch_unit, enumerate=args.enumerate, step=args.step, biases=not args.no_biases,
               order=args.order, blocks=args.blocks, overlap=args.overlap, partitioner=args.partitioner,
-              seed=args.seed, eval_every=args.eval_every, duplicates=args.duplicates)
+              seed=args.seed, eval_every=args.eval_every, duplicates=args.duplicates, unknown=args.unknown,
+              **input_options(args))
 
 
 def body(args, transport, rank, world):
@@ -88,13 +91,15 @@ def body(args, transport, rank, world):
     order, blocks, partitioner = est.schedule(partitions(args.partitions, world, args.threads))
     if (transport is not None and args.input is not None and partitioner in ingress.LOCAL_STRATEGIES
             and order in ("input", "blocked", "strata") and args.duplicates in ("error", "keep")
-            and args.ids != "string" and (args.ids == "int" or loaders.numeric_ids(args.input))):
+            and args.ids != "string" and (args.ids == "int" or loaders.numeric_ids(args.input, args.columns))):
         # each worker reads its byte range and keeps only its partitions' edges
         train, assignment, mu, test = ingress.load(
             transport, args.input, transport.parts, partitioner, args.seed, args.test, args.test_fraction, order,
             single_clock=est.single_clock(), type_names=NAMES, duplicates=args.duplicates,
-            partitioner_options={"blocks": blocks} if partitioner == "stratified" else None)
-        data = Dataset(train, test, source=args.input, mu=mu, assignment=assignment)
+            partitioner_options={"blocks": blocks} if partitioner == "stratified" else None, unknown=est.unknown,
+            columns=est.columns, base=est.base)
+        data = Dataset(train, test, source=args.input, mu=mu, assignment=assignment,
+                       read_as=loaders.describe_read(train, est.base), id_base=int(train.base))
         if args.trace:
             os.makedirs(args.trace, exist_ok=True)
             with open(os.path.join(args.trace, f"ingress-{rank}.json"), "w") as f:
@@ -119,7 +124,8 @@ def load(args, est):
     if not args.test:     # held out by a hash of each edge's line position, as a distributed run holds it out
         g = data.train
         held = ingress.test_mask(np.arange(g.num_edges), args.test_fraction, args.seed)
-        data.train, data.test = (BipartiteGraph(g.src[m], g.dst[m], g.values[m], g.n_src, g.n_dst, NAMES, g.source,
-                                                g.ids) for m in (~held, held))
+        data.train, test = (BipartiteGraph(g.src[m], g.dst[m], g.values[m], g.n_src, g.n_dst, NAMES, g.source,
+                                           g.ids) for m in (~held, held))
+        data.test = loaders.mark_unknown(test, known_ids(data.train), est.unknown)   # held-out ids without ratings
     data.source = args.input
     return data

@@ -8,7 +8,7 @@ import numpy as np
 
 from tux2 import partitioning
 from tux2.errors import PartitionError
-from tux2.cli.common import COUNT, POSITIVE, SEED, HelpFormatter
+from tux2.cli.common import COUNT, POSITIVE, SEED, HelpFormatter, add_input_args, input_options, spool_inputs
 
 
 def add_parser(sub):
@@ -19,8 +19,11 @@ def add_parser(sub):
                     "replication factor λ (with master-only replicas, as PowerGraph counts, and without, as "
                     "KaHIP/Mt-KaHyPar count), per vertex type, edge and master balance (max/mean), mirrors, "
                     "time. INPUT is an edge list whose first column is one vertex type and second column the "
-                    "other (extra columns are ignored). Strategies: " + ", ".join(partitioning.available()))
+                    "other (further columns are ignored; --columns picks others; tabs, spaces, commas or '::'; "
+                    "a header line; gzip, bz2 or xz; '-' for standard input). Only vertices with edges count. "
+                    "Strategies: " + ", ".join(partitioning.available()))
     p.add_argument("input", nargs="?", help="edge list; or use --powerlaw to generate a graph")
+    add_input_args(p)
     p.add_argument("--parts", "-p", type=COUNT, required=True, help="number of parts")
     p.add_argument("--strategy", "-s", action="append", dest="strategies", metavar="NAME",
                    help="strategy to run (repeatable; default: all)")
@@ -40,8 +43,24 @@ def add_parser(sub):
                    help="--powerlaw with Zipf out-degree (default: Zipf in-degree, PowerLyra's model)")
     p.add_argument("--json", action="store_true", help="one JSON object per strategy instead of a table")
     p.add_argument("--save", metavar="DIR", help="write each assignment to DIR/<strategy>.npz "
-                                                 "(edge_part, master_<type>)")
+                                                 "(edge_part, master_<type>, and for INPUT ids_<type>: the "
+                                                 "file's id of each vertex, vertices with edges only)")
     p.set_defaults(func=run)
+
+
+BALANCE_WARNING = 1.5
+
+
+def _balance_hint(name):
+    """The option that trades replicas for balance in strategy ``name``."""
+    return {"hdrf": "raise its balance weight lam above 1 (the default 1.1; e.g. --option lam=2)",
+            "greedy": "use --strategy hdrf, whose lam option weighs balance",
+            "hybrid": "lower --option theta (fewer low-degree vertices keep all their in-edges together)",
+            "ginger": "lower --option theta",
+            "bicut": "use --option favorite=dst (or src) to keep the other side whole, or --strategy random",
+            "aweto": "use --option favorite=dst (or src), or --strategy random",
+            }.get(name, "a power-law graph with few parts may not balance under this strategy; try --strategy "
+                        "random or hdrf")
 
 
 def _value(text):
@@ -76,18 +95,27 @@ def _options(pairs, strategies):
 def run(args):
     from tux2.loaders import load_edges
 
+    user_ids = None
     if args.powerlaw:
         from tux2.partitioning.powerlaw import powerlaw_graph
         src, dst = powerlaw_graph(args.powerlaw, args.alpha, in_degree=not args.out_degree, seed=args.seed)
         n_src, n_dst, names = args.powerlaw, None, ("vertex",)
         what = f"power-law graph n={args.powerlaw} α={args.alpha}"
     elif args.input:
-        g = load_edges(args.input, duplicates="keep")      # any ids; repeated edges are placed like others
-        src, dst, what = g.src, g.dst, args.input
+        from tux2.io import display_name
+        spool_inputs(args)
+        g = load_edges(args.input, duplicates="keep", **input_options(args))     # repeated edges placed like others
+        what = display_name(args.input)
+        # only vertices with edges are placed and counted: ids are renumbered densely over them
         if args.homogeneous:
-            n_src, n_dst, names = max(g.n_src, g.n_dst), None, ("vertex",)
+            kept = (np.unique(np.concatenate([g.src, g.dst])),)
+            src, dst = np.searchsorted(kept[0], g.src), np.searchsorted(kept[0], g.dst)
+            n_src, n_dst, names = len(kept[0]), None, ("vertex",)
         else:
-            n_src, n_dst, names = g.n_src, g.n_dst, ("src", "dst")
+            kept = (np.unique(g.src), np.unique(g.dst))
+            src, dst = np.searchsorted(kept[0], g.src), np.searchsorted(kept[1], g.dst)
+            n_src, n_dst, names = len(kept[0]), len(kept[1]), ("src", "dst")
+        user_ids = [m.decode(k) if m is not None else k for k, m in zip(kept, g.ids)]
     else:
         raise PartitionError("give an INPUT edge list or --powerlaw N")
     homogeneous = n_dst is None
@@ -108,10 +136,15 @@ def run(args):
         if args.save:
             os.makedirs(args.save, exist_ok=True)
             np.savez(os.path.join(args.save, f"{name}.npz"), edge_part=a.edge_part,
-                     **{f"master_{t}": m for t, m in zip(names, a.master)})
+                     **{f"master_{t}": m for t, m in zip(names, a.master)},
+                     **({f"ids_{t}": i for t, i in zip(names, user_ids)} if user_ids is not None else {}))
     if not args.json:
         n = n_src if homogeneous else n_src + n_dst
         print(f"{what}: {n:,} vertices, {len(src):,} edges, {args.parts} parts")
         print(partitioning.format_table(reports))
+    for rep in reports:
+        if rep["edge_balance"] > BALANCE_WARNING:
+            print(f"tux2: warning: {rep['strategy']} puts {rep['edge_balance']:.2f}x the mean edge count on one "
+                  f"part (edge balance > {BALANCE_WARNING}): {_balance_hint(rep['strategy'])}", file=sys.stderr)
     sys.stdout.flush()
     return 0

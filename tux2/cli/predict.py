@@ -11,7 +11,7 @@ import sys
 import numpy as np
 
 from tux2 import estimators
-from tux2.cli.common import COUNT, SEED, HelpFormatter, spool_inputs
+from tux2.cli.common import COUNT, SEED, HelpFormatter, add_input_args, spool_inputs
 from tux2.errors import InputError, Tux2Error
 
 LINEAR = ("lr", "svm", "softmax", "fm", "blockpg")
@@ -37,6 +37,7 @@ def add_parser(sub):
     p.add_argument("--top-k", type=COUNT, default=None, help="mf: recommend this many items per user")
     p.add_argument("--include-seen", action="store_true", help="mf --top-k: also recommend training items")
     p.add_argument("--iterations", type=COUNT, default=50, help="lda: Gibbs sweeps of inference per document")
+    add_input_args(p, base=False, unknown=True)
     p.add_argument("--seed", type=SEED, default=0, help="lda: seed of the inference draws")
     p.set_defaults(func=predict)
 
@@ -130,42 +131,48 @@ def predict(args):
 def predict_mf(args):
     from tux2 import loaders
     model = estimators.MF.load(args.model)
-    mapped = any(m is not None for m in model.ids_)
     if args.top_k is not None:
-        users = None
-        if args.input:
-            users = _user_list(args.input, model)
         with _output(args.output) as out:
-            u, items, score = model.recommend(users, args.top_k, exclude_seen=not args.include_seen)
-            for user, row, srow in zip(u.tolist(), items.tolist(), score.tolist()):
-                out.write(f"{user}" + "".join(f" {it}:{sc:.6g}" for it, sc in zip(row, srow) if it is not None)
-                          + "\n")
+            if args.input:
+                _recommend_listed(args, model, out)
+            else:
+                u, items, score = model.recommend(None, args.top_k, exclude_seen=not args.include_seen)
+                _write_top(out, u.tolist(), items.tolist(), score.tolist())
         return 0
     if args.input is None:
         raise Tux2Error("INPUT is required: 'user item [rating]' lines, or pass --top-k")
-    g = loaders.load_edges(args.input, ids="string" if mapped else "int", duplicates="keep",
-                           type_names=("user", "item"), id_maps=model.ids_ if mapped else None)
-    for side, n, name in ((g.src, model.n_users, "user"), (g.dst, model.n_items, "item")):
-        if not mapped and len(side) and side.max() >= n:
-            from tux2.io import edge_line
-            line, text = edge_line(args.input, int(np.argmax(side)))
-            raise InputError(f"unknown {name} {int(side.max())} (the model has {n})", path=args.input, line=line,
-                             text=text)
-    pred = model.score_dense(g.src, g.dst)
-    users, items = model.user_ids(0, g.src), model.user_ids(1, g.dst)
+    g = loaders.load_edges(args.input, type_names=("user", "item"), id_maps=model.ids_, known=model.known_,
+                           unknown=args.unknown, columns=args.columns)
+    pred = model.score_dense(g.src, g.dst, g.unknown)
+    users, items = loaders.edge_ids(g, 0), loaders.edge_ids(g, 1)
     with _output(args.output) as out:
         out.write("# user item prediction\n")
         for a, b, r in zip(users.tolist(), items.tolist(), pred.tolist()):
             out.write(f"{a} {b} {r:.6g}\n")
+    res = {"model": "mf", "pairs": int(g.num_edges)}
+    if g.unknown is not None:
+        res["unknown_pairs"] = int((g.unknown[0] | g.unknown[1]).sum())
+    if g.skipped:
+        res["skipped_unknown"] = int(g.skipped)
     if g.values is not None:
         err = g.values - pred
-        _report(args, {"model": "mf", "pairs": int(g.num_edges), "rmse": float(np.sqrt(np.mean(err ** 2))),
-                       "mae": float(np.mean(np.abs(err)))}, out)
+        res.update(rmse=float(np.sqrt(np.mean(err ** 2))) if len(err) else None,
+                   mae=float(np.mean(np.abs(err))) if len(err) else None)
+    if g.values is not None or g.unknown is not None or g.skipped:
+        _report(args, res, out)
     return 0
 
 
-def _user_list(path, model):
-    """Dense ids of the users named one per line (first token) in ``path``."""
+def _write_top(out, users, items, scores):
+    for user, row, srow in zip(users, items, scores):
+        out.write(f"{user}" + "".join(f" {it}:{sc:.6g}" for it, sc in zip(row, srow) if it is not None) + "\n")
+
+
+def _recommend_listed(args, model, out):
+    """--top-k for the users named one per line (first token) in INPUT, in its order;
+    a user without training ratings follows --unknown (baseline: the items of highest
+    μ + b_i)."""
+    path = args.input
     toks, lines = [], []
     with open(path, "rb") as f:
         for no, raw in enumerate(f, 1):
@@ -175,22 +182,20 @@ def _user_list(path, model):
                 lines.append((no, raw.decode("utf-8", "replace").rstrip("\r\n")))
     if not toks:
         raise InputError("no users listed", path=path)
-    m = model.ids_[0]
-    if m is None:
-        bad = [i for i, t in enumerate(toks) if not t.isdigit() or int(t) >= model.n_users]
-        if bad:
-            no, text = lines[bad[0]]
-            raise InputError(f"unknown user {toks[bad[0]]!r} (the model has {model.n_users})", path=path, line=no,
-                             text=text)
-        return np.array([int(t) for t in toks], np.int64)
-    tokens = np.array(toks) if m.tokens.dtype.kind == "U" else None
-    if tokens is None:
-        bad = [i for i, t in enumerate(toks) if not t.lstrip("-").isdigit()]
-        if bad:
-            no, text = lines[bad[0]]
-            raise InputError(f"unknown user {toks[bad[0]]!r}", path=path, line=no, text=text)
-        tokens = np.array([int(t) for t in toks])
-    return m.decode(m.encode(tokens, "user", where=lambda i: (path, *lines[i])))
+    dense = model.lookup(0, toks)
+    known = dense >= 0
+    known[known] = model.known_[0][dense[known]]
+    if not known.all() and args.unknown == "error":
+        i = int(np.flatnonzero(~known)[0])
+        raise InputError(f"unknown user {toks[i]!r} (no training ratings); --unknown skip leaves such users out, "
+                         "--unknown baseline recommends the items of highest mean + item bias", path=path,
+                         line=lines[i][0], text=lines[i][1])
+    users, items, score = model.recommend(np.array(toks), args.top_k, exclude_seen=not args.include_seen,
+                                          unknown=args.unknown)
+    _write_top(out, users.tolist(), items.tolist(), score.tolist())
+    if not known.all():
+        print(json.dumps({"model": "mf", "users": len(toks), "unknown_users": int((~known).sum()),
+                          "unknown": args.unknown}), file=sys.stderr)
 
 
 def predict_lda(args):

@@ -15,10 +15,65 @@ NAMES = ("user", "item")
 
 
 def ratings(g, path=None, what="MF needs a rating column: expected 'user item rating'"):
-    """``g`` as a user → item graph, refused without a rating per edge."""
+    """``g`` as a user → item graph, refused without a rating per edge (what load_edges
+    found about it — layout, base, unknown ids — kept)."""
     if g.values is None:
         raise InputError(what, path=path or g.source)
-    return BipartiteGraph(g.src, g.dst, g.values, g.n_src, g.n_dst, NAMES, g.source, g.ids)
+    out = BipartiteGraph(g.src, g.dst, g.values, g.n_src, g.n_dst, NAMES, g.source, g.ids)
+    out.layout, out.base, out.unknown, out.unknown_ids, out.skipped = g.layout, g.base, g.unknown, g.unknown_ids, \
+        g.skipped
+    return out
+
+
+def known_ids(graph):
+    """(users, items): which dense ids of ``graph`` have edges (the others are never
+    counted, scored or recommended)."""
+    return tuple(np.bincount(a, minlength=n) > 0 for a, n in ((graph.src, graph.n_src), (graph.dst, graph.n_dst)))
+
+
+def lookup(m, x, n):
+    """Dense ids of the user's ids ``x`` (numbers, or strings as a file has them) in the
+    IdMap ``m`` (None: dense ids 0 … n−1 are the user's); -1 where there is none."""
+    x = np.atleast_1d(np.asarray(x))
+    if m is not None and m.tokens.dtype.kind not in "iu":            # string ids
+        index = m.index
+        return np.array([index.get(str(t), -1) for t in x.tolist()], np.int64)
+    if x.dtype.kind in "iu":
+        ints = x.astype(np.int64)
+    else:                                   # strings, floats, objects: integers where they are ones
+        ints = np.array([_integer(t) for t in x.tolist()], np.int64)
+    if m is not None:
+        return m.lookup(ints)
+    return np.where((ints >= 0) & (ints < n), ints, -1)
+
+
+def _integer(t):
+    if isinstance(t, (bool, np.bool_)):
+        return -1
+    if isinstance(t, (int, np.integer)):
+        return int(t)
+    if isinstance(t, (float, np.floating)):
+        return int(t) if float(t).is_integer() else -1
+    t = str(t).strip()
+    return int(t) if t.lstrip("+-").isdigit() and abs(int(t)) < 1 << 62 else -1
+
+
+def _plain(x):
+    """A numpy scalar as the Python value it holds (for messages)."""
+    return x.item() if isinstance(x, np.generic) else x
+
+
+def unknown_note(test):
+    """What happened to test ratings whose user or item has no training ratings."""
+    if test is None:
+        return ""
+    if test.skipped:
+        return f" ({test.skipped} with a user or item not in training skipped: --unknown skip)"
+    if test.unknown is not None:
+        n = int((test.unknown[0] | test.unknown[1]).sum())
+        if n:
+            return f" ({n} with a user or item not in training, predicted by the mean and the known bias)"
+    return ""
 
 
 def seen_csr(graph):
@@ -36,9 +91,16 @@ class MF(Estimator):
     ``data`` is anything ``tux2.loaders.load`` takes (a 'user item rating' file,
     (users, items, ratings) arrays with any ids, an (n, 3) array, a scipy.sparse
     matrix, a DataFrame), ``test`` the same in the same ids (test RMSE per epoch).
+    Files are read with ``columns`` and ``base`` as ``tux2.loaders.load_edges`` reads
+    them (``--columns``, ``--base``: extra columns ignored, '::' and header lines, 1-based
+    ids kept as the model's ids). ``unknown``: a user or item of the test data,
+    ``predict`` or ``recommend`` without training ratings — "baseline" (μ plus the known
+    side's bias; for ``recommend`` the items of highest μ + b_i), "skip" (test: dropped;
+    ``predict``: nan; ``recommend``: the user left out) or "error".
     Learned: ``user_factors_``, ``item_factors_``, ``user_bias_``, ``item_bias_``,
     ``mu_``, ``ids_`` (the two IdMaps, None where dense ids are the user's) and
-    ``seen_`` (each user's training items, left out of ``recommend``)."""
+    ``seen_`` (each user's training items, left out of ``recommend``; ids without any
+    are never scored or recommended: ``known_``)."""
 
     algorithm = "mf"
     _resumable = ("eval_every",)
@@ -46,39 +108,48 @@ class MF(Estimator):
 
     def __init__(self, k=50, epochs=10, lr=None, reg=0.05, mode="sgd", batch_size=None, batch_unit="edge",
                  enumerate="item", step="adagrad", biases=True, order=None, blocks=None, overlap="error",
-                 partitioner=None, seed=0, eval_every=1, duplicates="error"):
+                 partitioner=None, seed=0, eval_every=1, duplicates="error", columns=None, base="auto",
+                 unknown="baseline"):
         self.k, self.epochs, self.lr, self.reg, self.mode = k, epochs, lr, reg, mode
         self.batch_size, self.batch_unit, self.enumerate, self.step = batch_size, batch_unit, enumerate, step
         self.biases, self.order, self.blocks, self.overlap = biases, order, blocks, overlap
         self.partitioner, self.seed, self.eval_every, self.duplicates = partitioner, seed, eval_every, duplicates
+        self.columns, self.base, self.unknown = columns, base, unknown
 
     # ------------------------------------------------------------ data → program
     def load_data(self, data, test=None, ids="auto"):
-        """Training ratings and, when given, test ratings encoded in the training ids
-        (the vertex counts cover both)."""
+        """Training ratings and, when given, test ratings in the training ids (a user or
+        item the training data lacks: ``unknown``)."""
         if isinstance(data, np.ndarray) and data.ndim == 2 and data.shape[1] == 3:
             data = (data[:, 0].astype(np.int64), data[:, 1].astype(np.int64), data[:, 2])
+        facts = {}
         if isinstance(data, (str, bytes)) or hasattr(data, "__fspath__"):
-            g = loaders.load_edges(data, ids=ids, duplicates=self.duplicates, type_names=NAMES)
+            g = loaders.load_edges(data, ids=ids, duplicates=self.duplicates, type_names=NAMES,
+                                   columns=self.columns, base=self.base)
+            facts = {"read_as": loaders.describe_read(g, self.base), "id_base": int(g.base)}
         else:
             g = loaders.load(data, **({} if isinstance(data, BipartiteGraph) else {"duplicates": self.duplicates}))
         train = ratings(g)
         if test is None:
-            return Dataset(train)
-        mapped = any(m is not None for m in train.ids)
+            return Dataset(train, **facts)
+        return Dataset(train, self.test_data(test, train), **facts)
+
+    def test_data(self, test, train):
+        """``test`` (a path, (users, items, ratings) in the user's ids, or what
+        ``tux2.loaders.load`` takes in dense ids) in ``train``'s dense ids, its unknown
+        users and items handled by ``unknown``."""
+        known = known_ids(train)
+        what = "test file needs a rating column"
+        if isinstance(test, (str, bytes)) or hasattr(test, "__fspath__"):
+            t = loaders.load_edges(test, type_names=NAMES, id_maps=train.ids, known=known, unknown=self.unknown,
+                                   columns=loaders.columns_like(test, self.columns, train.layout))
+            return ratings(t, what=what)
         if isinstance(test, tuple):
             u, i, r = (np.asarray(x) for x in test)
-            t = BipartiteGraph(*(m.encode(x, n) if m is not None else x.astype(np.int64)
-                                 for m, x, n in zip(train.ids, (u, i), NAMES)), r, source="test")
-        elif isinstance(test, (str, bytes)) or hasattr(test, "__fspath__"):
-            t = loaders.load_edges(test, ids="string" if mapped else "int", duplicates=self.duplicates,
-                                   type_names=NAMES, id_maps=train.ids if mapped else None)
-        else:
-            t = loaders.load(test)
-        t = ratings(t, what="test file needs a rating column")
-        n_u, n_i = max(train.n_src, t.n_src), max(train.n_dst, t.n_dst)
-        return Dataset(BipartiteGraph(train.src, train.dst, train.values, n_u, n_i, NAMES, train.source, train.ids),
-                       BipartiteGraph(t.src, t.dst, t.values, n_u, n_i, NAMES, t.source, train.ids))
+            dense = [lookup(m, x, n) for m, x, n in zip(train.ids, (u, i), train.n)]
+            return loaders.in_known_ids(*dense, r, known, self.unknown, NAMES, "test", train.ids, (u, i))
+        t = ratings(loaders.load(test), what=what)
+        return loaders.in_known_ids(t.src, t.dst, t.values, known, self.unknown, NAMES, t.source, train.ids)
 
     def schedule(self, parts):
         """(order, blocks, partitioner): per-edge SGD runs in strata on the stratified
@@ -133,12 +204,14 @@ class MF(Estimator):
                           batch_unit=self.batch_unit, enumerate=self.enumerate, overlap=self.overlap,
                           step=self.step, biases=self.biases, mu=mu)
         engine.update(strata=strata, partitioner_options={"blocks": blocks} if partitioner == "stratified" else None)
-        mapped = any(m is not None for m in getattr(data.train, "ids", ()))
+        ids = getattr(data.train, "ids", (None, None))
+        known = data.train.known if "assignment" in data.facts else known_ids(data.train)
         return Setup(train, prog, engine, test=data.test, evaluate=data.test is not None or "assignment" in data.facts,
-                     mu=mu, source=data.source, partitioner=partitioner,
-                     ingress="assignment" in data.facts, ids=getattr(data.train, "ids", (None, None)),
+                     mu=mu, source=data.source, partitioner=partitioner, known=known,
+                     read_as=data.facts.get("read_as"), ingress="assignment" in data.facts, ids=ids,
                      meta={"partitioner": partitioner, "lr": prog.context.init["lr"], "mu": mu,
-                           "ids": "string" if mapped else "int"})
+                           "ids": "string" if any(m is not None and m.tokens.dtype.kind not in "iu" for m in ids)
+                           else "int", "id_base": data.facts.get("id_base", 0)})
 
     # ------------------------------------------------------------ the run
     def record(self, eng, s):
@@ -156,10 +229,12 @@ class MF(Estimator):
 
     def _header(self, s, parts, world):
         test = s.test.num_edges if s.test is not None else 0
-        return [f"tux2 {__version__} mf ({self.mode}): {s.source}",
-                f"  train {s.graph.num_edges} ratings, test {test}; {s.graph.n_src} users × {s.graph.n_dst} items; "
-                f"k={self.k}, P={parts} ({s.partitioner})" + (f", {world} workers" if world > 1 else "")
-                + (", distributed ingress" if s.ingress else "")]
+        users, items = (int(k.sum()) for k in s.known)          # ids without ratings are not counted
+        return [f"tux2 {__version__} mf ({self.mode}): {s.source}"] + \
+            ([f"  read as: {s.read_as}"] if s.read_as else []) + \
+            [f"  train {s.graph.num_edges} ratings, test {test}{unknown_note(s.test)}; {users} users × {items} items; "
+             f"k={self.k}, P={parts} ({s.partitioner})" + (f", {world} workers" if world > 1 else "")
+             + (", distributed ingress" if s.ingress else "")]
 
     def _line(self, rec, n):
         return (f"epoch {rec['epoch']:3d}/{n}  train_rmse {rec['train_rmse']:.4f}  "
@@ -218,62 +293,117 @@ class MF(Estimator):
     def n_items(self):
         return len(self.item_factors_)
 
+    @property
+    def known_(self):
+        """(users, items): which dense ids have training ratings (from ``seen_``; all of
+        them for models saved without it). The others are never scored or recommended."""
+        if self.seen_ is None:
+            return np.ones(self.n_users, bool), np.ones(self.n_items, bool)
+        indptr, indices = self.seen_
+        return np.diff(indptr) > 0, np.bincount(indices, minlength=self.n_items) > 0
+
+    def lookup(self, side, x):
+        """Dense ids of the user's ids ``x`` of one side (0 users, 1 items; numbers, or
+        strings as a file writes them); -1 where the model has none."""
+        return lookup(self.ids_[side], x, (self.n_users, self.n_items)[side])
+
     def dense(self, side, x, what):
-        """Dense ids of the user's ids ``x`` of one side (0 users, 1 items)."""
-        m = self.ids_[side]
-        x = np.atleast_1d(np.asarray(x))
-        if m is not None:
-            return m.encode(x.astype(m.tokens.dtype) if x.dtype.kind != m.tokens.dtype.kind else x, what)
-        n = (self.n_users, self.n_items)[side]
-        if x.dtype.kind not in "iu" or (len(x) and (x.min() < 0 or x.max() >= n)):
-            bad = (x[(x < 0) | (x >= n)][0] if x.dtype.kind in "iu" else x[0]).item()
-            raise InputError(f"unknown {what} {bad!r} (the model has {n}, ids 0 … {n - 1})", path="predict")
-        return x.astype(np.int64)
+        """Dense ids of the user's ids ``x`` of one side; one the model lacks is an error."""
+        d = self.lookup(side, x)
+        if (d < 0).any():
+            bad = np.atleast_1d(np.asarray(x))[int(np.flatnonzero(d < 0)[0])]
+            n = (self.n_users, self.n_items)[side]
+            have = f"{n}, ids 0 … {n - 1}" if self.ids_[side] is None else f"{n} ids"
+            raise InputError(f"unknown {what} {_plain(bad)!r} (the model has {have})", path="predict")
+        return d
+
+    def _unknown(self, side, d, given, what, policy):
+        """The mask of dense ids ``d`` (-1: not in the model) without training ratings;
+        with ``policy`` "error" the first one is an InputError naming ``given``'s id."""
+        unk = d < 0
+        unk[~unk] = ~self.known_[side][d[~unk]]
+        if policy == "error" and unk.any():
+            bad = np.atleast_1d(np.asarray(given))[int(np.flatnonzero(unk)[0])]
+            raise InputError(f"unknown {what} {_plain(bad)!r} (no training ratings); unknown='skip' leaves it "
+                             "out, 'baseline' predicts from the known side", path="predict")
+        return unk
+
+    def _policy(self, unknown):
+        policy = self.unknown if unknown is None else unknown
+        if policy not in loaders.UNKNOWN:
+            raise ValueError(f"unknown must be one of {', '.join(loaders.UNKNOWN)}; got {policy!r}")
+        return policy
 
     def user_ids(self, side, dense):
         """The user's ids of dense ids of one side."""
         m = self.ids_[side]
         return dense if m is None else m.decode(dense)
 
-    def predict(self, users, items):
-        """Predicted ratings for the pairs (users[i], items[i]), in the user's ids."""
-        u, i = self.dense(0, users, "user"), self.dense(1, items, "item")
+    def predict(self, users, items, unknown=None):
+        """Predicted ratings for the pairs (users[i], items[i]), in the user's ids. A user
+        or item without training ratings follows ``unknown`` (default: the estimator's):
+        baseline μ + the known side's bias, skip nan, error an InputError."""
+        policy = self._policy(unknown)
+        u, i = self.lookup(0, users), self.lookup(1, items)
         if len(u) != len(i):
             raise ValueError(f"{len(u)} users but {len(i)} items")
-        return self.score_dense(u, i)
+        masks = (self._unknown(0, u, users, "user", policy), self._unknown(1, i, items, "item", policy))
+        pred = self.score_dense(np.where(masks[0], 0, u), np.where(masks[1], 0, i), masks)
+        if policy == "skip":
+            pred[masks[0] | masks[1]] = np.nan
+        return pred
 
-    def score_dense(self, u, i):
-        """Predicted ratings for dense user and item ids."""
-        return (self.mu_ + self.user_bias_[u] + self.item_bias_[i]
-                + np.einsum("ij,ij->i", self.user_factors_[u], self.item_factors_[i]))
+    def score_dense(self, u, i, unknown=None):
+        """Predicted ratings for dense user and item ids; ``unknown``: (user mask, item
+        mask) of pairs predicted by the baseline μ + the known side's bias."""
+        return mf.baseline_where(self.mu_ + self.user_bias_[u] + self.item_bias_[i]
+                                 + np.einsum("ij,ij->i", self.user_factors_[u], self.item_factors_[i]),
+                                 self.user_bias_[u], self.item_bias_[i], self.mu_, unknown)
 
     def score(self, X, y=None):
         """−RMSE on the (user, item, rating) rows of ``X`` (scikit-learn's "higher is
-        better"); ids the model has not seen are predicted from μ and the known bias."""
+        better"), in dense ids; ids without training ratings are predicted from μ and the
+        known bias."""
         X = np.asarray(X)
         u, i, r = X[:, 0].astype(np.int64), X[:, 1].astype(np.int64), np.asarray(X[:, 2], np.float64)
+        known_u, known_i = self.known_
         ku, ki = (u >= 0) & (u < self.n_users), (i >= 0) & (i < self.n_items)
-        uu, ii = np.where(ku, u, 0), np.where(ki, i, 0)
-        pred = (self.mu_ + np.where(ku, self.user_bias_[uu], 0) + np.where(ki, self.item_bias_[ii], 0)
-                + np.where(ku & ki, np.einsum("ij,ij->i", self.user_factors_[uu], self.item_factors_[ii]), 0))
+        ku[ku], ki[ki] = known_u[u[ku]], known_i[i[ki]]
+        pred = self.score_dense(np.where(ku, u, 0), np.where(ki, i, 0), (~ku, ~ki))
         return -float(np.sqrt(np.mean((r - pred) ** 2)))
 
-    def recommend(self, users=None, k=10, exclude_seen=True, chunk=1024):
-        """Top-``k`` items per user (all users by default) by predicted rating, leaving
-        out the user's training items: (users, items (n × k), scores (n × k)) in the
-        user's ids; a row has fewer than k entries (item None / score nan) only when
-        the user has seen nearly every item."""
-        u = np.arange(self.n_users) if users is None else self.dense(0, users, "user")
+    def recommend(self, users=None, k=10, exclude_seen=True, unknown=None, chunk=1024):
+        """Top-``k`` items per user by predicted rating, leaving out the user's training
+        items and items nobody rated: (users, items (n × k), scores (n × k)) in the
+        user's ids; a row has fewer than k entries (item None / score nan) only when the
+        user has seen nearly every item. ``users``: by default every user with training
+        ratings; a user without follows ``unknown`` (default: the estimator's): baseline
+        gets the items of highest μ + b_i, skip leaves the user out, error raises."""
+        known_u, known_i = self.known_
+        if users is None:
+            u = np.flatnonzero(known_u)
+            names, unk = self.user_ids(0, u), np.zeros(len(u), bool)
+        else:
+            policy = self._policy(unknown)
+            names = np.atleast_1d(np.asarray(users))
+            u = self.lookup(0, names)
+            unk = self._unknown(0, u, names, "user", policy)
+            if policy == "skip":
+                names, u, unk = names[~unk], u[~unk], unk[~unk]
+            u = np.where(unk, 0, u)
         k = int(min(k, self.n_items))
         top = np.full((len(u), k), -1, np.int64)
         score = np.full((len(u), k), np.nan)
+        baseline = np.where(known_i, self.mu_ + self.item_bias_, -np.inf)
         for lo in range(0, len(u), chunk):
-            uu = u[lo: lo + chunk]
+            uu, un = u[lo: lo + chunk], unk[lo: lo + chunk]
             S = self.user_factors_[uu] @ self.item_factors_.T + self.item_bias_[None, :] \
                 + (self.mu_ + self.user_bias_[uu])[:, None]
+            S[:, ~known_i] = -np.inf                    # items without ratings: never recommended
+            S[un] = baseline                            # a user without: the baseline
             if exclude_seen and self.seen_ is not None:
                 indptr, indices = self.seen_
-                starts, ends = indptr[uu], indptr[uu + 1]
+                starts, ends = indptr[uu], np.where(un, indptr[uu], indptr[uu + 1])
                 rows = np.repeat(np.arange(len(uu)), ends - starts)
                 cols = indices[np.concatenate([np.arange(a, b) for a, b in zip(starts, ends)])] \
                     if len(rows) else np.zeros(0, np.int64)
@@ -287,4 +417,4 @@ class MF(Estimator):
             score[lo: lo + len(uu)] = np.where(ok, ps, np.nan)
         items = self.user_ids(1, np.maximum(top, 0)).astype(object)
         items[top < 0] = None
-        return self.user_ids(0, u), items, score
+        return names, items, score

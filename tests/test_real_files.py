@@ -1,0 +1,283 @@
+"""Real rating files as they come (issue 22, point 3): MovieLens-style 4-column TSV with
+timestamps and 1-based ids, '::'-separated ratings.dat, CSV with a header line, gzip /
+bz2 / xz, standard input, and test or predict inputs naming users and items that the
+training data lacks. The same ratings in every form must give the same model."""
+import bz2
+import gzip
+import json
+import lzma
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from tests.conftest import run_cli
+from tux2 import io, loaders
+from tux2.errors import InputError
+
+USERS, ITEMS = 120, 40
+MISSING_ITEM = 13           # no rating at all: never counted, scored or recommended
+
+
+def _ratings():
+    """(user, item, rating, timestamp) rows, 1-based, sorted by user as MovieLens' are."""
+    rng = np.random.default_rng(22)
+    rows, t = [], 874724710
+    for u in range(1, USERS + 1):
+        items = rng.choice(np.setdiff1d(np.arange(1, ITEMS + 1), [MISSING_ITEM]), size=int(rng.integers(5, 15)),
+                           replace=False)
+        for i in items.tolist():
+            t += int(rng.integers(1, 500))
+            rows.append((u, i, int(1 + (u * 7 + i * 3) % 5), t))
+    return rows
+
+
+ROWS = _ratings()
+# held-out ratings: known pairs, plus a user and an item the training file never saw
+TEST_ROWS = [(1, ROWS[0][1], 4, 1), (USERS + 5, 2, 3, 2), (3, ITEMS + 9, 5, 3), (USERS + 6, ITEMS + 8, 1, 4)]
+
+
+def _tsv(rows):
+    return "".join(f"{u}\t{i}\t{r}\t{t}\n" for u, i, r, t in rows)
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    d = tmp_path_factory.mktemp("real")
+    out = {"tsv": d / "u.data", "dat": d / "ratings.dat", "csv": d / "ratings.csv", "gz": d / "u.data.gz",
+           "test": d / "u1.test"}
+    out["tsv"].write_text(_tsv(ROWS))
+    out["dat"].write_text("".join(f"{u}::{i}::{r}::{t}\n" for u, i, r, t in ROWS))
+    out["csv"].write_text("userId,movieId,rating,timestamp\n" + "".join(f"{u},{i},{r}.0,{t}\n" for u, i, r, t in ROWS))
+    out["gz"].write_bytes(gzip.compress(out["tsv"].read_bytes()))
+    out["test"].write_text(_tsv(TEST_ROWS))
+    return {k: str(v) for k, v in out.items()}
+
+
+FLAGS = ("--k", "4", "--epochs", "3", "--eval-every", "0")
+
+
+def _train(path, out, *extra):
+    r = run_cli("run", "mf", path, *FLAGS, "--out", str(out), *extra)
+    assert r.returncode == 0, r.stderr
+    return r.stdout, {n: dict(np.load(os.path.join(out, f"{n}.npz"))) for n in ("user", "item")}
+
+
+def _same(a, b):
+    for n in ("user", "item"):
+        for k in ("p", "b", "ids"):
+            np.testing.assert_array_equal(a[n][k], b[n][k], err_msg=f"{n}.{k}")
+
+
+@pytest.fixture(scope="module")
+def tsv_model(files, tmp_path_factory):
+    out = tmp_path_factory.mktemp("m") / "tsv"
+    return (*_train(files["tsv"], out, "--test", files["test"]), str(out))
+
+
+def test_a_four_column_one_based_tsv_trains_and_says_how_it_was_read(tsv_model):
+    stdout, model, _ = tsv_model
+    assert "read as: tab-separated; columns 1,2,3 of 4; column 4 ignored (--columns picks others)" in stdout
+    assert "ids 1-based (auto: no id 0 on either side" in stdout
+    # the user's ids, 1-based; users and items without ratings are not counted
+    assert model["user"]["ids"][0] == 1 and len(model["user"]["ids"]) == USERS
+    assert f"{USERS} users × {ITEMS - 1} items" in stdout
+    # two test ratings name a user or item not in training (the fourth names both)
+    assert f"test {len(TEST_ROWS)} (3 with a user or item not in training" in stdout
+
+
+@pytest.mark.parametrize("form, extra", [("dat", ()), ("csv", ()), ("gz", ()),
+                                         ("csv", ("--columns", "userId,movieId,rating")),
+                                         ("tsv", ("--columns", "1,2,3", "--base", "1"))])
+def test_every_form_of_the_same_ratings_gives_the_same_model(files, tsv_model, tmp_path, form, extra):
+    stdout, model = _train(files[form], tmp_path / "m", "--test", files["test"], *extra)
+    _same(model, tsv_model[1])
+    if form == "dat":
+        assert "'::'-separated" in stdout
+    if form == "csv":
+        assert "header userId,movieId,rating,timestamp; columns userId,movieId,rating (1,2,3) of 4" in stdout
+
+
+def test_columns_pick_and_swap(files, tmp_path):
+    stdout, model = _train(files["csv"], tmp_path / "m", "--columns", "movieId,userId,rating")
+    assert "columns movieId,userId,rating (2,1,3) of 4; column timestamp ignored" in stdout
+    assert len(model["user"]["ids"]) == ITEMS and f"{ITEMS - 1} users × {USERS} items" in stdout
+    r = run_cli("run", "mf", files["csv"], "--columns", "user,movie,rating")
+    assert r.returncode == 2 and f"{files['csv']}: columns 'user,movie,rating': no column 'user' in the header " \
+                                  "(userId, movieId, rating, timestamp)" in r.stderr
+    r = run_cli("run", "mf", files["tsv"], "--columns", "1,2,6")
+    assert r.returncode == 2 and f"tux2: error: {files['tsv']}:1: missing column" in r.stderr
+    r = run_cli("run", "mf", files["tsv"], "--columns", "1,2")
+    assert r.returncode == 2 and "MF needs a rating column" in r.stderr
+    res = json.loads(run_cli("info", files["tsv"], "--columns", "1,2,4", "--json").stdout)
+    assert "columns 1,2,4 (1,2,4) of 4; column 3 ignored" in res["read_as"] and res["values"]["min"] > 8e8
+
+
+def test_unknown_test_ids_baseline_skip_error(files, tsv_model, tmp_path):
+    out = tsv_model[2]
+    # predict: the baseline is the global mean plus the known side's bias
+    r = run_cli("predict", out, files["test"])
+    assert r.returncode == 0, r.stderr
+    meta = json.loads(open(os.path.join(out, "model.json")).read())
+    mu, user, item = meta["mu"], tsv_model[1]["user"], tsv_model[1]["item"]
+    lines = [ln.split() for ln in r.stdout.splitlines() if not ln.startswith("#")]
+    assert [ln[:2] for ln in lines] == [[str(u), str(i)] for u, i, _, _ in TEST_ROWS]     # as written
+    b_user3 = float(user["b"][list(user["ids"]).index(3)])
+    b_item2 = float(item["b"][list(item["ids"]).index(2)])
+    np.testing.assert_allclose([float(ln[2]) for ln in lines[1:]], [mu + b_item2, mu + b_user3, mu], rtol=1e-5)
+    assert json.loads(r.stderr)["unknown_pairs"] == 3
+    r = run_cli("predict", out, files["test"], "--unknown", "skip")
+    assert r.returncode == 0 and len(r.stdout.splitlines()) == 2 and json.loads(r.stderr)["skipped_unknown"] == 3
+    r = run_cli("predict", out, files["test"], "--unknown", "error")
+    assert r.returncode == 2 and f"tux2: error: {files['test']}:2: unknown user id '{USERS + 5}'" in r.stderr
+    r = run_cli("run", "mf", files["tsv"], "--test", files["test"], "--unknown", "error", *FLAGS)
+    assert r.returncode == 2 and f"{files['test']}:2: unknown user id" in r.stderr
+    r = run_cli("run", "mf", files["tsv"], "--test", files["test"], "--unknown", "skip", *FLAGS)
+    assert r.returncode == 0 and "test 1 (3 with a user or item not in training skipped" in r.stdout
+
+
+def test_ids_without_ratings_are_never_recommended(tsv_model, files, tmp_path):
+    r = run_cli("predict", tsv_model[2], "--top-k", str(ITEMS))
+    assert r.returncode == 0, r.stderr
+    users = [ln.split()[0] for ln in r.stdout.splitlines()]
+    items = {tok.split(":")[0] for ln in r.stdout.splitlines() for tok in ln.split()[1:]}
+    assert users[0] == "1" and len(users) == USERS
+    assert str(MISSING_ITEM) not in items and "0" not in items
+    # read as 0-based, ids 0 exist but have no ratings: still never listed
+    _, model = _train(files["tsv"], tmp_path / "b0", "--base", "0")
+    r = run_cli("predict", str(tmp_path / "b0"), "--top-k", str(ITEMS))
+    items = {tok.split(":")[0] for ln in r.stdout.splitlines() for tok in ln.split()[1:]}
+    assert r.stdout.split()[0] == "1" and "0" not in items and str(MISSING_ITEM) not in items
+    # a user without ratings asked for by name: the baseline's items
+    (tmp_path / "users.txt").write_text(f"1\n{USERS + 50}\n")
+    r = run_cli("predict", tsv_model[2], str(tmp_path / "users.txt"), "--top-k", "3")
+    assert r.returncode == 0 and r.stdout.splitlines()[1].startswith(f"{USERS + 50} ")
+
+
+def test_base(files, tmp_path):
+    (tmp_path / "zero.tsv").write_text("0\t1\t5\t1\n1\t0\t3\t2\n")
+    g = loaders.load_edges(str(tmp_path / "zero.tsv"))
+    assert g.base == 0 and g.ids == (None, None)
+    with pytest.raises(InputError, match="below the id base 1"):
+        loaders.load_edges(str(tmp_path / "zero.tsv"), base=1)
+    g = loaders.load_edges(files["tsv"], base=0)
+    assert g.base == 0 and g.n_src == USERS + 1
+    g = loaders.load_edges(files["tsv"])
+    assert g.base == 1 and g.n_src == USERS and g.ids[0].tokens[0] == 1
+
+
+def test_compressed_and_standard_input(files, tmp_path):
+    data = open(files["tsv"], "rb").read()
+    want = loaders.load_edges(files["tsv"])
+    for name, pack in (("r.gz", gzip.compress), ("r.bz2", bz2.compress), ("r.xz", lzma.compress)):
+        (tmp_path / name).write_bytes(pack(data))
+        g = loaders.load_edges(str(tmp_path / name))
+        assert np.array_equal(g.src, want.src) and np.array_equal(g.values, want.values)
+    (tmp_path / "bad.gz").write_bytes(gzip.compress(b"1\t2\t3\n1\tx\t4\n"))
+    with pytest.raises(InputError) as e:
+        loaders.load_edges(str(tmp_path / "bad.gz"), ids="int")
+    assert str(e.value).startswith(f"{tmp_path / 'bad.gz'}:2: malformed vertex id")
+    for args in (("info", "-", "--json"), ("partition", "-", "-p", "2", "-s", "random", "--json")):
+        r = subprocess.run([sys.executable, "-m", "tux2.cli", *args], input=gzip.compress(data), capture_output=True,
+                           timeout=300)
+        assert r.returncode == 0, r.stderr
+        res = json.loads(r.stdout)
+        assert res["edges"] == len(ROWS) or res.get("edges") == len(ROWS)
+    r = subprocess.run([sys.executable, "-m", "tux2.cli", "info", "-"], input=b"1\t2\t3\t4\n1\tx\t4\t5\n",
+                       capture_output=True, timeout=300)
+    assert r.returncode == 2 and b"tux2: error: <stdin>:2: malformed vertex id" in r.stderr
+
+
+def test_info_reads_what_the_run_commands_read(files):
+    res = json.loads(run_cli("info", files["tsv"], "--json").stdout)
+    assert res["format"] == "edges" and res["edges"] == len(ROWS)
+    assert res["src"]["id_range"] == [1, USERS] and res["dst"]["vertices_with_edges"] == ITEMS - 1
+    assert res["read_as"].startswith("tab-separated; columns 1,2,3 of 4")
+    assert any("ids read as 1-based" in h for h in res["hints"])
+    res = json.loads(run_cli("info", files["csv"], "--json", "--columns", "movieId,userId").stdout)
+    assert res["src"]["id_range"][1] == ITEMS and res["edges"] == len(ROWS) and "values" not in res
+    res = json.loads(run_cli("info", files["dat"], "--json").stdout)
+    assert res["format"] == "edges" and res["values"]["max"] == 5
+
+
+def test_partition_warns_on_imbalance_and_hdrf_balances_item_sorted_ratings(files, tmp_path):
+    # popular items rated by many users, the file sorted by item (as Netflix's files are)
+    rng = np.random.default_rng(4)
+    pop = 1.0 / np.arange(1, 51) ** 0.9
+    rows = sorted({(u, int(i) + 1, 3, u) for u in range(1, 201)
+                   for i in rng.choice(50, size=int(min(49, 5 + rng.zipf(1.8) * 3)), replace=False,
+                                       p=pop / pop.sum())}, key=lambda r: (r[1], r[0]))
+    p = tmp_path / "by_item.tsv"
+    p.write_text(_tsv(rows))
+    n = len({r[0] for r in rows}) + len({r[1] for r in rows})
+    r = run_cli("partition", str(p), "-p", "4", "-s", "hdrf", "--json")
+    assert r.returncode == 0 and json.loads(r.stdout)["edge_balance"] < 1.1 and "warning" not in r.stderr
+    assert json.loads(r.stdout)["vertices"] == n
+    r = run_cli("partition", str(p), "-p", "4", "-s", "hdrf", "-o", "lam=1")         # PowerGraph's λ
+    assert r.returncode == 0 and "tux2: warning: hdrf puts 4.00x the mean edge count on one part" in r.stderr
+    assert "--option lam=2" in r.stderr and f"{n} vertices" in r.stdout
+    r = run_cli("partition", files["tsv"], "-p", "4", "-s", "random", "--json")      # item 13 has no edge
+    assert json.loads(r.stdout)["vertices"] == USERS + ITEMS - 1
+
+
+def test_two_workers_read_the_same_file_the_same_way(files, tsv_model, tmp_path):
+    """Distributed ingress decides the base on every worker's ids and reads --test in
+    the training ids: the model of one worker, bit for bit."""
+    one = _train(files["tsv"], tmp_path / "one", "--test", files["test"], "--partitions", "2")
+    two = _train(files["tsv"], tmp_path / "two", "--test", files["test"], "--partitions", "2", "--workers", "2",
+                 "--timeout", "30")
+    assert "distributed ingress" in two[0] and "ids 1-based (auto" in two[0]
+    _same(one[1], two[1])
+    assert one[0].count("with a user or item not in training") == 1 == two[0].count("not in training")
+
+
+def test_parsers_ignore_extra_columns_and_headers_exactly(tmp_path):
+    """The numba parser on every layout equals a plain-Python split of the same lines."""
+    lines = [(u, i, r, t) for u, i, r, t in ROWS[:200]]
+    for name, text, kw in (
+            ("a.tsv", _tsv(lines), {}),
+            ("a.dat", "".join(f"{u}::{i}::{r}::{t}\n" for u, i, r, t in lines), {}),
+            ("a.csv", "u,i,r,t\n" + "".join(f"{u},{i},{r},{t}\n" for u, i, r, t in lines), {}),
+            ("b.csv", "u,i,r,t\n" + "".join(f"{u},{i},{r},{t}\n" for u, i, r, t in lines), {"columns": "t,u,i"})):
+        (tmp_path / name).write_text(text)
+        g = io.read_edge_list(str(tmp_path / name), base=0, **kw)
+        if kw:
+            assert g.src.tolist() == [t for _, _, _, t in lines] and g.dst.tolist() == [u for u, *_ in lines]
+            assert g.values.tolist() == [i for _, i, _, _ in lines]
+        else:
+            assert g.src.tolist() == [u for u, *_ in lines] and g.values.tolist() == [r for _, _, r, _ in lines]
+
+
+def test_the_python_estimator_reads_them_as_the_cli_does(files, tsv_model):
+    """tux2.MF(columns=, base=, unknown=): the CLI's model from a header CSV and a test file
+    naming unknown ids; predict and recommend follow ``unknown``; fit(workers=2) evaluates
+    the same test RMSE (the unknown marks travel with the data)."""
+    import tux2
+    m = tux2.MF(k=4, epochs=3, columns="userId,movieId,rating").fit(files["csv"], files["test"])
+    for side, name in ((0, "user"), (1, "item")):
+        np.testing.assert_array_equal(m.ids_[side].tokens, tsv_model[1][name]["ids"])
+    np.testing.assert_array_equal(m.user_factors_.astype(np.float32), tsv_model[1]["user"]["p"])
+    two = tux2.MF(k=4, epochs=3).fit(files["tsv"], files["test"], workers=2)
+    assert [r["test_rmse"] for r in two.history_] == [r["test_rmse"] for r in m.history_]
+    # the test RMSE is over all four ratings, three of them by the baseline
+    item2 = m.ids_[1].tokens.tolist().index(2)
+    user3 = m.ids_[0].tokens.tolist().index(3)
+    want = [m.predict([1], [ROWS[0][1]])[0], m.mu_ + m.item_bias_[item2], m.mu_ + m.user_bias_[user3], m.mu_]
+    np.testing.assert_allclose(m.predict([r[0] for r in TEST_ROWS], [r[1] for r in TEST_ROWS]), want)
+    rmse = np.sqrt(np.mean((np.array([r[2] for r in TEST_ROWS]) - want) ** 2))
+    assert m.history_[-1]["test_rmse"] == pytest.approx(rmse, rel=1e-6)
+    # items without ratings are never recommended; an unknown user gets the baseline's items
+    users, items, _ = m.recommend(["1", str(USERS + 50)], k=ITEMS)
+    assert users.tolist() == ["1", str(USERS + 50)] and MISSING_ITEM not in items.tolist()[1]
+    best = np.argsort(-np.where(m.known_[1], m.item_bias_, -np.inf), kind="stable")[:3]
+    assert m.recommend([USERS + 50], k=3)[1][0].tolist() == m.ids_[1].tokens[best].tolist()
+    assert len(m.recommend([USERS + 50, 1], k=3, unknown="skip")[0]) == 1
+    with pytest.raises(InputError, match=f"unknown user {USERS + 50}"):
+        m.recommend([USERS + 50], unknown="error")
+    with pytest.raises(InputError) as e:
+        tux2.MF(k=4, epochs=1, unknown="error").fit(files["tsv"], files["test"])
+    assert str(e.value).startswith(f"{files['test']}:2: unknown user id '{USERS + 5}'")
+    skip = tux2.MF(k=4, epochs=1, unknown="skip").load_data(files["tsv"], files["test"])
+    assert skip.test.num_edges == 1 and skip.test.skipped == 3
