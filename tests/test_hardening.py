@@ -258,6 +258,44 @@ def test_crafted_lda_checkpoint_topic_index_is_refused(corpus, tmp_path):
     _error(r, "p0.edata.z", "outside -1 … 4")
 
 
+def _edit_ctx(last, key, **fields):
+    with np.load(os.path.join(last, "part-0.npz")) as z:
+        ctx = z[key].copy()
+    for f, v in fields.items():
+        ctx[f][0] = v
+    _rewrite(last, "part-0.npz", **{key: ctx})
+
+
+@pytest.mark.parametrize("key, fields, expect", [
+    ("p0.ctx", {"k": 100000}, "checkpoint context field 'k' (p0.ctx) is 100000 there, 4 in this run"),
+    ("p0.ctx", {"k": -7}, "field 'k' (p0.ctx) is -7 there, 4 in this run"),
+    ("global_ctx", {"lr": 5.0}, "field 'lr' (global_ctx) is 5.0 there"),
+    ("global_ctx", {"biases": 0}, "field 'biases' (global_ctx) is 0 there, 1 in this run")])
+def test_crafted_mf_checkpoint_context_is_refused(ratings, tmp_path, key, fields, expect):
+    """The settings in a checkpoint's context (k, lr, …) are those of the resuming run:
+    a crafted k made the kernels read past the factor vectors (a crash)."""
+    ck, last = _checkpointed(ratings, tmp_path)
+    _edit_ctx(str(last), key, **fields)
+    r = run_cli("run", "mf", ratings, "--k", "4", "--epochs", "3", "--resume", str(ck))
+    _error(r, expect)
+    assert "input files" not in r.stderr
+
+
+@pytest.mark.parametrize("key, fields, expect", [
+    ("p0.ctx", {"K": 10 ** 6}, "field 'K' (p0.ctx) is 1000000 there, 5 in this run"),
+    ("p0.ctx", {"V": 10 ** 9}, "field 'V' (p0.ctx) is 1000000000 there"),
+    ("global_ctx", {"beta": 1e-320}, "field 'beta' (global_ctx)"),
+    ("global_ctx", {"nk": [-5, 0, 0, 0, 0]}, "global_ctx.nk holds values outside 0"),
+    ("p0.ctx", {"it": -3}, "p0.ctx.it holds values outside 1")])
+def test_crafted_lda_checkpoint_context_is_refused(corpus, tmp_path, key, fields, expect):
+    ck = tmp_path / "ck"
+    _ok("run", "lda", corpus, "--topics", "5", "--iterations", "1", "--checkpoint-every", "1",
+        "--checkpoint-dir", str(ck))
+    _edit_ctx(str(ck / "ckpt-00000001"), key, **fields)
+    r = run_cli("run", "lda", corpus, "--topics", "5", "--iterations", "3", "--resume", str(ck))
+    _error(r, expect)
+
+
 def test_crafted_model_arrays_are_refused_before_any_kernel(corpus, ratings, tmp_path):
     lda_dir = str(tmp_path / "lda")
     _ok("run", "lda", corpus, "--topics", "5", "--iterations", "2", "--out", lda_dir)

@@ -30,7 +30,7 @@ import zipfile
 import numpy as np
 
 from tux2 import files
-from tux2.errors import SchemaError, Tux2Error
+from tux2.errors import ContextStateError, SchemaError, Tux2Error
 from tux2.transport import barrier
 
 LATEST = "LATEST"
@@ -217,6 +217,6 @@ def load(directory, eng, params, transport=None, compare=None, inputs=None):
     try:
         eng.restore(arrays, state)
     except SchemaError as e:
-        notes = _input_changes(state.get("inputs"), inputs)
+        notes = [] if isinstance(e, ContextStateError) else _input_changes(state.get("inputs"), inputs)
         raise CheckpointError(f"{path}: {e}" + ("; input files: " + "; ".join(notes) if notes else "")) from None
     return state
