@@ -98,6 +98,19 @@ def test_partitions_far_above_the_edge_count_are_refused(capsys, files):
     _refused(rc, err, "--partitions 100000", "edges")
 
 
+def test_partitions_from_threads_or_workers_are_held_to_the_edge_count(capsys, files, tmp_path):
+    """P that follows from --threads or --workers meets the same limit as --partitions
+    (--threads 100000 used to run 100000 partitions on 2,691 edges)."""
+    n = len((files / "r.txt").read_text().splitlines())
+    rc, out, err = _main(capsys, "run", "mf", str(files / "r.txt"), "--threads", str(n + 1), "--epochs", "1")
+    _refused(rc, err, f"{n + 1} partitions (--workers 1 × --threads {n + 1}) for", "edges")
+    three = tmp_path / "three.txt"
+    three.write_text("0 0 1\n1 1 2\n2 0 3\n")
+    r = run_cli("run", "mf", str(three), "--workers", "4", "--epochs", "1", "--timeout", "20", timeout=240)
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert "4 partitions (--workers 4 × --threads 1) for 3 edges" in r.stderr, r.stderr
+
+
 # ------------------------------------------------------------------ item 10, 12: data problems
 def test_utf8_bom_is_skipped(capsys, tmp_path):
     p = tmp_path / "bom.txt"

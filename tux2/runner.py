@@ -90,12 +90,15 @@ def partitions(requested, world, threads=None):
     return requested if requested is not None else world * (threads or 1)
 
 
-def check_partitions(requested, num_edges):
+def check_partitions(parts, num_edges, requested=None, world=1, threads=None):
     """More partitions than edges leaves some empty for nothing and costs layout time
-    per partition: refused, as 'tux2 partition' does."""
-    if requested is not None and requested > max(num_edges, 1):
-        raise Tux2Error(f"--partitions {requested} for {num_edges} edges: some partitions would be empty; "
-                        "use at most as many partitions as edges")
+    per partition: refused, as 'tux2 partition' does, whether the P of the run
+    (``parts``) was asked for (``requested``) or follows from the workers and threads."""
+    if parts > max(num_edges, 1):
+        how = (f"--partitions {requested}" if requested is not None else
+               f"{parts} partitions (--workers {world} × --threads {threads or 1})")
+        raise Tux2Error(f"{how} for {num_edges} edges: some partitions would be empty; use at most as many "
+                        "partitions as edges" + ("" if requested is not None else ", fewer workers or threads"))
 
 
 # ---------------------------------------------------------------- what a run prints
@@ -260,7 +263,7 @@ def train(est, data, *, transport=None, partitions=None, threads=None, slack=0, 
     setup = est.prepare(data, parts)
     for line in est._header(setup, parts, world):
         say(line)
-    check_partitions(requested, setup.graph.num_edges)
+    check_partitions(parts, setup.graph.num_edges, requested, world, threads)
     t0 = time.perf_counter()
     eng = Engine(setup.program, setup.graph, partitions=parts, seed=getattr(est, "seed", 0), transport=transport,
                  slack=slack, threads=threads, **setup.engine)
