@@ -324,6 +324,52 @@ def test_crafted_model_arrays_are_refused_before_any_kernel(corpus, ratings, tmp
     _error(run_cli("predict", mf_dir, ratings), "user.npz", "NaN")
 
 
+def _rewrite_meta(directory, **changes):
+    from tux2 import files
+    path = os.path.join(directory, "model.json")
+    meta = json.load(open(path))
+    meta.update(changes)
+    json.dump(meta, open(path, "w"))
+    m = json.load(open(os.path.join(directory, "manifest.json")))
+    m["files"]["model.json"] = files.describe(path)
+    json.dump(m, open(os.path.join(directory, "manifest.json"), "w"))
+
+
+def test_model_files_that_disagree_with_model_json_are_refused(corpus, ratings, tmp_path):
+    """Each of these used to predict with rc 0."""
+    train = tmp_path / "t.svm"
+    train.write_text("".join(f"{1 if i % 2 else -1} 1:{i % 3} 2:{i % 5} 3:1\n" for i in range(40)))
+    fm = str(tmp_path / "fm")
+    _ok("run", "fm", str(train), "--epochs", "1", "--factors", "8", "--out", fm)
+    with np.load(os.path.join(fm, "weights.npz")) as z:
+        V = z["V"]
+    _rewrite(fm, "weights.npz", V=V[:, :3].copy())
+    _error(run_cli("predict", fm, str(train)), "weights.npz", f"V has shape ({len(V)}, 3), expected ({len(V)}, 8)")
+    lr = str(tmp_path / "lr")
+    _ok("run", "lr", str(train), "--epochs", "1", "--out", lr)
+    _rewrite_meta(lr, classes=-3)
+    _error(run_cli("predict", lr, str(train)), "model.json", "classes of a logistic model must be 2, got -3")
+    lda = str(tmp_path / "lda")
+    _ok("run", "lda", corpus, "--topics", "5", "--iterations", "1", "--out", lda)
+    with np.load(os.path.join(lda, "lda.npz")) as z:
+        wt, totals = z["word_topic"], z["topic_totals"]
+    _rewrite(lda, "lda.npz", topic_totals=totals + 1)
+    _error(run_cli("predict", lda, corpus), "lda.npz", "topic_totals are not the sums of word_topic's rows")
+    _rewrite(lda, "lda.npz", topic_totals=totals, word_topic=wt.astype(np.float64))
+    _error(run_cli("predict", lda, corpus), "lda.npz", "word_topic has dtype float64")
+    _rewrite(lda, "lda.npz", word_topic=wt)
+    assert run_cli("predict", lda, corpus).returncode == 0          # restored: accepted again
+    _rewrite_meta(lda, beta=1e-320)
+    _error(run_cli("predict", lda, corpus), "model.json", "beta must be a finite positive (normal) number")
+    mf = str(tmp_path / "mf")
+    _ok("run", "mf", ratings, "--k", "3", "--epochs", "1", "--out", mf)
+    with np.load(os.path.join(mf, "user.npz")) as z:
+        ids = z["ids"].copy()
+    ids[1] = ids[0]
+    _rewrite(mf, "user.npz", ids=ids)
+    _error(run_cli("predict", mf, ratings), "user.npz", "ids name a vertex more than once")
+
+
 # ------------------------------------------------------------------ item 4: standard input, pipes, FIFOs
 def _cli_stdin(data, *args, timeout=300):
     return subprocess.run([sys.executable, "-m", "tux2.cli", *args], input=data, capture_output=True,
