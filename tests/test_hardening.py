@@ -417,6 +417,32 @@ def test_mf_from_dash_a_fifo_and_gzip(ratings, tmp_path):
     assert bad.returncode == 2 and b"<stdin>:2: malformed value" in bad.stderr
 
 
+def test_spooled_inputs_keep_the_given_name_in_the_header_and_model(ratings, tmp_path):
+    """Standard input is <stdin> and a .gz file its own name, in the run's first line
+    and model.json's "input", with one process or several (not /tmp/tux2-input-…)."""
+    import gzip
+    data = open(ratings, "rb").read()
+    gz = tmp_path / "r.txt.gz"
+    gz.write_bytes(gzip.compress(data))
+    for name, run in (("<stdin>", lambda *a: _cli_stdin(data, "run", "mf", "-", *a)),
+                      ("<stdin>", lambda *a: _cli_stdin(data, "run", "mf", "-", "--workers", "2", "--timeout", "20",
+                                                        *a)),
+                      (str(gz), lambda *a: _cli_stdin(b"", "run", "mf", str(gz), *a))):
+        out = tmp_path / "m"
+        r = run("--k", "3", "--epochs", "1", "--out", str(out))
+        assert r.returncode == 0, r.stderr
+        assert r.stdout.decode().split("\n")[0].endswith(f": {name}"), r.stdout
+        assert json.load(open(out / "model.json"))["input"] == name
+
+
+def test_a_checkpoint_lock_that_cannot_be_written_is_named(ratings, tmp_path):
+    ck = tmp_path / "ck"
+    ck.mkdir()
+    os.symlink("/dev/full", ck / ".lock")          # every write fails, as on a full disk
+    r = run_cli("run", "mf", ratings, "--epochs", "1", "--checkpoint-every", "1", "--checkpoint-dir", str(ck))
+    _error(r, f"{ck / '.lock'}: cannot write")
+
+
 # ------------------------------------------------------------------ item 9: one sparse-id guard
 @pytest.mark.parametrize("case", ["libsvm-1e9", "libsvm-2^62", "docword-D", "docword-count", "info-libsvm",
                                   "info-docword", "ingress"])

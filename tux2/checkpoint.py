@@ -126,8 +126,12 @@ def lock(directory):
             os.close(fd)
         raise CheckpointError(f"{directory}: another run (pid {other or '?'}) is writing checkpoints here; "
                               "give each run its own --checkpoint-dir") from None
-    os.ftruncate(fd, 0)
-    os.write(fd, f"{os.getpid()}\n".encode())
+    try:
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+    except OSError as e:                          # a full disk: name the file (os.write does not)
+        os.close(fd)
+        raise files.write_error(path, e) from None
     return fd
 
 

@@ -20,6 +20,7 @@ from tux2 import files
 from tux2.engine import Engine
 from tux2.errors import Tux2Error
 from tux2.graph import BipartiteGraph
+from tux2.io import display_name
 from tux2.transport import barrier
 
 
@@ -44,6 +45,15 @@ class Dataset:
         self.train, self.test, self.labels, self.test_labels = train, test, labels, test_labels
         self.vocab, self.source = vocab, source if source is not None else getattr(train, "source", "arrays")
         self.facts = facts                       # small JSON-able extras (format, zero_based …)
+
+    @property
+    def source(self):
+        """Where the data came from, as the user named it (``<stdin>``, not its temporary copy)."""
+        return self._source
+
+    @source.setter
+    def source(self, value):
+        self._source = display_name(value) if isinstance(value, str) else value
 
     def save(self, path):
         from tux2.loaders import save_ids
@@ -300,7 +310,8 @@ def train(est, data, *, transport=None, partitions=None, threads=None, slack=0, 
         say(f"0 {unit}s: nothing trained")
     est.read_model(eng, setup)
     est.history_ = history
-    est.run_ = {"source": setup.source if hasattr(setup, "source") else getattr(data, "source", None),
+    source = setup.source if hasattr(setup, "source") else getattr(data, "source", None)
+    est.run_ = {"source": display_name(source) if isinstance(source, str) else source,
                 "partitions": parts, "workers": world, "clock": eng.clock, "iteration": eng.iteration,
                 "context": eng.context(), **getattr(setup, "meta", {})}
     if rank == 0:
