@@ -36,7 +36,8 @@ def add_parser(sub):
     p.add_argument("--metrics", help="also write the metrics as one JSON object to this file")
     p.add_argument("--top-k", type=COUNT, default=None, help="mf: recommend this many items per user")
     p.add_argument("--include-seen", action="store_true", help="mf --top-k: also recommend training items")
-    p.add_argument("--iterations", type=integer(1, 1_000_000), default=50, help="lda: Gibbs sweeps of inference per document")
+    p.add_argument("--iterations", type=integer(1, 1_000_000), default=50,
+                   help="lda: Gibbs sweeps of inference per document")
     p.add_argument("--seed", type=SEED, default=0, help="lda: seed of the inference draws")
     p.set_defaults(func=predict)
 
