@@ -71,6 +71,19 @@ def files(tmp_path_factory):
     (["run", "lr", "S", "--decay", "-1"], "--decay"),
     (["run", "fm", "S", "--factors", "-1"], "--factors"),
     (["run", "mf", "R", "--rank", "1", "--world", "2", "--rendezvous", "garbage"], "--rendezvous"),
+    # integers past int64 (or past what a partition table, a thread pool, an i4 field holds)
+    (["run", "mf", "R", "--partitions", str(2 ** 70)], "--partitions: must be >= 1 and <= 1048576"),
+    (["run", "mf", "R", "--partitions", str(2 ** 63 - 1)], "--partitions"),
+    (["run", "mf", "R", "--threads", str(2 ** 70)], "--threads: must be >= 1 and <= 1024"),
+    (["run", "lda", "D", "--threads", str(2 ** 70)], "--threads"),
+    (["run", "lr", "S", "--threads", str(2 ** 70)], "--threads"),
+    (["run", "lr", "S", "--partitions", str(2 ** 70)], "--partitions"),
+    (["run", "blockpg", "S", "--threads", str(2 ** 70)], "--threads"),
+    (["run", "blockpg", "S", "--block-size", str(2 ** 70)], "--block-size"),
+    (["run", "blockpg", "S", "--shrink-rest", str(2 ** 70)], "--shrink-rest"),
+    (["predict", "R", "D", "--iterations", str(2 ** 70)], "--iterations"),
+    (["partition", "--powerlaw", str(2 ** 70), "--parts", "2"], "--powerlaw"),
+    (["partition", "R", "--parts", str(2 ** 70)], "--parts"),
 ])
 def test_meaningless_option_values_are_refused(capsys, files, argv, what):
     argv = [{"R": str(files / "r.txt"), "D": str(files / "docs.txt"), "S": str(files / "s.svm")}.get(a, a)
@@ -83,6 +96,19 @@ def test_meaningless_option_values_are_refused(capsys, files, argv, what):
 def test_partitions_far_above_the_edge_count_are_refused(capsys, files):
     rc, out, err = _main(capsys, "run", "mf", str(files / "r.txt"), "--partitions", "100000", "--epochs", "1")
     _refused(rc, err, "--partitions 100000", "edges")
+
+
+def test_partitions_from_threads_or_workers_are_held_to_the_edge_count(capsys, files, tmp_path):
+    """P that follows from --threads or --workers meets the same limit as --partitions
+    (--threads 100000 used to run 100000 partitions on 2,691 edges)."""
+    n = len((files / "r.txt").read_text().splitlines())
+    rc, out, err = _main(capsys, "run", "mf", str(files / "r.txt"), "--threads", str(n + 1), "--epochs", "1")
+    _refused(rc, err, f"{n + 1} partitions (--workers 1 × --threads {n + 1}) for", "edges")
+    three = tmp_path / "three.txt"
+    three.write_text("0 0 1\n1 1 2\n2 0 3\n")
+    r = run_cli("run", "mf", str(three), "--workers", "4", "--epochs", "1", "--timeout", "20", timeout=240)
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert "4 partitions (--workers 4 × --threads 1) for 3 edges" in r.stderr, r.stderr
 
 
 # ------------------------------------------------------------------ item 10, 12: data problems
@@ -264,3 +290,20 @@ def test_damaged_curve_keys_are_an_error_at_once(capsys, tmp_path, files):
     rc, out, err = _main(capsys, "run", "mf", str(files / "r.txt"), "--rank", "1", "--world", "2",
                          "--rendezvous", "tcp://127.0.0.1:9", "--curve", str(tmp_path / "k"))
     _refused(rc, err, "--curve", "tux2.key_secret", "tux2 keys")
+    # a key of the right length with a character outside Z85: libzmq said only "Invalid argument"
+    rc, out, err = _main(capsys, "keys", str(tmp_path / "k2"))
+    path = tmp_path / "k2" / "tux2.key_secret"
+    text = path.read_text()
+    start = text.index('secret-key = "') + len('secret-key = "')
+    path.write_text(text[:start] + "~" + text[start + 1:])
+    rc, out, err = _main(capsys, "run", "mf", str(files / "r.txt"), "--rank", "1", "--world", "2",
+                         "--rendezvous", "tcp://127.0.0.1:9", "--curve", str(tmp_path / "k2"))
+    _refused(rc, err, "--curve", "secret key is not 40 Z85 characters")
+
+
+def test_a_rendezvous_host_with_a_label_too_long_is_an_error(files):
+    host = "a" * 70 + ".example.com"
+    r = run_cli("run", "mf", str(files / "r.txt"), "--rank", "1", "--world", "2", "--rendezvous",
+                f"tcp://{host}:5555", "--epochs", "1", timeout=120)
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert "rendezvous host " + host in r.stderr and "--bind" in r.stderr

@@ -258,6 +258,44 @@ def test_crafted_lda_checkpoint_topic_index_is_refused(corpus, tmp_path):
     _error(r, "p0.edata.z", "outside -1 … 4")
 
 
+def _edit_ctx(last, key, **fields):
+    with np.load(os.path.join(last, "part-0.npz")) as z:
+        ctx = z[key].copy()
+    for f, v in fields.items():
+        ctx[f][0] = v
+    _rewrite(last, "part-0.npz", **{key: ctx})
+
+
+@pytest.mark.parametrize("key, fields, expect", [
+    ("p0.ctx", {"k": 100000}, "checkpoint context field 'k' (p0.ctx) is 100000 there, 4 in this run"),
+    ("p0.ctx", {"k": -7}, "field 'k' (p0.ctx) is -7 there, 4 in this run"),
+    ("global_ctx", {"lr": 5.0}, "field 'lr' (global_ctx) is 5.0 there"),
+    ("global_ctx", {"biases": 0}, "field 'biases' (global_ctx) is 0 there, 1 in this run")])
+def test_crafted_mf_checkpoint_context_is_refused(ratings, tmp_path, key, fields, expect):
+    """The settings in a checkpoint's context (k, lr, …) are those of the resuming run:
+    a crafted k made the kernels read past the factor vectors (a crash)."""
+    ck, last = _checkpointed(ratings, tmp_path)
+    _edit_ctx(str(last), key, **fields)
+    r = run_cli("run", "mf", ratings, "--k", "4", "--epochs", "3", "--resume", str(ck))
+    _error(r, expect)
+    assert "input files" not in r.stderr
+
+
+@pytest.mark.parametrize("key, fields, expect", [
+    ("p0.ctx", {"K": 10 ** 6}, "field 'K' (p0.ctx) is 1000000 there, 5 in this run"),
+    ("p0.ctx", {"V": 10 ** 9}, "field 'V' (p0.ctx) is 1000000000 there"),
+    ("global_ctx", {"beta": 1e-320}, "field 'beta' (global_ctx)"),
+    ("global_ctx", {"nk": [-5, 0, 0, 0, 0]}, "global_ctx.nk holds values outside 0"),
+    ("p0.ctx", {"it": -3}, "p0.ctx.it holds values outside 1")])
+def test_crafted_lda_checkpoint_context_is_refused(corpus, tmp_path, key, fields, expect):
+    ck = tmp_path / "ck"
+    _ok("run", "lda", corpus, "--topics", "5", "--iterations", "1", "--checkpoint-every", "1",
+        "--checkpoint-dir", str(ck))
+    _edit_ctx(str(ck / "ckpt-00000001"), key, **fields)
+    r = run_cli("run", "lda", corpus, "--topics", "5", "--iterations", "3", "--resume", str(ck))
+    _error(r, expect)
+
+
 def test_crafted_model_arrays_are_refused_before_any_kernel(corpus, ratings, tmp_path):
     lda_dir = str(tmp_path / "lda")
     _ok("run", "lda", corpus, "--topics", "5", "--iterations", "2", "--out", lda_dir)
@@ -284,6 +322,52 @@ def test_crafted_model_arrays_are_refused_before_any_kernel(corpus, ratings, tmp
     p[0, 0] = np.nan
     _rewrite(mf_dir, "user.npz", p=p)
     _error(run_cli("predict", mf_dir, ratings), "user.npz", "NaN")
+
+
+def _rewrite_meta(directory, **changes):
+    from tux2 import files
+    path = os.path.join(directory, "model.json")
+    meta = json.load(open(path))
+    meta.update(changes)
+    json.dump(meta, open(path, "w"))
+    m = json.load(open(os.path.join(directory, "manifest.json")))
+    m["files"]["model.json"] = files.describe(path)
+    json.dump(m, open(os.path.join(directory, "manifest.json"), "w"))
+
+
+def test_model_files_that_disagree_with_model_json_are_refused(corpus, ratings, tmp_path):
+    """Each of these used to predict with rc 0."""
+    train = tmp_path / "t.svm"
+    train.write_text("".join(f"{1 if i % 2 else -1} 1:{i % 3} 2:{i % 5} 3:1\n" for i in range(40)))
+    fm = str(tmp_path / "fm")
+    _ok("run", "fm", str(train), "--epochs", "1", "--factors", "8", "--out", fm)
+    with np.load(os.path.join(fm, "weights.npz")) as z:
+        V = z["V"]
+    _rewrite(fm, "weights.npz", V=V[:, :3].copy())
+    _error(run_cli("predict", fm, str(train)), "weights.npz", f"V has shape ({len(V)}, 3), expected ({len(V)}, 8)")
+    lr = str(tmp_path / "lr")
+    _ok("run", "lr", str(train), "--epochs", "1", "--out", lr)
+    _rewrite_meta(lr, classes=-3)
+    _error(run_cli("predict", lr, str(train)), "model.json", "classes of a logistic model must be 2, got -3")
+    lda = str(tmp_path / "lda")
+    _ok("run", "lda", corpus, "--topics", "5", "--iterations", "1", "--out", lda)
+    with np.load(os.path.join(lda, "lda.npz")) as z:
+        wt, totals = z["word_topic"], z["topic_totals"]
+    _rewrite(lda, "lda.npz", topic_totals=totals + 1)
+    _error(run_cli("predict", lda, corpus), "lda.npz", "topic_totals are not the sums of word_topic's rows")
+    _rewrite(lda, "lda.npz", topic_totals=totals, word_topic=wt.astype(np.float64))
+    _error(run_cli("predict", lda, corpus), "lda.npz", "word_topic has dtype float64")
+    _rewrite(lda, "lda.npz", word_topic=wt)
+    assert run_cli("predict", lda, corpus).returncode == 0          # restored: accepted again
+    _rewrite_meta(lda, beta=1e-320)
+    _error(run_cli("predict", lda, corpus), "model.json", "beta must be a finite positive (normal) number")
+    mf = str(tmp_path / "mf")
+    _ok("run", "mf", ratings, "--k", "3", "--epochs", "1", "--out", mf)
+    with np.load(os.path.join(mf, "user.npz")) as z:
+        ids = z["ids"].copy()
+    ids[1] = ids[0]
+    _rewrite(mf, "user.npz", ids=ids)
+    _error(run_cli("predict", mf, ratings), "user.npz", "ids name a vertex more than once")
 
 
 # ------------------------------------------------------------------ item 4: standard input, pipes, FIFOs
@@ -331,6 +415,32 @@ def test_mf_from_dash_a_fifo_and_gzip(ratings, tmp_path):
     assert r.stdout.split("\n")[1] == sizes
     bad = _cli_stdin(b"0 0 3\n1 1 x\n", "run", "mf", "-")
     assert bad.returncode == 2 and b"<stdin>:2: malformed value" in bad.stderr
+
+
+def test_spooled_inputs_keep_the_given_name_in_the_header_and_model(ratings, tmp_path):
+    """Standard input is <stdin> and a .gz file its own name, in the run's first line
+    and model.json's "input", with one process or several (not /tmp/tux2-input-…)."""
+    import gzip
+    data = open(ratings, "rb").read()
+    gz = tmp_path / "r.txt.gz"
+    gz.write_bytes(gzip.compress(data))
+    for name, run in (("<stdin>", lambda *a: _cli_stdin(data, "run", "mf", "-", *a)),
+                      ("<stdin>", lambda *a: _cli_stdin(data, "run", "mf", "-", "--workers", "2", "--timeout", "20",
+                                                        *a)),
+                      (str(gz), lambda *a: _cli_stdin(b"", "run", "mf", str(gz), *a))):
+        out = tmp_path / "m"
+        r = run("--k", "3", "--epochs", "1", "--out", str(out))
+        assert r.returncode == 0, r.stderr
+        assert r.stdout.decode().split("\n")[0].endswith(f": {name}"), r.stdout
+        assert json.load(open(out / "model.json"))["input"] == name
+
+
+def test_a_checkpoint_lock_that_cannot_be_written_is_named(ratings, tmp_path):
+    ck = tmp_path / "ck"
+    ck.mkdir()
+    os.symlink("/dev/full", ck / ".lock")          # every write fails, as on a full disk
+    r = run_cli("run", "mf", ratings, "--epochs", "1", "--checkpoint-every", "1", "--checkpoint-dir", str(ck))
+    _error(r, f"{ck / '.lock'}: cannot write")
 
 
 # ------------------------------------------------------------------ item 9: one sparse-id guard

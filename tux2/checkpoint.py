@@ -30,7 +30,7 @@ import zipfile
 import numpy as np
 
 from tux2 import files
-from tux2.errors import SchemaError, Tux2Error
+from tux2.errors import ContextStateError, SchemaError, Tux2Error
 from tux2.transport import barrier
 
 LATEST = "LATEST"
@@ -126,8 +126,12 @@ def lock(directory):
             os.close(fd)
         raise CheckpointError(f"{directory}: another run (pid {other or '?'}) is writing checkpoints here; "
                               "give each run its own --checkpoint-dir") from None
-    os.ftruncate(fd, 0)
-    os.write(fd, f"{os.getpid()}\n".encode())
+    try:
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+    except OSError as e:                          # a full disk: name the file (os.write does not)
+        os.close(fd)
+        raise files.write_error(path, e) from None
     return fd
 
 
@@ -217,6 +221,6 @@ def load(directory, eng, params, transport=None, compare=None, inputs=None):
     try:
         eng.restore(arrays, state)
     except SchemaError as e:
-        notes = _input_changes(state.get("inputs"), inputs)
+        notes = [] if isinstance(e, ContextStateError) else _input_changes(state.get("inputs"), inputs)
         raise CheckpointError(f"{path}: {e}" + ("; input files: " + "; ".join(notes) if notes else "")) from None
     return state

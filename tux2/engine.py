@@ -19,7 +19,7 @@ from tux2.compile import (aggregate_kernel, append_unstamped, apply_kernel, comb
                           finalize_kernel, group_by_part, mark_touched, minibatch_kernel, mirror_fanout,
                           union_positions, view, writes_records, active_kernel)
 from tux2.config import jit_disabled
-from tux2.errors import DivergenceError, SchemaError
+from tux2.errors import ContextStateError, DivergenceError, SchemaError
 from tux2.graph import BipartiteGraph
 from tux2.layout import build_partitions, is_replicated
 from tux2.rounds import ApplyRounds, sync_block
@@ -658,6 +658,28 @@ class Engine(ApplyRounds):
         want["global_ctx"] = (self.global_ctx.dtype, self.global_ctx.shape)
         return want
 
+    def _check_context(self, key, a):
+        """A checkpoint's context record: the program's settings (context fields with an
+        initial value that no UDF changes: k, K, V, lr, …) as this run has them, the
+        declared bounds kept (counts ≥ 0, …). A SchemaError names the first difference."""
+        spec = self.program.context
+        fresh = self.global_ctx                  # not restored yet: the values this run starts with
+        for f in spec.settings:
+            then, now = a[f], fresh[f]
+            same = np.array_equal(then, now, equal_nan=then.dtype.kind in "fc")
+            if not same:
+                show = lambda x: x[0].tolist() if x[0].size == 1 else f"{x[0].size} values"  # noqa: E731
+                t, n = show(then), show(now)
+                if t == n:
+                    t, n = "other values", "these"
+                raise ContextStateError(f"checkpoint context field {f!r} ({key}) is {t} there, {n} in this run")
+        for f, (lo, hi) in spec.bounds.items():
+            col = a[f]
+            if col.dtype.kind == "f" and not np.all(np.isfinite(col)):
+                raise ContextStateError(f"checkpoint's {key}.{f} holds NaN or infinite values")
+            if col.size and (col.min() < lo or col.max() > hi):
+                raise ContextStateError(f"checkpoint's {key}.{f} holds values outside {lo} … {hi}")
+
     def restore(self, arrays, meta):
         """Load what ``state()`` returned, into an engine built from the same program,
         input, partitioning and seed; anything else is a SchemaError, caught before any
@@ -701,7 +723,8 @@ class Engine(ApplyRounds):
             if a.dtype != dtype or a.shape != shape:
                 raise SchemaError(f"checkpoint's {key} is {a.dtype} {a.shape}; this run needs {dtype} {shape}")
             if key.endswith("ctx"):
-                continue                          # contexts may hold NaN by design (no test set yet, …)
+                self._check_context(key, a)       # NaN may be there by design (no test set yet, …)
+                continue
             for f in a.dtype.names or ():
                 col = a[f]
                 if col.dtype.kind == "f" and not np.all(np.isfinite(col)):

@@ -33,6 +33,11 @@ class SchemaError(Tux2Error, ValueError):
     """A program's schema or stage sequence is inconsistent."""
 
 
+class ContextStateError(SchemaError):
+    """A checkpoint's context record is not what this run's settings give (its input is
+    not in question)."""
+
+
 class UDFCompileError(Tux2Error):
     """numba could not compile a user-defined function."""
 

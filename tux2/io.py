@@ -228,14 +228,33 @@ _SPOOLED = {}          # temporary copy → the name the user gave ("-", a FIFO,
 _MAGIC = ((b"\x1f\x8b", "gzip"), (b"BZh", "bz2"), (b"\xfd7zXZ\x00", "lzma"))
 
 
+_NAMES_ENV = "TUX2_INPUT_NAMES"   # the same map, JSON, for worker processes started from this one
+
+
 def display_name(path):
-    """The name the user gave for ``path`` (a temporary copy made by ``local_copy``)."""
-    return _SPOOLED.get(path, path)
+    """The name the user gave for ``path`` (a temporary copy made by ``local_copy``,
+    here or in the process that started this worker): ``<stdin>`` for ``-``."""
+    name = spooled_names().get(path) if isinstance(path, str) else None
+    if name is None:
+        return path
+    return "<stdin>" if name == "-" else name
 
 
 def spooled_names():
-    """{temporary copy: the user's name} of every input ``local_copy`` made."""
-    return dict(_SPOOLED)
+    """{temporary copy: the user's name} of every input ``local_copy`` made (in this
+    process or the one that started it)."""
+    import json
+    try:
+        inherited = json.loads(os.environ.get(_NAMES_ENV) or "{}")
+    except ValueError:
+        inherited = {}
+    return {**(inherited if isinstance(inherited, dict) else {}), **_SPOOLED}
+
+
+def _spooled(tmp, name):
+    import json
+    _SPOOLED[tmp] = name
+    os.environ[_NAMES_ENV] = json.dumps(spooled_names())
 
 
 def _spool_dir():
@@ -269,7 +288,7 @@ def local_copy(path):
             tmp = os.path.join(_spool_dir(), "stdin" if path == "-" else os.path.basename(path) or "input")
             with src, open(tmp, "wb") as out:
                 shutil.copyfileobj(src, out, 1 << 20)
-            _SPOOLED[tmp] = name
+            _spooled(tmp, name)
             path = tmp
         with open(path, "rb") as f:
             head = f.read(8)
@@ -288,7 +307,7 @@ def local_copy(path):
             shutil.copyfileobj(src, out, 1 << 20)
     except (OSError, EOFError, lzma.LZMAError) as e:
         raise InputError(f"cannot decompress this {'xz' if kind == 'lzma' else kind} file: {e}", path=name) from None
-    _SPOOLED[tmp] = name
+    _spooled(tmp, name)
     return tmp
 
 

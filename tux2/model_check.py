@@ -92,9 +92,13 @@ def _int_meta(path, meta, key, low=0):
 
 
 def _float_meta(path, meta, key, positive=False):
+    """A finite number; ``positive``: also at least the smallest normal double (a
+    subnormal prior such as 1e-320 overflows 1/beta)."""
     v = meta.get(key)
-    if not isinstance(v, (int, float)) or isinstance(v, bool) or not np.isfinite(v) or (positive and v <= 0):
-        raise ModelError(f"{path}: {key} must be a finite{' positive' if positive else ''} number, got {v!r}")
+    if not isinstance(v, (int, float)) or isinstance(v, bool) or not np.isfinite(v) or \
+            (positive and v < np.finfo(np.float64).tiny):
+        raise ModelError(f"{path}: {key} must be a finite{' positive (normal)' if positive else ''} number, "
+                         f"got {v!r}")
     return float(v)
 
 
@@ -103,6 +107,8 @@ def _ids(path, ids, n):
         raise ModelError(f"{path}: has no array 'ids'")
     if ids.shape != (n,) or ids.dtype.kind not in "iuU":
         raise ModelError(f"{path}: ids must be {n} integers or strings, got {ids.dtype} {ids.shape}")
+    if len(np.unique(ids)) != n:
+        raise ModelError(f"{path}: ids name a vertex more than once")
 
 
 def check_mf(directory, meta, arrays):
@@ -139,9 +145,11 @@ def check_lda(directory, meta, arrays):
     for name, shape in (("word_topic", (K, V)), ("topic_totals", (K,)), ("doc_topic", (None, K))):
         if name == "doc_topic" and name not in a:
             continue
-        x = _need(path, a, name, "iuf", shape)
+        x = _need(path, a, name, "iu", shape)
         if x.size and x.min() < 0:
             raise ModelError(f"{path}: {name} holds negative counts")
+    if not np.array_equal(a["word_topic"].sum(axis=1, dtype=np.int64), a["topic_totals"]):
+        raise ModelError(f"{path}: topic_totals are not the sums of word_topic's rows")
 
 
 def check_linear(directory, meta, arrays):
@@ -157,6 +165,8 @@ def check_linear(directory, meta, arrays):
         classes = _int_meta(mpath, meta, "classes", 2)
         _need(path, a, "w", "f", (features, classes))
     else:
+        if "classes" in meta and meta["classes"] != 2:
+            raise ModelError(f"{mpath}: classes of a {meta.get('loss')} model must be 2, got {meta['classes']!r}")
         _need(path, a, "w", "f", (features,))
     if meta.get("algorithm") == "fm":
-        _need(path, a, "V", "f", (len(w), None))
+        _need(path, a, "V", "f", (len(w), _int_meta(mpath, meta, "factors", 1)))

@@ -20,6 +20,7 @@ from tux2 import files
 from tux2.engine import Engine
 from tux2.errors import Tux2Error
 from tux2.graph import BipartiteGraph
+from tux2.io import display_name
 from tux2.transport import barrier
 
 
@@ -44,6 +45,15 @@ class Dataset:
         self.train, self.test, self.labels, self.test_labels = train, test, labels, test_labels
         self.vocab, self.source = vocab, source if source is not None else getattr(train, "source", "arrays")
         self.facts = facts                       # small JSON-able extras (format, zero_based …)
+
+    @property
+    def source(self):
+        """Where the data came from, as the user named it (``<stdin>``, not its temporary copy)."""
+        return self._source
+
+    @source.setter
+    def source(self, value):
+        self._source = display_name(value) if isinstance(value, str) else value
 
     def save(self, path):
         from tux2.loaders import save_ids
@@ -98,12 +108,15 @@ def partitions(requested, world, threads=None):
     return requested if requested is not None else world * (threads or 1)
 
 
-def check_partitions(requested, num_edges):
+def check_partitions(parts, num_edges, requested=None, world=1, threads=None):
     """More partitions than edges leaves some empty for nothing and costs layout time
-    per partition: refused, as 'tux2 partition' does."""
-    if requested is not None and requested > max(num_edges, 1):
-        raise Tux2Error(f"--partitions {requested} for {num_edges} edges: some partitions would be empty; "
-                        "use at most as many partitions as edges")
+    per partition: refused, as 'tux2 partition' does, whether the P of the run
+    (``parts``) was asked for (``requested``) or follows from the workers and threads."""
+    if parts > max(num_edges, 1):
+        how = (f"--partitions {requested}" if requested is not None else
+               f"{parts} partitions (--workers {world} × --threads {threads or 1})")
+        raise Tux2Error(f"{how} for {num_edges} edges: some partitions would be empty; use at most as many "
+                        "partitions as edges" + ("" if requested is not None else ", fewer workers or threads"))
 
 
 # ---------------------------------------------------------------- what a run prints
@@ -268,7 +281,7 @@ def train(est, data, *, transport=None, partitions=None, threads=None, slack=0, 
     setup = est.prepare(data, parts)
     for line in est._header(setup, parts, world):
         say(line)
-    check_partitions(requested, setup.graph.num_edges)
+    check_partitions(parts, setup.graph.num_edges, requested, world, threads)
     t0 = time.perf_counter()
     eng = Engine(setup.program, setup.graph, partitions=parts, seed=getattr(est, "seed", 0), transport=transport,
                  slack=slack, threads=threads, **setup.engine)
@@ -305,7 +318,8 @@ def train(est, data, *, transport=None, partitions=None, threads=None, slack=0, 
         say(f"0 {unit}s: nothing trained")
     est.read_model(eng, setup)
     est.history_ = history
-    est.run_ = {"source": setup.source if hasattr(setup, "source") else getattr(data, "source", None),
+    source = setup.source if hasattr(setup, "source") else getattr(data, "source", None)
+    est.run_ = {"source": display_name(source) if isinstance(source, str) else source,
                 "partitions": parts, "workers": world, "clock": eng.clock, "iteration": eng.iteration,
                 "context": eng.context(), **getattr(setup, "meta", {})}
     if rank == 0:

@@ -78,7 +78,7 @@ def interface_to(host):
         with socket.socket(family, socket.SOCK_DGRAM) as s:
             s.connect(addr)             # UDP: picks the route, sends nothing
             return s.getsockname()[0]
-    except OSError as e:
+    except (OSError, UnicodeError) as e:        # UnicodeError: a label over 63 characters (IDNA)
         raise Tux2Error(f"cannot find the interface that reaches the rendezvous host {host}: {e}; "
                         f"give --bind ADDRESS") from None
 

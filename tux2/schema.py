@@ -76,20 +76,29 @@ class VertexType:
 
 
 class ContextSpec:
-    """The GlobalSync context record: fields, combine rules, initial values."""
+    """The GlobalSync context record: fields, combine rules, initial values.
 
-    def __init__(self, fields=None, sum=(), delta=(), init=None):
+    ``state`` names the fields besides ``sum`` and ``delta`` that the program's UDFs
+    change as it runs (an iteration counter, a decayed rate); every other field with an
+    ``init`` value is a setting, fixed for a run, and a checkpoint must hold the value
+    the resuming run starts with. ``bounds``: ``{field: (lo, hi)}`` the values a
+    context field may hold (counts ≥ 0, …), checked when a checkpoint is restored."""
+
+    def __init__(self, fields=None, sum=(), delta=(), init=None, state=(), bounds=None):
         self.fields = dict(fields or {})
         self.sum = tuple(sum)
         self.delta = tuple(delta)
-        for f in self.sum + self.delta:
+        self.state = tuple(state)
+        self.bounds = dict(bounds or {})
+        for f in self.sum + self.delta + self.state + tuple(self.bounds):
             if f not in self.fields:
-                raise SchemaError(f"context field {f!r} is listed as sum/delta but not declared")
+                raise SchemaError(f"context field {f!r} is listed as sum/delta/state/bounds but not declared")
         self.dtype = record_dtype(self.fields) or EMPTY
         self.init = dict(init or {})
         for f in self.init:
             if f not in self.fields:
                 raise SchemaError(f"context init names unknown field {f!r}")
+        self.settings = tuple(f for f in self.init if f not in self.sum + self.delta + self.state)
 
     def new(self, **overrides):
         """A fresh 1-element context array with initial values."""

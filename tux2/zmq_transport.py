@@ -67,6 +67,24 @@ def plain_password(secret):
     return hmac.new(secret, b"tux2 plain", hashlib.sha256).hexdigest().encode()
 
 
+def load_curve_keys(path):
+    """(public, secret) of a key file made by ``tux2 keys`` (secret b"" in a public-only
+    file), each 40 Z85 characters; a ValueError names what is wrong (libzmq would say
+    only "Invalid argument" when the key is set on a socket)."""
+    import zmq.auth
+    public, secret = zmq.auth.load_certificate(path)
+    for what, key in (("public", public), ("secret", secret)):
+        if key is None or (what == "secret" and not key):
+            continue
+        try:
+            ok = len(key) == 40 and len(z85.decode(key)) == 32
+        except (KeyError, ValueError, TypeError):
+            ok = False
+        if not ok:
+            raise ValueError(f"its {what} key is not 40 Z85 characters")
+    return public, secret
+
+
 def options_diff(a, b):
     """'--epochs 1 (rank 0: 5), ...': how option dicts ``a`` and ``b`` differ."""
     keys = sorted(set(a) | set(b))
@@ -204,14 +222,16 @@ class ZmqTransport:
     def _start_curve(self, directory):
         """CURVE with one shared key pair (``tux2 keys DIR``): traffic is encrypted and
         only holders of the secret key get in (ZAP checks the client key)."""
-        import zmq.auth
         secret_file = os.path.join(directory, "tux2.key_secret")
         if not zmq.has("curve"):
             raise Tux2Error("this libzmq has no CURVE support")
         if not os.path.exists(secret_file):
             raise Tux2Error(f"no CURVE key in {directory}: create one with 'tux2 keys {directory}' "
                             "and copy the directory to every host")
-        public, secret = zmq.auth.load_certificate(secret_file)
+        try:
+            public, secret = load_curve_keys(secret_file)
+        except (OSError, ValueError) as e:
+            raise Tux2Error(f"{secret_file}: not a usable CURVE key ({e}); make a pair with 'tux2 keys DIR'") from None
         self._keys = (public, secret)
         self._secret += secret          # holders of the key pass the rendezvous token check too
         self._auth = Gatekeeper(self.ctx, curve_key=public)

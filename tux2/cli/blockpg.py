@@ -1,5 +1,5 @@
 """``tux2 run blockpg [INPUT]``: L1-regularised logistic regression by block proximal gradient."""
-from tux2.cli.common import (COUNT, NONNEG, NONNEG_NUMBER, SEED, HelpFormatter, add_checkpoint_args,
+from tux2.cli.common import (NONNEG, NONNEG_NUMBER, SEED, HelpFormatter, integer, add_checkpoint_args,
                              add_distributed_args, add_libsvm_args, add_output_args, add_partition_args,
                              classification_data, fit, number, run_distributed, save, speaker)
 from tux2.estimators.linear import BlockPG
@@ -17,7 +17,7 @@ def add_parser(algos):
                     "(20k samples, 10k power-law features).")
     add_libsvm_args(p, "accuracy, log-loss and AUC")
     p.add_argument("--lam", type=NONNEG_NUMBER, default=1.0, help="L1 weight lambda (= 1/C of liblinear)")
-    p.add_argument("--block-size", type=COUNT, default=500,
+    p.add_argument("--block-size", type=integer(1, 2 ** 31 - 1), default=500,
                    help="features per block (mini-batch, one clock); blocks are a seeded shuffle")
     p.add_argument("--epochs", type=NONNEG, default=20, help="passes over all blocks")
     p.add_argument("--tol", type=NONNEG_NUMBER, default=0.0,
@@ -26,7 +26,7 @@ def add_parser(algos):
     p.add_argument("--shrink", type=number(0, 1, below=True), default=0.9,
                    help="a feature at 0 whose |gradient| < shrink * lambda sits out the next epochs "
                         "(liblinear-style shrinking; 0: off)")
-    p.add_argument("--shrink-rest", type=NONNEG, default=2, help="epochs a shrunk feature sits out")
+    p.add_argument("--shrink-rest", type=integer(0, 1_000_000), default=2, help="epochs a shrunk feature sits out")
     p.add_argument("--bias", action="store_true",
                    help="add a constant feature 1 to every sample (an intercept, L1-penalised like liblinear's)")
     add_partition_args(p, mirror_free="samples")

@@ -97,11 +97,11 @@ def endpoint(text):
 def key_dir(text):
     """argparse type: a directory made by ``tux2 keys DIR`` whose key files load (a
     damaged key is an error now, not a rendezvous timeout later)."""
-    import zmq.auth
+    from tux2.zmq_transport import load_curve_keys
     for name in ("tux2.key", "tux2.key_secret"):
         path = os.path.join(text, name)
         try:
-            public, secret = zmq.auth.load_certificate(path)
+            public, secret = load_curve_keys(path)
         except (OSError, ValueError) as e:
             raise argparse.ArgumentTypeError(f"{path}: not a usable CURVE key ({e}); make a pair with "
                                              f"'tux2 keys DIR' and copy DIR to every host") from None
@@ -117,6 +117,8 @@ SEED = integer(0, 2 ** 32 - 1)      # numpy and the compiled samplers take 32-bi
 POSITIVE = number(0, above=True)    # --lr, --alpha, --timeout …
 NONNEG_NUMBER = number(0)           # --reg, --lam, --tol …
 FRACTION = number(0, 1, below=True)
+PARTITIONS = integer(1, 1 << 20)    # --partitions, --parts: each partition costs arrays and a place in a table
+THREADS = integer(1, 1024)          # --threads per worker
 
 
 def add_id_args(p, duplicates):
@@ -160,7 +162,7 @@ def input_options(args):
 def add_partition_args(p, mirror_free=None, default="bicut", note=""):
     """--partitions and --partitioner; ``mirror_free`` names the side bicut/aweto keep whole."""
     note = note or (f" (bicut/aweto keep {mirror_free} mirror-free)" if mirror_free else "")
-    p.add_argument("--partitions", type=COUNT, default=None,
+    p.add_argument("--partitions", type=PARTITIONS, default=None,
                    help="number of partitions (P; default: one per worker and thread)")
     p.add_argument("--partitioner", default=default,
                    help=f"vertex-cut strategy{note}: " + ", ".join(partitioning.available()))
@@ -255,7 +257,7 @@ def add_distributed_args(p):
     g.add_argument("--advertise", default=None,
                    help="host name or address the other workers use to reach this one; when unset: "
                         "the bind address, or this host's name when binding 0.0.0.0")
-    g.add_argument("--threads", type=COUNT, default=None,
+    g.add_argument("--threads", type=THREADS, default=None,
                    help="threads per worker, each running some of the worker's partitions (default: as many "
                         "as the cores, at most one per partition; without --partitions, --threads T makes T "
                         "partitions per worker)")

@@ -1,9 +1,9 @@
 """``tux2 run lr|svm|softmax|fm [INPUT]``: generalised linear models and factorization
 machines by mini-batch SGD, with the training strategy of Spark MLlib, MLlib*, Petuum,
 ColumnSGD or PS2."""
-from tux2.cli.common import (COUNT, NONNEG, NONNEG_NUMBER, POSITIVE, SEED, HelpFormatter, add_checkpoint_args,
-                             add_distributed_args, add_libsvm_args, add_output_args, classification_data, fit,
-                             integer, run_distributed, save, speaker)
+from tux2.cli.common import (NONNEG, NONNEG_NUMBER, PARTITIONS, POSITIVE, SEED, HelpFormatter, add_checkpoint_args,
+                             add_distributed_args, add_libsvm_args, add_output_args, classification_data, fit, integer,
+                             run_distributed, save, speaker)
 from tux2.estimators.linear import FM, LinearSVM, LogisticRegression, Softmax
 from tux2.udfs.glm import OPTIMIZERS, STRATEGIES
 
@@ -52,7 +52,7 @@ def add_parser(algos):
         if loss == "softmax":
             p.add_argument("--classes", type=integer(2, 100_000), default=None,
                            help="number of classes (default: max label + 1)")
-        p.add_argument("--partitions", type=COUNT, default=None,
+        p.add_argument("--partitions", type=PARTITIONS, default=None,
                        help="number of partitions (P; default: one per worker and thread)")
         p.add_argument("--seed", type=SEED, default=0, help="seed of the sample shuffle and the partitioning")
         add_output_args(p, "directory for weights.npz, weights.txt and model.json", "epoch")

@@ -8,7 +8,8 @@ import numpy as np
 
 from tux2 import partitioning
 from tux2.errors import PartitionError
-from tux2.cli.common import COUNT, POSITIVE, SEED, HelpFormatter, add_input_args, input_options, spool_inputs
+from tux2.cli.common import (PARTITIONS, POSITIVE, SEED, HelpFormatter, add_input_args, input_options, integer,
+                             spool_inputs)
 
 
 def add_parser(sub):
@@ -24,7 +25,7 @@ def add_parser(sub):
                     "Strategies: " + ", ".join(partitioning.available()))
     p.add_argument("input", nargs="?", help="edge list; or use --powerlaw to generate a graph")
     add_input_args(p)
-    p.add_argument("--parts", "-p", type=COUNT, required=True, help="number of parts")
+    p.add_argument("--parts", "-p", type=PARTITIONS, required=True, help="number of parts")
     p.add_argument("--strategy", "-s", action="append", dest="strategies", metavar="NAME",
                    help="strategy to run (repeatable; default: all)")
     p.add_argument("--option", "-o", action="append", default=[], metavar="KEY=VALUE",
@@ -36,7 +37,7 @@ def add_parser(sub):
     p.add_argument("--homogeneous", action="store_true",
                    help="both columns are ids of ONE vertex set (a directed graph) instead of two types; "
                         "bicut and aweto need two types and are skipped")
-    p.add_argument("--powerlaw", type=COUNT, metavar="N",
+    p.add_argument("--powerlaw", type=integer(1, 1 << 30), metavar="N",
                    help="instead of INPUT, generate PowerGraph's power-law graph on N vertices (homogeneous)")
     p.add_argument("--alpha", type=POSITIVE, default=2.1, help="power-law exponent for --powerlaw")
     p.add_argument("--out-degree", action="store_true",

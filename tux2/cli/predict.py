@@ -11,7 +11,7 @@ import sys
 import numpy as np
 
 from tux2 import estimators
-from tux2.cli.common import COUNT, SEED, HelpFormatter, add_input_args, spool_inputs
+from tux2.cli.common import COUNT, SEED, HelpFormatter, add_input_args, integer, spool_inputs
 from tux2.errors import InputError, Tux2Error
 
 LINEAR = ("lr", "svm", "softmax", "fm", "blockpg")
@@ -36,7 +36,8 @@ def add_parser(sub):
     p.add_argument("--metrics", help="also write the metrics as one JSON object to this file")
     p.add_argument("--top-k", type=COUNT, default=None, help="mf: recommend this many items per user")
     p.add_argument("--include-seen", action="store_true", help="mf --top-k: also recommend training items")
-    p.add_argument("--iterations", type=COUNT, default=50, help="lda: Gibbs sweeps of inference per document")
+    p.add_argument("--iterations", type=integer(1, 1_000_000), default=50,
+                   help="lda: Gibbs sweeps of inference per document")
     add_input_args(p, base=False, unknown=True)
     p.add_argument("--seed", type=SEED, default=0, help="lda: seed of the inference draws")
     p.set_defaults(func=predict)
