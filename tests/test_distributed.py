@@ -322,10 +322,11 @@ def test_a_workers_last_message_is_delivered_after_it_exits():
 
 
 def test_a_worker_whose_byte_range_has_no_data_line_still_runs(tmp_path):
-    """Three lines, four workers: a byte range without a line used to crash ingress
-    (TypeError on its missing value column)."""
+    """Four workers whose first three byte ranges fall inside a long comment: a byte
+    range without a data line used to crash ingress (TypeError on its missing value
+    column). (Three lines for four workers is now refused: more partitions than edges.)"""
     path = tmp_path / "t.txt"
-    path.write_text("0 0 3\n1 1 4\n2 2 5\n")
+    path.write_text("# " + "x" * 400 + "\n0 0 3\n1 1 4\n2 2 5\n3 0 4\n0 2 1\n")
     common = ["run", "mf", str(path), "--k", "3", "--epochs", "2", "--quiet", "--timeout", "20"]
     r = run_cli(*common, "--out", str(tmp_path / "single"), timeout=300)      # strata: P=1 is the model of any P
     assert r.returncode == 0, r.stderr
