@@ -172,6 +172,7 @@ def test_junk_an_http_post_and_forged_aborts_do_not_kill_the_run(ratings_file, r
         assert noted == 0 and sum(traced) == 0, (err, traced)
 
 
+@pytest.mark.slow
 def test_an_endless_multipart_message_is_never_buffered(ratings_file, tmp_path):
     """libzmq queues the parts of a multi-part message until its last part, whatever
     their number; before authentication a stranger could stream parts for ever into a
@@ -249,6 +250,7 @@ def _message(draw):
 _frames = st.one_of(_message(), st.lists(st.binary(max_size=3000), min_size=1, max_size=4))
 
 
+@pytest.mark.slow
 def test_fuzzed_frames_do_not_change_the_model_and_are_counted(ratings_file, reference, tmp_path):
     sent = []
 

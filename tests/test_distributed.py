@@ -21,6 +21,7 @@ def _model(d):
     return {t: np.load(os.path.join(d, f"{t}.npz")) for t in ("user", "item")}
 
 
+@pytest.mark.slow
 def test_slack_0_any_number_of_workers_gives_the_single_process_model(ratings_file, tmp_path):
     common = ["run", "mf", ratings_file, "--mode", "minibatch", "--batch-size", "1500", "--lr", "0.003",
               "--k", "6", "--epochs", "2", "--partitioner", "random", "--quiet", "--timeout", "20"]
@@ -134,6 +135,7 @@ def _traces(d, world):
     return [[json.loads(line) for line in open(os.path.join(d, f"trace-{r}.jsonl"))] for r in range(world)]
 
 
+@pytest.mark.slow
 def test_ssp_gate_holds_in_the_trace_and_training_still_converges(tmp_path):
     import json
     train, test = netflix_like(n_users=600, n_items=120, n_ratings=30000, rank=3, noise=0.3, seed=5)
@@ -165,6 +167,7 @@ def test_ssp_gate_holds_in_the_trace_and_training_still_converges(tmp_path):
     assert rmse[2][-1] == pytest.approx(rmse[0][-1], rel=0.03)
 
 
+@pytest.mark.slow
 def test_curve_encrypts_and_rejects_a_worker_without_the_key(ratings_file, tmp_path):
     for d in ("good", "bad"):
         r = run_cli("keys", str(tmp_path / d))
@@ -216,6 +219,7 @@ def _manual_pair(ratings_file, rendezvous, envs, extra=(), timeout=120):
     return [(p.returncode, err) for p, (_, err) in zip(procs, out)]
 
 
+@pytest.mark.slow
 def test_workers_with_another_secret_are_refused_with_a_clear_error(ratings_file):
     """With TUX2_SECRET every socket speaks PLAIN with a password derived from it: a
     worker with another secret cannot connect, and both sides say why."""
@@ -240,6 +244,7 @@ def _outward_address():
     return None if host.startswith("127.") else host
 
 
+@pytest.mark.slow
 def test_a_run_off_loopback_binds_that_interface_and_warns_without_curve(ratings_file, tmp_path):
     """Workers bind the interface that reaches the rendezvous host, not every interface,
     and rank 0 warns that the traffic is neither encrypted nor authenticated (naming
@@ -267,6 +272,7 @@ def test_a_run_off_loopback_binds_that_interface_and_warns_without_curve(ratings
     assert all("warning" not in err for _, err in got), got
 
 
+@pytest.mark.slow
 def test_distributed_ingress_reads_shares_and_matches_the_single_process(tmp_path):
     import json
     train, _ = netflix_like(n_users=700, n_items=150, n_ratings=20000, rank=4, seed=8)
