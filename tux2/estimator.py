@@ -175,4 +175,7 @@ class Estimator:
         return est
 
     def _restore(self, directory, meta):
-        raise NotImplementedError
+        """Read the learned state back from a model directory (every built-in
+        estimator has it; an estimator of your own that wants ``load`` defines it)."""
+        raise NotImplementedError(f"{type(self).__name__} cannot load a model directory: define "
+                                  f"_restore(directory, meta) to read what save wrote")
