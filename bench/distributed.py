@@ -1,5 +1,6 @@
 """Scale-out at equal quality: per-edge SGD MF in strata on 2 worker processes and on
-2 threads of one process, against one worker, the machine's own ceiling and LibMF's
+2 threads of one process (sharing its partition tile by tile, and, for comparison, each
+running one of 2 partitions), against one worker of one thread, the machine's own ceiling and LibMF's
 FPSGD with 1 and 2 threads, all in one run; and test RMSE after 10 epochs for
 P = 1, 2, 4, 8 in each MF form (the slack sweep of Figures 10–11 is bench/slack.py).
 
@@ -80,7 +81,9 @@ def main(args):
     # 1. speed-up of stratified per-edge SGD: workers, threads, and the machine's ceiling
     sgd = [tr, "--test", te, "--k", "50", "--epochs", str(epochs), "--eval-every", "0"]
     runs = {}
-    for name, extra in (("1_worker", []), ("2_workers", ["--workers", "2"]), ("2_threads", ["--threads", "2"])):
+    for name, extra in (("1_worker", ["--threads", "1"]), ("2_workers", ["--workers", "2", "--threads", "1"]),
+                        ("2_threads", ["--threads", "2"]),
+                        ("2_threads_2_partitions", ["--threads", "2", "--partitions", "2"])):
         metrics, traces, wall = tux2_cli("mf", sgd + extra)
         rec = {"edges_per_s": epoch_rate(metrics, m), "test_rmse": metrics[-1]["test_rmse"], "wall_s": wall,
                "epoch_seconds": [x["time_s"] for x in metrics]}
@@ -92,8 +95,9 @@ def main(args):
             rec["clocks"] = len({(t["iteration"], t["clock"]) for t in clocks})
         runs[name] = rec
         emit({"bench": "distributed", "part": "sgd", "run": name, **rec}, LOG)
-    alone = together([sgd])[0]
-    pair = together([sgd, sgd])
+    one = sgd + ["--threads", "1"]
+    alone = together([one])[0]
+    pair = together([one, one])
     one_alone = epoch_rate(alone, m)
     ceiling = sum(epoch_rate(x, m) for x in pair) / one_alone
     emit({"bench": "distributed", "part": "ceiling", "edges_per_s_alone": one_alone,
@@ -130,11 +134,12 @@ def main(args):
             emit({"bench": "distributed", "part": "quality", "form": form, "partitions": p,
                   "test_rmse_10_epochs": quality[(form, p)]}, LOG)
 
-    w, t1, t2 = runs["2_workers"], runs["1_worker"], runs["2_threads"]
+    w, t1, t2, tp = runs["2_workers"], runs["1_worker"], runs["2_threads"], runs["2_threads_2_partitions"]
     final = {"bench": "distributed", "speedup_2_workers": w["edges_per_s"] / t1["edges_per_s"],
              "speedup_2_threads": t2["edges_per_s"] / t1["edges_per_s"], "ceiling_2_independent": ceiling,
              "test_rmse_1_worker": t1["test_rmse"], "test_rmse_2_workers": w["test_rmse"],
              "test_rmse_2_threads": t2["test_rmse"],
+             "speedup_2_threads_2_partitions": tp["edges_per_s"] / t1["edges_per_s"],
              "edges_per_s_1_worker": t1["edges_per_s"], "edges_per_s_2_workers": w["edges_per_s"],
              "edges_per_s_2_threads": t2["edges_per_s"],
              "bytes_over_minimum": w["bytes_sent"] / max(w["min_bytes"], 1),
@@ -146,7 +151,10 @@ def main(args):
                       "tux2_2_threads_over_libmf_2_threads_edges_per_s": t2["edges_per_s"] / lib[2]["edges_per_s"]})
     rows = [["1 worker", t1["edges_per_s"] / 1e6, t1["test_rmse"], 1.0],
             ["2 workers", w["edges_per_s"] / 1e6, w["test_rmse"], final["speedup_2_workers"]],
-            ["2 threads", t2["edges_per_s"] / 1e6, t2["test_rmse"], final["speedup_2_threads"]],
+            ["2 threads (sharing 1 partition's tiles)", t2["edges_per_s"] / 1e6, t2["test_rmse"],
+             final["speedup_2_threads"]],
+            ["2 threads, 2 partitions", tp["edges_per_s"] / 1e6, tp["test_rmse"],
+             final["speedup_2_threads_2_partitions"]],
             ["2 independent 1-worker runs (ceiling)", None, None, ceiling]]
     rows += [[f"LibMF {libmf.VERSION}, {t} thread{'s' * (t > 1)}", lib[t]["edges_per_s"] / 1e6, lib[t]["test_rmse"],
               lib[t]["edges_per_s"] / lib[1]["edges_per_s"]] for t in sorted(lib)]

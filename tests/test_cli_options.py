@@ -100,10 +100,14 @@ def test_partitions_far_above_the_edge_count_are_refused(capsys, files):
 
 def test_partitions_from_threads_or_workers_are_held_to_the_edge_count(capsys, files, tmp_path):
     """P that follows from --threads or --workers meets the same limit as --partitions
-    (--threads 100000 used to run 100000 partitions on 2,691 edges)."""
+    (--threads 100000 used to run 100000 partitions on 2,691 edges). Per-edge SGD in
+    strata makes no partitions from threads: its threads share the tiles of one."""
     n = len((files / "r.txt").read_text().splitlines())
-    rc, out, err = _main(capsys, "run", "mf", str(files / "r.txt"), "--threads", str(n + 1), "--epochs", "1")
+    rc, out, err = _main(capsys, "run", "mf", str(files / "r.txt"), "--threads", str(n + 1), "--epochs", "1",
+                         "--mode", "minibatch")
     _refused(rc, err, f"{n + 1} partitions (--workers 1 × --threads {n + 1}) for", "edges")
+    rc, out, err = _main(capsys, "run", "mf", str(files / "r.txt"), "--threads", str(n + 1), "--epochs", "1")
+    assert rc == 0 and "P=1 (stratified)" in out, err
     three = tmp_path / "three.txt"
     three.write_text("0 0 1\n1 1 2\n2 0 3\n")
     r = run_cli("run", "mf", str(three), "--workers", "4", "--epochs", "1", "--timeout", "20", timeout=240)

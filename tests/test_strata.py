@@ -97,6 +97,48 @@ def test_stratified_sgd_is_the_one_partition_model_bit_for_bit(skewed, parts, th
     assert eng.context()["rmse"] == pytest.approx(one.context()["rmse"], rel=1e-12)
 
 
+@pytest.mark.parametrize("parts,threads", [(1, 2), (1, 3), (2, 4), (3, 6)])
+def test_threads_sharing_a_partitions_tiles_give_the_one_thread_model(skewed, parts, threads):
+    """Engine(tiles=...): each partition's clock is cut at tile starts into one range per
+    thread, and the threads update one copy of the model (no replicas between them),
+    as FPSGD's threads do: the one-partition, one-thread model bit for bit."""
+    train, _ = skewed
+    order, bounds, tile_bounds = stratified_order(train.src, train.dst, train.n_src, train.n_dst, 16, tiles=True)
+    g = train.permuted(order)
+    prog = mf.program(k=8, mu=float(g.values.mean()))
+    one = Engine(prog, g, partitions=1, strata=bounds).run(3)
+    eng = Engine(prog, g, partitions=parts, partitioner="stratified", strata=bounds, tiles=tile_bounds,
+                 threads=threads).run(3)
+    assert eng.threads == threads
+    cut = [len(v) for k, v in eng._run_cache.items() if k[0] == "groups"]
+    assert cut and max(cut) == threads // parts                     # the clocks really were shared out
+    _same(_model(one), _model(eng))
+    assert eng.context()["rmse"] == pytest.approx(one.context()["rmse"], rel=1e-12)
+
+
+def _count_and_keep(u, v, e, a_u, a_v, ctx):
+    ctx.n += 1
+    ctx.last = e.w
+
+
+def test_threads_sharing_tiles_add_their_sums_and_refuse_other_context_writes():
+    g = random_graph(n_a=40, n_b=30, m=600, seed=2)
+    order, bounds, tile_bounds = stratified_order(g.src, g.dst, g.n_src, g.n_dst, 4, tiles=True)
+    g = g.permuted(order)
+    types = [VertexType("a", sync={"x": "f8"}), VertexType("b", sync={"y": "f8"})]
+    counting = Program(types, edge={"w": "f8"}, context=ContextSpec({"n": "f8"}, sum=("n",)),
+                       stages=[MiniBatch(None, [Exchange(_count_edge), Apply()]), GlobalSync()])
+    eng = Engine(counting, g, partitions=1, strata=bounds, tiles=tile_bounds, threads=2).run(2)
+    assert eng._groups == 2 and eng.context()["n"] == g.num_edges
+    keeping = Program(types, edge={"w": "f8"}, context=ContextSpec({"n": "f8", "last": "f8"}, sum=("n",)),
+                      stages=[MiniBatch(None, [Exchange(_count_and_keep), Apply()]), GlobalSync()])
+    with pytest.raises(tux2.SchemaError, match=r"'last'.*threads of one partition"):
+        Engine(keeping, g, partitions=1, strata=bounds, tiles=tile_bounds, threads=2).run(1)
+    Engine(keeping, g, partitions=1, strata=bounds, tiles=tile_bounds, threads=1).run(1)
+    with pytest.raises(tux2.SchemaError, match="every stratum start is a tile start"):
+        Engine(counting, g, partitions=1, strata=bounds, tiles=[0, g.num_edges])
+
+
 def test_every_form_of_the_apply_round_gives_the_same_model(skewed):
     """In one process a stratum's round copies rows between the replicas' arrays; where
     no vertex has more than two replicas (2 partitions) it goes in one phase; else the

@@ -23,6 +23,11 @@ def default_cache_dir():
     return os.path.join(base, "tux2")
 
 
+def cores() -> int:
+    """The cores this process may run on (its affinity mask), the default for threads."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
 def jit_disabled() -> bool:
     """True when numba runs functions as plain Python (the reference mode)."""
     return bool(_numba_config.DISABLE_JIT)

@@ -18,7 +18,7 @@ from tux2.compile import (aggregate_kernel, append_unstamped, apply_kernel, comb
                           copy_rows_between, exchange_kernel,
                           finalize_kernel, group_by_part, mark_touched, minibatch_kernel, mirror_fanout,
                           union_positions, view, writes_records, active_kernel)
-from tux2.config import jit_disabled
+from tux2.config import cores, jit_disabled
 from tux2.errors import ContextStateError, DivergenceError, SchemaError
 from tux2.graph import BipartiteGraph
 from tux2.layout import build_partitions, is_replicated
@@ -45,8 +45,15 @@ class Engine(ApplyRounds):
     plus the end (tux2.graph.stratified_order); an edge mini-batch never spans two
     strata, so with the ``stratified`` partitioner per-edge SGD is conflict-free.
 
+    ``tiles`` (optional, with ``strata``): positions where the tiles of the strata
+    start, plus the end (``stratified_order(..., tiles=True)``). The tiles of a stratum
+    share no vertex, so a partition's clock cut at tile starts runs in several threads
+    and gives the one-thread result bit for bit (as FPSGD's threads share one model).
+
     ``threads``: partitions of this process run their Exchanges (and fused loops) in
-    this many threads; default: the cores available, capped by the local partitions.
+    this many threads; with ``tiles``, threads beyond the partitions each take a group
+    of a partition's tiles. Default: the cores available, capped by the partitions
+    (with tiles: by the tiles of a stratum).
 
     ``check_finite`` (default True): ``run`` stops with DivergenceError when a context
     field (the objective, a metric) becomes NaN or infinite.
@@ -54,7 +61,7 @@ class Engine(ApplyRounds):
 
     def __init__(self, program, graph, partitions=1, partitioner="random", seed=0,
                  partitioner_options=None, edge_data=None, context=None, transport=None, slack=0,
-                 assignment=None, fuse=True, strata=None, threads=None, check_finite=True):
+                 assignment=None, fuse=True, strata=None, threads=None, check_finite=True, tiles=None):
         from tux2.ingress import Shard, check_program
         sharded = isinstance(graph, Shard)
         if not isinstance(graph, BipartiteGraph) and not sharded:
@@ -126,20 +133,25 @@ class Engine(ApplyRounds):
             for s, _ in program.walk()) for t in (0, 1)]
         self.fuse = bool(fuse)
         self.strata = self._check_strata(strata)
+        self.tiles = self._check_strata(tiles, "tiles")
+        if self.tiles is not None and (self.strata is None or not np.isin(self.strata, self.tiles).all()):
+            raise SchemaError("tiles must cut the strata: every stratum start is a tile start")
+        self._tiled = False         # True while edge mini-batch clocks run (their tiles may be cut)
         self.check_finite = bool(check_finite)
         if self.check_finite:
             for f in ctx.dtype.names:
                 if ctx[f].dtype.kind == "f" and not np.isfinite(ctx[f]).all():
                     raise SchemaError(f"context field {f!r} of program {program.name!r} starts at "
                                       f"{ctx[f][0].tolist()}: a parameter is not a finite number")
-        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-        self.threads = min(int(threads) if threads is not None else cores, len(self.parts))
         if threads is not None and int(threads) < 1:
             raise SchemaError(f"threads must be >= 1, got {threads}")
+        per_stratum = 1 if self.tiles is None else (len(self.tiles) - 1) // (len(self.strata) - 1)
+        self.threads = min(int(threads) if threads is not None else cores(), len(self.parts) * max(per_stratum, 1))
+        self._groups = max(1, self.threads // len(self.parts)) if self.tiles is not None else 1
         self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="tux2") if self.threads > 1 else None
         self._compile()
 
-    def _check_strata(self, strata):
+    def _check_strata(self, strata, what="strata"):
         if strata is None:
             return None
         try:
@@ -147,10 +159,10 @@ class Engine(ApplyRounds):
         except (TypeError, ValueError):
             b = np.zeros(0)
         if b.dtype.kind not in "iu":
-            raise SchemaError(f"strata must be integer edge positions, got {strata!r}")
+            raise SchemaError(f"{what} must be integer edge positions, got {strata!r}")
         b = b.astype(np.int64)
         if b.ndim != 1 or len(b) < 2 or b[0] != 0 or b[-1] != self.num_edges or (np.diff(b) < 0).any():
-            raise SchemaError(f"strata must be non-decreasing edge positions from 0 to {self.num_edges} "
+            raise SchemaError(f"{what} must be non-decreasing edge positions from 0 to {self.num_edges} "
                               f"(the number of edges), got {strata!r}")
         return b
 
@@ -340,7 +352,8 @@ class Engine(ApplyRounds):
     def _run_minibatches(self, mb):
         order = None if mb.unit == "edge" else self.program.type_index(mb.enumerate)
         bounds = self._clock_bounds(mb)
-        if self.fuse and id(mb) in self._fused and not self.time_parts:
+        cut = self._groups > 1 and mb.unit == "edge" and mb.active is None
+        if self.fuse and id(mb) in self._fused and not self.time_parts and not cut:
             return self._run_fused(mb, bounds)
         # stratified, BSP, one Exchange and its Apply per clock: a round may hold back the rows
         # its partition writes again in the next clock (no other replica reads them before)
@@ -348,6 +361,7 @@ class Engine(ApplyRounds):
                  and getattr(self.assignment, "strategy", "") == "stratified"
                  and [type(s) for s in mb.stages] == [Exchange, Apply])
         nxt = None
+        self._tiled = cut
         try:
             for c in range(len(bounds) - 1):
                 self.clock += 1
@@ -363,6 +377,7 @@ class Engine(ApplyRounds):
                     self.on_clock(self)
         finally:
             self._ahead = None
+            self._tiled = False
 
     def _run_fused(self, mb, bounds):
         """The mini-batches of one epoch through the fused loop, in runs of clocks
@@ -475,20 +490,88 @@ class Engine(ApplyRounds):
     def _exchange(self, s, segs):
         k = self._kernels[id(s)]
 
-        def run(p):
-            los, his, n, perm = segs[self._slot[p.rank]]
-            if n == 0:
-                return
+        def kernel(p, los, his, n, perm, ctx):
             t0 = time.perf_counter() if self._part_s is not None else 0.0
             A, B = p.types
             k(los, his, n, perm, p.ea, p.eb, view(A.data), view(B.data), view(p.edata),
-              view(A.accum), view(B.accum), view(p.ctx))
+              view(A.accum), view(B.accum), view(ctx))
+            if self._part_s is not None:
+                self._part_s[p.rank] += time.perf_counter() - t0
+
+        def mark(p):
+            los, his, n, perm = segs[self._slot[p.rank]]
             for t, ends in ((0, p.ea), (1, p.eb)):
                 if self._tracked[t] and (s.writes is None or t in self._writes[id(s)]):
                     self._mark(p, t, self._mark_key(s, t, los, his, n, perm), los, his, n, perm, ends)
-            if self._part_s is not None:
-                self._part_s[p.rank] += time.perf_counter() - t0
-        self._each_part(run, self.parts)
+
+        if not self._tiled:
+            def run(p):
+                los, his, n, perm = segs[self._slot[p.rank]]
+                if n:
+                    kernel(p, los, his, n, perm, p.ctx)
+                    mark(p)
+            return self._each_part(run, self.parts)
+        jobs, scratch = [], []
+        for p in self.parts:
+            los, his, n, perm = segs[self._slot[p.rank]]
+            for i, (lo, hi) in enumerate(self._tile_groups(p, los, his, n)):
+                ctx = p.ctx if i == 0 else self._scratch_ctx(p, i)
+                if i:
+                    scratch.append((p, ctx, ctx.copy()))
+                jobs.append((p, lo, hi, 1, perm, ctx))
+        self._each_part(lambda j: kernel(*j), jobs)
+        for p, ctx, start in scratch:
+            self._fold_ctx(p, ctx, start, s)
+        self._each_part(mark, [p for p in self.parts if segs[self._slot[p.rank]][2]])
+
+    def _tile_groups(self, p, los, his, n):
+        """p's clock range as up to ``_groups`` ranges of about equal edges, cut at
+        tile starts (the ranges share no vertex and run in parallel threads)."""
+        if n != 1:
+            return [(los, his)] if n else []
+        a, b = int(los[0]), int(his[0])
+        key = ("groups", p.rank, a, b)
+        got = self._run_cache.get(key)
+        if got is None:
+            starts = self._run_cache.get(("tiles", p.rank))
+            if starts is None:
+                starts = self._run_cache[("tiles", p.rank)] = np.searchsorted(p.orders[None][1], self.tiles)
+            inner = np.unique(starts[(starts > a) & (starts < b)])
+            cuts = [a]
+            for j in range(1, self._groups):
+                if len(inner):      # the tile start nearest to an equal share
+                    c = int(inner[np.abs(inner - (a + (b - a) * j // self._groups)).argmin()])
+                    if c > cuts[-1]:
+                        cuts.append(c)
+            cuts.append(b)
+            got = self._run_cache[key] = [(np.array([x], np.int64), np.array([y], np.int64))
+                                          for x, y in zip(cuts[:-1], cuts[1:])]
+        return got
+
+    def _scratch_ctx(self, p, i):
+        """A context record for p's i-th tile group: p's, with the sum fields at 0."""
+        key = ("ctx", p.rank, i)
+        c = self._run_cache.get(key)
+        if c is None:
+            c = self._run_cache[key] = p.ctx.copy()
+        c[:] = p.ctx
+        for f in self.program.context.sum:
+            c[f] = 0
+        return c
+
+    def _fold_ctx(self, p, ctx, start, s):
+        """Add a tile group's context record into p's: its sums, and its changes to
+        delta fields; any other field it changed could not be shared by threads."""
+        spec = self.program.context
+        for f in spec.sum:
+            p.ctx[f] += ctx[f]
+        for f in spec.delta:
+            p.ctx[f] += ctx[f] - start[f]
+        for f in ctx.dtype.names:
+            if f not in spec.sum + spec.delta and ctx[f].tobytes() != start[f].tobytes():
+                raise SchemaError(
+                    f"Exchange {s.name!r} writes context field {f!r}, which the threads of one partition "
+                    "cannot share: declare it in ContextSpec(sum=...) or (delta=...), or run with threads=1")
 
     def _mark(self, p, t, key, los, his, n, perm, ends):
         """Append the vertices of type t that the segments' edges touch to the touched

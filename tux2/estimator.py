@@ -112,6 +112,11 @@ class Estimator:
     def _header(self, setup, parts, world):
         return []
 
+    def tiled(self):
+        """True when the program runs in tiles (Engine(tiles=...)): a worker's threads
+        then share its partition, so there is one partition per worker by default."""
+        return False
+
     def _line(self, rec, n):
         unit = self._unit
         shown = "  ".join(f"{k} {v:.6g}" for k, v in rec.items()

@@ -105,20 +105,25 @@ def blocked_order(src, dst, n_src, n_dst, blocks=8, seed=0, within="sorted"):
     return np.lexsort((minor, major, tile_rank))
 
 
-def stratified_order(src, dst, n_src, n_dst, blocks=16, seed=0):
+def stratified_order(src, dst, n_src, n_dst, blocks=16, seed=0, tiles=False):
     """DSGD's conflict-free edge order (tux2.partitioning.stratified): the B strata one
     after another in a seeded random order (as DSGD draws them), inside a stratum its
     tiles by row block, inside a tile LibMF's sort (larger side, then smaller side).
     Returns (order, bounds): the strata occupy [bounds[k], bounds[k + 1]). Run with the ``stratified``
     partitioner on any p <= B parts and ``Engine(strata=bounds)``, per-edge SGD gives
-    the one-partition result bit for bit when p divides B."""
+    the one-partition result bit for bit when p divides B. ``tiles=True`` returns
+    (order, bounds, tile_bounds), the B * B tiles' starts plus the end, for
+    ``Engine(tiles=...)``: threads then share a partition's tiles."""
     src, dst = np.asarray(src, np.int64), np.asarray(dst, np.int64)
     stratum, r = strata_tiles(EdgeView(src, dst, n_src, n_dst), blocks, seed)
     major, minor = (src, dst) if n_src >= n_dst else (dst, src)
     order = np.lexsort((minor, major, r, stratum))
     bounds = np.zeros(blocks + 1, np.int64)
     np.cumsum(np.bincount(stratum, minlength=blocks), out=bounds[1:])
-    return order, bounds
+    if not tiles:
+        return order, bounds
+    tile = (stratum.astype(np.int64) * blocks + r)[order]
+    return order, bounds, np.union1d(bounds, 1 + np.flatnonzero(tile[1:] != tile[:-1]))
 
 
 def strata_tiles(g, blocks, seed=0):

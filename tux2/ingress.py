@@ -51,7 +51,7 @@ class Shard:
     BipartiteGraph): its edges, their global positions, the global sizes."""
 
     def __init__(self, src, dst, values, eid, part, n_src, n_dst, num_edges, type_names, replicated, share,
-                 stats, strata=None):
+                 stats, strata=None, tiles=None):
         self.src, self.dst, self.values, self.eid, self.part = src, dst, values, eid, part
         self.n_src, self.n_dst = int(n_src), int(n_dst)
         self.total_edges = int(num_edges)
@@ -60,6 +60,7 @@ class Shard:
         self.share = share
         self.stats = stats
         self.strata = strata            # where each stratum starts in the global order (order "strata")
+        self.tiles = tiles              # where each tile of the strata starts
         self.ids = (None, None)         # id maps (1 … n of a 1-based file), as BipartiteGraph.ids
         self.known = None               # per type: has training edges somewhere
         self.base = 0
@@ -181,14 +182,14 @@ def load(transport, path, partitions, partitioner="bicut", seed=0, test_path=Non
                     bool(len(d)) and bool((edge_part != master[1][d]).any())], np.int64)
     replicated = tuple(bool(x) for x in _sum(transport, "ingress-replicated", mir))
 
-    strata = None
+    strata = tiles = None
     if order == "strata":
         blocks = int((partitioner_options or {}).get("blocks", 16))
         stratum, r = strata_tiles(g, blocks, seed)
         tile = stratum * blocks + r
         hist = _sum(transport, "ingress-strata", np.bincount(tile, minlength=blocks * blocks).astype(np.int64))
-        strata = np.zeros(blocks + 1, np.int64)
-        np.cumsum(hist.reshape(blocks, blocks).sum(axis=1), out=strata[1:])
+        tiles = np.r_[0, np.cumsum(hist)].astype(np.int64)
+        strata = tiles[::blocks].copy()
         key = tile               # ranked inside each tile once its edges are together
 
     # ship every edge to the worker that owns its partition
@@ -258,7 +259,7 @@ def load(transport, path, partitions, partitioner="bicut", seed=0, test_path=Non
             raise InputError("test file needs a rating column", path=test_path)
     stats = {"rank": rank, "read_edges": int(len(held)), "total_edges": total_read, "train_edges": n_train,
              "owned_edges": int(len(src))}
-    shard = Shard(src, dst, val, gkey, part, n_src, n_dst, n_train, type_names, replicated, share, stats, strata)
+    shard = Shard(src, dst, val, gkey, part, n_src, n_dst, n_train, type_names, replicated, share, stats, strata, tiles)
     shard.ids, shard.known, shard.base, shard.layout = ids, known, base, fmt
     assignment = Assignment(part, master, int(partitions), partitioner)
     return shard, assignment, mu, test

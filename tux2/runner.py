@@ -17,6 +17,7 @@ import numpy as np
 
 from tux2 import checkpoint as ckpt
 from tux2 import files
+from tux2.config import cores
 from tux2.engine import Engine
 from tux2.errors import Tux2Error
 from tux2.graph import BipartiteGraph
@@ -100,12 +101,13 @@ class Dataset:
 
 
 # ---------------------------------------------------------------- partitions
-def partitions(requested, world, threads=None):
-    """P: ``requested``, or one per worker and thread (each worker owns at least one)."""
+def partitions(requested, world, threads=None, tiled=False):
+    """P: ``requested``, or one per worker and thread (each worker owns at least one);
+    ``tiled``: one per worker, its threads sharing it tile by tile (Engine(tiles=...))."""
     if requested is not None and requested < world:
         raise Tux2Error(f"--partitions {requested} is fewer than the {world} workers: each worker owns at "
                         "least one partition")
-    return requested if requested is not None else world * (threads or 1)
+    return requested if requested is not None else world * (1 if tiled else threads or 1)
 
 
 def check_partitions(parts, num_edges, requested=None, world=1, threads=None):
@@ -277,7 +279,7 @@ def train(est, data, *, transport=None, partitions=None, threads=None, slack=0, 
     rank, world = (transport.rank, transport.world) if transport is not None else (0, 1)
     say = say or Speaker(False)
     requested = partitions
-    parts = globals()["partitions"](requested, world, threads)
+    parts = globals()["partitions"](requested, world, threads, est.tiled())
     setup = est.prepare(data, parts)
     for line in est._header(setup, parts, world):
         say(line)
@@ -341,7 +343,9 @@ def fit_workers(est, data, workers, *, partitions=None, threads=None, slack=0, c
     import shutil
     import tempfile
     from tux2.runtime import free_port, supervise
-    partitions_ = globals()["partitions"](partitions, workers, threads)
+    partitions_ = globals()["partitions"](partitions, workers, threads, est.tiled())
+    if threads is None and est.tiled():         # the cores shared out, not each worker taking them all
+        threads = max(1, cores() // workers)
     tmp = tempfile.mkdtemp(prefix="tux2-fit-")
     try:
         data.save(os.path.join(tmp, "data.npz"))

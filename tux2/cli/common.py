@@ -9,6 +9,7 @@ import socket
 import sys
 
 from tux2 import partitioning, runner
+from tux2.config import cores
 from tux2.errors import Tux2Error
 from tux2.graph import BipartiteGraph
 from tux2.io import display_name
@@ -258,9 +259,10 @@ def add_distributed_args(p):
                    help="host name or address the other workers use to reach this one; when unset: "
                         "the bind address, or this host's name when binding 0.0.0.0")
     g.add_argument("--threads", type=THREADS, default=None,
-                   help="threads per worker, each running some of the worker's partitions (default: as many "
-                        "as the cores, at most one per partition; without --partitions, --threads T makes T "
-                        "partitions per worker)")
+                   help="threads per worker (default: as many as the cores, shared out among local workers). "
+                        "Per-edge SGD in strata (tux2 run mf's default): the threads share the worker's partition "
+                        "tile by tile. Other runs: each thread runs some of the worker's partitions, at most one "
+                        "per partition, and without --partitions --threads T makes T partitions per worker")
     g.add_argument("--timeout", type=number(0, 86400, above=True), default=30.0,
                    help="seconds of silence after which a peer counts as lost")
     g.add_argument("--max-frame-mb", type=number(0, 1 << 20, above=True), default=2048,
@@ -304,7 +306,7 @@ def open_transport(args):
               file=sys.stderr, flush=True)
     advertise = args.advertise or (bind if bind != "0.0.0.0" else socket.getfqdn())
     options = {k: v for k, v in vars(args).items() if k not in _PER_WORKER}
-    t = ZmqTransport(rank, world, rendezvous, runner.partitions(args.partitions, world, args.threads), timeout=args.timeout,
+    t = ZmqTransport(rank, world, rendezvous, runner.partitions(args.partitions, world, args.threads, tiled(args)), timeout=args.timeout,
                      connect_timeout=max(4 * args.timeout, 10.0), bind_host=bind, advertise_host=advertise,
                      curve=args.curve, secret=secret, options=options,
                      max_frame=int(args.max_frame_mb * (1 << 20)))
@@ -316,6 +318,11 @@ _PER_WORKER = {"func", "argv", "rank", "rendezvous", "bind", "advertise", "curve
                "input", "test", "out", "metrics", "checkpoint_dir", "resume", "config", "timeout"}
 
 
+def tiled(args):
+    """Whether the command's threads share a worker's partition (tux2.Estimator.tiled)."""
+    return getattr(args, "tiled", False)
+
+
 def run_distributed(args, body):
     """Launch ``--workers`` local processes, or run ``body(args, transport, rank, world)``
     as one worker: any error is sent to the other workers (ABORT) before it propagates."""
@@ -325,7 +332,10 @@ def run_distributed(args, body):
         runner.partitions(args.partitions, args.workers, args.threads)    # hopeless flags stop before any worker
     if args.workers > 1 and args.rank is None:
         from tux2.runtime import launch_local, strip_option
-        return launch_local(strip_option(args.argv, "--workers"), args.workers, timeout=args.timeout)
+        argv = strip_option(args.argv, "--workers")
+        if args.threads is None and tiled(args):        # the cores shared out, not each worker taking them all
+            argv += ["--threads", str(max(1, cores() // args.workers))]
+        return launch_local(argv, args.workers, timeout=args.timeout)
     transport, rank, world = open_transport(args)
     try:
         return body(args, transport, rank, world)
@@ -355,7 +365,8 @@ def fit(args, est, data, transport, rank, say, resumable=()):
     params = {k: setting(k, v) for k, v in sorted(vars(args).items())
               if k not in RESUMABLE | set(resumable) and isinstance(v, (str, int, float, bool, type(None)))}
     # the partitions the run has, however they were asked for (--partitions, or workers × threads)
-    params["partitions"] = runner.partitions(args.partitions, transport.world if transport else 1, args.threads)
+    params["partitions"] = runner.partitions(args.partitions, transport.world if transport else 1, args.threads,
+                                             tiled(args))
     named = [vars(args)[k] for k in INPUT_FILES if vars(args).get(k)]
     ck = {"directory": checkpoint_dir(args), "every": args.checkpoint_every, "resume": args.resume,
           "params": params, "inputs": input_stats([os.path.realpath(p) for p in named

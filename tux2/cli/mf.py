@@ -74,6 +74,7 @@ def add_parser(sub):
 
 
 def run(args):
+    args.tiled = estimator(args).tiled()       # threads share a worker's partition tile by tile
     return run_distributed(args, body)
 
 
@@ -88,7 +89,7 @@ def estimator(args):
 def body(args, transport, rank, world):
     est = estimator(args)
     say = speaker(args, rank)
-    order, blocks, partitioner = est.schedule(partitions(args.partitions, world, args.threads))
+    order, blocks, partitioner = est.schedule(partitions(args.partitions, world, args.threads, args.tiled))
     if (transport is not None and args.input is not None and partitioner in ingress.LOCAL_STRATEGIES
             and order in ("input", "blocked", "strata") and args.duplicates in ("error", "keep")
             and args.ids != "string" and (args.ids == "int" or loaders.numeric_ids(args.input, args.columns))):

@@ -169,29 +169,34 @@ class MF(Estimator):
             raise Tux2Error(f"{parts} partitions need --blocks >= {parts} (got {blocks})")
         return order, blocks, partitioner
 
+    def tiled(self):
+        return (self.order or ("strata" if self.mode == "sgd" else "blocked")) == "strata"
+
     def single_clock(self):
         """One clock per epoch (per-edge SGD without --batch-size)."""
         return self.batch_size is None and self.mode == "sgd"
 
     def order_edges(self, train, order, blocks):
-        """(train in the global edge order, strata bounds or None)."""
+        """(train in the global edge order, strata bounds or None, tile bounds or None)."""
         if order == "strata":
-            perm, strata = stratified_order(train.src, train.dst, train.n_src, train.n_dst, blocks, seed=self.seed)
-            return train.permuted(perm), strata
+            perm, strata, tiles = stratified_order(train.src, train.dst, train.n_src, train.n_dst, blocks,
+                                                   seed=self.seed, tiles=True)
+            return train.permuted(perm), strata, tiles
         if order == "blocked":       # one clock per epoch: LibMF's order inside tiles; several: file order
             return train.permuted(blocked_order(train.src, train.dst, train.n_src, train.n_dst, seed=self.seed,
-                                                within="sorted" if self.single_clock() else "input")), None
+                                                within="sorted" if self.single_clock() else "input")), None, None
         if order == "shuffle":
-            return train.permuted(np.random.default_rng(self.seed).permutation(train.num_edges)), None
-        return train, None
+            return train.permuted(np.random.default_rng(self.seed).permutation(train.num_edges)), None, None
+        return train, None, None
 
     def prepare(self, data, parts):
         order, blocks, partitioner = self.schedule(parts)
         train = data.train
         if "assignment" in data.facts:           # tux2.ingress: this worker's share, placed and ordered
-            strata, mu, engine = train.strata, data.facts["mu"], {"assignment": data.facts["assignment"]}
+            strata, tiles, mu = train.strata, train.tiles, data.facts["mu"]
+            engine = {"assignment": data.facts["assignment"]}
         else:
-            train, strata = self.order_edges(train, order, blocks)
+            train, strata, tiles = self.order_edges(train, order, blocks)
             mu = float(train.values.mean()) if train.num_edges else 0.0
             engine = {"partitioner": partitioner}
         batch = self.batch_size
@@ -203,7 +208,7 @@ class MF(Estimator):
         prog = mf.program(k=self.k, mode=self.mode, lr=self.lr, reg=self.reg, batch_size=batch,
                           batch_unit=self.batch_unit, enumerate=self.enumerate, overlap=self.overlap,
                           step=self.step, biases=self.biases, mu=mu)
-        engine.update(strata=strata, partitioner_options={"blocks": blocks} if partitioner == "stratified" else None)
+        engine.update(strata=strata, tiles=tiles, partitioner_options={"blocks": blocks} if partitioner == "stratified" else None)
         ids = getattr(data.train, "ids", (None, None))
         known = data.train.known if "assignment" in data.facts else known_ids(data.train)
         return Setup(train, prog, engine, test=data.test, evaluate=data.test is not None or "assignment" in data.facts,
