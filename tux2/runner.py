@@ -287,7 +287,7 @@ def train(est, data, *, transport=None, partitions=None, threads=None, slack=0, 
     t0 = time.perf_counter()
     eng = Engine(setup.program, setup.graph, partitions=parts, seed=getattr(est, "seed", 0), transport=transport,
                  slack=slack, threads=threads, **setup.engine)
-    say(f"  layout + compile {time.perf_counter() - t0:.2f}s")
+    say(f"  layout + compile {time.perf_counter() - t0:.2f}s" + (f"; {eng.threads} threads" if eng.threads > 1 else ""))
     unit, n = est._unit, getattr(est, est._iterations)
     ck = Checkpoints(eng, transport, **(checkpoint or {}))
     history = []
