@@ -288,6 +288,10 @@ def train(est, data, *, transport=None, partitions=None, threads=None, slack=0, 
     eng = Engine(setup.program, setup.graph, partitions=parts, seed=getattr(est, "seed", 0), transport=transport,
                  slack=slack, threads=threads, **setup.engine)
     say(f"  layout + compile {time.perf_counter() - t0:.2f}s" + (f"; {eng.threads} threads" if eng.threads > 1 else ""))
+    if threads is not None and eng.threads < threads:
+        say(f"  note: {eng.threads} of --threads {threads} used: " + (
+            "a stratum has no more tiles per partition" if eng.tiles is not None else
+            "a worker runs at most one thread per partition (--partitions makes more)"))
     unit, n = est._unit, getattr(est, est._iterations)
     ck = Checkpoints(eng, transport, **(checkpoint or {}))
     history = []

@@ -164,7 +164,8 @@ def add_partition_args(p, mirror_free=None, default="bicut", note=""):
     """--partitions and --partitioner; ``mirror_free`` names the side bicut/aweto keep whole."""
     note = note or (f" (bicut/aweto keep {mirror_free} mirror-free)" if mirror_free else "")
     p.add_argument("--partitions", type=PARTITIONS, default=None,
-                   help="number of partitions (P; default: one per worker and thread)")
+                   help="number of partitions (P; default: one per worker; for programs other than MF's "
+                        "per-edge SGD in strata, one per worker and thread)")
     p.add_argument("--partitioner", default=default,
                    help=f"vertex-cut strategy{note}: " + ", ".join(partitioning.available()))
 
