@@ -1,10 +1,8 @@
 """``tux2 run blockpg [INPUT]``: L1-regularised logistic regression by block proximal gradient."""
+from tux2.cli import common
 from tux2.cli.common import (NONNEG, NONNEG_NUMBER, SEED, HelpFormatter, integer, add_checkpoint_args,
-                             add_distributed_args, add_libsvm_args, add_output_args, add_partition_args,
-                             classification_data, fit, number, run_distributed, save, speaker)
+                             add_distributed_args, add_libsvm_args, add_output_args, add_partition_args, number)
 from tux2.estimators.linear import BlockPG
-
-RESUMABLE = {"epochs"}
 
 
 def add_parser(algos):
@@ -38,13 +36,9 @@ def add_parser(algos):
 
 
 def run(args):
-    return run_distributed(args, body)
+    return common.run(args, estimator, common.classification_data)
 
 
-def body(args, transport, rank, world):
-    est = BlockPG(reg=args.lam, block_size=args.block_size, epochs=args.epochs, tol=args.tol, shrink=args.shrink,
-                  shrink_rest=args.shrink_rest, bias=args.bias, partitioner=args.partitioner, seed=args.seed)
-    data = classification_data(args, est)
-    say = speaker(args, rank)
-    fit(args, est, data, transport, rank, say, RESUMABLE)
-    return save(args, est, rank, say)
+def estimator(args):
+    return BlockPG(reg=args.lam, block_size=args.block_size, epochs=args.epochs, tol=args.tol, shrink=args.shrink,
+                   shrink_rest=args.shrink_rest, bias=args.bias, partitioner=args.partitioner, seed=args.seed)

@@ -182,12 +182,7 @@ def add_output_args(p, out_help, unit):
                         "'ratings.txt'); flags on the command line win")
 
 
-def speaker(args, rank):
-    """Prints on rank 0 unless --quiet; keeps rank 0's lines for the model's summary.txt."""
-    return runner.Speaker(not args.quiet and rank == 0, record=rank == 0)
-
-
-# flags that may change between a checkpoint and its resumption (each command adds its own)
+# flags that may change between a checkpoint and its resumption (and the estimator's _iterations, _resumable)
 RESUMABLE = {"out", "metrics", "quiet", "resume", "checkpoint_every", "checkpoint_dir", "trace", "func", "argv",
              "rank", "world", "rendezvous", "bind", "advertise", "timeout", "workers", "max_frame_mb", "curve",
              "config", "threads"}
@@ -316,9 +311,11 @@ _PER_WORKER = {"func", "argv", "rank", "rendezvous", "bind", "advertise", "curve
                "input", "test", "out", "metrics", "checkpoint_dir", "resume", "config", "timeout"}
 
 
-def run_distributed(args, body):
-    """Launch ``--workers`` local processes, or run ``body(args, transport, rank, world)``
-    as one worker: any error is sent to the other workers (ABORT) before it propagates."""
+def run(args, estimator, load, after=None):
+    """``tux2 run ALGO``: launch ``--workers`` local processes, or as one worker train
+    ``estimator(args)`` on ``load(args, est, transport, say)`` (a Dataset) through the
+    runner with this command's flags, ``after(args, est, say)``, and write --out on
+    rank 0. Any error is sent to the other workers (ABORT) before it propagates."""
     check_outputs(args)
     spool_inputs(args)
     if args.rank is None:
@@ -328,7 +325,18 @@ def run_distributed(args, body):
         return launch_local(strip_option(args.argv, "--workers"), args.workers, timeout=args.timeout)
     transport, rank, world = open_transport(args)
     try:
-        return body(args, transport, rank, world)
+        est = estimator(args)
+        say = runner.Speaker(not args.quiet and rank == 0, record=rank == 0)    # rank 0's lines: summary.txt
+        data = load(args, est, transport, say)
+        runner.train(est, data, transport=transport, partitions=args.partitions, threads=args.threads,
+                     slack=args.slack, say=say, metrics=args.metrics, checkpoint=_checkpoint(args, est, world),
+                     trace=args.trace)
+        if after:
+            after(args, est, say)
+        if args.out and rank == 0:
+            est.save(args.out, summary=say.lines)
+            say(f"model written to {args.out}")
+        return 0
     except BaseException as e:
         if transport is not None and not isinstance(e, SystemExit):
             transport.abort(f"{type(e).__name__}: {e}")
@@ -344,32 +352,24 @@ def run_distributed(args, body):
                       f"(first: {next(iter(transport.drop_reasons))})", file=sys.stderr, flush=True)
 
 
-def fit(args, est, data, transport, rank, say, resumable=()):
-    """Train ``est`` on ``data`` through the runner with this command's flags
-    (--partitions, --threads, --slack, --metrics, checkpoints, --trace)."""
+def _checkpoint(args, est, world):
+    """The runner's checkpoint keywords: the run's settings (all flags but those a
+    resume may change, among them the estimator's iterations and resumable
+    parameters) and the input files' sizes and times."""
     from tux2.checkpoint import input_stats
     def setting(k, v):                  # input files by where they are, not how they were typed
         if k in INPUT_FILES and isinstance(v, str) and display_name(v) == v and os.path.isfile(v):
             return os.path.realpath(v)
         return display_name(v) if isinstance(v, str) else v
+    resumable = RESUMABLE | {est._iterations, *est._resumable}
     params = {k: setting(k, v) for k, v in sorted(vars(args).items())
-              if k not in RESUMABLE | set(resumable) and isinstance(v, (str, int, float, bool, type(None)))}
+              if k not in resumable and isinstance(v, (str, int, float, bool, type(None)))}
     # the partitions the run has, however they were asked for (--partitions, or workers × threads)
-    params["partitions"] = runner.partitions(args.partitions, transport.world if transport else 1, args.threads)
+    params["partitions"] = runner.partitions(args.partitions, world, args.threads)
     named = [vars(args)[k] for k in INPUT_FILES if vars(args).get(k)]
-    ck = {"directory": checkpoint_dir(args), "every": args.checkpoint_every, "resume": args.resume,
-          "params": params, "inputs": input_stats([os.path.realpath(p) for p in named
-                                                   if display_name(p) == p])}   # not stdin's copy
-    runner.train(est, data, transport=transport, partitions=args.partitions, threads=args.threads, slack=args.slack,
-                 say=say, metrics=args.metrics, checkpoint=ck, trace=args.trace)
-
-
-def save(args, est, rank, say):
-    """--out: the model, written once, by rank 0."""
-    if args.out and rank == 0:
-        est.save(args.out, summary=say.lines)
-        say(f"model written to {args.out}")
-    return 0
+    return {"directory": checkpoint_dir(args), "every": args.checkpoint_every, "resume": args.resume,
+            "params": params, "inputs": input_stats([os.path.realpath(p) for p in named
+                                                     if display_name(p) == p])}   # not stdin's copy
 
 
 # ---------------------------------------------------------------- libsvm input (blockpg, lr, svm, softmax, fm)
@@ -383,10 +383,11 @@ def add_libsvm_args(p, metrics):
                         "or keep both")
 
 
-def classification_data(args, est, classes=2):
+def classification_data(args, est, transport, say):
     """The Dataset of the flags: libsvm files, or without INPUT a kdd-shaped set of
-    20k train + 2k test samples over 10k power-law features (``classes`` > 2: a
-    softmax-labelled one)."""
+    20k train + 2k test samples over 10k power-law features (softmax: labelled with
+    ``est.classes``, default 5)."""
+    classes = (est.classes or 5) if est.loss == "softmax" else 2
     if args.input is not None:
         data = est.load_data(args.input, args.test, zero_based=args.zero_based, duplicates=args.duplicates)
         data.source = args.input

@@ -1,13 +1,11 @@
 """``tux2 run lr|svm|softmax|fm [INPUT]``: generalised linear models and factorization
 machines by mini-batch SGD, with the training strategy of Spark MLlib, MLlib*, Petuum,
 ColumnSGD or PS2."""
+from tux2.cli import common
 from tux2.cli.common import (NONNEG, NONNEG_NUMBER, PARTITIONS, POSITIVE, SEED, HelpFormatter, add_checkpoint_args,
-                             add_distributed_args, add_libsvm_args, add_output_args, classification_data, fit, integer,
-                             run_distributed, save, speaker)
+                             add_distributed_args, add_libsvm_args, add_output_args, integer)
 from tux2.estimators.linear import FM, LinearSVM, LogisticRegression, Softmax
 from tux2.udfs.glm import OPTIMIZERS, STRATEGIES
-
-RESUMABLE = {"epochs"}
 
 MODELS = {"lr": ("logistic", "logistic regression"), "svm": ("hinge", "linear SVM (hinge loss)"),
           "softmax": ("softmax", "multinomial (softmax) regression"),
@@ -62,17 +60,13 @@ def add_parser(algos):
 
 
 def run(args):
-    return run_distributed(args, body)
+    return common.run(args, estimator, common.classification_data)
 
 
-def body(args, transport, rank, world):
-    common = dict(strategy=args.strategy, optimizer=args.optimizer, driver=args.driver, penalty=args.reg,
-                  reg=args.lam, batch=args.batch, eta=args.eta, decay=args.decay, epochs=args.epochs, seed=args.seed)
+def estimator(args):
     extra = {"softmax": {"classes": getattr(args, "classes", None)},
              "fm": {"loss": args.loss, "factors": args.factors, "init_std": getattr(args, "init_std", None)}}
-    est = {"lr": LogisticRegression, "svm": LinearSVM, "softmax": Softmax, "fm": FM}[args.model](
-        **common, **extra.get(args.model, {}))
-    data = classification_data(args, est, (est.classes or 5) if args.loss == "softmax" else 2)
-    say = speaker(args, rank)
-    fit(args, est, data, transport, rank, say, RESUMABLE)
-    return save(args, est, rank, say)
+    return {"lr": LogisticRegression, "svm": LinearSVM, "softmax": Softmax, "fm": FM}[args.model](
+        strategy=args.strategy, optimizer=args.optimizer, driver=args.driver, penalty=args.reg, reg=args.lam,
+        batch=args.batch, eta=args.eta, decay=args.decay, epochs=args.epochs, seed=args.seed,
+        **extra.get(args.model, {}))

@@ -5,14 +5,13 @@ import os
 import numpy as np
 
 from tux2 import ingress, loaders
+from tux2.cli import common
 from tux2.cli.common import (COUNT, FRACTION, NONNEG, NONNEG_NUMBER, POSITIVE, SEED, HelpFormatter,
                              add_checkpoint_args, add_distributed_args, add_id_args, add_input_args, add_output_args,
-                             add_partition_args, fit, input_options, integer, run_distributed, save, speaker)
+                             add_partition_args, input_options, integer)
 from tux2.estimators.mf import MF, NAMES, known_ids
 from tux2.graph import BipartiteGraph
 from tux2.runner import Dataset, partitions
-
-RESUMABLE = {"epochs", "eval_every"}
 
 
 def add_parser(sub):
@@ -74,7 +73,7 @@ def add_parser(sub):
 
 
 def run(args):
-    return run_distributed(args, body)
+    return common.run(args, estimator, load)
 
 
 def estimator(args):
@@ -85,36 +84,28 @@ def estimator(args):
               **input_options(args))
 
 
-def body(args, transport, rank, world):
-    est = estimator(args)
-    say = speaker(args, rank)
-    order, blocks, partitioner = est.schedule(partitions(args.partitions, world, args.threads))
+def load(args, est, transport, say):
+    """This worker's share of INPUT (distributed ingress), or INPUT and --test, or INPUT
+    split by --test-fraction, or the built-in set."""
+    order, blocks, partitioner = est.schedule(partitions(args.partitions, transport.world if transport else 1,
+                                                         args.threads))
     if (transport is not None and args.input is not None and partitioner in ingress.LOCAL_STRATEGIES
             and order in ("input", "blocked", "strata") and args.duplicates in ("error", "keep")
             and args.ids != "string" and (args.ids == "int" or loaders.numeric_ids(args.input, args.columns))):
-        # each worker reads its byte range and keeps only its partitions' edges
         train, assignment, mu, test = ingress.load(
             transport, args.input, transport.parts, partitioner, args.seed, args.test, args.test_fraction, order,
             single_clock=est.single_clock(), type_names=NAMES, duplicates=args.duplicates,
             partitioner_options={"blocks": blocks} if partitioner == "stratified" else None, unknown=est.unknown,
             columns=est.columns, base=est.base)
-        data = Dataset(train, test, source=args.input, mu=mu, assignment=assignment,
-                       read_as=loaders.describe_read(train, est.base), id_base=int(train.base))
         if args.trace:
             os.makedirs(args.trace, exist_ok=True)
-            with open(os.path.join(args.trace, f"ingress-{rank}.json"), "w") as f:
+            with open(os.path.join(args.trace, f"ingress-{transport.rank}.json"), "w") as f:
                 json.dump(train.stats, f)
-    else:
-        if transport is not None and args.input is not None:
-            say(f"  note: every worker reads the whole input (distributed ingress needs numeric ids, --duplicates "
-                f"error or keep, --order input or blocked and one of: {', '.join(ingress.LOCAL_STRATEGIES)})")
-        data = load(args, est)
-    fit(args, est, data, transport, rank, say, RESUMABLE)
-    return save(args, est, rank, say)
-
-
-def load(args, est):
-    """INPUT and --test, or INPUT split by --test-fraction, or the built-in set."""
+        return Dataset(train, test, source=args.input, mu=mu, assignment=assignment,
+                       read_as=loaders.describe_read(train, est.base), id_base=int(train.base))
+    if transport is not None and args.input is not None:
+        say(f"  note: every worker reads the whole input (distributed ingress needs numeric ids, --duplicates "
+            f"error or keep, --order input or blocked and one of: {', '.join(ingress.LOCAL_STRATEGIES)})")
     if args.input is None:
         from tux2.datasets import netflix_like
         train, test = netflix_like(n_users=10_000, n_items=1_000, n_ratings=600_000, seed=args.seed)
