@@ -34,8 +34,8 @@ class Estimator:
     algorithm = None                # the name in model.json and ``tux2 run NAME``
     _unit, _iterations = "epoch", "epochs"     # what an iteration is called; the parameter counting them
     _resumable = ()                 # parameters a checkpoint may be resumed with other values of
-    _watch = None                   # the record key whose non-finite value stops the run
-    _hint = "check the input values or lower the step size"
+    _watch = None                   # the record key whose non-finite value stops the run, with this message:
+    _stop = "{key} is not finite at {unit} {n}; check the input values or lower the step size"
 
     # ------------------------------------------------------------ parameters
     @classmethod
@@ -129,7 +129,7 @@ class Estimator:
     def _diverged(self, rec):
         v = rec.get(self._watch)
         if self._watch and v is not None and not math.isfinite(v):
-            return f"{self._watch} is not finite at {self._unit} {rec[self._unit]}; {self._hint}"
+            return self._stop.format(key=self._watch, unit=self._unit, n=rec[self._unit], value=v, est=self)
         return None
 
     def _converged(self, history):

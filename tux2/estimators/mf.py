@@ -58,11 +58,6 @@ def _integer(t):
     return int(t) if t.lstrip("+-").isdigit() and abs(int(t)) < 1 << 62 else -1
 
 
-def _plain(x):
-    """A numpy scalar as the Python value it holds (for messages)."""
-    return x.item() if isinstance(x, np.generic) else x
-
-
 def unknown_note(test):
     """What happened to test ratings whose user or item has no training ratings."""
     if test is None:
@@ -104,7 +99,7 @@ class MF(Estimator):
 
     algorithm = "mf"
     _resumable = ("eval_every",)
-    _watch = "train_rmse"
+    _watch, _stop = "train_rmse", "training diverged at epoch {n} (RMSE is not finite); lower --lr"
 
     def __init__(self, k=50, epochs=10, lr=None, reg=0.05, mode="sgd", batch_size=None, batch_unit="edge",
                  enumerate="item", step="adagrad", biases=True, order=None, blocks=None, overlap="error",
@@ -241,11 +236,6 @@ class MF(Estimator):
                 + (f"test_rmse {rec['test_rmse']:.4f}  " if rec.get("test_rmse") is not None else "")
                 + f"time {rec['time_s']:.3f}s  ({rec['edges_per_s'] / 1e6:.1f} M edges/s)")
 
-    def _diverged(self, rec):
-        if not np.isfinite(rec["train_rmse"]):
-            return f"training diverged at epoch {rec['epoch']} (RMSE is not finite); lower --lr"
-        return None
-
     def read_model(self, eng, s):
         U, I = eng.vertex_data("user"), eng.vertex_data("item")
         g = s.graph
@@ -307,24 +297,15 @@ class MF(Estimator):
         strings as a file writes them); -1 where the model has none."""
         return lookup(self.ids_[side], x, (self.n_users, self.n_items)[side])
 
-    def dense(self, side, x, what):
-        """Dense ids of the user's ids ``x`` of one side; one the model lacks is an error."""
-        d = self.lookup(side, x)
-        if (d < 0).any():
-            bad = np.atleast_1d(np.asarray(x))[int(np.flatnonzero(d < 0)[0])]
-            n = (self.n_users, self.n_items)[side]
-            have = f"{n}, ids 0 … {n - 1}" if self.ids_[side] is None else f"{n} ids"
-            raise InputError(f"unknown {what} {_plain(bad)!r} (the model has {have})", path="predict")
-        return d
-
     def _unknown(self, side, d, given, what, policy):
         """The mask of dense ids ``d`` (-1: not in the model) without training ratings;
         with ``policy`` "error" the first one is an InputError naming ``given``'s id."""
         unk = d < 0
         unk[~unk] = ~self.known_[side][d[~unk]]
         if policy == "error" and unk.any():
-            bad = np.atleast_1d(np.asarray(given))[int(np.flatnonzero(unk)[0])]
-            raise InputError(f"unknown {what} {_plain(bad)!r} (no training ratings); unknown='skip' leaves it "
+            i = int(np.flatnonzero(unk)[0])
+            bad = np.atleast_1d(np.asarray(given))[i: i + 1].tolist()[0]
+            raise InputError(f"unknown {what} {bad!r} (no training ratings); unknown='skip' leaves it "
                              "out, 'baseline' predicts from the known side", path="predict")
         return unk
 
@@ -403,11 +384,8 @@ class MF(Estimator):
             S[un] = baseline                            # a user without: the baseline
             if exclude_seen and self.seen_ is not None:
                 indptr, indices = self.seen_
-                starts, ends = indptr[uu], np.where(un, indptr[uu], indptr[uu + 1])
-                rows = np.repeat(np.arange(len(uu)), ends - starts)
-                cols = indices[np.concatenate([np.arange(a, b) for a, b in zip(starts, ends)])] \
-                    if len(rows) else np.zeros(0, np.int64)
-                S[rows, cols] = -np.inf
+                for r in np.flatnonzero(~un):
+                    S[r, indices[indptr[uu[r]]: indptr[uu[r] + 1]]] = -np.inf
             part = np.argpartition(-S, k - 1, axis=1)[:, :k] if k < S.shape[1] else np.tile(np.arange(k), (len(uu), 1))
             ps = np.take_along_axis(S, part, axis=1)
             o = np.argsort(-ps, axis=1, kind="stable")
