@@ -5,11 +5,9 @@ libsvm input), and the way a ``tux2 run`` worker starts, trains through the runn
 import argparse
 import math
 import os
-import socket
 import sys
 
 from tux2 import partitioning, runner
-from tux2.errors import Tux2Error
 from tux2.graph import BipartiteGraph
 from tux2.io import display_name
 
@@ -168,8 +166,9 @@ def add_partition_args(p, mirror_free=None, default="bicut", note=""):
                    help=f"vertex-cut strategy{note}: " + ", ".join(partitioning.available()))
 
 
-def add_output_args(p, out_help, unit):
-    """--out, --metrics (one JSON object per ``unit``) and --quiet."""
+def add_run_args(p, out_help, unit):
+    """The flags every ``tux2 run`` command has: --out, --metrics (one JSON object per
+    ``unit``), --quiet, --no-cache, --config, checkpoints and distributed runs."""
     p.add_argument("--out", help=out_help)
     p.add_argument("--metrics", help=f"write one JSON object per {unit} to this .jsonl file")
     p.add_argument("-q", "--quiet", action="store_true",
@@ -180,6 +179,8 @@ def add_output_args(p, out_help, unit):
     p.add_argument("--config", metavar="FILE",
                    help="TOML file whose keys are these flags (batch-size = 1000, no-biases = true, input = "
                         "'ratings.txt'); flags on the command line win")
+    add_checkpoint_args(p, unit)
+    add_distributed_args(p)
 
 
 # flags that may change between a checkpoint and its resumption (and the estimator's _iterations, _resumable)
@@ -274,36 +275,15 @@ def add_distributed_args(p):
 
 def open_transport(args):
     """(transport, rank, world) for a distributed worker, or (None, 0, 1)."""
-    from tux2.runtime import world_from
+    from tux2.runtime import connect, world_from
     w = world_from(args.rank, args.world, args.rendezvous)
     if w is None or w[1] == 1:
         return None, 0, 1
     rank, world, rendezvous = w
-    from tux2.runtime import interface_to, is_loopback
-    from tux2.zmq_transport import ZmqTransport
-    if not 0 < args.max_frame_mb < 1 << 40:
-        raise Tux2Error(f"--max-frame-mb must be a positive number of megabytes, not {args.max_frame_mb}")
-    host = rendezvous.split("://", 1)[-1].rsplit(":", 1)[0]
-    bind = args.bind or interface_to(host)
-    secret = os.environ.get("TUX2_SECRET", "").encode()
-    if not is_loopback(bind) and not args.curve and rank == 0:
-        risk = ("authenticated (TUX2_SECRET) but not encrypted: anyone on the network can read the model as it "
-                "trains" if secret else "neither encrypted nor authenticated: anyone on the network can read "
-                "the model as it trains and slow the run down with junk")
-        print(f"tux2: warning: worker traffic on {bind} is {risk}; use --curve DIR (made by 'tux2 keys DIR')",
-              file=sys.stderr, flush=True)
-    elif not secret and not args.curve and rank == 0:
-        print("tux2: warning: workers without TUX2_SECRET or --curve take connections from anyone who can reach "
-              "their ports on this host (a stranger can stop the run at the rendezvous or fill a worker's "
-              "memory); export the same TUX2_SECRET for every worker ('tux2 run --workers N' does it itself)",
-              file=sys.stderr, flush=True)
-    advertise = args.advertise or (bind if bind != "0.0.0.0" else socket.getfqdn())
+    parts = runner.partitions(args.partitions, world, args.threads)
     options = {k: v for k, v in vars(args).items() if k not in _PER_WORKER}
-    t = ZmqTransport(rank, world, rendezvous, runner.partitions(args.partitions, world, args.threads), timeout=args.timeout,
-                     connect_timeout=max(4 * args.timeout, 10.0), bind_host=bind, advertise_host=advertise,
-                     curve=args.curve, secret=secret, options=options,
-                     max_frame=int(args.max_frame_mb * (1 << 20)))
-    return t, rank, world
+    return connect(rank, world, rendezvous, parts, timeout=args.timeout, bind=args.bind, advertise=args.advertise,
+                   curve=args.curve, options=options, max_frame_mb=args.max_frame_mb), rank, world
 
 
 # options that may differ between the workers of one run (paths are per host)
@@ -311,11 +291,12 @@ _PER_WORKER = {"func", "argv", "rank", "rendezvous", "bind", "advertise", "curve
                "input", "test", "out", "metrics", "checkpoint_dir", "resume", "config", "timeout"}
 
 
-def run(args, estimator, load, after=None):
+def run(args, cls, load, after=None, **params):
     """``tux2 run ALGO``: launch ``--workers`` local processes, or as one worker train
-    ``estimator(args)`` on ``load(args, est, transport, say)`` (a Dataset) through the
-    runner with this command's flags, ``after(args, est, say)``, and write --out on
-    rank 0. Any error is sent to the other workers (ABORT) before it propagates."""
+    the estimator ``cls`` (its parameters: the flags of the same names, and ``params``)
+    on ``load(args, est, transport, say)`` (a Dataset) through the runner with this
+    command's flags, ``after(args, est, say)``, and write --out on rank 0. Any error is
+    sent to the other workers (ABORT) before it propagates."""
     check_outputs(args)
     spool_inputs(args)
     if args.rank is None:
@@ -325,7 +306,7 @@ def run(args, estimator, load, after=None):
         return launch_local(strip_option(args.argv, "--workers"), args.workers, timeout=args.timeout)
     transport, rank, world = open_transport(args)
     try:
-        est = estimator(args)
+        est = cls(**{**{k: v for k, v in vars(args).items() if k in cls._param_names()}, **params})
         say = runner.Speaker(not args.quiet and rank == 0, record=rank == 0)    # rank 0's lines: summary.txt
         data = load(args, est, transport, say)
         runner.train(est, data, transport=transport, partitions=args.partitions, threads=args.threads,

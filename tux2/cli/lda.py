@@ -2,8 +2,8 @@
 import numpy as np
 
 from tux2.cli import common
-from tux2.cli.common import (COUNT, NONNEG, POSITIVE, SEED, HelpFormatter, add_checkpoint_args, add_distributed_args,
-                             add_output_args, add_partition_args, integer)
+from tux2.cli.common import (COUNT, NONNEG, POSITIVE, SEED, HelpFormatter, 
+                             add_run_args, add_partition_args, integer)
 from tux2.estimators.lda import LDA
 from tux2.graph import BipartiteGraph
 from tux2.runner import Dataset
@@ -41,20 +41,13 @@ def add_parser(algos):
     add_partition_args(p, mirror_free="documents")
     p.add_argument("--seed", type=SEED, default=0, help="seed of the initial topics and the sampler")
     p.add_argument("--top-words", type=NONNEG, default=10, help="words per topic in topics.txt and the summary")
-    add_output_args(p, "directory for lda.npz (word-topic, doc-topic counts), topics.txt, vocab.txt, model.json",
+    add_run_args(p, "directory for lda.npz (word-topic, doc-topic counts), topics.txt, vocab.txt, model.json",
                     "iteration")
-    add_checkpoint_args(p, "iteration")
-    add_distributed_args(p)
     p.set_defaults(func=run)
 
 
 def run(args):
-    return common.run(args, estimator, load, after=more_topics)
-
-
-def estimator(args):
-    return LDA(topics=args.topics, iterations=args.iterations, alpha=args.alpha, beta=args.beta, sampler=args.sampler,
-               partitioner=args.partitioner, seed=args.seed, top_words=args.top_words)
+    return common.run(args, LDA, load, after=more_topics)
 
 
 def load(args, est, transport, say):

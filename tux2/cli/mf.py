@@ -7,7 +7,7 @@ import numpy as np
 from tux2 import ingress, loaders
 from tux2.cli import common
 from tux2.cli.common import (COUNT, FRACTION, NONNEG, NONNEG_NUMBER, POSITIVE, SEED, HelpFormatter,
-                             add_checkpoint_args, add_distributed_args, add_id_args, add_input_args, add_output_args,
+                             add_id_args, add_input_args, add_run_args,
                              add_partition_args, input_options, integer)
 from tux2.estimators.mf import MF, NAMES, known_ids
 from tux2.graph import BipartiteGraph
@@ -63,25 +63,15 @@ def add_parser(sub):
                         "them (the step grows with the number of replicas: a worse model than one "
                         "partition's, or divergence); error stops such a run and names the remedies")
     p.add_argument("--seed", type=SEED, default=0, help="seed of initialisation, split, order and partitioning")
-    add_output_args(p, "directory for the model (.npz per vertex type + model.json)", "epoch")
-    add_checkpoint_args(p, "epoch")
+    add_run_args(p, "directory for the model (.npz per vertex type + model.json)", "epoch")
     p.add_argument("--eval-every", type=NONNEG, default=1,
                    help="compute test RMSE every N epochs (0: only after the last); with several workers "
                         "it gathers the model on rank 0")
-    add_distributed_args(p)
     p.set_defaults(func=run)
 
 
 def run(args):
-    return common.run(args, estimator, load)
-
-
-def estimator(args):
-    return MF(k=args.k, epochs=args.epochs, lr=args.lr, reg=args.reg, mode=args.mode, batch_size=args.batch_size,
-              batch_unit=args.batch_unit, enumerate=args.enumerate, step=args.step, biases=not args.no_biases,
-              order=args.order, blocks=args.blocks, overlap=args.overlap, partitioner=args.partitioner,
-              seed=args.seed, eval_every=args.eval_every, duplicates=args.duplicates, unknown=args.unknown,
-              **input_options(args))
+    return common.run(args, MF, load, biases=not args.no_biases, **input_options(args))
 
 
 def load(args, est, transport, say):
