@@ -1,6 +1,8 @@
 """``tux2.MF``: matrix factorisation (tux2.udfs.mf) as an estimator — the one place
 where a rating set becomes an MF run: rating checks, test ids, the edge order
 (strata, blocked, shuffled), μ, the program; then predictions in the user's ids."""
+import copy
+
 import numpy as np
 
 from tux2 import files, loaders
@@ -14,14 +16,13 @@ from tux2.version import __version__
 NAMES = ("user", "item")
 
 
-def ratings(g, path=None, what="MF needs a rating column: expected 'user item rating'"):
+def ratings(g, what="MF needs a rating column: expected 'user item rating'"):
     """``g`` as a user → item graph, refused without a rating per edge (what load_edges
     found about it — layout, base, unknown ids — kept)."""
     if g.values is None:
-        raise InputError(what, path=path or g.source)
-    out = BipartiteGraph(g.src, g.dst, g.values, g.n_src, g.n_dst, NAMES, g.source, g.ids)
-    out.layout, out.base, out.unknown, out.unknown_ids, out.skipped = g.layout, g.base, g.unknown, g.unknown_ids, \
-        g.skipped
+        raise InputError(what, path=g.source)
+    out = copy.copy(g)
+    out.type_names = NAMES
     return out
 
 
@@ -125,9 +126,7 @@ class MF(Estimator):
         else:
             g = loaders.load(data, **({} if isinstance(data, BipartiteGraph) else {"duplicates": self.duplicates}))
         train = ratings(g)
-        if test is None:
-            return Dataset(train, **facts)
-        return Dataset(train, self.test_data(test, train), **facts)
+        return Dataset(train, None if test is None else self.test_data(test, train), **facts)
 
     def test_data(self, test, train):
         """``test`` (a path, (users, items, ratings) in the user's ids, or what
