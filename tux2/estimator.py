@@ -83,16 +83,14 @@ class Estimator:
         data = data if isinstance(data, Dataset) else self.load_data(data, test)
         ck = None
         if checkpoint is not None:
-            ck = {"directory": os.fspath(checkpoint), "every": 1, "params": self._checkpoint_params(),
+            params = {k: v for k, v in self.get_params().items() if k not in (self._iterations, *self._resumable)}
+            ck = {"directory": os.fspath(checkpoint), "every": 1, "params": params,
                   "resume": os.fspath(checkpoint) if os.path.exists(os.path.join(checkpoint, "LATEST")) else None}
         options = dict(partitions=partitions, threads=threads, slack=slack, callbacks=callbacks, checkpoint=ck)
         if workers > 1:
             return fit_workers(self, data, workers, **options)
         train(self, data, **options)
         return self
-
-    def _checkpoint_params(self):
-        return {k: v for k, v in self.get_params().items() if k not in (self._iterations, *self._resumable)}
 
     def load_data(self, data, test=None):
         """A ``tux2.Dataset`` of what ``fit`` was given (default: ``tux2.loaders.load``)."""
@@ -136,10 +134,6 @@ class Estimator:
         return None
 
     # ------------------------------------------------------------ files
-    def _fitted(self):
-        if not hasattr(self, "run_"):
-            raise Tux2Error(f"this {type(self).__name__} is not fitted yet: call fit first")
-
     def _meta(self):
         """model.json: the algorithm, its parameters, what it learned that is a number."""
         params = {k: v for k, v in self.get_params().items() if isinstance(v, (str, int, float, bool, type(None)))}
@@ -154,7 +148,8 @@ class Estimator:
     def save(self, directory, summary=None):
         """Write the model as ``tux2 run … --out`` does (all files or none, with a
         manifest; tux2.files); ``summary``: lines for summary.txt."""
-        self._fitted()
+        if not hasattr(self, "run_"):
+            raise Tux2Error(f"this {type(self).__name__} is not fitted yet: call fit first")
         out = self._files()
         if summary:
             out["summary.txt"] = files.text("".join(line + "\n" for line in summary))
