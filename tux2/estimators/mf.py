@@ -347,15 +347,12 @@ class MF(Estimator):
 
     def score(self, X, y=None):
         """−RMSE on the (user, item, rating) rows of ``X`` (scikit-learn's "higher is
-        better"), in dense ids; ids without training ratings are predicted from μ and the
-        known bias."""
+        better"), in the user's ids as ``predict`` takes them; ids without training
+        ratings are predicted from μ and the known bias."""
         X = np.asarray(X)
-        u, i, r = X[:, 0].astype(np.int64), X[:, 1].astype(np.int64), np.asarray(X[:, 2], np.float64)
-        known_u, known_i = self.known_
-        ku, ki = (u >= 0) & (u < self.n_users), (i >= 0) & (i < self.n_items)
-        ku[ku], ki[ki] = known_u[u[ku]], known_i[i[ki]]
-        pred = self.score_dense(np.where(ku, u, 0), np.where(ki, i, 0), (~ku, ~ki))
-        return -float(np.sqrt(np.mean((r - pred) ** 2)))
+        u, i = (X[:, j] if X.dtype.kind in "OUS" else X[:, j].astype(np.int64) for j in (0, 1))
+        pred = self.predict(u, i, unknown="baseline")
+        return -float(np.sqrt(np.mean((np.asarray(X[:, 2], np.float64) - pred) ** 2)))
 
     def recommend(self, users=None, k=10, exclude_seen=True, unknown=None, chunk=1024):
         """Top-``k`` items per user by predicted rating, leaving out the user's training
