@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import zmq
 
+import tux2
 from tests.conftest import run_cli
 from tux2.datasets import netflix_like
 from tux2.io import write_edge_list
@@ -428,3 +429,18 @@ def test_a_gather_is_the_model_at_the_call_though_the_worker_goes_on(tmp_path):
     late = int(((got["p"] == -1.0).any(axis=1) | (got["b"] == -1.0)).sum())
     assert late == 0, f"{late} of rank 1's {len(got)} users arrived with the next epoch's values"
     assert np.array_equal(got, held[1])
+
+
+def test_every_epochs_test_rmse_with_two_workers_is_the_one_process_rmse():
+    """The test RMSE rank 0 reports after each epoch (from the model gathered while
+    rank 1 goes on to the next epoch) is one process's, every epoch, bit for bit
+    (strata). Items of 4 KB records make the last gather's piece (rank 1's item
+    masters) ~16 MB, longer on the wire than rank 1 takes to write items again: before
+    the gather sent copies, nearly every epoch but the last differed."""
+    train, test = netflix_like(n_users=2000, n_items=8000, n_ratings=40000, rank=3, seed=4)
+    data, held = (train.src, train.dst, train.values), (test.src, test.dst, test.values)
+    one = [r["test_rmse"] for r in tux2.MF(k=1000, epochs=5).fit(data, held).history_]
+    assert len(one) == 5 and None not in one
+    for _ in range(2):
+        two = [r["test_rmse"] for r in tux2.MF(k=1000, epochs=5).fit(data, held, workers=2).history_]
+        assert two == one, [e + 1 for e, (a, b) in enumerate(zip(two, one)) if a != b]
