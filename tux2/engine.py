@@ -712,7 +712,11 @@ class Engine(ApplyRounds):
             return out
         self._gathers = getattr(self, "_gathers", 0) + 1
         root = 0          # partition 0 lives on rank 0
-        msgs = {(part, root): [ids, np.ascontiguousarray(rec).view(np.uint8)] for part, ids, rec in pieces}
+        # a piece for another worker is a copy: the transport may still be reading what it is
+        # given when this worker goes on (ZeroMQ sends large buffers from its I/O thread), and
+        # the live records would by then hold the next iteration's updates
+        msgs = {(part, root): [ids, (rec.copy() if self._remote(part, root) else np.ascontiguousarray(rec))
+                               .view(np.uint8)] for part, ids, rec in pieces}
         inbox = self.transport.alltoall(self.clock, f"gather-{what}-{self._gathers}", msgs)
         if self.transport.rank != 0:
             return None
