@@ -369,6 +369,7 @@ def _state(pid):
         return f.read().rsplit(")", 1)[1].split()[0]
 
 
+@pytest.mark.slow
 def test_a_gather_is_the_model_at_the_call_though_the_worker_goes_on(tmp_path):
     """After each epoch every rank calls vertex_data (a gather on rank 0) and goes on
     with the next epoch. Rank 1's piece left zero-copy, from ZeroMQ's I/O thread, out
