@@ -56,8 +56,9 @@ def body(args, transport, rank, world):
     est = LDA(topics=args.topics, iterations=args.iterations, alpha=args.alpha, beta=args.beta, sampler=args.sampler,
               partitioner=args.partitioner, seed=args.seed, top_words=args.top_words)
     if args.input is None:
+        from tux2.datacache import generated
         from tux2.datasets import lda_corpus
-        d, w, c, phi = lda_corpus(n_docs=2000, n_words=5000, n_topics=20, doc_length=100, seed=args.seed)
+        d, w, c, phi = generated(lda_corpus, n_docs=2000, n_words=5000, n_topics=20, doc_length=100, seed=args.seed)
         g = BipartiteGraph(d, w, c.astype(np.float64), 2000, phi.shape[1], ("doc", "word"), "lda_corpus")
         data = Dataset(g, format="built-in", source="built-in planted corpus (2000 documents, 20 topics, "
                                                      "Dir(0.1)/Dir(0.01), ~100 tokens each)")
