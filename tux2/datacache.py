@@ -4,13 +4,13 @@ The command line's built-in sets are generated deterministically (tux2.datasets)
 which takes longer than the rest of a short run; a later run loads the arrays instead.
 They live under the kernel cache (tux2.compile.cache_dir(): ``$TUX2_CACHE_DIR``, else
 the user cache directory; none with ``--no-cache``), in ``data/``, one ``.npz`` per set,
-named by a hash of the generator (its name and its module's source),
-its arguments and the tux2 and numpy versions, so a changed generator or numpy makes
-a new file. A file is used only when it reads back whole: every array of an
-``.npz`` carries the zip format's CRC-32, which numpy's reader checks, so a damaged,
-truncated or foreign file is generated again and replaced (written under a temporary
-name, then renamed). The newest ``KEEP`` sets per
-generator are kept.
+named by a hash of the generator (its name and its module's source), the sources of
+tux2.graph (which rebuilds the graphs) and of this module, its arguments and the tux2
+and numpy versions, so a changed generator or numpy makes a new file. A file is used only when
+it reads back whole: every array of an ``.npz`` carries the zip format's CRC-32,
+which numpy's reader checks, so a damaged, truncated or foreign file is generated
+again and replaced (written under a temporary name, then renamed). The newest
+``KEEP`` sets per generator are kept.
 """
 import hashlib
 import os
@@ -47,7 +47,8 @@ def _path(make, params):
     module = sys.modules.get(make.__module__)
     if root is None or not str(getattr(module, "__file__", None)).endswith(".py"):   # no source to key on
         return None
-    key = hashlib.sha256("\0".join([fingerprint(module), make.__qualname__, repr(sorted(params.items())),
+    key = hashlib.sha256("\0".join([fingerprint(module), make.__qualname__, fingerprint(sys.modules[__name__]),
+                                    fingerprint(sys.modules[BipartiteGraph.__module__]), repr(sorted(params.items())),
                                     f"tux2 {__version__}", f"numpy {np.__version__}"]).encode()).hexdigest()
     return os.path.join(root, "data", f"{make.__name__}-{key[:40]}.npz")
 
