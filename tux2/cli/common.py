@@ -177,7 +177,8 @@ def add_run_args(p, out_help, unit):
                    help=f"no per-{unit} lines (on a terminal they come with a live progress bar)")
     p.add_argument("--no-cache", action="store_true",
                    help="compile the algorithm's loops in this run instead of loading them from the kernel "
-                        "cache ($TUX2_CACHE_DIR, default ~/.cache/tux2)")
+                        "cache ($TUX2_CACHE_DIR, default ~/.cache/tux2), and generate a built-in data set "
+                        "instead of loading the copy kept there")
     p.add_argument("--config", metavar="FILE",
                    help="TOML file whose keys are these flags (batch-size = 1000, no-biases = true, input = "
                         "'ratings.txt'); flags on the command line win")
@@ -380,8 +381,9 @@ def classification_data(args, est, transport, say):
         data = est.load_data(args.input, args.test, zero_based=args.zero_based, duplicates=args.duplicates)
         data.source = args.input
         return data
+    from tux2.datacache import generated
     from tux2.datasets import sparse_classification
-    g, y, _ = sparse_classification(n_samples=22_000, n_features=10_000, seed=args.seed, classes=classes)
+    g, y, _ = generated(sparse_classification, n_samples=22_000, n_features=10_000, seed=args.seed, classes=classes)
     cut, names = 20_000, ("sample", "feature")
     keep = g.src < cut
     test = BipartiteGraph(g.src[~keep] - cut, g.dst[~keep], g.values[~keep], g.n_src - cut, g.n_dst, names)

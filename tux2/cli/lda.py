@@ -57,8 +57,9 @@ def load(args, est, transport, say):
                              min_count=args.min_count, duplicates=args.duplicates)
         data.source = args.input
         return data
+    from tux2.datacache import generated
     from tux2.datasets import lda_corpus
-    d, w, c, phi = lda_corpus(n_docs=2000, n_words=5000, n_topics=20, doc_length=100, seed=args.seed)
+    d, w, c, phi = generated(lda_corpus, n_docs=2000, n_words=5000, n_topics=20, doc_length=100, seed=args.seed)
     g = BipartiteGraph(d, w, c.astype(np.float64), 2000, phi.shape[1], ("doc", "word"), "lda_corpus")
     return Dataset(g, format="built-in", source="built-in planted corpus (2000 documents, 20 topics, "
                                                  "Dir(0.1)/Dir(0.01), ~100 tokens each)")

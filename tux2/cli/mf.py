@@ -97,8 +97,9 @@ def load(args, est, transport, say):
         say(f"  note: every worker reads the whole input (distributed ingress needs numeric ids, --duplicates "
             f"error or keep, --order input or blocked and one of: {', '.join(ingress.LOCAL_STRATEGIES)})")
     if args.input is None:
+        from tux2.datacache import generated
         from tux2.datasets import netflix_like
-        train, test = netflix_like(n_users=10_000, n_items=1_000, n_ratings=600_000, seed=args.seed)
+        train, test = generated(netflix_like, n_users=10_000, n_items=1_000, n_ratings=600_000, seed=args.seed)
         return Dataset(train, test, source="built-in Netflix-shaped set (10k users, 1k items, 600k ratings, "
                                            "planted rank 10, noise 0.5)")
     data = est.load_data(args.input, args.test, ids=args.ids)
