@@ -6,11 +6,16 @@ from tux2.partitioning import EdgeView
 from tux2.partitioning.stratified import tiles
 
 
+_IDS = (np.dtype(np.int32), np.dtype(np.int64))
+
+
 class BipartiteGraph:
     """Edges between vertices of two types, as COO arrays.
 
-    ``src[i]`` is an id of the first type (0 … n_src−1), ``dst[i]`` of the second.
-    ``values`` are optional per-edge numbers (e.g. ratings). The position of an
+    ``src[i]`` is an id of the first type (0 … n_src−1), ``dst[i]`` of the second:
+    int32 arrays are kept as they are, other integer arrays become int64.
+    ``values`` are optional per-edge numbers (e.g. ratings): float32 kept, anything
+    else float64. The position of an
     edge in these arrays is its global edge id: the global edge order.
     ``ids``: per type, a ``tux2.loaders.IdMap`` from dense ids to the user's ids
     (strings, sparse numbers), or None where the dense ids are the user's.
@@ -38,8 +43,9 @@ class BipartiteGraph:
             if len(a) and a.min() < 0:
                 i = int(np.flatnonzero(a < 0)[0])
                 raise InputError(f"negative {name} id {int(a[i])} at edge {i}", path=source)
-        self.src = src.astype(np.int64, copy=False)
-        self.dst = dst.astype(np.int64, copy=False)
+        # int32 ids stay int32 (4 bytes per end instead of 8); other integer types become int64
+        self.src = src if src.dtype in _IDS else src.astype(np.int64)
+        self.dst = dst if dst.dtype in _IDS else dst.astype(np.int64)
         self.n_src = int(n_src if n_src is not None else (self.src.max() + 1 if len(src) else 0))
         self.n_dst = int(n_dst if n_dst is not None else (self.dst.max() + 1 if len(dst) else 0))
         for name, a, n in (("src", self.src, self.n_src), ("dst", self.dst, self.n_dst)):
@@ -47,7 +53,9 @@ class BipartiteGraph:
                 i = int(np.argmax(a))
                 raise InputError(f"{name} id {int(a[i])} at edge {i} is >= the vertex count {n}", path=source)
         if values is not None:
-            values = np.asarray(values, dtype=np.float64)
+            values = np.asarray(values)
+            if values.dtype != np.float32:          # float32 values stay float32; anything else is float64
+                values = values.astype(np.float64, copy=False)
             if values.shape != self.src.shape:
                 raise InputError(f"values must have one entry per edge: {values.shape} vs {self.src.shape}",
                                  path=source)

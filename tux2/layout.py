@@ -161,6 +161,43 @@ def _order_by_vertex(lids, by_eid, rank, gid):
     return perm, keys
 
 
+@njit(cache=True, nogil=True)
+def _by_vertex_one_part(key, other, n, rows):
+    """One part holding every vertex in id order (local index = global id): a stable
+    counting sort of the edges by ``key`` (ties in global edge order), in one pass
+    that also moves the other end and the edge records (``rows``: their bytes).
+    Returns (perm, keys, other ends, rows) in the sorted order."""
+    m = key.shape[0]
+    start = np.zeros(n + 1, np.int64)
+    for e in range(m):
+        start[key[e] + 1] += 1
+    for v in range(n):
+        start[v + 1] += start[v]
+    keys = np.empty(m, np.int64)
+    for v in range(n):
+        for k in range(start[v], start[v + 1]):
+            keys[k] = v
+    perm = np.empty(m, np.int64)
+    out = np.empty(m, np.int64)
+    width = rows.shape[1]
+    moved = np.empty((m, width), np.uint8)
+    for e in range(m):
+        v = key[e]
+        k = start[v]
+        start[v] = k + 1
+        perm[k] = e
+        out[k] = other[e]
+        for b in range(width):
+            moved[k, b] = rows[e, b]
+    return perm, keys, out, moved
+
+
+def _rows(records):
+    """A structured array's bytes as an (n, itemsize) uint8 array (a view)."""
+    records = np.ascontiguousarray(records)
+    return records.view(np.uint8).reshape(len(records), records.dtype.itemsize)
+
+
 def _take(records, idx):
     """records[idx] for a structured array, as whole rows (numpy's field-by-field
     fancy indexing of records is ~4× slower)."""
@@ -201,7 +238,10 @@ def _routing(t, vtype, ids, local, starts, master_t, n, parts, only, share, repl
     n_master = np.diff(mstart)
     master_lid = np.empty(n, np.int64)
     master_lid[morder] = np.arange(n, dtype=np.int64) - mstart[master64[morder]]
-    rp, rv = _mirror_pairs(ids, local, starts, master64, n)
+    if parts == 1:                                        # one part: every vertex is its master, no mirrors
+        rp, rv = np.zeros(0, np.int32), _NONE
+    else:
+        rp, rv = _mirror_pairs(ids, local, starts, master64, n)
     by_v, _ = group_by_part(rv, max(n, 1))                # (vertex, part) order
     by_p, rstart = group_by_part(rp[by_v], parts)          # (part, vertex) order
     by_pv = by_v[by_p]
@@ -283,30 +323,46 @@ def build_partitions(program, graph, assignment, vertex_data, edge_data, context
                                  parts, only, share, replicated, vertex_data[t]))
 
     geid = getattr(graph, "eid", None)
-    where = [np.empty(n, np.int64) for n in graph.n]        # per type: global id → local index on part p
+    # per type: global id → local index on part p (one part: the global id itself)
+    where = [np.empty(n, np.int64) for n in graph.n] if parts > 1 else None
     out = []
     for p in only:
         lo, hi = int(starts[p]), int(starts[p + 1])
         pos = np.arange(lo, hi, dtype=np.int64) if len(local) == 0 else local[lo:hi]
         eid = pos if geid is None else geid[pos]
-        by_eid = _NONE if _is_sorted(eid) else np.argsort(eid, kind="stable")
-        lids = []
-        for t in (0, 1):
-            tl = per_type[t][p]
-            where[t][tl.gid] = np.arange(tl.n_local, dtype=np.int64)
-            lid = np.empty(hi - lo, np.int64)
-            _local_index(ends[t], local, lo, hi, where[t], lid)
-            lids.append(lid)
+        by_eid = _NONE if geid is None and len(local) == 0 else \
+            _NONE if _is_sorted(eid) else np.argsort(eid, kind="stable")
+        if parts == 1:
+            lids = list(ends)                              # the loaded id arrays themselves, no copy
+        else:
+            lids = []
+            for t in (0, 1):
+                tl = per_type[t][p]
+                where[t][tl.gid] = np.arange(tl.n_local, dtype=np.int64)
+                lid = np.empty(hi - lo, np.int64)
+                _local_index(ends[t], local, lo, hi, where[t], lid)
+                lids.append(lid)
         keysets = {}
+        o0 = orders[0]
+        if parts == 1 and o0 is not None and len(by_eid) == 0:
+            # stored by vertex, from global edge order: one counting-sort pass moves everything
+            perm0, keys0, other, rows = _by_vertex_one_part(lids[o0], lids[1 - o0], graph.n[o0], _rows(edge_data))
+            ea, eb = (keys0, other) if o0 == 0 else (other, keys0)
+            eid_p = perm0 if geid is None else eid[perm0]
+            edata = rows.view(edge_data.dtype).reshape(len(perm0))
         for o in orders:
-            if o is None:
+            if parts == 1 and o0 is not None and len(by_eid) == 0 and o == o0:
+                keysets[o] = (perm0, keys0)
+            elif o is None:
                 keysets[o] = (by_eid, eid if len(by_eid) == 0 else eid[by_eid])
             else:
                 tl = per_type[o][p]
                 keysets[o] = _order_by_vertex(lids[o], by_eid, _rank_by_gid(tl.gid, tl.n_master), tl.gid)
         # store edges physically in the primary order (empty perm: as they are)
         perm0 = keysets[orders[0]][0]
-        if len(perm0):
+        if parts == 1 and o0 is not None and len(by_eid) == 0:
+            pass                                          # moved above
+        elif len(perm0):
             ea, eb, eid_p, pos_p = _permute(perm0, lids[0], lids[1], eid, pos)
             edata = _take(edge_data, pos_p)
         else:
@@ -326,6 +382,8 @@ def build_partitions(program, graph, assignment, vertex_data, edge_data, context
 
 def is_replicated(graph, assignment, t):
     """Whether any vertex of type t has a mirror under ``assignment``."""
+    if assignment.parts == 1:
+        return False
     ends = (graph.src, graph.dst)[t]
     return bool(len(ends)) and bool((assignment.edge_part != assignment.master[t][ends]).any())
 
