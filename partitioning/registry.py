@@ -32,7 +32,10 @@ class EdgeView:
         self.n_dst = int(n_dst) if self.bipartite else 0
         self.n = self.n_src + self.n_dst if self.bipartite else self.n_src
         self.s = src
-        self.t = dst + self.n_src if self.bipartite else dst
+        if self.bipartite:     # int32 ids stay int32 while the offset ids fit
+            self.t = dst + self.n_src if self.n < 2**31 else np.add(dst, self.n_src, dtype=np.int64)
+        else:
+            self.t = dst
         self.m = len(src)
         self._deg = {}
 
