@@ -14,7 +14,7 @@ from tux2.partitioning.hashing import make_hasher
 class Assignment:
     """Output of a partitioner: edge → part, vertex → master part (per type)."""
 
-    edge_part: np.ndarray      # int32, one per edge, in [0, parts)
+    edge_part: np.ndarray      # int32, one per edge, in [0, parts) (one part: a read-only view of a 0)
     master: tuple              # int32 arrays: (n_src, n_dst), or (n,) for a homogeneous graph
     parts: int
     strategy: str = ""
@@ -84,7 +84,8 @@ def strategy(name, bipartite_only=False):
                 except TypeError as e:
                     raise PartitionError(f"strategy {name!r}: {e}") from None
                 n = (int(n_src), int(n_dst)) if n_dst is not None else (int(n_src),)
-                return Assignment(np.zeros(len(src), np.int32), tuple(np.zeros(k, np.int32) for k in n), 1, name,
+                edge_part = np.broadcast_to(np.int32(0), (len(src),))      # read-only zeros, no memory
+                return Assignment(edge_part, tuple(np.zeros(k, np.int32) for k in n), 1, name,
                                   time.perf_counter() - t0, dict(options, seed=seed, hash=hasher.kind))
             g = EdgeView(src, dst, n_src, n_dst)
             try:
