@@ -136,6 +136,9 @@ def _block_counts(samples, features, size, n, n_blocks):
         for e in range(m):
             by_sample[fill[samples[e]]] = e
             fill[samples[e]] += 1
+    block = np.empty(m, np.int64)
+    for e in range(m):
+        block[e] = features[e] // size
     tally = np.zeros(n_blocks, np.int64)
     out = np.empty(m, np.float32)
     lo = 0
@@ -148,13 +151,13 @@ def _block_counts(samples, features, size, n, n_blocks):
             lo, hi = start[i], start[i + 1]
         for k in range(lo, hi):
             e = k if grouped else by_sample[k]
-            tally[features[e] // size] += 1
+            tally[block[e]] += 1
         for k in range(lo, hi):
             e = k if grouped else by_sample[k]
-            out[e] = tally[features[e] // size]
+            out[e] = tally[block[e]]
         for k in range(lo, hi):
             e = k if grouped else by_sample[k]
-            tally[features[e] // size] = 0
+            tally[block[e]] = 0
         lo = hi
     return out
 
