@@ -162,11 +162,12 @@ def _order_by_vertex(lids, by_eid, rank, gid):
 
 
 @njit(cache=True, nogil=True)
-def _by_vertex_one_part(key, other, n, rows):
+def _by_vertex_one_part(key, n):
     """One part holding every vertex in id order (local index = global id): a stable
-    counting sort of the edges by ``key`` (ties in global edge order), in one pass
-    that also moves the other end and the edge records (``rows``: their bytes).
-    Returns (perm, keys, other ends, rows) in the sorted order."""
+    counting sort of the edges by ``key`` (ties in global edge order). Returns
+    (perm, keys): the edge at each sorted position, and its key. The other arrays
+    follow by gathers through perm (one random stream per pass is faster than a
+    pass scattering several)."""
     m = key.shape[0]
     start = np.zeros(n + 1, np.int64)
     for e in range(m):
@@ -178,24 +179,12 @@ def _by_vertex_one_part(key, other, n, rows):
         for k in range(start[v], start[v + 1]):
             keys[k] = v
     perm = np.empty(m, np.int64)
-    out = np.empty(m, np.int64)
-    width = rows.shape[1]
-    moved = np.empty((m, width), np.uint8)
     for e in range(m):
         v = key[e]
         k = start[v]
         start[v] = k + 1
         perm[k] = e
-        out[k] = other[e]
-        for b in range(width):
-            moved[k, b] = rows[e, b]
-    return perm, keys, out, moved
-
-
-def _rows(records):
-    """A structured array's bytes as an (n, itemsize) uint8 array (a view)."""
-    records = np.ascontiguousarray(records)
-    return records.view(np.uint8).reshape(len(records), records.dtype.itemsize)
+    return perm, keys
 
 
 def _take(records, idx):
@@ -345,11 +334,12 @@ def build_partitions(program, graph, assignment, vertex_data, edge_data, context
         keysets = {}
         o0 = orders[0]
         if parts == 1 and o0 is not None and len(by_eid) == 0:
-            # stored by vertex, from global edge order: one counting-sort pass moves everything
-            perm0, keys0, other, rows = _by_vertex_one_part(lids[o0], lids[1 - o0], graph.n[o0], _rows(edge_data))
+            # stored by vertex, from global edge order: one counting sort, then gathers
+            perm0, keys0 = _by_vertex_one_part(lids[o0], graph.n[o0])
+            other = lids[1 - o0][perm0]
             ea, eb = (keys0, other) if o0 == 0 else (other, keys0)
             eid_p = perm0 if geid is None else eid[perm0]
-            edata = rows.view(edge_data.dtype).reshape(len(perm0))
+            edata = _take(edge_data, perm0)
         for o in orders:
             if parts == 1 and o0 is not None and len(by_eid) == 0 and o == o0:
                 keysets[o] = (perm0, keys0)
