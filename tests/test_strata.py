@@ -334,3 +334,13 @@ def test_edge_orders_are_the_lexsort_orders(dtype):
                                                                                                trial)
                 np.testing.assert_array_equal(got[0], want[0])
                 np.testing.assert_array_equal(got[1], want[1])
+
+
+def test_stratified_order_with_more_tiles_than_edges():
+    """B² tiles far above the edge count (B = 3000 for 50 edges) sort the tile numbers
+    instead of counting them: the lexsort order, without B² memory."""
+    rng = np.random.default_rng(2)
+    src, dst = rng.integers(0, 40, 50), rng.integers(0, 30, 50)
+    got, want = stratified_order(src, dst, 40, 30, 3000, 1), _lexsort_stratified(src, dst, 40, 30, 3000, 1)
+    np.testing.assert_array_equal(got[0], want[0])
+    np.testing.assert_array_equal(got[1], want[1])

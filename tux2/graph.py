@@ -178,7 +178,12 @@ def stratified_order(src, dst, n_src, n_dst, blocks=16, seed=0):
     bounds = np.zeros(blocks + 1, np.int64)
     np.cumsum(np.bincount(stratum, minlength=blocks), out=bounds[1:])
     del stratum
-    order, starts = _by_group(group, blocks * blocks)
+    if blocks * blocks <= max(len(group), 1 << 16):
+        order, starts = _by_group(group, blocks * blocks)
+    else:                   # more tiles than edges: a stable sort, and the bounds of the tiles that have edges
+        order = np.argsort(group, kind="stable")
+        g = group[order]
+        starts = np.r_[0, np.flatnonzero(g[1:] != g[:-1]) + 1, len(g)]
     del group
     major, minor, n_minor = (src, dst, n_dst) if n_src >= n_dst else (dst, src, n_src)
     _sort_groups(order, starts, lambda idx: major[idx].astype(np.int64) * max(n_minor, 1) + minor[idx])

@@ -322,7 +322,7 @@ def build_partitions(program, graph, assignment, vertex_data, edge_data, context
         by_eid = _NONE if geid is None and len(local) == 0 else \
             _NONE if _is_sorted(eid) else np.argsort(eid, kind="stable")
         if parts == 1:
-            lids = list(ends)                              # the loaded id arrays themselves, no copy
+            lids = [np.ascontiguousarray(a) for a in ends]   # the loaded id arrays themselves, no copy
         else:
             lids = []
             for t in (0, 1):
