@@ -85,23 +85,33 @@ def peak_rss_mib():
 
 
 def netflix_cached(n_users, n_items, n_ratings, seed=0, rank=10, noise=0.5):
-    """netflix_like() arrays, generated once and cached on disk outside the repo."""
-    from tux2.datasets import netflix_like
+    """netflix_like() arrays, generated once (in a process of their own, so the
+    generator's temporaries never count in a bench's peak memory) and cached on disk
+    outside the repo. Loaded as a tux2 loader gives them: int32 ids, float32 ratings
+    (the MF program's rating field is float32)."""
     from tux2.graph import BipartiteGraph
     os.makedirs(CACHE, exist_ok=True)
     path = os.path.join(CACHE, f"netflix_{n_users}_{n_items}_{n_ratings}_{rank}_{noise}_{seed}.npz")
     names = ("user", "item")
     if not os.path.exists(path):
         t = time.perf_counter()
-        tr, te = netflix_like(n_users, n_items, n_ratings, rank=rank, noise=noise, seed=seed)
-        np.savez(path + ".tmp.npz", tr_u=tr.src, tr_i=tr.dst, tr_r=tr.values, te_u=te.src, te_i=te.dst,
-                 te_r=te.values)
-        os.replace(path + ".tmp.npz", path)
+        code = (f"from bench.common import _generate_netflix; _generate_netflix({path!r}, {n_users}, {n_items}, "
+                f"{n_ratings}, {seed}, {rank}, {noise})")
+        subprocess.run([sys.executable, "-c", code], check=True, timeout=7200,
+                       cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         print(f"# generated {path} in {time.perf_counter() - t:.1f}s", file=sys.stderr)
     d = np.load(path)
-    tr = BipartiteGraph(d["tr_u"], d["tr_i"], d["tr_r"], n_users, n_items, names, path)
-    te = BipartiteGraph(d["te_u"], d["te_i"], d["te_r"], n_users, n_items, names, path)
-    return tr, te, path
+    ids = np.int32 if max(n_users, n_items) < 2**31 else np.int64
+    graphs = [BipartiteGraph(d[f"{p}_u"].astype(ids), d[f"{p}_i"].astype(ids), d[f"{p}_r"].astype(np.float32),
+                             n_users, n_items, names, path) for p in ("tr", "te")]
+    return graphs[0], graphs[1], path
+
+
+def _generate_netflix(path, n_users, n_items, n_ratings, seed, rank, noise):
+    from tux2.datasets import netflix_like
+    tr, te = netflix_like(n_users, n_items, n_ratings, rank=rank, noise=noise, seed=seed)
+    np.savez(path + ".tmp.npz", tr_u=tr.src, tr_i=tr.dst, tr_r=tr.values, te_u=te.src, te_i=te.dst, te_r=te.values)
+    os.replace(path + ".tmp.npz", path)
 
 
 def classification_cached(n, d, nnz, seed=0):

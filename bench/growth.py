@@ -3,7 +3,9 @@ epoch and peak memory as the ratings grow 10⁵ → 10⁸ (quick: → 10⁷), wi
 log–log slope (1 = linear in the edges).
 
 Each size runs in a fresh process, so its peak resident memory (ru_maxrss) is
-its own: the cached ratings, the engine's layout and everything numba needs.
+its own: the cached ratings (int32 ids, float32 ratings; generated beforehand in
+a process of their own), their blocked-order copy (the ratings as loaded are
+dropped once it exists), the engine's layout, the model and everything numba needs.
 Netflix-shaped data (tux2.datasets.netflix_like: power-law popularity, rank-10
 model plus noise) with users = ratings / 50 and items = ratings / 500.
 Final line: {"bench": "growth", "time_slope": s, "memory_slope": s, ...}.
@@ -28,17 +30,21 @@ def shape(n):
 def child(n, epochs=3):
     """One size, in this process: prints a JSON line."""
     from bench.common import netflix_cached, peak_rss_mib
-    from bench.mf import sgd_engine
+    from bench.mf import setup_engine, sgd_setup
     users, items, _ = shape(n)
     t = time.perf_counter()
-    train, _, _ = netflix_cached(users, items, n)
+    train, _, _ = netflix_cached(users, items, n)      # int32 ids, float32 ratings: 12 bytes per rating
     load = time.perf_counter() - t
     rss_data = peak_rss_mib()
+    m = train.num_edges
     t = time.perf_counter()
-    eng, _, _ = sgd_engine(train)
+    s = sgd_setup(train)
+    del train               # the ratings as loaded: the run needs only their reordered copy
+    eng = setup_engine(s)
+    del s
     setup = time.perf_counter() - t
     times = timed(lambda: eng.run(1), epochs, warmup=False)
-    print(json.dumps({"ratings": n, "train_edges": train.num_edges, "users": users, "items": items, "load_s": load,
+    print(json.dumps({"ratings": n, "train_edges": m, "users": users, "items": items, "load_s": load,
                       "setup_s": setup, "epoch_s": float(np.median(times[1:] if len(times) > 1 else times)),
                       "epoch_seconds": times, "peak_rss_mib": peak_rss_mib(), "data_rss_mib": rss_data,
                       "train_rmse": float(eng.context()["rmse"])}), flush=True)

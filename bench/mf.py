@@ -48,12 +48,24 @@ def libmf_epoch_seconds(so, path, epochs, k, lr, reg, threads=1):
     return (tn["seconds"] - t1) / (epochs - 1), tn
 
 
+def sgd_setup(train, k=50, lr=0.1, reg=0.05):
+    """tux2.MF's preparation of per-edge SGD on one partition, edges in blocked order
+    (a reordered copy of ``train``)."""
+    from tux2 import MF, Dataset
+    return MF(k=k, lr=lr, reg=reg, order="blocked").prepare(Dataset(train), 1)
+
+
+def setup_engine(s):
+    """The one-partition Engine of an ``sgd_setup``."""
+    from tux2 import Engine
+    return Engine(s.program, s.graph, partitions=1, seed=0, **s.engine)
+
+
 def sgd_engine(train, k=50, lr=0.1, reg=0.05):
     """tux2's per-edge SGD MF on one partition, edges in blocked order (tux2.MF's
     preparation): (engine, the reordered training graph, mean rating)."""
-    from tux2 import MF, Dataset, Engine
-    s = MF(k=k, lr=lr, reg=reg, order="blocked").prepare(Dataset(train), 1)
-    return Engine(s.program, s.graph, partitions=1, seed=0, **s.engine), s.graph, s.mu
+    s = sgd_setup(train, k, lr, reg)
+    return setup_engine(s), s.graph, s.mu
 
 
 def main(args):

@@ -1,5 +1,6 @@
 """The strategy registry and what every strategy shares: the ``Assignment`` it returns,
 the ``EdgeView`` it sees, input checks (see tux2.partitioning)."""
+import inspect
 import time
 from dataclasses import dataclass, field
 
@@ -13,7 +14,7 @@ from tux2.partitioning.hashing import make_hasher
 class Assignment:
     """Output of a partitioner: edge → part, vertex → master part (per type)."""
 
-    edge_part: np.ndarray      # int32, one per edge, in [0, parts)
+    edge_part: np.ndarray      # int32, one per edge, in [0, parts) (one part: a read-only view of a 0)
     master: tuple              # int32 arrays: (n_src, n_dst), or (n,) for a homogeneous graph
     parts: int
     strategy: str = ""
@@ -31,7 +32,10 @@ class EdgeView:
         self.n_dst = int(n_dst) if self.bipartite else 0
         self.n = self.n_src + self.n_dst if self.bipartite else self.n_src
         self.s = src
-        self.t = dst + self.n_src if self.bipartite else dst
+        if self.bipartite:     # int32 ids stay int32 while the offset ids fit
+            self.t = dst + self.n_src if self.n < 2**31 else np.add(dst, self.n_src, dtype=np.int64)
+        else:
+            self.t = dst
         self.m = len(src)
         self._deg = {}
 
@@ -67,13 +71,23 @@ def strategy(name, bipartite_only=False):
     -> (edge_part, master)`` under ``name`` and return the public function."""
     def deco(core):
         def run(src, dst, n_src, n_dst, parts, seed=0, hash="jenkins", strict=True, **options):
-            src, dst = check_input(src, dst, n_src, n_dst, parts, strict=strict)
-            g = EdgeView(src, dst, n_src, n_dst)
-            if bipartite_only and not g.bipartite:
+            one = not isinstance(parts, bool) and isinstance(parts, (int, np.integer)) and parts == 1
+            src, dst = check_input(src, dst, n_src, n_dst, parts, strict=strict, convert=not one)
+            if bipartite_only and n_dst is None:
                 raise PartitionError(f"strategy {name!r} needs a bipartite graph (two vertex types); "
                                      "give n_dst")
             hasher = make_hasher(hash, seed)
             t0 = time.perf_counter()
+            if one:             # every edge and vertex on the one part: no strategy to run, no copies
+                try:
+                    inspect.signature(core).bind(None, 1, hasher, **options)
+                except TypeError as e:
+                    raise PartitionError(f"strategy {name!r}: {e}") from None
+                n = (int(n_src), int(n_dst)) if n_dst is not None else (int(n_src),)
+                edge_part = np.broadcast_to(np.int32(0), (len(src),))      # read-only zeros, no memory
+                return Assignment(edge_part, tuple(np.zeros(k, np.int32) for k in n), 1, name,
+                                  time.perf_counter() - t0, dict(options, seed=seed, hash=hasher.kind))
+            g = EdgeView(src, dst, n_src, n_dst)
             try:
                 edge_part, master = core(g, int(parts), hasher, **options)
             except TypeError as e:
@@ -109,8 +123,9 @@ def get(name):
             f"unknown partitioner {name!r}; available: {', '.join(available())}") from None
 
 
-def check_input(src, dst, n_src, n_dst, parts, strict=True):
-    """Validate the common arguments; return src, dst as int64 arrays.
+def check_input(src, dst, n_src, n_dst, parts, strict=True, convert=True):
+    """Validate the common arguments; return src, dst as int64 arrays (``convert``
+    False: as they are).
 
     ``strict`` (the default for users) also rejects an empty graph and more
     parts than edges; the engine passes False, since a partition may be empty.
@@ -122,8 +137,9 @@ def check_input(src, dst, n_src, n_dst, parts, strict=True):
     for name, a in (("src", src), ("dst", dst)):
         if len(a) and not np.issubdtype(a.dtype, np.integer):
             raise PartitionError(f"{name} ids must be integers, got dtype {a.dtype}")
-    src = src.astype(np.int64, copy=False)
-    dst = dst.astype(np.int64, copy=False)
+    if convert:
+        src = src.astype(np.int64, copy=False)
+        dst = dst.astype(np.int64, copy=False)
     if isinstance(parts, bool) or not isinstance(parts, (int, np.integer)) or parts < 1:
         raise PartitionError(f"number of parts must be an integer >= 1, got {parts!r}")
     if strict:

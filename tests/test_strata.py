@@ -341,3 +341,53 @@ def test_a_parameter_that_is_not_a_number_is_named_before_training():
                    context=ContextSpec({"lr": "f8"}, init={"lr": float("nan")}), stages=[GlobalSync()])
     with pytest.raises(tux2.SchemaError, match="'lr'.*starts at nan"):
         Engine(prog, random_graph(seed=1))
+
+
+def _lexsort_blocked(src, dst, n_src, n_dst, blocks, seed, within):
+    """blocked_order as np.lexsort over whole-edge keys (the definition)."""
+    rng = np.random.default_rng(seed)
+    tile = rng.permutation(blocks * blocks)[(src.astype(np.int64) * blocks // max(n_src, 1)) * blocks
+                                            + dst.astype(np.int64) * blocks // max(n_dst, 1)]
+    if within == "shuffle":
+        return np.lexsort((rng.random(len(src)), tile))
+    if within == "input":
+        return np.argsort(tile, kind="stable")
+    major, minor = (src, dst) if n_src >= n_dst else (dst, src)
+    return np.lexsort((minor, major, tile))
+
+
+def _lexsort_stratified(src, dst, n_src, n_dst, blocks, seed):
+    stratum, r = tux2.graph.strata_tiles(EdgeView(src.astype(np.int64), dst.astype(np.int64), n_src, n_dst),
+                                         blocks, seed)
+    major, minor = (src, dst) if n_src >= n_dst else (dst, src)
+    return np.lexsort((minor, major, r, stratum)), np.r_[0, np.cumsum(np.bincount(stratum, minlength=blocks))]
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.int32])
+def test_edge_orders_are_the_lexsort_orders(dtype):
+    """blocked_order and stratified_order (counting sort by tile, then a sort inside
+    each tile) equal np.lexsort over the whole edge arrays, for int32 and int64 ids."""
+    rng = np.random.default_rng(5)
+    for trial in range(12):
+        ns, nd, m = int(rng.integers(1, 200)), int(rng.integers(1, 200)), int(rng.integers(0, 2000))
+        src, dst = rng.integers(0, ns, m).astype(dtype), rng.integers(0, nd, m).astype(dtype)
+        for within in ("sorted", "shuffle", "input"):
+            for b in (1, 3, 8):
+                np.testing.assert_array_equal(blocked_order(src, dst, ns, nd, b, trial, within),
+                                              _lexsort_blocked(src, dst, ns, nd, b, trial, within))
+        if m:
+            for b in (1, 4, 16):
+                got, want = stratified_order(src, dst, ns, nd, b, trial), _lexsort_stratified(src, dst, ns, nd, b,
+                                                                                               trial)
+                np.testing.assert_array_equal(got[0], want[0])
+                np.testing.assert_array_equal(got[1], want[1])
+
+
+def test_stratified_order_with_more_tiles_than_edges():
+    """B² tiles far above the edge count (B = 3000 for 50 edges) sort the tile numbers
+    instead of counting them: the lexsort order, without B² memory."""
+    rng = np.random.default_rng(2)
+    src, dst = rng.integers(0, 40, 50), rng.integers(0, 30, 50)
+    got, want = stratified_order(src, dst, 40, 30, 3000, 1), _lexsort_stratified(src, dst, 40, 30, 3000, 1)
+    np.testing.assert_array_equal(got[0], want[0])
+    np.testing.assert_array_equal(got[1], want[1])

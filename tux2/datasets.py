@@ -20,34 +20,40 @@ def netflix_like(n_users=20_000, n_items=2_000, n_ratings=500_000, rank=10, nois
     Users and items have power-law popularity; r = μ + b_u + b_i + x_u·y_i + ε with
     ε ~ N(0, noise²), so ``noise`` is the best achievable test RMSE (the noise
     floor). Returns (train, test) BipartiteGraphs with types ("user", "item"),
-    no duplicate (user, item) pairs.
+    no duplicate (user, item) pairs, int32 ids (int64 from 2³¹ vertices on) and
+    float64 ratings.
     """
     rng = np.random.default_rng(seed)
     draw = int(n_ratings * 1.3) + 1000
     while True:
-        u = _powerlaw_ids(rng, n_users, draw, user_exponent)
-        i = _powerlaw_ids(rng, n_items, draw, item_exponent)
-        key = np.sort(u.astype(np.int64) * n_items + i)     # distinct pairs (np.unique's hashing is ~50× slower)
+        key = _powerlaw_ids(rng, n_users, draw, user_exponent) * np.int64(n_items)
+        key += _powerlaw_ids(rng, n_items, draw, item_exponent)
+        key.sort()                                          # distinct pairs (np.unique's hashing is ~50× slower)
         key = key[np.r_[True, key[1:] != key[:-1]]]
         if len(key) >= n_ratings or draw > 50 * n_ratings:
             break
         draw *= 2
     key = key[rng.permutation(len(key))[:n_ratings]]
-    u, i = key // n_items, key % n_items
+    ids = np.int32 if max(n_users, n_items) < 2**31 else np.int64
+    u, i = (key // n_items).astype(ids), (key % n_items).astype(ids)
+    del key
     scale = 1.0 / np.sqrt(np.sqrt(rank))
     x = rng.normal(0, scale, (n_users, rank))
     y = rng.normal(0, scale, (n_items, rank))
     bu = rng.normal(0, 0.3, n_users)
     bi = rng.normal(0, 0.3, n_items)
-    dot = np.empty(len(u))
+    r = np.empty(len(u))
     step = 1 << 22  # chunks: x[u] whole would take n_ratings × rank × 8 bytes (8 GB at 10⁸)
     for s in range(0, len(u), step):
-        dot[s:s + step] = np.einsum("ij,ij->i", x[u[s:s + step]], y[i[s:s + step]])
-    r = mu + bu[u] + bi[i] + dot + rng.normal(0, noise, len(u))
+        us, its = u[s:s + step], i[s:s + step]
+        r[s:s + step] = mu + bu[us] + bi[its] + np.einsum("ij,ij->i", x[us], y[its])
+    r += rng.normal(0, noise, len(u))
     is_test = rng.random(len(u)) < test_fraction
     names = ("user", "item")
-    train = BipartiteGraph(u[~is_test], i[~is_test], r[~is_test], n_users, n_items, names, "netflix_like")
     test = BipartiteGraph(u[is_test], i[is_test], r[is_test], n_users, n_items, names, "netflix_like")
+    keep = ~is_test
+    del is_test
+    train = BipartiteGraph(u[keep], i[keep], r[keep], n_users, n_items, names, "netflix_like")
     return train, test
 
 

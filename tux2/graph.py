@@ -1,16 +1,22 @@
 """BipartiteGraph: the COO form every loader produces and every partitioner reads."""
 import numpy as np
+from numba import njit
 
 from tux2.errors import InputError
 from tux2.partitioning import EdgeView
 from tux2.partitioning.stratified import tiles
 
 
+_IDS = (np.dtype(np.int32), np.dtype(np.int64))
+
+
 class BipartiteGraph:
     """Edges between vertices of two types, as COO arrays.
 
-    ``src[i]`` is an id of the first type (0 … n_src−1), ``dst[i]`` of the second.
-    ``values`` are optional per-edge numbers (e.g. ratings). The position of an
+    ``src[i]`` is an id of the first type (0 … n_src−1), ``dst[i]`` of the second:
+    int32 arrays are kept as they are, other integer arrays become int64.
+    ``values`` are optional per-edge numbers (e.g. ratings): float32 kept, anything
+    else float64. The position of an
     edge in these arrays is its global edge id: the global edge order.
     ``ids``: per type, a ``tux2.loaders.IdMap`` from dense ids to the user's ids
     (strings, sparse numbers), or None where the dense ids are the user's.
@@ -38,8 +44,9 @@ class BipartiteGraph:
             if len(a) and a.min() < 0:
                 i = int(np.flatnonzero(a < 0)[0])
                 raise InputError(f"negative {name} id {int(a[i])} at edge {i}", path=source)
-        self.src = src.astype(np.int64, copy=False)
-        self.dst = dst.astype(np.int64, copy=False)
+        # int32 ids stay int32 (4 bytes per end instead of 8); other integer types become int64
+        self.src = src if src.dtype in _IDS else src.astype(np.int64)
+        self.dst = dst if dst.dtype in _IDS else dst.astype(np.int64)
         self.n_src = int(n_src if n_src is not None else (self.src.max() + 1 if len(src) else 0))
         self.n_dst = int(n_dst if n_dst is not None else (self.dst.max() + 1 if len(dst) else 0))
         for name, a, n in (("src", self.src, self.n_src), ("dst", self.dst, self.n_dst)):
@@ -47,7 +54,9 @@ class BipartiteGraph:
                 i = int(np.argmax(a))
                 raise InputError(f"{name} id {int(a[i])} at edge {i} is >= the vertex count {n}", path=source)
         if values is not None:
-            values = np.asarray(values, dtype=np.float64)
+            values = np.asarray(values)
+            if values.dtype != np.float32:          # float32 values stay float32; anything else is float64
+                values = values.astype(np.float64, copy=False)
             if values.shape != self.src.shape:
                 raise InputError(f"values must have one entry per edge: {values.shape} vs {self.src.shape}",
                                  path=source)
@@ -89,20 +98,71 @@ def blocked_order(src, dst, n_src, n_dst, blocks=8, seed=0, within="sorted"):
     type with more vertices (LibMF's sort_node_by_p/q: consecutive edges reuse
     the big side's row while the small side's tile stays in cache), or shuffled
     with ``within="shuffle"``, or kept in input order with ``within="input"``
-    (then any worker can compute an edge's position from per-tile counts)."""
+    (then any worker can compute an edge's position from per-tile counts).
+
+    The order of np.lexsort((minor, major, tile rank)) (ties in input order), built
+    as a counting sort by tile and a sort inside each tile: no edge-sized temporary
+    beyond the order itself and one tile's keys."""
     rng = np.random.default_rng(seed)
     m = len(src)
     if m == 0:
         return np.zeros(0, np.int64)
-    bs = (src * blocks // max(n_src, 1)).astype(np.int64)
-    bd = (dst * blocks // max(n_dst, 1)).astype(np.int64)
-    tile_rank = rng.permutation(blocks * blocks)[bs * blocks + bd]
-    if within == "shuffle":
-        return np.lexsort((rng.random(m), tile_rank))
+    tile_rank = rng.permutation(blocks * blocks)
+    order, starts = _by_tile(src, dst, max(n_src, 1), max(n_dst, 1), blocks, tile_rank.astype(np.int64))
     if within == "input":
-        return np.argsort(tile_rank, kind="stable")
-    major, minor = (src, dst) if n_src >= n_dst else (dst, src)
-    return np.lexsort((minor, major, tile_rank))
+        return order
+    if within == "shuffle":
+        r = rng.random(m)
+        _sort_groups(order, starts, lambda idx: r[idx])
+        return order
+    major, minor, n_minor = (src, dst, n_dst) if n_src >= n_dst else (dst, src, n_src)
+    _sort_groups(order, starts, lambda idx: major[idx].astype(np.int64) * max(n_minor, 1) + minor[idx])
+    return order
+
+
+def _sort_groups(order, starts, key):
+    """Sort each group order[starts[g]:starts[g + 1]] (positions in ascending order)
+    by ``key(positions)``, stably: ties keep the input order."""
+    for a, b in zip(starts[:-1].tolist(), starts[1:].tolist()):
+        if b - a > 1:
+            idx = order[a:b]
+            order[a:b] = idx[np.argsort(key(idx), kind="stable")]
+
+
+@njit(cache=True, nogil=True)
+def _by_tile(src, dst, n_src, n_dst, blocks, tile_rank):
+    """Stable counting sort of the edges by the rank of their tile (src block, dst
+    block): (order, starts) with the tile of rank r at order[starts[r]:starts[r + 1]]."""
+    m = src.shape[0]
+    t = tile_rank.shape[0]
+    starts = np.zeros(t + 1, np.int64)
+    for e in range(m):
+        starts[tile_rank[(src[e] * blocks // n_src) * blocks + dst[e] * blocks // n_dst] + 1] += 1
+    for r in range(t):
+        starts[r + 1] += starts[r]
+    fill = starts[:-1].copy()
+    order = np.empty(m, np.int64)
+    for e in range(m):
+        r = tile_rank[(src[e] * blocks // n_src) * blocks + dst[e] * blocks // n_dst]
+        order[fill[r]] = e
+        fill[r] += 1
+    return order, starts
+
+
+@njit(cache=True, nogil=True)
+def _by_group(group, n_groups):
+    """Stable counting sort of positions by ``group``: (order, starts)."""
+    starts = np.zeros(n_groups + 1, np.int64)
+    for e in range(group.shape[0]):
+        starts[group[e] + 1] += 1
+    for r in range(n_groups):
+        starts[r + 1] += starts[r]
+    fill = starts[:-1].copy()
+    order = np.empty(group.shape[0], np.int64)
+    for e in range(group.shape[0]):
+        order[fill[group[e]]] = e
+        fill[group[e]] += 1
+    return order, starts
 
 
 def stratified_order(src, dst, n_src, n_dst, blocks=16, seed=0, tiles=False):
@@ -112,18 +172,24 @@ def stratified_order(src, dst, n_src, n_dst, blocks=16, seed=0, tiles=False):
     Returns (order, bounds): the strata occupy [bounds[k], bounds[k + 1]). Run with the ``stratified``
     partitioner on any p <= B parts and ``Engine(strata=bounds)``, per-edge SGD gives
     the one-partition result bit for bit when p divides B. ``tiles=True`` returns
-    (order, bounds, tile_bounds), the B * B tiles' starts plus the end, for
+    (order, bounds, tile_bounds), the starts of the tiles with edges plus the end, for
     ``Engine(tiles=...)``: threads then share a partition's tiles."""
-    src, dst = np.asarray(src, np.int64), np.asarray(dst, np.int64)
-    stratum, r = strata_tiles(EdgeView(src, dst, n_src, n_dst), blocks, seed)
-    major, minor = (src, dst) if n_src >= n_dst else (dst, src)
-    order = np.lexsort((minor, major, r, stratum))
+    stratum, r = strata_tiles(EdgeView(np.asarray(src), np.asarray(dst), n_src, n_dst), blocks, seed)
+    group = stratum.astype(np.int64) * blocks + r
+    del r
     bounds = np.zeros(blocks + 1, np.int64)
     np.cumsum(np.bincount(stratum, minlength=blocks), out=bounds[1:])
-    if not tiles:
-        return order, bounds
-    tile = (stratum.astype(np.int64) * blocks + r)[order]
-    return order, bounds, np.union1d(bounds, 1 + np.flatnonzero(tile[1:] != tile[:-1]))
+    del stratum
+    if blocks * blocks <= max(len(group), 1 << 16):
+        order, starts = _by_group(group, blocks * blocks)
+    else:                   # more tiles than edges: a stable sort, and the bounds of the tiles that have edges
+        order = np.argsort(group, kind="stable")
+        g = group[order]
+        starts = np.r_[0, np.flatnonzero(g[1:] != g[:-1]) + 1, len(g)]
+    del group
+    major, minor, n_minor = (src, dst, n_dst) if n_src >= n_dst else (dst, src, n_src)
+    _sort_groups(order, starts, lambda idx: major[idx].astype(np.int64) * max(n_minor, 1) + minor[idx])
+    return (order, bounds, np.union1d(bounds, starts)) if tiles else (order, bounds)
 
 
 def strata_tiles(g, blocks, seed=0):

@@ -161,6 +161,32 @@ def _order_by_vertex(lids, by_eid, rank, gid):
     return perm, keys
 
 
+@njit(cache=True, nogil=True)
+def _by_vertex_one_part(key, n):
+    """One part holding every vertex in id order (local index = global id): a stable
+    counting sort of the edges by ``key`` (ties in global edge order). Returns
+    (perm, keys): the edge at each sorted position, and its key. The other arrays
+    follow by gathers through perm (one random stream per pass is faster than a
+    pass scattering several)."""
+    m = key.shape[0]
+    start = np.zeros(n + 1, np.int64)
+    for e in range(m):
+        start[key[e] + 1] += 1
+    for v in range(n):
+        start[v + 1] += start[v]
+    keys = np.empty(m, np.int64)
+    for v in range(n):
+        for k in range(start[v], start[v + 1]):
+            keys[k] = v
+    perm = np.empty(m, np.int64)
+    for e in range(m):
+        v = key[e]
+        k = start[v]
+        start[v] = k + 1
+        perm[k] = e
+    return perm, keys
+
+
 def _take(records, idx):
     """records[idx] for a structured array, as whole rows (numpy's field-by-field
     fancy indexing of records is ~4× slower)."""
@@ -201,7 +227,10 @@ def _routing(t, vtype, ids, local, starts, master_t, n, parts, only, share, repl
     n_master = np.diff(mstart)
     master_lid = np.empty(n, np.int64)
     master_lid[morder] = np.arange(n, dtype=np.int64) - mstart[master64[morder]]
-    rp, rv = _mirror_pairs(ids, local, starts, master64, n)
+    if parts == 1:                                        # one part: every vertex is its master, no mirrors
+        rp, rv = np.zeros(0, np.int32), _NONE
+    else:
+        rp, rv = _mirror_pairs(ids, local, starts, master64, n)
     by_v, _ = group_by_part(rv, max(n, 1))                # (vertex, part) order
     by_p, rstart = group_by_part(rp[by_v], parts)          # (part, vertex) order
     by_pv = by_v[by_p]
@@ -283,30 +312,47 @@ def build_partitions(program, graph, assignment, vertex_data, edge_data, context
                                  parts, only, share, replicated, vertex_data[t]))
 
     geid = getattr(graph, "eid", None)
-    where = [np.empty(n, np.int64) for n in graph.n]        # per type: global id → local index on part p
+    # per type: global id → local index on part p (one part: the global id itself)
+    where = [np.empty(n, np.int64) for n in graph.n] if parts > 1 else None
     out = []
     for p in only:
         lo, hi = int(starts[p]), int(starts[p + 1])
         pos = np.arange(lo, hi, dtype=np.int64) if len(local) == 0 else local[lo:hi]
         eid = pos if geid is None else geid[pos]
-        by_eid = _NONE if _is_sorted(eid) else np.argsort(eid, kind="stable")
-        lids = []
-        for t in (0, 1):
-            tl = per_type[t][p]
-            where[t][tl.gid] = np.arange(tl.n_local, dtype=np.int64)
-            lid = np.empty(hi - lo, np.int64)
-            _local_index(ends[t], local, lo, hi, where[t], lid)
-            lids.append(lid)
+        by_eid = _NONE if geid is None and len(local) == 0 else \
+            _NONE if _is_sorted(eid) else np.argsort(eid, kind="stable")
+        if parts == 1:
+            lids = [np.ascontiguousarray(a) for a in ends]   # the loaded id arrays themselves, no copy
+        else:
+            lids = []
+            for t in (0, 1):
+                tl = per_type[t][p]
+                where[t][tl.gid] = np.arange(tl.n_local, dtype=np.int64)
+                lid = np.empty(hi - lo, np.int64)
+                _local_index(ends[t], local, lo, hi, where[t], lid)
+                lids.append(lid)
         keysets = {}
+        o0 = orders[0]
+        if parts == 1 and o0 is not None and len(by_eid) == 0:
+            # stored by vertex, from global edge order: one counting sort, then gathers
+            perm0, keys0 = _by_vertex_one_part(lids[o0], graph.n[o0])
+            other = lids[1 - o0][perm0]
+            ea, eb = (keys0, other) if o0 == 0 else (other, keys0)
+            eid_p = perm0 if geid is None else eid[perm0]
+            edata = _take(edge_data, perm0)
         for o in orders:
-            if o is None:
+            if parts == 1 and o0 is not None and len(by_eid) == 0 and o == o0:
+                keysets[o] = (perm0, keys0)
+            elif o is None:
                 keysets[o] = (by_eid, eid if len(by_eid) == 0 else eid[by_eid])
             else:
                 tl = per_type[o][p]
                 keysets[o] = _order_by_vertex(lids[o], by_eid, _rank_by_gid(tl.gid, tl.n_master), tl.gid)
         # store edges physically in the primary order (empty perm: as they are)
         perm0 = keysets[orders[0]][0]
-        if len(perm0):
+        if parts == 1 and o0 is not None and len(by_eid) == 0:
+            pass                                          # moved above
+        elif len(perm0):
             ea, eb, eid_p, pos_p = _permute(perm0, lids[0], lids[1], eid, pos)
             edata = _take(edge_data, pos_p)
         else:
@@ -326,6 +372,8 @@ def build_partitions(program, graph, assignment, vertex_data, edge_data, context
 
 def is_replicated(graph, assignment, t):
     """Whether any vertex of type t has a mirror under ``assignment``."""
+    if assignment.parts == 1:
+        return False
     ends = (graph.src, graph.dst)[t]
     return bool(len(ends)) and bool((assignment.edge_part != assignment.master[t][ends]).any())
 

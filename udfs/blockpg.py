@@ -98,39 +98,67 @@ def shuffle_features(features, n_features, seed=0):
     """Random relabelling of feature ids, so contiguous id ranges are random blocks.
     Returns (new ids for ``features``, perm) with new id = perm[old id]."""
     perm = np.random.default_rng(seed).permutation(n_features)
-    return perm[np.asarray(features, np.int64)], perm
+    if n_features < 2**31:                      # int32 ids: half the bytes to move in the layout
+        perm = perm.astype(np.int32)
+    return perm[np.asarray(features)], perm
 
 
 def block_counts(samples, features, block_size):
     """κ per edge: how many of its sample's features fall in its feature's block."""
-    samples, features = np.asarray(samples, np.int64), np.asarray(features, np.int64)
+    samples, features = np.asarray(samples), np.asarray(features)
     if not len(samples):
         return np.zeros(0, np.float32)
-    return _block_counts(samples, features // block_size, int(samples.max()) + 1, int(features.max()) // block_size + 1)
+    return _block_counts(samples, features, int(block_size), int(samples.max()) + 1,
+                         int(features.max()) // int(block_size) + 1)
 
 
 @njit(cache=True, nogil=True)
-def _block_counts(samples, block, n, n_blocks):
-    """Edges grouped by sample (a counting sort), then per sample a tally per block."""
-    start = np.zeros(n + 1, np.int64)
-    for e in range(samples.shape[0]):
-        start[samples[e] + 1] += 1
-    for i in range(n):
-        start[i + 1] += start[i]
-    fill = start[:-1].copy()
-    by_sample = np.empty(samples.shape[0], np.int64)
-    for e in range(samples.shape[0]):
-        by_sample[fill[samples[e]]] = e
-        fill[samples[e]] += 1
+def _block_counts(samples, features, size, n, n_blocks):
+    """Per sample a tally per block over its edges: the edges grouped by sample (a
+    counting sort; none when they already are, as a CSR/libsvm input has them)."""
+    m = samples.shape[0]
+    grouped = True
+    for e in range(1, m):
+        if samples[e] < samples[e - 1]:
+            grouped = False
+            break
+    if grouped:
+        by_sample = np.empty(0, np.int64)
+        start = np.empty(0, np.int64)
+    else:
+        start = np.zeros(n + 1, np.int64)
+        for e in range(m):
+            start[samples[e] + 1] += 1
+        for i in range(n):
+            start[i + 1] += start[i]
+        fill = start[:-1].copy()
+        by_sample = np.empty(m, np.int64)
+        for e in range(m):
+            by_sample[fill[samples[e]]] = e
+            fill[samples[e]] += 1
+    block = np.empty(m, np.int64)
+    for e in range(m):
+        block[e] = features[e] // size
     tally = np.zeros(n_blocks, np.int64)
-    out = np.empty(samples.shape[0], np.float32)
+    out = np.empty(m, np.float32)
+    lo = 0
     for i in range(n):
-        for k in range(start[i], start[i + 1]):
-            tally[block[by_sample[k]]] += 1
-        for k in range(start[i], start[i + 1]):
-            out[by_sample[k]] = tally[block[by_sample[k]]]
-        for k in range(start[i], start[i + 1]):
-            tally[block[by_sample[k]]] = 0
+        if grouped:
+            hi = lo
+            while hi < m and samples[hi] == i:
+                hi += 1
+        else:
+            lo, hi = start[i], start[i + 1]
+        for k in range(lo, hi):
+            e = k if grouped else by_sample[k]
+            tally[block[e]] += 1
+        for k in range(lo, hi):
+            e = k if grouped else by_sample[k]
+            out[e] = tally[block[e]]
+        for k in range(lo, hi):
+            e = k if grouped else by_sample[k]
+            tally[block[e]] = 0
+        lo = hi
     return out
 
 

@@ -191,7 +191,7 @@ class MF(Estimator):
             engine = {"assignment": data.facts["assignment"]}
         else:
             train, strata, tiles = self.order_edges(train, order, blocks)
-            mu = float(train.values.mean()) if train.num_edges else 0.0
+            mu = float(train.values.mean(dtype=np.float64)) if train.num_edges else 0.0
             engine = {"partitioner": partitioner}
         batch = self.batch_size
         if batch is None and self.mode == "minibatch" and self.batch_unit == "vertex":
