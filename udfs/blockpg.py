@@ -25,6 +25,9 @@ its edges from both Exchanges. Two thirds of the edges of a typical sparse probl
 belong to such features. Every feature is examined at least every rest + 1 epochs,
 so the fixed point is the same as without shrinking (``shrink=0``).
 
+``form="newton"`` (``newton_program``, below) replaces the κ bound with one proximal
+Newton step per epoch (newGLMNET); it converges on raw counts, where κ is loose.
+
 Samples are the favourite (mirror-free) side; with another partitioner their
 margins are synced at an Apply over samples, so every partitioning gives the
 same iterates at slack 0.
