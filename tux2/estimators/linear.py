@@ -306,10 +306,11 @@ class BlockPG(Linear):
         return glm.graph_scores(W, with_bias(graph, len(W) - 1) if self.bias else graph)
 
     def _header(self, s, parts, world):
-        d = s.graph.n_dst
+        d, b = s.graph.n_dst, self._block()
+        per = "sweep" if self.form == "newton" else "epoch"
         return [f"tux2 {__version__} blockpg: {s.source}",
-                f"  {s.graph.n_src} samples, {d} features, {s.graph.num_edges} non-zeros; lambda={self.reg}, {self.form}, "
-                f"blocks of {self._block()} ({-(-d // self._block())} per sweep), P={parts} ({self.partitioner})"
+                f"  {s.graph.n_src} samples, {d} features, {s.graph.num_edges} non-zeros; lambda={self.reg}, "
+                f"{self.form} form, blocks of {b} ({-(-d // b)} per {per}), P={parts} ({self.partitioner})"
                 + (f", {world} workers" if world > 1 else "")]
 
     def _line(self, rec, n):
