@@ -325,3 +325,18 @@ def test_newton_form_options_are_checked():
         blockpg.program([1], [1.0], [0], [0], 1, form="cd")
     with pytest.raises(ValueError, match="inner sweeps must be a whole number >= 1"):
         blockpg.program([1], [1.0], [0], [0], 1, form="newton", inner=0)
+
+
+def test_newton_form_resumes_exactly():
+    """The shuffled order is drawn from the epoch number, which a checkpoint keeps."""
+    X, y = _text(80, seed=4)
+    full, _ = _engine(X, y, 1.0, 1, form="newton", inner=3)
+    full.run(4)
+    first, _ = _engine(X, y, 1.0, 1, form="newton", inner=3)
+    first.run(2)
+    arrays, meta = first.state()
+    resumed, _ = _engine(X, y, 1.0, 1, form="newton", inner=3)
+    resumed.restore({k: v.copy() for k, v in arrays.items()}, meta)
+    resumed.run(2)
+    np.testing.assert_array_equal(resumed.vertex_data("feature")["w"], full.vertex_data("feature")["w"])
+    assert resumed.context()["objective"] == full.context()["objective"]
