@@ -170,10 +170,12 @@ def svm_files(tmp_path_factory):
     return str(d / "train.svm"), str(d / "test.svm")
 
 
-def test_cli_trains_to_the_liblinear_optimum_and_writes_weights(svm_files, tmp_path):
+@pytest.mark.parametrize("form", [["--block-size", "30", "--epochs", "400"], ["--form", "newton", "--epochs", "30"]],
+                         ids=["kappa", "newton"])
+def test_cli_trains_to_the_liblinear_optimum_and_writes_weights(svm_files, tmp_path, form):
     train, test = svm_files
     out = tmp_path / "m"
-    r = run_cli("run", "blockpg", train, "--test", test, "--lam", "0.5", "--block-size", "30", "--epochs", "400",
+    r = run_cli("run", "blockpg", train, "--test", test, "--lam", "0.5", *form,
                 "--tol", "1e-12", "--out", str(out), "--metrics", str(tmp_path / "m.jsonl"), "--quiet", timeout=300)
     assert r.returncode == 0, r.stderr
     g, y = io.read_libsvm(train)
@@ -199,9 +201,10 @@ def test_cli_bad_labels_and_input(tmp_path):
     assert r.returncode == 2 and f"{f}:2: malformed feature value" in r.stderr and "Traceback" not in r.stderr
 
 
-def test_workers_give_the_single_process_weights(svm_files, tmp_path):
+@pytest.mark.parametrize("form", ["kappa", "newton"])
+def test_workers_give_the_single_process_weights(svm_files, tmp_path, form):
     train, _ = svm_files
-    common = ["run", "blockpg", train, "--lam", "0.5", "--block-size", "40", "--epochs", "4",
+    common = ["run", "blockpg", train, "--form", form, "--lam", "0.5", "--block-size", "40", "--epochs", "4",
               "--partitions", "3", "--partitioner", "random", "--quiet", "--timeout", "20"]
     ws = []
     for extra in ([], ["--workers", "2"]):
