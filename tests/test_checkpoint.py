@@ -81,6 +81,10 @@ def test_resume_with_other_settings_is_refused(ratings, tmp_path):
     assert r.returncode == 2 and "other settings: --k 4 there, --k 5 now" in r.stderr
     r = run_cli("run", "mf", ratings, "--epochs", "2", "--resume", str(tmp_path / "nothing"))
     assert r.returncode == 2 and "no checkpoint here" in r.stderr
+    # the workers are named, not the --partitions they imply
+    r = run_cli("run", "mf", ratings, "--k", "4", "--epochs", "2", "--workers", "2", "--timeout", "20",
+                "--resume", str(tmp_path / "ck"), timeout=240)
+    assert r.returncode == 2 and "resume with --workers 1" in r.stderr and "--partitions" not in r.stderr, r.stderr
 
 
 def _engine(seed=0):

@@ -106,3 +106,15 @@ def test_fit_with_a_checkpoint_resumes_where_it_stopped(files, tmp_path):
     np.testing.assert_array_equal(resumed.user_factors_, straight.user_factors_)
     with pytest.raises(tux2.Tux2Error, match="other settings"):
         tux2.MF(k=5, epochs=6).fit(str(files / "r.txt"), checkpoint=ck)
+
+
+def test_mf_score_takes_the_ids_predict_takes(tmp_path):
+    """A 1-based file: score(X) reads X's ids as the file's, as predict does (it used
+    to read them as dense 0-based ids and gave another RMSE without a word)."""
+    rng = np.random.default_rng(0)
+    u, i, r = rng.integers(1, 200, 5000), rng.integers(1, 80, 5000), rng.integers(1, 6, 5000)
+    np.savetxt(tmp_path / "tr.tsv", np.c_[u[:4500], i[:4500], r[:4500], np.arange(4500)], fmt="%d", delimiter="\t")
+    m = tux2.MF(k=4, epochs=3, duplicates="last").fit(str(tmp_path / "tr.tsv"))
+    T = np.c_[u[4500:], i[4500:], r[4500:]]
+    assert m.score(T) == -np.sqrt(np.mean((T[:, 2] - m.predict(T[:, 0], T[:, 1])) ** 2))
+    assert m.score(T) != m.score(T - [1, 1, 0])

@@ -97,7 +97,7 @@ def test_stratified_sgd_is_the_one_partition_model_bit_for_bit(skewed, parts, th
     assert eng.context()["rmse"] == pytest.approx(one.context()["rmse"], rel=1e-12)
 
 
-@pytest.mark.parametrize("parts,threads", [(1, 2), (1, 3), (2, 4), (3, 6)])
+@pytest.mark.parametrize("parts,threads", [(1, 2), (1, 3), (2, 4), (2, 3), (3, 6)])
 def test_threads_sharing_a_partitions_tiles_give_the_one_thread_model(skewed, parts, threads):
     """Engine(tiles=...): each partition's clock is cut at tile starts into one range per
     thread, and the threads update one copy of the model (no replicas between them),
@@ -111,7 +111,7 @@ def test_threads_sharing_a_partitions_tiles_give_the_one_thread_model(skewed, pa
                  threads=threads).run(3)
     assert eng.threads == threads
     cut = [len(v) for k, v in eng._run_cache.items() if k[0] == "groups"]
-    assert cut and max(cut) == threads // parts                     # the clocks really were shared out
+    assert cut and max(cut) == -(-threads // parts)                 # the clocks really were shared out
     _same(_model(one), _model(eng))
     assert eng.context()["rmse"] == pytest.approx(one.context()["rmse"], rel=1e-12)
 
@@ -129,7 +129,7 @@ def test_threads_sharing_tiles_add_their_sums_and_refuse_other_context_writes():
     counting = Program(types, edge={"w": "f8"}, context=ContextSpec({"n": "f8"}, sum=("n",)),
                        stages=[MiniBatch(None, [Exchange(_count_edge), Apply()]), GlobalSync()])
     eng = Engine(counting, g, partitions=1, strata=bounds, tiles=tile_bounds, threads=2).run(2)
-    assert eng._groups == 2 and eng.context()["n"] == g.num_edges
+    assert eng._groups == [2] and eng.context()["n"] == g.num_edges
     keeping = Program(types, edge={"w": "f8"}, context=ContextSpec({"n": "f8", "last": "f8"}, sum=("n",)),
                       stages=[MiniBatch(None, [Exchange(_count_and_keep), Apply()]), GlobalSync()])
     with pytest.raises(tux2.SchemaError, match=r"'last'.*threads of one partition"):
@@ -137,6 +137,11 @@ def test_threads_sharing_tiles_add_their_sums_and_refuse_other_context_writes():
     Engine(keeping, g, partitions=1, strata=bounds, tiles=tile_bounds, threads=1).run(1)
     with pytest.raises(tux2.SchemaError, match="every stratum start is a tile start"):
         Engine(counting, g, partitions=1, strata=bounds, tiles=[0, g.num_edges])
+    with pytest.raises(tux2.SchemaError, match="tiles come with strata"):
+        Engine(counting, g, partitions=1, tiles=tile_bounds)
+    # tiles that put a vertex's edges of one stratum in two tiles would let threads race on it
+    with pytest.raises(tux2.SchemaError, match=r"vertex \d+ has edges in two tiles of stratum"):
+        Engine(counting, g, partitions=1, strata=bounds, tiles=np.arange(g.num_edges + 1), threads=2)
 
 
 def test_every_form_of_the_apply_round_gives_the_same_model(skewed):

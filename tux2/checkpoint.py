@@ -203,15 +203,15 @@ def load(directory, eng, params, transport=None, compare=None, inputs=None):
     saved = state["params"]
     keys = compare if compare is not None else sorted(set(saved) | set(params))
     diff = [k for k in keys if saved.get(k) != params.get(k)]
+    if state.get("world") != world:           # first: the partitions follow from the workers
+        raise CheckpointError(f"{path} was written by {state.get('world')} workers; resume with --workers "
+                              f"{state.get('world')} (this run has {world})")
     if diff:
         def flag(k, v):
             return f"--{k.replace('_', '-')} {'(unset)' if v is None else v}"
         raise CheckpointError(f"{path} was written by a run with other settings: " + ", ".join(
             f"{flag(k, saved.get(k))} there, {flag(k, params.get(k))} now" for k in diff)
             + "; resume with the first")
-    if state.get("world") != world:
-        raise CheckpointError(f"{path} was written by {state.get('world')} workers; resume with --workers "
-                              f"{state.get('world')} (this run has {world})")
     _verify(path, [f"part-{rank}.npz"])
     try:
         with np.load(file, allow_pickle=False) as z:

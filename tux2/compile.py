@@ -443,6 +443,21 @@ def _minibatch_kernel(steps, accum_dtypes):
 
 
 @njit(cache=True, nogil=True, boundscheck=False)
+def tiles_conflict(ends, stratum, tile, n):
+    """The first edge (in order) whose vertex ``ends[e]`` already had an edge in another
+    tile of the same stratum, or -1 (then threads may share the tiles)."""
+    last_s = np.full(n, -1, np.int64)
+    last_t = np.full(n, -1, np.int64)
+    for e in range(ends.shape[0]):
+        v = ends[e]
+        if last_s[v] == stratum[e] and last_t[v] != tile[e]:
+            return e
+        last_s[v] = stratum[e]
+        last_t[v] = tile[e]
+    return -1
+
+
+@njit(cache=True, nogil=True, boundscheck=False)
 def mark_touched(los, his, n_seg, perm, ends, stamp, epoch, buf, count):
     """Append endpoints of the edges in the segments not yet stamped with ``epoch`` to buf."""
     for k in range(n_seg):

@@ -17,7 +17,7 @@ from tux2 import partitioning
 from tux2.compile import (aggregate_kernel, append_unstamped, apply_kernel, combine_kernel, compile_call, copy_rows,
                           copy_rows_between, exchange_kernel,
                           finalize_kernel, group_by_part, mark_touched, minibatch_kernel, mirror_fanout,
-                          union_positions, view, writes_records, active_kernel)
+                          tiles_conflict, union_positions, view, writes_records, active_kernel)
 from tux2.config import cores, jit_disabled
 from tux2.errors import ContextStateError, DivergenceError, SchemaError
 from tux2.graph import BipartiteGraph
@@ -48,7 +48,10 @@ class Engine(ApplyRounds):
     ``tiles`` (optional, with ``strata``): positions where the tiles of the strata
     start, plus the end (``stratified_order(..., tiles=True)``). The tiles of a stratum
     share no vertex, so a partition's clock cut at tile starts runs in several threads
-    and gives the one-thread result bit for bit (as FPSGD's threads share one model).
+    and gives the one-thread result bit for bit (as FPSGD's threads share one model);
+    checked at setup. Each range after a partition's first gets its own context record
+    (sum fields from 0, added back after the clock): the Exchange may add to sum and
+    delta fields but not read them for its updates, and may write no other field.
 
     ``threads``: partitions of this process run their Exchanges (and fused loops) in
     this many threads; with ``tiles``, threads beyond the partitions each take a group
@@ -134,7 +137,9 @@ class Engine(ApplyRounds):
         self.fuse = bool(fuse)
         self.strata = self._check_strata(strata)
         self.tiles = self._check_strata(tiles, "tiles")
-        if self.tiles is not None and (self.strata is None or not np.isin(self.strata, self.tiles).all()):
+        if self.tiles is not None and self.strata is None:
+            raise SchemaError("tiles come with strata: Engine(strata=..., tiles=...) (tux2.graph.stratified_order)")
+        if self.tiles is not None and not np.isin(self.strata, self.tiles).all():
             raise SchemaError("tiles must cut the strata: every stratum start is a tile start")
         self._tiled = False         # True while edge mini-batch clocks run (their tiles may be cut)
         self.check_finite = bool(check_finite)
@@ -147,7 +152,13 @@ class Engine(ApplyRounds):
             raise SchemaError(f"threads must be >= 1, got {threads}")
         per_stratum = 1 if self.tiles is None else (len(self.tiles) - 1) // (len(self.strata) - 1)
         self.threads = min(int(threads) if threads is not None else cores(), len(self.parts) * max(per_stratum, 1))
-        self._groups = max(1, self.threads // len(self.parts)) if self.tiles is not None else 1
+        # ranges per partition and clock: the threads shared out (the first partitions take the rest)
+        self._groups = [1] * len(self.parts)
+        if self.tiles is not None:
+            self._groups = [self.threads // len(self.parts) + (i < self.threads % len(self.parts))
+                            for i in range(len(self.parts))]
+            if max(self._groups) > 1:
+                self._check_tiles()
         self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="tux2") if self.threads > 1 else None
         self._compile()
 
@@ -360,7 +371,7 @@ class Engine(ApplyRounds):
     def _run_minibatches(self, mb, at=0):
         order = None if mb.unit == "edge" else self.program.type_index(mb.enumerate)
         bounds = self._clock_bounds(mb)
-        cut = self._groups > 1 and mb.unit == "edge" and mb.active is None
+        cut = max(self._groups) > 1 and mb.unit == "edge" and mb.active is None
         if self.fuse and id(mb) in self._fused and not self.time_parts and not cut:
             return self._run_fused(mb, bounds, self._clock_order(mb, at, len(bounds) - 1))
         # stratified, BSP, one Exchange and its Apply per clock: a round may hold back the rows
@@ -503,12 +514,11 @@ class Engine(ApplyRounds):
         k = self._kernels[id(s)]
 
         def kernel(p, los, his, n, perm, ctx):
-            t0 = time.perf_counter() if self._part_s is not None else 0.0
+            t0 = time.perf_counter()
             A, B = p.types
             k(los, his, n, perm, p.ea, p.eb, view(A.data), view(B.data), view(p.edata),
               view(A.accum), view(B.accum), view(ctx))
-            if self._part_s is not None:
-                self._part_s[p.rank] += time.perf_counter() - t0
+            return p.rank, time.perf_counter() - t0
 
         def mark(p):
             los, his, n, perm = segs[self._slot[p.rank]]
@@ -520,9 +530,10 @@ class Engine(ApplyRounds):
             def run(p):
                 los, his, n, perm = segs[self._slot[p.rank]]
                 if n:
-                    kernel(p, los, his, n, perm, p.ctx)
+                    out = kernel(p, los, his, n, perm, p.ctx)
                     mark(p)
-            return self._each_part(run, self.parts)
+                    return out
+            return self._part_times([x for x in self._each_part(run, self.parts) if x is not None])
         jobs, scratch = [], []
         for p in self.parts:
             los, his, n, perm = segs[self._slot[p.rank]]
@@ -531,14 +542,32 @@ class Engine(ApplyRounds):
                 if i:
                     scratch.append((p, ctx, ctx.copy()))
                 jobs.append((p, lo, hi, 1, perm, ctx))
-        self._each_part(lambda j: kernel(*j), jobs)
+        self._part_times(self._each_part(lambda j: kernel(*j), jobs))
         for p, ctx, start in scratch:
             self._fold_ctx(p, ctx, start, s)
         self._each_part(mark, [p for p in self.parts if segs[self._slot[p.rank]][2]])
 
+    def _check_tiles(self):
+        """Threads may share a partition only if, within each stratum, every vertex's
+        edges lie in one tile (else they would race on it): one pass per partition."""
+        for p in self.parts:
+            perm, keys = p.orders[None]
+            tile = np.searchsorted(self.tiles, keys, side="right") - 1
+            stratum = np.searchsorted(self.strata, keys, side="right") - 1
+            ea, eb = (p.ea, p.eb) if len(perm) == 0 else (p.ea[perm], p.eb[perm])
+            for t, ends in ((0, ea), (1, eb)):
+                bad = tiles_conflict(ends, stratum, tile, p.types[t].n_local)
+                if bad >= 0:
+                    raise SchemaError(
+                        f"tiles do not separate the strata's vertices: {self.program.types[t].name} vertex "
+                        f"{int(p.types[t].gid[ends[bad]])} has edges in two tiles of stratum {int(stratum[bad])}; "
+                        "pass the graph in the order stratified_order gives (graph.permuted(order)) with its "
+                        "strata and tiles")
+
     def _tile_groups(self, p, los, his, n):
         """p's clock range as up to ``_groups`` ranges of about equal edges, cut at
         tile starts (the ranges share no vertex and run in parallel threads)."""
+        groups = self._groups[self._slot[p.rank]]
         if n != 1:
             return [(los, his)] if n else []
         a, b = int(los[0]), int(his[0])
@@ -550,15 +579,20 @@ class Engine(ApplyRounds):
                 starts = self._run_cache[("tiles", p.rank)] = np.searchsorted(p.orders[None][1], self.tiles)
             inner = np.unique(starts[(starts > a) & (starts < b)])
             cuts = [a]
-            for j in range(1, self._groups):
+            for j in range(1, groups):
                 if len(inner):      # the tile start nearest to an equal share
-                    c = int(inner[np.abs(inner - (a + (b - a) * j // self._groups)).argmin()])
+                    c = int(inner[np.abs(inner - (a + (b - a) * j // groups)).argmin()])
                     if c > cuts[-1]:
                         cuts.append(c)
             cuts.append(b)
             got = self._run_cache[key] = [(np.array([x], np.int64), np.array([y], np.int64))
                                           for x, y in zip(cuts[:-1], cuts[1:])]
         return got
+
+    def _part_times(self, times):
+        if self._part_s is not None:            # --trace: each partition's Exchange seconds (summed over ranges)
+            for rank, dt in times:
+                self._part_s[rank] += dt
 
     def _scratch_ctx(self, p, i):
         """A context record for p's i-th tile group: p's, with the sum fields at 0."""
@@ -690,7 +724,11 @@ class Engine(ApplyRounds):
             return out
         self._gathers = getattr(self, "_gathers", 0) + 1
         root = 0          # partition 0 lives on rank 0
-        msgs = {(part, root): [ids, np.ascontiguousarray(rec).view(np.uint8)] for part, ids, rec in pieces}
+        # a piece for another worker is a copy: the transport may still be reading what it is
+        # given when this worker goes on (ZeroMQ sends large buffers from its I/O thread), and
+        # the live records would by then hold the next iteration's updates
+        msgs = {(part, root): [ids, (rec.copy() if self._remote(part, root) else np.ascontiguousarray(rec))
+                               .view(np.uint8)] for part, ids, rec in pieces}
         inbox = self.transport.alltoall(self.clock, f"gather-{what}-{self._gathers}", msgs)
         if self.transport.rank != 0:
             return None

@@ -34,8 +34,8 @@ class Estimator:
     algorithm = None                # the name in model.json and ``tux2 run NAME``
     _unit, _iterations = "epoch", "epochs"     # what an iteration is called; the parameter counting them
     _resumable = ()                 # parameters a checkpoint may be resumed with other values of
-    _watch = None                   # the record key whose non-finite value stops the run
-    _hint = "check the input values or lower the step size"
+    _watch = None                   # the record key whose non-finite value stops the run, with this message:
+    _stop = "{key} is not finite at {unit} {n}; check the input values or lower the step size"
 
     # ------------------------------------------------------------ parameters
     @classmethod
@@ -83,16 +83,14 @@ class Estimator:
         data = data if isinstance(data, Dataset) else self.load_data(data, test)
         ck = None
         if checkpoint is not None:
-            ck = {"directory": os.fspath(checkpoint), "every": 1, "params": self._checkpoint_params(),
+            params = {k: v for k, v in self.get_params().items() if k not in (self._iterations, *self._resumable)}
+            ck = {"directory": os.fspath(checkpoint), "every": 1, "params": params,
                   "resume": os.fspath(checkpoint) if os.path.exists(os.path.join(checkpoint, "LATEST")) else None}
         options = dict(partitions=partitions, threads=threads, slack=slack, callbacks=callbacks, checkpoint=ck)
         if workers > 1:
             return fit_workers(self, data, workers, **options)
         train(self, data, **options)
         return self
-
-    def _checkpoint_params(self):
-        return {k: v for k, v in self.get_params().items() if k not in (self._iterations, *self._resumable)}
 
     def load_data(self, data, test=None):
         """A ``tux2.Dataset`` of what ``fit`` was given (default: ``tux2.loaders.load``)."""
@@ -134,17 +132,13 @@ class Estimator:
     def _diverged(self, rec):
         v = rec.get(self._watch)
         if self._watch and v is not None and not math.isfinite(v):
-            return f"{self._watch} is not finite at {self._unit} {rec[self._unit]}; {self._hint}"
+            return self._stop.format(key=self._watch, unit=self._unit, n=rec[self._unit], value=v, est=self)
         return None
 
     def _converged(self, history):
         return None
 
     # ------------------------------------------------------------ files
-    def _fitted(self):
-        if not hasattr(self, "run_"):
-            raise Tux2Error(f"this {type(self).__name__} is not fitted yet: call fit first")
-
     def _meta(self):
         """model.json: the algorithm, its parameters, what it learned that is a number."""
         params = {k: v for k, v in self.get_params().items() if isinstance(v, (str, int, float, bool, type(None)))}
@@ -159,7 +153,8 @@ class Estimator:
     def save(self, directory, summary=None):
         """Write the model as ``tux2 run … --out`` does (all files or none, with a
         manifest; tux2.files); ``summary``: lines for summary.txt."""
-        self._fitted()
+        if not hasattr(self, "run_"):
+            raise Tux2Error(f"this {type(self).__name__} is not fitted yet: call fit first")
         out = self._files()
         if summary:
             out["summary.txt"] = files.text("".join(line + "\n" for line in summary))

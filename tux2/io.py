@@ -821,26 +821,33 @@ def tokenize(text):
 
 def read_text_docs(path, type_names=("doc", "word"), min_count=1, stopwords=()):
     """One document per line (blank lines are empty documents, so document ids are
-    line numbers − 1). Returns (graph of doc–word counts, vocabulary list): word id i
-    is ``vocab[i]``, in order of first appearance. Words seen fewer than
-    ``min_count`` times in the whole file and ``stopwords`` are dropped."""
-    from collections import Counter
+    line numbers − 1): ``text_docs`` of the file's lines."""
     path = os.fspath(path)
     try:
         f = open(path, "rb")
     except OSError as e:
         raise InputError(f"cannot read text corpus: {e.strerror}", path=path) from None
-    docs = []
     with f:
-        for no, raw in enumerate(f, 1):          # decoded line by line, so an error names its line
-            if no == 1 and raw.startswith(BOM):
-                raw = raw[len(BOM):]
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as e:
-                raise InputError(f"not UTF-8 text ({e.reason} at byte {e.start} of the line)", path=path,
-                                 line=no, text=raw.decode("utf-8", "backslashreplace").rstrip("\r\n")) from None
-            docs.append(Counter(tokenize(line)))
+        return text_docs(_utf8_lines(f, path), type_names, min_count, stopwords, path)
+
+
+def _utf8_lines(f, path):
+    for no, raw in enumerate(f, 1):          # decoded line by line, so an error names its line
+        if no == 1 and raw.startswith(BOM):
+            raw = raw[len(BOM):]
+        try:
+            yield raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise InputError(f"not UTF-8 text ({e.reason} at byte {e.start} of the line)", path=path,
+                             line=no, text=raw.decode("utf-8", "backslashreplace").rstrip("\r\n")) from None
+
+
+def text_docs(texts, type_names=("doc", "word"), min_count=1, stopwords=(), source="texts"):
+    """(graph of doc–word counts, vocabulary list) of documents given as strings: word
+    id i is ``vocab[i]``, in order of first appearance. Words seen fewer than
+    ``min_count`` times in all of them and ``stopwords`` are dropped."""
+    from collections import Counter
+    docs = [Counter(tokenize(t)) for t in texts]
     total = Counter()
     for c in docs:
         total.update(c)
@@ -860,9 +867,9 @@ def read_text_docs(path, type_names=("doc", "word"), min_count=1, stopwords=()):
             dst.append(j)
             cnt.append(n)
     if not src:
-        raise InputError("no words found (empty file, or every word was filtered out)", path=path)
+        raise InputError("no words found (empty file, or every word was filtered out)", path=source)
     g = BipartiteGraph(np.array(src, np.int64), np.array(dst, np.int64), np.array(cnt, np.float64),
-                       len(docs), len(vocab), type_names, path)
+                       len(docs), len(vocab), type_names, source)
     return g, vocab
 
 

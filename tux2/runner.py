@@ -288,6 +288,10 @@ def train(est, data, *, transport=None, partitions=None, threads=None, slack=0, 
     eng = Engine(setup.program, setup.graph, partitions=parts, seed=getattr(est, "seed", 0), transport=transport,
                  slack=slack, threads=threads, **setup.engine)
     say(f"  layout + compile {time.perf_counter() - t0:.2f}s" + (f"; {eng.threads} threads" if eng.threads > 1 else ""))
+    if threads is not None and eng.threads < threads:
+        say(f"  note: {eng.threads} of --threads {threads} used: " + (
+            "a stratum has no more tiles per partition" if eng.tiles is not None else
+            "a worker runs at most one thread per partition (--partitions makes more)"))
     unit, n = est._unit, getattr(est, est._iterations)
     ck = Checkpoints(eng, transport, **(checkpoint or {}))
     history = []
@@ -407,15 +411,13 @@ class _Proc:
 def _worker(est, rank, job):
     """One process of ``fit_workers``: its transport, the run, rank 0's result file."""
     import pickle
-    from tux2.runtime import die_with_parent
-    from tux2.zmq_transport import ZmqTransport
+    from tux2.runtime import connect, die_with_parent
     die_with_parent()
     transport = None
     try:
         data = Dataset.load(os.path.join(job["dir"], "data.npz"))
-        transport = ZmqTransport(rank, job["world"], job["rendezvous"], job["partitions"], timeout=job["timeout"],
-                                 connect_timeout=max(4 * job["timeout"], 10.0), secret=job["secret"].encode(),
-                                 options=est.get_params())
+        transport = connect(rank, job["world"], job["rendezvous"], job["partitions"], timeout=job["timeout"],
+                            secret=job["secret"].encode(), options=est.get_params())
         train(est, data, transport=transport, partitions=job["partitions"], threads=job["threads"],
               slack=job["slack"], metrics=os.path.join(job["dir"], "metrics.jsonl"), checkpoint=job["checkpoint"])
         if rank == 0:

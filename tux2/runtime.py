@@ -83,6 +83,34 @@ def interface_to(host):
                         f"give --bind ADDRESS") from None
 
 
+def connect(rank, world, rendezvous, parts, *, timeout=30.0, bind=None, advertise=None, curve=None, secret=None,
+            options=None, max_frame_mb=2048):
+    """This worker's ZmqTransport: bound to ``bind`` (default: the interface that
+    reaches the rendezvous host), reachable as ``advertise`` (default: the bind
+    address, or this host's name when binding 0.0.0.0), authenticated by ``secret``
+    (default: TUX2_SECRET) or CURVE keys in ``curve``. Rank 0 warns when the traffic
+    is open to others."""
+    from tux2.zmq_transport import ZmqTransport
+    if not 0 < max_frame_mb < 1 << 40:
+        raise Tux2Error(f"--max-frame-mb must be a positive number of megabytes, not {max_frame_mb}")
+    bind = bind or interface_to(rendezvous.split("://", 1)[-1].rsplit(":", 1)[0])
+    secret = os.environ.get("TUX2_SECRET", "").encode() if secret is None else secret
+    if not is_loopback(bind) and not curve and rank == 0:
+        risk = ("authenticated (TUX2_SECRET) but not encrypted: anyone on the network can read the model as it "
+                "trains" if secret else "neither encrypted nor authenticated: anyone on the network can read "
+                "the model as it trains and slow the run down with junk")
+        print(f"tux2: warning: worker traffic on {bind} is {risk}; use --curve DIR (made by 'tux2 keys DIR')",
+              file=sys.stderr, flush=True)
+    elif not secret and not curve and rank == 0:
+        print("tux2: warning: workers without TUX2_SECRET or --curve take connections from anyone who can reach "
+              "their ports on this host (a stranger can stop the run at the rendezvous or fill a worker's "
+              "memory); export the same TUX2_SECRET for every worker ('tux2 run --workers N' does it itself)",
+              file=sys.stderr, flush=True)
+    return ZmqTransport(rank, world, rendezvous, parts, timeout=timeout, connect_timeout=max(4 * timeout, 10.0),
+                        bind_host=bind, advertise_host=advertise or (bind if bind != "0.0.0.0" else socket.getfqdn()),
+                        curve=curve, secret=secret, options=options, max_frame=int(max_frame_mb * (1 << 20)))
+
+
 def die_with_parent():
     """This process gets SIGTERM when the one that started it ends (Linux)."""
     try:

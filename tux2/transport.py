@@ -4,6 +4,13 @@ The engine speaks in messages between partitions: a message is a list of
 numpy arrays from partition ``src`` to partition ``dst``. ``LocalTransport``
 owns every partition in this process, so delivery is a dictionary hand-over;
 the ZeroMQ transport (distributed runtime) implements the same two calls.
+
+A message's arrays are handed over to the transport: it may read them after
+``send`` (or ``alltoall``, ``allgather``) returns — the ZeroMQ transport sends
+large buffers zero-copy from its I/O thread while the worker goes on — so the
+sender never writes them again. A message of live state (a gather of the model,
+the contexts) is a copy: otherwise a worker that has gone on to the next
+iteration sends values of that iteration, now and then, under load.
 """
 import numpy as np
 

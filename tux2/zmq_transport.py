@@ -4,7 +4,9 @@
   its data address (HELLO) and receives the table of all addresses (TABLE).
 * Data: per (clock, tag) every worker sends exactly one message to every
   other worker (possibly empty), so a receiver knows when it has everything.
-  Header + raw buffers (tux2.wire), zero-copy for large buffers, no pickle.
+  Header + raw buffers (tux2.wire), zero-copy for large buffers, no pickle. Zero-copy
+  means ZeroMQ's I/O thread reads a buffer after ``send`` returns: the arrays of a
+  message are handed over, never written again by the sender (tux2.transport).
 * Liveness: a heartbeat thread (own sockets) pings every peer; a receive
   gives up when a peer it waits for has been silent for ``timeout`` seconds
   and raises :class:`PeerLost` naming the rank. A worker that fails sends
@@ -488,7 +490,10 @@ class ZmqTransport:
         return tag if isinstance(tag, str) else "-".join(map(str, tag))
 
     def send(self, clock, tag, outgoing):
-        """One message to every other worker for (clock, tag), possibly empty."""
+        """One message to every other worker for (clock, tag), possibly empty. The arrays
+        are handed over: a large message leaves zero-copy from ZeroMQ's I/O thread after
+        this returns, so the caller must not write them afterwards (send a copy of live
+        state: tux2.transport)."""
         tag = self._tag(tag)
         by_worker = {r: [] for r in range(self.world)}
         for (src, dst), arrays in outgoing.items():
@@ -528,8 +533,9 @@ class ZmqTransport:
     def allreduce_context(self, clock, local_contexts, fold, tag="ctx"):
         """Every worker gets every partition's context and folds them in partition order."""
         dtype = local_contexts[0].dtype
-        mine = [(part, -1, [np.ascontiguousarray(c).view(np.uint8)])
-                for part, c in zip(self.local_parts, local_contexts)]
+        # copies: the engine writes its contexts as soon as this returns, maybe before a large
+        # one (e.g. LDA's with many topics) has left through the I/O thread
+        mine = [(part, -1, [c.copy().view(np.uint8)]) for part, c in zip(self.local_parts, local_contexts)]
         for r in range(self.world):
             if r != self.rank:
                 self._send(r, encode(DATA, clock, self.rank, self.world, tag, mine, token=self.token))

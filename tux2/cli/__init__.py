@@ -14,18 +14,14 @@ def expand_config(argv, run_parsers):
     ALGO`` (``batch-size`` or ``batch_size``; ``input`` for the positional), turned into
     command-line words placed before the user's own, so argparse checks them and flags
     given on the command line win."""
-    if len(argv) < 2 or argv[0] != "run" or "--config" not in argv and not any(a.startswith("--config=") for a in argv):
+    parser = run_parsers.get(argv[1]) if len(argv) > 1 and argv[0] == "run" else None
+    at = [i for i, a in enumerate(argv) if a == "--config" or a.startswith("--config=")]
+    if parser is None or not at:
         return argv
-    rest = list(argv[2:])
-    if "--config" in rest:
-        i = rest.index("--config")
-        if i + 1 >= len(rest):
-            raise Tux2Error("--config needs a file")
-        path = rest[i + 1]
-        del rest[i: i + 2]
-    else:
-        i = next(i for i, a in enumerate(rest) if a.startswith("--config="))
-        path = rest.pop(i).split("=", 1)[1]
+    rest = argv[2:at[0]] + argv[at[0] + 1:]
+    path = argv[at[0]].partition("=")[2] or (rest.pop(at[0] - 2) if at[0] + 1 < len(argv) else None)
+    if not path:
+        raise Tux2Error("--config needs a file")
     import tomllib
     try:
         with open(path, "rb") as f:
@@ -34,33 +30,26 @@ def expand_config(argv, run_parsers):
         raise InputError(f"cannot read config: {e.strerror}", path=path) from None
     except tomllib.TOMLDecodeError as e:
         raise InputError(f"not valid TOML: {e}", path=path) from None
-    parser = run_parsers.get(argv[1])
-    if parser is None:
-        return argv
     flags = {a.dest: a for a in parser._actions if a.option_strings}
     words, positional = [], []
     for key, value in conf.items():
         dest = key.replace("-", "_")
+        action = flags.get(dest)
         if dest == "input":
             positional.append(str(value))
-            continue
-        action = flags.get(dest)
-        if action is None:
+        elif action is None:
             known = ", ".join(sorted(k.replace("_", "-") for k in flags if k != "help"))
             raise InputError(f"unknown key {key!r} for 'tux2 run {argv[1]}'; the keys are its flags: {known}",
-                                  path=path)
-        flag = max(action.option_strings, key=len)
-        if action.nargs == 0:                          # store_true switches
+                             path=path)
+        elif action.nargs == 0:                        # store_true switches
             if not isinstance(value, bool):
                 raise InputError(f"{key} is a switch: true or false, not {value!r}", path=path)
-            if value:
-                words.append(flag)
-        elif isinstance(value, list):
-            words += [flag, *map(str, value)]
-        elif isinstance(value, (dict,)):
+            words += [max(action.option_strings, key=len)] if value else []
+        elif isinstance(value, dict):
             raise InputError(f"{key}: tables are not flags", path=path)
         else:
-            words += [flag, str(value).lower() if isinstance(value, bool) else str(value)]
+            values = value if isinstance(value, list) else [str(value).lower() if isinstance(value, bool) else value]
+            words += [max(action.option_strings, key=len), *map(str, values)]
     return argv[:2] + positional + words + rest
 
 

@@ -1,10 +1,8 @@
 """``tux2 run blockpg [INPUT]``: L1-regularised logistic regression by block proximal gradient."""
-from tux2.cli.common import (NONNEG, NONNEG_NUMBER, SEED, HelpFormatter, integer, add_checkpoint_args,
-                             add_distributed_args, add_libsvm_args, add_output_args, add_partition_args,
-                             classification_data, fit, number, run_distributed, save, speaker)
+from tux2.cli import common
+from tux2.cli.common import (NONNEG, NONNEG_NUMBER, SEED, HelpFormatter, integer, 
+                             add_libsvm_args, add_run_args, add_partition_args, number)
 from tux2.estimators.linear import BlockPG
-
-RESUMABLE = {"epochs"}
 
 
 def add_parser(algos):
@@ -36,21 +34,9 @@ def add_parser(algos):
                    help="add a constant feature 1 to every sample (an intercept, L1-penalised like liblinear's)")
     add_partition_args(p, mirror_free="samples")
     p.add_argument("--seed", type=SEED, default=0, help="seed of the feature shuffle and the partitioning")
-    add_output_args(p, "directory for weights.npz, weights.txt (index:weight, non-zeros) and model.json", "epoch")
-    add_checkpoint_args(p, "epoch")
-    add_distributed_args(p)
+    add_run_args(p, "directory for weights.npz, weights.txt (index:weight, non-zeros) and model.json", "epoch")
     p.set_defaults(func=run)
 
 
 def run(args):
-    return run_distributed(args, body)
-
-
-def body(args, transport, rank, world):
-    est = BlockPG(reg=args.lam, block_size=args.block_size, epochs=args.epochs, tol=args.tol, shrink=args.shrink,
-                  shrink_rest=args.shrink_rest, bias=args.bias, partitioner=args.partitioner, seed=args.seed,
-                  form=args.form)
-    data = classification_data(args, est)
-    say = speaker(args, rank)
-    fit(args, est, data, transport, rank, say, RESUMABLE)
-    return save(args, est, rank, say)
+    return common.run(args, BlockPG, common.classification_data, reg=args.lam)

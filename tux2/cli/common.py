@@ -5,12 +5,10 @@ libsvm input), and the way a ``tux2 run`` worker starts, trains through the runn
 import argparse
 import math
 import os
-import socket
 import sys
 
 from tux2 import partitioning, runner
 from tux2.config import cores
-from tux2.errors import Tux2Error
 from tux2.graph import BipartiteGraph
 from tux2.io import display_name
 
@@ -164,31 +162,31 @@ def add_partition_args(p, mirror_free=None, default="bicut", note=""):
     """--partitions and --partitioner; ``mirror_free`` names the side bicut/aweto keep whole."""
     note = note or (f" (bicut/aweto keep {mirror_free} mirror-free)" if mirror_free else "")
     p.add_argument("--partitions", type=PARTITIONS, default=None,
-                   help="number of partitions (P; default: one per worker and thread)")
+                   help="number of partitions (P; default: one per worker; for programs other than MF's "
+                        "per-edge SGD in strata, one per worker and thread)")
     p.add_argument("--partitioner", default=default,
                    help=f"vertex-cut strategy{note}: " + ", ".join(partitioning.available()))
 
 
-def add_output_args(p, out_help, unit):
-    """--out, --metrics (one JSON object per ``unit``) and --quiet."""
+def add_run_args(p, out_help, unit):
+    """The flags every ``tux2 run`` command has: --out, --metrics (one JSON object per
+    ``unit``), --quiet, --no-cache, --config, checkpoints and distributed runs."""
     p.add_argument("--out", help=out_help)
     p.add_argument("--metrics", help=f"write one JSON object per {unit} to this .jsonl file")
     p.add_argument("-q", "--quiet", action="store_true",
                    help=f"no per-{unit} lines (on a terminal they come with a live progress bar)")
     p.add_argument("--no-cache", action="store_true",
                    help="compile the algorithm's loops in this run instead of loading them from the kernel "
-                        "cache ($TUX2_CACHE_DIR, default ~/.cache/tux2)")
+                        "cache ($TUX2_CACHE_DIR, default ~/.cache/tux2), and generate a built-in data set "
+                        "instead of loading the copy kept there")
     p.add_argument("--config", metavar="FILE",
                    help="TOML file whose keys are these flags (batch-size = 1000, no-biases = true, input = "
                         "'ratings.txt'); flags on the command line win")
+    add_checkpoint_args(p, unit)
+    add_distributed_args(p)
 
 
-def speaker(args, rank):
-    """Prints on rank 0 unless --quiet; keeps rank 0's lines for the model's summary.txt."""
-    return runner.Speaker(not args.quiet and rank == 0, record=rank == 0)
-
-
-# flags that may change between a checkpoint and its resumption (each command adds its own)
+# flags that may change between a checkpoint and its resumption (and the estimator's _iterations, _resumable)
 RESUMABLE = {"out", "metrics", "quiet", "resume", "checkpoint_every", "checkpoint_dir", "trace", "func", "argv",
              "rank", "world", "rendezvous", "bind", "advertise", "timeout", "workers", "max_frame_mb", "curve",
              "config", "threads"}
@@ -279,38 +277,18 @@ def add_distributed_args(p):
                         "start and finish times) to DIR/trace-RANK.jsonl")
 
 
-def open_transport(args):
-    """(transport, rank, world) for a distributed worker, or (None, 0, 1)."""
-    from tux2.runtime import world_from
+def open_transport(args, tiled=False):
+    """(transport, rank, world) for a distributed worker, or (None, 0, 1); ``tiled``:
+    the estimator's threads share a worker's partition (tux2.Estimator.tiled)."""
+    from tux2.runtime import connect, world_from
     w = world_from(args.rank, args.world, args.rendezvous)
     if w is None or w[1] == 1:
         return None, 0, 1
     rank, world, rendezvous = w
-    from tux2.runtime import interface_to, is_loopback
-    from tux2.zmq_transport import ZmqTransport
-    if not 0 < args.max_frame_mb < 1 << 40:
-        raise Tux2Error(f"--max-frame-mb must be a positive number of megabytes, not {args.max_frame_mb}")
-    host = rendezvous.split("://", 1)[-1].rsplit(":", 1)[0]
-    bind = args.bind or interface_to(host)
-    secret = os.environ.get("TUX2_SECRET", "").encode()
-    if not is_loopback(bind) and not args.curve and rank == 0:
-        risk = ("authenticated (TUX2_SECRET) but not encrypted: anyone on the network can read the model as it "
-                "trains" if secret else "neither encrypted nor authenticated: anyone on the network can read "
-                "the model as it trains and slow the run down with junk")
-        print(f"tux2: warning: worker traffic on {bind} is {risk}; use --curve DIR (made by 'tux2 keys DIR')",
-              file=sys.stderr, flush=True)
-    elif not secret and not args.curve and rank == 0:
-        print("tux2: warning: workers without TUX2_SECRET or --curve take connections from anyone who can reach "
-              "their ports on this host (a stranger can stop the run at the rendezvous or fill a worker's "
-              "memory); export the same TUX2_SECRET for every worker ('tux2 run --workers N' does it itself)",
-              file=sys.stderr, flush=True)
-    advertise = args.advertise or (bind if bind != "0.0.0.0" else socket.getfqdn())
+    parts = runner.partitions(args.partitions, world, args.threads, tiled)
     options = {k: v for k, v in vars(args).items() if k not in _PER_WORKER}
-    t = ZmqTransport(rank, world, rendezvous, runner.partitions(args.partitions, world, args.threads, tiled(args)), timeout=args.timeout,
-                     connect_timeout=max(4 * args.timeout, 10.0), bind_host=bind, advertise_host=advertise,
-                     curve=args.curve, secret=secret, options=options,
-                     max_frame=int(args.max_frame_mb * (1 << 20)))
-    return t, rank, world
+    return connect(rank, world, rendezvous, parts, timeout=args.timeout, bind=args.bind, advertise=args.advertise,
+                   curve=args.curve, options=options, max_frame_mb=args.max_frame_mb), rank, world
 
 
 # options that may differ between the workers of one run (paths are per host)
@@ -318,27 +296,36 @@ _PER_WORKER = {"func", "argv", "rank", "rendezvous", "bind", "advertise", "curve
                "input", "test", "out", "metrics", "checkpoint_dir", "resume", "config", "timeout"}
 
 
-def tiled(args):
-    """Whether the command's threads share a worker's partition (tux2.Estimator.tiled)."""
-    return getattr(args, "tiled", False)
-
-
-def run_distributed(args, body):
-    """Launch ``--workers`` local processes, or run ``body(args, transport, rank, world)``
-    as one worker: any error is sent to the other workers (ABORT) before it propagates."""
+def run(args, cls, load, after=None, **params):
+    """``tux2 run ALGO``: launch ``--workers`` local processes, or as one worker train
+    the estimator ``cls`` (its parameters: the flags of the same names, and ``params``)
+    on ``load(args, est, transport, say)`` (a Dataset) through the runner with this
+    command's flags, ``after(args, est, say)``, and write --out on rank 0. Any error is
+    sent to the other workers (ABORT) before it propagates."""
     check_outputs(args)
     spool_inputs(args)
+    est = cls(**{**{k: v for k, v in vars(args).items() if k in cls._param_names()}, **params})
     if args.rank is None:
         runner.partitions(args.partitions, args.workers, args.threads)    # hopeless flags stop before any worker
     if args.workers > 1 and args.rank is None:
         from tux2.runtime import launch_local, strip_option
         argv = strip_option(args.argv, "--workers")
-        if args.threads is None and tiled(args):        # the cores shared out, not each worker taking them all
+        if args.threads is None and est.tiled():        # the cores shared out, not each worker taking them all
             argv += ["--threads", str(max(1, cores() // args.workers))]
         return launch_local(argv, args.workers, timeout=args.timeout)
-    transport, rank, world = open_transport(args)
+    transport, rank, world = open_transport(args, est.tiled())
     try:
-        return body(args, transport, rank, world)
+        say = runner.Speaker(not args.quiet and rank == 0, record=rank == 0)    # rank 0's lines: summary.txt
+        data = load(args, est, transport, say)
+        runner.train(est, data, transport=transport, partitions=args.partitions, threads=args.threads,
+                     slack=args.slack, say=say, metrics=args.metrics, checkpoint=_checkpoint(args, est, world),
+                     trace=args.trace)
+        if after:
+            after(args, est, say)
+        if args.out and rank == 0:
+            est.save(args.out, summary=say.lines)
+            say(f"model written to {args.out}")
+        return 0
     except BaseException as e:
         if transport is not None and not isinstance(e, SystemExit):
             transport.abort(f"{type(e).__name__}: {e}")
@@ -354,33 +341,24 @@ def run_distributed(args, body):
                       f"(first: {next(iter(transport.drop_reasons))})", file=sys.stderr, flush=True)
 
 
-def fit(args, est, data, transport, rank, say, resumable=()):
-    """Train ``est`` on ``data`` through the runner with this command's flags
-    (--partitions, --threads, --slack, --metrics, checkpoints, --trace)."""
+def _checkpoint(args, est, world):
+    """The runner's checkpoint keywords: the run's settings (all flags but those a
+    resume may change, among them the estimator's iterations and resumable
+    parameters) and the input files' sizes and times."""
     from tux2.checkpoint import input_stats
     def setting(k, v):                  # input files by where they are, not how they were typed
         if k in INPUT_FILES and isinstance(v, str) and display_name(v) == v and os.path.isfile(v):
             return os.path.realpath(v)
         return display_name(v) if isinstance(v, str) else v
+    resumable = RESUMABLE | {est._iterations, *est._resumable}
     params = {k: setting(k, v) for k, v in sorted(vars(args).items())
-              if k not in RESUMABLE | set(resumable) and isinstance(v, (str, int, float, bool, type(None)))}
+              if k not in resumable and isinstance(v, (str, int, float, bool, type(None)))}
     # the partitions the run has, however they were asked for (--partitions, or workers × threads)
-    params["partitions"] = runner.partitions(args.partitions, transport.world if transport else 1, args.threads,
-                                             tiled(args))
+    params["partitions"] = runner.partitions(args.partitions, world, args.threads, est.tiled())
     named = [vars(args)[k] for k in INPUT_FILES if vars(args).get(k)]
-    ck = {"directory": checkpoint_dir(args), "every": args.checkpoint_every, "resume": args.resume,
-          "params": params, "inputs": input_stats([os.path.realpath(p) for p in named
-                                                   if display_name(p) == p])}   # not stdin's copy
-    runner.train(est, data, transport=transport, partitions=args.partitions, threads=args.threads, slack=args.slack,
-                 say=say, metrics=args.metrics, checkpoint=ck, trace=args.trace)
-
-
-def save(args, est, rank, say):
-    """--out: the model, written once, by rank 0."""
-    if args.out and rank == 0:
-        est.save(args.out, summary=say.lines)
-        say(f"model written to {args.out}")
-    return 0
+    return {"directory": checkpoint_dir(args), "every": args.checkpoint_every, "resume": args.resume,
+            "params": params, "inputs": input_stats([os.path.realpath(p) for p in named
+                                                     if display_name(p) == p])}   # not stdin's copy
 
 
 # ---------------------------------------------------------------- libsvm input (blockpg, lr, svm, softmax, fm)
@@ -394,16 +372,18 @@ def add_libsvm_args(p, metrics):
                         "or keep both")
 
 
-def classification_data(args, est, classes=2):
+def classification_data(args, est, transport, say):
     """The Dataset of the flags: libsvm files, or without INPUT a kdd-shaped set of
-    20k train + 2k test samples over 10k power-law features (``classes`` > 2: a
-    softmax-labelled one)."""
+    20k train + 2k test samples over 10k power-law features (softmax: labelled with
+    ``est.classes``, default 5)."""
+    classes = (est.classes or 5) if est.loss == "softmax" else 2
     if args.input is not None:
         data = est.load_data(args.input, args.test, zero_based=args.zero_based, duplicates=args.duplicates)
         data.source = args.input
         return data
+    from tux2.datacache import generated
     from tux2.datasets import sparse_classification
-    g, y, _ = sparse_classification(n_samples=22_000, n_features=10_000, seed=args.seed, classes=classes)
+    g, y, _ = generated(sparse_classification, n_samples=22_000, n_features=10_000, seed=args.seed, classes=classes)
     cut, names = 20_000, ("sample", "feature")
     keep = g.src < cut
     test = BipartiteGraph(g.src[~keep] - cut, g.dst[~keep], g.values[~keep], g.n_src - cut, g.n_dst, names)

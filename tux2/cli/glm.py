@@ -1,13 +1,11 @@
 """``tux2 run lr|svm|softmax|fm [INPUT]``: generalised linear models and factorization
 machines by mini-batch SGD, with the training strategy of Spark MLlib, MLlib*, Petuum,
 ColumnSGD or PS2."""
-from tux2.cli.common import (NONNEG, NONNEG_NUMBER, PARTITIONS, POSITIVE, SEED, HelpFormatter, add_checkpoint_args,
-                             add_distributed_args, add_libsvm_args, add_output_args, classification_data, fit, integer,
-                             run_distributed, save, speaker)
+from tux2.cli import common
+from tux2.cli.common import (NONNEG, NONNEG_NUMBER, PARTITIONS, POSITIVE, SEED, HelpFormatter, 
+                             add_libsvm_args, add_run_args, integer)
 from tux2.estimators.linear import FM, LinearSVM, LogisticRegression, Softmax
 from tux2.udfs.glm import OPTIMIZERS, STRATEGIES
-
-RESUMABLE = {"epochs"}
 
 MODELS = {"lr": ("logistic", "logistic regression"), "svm": ("hinge", "linear SVM (hinge loss)"),
           "softmax": ("softmax", "multinomial (softmax) regression"),
@@ -55,24 +53,10 @@ def add_parser(algos):
         p.add_argument("--partitions", type=PARTITIONS, default=None,
                        help="number of partitions (P; default: one per worker and thread)")
         p.add_argument("--seed", type=SEED, default=0, help="seed of the sample shuffle and the partitioning")
-        add_output_args(p, "directory for weights.npz, weights.txt and model.json", "epoch")
-        add_checkpoint_args(p, "epoch")
-        add_distributed_args(p)
+        add_run_args(p, "directory for weights.npz, weights.txt and model.json", "epoch")
         p.set_defaults(func=run, model=name, **({} if name == "fm" else {"loss": loss, "factors": 0}))
 
 
 def run(args):
-    return run_distributed(args, body)
-
-
-def body(args, transport, rank, world):
-    common = dict(strategy=args.strategy, optimizer=args.optimizer, driver=args.driver, penalty=args.reg,
-                  reg=args.lam, batch=args.batch, eta=args.eta, decay=args.decay, epochs=args.epochs, seed=args.seed)
-    extra = {"softmax": {"classes": getattr(args, "classes", None)},
-             "fm": {"loss": args.loss, "factors": args.factors, "init_std": getattr(args, "init_std", None)}}
-    est = {"lr": LogisticRegression, "svm": LinearSVM, "softmax": Softmax, "fm": FM}[args.model](
-        **common, **extra.get(args.model, {}))
-    data = classification_data(args, est, (est.classes or 5) if args.loss == "softmax" else 2)
-    say = speaker(args, rank)
-    fit(args, est, data, transport, rank, say, RESUMABLE)
-    return save(args, est, rank, say)
+    cls = {"lr": LogisticRegression, "svm": LinearSVM, "softmax": Softmax, "fm": FM}[args.model]
+    return common.run(args, cls, common.classification_data, penalty=args.reg, reg=args.lam)

@@ -1,14 +1,14 @@
 """``tux2 run lda [INPUT]``: LDA by collapsed Gibbs sampling (SparseLDA) on a corpus."""
 import numpy as np
 
-from tux2.cli.common import (COUNT, NONNEG, POSITIVE, SEED, HelpFormatter, add_checkpoint_args, add_distributed_args,
-                             add_output_args, add_partition_args, fit, integer, run_distributed, save, speaker)
+from tux2.cli import common
+from tux2.cli.common import (COUNT, NONNEG, POSITIVE, SEED, HelpFormatter, 
+                             add_run_args, add_partition_args, integer)
 from tux2.estimators.lda import LDA
 from tux2.graph import BipartiteGraph
 from tux2.runner import Dataset
 
 FORMATS = ("auto", "triples", "docword", "text")
-RESUMABLE = {"iterations", "top_words"}
 
 
 def add_parser(algos):
@@ -41,32 +41,30 @@ def add_parser(algos):
     add_partition_args(p, mirror_free="documents")
     p.add_argument("--seed", type=SEED, default=0, help="seed of the initial topics and the sampler")
     p.add_argument("--top-words", type=NONNEG, default=10, help="words per topic in topics.txt and the summary")
-    add_output_args(p, "directory for lda.npz (word-topic, doc-topic counts), topics.txt, vocab.txt, model.json",
+    add_run_args(p, "directory for lda.npz (word-topic, doc-topic counts), topics.txt, vocab.txt, model.json",
                     "iteration")
-    add_checkpoint_args(p, "iteration")
-    add_distributed_args(p)
     p.set_defaults(func=run)
 
 
 def run(args):
-    return run_distributed(args, body)
+    return common.run(args, LDA, load, after=more_topics)
 
 
-def body(args, transport, rank, world):
-    est = LDA(topics=args.topics, iterations=args.iterations, alpha=args.alpha, beta=args.beta, sampler=args.sampler,
-              partitioner=args.partitioner, seed=args.seed, top_words=args.top_words)
-    if args.input is None:
-        from tux2.datasets import lda_corpus
-        d, w, c, phi = lda_corpus(n_docs=2000, n_words=5000, n_topics=20, doc_length=100, seed=args.seed)
-        g = BipartiteGraph(d, w, c.astype(np.float64), 2000, phi.shape[1], ("doc", "word"), "lda_corpus")
-        data = Dataset(g, format="built-in", source="built-in planted corpus (2000 documents, 20 topics, "
-                                                     "Dir(0.1)/Dir(0.01), ~100 tokens each)")
-    else:
+def load(args, est, transport, say):
+    """INPUT, or the built-in planted corpus."""
+    if args.input is not None:
         data = est.load_data(args.input, format=args.format, vocab=args.vocab, base=args.base,
                              min_count=args.min_count, duplicates=args.duplicates)
         data.source = args.input
-    say = speaker(args, rank)
-    fit(args, est, data, transport, rank, say, RESUMABLE)
-    if rank == 0 and args.topics > 10:
+        return data
+    from tux2.datacache import generated
+    from tux2.datasets import lda_corpus
+    d, w, c, phi = generated(lda_corpus, n_docs=2000, n_words=5000, n_topics=20, doc_length=100, seed=args.seed)
+    g = BipartiteGraph(d, w, c.astype(np.float64), 2000, phi.shape[1], ("doc", "word"), "lda_corpus")
+    return Dataset(g, format="built-in", source="built-in planted corpus (2000 documents, 20 topics, "
+                                                 "Dir(0.1)/Dir(0.01), ~100 tokens each)")
+
+
+def more_topics(args, est, say):
+    if args.topics > 10:
         say(f"  … {args.topics - 10} more topics" + (" in topics.txt" if args.out else " (use --out)"))
-    return save(args, est, rank, say)

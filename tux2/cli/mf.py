@@ -5,14 +5,13 @@ import os
 import numpy as np
 
 from tux2 import ingress, loaders
+from tux2.cli import common
 from tux2.cli.common import (COUNT, FRACTION, NONNEG, NONNEG_NUMBER, POSITIVE, SEED, HelpFormatter,
-                             add_checkpoint_args, add_distributed_args, add_id_args, add_input_args, add_output_args,
-                             add_partition_args, fit, input_options, integer, run_distributed, save, speaker)
+                             add_id_args, add_input_args, add_run_args,
+                             add_partition_args, input_options, integer)
 from tux2.estimators.mf import MF, NAMES, known_ids
 from tux2.graph import BipartiteGraph
 from tux2.runner import Dataset, partitions
-
-RESUMABLE = {"epochs", "eval_every"}
 
 
 def add_parser(sub):
@@ -64,61 +63,43 @@ def add_parser(sub):
                         "them (the step grows with the number of replicas: a worse model than one "
                         "partition's, or divergence); error stops such a run and names the remedies")
     p.add_argument("--seed", type=SEED, default=0, help="seed of initialisation, split, order and partitioning")
-    add_output_args(p, "directory for the model (.npz per vertex type + model.json)", "epoch")
-    add_checkpoint_args(p, "epoch")
+    add_run_args(p, "directory for the model (.npz per vertex type + model.json)", "epoch")
     p.add_argument("--eval-every", type=NONNEG, default=1,
                    help="compute test RMSE every N epochs (0: only after the last); with several workers "
                         "it gathers the model on rank 0")
-    add_distributed_args(p)
     p.set_defaults(func=run)
 
 
 def run(args):
-    args.tiled = estimator(args).tiled()       # threads share a worker's partition tile by tile
-    return run_distributed(args, body)
+    return common.run(args, MF, load, biases=not args.no_biases, **input_options(args))
 
 
-def estimator(args):
-    return MF(k=args.k, epochs=args.epochs, lr=args.lr, reg=args.reg, mode=args.mode, batch_size=args.batch_size,
-              batch_unit=args.batch_unit, enumerate=args.enumerate, step=args.step, biases=not args.no_biases,
-              order=args.order, blocks=args.blocks, overlap=args.overlap, partitioner=args.partitioner,
-              seed=args.seed, eval_every=args.eval_every, duplicates=args.duplicates, unknown=args.unknown,
-              **input_options(args))
-
-
-def body(args, transport, rank, world):
-    est = estimator(args)
-    say = speaker(args, rank)
-    order, blocks, partitioner = est.schedule(partitions(args.partitions, world, args.threads, args.tiled))
+def load(args, est, transport, say):
+    """This worker's share of INPUT (distributed ingress), or INPUT and --test, or INPUT
+    split by --test-fraction, or the built-in set."""
+    order, blocks, partitioner = est.schedule(partitions(args.partitions, transport.world if transport else 1,
+                                                         args.threads, est.tiled()))
     if (transport is not None and args.input is not None and partitioner in ingress.LOCAL_STRATEGIES
             and order in ("input", "blocked", "strata") and args.duplicates in ("error", "keep")
             and args.ids != "string" and (args.ids == "int" or loaders.numeric_ids(args.input, args.columns))):
-        # each worker reads its byte range and keeps only its partitions' edges
         train, assignment, mu, test = ingress.load(
             transport, args.input, transport.parts, partitioner, args.seed, args.test, args.test_fraction, order,
             single_clock=est.single_clock(), type_names=NAMES, duplicates=args.duplicates,
             partitioner_options={"blocks": blocks} if partitioner == "stratified" else None, unknown=est.unknown,
             columns=est.columns, base=est.base)
-        data = Dataset(train, test, source=args.input, mu=mu, assignment=assignment,
-                       read_as=loaders.describe_read(train, est.base), id_base=int(train.base))
         if args.trace:
             os.makedirs(args.trace, exist_ok=True)
-            with open(os.path.join(args.trace, f"ingress-{rank}.json"), "w") as f:
+            with open(os.path.join(args.trace, f"ingress-{transport.rank}.json"), "w") as f:
                 json.dump(train.stats, f)
-    else:
-        if transport is not None and args.input is not None:
-            say(f"  note: every worker reads the whole input (distributed ingress needs numeric ids, --duplicates "
-                f"error or keep, --order input or blocked and one of: {', '.join(ingress.LOCAL_STRATEGIES)})")
-        data = load(args, est)
-    fit(args, est, data, transport, rank, say, RESUMABLE)
-    return save(args, est, rank, say)
-
-
-def load(args, est):
-    """INPUT and --test, or INPUT split by --test-fraction, or the built-in set."""
+        return Dataset(train, test, source=args.input, mu=mu, assignment=assignment,
+                       read_as=loaders.describe_read(train, est.base), id_base=int(train.base))
+    if transport is not None and args.input is not None:
+        say(f"  note: every worker reads the whole input (distributed ingress needs numeric ids, --duplicates "
+            f"error or keep, --order input or blocked and one of: {', '.join(ingress.LOCAL_STRATEGIES)})")
     if args.input is None:
+        from tux2.datacache import generated
         from tux2.datasets import netflix_like
-        train, test = netflix_like(n_users=10_000, n_items=1_000, n_ratings=600_000, seed=args.seed)
+        train, test = generated(netflix_like, n_users=10_000, n_items=1_000, n_ratings=600_000, seed=args.seed)
         return Dataset(train, test, source="built-in Netflix-shaped set (10k users, 1k items, 600k ratings, "
                                            "planted rank 10, noise 0.5)")
     data = est.load_data(args.input, args.test, ids=args.ids)

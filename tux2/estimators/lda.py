@@ -4,13 +4,28 @@ import os
 
 import numpy as np
 
-from tux2 import files, loaders
+from tux2 import files, io, loaders
 from tux2.errors import InputError
 from tux2.estimator import Estimator
 from tux2.graph import BipartiteGraph
 from tux2.runner import Dataset, Setup
 from tux2.udfs import lda
 from tux2.version import __version__
+
+
+def read_words(path, n, error, why):
+    """The words of a vocabulary file, one per line: at least ``n``, else ``error``
+    saying ``why`` that many are needed."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            words = [line.strip() for line in f]
+    except (OSError, UnicodeDecodeError) as e:
+        raise error(f"{path}: cannot read vocabulary: {e}") from None
+    while words and not words[-1]:
+        words.pop()
+    if len(words) < n:
+        raise error(f"{path}: vocabulary has {len(words)} words but {why}")
+    return words
 
 
 def top_words(word_topic, n, vocab=None):
@@ -33,6 +48,7 @@ class LDA(Estimator):
     algorithm = "lda"
     _unit, _iterations = "iteration", "iterations"
     _resumable = ("top_words",)
+    _watch, _stop = "ll", "the log-likelihood is not finite at iteration {n} (ll {value})"
 
     def __init__(self, topics=20, iterations=100, alpha=0.1, beta=0.01, sampler="sparse", partitioner="bicut",
                  seed=0, top_words=10):
@@ -42,31 +58,16 @@ class LDA(Estimator):
     def load_data(self, data, test=None, format="auto", vocab=None, base=None, min_count=1, duplicates="sum"):
         """The corpus as a doc → word count graph, with its vocabulary: a text
         corpus's own, or ``vocab`` (a file, one word per line) for numeric ids."""
-        import tempfile
         words = None
         if isinstance(data, (list, tuple)) and data and isinstance(data[0], str):
-            with tempfile.TemporaryDirectory() as d:           # the text loader's tokeniser and vocabulary
-                path = os.path.join(d, "docs.txt")
-                with open(path, "w", encoding="utf-8") as f:
-                    f.write("".join(t.replace("\n", " ") + "\n" for t in data))
-                g, words, format = loaders.load_corpus(path, "text", min_count=min_count)
-            g.source = "texts"
+            (g, words), format = io.text_docs(data, min_count=min_count), "text"
         elif isinstance(data, (str, bytes)) or hasattr(data, "__fspath__"):
             g, words, format = loaders.load_corpus(data, format, base=base, min_count=min_count,
                                                    duplicates=duplicates)
         else:
             g, format = loaders.load(data, duplicates="sum"), "arrays"
         if words is None and vocab:
-            try:
-                with open(vocab, encoding="utf-8") as f:
-                    words = [line.strip() for line in f]
-            except (OSError, UnicodeDecodeError) as e:
-                raise InputError(f"cannot read vocabulary: {e}", path=vocab) from None
-            while words and not words[-1]:
-                words.pop()
-            if len(words) < g.n_dst:
-                raise InputError(f"vocabulary has {len(words)} words but the corpus uses word ids up to "
-                                 f"{g.n_dst - 1}", path=vocab)
+            words = read_words(vocab, g.n_dst, InputError, f"the corpus uses word ids up to {g.n_dst - 1}")
         return Dataset(g, vocab=words, format=format)
 
     def prepare(self, data, parts):
@@ -100,11 +101,6 @@ class LDA(Estimator):
     def _line(self, rec, n):
         return (f"iteration {rec['iteration']:4d}/{n}  ll/token {rec['ll_per_token']:.4f}  time {rec['time_s']:.3f}s  "
                 f"({rec['tokens_per_s'] / 1e6:.1f} M tokens/s)")
-
-    def _diverged(self, rec):
-        if not np.isfinite(rec["ll"]):
-            return f"the log-likelihood is not finite at iteration {rec['iteration']} (ll {rec['ll']})"
-        return None
 
     def read_model(self, eng, s):
         docs, words = eng.vertex_data("doc"), eng.vertex_data("word")        # gathered on rank 0
@@ -145,33 +141,44 @@ class LDA(Estimator):
         model_check.check_lda(directory, meta, arrays)
         arrays = arrays["lda.npz"]
         vocab = None
-        path = os.path.join(directory, "vocab.txt")
         manifest = files.read_manifest(directory, required=False)
-        if os.path.exists(path) and (manifest is None or "vocab.txt" in manifest):
+        if os.path.exists(os.path.join(directory, "vocab.txt")) and (manifest is None or "vocab.txt" in manifest):
             try:
                 files.verify(directory, ["vocab.txt"], required=False)
-                with open(path, encoding="utf-8") as f:
-                    vocab = [line.rstrip("\n") for line in f]
-            except (OSError, UnicodeDecodeError, files.FileError) as e:
-                raise model_check.ModelError(f"{path}: cannot read ({e})") from None
-            if len(vocab) < meta["words"]:
-                raise model_check.ModelError(f"{path}: {len(vocab)} words, but model.json says {meta['words']}")
+            except files.FileError as e:
+                raise model_check.ModelError(str(e)) from None
+            vocab = read_words(os.path.join(directory, "vocab.txt"), meta["words"], model_check.ModelError,
+                               f"model.json says {meta['words']}")
         self._set(arrays["word_topic"], arrays["topic_totals"], vocab, arrays.get("doc_topic"))
 
     # ------------------------------------------------------------ new documents
-    def transform(self, docs, iterations=50, seed=0):
-        """Topic mixtures θ (D × K) of new documents: a doc → word count graph in the
-        model's word ids, or a list of texts (tokenised as in training; unknown words
-        are left out)."""
-        from tux2.io import tokenize
-        if not isinstance(docs, BipartiteGraph):
+    def documents(self, docs):
+        """(doc → word count graph in the model's word ids, tokens left out) of ``docs``:
+        a list of texts or a text file (tokenised as in training; words the model lacks
+        are left out), or a corpus file in the model's numeric word ids."""
+        V = self.word_topic_.shape[1]
+        texts = isinstance(docs, (list, tuple))
+        if texts or (self.vocab_ is not None and io.sniff_corpus(docs) == "text"):
             if self.vocab_ is None:
                 raise ValueError("this model has numeric word ids: pass a doc → word count BipartiteGraph")
+            g, words = io.text_docs(docs) if texts else io.read_text_docs(docs)
             index = {w: i for i, w in enumerate(self.vocab_)}
-            pairs = [(d, index[w]) for d, text in enumerate(docs) for w in tokenize(text) if w in index]
-            V = len(self.vocab_)
-            key, cnt = np.unique(np.array([d * V + w for d, w in pairs], np.int64), return_counts=True)
-            docs = BipartiteGraph(key // V, key % V, cnt.astype(np.float64), len(docs), V, ("doc", "word"), "texts")
+            to_model = np.array([index.get(w, -1) for w in words], np.int64)[g.dst]
+            o = np.lexsort((to_model, g.src))
+            o = o[to_model[o] >= 0]                     # by document, then word; unknown words left out
+            return (BipartiteGraph(g.src[o], to_model[o], g.values[o], g.n_src, V, ("doc", "word"), g.source),
+                    int(g.values.sum() - g.values[o].sum()))
+        g, _, fmt = loaders.load_corpus(docs)
+        if g.n_dst > V:
+            line, text = io.edge_line(docs, int(np.argmax(g.dst)), 3 if fmt == "docword" else 0)
+            raise InputError(f"word id beyond the model's {V} words", path=docs, line=line, text=text)
+        return g, 0
+
+    def transform(self, docs, iterations=50, seed=0):
+        """Topic mixtures θ (D × K) of new documents: a doc → word count graph in the
+        model's word ids, or what ``documents`` takes."""
+        if not isinstance(docs, BipartiteGraph):
+            docs = self.documents(docs)[0]
         return lda.infer(self.word_topic_, self.topic_totals_, docs, self.alpha, self.beta, iterations, seed)
 
     def topic_words(self, n=10):

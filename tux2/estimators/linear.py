@@ -3,8 +3,6 @@ factorization machine of tux2.udfs.glm (``LogisticRegression``, ``LinearSVM``,
 ``Softmax``, ``FM``, each with the ``strategy`` of the system it trains like) and
 L1 logistic regression by block proximal gradient (``BlockPG``, tux2.udfs.blockpg).
 ``reg`` is λ everywhere; ``penalty`` picks R = ½‖W‖² (l2) or ‖W‖₁ (l1)."""
-import math
-
 import numpy as np
 
 from tux2 import files, loaders
@@ -81,6 +79,7 @@ class Linear(Estimator):
 
     loss = "logistic"
     _estimator_type = "classifier"
+    _watch, _stop = "objective", "objective is not finite at epoch {n}"
 
     def load_data(self, data, test=None, zero_based=False, duplicates="error"):
         """``data``: a libsvm path, (X, y), or X with ``test`` its labels y (the
@@ -218,10 +217,11 @@ class GLM(Linear):
                 + (f"test acc {rec['test_accuracy']:.4f}  " if "test_accuracy" in rec else "")
                 + f"time {rec['time_s']:.3f}s")
 
-    def _diverged(self, rec):
-        if not math.isfinite(rec["objective"]):
-            return f"objective is not finite at epoch {rec['epoch']}: lower --eta (now {self._resolved()[1]})"
-        return None
+    _stop = "objective is not finite at epoch {n}: lower --eta (now {est._eta})"
+
+    @property
+    def _eta(self):
+        return self._resolved()[1]
 
     def read_model(self, eng, s):
         W = glm.weights(eng)
@@ -317,9 +317,6 @@ class BlockPG(Linear):
         return (f"epoch {rec['epoch']:3d}/{n}  objective {rec['objective']:.6g}  non-zeros {rec['nnz']}  "
                 + (f"test acc {rec['test_accuracy']:.4f} auc {rec['test_auc']:.4f}  " if "test_auc" in rec else "")
                 + f"time {rec['time_s']:.3f}s")
-
-    def _diverged(self, rec):
-        return None if math.isfinite(rec["objective"]) else f"objective is not finite at epoch {rec['epoch']}"
 
     def _converged(self, history):
         """The objective fell by less than ``tol`` (relative) over the last

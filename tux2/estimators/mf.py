@@ -1,6 +1,8 @@
 """``tux2.MF``: matrix factorisation (tux2.udfs.mf) as an estimator — the one place
 where a rating set becomes an MF run: rating checks, test ids, the edge order
 (strata, blocked, shuffled), μ, the program; then predictions in the user's ids."""
+import copy
+
 import numpy as np
 
 from tux2 import files, loaders
@@ -14,14 +16,13 @@ from tux2.version import __version__
 NAMES = ("user", "item")
 
 
-def ratings(g, path=None, what="MF needs a rating column: expected 'user item rating'"):
+def ratings(g, what="MF needs a rating column: expected 'user item rating'"):
     """``g`` as a user → item graph, refused without a rating per edge (what load_edges
     found about it — layout, base, unknown ids — kept)."""
     if g.values is None:
-        raise InputError(what, path=path or g.source)
-    out = BipartiteGraph(g.src, g.dst, g.values, g.n_src, g.n_dst, NAMES, g.source, g.ids)
-    out.layout, out.base, out.unknown, out.unknown_ids, out.skipped = g.layout, g.base, g.unknown, g.unknown_ids, \
-        g.skipped
+        raise InputError(what, path=g.source)
+    out = copy.copy(g)
+    out.type_names = NAMES
     return out
 
 
@@ -56,11 +57,6 @@ def _integer(t):
         return int(t) if float(t).is_integer() else -1
     t = str(t).strip()
     return int(t) if t.lstrip("+-").isdigit() and abs(int(t)) < 1 << 62 else -1
-
-
-def _plain(x):
-    """A numpy scalar as the Python value it holds (for messages)."""
-    return x.item() if isinstance(x, np.generic) else x
 
 
 def unknown_note(test):
@@ -104,7 +100,7 @@ class MF(Estimator):
 
     algorithm = "mf"
     _resumable = ("eval_every",)
-    _watch = "train_rmse"
+    _watch, _stop = "train_rmse", "training diverged at epoch {n} (RMSE is not finite); lower --lr"
 
     def __init__(self, k=50, epochs=10, lr=None, reg=0.05, mode="sgd", batch_size=None, batch_unit="edge",
                  enumerate="item", step="adagrad", biases=True, order=None, blocks=None, overlap="error",
@@ -130,9 +126,7 @@ class MF(Estimator):
         else:
             g = loaders.load(data, **({} if isinstance(data, BipartiteGraph) else {"duplicates": self.duplicates}))
         train = ratings(g)
-        if test is None:
-            return Dataset(train, **facts)
-        return Dataset(train, self.test_data(test, train), **facts)
+        return Dataset(train, None if test is None else self.test_data(test, train), **facts)
 
     def test_data(self, test, train):
         """``test`` (a path, (users, items, ratings) in the user's ids, or what
@@ -246,11 +240,6 @@ class MF(Estimator):
                 + (f"test_rmse {rec['test_rmse']:.4f}  " if rec.get("test_rmse") is not None else "")
                 + f"time {rec['time_s']:.3f}s  ({rec['edges_per_s'] / 1e6:.1f} M edges/s)")
 
-    def _diverged(self, rec):
-        if not np.isfinite(rec["train_rmse"]):
-            return f"training diverged at epoch {rec['epoch']} (RMSE is not finite); lower --lr"
-        return None
-
     def read_model(self, eng, s):
         U, I = eng.vertex_data("user"), eng.vertex_data("item")
         g = s.graph
@@ -312,24 +301,15 @@ class MF(Estimator):
         strings as a file writes them); -1 where the model has none."""
         return lookup(self.ids_[side], x, (self.n_users, self.n_items)[side])
 
-    def dense(self, side, x, what):
-        """Dense ids of the user's ids ``x`` of one side; one the model lacks is an error."""
-        d = self.lookup(side, x)
-        if (d < 0).any():
-            bad = np.atleast_1d(np.asarray(x))[int(np.flatnonzero(d < 0)[0])]
-            n = (self.n_users, self.n_items)[side]
-            have = f"{n}, ids 0 … {n - 1}" if self.ids_[side] is None else f"{n} ids"
-            raise InputError(f"unknown {what} {_plain(bad)!r} (the model has {have})", path="predict")
-        return d
-
     def _unknown(self, side, d, given, what, policy):
         """The mask of dense ids ``d`` (-1: not in the model) without training ratings;
         with ``policy`` "error" the first one is an InputError naming ``given``'s id."""
         unk = d < 0
         unk[~unk] = ~self.known_[side][d[~unk]]
         if policy == "error" and unk.any():
-            bad = np.atleast_1d(np.asarray(given))[int(np.flatnonzero(unk)[0])]
-            raise InputError(f"unknown {what} {_plain(bad)!r} (no training ratings); unknown='skip' leaves it "
+            i = int(np.flatnonzero(unk)[0])
+            bad = np.atleast_1d(np.asarray(given))[i: i + 1].tolist()[0]
+            raise InputError(f"unknown {what} {bad!r} (no training ratings); unknown='skip' leaves it "
                              "out, 'baseline' predicts from the known side", path="predict")
         return unk
 
@@ -367,15 +347,12 @@ class MF(Estimator):
 
     def score(self, X, y=None):
         """−RMSE on the (user, item, rating) rows of ``X`` (scikit-learn's "higher is
-        better"), in dense ids; ids without training ratings are predicted from μ and the
-        known bias."""
+        better"), in the user's ids as ``predict`` takes them; ids without training
+        ratings are predicted from μ and the known bias."""
         X = np.asarray(X)
-        u, i, r = X[:, 0].astype(np.int64), X[:, 1].astype(np.int64), np.asarray(X[:, 2], np.float64)
-        known_u, known_i = self.known_
-        ku, ki = (u >= 0) & (u < self.n_users), (i >= 0) & (i < self.n_items)
-        ku[ku], ki[ki] = known_u[u[ku]], known_i[i[ki]]
-        pred = self.score_dense(np.where(ku, u, 0), np.where(ki, i, 0), (~ku, ~ki))
-        return -float(np.sqrt(np.mean((r - pred) ** 2)))
+        u, i = (X[:, j] if X.dtype.kind in "OUS" else X[:, j].astype(np.int64) for j in (0, 1))
+        pred = self.predict(u, i, unknown="baseline")
+        return -float(np.sqrt(np.mean((np.asarray(X[:, 2], np.float64) - pred) ** 2)))
 
     def recommend(self, users=None, k=10, exclude_seen=True, unknown=None, chunk=1024):
         """Top-``k`` items per user by predicted rating, leaving out the user's training
@@ -408,11 +385,8 @@ class MF(Estimator):
             S[un] = baseline                            # a user without: the baseline
             if exclude_seen and self.seen_ is not None:
                 indptr, indices = self.seen_
-                starts, ends = indptr[uu], np.where(un, indptr[uu], indptr[uu + 1])
-                rows = np.repeat(np.arange(len(uu)), ends - starts)
-                cols = indices[np.concatenate([np.arange(a, b) for a, b in zip(starts, ends)])] \
-                    if len(rows) else np.zeros(0, np.int64)
-                S[rows, cols] = -np.inf
+                for r in np.flatnonzero(~un):
+                    S[r, indices[indptr[uu[r]]: indptr[uu[r] + 1]]] = -np.inf
             part = np.argpartition(-S, k - 1, axis=1)[:, :k] if k < S.shape[1] else np.tile(np.arange(k), (len(uu), 1))
             ps = np.take_along_axis(S, part, axis=1)
             o = np.argsort(-ps, axis=1, kind="stable")
