@@ -304,7 +304,8 @@ def newton_program(labels, values, samples, features, n_features, lam=1.0, block
     """BlockPG's form="newton" (see above): ``inner`` sweeps per epoch over blocks of
     ``block_size`` features. Every stage accumulates, then applies (the step's direct
     writes are the same on all replicas, so they are averaged), so any partitioning
-    gives the one-partition iterates up to summation order."""
+    gives the one-partition iterates up to summation order. Meant for slack 0: the
+    gradient pass takes the margins as exact, which a late replica's step breaks."""
     y, size, kappa, x = _inputs(labels, values, samples, features, n_features, lam, block_size, shrink, rest)
     if int(inner) != inner or inner < 1:
         raise ValueError(f"inner sweeps must be a whole number >= 1, got {inner}")
