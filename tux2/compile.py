@@ -402,7 +402,7 @@ def minibatch_kernel(steps, accum_dtypes):
     ``steps``: ("exchange", kernel, mark types) or ("apply", type, kernel or None),
     in stage order. ``accum_dtypes``: the two types' accumulator dtypes (an Apply
     zeroes its vertices' accumulators). Mini-batch c covers positions
-    [pos[c], pos[c+1]) of the order ``perm``. Returns the touched counts and stamp
+    [pos[0, c], pos[1, c]) of the order ``perm``. Returns the touched counts and stamp
     epochs of both types, which the caller stores back.
     """
     key = (tuple(steps), tuple(accum_dtypes), jit_disabled(), cache_dir())
@@ -437,7 +437,7 @@ def _minibatch_kernel(steps, accum_dtypes):
             body += [f"ep{t} += 1", f"n{t} = 0"]
     src = ("def fused(c0, c1, pos, perm, ea, eb, A, B, E, AA, AB, ctx_arr, s0, tch0, n0, ep0, s1, tch1, n1, ep1):\n"
            "    los = np.empty(1, np.int64)\n    his = np.empty(1, np.int64)\n"
-           "    for c in range(c0, c1):\n        los[0] = pos[c]\n        his[0] = pos[c + 1]\n"
+           "    for c in range(c0, c1):\n        los[0] = pos[0, c]\n        his[0] = pos[1, c]\n"
            + "".join(f"        {line}\n" for line in body) + "    return n0, ep0, n1, ep1\n")
     return _kernel("fused", src, "fused", env, deps)
 

@@ -296,7 +296,7 @@ class Engine(ApplyRounds):
         k = minibatch_kernel(steps, [tl.accum.dtype for tl in self.parts[0].types])
         order = None if mb.unit == "edge" else self.program.type_index(mb.enumerate)
         for p in self.parts:               # index dtypes may differ between parts
-            compile_call(k, self._fused_args(p, order, 0, 0, np.zeros(1, np.int64)), mb, mb.stages[0].udf)
+            compile_call(k, self._fused_args(p, order, 0, 0, np.zeros((2, 1), np.int64)), mb, mb.stages[0].udf)
         return k, order
 
     def _fused_args(self, p, order, c0, c1, pos):
@@ -314,12 +314,12 @@ class Engine(ApplyRounds):
             if whole:
                 self.clock += 1
             mark = self._trace_start() if whole else None
-            for s in self.program.stages:
+            for at, s in enumerate(self.program.stages):
                 if isinstance(s, MiniBatch):
                     if mark is not None:        # stages before the mini-batches
                         self._trace_end(mark, epoch_stages=True)
                         mark = None
-                    self._run_minibatches(s)
+                    self._run_minibatches(s, at)
                 else:
                     if mark is None:            # stages outside the mini-batches: a record of their own
                         mark = self._trace_start(gate=False)
@@ -360,21 +360,30 @@ class Engine(ApplyRounds):
             self._run_cache[key] = np.r_[np.concatenate(starts) if starts else [0], total].astype(np.int64)
         return self._run_cache[key]
 
-    def _run_minibatches(self, mb):
+    def _clock_order(self, mb, at, clocks):
+        """The order of a mini-batch stage's clocks this epoch: as they come, or with
+        ``shuffle`` a permutation seeded by the engine's seed, the epoch and ``at``
+        (the stage's position), so every worker draws the same."""
+        if not mb.shuffle:
+            return range(clocks)
+        return np.random.default_rng((self.seed, self.iteration, at)).permutation(clocks)
+
+    def _run_minibatches(self, mb, at=0):
         order = None if mb.unit == "edge" else self.program.type_index(mb.enumerate)
         bounds = self._clock_bounds(mb)
         cut = max(self._groups) > 1 and mb.unit == "edge" and mb.active is None
         if self.fuse and id(mb) in self._fused and not self.time_parts and not cut:
-            return self._run_fused(mb, bounds)
+            return self._run_fused(mb, bounds, self._clock_order(mb, at, len(bounds) - 1))
         # stratified, BSP, one Exchange and its Apply per clock: a round may hold back the rows
         # its partition writes again in the next clock (no other replica reads them before)
         ahead = (self.slack == 0 and self.strata is not None and mb.unit == "edge" and mb.active is None
+                 and not mb.shuffle
                  and getattr(self.assignment, "strategy", "") == "stratified"
                  and [type(s) for s in mb.stages] == [Exchange, Apply])
         nxt = None
         self._tiled = cut
         try:
-            for c in range(len(bounds) - 1):
+            for c in self._clock_order(mb, at, len(bounds) - 1):
                 self.clock += 1
                 mark = self._trace_start()          # after the SSP gate
                 segs = nxt if nxt is not None else self._segments(order, bounds[c], bounds[c + 1], mb)
@@ -390,15 +399,18 @@ class Engine(ApplyRounds):
             self._ahead = None
             self._tiled = False
 
-    def _run_fused(self, mb, bounds):
+    def _run_fused(self, mb, bounds, clock_order):
         """The mini-batches of one epoch through the fused loop, in runs of clocks
         sized to take ~0.1 s (so progress bars and the trace still move)."""
         k, order = self._fused[id(mb)]
-        key = ("pos", id(mb))                 # per partition: where each clock's range starts
+        key = ("pos", id(mb))                 # per partition: where each clock's range starts and ends
         if key not in self._run_cache:
-            self._run_cache[key] = [np.searchsorted(p.orders[order][1], bounds) for p in self.parts]
+            self._run_cache[key] = [np.stack([q[:-1], q[1:]]) for q in
+                                    (np.searchsorted(p.orders[order][1], bounds) for p in self.parts)]
         pos = self._run_cache[key]
-        clocks, c, run = len(pos[0]) - 1, 0, 1
+        if mb.shuffle:
+            pos = [np.ascontiguousarray(q[:, clock_order]) for q in pos]
+        clocks, c, run = pos[0].shape[1], 0, 1
         while c < clocks:
             n = min(run, clocks - c)
             mark = self._trace_start(upto=self.clock + n - self.slack - 1)

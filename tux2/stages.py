@@ -26,7 +26,11 @@ UDF signatures keep the paper's names:
   the range's vertices that pass it at the start of the clock, and the Exchanges
   visit only their edges (a graph engine's active set, like PowerGraph's
   signalled vertices). It must read only sync fields and the context, which
-  every replica shares, so all replicas of a vertex agree.
+  every replica shares, so all replicas of a vertex agree. With ``shuffle=True``
+  the clocks of each epoch run in a seeded random order (the same on every
+  worker: the engine's seed, the epoch and the stage's position pick it), as
+  coordinate descent visits its coordinates; each clock is still one contiguous
+  range, so the central invariant holds.
 """
 from tux2.errors import SchemaError
 
@@ -95,7 +99,7 @@ class MiniBatch(Stage):
     """A composite stage run once per mini-batch (one clock each)."""
     kind = "minibatch"
 
-    def __init__(self, size, stages, unit="edge", enumerate=None, active=None):
+    def __init__(self, size, stages, unit="edge", enumerate=None, active=None, shuffle=False):
         if unit not in ("edge", "vertex"):
             raise SchemaError(f"MiniBatch unit must be 'edge' or 'vertex', got {unit!r}")
         if unit == "vertex" and enumerate is None:
@@ -111,5 +115,5 @@ class MiniBatch(Stage):
                 raise SchemaError(
                     f"Exchange {s.name!r} enumerates {s.enumerate!r} inside a MiniBatch over {enumerate!r}")
         self.size, self.unit, self.enumerate, self.stages = size, unit, enumerate, list(stages)
-        self.active = active
+        self.active, self.shuffle = active, bool(shuffle)
         self.name = "minibatch"

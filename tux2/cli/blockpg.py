@@ -15,8 +15,13 @@ def add_parser(algos):
                     "(20k samples, 10k power-law features).")
     add_libsvm_args(p, "accuracy, log-loss and AUC")
     p.add_argument("--lam", type=NONNEG_NUMBER, default=1.0, help="L1 weight lambda (= 1/C of liblinear)")
-    p.add_argument("--block-size", type=integer(1, 2 ** 31 - 1), default=500,
-                   help="features per block (mini-batch, one clock); blocks are a seeded shuffle")
+    p.add_argument("--block-size", type=integer(1, 2 ** 31 - 1), default=None,
+                   help="features per block (mini-batch, one clock); blocks are a seeded shuffle "
+                        "(default 500; 1 with --form newton)")
+    p.add_argument("--form", choices=("kappa", "newton"), default="kappa",
+                   help="kappa: a proximal step per block under the kappa bound (fast on normalised data); "
+                        "newton: a proximal Newton step per epoch, 10 coordinate-descent sweeps and a line "
+                        "search (converges on raw counts, e.g. text)")
     p.add_argument("--epochs", type=NONNEG, default=20, help="passes over all blocks")
     p.add_argument("--tol", type=NONNEG_NUMBER, default=0.0,
                    help="stop when the objective fell by less than this relative amount over the last "

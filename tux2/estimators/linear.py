@@ -264,15 +264,19 @@ class FM(GLM):
 class BlockPG(Linear):
     """L1 logistic regression, Σ log(1 + exp(−y x·w)) + reg ‖w‖₁ (liblinear's objective
     with C = 1/reg), by block proximal gradient (paper §4, Fig. 7). Parameters are
-    those of ``tux2 run blockpg``; ``coef_``: the weights, the intercept last with
-    ``bias``."""
+    those of ``tux2 run blockpg``; ``form="newton"``: a proximal Newton step per epoch
+    (udfs.blockpg.newton_program), for raw counts; ``block_size`` None: 500, or 1 for
+    newton; ``coef_``: the weights, the intercept last with ``bias``."""
 
     algorithm = "blockpg"
 
-    def __init__(self, reg=1.0, block_size=500, epochs=20, tol=0.0, shrink=0.9, shrink_rest=2, bias=False,
-                 partitioner="bicut", seed=0):
+    def __init__(self, reg=1.0, block_size=None, epochs=20, tol=0.0, shrink=0.9, shrink_rest=2, bias=False,
+                 partitioner="bicut", seed=0, form="kappa"):
         self.reg, self.block_size, self.epochs, self.tol, self.shrink = reg, block_size, epochs, tol, shrink
-        self.shrink_rest, self.bias, self.partitioner, self.seed = shrink_rest, bias, partitioner, seed
+        self.shrink_rest, self.bias, self.partitioner, self.seed, self.form = shrink_rest, bias, partitioner, seed, form
+
+    def _block(self):
+        return self.block_size or (1 if self.form == "newton" else 500)
 
     def prepare(self, data, parts):
         g, y = data.train, data.labels
@@ -283,8 +287,8 @@ class BlockPG(Linear):
         if self.bias:                             # the test set gets its bias in _scores
             g = with_bias(g)
         feat, perm = blockpg.shuffle_features(g.dst, g.n_dst, seed=self.seed)
-        prog = blockpg.program(y, g.values, g.src, feat, g.n_dst, lam=self.reg, block_size=self.block_size,
-                               shrink=self.shrink, rest=self.shrink_rest)
+        prog = blockpg.program(y, g.values, g.src, feat, g.n_dst, lam=self.reg, block_size=self._block(),
+                               shrink=self.shrink, rest=self.shrink_rest, form=self.form)
         graph = BipartiteGraph(g.src, feat, None, g.n_src, g.n_dst, g.type_names, data.source)
         opts = {"favorite": 0} if self.partitioner in ("bicut", "aweto") else None
         return Setup(graph, prog, {"partitioner": self.partitioner, "partitioner_options": opts}, test=data.test,
@@ -302,10 +306,11 @@ class BlockPG(Linear):
         return glm.graph_scores(W, with_bias(graph, len(W) - 1) if self.bias else graph)
 
     def _header(self, s, parts, world):
-        d = s.graph.n_dst
+        d, b = s.graph.n_dst, self._block()
+        per = "sweep" if self.form == "newton" else "epoch"
         return [f"tux2 {__version__} blockpg: {s.source}",
-                f"  {s.graph.n_src} samples, {d} features, {s.graph.num_edges} non-zeros; lambda={self.reg}, blocks "
-                f"of {self.block_size} ({-(-d // self.block_size)} per epoch), P={parts} ({self.partitioner})"
+                f"  {s.graph.n_src} samples, {d} features, {s.graph.num_edges} non-zeros; lambda={self.reg}, "
+                f"{self.form} form, blocks of {b} ({-(-d // b)} per {per}), P={parts} ({self.partitioner})"
                 + (f", {world} workers" if world > 1 else "")]
 
     def _line(self, rec, n):
