@@ -2,6 +2,7 @@
 import numpy as np
 from numba import njit
 
+from tux2.compile import group_by_part
 from tux2.errors import InputError
 from tux2.partitioning import EdgeView
 from tux2.partitioning.stratified import tiles
@@ -149,22 +150,6 @@ def _by_tile(src, dst, n_src, n_dst, blocks, tile_rank):
     return order, starts
 
 
-@njit(cache=True, nogil=True)
-def _by_group(group, n_groups):
-    """Stable counting sort of positions by ``group``: (order, starts)."""
-    starts = np.zeros(n_groups + 1, np.int64)
-    for e in range(group.shape[0]):
-        starts[group[e] + 1] += 1
-    for r in range(n_groups):
-        starts[r + 1] += starts[r]
-    fill = starts[:-1].copy()
-    order = np.empty(group.shape[0], np.int64)
-    for e in range(group.shape[0]):
-        order[fill[group[e]]] = e
-        fill[group[e]] += 1
-    return order, starts
-
-
 def stratified_order(src, dst, n_src, n_dst, blocks=16, seed=0, tiles=False):
     """DSGD's conflict-free edge order (tux2.partitioning.stratified): the B strata one
     after another in a seeded random order (as DSGD draws them), inside a stratum its
@@ -181,7 +166,7 @@ def stratified_order(src, dst, n_src, n_dst, blocks=16, seed=0, tiles=False):
     np.cumsum(np.bincount(stratum, minlength=blocks), out=bounds[1:])
     del stratum
     if blocks * blocks <= max(len(group), 1 << 16):
-        order, starts = _by_group(group, blocks * blocks)
+        order, starts = group_by_part(group, blocks * blocks)
     else:                   # more tiles than edges: a stable sort, and the bounds of the tiles that have edges
         order = np.argsort(group, kind="stable")
         g = group[order]

@@ -1,7 +1,6 @@
 """``tux2 run blockpg [INPUT]``: L1-regularised logistic regression by block proximal gradient."""
-from tux2.cli import common
-from tux2.cli.common import (NONNEG, NONNEG_NUMBER, SEED, HelpFormatter, integer, 
-                             add_libsvm_args, add_run_args, add_partition_args, number)
+from tux2.cli.common import (NONNEG, NONNEG_NUMBER, SEED, HelpFormatter, classification_data, integer,
+                             run as run_command, add_libsvm_args, add_run_args, add_partition_args, number)
 from tux2.estimators.linear import BlockPG
 
 
@@ -39,4 +38,4 @@ def add_parser(algos):
 
 
 def run(args):
-    return common.run(args, BlockPG, common.classification_data, reg=args.lam)
+    return run_command(args, BlockPG, classification_data, reg=args.lam)

@@ -1,9 +1,8 @@
 """``tux2 run lr|svm|softmax|fm [INPUT]``: generalised linear models and factorization
 machines by mini-batch SGD, with the training strategy of Spark MLlib, MLlib*, Petuum,
 ColumnSGD or PS2."""
-from tux2.cli import common
-from tux2.cli.common import (NONNEG, NONNEG_NUMBER, PARTITIONS, POSITIVE, SEED, HelpFormatter, 
-                             add_libsvm_args, add_run_args, integer)
+from tux2.cli.common import (NONNEG, NONNEG_NUMBER, PARTITIONS, POSITIVE, SEED, HelpFormatter, classification_data,
+                             run as run_command, add_libsvm_args, add_run_args, integer)
 from tux2.estimators.linear import FM, LinearSVM, LogisticRegression, Softmax
 from tux2.udfs.glm import OPTIMIZERS, STRATEGIES
 
@@ -59,4 +58,4 @@ def add_parser(algos):
 
 def run(args):
     cls = {"lr": LogisticRegression, "svm": LinearSVM, "softmax": Softmax, "fm": FM}[args.model]
-    return common.run(args, cls, common.classification_data, penalty=args.reg, reg=args.lam)
+    return run_command(args, cls, classification_data, penalty=args.reg, reg=args.lam)

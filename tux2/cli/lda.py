@@ -1,9 +1,8 @@
 """``tux2 run lda [INPUT]``: LDA by collapsed Gibbs sampling (SparseLDA) on a corpus."""
 import numpy as np
 
-from tux2.cli import common
-from tux2.cli.common import (COUNT, NONNEG, POSITIVE, SEED, HelpFormatter, 
-                             add_run_args, add_partition_args, integer)
+from tux2.cli.common import (COUNT, NONNEG, POSITIVE, SEED, HelpFormatter,
+                             run as run_command, add_run_args, add_partition_args, integer)
 from tux2.estimators.lda import LDA
 from tux2.graph import BipartiteGraph
 from tux2.runner import Dataset
@@ -47,7 +46,7 @@ def add_parser(algos):
 
 
 def run(args):
-    return common.run(args, LDA, load, after=more_topics)
+    return run_command(args, LDA, load, after=more_topics)
 
 
 def load(args, est, transport, say):

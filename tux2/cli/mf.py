@@ -5,9 +5,8 @@ import os
 import numpy as np
 
 from tux2 import ingress, loaders
-from tux2.cli import common
 from tux2.cli.common import (COUNT, FRACTION, NONNEG, NONNEG_NUMBER, POSITIVE, SEED, HelpFormatter,
-                             add_id_args, add_input_args, add_run_args,
+                             run as run_command, add_id_args, add_input_args, add_run_args,
                              add_partition_args, input_options, integer)
 from tux2.estimators.mf import MF, NAMES, known_ids
 from tux2.graph import BipartiteGraph
@@ -71,7 +70,7 @@ def add_parser(sub):
 
 
 def run(args):
-    return common.run(args, MF, load, biases=not args.no_biases, **input_options(args))
+    return run_command(args, MF, load, biases=not args.no_biases, **input_options(args))
 
 
 def load(args, est, transport, say):
