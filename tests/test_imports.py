@@ -98,3 +98,31 @@ def test_no_import_cycle():
 def test_no_cli_command_imports_another(command):
     others = {m for m in modules() if m.startswith("tux2.cli.") and m not in ("tux2.cli.common", command)}
     assert not graph()[command] & (others | {"tux2.cli"}), sorted(graph()[command] & (others | {"tux2.cli"}))
+
+
+def _python(code):
+    import subprocess
+    import sys
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
+def test_import_tux2_loads_no_numba_until_a_name_is_used():
+    out = _python("import sys, tux2; print('numba' in sys.modules); tux2.MF; print('numba' in sys.modules, "
+                  "tux2.MF.__module__, sorted(set(tux2.__all__) - set(dir(tux2))))")
+    assert out.split("\n")[:2] == ["False", "True tux2.estimators.mf []"]
+
+
+def test_the_programs_blas_shortcut_keeps_numbas_dot_working():
+    """tux2.cli loads scipy.linalg.cython_blas alone (numba's start checks for it); a
+    kernel's np.dot still reaches BLAS, and scipy.linalg still imports afterwards."""
+    out = _python("import sys, numpy as np, numba\n"
+                  "from tux2.cli import _load_blas_alone\n"
+                  "_load_blas_alone()\n"
+                  "print('scipy.linalg' in sys.modules)\n"
+                  "f = numba.njit(lambda a, b: np.dot(a, b))\n"
+                  "print(f(np.arange(6.0).reshape(2, 3), np.ones(3)))\n"
+                  "import scipy.linalg\n"
+                  "print(scipy.linalg.solve(np.eye(2), np.ones(2)))")
+    assert out.split("\n")[:3] == ["False", "[ 3. 12.]", "[1. 1.]"]

@@ -1,10 +1,9 @@
 """Command line: ``tux2 run mf [INPUT] ...``, one module per command (tux2.cli.mf,
 tux2.cli.lda, …), each built on tux2.cli.common, the runner and the estimators."""
+import gc
 import os
 import sys
 
-from tux2.cli import blockpg, glm, info, keys, lda, mf, partition, plot, predict
-from tux2.cli.common import Parser
 from tux2.errors import InputError, Tux2Error
 from tux2.version import __version__
 
@@ -74,6 +73,8 @@ def _user_names(message):
 
 def build_parser():
     """(the ``tux2`` parser, {algorithm: its ``tux2 run ALGO`` parser})."""
+    from tux2.cli import blockpg, glm, info, keys, lda, mf, partition, plot, predict
+    from tux2.cli.common import Parser
     parser = Parser(prog="tux2", description="TuX² graph engine for machine learning")
     parser.add_argument("--version", action="version", version=f"tux2 {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -87,8 +88,55 @@ def build_parser():
 
 
 def main(argv=None):
+    """The ``tux2`` command (``argv``: its words; None: this process's own, as the
+    ``tux2`` program and its workers run it, see ``quick_process``)."""
+    if argv is None:
+        with quick_process():
+            return _main(sys.argv[1:])
+    return _main(list(argv))
+
+
+class quick_process:
+    """The ``tux2`` program runs without Python's cyclic garbage collector until its
+    first epoch has run (tux2.cli.common.collect_from_now) and skips the
+    collector's final pass at exit: numba's start (its typing tables, the loops loaded
+    from the kernel cache) makes a few hundred thousand objects that all live until the
+    process ends, and the collector's passes over them cost ~0.3 s of a short run. Data
+    and models are numpy arrays, which it never needs to collect."""
+
+    def __enter__(self):
+        gc.disable()
+        _load_blas_alone()
+
+    def __exit__(self, *exc):
+        gc.freeze()                   # exit's final collection has nothing left to walk
+
+
+def _load_blas_alone():
+    """numba's start checks that scipy.linalg.cython_blas imports, which imports all of
+    scipy.linalg first (0.17 s, most of it scipy's array-API layer); load that one
+    extension module on its own so the check finds it in sys.modules. (numba takes its
+    BLAS functions from that module, so np.dot in a kernel still works; a later
+    ``import scipy.linalg`` imports the package as usual.) Any failure leaves the
+    usual import to numba."""
+    import importlib.machinery
+    import importlib.util
+    name = "scipy.linalg.cython_blas"
+    if name in sys.modules:
+        return
+    try:
+        import scipy
+        spec = importlib.machinery.PathFinder.find_spec(name, [os.path.join(os.path.dirname(scipy.__file__),
+                                                                            "linalg")])
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    except Exception:
+        return
+    sys.modules.setdefault(name, module)
+
+
+def _main(argv):
     parser, run_parsers = build_parser()
-    argv = sys.argv[1:] if argv is None else list(argv)
     try:
         argv = expand_config(argv, run_parsers)
     except Tux2Error as e:

@@ -3,6 +3,7 @@ types, the flag groups (ids, partitions, outputs, checkpoints, distributed runs,
 libsvm input), and the way a ``tux2 run`` worker starts, trains through the runner
 (tux2.runner) and saves its estimator (tux2.estimators)."""
 import argparse
+import gc
 import math
 import os
 import sys
@@ -319,7 +320,7 @@ def run(args, cls, load, after=None, **params):
         data = load(args, est, transport, say)
         runner.train(est, data, transport=transport, partitions=args.partitions, threads=args.threads,
                      slack=args.slack, say=say, metrics=args.metrics, checkpoint=_checkpoint(args, est, world),
-                     trace=args.trace)
+                     trace=args.trace, callbacks=[collect_from_now])
         if after:
             after(args, est, say)
         if args.out and rank == 0:
@@ -339,6 +340,14 @@ def run(args, cls, load, after=None, **params):
             if transport.dropped:
                 print(f"tux2: note: [worker {rank}] dropped {transport.dropped} malformed or foreign frames "
                       f"(first: {next(iter(transport.drop_reasons))})", file=sys.stderr, flush=True)
+
+
+def collect_from_now(record=None):
+    """After the first epoch of a ``tux2`` program (tux2.cli.quick_process): the objects
+    made so far stay for good; freeze them and turn the garbage collector back on."""
+    if not gc.isenabled():
+        gc.freeze()
+        gc.enable()
 
 
 def _checkpoint(args, est, world):
