@@ -104,9 +104,28 @@ def test_large_files_parse_in_chunks_like_one_pass(tmp_path):
     assert len(text) > 4 << 20
     g = read_edge_list(write(tmp_path, text))
     assert g.src.tolist() == s.tolist() and g.dst.tolist() == d.tolist()
-    np.testing.assert_allclose(g.values, v, rtol=1e-15)
+    assert (g.src.dtype, g.dst.dtype, g.values.dtype) == (np.int32, np.int32, np.float32)   # 12 bytes per edge
+    np.testing.assert_array_equal(g.values, v.astype(np.float32))
     for bad, what in (("17 x 2.0", "malformed vertex id"), ("17 3", "missing value column")):
         broken = lines[:300_000] + [bad] + lines[300_000:]
         with pytest.raises(InputError) as ei:
             read_edge_list(write(tmp_path, "\n".join(broken) + "\n"))
         assert ei.value.line == 300_001 and what in str(ei.value)
+
+
+def test_ids_beyond_int32_are_read_into_int64_and_values_beyond_float32_named(tmp_path):
+    """Edges are parsed straight into int32 ids and float32 values; an id that needs
+    more is read again into int64 (in whichever chunk it is); a value float32 cannot
+    hold names its line."""
+    from tux2.io import EdgeFormat, _parse_from
+    big = 3_000_000_000
+    lines = [f"{i % 1000} {i % 7} 1.5" for i in range(300_000)]
+    lines[250_000] = f"{big} 3 2.5"
+    raw = ("\n".join(lines) + "\n").encode()
+    s, d, v, ncols = _parse_from(raw, EdgeFormat(), "big.txt")
+    assert (s.dtype, v.dtype, ncols, len(s)) == (np.int64, np.float32, 3, 300_000)
+    assert s[250_000] == big and s[249_999] == 249_999 % 1000 and d[250_000] == 3 and v[250_000] == 2.5
+    s, d, v, _ = _parse_from(raw.replace(str(big).encode(), b"2147483647"), EdgeFormat(), "big.txt")
+    assert s.dtype == np.int32 and s[250_000] == 2 ** 31 - 1           # the largest int32 id stays int32
+    with pytest.raises(InputError, match=r"big.txt:7: value beyond the float32 range"):
+        _parse_from(b"1 2 3\n" * 6 + b"1 2 1e39\n", EdgeFormat(), "big.txt")

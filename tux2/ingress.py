@@ -29,12 +29,18 @@ from tux2.partitioning.hashing import Hasher
 LOCAL_STRATEGIES = ("random", "grid", "dbh", "hybrid", "bicut", "greedy", "hdrf", "stratified")
 
 
-def test_mask(eid, fraction, seed):
-    """Held-out edges: a hash of the global edge id, so any worker can decide alone."""
+def test_mask(eid, fraction, seed, chunk=1 << 20):
+    """Held-out edges: a hash of the global edge id (an array, or a ``range``), so any
+    worker can decide alone. Hashed ``chunk`` ids at a time: no temporaries the size
+    of the edges."""
+    out = np.zeros(len(eid), bool)
     if fraction <= 0:
-        return np.zeros(len(eid), bool)
-    h = Hasher("uniform", seed=seed + 7919).vertex(np.asarray(eid, np.int64))
-    return h.astype(np.float64) / 2.0 ** 32 < fraction
+        return out
+    hasher = Hasher("uniform", seed=seed + 7919)
+    for lo in range(0, len(eid), chunk):
+        h = hasher.vertex(np.asarray(eid[lo:lo + chunk], np.int64))
+        out[lo:lo + chunk] = h.astype(np.float64) / 2.0 ** 32 < fraction
+    return out
 
 
 def tile_rank(src, dst, n_src, n_dst, blocks, seed):

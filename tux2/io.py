@@ -28,7 +28,12 @@ _MESSAGES = {
     8: "missing value column (other lines have 3 columns)",
     9: "missing column (fewer columns than --columns names)",
     10: "a value column where the lines before have none (the first data line has 2 columns)",
+    11: "vertex id too large for int32 (read again into int64)",
+    12: f"value beyond the float32 range (±{float(np.finfo(np.float32).max):.4g}) edge values are kept in",
 }
+ID32_MAX = int(np.iinfo(np.int32).max)
+ID62_MAX = 1 << 62
+VALUE32_MAX = float(np.finfo(np.float32).max)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -152,12 +157,14 @@ NONE = -1          # value column: none (every edge 1)
 
 
 @njit(cache=True, nogil=True)
-def _parse_edges(buf, start, out_s, out_d, out_v, cs=0, cd=1, cv=OPTIONAL, colon=False):
+def _parse_edges(buf, start, out_s, out_d, out_v, cs=0, cd=1, cv=OPTIONAL, colon=False, id_max=ID62_MAX,
+                 value_max=np.inf):
     """Parse lines from buf[start:] in one pass (tokens end at a separator or the
     newline): the ids in columns ``cs``, ``cd`` (0-based), the value in ``cv``
     (OPTIONAL: the third column when the lines have one; NONE: no value); other
-    columns are skipped unread. Returns (n_edges, ncols, err, err_line, err_pos),
-    ncols 3 when values were read, else 2."""
+    columns are skipped unread. An id over ``id_max`` is error 11, a value beyond
+    ±``value_max`` error 12 (the limits of narrower output arrays). Returns
+    (n_edges, ncols, err, err_line, err_pos), ncols 3 when values were read, else 2."""
     n = buf.shape[0]
     pos = start
     line = 0
@@ -215,6 +222,10 @@ def _parse_edges(buf, start, out_s, out_d, out_v, cs=0, cd=1, cv=OPTIONAL, colon
             ncols = cols
         elif cols != ncols:
             return k, ncols, 8 if cols == 2 else 10, line, pos
+        if s > id_max or d > id_max:
+            return k, ncols, 11, line, pos
+        if abs(v) > value_max:
+            return k, ncols, 12, line, pos
         out_s[k] = s
         out_d[k] = d
         out_v[k] = v
@@ -384,10 +395,12 @@ def read_edge_list(path, base=None, type_names=("src", "dst"), n_src=None, n_dst
                           type_names=type_names, source=path)
 
 
-def _parse_from(raw, fmt, path):
+def _parse_from(raw, fmt, path, ids=np.int32):
     """(src, dst, values, columns) of the edge lines of ``raw`` laid out as ``fmt`` (an
-    EdgeFormat); errors name the line. Large inputs are parsed in chunks on every core
-    (split at line starts); the result and any error are those of a serial parse."""
+    EdgeFormat); errors name the line. Parsed straight into the arrays the edges are
+    kept in: int32 ids (int64 when an id needs it: read again), float32 values (12
+    bytes per edge). Large inputs are parsed in chunks on every core (split at line
+    starts); the result and any error are those of a serial parse."""
     start, line_offset = fmt.start, fmt.skip
     buf = np.frombuffer(raw, dtype=np.uint8)
     size = len(raw) - start
@@ -408,15 +421,19 @@ def _parse_from(raw, fmt, path):
     cap[-1] += 1
     offsets = np.zeros(len(cap) + 1, np.int64)
     np.cumsum(cap, out=offsets[1:])
-    s, d, v = (np.empty(offsets[-1], t) for t in (np.int64, np.int64, np.float64))
+    id_max = ID32_MAX if ids == np.int32 else ID62_MAX
+    s, d, v = (np.empty(offsets[-1], t) for t in (ids, ids, np.float32))
     res = np.zeros((len(cap), 5), np.int64)
-    _parse_chunks(buf, bounds, offsets, s, d, v, res, *fmt.args)
+    _parse_chunks(buf, bounds, offsets, s, d, v, res, *fmt.args, id_max, VALUE32_MAX)
     k, ncols, err = res[:, 0], res[:, 1], res[:, 2]
     cols = set(ncols[k > 0].tolist())
     if err.any() or len(cols) > 1:
+        del s, d, v
         # the first error in file order, exactly as one serial pass reports it
-        s, d, v = (np.empty(offsets[-1], t) for t in (np.int64, np.int64, np.float64))
-        n, nc, e, line, pos = _parse_edges(buf, start, s, d, v, *fmt.args)
+        s, d, v = (np.empty(offsets[-1], t) for t in (np.int64, np.int64, np.float32))
+        n, nc, e, line, pos = _parse_edges(buf, start, s, d, v, *fmt.args, ID62_MAX, VALUE32_MAX)
+        if e == 0:                            # no error, an id beyond int32: the int64 arrays are the result
+            return s[:n], d[:n], v[:n], nc
         raise InputError(_MESSAGES[e], path=path, line=line + line_offset, text=_line_text(raw, pos))
     if (k[:-1] != cap[:-1]).any():            # blank or comment lines left gaps before the last chunk
         s, d, v = _compact(s, d, v, offsets, k)
@@ -437,11 +454,11 @@ def _count_newlines(buf, bounds):
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def _parse_chunks(buf, bounds, offsets, s, d, v, res, cs, cd, cv, colon):
+def _parse_chunks(buf, bounds, offsets, s, d, v, res, cs, cd, cv, colon, id_max, value_max):
     for c in prange(len(bounds) - 1):
         o = offsets[c]
         k, ncols, err, line, pos = _parse_edges(buf[bounds[c]:bounds[c + 1]], 0, s[o:], d[o:], v[o:], cs, cd, cv,
-                                                colon)
+                                                colon, id_max, value_max)
         res[c, 0] = k
         res[c, 1] = ncols
         res[c, 2] = err

@@ -207,25 +207,35 @@ def _load_edges(path, ids, duplicates, base, type_names, id_maps, values, column
                 out[~miss] = maps[side].decode(enc[~miss]) if maps[side] is not None else enc[~miss]
                 unknown_ids.append(out)
         n = [max(x if x is not None else 0, int(a.max()) + 1 if len(a) else 0, 1) for x, a in zip(n, (s, d))]
+    if values is True and v is None:
+        raise InputError("expected a value column: 'src dst value'", path=path)
+    if values is False and v is not None:
+        raise InputError("expected two columns 'src dst' (no value)", path=path)
+    if v is not None and len(v):
+        i = int(np.argmax(np.abs(v)))
+        if abs(v[i]) > FLOAT32_MAX:                     # the programs keep edge values as float32
+            line, text = io.edge_line(path, i, skip)
+            raise InputError(f"value {v[i]:g} is beyond the float32 range (±{FLOAT32_MAX:.4g}) the "
+                             "edge values of edge lists are stored in", path=path, line=line, text=text)
+    s, d, v = narrow(s, d, v)
     g = BipartiteGraph(s, d, v, n[0], n[1], type_names, path, ids=maps)
     g.layout, g.base = fmt, used_base
     if encode:
         g.unknown, g.skipped, g.unknown_ids = unk, skipped, unknown_ids
-    if values is True and g.values is None:
-        raise InputError("expected a value column: 'src dst value'", path=path)
-    if values is False and g.values is not None:
-        raise InputError("expected two columns 'src dst' (no value)", path=path)
-    if g.values is not None and len(g.values):
-        i = int(np.argmax(np.abs(g.values)))
-        if abs(g.values[i]) > FLOAT32_MAX:              # the programs keep edge values as float32
-            line, text = io.edge_line(path, i, skip)
-            raise InputError(f"value {g.values[i]:g} is beyond the float32 range (±{FLOAT32_MAX:.4g}) the "
-                             "edge values of edge lists are stored in", path=path, line=line, text=text)
     if encode:
         return g
     out = dedupe(g, duplicates, lambda i: (path, *io.edge_line(path, i, skip)))
     out.layout, out.base = fmt, used_base
     return out
+
+
+def narrow(src, dst, values):
+    """The arrays a file's edges are kept in: int32 ids when both sides' fit (4 bytes
+    per end instead of 8), float32 values (what the programs compute with): 12 bytes
+    per edge with values instead of 24."""
+    if len(src) and max(int(src.max()), int(dst.max())) <= np.iinfo(np.int32).max:
+        src, dst = src.astype(np.int32, copy=False), dst.astype(np.int32, copy=False)
+    return src, dst, None if values is None else values.astype(np.float32, copy=False)
 
 
 def _encode_ints(a, m, known):

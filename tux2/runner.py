@@ -281,6 +281,8 @@ def train(est, data, *, transport=None, partitions=None, threads=None, slack=0, 
     requested = partitions
     parts = globals()["partitions"](requested, world, threads, est.tiled())
     setup = est.prepare(data, parts)
+    source = setup.source if hasattr(setup, "source") else getattr(data, "source", None)
+    del data            # the data as loaded, when the caller kept no reference: the setup has what the run needs
     for line in est._header(setup, parts, world):
         say(line)
     check_partitions(parts, setup.graph.num_edges, requested, world, threads)
@@ -324,7 +326,6 @@ def train(est, data, *, transport=None, partitions=None, threads=None, slack=0, 
         say(f"0 {unit}s: nothing trained")
     est.read_model(eng, setup)
     est.history_ = history
-    source = setup.source if hasattr(setup, "source") else getattr(data, "source", None)
     est.run_ = {"source": display_name(source) if isinstance(source, str) else source,
                 "partitions": parts, "workers": world, "clock": eng.clock, "iteration": eng.iteration,
                 "context": eng.context(), **getattr(setup, "meta", {})}

@@ -131,14 +131,21 @@ def program(k=50, mode="sgd", lr=None, reg=0.05, batch_size=None, batch_unit="ed
                    init_vertices=init_vertices, name=f"mf-{mode}")
 
 
-def predict(user_data, item_data, users, items, mu=0.0, unknown=None):
+def predict(user_data, item_data, users, items, mu=0.0, unknown=None, chunk=1 << 15):
     """r̂ for (users[i], items[i]) from gathered master data. ``unknown``: (user mask,
     item mask) of pairs whose user or item has no training ratings: the baseline μ
     plus the known side's bias (μ alone when both are unknown), as surprise and LibMF
-    predict them."""
-    return baseline_where(mu + user_data["b"][users] + item_data["b"][items]
-                          + np.einsum("ij,ij->i", user_data["p"][users], item_data["p"][items]),
-                          user_data["b"][users], item_data["b"][items], mu, unknown)
+    predict them. ``chunk`` pairs at a time: the factor rows gathered for the dot
+    products take chunk × k floats, not pairs × k."""
+    def part(u, i):
+        return mu + user_data["b"][u] + item_data["b"][i] + np.einsum("ij,ij->i", user_data["p"][u],
+                                                                        item_data["p"][i])
+    first = part(users[:chunk], items[:chunk])
+    out = np.empty(len(users), first.dtype)
+    out[:chunk] = first
+    for lo in range(chunk, len(users), chunk):
+        out[lo:lo + chunk] = part(users[lo:lo + chunk], items[lo:lo + chunk])
+    return baseline_where(out, user_data["b"][users], item_data["b"][items], mu, unknown)
 
 
 def baseline_where(pred, bu, bi, mu, unknown):

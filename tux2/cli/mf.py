@@ -104,7 +104,7 @@ def load(args, est, transport, say):
     data = est.load_data(args.input, args.test, ids=args.ids)
     if not args.test:     # held out by a hash of each edge's line position, as a distributed run holds it out
         g = data.train
-        held = ingress.test_mask(np.arange(g.num_edges), args.test_fraction, args.seed)
+        held = ingress.test_mask(range(g.num_edges), args.test_fraction, args.seed)
         data.train, test = (BipartiteGraph(g.src[m], g.dst[m], g.values[m], g.n_src, g.n_dst, NAMES, g.source,
                                            g.ids) for m in (~held, held))
         data.test = loaders.mark_unknown(test, known_ids(data.train), est.unknown)   # held-out ids without ratings
