@@ -8,6 +8,12 @@ a process of their own), their blocked-order copy (the ratings as loaded are
 dropped once it exists), the engine's layout, the model and everything numba needs.
 Netflix-shaped data (tux2.datasets.netflix_like: power-law popularity, rank-10
 model plus noise) with users = ratings / 50 and items = ratings / 500.
+
+The command line's path is measured too, up to 10⁷ ratings (quick: 10⁶): the peak
+resident memory of ``tux2 run mf FILE --epochs 1`` on the training ratings written
+as a 'user item rating' text file (parse, held-out split, order, layout, one epoch,
+test RMSE, the model read out), per rating, and again with the process's fixed
+part (the same command on 10⁵ ratings: Python, numba, compiled code) taken off.
 Final line: {"bench": "growth", "time_slope": s, "memory_slope": s, ...}.
 """
 import json
@@ -50,6 +56,25 @@ def child(n, epochs=3):
                       "train_rmse": float(eng.context()["rmse"])}), flush=True)
 
 
+def cli_peak_mib(n):
+    """Peak resident memory (MiB) of ``tux2 run mf FILE --epochs 1`` on the training
+    ratings of size ``n`` as a text file, in a process of its own."""
+    from bench.common import netflix_cached
+    from bench.setup import ratings_text
+    users, items, _ = shape(n)
+    train, _, path = netflix_cached(users, items, n)
+    text = ratings_text(train, path[:-4] + ".txt")
+    del train
+    code = ("import resource, subprocess, sys; subprocess.run([sys.executable, '-m', 'tux2.cli', 'run', 'mf', "
+            "sys.argv[1], '--epochs', '1', '-q'], check=True); "
+            "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+    r = subprocess.run([sys.executable, "-c", code, text], capture_output=True, text=True, timeout=7200,
+                       cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    if r.returncode != 0:
+        raise RuntimeError(f"tux2 run mf on {n:,} ratings failed:\n{r.stderr[-2000:]}")
+    return int(r.stdout.split()[-1]) / 1024
+
+
 def slope(x, y):
     return float(np.polyfit(np.log10(x), np.log10(y), 1)[0])
 
@@ -85,7 +110,26 @@ def main(args):
              r["peak_rss_mib"], r["bytes_per_edge"], r["setup_s"]] for r in res],
            notes=[f"log–log slope from 10⁶ ratings up: time **{ts:.2f}**, memory **{ms:.2f}** (1 = linear)."],
            pngs=[png])
-    emit({"bench": "growth", "time_slope": ts, "memory_slope": ms, "largest_edges": e[-1], "png": png}, LOG)
+    fixed = cli_peak_mib(10**5)
+    cli = []
+    for n in (10**6,) if quick else (10**6, 10**7):
+        train_edges = next((r["train_edges"] for r in res if r["ratings"] == n), None)
+        peak = cli_peak_mib(n)
+        rec = {"bench": "growth", "path": "tux2 run mf FILE --epochs 1", "ratings": n, "train_edges": train_edges,
+               "peak_rss_mib": peak, "fixed_rss_mib": fixed,
+               "bytes_per_edge": peak * 2**20 / train_edges,
+               "bytes_per_edge_over_fixed": (peak - fixed) * 2**20 / train_edges}
+        emit(rec, LOG)
+        cli.append(rec)
+    report("growth_cli", "Cost growth: memory of the command line (tux2 run mf FILE --epochs 1)",
+           "the same training ratings as a 'user item rating' text file; k = 50 (the default); fixed part: the "
+           "same command on 10⁵ ratings",
+           ["train edges", "peak RSS (MiB)", "bytes / edge", "bytes / edge over the fixed part"],
+           [[r["train_edges"], r["peak_rss_mib"], r["bytes_per_edge"], r["bytes_per_edge_over_fixed"]] for r in cli],
+           notes=[f"fixed part (10⁵ ratings): {fixed:.0f} MiB"])
+    emit({"bench": "growth", "time_slope": ts, "memory_slope": ms, "largest_edges": e[-1], "png": png,
+          "cli_bytes_per_edge": cli[-1]["bytes_per_edge"],
+          "cli_bytes_per_edge_over_fixed": cli[-1]["bytes_per_edge_over_fixed"]}, LOG)
     return 0
 
 
