@@ -5,7 +5,7 @@ from numba import njit
 from tux2.compile import group_by_part
 from tux2.errors import InputError
 from tux2.partitioning import EdgeView
-from tux2.partitioning.stratified import tiles
+from tux2.partitioning.stratified import tiles as tile_blocks
 
 
 _IDS = (np.dtype(np.int32), np.dtype(np.int64))
@@ -159,12 +159,11 @@ def stratified_order(src, dst, n_src, n_dst, blocks=16, seed=0, tiles=False):
     the one-partition result bit for bit when p divides B. ``tiles=True`` returns
     (order, bounds, tile_bounds), the starts of the tiles with edges plus the end, for
     ``Engine(tiles=...)``: threads then share a partition's tiles."""
-    stratum, r = strata_tiles(EdgeView(np.asarray(src), np.asarray(dst), n_src, n_dst), blocks, seed)
-    group = stratum.astype(np.int64) * blocks + r
-    del r
+    row, rb, cb = tile_blocks(EdgeView(np.asarray(src), np.asarray(dst), n_src, n_dst), blocks)
+    place = np.random.default_rng(seed).permutation(blocks)          # as strata_tiles draws it
+    group, counts = _strata_groups(src, dst, row, rb, cb, place, blocks)
     bounds = np.zeros(blocks + 1, np.int64)
-    np.cumsum(np.bincount(stratum, minlength=blocks), out=bounds[1:])
-    del stratum
+    np.cumsum(counts, out=bounds[1:])
     if blocks * blocks <= max(len(group), 1 << 16):
         order, starts = group_by_part(group, blocks * blocks)
     else:                   # more tiles than edges: a stable sort, and the bounds of the tiles that have edges
@@ -177,10 +176,27 @@ def stratified_order(src, dst, n_src, n_dst, blocks=16, seed=0, tiles=False):
     return (order, bounds, np.union1d(bounds, starts)) if tiles else (order, bounds)
 
 
+@njit(cache=True, nogil=True)
+def _strata_groups(src, dst, row, rb, cb, place, blocks):
+    """strata_tiles in one pass without edge-sized temporaries: per edge, its group
+    (stratum place × blocks + row block), and the edges per stratum place."""
+    group = np.empty(src.shape[0], np.int64)
+    counts = np.zeros(blocks, np.int64)
+    for e in range(src.shape[0]):
+        r, c = (rb[src[e]], cb[dst[e]]) if row == 0 else (rb[dst[e]], cb[src[e]])
+        diag = c - r
+        if diag < 0:
+            diag += blocks
+        k = place[diag]
+        group[e] = k * blocks + r
+        counts[k] += 1
+    return group, counts
+
+
 def strata_tiles(g, blocks, seed=0):
     """Per edge of an EdgeView (whose degrees may be global, as in distributed
     ingress): its stratum's place in the seeded strata order, and its row block."""
-    row, rb, cb = tiles(g, blocks)
+    row, rb, cb = tile_blocks(g, blocks)
     dst = g.t - g.n_src
     r, c = (rb[g.s], cb[dst]) if row == 0 else (rb[dst], cb[g.s])
     return np.random.default_rng(seed).permutation(blocks)[(c.astype(np.int64) - r) % blocks], r
