@@ -282,6 +282,39 @@ def edge_ids(graph, side):
     return out
 
 
+def known_ids(graph):
+    """Per side (src, dst): which dense ids of ``graph`` have edges (an MF model never
+    counts, scores or recommends the others)."""
+    return tuple(np.bincount(a, minlength=n) > 0 for a, n in ((graph.src, graph.n_src), (graph.dst, graph.n_dst)))
+
+
+def dense_ids(m, x, n):
+    """Dense ids of the user's ids ``x`` (numbers, or strings as a file has them) in the
+    IdMap ``m`` (None: dense ids 0 … n−1 are the user's); -1 where there is none."""
+    x = np.atleast_1d(np.asarray(x))
+    if m is not None and m.tokens.dtype.kind not in "iu":            # string ids
+        index = m.index
+        return np.array([index.get(str(t), -1) for t in x.tolist()], np.int64)
+    if x.dtype.kind in "iu":
+        ints = x.astype(np.int64)
+    else:                                   # strings, floats, objects: integers where they are ones
+        ints = np.array([_integer(t) for t in x.tolist()], np.int64)
+    if m is not None:
+        return m.lookup(ints)
+    return np.where((ints >= 0) & (ints < n), ints, -1)
+
+
+def _integer(t):
+    if isinstance(t, (bool, np.bool_)):
+        return -1
+    if isinstance(t, (int, np.integer)):
+        return int(t)
+    if isinstance(t, (float, np.floating)):
+        return int(t) if float(t).is_integer() else -1
+    t = str(t).strip()
+    return int(t) if t.lstrip("+-").isdigit() and abs(int(t)) < 1 << 62 else -1
+
+
 def mark_unknown(graph, known, policy="baseline"):
     """``graph`` (edges in a training set's dense ids, e.g. a held-out share) with the
     ids that ``known`` (per side: has training edges) says are not handled by

@@ -31,28 +31,6 @@ def add_parser(sub):
     p.set_defaults(func=info)
 
 
-def sniff(path, columns=None):
-    """'libsvm' when the first data lines hold index:value tokens, 'docword' for a UCI
-    docword file, 'edges' when they read as an edge list (two ids and, when there is a
-    third column, a number in it — as the run commands read them, header lines and
-    extra columns included), else 'text'."""
-    from tux2 import io
-    head = io.read_head(path, "input")
-    data = [x for x in head.split(b"\n")[:20] if x.strip() and x.strip()[:1] not in (b"#", b"%")]
-    if data and all(b":" in x for x in data) and b"::" not in data[0]:
-        return "libsvm"
-    if io.sniff_corpus(path) == "docword":
-        return "docword"
-    fmt = io.edge_format(head, path, columns)
-    vcol = 2 if fmt.cols[2] == io.OPTIONAL else fmt.cols[2]
-    rows = [io.split_line(x, fmt.colon) for x in head[fmt.start:].split(b"\n")[:21]]
-    rows = [t for t in rows if t and t[0][:1] not in (b"#", b"%")][:20]
-    if rows and all(len(t) > max(fmt.cols[:2]) and (vcol < 0 or len(t) <= vcol or io.is_number(t[vcol]))
-                    for t in rows):
-        return "edges"
-    return "text"
-
-
 def degree_stats(deg):
     """Statistics of the vertices' degrees (vertices with at least one edge)."""
     d = deg[deg > 0]
@@ -121,7 +99,7 @@ def info(args):
     from tux2 import io, loaders
     spool_inputs(args)
     path = args.input
-    kind = sniff(path, args.columns) if args.format == "auto" else args.format
+    kind = io.sniff_input(path, args.columns) if args.format == "auto" else args.format
     labels = None
     if kind == "libsvm":
         g, labels = io.read_libsvm(path, zero_based=True)

@@ -8,7 +8,7 @@ from tux2 import ingress, loaders
 from tux2.cli.common import (COUNT, FRACTION, NONNEG, NONNEG_NUMBER, POSITIVE, SEED, HelpFormatter,
                              run as run_command, add_id_args, add_input_args, add_run_args,
                              add_partition_args, input_options, integer)
-from tux2.estimators.mf import MF, NAMES, known_ids
+from tux2.estimators.mf import MF, NAMES
 from tux2.graph import BipartiteGraph
 from tux2.runner import Dataset, partitions
 
@@ -107,6 +107,7 @@ def load(args, est, transport, say):
         held = ingress.test_mask(np.arange(g.num_edges), args.test_fraction, args.seed)
         data.train, test = (BipartiteGraph(g.src[m], g.dst[m], g.values[m], g.n_src, g.n_dst, NAMES, g.source,
                                            g.ids) for m in (~held, held))
-        data.test = loaders.mark_unknown(test, known_ids(data.train), est.unknown)   # held-out ids without ratings
+        # held-out ids without training ratings follow --unknown
+        data.test = loaders.mark_unknown(test, loaders.known_ids(data.train), est.unknown)
     data.source = args.input
     return data

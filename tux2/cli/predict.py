@@ -68,8 +68,8 @@ def predict(args):
         return predict_lda(args, model)
     if args.input is None:
         raise Tux2Error("INPUT is required (samples to score, in libsvm format)")
-    from tux2.estimators.linear import score_metrics, softmax
     from tux2.io import read_libsvm
+    from tux2.udfs.glm import labels_for, score_metrics, softmax
     zero_based = model.zero_based_ if args.zero_based is None else args.zero_based
     graph, labels = read_libsvm(args.input, zero_based=zero_based, type_names=("sample", "feature"))
     M = model.scores(graph)
@@ -83,7 +83,6 @@ def predict(args):
                 for s in M[:, 0])
     _write(args.output, itertools.chain([header], rows))
     if model.loss == "softmax":
-        from tux2.udfs.glm import labels_for
         try:
             labels_for("softmax", labels, M.shape[1])
         except ValueError as e:

@@ -13,30 +13,6 @@ from tux2.udfs import lda
 from tux2.version import __version__
 
 
-def read_words(path, n, error, why):
-    """The words of a vocabulary file, one per line: at least ``n``, else ``error``
-    saying ``why`` that many are needed."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            words = [line.strip() for line in f]
-    except (OSError, UnicodeDecodeError) as e:
-        raise error(f"{path}: cannot read vocabulary: {e}") from None
-    while words and not words[-1]:
-        words.pop()
-    if len(words) < n:
-        raise error(f"{path}: vocabulary has {len(words)} words but {why}")
-    return words
-
-
-def top_words(word_topic, n, vocab=None):
-    """Per topic, the ``n`` most frequent (word, count) pairs, most frequent first."""
-    out = []
-    for row in word_topic:
-        idx = np.argsort(-row, kind="stable")[:n]
-        out.append([(vocab[i] if vocab is not None else str(i), int(row[i])) for i in idx if row[i] > 0])
-    return out
-
-
 class LDA(Estimator):
     """Latent Dirichlet allocation by collapsed Gibbs sampling (SparseLDA; paper §4).
 
@@ -67,7 +43,7 @@ class LDA(Estimator):
         else:
             g, format = loaders.load(data, duplicates="sum"), "arrays"
         if words is None and vocab:
-            words = read_words(vocab, g.n_dst, InputError, f"the corpus uses word ids up to {g.n_dst - 1}")
+            words = io.read_words(vocab, g.n_dst, InputError, f"the corpus uses word ids up to {g.n_dst - 1}")
         return Dataset(g, vocab=words, format=format)
 
     def prepare(self, data, parts):
@@ -115,12 +91,12 @@ class LDA(Estimator):
 
     def _report(self, s):
         lines = [f"topic {k:3d} ({int(self.word_topic_[k].sum())} tokens): " + " ".join(w for w, _ in ws)
-                 for k, ws in enumerate(top_words(self.word_topic_, self.top_words, self.vocab_))]
+                 for k, ws in enumerate(lda.top_words(self.word_topic_, self.top_words, self.vocab_))]
         return lines[:10]
 
     # ------------------------------------------------------------ files
     def _files(self):
-        tops = top_words(self.word_topic_, self.top_words, self.vocab_)
+        tops = lda.top_words(self.word_topic_, self.top_words, self.vocab_)
         out = {"lda.npz": files.npz({"word_topic": self.word_topic_, "topic_totals": self.topic_totals_,
                                      **({"doc_topic": self.doc_topic_} if self.doc_topic_ is not None else {})}),
                "topics.txt": files.text("".join(f"{k}\t{int(self.word_topic_[k].sum())}\t"
@@ -147,7 +123,7 @@ class LDA(Estimator):
                 files.verify(directory, ["vocab.txt"], required=False)
             except files.FileError as e:
                 raise model_check.ModelError(str(e)) from None
-            vocab = read_words(os.path.join(directory, "vocab.txt"), meta["words"], model_check.ModelError,
+            vocab = io.read_words(os.path.join(directory, "vocab.txt"), meta["words"], model_check.ModelError,
                                f"model.json says {meta['words']}")
         self._set(arrays["word_topic"], arrays["topic_totals"], vocab, arrays.get("doc_topic"))
 
@@ -183,4 +159,4 @@ class LDA(Estimator):
 
     def topic_words(self, n=10):
         """Per topic, the ``n`` most frequent (word, count) pairs."""
-        return top_words(self.word_topic_, n, self.vocab_)
+        return lda.top_words(self.word_topic_, n, self.vocab_)

@@ -16,7 +16,7 @@ from tux2.version import __version__
 NAMES = ("sample", "feature")
 
 
-# ---------------------------------------------------------------- data and metrics
+# ---------------------------------------------------------------- data
 def samples(X, zero_based=False, duplicates="error"):
     """(sample → feature graph, labels or None) of a libsvm path, a scipy.sparse or
     dense matrix (rows are samples), or a graph."""
@@ -38,38 +38,6 @@ def with_bias(graph, index=None):
     dst = np.concatenate([graph.dst, np.full(n, index)])
     val = np.concatenate([graph.values, np.ones(n)])
     return BipartiteGraph(src, dst, val, n, max(graph.n_dst, index + 1), graph.type_names, graph.source)
-
-
-def classification_metrics(score, labels):
-    """accuracy, mean log-loss and ROC AUC of scores x·w against labels ±1 / 0/1."""
-    y = np.asarray(labels) > 0
-    logloss = float(np.mean(np.logaddexp(0.0, -np.where(y, 1.0, -1.0) * score))) if len(y) else float("nan")
-    acc = float(np.mean((score > 0) == y)) if len(y) else float("nan")
-    pos, neg = int(y.sum()), int((~y).sum())
-    auc = float("nan")
-    if pos and neg:
-        from scipy.stats import rankdata
-        r = rankdata(score)
-        auc = float((r[y].sum() - pos * (pos + 1) / 2) / (pos * neg))
-    return {"accuracy": acc, "logloss": logloss, "auc": auc}
-
-
-def score_metrics(M, labels, loss):
-    """accuracy and log-loss (binary: and AUC) of scores M (n, K) against labels."""
-    if loss != "softmax":
-        return classification_metrics(M[:, 0], labels)
-    y = np.asarray(labels, np.int64)
-    top = M.max(axis=1)
-    lse = top + np.log(np.exp(M - top[:, None]).sum(axis=1))
-    inside = y < M.shape[1]
-    ll = float(np.mean(lse[inside] - M[np.flatnonzero(inside), y[inside]])) if inside.any() else float("nan")
-    return {"accuracy": float(np.mean(M.argmax(axis=1) == y)) if len(y) else float("nan"), "logloss": ll}
-
-
-def softmax(M):
-    """Row-wise softmax of scores M (n, K): class probabilities."""
-    P = np.exp(M - M.max(axis=1, keepdims=True))
-    return P / P.sum(axis=1, keepdims=True)
 
 
 class Linear(Estimator):
@@ -99,7 +67,8 @@ class Linear(Estimator):
     def _test_metrics(self, s, W):
         if s.test is None or W is None:
             return {}
-        return {f"test_{k}": v for k, v in score_metrics(self._scores(W, s.test), s.test_labels, self.loss).items()}
+        metrics = glm.score_metrics(self._scores(W, s.test), s.test_labels, self.loss)
+        return {f"test_{k}": v for k, v in metrics.items()}
 
     def _files(self):
         """weights.npz (w: features × K, or w and V for an FM) and weights.txt: one line
@@ -153,7 +122,7 @@ class Linear(Estimator):
         """Class probabilities (n, K) of softmax; (n, 2) = P(−1), P(+1) of a logistic model."""
         M = self.decision_function(X)
         if self.loss == "softmax":
-            return softmax(M)
+            return glm.softmax(M)
         if self.loss != "logistic":
             raise AttributeError(f"a {self.loss} model has no probabilities")
         p = 0.5 * (1.0 + np.tanh(0.5 * M))

@@ -26,39 +26,6 @@ def ratings(g, what="MF needs a rating column: expected 'user item rating'"):
     return out
 
 
-def known_ids(graph):
-    """(users, items): which dense ids of ``graph`` have edges (the others are never
-    counted, scored or recommended)."""
-    return tuple(np.bincount(a, minlength=n) > 0 for a, n in ((graph.src, graph.n_src), (graph.dst, graph.n_dst)))
-
-
-def lookup(m, x, n):
-    """Dense ids of the user's ids ``x`` (numbers, or strings as a file has them) in the
-    IdMap ``m`` (None: dense ids 0 … n−1 are the user's); -1 where there is none."""
-    x = np.atleast_1d(np.asarray(x))
-    if m is not None and m.tokens.dtype.kind not in "iu":            # string ids
-        index = m.index
-        return np.array([index.get(str(t), -1) for t in x.tolist()], np.int64)
-    if x.dtype.kind in "iu":
-        ints = x.astype(np.int64)
-    else:                                   # strings, floats, objects: integers where they are ones
-        ints = np.array([_integer(t) for t in x.tolist()], np.int64)
-    if m is not None:
-        return m.lookup(ints)
-    return np.where((ints >= 0) & (ints < n), ints, -1)
-
-
-def _integer(t):
-    if isinstance(t, (bool, np.bool_)):
-        return -1
-    if isinstance(t, (int, np.integer)):
-        return int(t)
-    if isinstance(t, (float, np.floating)):
-        return int(t) if float(t).is_integer() else -1
-    t = str(t).strip()
-    return int(t) if t.lstrip("+-").isdigit() and abs(int(t)) < 1 << 62 else -1
-
-
 def unknown_note(test):
     """What happened to test ratings whose user or item has no training ratings."""
     if test is None:
@@ -132,7 +99,7 @@ class MF(Estimator):
         """``test`` (a path, (users, items, ratings) in the user's ids, or what
         ``tux2.loaders.load`` takes in dense ids) in ``train``'s dense ids, its unknown
         users and items handled by ``unknown``."""
-        known = known_ids(train)
+        known = loaders.known_ids(train)
         what = "test file needs a rating column"
         if isinstance(test, (str, bytes)) or hasattr(test, "__fspath__"):
             t = loaders.load_edges(test, type_names=NAMES, id_maps=train.ids, known=known, unknown=self.unknown,
@@ -140,7 +107,7 @@ class MF(Estimator):
             return ratings(t, what=what)
         if isinstance(test, tuple):
             u, i, r = (np.asarray(x) for x in test)
-            dense = [lookup(m, x, n) for m, x, n in zip(train.ids, (u, i), train.n)]
+            dense = [loaders.dense_ids(m, x, n) for m, x, n in zip(train.ids, (u, i), train.n)]
             return loaders.in_known_ids(*dense, r, known, self.unknown, NAMES, "test", train.ids, (u, i))
         t = ratings(loaders.load(test), what=what)
         return loaders.in_known_ids(t.src, t.dst, t.values, known, self.unknown, NAMES, t.source, train.ids)
@@ -204,7 +171,7 @@ class MF(Estimator):
                           step=self.step, biases=self.biases, mu=mu)
         engine.update(strata=strata, tiles=tiles, partitioner_options={"blocks": blocks} if partitioner == "stratified" else None)
         ids = getattr(data.train, "ids", (None, None))
-        known = data.train.known if "assignment" in data.facts else known_ids(data.train)
+        known = data.train.known if "assignment" in data.facts else loaders.known_ids(data.train)
         return Setup(train, prog, engine, test=data.test, evaluate=data.test is not None or "assignment" in data.facts,
                      mu=mu, source=data.source, partitioner=partitioner, known=known,
                      read_as=data.facts.get("read_as"), ingress="assignment" in data.facts, ids=ids,
@@ -299,7 +266,7 @@ class MF(Estimator):
     def lookup(self, side, x):
         """Dense ids of the user's ids ``x`` of one side (0 users, 1 items; numbers, or
         strings as a file writes them); -1 where the model has none."""
-        return lookup(self.ids_[side], x, (self.n_users, self.n_items)[side])
+        return loaders.dense_ids(self.ids_[side], x, (self.n_users, self.n_items)[side])
 
     def _unknown(self, side, d, given, what, policy):
         """The mask of dense ids ``d`` (-1: not in the model) without training ratings;
