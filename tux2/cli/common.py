@@ -33,6 +33,9 @@ class Parser(argparse.ArgumentParser):
 
     _intermixing = False
 
+    def __init__(self, *args, formatter_class=HelpFormatter, **kwargs):
+        super().__init__(*args, formatter_class=formatter_class, **kwargs)
+
     def parse_known_args(self, args=None, namespace=None):
         if self._intermixing or any(a.nargs in (argparse.PARSER, argparse.REMAINDER) for a in self._actions):
             return super().parse_known_args(args, namespace)

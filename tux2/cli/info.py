@@ -5,7 +5,7 @@ import os
 
 import numpy as np
 
-from tux2.cli.common import HelpFormatter, add_input_args, input_options, spool_inputs
+from tux2.cli.common import add_input_args, input_options, spool_inputs
 
 
 FORMATS = ("auto", "edges", "libsvm", "docword", "triples", "text")
@@ -13,7 +13,6 @@ FORMATS = ("auto", "edges", "libsvm", "docword", "triples", "text")
 
 def add_parser(sub):
     p = sub.add_parser("info", help="describe an input file: counts, degrees, id ranges, duplicates",
-                       formatter_class=HelpFormatter,
                        description="Reads INPUT as 'tux2 run' would and reports the number of edges and vertices "
                                    "per side, degree statistics (min, median, mean, 99th percentile, max, the "
                                    "share of edges at the top 1% of vertices), id ranges and ids without edges, "

@@ -4,7 +4,6 @@ import json
 import math
 import os
 
-from tux2.cli.common import HelpFormatter
 from tux2.errors import InputError, Tux2Error
 
 # bookkeeping fields, not metrics
@@ -15,7 +14,6 @@ _X = ("auto", "epoch", "iteration", "clock", "total_time_s")
 
 def add_parser(sub):
     p = sub.add_parser("plot", help="plot --metrics JSONL files (objective, RMSE, log-likelihood … per epoch)",
-                       formatter_class=HelpFormatter,
                        description="One panel per metric (all numeric fields except bookkeeping, or --y), one "
                                    "line per file, against epochs/iterations or training time. Needs matplotlib "
                                    "(pip install 'tux2[plot]').")

@@ -10,7 +10,7 @@ import sys
 import numpy as np
 
 from tux2 import estimators, files
-from tux2.cli.common import COUNT, SEED, HelpFormatter, add_input_args, integer, spool_inputs
+from tux2.cli.common import COUNT, SEED, add_input_args, integer, spool_inputs
 from tux2.errors import InputError, Tux2Error
 
 LINEAR = ("lr", "svm", "softmax", "fm", "blockpg")
@@ -18,7 +18,6 @@ LINEAR = ("lr", "svm", "softmax", "fm", "blockpg")
 
 def add_parser(sub):
     p = sub.add_parser("predict", help="apply a trained model (a 'tux2 run … --out DIR' directory) to new data",
-                       formatter_class=HelpFormatter,
                        description="Classifiers (" + ", ".join(LINEAR) + "): one line per input sample (libsvm): "
                                    "the predicted label, then the score (binary models; lr and logistic fm add the "
                                    "probability of +1) or the class probabilities (softmax); accuracy, log-loss "

@@ -28,8 +28,7 @@ class LDA(Estimator):
 
     def __init__(self, topics=20, iterations=100, alpha=0.1, beta=0.01, sampler="sparse", partitioner="bicut",
                  seed=0, top_words=10):
-        self.topics, self.iterations, self.alpha, self.beta = topics, iterations, alpha, beta
-        self.sampler, self.partitioner, self.seed, self.top_words = sampler, partitioner, seed, top_words
+        self._keep(locals())
 
     def load_data(self, data, test=None, format="auto", vocab=None, base=None, min_count=1, duplicates="sum"):
         """The corpus as a doc → word count graph, with its vocabulary: a text

@@ -142,8 +142,7 @@ class GLM(Linear):
 
     def __init__(self, strategy="sendgradient", optimizer=None, driver=False, penalty="l2", reg=1e-6, batch=1000,
                  eta=None, decay=0.0, epochs=10, seed=0):
-        self.strategy, self.optimizer, self.driver, self.penalty, self.reg = strategy, optimizer, driver, penalty, reg
-        self.batch, self.eta, self.decay, self.epochs, self.seed = batch, eta, decay, epochs, seed
+        self._keep(locals())
 
     classes, factors, init_std = None, 0, 0.01       # Softmax and FM make these parameters
 
@@ -215,8 +214,7 @@ class Softmax(GLM):
 
     def __init__(self, strategy="sendgradient", optimizer=None, driver=False, penalty="l2", reg=1e-6, batch=1000,
                  eta=None, decay=0.0, epochs=10, seed=0, classes=None):
-        super().__init__(strategy, optimizer, driver, penalty, reg, batch, eta, decay, epochs, seed)
-        self.classes = classes
+        self._keep(locals())
 
 
 class FM(GLM):
@@ -226,8 +224,7 @@ class FM(GLM):
 
     def __init__(self, strategy="sendgradient", optimizer=None, driver=False, penalty="l2", reg=1e-6, batch=1000,
                  eta=None, decay=0.0, epochs=10, seed=0, loss="logistic", factors=8, init_std=0.01):
-        super().__init__(strategy, optimizer, driver, penalty, reg, batch, eta, decay, epochs, seed)
-        self.loss, self.factors, self.init_std = loss, factors, init_std
+        self._keep(locals())
 
 
 class BlockPG(Linear):
@@ -241,8 +238,7 @@ class BlockPG(Linear):
 
     def __init__(self, reg=1.0, block_size=None, epochs=20, tol=0.0, shrink=0.9, shrink_rest=2, bias=False,
                  partitioner="bicut", seed=0, form="kappa"):
-        self.reg, self.block_size, self.epochs, self.tol, self.shrink = reg, block_size, epochs, tol, shrink
-        self.shrink_rest, self.bias, self.partitioner, self.seed, self.form = shrink_rest, bias, partitioner, seed, form
+        self._keep(locals())
 
     def _block(self):
         return self.block_size or (1 if self.form == "newton" else 500)

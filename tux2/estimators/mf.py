@@ -28,23 +28,16 @@ def ratings(g, what="MF needs a rating column: expected 'user item rating'"):
 
 def unknown_note(test):
     """What happened to test ratings whose user or item has no training ratings."""
-    if test is None:
-        return ""
-    if test.skipped:
+    if test is not None and test.skipped:
         return f" ({test.skipped} with a user or item not in training skipped: --unknown skip)"
-    if test.unknown is not None:
-        n = int((test.unknown[0] | test.unknown[1]).sum())
-        if n:
-            return f" ({n} with a user or item not in training, predicted by the mean and the known bias)"
-    return ""
+    n = int((test.unknown[0] | test.unknown[1]).sum()) if test is not None and test.unknown is not None else 0
+    return f" ({n} with a user or item not in training, predicted by the mean and the known bias)" if n else ""
 
 
 def seen_csr(graph):
     """(indptr, indices) of each user's items in a user → item graph."""
-    o = np.argsort(graph.src, kind="stable")
-    indptr = np.zeros(graph.n_src + 1, np.int64)
-    np.cumsum(np.bincount(graph.src, minlength=graph.n_src), out=indptr[1:])
-    return indptr, graph.dst[o].astype(np.int32)
+    indptr = np.concatenate([[0], np.cumsum(np.bincount(graph.src, minlength=graph.n_src))]).astype(np.int64)
+    return indptr, graph.dst[np.argsort(graph.src, kind="stable")].astype(np.int32)
 
 
 class MF(Estimator):
@@ -73,11 +66,7 @@ class MF(Estimator):
                  enumerate="item", step="adagrad", biases=True, order=None, blocks=None, overlap="error",
                  partitioner=None, seed=0, eval_every=1, duplicates="error", columns=None, base="auto",
                  unknown="baseline"):
-        self.k, self.epochs, self.lr, self.reg, self.mode = k, epochs, lr, reg, mode
-        self.batch_size, self.batch_unit, self.enumerate, self.step = batch_size, batch_unit, enumerate, step
-        self.biases, self.order, self.blocks, self.overlap = biases, order, blocks, overlap
-        self.partitioner, self.seed, self.eval_every, self.duplicates = partitioner, seed, eval_every, duplicates
-        self.columns, self.base, self.unknown = columns, base, unknown
+        self._keep(locals())
 
     # ------------------------------------------------------------ data → program
     def load_data(self, data, test=None, ids="auto"):
@@ -152,14 +141,14 @@ class MF(Estimator):
 
     def prepare(self, data, parts):
         order, blocks, partitioner = self.schedule(parts)
-        train = data.train
-        if "assignment" in data.facts:           # tux2.ingress: this worker's share, placed and ordered
-            strata, tiles, mu = train.strata, train.tiles, data.facts["mu"]
+        train, ingress = data.train, "assignment" in data.facts
+        if ingress:                 # tux2.ingress: this worker's share, placed and ordered
+            strata, tiles, mu, known = train.strata, train.tiles, data.facts["mu"], train.known
             engine = {"assignment": data.facts["assignment"]}
         else:
             train, strata, tiles = self.order_edges(train, order, blocks)
             mu = float(train.values.mean(dtype=np.float64)) if train.num_edges else 0.0
-            engine = {"partitioner": partitioner}
+            engine, known = {"partitioner": partitioner}, loaders.known_ids(train)
         batch = self.batch_size
         if batch is None and self.mode == "minibatch" and self.batch_unit == "vertex":
             # about MINIBATCH_SIZE edges' worth of the enumerated vertices (a whole epoch in one step
@@ -169,12 +158,12 @@ class MF(Estimator):
         prog = mf.program(k=self.k, mode=self.mode, lr=self.lr, reg=self.reg, batch_size=batch,
                           batch_unit=self.batch_unit, enumerate=self.enumerate, overlap=self.overlap,
                           step=self.step, biases=self.biases, mu=mu)
-        engine.update(strata=strata, tiles=tiles, partitioner_options={"blocks": blocks} if partitioner == "stratified" else None)
+        engine.update(strata=strata, tiles=tiles,
+                      partitioner_options={"blocks": blocks} if partitioner == "stratified" else None)
         ids = getattr(data.train, "ids", (None, None))
-        known = data.train.known if "assignment" in data.facts else loaders.known_ids(data.train)
-        return Setup(train, prog, engine, test=data.test, evaluate=data.test is not None or "assignment" in data.facts,
+        return Setup(train, prog, engine, test=data.test, evaluate=data.test is not None or ingress,
                      mu=mu, source=data.source, partitioner=partitioner, known=known,
-                     read_as=data.facts.get("read_as"), ingress="assignment" in data.facts, ids=ids,
+                     read_as=data.facts.get("read_as"), ingress=ingress, ids=ids,
                      meta={"partitioner": partitioner, "lr": prog.context.init["lr"], "mu": mu,
                            "ids": "string" if any(m is not None and m.tokens.dtype.kind not in "iu" for m in ids)
                            else "int", "id_base": data.facts.get("id_base", 0)})
@@ -187,7 +176,6 @@ class MF(Estimator):
             evaluate = i == self.epochs or (self.eval_every > 0 and i % self.eval_every == 0)
             U, I = (eng.vertex_data("user"), eng.vertex_data("item")) if evaluate else (None, None)
             rec["test_rmse"] = mf.rmse(U, I, s.test, s.mu) if U is not None and s.test is not None else None
-        rec["clock"] = eng.clock
         return rec
 
     def _rates(self, s):
@@ -214,9 +202,8 @@ class MF(Estimator):
             pieces = eng.transport.allgather("seen", [g.src, g.dst])
             g = BipartiteGraph(np.concatenate([p[0] for p in pieces]), np.concatenate([p[1] for p in pieces]),
                                None, g.n_src, g.n_dst, NAMES)
-        if U is None:
-            return
-        self._set(U, I, s.mu, s.ids, seen_csr(g))
+        if U is not None:
+            self._set(U, I, s.mu, s.ids, seen_csr(g))
 
     def _set(self, users, items, mu, ids, seen):
         self.user_factors_, self.user_bias_ = np.asarray(users["p"], np.float64), np.asarray(users["b"], np.float64)
