@@ -4,8 +4,9 @@ Files (the fast numba parsers live in ``tux2.io``):
 
 * edge lists ``src dst [value]`` (space, tab or comma; ``#``/``%`` comments; a
   MatrixMarket header; 0- or 1-based): :func:`load_edges`;
-* libsvm: :func:`load_libsvm`; UCI docword, ``doc word count`` triples and plain
-  text, one document per line: :func:`load_corpus`.
+* libsvm: :func:`load_libsvm` (:func:`load_samples` takes a matrix of samples too);
+  UCI docword, ``doc word count`` triples and plain text, one document per line:
+  :func:`load_corpus`.
 
 Python objects: :func:`from_arrays`, :func:`from_scipy`, :func:`from_pandas`,
 :func:`from_networkx`; :func:`load` picks one by the argument's type.
@@ -578,6 +579,19 @@ def load_libsvm(path, zero_based=False, n_features=None, type_names=("sample", "
         line, text = io.edge_line(path, int(g.src[i]))
         return path, line, text
     return dedupe(g, duplicates, where), y
+
+
+def load_samples(X, zero_based=False, duplicates="error"):
+    """(sample → feature graph, labels or None) of a linear model's input: a libsvm
+    path, a scipy.sparse or dense matrix (rows are samples), or a graph."""
+    if isinstance(X, BipartiteGraph):
+        return X, None
+    if isinstance(X, (str, bytes)) or hasattr(X, "__fspath__"):
+        return load_libsvm(X, zero_based=zero_based, duplicates=duplicates)
+    import scipy.sparse as sp
+    M = X if sp.issparse(X) else sp.csr_matrix(np.asarray(X, np.float64))
+    coo = M.tocoo()
+    return BipartiteGraph(coo.row, coo.col, coo.data, M.shape[0], M.shape[1], ("sample", "feature"), "matrix"), None
 
 
 def load_corpus(path, fmt="auto", base=None, min_count=1, type_names=("doc", "word"), duplicates="sum"):

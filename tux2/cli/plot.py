@@ -51,7 +51,7 @@ def read_metrics(path):
 
 
 def _number(v):
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and v is not None and math.isfinite(v)
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
 def plot(args):
@@ -89,8 +89,7 @@ def plot(args):
             from matplotlib.ticker import MaxNLocator
             ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_ylabel(m.replace("_", " "))
-        if args.log_y:
-            ax.set_yscale("log")
+        ax.set_yscale("log" if args.log_y else "linear")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
     for ax in list(axes.flat)[len(metrics):]:

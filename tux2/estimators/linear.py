@@ -13,22 +13,6 @@ from tux2.runner import Dataset, Setup
 from tux2.udfs import blockpg, glm
 from tux2.version import __version__
 
-NAMES = ("sample", "feature")
-
-
-# ---------------------------------------------------------------- data
-def samples(X, zero_based=False, duplicates="error"):
-    """(sample → feature graph, labels or None) of a libsvm path, a scipy.sparse or
-    dense matrix (rows are samples), or a graph."""
-    if isinstance(X, BipartiteGraph):
-        return X, None
-    if isinstance(X, (str, bytes)) or hasattr(X, "__fspath__"):
-        return loaders.load_libsvm(X, zero_based=zero_based, type_names=NAMES, duplicates=duplicates)
-    import scipy.sparse as sp
-    M = X if sp.issparse(X) else sp.csr_matrix(np.asarray(X, np.float64))
-    coo = M.tocoo()
-    return BipartiteGraph(coo.row, coo.col, coo.data, M.shape[0], M.shape[1], NAMES, "matrix"), None
-
 
 def with_bias(graph, index=None):
     """Every sample gets feature ``index`` (default: a new last feature) with value 1."""
@@ -54,8 +38,8 @@ class Linear(Estimator):
         scikit-learn ``fit(X, y)``); ``test``: a libsvm path or (X, y)."""
         def pair(d):
             if isinstance(d, tuple) and len(d) == 2:
-                return samples(d[0])[0], np.asarray(d[1], np.float64)
-            return samples(d, zero_based, duplicates)
+                return loaders.load_samples(d[0])[0], np.asarray(d[1], np.float64)
+            return loaders.load_samples(d, zero_based, duplicates)
         g, y = pair(data)
         if y is None:
             if test is None or np.ndim(test) != 1 or len(test) != g.n_src:
@@ -106,7 +90,7 @@ class Linear(Estimator):
     def scores(self, X):
         """Scores (n, K) of the samples of X: a libsvm path, a matrix (rows are
         samples) or a sample → feature graph."""
-        return self._scores(self.coef_, samples(X, self.zero_based_)[0])
+        return self._scores(self.coef_, loaders.load_samples(X, self.zero_based_)[0])
 
     def decision_function(self, X):
         """Scores (n,) of a binary model, (n, K) of softmax."""
