@@ -1,7 +1,5 @@
 """``tux2.LDA``: collapsed Gibbs LDA (tux2.udfs.lda) as an estimator: corpora in,
 word–topic counts, top words and fold-in topic mixtures out."""
-import os
-
 import numpy as np
 
 from tux2 import files, io, loaders
@@ -112,18 +110,11 @@ class LDA(Estimator):
 
     def _restore(self, directory, meta):
         from tux2 import model_check
-        meta, arrays = model_check.read_model(directory, "lda", ("lda.npz",))
-        model_check.check_lda(directory, meta, arrays)
-        arrays = arrays["lda.npz"]
-        vocab = None
-        manifest = files.read_manifest(directory, required=False)
-        if os.path.exists(os.path.join(directory, "vocab.txt")) and (manifest is None or "vocab.txt" in manifest):
-            try:
-                files.verify(directory, ["vocab.txt"], required=False)
-            except files.FileError as e:
-                raise model_check.ModelError(str(e)) from None
-            vocab = io.read_words(os.path.join(directory, "vocab.txt"), meta["words"], model_check.ModelError,
-                               f"model.json says {meta['words']}")
+        meta, found = model_check.read_model(directory, "lda", ("lda.npz",), ("vocab.txt",))
+        model_check.check_lda(directory, meta, found)
+        vocab = io.read_words(found["vocab.txt"], meta["words"], model_check.ModelError,
+                              f"model.json says {meta['words']}") if "vocab.txt" in found else None
+        arrays = found["lda.npz"]
         self._set(arrays["word_topic"], arrays["topic_totals"], vocab, arrays.get("doc_topic"))
 
     # ------------------------------------------------------------ new documents
