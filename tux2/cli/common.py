@@ -25,7 +25,8 @@ class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse with tux2's error line: ``tux2: error: …`` (after the usage), exit status 2.
+    """argparse with tux2's help (HelpFormatter, for every sub-command too) and error
+    line: ``tux2: error: …`` (after the usage), exit status 2.
     A command's own parser (one without sub-commands) takes options and positionals in
     any order: ``tux2 predict model/ --top-k 10 users.txt`` (argparse alone gives an
     optional positional that follows a required one nothing when an option comes
