@@ -43,6 +43,10 @@ class Estimator:
         return [p.name for p in inspect.signature(cls.__init__).parameters.values()
                 if p.name != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
 
+    def _keep(self, params):
+        """Store the constructor's arguments (its ``locals()``) as attributes of their own names."""
+        vars(self).update((k, v) for k, v in params.items() if k in self._param_names())
+
     def get_params(self, deep=True):
         """The constructor's arguments, by name."""
         return {k: getattr(self, k) for k in self._param_names()}

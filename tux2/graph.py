@@ -82,7 +82,8 @@ class BipartiteGraph:
         return len(self.src)
 
     def permuted(self, order):
-        """A new graph with the edges in ``order`` (a new global edge order)."""
+        """A new graph with the edges in ``order`` (a new global edge order; a boolean
+        mask: the edges it selects)."""
         return BipartiteGraph(self.src[order], self.dst[order],
                               None if self.values is None else self.values[order],
                               self.n_src, self.n_dst, self.type_names, self.source, self.ids)

@@ -827,6 +827,21 @@ def read_docword(path, type_names=("doc", "word")):
 _TOKEN = None
 
 
+def read_words(path, n, error, why):
+    """The words of a vocabulary file, one per line: at least ``n``, else ``error``
+    saying ``why`` that many are needed."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            words = [line.strip() for line in f]
+    except (OSError, UnicodeDecodeError) as e:
+        raise error(f"{path}: cannot read vocabulary: {e}") from None
+    while words and not words[-1]:
+        words.pop()
+    if len(words) < n:
+        raise error(f"{path}: vocabulary has {len(words)} words but {why}")
+    return words
+
+
 def tokenize(text):
     """Lower-cased runs of letters and digits (Unicode aware); '_' separates."""
     global _TOKEN
@@ -901,6 +916,27 @@ def sniff_corpus(path):
             len(x.replace(b",", b" ").split()) == 3
             and all(t.replace(b".", b"", 1).isdigit() for t in x.replace(b",", b" ").split()) for x in data)):
         return "triples"
+    return "text"
+
+
+def sniff_input(path, columns=None):
+    """'libsvm' when the first data lines hold index:value tokens, 'docword' for a UCI
+    docword file, 'edges' when they read as an edge list (two ids and, when there is a
+    third column, a number in it — as the run commands read them, header lines and
+    extra columns included), else 'text'."""
+    head = read_head(path, "input")
+    data = [x for x in head.split(b"\n")[:20] if x.strip() and x.strip()[:1] not in (b"#", b"%")]
+    if data and all(b":" in x for x in data) and b"::" not in data[0]:
+        return "libsvm"
+    if sniff_corpus(path) == "docword":
+        return "docword"
+    fmt = edge_format(head, path, columns)
+    vcol = 2 if fmt.cols[2] == OPTIONAL else fmt.cols[2]
+    rows = [split_line(x, fmt.colon) for x in head[fmt.start:].split(b"\n")[:21]]
+    rows = [t for t in rows if t and t[0][:1] not in (b"#", b"%")][:20]
+    if rows and all(len(t) > max(fmt.cols[:2]) and (vcol < 0 or len(t) <= vcol or is_number(t[vcol]))
+                    for t in rows):
+        return "edges"
     return "text"
 
 

@@ -4,8 +4,9 @@ Files (the fast numba parsers live in ``tux2.io``):
 
 * edge lists ``src dst [value]`` (space, tab or comma; ``#``/``%`` comments; a
   MatrixMarket header; 0- or 1-based): :func:`load_edges`;
-* libsvm: :func:`load_libsvm`; UCI docword, ``doc word count`` triples and plain
-  text, one document per line: :func:`load_corpus`.
+* libsvm: :func:`load_libsvm` (:func:`load_samples` takes a matrix of samples too);
+  UCI docword, ``doc word count`` triples and plain text, one document per line:
+  :func:`load_corpus`.
 
 Python objects: :func:`from_arrays`, :func:`from_scipy`, :func:`from_pandas`,
 :func:`from_networkx`; :func:`load` picks one by the argument's type.
@@ -292,6 +293,39 @@ def edge_ids(graph, side):
     return out
 
 
+def known_ids(graph):
+    """Per side (src, dst): which dense ids of ``graph`` have edges (an MF model never
+    counts, scores or recommends the others)."""
+    return tuple(np.bincount(a, minlength=n) > 0 for a, n in ((graph.src, graph.n_src), (graph.dst, graph.n_dst)))
+
+
+def dense_ids(m, x, n):
+    """Dense ids of the user's ids ``x`` (numbers, or strings as a file has them) in the
+    IdMap ``m`` (None: dense ids 0 … n−1 are the user's); -1 where there is none."""
+    x = np.atleast_1d(np.asarray(x))
+    if m is not None and m.tokens.dtype.kind not in "iu":            # string ids
+        index = m.index
+        return np.array([index.get(str(t), -1) for t in x.tolist()], np.int64)
+    if x.dtype.kind in "iu":
+        ints = x.astype(np.int64)
+    else:                                   # strings, floats, objects: integers where they are ones
+        ints = np.array([_integer(t) for t in x.tolist()], np.int64)
+    if m is not None:
+        return m.lookup(ints)
+    return np.where((ints >= 0) & (ints < n), ints, -1)
+
+
+def _integer(t):
+    if isinstance(t, (bool, np.bool_)):
+        return -1
+    if isinstance(t, (int, np.integer)):
+        return int(t)
+    if isinstance(t, (float, np.floating)):
+        return int(t) if float(t).is_integer() else -1
+    t = str(t).strip()
+    return int(t) if t.lstrip("+-").isdigit() and abs(int(t)) < 1 << 62 else -1
+
+
 def mark_unknown(graph, known, policy="baseline"):
     """``graph`` (edges in a training set's dense ids, e.g. a held-out share) with the
     ids that ``known`` (per side: has training edges) says are not handled by
@@ -555,6 +589,19 @@ def load_libsvm(path, zero_based=False, n_features=None, type_names=("sample", "
         line, text = io.edge_line(path, int(g.src[i]))
         return path, line, text
     return dedupe(g, duplicates, where), y
+
+
+def load_samples(X, zero_based=False, duplicates="error"):
+    """(sample → feature graph, labels or None) of a linear model's input: a libsvm
+    path, a scipy.sparse or dense matrix (rows are samples), or a graph."""
+    if isinstance(X, BipartiteGraph):
+        return X, None
+    if isinstance(X, (str, bytes)) or hasattr(X, "__fspath__"):
+        return load_libsvm(X, zero_based=zero_based, duplicates=duplicates)
+    import scipy.sparse as sp
+    M = X if sp.issparse(X) else sp.csr_matrix(np.asarray(X, np.float64))
+    coo = M.tocoo()
+    return BipartiteGraph(coo.row, coo.col, coo.data, M.shape[0], M.shape[1], ("sample", "feature"), "matrix"), None
 
 
 def load_corpus(path, fmt="auto", base=None, min_count=1, type_names=("doc", "word"), duplicates="sum"):

@@ -38,7 +38,8 @@ def read_meta(directory):
 def read_model(directory, algorithm, required, optional=()):
     """(model.json, {file name: {array name: array}}) of a model directory whose
     algorithm is one of ``algorithm`` (a name or a tuple). ``optional`` files are
-    read when present (and, under a manifest, listed in it)."""
+    read when present (and, under a manifest, listed in it); files other than .npz
+    are checked and given as their path."""
     meta = read_meta(directory)
     algos = (algorithm,) if isinstance(algorithm, str) else tuple(algorithm)
     if meta.get("algorithm") not in algos:
@@ -56,7 +57,8 @@ def read_model(directory, algorithm, required, optional=()):
         files.verify(directory, names, required=False)
     except files.FileError as e:
         raise ModelError(str(e)) from None
-    return meta, {n: load_npz(os.path.join(directory, n)) for n in names}
+    paths = {n: os.path.join(directory, n) for n in names}
+    return meta, {n: load_npz(p) if n.endswith(".npz") else p for n, p in paths.items()}
 
 
 def load_npz(path):

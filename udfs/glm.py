@@ -527,6 +527,38 @@ def graph_scores(W, graph, fm=False):
     return fm_scores(W, X) if fm else scores(W, X)
 
 
+def classification_metrics(score, labels):
+    """accuracy, mean log-loss and ROC AUC of scores x·w against labels ±1 / 0/1."""
+    y = np.asarray(labels) > 0
+    logloss = float(np.mean(np.logaddexp(0.0, -np.where(y, 1.0, -1.0) * score))) if len(y) else float("nan")
+    acc = float(np.mean((score > 0) == y)) if len(y) else float("nan")
+    pos, neg = int(y.sum()), int((~y).sum())
+    auc = float("nan")
+    if pos and neg:
+        from scipy.stats import rankdata
+        r = rankdata(score)
+        auc = float((r[y].sum() - pos * (pos + 1) / 2) / (pos * neg))
+    return {"accuracy": acc, "logloss": logloss, "auc": auc}
+
+
+def score_metrics(M, labels, loss):
+    """accuracy and log-loss (binary: and AUC) of scores M (n, K) against labels."""
+    if loss != "softmax":
+        return classification_metrics(M[:, 0], labels)
+    y = np.asarray(labels, np.int64)
+    top = M.max(axis=1)
+    lse = top + np.log(np.exp(M - top[:, None]).sum(axis=1))
+    inside = y < M.shape[1]
+    ll = float(np.mean(lse[inside] - M[np.flatnonzero(inside), y[inside]])) if inside.any() else float("nan")
+    return {"accuracy": float(np.mean(M.argmax(axis=1) == y)) if len(y) else float("nan"), "logloss": ll}
+
+
+def softmax(M):
+    """Row-wise softmax of scores M (n, K): class probabilities."""
+    P = np.exp(M - M.max(axis=1, keepdims=True))
+    return P / P.sum(axis=1, keepdims=True)
+
+
 def objective_value(W, X, y, loss="logistic", reg="l2", lam=1e-6, fm=False):
     """f(W) for a scipy.sparse X: the reference the programs are checked against
     (``fm``: W = (w, V) of a factorization machine)."""
@@ -550,10 +582,8 @@ def gradient_value(W, X, y, loss="logistic", reg="l2", lam=1e-6, fm=False):
     W = np.asarray(W).reshape(X.shape[1], -1)
     n = X.shape[0]
     if loss == "softmax":
-        P = np.exp(M - M.max(axis=1, keepdims=True))
-        P /= P.sum(axis=1, keepdims=True)
-        P[np.arange(n), np.asarray(y, np.int64)] -= 1.0
-        D = P
+        D = softmax(M)
+        D[np.arange(n), np.asarray(y, np.int64)] -= 1.0
     else:
         ys = np.where(np.asarray(y) > 0, 1.0, -1.0)
         m = M[:, 0]

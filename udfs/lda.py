@@ -317,6 +317,15 @@ def topic_word(word_data):
     return np.ascontiguousarray(word_data["nk"].T)
 
 
+def top_words(word_topic, n, vocab=None):
+    """Per topic, the ``n`` most frequent (word, count) pairs, most frequent first."""
+    out = []
+    for row in word_topic:
+        idx = np.argsort(-row, kind="stable")[:n]
+        out.append([(vocab[i] if vocab is not None else str(i), int(row[i])) for i in idx if row[i] > 0])
+    return out
+
+
 # --------------------------------------------------------------------------- inference
 @njit(cache=True, nogil=True)
 def _infer(indptr, words, counts, word_topic, totals, alpha, beta, iterations, seed, theta):

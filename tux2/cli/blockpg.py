@@ -1,5 +1,5 @@
 """``tux2 run blockpg [INPUT]``: L1-regularised logistic regression by block proximal gradient."""
-from tux2.cli.common import (NONNEG, NONNEG_NUMBER, SEED, HelpFormatter, classification_data, integer,
+from tux2.cli.common import (NONNEG, NONNEG_NUMBER, SEED, classification_data, integer,
                              run as run_command, add_libsvm_args, add_run_args, add_partition_args, number)
 from tux2.estimators.linear import BlockPG
 
@@ -7,7 +7,6 @@ from tux2.estimators.linear import BlockPG
 def add_parser(algos):
     p = algos.add_parser(
         "blockpg", help="L1 logistic regression by block proximal gradient (paper §4, Fig. 7)",
-        formatter_class=HelpFormatter,
         description="Minimises sum_i log(1 + exp(-y_i x_i.w)) + lambda |w|_1 (liblinear's L1 objective "
                     "with C = 1/lambda) over a libsvm file: labels +1/-1 or 1/0, 1-based feature "
                     "indices unless --zero-based. Without INPUT a kdd-shaped sparse problem is generated "

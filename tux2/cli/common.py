@@ -26,13 +26,17 @@ class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse with tux2's error line: ``tux2: error: …`` (after the usage), exit status 2.
+    """argparse with tux2's help (HelpFormatter, for every sub-command too) and error
+    line: ``tux2: error: …`` (after the usage), exit status 2.
     A command's own parser (one without sub-commands) takes options and positionals in
     any order: ``tux2 predict model/ --top-k 10 users.txt`` (argparse alone gives an
     optional positional that follows a required one nothing when an option comes
     between them)."""
 
     _intermixing = False
+
+    def __init__(self, *args, formatter_class=HelpFormatter, **kwargs):
+        super().__init__(*args, formatter_class=formatter_class, **kwargs)
 
     def parse_known_args(self, args=None, namespace=None):
         if self._intermixing or any(a.nargs in (argparse.PARSER, argparse.REMAINDER) for a in self._actions):

@@ -1,7 +1,7 @@
 """``tux2 run lr|svm|softmax|fm [INPUT]``: generalised linear models and factorization
 machines by mini-batch SGD, with the training strategy of Spark MLlib, MLlib*, Petuum,
 ColumnSGD or PS2."""
-from tux2.cli.common import (NONNEG, NONNEG_NUMBER, PARTITIONS, POSITIVE, SEED, HelpFormatter, classification_data,
+from tux2.cli.common import (NONNEG, NONNEG_NUMBER, PARTITIONS, POSITIVE, SEED, classification_data,
                              run as run_command, add_libsvm_args, add_run_args, integer)
 from tux2.estimators.linear import FM, LinearSVM, LogisticRegression, Softmax
 from tux2.udfs.glm import OPTIMIZERS, STRATEGIES
@@ -15,7 +15,6 @@ def add_parser(algos):
     for name, (loss, title) in MODELS.items():
         p = algos.add_parser(
             name, help=f"{title} by mini-batch SGD; --strategy picks the system it trains like",
-            formatter_class=HelpFormatter,
             description=f"Minimises (1/n) sum_i loss(x_i.W, y_i) + lambda R(W) for the {title} over a libsvm "
                         "file (1-based feature indices unless --zero-based"
                         + ("; labels 0..K-1" if loss == "softmax" else "; labels +1/-1 or 1/0")

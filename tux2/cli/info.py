@@ -5,7 +5,7 @@ import os
 
 import numpy as np
 
-from tux2.cli.common import HelpFormatter, add_input_args, input_options, spool_inputs
+from tux2.cli.common import add_input_args, input_options, spool_inputs
 
 
 FORMATS = ("auto", "edges", "libsvm", "docword", "triples", "text")
@@ -13,7 +13,6 @@ FORMATS = ("auto", "edges", "libsvm", "docword", "triples", "text")
 
 def add_parser(sub):
     p = sub.add_parser("info", help="describe an input file: counts, degrees, id ranges, duplicates",
-                       formatter_class=HelpFormatter,
                        description="Reads INPUT as 'tux2 run' would and reports the number of edges and vertices "
                                    "per side, degree statistics (min, median, mean, 99th percentile, max, the "
                                    "share of edges at the top 1% of vertices), id ranges and ids without edges, "
@@ -29,28 +28,6 @@ def add_parser(sub):
     add_input_args(p)
     p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     p.set_defaults(func=info)
-
-
-def sniff(path, columns=None):
-    """'libsvm' when the first data lines hold index:value tokens, 'docword' for a UCI
-    docword file, 'edges' when they read as an edge list (two ids and, when there is a
-    third column, a number in it — as the run commands read them, header lines and
-    extra columns included), else 'text'."""
-    from tux2 import io
-    head = io.read_head(path, "input")
-    data = [x for x in head.split(b"\n")[:20] if x.strip() and x.strip()[:1] not in (b"#", b"%")]
-    if data and all(b":" in x for x in data) and b"::" not in data[0]:
-        return "libsvm"
-    if io.sniff_corpus(path) == "docword":
-        return "docword"
-    fmt = io.edge_format(head, path, columns)
-    vcol = 2 if fmt.cols[2] == io.OPTIONAL else fmt.cols[2]
-    rows = [io.split_line(x, fmt.colon) for x in head[fmt.start:].split(b"\n")[:21]]
-    rows = [t for t in rows if t and t[0][:1] not in (b"#", b"%")][:20]
-    if rows and all(len(t) > max(fmt.cols[:2]) and (vcol < 0 or len(t) <= vcol or io.is_number(t[vcol]))
-                    for t in rows):
-        return "edges"
-    return "text"
 
 
 def degree_stats(deg):
@@ -121,7 +98,7 @@ def info(args):
     from tux2 import io, loaders
     spool_inputs(args)
     path = args.input
-    kind = sniff(path, args.columns) if args.format == "auto" else args.format
+    kind = io.sniff_input(path, args.columns) if args.format == "auto" else args.format
     labels = None
     if kind == "libsvm":
         g, labels = io.read_libsvm(path, zero_based=True)

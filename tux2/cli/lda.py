@@ -1,7 +1,7 @@
 """``tux2 run lda [INPUT]``: LDA by collapsed Gibbs sampling (SparseLDA) on a corpus."""
 import numpy as np
 
-from tux2.cli.common import (COUNT, NONNEG, POSITIVE, SEED, HelpFormatter,
+from tux2.cli.common import (COUNT, NONNEG, POSITIVE, SEED,
                              run as run_command, add_run_args, add_partition_args, integer)
 from tux2.estimators.lda import LDA
 from tux2.graph import BipartiteGraph
@@ -13,7 +13,6 @@ FORMATS = ("auto", "triples", "docword", "text")
 def add_parser(algos):
     p = algos.add_parser(
         "lda", help="topic model: LDA by collapsed Gibbs sampling (SparseLDA, paper §4)",
-        formatter_class=HelpFormatter,
         description="Latent Dirichlet allocation on a document-word graph. INPUT is 'doc word count' "
                     "triples (0-based ids), a UCI bag-of-words docword file (3-line header D, W, NNZ; "
                     "1-based ids) or plain text with one document per line. Without INPUT a corpus is "

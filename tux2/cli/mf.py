@@ -2,21 +2,17 @@
 import json
 import os
 
-import numpy as np
-
 from tux2 import ingress, loaders
-from tux2.cli.common import (COUNT, FRACTION, NONNEG, NONNEG_NUMBER, POSITIVE, SEED, HelpFormatter,
+from tux2.cli.common import (COUNT, FRACTION, NONNEG, NONNEG_NUMBER, POSITIVE, SEED,
                              run as run_command, add_id_args, add_input_args, add_run_args,
                              add_partition_args, input_options, integer)
-from tux2.estimators.mf import MF, NAMES, known_ids
-from tux2.graph import BipartiteGraph
+from tux2.estimators.mf import MF, NAMES
 from tux2.runner import Dataset, partitions
 
 
 def add_parser(sub):
     p = sub.add_parser(
         "mf", help="matrix factorisation by SGD (paper §4)",
-        formatter_class=HelpFormatter,
         description="Matrix factorisation on a user-item rating graph. INPUT is an edge list "
                     "'user item rating [more columns]' (tabs, spaces, commas or '::'; a header line of names; "
                     "'#'/'%' comments; MatrixMarket; gzip, bz2 or xz; '-' for standard input). "
@@ -105,8 +101,8 @@ def load(args, est, transport, say):
     if not args.test:     # held out by a hash of each edge's line position, as a distributed run holds it out
         g = data.train
         held = ingress.test_mask(range(g.num_edges), args.test_fraction, args.seed)
-        data.train, test = (BipartiteGraph(g.src[m], g.dst[m], g.values[m], g.n_src, g.n_dst, NAMES, g.source,
-                                           g.ids) for m in (~held, held))
-        data.test = loaders.mark_unknown(test, known_ids(data.train), est.unknown)   # held-out ids without ratings
+        data.train, test = g.permuted(~held), g.permuted(held)
+        # held-out ids without training ratings follow --unknown
+        data.test = loaders.mark_unknown(test, loaders.known_ids(data.train), est.unknown)
     data.source = args.input
     return data

@@ -8,14 +8,13 @@ import numpy as np
 
 from tux2 import partitioning
 from tux2.errors import PartitionError
-from tux2.cli.common import (PARTITIONS, POSITIVE, SEED, HelpFormatter, add_input_args, input_options, integer,
+from tux2.cli.common import (PARTITIONS, POSITIVE, SEED, add_input_args, input_options, integer,
                              spool_inputs)
 
 
 def add_parser(sub):
     p = sub.add_parser(
         "partition", help="compare vertex-cut partitioning strategies on a graph",
-        formatter_class=HelpFormatter,
         description="Partition INPUT with each --strategy and print the quality reports side by side: "
                     "replication factor λ (with master-only replicas, as PowerGraph counts, and without, as "
                     "KaHIP/Mt-KaHyPar count), per vertex type, edge and master balance (max/mean), mirrors, "
@@ -74,23 +73,19 @@ def _value(text):
 
 
 def _options(pairs, strategies):
+    """{strategy: the --option KEY=VALUE pairs it takes}; a key none of them takes is an error."""
+    takes = {name: inspect.signature(partitioning.get(name).core).parameters for name in strategies}
     opts = {}
     for pair in pairs:
-        if "=" not in pair:
+        k, eq, v = pair.partition("=")
+        if not eq:
             raise PartitionError(f"--option expects KEY=VALUE, got {pair!r}")
-        k, v = pair.split("=", 1)
         opts[k.strip()] = _value(v.strip())
-    per = {}
-    used = set()
-    for name in strategies:
-        params = inspect.signature(partitioning.get(name).core).parameters
-        per[name] = {k: v for k, v in opts.items() if k in params}
-        used |= set(per[name])
-    unused = set(opts) - used
+    unused = set(opts).difference(*takes.values())
     if unused:
         raise PartitionError(f"option(s) {', '.join(sorted(unused))} are not taken by any of: "
                              f"{', '.join(strategies)}")
-    return per
+    return {name: {k: v for k, v in opts.items() if k in takes[name]} for name in strategies}
 
 
 def run(args):
@@ -108,22 +103,15 @@ def run(args):
         g = load_edges(args.input, duplicates="keep", **input_options(args))     # repeated edges placed like others
         what = display_name(args.input)
         # only vertices with edges are placed and counted: ids are renumbered densely over them
-        if args.homogeneous:
-            kept = (np.unique(np.concatenate([g.src, g.dst])),)
-            src, dst = np.searchsorted(kept[0], g.src), np.searchsorted(kept[0], g.dst)
-            n_src, n_dst, names = len(kept[0]), None, ("vertex",)
-        else:
-            kept = (np.unique(g.src), np.unique(g.dst))
-            src, dst = np.searchsorted(kept[0], g.src), np.searchsorted(kept[1], g.dst)
-            n_src, n_dst, names = len(kept[0]), len(kept[1]), ("src", "dst")
+        kept = [np.unique(a) for a in ((np.concatenate([g.src, g.dst]),) if args.homogeneous else (g.src, g.dst))]
+        src, dst = np.searchsorted(kept[0], g.src), np.searchsorted(kept[-1], g.dst)
+        n_src, n_dst = len(kept[0]), None if args.homogeneous else len(kept[1])
+        names = ("vertex",) if args.homogeneous else ("src", "dst")
         user_ids = [m.decode(k) if m is not None else k for k, m in zip(kept, g.ids)]
     else:
         raise PartitionError("give an INPUT edge list or --powerlaw N")
-    homogeneous = n_dst is None
     strategies = args.strategies or [s for s in partitioning.available()
-                                     if not (homogeneous and partitioning.get(s).bipartite_only)]
-    for s in strategies:
-        partitioning.get(s)
+                                     if not (n_dst is None and partitioning.get(s).bipartite_only)]
     opts = _options(args.option, strategies)
     reports = []
     for name in strategies:
@@ -140,8 +128,7 @@ def run(args):
                      **{f"master_{t}": m for t, m in zip(names, a.master)},
                      **({f"ids_{t}": i for t, i in zip(names, user_ids)} if user_ids is not None else {}))
     if not args.json:
-        n = n_src if homogeneous else n_src + n_dst
-        print(f"{what}: {n:,} vertices, {len(src):,} edges, {args.parts} parts")
+        print(f"{what}: {n_src + (n_dst or 0):,} vertices, {len(src):,} edges, {args.parts} parts")
         print(partitioning.format_table(reports))
     for rep in reports:
         if rep["edge_balance"] > BALANCE_WARNING:

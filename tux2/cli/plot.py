@@ -4,7 +4,6 @@ import json
 import math
 import os
 
-from tux2.cli.common import HelpFormatter
 from tux2.errors import InputError, Tux2Error
 
 # bookkeeping fields, not metrics
@@ -15,7 +14,6 @@ _X = ("auto", "epoch", "iteration", "clock", "total_time_s")
 
 def add_parser(sub):
     p = sub.add_parser("plot", help="plot --metrics JSONL files (objective, RMSE, log-likelihood … per epoch)",
-                       formatter_class=HelpFormatter,
                        description="One panel per metric (all numeric fields except bookkeeping, or --y), one "
                                    "line per file, against epochs/iterations or training time. Needs matplotlib "
                                    "(pip install 'tux2[plot]').")
@@ -53,7 +51,7 @@ def read_metrics(path):
 
 
 def _number(v):
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and v is not None and math.isfinite(v)
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
 def plot(args):
@@ -91,8 +89,7 @@ def plot(args):
             from matplotlib.ticker import MaxNLocator
             ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_ylabel(m.replace("_", " "))
-        if args.log_y:
-            ax.set_yscale("log")
+        ax.set_yscale("log" if args.log_y else "linear")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
     for ax in list(axes.flat)[len(metrics):]:

@@ -10,7 +10,7 @@ import sys
 import numpy as np
 
 from tux2 import estimators, files
-from tux2.cli.common import COUNT, SEED, HelpFormatter, add_input_args, integer, spool_inputs
+from tux2.cli.common import COUNT, SEED, add_input_args, integer, spool_inputs
 from tux2.errors import InputError, Tux2Error
 
 LINEAR = ("lr", "svm", "softmax", "fm", "blockpg")
@@ -18,7 +18,6 @@ LINEAR = ("lr", "svm", "softmax", "fm", "blockpg")
 
 def add_parser(sub):
     p = sub.add_parser("predict", help="apply a trained model (a 'tux2 run … --out DIR' directory) to new data",
-                       formatter_class=HelpFormatter,
                        description="Classifiers (" + ", ".join(LINEAR) + "): one line per input sample (libsvm): "
                                    "the predicted label, then the score (binary models; lr and logistic fm add the "
                                    "probability of +1) or the class probabilities (softmax); accuracy, log-loss "
@@ -68,8 +67,8 @@ def predict(args):
         return predict_lda(args, model)
     if args.input is None:
         raise Tux2Error("INPUT is required (samples to score, in libsvm format)")
-    from tux2.estimators.linear import score_metrics, softmax
     from tux2.io import read_libsvm
+    from tux2.udfs.glm import labels_for, score_metrics, softmax
     zero_based = model.zero_based_ if args.zero_based is None else args.zero_based
     graph, labels = read_libsvm(args.input, zero_based=zero_based, type_names=("sample", "feature"))
     M = model.scores(graph)
@@ -83,7 +82,6 @@ def predict(args):
                 for s in M[:, 0])
     _write(args.output, itertools.chain([header], rows))
     if model.loss == "softmax":
-        from tux2.udfs.glm import labels_for
         try:
             labels_for("softmax", labels, M.shape[1])
         except ValueError as e:

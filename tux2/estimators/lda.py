@@ -1,7 +1,5 @@
 """``tux2.LDA``: collapsed Gibbs LDA (tux2.udfs.lda) as an estimator: corpora in,
 word–topic counts, top words and fold-in topic mixtures out."""
-import os
-
 import numpy as np
 
 from tux2 import files, io, loaders
@@ -11,30 +9,6 @@ from tux2.graph import BipartiteGraph
 from tux2.runner import Dataset, Setup
 from tux2.udfs import lda
 from tux2.version import __version__
-
-
-def read_words(path, n, error, why):
-    """The words of a vocabulary file, one per line: at least ``n``, else ``error``
-    saying ``why`` that many are needed."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            words = [line.strip() for line in f]
-    except (OSError, UnicodeDecodeError) as e:
-        raise error(f"{path}: cannot read vocabulary: {e}") from None
-    while words and not words[-1]:
-        words.pop()
-    if len(words) < n:
-        raise error(f"{path}: vocabulary has {len(words)} words but {why}")
-    return words
-
-
-def top_words(word_topic, n, vocab=None):
-    """Per topic, the ``n`` most frequent (word, count) pairs, most frequent first."""
-    out = []
-    for row in word_topic:
-        idx = np.argsort(-row, kind="stable")[:n]
-        out.append([(vocab[i] if vocab is not None else str(i), int(row[i])) for i in idx if row[i] > 0])
-    return out
 
 
 class LDA(Estimator):
@@ -52,8 +26,7 @@ class LDA(Estimator):
 
     def __init__(self, topics=20, iterations=100, alpha=0.1, beta=0.01, sampler="sparse", partitioner="bicut",
                  seed=0, top_words=10):
-        self.topics, self.iterations, self.alpha, self.beta = topics, iterations, alpha, beta
-        self.sampler, self.partitioner, self.seed, self.top_words = sampler, partitioner, seed, top_words
+        self._keep(locals())
 
     def load_data(self, data, test=None, format="auto", vocab=None, base=None, min_count=1, duplicates="sum"):
         """The corpus as a doc → word count graph, with its vocabulary: a text
@@ -67,7 +40,7 @@ class LDA(Estimator):
         else:
             g, format = loaders.load(data, duplicates="sum"), "arrays"
         if words is None and vocab:
-            words = read_words(vocab, g.n_dst, InputError, f"the corpus uses word ids up to {g.n_dst - 1}")
+            words = io.read_words(vocab, g.n_dst, InputError, f"the corpus uses word ids up to {g.n_dst - 1}")
         return Dataset(g, vocab=words, format=format)
 
     def prepare(self, data, parts):
@@ -115,12 +88,12 @@ class LDA(Estimator):
 
     def _report(self, s):
         lines = [f"topic {k:3d} ({int(self.word_topic_[k].sum())} tokens): " + " ".join(w for w, _ in ws)
-                 for k, ws in enumerate(top_words(self.word_topic_, self.top_words, self.vocab_))]
+                 for k, ws in enumerate(lda.top_words(self.word_topic_, self.top_words, self.vocab_))]
         return lines[:10]
 
     # ------------------------------------------------------------ files
     def _files(self):
-        tops = top_words(self.word_topic_, self.top_words, self.vocab_)
+        tops = lda.top_words(self.word_topic_, self.top_words, self.vocab_)
         out = {"lda.npz": files.npz({"word_topic": self.word_topic_, "topic_totals": self.topic_totals_,
                                      **({"doc_topic": self.doc_topic_} if self.doc_topic_ is not None else {})}),
                "topics.txt": files.text("".join(f"{k}\t{int(self.word_topic_[k].sum())}\t"
@@ -137,18 +110,11 @@ class LDA(Estimator):
 
     def _restore(self, directory, meta):
         from tux2 import model_check
-        meta, arrays = model_check.read_model(directory, "lda", ("lda.npz",))
-        model_check.check_lda(directory, meta, arrays)
-        arrays = arrays["lda.npz"]
-        vocab = None
-        manifest = files.read_manifest(directory, required=False)
-        if os.path.exists(os.path.join(directory, "vocab.txt")) and (manifest is None or "vocab.txt" in manifest):
-            try:
-                files.verify(directory, ["vocab.txt"], required=False)
-            except files.FileError as e:
-                raise model_check.ModelError(str(e)) from None
-            vocab = read_words(os.path.join(directory, "vocab.txt"), meta["words"], model_check.ModelError,
-                               f"model.json says {meta['words']}")
+        meta, found = model_check.read_model(directory, "lda", ("lda.npz",), ("vocab.txt",))
+        model_check.check_lda(directory, meta, found)
+        vocab = io.read_words(found["vocab.txt"], meta["words"], model_check.ModelError,
+                              f"model.json says {meta['words']}") if "vocab.txt" in found else None
+        arrays = found["lda.npz"]
         self._set(arrays["word_topic"], arrays["topic_totals"], vocab, arrays.get("doc_topic"))
 
     # ------------------------------------------------------------ new documents
@@ -183,4 +149,4 @@ class LDA(Estimator):
 
     def topic_words(self, n=10):
         """Per topic, the ``n`` most frequent (word, count) pairs."""
-        return top_words(self.word_topic_, n, self.vocab_)
+        return lda.top_words(self.word_topic_, n, self.vocab_)

@@ -13,22 +13,6 @@ from tux2.runner import Dataset, Setup
 from tux2.udfs import blockpg, glm
 from tux2.version import __version__
 
-NAMES = ("sample", "feature")
-
-
-# ---------------------------------------------------------------- data and metrics
-def samples(X, zero_based=False, duplicates="error"):
-    """(sample → feature graph, labels or None) of a libsvm path, a scipy.sparse or
-    dense matrix (rows are samples), or a graph."""
-    if isinstance(X, BipartiteGraph):
-        return X, None
-    if isinstance(X, (str, bytes)) or hasattr(X, "__fspath__"):
-        return loaders.load_libsvm(X, zero_based=zero_based, type_names=NAMES, duplicates=duplicates)
-    import scipy.sparse as sp
-    M = X if sp.issparse(X) else sp.csr_matrix(np.asarray(X, np.float64))
-    coo = M.tocoo()
-    return BipartiteGraph(coo.row, coo.col, coo.data, M.shape[0], M.shape[1], NAMES, "matrix"), None
-
 
 def with_bias(graph, index=None):
     """Every sample gets feature ``index`` (default: a new last feature) with value 1."""
@@ -38,38 +22,6 @@ def with_bias(graph, index=None):
     dst = np.concatenate([graph.dst, np.full(n, index)])
     val = np.concatenate([graph.values, np.ones(n)])
     return BipartiteGraph(src, dst, val, n, max(graph.n_dst, index + 1), graph.type_names, graph.source)
-
-
-def classification_metrics(score, labels):
-    """accuracy, mean log-loss and ROC AUC of scores x·w against labels ±1 / 0/1."""
-    y = np.asarray(labels) > 0
-    logloss = float(np.mean(np.logaddexp(0.0, -np.where(y, 1.0, -1.0) * score))) if len(y) else float("nan")
-    acc = float(np.mean((score > 0) == y)) if len(y) else float("nan")
-    pos, neg = int(y.sum()), int((~y).sum())
-    auc = float("nan")
-    if pos and neg:
-        from scipy.stats import rankdata
-        r = rankdata(score)
-        auc = float((r[y].sum() - pos * (pos + 1) / 2) / (pos * neg))
-    return {"accuracy": acc, "logloss": logloss, "auc": auc}
-
-
-def score_metrics(M, labels, loss):
-    """accuracy and log-loss (binary: and AUC) of scores M (n, K) against labels."""
-    if loss != "softmax":
-        return classification_metrics(M[:, 0], labels)
-    y = np.asarray(labels, np.int64)
-    top = M.max(axis=1)
-    lse = top + np.log(np.exp(M - top[:, None]).sum(axis=1))
-    inside = y < M.shape[1]
-    ll = float(np.mean(lse[inside] - M[np.flatnonzero(inside), y[inside]])) if inside.any() else float("nan")
-    return {"accuracy": float(np.mean(M.argmax(axis=1) == y)) if len(y) else float("nan"), "logloss": ll}
-
-
-def softmax(M):
-    """Row-wise softmax of scores M (n, K): class probabilities."""
-    P = np.exp(M - M.max(axis=1, keepdims=True))
-    return P / P.sum(axis=1, keepdims=True)
 
 
 class Linear(Estimator):
@@ -86,8 +38,8 @@ class Linear(Estimator):
         scikit-learn ``fit(X, y)``); ``test``: a libsvm path or (X, y)."""
         def pair(d):
             if isinstance(d, tuple) and len(d) == 2:
-                return samples(d[0])[0], np.asarray(d[1], np.float64)
-            return samples(d, zero_based, duplicates)
+                return loaders.load_samples(d[0])[0], np.asarray(d[1], np.float64)
+            return loaders.load_samples(d, zero_based, duplicates)
         g, y = pair(data)
         if y is None:
             if test is None or np.ndim(test) != 1 or len(test) != g.n_src:
@@ -99,7 +51,8 @@ class Linear(Estimator):
     def _test_metrics(self, s, W):
         if s.test is None or W is None:
             return {}
-        return {f"test_{k}": v for k, v in score_metrics(self._scores(W, s.test), s.test_labels, self.loss).items()}
+        metrics = glm.score_metrics(self._scores(W, s.test), s.test_labels, self.loss)
+        return {f"test_{k}": v for k, v in metrics.items()}
 
     def _files(self):
         """weights.npz (w: features × K, or w and V for an FM) and weights.txt: one line
@@ -137,7 +90,7 @@ class Linear(Estimator):
     def scores(self, X):
         """Scores (n, K) of the samples of X: a libsvm path, a matrix (rows are
         samples) or a sample → feature graph."""
-        return self._scores(self.coef_, samples(X, self.zero_based_)[0])
+        return self._scores(self.coef_, loaders.load_samples(X, self.zero_based_)[0])
 
     def decision_function(self, X):
         """Scores (n,) of a binary model, (n, K) of softmax."""
@@ -153,7 +106,7 @@ class Linear(Estimator):
         """Class probabilities (n, K) of softmax; (n, 2) = P(−1), P(+1) of a logistic model."""
         M = self.decision_function(X)
         if self.loss == "softmax":
-            return softmax(M)
+            return glm.softmax(M)
         if self.loss != "logistic":
             raise AttributeError(f"a {self.loss} model has no probabilities")
         p = 0.5 * (1.0 + np.tanh(0.5 * M))
@@ -173,8 +126,7 @@ class GLM(Linear):
 
     def __init__(self, strategy="sendgradient", optimizer=None, driver=False, penalty="l2", reg=1e-6, batch=1000,
                  eta=None, decay=0.0, epochs=10, seed=0):
-        self.strategy, self.optimizer, self.driver, self.penalty, self.reg = strategy, optimizer, driver, penalty, reg
-        self.batch, self.eta, self.decay, self.epochs, self.seed = batch, eta, decay, epochs, seed
+        self._keep(locals())
 
     classes, factors, init_std = None, 0, 0.01       # Softmax and FM make these parameters
 
@@ -246,8 +198,7 @@ class Softmax(GLM):
 
     def __init__(self, strategy="sendgradient", optimizer=None, driver=False, penalty="l2", reg=1e-6, batch=1000,
                  eta=None, decay=0.0, epochs=10, seed=0, classes=None):
-        super().__init__(strategy, optimizer, driver, penalty, reg, batch, eta, decay, epochs, seed)
-        self.classes = classes
+        self._keep(locals())
 
 
 class FM(GLM):
@@ -257,8 +208,7 @@ class FM(GLM):
 
     def __init__(self, strategy="sendgradient", optimizer=None, driver=False, penalty="l2", reg=1e-6, batch=1000,
                  eta=None, decay=0.0, epochs=10, seed=0, loss="logistic", factors=8, init_std=0.01):
-        super().__init__(strategy, optimizer, driver, penalty, reg, batch, eta, decay, epochs, seed)
-        self.loss, self.factors, self.init_std = loss, factors, init_std
+        self._keep(locals())
 
 
 class BlockPG(Linear):
@@ -272,8 +222,7 @@ class BlockPG(Linear):
 
     def __init__(self, reg=1.0, block_size=None, epochs=20, tol=0.0, shrink=0.9, shrink_rest=2, bias=False,
                  partitioner="bicut", seed=0, form="kappa"):
-        self.reg, self.block_size, self.epochs, self.tol, self.shrink = reg, block_size, epochs, tol, shrink
-        self.shrink_rest, self.bias, self.partitioner, self.seed, self.form = shrink_rest, bias, partitioner, seed, form
+        self._keep(locals())
 
     def _block(self):
         return self.block_size or (1 if self.form == "newton" else 500)

@@ -27,50 +27,12 @@ def ratings(g, what="MF needs a rating column: expected 'user item rating'"):
     return out
 
 
-def known_ids(graph):
-    """(users, items): which dense ids of ``graph`` have edges (the others are never
-    counted, scored or recommended)."""
-    return tuple(np.bincount(a, minlength=n) > 0 for a, n in ((graph.src, graph.n_src), (graph.dst, graph.n_dst)))
-
-
-def lookup(m, x, n):
-    """Dense ids of the user's ids ``x`` (numbers, or strings as a file has them) in the
-    IdMap ``m`` (None: dense ids 0 … n−1 are the user's); -1 where there is none."""
-    x = np.atleast_1d(np.asarray(x))
-    if m is not None and m.tokens.dtype.kind not in "iu":            # string ids
-        index = m.index
-        return np.array([index.get(str(t), -1) for t in x.tolist()], np.int64)
-    if x.dtype.kind in "iu":
-        ints = x.astype(np.int64)
-    else:                                   # strings, floats, objects: integers where they are ones
-        ints = np.array([_integer(t) for t in x.tolist()], np.int64)
-    if m is not None:
-        return m.lookup(ints)
-    return np.where((ints >= 0) & (ints < n), ints, -1)
-
-
-def _integer(t):
-    if isinstance(t, (bool, np.bool_)):
-        return -1
-    if isinstance(t, (int, np.integer)):
-        return int(t)
-    if isinstance(t, (float, np.floating)):
-        return int(t) if float(t).is_integer() else -1
-    t = str(t).strip()
-    return int(t) if t.lstrip("+-").isdigit() and abs(int(t)) < 1 << 62 else -1
-
-
 def unknown_note(test):
     """What happened to test ratings whose user or item has no training ratings."""
-    if test is None:
-        return ""
-    if test.skipped:
+    if test is not None and test.skipped:
         return f" ({test.skipped} with a user or item not in training skipped: --unknown skip)"
-    if test.unknown is not None:
-        n = int((test.unknown[0] | test.unknown[1]).sum())
-        if n:
-            return f" ({n} with a user or item not in training, predicted by the mean and the known bias)"
-    return ""
+    n = int((test.unknown[0] | test.unknown[1]).sum()) if test is not None and test.unknown is not None else 0
+    return f" ({n} with a user or item not in training, predicted by the mean and the known bias)" if n else ""
 
 
 def seen_csr(graph):
@@ -106,11 +68,7 @@ class MF(Estimator):
                  enumerate="item", step="adagrad", biases=True, order=None, blocks=None, overlap="error",
                  partitioner=None, seed=0, eval_every=1, duplicates="error", columns=None, base="auto",
                  unknown="baseline"):
-        self.k, self.epochs, self.lr, self.reg, self.mode = k, epochs, lr, reg, mode
-        self.batch_size, self.batch_unit, self.enumerate, self.step = batch_size, batch_unit, enumerate, step
-        self.biases, self.order, self.blocks, self.overlap = biases, order, blocks, overlap
-        self.partitioner, self.seed, self.eval_every, self.duplicates = partitioner, seed, eval_every, duplicates
-        self.columns, self.base, self.unknown = columns, base, unknown
+        self._keep(locals())
 
     # ------------------------------------------------------------ data → program
     def load_data(self, data, test=None, ids="auto"):
@@ -132,7 +90,7 @@ class MF(Estimator):
         """``test`` (a path, (users, items, ratings) in the user's ids, or what
         ``tux2.loaders.load`` takes in dense ids) in ``train``'s dense ids, its unknown
         users and items handled by ``unknown``."""
-        known = known_ids(train)
+        known = loaders.known_ids(train)
         what = "test file needs a rating column"
         if isinstance(test, (str, bytes)) or hasattr(test, "__fspath__"):
             t = loaders.load_edges(test, type_names=NAMES, id_maps=train.ids, known=known, unknown=self.unknown,
@@ -140,7 +98,7 @@ class MF(Estimator):
             return ratings(t, what=what)
         if isinstance(test, tuple):
             u, i, r = (np.asarray(x) for x in test)
-            dense = [lookup(m, x, n) for m, x, n in zip(train.ids, (u, i), train.n)]
+            dense = [loaders.dense_ids(m, x, n) for m, x, n in zip(train.ids, (u, i), train.n)]
             return loaders.in_known_ids(*dense, r, known, self.unknown, NAMES, "test", train.ids, (u, i))
         t = ratings(loaders.load(test), what=what)
         return loaders.in_known_ids(t.src, t.dst, t.values, known, self.unknown, NAMES, t.source, train.ids)
@@ -185,14 +143,14 @@ class MF(Estimator):
 
     def prepare(self, data, parts):
         order, blocks, partitioner = self.schedule(parts)
-        train = data.train
-        if "assignment" in data.facts:           # tux2.ingress: this worker's share, placed and ordered
-            strata, tiles, mu = train.strata, train.tiles, data.facts["mu"]
+        train, ingress = data.train, "assignment" in data.facts
+        if ingress:                 # tux2.ingress: this worker's share, placed and ordered
+            strata, tiles, mu, known = train.strata, train.tiles, data.facts["mu"], train.known
             engine = {"assignment": data.facts["assignment"]}
         else:
             train, strata, tiles = self.order_edges(train, order, blocks)
             mu = float(train.values.mean(dtype=np.float64)) if train.num_edges else 0.0
-            engine = {"partitioner": partitioner}
+            engine, known = {"partitioner": partitioner}, loaders.known_ids(train)
         batch = self.batch_size
         if batch is None and self.mode == "minibatch" and self.batch_unit == "vertex":
             # about MINIBATCH_SIZE edges' worth of the enumerated vertices (a whole epoch in one step
@@ -202,12 +160,12 @@ class MF(Estimator):
         prog = mf.program(k=self.k, mode=self.mode, lr=self.lr, reg=self.reg, batch_size=batch,
                           batch_unit=self.batch_unit, enumerate=self.enumerate, overlap=self.overlap,
                           step=self.step, biases=self.biases, mu=mu)
-        engine.update(strata=strata, tiles=tiles, partitioner_options={"blocks": blocks} if partitioner == "stratified" else None)
+        engine.update(strata=strata, tiles=tiles,
+                      partitioner_options={"blocks": blocks} if partitioner == "stratified" else None)
         ids = getattr(data.train, "ids", (None, None))
-        known = data.train.known if "assignment" in data.facts else known_ids(data.train)
-        return Setup(train, prog, engine, test=data.test, evaluate=data.test is not None or "assignment" in data.facts,
+        return Setup(train, prog, engine, test=data.test, evaluate=data.test is not None or ingress,
                      mu=mu, source=data.source, partitioner=partitioner, known=known,
-                     read_as=data.facts.get("read_as"), ingress="assignment" in data.facts, ids=ids,
+                     read_as=data.facts.get("read_as"), ingress=ingress, ids=ids,
                      meta={"partitioner": partitioner, "lr": prog.context.init["lr"], "mu": mu,
                            "ids": "string" if any(m is not None and m.tokens.dtype.kind not in "iu" for m in ids)
                            else "int", "id_base": data.facts.get("id_base", 0)})
@@ -220,7 +178,6 @@ class MF(Estimator):
             evaluate = i == self.epochs or (self.eval_every > 0 and i % self.eval_every == 0)
             U, I = (eng.vertex_data("user"), eng.vertex_data("item")) if evaluate else (None, None)
             rec["test_rmse"] = mf.rmse(U, I, s.test, s.mu) if U is not None and s.test is not None else None
-        rec["clock"] = eng.clock
         return rec
 
     def _rates(self, s):
@@ -247,9 +204,8 @@ class MF(Estimator):
             pieces = eng.transport.allgather("seen", [g.src, g.dst])
             g = BipartiteGraph(np.concatenate([p[0] for p in pieces]), np.concatenate([p[1] for p in pieces]),
                                None, g.n_src, g.n_dst, NAMES)
-        if U is None:
-            return
-        self._set(U, I, s.mu, s.ids, seen_csr(g))
+        if U is not None:
+            self._set(U, I, s.mu, s.ids, seen_csr(g))
 
     def _set(self, users, items, mu, ids, seen):
         self.user_factors_, self.user_bias_ = np.asarray(users["p"], np.float64), np.asarray(users["b"], np.float64)
@@ -299,7 +255,7 @@ class MF(Estimator):
     def lookup(self, side, x):
         """Dense ids of the user's ids ``x`` of one side (0 users, 1 items; numbers, or
         strings as a file writes them); -1 where the model has none."""
-        return lookup(self.ids_[side], x, (self.n_users, self.n_items)[side])
+        return loaders.dense_ids(self.ids_[side], x, (self.n_users, self.n_items)[side])
 
     def _unknown(self, side, d, given, what, policy):
         """The mask of dense ids ``d`` (-1: not in the model) without training ratings;
