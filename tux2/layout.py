@@ -162,19 +162,21 @@ def _order_by_vertex(lids, by_eid, rank, gid):
 
 
 @njit(cache=True, nogil=True)
-def _by_vertex_one_part(key, n):
+def _by_vertex_one_part(key, n, other, other_out, rows, rows_out):
     """One part holding every vertex in id order (local index = global id): a stable
-    counting sort of the edges by ``key`` (ties in global edge order). Returns
-    (perm, keys): the edge at each sorted position, and its key. The other arrays
-    follow by gathers through perm (one random stream per pass is faster than a
-    pass scattering several)."""
+    counting sort of the edges by ``key`` (ties in global edge order), i.e. a CSR ->
+    CSC transpose. Returns (perm, keys): the edge at each sorted position, and its key
+    (in key's dtype); fills ``other_out`` with the other end and ``rows_out`` with the
+    edge records (both viewed as words, see _words) in that order. One counting
+    pass, one pass placing the edge ids, then one gather pass for the rest (one random
+    read stream per field beats a pass scattering them all)."""
     m = key.shape[0]
     start = np.zeros(n + 1, np.int64)
     for e in range(m):
         start[key[e] + 1] += 1
     for v in range(n):
         start[v + 1] += start[v]
-    keys = np.empty(m, np.int64)
+    keys = np.empty(m, key.dtype)
     for v in range(n):
         for k in range(start[v], start[v + 1]):
             keys[k] = v
@@ -184,7 +186,21 @@ def _by_vertex_one_part(key, n):
         k = start[v]
         start[v] = k + 1
         perm[k] = e
+    w = rows.shape[1]
+    for k in range(m):
+        e = perm[k]
+        other_out[k] = other[e]
+        for j in range(w):
+            rows_out[k, j] = rows[e, j]
     return perm, keys
+
+
+def _words(records):
+    """A contiguous structured array as a 2-D array of its records' words (the widest
+    unsigned integer dividing the record size): whole records move as a few words."""
+    size = records.dtype.itemsize
+    w = next(b for b in (8, 4, 2, 1) if size % b == 0)
+    return np.ascontiguousarray(records).view(np.dtype(f"u{w}")).reshape(len(records), size // w)
 
 
 def _take(records, idx):
@@ -314,11 +330,17 @@ def build_partitions(program, graph, assignment, vertex_data, edge_data, context
     geid = getattr(graph, "eid", None)
     # per type: global id → local index on part p (one part: the global id itself)
     where = [np.empty(n, np.int64) for n in graph.n] if parts > 1 else None
+    o0 = orders[0]
+    # one part by vertex, no global-order pass: the transpose's perm is the edge ids
+    bare = parts == 1 and geid is None and o0 is not None and None not in orders
     out = []
     for p in only:
         lo, hi = int(starts[p]), int(starts[p + 1])
-        pos = np.arange(lo, hi, dtype=np.int64) if len(local) == 0 else local[lo:hi]
-        eid = pos if geid is None else geid[pos]
+        if bare:
+            pos = eid = None
+        else:
+            pos = np.arange(lo, hi, dtype=np.int64) if len(local) == 0 else local[lo:hi]
+            eid = pos if geid is None else geid[pos]
         by_eid = _NONE if geid is None and len(local) == 0 else \
             _NONE if _is_sorted(eid) else np.argsort(eid, kind="stable")
         if parts == 1:
@@ -332,14 +354,15 @@ def build_partitions(program, graph, assignment, vertex_data, edge_data, context
                 _local_index(ends[t], local, lo, hi, where[t], lid)
                 lids.append(lid)
         keysets = {}
-        o0 = orders[0]
         if parts == 1 and o0 is not None and len(by_eid) == 0:
-            # stored by vertex, from global edge order: one counting sort, then gathers
-            perm0, keys0 = _by_vertex_one_part(lids[o0], graph.n[o0])
-            other = lids[1 - o0][perm0]
+            # stored by vertex, from global edge order: a transpose (counting sort, gathers)
+            src_o = lids[1 - o0]
+            other = np.empty(hi - lo, np.int32 if graph.n[1 - o0] < 2**31 else src_o.dtype)
+            edata = np.empty(hi - lo, edge_data.dtype)
+            perm0, keys0 = _by_vertex_one_part(lids[o0], graph.n[o0], src_o, other, _words(edge_data),
+                                               _words(edata))
             ea, eb = (keys0, other) if o0 == 0 else (other, keys0)
             eid_p = perm0 if geid is None else eid[perm0]
-            edata = _take(edge_data, perm0)
         for o in orders:
             if parts == 1 and o0 is not None and len(by_eid) == 0 and o == o0:
                 keysets[o] = (perm0, keys0)
