@@ -253,8 +253,8 @@ class Engine(ApplyRounds):
         # the per-clock helpers for the index types they will see (numba compiles, or
         # loads from its cache, on a first call: here, not inside the first clock)
         i4, i8 = np.zeros(0, np.int32), _EMPTY_IDX
-        for tl in p0.types:
-            mark_touched(i8, i8, 0, i8, p0.ea, tl.stamp, 0, tl.touched, 0)
+        for t, tl in enumerate(p0.types):
+            mark_touched(i8, i8, 0, i8, (p0.ea, p0.eb)[t], tl.stamp, 0, tl.touched, 0)
             append_unstamped(i8, tl.stamp, 0, tl.touched, 0)
         if any(self._replicated):
             for lids in (i4, i8):

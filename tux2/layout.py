@@ -65,14 +65,22 @@ class Partition:
         self.rank = rank
         self.types = types        # [TypeLayout, TypeLayout]
         self.ea, self.eb = ea, eb  # local endpoint indices, physical edge order
-        self.eid = eid            # global edge id per local edge
+        self._eid = eid           # global edge id per local edge (or an _Order making it)
         self.edata = edata
         self.orders = orders      # order → (perm, sorted keys)
         self.ctx = ctx
 
     @property
+    def eid(self):
+        """Global edge id per local edge; made on first use when the layout did not
+        need it (one part stored by vertex: only results and checkpoints ask)."""
+        if isinstance(self._eid, _Order):
+            self._eid = self._eid()
+        return self._eid
+
+    @property
     def n_edges(self):
-        return len(self.eid)
+        return len(self.ea)
 
     def edge_range(self, order, lo=None, hi=None):
         """Positions [a, b) in ``order`` of the edges whose key is in [lo, hi)."""
@@ -165,11 +173,11 @@ def _order_by_vertex(lids, by_eid, rank, gid):
 def _by_vertex_one_part(key, n, other, other_out, rows, rows_out):
     """One part holding every vertex in id order (local index = global id): a stable
     counting sort of the edges by ``key`` (ties in global edge order), i.e. a CSR ->
-    CSC transpose. Returns (perm, keys): the edge at each sorted position, and its key
-    (in key's dtype); fills ``other_out`` with the other end and ``rows_out`` with the
-    edge records (both viewed as words, see _words) in that order. One counting
-    pass, one pass placing the edge ids, then one gather pass for the rest (one random
-    read stream per field beats a pass scattering them all)."""
+    CSC transpose. Fills ``other_out`` with the other end and ``rows_out`` with the
+    edge records (both viewed as words, see _words) in that order and returns the
+    sorted keys (in key's dtype). One counting pass, one pass writing each edge's
+    fields straight into place (no permutation array: group_by_part(key, n) gives
+    it when the edge ids are asked for)."""
     m = key.shape[0]
     start = np.zeros(n + 1, np.int64)
     for e in range(m):
@@ -180,19 +188,15 @@ def _by_vertex_one_part(key, n, other, other_out, rows, rows_out):
     for v in range(n):
         for k in range(start[v], start[v + 1]):
             keys[k] = v
-    perm = np.empty(m, np.int64)
+    w = rows.shape[1]
     for e in range(m):
         v = key[e]
         k = start[v]
         start[v] = k + 1
-        perm[k] = e
-    w = rows.shape[1]
-    for k in range(m):
-        e = perm[k]
         other_out[k] = other[e]
         for j in range(w):
             rows_out[k, j] = rows[e, j]
-    return perm, keys
+    return keys
 
 
 def _words(records):
@@ -233,6 +237,16 @@ def _permute(perm, ea, eb, eid, pos):
 
 
 _NONE = np.zeros(0, np.int64)
+
+
+class _Order:
+    """The stable order of the edges by ``key`` (a counting sort), made when called."""
+
+    def __init__(self, key, n):
+        self.key, self.n = key, n
+
+    def __call__(self):
+        return group_by_part(self.key, max(self.n, 1))[0]
 
 
 def _routing(t, vtype, ids, local, starts, master_t, n, parts, only, share, replicated, vdata):
@@ -331,7 +345,7 @@ def build_partitions(program, graph, assignment, vertex_data, edge_data, context
     # per type: global id → local index on part p (one part: the global id itself)
     where = [np.empty(n, np.int64) for n in graph.n] if parts > 1 else None
     o0 = orders[0]
-    # one part by vertex, no global-order pass: the transpose's perm is the edge ids
+    # one part by vertex and no order needing edge ids: no arange of them (made on demand)
     bare = parts == 1 and geid is None and o0 is not None and None not in orders
     out = []
     for p in only:
@@ -355,34 +369,36 @@ def build_partitions(program, graph, assignment, vertex_data, edge_data, context
                 lids.append(lid)
         keysets = {}
         if parts == 1 and o0 is not None and len(by_eid) == 0:
-            # stored by vertex, from global edge order: a transpose (counting sort, gathers)
+            # stored by vertex, from global edge order: a transpose (a counting sort, one scatter)
             src_o = lids[1 - o0]
             other = np.empty(hi - lo, np.int32 if graph.n[1 - o0] < 2**31 else src_o.dtype)
             edata = np.empty(hi - lo, edge_data.dtype)
-            perm0, keys0 = _by_vertex_one_part(lids[o0], graph.n[o0], src_o, other, _words(edge_data),
-                                               _words(edata))
+            keys0 = _by_vertex_one_part(lids[o0], graph.n[o0], src_o, other, _words(edge_data), _words(edata))
             ea, eb = (keys0, other) if o0 == 0 else (other, keys0)
-            eid_p = perm0 if geid is None else eid[perm0]
+            perm0 = _Order(lids[o0], graph.n[o0])
+            eid_p = perm0 if geid is None else eid[perm0()]
         for o in orders:
             if parts == 1 and o0 is not None and len(by_eid) == 0 and o == o0:
-                keysets[o] = (perm0, keys0)
+                keysets[o] = (_NONE, keys0)                   # stored in this order
             elif o is None:
                 keysets[o] = (by_eid, eid if len(by_eid) == 0 else eid[by_eid])
             else:
                 tl = per_type[o][p]
                 keysets[o] = _order_by_vertex(lids[o], by_eid, _rank_by_gid(tl.gid, tl.n_master), tl.gid)
         # store edges physically in the primary order (empty perm: as they are)
-        perm0 = keysets[orders[0]][0]
         if parts == 1 and o0 is not None and len(by_eid) == 0:
-            pass                                          # moved above
-        elif len(perm0):
+            pass                                          # done above
+        elif len(keysets[o0][0]):
+            perm0 = keysets[o0][0]
             ea, eb, eid_p, pos_p = _permute(perm0, lids[0], lids[1], eid, pos)
             edata = _take(edge_data, pos_p)
         else:
+            perm0 = _NONE
             ea, eb, eid_p = lids[0], lids[1], eid
             edata = edge_data if len(local) == 0 else _take(edge_data, pos)   # one part, in order: as it is
         ordmap = {orders[0]: (_NONE, keysets[orders[0]][1])}
         if len(orders) > 1:
+            perm0 = perm0() if isinstance(perm0, _Order) else perm0
             inv = np.arange(hi - lo, dtype=np.int64)         # storage position of each edge
             if len(perm0):
                 inv[perm0] = inv.copy()
