@@ -17,7 +17,7 @@ from tux2 import partitioning
 from tux2.compile import (aggregate_kernel, append_unstamped, apply_kernel, combine_kernel, compile_call, copy_rows,
                           copy_rows_between, exchange_kernel,
                           finalize_kernel, group_by_part, mark_touched, minibatch_kernel, mirror_fanout,
-                          tiles_conflict, union_positions, view, writes_records, active_kernel)
+                          tiles_conflict, union_positions, view, writes_records, active_kernel, zeros)
 from tux2.config import cores, jit_disabled
 from tux2.errors import ContextStateError, DivergenceError, SchemaError
 from tux2.graph import BipartiteGraph
@@ -82,7 +82,7 @@ class Engine(ApplyRounds):
         rng = np.random.default_rng(seed)
         n_local_edges = len(graph.src)
         if edge_data is None:
-            edge_data = np.zeros(n_local_edges, program.edge_dtype)
+            edge_data = zeros(n_local_edges, program.edge_dtype)    # numba's memory: see compile.zeros
             if graph.values is not None and program.edge_fields:
                 edge_data[next(iter(program.edge_fields))] = graph.values
         if program.init_edges is not None:

@@ -103,7 +103,20 @@ def shuffle_features(features, n_features, seed=0):
     perm = np.random.default_rng(seed).permutation(n_features)
     if n_features < 2**31:                      # int32 ids: half the bytes to move in the layout
         perm = perm.astype(np.int32)
-    return perm[np.asarray(features)], perm
+    return _relabel(perm, np.asarray(features)), perm
+
+
+@njit(cache=True, nogil=True)
+def _relabel(perm, ids):
+    """perm[ids], in numba's memory (see tux2.compile.zeros)."""
+    out = np.empty(ids.shape[0], perm.dtype)
+    n = perm.shape[0]
+    for e in range(ids.shape[0]):
+        v = ids[e]
+        if v < 0 or v >= n:
+            raise IndexError("feature id out of range")
+        out[e] = perm[v]
+    return out
 
 
 def block_counts(samples, features, block_size):
