@@ -173,7 +173,7 @@ def _order_by_vertex(lids, by_eid, rank, gid):
 def _by_vertex_one_part(key, n, other, like, rows):
     """One part holding every vertex in id order (local index = global id): a stable
     counting sort of the edges by ``key`` (ties in global edge order), i.e. a CSR ->
-    CSC transpose. Returns the sorted keys (in key's dtype), the other end (in
+    CSC transpose. Returns the sorted keys (int64, as every order's), the other end (in
     like's dtype) and the edge records (viewed as words, see _words) in that order.
     One counting pass, one pass writing each edge's fields straight into place (no
     permutation array: group_by_part(key, n) gives it when the edge ids are asked
@@ -188,7 +188,7 @@ def _by_vertex_one_part(key, n, other, like, rows):
         start[key[e] + 1] += 1
     for v in range(n):
         start[v + 1] += start[v]
-    keys = np.empty(m, key.dtype)
+    keys = np.empty(m, np.int64)
     for v in range(n):
         for k in range(start[v], start[v + 1]):
             keys[k] = v
