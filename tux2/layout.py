@@ -10,7 +10,7 @@ tables anywhere.
 import numpy as np
 from numba import njit
 
-from tux2.compile import group_by_part
+from tux2.compile import gather_rows, group_by_part
 from tux2.schema import EMPTY
 
 
@@ -212,10 +212,9 @@ def _words(records):
 
 
 def _take(records, idx):
-    """records[idx] for a structured array, as whole rows (numpy's field-by-field
-    fancy indexing of records is ~4× slower)."""
-    rows = np.ascontiguousarray(records).view(np.dtype((np.void, records.dtype.itemsize)))
-    return np.take(rows, idx).view(records.dtype)
+    """records[idx] for a structured array, as whole rows of words (numpy's take of
+    void records is ~5× slower, its field-by-field fancy indexing slower still)."""
+    return gather_rows(_words(records), idx).view(records.dtype).reshape(len(idx))
 
 
 @njit(cache=True, nogil=True)
