@@ -88,6 +88,25 @@ def test_layout_equals_the_reference_builder(strategy, parts):
         assert_same(new, old)
 
 
+def test_one_part_with_int32_ids_lays_out_the_same_values():
+    """Loaded files keep int32 ids; the one-part transpose narrows the other end to
+    int32 where it fits: the same values as the reference, edge ids made on demand."""
+    g = powerlaw_graph(60, 40, 400, seed=9)
+    g32 = BipartiteGraph(g.src.astype(np.int32), g.dst.astype(np.int32), g.values, g.n_src, g.n_dst, ("a", "b"))
+    a = partitioning.partition("random", g.src, g.dst, g.n_src, g.n_dst, 1, seed=0, strict=False)
+    for orders in ORDERS:
+        prog = program(orders)
+        vdata, edata = inputs(prog, g)
+        old = build_partitions_naive(prog, g, a, [v.copy() for v in vdata], edata.copy(), prog.context.new())
+        new = build_partitions(prog, g32, a, vdata, edata, prog.context.new())
+        assert new[0].n_edges == g.num_edges
+        for f in ("ea", "eb", "eid", "edata"):
+            np.testing.assert_array_equal(getattr(new[0], f), getattr(old[0], f), err_msg=f)
+        for o in old[0].orders:
+            for x, y in zip(new[0].orders[o], old[0].orders[o]):
+                np.testing.assert_array_equal(x, y, err_msg=f"order {o}")
+
+
 def test_layout_of_a_subset_of_parts_and_of_an_empty_graph():
     g = powerlaw_graph(30, 20, 200, seed=4)
     a = partitioning.partition("hdrf", g.src, g.dst, g.n_src, g.n_dst, 4, seed=0, strict=False)
