@@ -192,8 +192,8 @@ def test_round_helpers_match_numpy():
     np.testing.assert_array_equal(np.diff(starts), np.bincount([r[0] for r in ref], minlength=3))
 
 
-def test_zeros_in_numba_memory_are_numpy_zeros():
-    from tux2.compile import zeros
+def test_zeros_and_empty_in_numba_memory_are_numpy_arrays():
+    from tux2.compile import empty, zeros
     rec = np.dtype([("x", "f8"), ("k", "f4")], align=True)
     for dt in (rec, np.dtype("f8"), np.dtype([("_", "u1")]), np.dtype([("a", "i4"), ("b", "u1")])):
         for n in (0, 1, 7):
@@ -201,3 +201,5 @@ def test_zeros_in_numba_memory_are_numpy_zeros():
             assert z.dtype == dt and z.shape == (n,) and z.flags.writeable and z.flags.c_contiguous
             assert z.flags.aligned
             np.testing.assert_array_equal(z, np.zeros(n, dt))
+            e = empty(n, dt)
+            assert e.dtype == dt and e.shape == (n,) and e.flags.writeable and e.flags.aligned

@@ -107,6 +107,25 @@ def test_one_part_with_int32_ids_lays_out_the_same_values():
                 np.testing.assert_array_equal(x, y, err_msg=f"order {o}")
 
 
+def test_edge_records_keep_their_program_s_dtype():
+    """Two programs whose edge records have the same layout but other field names, laid
+    out in one process: each partition's records have its own program's dtype (a
+    layout kernel returning records numba made once gave a later program the first
+    one's dtype when its code came from numba's cache: tests/test_glm.py after this file)."""
+    g = powerlaw_graph(30, 20, 200, seed=3)
+    a = partitioning.partition("random", g.src, g.dst, g.n_src, g.n_dst, 1, seed=0, strict=False)
+    for name in ("w", "x", "w"):
+        prog = Program([VertexType("a", sync={"x": "f8"}), VertexType("b", sync={"y": "f8"})], edge={name: "f8"},
+                       context=ContextSpec(fields={"s": "f8"}),
+                       stages=[MiniBatch(7, [Exchange(noop)], unit="vertex", enumerate="a")])
+        edata = np.zeros(g.num_edges, prog.edge_dtype)
+        edata[name] = g.values
+        part = build_partitions(prog, g, a, prog.init_data(g.n, np.random.default_rng(0)), edata,
+                                prog.context.new())[0]
+        assert part.edata.dtype == prog.edge_dtype
+        np.testing.assert_array_equal(part.edata[name], g.values[part.eid])
+
+
 def test_layout_of_a_subset_of_parts_and_of_an_empty_graph():
     g = powerlaw_graph(30, 20, 200, seed=4)
     a = partitioning.partition("hdrf", g.src, g.dst, g.n_src, g.n_dst, 4, seed=0, strict=False)

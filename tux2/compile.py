@@ -740,8 +740,8 @@ def copy_rows_between(dst, dst2, dst_rows, src, src_rows):
 
 # --------------------------------------------------------------------------- setup arrays
 @njit(cache=True, nogil=True)
-def _zero_bytes(n):
-    return np.zeros(n, np.uint8)
+def _bytes(n, zero):
+    return np.zeros(n, np.uint8) if zero else np.empty(n, np.uint8)
 
 
 def zeros(n, dtype):
@@ -751,4 +751,13 @@ def zeros(n, dtype):
     against 0.4 ms per MB measured here): the setup's edge-sized arrays are made here
     or inside its kernels instead. Touched once (zeroed) here."""
     dtype = np.dtype(dtype)
-    return _zero_bytes(int(n) * dtype.itemsize).view(dtype)
+    return _bytes(int(n) * dtype.itemsize, True).view(dtype)
+
+
+def empty(n, dtype):
+    """np.empty(n, dtype) in memory numba allocates (see zeros), not touched here.
+    For records a kernel fills: a kernel returning a record array numba made may
+    give it the dtype of another record type of the same layout (seen with numba
+    0.68 and two one-field dtypes), so kernels fill these instead."""
+    dtype = np.dtype(dtype)
+    return _bytes(int(n) * dtype.itemsize, False).view(dtype)

@@ -10,7 +10,7 @@ tables anywhere.
 import numpy as np
 from numba import njit
 
-from tux2.compile import gather_rows, group_by_part
+from tux2.compile import empty, gather_rows, group_by_part
 from tux2.schema import EMPTY
 
 
@@ -170,19 +170,19 @@ def _order_by_vertex(lids, by_eid, rank, gid):
 
 
 @njit(cache=True, nogil=True)
-def _by_vertex_one_part(key, n, other, like, rows):
+def _by_vertex_one_part(key, n, other, like, rows, rows_out):
     """One part holding every vertex in id order (local index = global id): a stable
     counting sort of the edges by ``key`` (ties in global edge order), i.e. a CSR ->
-    CSC transpose. Returns the sorted keys (int64, as every order's), the other end
-    (in like's dtype) and the edge records in that order. One counting pass, one
-    pass writing each edge's fields straight into place (whole records: ~30% faster
-    than a loop over their words; no permutation array: group_by_part(key, n) gives
-    it when the edge ids are asked for). The arrays are numba's, not numpy's: numpy
-    asks the kernel for huge pages for large arrays, whose first touch costs ~6x
-    more on a VM whose free memory goes back to its host (see compile.zeros)."""
+    CSC transpose. Returns the sorted keys (int64, as every order's) and the other
+    end (in like's dtype) in that order, and fills ``rows_out`` with the edge records.
+    One counting pass, one pass writing each edge's fields straight into place (whole
+    records: ~30% faster than a loop over their words; no permutation array:
+    group_by_part(key, n) gives it when the edge ids are asked for). The arrays are
+    numba's, not numpy's: numpy asks the kernel for huge pages for large arrays,
+    whose first touch costs ~6x more on a VM whose free memory goes back to its host
+    (see compile.zeros; rows_out comes from compile.empty)."""
     m = key.shape[0]
     other_out = np.empty(m, like.dtype)
-    rows_out = np.empty(m, rows.dtype)
     start = np.zeros(n + 1, np.int64)
     for e in range(m):
         start[key[e] + 1] += 1
@@ -198,7 +198,7 @@ def _by_vertex_one_part(key, n, other, like, rows):
         start[v] = k + 1
         other_out[k] = other[e]
         rows_out[k] = rows[e]
-    return keys, other_out, rows_out
+    return keys, other_out
 
 
 def _words(records):
@@ -373,8 +373,9 @@ def build_partitions(program, graph, assignment, vertex_data, edge_data, context
             # stored by vertex, from global edge order: a transpose (a counting sort, one scatter)
             src_o = lids[1 - o0]
             like = np.zeros(0, np.int32 if graph.n[1 - o0] < 2**31 else src_o.dtype)
-            keys0, other, edata = _by_vertex_one_part(lids[o0], graph.n[o0], src_o, like,
-                                                      np.ascontiguousarray(edge_data))
+            edata = empty(hi - lo, edge_data.dtype)
+            keys0, other = _by_vertex_one_part(lids[o0], graph.n[o0], src_o, like, np.ascontiguousarray(edge_data),
+                                               edata)
             ea, eb = (keys0, other) if o0 == 0 else (other, keys0)
             perm0 = _Order(lids[o0], graph.n[o0])
             eid_p = perm0 if geid is None else eid[perm0()]
