@@ -222,7 +222,20 @@ def test_block_counts_equal_a_unique_over_sample_block_pairs():
         block = f // size
         _, inv, cnt = np.unique(s * (block.max() + 1) + block, return_inverse=True, return_counts=True)
         np.testing.assert_array_equal(blockpg.block_counts(s, f, size), cnt[inv])
+        o = np.argsort(s, kind="stable")              # grouped by sample, as CSR input: no sort inside
+        np.testing.assert_array_equal(blockpg.block_counts(s[o], f[o], size), cnt[inv][o])
     assert len(blockpg.block_counts([], [], 10)) == 0
+
+
+def test_shuffled_feature_ids_are_the_permutation_of_the_old_ones():
+    f = np.array([3, 0, 3, 9, 1])
+    for ids in (f, f.astype(np.int32)):
+        new, perm = blockpg.shuffle_features(ids, 10, seed=2)
+        np.testing.assert_array_equal(new, perm[f])
+        assert new.dtype == np.int32 and sorted(perm.tolist()) == list(range(10))
+    for bad in (10, -1):
+        with pytest.raises(IndexError):
+            blockpg.shuffle_features(np.array([0, bad]), 10)
 
 
 def test_text_like_data_has_zipf_words_raw_counts_and_both_labels():

@@ -190,3 +190,16 @@ def test_round_helpers_match_numpy():
     ref.sort(key=lambda r: r[0])                                  # stable: M order within a part
     assert [(int(r), int(x)) for r, x in zip(rows, lids)] == [(int(m), int(x)) for _, m, x in ref]
     np.testing.assert_array_equal(np.diff(starts), np.bincount([r[0] for r in ref], minlength=3))
+
+
+def test_zeros_and_empty_in_numba_memory_are_numpy_arrays():
+    from tux2.compile import empty, zeros
+    rec = np.dtype([("x", "f8"), ("k", "f4")], align=True)
+    for dt in (rec, np.dtype("f8"), np.dtype([("_", "u1")]), np.dtype([("a", "i4"), ("b", "u1")])):
+        for n in (0, 1, 7):
+            z = zeros(n, dt)
+            assert z.dtype == dt and z.shape == (n,) and z.flags.writeable and z.flags.c_contiguous
+            assert z.flags.aligned
+            np.testing.assert_array_equal(z, np.zeros(n, dt))
+            e = empty(n, dt)
+            assert e.dtype == dt and e.shape == (n,) and e.flags.writeable and e.flags.aligned

@@ -88,6 +88,44 @@ def test_layout_equals_the_reference_builder(strategy, parts):
         assert_same(new, old)
 
 
+def test_one_part_with_int32_ids_lays_out_the_same_values():
+    """Loaded files keep int32 ids; the one-part transpose narrows the other end to
+    int32 where it fits: the same values as the reference, edge ids made on demand."""
+    g = powerlaw_graph(60, 40, 400, seed=9)
+    g32 = BipartiteGraph(g.src.astype(np.int32), g.dst.astype(np.int32), g.values, g.n_src, g.n_dst, ("a", "b"))
+    a = partitioning.partition("random", g.src, g.dst, g.n_src, g.n_dst, 1, seed=0, strict=False)
+    for orders in ORDERS:
+        prog = program(orders)
+        vdata, edata = inputs(prog, g)
+        old = build_partitions_naive(prog, g, a, [v.copy() for v in vdata], edata.copy(), prog.context.new())
+        new = build_partitions(prog, g32, a, vdata, edata, prog.context.new())
+        assert new[0].n_edges == g.num_edges
+        for f in ("ea", "eb", "eid", "edata"):
+            np.testing.assert_array_equal(getattr(new[0], f), getattr(old[0], f), err_msg=f)
+        for o in old[0].orders:
+            for x, y in zip(new[0].orders[o], old[0].orders[o]):
+                np.testing.assert_array_equal(x, y, err_msg=f"order {o}")
+
+
+def test_edge_records_keep_their_program_s_dtype():
+    """Two programs whose edge records have the same layout but other field names, laid
+    out in one process: each partition's records have its own program's dtype (a
+    layout kernel returning records numba made once gave a later program the first
+    one's dtype when its code came from numba's cache: tests/test_glm.py after this file)."""
+    g = powerlaw_graph(30, 20, 200, seed=3)
+    a = partitioning.partition("random", g.src, g.dst, g.n_src, g.n_dst, 1, seed=0, strict=False)
+    for name in ("w", "x", "w"):
+        prog = Program([VertexType("a", sync={"x": "f8"}), VertexType("b", sync={"y": "f8"})], edge={name: "f8"},
+                       context=ContextSpec(fields={"s": "f8"}),
+                       stages=[MiniBatch(7, [Exchange(noop)], unit="vertex", enumerate="a")])
+        edata = np.zeros(g.num_edges, prog.edge_dtype)
+        edata[name] = g.values
+        part = build_partitions(prog, g, a, prog.init_data(g.n, np.random.default_rng(0)), edata,
+                                prog.context.new())[0]
+        assert part.edata.dtype == prog.edge_dtype
+        np.testing.assert_array_equal(part.edata[name], g.values[part.eid])
+
+
 def test_layout_of_a_subset_of_parts_and_of_an_empty_graph():
     g = powerlaw_graph(30, 20, 200, seed=4)
     a = partitioning.partition("hdrf", g.src, g.dst, g.n_src, g.n_dst, 4, seed=0, strict=False)

@@ -736,3 +736,28 @@ def copy_rows_between(dst, dst2, dst_rows, src, src_rows):
             v = src[q, j]
             dst[r, j] = v
             dst2[r, j] = v
+
+
+# --------------------------------------------------------------------------- setup arrays
+@njit(cache=True, nogil=True)
+def _bytes(n, zero):
+    return np.zeros(n, np.uint8) if zero else np.empty(n, np.uint8)
+
+
+def zeros(n, dtype):
+    """np.zeros(n, dtype) in memory numba allocates. numpy asks the kernel for huge
+    pages for arrays of 4 MB and more, and on a VM whose free memory goes back to its
+    host (free page reporting) their first touch costs ~6x that of small pages (2.5
+    against 0.4 ms per MB measured here): the setup's edge-sized arrays are made here
+    or inside its kernels instead. Touched once (zeroed) here."""
+    dtype = np.dtype(dtype)
+    return _bytes(int(n) * dtype.itemsize, True).view(dtype)
+
+
+def empty(n, dtype):
+    """np.empty(n, dtype) in memory numba allocates (see zeros), not touched here.
+    For records a kernel fills: a kernel returning a record array numba made may
+    give it the dtype of another record type of the same layout (seen with numba
+    0.68 and two one-field dtypes), so kernels fill these instead."""
+    dtype = np.dtype(dtype)
+    return _bytes(int(n) * dtype.itemsize, False).view(dtype)

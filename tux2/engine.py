@@ -17,7 +17,7 @@ from tux2 import partitioning
 from tux2.compile import (aggregate_kernel, append_unstamped, apply_kernel, combine_kernel, compile_call, copy_rows,
                           copy_rows_between, exchange_kernel,
                           finalize_kernel, group_by_part, mark_touched, minibatch_kernel, mirror_fanout,
-                          tiles_conflict, union_positions, view, writes_records, active_kernel)
+                          tiles_conflict, union_positions, view, writes_records, active_kernel, zeros)
 from tux2.config import cores, jit_disabled
 from tux2.errors import ContextStateError, DivergenceError, SchemaError
 from tux2.graph import BipartiteGraph
@@ -80,9 +80,10 @@ class Engine(ApplyRounds):
         if self.P < 1:
             raise SchemaError(f"partitions must be >= 1, got {partitions}")
         rng = np.random.default_rng(seed)
+        t0 = time.perf_counter()
         n_local_edges = len(graph.src)
         if edge_data is None:
-            edge_data = np.zeros(n_local_edges, program.edge_dtype)
+            edge_data = zeros(n_local_edges, program.edge_dtype)    # numba's memory: see compile.zeros
             if graph.values is not None and program.edge_fields:
                 edge_data[next(iter(program.edge_fields))] = graph.values
         if program.init_edges is not None:
@@ -90,17 +91,20 @@ class Engine(ApplyRounds):
                 check_program(program)
             program.init_edges(edge_data, rng)
         vdata = program.init_data(graph.n, rng)
+        t1 = time.perf_counter()
         if assignment is None:
             assignment = partitioning.partition(
                 partitioner, graph.src, graph.dst, graph.n_src, graph.n_dst, self.P, seed=seed,
                 strict=False, **(partitioner_options or {}))
         self.assignment = assignment
+        t2 = time.perf_counter()
         ctx = context if context is not None else program.context.new()
         self.transport = transport or LocalTransport(self.P)
         if getattr(self.transport, "parts", self.P) != self.P:
             raise SchemaError(f"the transport serves {self.transport.parts} partitions, the engine has {self.P}")
         self.parts = build_partitions(program, graph, self.assignment, vdata, edge_data, ctx,
                                       only=self.transport.local_parts, share=graph.share if sharded else None)
+        t3 = time.perf_counter()
         self._part = {p.rank: p for p in self.parts}
         self._slot = {p.rank: i for i, p in enumerate(self.parts)}
         self.trace = []             # per clock: compute/sync/wait seconds, bytes sent
@@ -161,6 +165,9 @@ class Engine(ApplyRounds):
                 self._check_tiles()
         self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="tux2") if self.threads > 1 else None
         self._compile()
+        # seconds of setup by step (initial records and vertex data, partitioning, layout, kernels)
+        self.setup_times = {"init_s": t1 - t0, "partition_s": t2 - t1, "layout_s": t3 - t2,
+                            "compile_s": time.perf_counter() - t3}
 
     def _check_strata(self, strata, what="strata"):
         if strata is None:
@@ -253,8 +260,8 @@ class Engine(ApplyRounds):
         # the per-clock helpers for the index types they will see (numba compiles, or
         # loads from its cache, on a first call: here, not inside the first clock)
         i4, i8 = np.zeros(0, np.int32), _EMPTY_IDX
-        for tl in p0.types:
-            mark_touched(i8, i8, 0, i8, p0.ea, tl.stamp, 0, tl.touched, 0)
+        for t, tl in enumerate(p0.types):
+            mark_touched(i8, i8, 0, i8, (p0.ea, p0.eb)[t], tl.stamp, 0, tl.touched, 0)
             append_unstamped(i8, tl.stamp, 0, tl.touched, 0)
         if any(self._replicated):
             for lids in (i4, i8):

@@ -103,7 +103,20 @@ def shuffle_features(features, n_features, seed=0):
     perm = np.random.default_rng(seed).permutation(n_features)
     if n_features < 2**31:                      # int32 ids: half the bytes to move in the layout
         perm = perm.astype(np.int32)
-    return perm[np.asarray(features)], perm
+    return _relabel(perm, np.asarray(features)), perm
+
+
+@njit(cache=True, nogil=True)
+def _relabel(perm, ids):
+    """perm[ids], in numba's memory (see tux2.compile.zeros)."""
+    out = np.empty(ids.shape[0], perm.dtype)
+    n = perm.shape[0]
+    for e in range(ids.shape[0]):
+        v = ids[e]
+        if v < 0 or v >= n:
+            raise IndexError("feature id out of range")
+        out[e] = perm[v]
+    return out
 
 
 def block_counts(samples, features, block_size):
@@ -118,7 +131,9 @@ def block_counts(samples, features, block_size):
 @njit(cache=True, nogil=True)
 def _block_counts(samples, features, size, n, n_blocks):
     """Per sample a tally per block over its edges: the edges grouped by sample (a
-    counting sort; none when they already are, as a CSR/libsvm input has them)."""
+    counting sort; none when they already are, as a CSR/libsvm input has them). The
+    output doubles as the store of each edge's block between the two passes over a
+    sample, and a stamp per block replaces clearing the tally."""
     m = samples.shape[0]
     grouped = True
     for e in range(1, m):
@@ -139,11 +154,11 @@ def _block_counts(samples, features, size, n, n_blocks):
         for e in range(m):
             by_sample[fill[samples[e]]] = e
             fill[samples[e]] += 1
-    block = np.empty(m, np.int64)
-    for e in range(m):
-        block[e] = features[e] // size
-    tally = np.zeros(n_blocks, np.int64)
+    keep = n_blocks < 2**31                      # blocks fit the output's 4 bytes (else: divide again)
     out = np.empty(m, np.float32)
+    block = out.view(np.int32)
+    tally = np.zeros(n_blocks, np.int64)
+    stamp = np.full(n_blocks, -1, np.int64)
     lo = 0
     for i in range(n):
         if grouped:
@@ -154,13 +169,16 @@ def _block_counts(samples, features, size, n, n_blocks):
             lo, hi = start[i], start[i + 1]
         for k in range(lo, hi):
             e = k if grouped else by_sample[k]
-            tally[block[e]] += 1
+            b = features[e] // size
+            if keep:
+                block[e] = b
+            if stamp[b] != i:
+                stamp[b] = i
+                tally[b] = 0
+            tally[b] += 1
         for k in range(lo, hi):
             e = k if grouped else by_sample[k]
-            out[e] = tally[block[e]]
-        for k in range(lo, hi):
-            e = k if grouped else by_sample[k]
-            tally[block[e]] = 0
+            out[e] = tally[block[e] if keep else features[e] // size]
         lo = hi
     return out
 
