@@ -126,3 +126,17 @@ def test_the_programs_blas_shortcut_keeps_numbas_dot_working():
                   "import scipy.linalg\n"
                   "print(scipy.linalg.solve(np.eye(2), np.ones(2)))")
     assert out.split("\n")[:3] == ["False", "[ 3. 12.]", "[1. 1.]"]
+
+
+def test_submodules_are_attributes_after_import_tux2():
+    """``import tux2; tux2.udfs.mf`` worked while the package imported eagerly: the lazy
+    package imports a submodule on first use, and every module file is one it knows."""
+    import tux2
+    import tux2.udfs
+    files = {m.split(".")[1] for m in modules() if m.count(".") >= 1}
+    assert files == set(tux2._SUBMODULES)
+    assert {m.split(".")[2] for m in modules() if m.startswith("tux2.udfs.")} == set(tux2.udfs._MODULES)
+    out = _python("import sys, tux2; print('tux2.loaders' in sys.modules); "
+                  "print(tux2.udfs.mf.__name__, tux2.engine.Engine is tux2.Engine, callable(tux2.loaders.load), "
+                  "tux2.estimators.load.__module__)")
+    assert out.split("\n")[:2] == ["False", "tux2.udfs.mf True True tux2.estimators"]
