@@ -276,3 +276,17 @@ def test_array_loaders_against_a_dict(rows, dup):
             assert sorted((a, b) for a, b, _ in got) == sorted(want)
             for a, b, v in got:
                 assert v == pytest.approx(want[(a, b)], abs=1e-12)
+
+
+def test_duplicates_of_int32_ids_whose_pair_keys_would_wrap(tmp_path):
+    """Ids load as int32; (0, 5) and (65536, 5) have src × 65536 + dst equal modulo 2^32,
+    so keys computed in int32 merged them: keys are int64 whatever the ids' dtype."""
+    path = _write(tmp_path, b"0 5 1\n65536 5 2\n0 65535 3\n7 7 4\n7 7 1\n")
+    g = loaders.load_edges(path, duplicates="sum")
+    assert g.src.dtype == np.int32
+    got = sorted(zip(g.src.tolist(), g.dst.tolist(), g.values.tolist()))
+    assert got == [(0, 5, 1.0), (0, 65535, 3.0), (7, 7, 5.0), (65536, 5, 2.0)]
+    assert loaders.pair_key(np.array([65536], np.int32), np.array([5], np.int32), 65536).tolist() == [2 ** 32 + 5]
+    from tux2.cli.info import describe
+    out = describe(loaders.load_edges(path, duplicates="keep"), "edges")
+    assert (out["duplicate_pairs"], out["duplicate_edges"]) == (1, 1)

@@ -538,6 +538,12 @@ def _earliest_repeat(src, dst, n_src, n_dst):
     return best_i, best_j
 
 
+def pair_key(src, dst, n_dst):
+    """One int64 per (src, dst) pair, equal only for equal pairs (n_src × n_dst < 2^62):
+    computed in int64 whatever the ids' dtype (int32 ids times n_dst would wrap)."""
+    return np.multiply(src, max(int(n_dst), 1), dtype=np.int64) + dst
+
+
 def dedupe(g, policy, where):
     """Apply the duplicate-edge policy; ``where(i)`` → (path, line, text) of edge i."""
     if policy == "keep" or g.num_edges < 2:
@@ -555,7 +561,7 @@ def dedupe(g, policy, where):
                          line=line1 if line1 is not None else None,
                          text=text if text is not None else f"edge {again}")
     if g.n_src * max(g.n_dst, 1) < 2 ** 62:
-        key = g.src * g.n_dst + g.dst
+        key = pair_key(g.src, g.dst, g.n_dst)
         order = np.argsort(key, kind="stable")
         same = key[order[1:]] == key[order[:-1]]
     else:

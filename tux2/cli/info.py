@@ -62,7 +62,8 @@ def describe(g, kind, labels=None):
     if g.layout is not None and g.layout.notable():
         out["read_as"] = g.layout.describe()
     if g.num_edges:
-        key = g.src * max(g.n_dst, 1) + g.dst
+        from tux2.loaders import pair_key
+        key = pair_key(g.src, g.dst, g.n_dst)
         uniq, counts = np.unique(key, return_counts=True)
         dup = counts[counts > 1]
         out["duplicate_pairs"] = int(len(dup))
