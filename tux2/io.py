@@ -29,7 +29,7 @@ _MESSAGES = {
     9: "missing column (fewer columns than --columns names)",
     10: "a value column where the lines before have none (the first data line has 2 columns)",
     11: "vertex id too large for int32 (read again into int64)",
-    12: f"value beyond the float32 range (±{float(np.finfo(np.float32).max):.4g}) edge values are kept in",
+    12: f"value beyond the float32 range (±{float(np.finfo(np.float32).max):.4g}) that edge values are kept in",
 }
 ID32_MAX = int(np.iinfo(np.int32).max)
 ID62_MAX = 1 << 62

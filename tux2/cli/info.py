@@ -74,8 +74,9 @@ def describe(g, kind, labels=None):
             hints.append(f"{out['duplicate_edges']} duplicate edges: training stops on them unless "
                          "--duplicates sum, last or keep is given")
     if g.values is not None and g.num_edges:
-        v = g.values
-        vals = {"min": float(v.min()), "max": float(v.max()), "mean": float(v.mean()), "std": float(v.std())}
+        v = g.values             # float32 from files: the moments are taken in float64 (no overflow near ±3.4e38)
+        vals = {"min": float(v.min()), "max": float(v.max()), "mean": float(v.mean(dtype=np.float64)),
+                "std": float(v.std(dtype=np.float64))}
         distinct = np.unique(v)
         if len(distinct) <= 20:
             vals["histogram"] = {f"{x:g}": int(c) for x, c in zip(distinct, np.unique(v, return_counts=True)[1])}
