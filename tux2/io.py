@@ -402,8 +402,9 @@ def _parse_from(raw, fmt, path, ids=np.int32, values=np.float32):
     EdgeFormat); errors name the line. Parsed straight into the arrays the edges are
     kept in: int32 ids (int64 when an id needs it: read again), float32 values (12
     bytes per edge; ``values=np.float64`` keeps them as written, for checks a float32
-    rounding would hide, such as counts above 2^24 or 2.0000001). Large inputs are parsed in chunks on every core (split at line
-    starts); the result and any error are those of a serial parse."""
+    rounding would hide, such as counts above 2^24 or 2.0000001). Large inputs are
+    parsed in chunks on every core (split at line starts); the result and any error
+    are those of a serial parse."""
     start, line_offset = fmt.start, fmt.skip
     buf = np.frombuffer(raw, dtype=np.uint8)
     size = len(raw) - start
