@@ -140,3 +140,18 @@ def test_submodules_are_attributes_after_import_tux2():
                   "print(tux2.udfs.mf.__name__, tux2.engine.Engine is tux2.Engine, callable(tux2.loaders.load), "
                   "tux2.estimators.load.__module__)")
     assert out.split("\n")[:2] == ["False", "tux2.udfs.mf True True tux2.estimators"]
+
+
+@pytest.mark.parametrize("delay", [0.05, 0.1, 0.2, 0.4])
+def test_ctrl_c_while_the_program_starts_is_a_line_not_a_traceback(delay):
+    """SIGINT (Ctrl-C) during the program's start — loading BLAS, numba, the command
+    modules, the parser — prints ``tux2: interrupted`` and exits 130, as it does later."""
+    import subprocess
+    import sys
+    code = ("import os, signal, sys, threading\n"
+            "from tux2.cli import main\n"
+            f"threading.Timer({delay}, os.kill, (os.getpid(), signal.SIGINT)).start()\n"
+            "sys.argv = ['tux2', 'run', 'mf', '--epochs', '100000', '--quiet']\n"
+            "sys.exit(main())")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert (r.returncode, r.stderr) == (130, "tux2: interrupted\n")

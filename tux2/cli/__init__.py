@@ -90,10 +90,14 @@ def build_parser():
 def main(argv=None):
     """The ``tux2`` command (``argv``: its words; None: this process's own, as the
     ``tux2`` program and its workers run it, see ``quick_process``)."""
-    if argv is None:
-        with quick_process():
-            return _main(sys.argv[1:])
-    return _main(list(argv))
+    try:
+        if argv is None:
+            with quick_process():
+                return _main(sys.argv[1:])
+        return _main(list(argv))
+    except KeyboardInterrupt:         # Ctrl-C while the program starts (imports, the parser), as later on
+        print("tux2: interrupted", file=sys.stderr)
+        return 130
 
 
 class quick_process:
