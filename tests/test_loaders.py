@@ -192,14 +192,14 @@ def test_triples_sum_after_the_count_check(tmp_path):
         loaders.load_corpus(_write(tmp_path, b"0 1 2\n0 1 1.5\n"))
 
 
-@pytest.mark.parametrize("count, message", [(b"16777217", "is too large for one pair"),
-                                            (b"2.0000001", "is not a positive integer")])
+@pytest.mark.parametrize("count, message", [(b"16777217", "16777217 is too large for one pair"),
+                                            (b"2.0000001", "2.0000001 is not a positive integer")])
 def test_counts_are_checked_as_written_not_as_float32(tmp_path, count, message):
     """Values load as float32, which rounds 16777217 to 2^24 and 2.0000001 to 2: counts
     (triples, docword) are checked before that rounding, and then kept as float32."""
-    with pytest.raises(InputError, match=f"in.txt:2: count .* {message}"):
+    with pytest.raises(InputError, match=f"in.txt:2: count {message}"):
         loaders.load_corpus(_write(tmp_path, b"0 1 2\n1 0 " + count + b"\n"))
-    with pytest.raises(InputError, match=f"in.txt:5: count .* {message}"):
+    with pytest.raises(InputError, match=f"in.txt:5: count {message}"):
         loaders.load_corpus(_write(tmp_path, b"2\n2\n2\n1 2 2\n2 1 " + count + b"\n"))
     g, _, fmt = loaders.load_corpus(_write(tmp_path, b"0 1 2\n1 0 16777216\n"))
     assert fmt == "triples" and g.values.dtype == np.float32 and g.values.tolist() == [2, 2 ** 24]

@@ -768,11 +768,11 @@ def check_counts(v, path, skip_lines=0, what="count"):
     bad = np.flatnonzero((v < 1) | (v != np.floor(v)))
     if len(bad):
         line, text = edge_line(path, int(bad[0]), skip_lines)
-        raise InputError(f"{what} {v[bad[0]]:g} is not a positive integer", path=path, line=line, text=text)
+        raise InputError(f"{what} {v[bad[0]]:.15g} is not a positive integer", path=path, line=line, text=text)
     big = np.flatnonzero(v > MAX_COUNT)
     if len(big):
         line, text = edge_line(path, int(big[0]), skip_lines)
-        raise InputError(f"{what} {v[big[0]]:g} is too large for one pair (at most {MAX_COUNT})", path=path,
+        raise InputError(f"{what} {v[big[0]]:.15g} is too large for one pair (at most {MAX_COUNT})", path=path,
                          line=line, text=text)
 
 
