@@ -155,3 +155,18 @@ def test_ctrl_c_while_the_program_starts_is_a_line_not_a_traceback(delay):
             "sys.exit(main())")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert (r.returncode, r.stderr) == (130, "tux2: interrupted\n")
+
+
+def test_the_program_leaves_the_garbage_collector_as_it_found_it(tmp_path):
+    """``main()`` (the program's own argv) holds the collector off while it starts; a
+    caller that goes on afterwards — here after a command that runs no epoch — has it
+    back on (and still off when it was off before)."""
+    path = tmp_path / "r.txt"
+    path.write_text("0 1 5\n1 0 3\n")
+    out = _python("import gc, sys\n"
+                  "from tux2.cli import main\n"
+                  f"sys.argv = ['tux2', 'info', {str(path)!r}]\n"
+                  "print(main(), gc.isenabled())\n"
+                  "gc.disable()\n"
+                  "print(main(), gc.isenabled())")
+    assert [x for x in out.split("\n") if x.endswith((" True", " False"))] == ["0 True", "0 False"], out
