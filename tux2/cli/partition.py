@@ -23,6 +23,8 @@ def add_parser(sub):
                     "a header line; gzip, bz2 or xz; '-' for standard input). Only vertices with edges count. "
                     "Strategies: " + ", ".join(partitioning.available()))
     p.add_argument("input", nargs="?", help="edge list; or use --powerlaw to generate a graph")
+    p.add_argument("--ids", choices=("auto", "int", "string"), default="auto",
+                   help="as in tux2 run (string: any token, e.g. numeric ids too sparse to index by)")
     add_input_args(p)
     p.add_argument("--parts", "-p", type=PARTITIONS, required=True, help="number of parts")
     p.add_argument("--strategy", "-s", action="append", dest="strategies", metavar="NAME",
@@ -100,7 +102,7 @@ def run(args):
     elif args.input:
         from tux2.io import display_name
         spool_inputs(args)
-        g = load_edges(args.input, duplicates="keep", **input_options(args))     # repeated edges placed like others
+        g = load_edges(args.input, ids=args.ids, duplicates="keep", **input_options(args))     # repeated edges placed like others
         what = display_name(args.input)
         # only vertices with edges are placed and counted: ids are renumbered densely over them
         if args.homogeneous:        # one vertex set: the two columns' ids as the file has them, in one space
