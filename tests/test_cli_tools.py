@@ -21,7 +21,10 @@ def test_info_value_moments_near_the_float32_limit(tmp_path):
     r = run_cli("info", str(path), "--json")
     assert r.returncode == 0 and r.stderr == "", r.stderr
     vals = json.loads(r.stdout)["values"]
-    assert vals["std"] == pytest.approx(2.776e38, rel=1e-3) and vals["max"] == pytest.approx(3.4e38, rel=1e-7)
+    assert vals["std"] == pytest.approx(2.776e38, rel=1e-3) and (vals["min"], vals["max"]) == (-3.4e38, 3.4e38)
+    path.write_text("0 0 10.3711\n1 1 -3.15089\n")       # min and max read as written, not as float32 digits
+    vals = json.loads(run_cli("info", str(path), "--json").stdout)["values"]
+    assert (vals["min"], vals["max"]) == (-3.15089, 10.3711)
 
 
 def test_info_reports_counts_degrees_duplicates_and_hints(tmp_path):

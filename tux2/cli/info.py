@@ -75,7 +75,8 @@ def describe(g, kind, labels=None):
                          "--duplicates sum, last or keep is given")
     if g.values is not None and g.num_edges:
         v = g.values             # float32 from files: the moments are taken in float64 (no overflow near ±3.4e38)
-        vals = {"min": float(v.min()), "max": float(v.max()), "mean": float(v.mean(dtype=np.float64)),
+        # min and max as the file writes them (str: float32's shortest digits, not 10.371100425720215)
+        vals = {"min": float(str(v.min())), "max": float(str(v.max())), "mean": float(v.mean(dtype=np.float64)),
                 "std": float(v.std(dtype=np.float64))}
         distinct = np.unique(v)
         if len(distinct) <= 20:
