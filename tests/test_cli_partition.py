@@ -59,3 +59,36 @@ def test_errors_name_the_problem(tmp_path):
     assert r.returncode == 2
     r = run_cli("partition", str(ok), "--parts", "2", "-s", "grid")
     assert r.returncode == 0, r.stderr
+
+
+def test_homogeneous_ids_are_one_vertex_set_whatever_the_ids(tmp_path):
+    """--homogeneous: both columns name vertices of one set. String ids (a map per
+    column) and 1-based ids (an offset per column) are unified as the file writes them:
+    'a b / b c / c d' has 4 vertices, not 3, and a 1-based id seen only as a
+    destination no longer indexes past the source column's ids (an IndexError)."""
+    for text, ids in (("a b\nb c\nc d\n", ["a", "b", "c", "d"]), ("1 2\n2 3\n3 4\n", [1, 2, 3, 4]),
+                      ("0 1\n1 2\n2 0\n", [0, 1, 2])):
+        path = tmp_path / "h.txt"
+        path.write_text(text)
+        out = tmp_path / "out"
+        r = run_cli("partition", str(path), "--homogeneous", "--parts", "2", "-s", "random", "--json",
+                    "--save", str(out))
+        assert r.returncode == 0, r.stderr
+        assert json.loads(r.stdout.splitlines()[0])["vertices"] == len(ids)
+        saved = np.load(out / "random.npz", allow_pickle=True)
+        assert saved["ids_vertex"].tolist() == ids and len(saved["master_vertex"]) == len(ids)
+
+
+def test_sparse_numeric_ids_take_the_hinted_ids_string(tmp_path):
+    """The loader's hint for ids too sparse to index by names --ids string: tux2 partition
+    takes it too."""
+    path = tmp_path / "s.txt"
+    path.write_text("0 1\n3000000000 2\n5 1\n")
+    r = run_cli("partition", str(path), "--parts", "2", "-s", "random")
+    assert r.returncode == 2 and "--ids string" in r.stderr
+    r = run_cli("partition", str(path), "--ids", "string", "--parts", "2", "-s", "random", "--json",
+                "--save", str(tmp_path / "out"))
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout.splitlines()[0])["vertices"] == 5
+    saved = np.load(tmp_path / "out" / "random.npz", allow_pickle=True)
+    assert sorted(saved["ids_src"].tolist()) == ["0", "3000000000", "5"]

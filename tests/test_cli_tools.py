@@ -13,6 +13,20 @@ import pytest
 from tests.conftest import run_cli
 
 
+def test_info_value_moments_near_the_float32_limit(tmp_path):
+    """Values load as float32; their mean and std are taken in float64 (a square of
+    3.4e38 overflows float32: std inf and a RuntimeWarning on stderr)."""
+    path = tmp_path / "r.txt"
+    path.write_text("0 0 3.4e38\n1 1 -3.4e38\n2 0 1\n")
+    r = run_cli("info", str(path), "--json")
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    vals = json.loads(r.stdout)["values"]
+    assert vals["std"] == pytest.approx(2.776e38, rel=1e-3) and (vals["min"], vals["max"]) == (-3.4e38, 3.4e38)
+    path.write_text("0 0 10.3711\n1 1 -3.15089\n")       # min and max read as written, not as float32 digits
+    vals = json.loads(run_cli("info", str(path), "--json").stdout)["values"]
+    assert (vals["min"], vals["max"]) == (-3.15089, 10.3711)
+
+
 def test_info_reports_counts_degrees_duplicates_and_hints(tmp_path):
     p = tmp_path / "r.txt"
     p.write_text("# ratings\n1 1 5\n1 2 3\n2 1 4\n2 1 4\n3 3 1\n")

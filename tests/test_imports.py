@@ -126,3 +126,47 @@ def test_the_programs_blas_shortcut_keeps_numbas_dot_working():
                   "import scipy.linalg\n"
                   "print(scipy.linalg.solve(np.eye(2), np.ones(2)))")
     assert out.split("\n")[:3] == ["False", "[ 3. 12.]", "[1. 1.]"]
+
+
+def test_submodules_are_attributes_after_import_tux2():
+    """``import tux2; tux2.udfs.mf`` worked while the package imported eagerly: the lazy
+    package imports a submodule on first use, and every module file is one it knows."""
+    import tux2
+    import tux2.udfs
+    files = {m.split(".")[1] for m in modules() if m.count(".") >= 1}
+    assert files == set(tux2._SUBMODULES)
+    assert {m.split(".")[2] for m in modules() if m.startswith("tux2.udfs.")} == set(tux2.udfs._MODULES)
+    out = _python("import sys, tux2; print('tux2.loaders' in sys.modules); "
+                  "print(tux2.udfs.mf.__name__, tux2.engine.Engine is tux2.Engine, callable(tux2.loaders.load), "
+                  "tux2.estimators.load.__module__)")
+    assert out.split("\n")[:2] == ["False", "tux2.udfs.mf True True tux2.estimators"]
+
+
+@pytest.mark.parametrize("delay", [0.05, 0.1, 0.2, 0.4])
+def test_ctrl_c_while_the_program_starts_is_a_line_not_a_traceback(delay):
+    """SIGINT (Ctrl-C) during the program's start — loading BLAS, numba, the command
+    modules, the parser — prints ``tux2: interrupted`` and exits 130, as it does later."""
+    import subprocess
+    import sys
+    code = ("import os, signal, sys, threading\n"
+            "from tux2.cli import main\n"
+            f"threading.Timer({delay}, os.kill, (os.getpid(), signal.SIGINT)).start()\n"
+            "sys.argv = ['tux2', 'run', 'mf', '--epochs', '100000', '--quiet']\n"
+            "sys.exit(main())")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert (r.returncode, r.stderr) == (130, "tux2: interrupted\n")
+
+
+def test_the_program_leaves_the_garbage_collector_as_it_found_it(tmp_path):
+    """``main()`` (the program's own argv) holds the collector off while it starts; a
+    caller that goes on afterwards — here after a command that runs no epoch — has it
+    back on (and still off when it was off before)."""
+    path = tmp_path / "r.txt"
+    path.write_text("0 1 5\n1 0 3\n")
+    out = _python("import gc, sys\n"
+                  "from tux2.cli import main\n"
+                  f"sys.argv = ['tux2', 'info', {str(path)!r}]\n"
+                  "print(main(), gc.isenabled())\n"
+                  "gc.disable()\n"
+                  "print(main(), gc.isenabled())")
+    assert [x for x in out.split("\n") if x.endswith((" True", " False"))] == ["0 True", "0 False"], out

@@ -192,6 +192,21 @@ def test_triples_sum_after_the_count_check(tmp_path):
         loaders.load_corpus(_write(tmp_path, b"0 1 2\n0 1 1.5\n"))
 
 
+@pytest.mark.parametrize("count, message", [(b"16777217", "16777217 is too large for one pair"),
+                                            (b"2.0000001", "2.0000001 is not a positive integer")])
+def test_counts_are_checked_as_written_not_as_float32(tmp_path, count, message):
+    """Values load as float32, which rounds 16777217 to 2^24 and 2.0000001 to 2: counts
+    (triples, docword) are checked before that rounding, and then kept as float32."""
+    with pytest.raises(InputError, match=f"in.txt:2: count {message}"):
+        loaders.load_corpus(_write(tmp_path, b"0 1 2\n1 0 " + count + b"\n"))
+    with pytest.raises(InputError, match=f"in.txt:5: count {message}"):
+        loaders.load_corpus(_write(tmp_path, b"2\n2\n2\n1 2 2\n2 1 " + count + b"\n"))
+    g, _, fmt = loaders.load_corpus(_write(tmp_path, b"0 1 2\n1 0 16777216\n"))
+    assert fmt == "triples" and g.values.dtype == np.float32 and g.values.tolist() == [2, 2 ** 24]
+    g, _, fmt = loaders.load_corpus(_write(tmp_path, b"2\n2\n2\n1 2 2\n2 1 16777216\n"))
+    assert fmt == "docword" and g.values.dtype == np.float32 and g.values.tolist() == [2, 2 ** 24]
+
+
 def test_scipy_and_arrays():
     sp = pytest.importorskip("scipy.sparse")
     m = sp.random(30, 20, density=0.2, format="csr", random_state=1)
@@ -276,3 +291,17 @@ def test_array_loaders_against_a_dict(rows, dup):
             assert sorted((a, b) for a, b, _ in got) == sorted(want)
             for a, b, v in got:
                 assert v == pytest.approx(want[(a, b)], abs=1e-12)
+
+
+def test_duplicates_of_int32_ids_whose_pair_keys_would_wrap(tmp_path):
+    """Ids load as int32; (0, 5) and (65536, 5) have src × 65536 + dst equal modulo 2^32,
+    so keys computed in int32 merged them: keys are int64 whatever the ids' dtype."""
+    path = _write(tmp_path, b"0 5 1\n65536 5 2\n0 65535 3\n7 7 4\n7 7 1\n")
+    g = loaders.load_edges(path, duplicates="sum")
+    assert g.src.dtype == np.int32
+    got = sorted(zip(g.src.tolist(), g.dst.tolist(), g.values.tolist()))
+    assert got == [(0, 5, 1.0), (0, 65535, 3.0), (7, 7, 5.0), (65536, 5, 2.0)]
+    assert loaders.pair_key(np.array([65536], np.int32), np.array([5], np.int32), 65536).tolist() == [2 ** 32 + 5]
+    from tux2.cli.info import describe
+    out = describe(loaders.load_edges(path, duplicates="keep"), "edges")
+    assert (out["duplicate_pairs"], out["duplicate_edges"]) == (1, 1)

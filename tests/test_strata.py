@@ -391,3 +391,14 @@ def test_stratified_order_with_more_tiles_than_edges():
     got, want = stratified_order(src, dst, 40, 30, 3000, 1), _lexsort_stratified(src, dst, 40, 30, 3000, 1)
     np.testing.assert_array_equal(got[0], want[0])
     np.testing.assert_array_equal(got[1], want[1])
+
+
+def test_stratified_order_takes_any_integer_sequences():
+    """Lists and narrow integer dtypes give the int64 arrays' order (the group kernel
+    gets arrays, not reflected lists)."""
+    rng = np.random.default_rng(0)
+    s, d = rng.integers(0, 100, 1000), rng.integers(0, 50, 1000)
+    want = stratified_order(s, d, 100, 50, blocks=4, seed=3)
+    for src, dst in ((s.tolist(), d.tolist()), (s.astype(np.int32), d.astype(np.uint16))):
+        got = stratified_order(src, dst, 100, 50, blocks=4, seed=3)
+        assert all(np.array_equal(x, y) for x, y in zip(want, got))

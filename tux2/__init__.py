@@ -16,6 +16,13 @@ __all__ = ["Apply", "BipartiteGraph", "BlockPG", "ContextSpec", "Dataset", "Dive
            "MiniBatch", "OverlapError", "PartitionError", "Program", "SchemaError", "Setup", "Softmax", "Tux2Error",
            "UDFCompileError", "VertexType", "__version__"]
 
+# tux2.engine, tux2.udfs …: imported on first use too (``import tux2`` once made them all
+# attributes, as the package imported them eagerly; code written then still works)
+_SUBMODULES = ("checkpoint", "cli", "compile", "config", "datacache", "datasets", "engine", "errors", "estimator",
+               "estimators", "files", "graph", "ingress", "io", "layout", "loaders", "model_check", "partitioning",
+               "program", "rounds", "runner", "runtime", "schema", "stages", "transport", "udfs", "version", "wire",
+               "zmq_transport")
+
 
 def __getattr__(name):
     """``tux2.Engine``, ``from tux2 import MF`` …: the module holding ``name``, imported now."""
@@ -35,6 +42,9 @@ def __getattr__(name):
         from tux2 import estimator as home
     elif name in ("FM", "LDA", "MF", "BlockPG", "LinearSVM", "LogisticRegression", "Softmax"):
         from tux2 import estimators as home
+    elif name in _SUBMODULES:
+        import importlib
+        return importlib.import_module(f"tux2.{name}")      # the import makes it an attribute
     else:
         raise AttributeError(f"module 'tux2' has no attribute {name!r}")
     value = getattr(home, name)

@@ -160,7 +160,8 @@ def stratified_order(src, dst, n_src, n_dst, blocks=16, seed=0, tiles=False):
     the one-partition result bit for bit when p divides B. ``tiles=True`` returns
     (order, bounds, tile_bounds), the starts of the tiles with edges plus the end, for
     ``Engine(tiles=...)``: threads then share a partition's tiles."""
-    row, rb, cb = tile_blocks(EdgeView(np.asarray(src), np.asarray(dst), n_src, n_dst), blocks)
+    src, dst = np.asarray(src), np.asarray(dst)
+    row, rb, cb = tile_blocks(EdgeView(src, dst, n_src, n_dst), blocks)
     place = np.random.default_rng(seed).permutation(blocks)          # as strata_tiles draws it
     group, counts = _strata_groups(src, dst, row, rb, cb, place, blocks)
     bounds = np.zeros(blocks + 1, np.int64)

@@ -275,9 +275,9 @@ def _check_duplicates(transport, path, s, d, eid, n_dst, type_names):
     """Each (src, dst) pair goes to worker hash(pair) % world with its line's edge id;
     a pair seen twice raises InputError naming both lines."""
     from tux2.io import edge_line
-    from tux2.loaders import dedupe
+    from tux2.loaders import dedupe, pair_key
     rank, world = transport.rank, transport.world
-    key = s * max(n_dst, 1) + d
+    key = pair_key(s, d, n_dst)
     dest = ((key.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(33)) % np.uint64(world)
     box = transport.alltoall(-1, "ingress-dups", {(rank, r): [s[dest == r], d[dest == r], eid[dest == r]]
                                                   for r in range(world)})

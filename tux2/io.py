@@ -29,7 +29,7 @@ _MESSAGES = {
     9: "missing column (fewer columns than --columns names)",
     10: "a value column where the lines before have none (the first data line has 2 columns)",
     11: "vertex id too large for int32 (read again into int64)",
-    12: f"value beyond the float32 range (±{float(np.finfo(np.float32).max):.4g}) edge values are kept in",
+    12: f"value beyond the float32 range (±{float(np.finfo(np.float32).max):.4g}) that edge values are kept in",
 }
 ID32_MAX = int(np.iinfo(np.int32).max)
 ID62_MAX = 1 << 62
@@ -376,18 +376,20 @@ def _line_text(buf, pos, limit=1024):
     return bytes(buf[pos: end if end >= 0 else min(len(buf), pos + limit)]).decode("utf-8", "replace").rstrip("\r")
 
 
-def read_edge_list(path, base=None, type_names=("src", "dst"), n_src=None, n_dst=None, columns=None):
+def read_edge_list(path, base=None, type_names=("src", "dst"), n_src=None, n_dst=None, columns=None,
+                   values=np.float32):
     """Load an edge list file into a BipartiteGraph (ids as 0-based dense numbers; no
     id maps: see ``tux2.loaders.load_edges`` for the user-facing loader).
 
     ``base`` is the id base (0, 1 or "auto"); default 0, or 1 under a MatrixMarket
-    header. ``columns``: see :func:`parse_columns`. Raises InputError naming the file
-    and line for any malformed line, an empty input, NaN/inf values or negative ids.
+    header. ``columns``: see :func:`parse_columns`. ``values``: their dtype (see
+    ``_parse_from``). Raises InputError naming the file and line for any malformed
+    line, an empty input, NaN/inf values or negative ids.
     """
     path = os.fspath(path)
     raw = map_file(path, "edge list")
     fmt = edge_format(raw[:1 << 16], path, columns)
-    s, d, v, ncols = _parse_from(raw, fmt, path)
+    s, d, v, ncols = _parse_from(raw, fmt, path, values=values)
     if len(s) == 0:
         raise InputError("no edges found (the file is empty or has only comments)", path=path)
     _rebase(s, d, resolve_base(base, fmt, s, d, path), path)
@@ -395,12 +397,14 @@ def read_edge_list(path, base=None, type_names=("src", "dst"), n_src=None, n_dst
                           type_names=type_names, source=path)
 
 
-def _parse_from(raw, fmt, path, ids=np.int32):
+def _parse_from(raw, fmt, path, ids=np.int32, values=np.float32):
     """(src, dst, values, columns) of the edge lines of ``raw`` laid out as ``fmt`` (an
     EdgeFormat); errors name the line. Parsed straight into the arrays the edges are
     kept in: int32 ids (int64 when an id needs it: read again), float32 values (12
-    bytes per edge). Large inputs are parsed in chunks on every core (split at line
-    starts); the result and any error are those of a serial parse."""
+    bytes per edge; ``values=np.float64`` keeps them as written, for checks a float32
+    rounding would hide, such as counts above 2^24 or 2.0000001). Large inputs are
+    parsed in chunks on every core (split at line starts); the result and any error
+    are those of a serial parse."""
     start, line_offset = fmt.start, fmt.skip
     buf = np.frombuffer(raw, dtype=np.uint8)
     size = len(raw) - start
@@ -422,16 +426,17 @@ def _parse_from(raw, fmt, path, ids=np.int32):
     offsets = np.zeros(len(cap) + 1, np.int64)
     np.cumsum(cap, out=offsets[1:])
     id_max = ID32_MAX if ids == np.int32 else ID62_MAX
-    s, d, v = (np.empty(offsets[-1], t) for t in (ids, ids, np.float32))
+    value_max = VALUE32_MAX if values == np.float32 else np.inf
+    s, d, v = (np.empty(offsets[-1], t) for t in (ids, ids, values))
     res = np.zeros((len(cap), 5), np.int64)
-    _parse_chunks(buf, bounds, offsets, s, d, v, res, *fmt.args, id_max, VALUE32_MAX)
+    _parse_chunks(buf, bounds, offsets, s, d, v, res, *fmt.args, id_max, value_max)
     k, ncols, err = res[:, 0], res[:, 1], res[:, 2]
     cols = set(ncols[k > 0].tolist())
     if err.any() or len(cols) > 1:
         del s, d, v
         # the first error in file order, exactly as one serial pass reports it
-        s, d, v = (np.empty(offsets[-1], t) for t in (np.int64, np.int64, np.float32))
-        n, nc, e, line, pos = _parse_edges(buf, start, s, d, v, *fmt.args, ID62_MAX, VALUE32_MAX)
+        s, d, v = (np.empty(offsets[-1], t) for t in (np.int64, np.int64, values))
+        n, nc, e, line, pos = _parse_edges(buf, start, s, d, v, *fmt.args, ID62_MAX, value_max)
         if e == 0:                            # no error, an id beyond int32: the int64 arrays are the result
             return s[:n], d[:n], v[:n], nc
         raise InputError(_MESSAGES[e], path=path, line=line + line_offset, text=_line_text(raw, pos))
@@ -754,26 +759,28 @@ def edge_line(path, index, skip_lines=0):
 MAX_COUNT = 1 << 24
 
 
-def check_counts(graph, path, skip_lines=0, what="count"):
-    """Every edge value must be a positive integer (token counts); the error names the line."""
-    v = graph.values
+def check_counts(v, path, skip_lines=0, what="count"):
+    """Every edge value ``v`` (as written: parsed into float64) must be a positive
+    integer (token counts) of at most 2^24, which float32 holds exactly; the error
+    names the line."""
     if v is None:
         raise InputError(f"expected a third column with the {what}", path=path)
     bad = np.flatnonzero((v < 1) | (v != np.floor(v)))
     if len(bad):
         line, text = edge_line(path, int(bad[0]), skip_lines)
-        raise InputError(f"{what} {v[bad[0]]:g} is not a positive integer", path=path, line=line, text=text)
+        raise InputError(f"{what} {v[bad[0]]:.15g} is not a positive integer", path=path, line=line, text=text)
     big = np.flatnonzero(v > MAX_COUNT)
     if len(big):
         line, text = edge_line(path, int(big[0]), skip_lines)
-        raise InputError(f"{what} {v[big[0]]:g} is too large for one pair (at most {MAX_COUNT})", path=path,
+        raise InputError(f"{what} {v[big[0]]:.15g} is too large for one pair (at most {MAX_COUNT})", path=path,
                          line=line, text=text)
 
 
 def read_triples(path, type_names=("doc", "word"), base=None):
     """``doc word count`` lines (0-based ids by default; MatrixMarket header: 1-based)."""
-    g = read_edge_list(path, base=base, type_names=type_names)
-    check_counts(g, path)
+    g = read_edge_list(path, base=base, type_names=type_names, values=np.float64)
+    check_counts(g.values, path)
+    g.values = g.values.astype(np.float32)
     return g
 
 
@@ -806,7 +813,7 @@ def read_docword(path, type_names=("doc", "word")):
     for no, (name, n) in enumerate((("D (documents)", D), ("W (words)", W)), 1):
         check_id_space(n, min(nnz, lines), f"header line {no}: {name} = {n}", path, lambda: (no, str(n)),
                        "the header does not match the file")
-    s, d, v, ncols = _parse_from(raw, EdgeFormat(pos, 3), path)
+    s, d, v, ncols = _parse_from(raw, EdgeFormat(pos, 3), path, values=np.float64)
     k = len(s)
     if k == 0:
         raise InputError("no 'docID wordID count' lines after the header", path=path)
@@ -819,9 +826,8 @@ def read_docword(path, type_names=("doc", "word")):
             line, text = edge_line(path, int(bad[0]), 3)
             raise InputError(f"{name} {int(a[bad[0]])} is outside 1 … {n} (docword ids are 1-based)",
                              path=path, line=line, text=text)
-    g = BipartiteGraph(s - 1, d - 1, v if ncols == 3 else None, D, W, type_names, path)
-    check_counts(g, path, skip_lines=3)
-    return g
+    check_counts(v if ncols == 3 else None, path, skip_lines=3)
+    return BipartiteGraph(s - 1, d - 1, v.astype(np.float32), D, W, type_names, path)
 
 
 _TOKEN = None

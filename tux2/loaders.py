@@ -148,7 +148,8 @@ def load_edges(path, ids="auto", duplicates="error", base="auto", type_names=("s
     ``graph.skipped``), "baseline" keeps it with ``graph.unknown`` = (src mask, dst
     mask) marking the unknown sides (their dense id reads 0), for a prediction from
     the known side alone.
-    ``values``: True requires a value column, False forbids one, None takes either.
+    ``values``: True requires a value column, False forbids one, None takes either;
+    "counts" requires positive integer counts of at most 2^24 (checked as written).
     """
     _check_choice("ids", ids, ID_MODES)
     _check_choice("duplicates", duplicates, DUPLICATES)
@@ -172,7 +173,7 @@ def _load_edges(path, ids, duplicates, base, type_names, id_maps, values, column
         ids = "string" if string_maps or (not encode and not _first_ids_numeric(raw, fmt)) else "int"
     used_base = 0
     if ids == "int":
-        s, d, v, ncols = io._parse_from(raw, fmt, path)
+        s, d, v, ncols = io._parse_from(raw, fmt, path, values=np.float64 if values == "counts" else np.float32)
         if len(s) == 0:
             raise InputError("no edges found (the file is empty or has only comments)", path=path)
         v = v if ncols == 3 else None
@@ -208,6 +209,8 @@ def _load_edges(path, ids, duplicates, base, type_names, id_maps, values, column
                 out[~miss] = maps[side].decode(enc[~miss]) if maps[side] is not None else enc[~miss]
                 unknown_ids.append(out)
         n = [max(x if x is not None else 0, int(a.max()) + 1 if len(a) else 0, 1) for x, a in zip(n, (s, d))]
+    if values == "counts":
+        io.check_counts(v, path, skip)           # exact, before any sum, so an error names its line
     if values is True and v is None:
         raise InputError("expected a value column: 'src dst value'", path=path)
     if values is False and v is not None:
@@ -538,6 +541,12 @@ def _earliest_repeat(src, dst, n_src, n_dst):
     return best_i, best_j
 
 
+def pair_key(src, dst, n_dst):
+    """One int64 per (src, dst) pair, equal only for equal pairs (n_src × n_dst < 2^62):
+    computed in int64 whatever the ids' dtype (int32 ids times n_dst would wrap)."""
+    return np.multiply(src, max(int(n_dst), 1), dtype=np.int64) + dst
+
+
 def dedupe(g, policy, where):
     """Apply the duplicate-edge policy; ``where(i)`` → (path, line, text) of edge i."""
     if policy == "keep" or g.num_edges < 2:
@@ -555,7 +564,7 @@ def dedupe(g, policy, where):
                          line=line1 if line1 is not None else None,
                          text=text if text is not None else f"edge {again}")
     if g.n_src * max(g.n_dst, 1) < 2 ** 62:
-        key = g.src * g.n_dst + g.dst
+        key = pair_key(g.src, g.dst, g.n_dst)
         order = np.argsort(key, kind="stable")
         same = key[order[1:]] == key[order[:-1]]
     else:
@@ -613,8 +622,7 @@ def load_corpus(path, fmt="auto", base=None, min_count=1, type_names=("doc", "wo
         g = io.read_docword(path, type_names)
         return dedupe(g, duplicates, lambda i: (path, *io.edge_line(path, i, 3))), None, fmt
     if fmt == "triples":
-        g = load_edges(path, ids="int", duplicates="keep", base=base, type_names=type_names, values=True)
-        io.check_counts(g, path)               # before any sum, so an error names its line
+        g = load_edges(path, ids="int", duplicates="keep", base=base, type_names=type_names, values="counts")
         skip = io._header_end(io.read_head(path, "corpus"), path)[1]
         return dedupe(g, duplicates, lambda i: (path, *io.edge_line(path, i, skip))), None, fmt
     if fmt == "text":

@@ -90,10 +90,14 @@ def build_parser():
 def main(argv=None):
     """The ``tux2`` command (``argv``: its words; None: this process's own, as the
     ``tux2`` program and its workers run it, see ``quick_process``)."""
-    if argv is None:
-        with quick_process():
-            return _main(sys.argv[1:])
-    return _main(list(argv))
+    try:
+        if argv is None:
+            with quick_process():
+                return _main(sys.argv[1:])
+        return _main(list(argv))
+    except KeyboardInterrupt:         # Ctrl-C while the program starts (imports, the parser), as later on
+        print("tux2: interrupted", file=sys.stderr)
+        return 130
 
 
 class quick_process:
@@ -102,14 +106,19 @@ class quick_process:
     collector's final pass at exit: numba's start (its typing tables, the loops loaded
     from the kernel cache) makes a few hundred thousand objects that all live until the
     process ends, and the collector's passes over them cost ~0.3 s of a short run. Data
-    and models are numpy arrays, which it never needs to collect."""
+    and models are numpy arrays, which it never needs to collect. The collector is on
+    again afterwards, as it was before, for a caller that goes on (``main()`` called
+    from Python, a command that ran no epoch)."""
 
     def __enter__(self):
+        self.enabled = gc.isenabled()
         gc.disable()
         _load_blas_alone()
 
     def __exit__(self, *exc):
         gc.freeze()                   # exit's final collection has nothing left to walk
+        if self.enabled:
+            gc.enable()
 
 
 def _load_blas_alone():

@@ -49,7 +49,8 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message):
         self.print_usage(sys.stderr)
-        self.exit(2, f"tux2: error: {self.prog.removeprefix('tux2 ')}: {message}\n")
+        where = self.prog.removeprefix("tux2").strip()       # the top-level parser: no "tux2: tux2:"
+        self.exit(2, f"tux2: error: {where + ': ' if where else ''}{message}\n")
 
 
 def integer(low, high=None):

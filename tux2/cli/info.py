@@ -62,7 +62,8 @@ def describe(g, kind, labels=None):
     if g.layout is not None and g.layout.notable():
         out["read_as"] = g.layout.describe()
     if g.num_edges:
-        key = g.src * max(g.n_dst, 1) + g.dst
+        from tux2.loaders import pair_key
+        key = pair_key(g.src, g.dst, g.n_dst)
         uniq, counts = np.unique(key, return_counts=True)
         dup = counts[counts > 1]
         out["duplicate_pairs"] = int(len(dup))
@@ -73,8 +74,10 @@ def describe(g, kind, labels=None):
             hints.append(f"{out['duplicate_edges']} duplicate edges: training stops on them unless "
                          "--duplicates sum, last or keep is given")
     if g.values is not None and g.num_edges:
-        v = g.values
-        vals = {"min": float(v.min()), "max": float(v.max()), "mean": float(v.mean()), "std": float(v.std())}
+        v = g.values             # float32 from files: the moments are taken in float64 (no overflow near ±3.4e38)
+        # min and max as the file writes them (str: float32's shortest digits, not 10.371100425720215)
+        vals = {"min": float(str(v.min())), "max": float(str(v.max())), "mean": float(v.mean(dtype=np.float64)),
+                "std": float(v.std(dtype=np.float64))}
         distinct = np.unique(v)
         if len(distinct) <= 20:
             vals["histogram"] = {f"{x:g}": int(c) for x, c in zip(distinct, np.unique(v, return_counts=True)[1])}

@@ -23,6 +23,8 @@ def add_parser(sub):
                     "a header line; gzip, bz2 or xz; '-' for standard input). Only vertices with edges count. "
                     "Strategies: " + ", ".join(partitioning.available()))
     p.add_argument("input", nargs="?", help="edge list; or use --powerlaw to generate a graph")
+    p.add_argument("--ids", choices=("auto", "int", "string"), default="auto",
+                   help="as in tux2 run (string: any token, e.g. numeric ids too sparse to index by)")
     add_input_args(p)
     p.add_argument("--parts", "-p", type=PARTITIONS, required=True, help="number of parts")
     p.add_argument("--strategy", "-s", action="append", dest="strategies", metavar="NAME",
@@ -100,14 +102,19 @@ def run(args):
     elif args.input:
         from tux2.io import display_name
         spool_inputs(args)
-        g = load_edges(args.input, duplicates="keep", **input_options(args))     # repeated edges placed like others
+        g = load_edges(args.input, ids=args.ids, duplicates="keep", **input_options(args))     # repeated edges placed like others
         what = display_name(args.input)
         # only vertices with edges are placed and counted: ids are renumbered densely over them
-        kept = [np.unique(a) for a in ((np.concatenate([g.src, g.dst]),) if args.homogeneous else (g.src, g.dst))]
-        src, dst = np.searchsorted(kept[0], g.src), np.searchsorted(kept[-1], g.dst)
-        n_src, n_dst = len(kept[0]), None if args.homogeneous else len(kept[1])
-        names = ("vertex",) if args.homogeneous else ("src", "dst")
-        user_ids = [m.decode(k) if m is not None else k for k, m in zip(kept, g.ids)]
+        if args.homogeneous:        # one vertex set: the two columns' ids as the file has them, in one space
+            ends = [m.decode(a) if m is not None else a for a, m in zip((g.src, g.dst), g.ids)]
+            kept, both = np.unique(np.concatenate(ends), return_inverse=True)
+            src, dst = both[:g.num_edges], both[g.num_edges:]
+            n_src, n_dst, names, user_ids = len(kept), None, ("vertex",), [kept]
+        else:
+            kept = [np.unique(a) for a in (g.src, g.dst)]
+            src, dst = np.searchsorted(kept[0], g.src), np.searchsorted(kept[1], g.dst)
+            n_src, n_dst, names = len(kept[0]), len(kept[1]), ("src", "dst")
+            user_ids = [m.decode(k) if m is not None else k for k, m in zip(kept, g.ids)]
     else:
         raise PartitionError("give an INPUT edge list or --powerlaw N")
     strategies = args.strategies or [s for s in partitioning.available()
