@@ -74,6 +74,19 @@ def _file_digest(path):
     return _FILES[key]
 
 
+def _code_digest():
+    """One digest of every source file of tux2 and its built-in UDFs: the loops are
+    called by the engine, layout and stages with arrays those modules shape, so a
+    cache filled by other code (another checkout, an edited install) is never used."""
+    import glob
+    import importlib.util
+    dirs = [os.path.dirname(os.path.abspath(__file__))]
+    spec = importlib.util.find_spec("tux2.udfs")          # udfs/ beside tux2/ in a checkout
+    dirs += list(spec.submodule_search_locations or []) if spec is not None else []
+    paths = sorted({p for d in dirs for p in glob.glob(os.path.join(d, "**", "*.py"), recursive=True)})
+    return hashlib.sha256("".join(f"{os.path.basename(p)} {_file_digest(p)}\n" for p in paths).encode()).hexdigest()
+
+
 def _names(code):
     """Global (and attribute) names a code object and its nested functions use."""
     out = set(code.co_names)
@@ -149,7 +162,7 @@ def _environment():
         except Exception:               # not installed (running from a checkout)
             tux2_version = "unknown"
         _ENV.append(f"numba {numba.__version__}, numpy {np.__version__}, python {sys.version}, "
-                    f"tux2 {tux2_version} {_file_digest(__file__)}, {_options(JIT)}, "
+                    f"tux2 {tux2_version} {_code_digest()}, {_options(JIT)}, "
                     f"{numba.config.CPU_NAME or ''} {numba.config.CPU_FEATURES or ''}")
     return _ENV[0]
 
