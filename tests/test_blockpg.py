@@ -318,6 +318,7 @@ def test_newton_form_reaches_liblinear_on_text_like_data_in_30_epochs(lam):
     assert eng.context()["nnz"] == np.count_nonzero(w)
 
 
+@pytest.mark.slow      # 40 s: run by .ci/run with the other heavier tests
 def test_newton_form_gives_the_same_iterates_for_any_partitioning():
     """Every stage accumulates then applies, and the shuffled clock order is drawn from
     the seed: 2 and 3 partitions (samples mirror-free or not, Apply rounds per clock)
