@@ -31,6 +31,7 @@ import numpy as np
 from numba import njit
 
 from tux2 import io
+from tux2.compile import group_by_part
 from tux2.errors import InputError
 from tux2.graph import BipartiteGraph
 
@@ -515,16 +516,7 @@ def _earliest_repeat(src, dst, n_src, n_dst):
     edges are distinct. Linear: a stable bucket sort by src, then per bucket a scan
     that remembers each dst's last edge."""
     E = src.shape[0]
-    start = np.zeros(n_src + 1, np.int64)
-    for e in range(E):
-        start[src[e] + 1] += 1
-    for u in range(n_src):
-        start[u + 1] += start[u]
-    fill = start[:-1].copy()
-    order = np.empty(E, np.int64)
-    for e in range(E):
-        order[fill[src[e]]] = e
-        fill[src[e]] += 1
+    order, start = group_by_part(src, n_src)
     seen = np.full(n_dst, -1, np.int64)
     owner = np.full(n_dst, -1, np.int64)
     best_i, best_j = -1, -1

@@ -37,6 +37,7 @@ import math
 import numpy as np
 from numba import njit
 
+from tux2.compile import group_by_part
 from tux2.program import Program
 from tux2.schema import ContextSpec, VertexType
 from tux2.stages import Apply, Exchange, GlobalSync, MiniBatch
@@ -144,16 +145,7 @@ def _block_counts(samples, features, size, n, n_blocks):
         by_sample = np.empty(0, np.int64)
         start = np.empty(0, np.int64)
     else:
-        start = np.zeros(n + 1, np.int64)
-        for e in range(m):
-            start[samples[e] + 1] += 1
-        for i in range(n):
-            start[i + 1] += start[i]
-        fill = start[:-1].copy()
-        by_sample = np.empty(m, np.int64)
-        for e in range(m):
-            by_sample[fill[samples[e]]] = e
-            fill[samples[e]] += 1
+        by_sample, start = group_by_part(samples, n)
     keep = n_blocks < 2**31                      # blocks fit the output's 4 bytes (else: divide again)
     out = np.empty(m, np.float32)
     block = out.view(np.int32)
