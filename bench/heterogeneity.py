@@ -58,7 +58,7 @@ def variant(kind):
                                   unit="vertex", enumerate=F, active=blockpg.active)
                 stages = [block] + list(prog.stages[1:])
         return Program(vt, prog.edge_fields, prog.context, stages, prog.init_vertices, prog.init_edges,
-                       name=f"blockpg-{kind}")
+                       name=f"blockpg-{kind}", edge_values=prog.edge_values)
     return build
 
 

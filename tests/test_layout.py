@@ -126,6 +126,68 @@ def test_edge_records_keep_their_program_s_dtype():
         np.testing.assert_array_equal(part.edata[name], g.values[part.eid])
 
 
+def column_program(orders):
+    """Edge fields of several kinds: columns for some, a constant, one left at 0."""
+    stages = [Exchange(noop) if o is None else MiniBatch(7, [Exchange(noop)], unit="vertex", enumerate="ab"[o])
+              for o in orders]
+    return Program([VertexType("a", sync={"x": "f8"}), VertexType("b", sync={"y": "f8"})],
+                   edge={"w": "f8", "ws": "f8", "k": "f4", "c": "i4", "z": "i8"},
+                   context=ContextSpec(fields={"s": "f8"}), stages=stages)
+
+
+@pytest.mark.parametrize("parts", [1, 3])
+def test_edge_columns_lay_out_as_the_records_they_stand_for(parts):
+    """EdgeColumns (a program's edge_values) give the partitions the records a global
+    record array of the same values gives: written straight into place by the one-part
+    transpose, through records() for every other layout; float32 and int64 columns
+    converted to their fields, a scalar broadcast, a field without a column 0."""
+    from tux2.layout import EdgeColumns
+    g = powerlaw_graph(60, 40, 400, seed=11)
+    rng = np.random.default_rng(5)
+    cols = {"w": g.values, "k": rng.random(g.num_edges).astype(np.float32) * 7,
+            "c": rng.integers(0, 100, g.num_edges), "z": -3}
+    a = partitioning.partition("bicut", g.src, g.dst, g.n_src, g.n_dst, parts, seed=1, strict=False)
+    for orders in ORDERS:
+        prog = column_program(orders)
+        vdata = prog.init_data(g.n, np.random.default_rng(0))
+        records = np.zeros(g.num_edges, prog.edge_dtype)
+        for f, c in cols.items():
+            records[f] = c
+        old = build_partitions(prog, g, a, [v.copy() for v in vdata], records, prog.context.new())
+        new = build_partitions(prog, g, a, vdata, EdgeColumns(g.num_edges, prog.edge_dtype, cols),
+                               prog.context.new())
+        assert_same(new, old)
+        assert (new[0].edata["z"] == -3).all() and (new[0].edata["ws"] == 0).all()
+
+
+def test_edge_columns_are_checked_and_engines_apply_them_before_init_edges():
+    from tux2 import Engine
+    from tux2.errors import SchemaError
+    from tux2.layout import EdgeColumns
+    g = powerlaw_graph(30, 20, 200, seed=12)
+    prog = column_program([1])
+    with pytest.raises(SchemaError, match="'q' is not an edge field"):
+        EdgeColumns(g.num_edges, prog.edge_dtype, {"q": g.values})
+    with pytest.raises(SchemaError, match="'w' has shape \\(199,\\)"):
+        EdgeColumns(g.num_edges, prog.edge_dtype, {"w": g.values[1:]})
+
+    def init_edges(edata, rng):
+        edata["c"] = edata["k"] * 2                     # sees the columns already in place
+    both = Program(prog.types, prog.edge_fields, prog.context, prog.stages, init_edges=init_edges,
+                   edge_values={"k": np.arange(g.num_edges) % 5})
+    part = Engine(both, g).parts[0]
+    eid = part.eid
+    np.testing.assert_array_equal(part.edata["w"], g.values[eid])        # the graph's values: first field
+    np.testing.assert_array_equal(part.edata["k"], eid % 5)
+    np.testing.assert_array_equal(part.edata["c"], 2 * (eid % 5))
+    from tux2.ingress import Shard                     # a worker's shard: columns are over the whole edge list
+    shard = Shard(g.src, g.dst, g.values, np.arange(g.num_edges), None, g.n_src, g.n_dst, g.num_edges, ("a", "b"),
+                  (False, False), None, None)
+    with pytest.raises(SchemaError, match="edge_values cannot use distributed ingress"):
+        Engine(Program(prog.types, prog.edge_fields, prog.context, prog.stages, edge_values={"k": 1.0}), shard,
+               assignment=object())                  # not reached: the program is refused first
+
+
 def test_layout_of_a_subset_of_parts_and_of_an_empty_graph():
     g = powerlaw_graph(30, 20, 200, seed=4)
     a = partitioning.partition("hdrf", g.src, g.dst, g.n_src, g.n_dst, 4, seed=0, strict=False)

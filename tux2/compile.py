@@ -710,6 +710,46 @@ def compile_call(kernel, args, stage, udf):
             "no Python objects. Run with NUMBA_DISABLE_JIT=1 to debug it as plain Python.") from None
 
 
+# --------------------------------------------------------------------------- edge placement
+_PLACE = {}                           # (record dtype, columns' dtypes, jit off, cache dir) → loop
+
+
+def place_kernel(dtype, columns):
+    """A loop writing whole edge records of ``dtype`` from columns in one pass:
+    ``place(key, start, other, like, rows_out, c0, c1, …)`` moves edge e to position
+    ``start[key[e]]`` (then advanced), with its ``other`` end (in like's dtype) and its
+    record: field f from column c_i (``columns``: {field: array}, in the order given;
+    a 1-element array is a constant), every other field 0. Returns the other ends in
+    the new order. The loop is made per record dtype and column set (a field's name
+    is in its source)."""
+    names = list(columns)
+    key = (dtype, tuple((f, columns[f].dtype, len(columns[f]) == 1) for f in names), jit_disabled(), cache_dir())
+    if key not in _PLACE:
+        cols = ", ".join(f"c{i}" for i in range(len(names)))
+        lines = []
+        for f in dtype.names:
+            if f in columns:
+                i = names.index(f)
+                lines.append(f"        r[{f!r}] = c{i}[0]" if len(columns[f]) == 1 else f"        r[{f!r}] = c{i}[e]")
+            else:
+                lines.append(f"        r[{f!r}] = 0")
+        src = f"""
+def place(key, start, other, like, rows_out, {cols}):
+    other_out = np.empty(key.shape[0], like.dtype)
+    for e in range(key.shape[0]):
+        v = key[e]
+        k = start[v]
+        start[v] = k + 1
+        other_out[k] = other[e]
+        r = rows_out[k]
+{chr(10).join(lines)}
+    return other_out
+"""
+        deps = [fingerprint(dtype), *(fingerprint(columns[f].dtype) for f in names)]
+        _PLACE[key] = _kernel("place", src, "place", {}, deps)
+    return _PLACE[key]
+
+
 # --------------------------------------------------------------------------- replica rows
 # An Apply round moves the sync bytes of whole records (rounds.sync_block views: n × bytes);
 # these loops copy them without numpy's per-row fancy-indexing overhead.

@@ -17,11 +17,11 @@ from tux2 import partitioning
 from tux2.compile import (aggregate_kernel, append_unstamped, apply_kernel, combine_kernel, compile_call, copy_rows,
                           copy_rows_between, exchange_kernel,
                           finalize_kernel, group_by_part, mark_touched, minibatch_kernel, mirror_fanout,
-                          tiles_conflict, union_positions, view, writes_records, active_kernel, zeros)
+                          tiles_conflict, union_positions, view, writes_records, active_kernel)
 from tux2.config import cores, jit_disabled
 from tux2.errors import ContextStateError, DivergenceError, SchemaError
 from tux2.graph import BipartiteGraph
-from tux2.layout import build_partitions, is_replicated
+from tux2.layout import EdgeColumns, build_partitions, is_replicated
 from tux2.rounds import ApplyRounds, sync_block
 from tux2.stages import Apply, Exchange, GlobalSync, MiniBatch
 from tux2.transport import LocalTransport
@@ -33,7 +33,8 @@ class Engine(ApplyRounds):
     """Run ``program`` on ``graph`` split into ``partitions`` parts.
 
     ``edge_data`` (optional) is a structured array of the program's edge dtype in
-    global edge order; by default the graph's values fill the first edge field.
+    global edge order; by default the graph's values fill the first edge field, then
+    the program's ``edge_values`` and ``init_edges``.
 
     ``fuse`` (default True): when a mini-batch's clocks need no messages (no Apply
     inside it of a type with mirrors: one partition, or e.g. model averaging's local
@@ -82,13 +83,16 @@ class Engine(ApplyRounds):
         rng = np.random.default_rng(seed)
         t0 = time.perf_counter()
         n_local_edges = len(graph.src)
+        if sharded:
+            check_program(program)
         if edge_data is None:
-            edge_data = zeros(n_local_edges, program.edge_dtype)    # numba's memory: see compile.zeros
+            columns = {}
             if graph.values is not None and program.edge_fields:
-                edge_data[next(iter(program.edge_fields))] = graph.values
+                columns[next(iter(program.edge_fields))] = graph.values
+            edge_data = EdgeColumns(n_local_edges, program.edge_dtype, {**columns, **program.edge_values})
+            if program.init_edges is not None:
+                edge_data = edge_data.records()
         if program.init_edges is not None:
-            if sharded:
-                check_program(program)
             program.init_edges(edge_data, rng)
         vdata = program.init_data(graph.n, rng)
         t1 = time.perf_counter()

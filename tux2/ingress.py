@@ -292,6 +292,6 @@ def _check_duplicates(transport, path, s, d, eid, n_dst, type_names):
 
 
 def check_program(program):
-    if program.init_edges is not None:
-        raise SchemaError("programs with init_edges cannot use distributed ingress yet "
-                          "(edge initialisation draws from one global random stream)")
+    if program.init_edges is not None or program.edge_values:
+        raise SchemaError("programs with init_edges or edge_values cannot use distributed ingress yet "
+                          "(edge initialisation is over the whole edge list, in one process)")

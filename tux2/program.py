@@ -19,12 +19,16 @@ class Program:
         structured array of one vertex type in place (indexed by global id, so
         the result does not depend on partitioning)
     init_edges : optional ``f(edge_data, rng)`` for the global edge array
+    edge_values : optional ``{field: array}``: initial edge fields in global edge
+        order (or a scalar each), as data instead of code. Without init_edges, one
+        partition ordered by vertex then needs no record array in global order: the
+        layout writes the records from these columns (tux2.layout.EdgeColumns)
     bounds : optional ``{field: (lo, hi)}``: the values an edge or vertex field may
         hold (e.g. LDA's topic indices); a checkpoint outside them is refused
     """
 
     def __init__(self, types, edge, context=None, stages=(), init_vertices=None,
-                 init_edges=None, name="program", bounds=None):
+                 init_edges=None, name="program", bounds=None, edge_values=None):
         if len(types) != 2 or not all(isinstance(t, VertexType) for t in types):
             raise SchemaError("a Program needs exactly two VertexType objects")
         if types[0].name == types[1].name:
@@ -36,6 +40,7 @@ class Program:
         self.stages = list(stages)
         self.init_vertices = init_vertices
         self.init_edges = init_edges
+        self.edge_values = dict(edge_values or {})
         self.name = name
         self.bounds = dict(bounds or {})
         self._check()

@@ -214,10 +214,6 @@ def program(labels, values, samples, features, n_features, lam=1.0, block_size=N
             data["y"] = y
 
 
-    def init_edges(edata, rng):
-        edata["x"] = x
-        edata["kappa"] = kappa
-
     block = MiniBatch(size, [Exchange(gradient), Apply(proximal, types=(types[1],)),
                              Exchange(margins, writes=types[0]),
                              Apply(types=(types[0],), overlap="allow")],       # partial margins add up
@@ -225,7 +221,7 @@ def program(labels, values, samples, features, n_features, lam=1.0, block_size=N
     stages = [block, GlobalSync(aggregate=loss, over=types[0], finalize=keep_loss),
               GlobalSync(aggregate=l1, over=types[1], finalize=objective)]
     return Program(vt, edge={"x": "f8", "ws": "f8", "kappa": "f4"}, context=ctx, stages=stages,
-                   init_vertices=init_vertices, init_edges=init_edges, name="blockpg")
+                   init_vertices=init_vertices, edge_values={"x": x, "kappa": kappa}, name="blockpg")
 
 
 # ---- form="newton": newGLMNET's proximal Newton step (Yuan, Ho, Lin 2012), one per epoch.
@@ -372,12 +368,8 @@ def newton_program(labels, values, samples, features, n_features, lam=1.0, block
         if name == types[0]:
             data["y"] = y
 
-    def init_edges(edata, rng):
-        edata["x"] = x
-        edata["kappa"] = kappa
-
     return Program(vt, edge={"x": "f8", "ws": "f8", "ts": "f8", "kappa": "f4"}, context=ctx, stages=stages,
-                   init_vertices=init_vertices, init_edges=init_edges, name="blockpg")
+                   init_vertices=init_vertices, edge_values={"x": x, "kappa": kappa}, name="blockpg")
 
 
 def objective_value(w, X, y, lam):
