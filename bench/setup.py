@@ -29,7 +29,7 @@ import time
 
 import numpy as np
 
-from bench.common import CACHE, emit, machine, report
+from bench.common import emit, machine, report
 
 LOG = "setup"
 

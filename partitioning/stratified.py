@@ -13,7 +13,6 @@ The blocks depend on the degrees and B only, never on p, so one stratified edge
 order (tux2.graph.stratified_order) serves every p. Item masters are hashed.
 """
 import numpy as np
-from numba import njit
 
 from tux2.errors import PartitionError
 from tux2.partitioning.registry import strategy

@@ -7,7 +7,6 @@ messages, ``allreduce_context``), so the same code drives the in-process and the
 distributed case. Setup, the run loop, GlobalSync, results and checkpoints are
 here; the Apply rounds are in tux2.rounds.
 """
-import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 

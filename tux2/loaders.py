@@ -512,10 +512,9 @@ def _float_token(tok):
 # --------------------------------------------------------------------------- duplicates
 @njit(cache=True, nogil=True)
 def _earliest_repeat(src, dst, n_src, n_dst):
-    """(i, j): edge j < E repeats edge i < j, with j the smallest such; (-1, -1) if the
+    """(i, j): edge j repeats edge i < j, with j the smallest such; (-1, -1) if the
     edges are distinct. Linear: a stable bucket sort by src, then per bucket a scan
     that remembers each dst's last edge."""
-    E = src.shape[0]
     order, start = group_by_part(src, n_src)
     seen = np.full(n_dst, -1, np.int64)
     owner = np.full(n_dst, -1, np.int64)

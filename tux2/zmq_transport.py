@@ -425,8 +425,8 @@ class ZmqTransport:
     def _send(self, r, frames):
         big = max(len(f) if isinstance(f, bytes) else f.nbytes for f in frames)
         if big > self.max_frame:
-            raise Tux2Error(f"a message carries an array of {big} bytes, over the limit of {self.max_frame} "
-                            f"bytes per array (--max-frame-mb {self.max_frame / (1 << 20):g}); raise it on every worker")
+            raise Tux2Error(f"a message carries an array of {big} bytes, over the limit of {self.max_frame} bytes "
+                            f"per array (--max-frame-mb {self.max_frame / (1 << 20):g}); raise it on every worker")
         size = sum(len(f) if isinstance(f, bytes) else f.nbytes for f in frames)
         self.bytes_sent += size
         self.messages_sent += 1
