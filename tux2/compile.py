@@ -406,7 +406,7 @@ def finalize(ctx_arr):
 """
 
 
-def minibatch_kernel(steps, accum_dtypes):
+def minibatch_kernel(steps, accum_dtypes, select=None, enumerated=0):
     """One compiled loop over a run of mini-batches, for a partition that owns every
     vertex it touches (one partition, nothing replicated): what the engine does per
     clock — each Exchange, then the touched-vertex bookkeeping and each Apply — with
@@ -415,26 +415,31 @@ def minibatch_kernel(steps, accum_dtypes):
     ``steps``: ("exchange", kernel, mark types) or ("apply", type, kernel or None),
     in stage order. ``accum_dtypes``: the two types' accumulator dtypes (an Apply
     zeroes its vertices' accumulators). Mini-batch c covers positions
-    [pos[0, c], pos[1, c]) of the order ``perm``. Returns the touched counts and stamp
-    epochs of both types, which the caller stores back.
+    [pos[0, c], pos[1, c]) of the order ``perm``; with ``select`` (the mini-batch's
+    active_kernel, over vertices of type ``enumerated``) it covers runs
+    [pos[0, c], pos[1, c]) of the engine's per-vertex runs (``run_start``,
+    ``run_lid``), and its Exchanges visit the segments of the vertices the predicate
+    passes at the start of the clock, as unfused clocks do. ``los``/``his``: room for
+    a clock's segments (one without ``select``). Returns the touched counts and stamp epochs of both types, which the
+    caller stores back.
     """
-    key = (tuple(steps), tuple(accum_dtypes), jit_disabled(), cache_dir())
+    key = (tuple(steps), tuple(accum_dtypes), select, enumerated, jit_disabled(), cache_dir())
     if key not in _FUSED:
-        _FUSED[key] = _minibatch_kernel(steps, accum_dtypes)
+        _FUSED[key] = _minibatch_kernel(steps, accum_dtypes, select, enumerated)
     return _FUSED[key]
 
 
-def _minibatch_kernel(steps, accum_dtypes):
+def _minibatch_kernel(steps, accum_dtypes, select, enumerated):
     body, env, deps = [], {"mark_touched": mark_touched}, [fingerprint(d) for d in accum_dtypes]
     for k, step in enumerate(steps):
         if step[0] == "exchange":
             _, kern, marks = step
             env[f"k{k}"] = kern
             deps.append(_KEYS.get(kern, (None,))[0])
-            body += ["if his[0] > los[0]:",
-                     f"    k{k}(los, his, 1, perm, ea, eb, A, B, E, AA, AB, ctx_arr)"]
+            body += ["if ns > 0:",
+                     f"    k{k}(los, his, ns, perm, ea, eb, A, B, E, AA, AB, ctx_arr)"]
             for t in marks:
-                body.append(f"    n{t} = mark_touched(los, his, 1, perm, {'eb' if t else 'ea'}, s{t}, ep{t}, "
+                body.append(f"    n{t} = mark_touched(los, his, ns, perm, {'eb' if t else 'ea'}, s{t}, ep{t}, "
                             f"tch{t}, n{t})")
         else:
             _, t, kern = step
@@ -448,10 +453,16 @@ def _minibatch_kernel(steps, accum_dtypes):
                 body += [f"for q in range(n{t}):", f"    r = {ACC}[tch{t}[q]]"]
                 body += [f"    r.{f}{'[:]' if accum_dtypes[t][f].shape else ''} = 0" for f in names]
             body += [f"ep{t} += 1", f"n{t} = 0"]
-    src = ("def fused(c0, c1, pos, perm, ea, eb, A, B, E, AA, AB, ctx_arr, s0, tch0, n0, ep0, s1, tch1, n1, ep1):\n"
-           "    los = np.empty(1, np.int64)\n    his = np.empty(1, np.int64)\n"
-           "    for c in range(c0, c1):\n        los[0] = pos[0, c]\n        his[0] = pos[1, c]\n"
-           + "".join(f"        {line}\n" for line in body) + "    return n0, ep0, n1, ep1\n")
+    if select is None:
+        clock = ["los[0] = pos[0, c]", "his[0] = pos[1, c]", "ns = 1 if his[0] > los[0] else 0"]
+    else:
+        env["select"] = select
+        deps.append(_KEYS.get(select, (None,))[0])
+        clock = [f"ns = select(pos[0, c], pos[1, c], run_start, run_lid, {'AB'[enumerated]}, ctx_arr, los, his)"]
+    src = ("def fused(c0, c1, pos, perm, ea, eb, A, B, E, AA, AB, ctx_arr, s0, tch0, n0, ep0, s1, tch1, n1, ep1, "
+           "run_start, run_lid, los, his):\n" +
+           "    for c in range(c0, c1):\n" + "".join(f"        {line}\n" for line in clock + body) +
+           "    return n0, ep0, n1, ep1\n")
     return _kernel("fused", src, "fused", env, deps)
 
 

@@ -283,13 +283,12 @@ class Engine(ApplyRounds):
 
     def _fusable(self, mb):
         """A mini-batch's clocks need no messages and no Python in between: no
-        Apply inside it of a type with mirrors (its rounds would send), no active
-        predicate, no GlobalSync. Then each partition runs its clocks on its own
+        Apply inside it of a type with mirrors (its rounds would send), no GlobalSync
+        (an active predicate is evaluated inside the loop). Then each partition runs its clocks on its own
         (with several workers too: such clocks exchange nothing, so running them
         back to back gives the per-clock result; rounds pending from earlier stages
         complete before the run, as SSP would need them for its last clock)."""
-        if not (self.fuse and not jit_disabled() and mb.active is None
-                and all(isinstance(s, (Exchange, Apply)) for s in mb.stages)):
+        if not (self.fuse and not jit_disabled() and all(isinstance(s, (Exchange, Apply)) for s in mb.stages)):
             return False
         return not any(self._tracked[t] and self._replicated[t]
                        for s in mb.stages if isinstance(s, Apply) for t in self.program.apply_types(s))
@@ -303,16 +302,23 @@ class Engine(ApplyRounds):
             else:
                 steps += [("apply", t, self._kernels.get(id(s))) for t in self.program.apply_types(s)
                           if self._tracked[t]]
-        k = minibatch_kernel(steps, [tl.accum.dtype for tl in self.parts[0].types])
         order = None if mb.unit == "edge" else self.program.type_index(mb.enumerate)
+        select = self._kernels.get(id(mb))          # the active predicate's (vertex mini-batches)
+        k = minibatch_kernel(steps, [tl.accum.dtype for tl in self.parts[0].types], select, order or 0)
         for p in self.parts:               # index dtypes may differ between parts
-            compile_call(k, self._fused_args(p, order, 0, 0, np.zeros((2, 1), np.int64)), mb, mb.stages[0].udf)
+            compile_call(k, self._fused_args(p, mb, order, 0, 0, np.zeros((2, 1), np.int64)), mb, mb.stages[0].udf)
         return k, order
 
-    def _fused_args(self, p, order, c0, c1, pos):
+    def _fused_args(self, p, mb, order, c0, c1, pos):
         A, B = p.types
+        if id(mb) in self._kernels:               # with an active predicate: the runs, room for segments
+            _, run_start, run_lid, los, his = self._runs(p, order)
+        else:
+            run_start = run_lid = _EMPTY_IDX
+            los, his = np.empty(1, np.int64), np.empty(1, np.int64)
         return (c0, c1, pos, p.orders[order][0], p.ea, p.eb, A.data, B.data, p.edata, A.accum, B.accum, p.ctx,
-                A.stamp, A.touched, A.n_touched, A.epoch, B.stamp, B.touched, B.n_touched, B.epoch)
+                A.stamp, A.touched, A.n_touched, A.epoch, B.stamp, B.touched, B.n_touched, B.epoch,
+                run_start, run_lid, los, his)
 
     # ------------------------------------------------------------------ run
     def run(self, iterations=1, callback=None):
@@ -414,9 +420,9 @@ class Engine(ApplyRounds):
         sized to take ~0.1 s (so progress bars and the trace still move)."""
         k, order = self._fused[id(mb)]
         key = ("pos", id(mb))                 # per partition: where each clock's range starts and ends
-        if key not in self._run_cache:
-            self._run_cache[key] = [np.stack([q[:-1], q[1:]]) for q in
-                                    (np.searchsorted(p.orders[order][1], bounds) for p in self.parts)]
+        if key not in self._run_cache:        # (with an active predicate: its range of per-vertex runs)
+            keys = [self._runs(p, order)[0] if id(mb) in self._kernels else p.orders[order][1] for p in self.parts]
+            self._run_cache[key] = [np.stack([q[:-1], q[1:]]) for q in (np.searchsorted(k, bounds) for k in keys)]
         pos = self._run_cache[key]
         if mb.shuffle:
             pos = [np.ascontiguousarray(q[:, clock_order]) for q in pos]
@@ -428,7 +434,7 @@ class Engine(ApplyRounds):
 
             def run(p, c=c, n=n):
                 A, B = p.types
-                A.n_touched, A.epoch, B.n_touched, B.epoch = k(*self._fused_args(p, order, c, c + n,
+                A.n_touched, A.epoch, B.n_touched, B.epoch = k(*self._fused_args(p, mb, order, c, c + n,
                                                                                  pos[self._slot[p.rank]]))
             self._each_part(run, self.parts)
             dt = time.perf_counter() - t0
