@@ -354,7 +354,8 @@ def newton_program(labels, values, samples, features, n_features, lam=1.0, block
                       init={"lam": lam, "h_min": h_min, "shrink": shrink, "rest": rest})
     sweep = MiniBatch(size, [Exchange(model_gradient, writes=types[1]), Apply(model_step, types=(types[1],)),
                              Exchange(trial_margins, writes=types[0]), Apply(types=(types[0],), overlap="allow")],
-                      unit="vertex", enumerate=types[1], shuffle=True)    # a fixed order is 4x slower on text
+                      unit="vertex", enumerate=types[1], shuffle=True,    # a fixed order is 4x slower on text
+                      active=active)            # shrunk features' steps are 0: their edges are skipped
     stages = [MiniBatch(None, [Exchange(newton_gradient, writes=types[1]), Apply(newton_start, types=(types[1],))],
                         unit="vertex", enumerate=types[1], active=active),
               *[sweep] * int(inner),
