@@ -13,6 +13,7 @@ Internally a strategy sees one id space: the second type's ids are offset by
 ``n_src`` (see :class:`EdgeView`). Strategies are pure numpy/numba: no engine
 import. ``quality`` reports replication factors and balance for any assignment.
 """
+import tux2.config  # noqa: F401 (locks numba's cache files before any strategy compiles)
 from tux2.partitioning.hashing import Hasher
 from tux2.partitioning.registry import Assignment, EdgeView, available, check_input, get, partition, strategy
 

@@ -119,3 +119,48 @@ def test_no_cache_flag_writes_nothing(tmp_path):
     r = run_cli("run", "blockpg", "--epochs", "1", "-q", env={"TUX2_CACHE_DIR": str(cache)})
     assert r.returncode == 0, r.stderr
     assert (cache / "kernels").exists()
+
+
+LOCK_CHILD = '''
+import sys
+import numpy as np
+from tux2 import compile as C
+k = C._kernel("locktest", sys.argv[1], "twice", {}, ["locktest"])
+print(k(np.arange(10, dtype=np.dtype(sys.argv[2]))), flush=True)
+'''
+TWICE = "\ndef twice(a):\n    s = 0.0\n    for i in range(a.shape[0]):\n        s += a[i]\n    return 2.0 * s\n"
+
+
+def test_numba_cache_files_are_written_under_a_lock(tmp_path):
+    """numba numbers a new overload's cache file by reading its index unlocked, so two
+    processes compiling two signatures of one loop at once both wrote ``….1.nbc`` and
+    the index could name the other signature's code (a run then read records with the
+    wrong stride: NaN, heap corruption). A process saving or loading an overload now
+    holds an flock on the index: here a compiling child waits while this process holds
+    it, then goes on, and a second child loads both signatures right."""
+    import fcntl
+    from tux2 import compile as C
+    env = {**os.environ, "TUX2_CACHE_DIR": str(tmp_path)}
+    C.set_cache_dir(str(tmp_path))
+    try:
+        k = C._kernel("locktest", TWICE, "twice", {}, ["locktest"])
+        lock = k._cache._cache_file._index_path + ".lock"
+    finally:
+        C.set_cache_dir(C.default_cache_dir())
+    child = [sys.executable, "-c", LOCK_CHILD, TWICE]
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        p = subprocess.Popen(child + ["float64"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        with pytest.raises(subprocess.TimeoutExpired):
+            p.wait(timeout=8)                         # compiled long ago, but waiting for the lock
+    finally:
+        os.close(fd)
+    out, err = p.communicate(timeout=120)
+    assert p.returncode == 0 and out.strip() == "90.0", err
+    r = subprocess.run(child + ["int32"], env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and r.stdout.strip() == "90.0", r.stderr
+    for dt in ("float64", "int32"):                   # both from the cache now, each its own code
+        r = subprocess.run(child + [dt], env=env, capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0 and r.stdout.strip() == "90.0", r.stderr
+    assert len([f for f in os.listdir(os.path.dirname(lock)) if f.endswith(".nbc")]) == 2

@@ -2,7 +2,10 @@
 
 ``fastmath`` lets LLVM reassociate reductions (dot products vectorise) but keeps
 NaN/inf semantics ('nnan'/'ninf' are left out) so divergence stays detectable.
+
+Also: numba's cache files get a lock (``_lock_numba_caches``, below).
 """
+import fcntl
 import os
 
 from numba.core import config as _numba_config
@@ -31,3 +34,36 @@ def cores() -> int:
 def jit_disabled() -> bool:
     """True when numba runs functions as plain Python (the reference mode)."""
     return bool(_numba_config.DISABLE_JIT)
+
+
+# numba names a new overload's data file by the first number its index does not list,
+# reading the index, then writing it and the data, unlocked: two processes compiling two
+# signatures of one function at once both take ``….1.nbc``, and the index can then name
+# the other signature's machine code (seen: workers and tests compiling in parallel; a
+# wrong record stride, NaN, heap corruption). Each cache's index file gets an flock:
+# exclusive while an overload is saved, shared while one is loaded. For every numba
+# cache of the process (tux2's loops and @njit(cache=True) helpers): each tux2 module
+# with cached numba functions imports this one, directly or through tux2.compile.
+def _locked(method, mode):
+    def call(self, *args, **kwargs):
+        try:
+            fd = os.open(self._index_path + ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError:                           # an unwritable cache directory: numba copes as before
+            return method(self, *args, **kwargs)
+        try:
+            fcntl.flock(fd, mode)
+            return method(self, *args, **kwargs)
+        finally:
+            os.close(fd)                          # releases the lock
+    call.__wrapped__ = method
+    return call
+
+
+def _lock_numba_caches():
+    from numba.core.caching import IndexDataCacheFile as F
+    if hasattr(F, "save") and hasattr(F, "load") and not hasattr(F.save, "__wrapped__"):
+        F.save = _locked(F.save, fcntl.LOCK_EX)
+        F.load = _locked(F.load, fcntl.LOCK_SH)
+
+
+_lock_numba_caches()

@@ -26,6 +26,7 @@ import math
 import numpy as np
 from numba import njit
 
+import tux2.config  # noqa: F401 (locks numba's cache files)
 from tux2.program import Program
 from tux2.schema import ContextSpec, VertexType
 from tux2.stages import Apply, Exchange, GlobalSync
