@@ -155,8 +155,8 @@ def predict_lda(args, model):
     g, dropped = model.documents(args.input)
     theta = model.transform(g, args.iterations, args.seed)
     _write(args.output, itertools.chain(["# document " + " ".join(f"topic{k}" for k in range(theta.shape[1])) + "\n"],
-                                        (f"{d} " + " ".join(f"{x:.4g}" for x in row) + "\n"
-                                         for d, row in enumerate(theta))))
+                                        (f"{d + g.base} " + " ".join(f"{x:.4g}" for x in row) + "\n"
+                                         for d, row in enumerate(theta))))     # the file's doc ids
     _report(args, {"model": "lda", "documents": int(g.n_src), "tokens": int(g.values.sum()) if g.num_edges else 0,
                    "unknown_words_dropped": dropped})
     return 0
