@@ -182,3 +182,19 @@ def test_info_reports_a_docword_files_1_based_ids(tmp_path):
     res = json.loads(r.stdout)
     assert res["doc"]["id_range"] == [1, 60] and res["word"]["id_range"] == [3, 12]
     assert res["word"]["ids_without_edges"] == 2 and "ids 1-based (docword)" in res["hints"]
+
+
+def test_predict_warns_when_no_word_of_the_input_is_in_the_vocabulary(tmp_path):
+    """A text model asked about a rating file (every 'word' unknown) says so instead of
+    silently printing the uniform prior for every line; a real document gets no warning."""
+    src = _write(tmp_path / "docs.txt", TEXT * 4)
+    out = tmp_path / "model"
+    r = run_cli("run", "lda", src, "-k", "2", "--iterations", "5", "--out", str(out), "--quiet", timeout=300)
+    assert r.returncode == 0, r.stderr
+    ratings = _write(tmp_path / "u.data", "1\t242\t3\t881250949\n1\t302\t3\t891717742\n2\t377\t1\t878887116\n")
+    p = run_cli("predict", str(out), ratings, timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert "warning: none of the 12 words of " + ratings + " is in the model's vocabulary" in p.stderr
+    new = _write(tmp_path / "new.txt", "apples and trucks\n")
+    p = run_cli("predict", str(out), new, timeout=300)
+    assert p.returncode == 0 and "warning" not in p.stderr, p.stderr

@@ -10,6 +10,7 @@ import sys
 import numpy as np
 
 from tux2 import estimators, files
+from tux2.io import display_name
 from tux2.cli.common import COUNT, SEED, add_input_args, integer, spool_inputs
 from tux2.errors import InputError, Tux2Error
 
@@ -159,4 +160,8 @@ def predict_lda(args, model):
                                          for d, row in enumerate(theta))))     # the file's doc ids
     _report(args, {"model": "lda", "documents": int(g.n_src), "tokens": int(g.values.sum()) if g.num_edges else 0,
                    "unknown_words_dropped": dropped})
+    if dropped and not g.num_edges:           # every mixture is then the prior: a wrong file, most likely
+        print(f"tux2: warning: none of the {dropped} words of {display_name(args.input)} is in the model's "
+              "vocabulary, so every topic mixture is the uniform prior (documents from another corpus?)",
+              file=sys.stderr)
     return 0
