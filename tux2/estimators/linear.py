@@ -112,8 +112,13 @@ class Linear(Estimator):
         p = 0.5 * (1.0 + np.tanh(0.5 * M))
         return np.column_stack([1 - p, p])
 
-    def score(self, X, y):
-        """Accuracy on (X, y) (labels ±1 or 0/1; class numbers for softmax)."""
+    def score(self, X, y=None):
+        """Accuracy on (X, y) (labels ±1 or 0/1; class numbers for softmax); without
+        ``y``, X is a libsvm file and its labels are y."""
+        if y is None:
+            X, y = loaders.load_samples(X, self.zero_based_)
+            if y is None:
+                raise Tux2Error("labels needed: score(X, y), or score(path) with a libsvm file")
         y = np.asarray(y)
         return float(np.mean(self.predict(X) == (y if self.loss == "softmax" else np.where(y > 0, 1, -1))))
 
