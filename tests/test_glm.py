@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
+from tests.conftest import run_cli
 from tux2.datasets import sparse_classification
 from tux2.udfs import glm
 
@@ -516,3 +517,33 @@ def test_predict_gives_the_training_runs_scores_and_metrics(tmp_path):
 def test_predict_rejects_what_is_not_a_model(tmp_path):
     r = _cli("predict", str(tmp_path), str(tmp_path / "x.svm"))
     assert r.returncode == 2 and "no model.json" in r.stderr
+
+
+def _bag_of_words_svm(path, rows=400, seed=9):
+    """A libsvm text-classification file: 1-based word ids, raw counts from Zipf word
+    frequencies (some samples carry counts of 20+), labels ±1 from a planted weight."""
+    rng = np.random.default_rng(seed)
+    w = np.zeros(800)
+    w[rng.choice(800, 40, replace=False)] = rng.normal(0, 1, 40)
+    lines = []
+    for _ in range(rows):
+        words, counts = np.unique(np.minimum(rng.zipf(1.4, int(rng.integers(30, 200))), 800) - 1,
+                                  return_counts=True)
+        y = 1 if (counts * w[words]).sum() > 0 else -1
+        lines.append(f"{y:+d} " + " ".join(f"{j + 1}:{c}" for j, c in zip(words, counts)) + "\n")
+    path.write_text("".join(lines))
+    return str(path)
+
+
+def test_cli_notes_an_objective_that_rose_under_the_default_step(tmp_path):
+    """Plain SGD at the default eta 1 on raw counts: the objective ends above its first
+    epoch's and the run says so, naming --eta and the adaptive optimizers; AdaGrad on the
+    same file descends and gets no note."""
+    f = _bag_of_words_svm(tmp_path / "train.svm")
+    r = run_cli("run", "fm", f, "--epochs", "6", "--metrics", str(tmp_path / "m.jsonl"), timeout=300)
+    assert r.returncode == 0, r.stderr
+    objective = [json.loads(x)["objective"] for x in (tmp_path / "m.jsonl").read_text().splitlines()]
+    assert objective[-1] > 1.2 * objective[0]
+    assert "note: the objective rose from" in r.stdout and "lower --eta (now 1.0) or use --optimizer" in r.stdout
+    r = run_cli("run", "fm", f, "--epochs", "6", "--optimizer", "adagrad", timeout=300)
+    assert r.returncode == 0 and "note: the objective rose" not in r.stdout, r.stderr

@@ -176,6 +176,17 @@ class GLM(Linear):
 
     _stop = "objective is not finite at epoch {n}: lower --eta (now {est._eta})"
 
+    def _report(self, s):
+        """A note when the objective ended well above its first epoch's: the step is too
+        large (plain SGD at eta 1 on raw counts), though not yet infinite."""
+        h = getattr(self, "history_", None) or []
+        if len(h) >= 2 and h[-1]["objective"] > 1.2 * h[0]["objective"]:
+            return [f"  note: the objective rose from {h[0]['objective']:.6g} (epoch {h[0]['epoch']}) to "
+                    f"{h[-1]['objective']:.6g} (epoch {h[-1]['epoch']}): the step is too large for these features; "
+                    f"lower --eta (now {s.eta})" + (" or use --optimizer adagrad or adam"
+                                                     if self._resolved()[0] == "sgd" else "")]
+        return []
+
     @property
     def _eta(self):
         return self._resolved()[1]
