@@ -73,9 +73,11 @@ def predict(args):
     zero_based = model.zero_based_ if args.zero_based is None else args.zero_based
     graph, labels = read_libsvm(args.input, zero_based=zero_based, type_names=("sample", "feature"))
     M = model.scores(graph)
-    if model.loss == "softmax":
-        header = "# label " + " ".join(f"p{k}" for k in range(M.shape[1])) + "\n"
-        rows = (f"{k} " + " ".join(f"{p:.6g}" for p in row) + "\n" for k, row in zip(M.argmax(axis=1), softmax(M)))
+    if model.loss == "softmax":                # labels as the training file wrote them (1 … K or 0 … K-1)
+        header = "# label " + " ".join(f"p{k}" for k in model.classes_) + "\n"
+        rows = (f"{k} " + " ".join(f"{p:.6g}" for p in row) + "\n"
+                for k, row in zip(model.classes_[M.argmax(axis=1)], softmax(M)))
+        labels = labels - model.label_base_
     else:
         prob = model.loss == "logistic"
         header = "# label score" + (" probability" if prob else "") + "\n"

@@ -82,6 +82,7 @@ class Linear(Estimator):
         self.coef_ = np.column_stack([w["w"], w["V"]]) if meta["algorithm"] == "fm" else w["w"]
         self.zero_based_ = bool(meta.get("zero_based", False))
         self.loss = meta.get("loss", self.loss)
+        self.label_base_ = int(meta.get("label_base", 0))
 
     def _scores(self, W, graph):
         return glm.graph_scores(W, graph, fm=self.algorithm == "fm")
@@ -97,10 +98,19 @@ class Linear(Estimator):
         M = self.scores(X)
         return M if self.loss == "softmax" else M[:, 0]
 
+    label_base_ = 0       # softmax: the first class's label (1 for a file labelled 1 … K)
+
+    @property
+    def classes_(self):
+        """The labels, in the order of predict_proba's columns."""
+        if self.loss == "softmax":
+            return np.arange(self.coef_.shape[1]) + self.label_base_
+        return np.array([-1, 1])
+
     def predict(self, X):
-        """Labels: ±1 for binary models, class numbers for softmax."""
+        """Labels: ±1 for binary models, the file's class labels for softmax."""
         M = self.decision_function(X)
-        return M.argmax(axis=1) if self.loss == "softmax" else np.where(M > 0, 1, -1)
+        return M.argmax(axis=1) + self.label_base_ if self.loss == "softmax" else np.where(M > 0, 1, -1)
 
     def predict_proba(self, X):
         """Class probabilities (n, K) of softmax; (n, 2) = P(−1), P(+1) of a logistic model."""
@@ -123,6 +133,16 @@ class Linear(Estimator):
         return float(np.mean(self.predict(X) == (y if self.loss == "softmax" else np.where(y > 0, 1, -1))))
 
 
+def label_base(y, classes=None):
+    """1 when softmax labels are 1 … K (LIBSVM's multi-class files: iris, dna, letter):
+    no label 0, and the largest is ``classes`` when that is given; else 0. Classes
+    are then the labels minus 1, and predictions give the labels back."""
+    y = np.asarray(y, np.float64)
+    if not len(y) or y.min() < 1 or (y != np.round(y)).any():
+        return 0
+    return int(classes is None or y.max() == classes)
+
+
 class GLM(Linear):
     """(1/n) Σ ℓ(x_i·W, y_i) + reg · R(W) by mini-batch SGD with the training
     strategy of Spark MLlib (sendgradient), PS2 (adam), ColumnSGD (column), MLlib*
@@ -143,8 +163,10 @@ class GLM(Linear):
         if self.driver and self.strategy != "sendgradient":
             raise Tux2Error("--driver (all feature masters on one partition) goes with --strategy sendgradient")
         g, y = data.train, data.labels
+        base = label_base(y, self.classes) if self.loss == "softmax" else 0
+        y, test_labels = y - base, None if data.test_labels is None else data.test_labels - base
         try:
-            glm.labels_for(self.loss, y, self.classes)
+            k = glm.labels_for(self.loss, y, self.classes)[1]
         except ValueError as e:
             raise Tux2Error(f"{data.source}: {e}") from None
         optimizer, eta = self._resolved()
@@ -153,9 +175,10 @@ class GLM(Linear):
             lam=self.reg, batch=self.batch or None, eta=eta, decay=self.decay, classes=self.classes, evaluate=True,
             factors=self.factors, optimizer=optimizer, **({"init_std": self.init_std} if self.factors else {}))
         return Setup(graph, prog, {"assignment": assignment, "edge_data": edata}, test=data.test,
-                     test_labels=data.test_labels, n=g.n_src, nnz=g.num_edges, eta=eta, source=data.source,
-                     zero_based=data.facts.get("zero_based", False),
-                     meta={"optimizer": optimizer, "eta": eta, "samples": g.n_src})
+                     test_labels=test_labels, n=g.n_src, nnz=g.num_edges, eta=eta, source=data.source,
+                     zero_based=data.facts.get("zero_based", False), label_base=base, n_classes=k,
+                     meta={"optimizer": optimizer, "eta": eta, "samples": g.n_src,
+                           **({"label_base": base} if self.loss == "softmax" else {})})
 
     def record(self, eng, s):
         ctx = eng.context()
@@ -167,7 +190,9 @@ class GLM(Linear):
         return [f"tux2 {__version__} {self.algorithm} ({self.loss}, {self.penalty}, strategy {self.strategy}): "
                 f"{s.source}",
                 f"  {s.n} samples, {s.graph.n_dst} features, {s.nnz} non-zeros; lambda={self.reg}, "
-                f"batch {self.batch or s.n}, eta {s.eta}, P={parts}" + (f", {world} workers" if world > 1 else "")]
+                f"batch {self.batch or s.n}, eta {s.eta}, P={parts}" + (f", {world} workers" if world > 1 else "")] \
+            + ([f"  labels 1-based (no label 0): classes 1 … {s.n_classes}, as predictions write them"]
+               if s.label_base else [])
 
     def _line(self, rec, n):
         return (f"epoch {rec['epoch']:3d}/{n}  objective {rec['objective']:.6g}  "
@@ -195,6 +220,7 @@ class GLM(Linear):
         W = glm.weights(eng)
         if W is not None:           # as weights.npz holds it: a vector for one column
             self.coef_, self.zero_based_ = W[:, 0] if W.shape[1] == 1 else W, s.zero_based
+            self.label_base_ = s.label_base
 
 
 class LogisticRegression(GLM):
