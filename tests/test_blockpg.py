@@ -391,3 +391,20 @@ def test_cli_notes_raw_counts_where_the_newton_form_converges_faster(tmp_path):
     binary = _text_libsvm(tmp_path / "binary.svm", 400, binary=True)
     r = run_cli("run", "blockpg", binary, "--epochs", "1", timeout=300)
     assert r.returncode == 0 and "note:" not in r.stdout, r.stderr
+
+
+def test_predict_counts_feature_indices_beyond_the_model(tmp_path):
+    """A test file with words the training file never had (indices past the model's
+    features) is scored with them as 0, and the metrics line counts them."""
+    train = _text_libsvm(tmp_path / "train.svm", 200)
+    out = tmp_path / "m"
+    r = run_cli("run", "blockpg", train, "--epochs", "2", "--out", str(out), "--quiet", timeout=300)
+    assert r.returncode == 0, r.stderr
+    features = json.loads((out / "model.json").read_text())["features"]
+    test = tmp_path / "test.svm"
+    test.write_text(f"+1 3:2 {features + 5}:1 {features + 9}:4\n-1 1:1 {features + 5}:2\n+1 2:1\n")
+    p = run_cli("predict", str(out), str(test), timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stderr.splitlines()[-1])["unknown_features"] == 2
+    p = run_cli("predict", str(out), train, timeout=300)
+    assert "unknown_features" not in json.loads(p.stderr.splitlines()[-1])

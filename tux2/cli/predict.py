@@ -89,7 +89,9 @@ def predict(args):
             labels_for("softmax", labels, M.shape[1])
         except ValueError as e:
             raise Tux2Error(f"{args.input}: {e}") from None
-    _report(args, {"model": model.algorithm, "samples": int(graph.n_src), **score_metrics(M, labels, model.loss)})
+    beyond = np.unique(graph.dst[graph.dst >= len(model.coef_)])     # scored as 0, like liblinear
+    _report(args, {"model": model.algorithm, "samples": int(graph.n_src), **score_metrics(M, labels, model.loss),
+                   **({"unknown_features": int(len(beyond))} if len(beyond) else {})})
     return 0
 
 
