@@ -198,3 +198,18 @@ def test_predict_warns_when_no_word_of_the_input_is_in_the_vocabulary(tmp_path):
     new = _write(tmp_path / "new.txt", "apples and trucks\n")
     p = run_cli("predict", str(out), new, timeout=300)
     assert p.returncode == 0 and "warning" not in p.stderr, p.stderr
+
+
+def test_a_rating_file_is_not_taken_for_a_text_corpus(tmp_path):
+    """`tux2 run lda u.data` (user item rating timestamp) stopped being read as 'text'
+    with numbers for words; --format text still reads it so, and real text is untouched."""
+    rng = np.random.default_rng(3)
+    ratings = _write(tmp_path / "u.data", "".join(f"{u}\t{i}\t{rng.integers(1, 6)}\t{881250949 + 7 * u + i}\n"
+                                                for u in range(1, 60) for i in rng.choice(200, 5, replace=False) + 1))
+    r = run_cli("run", "lda", ratings, "--iterations", "1", timeout=300)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert f"{ratings}: every line holds 4 numbers: a table (a rating file?), not text" in r.stderr
+    r = run_cli("run", "lda", ratings, "--format", "text", "--iterations", "1", "--quiet", timeout=300)
+    assert r.returncode == 0, r.stderr
+    r = run_cli("run", "lda", _write(tmp_path / "d.txt", TEXT), "--iterations", "1", "--quiet", timeout=300)
+    assert r.returncode == 0, r.stderr

@@ -11,6 +11,16 @@ from tux2.udfs import lda
 from tux2.version import __version__
 
 
+def _refuse_numeric_table(g, words, path):
+    """A file sniffed as text whose every line is the same few numbers (a rating file,
+    'user item rating timestamp') is a table, not documents: stop naming the formats."""
+    lengths = np.bincount(g.src, g.values, minlength=g.n_src)
+    if words and len(words) > 1 and all(w.isdigit() for w in words) and lengths.min() == lengths.max() <= 6:
+        raise InputError(f"every line holds {int(lengths.max())} numbers: a table (a rating file?), not text; "
+                         "LDA reads UCI docword, 'doc word count' triples (--format triples) or text with one "
+                         "document per line (--format text reads this file as text anyway)", path=path)
+
+
 class LDA(Estimator):
     """Latent Dirichlet allocation by collapsed Gibbs sampling (SparseLDA; paper §4).
 
@@ -37,8 +47,11 @@ class LDA(Estimator):
         if isinstance(data, (list, tuple)) and data and isinstance(data[0], str):
             (g, words), format = io.text_docs(data, min_count=min_count), "text"
         elif isinstance(data, (str, bytes)) or hasattr(data, "__fspath__"):
+            sniffed = format == "auto"
             g, words, format = loaders.load_corpus(data, format, base=base, min_count=min_count,
                                                    duplicates=duplicates)
+            if sniffed and format == "text":
+                _refuse_numeric_table(g, words, data)
         else:
             g, format = loaders.load(data, duplicates="sum"), "arrays"
         if words is None and vocab:
