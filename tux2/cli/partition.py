@@ -62,7 +62,8 @@ def _balance_hint(name, given=None):
         return (f"favorite={given['favorite']} was given: try --option favorite={other}, or --strategy random "
                 "(a power-law favourite side cannot be balanced by keeping its vertices whole)")
     if name == "hdrf" and "lam" in given:
-        return f"raise its balance weight lam above the given {given['lam']}"
+        higher = max(2, 2 * given["lam"]) if isinstance(given["lam"], (int, float)) else 2
+        return f"raise its balance weight lam above the given {given['lam']} (e.g. --option lam={higher:g})"
     return {"hdrf": "raise its balance weight lam above 1 (the default 1.1; e.g. --option lam=2)",
             "greedy": "use --strategy hdrf, whose lam option weighs balance",
             "hybrid": "lower --option theta (fewer low-degree vertices keep all their in-edges together)",
