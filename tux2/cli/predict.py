@@ -123,6 +123,11 @@ def predict_mf(args, model):
                    mae=float(np.mean(np.abs(err))) if len(err) else None)
     if g.values is not None or g.unknown is not None or g.skipped:
         _report(args, res)
+    known = res["pairs"] - res.get("unknown_pairs", 0)
+    if known == 0 and res["pairs"] + res.get("skipped_unknown", 0) > 0:        # every line: the baseline or skipped
+        print(f"tux2: warning: no line of {display_name(args.input)} pairs a user and an item the model was trained "
+              f"on ({loaders.describe_read(g, 'auto') or 'columns 1 and 2'}): other columns? --columns picks them "
+              "(by position, or by the header's names: --columns userId,movieId,rating)", file=sys.stderr)
     return 0
 
 
