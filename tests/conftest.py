@@ -17,10 +17,10 @@ def random_graph(n_a=30, n_b=20, m=150, seed=0, values=True):
                                n_a, n_b, ("a", "b"))
 
 
-def run_cli(*args, timeout=300, env=None):
+def run_cli(*args, timeout=300, env=None, cwd=None):
     """Run the tux2 CLI in a subprocess; return CompletedProcess with text output."""
     return subprocess.run([sys.executable, "-m", "tux2.cli", *args], capture_output=True, text=True,
-                          timeout=timeout, env={**os.environ, **(env or {})})
+                          timeout=timeout, env={**os.environ, **(env or {})}, cwd=cwd)
 
 
 @pytest.fixture(scope="module")

@@ -311,3 +311,18 @@ def test_a_rendezvous_host_with_a_label_too_long_is_an_error(files):
                 f"tcp://{host}:5555", "--epochs", "1", timeout=120)
     assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
     assert "rendezvous host " + host in r.stderr and "--bind" in r.stderr
+
+
+@pytest.mark.parametrize("algo, data", [("mf", "r.txt"), ("lda", "docs.txt"), ("blockpg", "s.svm"), ("lr", "s.svm")])
+def test_config_help_example_is_a_valid_config_of_each_command(files, tmp_path, algo, data):
+    """The TOML example in `tux2 run ALGO --help` (--config) runs as that command's config
+    file (LDA's help once showed MF's batch-size and no-biases keys, which LDA refuses)."""
+    import re
+    r = run_cli("run", algo, "--help")
+    help_text = " ".join(r.stdout.split())
+    example = re.search(r"--config FILE TOML file whose keys are these flags \((.*?)\);", help_text).group(1)
+    (tmp_path / "data.txt").write_bytes((files / data).read_bytes())
+    (tmp_path / "c.toml").write_text(example.replace(", ", "\n").replace("'", '"') + "\n")
+    r = run_cli("run", algo, "--config", str(tmp_path / "c.toml"), timeout=300, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.count("\n") <= 1                      # quiet = true: no per-epoch lines

@@ -92,3 +92,22 @@ def test_sparse_numeric_ids_take_the_hinted_ids_string(tmp_path):
     assert json.loads(r.stdout.splitlines()[0])["vertices"] == 5
     saved = np.load(tmp_path / "out" / "random.npz", allow_pickle=True)
     assert sorted(saved["ids_src"].tolist()) == ["0", "3000000000", "5"]
+
+
+def test_balance_warning_never_suggests_the_option_just_given(tmp_path):
+    """A MovieLens-shaped file (power-law users and items): aweto is out of balance with
+    either favourite; the warning for favorite=dst suggests src, not dst again."""
+    rng = np.random.default_rng(5)
+    deg = np.minimum(rng.zipf(1.6, 3000) + 5, 400)
+    pop = 1.0 / np.arange(1, 801) ** 1.1
+    lines = []
+    for u in range(3000):
+        for i in rng.choice(800, size=deg[u], replace=False, p=pop / pop.sum()):
+            lines.append(f"{u + 1}\t{i + 1}\t{rng.integers(1, 6)}\t{881250949 + u}\n")
+    path = tmp_path / "u.data"
+    path.write_text("".join(lines))
+    r = run_cli("partition", str(path), "--parts", "16", "-s", "aweto", "-o", "favorite=dst")
+    assert r.returncode == 0, r.stderr
+    assert "warning: aweto" in r.stderr and "favorite=dst was given: try --option favorite=src" in r.stderr
+    r = run_cli("partition", str(path), "--parts", "16", "-s", "aweto")
+    assert "use --option favorite=dst (or src)" in r.stderr

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import termios
 
+import numpy as np
 import pytest
 
 from tests.conftest import run_cli
@@ -69,6 +70,29 @@ def test_plot_writes_an_image_and_names_bad_lines(tmp_path):
     (tmp_path / "bad.jsonl").write_text('{"epoch": 1, "rmse": 1}\n{"epoch": 2, \n')
     r = run_cli("plot", str(tmp_path / "bad.jsonl"), "-o", str(out))
     assert r.returncode == 2 and "bad.jsonl:2: not a JSON object" in r.stderr
+
+
+def test_plot_puts_epoch_and_iteration_files_on_one_axis(tmp_path):
+    """An MF run's metrics (epochs) beside an LDA run's (iterations) plot together; a
+    missing --x field names only the --x values the file has."""
+    pytest.importorskip("matplotlib")
+    ratings = tmp_path / "u.data"
+    rng = np.random.default_rng(1)
+    ratings.write_text("".join(f"{u}\t{i}\t{rng.integers(1, 6)}\t{881250949 + u}\n" for u in range(1, 120)
+                               for i in sorted(rng.choice(np.arange(1, 50), 6, replace=False))))
+    docs = tmp_path / "docs.txt"
+    docs.write_text("".join(" ".join(rng.choice(["goal", "team", "vote", "party", "coach"], 12)) + "\n"
+                            for _ in range(40)))
+    for argv in (["mf", str(ratings), "--epochs", "3"], ["lda", str(docs), "-k", "2", "--iterations", "4"]):
+        r = run_cli("run", *argv, "--metrics", str(tmp_path / f"{argv[0]}.jsonl"), "--quiet", timeout=300)
+        assert r.returncode == 0, r.stderr
+    out = tmp_path / "both.png"
+    r = run_cli("plot", str(tmp_path / "mf.jsonl"), str(tmp_path / "lda.jsonl"), "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and "from 2 file(s)" in r.stdout
+    r = run_cli("plot", str(tmp_path / "lda.jsonl"), "--x", "epoch", "-o", str(out))
+    assert r.returncode == 2
+    assert "lda.jsonl: no 'epoch' field (use --x with one of: iteration, clock, total_time_s)" in r.stderr
 
 
 def test_config_file_keys_are_flags_and_the_command_line_wins(tmp_path):

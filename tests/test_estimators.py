@@ -118,3 +118,26 @@ def test_mf_score_takes_the_ids_predict_takes(tmp_path):
     T = np.c_[u[4500:], i[4500:], r[4500:]]
     assert m.score(T) == -np.sqrt(np.mean((T[:, 2] - m.predict(T[:, 0], T[:, 1])) ** 2))
     assert m.score(T) != m.score(T - [1, 1, 0])
+
+
+def test_score_takes_the_files_fit_takes(tmp_path):
+    """MF.score(rating file) and a linear model's score(libsvm file) work as fit(path)
+    does: a MovieLens-shaped test file with a header, a timestamp and unknown users
+    scores as the run's test RMSE; a libsvm file's labels are its y."""
+    rng = np.random.default_rng(8)
+    rows = [(u, int(i), int(rng.integers(1, 6)), 874965758 + u) for u in range(1, 201)
+            for i in rng.choice(np.arange(1, 61), size=int(min(rng.zipf(1.6) + 4, 40)), replace=False)]
+    test = [rows.pop(int(j)) for j in sorted(rng.choice(len(rows), 150, replace=False))[::-1]]
+    test += [(250, 3, 4, 874965758), (7, 99, 2, 874965758)]         # a user and an item never rated
+    for name, part in (("ratings.csv", rows), ("test.csv", test)):
+        (tmp_path / name).write_text("userId,movieId,rating,timestamp\n"
+                                     + "".join(f"{u},{i},{r}.0,{t}\n" for u, i, r, t in part))
+    mf = tux2.MF(k=4, epochs=3).fit(str(tmp_path / "ratings.csv"), str(tmp_path / "test.csv"))
+    assert mf.score(str(tmp_path / "test.csv")) == pytest.approx(-mf.history_[-1]["test_rmse"], rel=1e-6)
+    arr = np.array([r[:3] for r in test], np.float64)
+    assert mf.score(tmp_path / "test.csv") == pytest.approx(mf.score(arr), rel=1e-6)
+    g, y, _ = sparse_classification(n_samples=300, n_features=80, seed=3)
+    write_libsvm(tmp_path / "s.svm", g, y)
+    for est in (tux2.BlockPG(epochs=3), tux2.LogisticRegression(epochs=2)):
+        est.fit(str(tmp_path / "s.svm"))
+        assert est.score(str(tmp_path / "s.svm")) == est.score((tmp_path / "s.svm").as_posix(), y) > 0.5

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
+from tests.conftest import run_cli
 from tux2.datasets import sparse_classification
 from tux2.udfs import glm
 
@@ -516,3 +517,80 @@ def test_predict_gives_the_training_runs_scores_and_metrics(tmp_path):
 def test_predict_rejects_what_is_not_a_model(tmp_path):
     r = _cli("predict", str(tmp_path), str(tmp_path / "x.svm"))
     assert r.returncode == 2 and "no model.json" in r.stderr
+
+
+def _bag_of_words_svm(path, rows=400, seed=9):
+    """A libsvm text-classification file: 1-based word ids, raw counts from Zipf word
+    frequencies (some samples carry counts of 20+), labels ±1 from a planted weight."""
+    rng = np.random.default_rng(seed)
+    w = np.zeros(800)
+    w[rng.choice(800, 40, replace=False)] = rng.normal(0, 1, 40)
+    lines = []
+    for _ in range(rows):
+        words, counts = np.unique(np.minimum(rng.zipf(1.4, int(rng.integers(30, 200))), 800) - 1,
+                                  return_counts=True)
+        y = 1 if (counts * w[words]).sum() > 0 else -1
+        lines.append(f"{y:+d} " + " ".join(f"{j + 1}:{c}" for j, c in zip(words, counts)) + "\n")
+    path.write_text("".join(lines))
+    return str(path)
+
+
+def test_cli_notes_an_objective_that_rose_under_the_default_step(tmp_path):
+    """Plain SGD at the default eta 1 on raw counts: the objective ends above its first
+    epoch's and the run says so, naming --eta and the adaptive optimizers; AdaGrad on the
+    same file descends and gets no note."""
+    f = _bag_of_words_svm(tmp_path / "train.svm")
+    r = run_cli("run", "fm", f, "--epochs", "6", "--metrics", str(tmp_path / "m.jsonl"), timeout=300)
+    assert r.returncode == 0, r.stderr
+    objective = [json.loads(x)["objective"] for x in (tmp_path / "m.jsonl").read_text().splitlines()]
+    assert objective[-1] > 1.2 * objective[0]
+    assert "note: the objective rose from" in r.stdout and "lower --eta (now 1.0) or use --optimizer" in r.stdout
+    r = run_cli("run", "fm", f, "--epochs", "6", "--optimizer", "adagrad", timeout=300)
+    assert r.returncode == 0 and "note: the objective rose" not in r.stdout, r.stderr
+
+
+def _iris_like(path, base, n=150, seed=4):
+    """A LIBSVM multi-class file shaped like iris.scale: 4 scaled features, 3 classes
+    labelled ``base`` … ``base`` + 2 (LIBSVM's own files use 1 … K)."""
+    rng = np.random.default_rng(seed)
+    centers = np.array([[-0.6, 0.2, -0.8, -0.8], [0.0, -0.3, 0.1, 0.0], [0.4, -0.1, 0.6, 0.7]])
+    lines = []
+    for i in range(n):
+        c = i % 3
+        x = np.clip(centers[c] + rng.normal(0, 0.15, 4), -1, 1)
+        lines.append(f"{c + base} " + " ".join(f"{j + 1}:{v:.6f}" for j, v in enumerate(x)) + "\n")
+    path.write_text("".join(lines))
+    return str(path)
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_softmax_on_labels_1_to_k_has_k_classes_and_predicts_the_files_labels(tmp_path, workers):
+    """Labels 1 … 3 give the 3-class model of labels 0 … 2 (not 4 classes with a phantom
+    class 0), `--classes 3` is accepted, and predict writes labels 1 … 3 (p1 p2 p3)."""
+    one, zero = _iris_like(tmp_path / "iris.scale", 1), _iris_like(tmp_path / "iris0.scale", 0)
+    common = ["--epochs", "5", "--optimizer", "adagrad", "--eta", "0.5", "--workers", workers, "--quiet"]
+    for f, out in ((one, "m1"), (zero, "m0")):
+        r = run_cli("run", "softmax", f, "--classes", "3", *common, "--out", str(tmp_path / out), timeout=300)
+        assert r.returncode == 0, r.stderr
+    w1, w0 = (np.load(tmp_path / m / "weights.npz")["w"] for m in ("m1", "m0"))
+    assert w1.shape == (4, 3)
+    np.testing.assert_array_equal(w1, w0)
+    p = run_cli("predict", str(tmp_path / "m1"), one, timeout=300)
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    assert lines[0] == "# label p1 p2 p3"
+    predicted = np.array([int(x.split()[0]) for x in lines[1:]])
+    truth = np.array([int(x.split()[0]) for x in open(one)])
+    assert set(predicted) <= {1, 2, 3} and np.mean(predicted == truth) > 0.9
+    assert json.loads(p.stderr.splitlines()[-1])["accuracy"] == np.mean(predicted == truth)
+
+
+def test_softmax_estimator_keeps_1_based_labels_through_save_and_load(tmp_path):
+    import tux2
+    one = _iris_like(tmp_path / "iris.scale", 1)
+    sm = tux2.Softmax(epochs=5, optimizer="adagrad", eta=0.5).fit(one)
+    assert list(sm.classes_) == [1, 2, 3] and sm.coef_.shape == (4, 3)
+    assert set(sm.predict(one)) <= {1, 2, 3} and sm.score(one) > 0.9
+    sm.save(str(tmp_path / "m"))
+    back = tux2.Softmax.load(str(tmp_path / "m"))
+    np.testing.assert_array_equal(back.predict(one), sm.predict(one))

@@ -123,3 +123,93 @@ def test_workers_give_the_single_process_counts(tmp_path):
 def test_token_edges_keep_every_token():
     s, t, c = token_edges([0, 1, 1], [5, 5, 6], [9, 1, 4])
     assert c.sum() == 14 and np.bincount(s, c).tolist() == [9, 5]
+
+
+def _docword_two_themes(path, seed=3):
+    """A UCI docword file (1-based ids) of 60 documents over W = 12 words: words 1 and
+    2 never occur, the first half of the documents use words 3-7, the second 8-12 (12,
+    the last id, is the most frequent)."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for d in range(1, 61):
+        words = np.arange(3, 8) if d <= 30 else np.arange(8, 13)
+        p = np.array([1, 2, 3, 4, 8], float) / 18
+        counts = np.bincount(rng.choice(5, size=int(rng.integers(20, 60)), p=p), minlength=5)
+        rows += [(d, int(w), int(c)) for w, c in zip(words, counts) if c]
+    path.write_text(f"60\n12\n{len(rows)}\n" + "".join(f"{d} {w} {c}\n" for d, w, c in rows))
+    return str(path)
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_docword_topics_and_predictions_use_the_files_1_based_ids(tmp_path, workers):
+    """topics.txt, the printed topics and 'tux2 predict' name words and documents by the
+    docword file's 1-based ids (not the dense ids one below), also from 2 real workers."""
+    src = _docword_two_themes(tmp_path / "docword.two.txt")
+    out = tmp_path / "model"
+    r = run_cli("run", "lda", src, "-k", "2", "--iterations", "30", "--top-words", "5", "--out", str(out),
+                "--workers", workers, "--timeout", "30", timeout=300)
+    assert r.returncode == 0, r.stderr
+    themes = [set(line.split("\t")[2].replace(":", " ").split()[::2])
+              for line in (out / "topics.txt").read_text().splitlines()]
+    assert sorted(map(sorted, themes)) == [["10", "11", "12", "8", "9"], ["3", "4", "5", "6", "7"]]
+    printed = [line.split(": ")[1].split() for line in r.stdout.splitlines() if line.startswith("topic ")]
+    assert sorted(p[0] for p in printed) == ["12", "7"]          # the most frequent word of each theme
+    assert json.loads((out / "model.json").read_text())["word_base"] == 1
+    new = _write(tmp_path / "new.docword", "3\n12\n3\n2 12 5\n3 4 4\n3 7 1\n")
+    p = run_cli("predict", str(out), new, timeout=300)
+    assert p.returncode == 0, p.stderr
+    rows = [line.split() for line in p.stdout.splitlines() if not line.startswith("#")]
+    assert [row[0] for row in rows] == ["1", "2", "3"]           # docIDs 1 … 3 (1 has no words)
+    theta = np.array([[float(x) for x in row[1:]] for row in rows])
+    assert theta[1].argmax() != theta[2].argmax() and theta[1].max() > 0.8 and theta[2].max() > 0.8
+
+
+def test_lda_estimator_keeps_a_docword_files_ids_through_save_and_load(tmp_path):
+    import tux2
+    src = _docword_two_themes(tmp_path / "docword.two.txt")
+    lda = tux2.LDA(topics=2, iterations=30, top_words=5).fit(src)
+    first = sorted(ws[0][0] for ws in lda.topic_words(5))
+    assert first == ["12", "7"] and lda.word_base_ == 1
+    lda.save(str(tmp_path / "m"))
+    back = tux2.LDA.load(str(tmp_path / "m"))
+    assert back.word_base_ == 1 and back.topic_words(5) == lda.topic_words(5)
+
+
+def test_info_reports_a_docword_files_1_based_ids(tmp_path):
+    src = _docword_two_themes(tmp_path / "docword.two.txt")
+    r = run_cli("info", src, "--json", timeout=300)
+    assert r.returncode == 0, r.stderr
+    res = json.loads(r.stdout)
+    assert res["doc"]["id_range"] == [1, 60] and res["word"]["id_range"] == [3, 12]
+    assert res["word"]["ids_without_edges"] == 2 and "ids 1-based (docword)" in res["hints"]
+
+
+def test_predict_warns_when_no_word_of_the_input_is_in_the_vocabulary(tmp_path):
+    """A text model asked about a rating file (every 'word' unknown) says so instead of
+    silently printing the uniform prior for every line; a real document gets no warning."""
+    src = _write(tmp_path / "docs.txt", TEXT * 4)
+    out = tmp_path / "model"
+    r = run_cli("run", "lda", src, "-k", "2", "--iterations", "5", "--out", str(out), "--quiet", timeout=300)
+    assert r.returncode == 0, r.stderr
+    ratings = _write(tmp_path / "u.data", "1\t242\t3\t881250949\n1\t302\t3\t891717742\n2\t377\t1\t878887116\n")
+    p = run_cli("predict", str(out), ratings, timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert "warning: none of the 12 words of " + ratings + " is in the model's vocabulary" in p.stderr
+    new = _write(tmp_path / "new.txt", "apples and trucks\n")
+    p = run_cli("predict", str(out), new, timeout=300)
+    assert p.returncode == 0 and "warning" not in p.stderr, p.stderr
+
+
+def test_a_rating_file_is_not_taken_for_a_text_corpus(tmp_path):
+    """`tux2 run lda u.data` (user item rating timestamp) stopped being read as 'text'
+    with numbers for words; --format text still reads it so, and real text is untouched."""
+    rng = np.random.default_rng(3)
+    ratings = _write(tmp_path / "u.data", "".join(f"{u}\t{i}\t{rng.integers(1, 6)}\t{881250949 + 7 * u + i}\n"
+                                                for u in range(1, 60) for i in rng.choice(200, 5, replace=False) + 1))
+    r = run_cli("run", "lda", ratings, "--iterations", "1", timeout=300)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert f"{ratings}: every line holds 4 numbers: a table (a rating file?), not text" in r.stderr
+    r = run_cli("run", "lda", ratings, "--format", "text", "--iterations", "1", "--quiet", timeout=300)
+    assert r.returncode == 0, r.stderr
+    r = run_cli("run", "lda", _write(tmp_path / "d.txt", TEXT), "--iterations", "1", "--quiet", timeout=300)
+    assert r.returncode == 0, r.stderr

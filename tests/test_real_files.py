@@ -281,3 +281,21 @@ def test_the_python_estimator_reads_them_as_the_cli_does(files, tsv_model):
     assert str(e.value).startswith(f"{files['test']}:2: unknown user id '{USERS + 5}'")
     skip = tux2.MF(k=4, epochs=1, unknown="skip").load_data(files["tsv"], files["test"])
     assert skip.test.num_edges == 1 and skip.test.skipped == 3
+
+
+def test_predict_warns_when_no_pair_is_known_under_the_columns_read(files, tsv_model, tmp_path):
+    """A CSV whose header puts the timestamp first ('timestamp,movieId,userId,rating'),
+    predicted without --columns: every pair is unknown (timestamps taken for users), so
+    the run warns and names --columns; with --columns by name it is scored normally."""
+    swapped = tmp_path / "swapped.csv"
+    swapped.write_text("timestamp,movieId,userId,rating\n" + "".join(f"{t},{i},{u},{r}\n" for u, i, r, t in ROWS[:50]))
+    r = run_cli("predict", tsv_model[2], str(swapped), "-o", str(tmp_path / "p.txt"))
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["unknown_pairs"] == 50
+    assert f"tux2: warning: no line of {swapped} pairs a user and an item the model was trained on" in r.stderr
+    assert "--columns userId,movieId,rating" in r.stderr
+    r = run_cli("predict", tsv_model[2], str(swapped), "-o", str(tmp_path / "p.txt"), "--unknown", "skip")
+    assert r.returncode == 0 and "tux2: warning: no line of" in r.stderr
+    r = run_cli("predict", tsv_model[2], str(swapped), "--columns", "userId,movieId,rating", "-o",
+                str(tmp_path / "p.txt"))
+    assert r.returncode == 0 and "warning" not in r.stderr and json.loads(r.stdout)["rmse"] < 1.5

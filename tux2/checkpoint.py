@@ -211,7 +211,9 @@ def load(directory, eng, params, transport=None, compare=None, inputs=None):
             return f"--{k.replace('_', '-')} {'(unset)' if v is None else v}"
         raise CheckpointError(f"{path} was written by a run with other settings: " + ", ".join(
             f"{flag(k, saved.get(k))} there, {flag(k, params.get(k))} now" for k in diff)
-            + "; resume with the first")
+            + "; resume with the first" + "".join(          # the flags to repeat, where a value says it
+                f" {flag(k, saved[k])}" for k in diff
+                if isinstance(saved.get(k), (str, int, float)) and not isinstance(saved[k], bool)))
     _verify(path, [f"part-{rank}.npz"])
     try:
         with np.load(file, allow_pickle=False) as z:

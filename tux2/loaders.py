@@ -606,16 +606,20 @@ def load_samples(X, zero_based=False, duplicates="error"):
 
 def load_corpus(path, fmt="auto", base=None, min_count=1, type_names=("doc", "word"), duplicates="sum"):
     """(document–word count graph, vocabulary or None, format) of a UCI docword file,
-    ``doc word count`` triples or plain text (one document per line)."""
+    ``doc word count`` triples or plain text (one document per line); ``graph.base`` is
+    the file's id base (1 for docword), which outputs add back to the dense ids."""
     _check_choice("duplicates", duplicates, DUPLICATES)
     fmt = io.sniff_corpus(path) if fmt == "auto" else fmt
     if fmt == "docword":
-        g = io.read_docword(path, type_names)
-        return dedupe(g, duplicates, lambda i: (path, *io.edge_line(path, i, 3))), None, fmt
+        g = dedupe(io.read_docword(path, type_names), duplicates, lambda i: (path, *io.edge_line(path, i, 3)))
+        g.base = 1                              # docword ids are 1-based: outputs name them so
+        return g, None, fmt
     if fmt == "triples":
         g = load_edges(path, ids="int", duplicates="keep", base=base, type_names=type_names, values="counts")
         skip = io._header_end(io.read_head(path, "corpus"), path)[1]
-        return dedupe(g, duplicates, lambda i: (path, *io.edge_line(path, i, skip))), None, fmt
+        out = dedupe(g, duplicates, lambda i: (path, *io.edge_line(path, i, skip)))
+        out.base = g.base
+        return out, None, fmt
     if fmt == "text":
         g, vocab = io.read_text_docs(path, type_names, min_count=min_count)
         return g, vocab, fmt

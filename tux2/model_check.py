@@ -166,6 +166,8 @@ def check_linear(directory, meta, arrays):
     if meta.get("loss") == "softmax":
         classes = _int_meta(mpath, meta, "classes", 2)
         _need(path, a, "w", "f", (features, classes))
+        if meta.get("label_base", 0) not in (0, 1) or isinstance(meta.get("label_base"), bool):
+            raise ModelError(f"{mpath}: label_base must be 0 or 1, got {meta['label_base']!r}")
     else:
         if "classes" in meta and meta["classes"] != 2:
             raise ModelError(f"{mpath}: classes of a {meta.get('loss')} model must be 2, got {meta['classes']!r}")

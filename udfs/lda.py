@@ -318,12 +318,13 @@ def topic_word(word_data):
     return np.ascontiguousarray(word_data["nk"].T)
 
 
-def top_words(word_topic, n, vocab=None):
-    """Per topic, the ``n`` most frequent (word, count) pairs, most frequent first."""
+def top_words(word_topic, n, vocab=None, base=0):
+    """Per topic, the ``n`` most frequent (word, count) pairs, most frequent first;
+    without ``vocab`` a word is its id in the corpus file (dense id + ``base``)."""
     out = []
     for row in word_topic:
         idx = np.argsort(-row, kind="stable")[:n]
-        out.append([(vocab[i] if vocab is not None else str(i), int(row[i])) for i in idx if row[i] > 0])
+        out.append([(vocab[i] if vocab is not None else str(i + base), int(row[i])) for i in idx if row[i] > 0])
     return out
 
 

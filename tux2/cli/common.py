@@ -186,8 +186,8 @@ def add_run_args(p, out_help, unit):
                         "cache ($TUX2_CACHE_DIR, default ~/.cache/tux2), and generate a built-in data set "
                         "instead of loading the copy kept there")
     p.add_argument("--config", metavar="FILE",
-                   help="TOML file whose keys are these flags (batch-size = 1000, no-biases = true, input = "
-                        "'ratings.txt'); flags on the command line win")
+                   help=f"TOML file whose keys are these flags ({unit}s = 20, seed = 1, quiet = true, input = "
+                        "'data.txt'); flags on the command line win")
     add_checkpoint_args(p, unit)
     add_distributed_args(p)
 

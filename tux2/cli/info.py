@@ -49,13 +49,15 @@ def describe(g, kind, labels=None):
         deg = np.bincount(ids, minlength=n)
         rec = {"ids_declared": int(n), **degree_stats(deg), "ids_without_edges": int((deg == 0).sum())}
         if m is None or m.tokens.dtype.kind in "iu":           # numbers (a 1-based file's map: 1 … n)
-            used = m.tokens[np.flatnonzero(deg)] if m is not None else np.flatnonzero(deg)
+            used = m.tokens[np.flatnonzero(deg)] if m is not None else np.flatnonzero(deg) + g.base
             rec["id_range"] = [int(used.min()), int(used.max())] if len(used) else None
         else:
             rec["id_kind"] = "string"
             rec["first_ids"] = [str(x) for x in m.tokens[:3]]
         out[name] = rec
-    if g.base:
+    if g.base and kind == "docword":
+        hints.append("ids 1-based (docword)")
+    elif g.base:
         hints.append("ids read as 1-based (" + ("MatrixMarket" if g.layout is not None and g.layout.matrix_market
                                                  else "auto: no id 0 on either side; --base 0 reads them as "
                                                       "0-based") + ")")

@@ -53,8 +53,17 @@ def add_parser(sub):
 BALANCE_WARNING = 1.5
 
 
-def _balance_hint(name):
-    """The option that trades replicas for balance in strategy ``name``."""
+def _balance_hint(name, given=None):
+    """The option that trades replicas for balance in strategy ``name``, given the
+    options ``given`` to it (a hint never suggests the setting that was just used)."""
+    given = given or {}
+    if name in ("bicut", "aweto") and given.get("favorite", "auto") not in ("auto", None):
+        other = "src" if given["favorite"] in (1, "dst", "target") else "dst"
+        return (f"favorite={given['favorite']} was given: try --option favorite={other}, or --strategy random "
+                "(a power-law favourite side cannot be balanced by keeping its vertices whole)")
+    if name == "hdrf" and "lam" in given:
+        higher = max(2, 2 * given["lam"]) if isinstance(given["lam"], (int, float)) else 2
+        return f"raise its balance weight lam above the given {given['lam']} (e.g. --option lam={higher:g})"
     return {"hdrf": "raise its balance weight lam above 1 (the default 1.1; e.g. --option lam=2)",
             "greedy": "use --strategy hdrf, whose lam option weighs balance",
             "hybrid": "lower --option theta (fewer low-degree vertices keep all their in-edges together)",
@@ -140,6 +149,6 @@ def run(args):
     for rep in reports:
         if rep["edge_balance"] > BALANCE_WARNING:
             print(f"tux2: warning: {rep['strategy']} puts {rep['edge_balance']:.2f}x the mean edge count on one "
-                  f"part (edge balance > {BALANCE_WARNING}): {_balance_hint(rep['strategy'])}", file=sys.stderr)
+                  f"part (edge balance > {BALANCE_WARNING}): {_balance_hint(rep['strategy'], opts[rep['strategy']])}", file=sys.stderr)
     sys.stdout.flush()
     return 0

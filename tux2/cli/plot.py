@@ -62,30 +62,33 @@ def plot(args):
     except ImportError:
         raise Tux2Error("tux2 plot needs matplotlib: pip install 'tux2[plot]' (or pip install matplotlib)") from None
     data = {path: read_metrics(path) for path in args.files}
-    xkey = args.x
-    if xkey == "auto":
-        first = next(iter(data.values()))[0]
-        xkey = "epoch" if "epoch" in first else ("iteration" if "iteration" in first else "clock")
+    if args.x == "auto":                       # per file: MF/GLM files count epochs, LDA files iterations
+        xkeys = {path: next((k for k in ("epoch", "iteration") if any(k in r for r in rows)), "clock")
+                 for path, rows in data.items()}
+    else:
+        xkeys = dict.fromkeys(data, args.x)
     metrics = args.y or sorted({k for rows in data.values() for r in rows for k, v in r.items()
                                 if k not in _NOT_METRICS and _number(v)})
     if not metrics:
         raise Tux2Error("no numeric metrics in the files")
     for path, rows in data.items():
-        if not any(xkey in r for r in rows):
-            raise InputError(f"no {xkey!r} field (use --x with one of: {', '.join(sorted(rows[0]))})", path=path)
+        if not any(xkeys[path] in r for r in rows):
+            have = [k for k in _X[1:] if any(k in r for r in rows)]
+            raise InputError(f"no {xkeys[path]!r} field" + (f" (use --x with one of: {', '.join(have)})" if have
+                                                             else ""), path=path)
     cols = min(len(metrics), 3)
     nrows = -(-len(metrics) // cols)
     fig, axes = plt.subplots(nrows, cols, figsize=(4.2 * cols, 3.2 * nrows), squeeze=False)
-    xlabel = {"total_time_s": "training time (s)", "epoch": "epoch", "iteration": "iteration",
-              "clock": "clock (mini-batches)"}[xkey]
+    xlabel = " / ".join(dict.fromkeys({"total_time_s": "training time (s)", "epoch": "epoch", "iteration": "iteration",
+                                       "clock": "clock (mini-batches)"}[k] for k in xkeys.values()))
     for ax, m in zip(axes.flat, metrics):
         for path, rows in data.items():
-            pts = [(r[xkey], r[m]) for r in rows if _number(r.get(xkey)) and _number(r.get(m))]
+            pts = [(r[xkeys[path]], r[m]) for r in rows if _number(r.get(xkeys[path])) and _number(r.get(m))]
             if pts:
                 ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", ms=3,
                         label=os.path.splitext(os.path.basename(path))[0])
         ax.set_xlabel(xlabel)
-        if xkey != "total_time_s":
+        if "total_time_s" not in xkeys.values():
             from matplotlib.ticker import MaxNLocator
             ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_ylabel(m.replace("_", " "))

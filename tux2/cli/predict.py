@@ -10,6 +10,7 @@ import sys
 import numpy as np
 
 from tux2 import estimators, files
+from tux2.io import display_name
 from tux2.cli.common import COUNT, SEED, add_input_args, integer, spool_inputs
 from tux2.errors import InputError, Tux2Error
 
@@ -72,9 +73,11 @@ def predict(args):
     zero_based = model.zero_based_ if args.zero_based is None else args.zero_based
     graph, labels = read_libsvm(args.input, zero_based=zero_based, type_names=("sample", "feature"))
     M = model.scores(graph)
-    if model.loss == "softmax":
-        header = "# label " + " ".join(f"p{k}" for k in range(M.shape[1])) + "\n"
-        rows = (f"{k} " + " ".join(f"{p:.6g}" for p in row) + "\n" for k, row in zip(M.argmax(axis=1), softmax(M)))
+    if model.loss == "softmax":                # labels as the training file wrote them (1 … K or 0 … K-1)
+        header = "# label " + " ".join(f"p{k}" for k in model.classes_) + "\n"
+        rows = (f"{k} " + " ".join(f"{p:.6g}" for p in row) + "\n"
+                for k, row in zip(model.classes_[M.argmax(axis=1)], softmax(M)))
+        labels = labels - model.label_base_
     else:
         prob = model.loss == "logistic"
         header = "# label score" + (" probability" if prob else "") + "\n"
@@ -86,7 +89,9 @@ def predict(args):
             labels_for("softmax", labels, M.shape[1])
         except ValueError as e:
             raise Tux2Error(f"{args.input}: {e}") from None
-    _report(args, {"model": model.algorithm, "samples": int(graph.n_src), **score_metrics(M, labels, model.loss)})
+    beyond = np.unique(graph.dst[graph.dst >= len(model.coef_)])     # scored as 0, like liblinear
+    _report(args, {"model": model.algorithm, "samples": int(graph.n_src), **score_metrics(M, labels, model.loss),
+                   **({"unknown_features": int(len(beyond))} if len(beyond) else {})})
     return 0
 
 
@@ -118,6 +123,11 @@ def predict_mf(args, model):
                    mae=float(np.mean(np.abs(err))) if len(err) else None)
     if g.values is not None or g.unknown is not None or g.skipped:
         _report(args, res)
+    known = res["pairs"] - res.get("unknown_pairs", 0)
+    if known == 0 and res["pairs"] + res.get("skipped_unknown", 0) > 0:        # every line: the baseline or skipped
+        print(f"tux2: warning: no line of {display_name(args.input)} pairs a user and an item the model was trained "
+              f"on ({loaders.describe_read(g, 'auto') or 'columns 1 and 2'}): other columns? --columns picks them "
+              "(by position, or by the header's names: --columns userId,movieId,rating)", file=sys.stderr)
     return 0
 
 
@@ -155,8 +165,12 @@ def predict_lda(args, model):
     g, dropped = model.documents(args.input)
     theta = model.transform(g, args.iterations, args.seed)
     _write(args.output, itertools.chain(["# document " + " ".join(f"topic{k}" for k in range(theta.shape[1])) + "\n"],
-                                        (f"{d} " + " ".join(f"{x:.4g}" for x in row) + "\n"
-                                         for d, row in enumerate(theta))))
+                                        (f"{d + g.base} " + " ".join(f"{x:.4g}" for x in row) + "\n"
+                                         for d, row in enumerate(theta))))     # the file's doc ids
     _report(args, {"model": "lda", "documents": int(g.n_src), "tokens": int(g.values.sum()) if g.num_edges else 0,
                    "unknown_words_dropped": dropped})
+    if dropped and not g.num_edges:           # every mixture is then the prior: a wrong file, most likely
+        print(f"tux2: warning: none of the {dropped} words of {display_name(args.input)} is in the model's "
+              "vocabulary, so every topic mixture is the uniform prior (documents from another corpus?)",
+              file=sys.stderr)
     return 0

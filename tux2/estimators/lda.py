@@ -11,13 +11,25 @@ from tux2.udfs import lda
 from tux2.version import __version__
 
 
+def _refuse_numeric_table(g, words, path):
+    """A file sniffed as text whose every line is the same few numbers (a rating file,
+    'user item rating timestamp') is a table, not documents: stop naming the formats."""
+    lengths = np.bincount(g.src, g.values, minlength=g.n_src)
+    if words and len(words) > 1 and all(w.isdigit() for w in words) and lengths.min() == lengths.max() <= 6:
+        raise InputError(f"every line holds {int(lengths.max())} numbers: a table (a rating file?), not text; "
+                         "LDA reads UCI docword, 'doc word count' triples (--format triples) or text with one "
+                         "document per line (--format text reads this file as text anyway)", path=path)
+
+
 class LDA(Estimator):
     """Latent Dirichlet allocation by collapsed Gibbs sampling (SparseLDA; paper §4).
 
     ``fit(data)``: a list of texts, a corpus file (UCI docword, 'doc word count'
     triples, text with one document per line) or doc → word counts in any form
     ``tux2.loaders.load`` takes. Learned: ``word_topic_`` (K × V), ``doc_topic_``
-    (D × K), ``topic_totals_`` (K) and ``vocab_`` (None for numeric word ids)."""
+    (D × K), ``topic_totals_`` (K), ``vocab_`` (None for numeric word ids) and
+    ``word_base_`` (the id base of a numeric corpus file: 1 for docword, whose word ids
+    topics and new documents then use)."""
 
     algorithm = "lda"
     _unit, _iterations = "iteration", "iterations"
@@ -35,13 +47,16 @@ class LDA(Estimator):
         if isinstance(data, (list, tuple)) and data and isinstance(data[0], str):
             (g, words), format = io.text_docs(data, min_count=min_count), "text"
         elif isinstance(data, (str, bytes)) or hasattr(data, "__fspath__"):
+            sniffed = format == "auto"
             g, words, format = loaders.load_corpus(data, format, base=base, min_count=min_count,
                                                    duplicates=duplicates)
+            if sniffed and format == "text":
+                _refuse_numeric_table(g, words, data)
         else:
             g, format = loaders.load(data, duplicates="sum"), "arrays"
         if words is None and vocab:
             words = io.read_words(vocab, g.n_dst, InputError, f"the corpus uses word ids up to {g.n_dst - 1}")
-        return Dataset(g, vocab=words, format=format)
+        return Dataset(g, vocab=words, format=format, word_base=int(g.base) if words is None else 0)
 
     def prepare(self, data, parts):
         g = data.train
@@ -50,12 +65,13 @@ class LDA(Estimator):
         prog = lda.program(src, dst, cnt, g.n_src, g.n_dst, K=self.topics, alpha=self.alpha, beta=self.beta,
                            seed=self.seed, sampler=self.sampler)
         graph = BipartiteGraph(src, dst, None, g.n_src, g.n_dst, ("doc", "word"), data.source)
-        fmt = data.facts.get("format")
+        fmt, base = data.facts.get("format"), int(data.facts.get("word_base", 0))
         return Setup(graph, prog, {"partitioner": self.partitioner,
                                    "partitioner_options": {"favorite": 0} if self.partitioner in ("bicut", "aweto")
                                    else None},
-                     tokens=tokens, vocab=data.vocab, source=data.source, format=fmt,
-                     meta={"documents": g.n_src, "words": g.n_dst, "tokens": tokens, "format": fmt})
+                     tokens=tokens, vocab=data.vocab, source=data.source, format=fmt, word_base=base,
+                     meta={"documents": g.n_src, "words": g.n_dst, "tokens": tokens, "format": fmt,
+                           "word_base": base})
 
     def record(self, eng, s):
         ctx = eng.context()
@@ -79,21 +95,22 @@ class LDA(Estimator):
         docs, words = eng.vertex_data("doc"), eng.vertex_data("word")        # gathered on rank 0
         if docs is not None:
             self._set(lda.topic_word(words), np.asarray(eng.context()["nk"]), s.vocab,
-                      np.ascontiguousarray(docs["nk"]))
+                      np.ascontiguousarray(docs["nk"]), s.word_base)
 
-    def _set(self, word_topic, totals, vocab, doc_topic=None):
+    def _set(self, word_topic, totals, vocab, doc_topic=None, word_base=0):
         self.word_topic_, self.topic_totals_ = np.asarray(word_topic), np.asarray(totals)
         self.vocab_ = list(vocab) if vocab is not None else None
-        self.doc_topic_ = doc_topic
+        self.doc_topic_, self.word_base_ = doc_topic, int(word_base)
 
     def _report(self, s):
         lines = [f"topic {k:3d} ({int(self.word_topic_[k].sum())} tokens): " + " ".join(w for w, _ in ws)
-                 for k, ws in enumerate(lda.top_words(self.word_topic_, self.top_words, self.vocab_))]
+                 for k, ws in enumerate(lda.top_words(self.word_topic_, self.top_words, self.vocab_,
+                                                         self.word_base_))]
         return lines[:10]
 
     # ------------------------------------------------------------ files
     def _files(self):
-        tops = lda.top_words(self.word_topic_, self.top_words, self.vocab_)
+        tops = lda.top_words(self.word_topic_, self.top_words, self.vocab_, self.word_base_)
         out = {"lda.npz": files.npz({"word_topic": self.word_topic_, "topic_totals": self.topic_totals_,
                                      **({"doc_topic": self.doc_topic_} if self.doc_topic_ is not None else {})}),
                "topics.txt": files.text("".join(f"{k}\t{int(self.word_topic_[k].sum())}\t"
@@ -115,7 +132,8 @@ class LDA(Estimator):
         vocab = io.read_words(found["vocab.txt"], meta["words"], model_check.ModelError,
                               f"model.json says {meta['words']}") if "vocab.txt" in found else None
         arrays = found["lda.npz"]
-        self._set(arrays["word_topic"], arrays["topic_totals"], vocab, arrays.get("doc_topic"))
+        self._set(arrays["word_topic"], arrays["topic_totals"], vocab, arrays.get("doc_topic"),
+                  meta.get("word_base", 0) if vocab is None else 0)
 
     # ------------------------------------------------------------ new documents
     def documents(self, docs):
@@ -134,7 +152,7 @@ class LDA(Estimator):
             o = o[to_model[o] >= 0]                     # by document, then word; unknown words left out
             return (BipartiteGraph(g.src[o], to_model[o], g.values[o], g.n_src, V, ("doc", "word"), g.source),
                     int(g.values.sum() - g.values[o].sum()))
-        g, _, fmt = loaders.load_corpus(docs)
+        g, _, fmt = loaders.load_corpus(docs, base=self.word_base_ or None)     # triples: the model's base
         if g.n_dst > V:
             line, text = io.edge_line(docs, int(np.argmax(g.dst)), 3 if fmt == "docword" else 0)
             raise InputError(f"word id beyond the model's {V} words", path=docs, line=line, text=text)
@@ -149,4 +167,4 @@ class LDA(Estimator):
 
     def topic_words(self, n=10):
         """Per topic, the ``n`` most frequent (word, count) pairs."""
-        return lda.top_words(self.word_topic_, n, self.vocab_)
+        return lda.top_words(self.word_topic_, n, self.vocab_, self.word_base_)

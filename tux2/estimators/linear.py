@@ -82,6 +82,7 @@ class Linear(Estimator):
         self.coef_ = np.column_stack([w["w"], w["V"]]) if meta["algorithm"] == "fm" else w["w"]
         self.zero_based_ = bool(meta.get("zero_based", False))
         self.loss = meta.get("loss", self.loss)
+        self.label_base_ = int(meta.get("label_base", 0))
 
     def _scores(self, W, graph):
         return glm.graph_scores(W, graph, fm=self.algorithm == "fm")
@@ -97,10 +98,19 @@ class Linear(Estimator):
         M = self.scores(X)
         return M if self.loss == "softmax" else M[:, 0]
 
+    label_base_ = 0       # softmax: the first class's label (1 for a file labelled 1 … K)
+
+    @property
+    def classes_(self):
+        """The labels, in the order of predict_proba's columns."""
+        if self.loss == "softmax":
+            return np.arange(self.coef_.shape[1]) + self.label_base_
+        return np.array([-1, 1])
+
     def predict(self, X):
-        """Labels: ±1 for binary models, class numbers for softmax."""
+        """Labels: ±1 for binary models, the file's class labels for softmax."""
         M = self.decision_function(X)
-        return M.argmax(axis=1) if self.loss == "softmax" else np.where(M > 0, 1, -1)
+        return M.argmax(axis=1) + self.label_base_ if self.loss == "softmax" else np.where(M > 0, 1, -1)
 
     def predict_proba(self, X):
         """Class probabilities (n, K) of softmax; (n, 2) = P(−1), P(+1) of a logistic model."""
@@ -112,10 +122,25 @@ class Linear(Estimator):
         p = 0.5 * (1.0 + np.tanh(0.5 * M))
         return np.column_stack([1 - p, p])
 
-    def score(self, X, y):
-        """Accuracy on (X, y) (labels ±1 or 0/1; class numbers for softmax)."""
+    def score(self, X, y=None):
+        """Accuracy on (X, y) (labels ±1 or 0/1; class numbers for softmax); without
+        ``y``, X is a libsvm file and its labels are y."""
+        if y is None:
+            X, y = loaders.load_samples(X, self.zero_based_)
+            if y is None:
+                raise Tux2Error("labels needed: score(X, y), or score(path) with a libsvm file")
         y = np.asarray(y)
         return float(np.mean(self.predict(X) == (y if self.loss == "softmax" else np.where(y > 0, 1, -1))))
+
+
+def label_base(y, classes=None):
+    """1 when softmax labels are 1 … K (LIBSVM's multi-class files: iris, dna, letter):
+    no label 0, and the largest is ``classes`` when that is given; else 0. Classes
+    are then the labels minus 1, and predictions give the labels back."""
+    y = np.asarray(y, np.float64)
+    if not len(y) or y.min() < 1 or (y != np.round(y)).any():
+        return 0
+    return int(classes is None or y.max() == classes)
 
 
 class GLM(Linear):
@@ -138,8 +163,10 @@ class GLM(Linear):
         if self.driver and self.strategy != "sendgradient":
             raise Tux2Error("--driver (all feature masters on one partition) goes with --strategy sendgradient")
         g, y = data.train, data.labels
+        base = label_base(y, self.classes) if self.loss == "softmax" else 0
+        y, test_labels = y - base, None if data.test_labels is None else data.test_labels - base
         try:
-            glm.labels_for(self.loss, y, self.classes)
+            k = glm.labels_for(self.loss, y, self.classes)[1]
         except ValueError as e:
             raise Tux2Error(f"{data.source}: {e}") from None
         optimizer, eta = self._resolved()
@@ -148,9 +175,10 @@ class GLM(Linear):
             lam=self.reg, batch=self.batch or None, eta=eta, decay=self.decay, classes=self.classes, evaluate=True,
             factors=self.factors, optimizer=optimizer, **({"init_std": self.init_std} if self.factors else {}))
         return Setup(graph, prog, {"assignment": assignment, "edge_data": edata}, test=data.test,
-                     test_labels=data.test_labels, n=g.n_src, nnz=g.num_edges, eta=eta, source=data.source,
-                     zero_based=data.facts.get("zero_based", False),
-                     meta={"optimizer": optimizer, "eta": eta, "samples": g.n_src})
+                     test_labels=test_labels, n=g.n_src, nnz=g.num_edges, eta=eta, source=data.source,
+                     zero_based=data.facts.get("zero_based", False), label_base=base, n_classes=k,
+                     meta={"optimizer": optimizer, "eta": eta, "samples": g.n_src,
+                           **({"label_base": base} if self.loss == "softmax" else {})})
 
     def record(self, eng, s):
         ctx = eng.context()
@@ -162,7 +190,9 @@ class GLM(Linear):
         return [f"tux2 {__version__} {self.algorithm} ({self.loss}, {self.penalty}, strategy {self.strategy}): "
                 f"{s.source}",
                 f"  {s.n} samples, {s.graph.n_dst} features, {s.nnz} non-zeros; lambda={self.reg}, "
-                f"batch {self.batch or s.n}, eta {s.eta}, P={parts}" + (f", {world} workers" if world > 1 else "")]
+                f"batch {self.batch or s.n}, eta {s.eta}, P={parts}" + (f", {world} workers" if world > 1 else "")] \
+            + ([f"  labels 1-based (no label 0): classes 1 … {s.n_classes}, as predictions write them"]
+               if s.label_base else [])
 
     def _line(self, rec, n):
         return (f"epoch {rec['epoch']:3d}/{n}  objective {rec['objective']:.6g}  "
@@ -170,6 +200,17 @@ class GLM(Linear):
                 + f"time {rec['time_s']:.3f}s")
 
     _stop = "objective is not finite at epoch {n}: lower --eta (now {est._eta})"
+
+    def _report(self, s):
+        """A note when the objective ended well above its first epoch's: the step is too
+        large (plain SGD at eta 1 on raw counts), though not yet infinite."""
+        h = getattr(self, "history_", None) or []
+        if len(h) >= 2 and h[-1]["objective"] > 1.2 * h[0]["objective"]:
+            return [f"  note: the objective rose from {h[0]['objective']:.6g} (epoch {h[0]['epoch']}) to "
+                    f"{h[-1]['objective']:.6g} (epoch {h[-1]['epoch']}): the step is too large for these features; "
+                    f"lower --eta (now {s.eta})" + (" or use --optimizer adagrad or adam"
+                                                     if self._resolved()[0] == "sgd" else "")]
+        return []
 
     @property
     def _eta(self):
@@ -179,6 +220,7 @@ class GLM(Linear):
         W = glm.weights(eng)
         if W is not None:           # as weights.npz holds it: a vector for one column
             self.coef_, self.zero_based_ = W[:, 0] if W.shape[1] == 1 else W, s.zero_based
+            self.label_base_ = s.label_base
 
 
 class LogisticRegression(GLM):
@@ -211,6 +253,15 @@ class FM(GLM):
         self._keep(locals())
 
 
+def raw_counts(values, at_least=4):
+    """The largest feature value when the values look like raw counts (whole numbers,
+    some at least ``at_least``), else None: text features as bag-of-words counts."""
+    if values is None or not len(values):
+        return None
+    top = float(np.max(values))
+    return top if top >= at_least and np.all(values == np.floor(values)) else None
+
+
 class BlockPG(Linear):
     """L1 logistic regression, Σ log(1 + exp(−y x·w)) + reg ‖w‖₁ (liblinear's objective
     with C = 1/reg), by block proximal gradient (paper §4, Fig. 7). Parameters are
@@ -241,7 +292,7 @@ class BlockPG(Linear):
         graph = BipartiteGraph(g.src, feat, None, g.n_src, g.n_dst, g.type_names, data.source)
         opts = {"favorite": 0} if self.partitioner in ("bicut", "aweto") else None
         return Setup(graph, prog, {"partitioner": self.partitioner, "partitioner_options": opts}, test=data.test,
-                     test_labels=data.test_labels, perm=perm, source=data.source,
+                     test_labels=data.test_labels, perm=perm, source=data.source, counts=raw_counts(g.values),
                      zero_based=data.facts.get("zero_based", False), meta={"samples": g.n_src})
 
     def record(self, eng, s):
@@ -260,7 +311,10 @@ class BlockPG(Linear):
         return [f"tux2 {__version__} blockpg: {s.source}",
                 f"  {s.graph.n_src} samples, {d} features, {s.graph.num_edges} non-zeros; lambda={self.reg}, "
                 f"{self.form} form, blocks of {b} ({-(-d // b)} per {per}), P={parts} ({self.partitioner})"
-                + (f", {world} workers" if world > 1 else "")]
+                + (f", {world} workers" if world > 1 else "")] \
+            + ([f"  note: the feature values are raw counts (up to {s.counts:g}), on which the kappa form's "
+                "curvature bound is loose and converges slowly; --form newton (form='newton') reaches the "
+                "optimum in far fewer epochs"] if self.form == "kappa" and s.counts else [])
 
     def _line(self, rec, n):
         return (f"epoch {rec['epoch']:3d}/{n}  objective {rec['objective']:.6g}  non-zeros {rec['nnz']}  "

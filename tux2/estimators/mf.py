@@ -303,8 +303,16 @@ class MF(Estimator):
 
     def score(self, X, y=None):
         """−RMSE on the (user, item, rating) rows of ``X`` (scikit-learn's "higher is
-        better"), in the user's ids as ``predict`` takes them; ids without training
-        ratings are predicted from μ and the known bias."""
+        better"), in the user's ids as ``predict`` takes them, or on a rating file read
+        as ``fit`` reads its test file; ids without training ratings are predicted from
+        μ and the known bias."""
+        if isinstance(X, (str, bytes)) or hasattr(X, "__fspath__"):
+            g = loaders.load_edges(X, type_names=("user", "item"), id_maps=self.ids_, known=self.known_,
+                                   unknown="baseline", columns=self.columns)
+            if g.values is None:
+                raise InputError("no rating column to score against: expected 'user item rating' lines", path=X)
+            err = g.values - self.score_dense(g.src, g.dst, g.unknown)
+            return -float(np.sqrt(np.mean(err ** 2)))
         X = np.asarray(X)
         u, i = (X[:, j] if X.dtype.kind in "OUS" else X[:, j].astype(np.int64) for j in (0, 1))
         pred = self.predict(u, i, unknown="baseline")
