@@ -128,8 +128,8 @@ class Speaker:
     summary.txt), even when quiet."""
 
     def __init__(self, on, record=False):
-        self.on = on
-        self.tty = on and sys.stdout.isatty()
+        self.on = on and sys.stdout is not None     # None: started with standard output closed (>&-)
+        self.tty = self.on and sys.stdout.isatty()
         self.bar = None
         self.lines = [] if record else None
 
@@ -138,10 +138,17 @@ class Speaker:
             self.lines.append(" ".join(str(p) for p in parts))
         if not self.on:
             return
-        if self.bar is not None:
-            self.bar.write(" ".join(str(p) for p in parts))
-        else:
-            print(*parts, flush=True)
+        try:
+            if self.bar is not None:
+                self.bar.write(" ".join(str(p) for p in parts))
+            else:
+                print(*parts, flush=True)
+        except OSError as e:        # `| head` has exited, or a full disk: the run and its files go on, unprinted
+            self.on = False
+            files.stdout_gone()
+            if not isinstance(e, BrokenPipeError):
+                print(f"tux2: warning: cannot write to standard output ({e.strerror}); the run goes on without "
+                      "its progress lines", file=sys.stderr, flush=True)
 
 
 BAR_METRICS = ("rmse", "objective", "ll_per_token")     # context fields shown on the bar, when present
