@@ -9,6 +9,7 @@ setup)`` → the iteration's metrics, ``read_model(eng, setup)`` → the learned
 """
 import contextlib
 import json
+import numbers
 import os
 import sys
 import time
@@ -101,9 +102,15 @@ class Dataset:
 
 
 # ---------------------------------------------------------------- partitions
+MAX_PARTITIONS = 1 << 20        # each partition costs arrays and a place in a table
+
+
 def partitions(requested, world, threads=None, tiled=False):
     """P: ``requested``, or one per worker and thread (each worker owns at least one);
     ``tiled``: one per worker, its threads sharing it tile by tile (Engine(tiles=...))."""
+    if requested is not None and (isinstance(requested, bool) or not isinstance(requested, numbers.Integral)
+                                  or not 1 <= requested <= MAX_PARTITIONS):
+        raise Tux2Error(f"partitions must be a whole number from 1 to {MAX_PARTITIONS}, got {requested!r}")
     if requested is not None and requested < world:
         raise Tux2Error(f"--partitions {requested} is fewer than the {world} workers: each worker owns at "
                         "least one partition")

@@ -122,7 +122,7 @@ SEED = integer(0, 2 ** 32 - 1)      # numpy and the compiled samplers take 32-bi
 POSITIVE = number(0, above=True)    # --lr, --alpha, --timeout …
 NONNEG_NUMBER = number(0)           # --reg, --lam, --tol …
 FRACTION = number(0, 1, below=True)
-PARTITIONS = integer(1, 1 << 20)    # --partitions, --parts: each partition costs arrays and a place in a table
+PARTITIONS = integer(1, runner.MAX_PARTITIONS)    # --partitions, --parts
 THREADS = integer(1, 1024)          # --threads per worker
 
 
