@@ -36,6 +36,7 @@ class Estimator:
     _resumable = ()                 # parameters a checkpoint may be resumed with other values of
     _watch = None                   # the record key whose non-finite value stops the run, with this message:
     _stop = "{key} is not finite at {unit} {n}; check the input values or lower the step size"
+    bounds = {}                     # {parameter: tux2.params.Bound}: checked by fit; the flags' types in the CLI
 
     # ------------------------------------------------------------ parameters
     @classmethod
@@ -50,6 +51,14 @@ class Estimator:
     def get_params(self, deep=True):
         """The constructor's arguments, by name."""
         return {k: getattr(self, k) for k in self._param_names()}
+
+    def check_params(self):
+        """ValueError naming the first numeric parameter out of its ``bounds`` (None
+        passes where it is the default; a subclass's constructor may have fewer)."""
+        defaults = inspect.signature(type(self).__init__).parameters
+        for name, bound in self.bounds.items():
+            if name in defaults and (getattr(self, name) is not None or defaults[name].default is not None):
+                bound.check(f"{type(self).__name__}: {name}", getattr(self, name))
 
     def set_params(self, **params):
         """Change parameters (before the next ``fit``); returns the estimator."""
@@ -84,6 +93,7 @@ class Estimator:
         iteration, and resumed from when it holds a checkpoint. Returns self."""
         if int(workers) != workers or workers < 1:
             raise ValueError(f"workers must be a whole number >= 1, got {workers!r}")
+        self.check_params()
         data = data if isinstance(data, Dataset) else self.load_data(data, test)
         ck = None
         if checkpoint is not None:
