@@ -88,3 +88,27 @@ def test_a_learning_rate_beyond_float32_is_named_without_a_numpy_warning(tmp_pat
     assert "RuntimeWarning" not in r.stderr, r.stderr
     assert r.stderr.strip().splitlines()[-1] == \
         "tux2: error: context field 'lr' is 1e+300, beyond the range of the float32 it is kept in (±3.403e+38)"
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda tux2: tux2.MF().predict([1], [1]), "MF is not fitted yet (no ids_)"),
+    (lambda tux2: tux2.MF().recommend(), "MF is not fitted yet (no known_)"),
+    (lambda tux2: tux2.LDA().transform(["a b"]), "LDA is not fitted yet (no word_topic_)"),
+    (lambda tux2: tux2.LogisticRegression().predict(np.ones((2, 3))), "LogisticRegression is not fitted yet"),
+    (lambda tux2: tux2.BlockPG().predict_proba(np.ones((2, 3))), "BlockPG is not fitted yet (no coef_)"),
+])
+def test_using_an_estimator_before_fit_says_so(call, name):
+    import tux2
+    with pytest.raises(tux2.Tux2Error, match=r"not fitted yet .*call fit first") as e:     # was AttributeError 'ids_'
+        call(tux2)
+    assert name in str(e.value)
+    assert isinstance(e.value, AttributeError)              # hasattr stays False, as for scikit-learn
+    assert not hasattr(tux2.MF(), "coef_") and not hasattr(tux2.MF(), "anything")
+
+
+@pytest.mark.parametrize("cls", ["MF", "LDA"])
+def test_empty_arrays_are_an_input_error(cls):
+    import tux2
+    est = getattr(tux2, cls)(**({"epochs": 1} if cls == "MF" else {"iterations": 1}))
+    with pytest.raises(tux2.InputError, match="arrays: no edges to train on"):     # was the engine's tiles error
+        est.fit((np.array([], int), np.array([], int), np.array([], float)))

@@ -23,7 +23,7 @@ import math
 import os
 
 from tux2 import files
-from tux2.errors import Tux2Error
+from tux2.errors import InputError, NotFittedError, Tux2Error
 from tux2.runner import Dataset, fit_workers, train
 from tux2.version import __version__
 
@@ -79,6 +79,11 @@ class Estimator:
                     classifier_tags=ClassifierTags() if kind == "classifier" else None,
                     input_tags=InputTags(sparse=True))
 
+    def __getattr__(self, name):       # only for attributes not set: a learned one before fit
+        if name.endswith("_") and not name.startswith("_"):
+            raise NotFittedError(f"this {type(self).__name__} is not fitted yet (no {name}): call fit first")
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
     def __repr__(self):
         return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in self.get_params().items())})"
 
@@ -95,6 +100,8 @@ class Estimator:
             raise ValueError(f"workers must be a whole number >= 1, got {workers!r}")
         self.check_params()
         data = data if isinstance(data, Dataset) else self.load_data(data, test)
+        if data.train is not None and data.train.num_edges == 0:
+            raise InputError("no edges to train on (empty data)", path=data.train.source)
         ck = None
         if checkpoint is not None:
             params = {k: v for k, v in self.get_params().items() if k not in (self._iterations, *self._resumable)}
@@ -167,8 +174,6 @@ class Estimator:
     def save(self, directory, summary=None):
         """Write the model as ``tux2 run … --out`` does (all files or none, with a
         manifest; tux2.files); ``summary``: lines for summary.txt."""
-        if not hasattr(self, "run_"):
-            raise Tux2Error(f"this {type(self).__name__} is not fitted yet: call fit first")
         out = self._files()
         if summary:
             out["summary.txt"] = files.text("".join(line + "\n" for line in summary))
