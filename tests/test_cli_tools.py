@@ -71,6 +71,27 @@ def test_plot_writes_an_image_and_names_bad_lines(tmp_path):
     assert r.returncode == 2 and "bad.jsonl:2: not a JSON object" in r.stderr
 
 
+@pytest.mark.parametrize("lines, output, expect", [
+    (b'{"epoch": 1, "rmse": 1}\n{"epoch": 2, "rmse": 1, "n": "\xff"}\n', "p.png",
+     "m.jsonl:2: not UTF-8 text"),                                    # was UnicodeDecodeError
+    (b'{"epoch": 1, "rmse": 1e400}\n{"epoch": 2, "rmse": -1e308}\n', "p.png",
+     "p.png: cannot draw these values"),                              # was matplotlib's ValueError (arange)
+    (b'{"epoch": 1, "rmse": 1}\n', "p.unknownext", "-o 'p.unknownext': name an image file ending in one of"),
+    (b'{"epoch": 1, "rmse": 1}\n', "curves", "-o 'curves': name an image file"),   # wrote curves.png, said curves
+    (b'{"epoch": 1, "rmse": 1}\n', "", "-o '': name an image file"),
+    (b'{"epoch": 1, "rmse": 1}\n', "dir.png", "dir.png: -o must be a file, and this is a directory"),
+])
+def test_plot_refuses_what_it_cannot_read_or_draw(tmp_path, lines, output, expect):
+    pytest.importorskip("matplotlib")
+    (tmp_path / "m.jsonl").write_bytes(lines)
+    (tmp_path / "dir.png").mkdir()
+    r = subprocess.run([sys.executable, "-m", "tux2.cli", "plot", "m.jsonl", "-o", output], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert r.stderr.startswith("tux2: error:") and expect in r.stderr, r.stderr
+    assert sorted(os.listdir(tmp_path)) == ["dir.png", "m.jsonl"]           # nothing written
+
+
 def test_config_file_keys_are_flags_and_the_command_line_wins(tmp_path):
     conf = tmp_path / "mf.toml"
     conf.write_text('epochs = 1\nk = 6\nbatch-size = 200000\nno_biases = true\nout = "%s"\n' % (tmp_path / "m"))
