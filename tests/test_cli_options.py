@@ -311,3 +311,18 @@ def test_a_rendezvous_host_with_a_label_too_long_is_an_error(files):
                 f"tcp://{host}:5555", "--epochs", "1", timeout=120)
     assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
     assert "rendezvous host " + host in r.stderr and "--bind" in r.stderr
+
+
+@pytest.mark.parametrize("argv", [
+    ["run", "mf", "--out", ""],                 # trained, then wrote no model
+    ["run", "mf", "--resume", ""],              # started afresh instead of resuming
+    ["run", "mf", "--checkpoint-every", "1", "--checkpoint-dir", ""],    # wrote into ./tux2-checkpoints
+    ["run", "mf", "--metrics="],
+    ["run", "lda", "--vocab", ""],
+    ["predict", "MODEL", "INPUT", "--output", ""],    # printed to standard output
+])
+def test_an_empty_option_value_is_an_error_not_a_default(argv):
+    r = run_cli(*argv, "--epochs", "1") if argv[0] == "run" else run_cli(*argv)
+    assert r.returncode == 2, r.stderr
+    flag = next(a for a in argv if a.startswith("-") and a != "--checkpoint-every").rstrip("=")
+    assert r.stderr.strip().splitlines()[-1].endswith(f"{flag}: expected a value, got an empty string"), r.stderr

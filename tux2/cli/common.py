@@ -47,6 +47,13 @@ class Parser(argparse.ArgumentParser):
         finally:
             self._intermixing = False
 
+    def _get_values(self, action, arg_strings):
+        """An option given an empty string (``--out "$UNSET"``) is an error: left as it is,
+        it counted as not given (no model written, ``--resume ''`` a fresh start)."""
+        if action.option_strings and action.dest != "title" and "" in arg_strings:
+            self.error(f"argument {'/'.join(action.option_strings)}: expected a value, got an empty string")
+        return super()._get_values(action, arg_strings)
+
     def error(self, message):
         self.print_usage(sys.stderr)
         where = self.prog.removeprefix("tux2").strip()       # the top-level parser: no "tux2: tux2:"
