@@ -138,3 +138,12 @@ def test_progress_bar_on_a_terminal_plain_lines_otherwise():
     plain = run_cli(*args)
     assert plain.returncode == 0 and "\r" not in plain.stdout and "epochs [" not in plain.stdout
     assert run_cli(*args, "--quiet").stdout == ""
+
+
+def test_os_errors_name_the_path_and_partition_save_is_checked_first(tmp_path):
+    ratings = tmp_path / "r.txt"
+    ratings.write_text("".join(f"{u} {i} 3\n" for u in range(20) for i in range(5)))
+    r = run_cli("partition", str(ratings), "-p", "2", "--save", str(ratings))     # was [Errno 17] File exists
+    assert r.returncode == 2 and r.stderr == f"tux2: error: {ratings}: --save must be a directory, and this is a file\n"
+    r = run_cli("keys", str(ratings / "sub"))                                    # was [Errno 20] Not a directory: '…'
+    assert r.returncode == 2 and r.stderr == f"tux2: error: {ratings / 'sub'}: Not a directory\n", r.stderr
