@@ -326,3 +326,18 @@ def test_config_help_example_is_a_valid_config_of_each_command(files, tmp_path, 
     r = run_cli("run", algo, "--config", str(tmp_path / "c.toml"), timeout=300, cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert r.stdout.count("\n") <= 1                      # quiet = true: no per-epoch lines
+
+
+@pytest.mark.parametrize("argv", [
+    ["run", "mf", "--out", ""],                 # trained, then wrote no model
+    ["run", "mf", "--resume", ""],              # started afresh instead of resuming
+    ["run", "mf", "--checkpoint-every", "1", "--checkpoint-dir", ""],    # wrote into ./tux2-checkpoints
+    ["run", "mf", "--metrics="],
+    ["run", "lda", "--vocab", ""],
+    ["predict", "MODEL", "INPUT", "--output", ""],    # printed to standard output
+])
+def test_an_empty_option_value_is_an_error_not_a_default(argv):
+    r = run_cli(*argv, "--epochs", "1") if argv[0] == "run" else run_cli(*argv)
+    assert r.returncode == 2, r.stderr
+    flag = next(a for a in argv if a.startswith("-") and a != "--checkpoint-every").rstrip("=")
+    assert r.stderr.strip().splitlines()[-1].endswith(f"{flag}: expected a value, got an empty string"), r.stderr

@@ -95,6 +95,27 @@ def test_plot_puts_epoch_and_iteration_files_on_one_axis(tmp_path):
     assert "lda.jsonl: no 'epoch' field (use --x with one of: iteration, clock, total_time_s)" in r.stderr
 
 
+@pytest.mark.parametrize("lines, output, expect", [
+    (b'{"epoch": 1, "rmse": 1}\n{"epoch": 2, "rmse": 1, "n": "\xff"}\n', "p.png",
+     "m.jsonl:2: not UTF-8 text"),                                    # was UnicodeDecodeError
+    (b'{"epoch": 1, "rmse": 1e400}\n{"epoch": 2, "rmse": -1e308}\n', "p.png",
+     "p.png: cannot draw these values"),                              # was matplotlib's ValueError (arange)
+    (b'{"epoch": 1, "rmse": 1}\n', "p.unknownext", "-o 'p.unknownext': name an image file ending in one of"),
+    (b'{"epoch": 1, "rmse": 1}\n', "curves", "-o 'curves': name an image file"),   # wrote curves.png, said curves
+    (b'{"epoch": 1, "rmse": 1}\n', "", "-o/--output: expected a value, got an empty string"),
+    (b'{"epoch": 1, "rmse": 1}\n', "dir.png", "dir.png: -o must be a file, and this is a directory"),
+])
+def test_plot_refuses_what_it_cannot_read_or_draw(tmp_path, lines, output, expect):
+    pytest.importorskip("matplotlib")
+    (tmp_path / "m.jsonl").write_bytes(lines)
+    (tmp_path / "dir.png").mkdir()
+    r = subprocess.run([sys.executable, "-m", "tux2.cli", "plot", "m.jsonl", "-o", output], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert r.stderr.strip().splitlines()[-1].startswith("tux2: error:") and expect in r.stderr, r.stderr
+    assert sorted(os.listdir(tmp_path)) == ["dir.png", "m.jsonl"]           # nothing written
+
+
 def test_config_file_keys_are_flags_and_the_command_line_wins(tmp_path):
     conf = tmp_path / "mf.toml"
     conf.write_text('epochs = 1\nk = 6\nbatch-size = 200000\nno_biases = true\nout = "%s"\n' % (tmp_path / "m"))
@@ -141,3 +162,12 @@ def test_progress_bar_on_a_terminal_plain_lines_otherwise():
     plain = run_cli(*args)
     assert plain.returncode == 0 and "\r" not in plain.stdout and "epochs [" not in plain.stdout
     assert run_cli(*args, "--quiet").stdout == ""
+
+
+def test_os_errors_name_the_path_and_partition_save_is_checked_first(tmp_path):
+    ratings = tmp_path / "r.txt"
+    ratings.write_text("".join(f"{u} {i} 3\n" for u in range(20) for i in range(5)))
+    r = run_cli("partition", str(ratings), "-p", "2", "--save", str(ratings))     # was [Errno 17] File exists
+    assert r.returncode == 2 and r.stderr == f"tux2: error: {ratings}: --save must be a directory, and this is a file\n"
+    r = run_cli("keys", str(ratings / "sub"))                                    # was [Errno 20] Not a directory: '…'
+    assert r.returncode == 2 and r.stderr == f"tux2: error: {ratings / 'sub'}: Not a directory\n", r.stderr

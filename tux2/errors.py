@@ -50,6 +50,11 @@ class DivergenceError(Tux2Error, FloatingPointError):
     """Training produced NaN or infinite values: names the iteration and the field."""
 
 
+class NotFittedError(Tux2Error, AttributeError):
+    """An estimator's learned attribute (``coef_``, ``ids_`` …) asked for before ``fit``
+    (an AttributeError, so ``hasattr`` is False, as scikit-learn's NotFittedError)."""
+
+
 class OverlapError(Tux2Error):
     """Several replicas of one vertex wrote it in the same clock and an Apply would
     sum their independent steps (see Apply(overlap=...))."""

@@ -23,7 +23,7 @@ import math
 import os
 
 from tux2 import files
-from tux2.errors import Tux2Error
+from tux2.errors import InputError, NotFittedError, Tux2Error
 from tux2.runner import Dataset, fit_workers, train
 from tux2.version import __version__
 
@@ -36,6 +36,7 @@ class Estimator:
     _resumable = ()                 # parameters a checkpoint may be resumed with other values of
     _watch = None                   # the record key whose non-finite value stops the run, with this message:
     _stop = "{key} is not finite at {unit} {n}; check the input values or lower the step size"
+    bounds = {}                     # {parameter: tux2.params.Bound}: checked by fit; the flags' types in the CLI
 
     # ------------------------------------------------------------ parameters
     @classmethod
@@ -50,6 +51,14 @@ class Estimator:
     def get_params(self, deep=True):
         """The constructor's arguments, by name."""
         return {k: getattr(self, k) for k in self._param_names()}
+
+    def check_params(self):
+        """ValueError naming the first numeric parameter out of its ``bounds`` (None
+        passes where it is the default; a subclass's constructor may have fewer)."""
+        defaults = inspect.signature(type(self).__init__).parameters
+        for name, bound in self.bounds.items():
+            if name in defaults and (getattr(self, name) is not None or defaults[name].default is not None):
+                bound.check(f"{type(self).__name__}: {name}", getattr(self, name))
 
     def set_params(self, **params):
         """Change parameters (before the next ``fit``); returns the estimator."""
@@ -70,6 +79,11 @@ class Estimator:
                     classifier_tags=ClassifierTags() if kind == "classifier" else None,
                     input_tags=InputTags(sparse=True))
 
+    def __getattr__(self, name):       # only for attributes not set: a learned one before fit
+        if name.endswith("_") and not name.startswith("_"):
+            raise NotFittedError(f"this {type(self).__name__} is not fitted yet (no {name}): call fit first")
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
     def __repr__(self):
         return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in self.get_params().items())})"
 
@@ -84,7 +98,10 @@ class Estimator:
         iteration, and resumed from when it holds a checkpoint. Returns self."""
         if int(workers) != workers or workers < 1:
             raise ValueError(f"workers must be a whole number >= 1, got {workers!r}")
+        self.check_params()
         data = data if isinstance(data, Dataset) else self.load_data(data, test)
+        if data.train is not None and data.train.num_edges == 0:
+            raise InputError("no edges to train on (empty data)", path=data.train.source)
         ck = None
         if checkpoint is not None:
             params = {k: v for k, v in self.get_params().items() if k not in (self._iterations, *self._resumable)}
@@ -157,8 +174,6 @@ class Estimator:
     def save(self, directory, summary=None):
         """Write the model as ``tux2 run … --out`` does (all files or none, with a
         manifest; tux2.files); ``summary``: lines for summary.txt."""
-        if not hasattr(self, "run_"):
-            raise Tux2Error(f"this {type(self).__name__} is not fitted yet: call fit first")
         out = self._files()
         if summary:
             out["summary.txt"] = files.text("".join(line + "\n" for line in summary))

@@ -193,6 +193,14 @@ def verify(directory, names=None, required=True):
     return files
 
 
+def stdout_gone():
+    """Point standard output at /dev/null, after its reader closed it (``| head``) or a
+    write to it failed: the process goes on, and exits, without another error from it."""
+    fd = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(fd, 1)
+    os.close(fd)
+
+
 def check_writable(path, what, directory):
     """Raise FileError unless ``path`` (a directory when ``directory``, else a file)
     can be created or written: asked before training, not after it."""

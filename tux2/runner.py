@@ -9,6 +9,7 @@ setup)`` → the iteration's metrics, ``read_model(eng, setup)`` → the learned
 """
 import contextlib
 import json
+import numbers
 import os
 import sys
 import time
@@ -101,9 +102,15 @@ class Dataset:
 
 
 # ---------------------------------------------------------------- partitions
+MAX_PARTITIONS = 1 << 20        # each partition costs arrays and a place in a table
+
+
 def partitions(requested, world, threads=None, tiled=False):
     """P: ``requested``, or one per worker and thread (each worker owns at least one);
     ``tiled``: one per worker, its threads sharing it tile by tile (Engine(tiles=...))."""
+    if requested is not None and (isinstance(requested, bool) or not isinstance(requested, numbers.Integral)
+                                  or not 1 <= requested <= MAX_PARTITIONS):
+        raise Tux2Error(f"partitions must be a whole number from 1 to {MAX_PARTITIONS}, got {requested!r}")
     if requested is not None and requested < world:
         raise Tux2Error(f"--partitions {requested} is fewer than the {world} workers: each worker owns at "
                         "least one partition")
@@ -128,8 +135,8 @@ class Speaker:
     summary.txt), even when quiet."""
 
     def __init__(self, on, record=False):
-        self.on = on
-        self.tty = on and sys.stdout.isatty()
+        self.on = on and sys.stdout is not None     # None: started with standard output closed (>&-)
+        self.tty = self.on and sys.stdout.isatty()
         self.bar = None
         self.lines = [] if record else None
 
@@ -138,10 +145,17 @@ class Speaker:
             self.lines.append(" ".join(str(p) for p in parts))
         if not self.on:
             return
-        if self.bar is not None:
-            self.bar.write(" ".join(str(p) for p in parts))
-        else:
-            print(*parts, flush=True)
+        try:
+            if self.bar is not None:
+                self.bar.write(" ".join(str(p) for p in parts))
+            else:
+                print(*parts, flush=True)
+        except OSError as e:        # `| head` has exited, or a full disk: the run and its files go on, unprinted
+            self.on = False
+            files.stdout_gone()
+            if not isinstance(e, BrokenPipeError):
+                print(f"tux2: warning: cannot write to standard output ({e.strerror}); the run goes on without "
+                      "its progress lines", file=sys.stderr, flush=True)
 
 
 BAR_METRICS = ("rmse", "objective", "ll_per_token")     # context fields shown on the bar, when present

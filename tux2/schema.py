@@ -106,5 +106,10 @@ class ContextSpec:
         for f, v in {**self.init, **overrides}.items():
             if f not in self.fields:
                 raise SchemaError(f"context has no field {f!r}")
-            ctx[f][0] = v
+            with np.errstate(over="ignore"):
+                ctx[f][0] = v
+            if ctx.dtype[f].base.kind == "f" and not np.isfinite(ctx[f][0]).all() and \
+                    np.isfinite(np.asarray(v, np.float64)).all():
+                raise SchemaError(f"context field {f!r} is {v!r}, beyond the range of the {ctx.dtype[f].base} "
+                                  f"it is kept in (±{np.finfo(ctx.dtype[f].base).max:.4g})")
         return ctx

@@ -167,11 +167,13 @@ def _main(argv):
         print(f"tux2: error: {who}{_user_names(str(e))}{_hint(e, args)}", file=sys.stderr)
         return 2
     except BrokenPipeError:           # output piped into e.g. head, which has closed it
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        from tux2.files import stdout_gone
+        stdout_gone()
         return 0
     except OSError as e:              # files the user named: unreadable, unwritable, missing directory
         who = f"[worker {args.rank}] " if getattr(args, "rank", None) is not None else ""
-        print(f"tux2: error: {who}{_user_names(str(e))}", file=sys.stderr)
+        what = f"{e.filename}: {e.strerror}" if e.filename is not None and e.strerror else str(e)
+        print(f"tux2: error: {who}{_user_names(what)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("tux2: interrupted", file=sys.stderr)

@@ -1,6 +1,6 @@
 """``tux2 run blockpg [INPUT]``: L1-regularised logistic regression by block proximal gradient."""
-from tux2.cli.common import (NONNEG, NONNEG_NUMBER, SEED, classification_data, integer,
-                             run as run_command, add_libsvm_args, add_run_args, add_partition_args, number)
+from tux2.cli.common import (NONNEG, NONNEG_NUMBER, SEED, classification_data,
+                             run as run_command, add_libsvm_args, add_run_args, add_partition_args)
 from tux2.estimators.linear import BlockPG
 
 
@@ -13,7 +13,7 @@ def add_parser(algos):
                     "(20k samples, 10k power-law features).")
     add_libsvm_args(p, "accuracy, log-loss and AUC")
     p.add_argument("--lam", type=NONNEG_NUMBER, default=1.0, help="L1 weight lambda (= 1/C of liblinear)")
-    p.add_argument("--block-size", type=integer(1, 2 ** 31 - 1), default=None,
+    p.add_argument("--block-size", type=BlockPG.bounds["block_size"], default=None,
                    help="features per block (mini-batch, one clock); blocks are a seeded shuffle "
                         "(default 500; 1 with --form newton)")
     p.add_argument("--form", choices=("kappa", "newton"), default="kappa",
@@ -24,10 +24,11 @@ def add_parser(algos):
     p.add_argument("--tol", type=NONNEG_NUMBER, default=0.0,
                    help="stop when the objective fell by less than this relative amount over the last "
                         "shrink-rest + 1 epochs, in which every feature was examined (0: never)")
-    p.add_argument("--shrink", type=number(0, 1, below=True), default=0.9,
+    p.add_argument("--shrink", type=BlockPG.bounds["shrink"], default=0.9,
                    help="a feature at 0 whose |gradient| < shrink * lambda sits out the next epochs "
                         "(liblinear-style shrinking; 0: off)")
-    p.add_argument("--shrink-rest", type=integer(0, 1_000_000), default=2, help="epochs a shrunk feature sits out")
+    p.add_argument("--shrink-rest", type=BlockPG.bounds["shrink_rest"], default=2,
+                   help="epochs a shrunk feature sits out")
     p.add_argument("--bias", action="store_true",
                    help="add a constant feature 1 to every sample (an intercept, L1-penalised like liblinear's)")
     add_partition_args(p, mirror_free="samples")

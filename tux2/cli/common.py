@@ -4,7 +4,6 @@ libsvm input), and the way a ``tux2 run`` worker starts, trains through the runn
 (tux2.runner) and saves its estimator (tux2.estimators)."""
 import argparse
 import gc
-import math
 import os
 import sys
 
@@ -12,6 +11,7 @@ from tux2 import partitioning, runner
 from tux2.config import cores
 from tux2.graph import BipartiteGraph
 from tux2.io import display_name
+from tux2.params import COUNT, FRACTION, NONNEG, NONNEG_NUMBER, POSITIVE, SEED, integer, number  # noqa: F401
 
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
@@ -47,47 +47,17 @@ class Parser(argparse.ArgumentParser):
         finally:
             self._intermixing = False
 
+    def _get_values(self, action, arg_strings):
+        """An option given an empty string (``--out "$UNSET"``) is an error: left as it is,
+        it counted as not given (no model written, ``--resume ''`` a fresh start)."""
+        if action.option_strings and action.dest != "title" and "" in arg_strings:
+            self.error(f"argument {'/'.join(action.option_strings)}: expected a value, got an empty string")
+        return super()._get_values(action, arg_strings)
+
     def error(self, message):
         self.print_usage(sys.stderr)
         where = self.prog.removeprefix("tux2").strip()       # the top-level parser: no "tux2: tux2:"
         self.exit(2, f"tux2: error: {where + ': ' if where else ''}{message}\n")
-
-
-def integer(low, high=None):
-    """argparse type: an integer in [low, high] (high: None for no bound)."""
-    def parse(text):
-        try:
-            v = int(text, 10)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected an integer, got {text[:40]!r}") from None
-        if v < low or (high is not None and v > high):
-            raise argparse.ArgumentTypeError(f"must be {_bounds(low, high)}, got {v}")
-        return v
-    parse.__name__ = "integer"
-    return parse
-
-
-def number(low=None, high=None, above=False, below=False):
-    """argparse type: a finite number, >= low (> low with ``above``) and <= high
-    (< high with ``below``)."""
-    def parse(text):
-        try:
-            v = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a number, got {text[:40]!r}") from None
-        if not math.isfinite(v) or (low is not None and (v <= low if above else v < low)) or \
-                (high is not None and (v >= high if below else v > high)):
-            raise argparse.ArgumentTypeError(f"must be a finite number{_bounds(low, high, above, below, ' ')}, "
-                                             f"got {text[:40]}")
-        return v
-    parse.__name__ = "number"
-    return parse
-
-
-def _bounds(low, high, above=False, below=False, lead=""):
-    parts = ([f"{'>' if above else '>='} {low}"] if low is not None else []) + \
-        ([f"{'<' if below else '<='} {high}"] if high is not None else [])
-    return lead + " and ".join(parts) if parts else ""
 
 
 def endpoint(text):
@@ -116,13 +86,7 @@ def key_dir(text):
     return text
 
 
-COUNT = integer(1)                  # at least one: --k, --partitions, --workers, --batch-size …
-NONNEG = integer(0)                 # zero allowed: --epochs 0, --eval-every 0, --slack …
-SEED = integer(0, 2 ** 32 - 1)      # numpy and the compiled samplers take 32-bit seeds
-POSITIVE = number(0, above=True)    # --lr, --alpha, --timeout …
-NONNEG_NUMBER = number(0)           # --reg, --lam, --tol …
-FRACTION = number(0, 1, below=True)
-PARTITIONS = integer(1, 1 << 20)    # --partitions, --parts: each partition costs arrays and a place in a table
+PARTITIONS = integer(1, runner.MAX_PARTITIONS)    # --partitions, --parts
 THREADS = integer(1, 1024)          # --threads per worker
 
 

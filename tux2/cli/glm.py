@@ -2,7 +2,7 @@
 machines by mini-batch SGD, with the training strategy of Spark MLlib, MLlib*, Petuum,
 ColumnSGD or PS2."""
 from tux2.cli.common import (NONNEG, NONNEG_NUMBER, PARTITIONS, POSITIVE, SEED, classification_data,
-                             run as run_command, add_libsvm_args, add_run_args, integer)
+                             run as run_command, add_libsvm_args, add_run_args)
 from tux2.estimators.linear import FM, LinearSVM, LogisticRegression, Softmax
 from tux2.udfs.glm import OPTIMIZERS, STRATEGIES
 
@@ -27,7 +27,7 @@ def add_parser(algos):
         add_libsvm_args(p, "accuracy, log-loss" + ("" if loss == "softmax" else " and AUC"))
         if name == "fm":
             p.add_argument("--loss", default="logistic", choices=("logistic", "hinge"), help="loss of the output")
-            p.add_argument("--factors", type=integer(1, 100_000), default=8, help="F, latent factors per feature")
+            p.add_argument("--factors", type=FM.bounds["factors"], default=8, help="F, latent factors per feature")
             p.add_argument("--init-std", type=NONNEG_NUMBER, default=0.01,
                            help="factors start as normal draws with this standard deviation")
         p.add_argument("--strategy", default="sendgradient", choices=STRATEGIES, help="training strategy")
@@ -46,7 +46,7 @@ def add_parser(algos):
         p.add_argument("--decay", type=NONNEG_NUMBER, default=0.0, help="step at epoch t is eta / (1 + decay t)")
         p.add_argument("--epochs", type=NONNEG, default=10, help="passes over the samples")
         if loss == "softmax":
-            p.add_argument("--classes", type=integer(2, 100_000), default=None,
+            p.add_argument("--classes", type=Softmax.bounds["classes"], default=None,
                            help="number of classes (default: max label + 1)")
         p.add_argument("--partitions", type=PARTITIONS, default=None,
                        help="number of partitions (P; default: one per worker and thread)")

@@ -2,7 +2,7 @@
 import numpy as np
 
 from tux2.cli.common import (COUNT, NONNEG, POSITIVE, SEED,
-                             run as run_command, add_run_args, add_partition_args, integer)
+                             run as run_command, add_run_args, add_partition_args)
 from tux2.estimators.lda import LDA
 from tux2.graph import BipartiteGraph
 from tux2.runner import Dataset
@@ -29,7 +29,7 @@ def add_parser(algos):
     p.add_argument("--duplicates", choices=("sum", "error", "last", "keep"), default="sum",
                    help="a (doc, word) pair on several lines of a docword or triples file: add the counts, "
                         "stop naming both lines, keep the last, or keep all")
-    p.add_argument("--topics", "-k", type=integer(1, 32767), default=20, help="number of topics K")
+    p.add_argument("--topics", "-k", type=LDA.bounds["topics"], default=20, help="number of topics K")
     p.add_argument("--alpha", type=POSITIVE, default=0.1, help="symmetric document-topic prior α")
     p.add_argument("--beta", type=POSITIVE, default=0.01, help="symmetric topic-word prior β")
     p.add_argument("--iterations", type=NONNEG, default=100, help="Gibbs sweeps over all tokens")

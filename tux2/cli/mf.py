@@ -5,7 +5,7 @@ import os
 from tux2 import ingress, loaders
 from tux2.cli.common import (COUNT, FRACTION, NONNEG, NONNEG_NUMBER, POSITIVE, SEED,
                              run as run_command, add_id_args, add_input_args, add_run_args,
-                             add_partition_args, input_options, integer)
+                             add_partition_args, input_options)
 from tux2.estimators.mf import MF, NAMES
 from tux2.runner import Dataset, partitions
 
@@ -24,7 +24,7 @@ def add_parser(sub):
     add_input_args(p, unknown=True)
     add_partition_args(p, default=None,
                        note=" (default: stratified with --order strata, else bicut)")
-    p.add_argument("--k", type=integer(1, 100_000), default=50, help="latent dimension")
+    p.add_argument("--k", type=MF.bounds["k"], default=50, help="latent dimension")
     p.add_argument("--lr", type=POSITIVE, default=None,
                    help="learning rate (default 0.1; 0.01 with --mode minibatch --step plain)")
     p.add_argument("--reg", type=NONNEG_NUMBER, default=0.05, help="L2 regularisation λ")
@@ -48,7 +48,7 @@ def add_parser(sub):
                         "strata of --blocks x --blocks tiles, so any number of partitions, workers and threads "
                         "up to --blocks gives the one-partition model bit for bit; blocked (the default with "
                         "--mode minibatch): tiles in a shuffled order, cache friendly; shuffle; input: as read")
-    p.add_argument("--blocks", type=integer(1, 65_536), default=None,
+    p.add_argument("--blocks", type=MF.bounds["blocks"], default=None,
                    help="row and column blocks of --order strata (default 16, or the partitions if more; the "
                         "model depends on it, not on partitions, workers or threads; partitions that divide it "
                         "share the work evenly)")

@@ -100,8 +100,10 @@ def _options(pairs, strategies):
 
 
 def run(args):
+    from tux2.files import check_writable
     from tux2.loaders import load_edges
 
+    check_writable(args.save, "--save", directory=True)
     user_ids = None
     if args.powerlaw:
         from tux2.partitioning.powerlaw import powerlaw_graph

@@ -31,16 +31,19 @@ def read_metrics(path):
     """The records of a JSONL metrics file; a bad line is an InputError with its number."""
     rows = []
     try:
-        f = open(path, encoding="utf-8")
+        f = open(path, "rb")
     except OSError as e:
         raise InputError(f"cannot read metrics: {e.strerror}", path=path) from None
     with f:
-        for no, line in enumerate(f, 1):
+        for no, raw in enumerate(f, 1):
+            line = raw.decode("utf-8", "replace")
             if not line.strip():
                 continue
             try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as e:
+                rec = json.loads(raw)
+            except (json.JSONDecodeError, UnicodeDecodeError) as e:
+                if isinstance(e, UnicodeDecodeError):
+                    raise InputError("not UTF-8 text", path=path, line=no, text=line.strip()[:80]) from None
                 raise InputError(f"not a JSON object ({e.msg})", path=path, line=no, text=line.strip()[:80]) from None
             if not isinstance(rec, dict):
                 raise InputError("not a JSON object", path=path, line=no, text=line.strip()[:80])
@@ -61,6 +64,13 @@ def plot(args):
         import matplotlib.pyplot as plt
     except ImportError:
         raise Tux2Error("tux2 plot needs matplotlib: pip install 'tux2[plot]' (or pip install matplotlib)") from None
+    from matplotlib.backend_bases import FigureCanvasBase
+    from tux2.files import check_writable
+    formats = FigureCanvasBase.get_supported_filetypes()
+    if os.path.splitext(args.output)[1][1:].lower() not in formats:
+        raise Tux2Error(f"-o {args.output!r}: name an image file ending in one of "
+                        f"{', '.join('.' + k for k in sorted(formats))}")
+    check_writable(args.output, "-o", directory=False)
     data = {path: read_metrics(path) for path in args.files}
     if args.x == "auto":                       # per file: MF/GLM files count epochs, LDA files iterations
         xkeys = {path: next((k for k in ("epoch", "iteration") if any(k in r for r in rows)), "clock")
@@ -99,9 +109,12 @@ def plot(args):
         ax.set_visible(False)
     if args.title:
         fig.suptitle(args.title)
-    fig.tight_layout()
     os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
-    fig.savefig(args.output, dpi=120)
+    try:
+        fig.tight_layout()
+        fig.savefig(args.output, dpi=120)
+    except (ValueError, OverflowError) as e:      # matplotlib cannot scale values near the float64 limits
+        raise Tux2Error(f"{args.output}: cannot draw these values ({e})") from None
     plt.close(fig)
     print(f"{len(metrics)} metric(s) from {len(data)} file(s) written to {args.output}")
     return 0

@@ -46,7 +46,15 @@ def _write(path, lines):
     """The predictions (an iterable of lines) to standard output, or to ``path`` whole
     or not at all (a full disk or an error never leaves a cut-off file under it)."""
     if not path:
-        sys.stdout.writelines(lines)
+        if sys.stdout is None:
+            raise Tux2Error("standard output is closed: give -o FILE for the predictions")
+        try:
+            sys.stdout.writelines(lines)
+            sys.stdout.flush()
+        except BrokenPipeError:     # `| head` has what it wanted
+            raise
+        except OSError as e:
+            raise Tux2Error(f"cannot write the predictions to standard output: {e.strerror}; give -o FILE") from None
         return
     files.check_writable(path, "-o", directory=False)
     files.write_atomic(path, lambda f: f.writelines(line.encode("utf-8") for line in lines))

@@ -6,6 +6,7 @@ from tux2 import files, io, loaders
 from tux2.errors import InputError
 from tux2.estimator import Estimator
 from tux2.graph import BipartiteGraph
+from tux2.params import NONNEG, POSITIVE, SEED, integer
 from tux2.runner import Dataset, Setup
 from tux2.udfs import lda
 from tux2.version import __version__
@@ -32,6 +33,8 @@ class LDA(Estimator):
     topics and new documents then use)."""
 
     algorithm = "lda"
+    bounds = dict(topics=integer(1, 32767), iterations=NONNEG, alpha=POSITIVE, beta=POSITIVE, seed=SEED,
+                  top_words=NONNEG)
     _unit, _iterations = "iteration", "iterations"
     _resumable = ("top_words",)
     _watch, _stop = "ll", "the log-likelihood is not finite at iteration {n} (ll {value})"

@@ -9,6 +9,7 @@ from tux2 import files, loaders
 from tux2.errors import Tux2Error
 from tux2.estimator import Estimator
 from tux2.graph import BipartiteGraph
+from tux2.params import NONNEG, NONNEG_NUMBER, POSITIVE, SEED, integer, number
 from tux2.runner import Dataset, Setup
 from tux2.udfs import blockpg, glm
 from tux2.version import __version__
@@ -149,6 +150,9 @@ class GLM(Linear):
     (modelavg) or Petuum (modelsum); see tux2.udfs.glm. Parameters are those of
     ``tux2 run lr``."""
 
+    bounds = dict(reg=NONNEG_NUMBER, batch=NONNEG, eta=POSITIVE, decay=NONNEG_NUMBER, epochs=NONNEG, seed=SEED,
+                  classes=integer(2, 100_000), factors=integer(1, 100_000), init_std=NONNEG_NUMBER)
+
     def __init__(self, strategy="sendgradient", optimizer=None, driver=False, penalty="l2", reg=1e-6, batch=1000,
                  eta=None, decay=0.0, epochs=10, seed=0):
         self._keep(locals())
@@ -270,6 +274,8 @@ class BlockPG(Linear):
     newton; ``coef_``: the weights, the intercept last with ``bias``."""
 
     algorithm = "blockpg"
+    bounds = dict(reg=NONNEG_NUMBER, block_size=integer(1, 2 ** 31 - 1), epochs=NONNEG, tol=NONNEG_NUMBER,
+                  shrink=number(0, 1, below=True), shrink_rest=integer(0, 1_000_000), seed=SEED)
 
     def __init__(self, reg=1.0, block_size=None, epochs=20, tol=0.0, shrink=0.9, shrink_rest=2, bias=False,
                  partitioner="bicut", seed=0, form="kappa"):

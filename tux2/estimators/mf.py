@@ -10,6 +10,7 @@ from tux2.compile import group_by_part
 from tux2.errors import InputError, Tux2Error
 from tux2.estimator import Estimator
 from tux2.graph import BipartiteGraph, blocked_order, stratified_order
+from tux2.params import COUNT, NONNEG, NONNEG_NUMBER, POSITIVE, SEED, integer
 from tux2.runner import Dataset, Setup
 from tux2.udfs import mf
 from tux2.version import __version__
@@ -61,6 +62,8 @@ class MF(Estimator):
     are never scored or recommended: ``known_``)."""
 
     algorithm = "mf"
+    bounds = dict(k=integer(1, 100_000), epochs=NONNEG, lr=POSITIVE, reg=NONNEG_NUMBER, batch_size=COUNT,
+                  blocks=integer(1, 65_536), seed=SEED, eval_every=NONNEG)
     _resumable = ("eval_every",)
     _watch, _stop = "train_rmse", "training diverged at epoch {n} (RMSE is not finite); lower --lr"
 

@@ -1,0 +1,114 @@
+"""The Python API's bounds: what the command line refuses when parsed, ``fit``
+refuses with a clear exception, before any layout (a huge value used to hang in it)."""
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+PROGRAM = """
+import tux2
+from tux2.datasets import netflix_like
+train, _ = netflix_like(n_users=200, n_items=50, n_ratings=2000, seed=0)
+try:
+    tux2.MF(epochs=1, k=4).fit(train, partitions={value})
+except Exception as e:
+    print(type(e).__name__, e)
+"""
+
+
+@pytest.mark.parametrize("value, expect", [
+    ("10**9", "Tux2Error partitions must be a whole number from 1 to 1048576, got 1000000000"),
+    ("2.5", "Tux2Error partitions must be a whole number from 1 to 1048576, got 2.5"),
+    ("True", "Tux2Error partitions must be a whole number from 1 to 1048576, got True"),
+    ("0", "Tux2Error partitions must be a whole number from 1 to 1048576, got 0"),
+    ("5000", "Tux2Error --partitions 5000 for 1795 edges: some partitions would be empty"),
+])
+def test_fit_refuses_partitions_out_of_bounds(value, expect):
+    r = subprocess.run([sys.executable, "-c", PROGRAM.format(value=value)], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith(expect), r.stdout + r.stderr
+
+
+def _train():
+    from tux2.datasets import netflix_like
+    return netflix_like(n_users=200, n_items=50, n_ratings=2000, seed=0)[0]
+
+
+@pytest.mark.parametrize("cls, params, expect", [
+    ("MF", dict(k=0), "MF: k must be an integer >= 1 and <= 100000, got 0"),          # ran, then "diverged"
+    ("MF", dict(k=-1), "MF: k must be an integer >= 1 and <= 100000, got -1"),        # numpy's shape error
+    ("MF", dict(k=2.5), "MF: k must be an integer >= 1 and <= 100000, got 2.5"),
+    ("MF", dict(k=True), "MF: k must be an integer >= 1 and <= 100000, got True"),
+    ("MF", dict(epochs=float("nan")), "MF: epochs must be an integer >= 0, got nan"),
+    ("MF", dict(lr=-1.0), "MF: lr must be a finite number > 0, got -1.0"),              # ran, then "diverged"
+    ("MF", dict(seed=2 ** 70), "MF: seed must be an integer >= 0 and <= 4294967295"),  # taken
+    ("MF", dict(batch_size=0), "MF: batch_size must be an integer >= 1, got 0"),
+    ("LDA", dict(alpha=0.0), "LDA: alpha must be a finite number > 0, got 0.0"),       # math domain error
+    ("LDA", dict(topics=0), "LDA: topics must be an integer >= 1 and <= 32767, got 0"),
+    ("BlockPG", dict(block_size=0), "BlockPG: block_size must be an integer >= 1 and <= 2147483647, got 0"),
+    ("BlockPG", dict(shrink=1.0), "BlockPG: shrink must be a finite number >= 0 and < 1, got 1.0"),
+    ("LogisticRegression", dict(eta=float("inf")), "LogisticRegression: eta must be a finite number > 0, got inf"),
+    ("Softmax", dict(classes=1), "Softmax: classes must be an integer >= 2 and <= 100000, got 1"),
+    ("FM", dict(factors=0), "FM: factors must be an integer >= 1 and <= 100000, got 0"),
+])
+def test_fit_refuses_parameters_the_command_line_refuses(cls, params, expect):
+    import tux2
+    est = getattr(tux2, cls)(**params)
+    data = _train() if cls in ("MF",) else (["a b c", "b c d"] if cls == "LDA" else None)
+    with pytest.raises(ValueError) as e:
+        est.fit(data if data is not None else ((np.array([0, 1, 2]), np.array([0, 1, 2]), np.ones(3)),
+                                               np.array([1, 0, 1])))
+    assert str(e.value).startswith(expect), str(e.value)
+
+
+def test_none_stays_the_default_where_it_is_one():
+    import tux2
+    tux2.MF(k=2, epochs=1, lr=None, blocks=None, batch_size=None).check_params()
+    tux2.BlockPG(block_size=None).check_params()
+    tux2.Softmax(classes=None, eta=None).check_params()
+
+
+def test_huge_blocks_from_python_are_refused_not_laid_out():
+    program = ("import tux2\nfrom tux2.datasets import netflix_like\n"
+               "train, _ = netflix_like(n_users=200, n_items=50, n_ratings=2000, seed=0)\n"
+               "try:\n    tux2.MF(epochs=1, k=4, blocks=10**9).fit(train)\n"
+               "except ValueError as e:\n    print(e)\n")
+    r = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=120)
+    assert r.stdout.startswith("MF: blocks must be an integer >= 1 and <= 65536, got 1000000000"), r.stdout + r.stderr
+
+
+def test_a_learning_rate_beyond_float32_is_named_without_a_numpy_warning(tmp_path):
+    from tests.conftest import run_cli
+    path = tmp_path / "r.txt"
+    path.write_text("".join(f"{u} {i} {1 + (u * i) % 5}\n" for u in range(1, 30) for i in range(1, 10)))
+    r = run_cli("run", "mf", str(path), "--lr", "1e300", "--epochs", "1")
+    assert r.returncode == 2, r.stderr
+    assert "RuntimeWarning" not in r.stderr, r.stderr
+    assert r.stderr.strip().splitlines()[-1] == \
+        "tux2: error: context field 'lr' is 1e+300, beyond the range of the float32 it is kept in (±3.403e+38)"
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda tux2: tux2.MF().predict([1], [1]), "MF is not fitted yet (no ids_)"),
+    (lambda tux2: tux2.MF().recommend(), "MF is not fitted yet (no known_)"),
+    (lambda tux2: tux2.LDA().transform(["a b"]), "LDA is not fitted yet (no word_topic_)"),
+    (lambda tux2: tux2.LogisticRegression().predict(np.ones((2, 3))), "LogisticRegression is not fitted yet"),
+    (lambda tux2: tux2.BlockPG().predict_proba(np.ones((2, 3))), "BlockPG is not fitted yet (no coef_)"),
+])
+def test_using_an_estimator_before_fit_says_so(call, name):
+    import tux2
+    with pytest.raises(tux2.Tux2Error, match=r"not fitted yet .*call fit first") as e:     # was AttributeError 'ids_'
+        call(tux2)
+    assert name in str(e.value)
+    assert isinstance(e.value, AttributeError)              # hasattr stays False, as for scikit-learn
+    assert not hasattr(tux2.MF(), "coef_") and not hasattr(tux2.MF(), "anything")
+
+
+@pytest.mark.parametrize("cls", ["MF", "LDA"])
+def test_empty_arrays_are_an_input_error(cls):
+    import tux2
+    est = getattr(tux2, cls)(**({"epochs": 1} if cls == "MF" else {"iterations": 1}))
+    with pytest.raises(tux2.InputError, match="arrays: no edges to train on"):     # was the engine's tiles error
+        est.fit((np.array([], int), np.array([], int), np.array([], float)))

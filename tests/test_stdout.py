@@ -1,0 +1,67 @@
+"""Standard output that goes away: a training run whose progress lines nobody reads any
+more (``| head``, a full disk, started with it closed) still trains and writes its
+model; predictions that cannot reach standard output are an error, never a traceback."""
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import run_cli
+from tux2 import MF
+
+
+def _start(*args, **kw):
+    return subprocess.Popen([sys.executable, "-m", "tux2.cli", *args], stderr=subprocess.PIPE, text=True, **kw)
+
+
+def _model(path):
+    assert os.path.exists(os.path.join(path, "model.json")), os.listdir(os.path.dirname(path))
+    return MF.load(path)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_reader_that_exits_leaves_the_run_and_its_model(ratings_file, tmp_path, workers):
+    out = str(tmp_path / "model")
+    p = _start("run", "mf", ratings_file, "--k", "3", "--epochs", "5", "--out", out, "--workers", str(workers),
+               "--timeout", "20", stdout=subprocess.PIPE)
+    assert p.stdout.readline().startswith("tux2 ")          # `| head -1`: one line read, then the pipe closes
+    p.stdout.close()
+    err = p.stderr.read()
+    assert p.wait(timeout=300) == 0, err
+    assert "error" not in err and "Traceback" not in err, err
+    assert _model(out).run_["iteration"] == 5
+
+
+def test_a_full_standard_output_is_a_warning_and_the_model_is_written(ratings_file, tmp_path):
+    out = str(tmp_path / "model")
+    with open("/dev/full", "w") as full:
+        p = _start("run", "mf", ratings_file, "--k", "3", "--epochs", "2", "--out", out, stdout=full)
+        err = p.communicate(timeout=300)[1]
+    assert p.returncode == 0, err
+    assert "tux2: warning: cannot write to standard output (No space left on device)" in err, err
+    assert "Traceback" not in err, err
+    _model(out)
+
+
+def test_started_with_standard_output_closed(ratings_file, tmp_path):
+    out = str(tmp_path / "model")
+    p = _start("run", "mf", ratings_file, "--k", "3", "--epochs", "2", "--out", out,
+               preexec_fn=lambda: os.close(1))
+    err = p.communicate(timeout=300)[1]
+    assert p.returncode == 0 and "Traceback" not in err, err
+    _model(out)
+    p = _start("predict", out, ratings_file, preexec_fn=lambda: os.close(1))
+    err = p.communicate(timeout=300)[1]
+    assert p.returncode == 2, err
+    assert err.startswith("tux2: error: standard output is closed: give -o FILE"), err
+
+
+def test_predictions_to_a_full_standard_output_are_an_error(ratings_file, tmp_path):
+    out = str(tmp_path / "model")
+    assert run_cli("run", "mf", ratings_file, "--k", "3", "--epochs", "1", "--out", out).returncode == 0
+    with open("/dev/full", "w") as full:
+        p = _start("predict", out, ratings_file, stdout=full)
+        err = p.communicate(timeout=300)[1]
+    assert p.returncode == 2, err
+    assert err.startswith("tux2: error: cannot write the predictions to standard output: No space left"), err

@@ -1,0 +1,61 @@
+"""Bounds of numeric parameters, defined once for both ways in: an estimator's
+``bounds`` are checked by ``fit`` (a ValueError naming the parameter) and are the
+argparse types of the same flags of ``tux2 run`` (``tux2: error: … --k: must be …``)."""
+import math
+import numbers
+
+
+class Bound:
+    """An integer (``kind`` int) or a finite number (float) >= ``low`` (> with
+    ``above``) and <= ``high`` (< with ``below``); None: no bound. Called with a
+    flag's text it parses it (argparse); ``check(name, value)`` checks a Python value."""
+
+    def __init__(self, kind, low=None, high=None, above=False, below=False):
+        self.kind, self.low, self.high, self.above, self.below = kind, low, high, above, below
+        self.__name__ = "integer" if kind is int else "number"
+
+    def _range(self):
+        parts = ([f"{'>' if self.above else '>='} {self.low}"] if self.low is not None else []) + \
+            ([f"{'<' if self.below else '<='} {self.high}"] if self.high is not None else [])
+        return " and ".join(parts)
+
+    def _within(self, v):
+        if self.kind is float and not math.isfinite(v):
+            return False
+        return (self.low is None or (v > self.low if self.above else v >= self.low)) and \
+            (self.high is None or (v < self.high if self.below else v <= self.high))
+
+    def __call__(self, text):
+        import argparse
+        try:
+            v = int(text, 10) if self.kind is int else float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {'an integer' if self.kind is int else 'a number'}, "
+                                             f"got {text[:40]!r}") from None
+        if not self._within(v):
+            what = self._range() if self.kind is int else " ".join(["a finite number", self._range()]).strip()
+            raise argparse.ArgumentTypeError(f"must be {what}, got {v if self.kind is int else text[:40]}")
+        return v
+
+    def check(self, name, value):
+        """ValueError unless ``value`` is such a number (a bool is not)."""
+        kind = numbers.Integral if self.kind is int else numbers.Real
+        if isinstance(value, bool) or not isinstance(value, kind) or not self._within(value):
+            what = "an integer" if self.kind is int else "a finite number"
+            raise ValueError(f"{name} must be {' '.join([what, self._range()]).strip()}, got {value!r}")
+
+
+def integer(low, high=None):
+    return Bound(int, low, high)
+
+
+def number(low=None, high=None, above=False, below=False):
+    return Bound(float, low, high, above, below)
+
+
+COUNT = integer(1)                  # at least one: --k, --partitions, --workers, --batch-size …
+NONNEG = integer(0)                 # zero allowed: --epochs 0, --eval-every 0, --slack …
+SEED = integer(0, 2 ** 32 - 1)      # numpy and the compiled samplers take 32-bit seeds
+POSITIVE = number(0, above=True)    # --lr, --alpha, --timeout …
+NONNEG_NUMBER = number(0)           # --reg, --lam, --tol …
+FRACTION = number(0, 1, below=True)
