@@ -47,7 +47,8 @@ def _engine(X, y, lam, block, parts=1, partitioner="bicut", seed=0, **options):
 
 
 @pytest.mark.parametrize("kind", ["gaussian", "powerlaw"])
-@pytest.mark.parametrize("block,parts,partitioner", [(10, 1, "bicut"), (None, 1, "bicut"), (25, 3, "random")])
+@pytest.mark.parametrize("block,parts,partitioner", [(10, 1, "bicut"), (None, 1, "bicut"),
+                                                     pytest.param(25, 3, "random", marks=pytest.mark.slow)])  # 4-9 s
 def test_reaches_liblinear_optimum_monotonically_with_its_support(kind, block, parts, partitioner):
     X, y, lam = _problem(kind)
     w_ref = _liblinear(X, y, lam)

@@ -153,7 +153,7 @@ def test_numba_cache_files_are_written_under_a_lock(tmp_path):
         fcntl.flock(fd, fcntl.LOCK_EX)
         p = subprocess.Popen(child + ["float64"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         with pytest.raises(subprocess.TimeoutExpired):
-            p.wait(timeout=8)                         # compiled long ago, but waiting for the lock
+            p.wait(timeout=4)                         # started, and waiting for the lock
     finally:
         os.close(fd)
     out, err = p.communicate(timeout=120)

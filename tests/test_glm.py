@@ -357,6 +357,7 @@ def test_workers_give_the_single_process_weights(tmp_path, strategy, model):
     np.testing.assert_allclose(ws[1], ws[0], rtol=1e-12, atol=1e-15)
 
 
+@pytest.mark.slow                     # 11 s: two workers over ZeroMQ (.ci/run runs it)
 def test_bytes_per_step_with_two_workers(tmp_path):
     """The traffic claim with 2 worker processes over ZeroMQ: per clock, both ranks'
     bytes from --trace. Column's follow the batch and not the features; sendgradient's

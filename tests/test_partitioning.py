@@ -71,6 +71,7 @@ def test_powerlaw_generator_matches_the_loop_and_its_expected_size():
     assert big == pytest.approx(20000 * H(20000, 1.5) / H(20000, 2.5), rel=0.05)
 
 
+@pytest.mark.slow                     # 7 s (.ci/run runs it)
 def test_powerlyra_model_reproduces_table_1():
     # reference/partitioning.md §2.2, V = 10^7 (random / grid / hybrid)
     for p, alpha, expect in ((48, 2.0, (12.41, 8.55, 4.28)), (16, 2.2, (5.57, 4.39, 3.20))):
