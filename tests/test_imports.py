@@ -154,6 +154,27 @@ def test_ctrl_c_while_the_program_starts_is_a_line_not_a_traceback(delay):
             "sys.argv = ['tux2', 'run', 'mf', '--epochs', '100000', '--quiet']\n"
             "sys.exit(main())")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 130 and r.stderr.endswith("tux2: interrupted\n"), r.stderr
+    # a Ctrl-C inside a callback from C (llvmlite's, while numba compiles) is reported by
+    # Python as ignored, then honoured after the first epoch (tux2.cli.interrupt)
+    assert r.stderr == "tux2: interrupted\n" or r.stderr.startswith("Exception ignored on calling ctypes"), r.stderr
+
+
+def test_a_ctrl_c_whose_exception_was_dropped_stops_the_run_after_an_epoch():
+    """A KeyboardInterrupt raised inside a callback from C is printed and dropped by
+    Python (seen in CI: a 100000-epoch run went on after Ctrl-C during numba's compile).
+    The program's handler remembers the signal; the end of the next epoch stops the run."""
+    import subprocess
+    import sys
+    code = ("import sys\n"
+            "from tux2.cli import interrupt, main\n"
+            "try:\n"
+            "    interrupt.handler(2, None)\n"
+            "except KeyboardInterrupt:\n"
+            "    pass                                  # dropped, as a ctypes callback drops it\n"
+            "sys.argv = ['tux2', 'run', 'mf', '--epochs', '100000', '--quiet']\n"
+            "sys.exit(main())")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert (r.returncode, r.stderr) == (130, "tux2: interrupted\n")
 
 

@@ -2,8 +2,10 @@
 tux2.cli.lda, …), each built on tux2.cli.common, the runner and the estimators."""
 import gc
 import os
+import signal
 import sys
 
+from tux2.cli import interrupt
 from tux2.errors import InputError, Tux2Error
 from tux2.version import __version__
 
@@ -108,10 +110,11 @@ class quick_process:
     process ends, and the collector's passes over them cost ~0.3 s of a short run. Data
     and models are numpy arrays, which it never needs to collect. The collector is on
     again afterwards, as it was before, for a caller that goes on (``main()`` called
-    from Python, a command that ran no epoch)."""
+    from Python, a command that ran no epoch). Ctrl-C meanwhile: tux2.cli.interrupt."""
 
     def __enter__(self):
         self.enabled = gc.isenabled()
+        self.sigint = interrupt.install()
         gc.disable()
         _load_blas_alone()
 
@@ -119,6 +122,7 @@ class quick_process:
         gc.freeze()                   # exit's final collection has nothing left to walk
         if self.enabled:
             gc.enable()
+        signal.signal(signal.SIGINT, self.sigint)
 
 
 def _load_blas_alone():

@@ -8,6 +8,7 @@ import os
 import sys
 
 from tux2 import partitioning, runner
+from tux2.cli import interrupt
 from tux2.config import cores
 from tux2.graph import BipartiteGraph
 from tux2.io import display_name
@@ -314,7 +315,9 @@ def run(args, cls, load, after=None, **params):
 
 def collect_from_now(record=None):
     """After the first epoch of a ``tux2`` program (tux2.cli.quick_process): the objects
-    made so far stay for good; freeze them and turn the garbage collector back on."""
+    made so far stay for good; freeze them and turn the garbage collector back on.
+    After every epoch: a Ctrl-C whose exception was dropped stops the run now."""
+    interrupt.check()
     if not gc.isenabled():
         gc.freeze()
         gc.enable()
