@@ -156,7 +156,7 @@ def test_ctrl_c_while_the_program_starts_is_a_line_not_a_traceback(delay):
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert r.returncode == 130 and r.stderr.endswith("tux2: interrupted\n"), r.stderr
     # a Ctrl-C inside a callback from C (llvmlite's, while numba compiles) is reported by
-    # Python as ignored, then honoured after the first epoch (tux2.cli.interrupt)
+    # Python as ignored, then honoured after the first epoch (tux2.interrupt)
     assert r.stderr == "tux2: interrupted\n" or r.stderr.startswith("Exception ignored on calling ctypes"), r.stderr
 
 
@@ -167,7 +167,8 @@ def test_a_ctrl_c_whose_exception_was_dropped_stops_the_run_after_an_epoch():
     import subprocess
     import sys
     code = ("import sys\n"
-            "from tux2.cli import interrupt, main\n"
+            "from tux2 import interrupt\n"
+            "from tux2.cli import main\n"
             "try:\n"
             "    interrupt.handler(2, None)\n"
             "except KeyboardInterrupt:\n"

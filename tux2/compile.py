@@ -726,19 +726,23 @@ _PLACE = {}                           # (record dtype, columns' dtypes, jit off,
 
 
 def place_kernel(dtype, columns):
-    """A loop writing whole edge records of ``dtype`` from columns in one pass:
-    ``place(key, start, other, like, rows_out, c0, c1, …)`` moves edge e to position
-    ``start[key[e]]`` (then advanced), with its ``other`` end (in like's dtype) and its
-    record: field f from column c_i (``columns``: {field: array}, in the order given;
-    a 1-element array is a constant), every other field 0. Returns the other ends in
+    """The scatter of a one-part transpose, writing whole edge records of ``dtype`` in
+    one pass: ``place(key, start, other, like, rows_out, c0, c1, …)`` moves edge e to
+    position ``start[key[e]]`` (then advanced; ties in global edge order), with its
+    ``other`` end (in like's dtype) and its record: field f from column c_i
+    (``columns``: {field: array}, in the order given; a 1-element array is a constant),
+    every other field 0; or, with ``columns`` None, the whole record c0[e] of a record
+    array (no loop over its words, no permutation array). Returns the other ends in
     the new order. The loop is made per record dtype and column set (a field's name
-    is in its source)."""
-    names = list(columns)
-    key = (dtype, tuple((f, columns[f].dtype, len(columns[f]) == 1) for f in names), jit_disabled(), cache_dir())
+    is in its source; one loop per dtype also keeps numba from passing one record
+    type where it compiled another)."""
+    names = list(columns) if columns is not None else ["*"]
+    key = (dtype, None if columns is None else tuple((f, columns[f].dtype, len(columns[f]) == 1) for f in names),
+           jit_disabled(), cache_dir())
     if key not in _PLACE:
         cols = ", ".join(f"c{i}" for i in range(len(names)))
-        lines = []
-        for f in dtype.names:
+        lines = ["        r = rows_out[k]"] if columns is not None else ["        rows_out[k] = c0[e]"]
+        for f in dtype.names if columns is not None else ():
             if f in columns:
                 i = names.index(f)
                 lines.append(f"        r[{f!r}] = c{i}[0]" if len(columns[f]) == 1 else f"        r[{f!r}] = c{i}[e]")
@@ -752,11 +756,10 @@ def place(key, start, other, like, rows_out, {cols}):
         k = start[v]
         start[v] = k + 1
         other_out[k] = other[e]
-        r = rows_out[k]
 {chr(10).join(lines)}
     return other_out
 """
-        deps = [fingerprint(dtype), *(fingerprint(columns[f].dtype) for f in names)]
+        deps = [fingerprint(dtype), *(fingerprint(columns[f].dtype) for f in names if columns is not None)]
         _PLACE[key] = _kernel("place", src, "place", {}, deps)
     return _PLACE[key]
 

@@ -188,22 +188,6 @@ def _vertex_starts(key, n):
     return start, keys
 
 
-@njit(cache=True, nogil=True)
-def _place_records(key, start, other, like, rows, rows_out):
-    """The scatter of a one-part transpose: edge e to ``start[key[e]]`` (ties in global
-    edge order), its other end (in like's dtype) and its whole record (~30% faster
-    than a loop over the record's words; no permutation array: group_by_part(key, n)
-    gives it when the edge ids are asked for). Returns the other ends in that order."""
-    other_out = np.empty(key.shape[0], like.dtype)
-    for e in range(key.shape[0]):
-        v = key[e]
-        k = start[v]
-        start[v] = k + 1
-        other_out[k] = other[e]
-        rows_out[k] = rows[e]
-    return other_out
-
-
 class EdgeColumns:
     """Initial edge fields as columns in global edge order ({field: array, or a
     scalar}; other fields 0), in place of a record array: the one-part transpose
@@ -243,7 +227,7 @@ class EdgeColumns:
         return out
 
     def place(self, key, start, other, like, rows_out):
-        """``_place_records`` from the columns."""
+        """The one-part transpose's scatter (compile.place_kernel) from the columns."""
         return place_kernel(self.dtype, self.columns)(key, start, other, like, rows_out, *self.columns.values())
 
 
@@ -427,7 +411,8 @@ def build_partitions(program, graph, assignment, vertex_data, edge_data, context
             if isinstance(edge_data, EdgeColumns) and edge_data.placeable:
                 other = edge_data.place(lids[o0], start, src_o, like, edata)
             else:
-                other = _place_records(lids[o0], start, src_o, like, np.ascontiguousarray(edge_data), edata)
+                other = place_kernel(edge_data.dtype, None)(lids[o0], start, src_o, like, edata,
+                                                            np.ascontiguousarray(edge_data))
             ea, eb = (keys0, other) if o0 == 0 else (other, keys0)
             perm0 = _Order(lids[o0], graph.n[o0])
             eid_p = perm0 if geid is None else eid[perm0()]

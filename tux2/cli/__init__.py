@@ -5,7 +5,7 @@ import os
 import signal
 import sys
 
-from tux2.cli import interrupt
+from tux2 import interrupt
 from tux2.errors import InputError, Tux2Error
 from tux2.version import __version__
 
@@ -110,7 +110,7 @@ class quick_process:
     process ends, and the collector's passes over them cost ~0.3 s of a short run. Data
     and models are numpy arrays, which it never needs to collect. The collector is on
     again afterwards, as it was before, for a caller that goes on (``main()`` called
-    from Python, a command that ran no epoch). Ctrl-C meanwhile: tux2.cli.interrupt."""
+    from Python, a command that ran no epoch). Ctrl-C meanwhile: tux2.interrupt."""
 
     def __enter__(self):
         self.enabled = gc.isenabled()

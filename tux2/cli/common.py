@@ -8,7 +8,7 @@ import os
 import sys
 
 from tux2 import partitioning, runner
-from tux2.cli import interrupt
+from tux2 import interrupt
 from tux2.config import cores
 from tux2.graph import BipartiteGraph
 from tux2.io import display_name
