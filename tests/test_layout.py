@@ -88,6 +88,25 @@ def test_layout_equals_the_reference_builder(strategy, parts):
         assert_same(new, old)
 
 
+@pytest.mark.parametrize("shift", [1, 3, 9])
+def test_the_two_pass_transpose_lays_out_what_one_pass_does(monkeypatch, shift):
+    """Large one-part transposes go by buckets of 2^shift keys, then by key inside
+    each bucket (compile.place_kernel); forced onto a small graph here, from records
+    and from columns, they give the reference builder's layout (ties in edge order)."""
+    from tux2 import layout
+    from tux2.layout import EdgeColumns
+    monkeypatch.setattr(layout, "place_shift", lambda n, m: shift)
+    g = powerlaw_graph(60, 40, 400, seed=shift)
+    a = partitioning.partition("bicut", g.src, g.dst, g.n_src, g.n_dst, 1, seed=1, strict=False)
+    for orders in ORDERS:
+        prog = program(orders)
+        vdata, edata = inputs(prog, g)
+        old = build_partitions_naive(prog, g, a, [v.copy() for v in vdata], edata.copy(), prog.context.new())
+        assert_same(build_partitions(prog, g, a, [v.copy() for v in vdata], edata, prog.context.new()), old)
+        cols = EdgeColumns(g.num_edges, prog.edge_dtype, {"w": g.values})
+        assert_same(build_partitions(prog, g, a, vdata, cols, prog.context.new()), old)
+
+
 def test_one_part_with_int32_ids_lays_out_the_same_values():
     """Loaded files keep int32 ids; the one-part transpose narrows the other end to
     int32 where it fits: the same values as the reference, edge ids made on demand."""

@@ -726,16 +726,23 @@ _PLACE = {}                           # (record dtype, columns' dtypes, jit off,
 
 
 def place_kernel(dtype, columns):
-    """The scatter of a one-part transpose, writing whole edge records of ``dtype`` in
-    one pass: ``place(key, start, other, like, rows_out, c0, c1, …)`` moves edge e to
+    """The scatter of a one-part transpose, writing whole edge records of ``dtype``:
+    ``place(key, start, shift, other, like, rows_out, c0, c1, …)`` moves edge e to
     position ``start[key[e]]`` (then advanced; ties in global edge order), with its
     ``other`` end (in like's dtype) and its record: field f from column c_i
     (``columns``: {field: array}, in the order given; a 1-element array is a constant),
     every other field 0; or, with ``columns`` None, the whole record c0[e] of a record
-    array (no loop over its words, no permutation array). Returns the other ends in
-    the new order. The loop is made per record dtype and column set (a field's name
-    is in its source; one loop per dtype also keeps numba from passing one record
-    type where it compiled another)."""
+    array (no loop over its words, no permutation array). Returns (the keys, the other
+    ends) in the new order.
+
+    In two passes when ``shift`` > 0 (a radix sort's, in the outputs' own memory):
+    first by bucket key >> shift into the bucket's final range, whose ~n >> shift
+    write positions stay in cache where n scattered ones do not; then each bucket by
+    key through a copy of its range, a scatter that stays in cache too. On 12.7 M
+    BlockPG edges over 500 k features this is ~1.3x faster than one pass, for one
+    bucket's copy of extra memory. The loop is made per record dtype and column set
+    (a field's name is in its source; one loop per dtype also keeps numba from passing
+    one record type where it compiled another)."""
     names = list(columns) if columns is not None else ["*"]
     key = (dtype, None if columns is None else tuple((f, columns[f].dtype, len(columns[f]) == 1) for f in names),
            jit_disabled(), cache_dir())
@@ -749,19 +756,58 @@ def place_kernel(dtype, columns):
             else:
                 lines.append(f"        r[{f!r}] = 0")
         src = f"""
-def place(key, start, other, like, rows_out, {cols}):
-    other_out = np.empty(key.shape[0], like.dtype)
-    for e in range(key.shape[0]):
+def place(key, start, shift, other, like, rows_out, {cols}):
+    m = key.shape[0]
+    n = start.shape[0] - 1
+    keys_out = np.empty(m, np.int64)
+    other_out = np.empty(m, like.dtype)
+    nb = (n >> shift) + 1
+    cur = np.empty(nb, np.int64)
+    for b in range(nb):
+        cur[b] = start[min(b << shift, n)]
+    for e in range(m):
         v = key[e]
-        k = start[v]
-        start[v] = k + 1
+        b = v >> shift
+        k = cur[b]
+        cur[b] = k + 1
+        keys_out[k] = v
         other_out[k] = other[e]
 {chr(10).join(lines)}
-    return other_out
+    if shift == 0:
+        return keys_out, other_out
+    big = 0
+    for b in range(nb):
+        big = max(big, start[min((b + 1) << shift, n)] - start[min(b << shift, n)])
+    sk = np.empty(big, np.int64)
+    so = np.empty(big, like.dtype)
+    sr = np.empty(big, rows_out.dtype)
+    for b in range(nb):
+        lo = start[min(b << shift, n)]
+        hi = start[min((b + 1) << shift, n)]
+        for j in range(hi - lo):
+            sk[j] = keys_out[lo + j]
+            so[j] = other_out[lo + j]
+            sr[j] = rows_out[lo + j]
+        for j in range(hi - lo):
+            v = sk[j]
+            k = start[v]
+            start[v] = k + 1
+            keys_out[k] = v
+            other_out[k] = so[j]
+            rows_out[k] = sr[j]
+    return keys_out, other_out
 """
         deps = [fingerprint(dtype), *(fingerprint(columns[f].dtype) for f in names if columns is not None)]
         _PLACE[key] = _kernel("place", src, "place", {}, deps)
     return _PLACE[key]
+
+
+def place_shift(n_keys, n_edges):
+    """The bucket shift of ``place``: ~1024 buckets; 0 (one pass) when the keys or the
+    edges are few enough for one pass's write positions to stay in cache."""
+    if n_keys <= 4096 or n_edges <= 1 << 20:
+        return 0
+    return max(0, int(n_keys).bit_length() - 10)
 
 
 # --------------------------------------------------------------------------- replica rows

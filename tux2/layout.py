@@ -10,7 +10,7 @@ tables anywhere.
 import numpy as np
 from numba import njit
 
-from tux2.compile import empty, gather_rows, group_by_part, place_kernel, zeros
+from tux2.compile import empty, gather_rows, group_by_part, place_kernel, place_shift, zeros
 from tux2.errors import SchemaError
 from tux2.schema import EMPTY
 
@@ -173,19 +173,14 @@ def _order_by_vertex(lids, by_eid, rank, gid):
 @njit(cache=True, nogil=True)
 def _vertex_starts(key, n):
     """The counting pass of a one-part transpose (edges stably by ``key``, a CSR ->
-    CSC): where each key's edges start (n + 1 entries, consumed by the scatter) and
-    the sorted keys (int64, as every order's)."""
-    m = key.shape[0]
+    CSC): where each key's edges start (n + 1 entries, consumed by the scatter,
+    compile.place_kernel, which also writes the sorted keys)."""
     start = np.zeros(n + 1, np.int64)
-    for e in range(m):
+    for e in range(key.shape[0]):
         start[key[e] + 1] += 1
     for v in range(n):
         start[v + 1] += start[v]
-    keys = np.empty(m, np.int64)
-    for v in range(n):
-        for k in range(start[v], start[v + 1]):
-            keys[k] = v
-    return start, keys
+    return start
 
 
 class EdgeColumns:
@@ -226,9 +221,10 @@ class EdgeColumns:
             out[f] = c if len(c) == self.n else c[0]
         return out
 
-    def place(self, key, start, other, like, rows_out):
+    def place(self, key, start, shift, other, like, rows_out):
         """The one-part transpose's scatter (compile.place_kernel) from the columns."""
-        return place_kernel(self.dtype, self.columns)(key, start, other, like, rows_out, *self.columns.values())
+        return place_kernel(self.dtype, self.columns)(key, start, shift, other, like, rows_out,
+                                                      *self.columns.values())
 
 
 def _words(records):
@@ -407,12 +403,13 @@ def build_partitions(program, graph, assignment, vertex_data, edge_data, context
             src_o = lids[1 - o0]
             like = np.zeros(0, np.int32 if graph.n[1 - o0] < 2**31 else src_o.dtype)
             edata = empty(hi - lo, edge_data.dtype)
-            start, keys0 = _vertex_starts(lids[o0], graph.n[o0])
+            start = _vertex_starts(lids[o0], graph.n[o0])
+            shift = place_shift(graph.n[o0], hi - lo)
             if isinstance(edge_data, EdgeColumns) and edge_data.placeable:
-                other = edge_data.place(lids[o0], start, src_o, like, edata)
+                keys0, other = edge_data.place(lids[o0], start, shift, src_o, like, edata)
             else:
-                other = place_kernel(edge_data.dtype, None)(lids[o0], start, src_o, like, edata,
-                                                            np.ascontiguousarray(edge_data))
+                keys0, other = place_kernel(edge_data.dtype, None)(lids[o0], start, shift, src_o, like, edata,
+                                                                   np.ascontiguousarray(edge_data))
             ea, eb = (keys0, other) if o0 == 0 else (other, keys0)
             perm0 = _Order(lids[o0], graph.n[o0])
             eid_p = perm0 if geid is None else eid[perm0()]
