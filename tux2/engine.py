@@ -20,7 +20,7 @@ from tux2.compile import (aggregate_kernel, append_unstamped, apply_kernel, comb
 from tux2.config import cores, jit_disabled
 from tux2.errors import ContextStateError, DivergenceError, SchemaError
 from tux2.graph import BipartiteGraph
-from tux2.layout import EdgeColumns, build_partitions, is_replicated
+from tux2.layout import EdgeColumns, build_partitions, is_replicated, vertex_runs
 from tux2.rounds import ApplyRounds, sync_block
 from tux2.stages import Apply, Exchange, GlobalSync, MiniBatch
 from tux2.transport import LocalTransport
@@ -470,11 +470,9 @@ class Engine(ApplyRounds):
         key = (p.rank, order)
         if key not in cache:
             perm, keys = p.orders[order]
-            first = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]]) if len(keys) else _EMPTY_IDX
-            ends = (p.ea, p.eb)[order]
-            lid = ends[first] if len(perm) == 0 else ends[perm[first]]
-            cache[key] = (keys[first], np.r_[first, len(keys)].astype(np.int64), lid.astype(np.int64),
-                          np.empty(len(first), np.int64), np.empty(len(first), np.int64))
+            run_key, run_start, run_lid = vertex_runs(keys, perm, (p.ea, p.eb)[order])
+            cache[key] = (run_key, run_start, run_lid, np.empty(len(run_key), np.int64),
+                          np.empty(len(run_key), np.int64))
         return cache[key]
     # ------------------------------------------------------------------ per-clock trace
     def _comm(self, fn, *args, **kwargs):

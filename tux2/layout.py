@@ -183,6 +183,30 @@ def _vertex_starts(key, n):
     return start
 
 
+@njit(cache=True, nogil=True)
+def vertex_runs(keys, perm, ends):
+    """The runs of an order by vertex (``keys`` sorted, ``perm`` its positions or empty):
+    per run its key, its first position (and the end after the last run) and the local
+    index of its vertex (``ends``: the edges' ends of that type)."""
+    m = keys.shape[0]
+    n = 0
+    for k in range(m):
+        if k == 0 or keys[k] != keys[k - 1]:
+            n += 1
+    run_key = np.empty(n, np.int64)
+    run_start = np.empty(n + 1, np.int64)
+    run_lid = np.empty(n, np.int64)
+    r = 0
+    for k in range(m):
+        if k == 0 or keys[k] != keys[k - 1]:
+            run_key[r] = keys[k]
+            run_start[r] = k
+            run_lid[r] = ends[k] if perm.shape[0] == 0 else ends[perm[k]]
+            r += 1
+    run_start[n] = m
+    return run_key, run_start, run_lid
+
+
 class EdgeColumns:
     """Initial edge fields as columns in global edge order ({field: array, or a
     scalar}; other fields 0), in place of a record array: the one-part transpose
