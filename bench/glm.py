@@ -202,9 +202,11 @@ def tux2_workers(g, y, path, strategy, workers, batch, eta, decay, epochs, f_sta
     after the mini-batches in the same record as that pass, the record counts too
     (its time is an upper bound)."""
     svm = libsvm_cached(g, y, path)
+    # the update the one-process grid ran (glm.engine: the strategy's own, sgd or adam), not the CLI's default
+    update = optimizer or ("adam" if strategy == "adam" else "sgd")
     metrics, traces, wall = tux2_cli("lr", [svm, "--strategy", strategy, "--batch", str(batch), "--eta", str(eta),
-                                            "--decay", str(decay), "--epochs", str(epochs), "--workers", str(workers)]
-                                     + (["--optimizer", optimizer] if optimizer else []))
+                                            "--decay", str(decay), "--epochs", str(epochs), "--workers", str(workers),
+                                            "--optimizer", update])
     label = f"{strategy}{'+' + optimizer if optimizer else ''} {workers} workers B={batch}"
     curve, total = [], 0.0
     local = strategy in ("modelavg", "modelsum")

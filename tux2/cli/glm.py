@@ -32,7 +32,7 @@ def add_parser(algos):
                            help="factors start as normal draws with this standard deviation")
         p.add_argument("--strategy", default="sendgradient", choices=STRATEGIES, help="training strategy")
         p.add_argument("--optimizer", choices=OPTIMIZERS, default=None,
-                       help="the update (default: adam for --strategy adam, else sgd). column and sendgradient "
+                       help="the update (default: adam for --strategy adam, else adagrad). column and sendgradient "
                             "take any, at the feature masters; modelavg and modelsum take sgd or adagrad, in "
                             "their local steps (with --batch equal to the workers: per-sample AdaGrad, as "
                             "Vowpal Wabbit's adaptive update)")
@@ -42,7 +42,7 @@ def add_parser(algos):
         p.add_argument("--lam", type=NONNEG_NUMBER, default=1e-6, help="regularisation weight lambda")
         p.add_argument("--batch", type=NONNEG, default=1000, help="samples per mini-batch (one clock); 0: all")
         p.add_argument("--eta", type=POSITIVE, default=None,
-                       help="step size (default: 1.0 for sgd, 0.1 for adagrad, 0.01 for adam)")
+                       help="step size (default: 0.5 for adagrad, 1.0 for sgd, 0.01 for adam)")
         p.add_argument("--decay", type=NONNEG_NUMBER, default=0.0, help="step at epoch t is eta / (1 + decay t)")
         p.add_argument("--epochs", type=NONNEG, default=10, help="passes over the samples")
         if loss == "softmax":

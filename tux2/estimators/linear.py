@@ -160,8 +160,10 @@ class GLM(Linear):
     classes, factors, init_std = None, 0, 0.01       # Softmax and FM make these parameters
 
     def _resolved(self):
-        optimizer = self.optimizer or ("adam" if self.strategy == "adam" else "sgd")
-        return optimizer, self.eta if self.eta is not None else {"adam": 0.01, "adagrad": 0.1}.get(optimizer, 1.0)
+        # AdaGrad by default (the strategies' own update is sgd, tux2.udfs.glm): per-feature steps
+        # suit power-law and unnormalised features, where plain SGD at one step size crawls
+        optimizer = self.optimizer or ("adam" if self.strategy == "adam" else "adagrad")
+        return optimizer, self.eta if self.eta is not None else {"adam": 0.01, "adagrad": 0.5}.get(optimizer, 1.0)
 
     def prepare(self, data, parts):
         if self.driver and self.strategy != "sendgradient":
