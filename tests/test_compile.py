@@ -203,3 +203,36 @@ def test_zeros_and_empty_in_numba_memory_are_numpy_arrays():
             np.testing.assert_array_equal(z, np.zeros(n, dt))
             e = empty(n, dt)
             assert e.dtype == dt and e.shape == (n,) and e.flags.writeable and e.flags.aligned
+
+
+def _reads_u_and_a_v(u, v, e, a_u, a_v, ctx):
+    a_v.g += u.x * e.w
+
+
+def _reads_all_through_a_closure(u, v, e, a_u, a_v, ctx):
+    def inner():
+        return a_u.g + u.x
+    v.y = inner() + e.w + a_v.g
+
+
+def test_exchange_loops_prefetch_only_what_the_udf_reads():
+    """The edge loop asks ahead for the vertex and accumulator records its UDF reads
+    (parameters read in its body, or by a closure in it), never for the others; and
+    prefetch compiles on record and number arrays, changing nothing."""
+    from numba import njit
+    from tux2.compile import _reads, prefetch
+    assert _reads(_reads_u_and_a_v, 5) == {0, 2, 4}
+    assert _reads(_reads_all_through_a_closure, 5) == {0, 1, 2, 3, 4}
+    assert _reads(njit(_reads_u_and_a_v), 5) == {0, 2, 4}
+    assert _reads(len, 5) == {0, 1, 2, 3, 4}                  # no Python code to read: all of them
+
+    @njit
+    def touch(a, idx):
+        for i in idx:
+            prefetch(a, i)
+        return a[idx[0]]
+    rec = np.zeros(100, [("x", "f8"), ("pad", "f8", 40)])
+    rec["x"] = np.arange(100)
+    idx = np.array([3, 99, 0, 50])
+    assert touch(rec, idx)["x"] == 3.0 and touch(rec["x"].copy(), idx.astype(np.int32)) == 3.0
+    assert (rec["x"] == np.arange(100)).all()

@@ -7,6 +7,7 @@ same loops and UDFs run as Python over ``np.recarray`` views: the reference.
 import ast
 import atexit
 import contextlib
+import dis
 import hashlib
 import inspect
 import json
@@ -20,9 +21,12 @@ import weakref
 import numba
 import numpy as np
 from numba import njit
+from llvmlite import ir
+from numba.core import types as nbtypes
 from numba.core.caching import NullCache
 from numba.core.errors import NumbaError
 from numba.core.registry import CPUDispatcher
+from numba.extending import intrinsic
 
 from tux2.config import JIT, default_cache_dir, jit_disabled
 from tux2.errors import UDFCompileError
@@ -303,10 +307,13 @@ def _memo(kind):
     a UDF reads are frozen when it compiles. The decorated function returns the
     loop's (name, source); the loop calls the UDF as ``f``."""
     def wrap(template):
+        takes_udf = bool(inspect.signature(template).parameters)
+
         def build(udf, dtypes):
-            name, src = template()
+            name, src = template(udf) if takes_udf else template()
             deps = [_udf_fingerprint(udf), *(fingerprint(d) for d in dtypes)]
-            return _kernel(kind, src, name, {"f": jit_udf(udf)}, deps)
+            return _kernel(kind, src, name, {"f": jit_udf(udf), "prefetch": _no_prefetch if jit_disabled()
+                                             else prefetch}, deps)
 
         def get(udf, dtypes=()):
             try:
@@ -322,26 +329,74 @@ def _memo(kind):
     return wrap
 
 
+PREFETCH_LINES = 4      # a record's first 256 bytes
+PREFETCH_AHEAD = 16     # edges: the vertex records of edge e + 16 are asked for at edge e
+
+
+@intrinsic
+def prefetch(typingctx, arr, idx):
+    """Ask the CPU to bring the record ``arr[idx]`` (its first PREFETCH_LINES cache
+    lines) into cache: a hint, which never faults and changes no value. An edge
+    loop's vertex reads are random; with a UDF of any length between them (an exp is
+    a call) the CPU has few of them in flight, and asking ahead restores that: BlockPG's
+    gradient over 12.7 M edges ran ~2.5x faster in a loop with it."""
+    if not isinstance(arr, nbtypes.Array) or not isinstance(idx, nbtypes.Integer):
+        return None
+
+    def codegen(context, builder, signature, args):
+        aryty, idxty = signature.args
+        ary = context.make_array(aryty)(context, builder, args[0])
+        i = context.cast(builder, args[1], idxty, nbtypes.intp)
+        i8p = ir.IntType(8).as_pointer()
+        base = builder.bitcast(builder.gep(ary.data, [i]), i8p)
+        i32 = ir.IntType(32)
+        fn = builder.module.declare_intrinsic("llvm.prefetch", fnty=ir.FunctionType(ir.VoidType(),
+                                                                                    [i8p, i32, i32, i32]))
+        size = context.get_abi_sizeof(context.get_data_type(aryty.dtype))
+        for off in range(0, min(size, 64 * PREFETCH_LINES), 64):
+            addr = builder.gep(base, [ir.Constant(ir.IntType(64), off)])
+            builder.call(fn, [addr, ir.Constant(i32, 0), ir.Constant(i32, 3), ir.Constant(i32, 1)])
+        return context.get_dummy_value()
+    return nbtypes.void(arr, idx), codegen
+
+
+def _no_prefetch(arr, idx):
+    """prefetch without the JIT (NUMBA_DISABLE_JIT=1): nothing to ask for."""
+
+
+def _reads(udf, n):
+    """Which of the first ``n`` parameters of ``udf`` its body reads (all when its
+    code cannot be inspected)."""
+    code = getattr(getattr(udf, "py_func", udf), "__code__", None)
+    if code is None or code.co_argcount < n:
+        return set(range(n))
+    used = {ins.argval for ins in dis.get_instructions(code) if ins.opname.startswith(("LOAD_FAST", "LOAD_DEREF"))}
+    return {k for k, name in enumerate(code.co_varnames[:n]) if name in used or name in code.co_cellvars}
+
+
 @_memo("exchange")
-def exchange_kernel():
+def exchange_kernel(udf):
     """Loop ``udf(u, v, e, a_u, a_v, ctx)`` over segments [los[k], his[k]) of
-    positions in an edge order (``perm`` maps them to storage; empty: identity)."""
-    return "exchange", """
+    positions in an edge order (``perm`` maps them to storage; empty: identity),
+    prefetching the records the UDF reads of the vertices PREFETCH_AHEAD edges on."""
+    reads = _reads(udf, 5)
+    ahead = [f"prefetch({arr}, {end}[q])" for k, arr, end in ((0, "A", "ea"), (1, "B", "eb"), (3, "AA", "ea"),
+                                                              (4, "AB", "eb")) if k in reads]
+    def loop(position, index):
+        lines = [f"for {index} in range(los[k], hi):",
+                 *([f"    q = {position(f'min({index} + {PREFETCH_AHEAD}, hi - 1)')}"] if ahead else []),
+                 *(f"    {a}" for a in ahead),
+                 *([f"    pos = {position(index)}"] if index != "pos" else []),
+                 "    i = ea[pos]", "    j = eb[pos]", "    f(A[i], B[j], E[pos], AA[i], AB[j], ctx)"]
+        return "".join(f"            {line}\n" for line in lines)
+    return "exchange", f"""
 def exchange(los, his, n_seg, perm, ea, eb, A, B, E, AA, AB, ctx_arr):
     ctx = ctx_arr[0]
     for k in range(n_seg):
+        hi = his[k]
         if perm.shape[0] == 0:
-            for pos in range(los[k], his[k]):
-                i = ea[pos]
-                j = eb[pos]
-                f(A[i], B[j], E[pos], AA[i], AB[j], ctx)
-        else:
-            for t in range(los[k], his[k]):
-                pos = perm[t]
-                i = ea[pos]
-                j = eb[pos]
-                f(A[i], B[j], E[pos], AA[i], AB[j], ctx)
-"""
+{loop(lambda x: x, "pos")}        else:
+{loop(lambda x: f"perm[{x}]", "t")}"""
 
 
 @_memo("active")
