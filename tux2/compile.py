@@ -421,13 +421,17 @@ def select(k_lo, k_hi, run_start, run_lid, V, ctx_arr, los, his):
 
 
 @_memo("apply")
-def apply_kernel():
-    """Loop ``udf(v, a, ctx)`` over the given local master indices."""
-    return "apply", """
+def apply_kernel(udf):
+    """Loop ``udf(v, a, ctx)`` over the given local master indices (in the order the
+    clock touched them: random), prefetching the records the UDF reads PREFETCH_AHEAD on."""
+    reads = _reads(udf, 2)
+    ahead = "".join(f"        prefetch({arr}, q)\n" for k, arr in ((0, "V"), (1, "Acc")) if k in reads)
+    return "apply", f"""
 def apply(idx, V, Acc, ctx_arr):
     ctx = ctx_arr[0]
-    for t in range(idx.shape[0]):
-        i = idx[t]
+    n = idx.shape[0]
+    for t in range(n):
+{f"        q = idx[min(t + {PREFETCH_AHEAD}, n - 1)]{chr(10)}{ahead}" if ahead else ""}        i = idx[t]
         f(V[i], Acc[i], ctx)
 """
 
