@@ -154,10 +154,10 @@ def test_ctrl_c_while_the_program_starts_is_a_line_not_a_traceback(delay):
             "sys.argv = ['tux2', 'run', 'mf', '--epochs', '100000', '--quiet']\n"
             "sys.exit(main())")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
-    assert r.returncode == 130 and r.stderr.endswith("tux2: interrupted\n"), r.stderr
-    # a Ctrl-C inside a callback from C (llvmlite's, while numba compiles) is reported by
-    # Python as ignored, then honoured after the first epoch (tux2.interrupt)
-    assert r.stderr == "tux2: interrupted\n" or r.stderr.startswith("Exception ignored on calling ctypes"), r.stderr
+    # a Ctrl-C inside a callback from C (llvmlite's, while numba compiles), which Python
+    # drops, is honoured after the first epoch, and its "Exception ignored" report is not
+    # printed (tux2.interrupt)
+    assert (r.returncode, r.stderr) == (130, "tux2: interrupted\n")
 
 
 def test_a_ctrl_c_whose_exception_was_dropped_stops_the_run_after_an_epoch():
@@ -169,10 +169,14 @@ def test_a_ctrl_c_whose_exception_was_dropped_stops_the_run_after_an_epoch():
     code = ("import sys\n"
             "from tux2 import interrupt\n"
             "from tux2.cli import main\n"
-            "try:\n"
-            "    interrupt.handler(2, None)\n"
-            "except KeyboardInterrupt:\n"
-            "    pass                                  # dropped, as a ctypes callback drops it\n"
+            "import ctypes\n"
+            "import tux2.cli\n"
+            "class Drop(tux2.cli.quick_process):\n"
+            "    def __enter__(self):\n"
+            "        super().__enter__()\n"
+            "        # a C callback that gets the interrupt: Python reports it as ignored, drops it\n"
+            "        ctypes.CFUNCTYPE(None)(lambda: interrupt.handler(2, None))()\n"
+            "tux2.cli.quick_process = Drop\n"
             "sys.argv = ['tux2', 'run', 'mf', '--epochs', '100000', '--quiet']\n"
             "sys.exit(main())")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)

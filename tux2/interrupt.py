@@ -3,8 +3,9 @@ the main thread happens to be; while numba compiles, that can be inside a callba
 C (llvmlite's object cache), which prints "Exception ignored …" and drops it, and the
 run went on (seen: a 100000-epoch run kept running). This handler also remembers the
 signal, and ``check`` (after every epoch, tux2.cli.common.collect_from_now) raises it
-again."""
+again; Python's "Exception ignored" report of such a dropped interrupt is not printed."""
 import signal
+import sys
 
 SEEN = []
 
@@ -15,8 +16,24 @@ def handler(signum, frame):
 
 
 def install():
-    """Use ``handler`` for SIGINT; returns the previous handler."""
-    return signal.signal(signal.SIGINT, handler)
+    """Use ``handler`` for SIGINT and keep the reports of dropped interrupts quiet;
+    returns what ``restore`` puts back."""
+    previous = signal.signal(signal.SIGINT, handler), sys.unraisablehook
+    sys.unraisablehook = _quiet(previous[1])
+    return previous
+
+
+def restore(previous):
+    signal.signal(signal.SIGINT, previous[0])
+    sys.unraisablehook = previous[1]
+
+
+def _quiet(hook):
+    def unraisable(info):
+        if issubclass(info.exc_type, KeyboardInterrupt) and SEEN:
+            return                      # remembered: check() raises it at the end of the epoch
+        hook(info)
+    return unraisable
 
 
 def check():

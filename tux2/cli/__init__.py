@@ -2,7 +2,6 @@
 tux2.cli.lda, …), each built on tux2.cli.common, the runner and the estimators."""
 import gc
 import os
-import signal
 import sys
 
 from tux2 import interrupt
@@ -122,7 +121,7 @@ class quick_process:
         gc.freeze()                   # exit's final collection has nothing left to walk
         if self.enabled:
             gc.enable()
-        signal.signal(signal.SIGINT, self.sigint)
+        interrupt.restore(self.sigint)
 
 
 def _load_blas_alone():
