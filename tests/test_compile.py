@@ -236,3 +236,24 @@ def test_exchange_loops_prefetch_only_what_the_udf_reads():
     idx = np.array([3, 99, 0, 50])
     assert touch(rec, idx)["x"] == 3.0 and touch(rec["x"].copy(), idx.astype(np.int32)) == 3.0
     assert (rec["x"] == np.arange(100)).all()
+
+
+def test_a_udf_is_compiled_under_a_name_of_its_loop_s_record_types():
+    """numba names compiled code by name, a per-process counter and argument types
+    numbered by another per-process counter, and a loop loaded from the cache calls its
+    UDF by that name: two loaded loops of one UDF for other record types could name
+    different code alike, and the process ran the first one loaded (an MF loop for k = 4
+    ran k = 3's UDF: NaN). Each loop's UDF carries a digest of the UDF and the record
+    types in its name, so alike names are alike code."""
+    from tux2.compile import exchange_kernel
+    dts = [np.dtype([("x", "f8", (k,))]) for k in (3, 4)]
+    acc, e, ctx = np.dtype([("s", "f8")]), np.dtype([("w", "f8")]), np.dtype([("c", "f8")])
+    names = []
+    for dt in dts:
+        k = exchange_kernel(_reads_u_and_a_v, (dt, dt, e, acc, acc, ctx))
+        f = k.py_func.__globals__["f"]
+        assert f.py_func.__qualname__.startswith("_reads_u_and_a_v__")
+        names.append(f.py_func.__qualname__)
+    assert names[0] != names[1]
+    again = exchange_kernel(_reads_u_and_a_v, (dts[0], dts[0], e, acc, acc, ctx)).py_func.__globals__["f"]
+    assert again.py_func.__qualname__ == names[0]

@@ -32,11 +32,21 @@ from tux2.config import JIT, default_cache_dir, jit_disabled
 from tux2.errors import UDFCompileError
 
 
-def jit_udf(fn):
-    """numba-compile a user function (idempotent)."""
-    if isinstance(fn, CPUDispatcher):
-        return fn
-    return njit(**JIT)(fn)
+def jit_udf(fn, tag=""):
+    """numba-compile a user function for one loop, under its name plus ``tag`` (a digest
+    of the UDF and the loop's record types). numba names compiled code by the
+    function's name, a counter and its argument types, whose record types are numbered
+    by another counter; both restart in every process. A loop loaded from the cache
+    calls its UDF by that name, and when two loaded loops name different code alike the
+    process keeps the first: seen, an MF loop for k = 4 ran the UDF compiled for k = 3
+    (NaN). With the tag in the name, alike names are alike code."""
+    py = getattr(fn, "py_func", fn)
+    if not tag or not isinstance(py, types.FunctionType):
+        return fn if isinstance(fn, CPUDispatcher) else njit(**JIT)(fn)
+    named = types.FunctionType(py.__code__, py.__globals__, py.__name__, py.__defaults__, py.__closure__)
+    named.__kwdefaults__, named.__module__ = py.__kwdefaults__, py.__module__
+    named.__qualname__ = f"{py.__qualname__}__{tag}"
+    return njit(**(fn.targetoptions if isinstance(fn, CPUDispatcher) else JIT))(named)
 
 
 # ---------------------------------------------------------------- compile once per machine
@@ -312,7 +322,8 @@ def _memo(kind):
         def build(udf, dtypes):
             name, src = template(udf) if takes_udf else template()
             deps = [_udf_fingerprint(udf), *(fingerprint(d) for d in dtypes)]
-            return _kernel(kind, src, name, {"f": jit_udf(udf), "prefetch": _no_prefetch if jit_disabled()
+            tag = hashlib.sha256("\0".join(map(str, deps)).encode()).hexdigest()[:16]
+            return _kernel(kind, src, name, {"f": jit_udf(udf, tag), "prefetch": _no_prefetch if jit_disabled()
                                              else prefetch}, deps)
 
         def get(udf, dtypes=()):
