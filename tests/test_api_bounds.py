@@ -112,3 +112,33 @@ def test_empty_arrays_are_an_input_error(cls):
     est = getattr(tux2, cls)(**({"epochs": 1} if cls == "MF" else {"iterations": 1}))
     with pytest.raises(tux2.InputError, match="arrays: no edges to train on"):     # was the engine's tiles error
         est.fit((np.array([], int), np.array([], int), np.array([], float)))
+
+
+@pytest.mark.parametrize("make, kind, expect", [
+    (lambda t: t.BlockPG(lam=1), TypeError, "BlockPG has no parameter 'lam'; the L1 weight λ is reg=… "
+                                            "(tux2 run blockpg --lam); its parameters are: reg, block_size,"),
+    (lambda t: t.LogisticRegression(lam=0.1), TypeError, "the regularisation weight λ is reg=… (tux2 run lr --lam)"),
+    (lambda t: t.LinearSVM().set_params(lam=0.1), ValueError, "(tux2 run svm --lam); its parameters are:"),
+    (lambda t: t.MF(no_biases=True), TypeError, "MF has no parameter 'no_biases'; biases=False is --no-biases"),
+    (lambda t: t.LDA(topic=5), TypeError, "LDA has no parameter 'topic'; its parameters are: topics,"),
+    (lambda t: t.LogisticRegression(reg="l1").check_params(), ValueError,
+     "reg must be a finite number >= 0, got 'l1'; the regulariser, 'l2' or 'l1', is penalty=… (tux2 run lr --reg)"),
+])
+def test_an_unknown_keyword_names_the_parameters_and_the_flag_it_may_be(make, kind, expect):
+    import tux2
+    with pytest.raises(kind) as e:
+        make(tux2)
+    assert expect in str(e.value)
+
+
+def test_renamed_flags_reach_their_parameters(tmp_path):
+    """--lam is reg, lr's --reg is penalty (the estimators' ``flags``), as model.json shows."""
+    import json
+    from tux2.cli import main
+    data = tmp_path / "d.svm"
+    data.write_text("1 1:0.5 2:1\n-1 1:1\n1 2:1\n-1 1:1 2:0.2\n")
+    for algo, flags, want in (("lr", ["--reg", "l1", "--lam", "0.5"], {"penalty": "l1", "reg": 0.5}),
+                              ("blockpg", ["--lam", "0.25"], {"reg": 0.25})):
+        assert main(["run", algo, str(data), "--epochs", "1", "--quiet", "--out", str(tmp_path / algo), *flags]) == 0
+        meta = json.loads((tmp_path / algo / "model.json").read_text())
+        assert {k: meta[k] for k in want} == want
