@@ -341,3 +341,25 @@ def test_an_empty_option_value_is_an_error_not_a_default(argv):
     assert r.returncode == 2, r.stderr
     flag = next(a for a in argv if a.startswith("-") and a != "--checkpoint-every").rstrip("=")
     assert r.stderr.strip().splitlines()[-1].endswith(f"{flag}: expected a value, got an empty string"), r.stderr
+
+
+@pytest.mark.parametrize("algo, text, line, what", [
+    ("lr", "1 1:1\n\n-1 2:1\n2 1:1 2:1\n", 4, "logistic is binary: labels must be ±1 or 0/1, got 2"),
+    ("svm", "1 1:1\n0.5 2:1\n", 2, "hinge is binary: labels must be ±1 or 0/1, got 0.5"),
+    ("softmax", "0 1:1\n# c\n1 2:1\n-1 1:1\n", 4, "softmax labels must be class numbers 0, 1, …, got -1"),
+    ("blockpg", "1 1:1\n-1 2:1\n2 1:1\n", 3, "labels must be +1/-1 or 1/0, found 2"),
+])
+def test_a_bad_label_is_named_by_file_and_line(capsys, tmp_path, algo, text, line, what):
+    f = tmp_path / "d.svm"
+    f.write_text(text)
+    rc, out, err = _main(capsys, "run", algo, str(f), "--epochs", "1", "--quiet")
+    _refused(rc, err, f"tux2: error: {f}:{line}: ", what)
+
+
+def test_predict_names_the_line_of_a_label_beyond_the_softmax_classes(capsys, tmp_path):
+    train, test = tmp_path / "t.svm", tmp_path / "s.svm"
+    train.write_text("0 1:1\n1 2:1\n0 1:1 2:1\n")
+    test.write_text("0 1:1\n5 2:1\n")
+    assert _main(capsys, "run", "softmax", str(train), "--epochs", "1", "--quiet", "--out", str(tmp_path / "m"))[0] == 0
+    rc, out, err = _main(capsys, "predict", str(tmp_path / "m"), str(test), "-o", str(tmp_path / "p.txt"))
+    _refused(rc, err, f"tux2: error: {test}:2: label 5 is not below the number of classes 2")

@@ -754,6 +754,16 @@ def edge_line(path, index, skip_lines=0):
     return None, None
 
 
+def sample_error(message, source, index):
+    """InputError about sample ``index`` (0-based) of ``source``: FILE:LINE and the line's
+    text when ``source`` is a file of one sample per data line (libsvm), else its index."""
+    if isinstance(source, str) and os.path.isfile(source):
+        line, text = edge_line(source, index)
+        if line is not None:
+            return InputError(message, path=source, line=line, text=text)
+    return InputError(f"{message} (sample {index})", path=source)
+
+
 # token counts per (document, word) pair: each token becomes sampler state, so a larger
 # count on one line is a damaged file far more often than a real corpus
 MAX_COUNT = 1 << 24

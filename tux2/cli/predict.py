@@ -93,10 +93,7 @@ def predict(args):
                 for s in M[:, 0])
     _write(args.output, itertools.chain([header], rows))
     if model.loss == "softmax":
-        try:
-            labels_for("softmax", labels, M.shape[1])
-        except ValueError as e:
-            raise Tux2Error(f"{args.input}: {e}") from None
+        labels_for("softmax", labels, M.shape[1], source=args.input)
     beyond = np.unique(graph.dst[graph.dst >= len(model.coef_)])     # scored as 0, like liblinear
     _report(args, {"model": model.algorithm, "samples": int(graph.n_src), **score_metrics(M, labels, model.loss),
                    **({"unknown_features": int(len(beyond))} if len(beyond) else {})})

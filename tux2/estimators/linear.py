@@ -5,7 +5,7 @@ L1 logistic regression by block proximal gradient (``BlockPG``, tux2.udfs.blockp
 ``reg`` is λ everywhere; ``penalty`` picks R = ½‖W‖² (l2) or ‖W‖₁ (l1)."""
 import numpy as np
 
-from tux2 import files, loaders
+from tux2 import files, io, loaders
 from tux2.errors import Tux2Error
 from tux2.estimator import Estimator
 from tux2.graph import BipartiteGraph
@@ -170,10 +170,7 @@ class GLM(Linear):
         g, y = data.train, data.labels
         base = label_base(y, self.classes) if self.loss == "softmax" else 0
         y, test_labels = y - base, None if data.test_labels is None else data.test_labels - base
-        try:
-            k = glm.labels_for(self.loss, y, self.classes)[1]
-        except ValueError as e:
-            raise Tux2Error(f"{data.source}: {e}") from None
+        k = glm.labels_for(self.loss, y, self.classes, source=data.source)[1]
         optimizer, eta = self._resolved()
         prog, graph, assignment, edata, perm = glm.setup(
             g, y, self.loss, self.strategy, parts=parts, driver=self.driver, seed=self.seed, reg=self.penalty,
@@ -290,8 +287,8 @@ class BlockPG(Linear):
         g, y = data.train, data.labels
         bad = ~np.isin(y, (-1.0, 0.0, 1.0))
         if bad.any():
-            raise Tux2Error(f"{data.source}: BlockPG is binary logistic regression; labels must be +1/-1 or 1/0, "
-                            f"found {y[bad][0]:g} at sample {int(np.argmax(bad))}")
+            raise io.sample_error(f"BlockPG is binary logistic regression; labels must be +1/-1 or 1/0, found "
+                                  f"{y[int(np.argmax(bad))]:g}", data.source, int(np.argmax(bad)))
         if self.bias:                             # the test set gets its bias in _scores
             g = with_bias(g)
         feat, perm = blockpg.shuffle_features(g.dst, g.n_dst, seed=self.seed)
