@@ -363,3 +363,31 @@ def test_predict_names_the_line_of_a_label_beyond_the_softmax_classes(capsys, tm
     assert _main(capsys, "run", "softmax", str(train), "--epochs", "1", "--quiet", "--out", str(tmp_path / "m"))[0] == 0
     rc, out, err = _main(capsys, "predict", str(tmp_path / "m"), str(test), "-o", str(tmp_path / "p.txt"))
     _refused(rc, err, f"tux2: error: {test}:2: label 5 is not below the number of classes 2")
+
+
+@pytest.mark.parametrize("text, line, looks", [
+    ("3\n5\n6\n1 1 2\n1 3 1\n2 2 4\n2 5 1\n3 1 1\n3 4 2\n", 1,
+     "it looks like a UCI docword file (three header lines D, W, NNZ, then 'doc word count' lines), a corpus for "
+     "topic models: tux2 run lda reads it (--format docword)"),
+    ("the cat sat on the mat\nthe dog ate my homework\n", 1,
+     "it looks like plain text, a corpus for topic models (a document per line): tux2 run lda reads it"),
+    ("1 1:0.5 2:1\n-1 1:1\n", 1, "it looks like a libsvm file"),
+])
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_mf_given_a_corpus_says_what_it_looks_like(capsys, tmp_path, text, line, looks, workers):
+    f = tmp_path / "in.txt"
+    f.write_text(text)
+    if workers == "1":
+        rc, out, err = _main(capsys, "run", "mf", str(f), "--epochs", "1", "--quiet")
+    else:           # distributed ingress reads its byte range with its own parser
+        r = run_cli("run", "mf", str(f), "--epochs", "1", "--quiet", "--workers", "2", timeout=300)
+        rc, err = r.returncode, r.stderr
+    _refused(rc, err, f"tux2: error: {'[worker 0] ' if workers == '2' else ''}{f}:{line}: ", looks)
+
+
+def test_a_bad_rating_line_gets_no_corpus_hint(capsys, tmp_path):
+    f = tmp_path / "r.txt"
+    f.write_text("u1 i1 4\nu2 i1 x\n")
+    rc, out, err = _main(capsys, "run", "mf", str(f), "--epochs", "1", "--quiet")
+    _refused(rc, err, f"{f}:2: malformed value")
+    assert "looks like" not in err

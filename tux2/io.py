@@ -710,7 +710,7 @@ def read_edge_range(path, part, parts, base=None, columns=None):
     k, ncols, err, err_line, err_pos = _parse_edges(chunk, 0, s, d, v, *fmt.args)
     if err:
         before = int(np.count_nonzero(buf[:lo] == 10))
-        raise InputError(_MESSAGES[err], path=path, line=before + err_line,
+        raise InputError(_MESSAGES[err] + other_format(path), path=path, line=before + err_line,
                          text=_line_text(bytes(chunk), err_pos))
     s, d, v = s[:k], d[:k], v[:k]
     if base != "auto":
@@ -954,6 +954,26 @@ def sniff_input(path, columns=None):
                     for t in rows):
         return "edges"
     return "text"
+
+
+def other_format(path):
+    """'' or, for an edge-list reader's error, what the file looks like instead and what
+    reads it: a UCI docword file or plain text (tux2 run lda), a libsvm file."""
+    try:
+        kind = sniff_input(path)
+        rows = [split_line(x) for x in read_head(path, "input").split(b"\n")[:20]]
+    except InputError:
+        return ""
+    if kind == "docword":
+        return ("; it looks like a UCI docword file (three header lines D, W, NNZ, then 'doc word count' lines), "
+                "a corpus for topic models: tux2 run lda reads it (--format docword)")
+    if kind == "text" and not any(len(t) >= 3 and is_number(t[2]) for t in rows):
+        return ("; it looks like plain text, a corpus for topic models (a document per line): tux2 run lda reads "
+                "it (--format text)")
+    if kind == "libsvm":
+        return ("; it looks like a libsvm file ('label index:value …'): tux2 run lr, svm, softmax, fm or blockpg "
+                "reads it")
+    return ""
 
 
 # --------------------------------------------------------------------------- libsvm

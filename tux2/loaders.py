@@ -160,6 +160,7 @@ def load_edges(path, ids="auto", duplicates="error", base="auto", type_names=("s
     try:
         return _load_edges(path, ids, duplicates, base, type_names, id_maps, values, columns, known, unknown)
     except InputError as e:
+        e.args = (f"{e}{io.other_format(path)}",)
         raise io.as_given(e, path, given) from None
 
 
