@@ -17,6 +17,7 @@ import errno
 import hashlib
 import json
 import os
+import sys
 
 import numpy as np
 
@@ -197,8 +198,11 @@ def stdout_gone():
     """Point standard output at /dev/null, after its reader closed it (``| head``) or a
     write to it failed: the process goes on, and exits, without another error from it."""
     fd = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(fd, 1)
-    os.close(fd)
+    if fd != 1:                     # 1 when it was closed
+        os.dup2(fd, 1)
+        os.close(fd)
+    if sys.stdout is None:          # the process started with it closed
+        sys.stdout = open(1, "w", closefd=False)
 
 
 def check_writable(path, what, directory):

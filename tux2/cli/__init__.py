@@ -157,6 +157,11 @@ def _main(argv):
         return 2
     args = parser.parse_args(argv)
     args.argv = argv
+    if sys.stdout is None:          # started with standard output closed (>&-): an error where it is the output
+        if getattr(args, "prints", lambda a: None)(args):
+            print(f"tux2: error: standard output is closed: {args.prints(args)}", file=sys.stderr)
+            return 2
+        __import__("tux2.files").files.stdout_gone()
     if getattr(args, "no_cache", False):
         from tux2.compile import set_cache_dir
         set_cache_dir(None)
