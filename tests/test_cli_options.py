@@ -391,3 +391,18 @@ def test_a_bad_rating_line_gets_no_corpus_hint(capsys, tmp_path):
     rc, out, err = _main(capsys, "run", "mf", str(f), "--epochs", "1", "--quiet")
     _refused(rc, err, f"{f}:2: malformed value")
     assert "looks like" not in err
+
+
+@pytest.mark.parametrize("text, expect", [
+    ("k = 4\n\nepochs = = 2\n", ":3: not valid TOML: Invalid value (column 10) (line text: 'epochs = = 2')"),
+    ("k = 4\nk = 5\n", ":2: not valid TOML: Cannot overwrite a value (column 6) (line text: 'k = 5')"),
+    ('k = 4\nmode = "sgd\n', ":2: not valid TOML: Illegal character '\\n' (column 12) (line text: 'mode = \"sgd')"),
+    ('k = 1\nk = "abc', ":2: not valid TOML: Unterminated string (at end of document) (line text: 'k = \"abc')"),
+    ("k = 1\n\xff\n", ": not valid TOML: not UTF-8 text (byte 6)"),
+])
+def test_a_config_that_is_not_toml_is_named_by_file_and_line(capsys, tmp_path, text, expect):
+    conf = tmp_path / "bad.toml"
+    conf.write_bytes(text.encode("latin-1"))
+    rc, out, err = _main(capsys, "run", "mf", "--config", str(conf))
+    _refused(rc, err)
+    assert err.splitlines() == [f"tux2: error: {conf}{expect}"], err

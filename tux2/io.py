@@ -754,6 +754,27 @@ def edge_line(path, index, skip_lines=0):
     return None, None
 
 
+def read_toml(path, what="config"):
+    """The TOML file ``path`` as a dict; InputError 'FILE:LINE: not valid TOML: …' (with
+    the line's text) where tomllib finds an error, 'FILE: cannot read …' if unreadable."""
+    import re
+    import tomllib
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+        return tomllib.loads(raw.decode("utf-8"))
+    except OSError as e:
+        raise InputError(f"cannot read {what}: {e.strerror}", path=path) from None
+    except UnicodeDecodeError as e:
+        raise InputError(f"not valid TOML: not UTF-8 text (byte {e.start})", path=path) from None
+    except tomllib.TOMLDecodeError as e:
+        lines = raw.decode("utf-8").split("\n")
+        # '(at line N, column M)', or '(at end of document)': then the last line
+        at = re.fullmatch(r"(.*) \(at line (\d+), column (\d+)\)", str(e), re.S)
+        what, line = (f"{at[1]} (column {at[3]})", int(at[2])) if at else (str(e), len(raw.rstrip().split(b"\n")))
+        raise InputError(f"not valid TOML: {what}", path=path, line=line, text=lines[line - 1].rstrip("\r")) from None
+
+
 def sample_error(message, source, index):
     """InputError about sample ``index`` (0-based) of ``source``: FILE:LINE and the line's
     text when ``source`` is a file of one sample per data line (libsvm), else its index."""
