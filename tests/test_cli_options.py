@@ -406,3 +406,28 @@ def test_a_config_that_is_not_toml_is_named_by_file_and_line(capsys, tmp_path, t
     rc, out, err = _main(capsys, "run", "mf", "--config", str(conf))
     _refused(rc, err)
     assert err.splitlines() == [f"tux2: error: {conf}{expect}"], err
+
+
+@pytest.mark.parametrize("argv", [
+    ["run", "mf", "{ratings}", "--epochs", "1", "--out", "{bad}"],
+    ["run", "lda", "{corpus}", "--iterations", "1", "--out", "{bad}"],
+    ["run", "blockpg", "{svm}", "--epochs", "1", "--out", "{bad}"],
+    ["run", "lr", "{svm}", "--epochs", "1", "--out", "{bad}"],
+    ["run", "mf", "{ratings}", "--epochs", "1", "--metrics", "{bad}"],
+    ["partition", "{ratings}", "-p", "2", "-s", "random", "--save", "{bad}"],
+])
+@pytest.mark.parametrize("bad, why", [
+    ("{tmp}/somefile/model", "{tmp}/somefile is not a directory"),     # under a regular file
+    ("/proc/tux2-test/model", ": /proc"),        # no one can make it, root neither (root: mkdir's error)
+    ("/sys/tux2-test", ": /sys"),
+])
+def test_an_output_no_one_can_create_is_refused_before_any_work(capsys, tmp_path, argv, bad, why):
+    (tmp_path / "somefile").write_text("")
+    (tmp_path / "r.txt").write_text("1 2 4\n2 3 5\n3 1 3\n1 3 2\n2 1 1\n")
+    (tmp_path / "c.txt").write_text("the cat sat on the mat\nthe dog ate my homework\n")
+    (tmp_path / "d.svm").write_text("1 1:0.5 2:1\n-1 1:1\n")
+    bad, why = bad.format(tmp=tmp_path), why.format(tmp=tmp_path)
+    rc, out, err = _main(capsys, *[a.format(ratings=tmp_path / "r.txt", corpus=tmp_path / "c.txt",
+                                            svm=tmp_path / "d.svm", bad=bad) for a in argv])
+    _refused(rc, err, f"tux2: error: {bad}: cannot create --", why)
+    assert "epoch" not in out and "iteration" not in out and "parts" not in out, out     # nothing ran

@@ -218,6 +218,7 @@ def check_writable(path, what, directory):
             raise FileError(f"{path}: {what} must be a file, and this is a directory")
         if not os.access(path, os.W_OK):
             raise FileError(f"{path}: {what} is not writable")
+        _probe(path if os.path.isdir(path) else os.path.dirname(path), path, what)
         return
     parent = os.path.dirname(path)
     while parent and not os.path.exists(parent):
@@ -226,3 +227,14 @@ def check_writable(path, what, directory):
         raise FileError(f"{path}: cannot create {what}: {parent} is not a directory")
     if not os.access(parent, os.W_OK | os.X_OK):
         raise FileError(f"{path}: cannot create {what}: {parent} is not writable")
+    _probe(parent, path, what)
+
+
+def _probe(directory, path, what):
+    """Make and remove a directory in ``directory``: what permissions cannot tell (root
+    passes os.access) — /proc, /sys, a read-only mount."""
+    import tempfile
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".tux2-probe-", dir=directory))
+    except OSError as e:
+        raise FileError(f"{path}: cannot create {what}: {directory}: {e.strerror}") from None
