@@ -112,3 +112,79 @@ def test_empty_arrays_are_an_input_error(cls):
     est = getattr(tux2, cls)(**({"epochs": 1} if cls == "MF" else {"iterations": 1}))
     with pytest.raises(tux2.InputError, match="arrays: no edges to train on"):     # was the engine's tiles error
         est.fit((np.array([], int), np.array([], int), np.array([], float)))
+
+
+@pytest.mark.parametrize("make, kind, expect", [
+    (lambda t: t.BlockPG(lam=1), TypeError, "BlockPG has no parameter 'lam'; the L1 weight λ is reg=… "
+                                            "(tux2 run blockpg --lam); its parameters are: reg, block_size,"),
+    (lambda t: t.LogisticRegression(lam=0.1), TypeError, "the regularisation weight λ is reg=… (tux2 run lr --lam)"),
+    (lambda t: t.LinearSVM().set_params(lam=0.1), ValueError, "(tux2 run svm --lam); its parameters are:"),
+    (lambda t: t.MF(no_biases=True), TypeError, "MF has no parameter 'no_biases'; biases=False is --no-biases"),
+    (lambda t: t.LDA(topic=5), TypeError, "LDA has no parameter 'topic'; its parameters are: topics,"),
+    (lambda t: t.LogisticRegression(reg="l1").check_params(), ValueError,
+     "reg must be a finite number >= 0, got 'l1'; the regulariser, 'l2' or 'l1', is penalty=… (tux2 run lr --reg)"),
+])
+def test_an_unknown_keyword_names_the_parameters_and_the_flag_it_may_be(make, kind, expect):
+    import tux2
+    with pytest.raises(kind) as e:
+        make(tux2)
+    assert expect in str(e.value)
+
+
+def test_renamed_flags_reach_their_parameters(tmp_path):
+    """--lam is reg, lr's --reg is penalty (the estimators' ``flags``), as model.json shows."""
+    import json
+    from tux2.cli import main
+    data = tmp_path / "d.svm"
+    data.write_text("1 1:0.5 2:1\n-1 1:1\n1 2:1\n-1 1:1 2:0.2\n")
+    for algo, flags, want in (("lr", ["--reg", "l1", "--lam", "0.5"], {"penalty": "l1", "reg": 0.5}),
+                              ("blockpg", ["--lam", "0.25"], {"reg": 0.25})):
+        assert main(["run", algo, str(data), "--epochs", "1", "--quiet", "--out", str(tmp_path / algo), *flags]) == 0
+        meta = json.loads((tmp_path / algo / "model.json").read_text())
+        assert {k: meta[k] for k in want} == want
+
+
+@pytest.fixture(scope="module")
+def two_mf_models():
+    """An MF model with integer ids and one with string ids ('u0' …, 'i0' …)."""
+    import tux2
+    rng = np.random.default_rng(0)
+    pairs = {(int(a), int(b)): float(c) for a, b, c in
+             zip(rng.integers(0, 20, 300), rng.integers(0, 15, 300), rng.uniform(1, 5, 300))}
+    u, i = (np.array(x) for x in zip(*pairs))
+    r = np.array(list(pairs.values()))
+    return (tux2.MF(k=2, epochs=1).fit((u, i, r)),
+            tux2.MF(k=2, epochs=1).fit(([f"u{x}" for x in u], [f"i{x}" for x in i], r)))
+
+
+@pytest.mark.parametrize("strings, call, expect", [
+    (False, lambda m: m.predict([1.5], [2]), "MF.predict: users: 1.5 (position 0) is not an id of this model, "
+                                             "whose ids are integers"),
+    (False, lambda m: m.predict([1, 2], [2, np.nan]), "MF.predict: items: nan (position 1) is not an id"),
+    (False, lambda m: m.predict(np.array([[1, 2]]), [[2, 3]]), "users must be an id or a 1-D sequence of ids, "
+                                                               "got an array of shape (1, 2)"),
+    (False, lambda m: m.predict(None, [2]), "MF.predict: users must be an id or a 1-D sequence of ids, got None"),
+    (False, lambda m: m.predict([None], [2]), "users: None (position 0) is not an id"),
+    (False, lambda m: m.predict(["a"], ["2"]), "users: 'a' (position 0) is not an id of this model, whose ids are "
+                                               "integers"),
+    (False, lambda m: m.predict([True], [2]), "users: True (position 0) is not an id"),
+    (False, lambda m: m.recommend([1.5]), "MF.recommend: users: 1.5 (position 0) is not an id"),
+    (False, lambda m: m.recommend([[1, 2]]), "MF.recommend: users must be an id or a 1-D sequence of ids"),
+    (False, lambda m: m.recommend([1], k=-1), "MF.recommend: k must be an integer >= 0, got -1"),
+    (True, lambda m: m.predict([1], ["i2"]), "users: 1 (position 0) is not an id of this model, whose ids are "
+                                             "strings (such as 'u0')"),
+    (True, lambda m: m.recommend([3]), "MF.recommend: users: 3 (position 0) is not an id of this model"),
+    (True, lambda m: m.predict([["u1"]], ["i1"]), "got an array of shape (1, 1)"),
+])
+def test_odd_ids_from_python_are_a_clear_value_error(two_mf_models, strings, call, expect):
+    with pytest.raises(ValueError) as e:
+        call(two_mf_models[strings])
+    assert expect in str(e.value)
+
+
+def test_ids_as_numbers_a_file_writes_still_work(two_mf_models):
+    m, s = two_mf_models
+    assert np.array_equal(m.predict([1.0, "3", np.int32(4)], np.array([2.0, 2.0, 5.0])),
+                          m.predict([1, 3, 4], [2, 2, 5]))
+    assert np.array_equal(m.recommend(np.array([1, 3]), k=2)[1], m.recommend(["1", 3.0], k=2)[1])
+    assert s.predict("u1", "i2").shape == (1,) and np.isnan(s.predict(["nobody"], ["i2"], unknown="skip")[0])

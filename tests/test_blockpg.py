@@ -194,9 +194,10 @@ def test_cli_trains_to_the_liblinear_optimum_and_writes_weights(svm_files, tmp_p
 
 def test_cli_bad_labels_and_input(tmp_path):
     f = tmp_path / "m.svm"
-    f.write_text("1 1:1\n3 2:1\n")
+    f.write_text("1 1:1\n# a comment\n3 2:1\n")
     r = run_cli("run", "blockpg", str(f), timeout=300)
-    assert r.returncode == 2 and "labels must be +1/-1 or 1/0, found 3 at sample 1" in r.stderr
+    assert r.returncode == 2 and f"{f}:3: BlockPG is binary logistic regression; labels must be +1/-1 or 1/0, " \
+        "found 3 (line text: '3 2:1')" in r.stderr
     f.write_text("1 1:1\n1 2:x\n")
     r = run_cli("run", "blockpg", str(f), timeout=300)
     assert r.returncode == 2 and f"{f}:2: malformed feature value" in r.stderr and "Traceback" not in r.stderr

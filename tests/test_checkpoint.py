@@ -129,6 +129,20 @@ def test_restore_refuses_another_layout(tmp_path):
         checkpoint.load(tmp_path, other, {})
 
 
+def test_resume_of_another_algorithms_checkpoint_names_it_in_one_line(ratings, tmp_path):
+    corpus, svm = tmp_path / "c.txt", tmp_path / "d.svm"
+    corpus.write_text("the cat sat on the mat\nthe dog ate my homework\nthe cat and the dog\n")
+    svm.write_text("1 1:0.5 2:1\n-1 1:1\n1 2:1\n-1 1:1 2:0.2\n")
+    _run("run", "lda", str(corpus), "--iterations", "1", "--checkpoint-every", "1", "--checkpoint-dir",
+         str(tmp_path / "lda"))
+    _run("run", "lr", str(svm), "--epochs", "1", "--checkpoint-every", "1", "--checkpoint-dir", str(tmp_path / "lr"))
+    for argv, was, now in ((["mf", ratings], "lda", "mf"), (["svm", str(svm)], "lr", "svm")):
+        r = run_cli("run", *argv, "--epochs", "2", "--quiet", "--resume", str(tmp_path / was))
+        assert r.returncode == 2 and r.stderr.splitlines() == [
+            f"tux2: error: {tmp_path / was}/ckpt-00000001 is a checkpoint of tux2 run {was}, not of tux2 run {now}: "
+            f"resume it with tux2 run {was} --resume {tmp_path / was}"], r.stderr
+
+
 def test_resume_takes_the_same_file_and_layout_however_they_are_named(ratings, tmp_path):
     """The same file by another path (./r.txt, a symlink) and the same partitions asked
     for another way (--partitions 2 against --workers 2's default) are the same run."""

@@ -341,3 +341,93 @@ def test_an_empty_option_value_is_an_error_not_a_default(argv):
     assert r.returncode == 2, r.stderr
     flag = next(a for a in argv if a.startswith("-") and a != "--checkpoint-every").rstrip("=")
     assert r.stderr.strip().splitlines()[-1].endswith(f"{flag}: expected a value, got an empty string"), r.stderr
+
+
+@pytest.mark.parametrize("algo, text, line, what", [
+    ("lr", "1 1:1\n\n-1 2:1\n2 1:1 2:1\n", 4, "logistic is binary: labels must be ±1 or 0/1, got 2"),
+    ("svm", "1 1:1\n0.5 2:1\n", 2, "hinge is binary: labels must be ±1 or 0/1, got 0.5"),
+    ("softmax", "0 1:1\n# c\n1 2:1\n-1 1:1\n", 4, "softmax labels must be class numbers 0, 1, …, got -1"),
+    ("blockpg", "1 1:1\n-1 2:1\n2 1:1\n", 3, "labels must be +1/-1 or 1/0, found 2"),
+])
+def test_a_bad_label_is_named_by_file_and_line(capsys, tmp_path, algo, text, line, what):
+    f = tmp_path / "d.svm"
+    f.write_text(text)
+    rc, out, err = _main(capsys, "run", algo, str(f), "--epochs", "1", "--quiet")
+    _refused(rc, err, f"tux2: error: {f}:{line}: ", what)
+
+
+def test_predict_names_the_line_of_a_label_beyond_the_softmax_classes(capsys, tmp_path):
+    train, test = tmp_path / "t.svm", tmp_path / "s.svm"
+    train.write_text("0 1:1\n1 2:1\n0 1:1 2:1\n")
+    test.write_text("0 1:1\n5 2:1\n")
+    assert _main(capsys, "run", "softmax", str(train), "--epochs", "1", "--quiet", "--out", str(tmp_path / "m"))[0] == 0
+    rc, out, err = _main(capsys, "predict", str(tmp_path / "m"), str(test), "-o", str(tmp_path / "p.txt"))
+    _refused(rc, err, f"tux2: error: {test}:2: label 5 is not below the number of classes 2")
+
+
+@pytest.mark.parametrize("text, line, looks", [
+    ("3\n5\n6\n1 1 2\n1 3 1\n2 2 4\n2 5 1\n3 1 1\n3 4 2\n", 1,
+     "it looks like a UCI docword file (three header lines D, W, NNZ, then 'doc word count' lines), a corpus for "
+     "topic models: tux2 run lda reads it (--format docword)"),
+    ("the cat sat on the mat\nthe dog ate my homework\n", 1,
+     "it looks like plain text, a corpus for topic models (a document per line): tux2 run lda reads it"),
+    ("1 1:0.5 2:1\n-1 1:1\n", 1, "it looks like a libsvm file"),
+])
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_mf_given_a_corpus_says_what_it_looks_like(capsys, tmp_path, text, line, looks, workers):
+    f = tmp_path / "in.txt"
+    f.write_text(text)
+    if workers == "1":
+        rc, out, err = _main(capsys, "run", "mf", str(f), "--epochs", "1", "--quiet")
+    else:           # distributed ingress reads its byte range with its own parser
+        r = run_cli("run", "mf", str(f), "--epochs", "1", "--quiet", "--workers", "2", timeout=300)
+        rc, err = r.returncode, r.stderr
+    _refused(rc, err, f"tux2: error: {'[worker 0] ' if workers == '2' else ''}{f}:{line}: ", looks)
+
+
+def test_a_bad_rating_line_gets_no_corpus_hint(capsys, tmp_path):
+    f = tmp_path / "r.txt"
+    f.write_text("u1 i1 4\nu2 i1 x\n")
+    rc, out, err = _main(capsys, "run", "mf", str(f), "--epochs", "1", "--quiet")
+    _refused(rc, err, f"{f}:2: malformed value")
+    assert "looks like" not in err
+
+
+@pytest.mark.parametrize("text, expect", [
+    ("k = 4\n\nepochs = = 2\n", ":3: not valid TOML: Invalid value (column 10) (line text: 'epochs = = 2')"),
+    ("k = 4\nk = 5\n", ":2: not valid TOML: Cannot overwrite a value (column 6) (line text: 'k = 5')"),
+    ('k = 4\nmode = "sgd\n', ":2: not valid TOML: Illegal character '\\n' (column 12) (line text: 'mode = \"sgd')"),
+    ('k = 1\nk = "abc', ":2: not valid TOML: Unterminated string (at end of document) (line text: 'k = \"abc')"),
+    ("k = 1\n\xff\n", ": not valid TOML: not UTF-8 text (byte 6)"),
+])
+def test_a_config_that_is_not_toml_is_named_by_file_and_line(capsys, tmp_path, text, expect):
+    conf = tmp_path / "bad.toml"
+    conf.write_bytes(text.encode("latin-1"))
+    rc, out, err = _main(capsys, "run", "mf", "--config", str(conf))
+    _refused(rc, err)
+    assert err.splitlines() == [f"tux2: error: {conf}{expect}"], err
+
+
+@pytest.mark.parametrize("argv", [
+    ["run", "mf", "{ratings}", "--epochs", "1", "--out", "{bad}"],
+    ["run", "lda", "{corpus}", "--iterations", "1", "--out", "{bad}"],
+    ["run", "blockpg", "{svm}", "--epochs", "1", "--out", "{bad}"],
+    ["run", "lr", "{svm}", "--epochs", "1", "--out", "{bad}"],
+    ["run", "mf", "{ratings}", "--epochs", "1", "--metrics", "{bad}"],
+    ["partition", "{ratings}", "-p", "2", "-s", "random", "--save", "{bad}"],
+])
+@pytest.mark.parametrize("bad, why", [
+    ("{tmp}/somefile/model", "{tmp}/somefile is not a directory"),     # under a regular file
+    ("/proc/tux2-test/model", ": /proc"),        # no one can make it, root neither (root: mkdir's error)
+    ("/sys/tux2-test", ": /sys"),
+])
+def test_an_output_no_one_can_create_is_refused_before_any_work(capsys, tmp_path, argv, bad, why):
+    (tmp_path / "somefile").write_text("")
+    (tmp_path / "r.txt").write_text("1 2 4\n2 3 5\n3 1 3\n1 3 2\n2 1 1\n")
+    (tmp_path / "c.txt").write_text("the cat sat on the mat\nthe dog ate my homework\n")
+    (tmp_path / "d.svm").write_text("1 1:0.5 2:1\n-1 1:1\n")
+    bad, why = bad.format(tmp=tmp_path), why.format(tmp=tmp_path)
+    rc, out, err = _main(capsys, *[a.format(ratings=tmp_path / "r.txt", corpus=tmp_path / "c.txt",
+                                            svm=tmp_path / "d.svm", bad=bad) for a in argv])
+    _refused(rc, err, f"tux2: error: {bad}: cannot create --", why)
+    assert "epoch" not in out and "iteration" not in out and "parts" not in out, out     # nothing ran

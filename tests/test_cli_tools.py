@@ -131,7 +131,7 @@ def test_config_file_keys_are_flags_and_the_command_line_wins(tmp_path):
     assert r.returncode == 2 and "invalid choice: 'fast'" in r.stderr
     conf.write_text("k = [\n")
     r = run_cli("run", "mf", "--config", str(conf))
-    assert r.returncode == 2 and f"{conf}: not valid TOML" in r.stderr
+    assert r.returncode == 2 and f"{conf}:1: not valid TOML: Invalid value (at end of document) (line text: 'k = ['" in r.stderr
 
 
 def _on_terminal(*args):

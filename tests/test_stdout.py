@@ -65,3 +65,25 @@ def test_predictions_to_a_full_standard_output_are_an_error(ratings_file, tmp_pa
         err = p.communicate(timeout=300)[1]
     assert p.returncode == 2, err
     assert err.startswith("tux2: error: cannot write the predictions to standard output: No space left"), err
+
+
+@pytest.mark.parametrize("argv, expect", [
+    (["info", "{f}"], "tux2: error: standard output is closed: tux2 info prints its report there"),
+    (["partition", "{f}", "-p", "2", "-s", "random"],
+     "tux2: error: standard output is closed: tux2 partition prints its reports there (--save DIR writes"),
+    (["partition", "{f}", "-p", "2", "-s", "random", "--json"], "tux2 partition prints its reports there"),
+])
+def test_a_report_to_a_closed_standard_output_is_an_error(ratings_file, argv, expect):
+    p = _start(*[a.format(f=ratings_file) for a in argv], preexec_fn=lambda: os.close(1))
+    err = p.communicate(timeout=300)[1]
+    lines = err.splitlines()
+    assert p.returncode == 2 and len(lines) == 1 and lines[0].startswith("tux2: error: standard output is closed: ")
+    assert expect in lines[0], err
+
+
+def test_partition_with_its_assignments_saved_works_with_standard_output_closed(ratings_file, tmp_path):
+    p = _start("partition", ratings_file, "-p", "2", "-s", "random", "-s", "hdrf", "--save", str(tmp_path / "a"),
+               preexec_fn=lambda: os.close(1))
+    err = p.communicate(timeout=300)[1]
+    assert p.returncode == 0 and "Traceback" not in err, err
+    assert sorted(os.listdir(tmp_path / "a")) == ["hdrf.npz", "random.npz"]

@@ -206,6 +206,10 @@ def load(directory, eng, params, transport=None, compare=None, inputs=None):
     if state.get("world") != world:           # first: the partitions follow from the workers
         raise CheckpointError(f"{path} was written by {state.get('world')} workers; resume with --workers "
                               f"{state.get('world')} (this run has {world})")
+    if "algorithm" in diff and None not in (saved.get("algorithm"), params.get("algorithm")):     # tux2 run ALGO
+        was = saved["algorithm"]
+        raise CheckpointError(f"{path} is a checkpoint of tux2 run {was}, not of tux2 run {params['algorithm']}: "
+                              f"resume it with tux2 run {was} --resume {directory}")
     if diff:
         def flag(k, v):
             return f"--{k.replace('_', '-')} {'(unset)' if v is None else v}"

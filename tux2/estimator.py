@@ -24,6 +24,7 @@ import os
 
 from tux2 import files
 from tux2.errors import InputError, NotFittedError, Tux2Error
+from tux2.params import flag_hints, unknown
 from tux2.runner import Dataset, fit_workers, train
 from tux2.version import __version__
 
@@ -37,6 +38,15 @@ class Estimator:
     _watch = None                   # the record key whose non-finite value stops the run, with this message:
     _stop = "{key} is not finite at {unit} {n}; check the input values or lower the step size"
     bounds = {}                     # {parameter: tux2.params.Bound}: checked by fit; the flags' types in the CLI
+    flags = {}                      # {parameter: (its flag in ``tux2 run ALGO``, what it is)} where the names differ
+
+    def __new__(cls, *args, **kwargs):      # an unknown keyword: a message naming the parameters (tux2.params)
+        names = inspect.signature(cls.__init__).parameters
+        if not any(p.kind == p.VAR_KEYWORD for p in names.values()):
+            for k in kwargs:
+                if k not in names:
+                    raise TypeError(unknown(cls, k))
+        return super().__new__(cls)
 
     # ------------------------------------------------------------ parameters
     @classmethod
@@ -58,14 +68,16 @@ class Estimator:
         defaults = inspect.signature(type(self).__init__).parameters
         for name, bound in self.bounds.items():
             if name in defaults and (getattr(self, name) is not None or defaults[name].default is not None):
-                bound.check(f"{type(self).__name__}: {name}", getattr(self, name))
+                try:
+                    bound.check(f"{type(self).__name__}: {name}", getattr(self, name))
+                except ValueError as e:
+                    raise ValueError(f"{e}{flag_hints(type(self), name)}") from None
 
     def set_params(self, **params):
         """Change parameters (before the next ``fit``); returns the estimator."""
-        names = self._param_names()
         for k, v in params.items():
-            if k not in names:
-                raise ValueError(f"{type(self).__name__} has no parameter {k!r}; it has: {', '.join(names)}")
+            if k not in self._param_names():
+                raise ValueError(unknown(type(self), k))
             setattr(self, k, v)
         return self
 

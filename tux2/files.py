@@ -17,6 +17,7 @@ import errno
 import hashlib
 import json
 import os
+import sys
 
 import numpy as np
 
@@ -197,8 +198,11 @@ def stdout_gone():
     """Point standard output at /dev/null, after its reader closed it (``| head``) or a
     write to it failed: the process goes on, and exits, without another error from it."""
     fd = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(fd, 1)
-    os.close(fd)
+    if fd != 1:                     # 1 when it was closed
+        os.dup2(fd, 1)
+        os.close(fd)
+    if sys.stdout is None:          # the process started with it closed
+        sys.stdout = open(1, "w", closefd=False)
 
 
 def check_writable(path, what, directory):
@@ -214,6 +218,7 @@ def check_writable(path, what, directory):
             raise FileError(f"{path}: {what} must be a file, and this is a directory")
         if not os.access(path, os.W_OK):
             raise FileError(f"{path}: {what} is not writable")
+        _probe(path if os.path.isdir(path) else os.path.dirname(path), path, what)
         return
     parent = os.path.dirname(path)
     while parent and not os.path.exists(parent):
@@ -222,3 +227,14 @@ def check_writable(path, what, directory):
         raise FileError(f"{path}: cannot create {what}: {parent} is not a directory")
     if not os.access(parent, os.W_OK | os.X_OK):
         raise FileError(f"{path}: cannot create {what}: {parent} is not writable")
+    _probe(parent, path, what)
+
+
+def _probe(directory, path, what):
+    """Make and remove a directory in ``directory``: what permissions cannot tell (root
+    passes os.access) — /proc, /sys, a read-only mount."""
+    import tempfile
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".tux2-probe-", dir=directory))
+    except OSError as e:
+        raise FileError(f"{path}: cannot create {what}: {directory}: {e.strerror}") from None

@@ -710,7 +710,7 @@ def read_edge_range(path, part, parts, base=None, columns=None):
     k, ncols, err, err_line, err_pos = _parse_edges(chunk, 0, s, d, v, *fmt.args)
     if err:
         before = int(np.count_nonzero(buf[:lo] == 10))
-        raise InputError(_MESSAGES[err], path=path, line=before + err_line,
+        raise InputError(_MESSAGES[err] + other_format(path), path=path, line=before + err_line,
                          text=_line_text(bytes(chunk), err_pos))
     s, d, v = s[:k], d[:k], v[:k]
     if base != "auto":
@@ -752,6 +752,37 @@ def edge_line(path, index, skip_lines=0):
                 return no, raw.decode("utf-8", "replace").rstrip("\r\n")
             seen += 1
     return None, None
+
+
+def read_toml(path, what="config"):
+    """The TOML file ``path`` as a dict; InputError 'FILE:LINE: not valid TOML: …' (with
+    the line's text) where tomllib finds an error, 'FILE: cannot read …' if unreadable."""
+    import re
+    import tomllib
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+        return tomllib.loads(raw.decode("utf-8"))
+    except OSError as e:
+        raise InputError(f"cannot read {what}: {e.strerror}", path=path) from None
+    except UnicodeDecodeError as e:
+        raise InputError(f"not valid TOML: not UTF-8 text (byte {e.start})", path=path) from None
+    except tomllib.TOMLDecodeError as e:
+        lines = raw.decode("utf-8").split("\n")
+        # '(at line N, column M)', or '(at end of document)': then the last line
+        at = re.fullmatch(r"(.*) \(at line (\d+), column (\d+)\)", str(e), re.S)
+        what, line = (f"{at[1]} (column {at[3]})", int(at[2])) if at else (str(e), len(raw.rstrip().split(b"\n")))
+        raise InputError(f"not valid TOML: {what}", path=path, line=line, text=lines[line - 1].rstrip("\r")) from None
+
+
+def sample_error(message, source, index):
+    """InputError about sample ``index`` (0-based) of ``source``: FILE:LINE and the line's
+    text when ``source`` is a file of one sample per data line (libsvm), else its index."""
+    if isinstance(source, str) and os.path.isfile(source):
+        line, text = edge_line(source, index)
+        if line is not None:
+            return InputError(message, path=source, line=line, text=text)
+    return InputError(f"{message} (sample {index})", path=source)
 
 
 # token counts per (document, word) pair: each token becomes sampler state, so a larger
@@ -944,6 +975,26 @@ def sniff_input(path, columns=None):
                     for t in rows):
         return "edges"
     return "text"
+
+
+def other_format(path):
+    """'' or, for an edge-list reader's error, what the file looks like instead and what
+    reads it: a UCI docword file or plain text (tux2 run lda), a libsvm file."""
+    try:
+        kind = sniff_input(path)
+        rows = [split_line(x) for x in read_head(path, "input").split(b"\n")[:20]]
+    except InputError:
+        return ""
+    if kind == "docword":
+        return ("; it looks like a UCI docword file (three header lines D, W, NNZ, then 'doc word count' lines), "
+                "a corpus for topic models: tux2 run lda reads it (--format docword)")
+    if kind == "text" and not any(len(t) >= 3 and is_number(t[2]) for t in rows):
+        return ("; it looks like plain text, a corpus for topic models (a document per line): tux2 run lda reads "
+                "it (--format text)")
+    if kind == "libsvm":
+        return ("; it looks like a libsvm file ('label index:value …'): tux2 run lr, svm, softmax, fm or blockpg "
+                "reads it")
+    return ""
 
 
 # --------------------------------------------------------------------------- libsvm

@@ -25,6 +25,7 @@ last one; ``"keep"`` keeps them all as separate edges (LibMF's behaviour).
 Every problem raises :class:`tux2.InputError` naming the file and line (or the
 array and index) and quoting the offending text.
 """
+import numbers
 import os
 
 import numpy as np
@@ -160,6 +161,7 @@ def load_edges(path, ids="auto", duplicates="error", base="auto", type_names=("s
     try:
         return _load_edges(path, ids, duplicates, base, type_names, id_maps, values, columns, known, unknown)
     except InputError as e:
+        e.args = (f"{e}{io.other_format(path)}",)
         raise io.as_given(e, path, given) from None
 
 
@@ -317,6 +319,38 @@ def dense_ids(m, x, n):
     if m is not None:
         return m.lookup(ints)
     return np.where((ints >= 0) & (ints < n), ints, -1)
+
+
+def given_ids(m, x, what):
+    """``x``, one id or a 1-D sequence of ids passed from Python for the IdMap ``m`` (None:
+    dense integers), as a 1-D array; a ValueError naming ``what`` and the first id that
+    cannot be one of ``m``'s: None, a bool, NaN or a fraction, text that is not an
+    integer for integer ids, a number that is not among string ids."""
+    if x is None or isinstance(x, (dict, set)):
+        raise ValueError(f"{what} must be an id or a 1-D sequence of ids, got "
+                         f"{type(x).__name__ if x is not None else None}")
+    try:
+        a = np.asarray(x)
+        if a.dtype.kind == "U" and isinstance(x, (list, tuple)) and not all(isinstance(t, str) for t in x):
+            a = np.asarray(x, dtype=object)     # [1.0, "3"]: each id as given, not numpy's text of it
+    except ValueError:                          # ragged nested sequences
+        raise ValueError(f"{what} must be an id or a 1-D sequence of ids, not nested sequences") from None
+    if a.ndim > 1:
+        raise ValueError(f"{what} must be an id or a 1-D sequence of ids, got an array of shape {a.shape}")
+    a, strings = np.atleast_1d(a), m is not None and m.tokens.dtype.kind not in "iu"
+    if a.dtype.kind == ("U" if strings else "iu"[a.dtype.kind == "u"]) or (
+            a.dtype.kind == "f" and not strings and np.all(np.isfinite(a) & (a == np.round(a)))):
+        return a
+    kind = f"strings (such as {str(m.tokens[0])!r})" if strings and len(m) else "integers"
+    for j, t in enumerate(a.tolist()):
+        number = isinstance(t, numbers.Real) and not isinstance(t, (bool, np.bool_))
+        if strings:
+            ok = isinstance(t, str) or (number and isinstance(t, numbers.Integral) and str(int(t)) in m.index)
+        else:
+            ok = (number and float(t).is_integer()) or (isinstance(t, str) and t.strip().lstrip("+-").isdigit())
+        if not ok:
+            raise ValueError(f"{what}: {t!r} (position {j}) is not an id of this model, whose ids are {kind}")
+    return a
 
 
 def _integer(t):

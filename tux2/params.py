@@ -59,3 +59,19 @@ SEED = integer(0, 2 ** 32 - 1)      # numpy and the compiled samplers take 32-bi
 POSITIVE = number(0, above=True)    # --lr, --alpha, --timeout …
 NONNEG_NUMBER = number(0)           # --reg, --lam, --tol …
 FRACTION = number(0, 1, below=True)
+
+
+def flag_hints(cls, name):
+    """What ``name`` is when it is a ``tux2 run`` flag of another name than its
+    parameter (an estimator's ``flags``): '; the L1 weight is reg=… (tux2 run blockpg --lam)'."""
+    hints = [f"{what} is {p}=… (tux2 run {cls.algorithm} --{flag})"
+             for p, (flag, what) in cls.flags.items() if flag.replace("-", "_") == name]
+    if name.startswith("no_") and name[3:] in cls._param_names():       # --no-biases
+        hints.append(f"{name[3:]}=False is --no-{name[3:].replace('_', '-')}")
+    return "".join(f"; {h}" for h in hints)
+
+
+def unknown(cls, name):
+    """The message for a keyword ``name`` estimator class ``cls`` does not take."""
+    return (f"{cls.__name__} has no parameter {name!r}{flag_hints(cls, name)}; "
+            f"its parameters are: {', '.join(cls._param_names())}")

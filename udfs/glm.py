@@ -350,21 +350,26 @@ def shuffle_samples(samples, n_samples, seed=0):
     return perm[np.asarray(samples, np.int64)], perm
 
 
-def labels_for(loss, labels, classes=None):
+def labels_for(loss, labels, classes=None, source=None):
     """Labels as the program stores them: ±1 for binary losses (0/1 accepted),
-    0 … K−1 for softmax. Returns (labels, K)."""
+    0 … K−1 for softmax. Returns (labels, K). A bad label: tux2.io.sample_error (FILE:LINE
+    when ``source`` is the labels' libsvm file)."""
+    from tux2.io import sample_error
     y = np.asarray(labels, np.float64)
     if loss == "softmax":
-        if len(y) and (y.min() < 0 or (y != np.round(y)).any()):
-            bad = y[(y < 0) | (y != np.round(y))][0]
-            raise ValueError(f"softmax labels must be class numbers 0, 1, …, got {bad:g}")
+        bad = (y < 0) | (y != np.round(y))
+        if bad.any():
+            i = int(np.argmax(bad))
+            raise sample_error(f"softmax labels must be class numbers 0, 1, …, got {y[i]:g}", source, i)
         k = int(classes or (int(y.max()) + 1 if len(y) else 2))
         if len(y) and y.max() >= k:
-            raise ValueError(f"label {y.max():g} is not below the number of classes {k}")
+            i = int(np.argmax(y))
+            raise sample_error(f"label {y[i]:g} is not below the number of classes {k}", source, i)
         return y, max(k, 2)
-    ok = np.isin(y, (-1.0, 0.0, 1.0))
-    if len(y) and not ok.all():
-        raise ValueError(f"{loss} is binary: labels must be ±1 or 0/1, got {y[~ok][0]:g}")
+    bad = ~np.isin(y, (-1.0, 0.0, 1.0))
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise sample_error(f"{loss} is binary: labels must be ±1 or 0/1, got {y[i]:g}", source, i)
     return np.where(y > 0, 1.0, -1.0), 1
 
 

@@ -22,14 +22,8 @@ def expand_config(argv, run_parsers):
     path = argv[at[0]].partition("=")[2] or (rest.pop(at[0] - 2) if at[0] + 1 < len(argv) else None)
     if not path:
         raise Tux2Error("--config needs a file")
-    import tomllib
-    try:
-        with open(path, "rb") as f:
-            conf = tomllib.load(f)
-    except OSError as e:
-        raise InputError(f"cannot read config: {e.strerror}", path=path) from None
-    except tomllib.TOMLDecodeError as e:
-        raise InputError(f"not valid TOML: {e}", path=path) from None
+    from tux2.io import read_toml
+    conf = read_toml(path)
     flags = {a.dest: a for a in parser._actions if a.option_strings}
     words, positional = [], []
     for key, value in conf.items():
@@ -156,6 +150,11 @@ def _main(argv):
         return 2
     args = parser.parse_args(argv)
     args.argv = argv
+    if sys.stdout is None:          # started with standard output closed (>&-): an error where it is the output
+        if getattr(args, "prints", lambda a: None)(args):
+            print(f"tux2: error: standard output is closed: {args.prints(args)}", file=sys.stderr)
+            return 2
+        __import__("tux2.files").files.stdout_gone()
     if getattr(args, "no_cache", False):
         from tux2.compile import set_cache_dir
         set_cache_dir(None)

@@ -38,4 +38,4 @@ def add_parser(algos):
 
 
 def run(args):
-    return run_command(args, BlockPG, classification_data, reg=args.lam)
+    return run_command(args, BlockPG, classification_data)

@@ -275,7 +275,8 @@ def run(args, cls, load, after=None, **params):
     sent to the other workers (ABORT) before it propagates."""
     check_outputs(args)
     spool_inputs(args)
-    est = cls(**{**{k: v for k, v in vars(args).items() if k in cls._param_names()}, **params})
+    named = {k: cls.flags.get(k, (k,))[0].replace("-", "_") for k in cls._param_names()}    # estimator.flags
+    est = cls(**{**{k: vars(args)[a] for k, a in named.items() if a in vars(args)}, **params})
     if args.rank is None:
         runner.partitions(args.partitions, args.workers, args.threads)    # hopeless flags stop before any worker
     if args.workers > 1 and args.rank is None:

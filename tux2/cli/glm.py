@@ -57,4 +57,4 @@ def add_parser(algos):
 
 def run(args):
     cls = {"lr": LogisticRegression, "svm": LinearSVM, "softmax": Softmax, "fm": FM}[args.model]
-    return run_command(args, cls, classification_data, penalty=args.reg, reg=args.lam)
+    return run_command(args, cls, classification_data)

@@ -27,7 +27,7 @@ def add_parser(sub):
     p.add_argument("--ids", choices=("auto", "int", "string"), default="auto", help="edge lists: as in tux2 run")
     add_input_args(p)
     p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
-    p.set_defaults(func=info)
+    p.set_defaults(func=info, prints=lambda args: "tux2 info prints its report there")
 
 
 def degree_stats(deg):

@@ -47,7 +47,8 @@ def add_parser(sub):
     p.add_argument("--save", metavar="DIR", help="write each assignment to DIR/<strategy>.npz "
                                                  "(edge_part, master_<type>, and for INPUT ids_<type>: the "
                                                  "file's id of each vertex, vertices with edges only)")
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, prints=lambda args: None if args.save else "tux2 partition prints its reports there "
+                   "(--save DIR writes the assignments to files)")
 
 
 BALANCE_WARNING = 1.5

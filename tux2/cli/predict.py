@@ -39,15 +39,13 @@ def add_parser(sub):
                    help="lda: Gibbs sweeps of inference per document")
     add_input_args(p, base=False, unknown=True)
     p.add_argument("--seed", type=SEED, default=0, help="lda: seed of the inference draws")
-    p.set_defaults(func=predict)
+    p.set_defaults(func=predict, prints=lambda args: None if args.output else "give -o FILE for the predictions")
 
 
 def _write(path, lines):
     """The predictions (an iterable of lines) to standard output, or to ``path`` whole
     or not at all (a full disk or an error never leaves a cut-off file under it)."""
     if not path:
-        if sys.stdout is None:
-            raise Tux2Error("standard output is closed: give -o FILE for the predictions")
         try:
             sys.stdout.writelines(lines)
             sys.stdout.flush()
@@ -93,10 +91,7 @@ def predict(args):
                 for s in M[:, 0])
     _write(args.output, itertools.chain([header], rows))
     if model.loss == "softmax":
-        try:
-            labels_for("softmax", labels, M.shape[1])
-        except ValueError as e:
-            raise Tux2Error(f"{args.input}: {e}") from None
+        labels_for("softmax", labels, M.shape[1], source=args.input)
     beyond = np.unique(graph.dst[graph.dst >= len(model.coef_)])     # scored as 0, like liblinear
     _report(args, {"model": model.algorithm, "samples": int(graph.n_src), **score_metrics(M, labels, model.loss),
                    **({"unknown_features": int(len(beyond))} if len(beyond) else {})})

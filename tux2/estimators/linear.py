@@ -5,7 +5,7 @@ L1 logistic regression by block proximal gradient (``BlockPG``, tux2.udfs.blockp
 ``reg`` is λ everywhere; ``penalty`` picks R = ½‖W‖² (l2) or ‖W‖₁ (l1)."""
 import numpy as np
 
-from tux2 import files, loaders
+from tux2 import files, io, loaders
 from tux2.errors import Tux2Error
 from tux2.estimator import Estimator
 from tux2.graph import BipartiteGraph
@@ -152,6 +152,7 @@ class GLM(Linear):
 
     bounds = dict(reg=NONNEG_NUMBER, batch=NONNEG, eta=POSITIVE, decay=NONNEG_NUMBER, epochs=NONNEG, seed=SEED,
                   classes=integer(2, 100_000), factors=integer(1, 100_000), init_std=NONNEG_NUMBER)
+    flags = dict(reg=("lam", "the regularisation weight λ"), penalty=("reg", "the regulariser, 'l2' or 'l1',"))
 
     def __init__(self, strategy="sendgradient", optimizer=None, driver=False, penalty="l2", reg=1e-6, batch=1000,
                  eta=None, decay=0.0, epochs=10, seed=0):
@@ -171,10 +172,7 @@ class GLM(Linear):
         g, y = data.train, data.labels
         base = label_base(y, self.classes) if self.loss == "softmax" else 0
         y, test_labels = y - base, None if data.test_labels is None else data.test_labels - base
-        try:
-            k = glm.labels_for(self.loss, y, self.classes)[1]
-        except ValueError as e:
-            raise Tux2Error(f"{data.source}: {e}") from None
+        k = glm.labels_for(self.loss, y, self.classes, source=data.source)[1]
         optimizer, eta = self._resolved()
         prog, graph, assignment, edata, perm = glm.setup(
             g, y, self.loss, self.strategy, parts=parts, driver=self.driver, seed=self.seed, reg=self.penalty,
@@ -278,6 +276,7 @@ class BlockPG(Linear):
     algorithm = "blockpg"
     bounds = dict(reg=NONNEG_NUMBER, block_size=integer(1, 2 ** 31 - 1), epochs=NONNEG, tol=NONNEG_NUMBER,
                   shrink=number(0, 1, below=True), shrink_rest=integer(0, 1_000_000), seed=SEED)
+    flags = dict(reg=("lam", "the L1 weight λ"))
 
     def __init__(self, reg=1.0, block_size=None, epochs=20, tol=0.0, shrink=0.9, shrink_rest=2, bias=False,
                  partitioner="bicut", seed=0, form="kappa"):
@@ -290,8 +289,8 @@ class BlockPG(Linear):
         g, y = data.train, data.labels
         bad = ~np.isin(y, (-1.0, 0.0, 1.0))
         if bad.any():
-            raise Tux2Error(f"{data.source}: BlockPG is binary logistic regression; labels must be +1/-1 or 1/0, "
-                            f"found {y[bad][0]:g} at sample {int(np.argmax(bad))}")
+            raise io.sample_error(f"BlockPG is binary logistic regression; labels must be +1/-1 or 1/0, found "
+                                  f"{y[int(np.argmax(bad))]:g}", data.source, int(np.argmax(bad)))
         if self.bias:                             # the test set gets its bias in _scores
             g = with_bias(g)
         feat, perm = blockpg.shuffle_features(g.dst, g.n_dst, seed=self.seed)

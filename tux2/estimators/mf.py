@@ -288,7 +288,8 @@ class MF(Estimator):
         or item without training ratings follows ``unknown`` (default: the estimator's):
         baseline μ + the known side's bias, skip nan, error an InputError."""
         policy = self._policy(unknown)
-        u, i = self.lookup(0, users), self.lookup(1, items)
+        u, i = (self.lookup(s, loaders.given_ids(self.ids_[s], x, f"MF.predict: {x_}"))
+                for s, x, x_ in ((0, users, "users"), (1, items, "items")))
         if len(u) != len(i):
             raise ValueError(f"{len(u)} users but {len(i)} items")
         masks = (self._unknown(0, u, users, "user", policy), self._unknown(1, i, items, "item", policy))
@@ -334,12 +335,13 @@ class MF(Estimator):
             names, unk = self.user_ids(0, u), np.zeros(len(u), bool)
         else:
             policy = self._policy(unknown)
-            names = np.atleast_1d(np.asarray(users))
+            names = loaders.given_ids(self.ids_[0], users, "MF.recommend: users")
             u = self.lookup(0, names)
             unk = self._unknown(0, u, names, "user", policy)
             if policy == "skip":
                 names, u, unk = names[~unk], u[~unk], unk[~unk]
             u = np.where(unk, 0, u)
+        NONNEG.check("MF.recommend: k", k)
         k = int(min(k, self.n_items))
         top = np.full((len(u), k), -1, np.int64)
         score = np.full((len(u), k), np.nan)
