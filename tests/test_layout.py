@@ -69,7 +69,9 @@ def assert_same(new, old):
         for o in a.orders:
             for x, y in zip(a.orders[o], b.orders[o]):
                 np.testing.assert_array_equal(x, y, err_msg=f"order {o}")
-                assert x.dtype == y.dtype
+                # one part stored by vertex: the sorted keys (that type's edge ends) in 4 bytes
+                assert x.dtype == y.dtype or (len(new) == 1 and o == next(iter(a.orders)) and
+                                              (x.dtype, y.dtype) == (np.int32, np.int64)), (o, x.dtype, y.dtype)
 
 
 ORDERS = [[None], [0], [1], [1, None], [None, 0, 1]]

@@ -797,13 +797,13 @@ _PLACE = {}                           # (record dtype, columns' dtypes, jit off,
 
 def place_kernel(dtype, columns):
     """The scatter of a one-part transpose, writing whole edge records of ``dtype``:
-    ``place(key, start, shift, other, like, rows_out, c0, c1, …)`` moves edge e to
-    position ``start[key[e]]`` (then advanced; ties in global edge order), with its
+    ``place(key, start, shift, other, like, key_like, rows_out, c0, c1, …)`` moves edge
+    e to position ``start[key[e]]`` (then advanced; ties in global edge order), with its
     ``other`` end (in like's dtype) and its record: field f from column c_i
     (``columns``: {field: array}, in the order given; a 1-element array is a constant),
     every other field 0; or, with ``columns`` None, the whole record c0[e] of a record
-    array (no loop over its words, no permutation array). Returns (the keys, the other
-    ends) in the new order.
+    array (no loop over its words, no permutation array). Returns (the keys, in
+    key_like's dtype, and the other ends) in the new order.
 
     In two passes when ``shift`` > 0 (a radix sort's, in the outputs' own memory):
     first by bucket key >> shift into the bucket's final range, whose ~n >> shift
@@ -826,10 +826,10 @@ def place_kernel(dtype, columns):
             else:
                 lines.append(f"        r[{f!r}] = 0")
         src = f"""
-def place(key, start, shift, other, like, rows_out, {cols}):
+def place(key, start, shift, other, like, key_like, rows_out, {cols}):
     m = key.shape[0]
     n = start.shape[0] - 1
-    keys_out = np.empty(m, np.int64)
+    keys_out = np.empty(m, key_like.dtype)
     other_out = np.empty(m, like.dtype)
     nb = (n >> shift) + 1
     cur = np.empty(nb, np.int64)
@@ -848,7 +848,7 @@ def place(key, start, shift, other, like, rows_out, {cols}):
     big = 0
     for b in range(nb):
         big = max(big, start[min((b + 1) << shift, n)] - start[min(b << shift, n)])
-    sk = np.empty(big, np.int64)
+    sk = np.empty(big, key_like.dtype)
     so = np.empty(big, like.dtype)
     sr = np.empty(big, rows_out.dtype)
     for b in range(nb):

@@ -245,9 +245,9 @@ class EdgeColumns:
             out[f] = c if len(c) == self.n else c[0]
         return out
 
-    def place(self, key, start, shift, other, like, rows_out):
+    def place(self, key, start, shift, other, like, key_like, rows_out):
         """The one-part transpose's scatter (compile.place_kernel) from the columns."""
-        return place_kernel(self.dtype, self.columns)(key, start, shift, other, like, rows_out,
+        return place_kernel(self.dtype, self.columns)(key, start, shift, other, like, key_like, rows_out,
                                                       *self.columns.values())
 
 
@@ -429,11 +429,13 @@ def build_partitions(program, graph, assignment, vertex_data, edge_data, context
             edata = empty(hi - lo, edge_data.dtype)
             start = _vertex_starts(lids[o0], graph.n[o0])
             shift = place_shift(graph.n[o0], hi - lo)
+            # the sorted keys are also the edges' ends of that type: 4 bytes where the ids fit
+            key_like = np.zeros(0, np.int32 if graph.n[o0] < 2**31 else np.int64)
             if isinstance(edge_data, EdgeColumns) and edge_data.placeable:
-                keys0, other = edge_data.place(lids[o0], start, shift, src_o, like, edata)
+                keys0, other = edge_data.place(lids[o0], start, shift, src_o, like, key_like, edata)
             else:
-                keys0, other = place_kernel(edge_data.dtype, None)(lids[o0], start, shift, src_o, like, edata,
-                                                                   np.ascontiguousarray(edge_data))
+                keys0, other = place_kernel(edge_data.dtype, None)(lids[o0], start, shift, src_o, like, key_like,
+                                                                   edata, np.ascontiguousarray(edge_data))
             ea, eb = (keys0, other) if o0 == 0 else (other, keys0)
             perm0 = _Order(lids[o0], graph.n[o0])
             eid_p = perm0 if geid is None else eid[perm0()]
