@@ -164,3 +164,21 @@ def test_numba_cache_files_are_written_under_a_lock(tmp_path):
         r = subprocess.run(child + [dt], env=env, capture_output=True, text=True, timeout=120)
         assert r.returncode == 0 and r.stdout.strip() == "90.0", r.stderr
     assert len([f for f in os.listdir(os.path.dirname(lock)) if f.endswith(".nbc")]) == 2
+
+
+@pytest.mark.slow
+def test_a_run_compiling_its_loops_learns_the_model_of_a_run_loading_them(tmp_path, ratings_file):
+    """Mini-batch MF sums gradients under fastmath: the run that compiles the loops
+    and the runs that load them from the cache must execute the same code (they
+    once ended ~2e-9 apart in RMSE: the UDF was optimised with the loop in one and
+    linked apart in the other)."""
+    env = {"TUX2_CACHE_DIR": str(tmp_path / "cache")}
+    rmse = []
+    for k in range(2):
+        metrics = tmp_path / f"m{k}.jsonl"
+        p = run_cli("run", "mf", ratings_file, "--mode", "minibatch", "--epochs", "3", "--k", "8", "-q",
+                    "--metrics", str(metrics), env=env)
+        assert p.returncode == 0, p.stderr
+        rmse.append([json.loads(line)["train_rmse"] for line in metrics.read_text().splitlines()])
+    assert numba_files(tmp_path)                     # the second run loaded its loops
+    assert rmse[0] == rmse[1]
