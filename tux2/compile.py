@@ -322,12 +322,11 @@ def _memo(kind):
     numba from passing one record type where it compiled another (record
     subtyping, an experimental numba feature). As with any numba function, globals
     a UDF reads are frozen when it compiles. The decorated function returns the
-    loop's (name, source); the loop calls the UDF as ``f``."""
+    loop's (name, source) for the UDF (whose reads decide what it prefetches); the
+    loop calls the UDF as ``f``."""
     def wrap(template):
-        takes_udf = bool(inspect.signature(template).parameters)
-
         def build(udf, dtypes):
-            name, src = template(udf) if takes_udf else template()
+            name, src = template(udf)
             deps = [_udf_fingerprint(udf), *(fingerprint(d) for d in dtypes)]
             tag = hashlib.sha256("\0".join(map(str, deps)).encode()).hexdigest()[:16]
             return _kernel(kind, src, name, {"f": jit_udf(udf, tag), "prefetch": _no_prefetch if jit_disabled()
@@ -392,18 +391,26 @@ def _reads(udf, n):
     return {k for k, name in enumerate(code.co_varnames[:n]) if name in used or name in code.co_cellvars}
 
 
+def _ahead(udf, records, upcoming):
+    """A loop's lines asking for the records ``udf`` will read PREFETCH_AHEAD
+    iterations on: ``upcoming`` (an expression) sets q, then one prefetch per
+    (parameter position, array, index of q) in ``records`` whose parameter the UDF
+    reads; no lines when it reads none of them."""
+    reads = _reads(udf, max(k for k, _, _ in records) + 1)
+    asks = [f"prefetch({arr}, {index})" for k, arr, index in records if k in reads]
+    return [f"q = {upcoming}", *asks] if asks else []
+
+
 @_memo("exchange")
 def exchange_kernel(udf):
     """Loop ``udf(u, v, e, a_u, a_v, ctx)`` over segments [los[k], his[k]) of
     positions in an edge order (``perm`` maps them to storage; empty: identity),
     prefetching the records the UDF reads of the vertices PREFETCH_AHEAD edges on."""
-    reads = _reads(udf, 5)
-    ahead = [f"prefetch({arr}, {end}[q])" for k, arr, end in ((0, "A", "ea"), (1, "B", "eb"), (3, "AA", "ea"),
-                                                              (4, "AB", "eb")) if k in reads]
+    records = ((0, "A", "ea[q]"), (1, "B", "eb[q]"), (3, "AA", "ea[q]"), (4, "AB", "eb[q]"))
+
     def loop(position, index):
-        lines = [f"for {index} in range(los[k], hi):",
-                 *([f"    q = {position(f'min({index} + {PREFETCH_AHEAD}, hi - 1)')}"] if ahead else []),
-                 *(f"    {a}" for a in ahead),
+        ahead = _ahead(udf, records, position(f"min({index} + {PREFETCH_AHEAD}, hi - 1)"))
+        lines = [f"for {index} in range(los[k], hi):", *(f"    {a}" for a in ahead),
                  *([f"    pos = {position(index)}"] if index != "pos" else []),
                  "    i = ea[pos]", "    j = eb[pos]", "    f(A[i], B[j], E[pos], AA[i], AB[j], ctx)"]
         return "".join(f"            {line}\n" for line in lines)
@@ -418,7 +425,7 @@ def exchange(los, his, n_seg, perm, ea, eb, A, B, E, AA, AB, ctx_arr):
 
 
 @_memo("active")
-def active_kernel():
+def active_kernel(udf):
     """Segments of a vertex mini-batch's edges whose vertex passes ``udf(v, ctx)``:
     runs k in [k_lo, k_hi) (run k = one vertex's edges, positions
     [run_start[k], run_start[k+1])); adjacent selected runs merge into one segment."""
@@ -442,20 +449,18 @@ def select(k_lo, k_hi, run_start, run_lid, V, ctx_arr, los, his):
 def apply_kernel(udf):
     """Loop ``udf(v, a, ctx)`` over the given local master indices (in the order the
     clock touched them: random), prefetching the records the UDF reads PREFETCH_AHEAD on."""
-    reads = _reads(udf, 2)
-    ahead = "".join(f"        prefetch({arr}, q)\n" for k, arr in ((0, "V"), (1, "Acc")) if k in reads)
+    ahead = _ahead(udf, ((0, "V", "q"), (1, "Acc", "q")), f"idx[min(t + {PREFETCH_AHEAD}, n - 1)]")
+    body = "".join(f"        {line}\n" for line in [*ahead, "i = idx[t]", "f(V[i], Acc[i], ctx)"])
     return "apply", f"""
 def apply(idx, V, Acc, ctx_arr):
     ctx = ctx_arr[0]
     n = idx.shape[0]
     for t in range(n):
-{f"        q = idx[min(t + {PREFETCH_AHEAD}, n - 1)]{chr(10)}{ahead}" if ahead else ""}        i = idx[t]
-        f(V[i], Acc[i], ctx)
-"""
+{body}"""
 
 
 @_memo("aggregate")
-def aggregate_kernel():
+def aggregate_kernel(udf):
     """Loop ``udf(v, ctx)`` over local masters 0 … n_master−1."""
     return "aggregate", """
 def aggregate(n_master, V, ctx_arr):
@@ -466,7 +471,7 @@ def aggregate(n_master, V, ctx_arr):
 
 
 @_memo("combine")
-def combine_kernel():
+def combine_kernel(udf):
     """``udf(a, b)`` on two one-record contexts."""
     return "combine", """
 def combine(a_arr, b_arr):
@@ -475,7 +480,7 @@ def combine(a_arr, b_arr):
 
 
 @_memo("finalize")
-def finalize_kernel():
+def finalize_kernel(udf):
     """``udf(ctx)`` on a one-record context."""
     return "finalize", """
 def finalize(ctx_arr):
