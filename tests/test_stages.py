@@ -310,6 +310,67 @@ def test_active_minibatch_visits_only_active_vertices(parts, partitioner):
     np.testing.assert_array_equal(eng.vertex_data("b")["on"], on)
 
 
+# --- an Exchange's own active set: evaluated when it starts, after the clock's earlier Applies
+def count_b(u, v, e, a_u, a_v, ctx):
+    a_v.n += 1.0
+
+
+def flip_b(v, a, ctx):
+    v.k += 1
+    v.on = 1 if v.k % 3 != 0 else 0
+
+
+@pytest.mark.parametrize("parts,partitioner,fuse", [(p, s, True) for p, s in PARTS] + [(1, "random", False)])
+def test_an_exchange_with_its_own_active_set_visits_only_its_vertices(parts, partitioner, fuse):
+    g = random_graph(seed=parts + 20)
+    types = (VertexType("a", sync={"x": ("f8", 2)}),
+             VertexType("b", sync={"y": "f8", "on": "i4", "k": "i4"}, accum={"y": "f8", "n": "f8"}))
+
+    def init(name, data, rng):
+        toy_init(name, data, rng)
+        if name == "b":
+            data["k"] = np.arange(len(data)) % 3
+
+    mb = MiniBatch(4, [Exchange(count_b, writes="b"), Apply(flip_b, types="b"),
+                       Exchange(acc_exchange, active=b_on), Apply(apply_a, types="a"), Apply(apply_b, types="b")],
+                   unit="vertex", enumerate="b")
+    prog = Program(types, edge={"w": "f8"}, context=ContextSpec({"s": "f8"}, sum=("s",)),
+                   stages=[mb, GlobalSync()], init_vertices=init)
+    eng = Engine(prog, g, partitions=parts, partitioner=partitioner, seed=5, fuse=fuse)
+    assert bool(eng._fused) == (fuse and parts == 1)
+    eng.run(3)
+    A = np.zeros((g.n_src, 2))
+    A[:, 0] = np.arange(g.n_src) * 0.1 + 1
+    B = np.cos(np.arange(g.n_dst))
+    k = np.arange(g.n_dst) % 3
+    on = np.zeros(g.n_dst, bool)
+    visited = 0
+    for _ in range(3):
+        for lo in range(0, g.n_dst, 4):
+            block = naive.batch_edges(g.src, g.dst, "vertex", 1, lo, lo + 4)
+            ids = np.unique(g.dst[block]).astype(np.int64)
+            k[ids] += 1
+            on[ids] = k[ids] % 3 != 0
+            edges = [e for e in block if on[g.dst[e]]]
+            visited += len(edges)
+            A, B = naive_accumulate(g, A, B, edges)
+    assert 0 < visited < 3 * g.num_edges
+    np.testing.assert_allclose(eng.vertex_data("a")["x"], A, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(eng.vertex_data("b")["y"], B, rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(eng.vertex_data("b")["k"], k)
+
+
+def test_an_exchange_active_set_needs_a_vertex_minibatch():
+    from tux2.errors import SchemaError
+    with pytest.raises(SchemaError, match="unit='vertex'"):
+        MiniBatch(4, [Exchange(acc_exchange, active=b_on)], unit="edge")
+    with pytest.raises(SchemaError, match="MiniBatch"):
+        Program(toy_types(), edge={"w": "f8"}, context=ContextSpec({"s": "f8"}, sum=("s",)),
+                stages=[Exchange(acc_exchange, active=b_on)])
+    with pytest.raises(SchemaError, match="callable"):
+        Exchange(acc_exchange, active=1)
+
+
 def test_active_needs_a_vertex_minibatch():
     from tux2.errors import SchemaError
     with pytest.raises(SchemaError, match="active"):

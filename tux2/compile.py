@@ -445,6 +445,30 @@ def select(k_lo, k_hi, run_start, run_lid, V, ctx_arr, los, his):
 """
 
 
+@_memo("reselect")
+def reselect_kernel(udf):
+    """The segments [los[i], his[i]), i < n, of a clock (whole runs of one vertex
+    each, see active_kernel) narrowed to the runs whose vertex passes ``udf(v, ctx)``
+    now, into los2/his2 (adjacent runs merged); returns their count."""
+    return "reselect", """
+def reselect(los, his, n, run_start, run_lid, V, ctx_arr, los2, his2):
+    ctx = ctx_arr[0]
+    m = 0
+    for i in range(n):
+        k = np.searchsorted(run_start, los[i])
+        while run_start[k] < his[i]:
+            if f(V[run_lid[k]], ctx):
+                if m > 0 and his2[m - 1] == run_start[k]:
+                    his2[m - 1] = run_start[k + 1]
+                else:
+                    los2[m] = run_start[k]
+                    his2[m] = run_start[k + 1]
+                    m += 1
+            k += 1
+    return m
+"""
+
+
 @_memo("apply")
 def apply_kernel(udf):
     """Loop ``udf(v, a, ctx)`` over the given local master indices (in the order the
@@ -494,8 +518,9 @@ def minibatch_kernel(steps, accum_dtypes, select=None, enumerated=0):
     clock — each Exchange, then the touched-vertex bookkeeping and each Apply — with
     no return to Python between mini-batches.
 
-    ``steps``: ("exchange", kernel, mark types) or ("apply", type, kernel or None),
-    in stage order. ``accum_dtypes``: the two types' accumulator dtypes (an Apply
+    ``steps``: ("exchange", kernel, mark types, reselect kernel or None) or ("apply",
+    type, kernel or None), in stage order; an Exchange with a reselect kernel (its
+    own active predicate) visits the segments it keeps (``los2``/``his2``: room). ``accum_dtypes``: the two types' accumulator dtypes (an Apply
     zeroes its vertices' accumulators). Mini-batch c covers positions
     [pos[0, c], pos[1, c]) of the order ``perm``; with ``select`` (the mini-batch's
     active_kernel, over vertices of type ``enumerated``) it covers runs
@@ -515,13 +540,19 @@ def _minibatch_kernel(steps, accum_dtypes, select, enumerated):
     body, env, deps = [], {"mark_touched": mark_touched}, [fingerprint(d) for d in accum_dtypes]
     for k, step in enumerate(steps):
         if step[0] == "exchange":
-            _, kern, marks = step
+            _, kern, marks, again = step
             env[f"k{k}"] = kern
             deps.append(_KEYS.get(kern, (None,))[0])
-            body += ["if ns > 0:",
-                     f"    k{k}(los, his, ns, perm, ea, eb, A, B, E, AA, AB, ctx_arr)"]
+            lo, hi, n = "los", "his", "ns"
+            if again is not None:          # its own predicate, now
+                env[f"r{k}"] = again
+                deps.append(_KEYS.get(again, (None,))[0])
+                lo, hi, n = "los2", "his2", f"ns{k}"
+                body += [f"{n} = 0", "if ns > 0:",
+                         f"    {n} = r{k}(los, his, ns, run_start, run_lid, {'AB'[enumerated]}, ctx_arr, los2, his2)"]
+            body += [f"if {n} > 0:", f"    k{k}({lo}, {hi}, {n}, perm, ea, eb, A, B, E, AA, AB, ctx_arr)"]
             for t in marks:
-                body.append(f"    n{t} = mark_touched(los, his, ns, perm, {'eb' if t else 'ea'}, s{t}, ep{t}, "
+                body.append(f"    n{t} = mark_touched({lo}, {hi}, {n}, perm, {'eb' if t else 'ea'}, s{t}, ep{t}, "
                             f"tch{t}, n{t})")
         else:
             _, t, kern = step
@@ -542,7 +573,7 @@ def _minibatch_kernel(steps, accum_dtypes, select, enumerated):
         deps.append(_KEYS.get(select, (None,))[0])
         clock = [f"ns = select(pos[0, c], pos[1, c], run_start, run_lid, {'AB'[enumerated]}, ctx_arr, los, his)"]
     src = ("def fused(c0, c1, pos, perm, ea, eb, A, B, E, AA, AB, ctx_arr, s0, tch0, n0, ep0, s1, tch1, n1, ep1, "
-           "run_start, run_lid, los, his):\n" +
+           "run_start, run_lid, los, his, los2, his2):\n" +
            "    for c in range(c0, c1):\n" + "".join(f"        {line}\n" for line in clock + body) +
            "    return n0, ep0, n1, ep1\n")
     return _kernel("fused", src, "fused", env, deps)

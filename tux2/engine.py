@@ -16,7 +16,7 @@ from tux2 import partitioning
 from tux2.compile import (aggregate_kernel, append_unstamped, apply_kernel, combine_kernel, compile_call, copy_rows,
                           copy_rows_between, exchange_kernel,
                           finalize_kernel, group_by_part, mark_touched, minibatch_kernel, mirror_fanout,
-                          tiles_conflict, union_positions, view, writes_records, active_kernel)
+                          tiles_conflict, union_positions, view, writes_records, active_kernel, reselect_kernel)
 from tux2.config import cores, jit_disabled
 from tux2.errors import ContextStateError, DivergenceError, SchemaError
 from tux2.graph import BipartiteGraph
@@ -205,6 +205,7 @@ class Engine(ApplyRounds):
         """Build and compile every kernel now, on empty ranges, so a UDF numba
         cannot type fails here with the stage and UDF named."""
         self._kernels = {}
+        self._reselect = {}         # Exchange with its own active predicate → its reselect kernel
         self._writes = {}
         p0 = self.parts[0]
         A, B = p0.types
@@ -216,6 +217,13 @@ class Engine(ApplyRounds):
                 compile_call(k, (0, 0, _EMPTY_IDX, _EMPTY_IDX, view(tl.data), view(p0.ctx), _EMPTY_IDX,
                                  _EMPTY_IDX), mb, mb.active)
                 self._kernels[id(mb)] = k
+            for s in (mb.stages if isinstance(mb, MiniBatch) else ()):
+                if isinstance(s, Exchange) and s.active is not None:
+                    tl = p0.types[self.program.type_index(mb.enumerate)]
+                    k = reselect_kernel(s.active, (tl.data.dtype, cdt))
+                    compile_call(k, (_EMPTY_IDX, _EMPTY_IDX, 0, np.zeros(1, np.int64), _EMPTY_IDX, view(tl.data),
+                                     view(p0.ctx), _EMPTY_IDX, _EMPTY_IDX), s, s.active)
+                    self._reselect[id(s)] = k
         self._index = {}
         for index, (s, _) in enumerate(self.program.walk()):
             self._index[id(s)] = index
@@ -298,7 +306,7 @@ class Engine(ApplyRounds):
         for s in mb.stages:
             if isinstance(s, Exchange):
                 marks = tuple(t for t in (0, 1) if self._tracked[t] and (s.writes is None or t in self._writes[id(s)]))
-                steps.append(("exchange", self._kernels[id(s)], marks))
+                steps.append(("exchange", self._kernels[id(s)], marks, self._reselect.get(id(s))))
             else:
                 steps += [("apply", t, self._kernels.get(id(s))) for t in self.program.apply_types(s)
                           if self._tracked[t]]
@@ -311,14 +319,39 @@ class Engine(ApplyRounds):
 
     def _fused_args(self, p, mb, order, c0, c1, pos):
         A, B = p.types
-        if id(mb) in self._kernels:               # with an active predicate: the runs, room for segments
+        if id(mb) in self._kernels or self._reselects(mb):   # active predicates: the runs, room for segments
             _, run_start, run_lid, los, his = self._runs(p, order)
+            los2, his2 = self._room(p, order)
         else:
             run_start = run_lid = _EMPTY_IDX
             los, his = np.empty(1, np.int64), np.empty(1, np.int64)
+            los2 = his2 = _EMPTY_IDX
         return (c0, c1, pos, p.orders[order][0], p.ea, p.eb, A.data, B.data, p.edata, A.accum, B.accum, p.ctx,
                 A.stamp, A.touched, A.n_touched, A.epoch, B.stamp, B.touched, B.n_touched, B.epoch,
-                run_start, run_lid, los, his)
+                run_start, run_lid, los, his, los2, his2)
+
+    def _reselects(self, mb):
+        return any(id(s) in self._reselect for s in mb.stages)
+
+    def _room(self, p, order):
+        """Segment buffers for the Exchanges with their own predicate (one per run)."""
+        key = ("room", p.rank, order)
+        if key not in self._run_cache:
+            n = len(self._runs(p, order)[0])
+            self._run_cache[key] = (np.empty(n, np.int64), np.empty(n, np.int64))
+        return self._run_cache[key]
+
+    def _narrowed(self, s, segs, order):
+        """The clock's segments ``segs`` (per partition) kept by the Exchange's own
+        active predicate, evaluated now."""
+        k, out = self._reselect[id(s)], []
+        for p in self.parts:
+            los, his, n, perm = segs[self._slot[p.rank]]
+            _, run_start, run_lid, _, _ = self._runs(p, order)
+            los2, his2 = self._room(p, order)
+            m = k(los, his, n, run_start, run_lid, view(p.types[order].data), view(p.ctx), los2, his2)
+            out.append((los2, his2, m, perm))
+        return out
 
     # ------------------------------------------------------------------ run
     def run(self, iterations=1, callback=None):
@@ -407,7 +440,7 @@ class Engine(ApplyRounds):
                     else None
                 self._ahead = (mb.stages[0], nxt) if nxt is not None else None
                 for s in mb.stages:
-                    self._run_stage(s, segs)
+                    self._run_stage(s, self._narrowed(s, segs, order) if id(s) in self._reselect else segs)
                 self._trace_end(mark)
                 if self.on_clock is not None:
                     self.on_clock(self)

@@ -89,6 +89,9 @@ class Program:
                 self.apply_types(s)
             if isinstance(s, Exchange) and s.enumerate is not None:
                 self.type_index(s.enumerate)
+            if isinstance(s, Exchange) and s.active is not None and mb is None:
+                raise SchemaError(f"Exchange {s.name!r} has an active predicate: it needs a MiniBatch with "
+                                  "unit='vertex' around it")
             if isinstance(s, GlobalSync) and s.over is not None:
                 self.type_index(s.over)
             if mb is not None and mb.enumerate is not None:

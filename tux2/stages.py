@@ -31,6 +31,12 @@ UDF signatures keep the paper's names:
   worker: the engine's seed, the epoch and the stage's position pick it), as
   coordinate descent visits its coordinates; each clock is still one contiguous
   range, so the central invariant holds.
+* ``Exchange(udf, active=pred)`` inside a vertex MiniBatch: this Exchange visits
+  only the edges of the mini-batch's vertices that pass ``pred(v, ctx)`` when it
+  starts (after the clock's earlier Applies), as PowerGraph scatters only from
+  vertices that changed: BlockPG's margins follow only the features whose weight
+  moved. Like the MiniBatch's predicate it must read only sync fields and the
+  context.
 """
 from tux2.errors import SchemaError
 
@@ -47,12 +53,17 @@ class Exchange(Stage):
     ``writes`` names the vertex types the UDF writes or accumulates into (default:
     both); the next Apply of a type runs only at vertices touched by a stage that
     writes it, so a stage that only reads a type's values leaves it out.
+    ``active`` (inside a vertex MiniBatch): ``(v, ctx) -> bool`` over its enumerated
+    vertices, evaluated when this stage starts; the edges of the others are skipped.
     """
     kind = "exchange"
 
-    def __init__(self, udf, enumerate=None, name=None, writes=None):
+    def __init__(self, udf, enumerate=None, name=None, writes=None, active=None):
         if not callable(udf):
             raise SchemaError(f"Exchange needs a callable UDF, got {udf!r}")
+        if active is not None and not callable(active):
+            raise SchemaError(f"Exchange active= must be a callable (v, ctx) -> bool, got {active!r}")
+        self.active = active
         if isinstance(writes, str):
             writes = (writes,)
         self.udf, self.enumerate = udf, enumerate
@@ -114,6 +125,9 @@ class MiniBatch(Stage):
             if isinstance(s, Exchange) and s.enumerate not in (None, enumerate):
                 raise SchemaError(
                     f"Exchange {s.name!r} enumerates {s.enumerate!r} inside a MiniBatch over {enumerate!r}")
+            if isinstance(s, Exchange) and s.active is not None and unit != "vertex":
+                raise SchemaError(f"Exchange {s.name!r} has an active predicate: it needs a MiniBatch with "
+                                  "unit='vertex'")
         self.size, self.unit, self.enumerate, self.stages = size, unit, enumerate, list(stages)
         self.active, self.shuffle = active, bool(shuffle)
         self.name = "minibatch"
