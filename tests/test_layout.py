@@ -90,14 +90,17 @@ def test_layout_equals_the_reference_builder(strategy, parts):
         assert_same(new, old)
 
 
-@pytest.mark.parametrize("shift", [1, 3, 9])
-def test_the_two_pass_transpose_lays_out_what_one_pass_does(monkeypatch, shift):
+@pytest.mark.parametrize("shift,threads", [(1, 1), (3, 1), (9, 1), (1, 3), (3, 2), (9, 3)])
+def test_the_two_pass_transpose_lays_out_what_one_pass_does(monkeypatch, shift, threads):
     """Large one-part transposes go by buckets of 2^shift keys, then by key inside
-    each bucket (compile.place_kernel); forced onto a small graph here, from records
-    and from columns, they give the reference builder's layout (ties in edge order)."""
-    from tux2 import layout
+    each bucket (compile.place), each pass shared out among threads; forced onto a
+    small graph here, from records and from columns, they give the reference
+    builder's layout (ties in edge order) whatever the threads."""
+    from tux2 import compile, layout
     from tux2.layout import EdgeColumns
     monkeypatch.setattr(layout, "place_shift", lambda n, m: shift)
+    monkeypatch.setattr(layout, "cores", lambda: threads)
+    monkeypatch.setattr(compile, "PLACE_SHARED", 1)
     g = powerlaw_graph(60, 40, 400, seed=shift)
     a = partitioning.partition("bicut", g.src, g.dst, g.n_src, g.n_dst, 1, seed=1, strict=False)
     for orders in ORDERS:

@@ -838,77 +838,121 @@ def compile_call(kernel, args, stage, udf):
 _PLACE = {}                           # (record dtype, columns' dtypes, jit off, cache dir) → loop
 
 
-def place_kernel(dtype, columns):
+PLACE_SHARED = 1 << 20       # edges from which place shares its passes out among threads
+
+
+def place(dtype, columns, key, start, shift, other, like, key_like, rows_out, threads=1):
     """The scatter of a one-part transpose, writing whole edge records of ``dtype``:
-    ``place(key, start, shift, other, like, key_like, rows_out, c0, c1, …)`` moves edge
-    e to position ``start[key[e]]`` (then advanced; ties in global edge order), with its
-    ``other`` end (in like's dtype) and its record: field f from column c_i
-    (``columns``: {field: array}, in the order given; a 1-element array is a constant),
-    every other field 0; or, with ``columns`` None, the whole record c0[e] of a record
-    array (no loop over its words, no permutation array). Returns (the keys, in
-    key_like's dtype, and the other ends) in the new order.
+    moves edge e to position ``start[key[e]]`` (then advanced; ties in global edge
+    order), with its ``other`` end (in like's dtype) and its record: field f from
+    column ``columns[f]`` (a 1-element array is a constant), every other field 0; or,
+    with ``columns`` a record array, its whole record e (no loop over its words, no
+    permutation array). Returns (the keys, in key_like's dtype, and the other ends)
+    in the new order.
 
     In two passes when ``shift`` > 0 (a radix sort's, in the outputs' own memory):
     first by bucket key >> shift into the bucket's final range, whose ~n >> shift
     write positions stay in cache where n scattered ones do not; then each bucket by
     key through a copy of its range, a scatter that stays in cache too. On 12.7 M
     BlockPG edges over 500 k features this is ~1.3x faster than one pass, for one
-    bucket's copy of extra memory. The loop is made per record dtype and column set
-    (a field's name is in its source; one loop per dtype also keeps numba from passing
-    one record type where it compiled another)."""
+    bucket's copy of extra memory. With ``threads`` > 1 (and two passes) each pass
+    is shared out: the first by ranges of edges, each writing behind the earlier
+    ranges' edges of every bucket (so ties keep their order), the second by ranges
+    of buckets; the result does not depend on the threads."""
+    record = not isinstance(columns, dict)
+    cols = [columns] if record else list(columns.values())
+    kernel = place_kernel(dtype, None if record else columns)
+    m, n = key.shape[0], start.shape[0] - 1
+    keys_out, other_out = empty(m, key_like.dtype), empty(m, like.dtype)
+    nb = (n >> shift) + 1
+    first = start[np.minimum(np.arange(nb + 1, dtype=np.int64) << shift, n)]     # where each bucket starts
+    threads = max(1, min(int(threads), 64)) if shift > 0 and m >= PLACE_SHARED else 1
+    cuts = [m * t // threads for t in range(threads + 1)]
+    counts = _each(threads - 1, lambda t: bucket_counts(key, cuts[t], cuts[t + 1], shift, nb))
+    cursors = [first[:-1].copy()]
+    for c in counts:
+        cursors.append(cursors[-1] + c)
+    _each(threads, lambda t: kernel(1, cuts[t], cuts[t + 1], key, start, shift, cursors[t], other, keys_out,
+                                    other_out, rows_out, *cols))
+    if shift > 0:
+        edges = np.searchsorted(first, [m * t // threads for t in range(threads + 1)])
+        edges[0], edges[-1] = 0, nb
+        _each(threads, lambda t: kernel(2, int(edges[t]), int(max(edges[t], edges[t + 1])), key, start, shift,
+                                        first, other, keys_out, other_out, rows_out, *cols))
+    return keys_out, other_out
+
+
+def _each(count, fn):
+    """[fn(0), …, fn(count − 1)], in that many threads (numba loops release the GIL)."""
+    if count <= 1:
+        return [fn(t) for t in range(count)]
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(count) as pool:
+        return list(pool.map(fn, range(count)))
+
+
+@njit(cache=True, nogil=True, boundscheck=False)
+def bucket_counts(key, lo, hi, shift, nb):
+    """Edges per bucket (key >> shift) among key[lo:hi]."""
+    out = np.zeros(nb, np.int64)
+    for e in range(lo, hi):
+        out[key[e] >> shift] += 1
+    return out
+
+
+def place_kernel(dtype, columns):
+    """The loop under ``place``, per record dtype and column set (a field's name is in
+    its source; one loop per dtype also keeps numba from passing one record type
+    where it compiled another): ``place(1, lo, hi, …)`` scatters edges [lo, hi) by
+    bucket through ``cur`` (advanced); ``place(2, lo, hi, …)`` orders buckets [lo, hi)
+    by key, each between ``cur[b]`` and ``cur[b + 1]`` (bucket starts that no thread
+    changes: ``start``, which this phase advances, belongs to the next bucket's thread
+    there). With ``shift`` 0, phase 1 alone places by key."""
     names = list(columns) if columns is not None else ["*"]
     key = (dtype, None if columns is None else tuple((f, columns[f].dtype, len(columns[f]) == 1) for f in names),
            jit_disabled(), cache_dir())
     if key not in _PLACE:
         cols = ", ".join(f"c{i}" for i in range(len(names)))
-        lines = ["        r = rows_out[k]"] if columns is not None else ["        rows_out[k] = c0[e]"]
+        lines = ["            r = rows_out[k]"] if columns is not None else ["            rows_out[k] = c0[e]"]
         for f in dtype.names if columns is not None else ():
             if f in columns:
                 i = names.index(f)
-                lines.append(f"        r[{f!r}] = c{i}[0]" if len(columns[f]) == 1 else f"        r[{f!r}] = c{i}[e]")
+                lines.append(f"            r[{f!r}] = c{i}[0]" if len(columns[f]) == 1 else
+                             f"            r[{f!r}] = c{i}[e]")
             else:
-                lines.append(f"        r[{f!r}] = 0")
+                lines.append(f"            r[{f!r}] = 0")
         src = f"""
-def place(key, start, shift, other, like, key_like, rows_out, {cols}):
-    m = key.shape[0]
-    n = start.shape[0] - 1
-    keys_out = np.empty(m, key_like.dtype)
-    other_out = np.empty(m, like.dtype)
-    nb = (n >> shift) + 1
-    cur = np.empty(nb, np.int64)
-    for b in range(nb):
-        cur[b] = start[min(b << shift, n)]
-    for e in range(m):
-        v = key[e]
-        b = v >> shift
-        k = cur[b]
-        cur[b] = k + 1
-        keys_out[k] = v
-        other_out[k] = other[e]
+def place(phase, lo, hi, key, start, shift, cur, other, keys_out, other_out, rows_out, {cols}):
+    if phase == 1:
+        for e in range(lo, hi):
+            v = key[e]
+            b = v >> shift
+            k = cur[b]
+            cur[b] = k + 1
+            keys_out[k] = v
+            other_out[k] = other[e]
 {chr(10).join(lines)}
-    if shift == 0:
-        return keys_out, other_out
-    big = 0
-    for b in range(nb):
-        big = max(big, start[min((b + 1) << shift, n)] - start[min(b << shift, n)])
-    sk = np.empty(big, key_like.dtype)
-    so = np.empty(big, like.dtype)
+        return
+    big = 0                                   # phase 2: cur holds where each bucket starts (and the end)
+    for b in range(lo, hi):
+        big = max(big, cur[b + 1] - cur[b])
+    sk = np.empty(big, keys_out.dtype)
+    so = np.empty(big, other_out.dtype)
     sr = np.empty(big, rows_out.dtype)
-    for b in range(nb):
-        lo = start[min(b << shift, n)]
-        hi = start[min((b + 1) << shift, n)]
-        for j in range(hi - lo):
-            sk[j] = keys_out[lo + j]
-            so[j] = other_out[lo + j]
-            sr[j] = rows_out[lo + j]
-        for j in range(hi - lo):
+    for b in range(lo, hi):
+        first = cur[b]
+        last = cur[b + 1]
+        for j in range(last - first):
+            sk[j] = keys_out[first + j]
+            so[j] = other_out[first + j]
+            sr[j] = rows_out[first + j]
+        for j in range(last - first):
             v = sk[j]
             k = start[v]
             start[v] = k + 1
             keys_out[k] = v
             other_out[k] = so[j]
             rows_out[k] = sr[j]
-    return keys_out, other_out
 """
         deps = [fingerprint(dtype), *(fingerprint(columns[f].dtype) for f in names if columns is not None)]
         _PLACE[key] = _kernel("place", src, "place", {}, deps)

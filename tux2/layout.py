@@ -10,7 +10,8 @@ tables anywhere.
 import numpy as np
 from numba import njit
 
-from tux2.compile import empty, gather_rows, group_by_part, place_kernel, place_shift, zeros
+from tux2.compile import empty, gather_rows, group_by_part, place, place_shift, zeros
+from tux2.config import cores
 from tux2.errors import SchemaError
 from tux2.schema import EMPTY
 
@@ -174,7 +175,7 @@ def _order_by_vertex(lids, by_eid, rank, gid):
 def _vertex_starts(key, n):
     """The counting pass of a one-part transpose (edges stably by ``key``, a CSR ->
     CSC): where each key's edges start (n + 1 entries, consumed by the scatter,
-    compile.place_kernel, which also writes the sorted keys)."""
+    compile.place, which also writes the sorted keys)."""
     start = np.zeros(n + 1, np.int64)
     for e in range(key.shape[0]):
         start[key[e] + 1] += 1
@@ -246,9 +247,8 @@ class EdgeColumns:
         return out
 
     def place(self, key, start, shift, other, like, key_like, rows_out):
-        """The one-part transpose's scatter (compile.place_kernel) from the columns."""
-        return place_kernel(self.dtype, self.columns)(key, start, shift, other, like, key_like, rows_out,
-                                                      *self.columns.values())
+        """The one-part transpose's scatter (compile.place) from the columns."""
+        return place(self.dtype, self.columns, key, start, shift, other, like, key_like, rows_out, cores())
 
 
 def _words(records):
@@ -434,8 +434,8 @@ def build_partitions(program, graph, assignment, vertex_data, edge_data, context
             if isinstance(edge_data, EdgeColumns) and edge_data.placeable:
                 keys0, other = edge_data.place(lids[o0], start, shift, src_o, like, key_like, edata)
             else:
-                keys0, other = place_kernel(edge_data.dtype, None)(lids[o0], start, shift, src_o, like, key_like,
-                                                                   edata, np.ascontiguousarray(edge_data))
+                keys0, other = place(edge_data.dtype, np.ascontiguousarray(edge_data), lids[o0], start, shift, src_o,
+                                     like, key_like, edata, cores())
             ea, eb = (keys0, other) if o0 == 0 else (other, keys0)
             perm0 = _Order(lids[o0], graph.n[o0])
             eid_p = perm0 if geid is None else eid[perm0()]
