@@ -520,8 +520,9 @@ def minibatch_kernel(steps, accum_dtypes, select=None, enumerated=0):
 
     ``steps``: ("exchange", kernel, mark types, reselect kernel or None) or ("apply",
     type, kernel or None), in stage order; an Exchange with a reselect kernel (its
-    own active predicate) visits the segments it keeps (``los2``/``his2``: room). ``accum_dtypes``: the two types' accumulator dtypes (an Apply
-    zeroes its vertices' accumulators). Mini-batch c covers positions
+    own active predicate) visits the segments it keeps (``los2``/``his2``: room).
+    ``accum_dtypes``: the two types' accumulator dtypes (an Apply zeroes its
+    vertices' accumulators). Mini-batch c covers positions
     [pos[0, c], pos[1, c]) of the order ``perm``; with ``select`` (the mini-batch's
     active_kernel, over vertices of type ``enumerated``) it covers runs
     [pos[0, c], pos[1, c]) of the engine's per-vertex runs (``run_start``,
@@ -868,21 +869,21 @@ def place(dtype, columns, key, start, shift, other, like, key_like, rows_out, th
     first = start[np.minimum(np.arange(nb + 1, dtype=np.int64) << shift, n)]     # where each bucket starts
     threads = max(1, min(int(threads), 64)) if shift > 0 and m >= PLACE_SHARED else 1
     cuts = [m * t // threads for t in range(threads + 1)]
-    counts = _each(threads - 1, lambda t: bucket_counts(key, cuts[t], cuts[t + 1], shift, nb))
+    counts = in_threads(threads - 1, lambda t: bucket_counts(key, cuts[t], cuts[t + 1], shift, nb))
     cursors = [first[:-1].copy()]
     for c in counts:
         cursors.append(cursors[-1] + c)
-    _each(threads, lambda t: kernel(1, cuts[t], cuts[t + 1], key, start, shift, cursors[t], other, keys_out,
+    in_threads(threads, lambda t: kernel(1, cuts[t], cuts[t + 1], key, start, shift, cursors[t], other, keys_out,
                                     other_out, rows_out, *cols))
     if shift > 0:
         edges = np.searchsorted(first, [m * t // threads for t in range(threads + 1)])
         edges[0], edges[-1] = 0, nb
-        _each(threads, lambda t: kernel(2, int(edges[t]), int(max(edges[t], edges[t + 1])), key, start, shift,
+        in_threads(threads, lambda t: kernel(2, int(edges[t]), int(max(edges[t], edges[t + 1])), key, start, shift,
                                         first, other, keys_out, other_out, rows_out, *cols))
     return keys_out, other_out
 
 
-def _each(count, fn):
+def in_threads(count, fn):
     """[fn(0), …, fn(count − 1)], in that many threads (numba loops release the GIL)."""
     if count <= 1:
         return [fn(t) for t in range(count)]

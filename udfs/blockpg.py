@@ -40,7 +40,8 @@ import math
 import numpy as np
 from numba import njit
 
-from tux2.compile import group_by_part
+from tux2.compile import empty, group_by_part, in_threads
+from tux2.config import cores
 from tux2.program import Program
 from tux2.schema import ContextSpec, VertexType
 from tux2.stages import Apply, Exchange, GlobalSync, MiniBatch
@@ -107,69 +108,83 @@ def objective(ctx):
     ctx.epoch += 1
 
 
-def shuffle_features(features, n_features, seed=0):
+def shuffle_features(features, n_features, seed=0, threads=None):
     """Random relabelling of feature ids, so contiguous id ranges are random blocks.
-    Returns (new ids for ``features``, perm) with new id = perm[old id]."""
+    Returns (new ids for ``features``, perm) with new id = perm[old id]; ranges of the
+    edges in ``threads`` threads (default: the cores)."""
     perm = np.random.default_rng(seed).permutation(n_features)
     if n_features < 2**31:                      # int32 ids: half the bytes to move in the layout
         perm = perm.astype(np.int32)
-    return _relabel(perm, np.asarray(features)), perm
+    ids = np.asarray(features)
+    out = empty(len(ids), perm.dtype)
+    cuts = _cuts(len(ids), threads)
+    in_threads(len(cuts) - 1, lambda t: _relabel(perm, ids, cuts[t], cuts[t + 1], out))
+    return out, perm
+
+
+def _cuts(m, threads=None, at=None):
+    """Where ``threads`` (default: the cores; one below 2^20 items) ranges of m items
+    start, plus m; with ``at`` (sorted keys), moved forward to where a key starts."""
+    t = 1 if m < 1 << 20 else max(1, int(threads or cores()))
+    cuts = [m * k // t for k in range(t + 1)]
+    if at is not None:
+        cuts = [0, *(int(np.searchsorted(at, at[c])) for c in cuts[1:-1]), m]
+    return cuts
 
 
 @njit(cache=True, nogil=True)
-def _relabel(perm, ids):
-    """perm[ids], in numba's memory (see tux2.compile.zeros)."""
-    out = np.empty(ids.shape[0], perm.dtype)
+def _relabel(perm, ids, lo, hi, out):
+    """out[e] = perm[ids[e]] for e in [lo, hi)."""
     n = perm.shape[0]
-    for e in range(ids.shape[0]):
+    for e in range(lo, hi):
         v = ids[e]
         if v < 0 or v >= n:
             raise IndexError("feature id out of range")
         out[e] = perm[v]
-    return out
 
 
-def block_counts(samples, features, block_size):
-    """κ per edge: how many of its sample's features fall in its feature's block."""
+def block_counts(samples, features, block_size, threads=None):
+    """κ per edge: how many of its sample's features fall in its feature's block.
+    Edges grouped by sample (a CSR/libsvm input) go in ranges of whole samples, in
+    ``threads`` threads (default: the cores)."""
     samples, features = np.asarray(samples), np.asarray(features)
     if not len(samples):
         return np.zeros(0, np.float32)
-    return _block_counts(samples, features, int(block_size), int(samples.max()) + 1,
-                         int(features.max()) // int(block_size) + 1)
+    size, n = int(block_size), int(samples.max()) + 1
+    n_blocks = int(features.max()) // size + 1
+    if not _is_sorted(samples):
+        return _block_counts(samples, features, size, n, n_blocks)
+    out = empty(len(samples), np.float32)
+    cuts = _cuts(len(samples), threads, at=samples)
+    in_threads(len(cuts) - 1, lambda t: _grouped_block_counts(samples, features, size, n_blocks, cuts[t],
+                                                         cuts[t + 1], out))
+    return out
 
 
 @njit(cache=True, nogil=True)
-def _block_counts(samples, features, size, n, n_blocks):
-    """Per sample a tally per block over its edges: the edges grouped by sample (a
-    counting sort; none when they already are, as a CSR/libsvm input has them). The
-    output doubles as the store of each edge's block between the two passes over a
-    sample, and a stamp per block replaces clearing the tally."""
-    m = samples.shape[0]
-    grouped = True
-    for e in range(1, m):
-        if samples[e] < samples[e - 1]:
-            grouped = False
-            break
-    if grouped:
-        by_sample = np.empty(0, np.int64)
-        start = np.empty(0, np.int64)
-    else:
-        by_sample, start = group_by_part(samples, n)
+def _is_sorted(a):
+    for e in range(1, a.shape[0]):
+        if a[e] < a[e - 1]:
+            return False
+    return True
+
+
+@njit(cache=True, nogil=True)
+def _grouped_block_counts(samples, features, size, n_blocks, lo, hi, out):
+    """κ for edges [lo, hi), grouped by sample (whole samples): per sample a tally
+    per block. ``out`` doubles as the store of each edge's block between the two
+    passes over a sample, and a stamp per block replaces clearing the tally."""
     keep = n_blocks < 2**31                      # blocks fit the output's 4 bytes (else: divide again)
-    out = np.empty(m, np.float32)
     block = out.view(np.int32)
     tally = np.zeros(n_blocks, np.int64)
     stamp = np.full(n_blocks, -1, np.int64)
-    lo = 0
-    for i in range(n):
-        if grouped:
-            hi = lo
-            while hi < m and samples[hi] == i:
-                hi += 1
-        else:
-            lo, hi = start[i], start[i + 1]
-        for k in range(lo, hi):
-            e = k if grouped else by_sample[k]
+    a = lo
+    while a < hi:
+        i = samples[a]
+        b_end = a
+        while b_end < hi and samples[b_end] == i:
+            b_end += 1
+        for e in range(a, b_end):
             b = features[e] // size
             if keep:
                 block[e] = b
@@ -177,10 +192,25 @@ def _block_counts(samples, features, size, n, n_blocks):
                 stamp[b] = i
                 tally[b] = 0
             tally[b] += 1
-        for k in range(lo, hi):
-            e = k if grouped else by_sample[k]
+        for e in range(a, b_end):
             out[e] = tally[block[e] if keep else features[e] // size]
-        lo = hi
+        a = b_end
+
+
+@njit(cache=True, nogil=True)
+def _block_counts(samples, features, size, n, n_blocks):
+    """κ for edges in any order: grouped by sample first (a counting sort)."""
+    m = samples.shape[0]
+    by_sample, start = group_by_part(samples, n)
+    out = np.empty(m, np.float32)
+    tally = np.zeros(n_blocks, np.int64)
+    for i in range(n):
+        for k in range(start[i], start[i + 1]):
+            tally[features[by_sample[k]] // size] += 1
+        for k in range(start[i], start[i + 1]):
+            out[by_sample[k]] = tally[features[by_sample[k]] // size]
+        for k in range(start[i], start[i + 1]):
+            tally[features[by_sample[k]] // size] = 0
     return out
 
 
