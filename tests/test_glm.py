@@ -299,6 +299,59 @@ def test_cli_rejects_bad_labels(tmp_path):
     assert r.returncode != 0 and "labels must be ±1 or 0/1, got 3" in r.stderr
 
 
+NO_FEATURES = "no features: every line has a label but no index:value pairs"
+
+
+@pytest.mark.parametrize("model", ["lr", "svm", "fm", "softmax", "blockpg"])
+def test_cli_rejects_a_file_of_labels_without_features(tmp_path, model):
+    """Lines that are a label alone ('1', '-1', '+1', '1 # comment'): one error line naming
+    the file, no traceback (lr/svm/fm crashed on the empty model; blockpg trained 0
+    features), as INPUT and as --test."""
+    labels = "0\n1\n1 # comment\n" if model == "softmax" else "1\n-1\n+1\n1 # comment\n"
+    bare = tmp_path / "labels.svm"
+    bare.write_text(labels)
+    r = _cli("run", model, str(bare), "--epochs", "1")
+    assert r.returncode != 0 and r.stderr.strip() == f"tux2: error: {bare}: {NO_FEATURES}", r.stderr
+    good = tmp_path / "good.svm"
+    good.write_text("1 1:0.5 3:1\n0 2:1\n")
+    r = _cli("run", model, str(good), "--test", str(bare), "--epochs", "1")
+    assert r.returncode != 0 and r.stderr.strip() == f"tux2: error: {bare}: {NO_FEATURES}", r.stderr
+
+
+@pytest.mark.parametrize("model", ["lr", "blockpg"])
+def test_cli_trains_where_only_some_lines_lack_features(tmp_path, model):
+    """Samples without features are legal (they score 0, or the intercept); predict
+    scores them, and rejects a file of labels alone."""
+    some = tmp_path / "some.svm"
+    some.write_text("1 1:0.5 3:1\n-1\n1 2:1\n-1 # no features\n")
+    r = _cli("run", model, str(some), "--epochs", "2", "--out", str(tmp_path / "m"), "--quiet")
+    assert r.returncode == 0, r.stderr
+    r = _cli("predict", str(tmp_path / "m"), str(some))
+    assert r.returncode == 0 and len(r.stdout.splitlines()) == 1 + 4, r.stderr
+    bare = tmp_path / "labels.svm"
+    bare.write_text("1\n-1\n")
+    r = _cli("predict", str(tmp_path / "m"), str(bare))
+    assert r.returncode != 0 and r.stderr.strip() == f"tux2: error: {bare}: {NO_FEATURES}", r.stderr
+
+
+def test_estimators_reject_samples_without_features(tmp_path):
+    """fit(path) of a file of labels alone, and fit(X, y) of a zero matrix: an InputError
+    that says so; a file with only comments has no samples."""
+    import tux2
+    bare = tmp_path / "labels.svm"
+    bare.write_text("1\n-1\n+1 # no features\n")
+    for cls in (tux2.LogisticRegression, tux2.LinearSVM, tux2.FM, tux2.BlockPG):
+        with pytest.raises(tux2.InputError, match=NO_FEATURES) as e:
+            cls(epochs=1).fit(str(bare))
+        assert e.value.path == str(bare)
+        with pytest.raises(tux2.InputError, match="no features: every sample .row of X. is all zeros"):
+            cls(epochs=1).fit(np.zeros((3, 4)), [1, -1, 1])
+    comments = tmp_path / "comments.svm"
+    comments.write_text("# nothing here\n\n")
+    with pytest.raises(tux2.InputError, match="no samples found"):
+        tux2.LogisticRegression(epochs=1).fit(str(comments))
+
+
 def _bytes_per_step(strategy, d, batch, parts=2):
     g, X, y = _problem(n=1200, d=d, seed=5)
     eng, _ = glm.engine(g, y, "logistic", strategy, parts=parts, batch=batch, eta=0.5)

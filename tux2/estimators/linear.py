@@ -3,6 +3,8 @@ factorization machine of tux2.udfs.glm (``LogisticRegression``, ``LinearSVM``,
 ``Softmax``, ``FM``, each with the ``strategy`` of the system it trains like) and
 L1 logistic regression by block proximal gradient (``BlockPG``, tux2.udfs.blockpg).
 ``reg`` is λ everywhere; ``penalty`` picks R = ½‖W‖² (l2) or ‖W‖₁ (l1)."""
+import os
+
 import numpy as np
 
 from tux2 import files, io, loaders
@@ -39,8 +41,12 @@ class Linear(Estimator):
         scikit-learn ``fit(X, y)``); ``test``: a libsvm path or (X, y)."""
         def pair(d):
             if isinstance(d, tuple) and len(d) == 2:
-                return loaders.load_samples(d[0])[0], np.asarray(d[1], np.float64)
-            return loaders.load_samples(d, zero_based, duplicates)
+                g, y = loaders.load_samples(d[0])[0], np.asarray(d[1], np.float64)
+            else:
+                g, y = loaders.load_samples(d, zero_based, duplicates)
+            path = os.fspath(d) if isinstance(d, (str, bytes)) or hasattr(d, "__fspath__") else None
+            loaders.require_features(g, path)          # labels alone (lines '1', '-1 # …'): nothing to learn
+            return g, y
         g, y = pair(data)
         if y is None:
             if test is None or np.ndim(test) != 1 or len(test) != g.n_src:
