@@ -620,6 +620,57 @@ def test_default_update_beats_plain_sgd_on_the_built_in_set(tmp_path):
         assert acc["adagrad"] >= 0.68 and acc["adagrad"] > acc["sgd"] + 0.05, (model, acc)
 
 
+def _raw_counts_svm(path, rows=3000, d=2000, seed=5):
+    """A libsvm file of unnormalised counts (term counts): Zipf-distributed feature ids,
+    values 1 … 49, labels ±1 from a sparse planted model (10 % of the features) plus
+    logistic noise."""
+    rng = np.random.default_rng(seed)
+    w = np.zeros(d)
+    w[rng.choice(d, d // 10, replace=False)] = rng.normal(0, 10, d // 10)
+    lines = []
+    for _ in range(rows):
+        ids = np.unique(np.minimum(rng.zipf(1.3, int(rng.integers(5, 40))), d) - 1)
+        counts = rng.integers(1, 50, len(ids))
+        u = rng.random()
+        y = 1 if (counts * w[ids]).sum() / np.sqrt(counts @ counts) + np.log(u / (1 - u)) > 0 else -1
+        lines.append(f"{y:+d} " + " ".join(f"{j + 1}:{c}" for j, c in zip(ids, counts)) + "\n")
+    path.write_text("".join(lines))
+    return str(path)
+
+
+@pytest.mark.parametrize("loss,classes", [("logistic", 1), ("hinge", 1), ("softmax", 3), ("softmax", 7)])
+def test_zero_objective_is_the_objective_of_the_all_zero_model(loss, classes):
+    g, X, y = _problem(classes=classes if loss == "softmax" else 2)
+    W = np.zeros((X.shape[1], classes))
+    assert glm.zero_objective(loss, classes) == pytest.approx(glm.objective_value(W, X, y, loss), rel=1e-12)
+    if loss != "softmax":                      # an FM with w = 0 and V = 0
+        W = np.zeros((X.shape[1], 1 + 4))
+        assert glm.zero_objective(loss) == pytest.approx(glm.objective_value(W, X, y, loss, fm=True), rel=1e-12)
+
+
+def test_cli_notes_an_objective_worse_than_the_all_zero_model(tmp_path):
+    """The default (AdaGrad, eta 0.5) on raw counts 1 … 49 ends above the objective of
+    w = 0 (ln 2 for lr, 1 for svm) without rising above its first epoch's: the run says
+    so and what to do (eta / 10, or scale the values); at that eta lr ends below ln 2
+    with no note, and on the built-in set the default gets no note."""
+    f = _raw_counts_svm(tmp_path / "counts.svm")
+    for model, zero in (("lr", "0.693147"), ("svm", "1")):
+        m = tmp_path / f"{model}.jsonl"
+        r = run_cli("run", model, f, "--metrics", str(m))
+        assert r.returncode == 0, r.stderr
+        objective = [json.loads(x)["objective"] for x in m.read_text().splitlines()]
+        assert objective[-1] > glm.zero_objective("logistic" if model == "lr" else "hinge") and \
+            objective[-1] < objective[0], objective
+        assert (f"note: the objective ended at {objective[-1]:.6g} (epoch 10), worse than the all-zero model "
+                f"({zero}): the step is too large for these features; lower --eta (now 0.5); try --eta 0.05, "
+                "or scale the feature values (now up to 49) to about [-1, 1]") in r.stdout, r.stdout
+    r = run_cli("run", "lr", f, "--eta", "0.05", "--metrics", str(tmp_path / "small.jsonl"))
+    assert r.returncode == 0 and "note:" not in r.stdout, r.stdout + r.stderr
+    assert json.loads((tmp_path / "small.jsonl").read_text().splitlines()[-1])["objective"] < np.log(2)
+    r = run_cli("run", "lr")
+    assert r.returncode == 0 and "epoch  10/10" in r.stdout and "note:" not in r.stdout, r.stdout + r.stderr
+
+
 def _iris_like(path, base, n=150, seed=4):
     """A LIBSVM multi-class file shaped like iris.scale: 4 scaled features, 3 classes
     labelled ``base`` … ``base`` + 2 (LIBSVM's own files use 1 … K)."""
