@@ -299,6 +299,59 @@ def test_cli_rejects_bad_labels(tmp_path):
     assert r.returncode != 0 and "labels must be ±1 or 0/1, got 3" in r.stderr
 
 
+NO_FEATURES = "no features: every line has a label but no index:value pairs"
+
+
+@pytest.mark.parametrize("model", ["lr", "svm", "fm", "softmax", "blockpg"])
+def test_cli_rejects_a_file_of_labels_without_features(tmp_path, model):
+    """Lines that are a label alone ('1', '-1', '+1', '1 # comment'): one error line naming
+    the file, no traceback (lr/svm/fm crashed on the empty model; blockpg trained 0
+    features), as INPUT and as --test."""
+    labels = "0\n1\n1 # comment\n" if model == "softmax" else "1\n-1\n+1\n1 # comment\n"
+    bare = tmp_path / "labels.svm"
+    bare.write_text(labels)
+    r = _cli("run", model, str(bare), "--epochs", "1")
+    assert r.returncode != 0 and r.stderr.strip() == f"tux2: error: {bare}: {NO_FEATURES}", r.stderr
+    good = tmp_path / "good.svm"
+    good.write_text("1 1:0.5 3:1\n0 2:1\n")
+    r = _cli("run", model, str(good), "--test", str(bare), "--epochs", "1")
+    assert r.returncode != 0 and r.stderr.strip() == f"tux2: error: {bare}: {NO_FEATURES}", r.stderr
+
+
+@pytest.mark.parametrize("model", ["lr", "blockpg"])
+def test_cli_trains_where_only_some_lines_lack_features(tmp_path, model):
+    """Samples without features are legal (they score 0, or the intercept); predict
+    scores them, and rejects a file of labels alone."""
+    some = tmp_path / "some.svm"
+    some.write_text("1 1:0.5 3:1\n-1\n1 2:1\n-1 # no features\n")
+    r = _cli("run", model, str(some), "--epochs", "2", "--out", str(tmp_path / "m"), "--quiet")
+    assert r.returncode == 0, r.stderr
+    r = _cli("predict", str(tmp_path / "m"), str(some))
+    assert r.returncode == 0 and len(r.stdout.splitlines()) == 1 + 4, r.stderr
+    bare = tmp_path / "labels.svm"
+    bare.write_text("1\n-1\n")
+    r = _cli("predict", str(tmp_path / "m"), str(bare))
+    assert r.returncode != 0 and r.stderr.strip() == f"tux2: error: {bare}: {NO_FEATURES}", r.stderr
+
+
+def test_estimators_reject_samples_without_features(tmp_path):
+    """fit(path) of a file of labels alone, and fit(X, y) of a zero matrix: an InputError
+    that says so; a file with only comments has no samples."""
+    import tux2
+    bare = tmp_path / "labels.svm"
+    bare.write_text("1\n-1\n+1 # no features\n")
+    for cls in (tux2.LogisticRegression, tux2.LinearSVM, tux2.FM, tux2.BlockPG):
+        with pytest.raises(tux2.InputError, match=NO_FEATURES) as e:
+            cls(epochs=1).fit(str(bare))
+        assert e.value.path == str(bare)
+        with pytest.raises(tux2.InputError, match="no features: every sample .row of X. is all zeros"):
+            cls(epochs=1).fit(np.zeros((3, 4)), [1, -1, 1])
+    comments = tmp_path / "comments.svm"
+    comments.write_text("# nothing here\n\n")
+    with pytest.raises(tux2.InputError, match="no samples found"):
+        tux2.LogisticRegression(epochs=1).fit(str(comments))
+
+
 def _bytes_per_step(strategy, d, batch, parts=2):
     g, X, y = _problem(n=1200, d=d, seed=5)
     eng, _ = glm.engine(g, y, "logistic", strategy, parts=parts, batch=batch, eta=0.5)
@@ -565,6 +618,57 @@ def test_default_update_beats_plain_sgd_on_the_built_in_set(tmp_path):
             assert main(["run", model, "-q", "--metrics", str(m)] + (["--optimizer", "sgd"] if opt == "sgd" else [])) == 0
             acc[opt] = json.loads(m.read_text().splitlines()[-1])["test_accuracy"]
         assert acc["adagrad"] >= 0.68 and acc["adagrad"] > acc["sgd"] + 0.05, (model, acc)
+
+
+def _raw_counts_svm(path, rows=3000, d=2000, seed=5):
+    """A libsvm file of unnormalised counts (term counts): Zipf-distributed feature ids,
+    values 1 … 49, labels ±1 from a sparse planted model (10 % of the features) plus
+    logistic noise."""
+    rng = np.random.default_rng(seed)
+    w = np.zeros(d)
+    w[rng.choice(d, d // 10, replace=False)] = rng.normal(0, 10, d // 10)
+    lines = []
+    for _ in range(rows):
+        ids = np.unique(np.minimum(rng.zipf(1.3, int(rng.integers(5, 40))), d) - 1)
+        counts = rng.integers(1, 50, len(ids))
+        u = rng.random()
+        y = 1 if (counts * w[ids]).sum() / np.sqrt(counts @ counts) + np.log(u / (1 - u)) > 0 else -1
+        lines.append(f"{y:+d} " + " ".join(f"{j + 1}:{c}" for j, c in zip(ids, counts)) + "\n")
+    path.write_text("".join(lines))
+    return str(path)
+
+
+@pytest.mark.parametrize("loss,classes", [("logistic", 1), ("hinge", 1), ("softmax", 3), ("softmax", 7)])
+def test_zero_objective_is_the_objective_of_the_all_zero_model(loss, classes):
+    g, X, y = _problem(classes=classes if loss == "softmax" else 2)
+    W = np.zeros((X.shape[1], classes))
+    assert glm.zero_objective(loss, classes) == pytest.approx(glm.objective_value(W, X, y, loss), rel=1e-12)
+    if loss != "softmax":                      # an FM with w = 0 and V = 0
+        W = np.zeros((X.shape[1], 1 + 4))
+        assert glm.zero_objective(loss) == pytest.approx(glm.objective_value(W, X, y, loss, fm=True), rel=1e-12)
+
+
+def test_cli_notes_an_objective_worse_than_the_all_zero_model(tmp_path):
+    """The default (AdaGrad, eta 0.5) on raw counts 1 … 49 ends above the objective of
+    w = 0 (ln 2 for lr, 1 for svm) without rising above its first epoch's: the run says
+    so and what to do (eta / 10, or scale the values); at that eta lr ends below ln 2
+    with no note, and on the built-in set the default gets no note."""
+    f = _raw_counts_svm(tmp_path / "counts.svm")
+    for model, zero in (("lr", "0.693147"), ("svm", "1")):
+        m = tmp_path / f"{model}.jsonl"
+        r = run_cli("run", model, f, "--metrics", str(m))
+        assert r.returncode == 0, r.stderr
+        objective = [json.loads(x)["objective"] for x in m.read_text().splitlines()]
+        assert objective[-1] > glm.zero_objective("logistic" if model == "lr" else "hinge") and \
+            objective[-1] < objective[0], objective
+        assert (f"note: the objective ended at {objective[-1]:.6g} (epoch 10), worse than the all-zero model "
+                f"({zero}): the step is too large for these features; lower --eta (now 0.5); try --eta 0.05, "
+                "or scale the feature values (now up to 49) to about [-1, 1]") in r.stdout, r.stdout
+    r = run_cli("run", "lr", f, "--eta", "0.05", "--metrics", str(tmp_path / "small.jsonl"))
+    assert r.returncode == 0 and "note:" not in r.stdout, r.stdout + r.stderr
+    assert json.loads((tmp_path / "small.jsonl").read_text().splitlines()[-1])["objective"] < np.log(2)
+    r = run_cli("run", "lr")
+    assert r.returncode == 0 and "epoch  10/10" in r.stdout and "note:" not in r.stdout, r.stdout + r.stderr
 
 
 def _iris_like(path, base, n=150, seed=4):

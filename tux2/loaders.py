@@ -4,7 +4,8 @@ Files (the fast numba parsers live in ``tux2.io``):
 
 * edge lists ``src dst [value]`` (space, tab or comma; ``#``/``%`` comments; a
   MatrixMarket header; 0- or 1-based): :func:`load_edges`;
-* libsvm: :func:`load_libsvm` (:func:`load_samples` takes a matrix of samples too);
+* libsvm: :func:`load_libsvm` (:func:`load_samples` takes a matrix of samples too;
+  :func:`require_features` rejects a training set without a single feature);
   UCI docword, ``doc word count`` triples and plain text, one document per line:
   :func:`load_corpus`.
 
@@ -623,6 +624,17 @@ def load_libsvm(path, zero_based=False, n_features=None, type_names=("sample", "
         line, text = io.edge_line(path, int(g.src[i]))
         return path, line, text
     return dedupe(g, duplicates, where), y
+
+
+def require_features(graph, path=None):
+    """InputError when ``graph`` has samples but not one feature among them: a libsvm
+    file whose every line is a label alone (``path``), or a matrix of zeros. A model
+    over no features learns nothing, and its training would fail on the empty model;
+    some samples without features are legal (they score 0)."""
+    if graph.n_src and not graph.num_edges:
+        what = ("every line has a label but no index:value pairs" if path is not None
+                else "every sample (row of X) is all zeros")
+        raise InputError(f"no features: {what}", path=path)
 
 
 def load_samples(X, zero_based=False, duplicates="error"):

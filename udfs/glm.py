@@ -581,6 +581,13 @@ def objective_value(W, X, y, loss="logistic", reg="l2", lam=1e-6, fm=False):
     return float(data.mean()) + lam * r
 
 
+def zero_objective(loss="logistic", classes=2):
+    """f(0), the objective of the all-zero model (every score 0, no penalty): ln 2 per
+    sample for logistic, 1 for hinge, ln K for softmax over K ``classes`` (an FM with
+    w = 0 and V = 0 scores 0 too). A trained model above it has learned less than nothing."""
+    return {"logistic": math.log(2.0), "hinge": 1.0, "softmax": math.log(classes)}[loss]
+
+
 def gradient_value(W, X, y, loss="logistic", reg="l2", lam=1e-6, fm=False):
     """∇f(W) (a subgradient for hinge and l1), (d, K): the reference."""
     M = fm_scores(W, X) if fm else scores(W, X)

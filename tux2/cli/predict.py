@@ -75,9 +75,11 @@ def predict(args):
     if args.input is None:
         raise Tux2Error("INPUT is required (samples to score, in libsvm format)")
     from tux2.io import read_libsvm
+    from tux2.loaders import require_features
     from tux2.udfs.glm import labels_for, score_metrics, softmax
     zero_based = model.zero_based_ if args.zero_based is None else args.zero_based
     graph, labels = read_libsvm(args.input, zero_based=zero_based, type_names=("sample", "feature"))
+    require_features(graph, args.input)      # labels alone: every score would be the same constant
     M = model.scores(graph)
     if model.loss == "softmax":                # labels as the training file wrote them (1 … K or 0 … K-1)
         header = "# label " + " ".join(f"p{k}" for k in model.classes_) + "\n"

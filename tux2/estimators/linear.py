@@ -3,6 +3,8 @@ factorization machine of tux2.udfs.glm (``LogisticRegression``, ``LinearSVM``,
 ``Softmax``, ``FM``, each with the ``strategy`` of the system it trains like) and
 L1 logistic regression by block proximal gradient (``BlockPG``, tux2.udfs.blockpg).
 ``reg`` is λ everywhere; ``penalty`` picks R = ½‖W‖² (l2) or ‖W‖₁ (l1)."""
+import os
+
 import numpy as np
 
 from tux2 import files, io, loaders
@@ -39,8 +41,12 @@ class Linear(Estimator):
         scikit-learn ``fit(X, y)``); ``test``: a libsvm path or (X, y)."""
         def pair(d):
             if isinstance(d, tuple) and len(d) == 2:
-                return loaders.load_samples(d[0])[0], np.asarray(d[1], np.float64)
-            return loaders.load_samples(d, zero_based, duplicates)
+                g, y = loaders.load_samples(d[0])[0], np.asarray(d[1], np.float64)
+            else:
+                g, y = loaders.load_samples(d, zero_based, duplicates)
+            path = os.fspath(d) if isinstance(d, (str, bytes)) or hasattr(d, "__fspath__") else None
+            loaders.require_features(g, path)          # labels alone (lines '1', '-1 # …'): nothing to learn
+            return g, y
         g, y = pair(data)
         if y is None:
             if test is None or np.ndim(test) != 1 or len(test) != g.n_src:
@@ -162,7 +168,9 @@ class GLM(Linear):
 
     def _resolved(self):
         # AdaGrad by default (the strategies' own update is sgd, tux2.udfs.glm): per-feature steps
-        # suit power-law and unnormalised features, where plain SGD at one step size crawls
+        # suit power-law and unnormalised features, where plain SGD at one step size crawls; on raw counts
+        # (values up to ~50) eta 0.5 still overshoots, and _report says so (not rescaled here: eta / max|x|
+        # helps raw counts but costs the fm and svm on the built-in set)
         optimizer = self.optimizer or ("adam" if self.strategy == "adam" else "adagrad")
         return optimizer, self.eta if self.eta is not None else {"adam": 0.01, "adagrad": 0.5}.get(optimizer, 1.0)
 
@@ -180,6 +188,7 @@ class GLM(Linear):
             factors=self.factors, optimizer=optimizer, **({"init_std": self.init_std} if self.factors else {}))
         return Setup(graph, prog, {"assignment": assignment, "edge_data": edata}, test=data.test,
                      test_labels=test_labels, n=g.n_src, nnz=g.num_edges, eta=eta, source=data.source,
+                     top=float(np.max(np.abs(g.values))) if g.values is not None and g.num_edges else 1.0,
                      zero_based=data.facts.get("zero_based", False), label_base=base, n_classes=k,
                      meta={"optimizer": optimizer, "eta": eta, "samples": g.n_src,
                            **({"label_base": base} if self.loss == "softmax" else {})})
@@ -206,15 +215,24 @@ class GLM(Linear):
     _stop = "objective is not finite at epoch {n}: lower --eta (now {est._eta})"
 
     def _report(self, s):
-        """A note when the objective ended well above its first epoch's: the step is too
-        large (plain SGD at eta 1 on raw counts), though not yet infinite."""
+        """A note when the objective ended well above its first epoch's (plain SGD at eta 1
+        on raw counts), or above the all-zero model's (AdaGrad at eta 0.5 on raw counts):
+        the step is too large, though not yet infinite."""
         h = getattr(self, "history_", None) or []
-        if len(h) >= 2 and h[-1]["objective"] > 1.2 * h[0]["objective"]:
-            return [f"  note: the objective rose from {h[0]['objective']:.6g} (epoch {h[0]['epoch']}) to "
-                    f"{h[-1]['objective']:.6g} (epoch {h[-1]['epoch']}): the step is too large for these features; "
-                    f"lower --eta (now {s.eta})" + (" or use --optimizer adagrad or adam"
-                                                     if self._resolved()[0] == "sgd" else "")]
-        return []
+        if not h:
+            return []
+        first, last = h[0], h[-1]
+        zero = glm.zero_objective(self.loss, s.n_classes)
+        rose, worse = len(h) >= 2 and last["objective"] > 1.2 * first["objective"], last["objective"] > zero
+        if not (rose or worse):
+            return []
+        what = (f"rose from {first['objective']:.6g} (epoch {first['epoch']}) to" if rose else "ended at") \
+            + f" {last['objective']:.6g} (epoch {last['epoch']})" \
+            + (f", worse than the all-zero model ({zero:.6g})" if worse else "")
+        return [f"  note: the objective {what}: the step is too large for these features; lower --eta "
+                f"(now {s.eta})" + (" or use --optimizer adagrad or adam" if self._resolved()[0] == "sgd" else "")
+                + f"; try --eta {s.eta / 10:g}" + (f", or scale the feature values (now up to {s.top:g}) to "
+                                                   "about [-1, 1]" if s.top > 1 else "")]
 
     @property
     def _eta(self):
