@@ -80,6 +80,8 @@ def test_resume_with_other_settings_is_refused(ratings, tmp_path):
     r = run_cli("run", "mf", ratings, "--k", "5", "--epochs", "2", "--resume", str(tmp_path / "ck"))
     assert r.returncode == 2 and "other settings: --k 4 there, --k 5 now" in r.stderr
     assert "resume with the first --k 4" in r.stderr
+    r = run_cli("run", "mf", ratings, "--k", "4", "--lr", "0.5", "--epochs", "2", "--resume", str(tmp_path / "ck"))
+    assert r.returncode == 2 and "--lr (unset) there, --lr 0.5 now; resume without --lr" in r.stderr, r.stderr
     r = run_cli("run", "mf", ratings, "--epochs", "2", "--resume", str(tmp_path / "nothing"))
     assert r.returncode == 2 and "no checkpoint here" in r.stderr
     # the workers are named, not the --partitions they imply
