@@ -415,6 +415,11 @@ def test_mf_from_dash_a_fifo_and_gzip(ratings, tmp_path):
     assert r.stdout.split("\n")[1] == sizes
     bad = _cli_stdin(b"0 0 3\n1 1 x\n", "run", "mf", "-")
     assert bad.returncode == 2 and b"<stdin>:2: malformed value" in bad.stderr
+    # standard input read once: as the input and --test too it is named, not read empty the second time
+    twice = _cli_stdin(data, "run", "mf", "-", "--test", "-", "--k", "3", "--epochs", "1")
+    assert twice.returncode == 2, twice.stderr
+    assert b"<stdin>: given as both the input and --test: standard input or a pipe can be read only once" \
+        in twice.stderr, twice.stderr
 
 
 def test_spooled_inputs_keep_the_given_name_in_the_header_and_model(ratings, tmp_path):

@@ -189,10 +189,17 @@ def spool_inputs(args):
     """Replace the input files of ``args`` that are ``-``, pipes, FIFOs or compressed
     with temporary plain copies read once (``tux2.io.local_copy``); with ``--workers``
     the launcher does it and passes the copies on in ``args.argv``."""
+    from tux2.errors import InputError
     from tux2.io import local_copy
+    read = {}
     for key in INPUT_FILES:
         given = vars(args).get(key)
         if given:
+            if given in read and not os.path.isfile(given):     # a second read of a pipe finds it empty
+                raise InputError(f"given as both {read[given]} and --{key}: standard input or a pipe can be "
+                                 "read only once; give one of them as a file", path="<stdin>" if given == "-"
+                                 else given)
+            read[given] = "the input" if key == "input" else f"--{key}"
             copy = local_copy(given)
             setattr(args, key, copy)
             if copy != given:
