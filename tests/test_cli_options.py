@@ -404,6 +404,16 @@ def test_a_bad_rating_line_gets_no_corpus_hint(capsys, tmp_path):
     assert "looks like" not in err
 
 
+@pytest.mark.parametrize("data", [b"", b"# only a comment\n\n", bytes(range(256)) * 4],
+                         ids=["empty", "comments", "binary"])
+def test_an_empty_or_binary_file_gets_no_corpus_hint(capsys, tmp_path, data):
+    f = tmp_path / "r.txt"
+    f.write_bytes(data)
+    rc, out, err = _main(capsys, "run", "mf", str(f), "--epochs", "1", "--quiet")
+    assert rc == 2 and err.startswith(f"tux2: error: {f}"), err
+    assert "looks like" not in err and "Traceback" not in err
+
+
 @pytest.mark.parametrize("text, expect", [
     ("k = 4\n\nepochs = = 2\n", ":3: not valid TOML: Invalid value (column 10) (line text: 'epochs = = 2')"),
     ("k = 4\nk = 5\n", ":2: not valid TOML: Cannot overwrite a value (column 6) (line text: 'k = 5')"),

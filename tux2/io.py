@@ -982,9 +982,12 @@ def other_format(path):
     reads it: a UCI docword file or plain text (tux2 run lda), a libsvm file."""
     try:
         kind = sniff_input(path)
-        rows = [split_line(x) for x in read_head(path, "input").split(b"\n")[:20]]
+        head = read_head(path, "input")
     except InputError:
         return ""
+    rows = [split_line(x) for x in head.split(b"\n")[:20]]
+    if b"\0" in head or not any(t and t[0][:1] not in (b"#", b"%") for t in rows):
+        return ""           # binary data, or no data line at all, looks like no format
     if kind == "docword":
         return ("; it looks like a UCI docword file (three header lines D, W, NNZ, then 'doc word count' lines), "
                 "a corpus for topic models: tux2 run lda reads it (--format docword)")
