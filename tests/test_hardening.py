@@ -141,6 +141,16 @@ def test_outputs_are_checked_before_training(ratings, tmp_path):
     _error(r, "must be a directory")
 
 
+def test_predict_checks_its_outputs_before_predicting(ratings, tmp_path):
+    """predict's --metrics, as its -o, is checked before the model is used: an unwritable
+    one used to fail after every prediction had been printed."""
+    (tmp_path / "afile").write_text("x")
+    _ok("run", "mf", ratings, "--epochs", "1", "--k", "2", "--out", str(tmp_path / "m"))
+    r = run_cli("predict", str(tmp_path / "m"), ratings, "--metrics", str(tmp_path / "afile" / "m.json"))
+    _error(r, "is not a directory")
+    assert r.stdout == "" and "rmse" not in r.stderr, r.stdout[:200] + r.stderr
+
+
 def test_metrics_records_and_predictions_are_whole_under_a_full_disk(ratings, tmp_path):
     metrics = str(tmp_path / "m.jsonl")
     r = subprocess.run([sys.executable, "-m", "tux2.cli", "run", "mf", ratings, "--k", "4", "--epochs", "40",

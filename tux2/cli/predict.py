@@ -66,6 +66,8 @@ def _report(args, res):
 
 
 def predict(args):
+    files.check_writable(args.output, "-o", directory=False)        # before any prediction is made
+    files.check_writable(args.metrics, "--metrics", directory=False)
     model = estimators.load(args.model)
     spool_inputs(args)
     if model.algorithm == "mf":
