@@ -151,6 +151,15 @@ def test_predict_checks_its_outputs_before_predicting(ratings, tmp_path):
     assert r.stdout == "" and "rmse" not in r.stderr, r.stdout[:200] + r.stderr
 
 
+def test_top_k_names_the_line_of_a_non_numeric_user(ratings, tmp_path):
+    """A word in --top-k's user list for a model of integer ids is a bad line, not a traceback."""
+    _ok("run", "mf", ratings, "--epochs", "1", "--k", "2", "--out", str(tmp_path / "m"))
+    users = tmp_path / "users.txt"
+    users.write_text("1\n# a comment\nabc\n")
+    _error(run_cli("predict", str(tmp_path / "m"), "--top-k", "2", str(users)),
+           f"{users}:3: malformed user id (the model's user ids are integers) (line text: 'abc')")
+
+
 def test_metrics_records_and_predictions_are_whole_under_a_full_disk(ratings, tmp_path):
     metrics = str(tmp_path / "m.jsonl")
     r = subprocess.run([sys.executable, "-m", "tux2.cli", "run", "mf", ratings, "--k", "4", "--epochs", "40",
