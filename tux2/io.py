@@ -868,10 +868,17 @@ def read_words(path, n, error, why):
     """The words of a vocabulary file, one per line: at least ``n``, else ``error``
     saying ``why`` that many are needed."""
     try:
-        with open(path, encoding="utf-8") as f:
-            words = [line.strip() for line in f]
-    except (OSError, UnicodeDecodeError) as e:
-        raise error(f"{path}: cannot read vocabulary: {e}") from None
+        with open(path, "rb") as f:
+            lines = f.read().removeprefix(b"\xef\xbb\xbf").split(b"\n")     # a UTF-8 byte-order mark is skipped
+    except OSError as e:
+        raise error(f"{path}: cannot read vocabulary: {e.strerror}") from None
+    words = []
+    for no, line in enumerate(lines, 1):
+        try:
+            words.append(line.decode("utf-8").strip())
+        except UnicodeDecodeError as e:
+            raise error(f"{path}:{no}: vocabulary is not UTF-8 text ({e.reason} at byte {e.start} of the line)") \
+                from None
     while words and not words[-1]:
         words.pop()
     if len(words) < n:
