@@ -265,10 +265,10 @@ def open_transport(args, tiled=False):
     rank, world, rendezvous = w
     parts = runner.partitions(args.partitions, world, args.threads, tiled)
     options = {k: v for k, v in vars(args).items() if k not in _PER_WORKER}
-    for k in INPUT_FILES:       # paths are per host, but the data is one: rank 1 reading another file trained
-        path = vars(args).get(k)            # on a mix of both (each worker reads its byte range of its file)
-        if path and os.path.isfile(path):
-            options[f"size of {'the input' if k == 'input' else '--' + k} in bytes"] = os.path.getsize(path)
+    # paths are per host, but the data is one: rank 1 reading another file trained on a mix of both
+    # (each reads its byte range of its file). Not --test or --vocab: rank 0 alone may be given those
+    if vars(args).get("input") and os.path.isfile(args.input):
+        options["size of the input in bytes"] = os.path.getsize(args.input)
     return connect(rank, world, rendezvous, parts, timeout=args.timeout, bind=args.bind, advertise=args.advertise,
                    curve=args.curve, options=options, max_frame_mb=args.max_frame_mb), rank, world
 
