@@ -404,8 +404,8 @@ def test_a_bad_rating_line_gets_no_corpus_hint(capsys, tmp_path):
     assert "looks like" not in err
 
 
-@pytest.mark.parametrize("data", [b"", b"# only a comment\n\n", bytes(range(256)) * 4],
-                         ids=["empty", "comments", "binary"])
+@pytest.mark.parametrize("data", [b"", b"# only a comment\n\n", bytes(range(256)) * 4, b"1\n2\n9999\n"],
+                         ids=["empty", "comments", "binary", "one-column-of-ids"])
 def test_an_empty_or_binary_file_gets_no_corpus_hint(capsys, tmp_path, data):
     f = tmp_path / "r.txt"
     f.write_bytes(data)

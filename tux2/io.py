@@ -992,9 +992,11 @@ def other_format(path):
         head = read_head(path, "input")
     except InputError:
         return ""
-    rows = [split_line(x) for x in head.split(b"\n")[:20]]
-    if b"\0" in head or not any(t and t[0][:1] not in (b"#", b"%") for t in rows):
+    rows = [t for t in (split_line(x) for x in head.split(b"\n")[:20]) if t and t[0][:1] not in (b"#", b"%")]
+    if b"\0" in head or not rows:
         return ""           # binary data, or no data line at all, looks like no format
+    if kind == "text" and all(is_number(x) for t in rows for x in t):
+        return ""           # numbers short of a column (a list of user ids) are no text corpus
     if kind == "docword":
         return ("; it looks like a UCI docword file (three header lines D, W, NNZ, then 'doc word count' lines), "
                 "a corpus for topic models: tux2 run lda reads it (--format docword)")
