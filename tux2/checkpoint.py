@@ -152,7 +152,9 @@ def latest(directory):
             raw = f.read(256)
         name = raw.decode("ascii").strip()
     except FileNotFoundError:
-        raise CheckpointError(f"{directory}: no checkpoint here (no {LATEST} file)") from None
+        inside = os.path.join(directory, "checkpoints")         # --out's, where --checkpoint-every writes
+        hint = f"; {inside} has one (--resume {inside})" if os.path.exists(os.path.join(inside, LATEST)) else ""
+        raise CheckpointError(f"{directory}: no checkpoint here (no {LATEST} file){hint}") from None
     except (OSError, UnicodeDecodeError) as e:
         raise CheckpointError(f"{pointer}: cannot read ({e})") from None
     if not name.startswith(_PREFIX) or os.path.basename(name) != name or name in (".", ".."):
