@@ -80,8 +80,15 @@ def test_resume_with_other_settings_is_refused(ratings, tmp_path):
     r = run_cli("run", "mf", ratings, "--k", "5", "--epochs", "2", "--resume", str(tmp_path / "ck"))
     assert r.returncode == 2 and "other settings: --k 4 there, --k 5 now" in r.stderr
     assert "resume with the first --k 4" in r.stderr
+    r = run_cli("run", "mf", ratings, "--k", "4", "--lr", "0.5", "--epochs", "2", "--resume", str(tmp_path / "ck"))
+    assert r.returncode == 2 and "--lr (unset) there, --lr 0.5 now; resume without --lr" in r.stderr, r.stderr
     r = run_cli("run", "mf", ratings, "--epochs", "2", "--resume", str(tmp_path / "nothing"))
     assert r.returncode == 2 and "no checkpoint here" in r.stderr
+    _run("run", "mf", ratings, "--k", "4", "--epochs", "1", "--checkpoint-every", "1", "--out", str(tmp_path / "m"))
+    r = run_cli("run", "mf", ratings, "--k", "4", "--epochs", "2", "--resume", str(tmp_path / "m"))
+    inside = tmp_path / "m" / "checkpoints"
+    assert r.returncode == 2 and f"no checkpoint here (no LATEST file); {inside} has one (--resume {inside})" \
+        in r.stderr, r.stderr
     # the workers are named, not the --partitions they imply
     r = run_cli("run", "mf", ratings, "--k", "4", "--epochs", "2", "--workers", "2", "--timeout", "20",
                 "--resume", str(tmp_path / "ck"), timeout=240)

@@ -98,6 +98,17 @@ def test_partitions_far_above_the_edge_count_are_refused(capsys, files):
     _refused(rc, err, "--partitions 100000", "edges")
 
 
+def test_strata_partitions_above_the_user_count_are_refused(capsys, tmp_path):
+    """The stratified partitioner gives partitions whole blocks of users: 1000 partitions
+    on 200 users left 800 empty and took minutes for one epoch of 1,800 ratings."""
+    f = tmp_path / "r.txt"
+    f.write_text("".join(f"{u} {i} {1 + (u + i) % 5}\n" for u in range(20) for i in range(10)))
+    rc, out, err = _main(capsys, "run", "mf", str(f), "--partitions", "21", "--epochs", "1")
+    _refused(rc, err, "21 partitions for 20 users", "some would be empty")
+    rc, out, err = _main(capsys, "run", "mf", str(f), "--partitions", "20", "--epochs", "1", "--quiet")
+    assert rc == 0, err
+
+
 def test_partitions_from_threads_or_workers_are_held_to_the_edge_count(capsys, files, tmp_path):
     """P that follows from --threads or --workers meets the same limit as --partitions
     (--threads 100000 used to run 100000 partitions on 2,691 edges). Per-edge SGD in
@@ -391,6 +402,16 @@ def test_a_bad_rating_line_gets_no_corpus_hint(capsys, tmp_path):
     rc, out, err = _main(capsys, "run", "mf", str(f), "--epochs", "1", "--quiet")
     _refused(rc, err, f"{f}:2: malformed value")
     assert "looks like" not in err
+
+
+@pytest.mark.parametrize("data", [b"", b"# only a comment\n\n", bytes(range(256)) * 4, b"1\n2\n9999\n"],
+                         ids=["empty", "comments", "binary", "one-column-of-ids"])
+def test_an_empty_or_binary_file_gets_no_corpus_hint(capsys, tmp_path, data):
+    f = tmp_path / "r.txt"
+    f.write_bytes(data)
+    rc, out, err = _main(capsys, "run", "mf", str(f), "--epochs", "1", "--quiet")
+    assert rc == 2 and err.startswith(f"tux2: error: {f}"), err
+    assert "looks like" not in err and "Traceback" not in err
 
 
 @pytest.mark.parametrize("text, expect", [

@@ -129,6 +129,9 @@ def test_config_file_keys_are_flags_and_the_command_line_wins(tmp_path):
     conf.write_text('mode = "fast"\n')
     r = run_cli("run", "mf", "--config", str(conf))
     assert r.returncode == 2 and "invalid choice: 'fast'" in r.stderr
+    conf.write_text('config = "other.toml"\n')         # was ignored without a word
+    r = run_cli("run", "mf", "--config", str(conf))
+    assert r.returncode == 2 and f"{conf}: config: a config file cannot name another" in r.stderr, r.stderr
     conf.write_text("k = [\n")
     r = run_cli("run", "mf", "--config", str(conf))
     assert r.returncode == 2 and f"{conf}:1: not valid TOML: Invalid value (at end of document) (line text: 'k = ['" in r.stderr

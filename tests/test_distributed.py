@@ -109,13 +109,21 @@ def _reap(p, t):
         t.close()
 
 
-def test_manual_ranks_started_with_other_options_stop_with_a_clear_error(ratings_file):
+@pytest.mark.parametrize("case", ["epochs", "input"])
+def test_manual_ranks_started_with_other_options_stop_with_a_clear_error(ratings_file, tmp_path, case):
     """Rank 1 with --epochs 1 against rank 0's 2: before, rank 1 trained one epoch and
-    exited 0 and rank 0 ended with 'lost worker 1'. Now both refuse at the rendezvous."""
+    exited 0 and rank 0 ended with 'lost worker 1'. Now both refuse at the rendezvous.
+    Input paths may differ between hosts, but not the data: rank 1 given another file
+    used to train, exit 0, on a mix of both files' byte ranges."""
     rv = f"tcp://127.0.0.1:{free_port()}"
-    procs = [subprocess.Popen([sys.executable, "-m", "tux2.cli", "run", "mf", ratings_file, "--rank", str(r),
+    other = tmp_path / "other.txt"
+    other.write_text("".join(open(ratings_file).readlines()[:100]))
+    size = os.path.getsize(ratings_file)
+    inputs, epochs = (((ratings_file, ratings_file), (2, 1)) if case == "epochs" else
+                      ((ratings_file, str(other)), (2, 2)))
+    procs = [subprocess.Popen([sys.executable, "-m", "tux2.cli", "run", "mf", inputs[r], "--rank", str(r),
                                "--world", "2", "--rendezvous", rv, "--timeout", "20", "--k", "4", "--quiet",
-                               "--epochs", str(2 - r)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                               "--epochs", str(epochs[r])], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for r in (0, 1)]
     errs = []
     try:
@@ -128,7 +136,9 @@ def test_manual_ranks_started_with_other_options_stop_with_a_clear_error(ratings
                 p.communicate()
     assert [p.returncode for p in procs] == [2, 2], errs
     for err in errs:
-        assert "rank 1 was started with other options than rank 0: --epochs 1 (rank 0: 2)" in err, errs
+        diff = ("--epochs 1 (rank 0: 2)" if case == "epochs" else
+                f"size of the input in bytes {os.path.getsize(other)} (rank 0: {size})")
+        assert f"rank 1 was started with other options than rank 0: {diff}" in err, errs
         assert "Traceback" not in err, err
 
 

@@ -141,3 +141,8 @@ def test_score_takes_the_files_fit_takes(tmp_path):
     for est in (tux2.BlockPG(epochs=3), tux2.LogisticRegression(epochs=10)):
         est.fit(str(tmp_path / "s.svm"))
         assert est.score(str(tmp_path / "s.svm")) == est.score((tmp_path / "s.svm").as_posix(), y) > 0.5
+
+
+def test_lda_fit_on_an_empty_list_of_documents_says_so():
+    with pytest.raises(tux2.InputError, match="no words found"):
+        tux2.LDA(topics=2, iterations=1).fit([])

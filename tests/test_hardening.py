@@ -141,6 +141,25 @@ def test_outputs_are_checked_before_training(ratings, tmp_path):
     _error(r, "must be a directory")
 
 
+def test_predict_checks_its_outputs_before_predicting(ratings, tmp_path):
+    """predict's --metrics, as its -o, is checked before the model is used: an unwritable
+    one used to fail after every prediction had been printed."""
+    (tmp_path / "afile").write_text("x")
+    _ok("run", "mf", ratings, "--epochs", "1", "--k", "2", "--out", str(tmp_path / "m"))
+    r = run_cli("predict", str(tmp_path / "m"), ratings, "--metrics", str(tmp_path / "afile" / "m.json"))
+    _error(r, "is not a directory")
+    assert r.stdout == "" and "rmse" not in r.stderr, r.stdout[:200] + r.stderr
+
+
+def test_top_k_names_the_line_of_a_non_numeric_user(ratings, tmp_path):
+    """A word in --top-k's user list for a model of integer ids is a bad line, not a traceback."""
+    _ok("run", "mf", ratings, "--epochs", "1", "--k", "2", "--out", str(tmp_path / "m"))
+    users = tmp_path / "users.txt"
+    users.write_text("1\n# a comment\nabc\n")
+    _error(run_cli("predict", str(tmp_path / "m"), "--top-k", "2", str(users)),
+           f"{users}:3: malformed user id (the model's user ids are integers) (line text: 'abc')")
+
+
 def test_metrics_records_and_predictions_are_whole_under_a_full_disk(ratings, tmp_path):
     metrics = str(tmp_path / "m.jsonl")
     r = subprocess.run([sys.executable, "-m", "tux2.cli", "run", "mf", ratings, "--k", "4", "--epochs", "40",
@@ -415,6 +434,11 @@ def test_mf_from_dash_a_fifo_and_gzip(ratings, tmp_path):
     assert r.stdout.split("\n")[1] == sizes
     bad = _cli_stdin(b"0 0 3\n1 1 x\n", "run", "mf", "-")
     assert bad.returncode == 2 and b"<stdin>:2: malformed value" in bad.stderr
+    # standard input read once: as the input and --test too it is named, not read empty the second time
+    twice = _cli_stdin(data, "run", "mf", "-", "--test", "-", "--k", "3", "--epochs", "1")
+    assert twice.returncode == 2, twice.stderr
+    assert b"<stdin>: given as both the input and --test: standard input or a pipe can be read only once" \
+        in twice.stderr, twice.stderr
 
 
 def test_spooled_inputs_keep_the_given_name_in_the_header_and_model(ratings, tmp_path):

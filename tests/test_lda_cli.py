@@ -95,6 +95,17 @@ def test_cli_errors_are_one_line_with_file_and_line(tmp_path):
     assert r.returncode == 2 and "missing.txt" in r.stderr
 
 
+def test_a_vocabulary_is_read_as_the_corpus_is(tmp_path):
+    """A byte-order mark is skipped (it was kept in the first word), and bytes that are
+    not UTF-8 are named by line (the error named none)."""
+    f = tmp_path / "v.txt"
+    f.write_bytes(b"\xef\xbb\xbfw\r\nx\ny\n")
+    assert io.read_words(str(f), 3, InputError, "") == ["w", "x", "y"]
+    f.write_bytes(b"w\nx\xff\n")
+    with pytest.raises(InputError, match=f"^{f}:2: vocabulary is not UTF-8 text \\(invalid start byte at byte 1"):
+        io.read_words(str(f), 2, InputError, "")
+
+
 def test_sniff_corpus(tmp_path):
     assert io.sniff_corpus(_write(tmp_path / "a", "2\n3\n1\n1 2 3\n")) == "docword"
     assert io.sniff_corpus(_write(tmp_path / "b", "# c\n0 1 2\n3 4 5\n")) == "triples"

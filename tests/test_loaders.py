@@ -251,16 +251,19 @@ def test_networkx_bipartite():
         loaders.load(G)
 
 
-def test_distributed_ingress_finds_duplicates_across_workers(tmp_path):
+@pytest.mark.parametrize("base", [0, 1])
+def test_distributed_ingress_finds_duplicates_across_workers(tmp_path, base):
     """Two worker processes each read half the file; the repeated pair (one copy in each
-    half) is still caught, naming both lines, and every worker exits."""
+    half) is still caught, naming both lines and the pair as the file writes it (a
+    1-based file's pair was named by its 0-based dense ids), and every worker exits."""
     from tests.conftest import run_cli
-    lines = [f"{u} {i} {1 + (u + i) % 5}" for u in range(40) for i in range(10)]
-    lines.append("3 7 5")                      # repeats line 38 from the other half of the file
+    lines = [f"{u} {i} {1 + (u + i) % 5}" for u in range(base, 40 + base) for i in range(base, 10 + base)]
+    lines.append("3 7 5")                      # repeats a line from the other half of the file
     path = _write(tmp_path, ("\n".join(lines) + "\n").encode(), "r.txt")
     r = run_cli("run", "mf", path, "--workers", "2", "--epochs", "1", "--k", "2", "--timeout", "20", timeout=120)
     assert r.returncode != 0
-    assert f"{path}:401: duplicate edge (3, 7), first at line 38" in r.stderr
+    first = (3 - base) * 10 + (7 - base) + 1
+    assert f"{path}:401: duplicate edge (3, 7), first at line {first}" in r.stderr, r.stderr
     r = run_cli("run", "mf", path, "--workers", "2", "--epochs", "1", "--k", "2", "--duplicates", "keep",
                 "--timeout", "20", timeout=120)
     assert r.returncode == 0, r.stderr

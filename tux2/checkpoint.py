@@ -152,7 +152,9 @@ def latest(directory):
             raw = f.read(256)
         name = raw.decode("ascii").strip()
     except FileNotFoundError:
-        raise CheckpointError(f"{directory}: no checkpoint here (no {LATEST} file)") from None
+        inside = os.path.join(directory, "checkpoints")         # --out's, where --checkpoint-every writes
+        hint = f"; {inside} has one (--resume {inside})" if os.path.exists(os.path.join(inside, LATEST)) else ""
+        raise CheckpointError(f"{directory}: no checkpoint here (no {LATEST} file){hint}") from None
     except (OSError, UnicodeDecodeError) as e:
         raise CheckpointError(f"{pointer}: cannot read ({e})") from None
     if not name.startswith(_PREFIX) or os.path.basename(name) != name or name in (".", ".."):
@@ -190,6 +192,16 @@ def _verify(path, names):
         raise CheckpointError(f"damaged checkpoint: {e}") from None
 
 
+def _remedy(diff, saved, flag):
+    """How to resume: the first run's flags to repeat, where a value says it, and those to
+    leave out (unset there)."""
+    repeat = [flag(k, saved[k]) for k in diff
+              if isinstance(saved.get(k), (str, int, float)) and not isinstance(saved[k], bool)]
+    drop = [f"--{k.replace('_', '-')}" for k in diff if saved.get(k) is None]
+    parts = (["with the first " + " ".join(repeat)] if repeat else []) + (["without " + " ".join(drop)] if drop else [])
+    return " and ".join(parts) or "with the first run's settings"
+
+
 def load(directory, eng, params, transport=None, compare=None, inputs=None):
     """Restore ``eng`` from the newest checkpoint in ``directory``. ``params`` must
     match the saved ones on the keys in ``compare`` (default: all); ``inputs``
@@ -215,9 +227,7 @@ def load(directory, eng, params, transport=None, compare=None, inputs=None):
             return f"--{k.replace('_', '-')} {'(unset)' if v is None else v}"
         raise CheckpointError(f"{path} was written by a run with other settings: " + ", ".join(
             f"{flag(k, saved.get(k))} there, {flag(k, params.get(k))} now" for k in diff)
-            + "; resume with the first" + "".join(          # the flags to repeat, where a value says it
-                f" {flag(k, saved[k])}" for k in diff
-                if isinstance(saved.get(k), (str, int, float)) and not isinstance(saved[k], bool)))
+            + "; resume " + _remedy(diff, saved, flag))
     _verify(path, [f"part-{rank}.npz"])
     try:
         with np.load(file, allow_pickle=False) as z:

@@ -141,7 +141,7 @@ def load(transport, path, partitions, partitioner="bicut", seed=0, test_path=Non
     ids = (offset_ids(n_src, base), offset_ids(n_dst, base))
     eid = int(allstats[:rank, 0].sum()) + np.arange(len(s), dtype=np.int64)
     if duplicates == "error":
-        _check_duplicates(transport, path, s, d, eid, n_dst, type_names)
+        _check_duplicates(transport, path, s, d, eid, n_dst, type_names, ids)
     elif duplicates != "keep":
         raise InputError(f"distributed ingress takes duplicates 'error' or 'keep', not {duplicates!r}", path=path)
 
@@ -271,9 +271,10 @@ def load(transport, path, partitions, partitioner="bicut", seed=0, test_path=Non
     return shard, assignment, mu, test
 
 
-def _check_duplicates(transport, path, s, d, eid, n_dst, type_names):
+def _check_duplicates(transport, path, s, d, eid, n_dst, type_names, ids=(None, None)):
     """Each (src, dst) pair goes to worker hash(pair) % world with its line's edge id;
-    a pair seen twice raises InputError naming both lines."""
+    a pair seen twice raises InputError naming both lines and the pair in the file's
+    ids (``ids``: the id maps, as BipartiteGraph.ids)."""
     from tux2.io import edge_line
     from tux2.loaders import dedupe, pair_key
     rank, world = transport.rank, transport.world
@@ -288,6 +289,7 @@ def _check_duplicates(transport, path, s, d, eid, n_dst, type_names):
     from tux2.graph import BipartiteGraph
     n_src = int(cs.max()) + 1 if len(cs) else 0
     g = BipartiteGraph(cs, cd, None, n_src, max(n_dst, int(cd.max()) + 1 if len(cd) else 0), type_names, path)
+    g.ids = ids
     dedupe(g, "error", lambda i: (path, *edge_line(path, int(ce[i]))))
 
 

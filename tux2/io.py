@@ -868,10 +868,17 @@ def read_words(path, n, error, why):
     """The words of a vocabulary file, one per line: at least ``n``, else ``error``
     saying ``why`` that many are needed."""
     try:
-        with open(path, encoding="utf-8") as f:
-            words = [line.strip() for line in f]
-    except (OSError, UnicodeDecodeError) as e:
-        raise error(f"{path}: cannot read vocabulary: {e}") from None
+        with open(path, "rb") as f:
+            lines = f.read().removeprefix(b"\xef\xbb\xbf").split(b"\n")     # a UTF-8 byte-order mark is skipped
+    except OSError as e:
+        raise error(f"{path}: cannot read vocabulary: {e.strerror}") from None
+    words = []
+    for no, line in enumerate(lines, 1):
+        try:
+            words.append(line.decode("utf-8").strip())
+        except UnicodeDecodeError as e:
+            raise error(f"{path}:{no}: vocabulary is not UTF-8 text ({e.reason} at byte {e.start} of the line)") \
+                from None
     while words and not words[-1]:
         words.pop()
     if len(words) < n:
@@ -982,9 +989,14 @@ def other_format(path):
     reads it: a UCI docword file or plain text (tux2 run lda), a libsvm file."""
     try:
         kind = sniff_input(path)
-        rows = [split_line(x) for x in read_head(path, "input").split(b"\n")[:20]]
+        head = read_head(path, "input")
     except InputError:
         return ""
+    rows = [t for t in (split_line(x) for x in head.split(b"\n")[:20]) if t and t[0][:1] not in (b"#", b"%")]
+    if b"\0" in head or not rows:
+        return ""           # binary data, or no data line at all, looks like no format
+    if kind == "text" and all(is_number(x) for t in rows for x in t):
+        return ""           # numbers short of a column (a list of user ids) are no text corpus
     if kind == "docword":
         return ("; it looks like a UCI docword file (three header lines D, W, NNZ, then 'doc word count' lines), "
                 "a corpus for topic models: tux2 run lda reads it (--format docword)")

@@ -88,9 +88,11 @@ def load_curve_keys(path):
 
 
 def options_diff(a, b):
-    """'--epochs 1 (rank 0: 5), ...': how option dicts ``a`` and ``b`` differ."""
+    """'--epochs 1 (rank 0: 5), ...': how option dicts ``a`` and ``b`` differ (a key with a
+    space in it, such as the input's size, is named as it is, not as a flag)."""
     keys = sorted(set(a) | set(b))
-    return ", ".join(f"--{k.replace('_', '-')} {a.get(k)} (rank 0: {b.get(k)})" for k in keys if a.get(k) != b.get(k))
+    return ", ".join(f"{k if ' ' in k else '--' + k.replace('_', '-')} {a.get(k)} (rank 0: {b.get(k)})"
+                     for k in keys if a.get(k) != b.get(k))
 
 
 class Gatekeeper:

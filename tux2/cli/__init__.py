@@ -31,6 +31,8 @@ def expand_config(argv, run_parsers):
         action = flags.get(dest)
         if dest == "input":
             positional.append(str(value))
+        elif dest == "config":                         # it would be taken as a flag and never read
+            raise InputError(f"{key}: a config file cannot name another; give its keys here", path=path)
         elif action is None:
             known = ", ".join(sorted(k.replace("_", "-") for k in flags if k != "help"))
             raise InputError(f"unknown key {key!r} for 'tux2 run {argv[1]}'; the keys are its flags: {known}",

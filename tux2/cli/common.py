@@ -189,10 +189,17 @@ def spool_inputs(args):
     """Replace the input files of ``args`` that are ``-``, pipes, FIFOs or compressed
     with temporary plain copies read once (``tux2.io.local_copy``); with ``--workers``
     the launcher does it and passes the copies on in ``args.argv``."""
+    from tux2.errors import InputError
     from tux2.io import local_copy
+    read = {}
     for key in INPUT_FILES:
         given = vars(args).get(key)
         if given:
+            if given in read and not os.path.isfile(given):     # a second read of a pipe finds it empty
+                raise InputError(f"given as both {read[given]} and --{key}: standard input or a pipe can be "
+                                 "read only once; give one of them as a file", path="<stdin>" if given == "-"
+                                 else given)
+            read[given] = "the input" if key == "input" else f"--{key}"
             copy = local_copy(given)
             setattr(args, key, copy)
             if copy != given:
@@ -258,6 +265,10 @@ def open_transport(args, tiled=False):
     rank, world, rendezvous = w
     parts = runner.partitions(args.partitions, world, args.threads, tiled)
     options = {k: v for k, v in vars(args).items() if k not in _PER_WORKER}
+    # paths are per host, but the data is one: rank 1 reading another file trained on a mix of both
+    # (each reads its byte range of its file). Not --test or --vocab: rank 0 alone may be given those
+    if vars(args).get("input") and os.path.isfile(args.input):
+        options["size of the input in bytes"] = os.path.getsize(args.input)
     return connect(rank, world, rendezvous, parts, timeout=args.timeout, bind=args.bind, advertise=args.advertise,
                    curve=args.curve, options=options, max_frame_mb=args.max_frame_mb), rank, world
 

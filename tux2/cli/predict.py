@@ -66,6 +66,8 @@ def _report(args, res):
 
 
 def predict(args):
+    files.check_writable(args.output, "-o", directory=False)        # before any prediction is made
+    files.check_writable(args.metrics, "--metrics", directory=False)
     model = estimators.load(args.model)
     spool_inputs(args)
     if model.algorithm == "mf":
@@ -149,6 +151,12 @@ def _listed_users(args, model):
                 lines.append((no, raw.decode("utf-8", "replace").rstrip("\r\n")))
     if not toks:
         raise InputError("no users listed", path=args.input)
+    ids = model.ids_[0]
+    if ids is None or ids.tokens.dtype.kind in "iu":      # as MF.recommend takes them: whole numbers
+        bad = next((i for i, t in enumerate(toks) if not t.strip().lstrip("+-").isdigit()), None)
+        if bad is not None:
+            raise InputError("malformed user id (the model's user ids are integers)", path=args.input,
+                             line=lines[bad][0], text=lines[bad][1])
     dense = model.lookup(0, toks)
     known = dense >= 0
     known[known] = model.known_[0][dense[known]]

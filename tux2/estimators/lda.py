@@ -47,7 +47,8 @@ class LDA(Estimator):
         """The corpus as a doc → word count graph, with its vocabulary: a text
         corpus's own, or ``vocab`` (a file, one word per line) for numeric ids."""
         words = None
-        if isinstance(data, (list, tuple)) and data and isinstance(data[0], str):
+        texts = isinstance(data, (list, tuple)) and data and isinstance(data[0], str)
+        if texts or (isinstance(data, list) and not data):        # [] is an empty corpus: text_docs says so
             (g, words), format = io.text_docs(data, min_count=min_count), "text"
         elif isinstance(data, (str, bytes)) or hasattr(data, "__fspath__"):
             sniffed = format == "auto"
