@@ -79,6 +79,7 @@ def test_huge_blocks_from_python_are_refused_not_laid_out():
     assert r.stdout.startswith("MF: blocks must be an integer >= 1 and <= 65536, got 1000000000"), r.stdout + r.stderr
 
 
+@pytest.mark.slow
 def test_a_learning_rate_beyond_float32_is_named_without_a_numpy_warning(tmp_path):
     from tests.conftest import run_cli
     path = tmp_path / "r.txt"
@@ -131,6 +132,7 @@ def test_an_unknown_keyword_names_the_parameters_and_the_flag_it_may_be(make, ki
     assert expect in str(e.value)
 
 
+@pytest.mark.slow
 def test_renamed_flags_reach_their_parameters(tmp_path):
     """--lam is reg, lr's --reg is penalty (the estimators' ``flags``), as model.json shows."""
     import json

@@ -130,6 +130,7 @@ def _forged(kind, sender, token=bytes(16), world=2, clock=0, tag="x", parts=()):
     return wire.encode(kind, clock, sender, world, tag, parts, token=token)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("knows_secret", [False, True], ids=["stranger", "insider"])
 def test_junk_an_http_post_and_forged_aborts_do_not_kill_the_run(ratings_file, reference, tmp_path, knows_secret):
     """Before the token, any of these ended the job (an ABORT from 'rank 0' even said why).

@@ -5,12 +5,14 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 from bench import layout
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+@pytest.mark.slow
 def test_layouts_compute_the_same_model():
     """Fig. 8 compares layouts, not algorithms: array and hash-table loops give equal models."""
     rng = np.random.default_rng(0)

@@ -203,6 +203,7 @@ def test_cli_bad_labels_and_input(tmp_path):
     assert r.returncode == 2 and f"{f}:2: malformed feature value" in r.stderr and "Traceback" not in r.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("form", ["kappa", "newton"])
 def test_workers_give_the_single_process_weights(svm_files, tmp_path, form):
     train, _ = svm_files

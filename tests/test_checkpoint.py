@@ -46,6 +46,7 @@ def _run(*args):
 
 @pytest.mark.parametrize("extra", [[], ["--workers", "2", "--partitions", "2", "--timeout", "20"]],
                          ids=["one-process", "two-workers"])
+@pytest.mark.slow
 def test_mf_resume_gives_the_uninterrupted_model(ratings, tmp_path, extra):
     common = ["run", "mf", ratings, "--k", "6", "--batch-size", "3000", *extra]
     _run(*common, "--epochs", "5", "--out", str(tmp_path / "full"), "--metrics", str(tmp_path / "full.jsonl"))
@@ -65,6 +66,7 @@ def test_mf_resume_gives_the_uninterrupted_model(ratings, tmp_path, extra):
         json.load(open(tmp_path / "full" / "model.json"))["clock"]
 
 
+@pytest.mark.slow
 def test_lda_and_glm_resume_exactly(tmp_path):
     for algo, flags, files in (("lda", ["--iterations"], ("lda.npz",)),
                                ("lr", ["--optimizer", "adam", "--batch", "2000", "--epochs"], ("weights.npz",))):
@@ -74,6 +76,7 @@ def test_lda_and_glm_resume_exactly(tmp_path):
         _same(_arrays(tmp_path / f"{algo}-full", files), _arrays(tmp_path / f"{algo}-res", files))
 
 
+@pytest.mark.slow
 def test_resume_with_other_settings_is_refused(ratings, tmp_path):
     _run("run", "mf", ratings, "--k", "4", "--epochs", "1", "--checkpoint-every", "1", "--checkpoint-dir",
          str(tmp_path / "ck"))
@@ -150,6 +153,7 @@ def test_resume_of_another_algorithms_checkpoint_names_it_in_one_line(ratings, t
             f"resume it with tux2 run {was} --resume {tmp_path / was}"], r.stderr
 
 
+@pytest.mark.slow
 def test_resume_takes_the_same_file_and_layout_however_they_are_named(ratings, tmp_path):
     """The same file by another path (./r.txt, a symlink) and the same partitions asked
     for another way (--partitions 2 against --workers 2's default) are the same run."""

@@ -2,6 +2,7 @@
 import json
 
 import numpy as np
+import pytest
 
 from tests.conftest import run_cli
 from tux2.datasets import netflix_like
@@ -33,6 +34,7 @@ def test_default_dataset_minibatch_mode(tmp_path):
     assert "built-in Netflix-shaped set" in r.stdout and "epoch   1/1" in r.stdout
 
 
+@pytest.mark.slow
 def test_malformed_input_is_one_clear_line(tmp_path):
     p = tmp_path / "bad.txt"
     p.write_text("0 1 4\n1 2 5\n2 zz 3\n")

@@ -288,6 +288,7 @@ def test_random_option_values_never_give_a_traceback(command, files, mf_model, t
                                                 b"99999999999 1 1", b"1 2 1e400", b"\xff\xfe", b"# c"]),
                                max_size=8).map(b"\n".join)),
        fmt=st.sampled_from(["auto", "edges", "libsvm", "docword", "triples", "text"]))
+@pytest.mark.slow
 @example(data=b"1 1:0.5\n-1 1000000000:2\n", fmt="auto")           # a MemoryError before issue 21
 @example(data=b"1000000000000000\n3\n1\n1 1 2\n", fmt="auto")    # docword header D = 1e15
 def test_info_on_any_bytes_never_gives_a_traceback(tmp_path, capsys, data, fmt):

@@ -57,6 +57,7 @@ def test_info_on_libsvm_and_text(tmp_path):
     assert res["format"] == "text" and res["vocabulary"] == 6 and res["edges"] == 7
 
 
+@pytest.mark.slow
 def test_plot_writes_an_image_and_names_bad_lines(tmp_path):
     pytest.importorskip("matplotlib")
     for name, k in (("a", 4), ("b", 8)):

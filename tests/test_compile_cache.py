@@ -81,6 +81,7 @@ def numba_files(tmp_path):
             if n.endswith((".nbi", ".nbc"))]
 
 
+@pytest.mark.slow
 def test_a_second_process_compiles_no_loop(tmp_path):
     first = run(tmp_path)
     assert len(first["loops"]) >= 4          # exchange, two applies, aggregate, the fused loop
@@ -89,6 +90,7 @@ def test_a_second_process_compiles_no_loop(tmp_path):
     assert second["t"] == first["t"]
 
 
+@pytest.mark.slow
 def test_a_corrupted_entry_is_rebuilt_not_trusted(tmp_path):
     first = run(tmp_path)
     files = numba_files(tmp_path)
@@ -104,6 +106,7 @@ def test_a_corrupted_entry_is_rebuilt_not_trusted(tmp_path):
     assert run(tmp_path)["loops"] == []                            # and cached again
 
 
+@pytest.mark.slow
 def test_a_changed_udf_is_compiled_again(tmp_path):
     first = run(tmp_path, scale=1.0)
     changed = run(tmp_path, scale=2.0)        # SCALE is a global the UDF reads: frozen into the machine code
@@ -111,6 +114,7 @@ def test_a_changed_udf_is_compiled_again(tmp_path):
     assert run(tmp_path, scale=1.0)["t"] == first["t"]
 
 
+@pytest.mark.slow
 def test_no_cache_flag_writes_nothing(tmp_path):
     cache = tmp_path / "cache"
     r = run_cli("run", "blockpg", "--epochs", "1", "--no-cache", "-q", env={"TUX2_CACHE_DIR": str(cache)})
@@ -131,6 +135,7 @@ print(k(np.arange(10, dtype=np.dtype(sys.argv[2]))), flush=True)
 TWICE = "\ndef twice(a):\n    s = 0.0\n    for i in range(a.shape[0]):\n        s += a[i]\n    return 2.0 * s\n"
 
 
+@pytest.mark.slow
 def test_numba_cache_files_are_written_under_a_lock(tmp_path):
     """numba numbers a new overload's cache file by reading its index unlocked, so two
     processes compiling two signatures of one loop at once both wrote ``….1.nbc`` and

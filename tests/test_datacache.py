@@ -125,6 +125,7 @@ def test_no_cache_directory_keeps_nothing(tmp_path):
         set_cache_dir(before)
 
 
+@pytest.mark.slow
 def test_the_cli_built_in_set_is_cached_and_no_cache_keeps_none(tmp_path):
     cache = tmp_path / "cache"
     runs = [run_cli("run", "mf", "--epochs", "1", "--k", "8", *flags, env={"TUX2_CACHE_DIR": str(cache)})

@@ -68,6 +68,7 @@ def _alive(pid):
     # a stopped one stays silent: its peers give up after --timeout and the launcher stops it
     (signal.SIGSTOP, 4, 4 + 10, "lost worker 1"),
 ])
+@pytest.mark.slow
 def test_killing_a_worker_stops_every_process_with_a_clear_error(ratings_file, sig, timeout, within, says):
     cmd = [sys.executable, "-m", "tux2.cli", "run", "mf", ratings_file, "--workers", "3", "--epochs", "100000",
            "--k", "4", "--mode", "minibatch", "--batch-size", "500", "--lr", "0.001", "--timeout", str(timeout)]
@@ -442,6 +443,7 @@ def test_a_gather_is_the_model_at_the_call_though_the_worker_goes_on(tmp_path):
     assert np.array_equal(got, held[1])
 
 
+@pytest.mark.slow
 def test_every_epochs_test_rmse_with_two_workers_is_the_one_process_rmse():
     """The test RMSE rank 0 reports after each epoch (from the model gathered while
     rank 1 goes on to the next epoch) is one process's, every epoch, bit for bit

@@ -27,6 +27,7 @@ def _run(code_or_path, tmp_path, timeout):
     return r.stdout
 
 
+@pytest.mark.slow
 def test_readme_python_blocks_run_and_print_what_they_show(tmp_path):
     """A ``print(…)  # TEXT`` line of a block shows TEXT: the line it prints."""
     code = "\n\n".join(readme_blocks())
@@ -37,6 +38,7 @@ def test_readme_python_blocks_run_and_print_what_they_show(tmp_path):
     assert printed == shown
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", EXAMPLES)
 def test_example_runs(name, tmp_path):
     out = _run(os.path.join(ROOT, "examples", name), tmp_path, timeout=600)

@@ -531,6 +531,7 @@ def test_fm_learns_pairwise_interactions_a_linear_model_cannot():
     assert f_lin > 0.5 and f_fm < f_lin - 0.2
 
 
+@pytest.mark.slow
 def test_predict_gives_the_training_runs_scores_and_metrics(tmp_path):
     """save → load → predict: the scores are the model's, the metrics those the run
     reported on the same test file; for lr, softmax, fm and blockpg (with a bias)."""
@@ -648,6 +649,7 @@ def test_zero_objective_is_the_objective_of_the_all_zero_model(loss, classes):
         assert glm.zero_objective(loss) == pytest.approx(glm.objective_value(W, X, y, loss, fm=True), rel=1e-12)
 
 
+@pytest.mark.slow
 def test_cli_notes_an_objective_worse_than_the_all_zero_model(tmp_path):
     """The default (AdaGrad, eta 0.5) on raw counts 1 … 49 ends above the objective of
     w = 0 (ln 2 for lr, 1 for svm) without rising above its first epoch's: the run says
@@ -685,6 +687,7 @@ def _iris_like(path, base, n=150, seed=4):
     return str(path)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("workers", ["1", "2"])
 def test_softmax_on_labels_1_to_k_has_k_classes_and_predicts_the_files_labels(tmp_path, workers):
     """Labels 1 … 3 give the 3-class model of labels 0 … 2 (not 4 classes with a phantom

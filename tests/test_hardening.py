@@ -315,6 +315,7 @@ def test_crafted_lda_checkpoint_context_is_refused(corpus, tmp_path, key, fields
     _error(r, expect)
 
 
+@pytest.mark.slow
 def test_crafted_model_arrays_are_refused_before_any_kernel(corpus, ratings, tmp_path):
     lda_dir = str(tmp_path / "lda")
     _ok("run", "lda", corpus, "--topics", "5", "--iterations", "2", "--out", lda_dir)
@@ -354,6 +355,7 @@ def _rewrite_meta(directory, **changes):
     json.dump(m, open(os.path.join(directory, "manifest.json"), "w"))
 
 
+@pytest.mark.slow
 def test_model_files_that_disagree_with_model_json_are_refused(corpus, ratings, tmp_path):
     """Each of these used to predict with rc 0."""
     train = tmp_path / "t.svm"
@@ -408,6 +410,7 @@ def test_lda_from_a_pipe_reads_every_document(tmp_path):
     assert meta["documents"] == 300
 
 
+@pytest.mark.slow
 def test_mf_from_dash_a_fifo_and_gzip(ratings, tmp_path):
     data = open(ratings, "rb").read()
     plain = run_cli("run", "mf", ratings, "--k", "3", "--epochs", "1")

@@ -112,6 +112,7 @@ def test_sniff_corpus(tmp_path):
     assert io.sniff_corpus(_write(tmp_path / "c", "hello world 1\n")) == "text"
 
 
+@pytest.mark.slow
 def test_workers_give_the_single_process_counts(tmp_path):
     """The sync sampler at slack 0: 2 real worker processes, 3 partitions = 1 process, 1 partition;
     the sparse sampler: 2 workers = 1 process with the same partitions."""

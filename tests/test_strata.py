@@ -224,6 +224,7 @@ def test_stratified_sgd_on_four_partitions_is_sequential_sgd():
     np.testing.assert_allclose(eng.vertex_data("item")["p"], Q, rtol=2e-3, atol=2e-4)
 
 
+@pytest.mark.slow
 def test_workers_and_threads_give_the_one_partition_model(tmp_path, skewed):
     """Real worker processes over ZeroMQ (distributed ingress builds the strata from
     global degrees): 2 and 4 workers, 2 workers x 2 threads and 4 partitions in one
