@@ -329,8 +329,8 @@ def _memo(kind):
             name, src = template(udf)
             deps = [_udf_fingerprint(udf), *(fingerprint(d) for d in dtypes)]
             tag = hashlib.sha256("\0".join(map(str, deps)).encode()).hexdigest()[:16]
-            return _kernel(kind, src, name, {"f": jit_udf(udf, tag), "prefetch": _no_prefetch if jit_disabled()
-                                             else prefetch}, deps)
+            return _kernel(kind, src, name, {"f": jit_udf(udf, tag), "append_run": append_run,
+                                             "prefetch": _no_prefetch if jit_disabled() else prefetch}, deps)
 
         def get(udf, dtypes=()):
             try:
@@ -435,14 +435,21 @@ def select(k_lo, k_hi, run_start, run_lid, V, ctx_arr, los, his):
     n = 0
     for k in range(k_lo, k_hi):
         if f(V[run_lid[k]], ctx):
-            if n > 0 and his[n - 1] == run_start[k]:
-                his[n - 1] = run_start[k + 1]
-            else:
-                los[n] = run_start[k]
-                his[n] = run_start[k + 1]
-                n += 1
+            n = append_run(k, run_start, los, his, n)
     return n
 """
+
+
+@njit(cache=True, nogil=True, boundscheck=False)
+def append_run(k, run_start, los, his, n):
+    """Add run k (positions [run_start[k], run_start[k + 1])) to the n segments in
+    los/his, merged with the last when adjacent; returns the new count."""
+    if n > 0 and his[n - 1] == run_start[k]:
+        his[n - 1] = run_start[k + 1]
+        return n
+    los[n] = run_start[k]
+    his[n] = run_start[k + 1]
+    return n + 1
 
 
 @_memo("reselect")
@@ -458,12 +465,7 @@ def reselect(los, his, n, run_start, run_lid, V, ctx_arr, los2, his2):
         k = np.searchsorted(run_start, los[i])
         while run_start[k] < his[i]:
             if f(V[run_lid[k]], ctx):
-                if m > 0 and his2[m - 1] == run_start[k]:
-                    his2[m - 1] = run_start[k + 1]
-                else:
-                    los2[m] = run_start[k]
-                    his2[m] = run_start[k + 1]
-                    m += 1
+                m = append_run(k, run_start, los2, his2, m)
             k += 1
     return m
 """
@@ -890,6 +892,15 @@ def in_threads(count, fn):
     from concurrent.futures import ThreadPoolExecutor
     with ThreadPoolExecutor(count) as pool:
         return list(pool.map(fn, range(count)))
+
+
+@njit(cache=True, nogil=True)
+def is_sorted(a):
+    """Whether a[k - 1] <= a[k] throughout."""
+    for k in range(1, a.shape[0]):
+        if a[k] < a[k - 1]:
+            return False
+    return True
 
 
 @njit(cache=True, nogil=True, boundscheck=False)

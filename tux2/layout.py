@@ -10,7 +10,7 @@ tables anywhere.
 import numpy as np
 from numba import njit
 
-from tux2.compile import empty, gather_rows, group_by_part, place, place_shift, zeros
+from tux2.compile import empty, gather_rows, group_by_part, is_sorted, place, place_shift, zeros
 from tux2.config import cores
 from tux2.errors import SchemaError
 from tux2.schema import EMPTY
@@ -266,14 +266,6 @@ def _take(records, idx):
 
 
 @njit(cache=True, nogil=True)
-def _is_sorted(a):
-    for k in range(1, a.shape[0]):
-        if a[k] < a[k - 1]:
-            return False
-    return True
-
-
-@njit(cache=True, nogil=True)
 def _permute(perm, ea, eb, eid, pos):
     """ea, eb, eid and pos in the order ``perm``, in one pass."""
     m = perm.shape[0]
@@ -410,7 +402,7 @@ def build_partitions(program, graph, assignment, vertex_data, edge_data, context
             pos = np.arange(lo, hi, dtype=np.int64) if len(local) == 0 else local[lo:hi]
             eid = pos if geid is None else geid[pos]
         by_eid = _NONE if geid is None and len(local) == 0 else \
-            _NONE if _is_sorted(eid) else np.argsort(eid, kind="stable")
+            _NONE if is_sorted(eid) else np.argsort(eid, kind="stable")
         if parts == 1:
             lids = [np.ascontiguousarray(a) for a in ends]   # the loaded id arrays themselves, no copy
         else:

@@ -40,7 +40,7 @@ import math
 import numpy as np
 from numba import njit
 
-from tux2.compile import empty, group_by_part, in_threads
+from tux2.compile import empty, group_by_part, in_threads, is_sorted
 from tux2.config import cores
 from tux2.program import Program
 from tux2.schema import ContextSpec, VertexType
@@ -152,21 +152,13 @@ def block_counts(samples, features, block_size, threads=None):
         return np.zeros(0, np.float32)
     size, n = int(block_size), int(samples.max()) + 1
     n_blocks = int(features.max()) // size + 1
-    if not _is_sorted(samples):
+    if not is_sorted(samples):
         return _block_counts(samples, features, size, n, n_blocks)
     out = empty(len(samples), np.float32)
     cuts = _cuts(len(samples), threads, at=samples)
     in_threads(len(cuts) - 1, lambda t: _grouped_block_counts(samples, features, size, n_blocks, cuts[t],
                                                          cuts[t + 1], out))
     return out
-
-
-@njit(cache=True, nogil=True)
-def _is_sorted(a):
-    for e in range(1, a.shape[0]):
-        if a[e] < a[e - 1]:
-            return False
-    return True
 
 
 @njit(cache=True, nogil=True)
