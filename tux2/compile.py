@@ -30,6 +30,7 @@ from numba.extending import intrinsic
 
 from tux2.config import JIT, default_cache_dir, jit_disabled
 from tux2.errors import UDFCompileError
+from tux2.version import __version__
 
 
 def jit_udf(fn, tag=""):
@@ -177,13 +178,8 @@ _ENV = []
 def _environment():
     """What every loop's machine code depends on besides its own text and UDFs."""
     if not _ENV:
-        try:
-            from importlib.metadata import version
-            tux2_version = version("tux2")
-        except Exception:               # not installed (running from a checkout)
-            tux2_version = "unknown"
         _ENV.append(f"numba {numba.__version__}, numpy {np.__version__}, python {sys.version}, "
-                    f"tux2 {tux2_version} {_code_digest()}, {_options(JIT)}, "
+                    f"tux2 {__version__} {_code_digest()}, {_options(JIT)}, "
                     f"{numba.config.CPU_NAME or ''} {numba.config.CPU_FEATURES or ''}")
     return _ENV[0]
 

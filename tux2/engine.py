@@ -65,10 +65,11 @@ class Engine(ApplyRounds):
     def __init__(self, program, graph, partitions=1, partitioner="random", seed=0,
                  partitioner_options=None, edge_data=None, context=None, transport=None, slack=0,
                  assignment=None, fuse=True, strata=None, threads=None, check_finite=True, tiles=None):
-        from tux2.ingress import Shard, check_program
-        sharded = isinstance(graph, Shard)
-        if not isinstance(graph, BipartiteGraph) and not sharded:
-            raise TypeError(f"graph must be a BipartiteGraph, got {type(graph).__name__}")
+        sharded = not isinstance(graph, BipartiteGraph)
+        if sharded:                     # a worker's part of a file (the file readers load only then)
+            from tux2.ingress import Shard, check_program
+            if not isinstance(graph, Shard):
+                raise TypeError(f"graph must be a BipartiteGraph, got {type(graph).__name__}")
         if sharded and assignment is None:
             raise SchemaError("a Shard comes with its assignment (tux2.ingress.load)")
         self.program = program
