@@ -296,14 +296,16 @@ def _routing(t, vtype, ids, local, starts, master_t, n, parts, only, share, repl
     """TypeLayouts of type t for the parts ``only``: masters (sorted by gid), mirrors
     (sorted by gid), mirror → master routing and each master's mirror list."""
     master64 = master_t.astype(np.int64, copy=False)
-    morder, mstart = group_by_part(master64, parts)      # vertices by master part, ascending ids
-    n_master = np.diff(mstart)
-    master_lid = np.empty(n, np.int64)
-    master_lid[morder] = np.arange(n, dtype=np.int64) - mstart[master64[morder]]
     if parts == 1:                                        # one part: every vertex is its master, no mirrors
+        morder = master_lid = np.arange(n, dtype=np.int64)
+        mstart = np.array([0, n], np.int64)
         rp, rv = np.zeros(0, np.int32), _NONE
     else:
+        morder, mstart = group_by_part(master64, parts)  # vertices by master part, ascending ids
+        master_lid = np.empty(n, np.int64)
+        master_lid[morder] = np.arange(n, dtype=np.int64) - mstart[master64[morder]]
         rp, rv = _mirror_pairs(ids, local, starts, master64, n)
+    n_master = np.diff(mstart)
     by_v, _ = group_by_part(rv, max(n, 1))                # (vertex, part) order
     by_p, rstart = group_by_part(rp[by_v], parts)          # (part, vertex) order
     by_pv = by_v[by_p]
@@ -345,7 +347,8 @@ def _routing(t, vtype, ids, local, starts, master_t, n, parts, only, share, repl
         tl.mirror_master_lid = master_lid[mirrors]
         sel = by_q[qstart[p]:qstart[p + 1]]
         tl.mm_ptr = np.zeros(tl.n_master + 1, np.int64)
-        np.cumsum(np.bincount(mlid[sel], minlength=tl.n_master), out=tl.mm_ptr[1:])
+        if len(sel):
+            np.cumsum(np.bincount(mlid[sel], minlength=tl.n_master), out=tl.mm_ptr[1:])
         tl.mm_part = rpart[sel]
         tl.mm_lid = rlid[sel]
         layouts[p] = tl
