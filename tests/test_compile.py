@@ -296,3 +296,17 @@ def test_a_udf_is_compiled_under_a_name_of_its_loop_s_record_types():
     assert names[0] != names[1]
     again = exchange_kernel(_reads_u_and_a_v, (dts[0], dts[0], e, acc, acc, ctx)).py_func.__globals__["f"]
     assert again.py_func.__qualname__ == names[0]
+
+
+def test_setup_arrays_of_numba_memory():
+    """compile.empty and zeros (the layout's edge-sized arrays): the dtype and length
+    asked for, zeros zeroed, also above the 4 MB from which the pages are populated
+    in advance."""
+    from tux2.compile import empty, zeros
+    rec = np.dtype([("x", "f8"), ("ws", "f8"), ("kappa", "f4")])
+    for n in (0, 3, (5 << 20) // rec.itemsize + 7):
+        e, z = empty(n, rec), zeros(n, rec)
+        assert e.dtype == rec and z.dtype == rec and len(e) == len(z) == n
+        assert not z.view(np.uint8).any()
+        e["x"] = 1.5
+        assert (e["x"] == 1.5).all()
