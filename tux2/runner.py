@@ -239,7 +239,7 @@ def metrics_stream(path, rank, append=False, unit="epoch"):
                     pass
         files.write_atomic(path, files.text(b"".join(keep).decode()))
     with open(path, "ab" if append else "wb", buffering=0) as f:
-        yield lambda rec: files.write_whole(f, path, (json.dumps(rec) + "\n").encode())
+        yield lambda rec: files.write_whole(f, path, (files.json_text(rec) + "\n").encode())
 
 
 class Checkpoints:
@@ -280,7 +280,7 @@ def write_trace(directory, eng, rank):
         return
     os.makedirs(directory, exist_ok=True)
     files.write_atomic(os.path.join(directory, f"trace-{rank}.jsonl"),
-                       files.text("".join(json.dumps(rec) + "\n" for rec in eng.trace)))
+                       files.text("".join(files.json_text(rec) + "\n" for rec in eng.trace)))
 
 
 # ---------------------------------------------------------------- the run

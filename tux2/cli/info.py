@@ -1,11 +1,11 @@
 """``tux2 info INPUT``: what a data file holds before training on it — counts, degree
 statistics, id ranges, duplicate edges, values or labels, and the likely id base."""
-import json
 import os
 
 import numpy as np
 
 from tux2.cli.common import add_input_args, input_options, spool_inputs
+from tux2.files import json_text
 
 
 FORMATS = ("auto", "edges", "libsvm", "docword", "triples", "text")
@@ -120,7 +120,7 @@ def info(args):
         res = describe(g, "edges")
     res = {"input": io.display_name(path), "bytes": os.path.getsize(path), **res}
     if args.json:
-        print(json.dumps(res))
+        print(json_text(res))
         return 0
     print(f"{res['input']}: {res['format']}, {res['bytes'] / 1e6:.1f} MB, {res['edges']} edges "
           f"(density {res['density']:.3g})")

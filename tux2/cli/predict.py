@@ -60,9 +60,9 @@ def _write(path, lines):
 
 def _report(args, res):
     """Metrics: a JSON line on stderr when predictions go to stdout, else on stdout."""
-    print(json.dumps(res), file=sys.stdout if args.output else sys.stderr)
+    print(files.json_text(res), file=sys.stdout if args.output else sys.stderr)
     if args.metrics:
-        files.write_atomic(args.metrics, files.text(json.dumps(res)))
+        files.write_atomic(args.metrics, files.text(files.json_text(res)))
 
 
 def predict(args):

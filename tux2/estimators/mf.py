@@ -186,7 +186,8 @@ class MF(Estimator):
         if s.evaluate:                          # rank 0 evaluates; the gathers are collective
             evaluate = i == self.epochs or (self.eval_every > 0 and i % self.eval_every == 0)
             U, I = (eng.vertex_data("user"), eng.vertex_data("item")) if evaluate else (None, None)
-            rec["test_rmse"] = mf.rmse(U, I, s.test, s.mu) if U is not None and s.test is not None else None
+            rec["test_rmse"] = mf.rmse(U, I, s.test, s.mu) if U is not None and s.test is not None \
+                and s.test.num_edges else None         # none: no test ratings (--test-fraction 0)
         return rec
 
     def _rates(self, s):
