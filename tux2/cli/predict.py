@@ -108,7 +108,7 @@ def predict_mf(args, model):
         users = _listed_users(args, model) if args.input else None
         names, items, score = model.recommend(users, args.top_k, exclude_seen=not args.include_seen,
                                               unknown=args.unknown)
-        _write(args.output, (f"{user}" + "".join(f" {it}:{sc:.6g}" for it, sc in zip(row, srow) if it is not None)
+        _write(args.output, (f"{user}" + "".join(f" {it}:{sc:.6g}" for it, sc in zip(row, srow) if math.isfinite(sc))
                              + "\n" for user, row, srow in zip(names.tolist(), items.tolist(), score.tolist())))
         return 0
     if args.input is None:
