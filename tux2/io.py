@@ -964,13 +964,14 @@ def sniff_corpus(path):
 
 
 def sniff_input(path, columns=None):
-    """'libsvm' when the first data lines hold index:value tokens, 'docword' for a UCI
+    """'libsvm' when the first data lines hold index:value tokens or are a number alone
+    (a label without features, as libsvm reads it), 'docword' for a UCI
     docword file, 'edges' when they read as an edge list (two ids and, when there is a
     third column, a number in it — as the run commands read them, header lines and
     extra columns included), else 'text'."""
     head = read_head(path, "input")
     data = [x for x in head.split(b"\n")[:20] if x.strip() and x.strip()[:1] not in (b"#", b"%")]
-    if data and all(b":" in x for x in data) and b"::" not in data[0]:
+    if data and all(b":" in x or is_number(x.strip()) for x in data) and b"::" not in data[0]:
         return "libsvm"
     if sniff_corpus(path) == "docword":
         return "docword"
@@ -995,7 +996,7 @@ def other_format(path):
     rows = [t for t in (split_line(x) for x in head.split(b"\n")[:20]) if t and t[0][:1] not in (b"#", b"%")]
     if b"\0" in head or not rows:
         return ""           # binary data, or no data line at all, looks like no format
-    if kind == "text" and all(is_number(x) for t in rows for x in t):
+    if kind in ("text", "libsvm") and all(is_number(x) for t in rows for x in t):
         return ""           # numbers short of a column (a list of user ids) are no text corpus
     if kind == "docword":
         return ("; it looks like a UCI docword file (three header lines D, W, NNZ, then 'doc word count' lines), "
