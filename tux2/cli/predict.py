@@ -52,6 +52,7 @@ def _write(path, lines):
         except BrokenPipeError:     # `| head` has what it wanted
             raise
         except OSError as e:
+            files.stdout_gone()     # what is still buffered goes nowhere, not into another error at exit
             raise Tux2Error(f"cannot write the predictions to standard output: {e.strerror}; give -o FILE") from None
         return
     files.check_writable(path, "-o", directory=False)
