@@ -415,6 +415,20 @@ def test_an_empty_or_binary_file_gets_no_corpus_hint(capsys, tmp_path, data):
     assert "looks like" not in err and "Traceback" not in err
 
 
+@pytest.mark.parametrize("header", ["user,item,rating\n", "user\titem\trating\n# no ratings yet\n\n",
+                                    "user item rating\n"], ids=["csv", "tsv", "spaces"])
+@pytest.mark.parametrize("argv", [["run", "mf", "{f}", "--epochs", "1"], ["info", "{f}"], ["partition", "{f}", "-p", "2"]])
+def test_a_header_line_alone_is_named_as_having_no_data_lines(capsys, tmp_path, header, argv):
+    f = tmp_path / "r.csv"
+    f.write_text(header)
+    rc, out, err = _main(capsys, *[a.format(f=f) for a in argv])
+    if argv[0] == "info" and header.startswith("user item"):
+        return          # words separated by spaces: a one-document text corpus to tux2 info
+    _refused(rc, err, f"tux2: error: {f}: no edges found: the file has a header line (user,item,rating) and no data "
+                      "lines")
+    assert err.count("\n") == 1 and "looks like" not in err
+
+
 @pytest.mark.parametrize("text, expect", [
     ("k = 4\n\nepochs = = 2\n", ":3: not valid TOML: Invalid value (column 10) (line text: 'epochs = = 2')"),
     ("k = 4\nk = 5\n", ":2: not valid TOML: Cannot overwrite a value (column 6) (line text: 'k = 5')"),
