@@ -974,14 +974,15 @@ def sniff_corpus(path):
 
 
 def sniff_input(path, columns=None):
-    """'libsvm' when the first data lines hold index:value tokens or are a number alone
-    (a label without features, as libsvm reads it), 'docword' for a UCI
+    """'libsvm' when the first data lines are a number (the label) and index:value
+    tokens, or the number alone (a sample without features), 'docword' for a UCI
     docword file, 'edges' when they read as an edge list (two ids and, when there is a
     third column, a number in it — as the run commands read them, header lines and
     extra columns included), else 'text'."""
     head = read_head(path, "input")
     data = [x for x in head.split(b"\n")[:20] if x.strip() and x.strip()[:1] not in (b"#", b"%")]
-    if data and all(b":" in x or is_number(x.strip()) for x in data) and b"::" not in data[0]:
+    if data and b"::" not in data[0] and all(is_number(x.split()[0]) and (b":" in x or len(x.split()) == 1)
+                                             for x in data):
         return "libsvm"
     if sniff_corpus(path) == "docword":
         return "docword"
