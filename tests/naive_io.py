@@ -50,7 +50,8 @@ def edge_list(data):
     """(src, dst, values or None) of an edge list without a MatrixMarket header, ids as
     written (0-based), or raises Bad. Separators: spaces, tabs, commas, CR, and ':' when
     the first data line holds '::'. The first data line is a header (skipped) when none
-    of its tokens is a number and the next data line has one among as many columns.
+    of its tokens is a number and the next data line has one among as many columns, or
+    when it is the only data line and has two tokens or more.
     Columns after the third are ignored."""
     src, dst, val, ncols = [], [], [], 0
     data = data[3:] if data.startswith(BOM) else data
@@ -68,8 +69,8 @@ def edge_list(data):
                 if not toks or toks[0][:1] in (b"#", b"%"):
                     continue
         rows.append((no, toks))
-    if len(rows) >= 2 and not any(_is_number(t) for t in rows[0][1]) and \
-            any(_is_number(t) for t in rows[1][1][:len(rows[0][1])]):
+    if rows and not any(_is_number(t) for t in rows[0][1]) and (
+            len(rows[0][1]) >= 2 if len(rows) == 1 else any(_is_number(t) for t in rows[1][1][:len(rows[0][1])])):
         rows = rows[1:]
     for no, toks in rows:
         s = _id(toks[0], no)

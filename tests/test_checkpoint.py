@@ -167,3 +167,24 @@ def test_resume_takes_the_same_file_and_layout_however_they_are_named(ratings, t
     r = run_cli("run", "mf", str(link), *common, "--workers", "2", "--partitions", "4", "--epochs", "2",
                 "--resume", str(tmp_path / "ck"))
     assert r.returncode == 2 and "--partitions 2 there, --partitions 4 now" in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("algo, flag, data", [("mf", "--epochs", "0 0 4\n0 1 3\n1 0 2\n1 1 5\n2 1 1\n"),
+                                              ("lda", "--iterations", "a b c\nb c d\nc d a\n"),
+                                              ("lr", "--epochs", "1 1:1\n-1 2:1\n1 1:1 3:1\n")])
+def test_resume_at_or_past_the_asked_iterations_says_nothing_is_trained(tmp_path, capsys, algo, flag, data):
+    """--resume from a checkpoint at iteration 2 with --epochs (--iterations) 2 or 1: a
+    note that nothing is trained, and the checkpoint's model written."""
+    from tux2 import cli
+    (tmp_path / "in.txt").write_text(data)
+    common = ["run", algo, str(tmp_path / "in.txt")] + (["--k", "2", "--test-fraction", "0"] if algo == "mf" else [])
+    assert cli.main([*common, flag, "2", "--checkpoint-every", "2", "--checkpoint-dir", str(tmp_path / "ck"),
+                     "--quiet"]) == 0
+    for n in ("2", "1"):
+        capsys.readouterr()
+        assert cli.main([*common, flag, n, "--resume", str(tmp_path / "ck"), "--out", str(tmp_path / n)]) == 0
+        out = capsys.readouterr().out
+        unit = flag[2:-1]
+        assert f"note: the checkpoint in {tmp_path / 'ck'} is at {unit} 2, {flag} {n}: nothing to train; the model " \
+               f"is the checkpoint's ({flag} above 2 trains on)" in out, out
+        assert json.load(open(tmp_path / n / "model.json"))["iteration"] == 2

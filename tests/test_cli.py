@@ -64,3 +64,37 @@ def test_missing_rating_column(tmp_path):
 def test_help_shows_defaults():
     r = run_cli("run", "mf", "--help")
     assert r.returncode == 0 and "(default: 50)" in r.stdout
+
+
+def _strict_json(text):
+    """The JSON value of ``text``, refusing NaN and Infinity (as jq and strict parsers do)."""
+    def refuse(name):
+        raise ValueError(f"{name} is not JSON")
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_metrics_without_a_value_are_null_not_nan(tmp_path, capsys):
+    """Test RMSE without test ratings, AUC of a one-class test set: null in --metrics,
+    model.json and predict --metrics (Python's NaN is not JSON)."""
+    from tux2 import cli
+    (tmp_path / "r.txt").write_text("".join(f"{u} {i} {1 + (u * i) % 5}\n" for u in range(12) for i in range(6)))
+    assert cli.main(["run", "mf", str(tmp_path / "r.txt"), "--test-fraction", "0", "--epochs", "2", "--k", "2",
+                     "--metrics", str(tmp_path / "mf.jsonl"), "--out", str(tmp_path / "mf")]) == 0
+    assert "test_rmse" not in capsys.readouterr().out          # nothing to show, rather than 'nan'
+    recs = [_strict_json(line) for line in (tmp_path / "mf.jsonl").read_text().splitlines()]
+    assert [r["test_rmse"] for r in recs] == [None, None]
+    (tmp_path / "train.svm").write_text("1 1:1 2:1\n-1 2:1 3:1\n1 1:1\n-1 3:1\n")
+    (tmp_path / "test.svm").write_text("1 1:1\n1 2:1\n")          # one class: no AUC
+    assert cli.main(["run", "lr", str(tmp_path / "train.svm"), "--test", str(tmp_path / "test.svm"), "--epochs", "2",
+                     "--metrics", str(tmp_path / "lr.jsonl"), "--trace", str(tmp_path / "trace"),
+                     "--out", str(tmp_path / "lr")]) == 0
+    recs = [_strict_json(line) for line in (tmp_path / "lr.jsonl").read_text().splitlines()]
+    assert [r["test_auc"] for r in recs] == [None, None] and recs[-1]["test_accuracy"] == 0.5
+    for path in (tmp_path / "trace" / "trace-0.jsonl", tmp_path / "lr" / "model.json", tmp_path / "mf" / "model.json"):
+        for line in path.read_text().splitlines() if path.suffix == ".jsonl" else [path.read_text()]:
+            _strict_json(line)
+    capsys.readouterr()
+    assert cli.main(["predict", str(tmp_path / "lr"), str(tmp_path / "test.svm"), "-o", str(tmp_path / "p.txt"),
+                     "--metrics", str(tmp_path / "p.json")]) == 0
+    assert _strict_json(capsys.readouterr().out)["auc"] is None
+    assert _strict_json((tmp_path / "p.json").read_text())["auc"] is None

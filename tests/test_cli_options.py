@@ -397,6 +397,21 @@ def test_mf_given_a_corpus_says_what_it_looks_like(capsys, tmp_path, text, line,
     _refused(rc, err, f"tux2: error: {'[worker 0] ' if workers == '2' else ''}{f}:{line}: ", looks)
 
 
+@pytest.mark.parametrize("text", ["1 3:1 7:2\n-1 2:0.5 3:1.5e-3\n+1 9:2\n", "1\n-1\n1\n"], ids=["libsvm", "labels"])
+def test_lda_given_a_libsvm_file_says_so(capsys, tmp_path, text):
+    """As tux2 info reads it: a libsvm file, whose 'words' as text would be '3', '1', '5e'."""
+    f = tmp_path / "in.svm"
+    f.write_text(text)
+    rc, out, err = _main(capsys, "run", "lda", str(f), "--iterations", "1", "--quiet")
+    _refused(rc, err, f"tux2: error: {f}: it looks like a libsvm file ('label index:value …'), not text: tux2 run "
+                      "lr, svm, softmax, fm or blockpg reads it (--format text reads it as text anyway)")
+    assert _main(capsys, "info", str(f))[1].startswith(f"{f}: libsvm, ")
+    assert _main(capsys, "run", "lda", str(f), "--iterations", "1", "--quiet", "--format", "text")[0] == 0
+    f.write_text("alice: hi there\nbob: 12:30 then\n")      # colons in text are no libsvm
+    assert _main(capsys, "run", "lda", str(f), "--iterations", "1", "--quiet")[0] == 0
+    assert _main(capsys, "info", str(f))[1].startswith(f"{f}: text, ")
+
+
 def test_a_bad_rating_line_gets_no_corpus_hint(capsys, tmp_path):
     f = tmp_path / "r.txt"
     f.write_text("u1 i1 4\nu2 i1 x\n")
@@ -413,6 +428,20 @@ def test_an_empty_or_binary_file_gets_no_corpus_hint(capsys, tmp_path, data):
     rc, out, err = _main(capsys, "run", "mf", str(f), "--epochs", "1", "--quiet")
     assert rc == 2 and err.startswith(f"tux2: error: {f}"), err
     assert "looks like" not in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("header", ["user,item,rating\n", "user\titem\trating\n# no ratings yet\n\n",
+                                    "user item rating\n"], ids=["csv", "tsv", "spaces"])
+@pytest.mark.parametrize("argv", [["run", "mf", "{f}", "--epochs", "1"], ["info", "{f}"], ["partition", "{f}", "-p", "2"]])
+def test_a_header_line_alone_is_named_as_having_no_data_lines(capsys, tmp_path, header, argv):
+    f = tmp_path / "r.csv"
+    f.write_text(header)
+    rc, out, err = _main(capsys, *[a.format(f=f) for a in argv])
+    if argv[0] == "info" and header.startswith("user item"):
+        return          # words separated by spaces: a one-document text corpus to tux2 info
+    _refused(rc, err, f"tux2: error: {f}: no edges found: the file has a header line (user,item,rating) and no data "
+                      "lines")
+    assert err.count("\n") == 1 and "looks like" not in err
 
 
 @pytest.mark.parametrize("text, expect", [

@@ -57,6 +57,22 @@ def test_info_on_libsvm_and_text(tmp_path):
     assert res["format"] == "text" and res["vocabulary"] == 6 and res["edges"] == 7
 
 
+def test_info_on_a_libsvm_file_of_labels_alone(tmp_path):
+    """Lines of a label alone are a libsvm file without features (which the run commands
+    refuse), not a text corpus of one-word documents."""
+    (tmp_path / "labels.svm").write_text("1\n-1\n1\n")
+    r = run_cli("info", str(tmp_path / "labels.svm"))
+    assert r.returncode == 0 and r.stdout.splitlines() == [
+        f"{tmp_path / 'labels.svm'}: libsvm, 0.0 MB, 0 edges (density 0)",
+        "  sample: 0 with edges of 3",
+        "  feature: 0 with edges of 0",
+        "  labels: {'-1': 1, '1': 2}",
+        "  note: no features: every line has a label but no index:value pairs (tux2 run lr, svm, softmax, fm and "
+        "blockpg stop on it)"], r.stdout
+    r = run_cli("run", "lr", str(tmp_path / "labels.svm"))
+    assert r.returncode == 2 and "no features: every line has a label but no index:value pairs" in r.stderr
+
+
 @pytest.mark.slow
 def test_plot_writes_an_image_and_names_bad_lines(tmp_path):
     pytest.importorskip("matplotlib")

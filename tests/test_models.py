@@ -84,6 +84,25 @@ def test_top_k_is_brute_force_over_unseen_items(ratings_file, tmp_path):
     assert r.returncode == 0 and r.stdout == "\n".join(lines) + "\n", r.stderr
 
 
+def test_top_k_rows_short_of_k_are_padded_with_minus_one_and_nan(tmp_path):
+    """A user with fewer unseen items than k: the row ends in item -1 ("" for string ids)
+    and score nan, in an array of the model's id type; predict --top-k lists the real ones."""
+    rows = [(1, 1, 5), (1, 2, 4), (1, 3, 3), (2, 1, 2), (2, 4, 5), (3, 2, 1), (3, 3, 4), (3, 4, 2)]
+    for kind, name in ((int, lambda x: x), (str, lambda x: f"x{x}")):
+        data = "".join(f"{name(u)} {name(i)} {r}\n" for u, i, r in rows)
+        (tmp_path / "r.txt").write_text(data)
+        model = MF(k=2, epochs=1).fit(str(tmp_path / "r.txt"))
+        users, items, scores = model.recommend(k=3)
+        pad = -1 if kind is int else ""
+        assert items.dtype.kind == ("i" if kind is int else "U") and items.shape == scores.shape == (3, 3)
+        assert [[it for it in row if it != pad] for row in items.tolist()] == \
+            [[name(4)], sorted([name(2), name(3)], key=lambda it: -model.predict([name(2)], [it])[0]), [name(1)]]
+        assert (np.isfinite(scores) == (items != pad)).all() and np.isnan(scores[0, 1:]).all()
+        model.save(tmp_path / "m")
+        r = run_cli("predict", str(tmp_path / "m"), "--top-k", "3")
+        assert r.returncode == 0 and [len(ln.split()) for ln in r.stdout.splitlines()] == [2, 3, 2], r.stdout
+
+
 def test_mf_model_errors():
     model = MF(k=2, epochs=1).fit((np.array([0, 1, 1]), np.array([0, 0, 1]), np.array([1.0, 2.0, 3.0])))
     assert model.ids_ == (None, None)

@@ -18,7 +18,6 @@ writes. A subclass fills in three hooks:
 and ``load(dir)`` write and read the directory ``tux2 run … --out`` writes.
 """
 import inspect
-import json
 import math
 import os
 
@@ -189,7 +188,7 @@ class Estimator:
         out = self._files()
         if summary:
             out["summary.txt"] = files.text("".join(line + "\n" for line in summary))
-        out["model.json"] = files.text(json.dumps(self._meta(), indent=2))
+        out["model.json"] = files.text(files.json_text(self._meta(), indent=2))
         files.write_dir(directory, out)
 
     @classmethod

@@ -16,6 +16,7 @@ Write errors name the file (``tux2: error: FILE: No space left on device``).
 import errno
 import hashlib
 import json
+import math
 import os
 import sys
 
@@ -38,6 +39,23 @@ def npz(arrays):
 def text(s):
     """A writer of the string ``s`` (UTF-8)."""
     return lambda f: f.write(s.encode("utf-8"))
+
+
+def json_text(obj, **kw):
+    """``json.dumps(obj)`` with non-finite floats (a metric with nothing to measure: NaN;
+    ±inf) as null: Python would write NaN and Infinity, which are not JSON (jq and
+    strict parsers refuse the line)."""
+    return json.dumps(_finite(obj), allow_nan=False, **kw)
+
+
+def _finite(obj):
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite(v) for v in obj]
+    return obj
 
 
 def fsync_dir(path):

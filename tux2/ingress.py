@@ -20,7 +20,7 @@ import numpy as np
 from tux2 import partitioning
 from tux2.errors import InputError, PartitionError, SchemaError
 from tux2.graph import strata_tiles
-from tux2.io import edge_format, read_edge_range, read_head, resolve_base
+from tux2.io import edge_format, no_edges, read_edge_range, read_head, resolve_base
 from tux2.loaders import columns_like, load_edges, mark_unknown, offset_ids
 from tux2.partitioning import Assignment, EdgeView
 from tux2.partitioning.hashing import Hasher
@@ -135,7 +135,7 @@ def load(transport, path, partitions, partitioner="bicut", seed=0, test_path=Non
         v = np.zeros(len(s), np.float64)
     total_read = int(allstats[:, 0].sum())
     if total_read == 0:
-        raise InputError("no edges found (the file is empty or has only comments)", path=path)
+        raise no_edges(fmt, path)
     n_src = int(allstats[:, 1].max())
     n_dst = int(allstats[:, 2].max())
     ids = (offset_ids(n_src, base), offset_ids(n_dst, base))

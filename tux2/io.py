@@ -391,7 +391,7 @@ def read_edge_list(path, base=None, type_names=("src", "dst"), n_src=None, n_dst
     fmt = edge_format(raw[:1 << 16], path, columns)
     s, d, v, ncols = _parse_from(raw, fmt, path, values=values)
     if len(s) == 0:
-        raise InputError("no edges found (the file is empty or has only comments)", path=path)
+        raise no_edges(fmt, path)
     _rebase(s, d, resolve_base(base, fmt, s, d, path), path)
     return BipartiteGraph(s, d, v if ncols == 3 else None, n_src=n_src, n_dst=n_dst,
                           type_names=type_names, source=path)
@@ -600,7 +600,9 @@ def edge_format(head, path, columns=None):
     """The :class:`EdgeFormat` of an edge-list file from its first bytes ``head``.
 
     The first data line is a header when none of its tokens is a number while the
-    next line has a number in one of its columns (or when ``columns`` uses names)."""
+    next line has a number in one of its columns, or there is no next line and it has
+    two names or more (a header alone: ``no_edges`` says so), or when ``columns`` uses
+    names."""
     start, skip, base = _header_end(head, path)
     if base:
         fmt = EdgeFormat(start, skip, matrix_market=True)
@@ -630,13 +632,13 @@ def edge_format(head, path, columns=None):
         toks = split_line(first, colon)
         named = columns is not None and any(not str(x).strip().isdigit() for x in
                                             (columns.split(",") if isinstance(columns, str) else columns))
-        header = named or (not any(is_number(t) for t in toks) and len(lines) > 1 and any(
-            is_number(t) for t in split_line(lines[1][3], colon)[:len(toks)]))
+        header = named or (not any(is_number(t) for t in toks) and (len(toks) >= 2 if len(lines) == 1 else any(
+            is_number(t) for t in split_line(lines[1][3], colon)[:len(toks)])))
         names = None
         if header:
             names = [t.decode("utf-8", "replace").strip("\"'") for t in toks]
             start, skip = lines[0][1], lines[0][2]
-            data = lines[1][3] if len(lines) > 1 else b""
+            data = lines[1][3] if len(lines) > 1 else first
         else:
             data = first
         width = len(split_line(data, colon))
@@ -645,6 +647,14 @@ def edge_format(head, path, columns=None):
     if columns is not None:
         fmt.cols, fmt.explicit = parse_columns(columns, fmt.names, path), True
     return fmt
+
+
+def no_edges(fmt, path):
+    """The InputError of an edge list (its EdgeFormat ``fmt``) without a data line."""
+    if fmt.names:
+        return InputError(f"no edges found: the file has a header line ({','.join(fmt.names)}) and no data lines",
+                          path=path)
+    return InputError("no edges found (the file is empty or has only comments)", path=path)
 
 
 def resolve_base(base, fmt, s, d, path):
@@ -964,13 +974,15 @@ def sniff_corpus(path):
 
 
 def sniff_input(path, columns=None):
-    """'libsvm' when the first data lines hold index:value tokens, 'docword' for a UCI
+    """'libsvm' when the first data lines are a number (the label) and index:value
+    tokens, or the number alone (a sample without features), 'docword' for a UCI
     docword file, 'edges' when they read as an edge list (two ids and, when there is a
     third column, a number in it — as the run commands read them, header lines and
     extra columns included), else 'text'."""
     head = read_head(path, "input")
     data = [x for x in head.split(b"\n")[:20] if x.strip() and x.strip()[:1] not in (b"#", b"%")]
-    if data and all(b":" in x for x in data) and b"::" not in data[0]:
+    if data and b"::" not in data[0] and all(is_number(x.split()[0]) and (b":" in x or len(x.split()) == 1)
+                                             for x in data):
         return "libsvm"
     if sniff_corpus(path) == "docword":
         return "docword"
@@ -980,6 +992,8 @@ def sniff_input(path, columns=None):
     rows = [t for t in rows if t and t[0][:1] not in (b"#", b"%")][:20]
     if rows and all(len(t) > max(fmt.cols[:2]) and (vcol < 0 or len(t) <= vcol or is_number(t[vcol]))
                     for t in rows):
+        return "edges"
+    if not rows and fmt.names and fmt.sep != "space":      # a CSV or TSV header alone: load_edges names it
         return "edges"
     return "text"
 
@@ -995,8 +1009,10 @@ def other_format(path):
     rows = [t for t in (split_line(x) for x in head.split(b"\n")[:20]) if t and t[0][:1] not in (b"#", b"%")]
     if b"\0" in head or not rows:
         return ""           # binary data, or no data line at all, looks like no format
-    if kind == "text" and all(is_number(x) for t in rows for x in t):
+    if kind in ("text", "libsvm") and all(is_number(x) for t in rows for x in t):
         return ""           # numbers short of a column (a list of user ids) are no text corpus
+    if kind == "text" and len(rows) == 1:
+        return ""           # nor is one line (a header alone)
     if kind == "docword":
         return ("; it looks like a UCI docword file (three header lines D, W, NNZ, then 'doc word count' lines), "
                 "a corpus for topic models: tux2 run lda reads it (--format docword)")

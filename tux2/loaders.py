@@ -179,7 +179,7 @@ def _load_edges(path, ids, duplicates, base, type_names, id_maps, values, column
     if ids == "int":
         s, d, v, ncols = io._parse_from(raw, fmt, path, values=np.float64 if values == "counts" else np.float32)
         if len(s) == 0:
-            raise InputError("no edges found (the file is empty or has only comments)", path=path)
+            raise io.no_edges(fmt, path)
         v = v if ncols == 3 else None
         if encode:
             written = (s, d)
@@ -512,7 +512,7 @@ def _string_edges(raw, fmt, path, type_names, maps):
                 fail("value is NaN or infinite")
             val.append(x)
     if not src:
-        raise InputError("no edges found (the file is empty or has only comments)", path=path)
+        raise io.no_edges(fmt, path)
     id_maps = []
     for side in (0, 1):
         if frozen[side] or numeric[side]:

@@ -239,7 +239,7 @@ def metrics_stream(path, rank, append=False, unit="epoch"):
                     pass
         files.write_atomic(path, files.text(b"".join(keep).decode()))
     with open(path, "ab" if append else "wb", buffering=0) as f:
-        yield lambda rec: files.write_whole(f, path, (json.dumps(rec) + "\n").encode())
+        yield lambda rec: files.write_whole(f, path, (files.json_text(rec) + "\n").encode())
 
 
 class Checkpoints:
@@ -280,7 +280,7 @@ def write_trace(directory, eng, rank):
         return
     os.makedirs(directory, exist_ok=True)
     files.write_atomic(os.path.join(directory, f"trace-{rank}.jsonl"),
-                       files.text("".join(json.dumps(rec) + "\n" for rec in eng.trace)))
+                       files.text("".join(files.json_text(rec) + "\n" for rec in eng.trace)))
 
 
 # ---------------------------------------------------------------- the run
@@ -313,6 +313,9 @@ def train(est, data, *, transport=None, partitions=None, threads=None, slack=0, 
     history = []
     try:
         start = ck.resume(say, unit)
+        if ck.resume_dir and start >= n:
+            say(f"  note: the checkpoint in {ck.resume_dir} is at {unit} {start}, --{est._iterations} {n}: nothing to "
+                f"train; the model is the checkpoint's (--{est._iterations} above {start} trains on)")
         with metrics_stream(metrics, rank, append=start, unit=unit) as write:
             for i, dt, total, comm in timed_epochs(eng, n, start, say, unit):
                 rec = {unit: i, "time_s": round(dt, 6), "total_time_s": round(total, 6), **est.record(eng, setup)}
@@ -336,7 +339,7 @@ def train(est, data, *, transport=None, partitions=None, threads=None, slack=0, 
     finally:
         ck.close()
     write_trace(trace, eng, rank)
-    if n == 0:
+    if n == 0 and not start:
         say(f"0 {unit}s: nothing trained")
     est.read_model(eng, setup)
     est.history_ = history

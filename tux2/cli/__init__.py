@@ -1,5 +1,6 @@
 """Command line: ``tux2 run mf [INPUT] ...``, one module per command (tux2.cli.mf,
 tux2.cli.lda, …), each built on tux2.cli.common, the runner and the estimators."""
+import errno
 import gc
 import os
 import sys
@@ -150,7 +151,10 @@ def _main(argv):
     except Tux2Error as e:
         print(f"tux2: error: {e}", file=sys.stderr)
         return 2
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as e:         # --help, --version: their text is still to be written
+        raise SystemExit(_flushed(e.code))
     args.argv = argv
     if sys.stdout is None:          # started with standard output closed (>&-): an error where it is the output
         if getattr(args, "prints", lambda a: None)(args):
@@ -161,7 +165,7 @@ def _main(argv):
         from tux2.compile import set_cache_dir
         set_cache_dir(None)
     try:
-        return args.func(args)
+        return _flushed(args.func(args))
     except MemoryError:
         print("tux2: error: out of memory: the input or the options (--k, --topics, --partitions …) need more "
               "memory than this machine has", file=sys.stderr)
@@ -175,6 +179,8 @@ def _main(argv):
         stdout_gone()
         return 0
     except OSError as e:              # files the user named: unreadable, unwritable, missing directory
+        if e.filename is None and e.errno in STDOUT_FULL:
+            return _stdout_failed(e)
         who = f"[worker {args.rank}] " if getattr(args, "rank", None) is not None else ""
         what = f"{e.filename}: {e.strerror}" if e.filename is not None and e.strerror else str(e)
         print(f"tux2: error: {who}{_user_names(what)}", file=sys.stderr)
@@ -182,3 +188,27 @@ def _main(argv):
     except KeyboardInterrupt:
         print("tux2: interrupted", file=sys.stderr)
         return 130
+
+
+# a write that names no file: print() to standard output (tux2's own files name theirs, tux2.files.write_error)
+STDOUT_FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO)
+
+
+def _flushed(code):
+    """``code``, once what standard output still buffers is written: a full disk there
+    is then this command's error, not Python's report at exit."""
+    try:
+        if sys.stdout is not None:
+            sys.stdout.flush()
+    except BrokenPipeError:
+        __import__("tux2.files").files.stdout_gone()
+    except OSError as e:
+        return _stdout_failed(e)
+    return code
+
+
+def _stdout_failed(e):
+    """Standard output cannot be written (``> /dev/full``, a full disk): one error line."""
+    __import__("tux2.files").files.stdout_gone()    # nothing more goes there, nor at exit
+    print(f"tux2: error: standard output: {e.strerror}", file=sys.stderr)
+    return 2

@@ -1,11 +1,11 @@
 """``tux2 info INPUT``: what a data file holds before training on it — counts, degree
 statistics, id ranges, duplicate edges, values or labels, and the likely id base."""
-import json
 import os
 
 import numpy as np
 
 from tux2.cli.common import add_input_args, input_options, spool_inputs
+from tux2.files import json_text
 
 
 FORMATS = ("auto", "edges", "libsvm", "docword", "triples", "text")
@@ -107,9 +107,12 @@ def info(args):
     labels = None
     if kind == "libsvm":
         g, labels = io.read_libsvm(path, zero_based=True)
-        base = int(g.dst.min()) if g.num_edges else 0
         res = describe(g, kind, labels)
-        res["feature_index_base"] = "0 (pass --zero-based)" if base == 0 else "1 (the libsvm default)"
+        if g.num_edges:
+            res["feature_index_base"] = "0 (pass --zero-based)" if g.dst.min() == 0 else "1 (the libsvm default)"
+        elif g.n_src:
+            res["hints"].append("no features: every line has a label but no index:value pairs (tux2 run lr, svm, "
+                                "softmax, fm and blockpg stop on it)")
     elif kind in ("docword", "triples", "text"):
         g, vocab, kind = loaders.load_corpus(path, kind, duplicates="keep")
         res = describe(g, kind)
@@ -120,7 +123,7 @@ def info(args):
         res = describe(g, "edges")
     res = {"input": io.display_name(path), "bytes": os.path.getsize(path), **res}
     if args.json:
-        print(json.dumps(res))
+        print(json_text(res))
         return 0
     print(f"{res['input']}: {res['format']}, {res['bytes'] / 1e6:.1f} MB, {res['edges']} edges "
           f"(density {res['density']:.3g})")
@@ -130,7 +133,7 @@ def info(args):
         r = res[name]
         rng = f"ids {r['id_range'][0]} … {r['id_range'][1]}" if r.get("id_range") else \
             (f"string ids ({', '.join(r['first_ids'])}, …)" if r.get("id_kind") else "")
-        line = f"  {name}: {r['vertices_with_edges']} with edges of {r['ids_declared']}; {rng}"
+        line = f"  {name}: {r['vertices_with_edges']} with edges of {r['ids_declared']}" + (f"; {rng}" if rng else "")
         if r["vertices_with_edges"]:
             line += (f"; degree min {r['min']} median {r['median']:g} mean {r['mean']:.2f} p99 {r['p99']:g} "
                      f"max {r['max']}; top 1% hold {100 * r['top1pct_edge_share']:.1f}% of edges")

@@ -1,8 +1,7 @@
 """``tux2 run mf [INPUT]``: matrix factorisation by SGD on a user–item rating graph."""
-import json
 import os
 
-from tux2 import ingress, loaders
+from tux2 import files, ingress, loaders
 from tux2.cli.common import (COUNT, FRACTION, NONNEG, NONNEG_NUMBER, POSITIVE, SEED,
                              run as run_command, add_id_args, add_input_args, add_run_args,
                              add_partition_args, input_options)
@@ -84,8 +83,8 @@ def load(args, est, transport, say):
             columns=est.columns, base=est.base)
         if args.trace:
             os.makedirs(args.trace, exist_ok=True)
-            with open(os.path.join(args.trace, f"ingress-{transport.rank}.json"), "w") as f:
-                json.dump(train.stats, f)
+            files.write_atomic(os.path.join(args.trace, f"ingress-{transport.rank}.json"),
+                               files.text(files.json_text(train.stats)))
         return Dataset(train, test, source=args.input, mu=mu, assignment=assignment,
                        read_as=loaders.describe_read(train, est.base), id_base=int(train.base))
     if transport is not None and args.input is not None:

@@ -1,12 +1,12 @@
 """``tux2 partition``: run vertex-cut strategies on one graph and report their quality side by side."""
 import inspect
-import json
 import os
 import sys
 
 import numpy as np
 
 from tux2 import partitioning
+from tux2.files import json_text
 from tux2.errors import PartitionError
 from tux2.cli.common import (PARTITIONS, POSITIVE, SEED, add_input_args, input_options, integer,
                              spool_inputs)
@@ -140,7 +140,7 @@ def run(args):
         rep["input"] = what
         reports.append(rep)
         if args.json:
-            print(json.dumps(rep), flush=True)
+            print(json_text(rep), flush=True)
         if args.save:
             os.makedirs(args.save, exist_ok=True)
             np.savez(os.path.join(args.save, f"{name}.npz"), edge_part=a.edge_part,

@@ -52,6 +52,7 @@ def _write(path, lines):
         except BrokenPipeError:     # `| head` has what it wanted
             raise
         except OSError as e:
+            files.stdout_gone()     # what is still buffered goes nowhere, not into another error at exit
             raise Tux2Error(f"cannot write the predictions to standard output: {e.strerror}; give -o FILE") from None
         return
     files.check_writable(path, "-o", directory=False)
@@ -60,9 +61,9 @@ def _write(path, lines):
 
 def _report(args, res):
     """Metrics: a JSON line on stderr when predictions go to stdout, else on stdout."""
-    print(json.dumps(res), file=sys.stdout if args.output else sys.stderr)
+    print(files.json_text(res), file=sys.stdout if args.output else sys.stderr)
     if args.metrics:
-        files.write_atomic(args.metrics, files.text(json.dumps(res)))
+        files.write_atomic(args.metrics, files.text(files.json_text(res)))
 
 
 def predict(args):
@@ -108,7 +109,7 @@ def predict_mf(args, model):
         users = _listed_users(args, model) if args.input else None
         names, items, score = model.recommend(users, args.top_k, exclude_seen=not args.include_seen,
                                               unknown=args.unknown)
-        _write(args.output, (f"{user}" + "".join(f" {it}:{sc:.6g}" for it, sc in zip(row, srow) if it is not None)
+        _write(args.output, (f"{user}" + "".join(f" {it}:{sc:.6g}" for it, sc in zip(row, srow) if math.isfinite(sc))
                              + "\n" for user, row, srow in zip(names.tolist(), items.tolist(), score.tolist())))
         return 0
     if args.input is None:

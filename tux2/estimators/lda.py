@@ -56,6 +56,10 @@ class LDA(Estimator):
                                                    duplicates=duplicates)
             if sniffed and format == "text":
                 _refuse_numeric_table(g, words, data)
+                if io.sniff_input(data) == "libsvm":        # as tux2 info reads it: words would be '3', '1'
+                    raise InputError("it looks like a libsvm file ('label index:value …'), not text: tux2 run lr, "
+                                     "svm, softmax, fm or blockpg reads it (--format text reads it as text anyway)",
+                                     path=data)
         else:
             g, format = loaders.load(data, duplicates="sum"), "arrays"
         if words is None and vocab:

@@ -186,7 +186,8 @@ class MF(Estimator):
         if s.evaluate:                          # rank 0 evaluates; the gathers are collective
             evaluate = i == self.epochs or (self.eval_every > 0 and i % self.eval_every == 0)
             U, I = (eng.vertex_data("user"), eng.vertex_data("item")) if evaluate else (None, None)
-            rec["test_rmse"] = mf.rmse(U, I, s.test, s.mu) if U is not None and s.test is not None else None
+            rec["test_rmse"] = mf.rmse(U, I, s.test, s.mu) if U is not None and s.test is not None \
+                and s.test.num_edges else None         # none: no test ratings (--test-fraction 0)
         return rec
 
     def _rates(self, s):
@@ -331,8 +332,10 @@ class MF(Estimator):
     def recommend(self, users=None, k=10, exclude_seen=True, unknown=None, chunk=1024):
         """Top-``k`` items per user by predicted rating, leaving out the user's training
         items and items nobody rated: (users, items (n × k), scores (n × k)) in the
-        user's ids; a row has fewer than k entries (item None / score nan) only when the
-        user has seen nearly every item. ``users``: by default every user with training
+        user's ids, ``items`` an array of the model's item ids (integers, or strings). A
+        user with fewer than k such items (one who has seen nearly every item) has a
+        row padded at its end with item -1 ("" when the ids are strings) and score nan:
+        ``np.isfinite(scores)`` marks the recommendations. ``users``: by default every user with training
         ratings; a user without follows ``unknown`` (default: the estimator's): baseline
         gets the items of highest μ + b_i, skip leaves the user out, error raises."""
         known_u, known_i = self.known_
@@ -369,6 +372,6 @@ class MF(Estimator):
             ok = np.isfinite(ps)
             top[lo: lo + len(uu)] = np.where(ok, part, -1)
             score[lo: lo + len(uu)] = np.where(ok, ps, np.nan)
-        items = self.user_ids(1, np.maximum(top, 0)).astype(object)
-        items[top < 0] = None
+        items = self.user_ids(1, np.maximum(top, 0))
+        items[top < 0] = -1 if items.dtype.kind in "iu" else ""     # no id is negative or empty
         return names, items, score
