@@ -379,21 +379,26 @@ def _text_libsvm(path, rows, binary=False, seed=7):
     return str(path)
 
 
-def test_cli_notes_raw_counts_where_the_newton_form_converges_faster(tmp_path):
-    """On raw counts the header points to --form newton, and rightly: in 8 epochs it is
-    far closer to the optimum than the default form; binary features get no note."""
+def test_cli_picks_the_newton_form_on_raw_counts(tmp_path):
+    """On raw counts the default (--form auto) is the newton form, and rightly: in 8
+    epochs it is far closer to the optimum than the kappa form, whose header points to
+    --form newton; binary features get the kappa form and no note."""
     counts = _text_libsvm(tmp_path / "train.svm", 400)
-    objective = {}
-    for form in ("kappa", "newton"):
+    objective, header = {}, {}
+    for form in ("kappa", "newton", "auto"):
         r = run_cli("run", "blockpg", counts, "--epochs", "8", "--form", form, "--metrics",
                     str(tmp_path / f"{form}.jsonl"), timeout=300)
         assert r.returncode == 0, r.stderr
         assert ("note: the feature values are raw counts" in r.stdout) == (form == "kappa")
+        header[form] = r.stdout.splitlines()[1]
         objective[form] = json.loads((tmp_path / f"{form}.jsonl").read_text().splitlines()[-1])["objective"]
     assert objective["newton"] < 0.95 * objective["kappa"]
+    assert objective["auto"] == objective["newton"]
+    assert "newton form (auto: the values are raw counts up to" in header["auto"], header["auto"]
     binary = _text_libsvm(tmp_path / "binary.svm", 400, binary=True)
     r = run_cli("run", "blockpg", binary, "--epochs", "1", timeout=300)
     assert r.returncode == 0 and "note:" not in r.stdout, r.stderr
+    assert "kappa form (auto: the values are not raw counts)" in r.stdout, r.stdout
 
 
 def test_predict_counts_feature_indices_beyond_the_model(tmp_path):

@@ -288,8 +288,11 @@ class BlockPG(Linear):
     """L1 logistic regression, Σ log(1 + exp(−y x·w)) + reg ‖w‖₁ (liblinear's objective
     with C = 1/reg), by block proximal gradient (paper §4, Fig. 7). Parameters are
     those of ``tux2 run blockpg``; ``form="newton"``: a proximal Newton step per epoch
-    (udfs.blockpg.newton_program), for raw counts; ``block_size`` None: 500, or 1 for
-    newton; ``coef_``: the weights, the intercept last with ``bias``."""
+    (udfs.blockpg.newton_program), for raw counts; ``form="kappa"``: a proximal step per
+    block under the κ bound, fast on normalised values; ``form="auto"`` (the default):
+    newton when the feature values are raw counts (``raw_counts``), else kappa.
+    ``block_size`` None: 500, or 1 for newton; ``coef_``: the weights, the intercept
+    last with ``bias``."""
 
     algorithm = "blockpg"
     bounds = dict(reg=NONNEG_NUMBER, block_size=integer(1, 2 ** 31 - 1), epochs=NONNEG, tol=NONNEG_NUMBER,
@@ -297,11 +300,16 @@ class BlockPG(Linear):
     flags = dict(reg=("lam", "the L1 weight λ"))
 
     def __init__(self, reg=1.0, block_size=None, epochs=20, tol=0.0, shrink=0.9, shrink_rest=2, bias=False,
-                 partitioner="bicut", seed=0, form="kappa"):
+                 partitioner="bicut", seed=0, form="auto"):
         self._keep(locals())
 
-    def _block(self):
-        return self.block_size or (1 if self.form == "newton" else 500)
+    def _form(self, counts):
+        if self.form not in ("auto", "kappa", "newton"):
+            raise ValueError(f"BlockPG: form must be 'auto', 'kappa' or 'newton', got {self.form!r}")
+        return ("newton" if counts else "kappa") if self.form == "auto" else self.form
+
+    def _block(self, form):
+        return self.block_size or (1 if form == "newton" else 500)
 
     def prepare(self, data, parts):
         g, y = data.train, data.labels
@@ -311,13 +319,15 @@ class BlockPG(Linear):
                                   f"{y[int(np.argmax(bad))]:g}", data.source, int(np.argmax(bad)))
         if self.bias:                             # the test set gets its bias in _scores
             g = with_bias(g)
+        counts = raw_counts(g.values)
+        form = self._form(counts)
         feat, perm = blockpg.shuffle_features(g.dst, g.n_dst, seed=self.seed)
-        prog = blockpg.program(y, g.values, g.src, feat, g.n_dst, lam=self.reg, block_size=self._block(),
-                               shrink=self.shrink, rest=self.shrink_rest, form=self.form)
+        prog = blockpg.program(y, g.values, g.src, feat, g.n_dst, lam=self.reg, block_size=self._block(form),
+                               shrink=self.shrink, rest=self.shrink_rest, form=form)
         graph = BipartiteGraph(g.src, feat, None, g.n_src, g.n_dst, g.type_names, data.source)
         opts = {"favorite": 0} if self.partitioner in ("bicut", "aweto") else None
         return Setup(graph, prog, {"partitioner": self.partitioner, "partitioner_options": opts}, test=data.test,
-                     test_labels=data.test_labels, perm=perm, source=data.source, counts=raw_counts(g.values),
+                     test_labels=data.test_labels, perm=perm, source=data.source, counts=counts, form=form,
                      zero_based=data.facts.get("zero_based", False), meta={"samples": g.n_src})
 
     def record(self, eng, s):
@@ -331,11 +341,13 @@ class BlockPG(Linear):
         return glm.graph_scores(W, with_bias(graph, len(W) - 1) if self.bias else graph)
 
     def _header(self, s, parts, world):
-        d, b = s.graph.n_dst, self._block()
-        per = "sweep" if self.form == "newton" else "epoch"
+        d, b = s.graph.n_dst, self._block(s.form)
+        per = "sweep" if s.form == "newton" else "epoch"
+        why = ("" if self.form != "auto" else f" (auto: the values are raw counts up to {s.counts:g})" if s.counts
+               else " (auto: the values are not raw counts)")
         return [f"tux2 {__version__} blockpg: {s.source}",
                 f"  {s.graph.n_src} samples, {d} features, {s.graph.num_edges} non-zeros; lambda={self.reg}, "
-                f"{self.form} form, blocks of {b} ({-(-d // b)} per {per}), P={parts} ({self.partitioner})"
+                f"{s.form} form{why}, blocks of {b} ({-(-d // b)} per {per}), P={parts} ({self.partitioner})"
                 + (f", {world} workers" if world > 1 else "")] \
             + ([f"  note: the feature values are raw counts (up to {s.counts:g}), on which the kappa form's "
                 "curvature bound is loose and converges slowly; --form newton (form='newton') reaches the "
