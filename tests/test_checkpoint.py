@@ -153,6 +153,23 @@ def test_resume_of_another_algorithms_checkpoint_names_it_in_one_line(ratings, t
             f"resume it with tux2 run {was} --resume {tmp_path / was}"], r.stderr
 
 
+def test_a_checkpoint_that_cannot_be_resumed_stops_the_run_before_its_data_is_read(ratings, tmp_path):
+    """Other settings (tux2 run) or another algorithm (fit) are refused before the input
+    is loaded: no header or layout line is printed, and fit does not read its data (a
+    file that is not there)."""
+    _run("run", "mf", ratings, "--k", "4", "--epochs", "1", "--checkpoint-every", "1", "--checkpoint-dir",
+         str(tmp_path / "ck"))
+    r = run_cli("run", "mf", ratings, "--k", "5", "--epochs", "2", "--resume", str(tmp_path / "ck"))
+    assert r.returncode == 2 and "--k 4 there, --k 5 now" in r.stderr, r.stderr
+    assert "layout + compile" not in r.stdout and "users" not in r.stdout, r.stdout
+    import tux2
+    tux2.MF(k=4, epochs=1).fit(ratings, checkpoint=tmp_path / "fit")
+    with pytest.raises(tux2.Tux2Error, match="is a checkpoint of tux2 run mf, not of tux2 run lr"):
+        tux2.LogisticRegression(epochs=2).fit(str(tmp_path / "missing.svm"), checkpoint=tmp_path / "fit")
+    with pytest.raises(tux2.Tux2Error, match="k 4 there, --k 6 now"):
+        tux2.MF(k=6, epochs=2).fit(str(tmp_path / "missing.txt"), checkpoint=tmp_path / "fit")
+
+
 @pytest.mark.slow
 def test_resume_takes_the_same_file_and_layout_however_they_are_named(ratings, tmp_path):
     """The same file by another path (./r.txt, a symlink) and the same partitions asked

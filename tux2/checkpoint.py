@@ -202,19 +202,17 @@ def _remedy(diff, saved, flag):
     return " and ".join(parts) or "with the first run's settings"
 
 
-def load(directory, eng, params, transport=None, compare=None, inputs=None):
-    """Restore ``eng`` from the newest checkpoint in ``directory``. ``params`` must
-    match the saved ones on the keys in ``compare`` (default: all); ``inputs``
-    (``input_stats`` now) are compared with the saved ones when the edges differ."""
+def check(directory, params, world=1, compare=None):
+    """(path, state) of the newest checkpoint in ``directory`` when a run with
+    ``params`` on ``world`` workers may resume it, else CheckpointError saying why:
+    asked before the data is read, so a wrong --resume costs no loading."""
     path = latest(directory)
-    rank = getattr(transport, "rank", 0) if transport is not None else 0
-    world = getattr(transport, "world", 1) if transport is not None else 1
-    file = os.path.join(path, f"part-{rank}.npz")
     _verify(path, ["state.json"])
     state = _read_state(path)
     saved = state["params"]
     keys = compare if compare is not None else sorted(set(saved) | set(params))
-    diff = [k for k in keys if saved.get(k) != params.get(k)]
+    # (a checkpoint of fit() from before it recorded its algorithm: the other settings decide)
+    diff = [k for k in keys if saved.get(k) != params.get(k) and (k != "algorithm" or k in saved)]
     if state.get("world") != world:           # first: the partitions follow from the workers
         raise CheckpointError(f"{path} was written by {state.get('world')} workers; resume with --workers "
                               f"{state.get('world')} (this run has {world})")
@@ -228,6 +226,17 @@ def load(directory, eng, params, transport=None, compare=None, inputs=None):
         raise CheckpointError(f"{path} was written by a run with other settings: " + ", ".join(
             f"{flag(k, saved.get(k))} there, {flag(k, params.get(k))} now" for k in diff)
             + "; resume " + _remedy(diff, saved, flag))
+    return path, state
+
+
+def load(directory, eng, params, transport=None, compare=None, inputs=None):
+    """Restore ``eng`` from the newest checkpoint in ``directory`` (``check`` first).
+    ``inputs`` (``input_stats`` now) are compared with the saved ones when the
+    edges differ."""
+    rank = getattr(transport, "rank", 0) if transport is not None else 0
+    world = getattr(transport, "world", 1) if transport is not None else 1
+    path, state = check(directory, params, world, compare)
+    file = os.path.join(path, f"part-{rank}.npz")
     _verify(path, [f"part-{rank}.npz"])
     try:
         with np.load(file, allow_pickle=False) as z:

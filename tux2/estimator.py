@@ -110,14 +110,17 @@ class Estimator:
         if int(workers) != workers or workers < 1:
             raise ValueError(f"workers must be a whole number >= 1, got {workers!r}")
         self.check_params()
-        data = data if isinstance(data, Dataset) else self.load_data(data, test)
-        if data.train is not None and data.train.num_edges == 0:
-            raise InputError("no edges to train on (empty data)", path=data.train.source)
         ck = None
         if checkpoint is not None:
             params = {k: v for k, v in self.get_params().items() if k not in (self._iterations, *self._resumable)}
-            ck = {"directory": os.fspath(checkpoint), "every": 1, "params": params,
+            ck = {"directory": os.fspath(checkpoint), "every": 1, "params": {"algorithm": self.algorithm, **params},
                   "resume": os.fspath(checkpoint) if os.path.exists(os.path.join(checkpoint, "LATEST")) else None}
+            if ck["resume"]:                        # one it cannot resume: said before the data is read
+                from tux2.checkpoint import check
+                check(ck["resume"], ck["params"], workers)
+        data = data if isinstance(data, Dataset) else self.load_data(data, test)
+        if data.train is not None and data.train.num_edges == 0:
+            raise InputError("no edges to train on (empty data)", path=data.train.source)
         options = dict(partitions=partitions, threads=threads, slack=slack, callbacks=callbacks, checkpoint=ck)
         if workers > 1:
             return fit_workers(self, data, workers, **options)

@@ -299,10 +299,13 @@ def run(args, cls, load, after=None, **params):
     transport, rank, world = open_transport(args, est.tiled())
     try:
         say = runner.Speaker(not args.quiet and rank == 0, record=rank == 0)    # rank 0's lines: summary.txt
+        checkpoint = _checkpoint(args, est, world)
+        if checkpoint["resume"]:                    # a checkpoint it cannot resume stops before the data is read
+            from tux2.checkpoint import check
+            check(checkpoint["resume"], checkpoint["params"], world)
         # the data as loaded goes straight to the runner, which lets it go once the estimator has prepared it
         runner.train(est, load(args, est, transport, say), transport=transport, partitions=args.partitions,
-                     threads=args.threads,
-                     slack=args.slack, say=say, metrics=args.metrics, checkpoint=_checkpoint(args, est, world),
+                     threads=args.threads, slack=args.slack, say=say, metrics=args.metrics, checkpoint=checkpoint,
                      trace=args.trace, callbacks=[collect_from_now])
         if after:
             after(args, est, say)
