@@ -44,8 +44,8 @@ def test_unknown_field_in_apply_names_udf():
 
 
 def test_uncompilable_udf_inside_a_fused_minibatch_is_named():
-    """The stage kernels of a fused mini-batch are loaded only when its per-clock path
-    runs; a UDF numba cannot type still fails at Engine() with its own stage named."""
+    """A UDF numba cannot type inside a fused mini-batch fails at Engine() with its
+    own stage named (not the fused loop's)."""
     g = tux2.BipartiteGraph([0, 1], [0, 1], [1.0, 1.0])
     good = MiniBatch(1, [Exchange(lambda u, v, e, au, av, c: None), Apply(unknown_field_apply, types="a")],
                      unit="vertex", enumerate="a")
@@ -62,8 +62,8 @@ def step(v, a, ctx):
 
 
 def test_a_fused_minibatch_on_its_per_clock_path_gives_the_fused_result():
-    """Engine.time_parts sends a fusable mini-batch through the per-clock driver,
-    whose stage kernels are compiled only then: the same records as the fused loop."""
+    """Engine.time_parts sends a fusable mini-batch through the per-clock driver:
+    the same records as the fused loop."""
     rng = np.random.default_rng(3)
     src, dst = rng.integers(0, 40, 300), rng.integers(0, 30, 300)
     g = tux2.BipartiteGraph(src, dst, rng.random(300), 40, 30)
@@ -73,10 +73,9 @@ def test_a_fused_minibatch_on_its_per_clock_path_gives_the_fused_result():
                        stages=[MiniBatch(7, [Exchange(add_up), Apply(step, types="a")], unit="vertex",
                                          enumerate="a")])
         eng = Engine(prog, g, partitions=1)
-        assert eng._fused and eng._later           # the stage kernels are not loaded yet
+        assert eng._fused
         eng.time_parts = per_clock
         eng.run(3)
-        assert not eng._later if per_clock else eng._later
         out.append(eng.vertex_data("a")["x"])
     assert out[0].any()
     np.testing.assert_array_equal(out[0], out[1])

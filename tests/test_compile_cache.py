@@ -172,16 +172,18 @@ def test_numba_cache_files_are_written_under_a_lock(tmp_path):
 
 
 @pytest.mark.slow
-def test_a_run_compiling_its_loops_learns_the_model_of_a_run_loading_them(tmp_path, ratings_file):
+@pytest.mark.parametrize("k", ["8", "50"])
+def test_a_run_compiling_its_loops_learns_the_model_of_a_run_loading_them(tmp_path, ratings_file, k):
     """Mini-batch MF sums gradients under fastmath: the run that compiles the loops
     and the runs that load them from the cache must execute the same code (they
     once ended ~2e-9 apart in RMSE: the UDF was optimised with the loop in one and
-    linked apart in the other)."""
+    linked apart in the other; with k = 50, also when the fused loop was loaded before the
+    stage kernels it calls, whose copy inside it then ran)."""
     env = {"TUX2_CACHE_DIR": str(tmp_path / "cache")}
     rmse = []
-    for k in range(2):
-        metrics = tmp_path / f"m{k}.jsonl"
-        p = run_cli("run", "mf", ratings_file, "--mode", "minibatch", "--epochs", "3", "--k", "8", "-q",
+    for i in range(2):
+        metrics = tmp_path / f"m{i}.jsonl"
+        p = run_cli("run", "mf", ratings_file, "--mode", "minibatch", "--epochs", "3", "--k", k, "-q",
                     "--metrics", str(metrics), env=env)
         assert p.returncode == 0, p.stderr
         rmse.append([json.loads(line)["train_rmse"] for line in metrics.read_text().splitlines()])

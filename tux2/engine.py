@@ -18,7 +18,7 @@ from tux2.compile import (aggregate_kernel, append_unstamped, apply_kernel, comb
                           finalize_kernel, group_by_part, mark_touched, minibatch_kernel, mirror_fanout,
                           tiles_conflict, union_positions, view, writes_records, active_kernel, reselect_kernel)
 from tux2.config import cores, jit_disabled
-from tux2.errors import ContextStateError, DivergenceError, SchemaError, UDFCompileError
+from tux2.errors import ContextStateError, DivergenceError, SchemaError
 from tux2.graph import BipartiteGraph
 from tux2.layout import EdgeColumns, build_partitions, is_replicated, vertex_runs
 from tux2.rounds import ApplyRounds, sync_block
@@ -211,31 +211,19 @@ class Engine(ApplyRounds):
         p0 = self.parts[0]
         A, B = p0.types
         cdt = p0.ctx.dtype
-        # the kernels of a fused mini-batch's stages run only on the per-clock path (traced
-        # partitions, cut clocks): compiled (or loaded from the cache) when it first runs
-        fused = {id(x) for mb in self.program.stages if isinstance(mb, MiniBatch) and self._fusable(mb)
-                 for x in (mb, *mb.stages)}
-        self._later = []
-
-        def check(k, args, stage, udf, at=None):
-            if id(at or stage) in fused:
-                self._later.append(lambda: compile_call(k, args, stage, udf))
-            else:
-                compile_call(k, args, stage, udf)
-
         for mb in self.program.stages:
             if isinstance(mb, MiniBatch) and mb.active is not None:
                 tl = p0.types[self.program.type_index(mb.enumerate)]
                 k = active_kernel(mb.active, (tl.data.dtype, cdt))
-                check(k, (0, 0, _EMPTY_IDX, _EMPTY_IDX, view(tl.data), view(p0.ctx), _EMPTY_IDX, _EMPTY_IDX),
-                      mb, mb.active)
+                compile_call(k, (0, 0, _EMPTY_IDX, _EMPTY_IDX, view(tl.data), view(p0.ctx), _EMPTY_IDX,
+                                 _EMPTY_IDX), mb, mb.active)
                 self._kernels[id(mb)] = k
             for s in (mb.stages if isinstance(mb, MiniBatch) else ()):
                 if isinstance(s, Exchange) and s.active is not None:
                     tl = p0.types[self.program.type_index(mb.enumerate)]
                     k = reselect_kernel(s.active, (tl.data.dtype, cdt))
-                    check(k, (_EMPTY_IDX, _EMPTY_IDX, 0, np.zeros(1, np.int64), _EMPTY_IDX, view(tl.data),
-                              view(p0.ctx), _EMPTY_IDX, _EMPTY_IDX), s, s.active)
+                    compile_call(k, (_EMPTY_IDX, _EMPTY_IDX, 0, np.zeros(1, np.int64), _EMPTY_IDX, view(tl.data),
+                                     view(p0.ctx), _EMPTY_IDX, _EMPTY_IDX), s, s.active)
                     self._reselect[id(s)] = k
         self._index = {}
         for index, (s, _) in enumerate(self.program.walk()):
@@ -244,8 +232,8 @@ class Engine(ApplyRounds):
                 k = exchange_kernel(s.udf, (A.data.dtype, B.data.dtype, p0.edata.dtype, A.accum.dtype,
                                             B.accum.dtype, cdt))
                 perm = p0.orders[self.program.orders()[0]][0]
-                check(k, (_EMPTY_IDX, _EMPTY_IDX, 0, perm, p0.ea, p0.eb, view(A.data), view(B.data),
-                          view(p0.edata), view(A.accum), view(B.accum), view(p0.ctx)), s, s.udf)
+                compile_call(k, (_EMPTY_IDX, _EMPTY_IDX, 0, perm, p0.ea, p0.eb, view(A.data), view(B.data),
+                                 view(p0.edata), view(A.accum), view(B.accum), view(p0.ctx)), s, s.udf)
                 self._kernels[id(s)] = k
                 self._writes[id(s)] = {self.program.type_index(n) for n in (s.writes or ())}
             elif isinstance(s, Apply) and s.udf is not None:
@@ -253,7 +241,7 @@ class Engine(ApplyRounds):
                                               for t in self.program.apply_types(s)) + (cdt,))
                 for t in self.program.apply_types(s):
                     tl = p0.types[t]
-                    check(k, (_EMPTY_IDX, view(tl.data), view(tl.accum), view(p0.ctx)), s, s.udf)
+                    compile_call(k, (_EMPTY_IDX, view(tl.data), view(tl.accum), view(p0.ctx)), s, s.udf)
                 self._kernels[id(s)] = k
             elif isinstance(s, GlobalSync):
                 ks = {"index": index}
@@ -297,19 +285,15 @@ class Engine(ApplyRounds):
                     data, snap = sync_block(tl.data, self._sync_end[t]), sync_block(tl.snapshot, self._sync_end[t])
                     copy_rows(snap, data, i8)
                     copy_rows_between(data, snap, i8, data, i8)
+        # a fused loop calls the stage kernels above, which must be loaded first, also when only the
+        # fused loop runs: a fused loop loaded from the cache carries its own copy of each, optimised
+        # with the loop (fastmath), and the process runs the copy loaded first. Loaded after it, the
+        # stage kernels ran that copy too: mini-batch MF (k = 50) compiling its loops ended ~1e-8
+        # off the RMSE of a run loading them, with or without --trace
         self._fused = {}
         for mb in self.program.stages:
-            if id(mb) in fused:
-                try:
-                    self._fused[id(mb)] = self._fuse(mb)
-                except UDFCompileError:
-                    self._load_later()          # the stage and UDF numba cannot type, named
-                    raise
-
-    def _load_later(self):
-        """Compile (or load) the per-stage kernels of fused mini-batches, once."""
-        while self._later:
-            self._later.pop(0)()
+            if isinstance(mb, MiniBatch) and self._fusable(mb):
+                self._fused[id(mb)] = self._fuse(mb)
 
     def _fusable(self, mb):
         """A mini-batch's clocks need no messages and no Python in between: no
@@ -445,7 +429,6 @@ class Engine(ApplyRounds):
         cut = max(self._groups) > 1 and mb.unit == "edge" and mb.active is None
         if self.fuse and id(mb) in self._fused and not self.time_parts and not cut:
             return self._run_fused(mb, bounds, self._clock_order(mb, at, len(bounds) - 1))
-        self._load_later()
         # stratified, BSP, one Exchange and its Apply per clock: a round may hold back the rows
         # its partition writes again in the next clock (no other replica reads them before)
         ahead = (self.slack == 0 and self.strata is not None and mb.unit == "edge" and mb.active is None
