@@ -88,7 +88,7 @@ def ginger(g, parts, hasher, theta=100, gamma=1.5, interval=None, nverts=None, n
     if theta < 0 or gamma <= 1:
         raise PartitionError(f"ginger needs theta >= 0 and gamma > 1, got theta={theta}, gamma={gamma}")
     s, t = oriented(g, target)
-    V = float(nverts or g.n)
+    V = float(nverts or max(g.n, 1))
     E = float(nedges or max(g.m, 1))
     indeg = (g.in_degree() if target == "dst" else g.out_degree()).astype(np.int64)
     hv = hasher.vertex_part(g.n, parts)

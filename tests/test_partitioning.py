@@ -259,6 +259,10 @@ def test_bad_arguments_give_clear_errors():
         P.partition("hybrid", *args, 2, lambda_=3)
     with pytest.raises(PartitionError, match="hash must be"):
         P.partition("random", *args, 2, hash="md5")
-    # the engine may build empty partitions: strict=False allows them
+    # the engine may build empty partitions: strict=False allows them, for every strategy and
+    # with no vertices at all (ginger divided by the vertex count)
     a = P.partition("random", [], [], 3, 3, 2, strict=False)
     assert a.edge_part.shape == (0,)
+    for name in P.available():
+        a = P.partition(name, [], [], 0, 0, 2, strict=False)
+        assert a.edge_part.shape == (0,) and all(len(m) == 0 for m in a.master), name
