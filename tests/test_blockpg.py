@@ -401,6 +401,7 @@ def test_cli_picks_the_newton_form_on_raw_counts(tmp_path):
     assert "kappa form (auto: the values are not raw counts)" in r.stdout, r.stdout
 
 
+@pytest.mark.slow          # 6-10 s: the default suite's budget (2026-11-26 durations)
 def test_predict_counts_feature_indices_beyond_the_model(tmp_path):
     """A test file with words the training file never had (indices past the model's
     features) is scored with them as 0, and the metrics line counts them."""

@@ -109,6 +109,7 @@ def test_strata_partitions_above_the_user_count_are_refused(capsys, tmp_path):
     assert rc == 0, err
 
 
+@pytest.mark.slow          # 6-10 s: the default suite's budget (2026-11-26 durations)
 def test_partitions_from_threads_or_workers_are_held_to_the_edge_count(capsys, files, tmp_path):
     """P that follows from --threads or --workers meets the same limit as --partitions
     (--threads 100000 used to run 100000 partitions on 2,691 edges). Per-edge SGD in

@@ -89,6 +89,7 @@ def test_plot_writes_an_image_and_names_bad_lines(tmp_path):
     assert r.returncode == 2 and "bad.jsonl:2: not a JSON object" in r.stderr
 
 
+@pytest.mark.slow          # 6-10 s: the default suite's budget (2026-11-26 durations)
 def test_plot_puts_epoch_and_iteration_files_on_one_axis(tmp_path):
     """An MF run's metrics (epochs) beside an LDA run's (iterations) plot together; a
     missing --x field names only the --x values the file has."""
@@ -133,6 +134,7 @@ def test_plot_refuses_what_it_cannot_read_or_draw(tmp_path, lines, output, expec
     assert sorted(os.listdir(tmp_path)) == ["dir.png", "m.jsonl"]           # nothing written
 
 
+@pytest.mark.slow          # 6-10 s: the default suite's budget (2026-11-26 durations)
 def test_config_file_keys_are_flags_and_the_command_line_wins(tmp_path):
     conf = tmp_path / "mf.toml"
     conf.write_text('epochs = 1\nk = 6\nbatch-size = 200000\nno_biases = true\nout = "%s"\n' % (tmp_path / "m"))
