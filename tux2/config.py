@@ -3,7 +3,9 @@
 ``fastmath`` lets LLVM reassociate reductions (dot products vectorise) but keeps
 NaN/inf semantics ('nnan'/'ninf' are left out) so divergence stays detectable.
 
-Also: numba's cache files get a lock (``_lock_numba_caches``, below).
+Also: numba's cache files get a lock (``_lock_numba_caches``, below), and loading
+tux2's own functions from numba's cache skips the compiler's registries
+(``_quick_cache_loads``, below).
 """
 import fcntl
 import os
@@ -67,3 +69,33 @@ def _lock_numba_caches():
 
 
 _lock_numba_caches()
+
+
+# numba's Cache.load_overload first refreshes the target context: it imports and
+# registers everything numba's compiler can lower (~0.3 s of imports, most of a warm
+# `tux2 run`'s start), though an overload rebuilt from its cache file needs only the
+# runtime (NRT) its machine code calls. For tux2's functions (its modules and generated
+# loops, all named tux2…) a cache load initialises the runtime alone; anything that has
+# to be compiled still gets the full refresh from numba's compiler, and other code's
+# cached functions load as numba loads them. Older or newer numba without these
+# methods keeps its own load.
+def _quick_cache_loads():
+    from numba.core.caching import Cache
+    from numba.core.runtime import rtsys
+    full = Cache.load_overload
+    if hasattr(full, "__wrapped__") or not all(hasattr(Cache, a) for a in (
+            "_load_overload", "_guard_against_spurious_io_errors")) or not hasattr(rtsys, "initialize"):
+        return
+
+    def load_overload(self, sig, target_context):
+        module = getattr(getattr(self, "_py_func", None), "__module__", None) or ""
+        if not module.startswith("tux2"):
+            return full(self, sig, target_context)
+        rtsys.initialize(target_context)
+        with self._guard_against_spurious_io_errors():
+            return self._load_overload(sig, target_context)
+    load_overload.__wrapped__ = full
+    Cache.load_overload = load_overload
+
+
+_quick_cache_loads()
