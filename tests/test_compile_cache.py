@@ -63,7 +63,7 @@ with event.install_recorder("numba:compile") as rec:
         compiled.append(eng.context()["t"])
 loops = sorted({e.data["dispatcher"].py_func.__module__ for _, e in rec.buffer
                 if e.is_start and e.data["dispatcher"].py_func.__module__.startswith("tux2_kernel")})
-print(json.dumps({"loops": loops, "t": compiled}))
+print(json.dumps({"loops": loops, "t": compiled, "lowering": "numba.cpython.setobj" in sys.modules}))
 '''
 
 
@@ -88,6 +88,8 @@ def test_a_second_process_compiles_no_loop(tmp_path):
     second = run(tmp_path)
     assert second["loops"] == []
     assert second["t"] == first["t"]
+    # loading them needed none of numba's lowering registries (tux2.config._quick_cache_loads)
+    assert first["lowering"] and not second["lowering"]
 
 
 @pytest.mark.slow
