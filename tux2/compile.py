@@ -240,8 +240,10 @@ def _verify(where, numba_dir):
             sums = json.load(f)
     except (OSError, ValueError):
         sums = {}
-    files = [n for n in os.listdir(numba_dir) if n.endswith((".nbi", ".nbc"))]
+    files = sorted(n for n in os.listdir(numba_dir) if n.endswith((".nbi", ".nbc")))
     if all(isinstance(sums, dict) and sums.get(n) == _sha(os.path.join(numba_dir, n)) for n in files):
+        with contextlib.suppress(OSError):    # sealed as they are: a run that compiles nothing rewrites nothing
+            _SEALED[where] = [(n, os.stat(os.path.join(numba_dir, n)).st_mtime_ns) for n in files]
         return
     for n in files:
         with contextlib.suppress(OSError):
