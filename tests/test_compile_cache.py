@@ -85,7 +85,9 @@ def numba_files(tmp_path):
 def test_a_second_process_compiles_no_loop(tmp_path):
     first = run(tmp_path)
     assert len(first["loops"]) >= 4          # exchange, two applies, aggregate, the fused loop
+    stamps = {p: os.stat(p).st_mtime_ns for p in (tmp_path / "cache").rglob("*") if p.is_file()}
     second = run(tmp_path)
+    assert {p: os.stat(p).st_mtime_ns for p in (tmp_path / "cache").rglob("*") if p.is_file()} == stamps
     assert second["loops"] == []
     assert second["t"] == first["t"]
     # loading them needed none of numba's lowering registries (tux2.config._quick_cache_loads)
