@@ -2,7 +2,6 @@
 tux2.cli.lda, …), each built on tux2.cli.common, the runner and the estimators."""
 import errno
 import gc
-import os
 import sys
 
 from tux2 import interrupt
@@ -112,36 +111,12 @@ class quick_process:
         self.enabled = gc.isenabled()
         self.sigint = interrupt.install()
         gc.disable()
-        _load_blas_alone()
 
     def __exit__(self, *exc):
         gc.freeze()                   # exit's final collection has nothing left to walk
         if self.enabled:
             gc.enable()
         interrupt.restore(self.sigint)
-
-
-def _load_blas_alone():
-    """numba's start checks that scipy.linalg.cython_blas imports, which imports all of
-    scipy.linalg first (0.17 s, most of it scipy's array-API layer); load that one
-    extension module on its own so the check finds it in sys.modules. (numba takes its
-    BLAS functions from that module, so np.dot in a kernel still works; a later
-    ``import scipy.linalg`` imports the package as usual.) Any failure leaves the
-    usual import to numba."""
-    import importlib.machinery
-    import importlib.util
-    name = "scipy.linalg.cython_blas"
-    if name in sys.modules:
-        return
-    try:
-        import scipy
-        spec = importlib.machinery.PathFinder.find_spec(name, [os.path.join(os.path.dirname(scipy.__file__),
-                                                                            "linalg")])
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    except Exception:
-        return
-    sys.modules.setdefault(name, module)
 
 
 def _main(argv):
