@@ -255,7 +255,7 @@ def add_distributed_args(p):
                         "start and finish times) to DIR/trace-RANK.jsonl")
 
 
-def open_transport(args, tiled=False):
+def open_transport(args, tiled):
     """(transport, rank, world) for a distributed worker, or (None, 0, 1); ``tiled``:
     the estimator's threads share a worker's partition (tux2.Estimator.tiled)."""
     from tux2.runtime import connect, world_from
@@ -375,9 +375,7 @@ def classification_data(args, est, transport, say):
     ``est.classes``, default 5)."""
     classes = (est.classes or 5) if est.loss == "softmax" else 2
     if args.input is not None:
-        data = est.load_data(args.input, args.test, zero_based=args.zero_based, duplicates=args.duplicates)
-        data.source = args.input
-        return data
+        return est.load_data(args.input, args.test, zero_based=args.zero_based, duplicates=args.duplicates)
     from tux2.datacache import generated
     from tux2.datasets import sparse_classification
     g, y, _ = generated(sparse_classification, n_samples=22_000, n_features=10_000, seed=args.seed, classes=classes)

@@ -104,7 +104,6 @@ def info(args):
     spool_inputs(args)
     path = args.input
     kind = io.sniff_input(path, args.columns) if args.format == "auto" else args.format
-    labels = None
     if kind == "libsvm":
         g, labels = io.read_libsvm(path, zero_based=True)
         res = describe(g, kind, labels)

@@ -103,5 +103,4 @@ def load(args, est, transport, say):
         data.train, test = g.permuted(~held), g.permuted(held)
         # held-out ids without training ratings follow --unknown
         data.test = loaders.mark_unknown(test, loaders.known_ids(data.train), est.unknown)
-    data.source = args.input
     return data

@@ -218,7 +218,7 @@ class GLM(Linear):
         """A note when the objective ended well above its first epoch's (plain SGD at eta 1
         on raw counts), or above the all-zero model's (AdaGrad at eta 0.5 on raw counts):
         the step is too large, though not yet infinite."""
-        h = getattr(self, "history_", None) or []
+        h = self.history_
         if not h:
             return []
         first, last = h[0], h[-1]
