@@ -139,6 +139,7 @@ def _main(argv):
     if getattr(args, "no_cache", False):
         from tux2.compile import set_cache_dir
         set_cache_dir(None)
+    who = f"[worker {args.rank}] " if getattr(args, "rank", None) is not None else ""     # names a worker's errors
     try:
         return _flushed(args.func(args))
     except MemoryError:
@@ -146,7 +147,6 @@ def _main(argv):
               "memory than this machine has", file=sys.stderr)
         return 2
     except Tux2Error as e:
-        who = f"[worker {args.rank}] " if getattr(args, "rank", None) is not None else ""
         print(f"tux2: error: {who}{_user_names(str(e))}{_hint(e, args)}", file=sys.stderr)
         return 2
     except BrokenPipeError:           # output piped into e.g. head, which has closed it
@@ -156,7 +156,6 @@ def _main(argv):
     except OSError as e:              # files the user named: unreadable, unwritable, missing directory
         if e.filename is None and e.errno in STDOUT_FULL:
             return _stdout_failed(e)
-        who = f"[worker {args.rank}] " if getattr(args, "rank", None) is not None else ""
         what = f"{e.filename}: {e.strerror}" if e.filename is not None and e.strerror else str(e)
         print(f"tux2: error: {who}{_user_names(what)}", file=sys.stderr)
         return 2

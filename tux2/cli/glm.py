@@ -3,16 +3,17 @@ machines by mini-batch SGD, with the training strategy of Spark MLlib, MLlib*, P
 ColumnSGD or PS2."""
 from tux2.cli.common import (NONNEG, NONNEG_NUMBER, PARTITIONS, POSITIVE, SEED, classification_data,
                              run as run_command, add_libsvm_args, add_run_args)
+from tux2.estimators import ALGORITHMS
 from tux2.estimators.linear import FM, LinearSVM, LogisticRegression, Softmax
 from tux2.udfs.glm import OPTIMIZERS, STRATEGIES
 
-MODELS = {"lr": ("logistic", "logistic regression"), "svm": ("hinge", "linear SVM (hinge loss)"),
-          "softmax": ("softmax", "multinomial (softmax) regression"),
-          "fm": ("logistic", "factorization machine (degree 2)")}
+TITLES = {LogisticRegression: "logistic regression", LinearSVM: "linear SVM (hinge loss)",
+          Softmax: "multinomial (softmax) regression", FM: "factorization machine (degree 2)"}
 
 
 def add_parser(algos):
-    for name, (loss, title) in MODELS.items():
+    for cls, title in TITLES.items():
+        name, loss = cls.algorithm, cls.loss
         p = algos.add_parser(
             name, help=f"{title} by mini-batch SGD; --strategy picks the system it trains like",
             description=f"Minimises (1/n) sum_i loss(x_i.W, y_i) + lambda R(W) for the {title} over a libsvm "
@@ -56,5 +57,4 @@ def add_parser(algos):
 
 
 def run(args):
-    cls = {"lr": LogisticRegression, "svm": LinearSVM, "softmax": Softmax, "fm": FM}[args.model]
-    return run_command(args, cls, classification_data)
+    return run_command(args, ALGORITHMS[args.model], classification_data)
