@@ -202,8 +202,7 @@ def spool_inputs(args):
             read[given] = "the input" if key == "input" else f"--{key}"
             copy = local_copy(given)
             setattr(args, key, copy)
-            if copy != given:
-                args.argv = [copy if a == given else a for a in args.argv]
+            args.argv = [copy if a == given else a for a in args.argv]
 
 
 def check_outputs(args):
