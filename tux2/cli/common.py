@@ -1,7 +1,7 @@
 """What every command of the command line shares: tux2's argparse classes and option
-types, the flag groups (ids, partitions, outputs, checkpoints, distributed runs,
-libsvm input), and the way a ``tux2 run`` worker starts, trains through the runner
-(tux2.runner) and saves its estimator (tux2.estimators)."""
+types, the flag groups (edge-list columns and id base, partitions, outputs, checkpoints,
+distributed runs, libsvm input), and the way a ``tux2 run`` worker starts, trains
+through the runner (tux2.runner) and saves its estimator (tux2.estimators)."""
 import argparse
 import gc
 import os
@@ -89,17 +89,6 @@ def key_dir(text):
 
 PARTITIONS = integer(1, runner.MAX_PARTITIONS)    # --partitions, --parts
 THREADS = integer(1, 1024)          # --threads per worker
-
-
-def add_id_args(p, duplicates):
-    """--ids and --duplicates (tux2.loaders)."""
-    from tux2.loaders import DUPLICATES, ID_MODES
-    p.add_argument("--ids", choices=ID_MODES, default="auto",
-                   help="vertex ids: int (numbers used as they are), string (any token; mapped to dense ids, "
-                        "saved with the model), auto (string when the first line's ids are not numbers)")
-    p.add_argument("--duplicates", choices=DUPLICATES, default=duplicates,
-                   help="an edge given twice: error (name both lines), sum its values, keep the last, or keep "
-                        "all as separate edges")
 
 
 def add_input_args(p, base=True, unknown=False):
