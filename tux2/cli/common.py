@@ -348,7 +348,7 @@ def _checkpoint(args, est, world):
 
 # ---------------------------------------------------------------- libsvm input (blockpg, lr, svm, softmax, fm)
 def add_libsvm_args(p, metrics):
-    """INPUT (optional: a built-in set), --test and --zero-based."""
+    """INPUT (optional: a built-in set), --test, --zero-based and --duplicates."""
     p.add_argument("input", nargs="?", help="training set in libsvm format; default: built-in generated set")
     p.add_argument("--test", help=f"test set (libsvm): {metrics} per epoch")
     p.add_argument("--zero-based", action="store_true", help="feature indices start at 0")
