@@ -114,20 +114,6 @@ def test_import_tux2_loads_no_numba_until_a_name_is_used():
     assert out.split("\n")[:2] == ["False", "True tux2.estimators.mf []"]
 
 
-def test_the_programs_blas_shortcut_keeps_numbas_dot_working():
-    """tux2.cli loads scipy.linalg.cython_blas alone (numba's start checks for it); a
-    kernel's np.dot still reaches BLAS, and scipy.linalg still imports afterwards."""
-    out = _python("import sys, numpy as np, numba\n"
-                  "from tux2.cli import _load_blas_alone\n"
-                  "_load_blas_alone()\n"
-                  "print('scipy.linalg' in sys.modules)\n"
-                  "f = numba.njit(lambda a, b: np.dot(a, b))\n"
-                  "print(f(np.arange(6.0).reshape(2, 3), np.ones(3)))\n"
-                  "import scipy.linalg\n"
-                  "print(scipy.linalg.solve(np.eye(2), np.ones(2)))")
-    assert out.split("\n")[:3] == ["False", "[ 3. 12.]", "[1. 1.]"]
-
-
 def test_submodules_are_attributes_after_import_tux2():
     """``import tux2; tux2.udfs.mf`` worked while the package imported eagerly: the lazy
     package imports a submodule on first use, and every module file is one it knows."""
@@ -144,7 +130,7 @@ def test_submodules_are_attributes_after_import_tux2():
 
 @pytest.mark.parametrize("delay", [0.05, 0.1, 0.2, 0.4])
 def test_ctrl_c_while_the_program_starts_is_a_line_not_a_traceback(delay):
-    """SIGINT (Ctrl-C) during the program's start — loading BLAS, numba, the command
+    """SIGINT (Ctrl-C) during the program's start — loading numba, the command
     modules, the parser — prints ``tux2: interrupted`` and exits 130, as it does later."""
     import subprocess
     import sys

@@ -2,7 +2,6 @@
 tux2.cli.lda, …), each built on tux2.cli.common, the runner and the estimators."""
 import errno
 import gc
-import os
 import sys
 
 from tux2 import interrupt
@@ -112,36 +111,12 @@ class quick_process:
         self.enabled = gc.isenabled()
         self.sigint = interrupt.install()
         gc.disable()
-        _load_blas_alone()
 
     def __exit__(self, *exc):
         gc.freeze()                   # exit's final collection has nothing left to walk
         if self.enabled:
             gc.enable()
         interrupt.restore(self.sigint)
-
-
-def _load_blas_alone():
-    """numba's start checks that scipy.linalg.cython_blas imports, which imports all of
-    scipy.linalg first (0.17 s, most of it scipy's array-API layer); load that one
-    extension module on its own so the check finds it in sys.modules. (numba takes its
-    BLAS functions from that module, so np.dot in a kernel still works; a later
-    ``import scipy.linalg`` imports the package as usual.) Any failure leaves the
-    usual import to numba."""
-    import importlib.machinery
-    import importlib.util
-    name = "scipy.linalg.cython_blas"
-    if name in sys.modules:
-        return
-    try:
-        import scipy
-        spec = importlib.machinery.PathFinder.find_spec(name, [os.path.join(os.path.dirname(scipy.__file__),
-                                                                            "linalg")])
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    except Exception:
-        return
-    sys.modules.setdefault(name, module)
 
 
 def _main(argv):
@@ -164,6 +139,7 @@ def _main(argv):
     if getattr(args, "no_cache", False):
         from tux2.compile import set_cache_dir
         set_cache_dir(None)
+    who = f"[worker {args.rank}] " if getattr(args, "rank", None) is not None else ""     # names a worker's errors
     try:
         return _flushed(args.func(args))
     except MemoryError:
@@ -171,7 +147,6 @@ def _main(argv):
               "memory than this machine has", file=sys.stderr)
         return 2
     except Tux2Error as e:
-        who = f"[worker {args.rank}] " if getattr(args, "rank", None) is not None else ""
         print(f"tux2: error: {who}{_user_names(str(e))}{_hint(e, args)}", file=sys.stderr)
         return 2
     except BrokenPipeError:           # output piped into e.g. head, which has closed it
@@ -181,7 +156,6 @@ def _main(argv):
     except OSError as e:              # files the user named: unreadable, unwritable, missing directory
         if e.filename is None and e.errno in STDOUT_FULL:
             return _stdout_failed(e)
-        who = f"[worker {args.rank}] " if getattr(args, "rank", None) is not None else ""
         what = f"{e.filename}: {e.strerror}" if e.filename is not None and e.strerror else str(e)
         print(f"tux2: error: {who}{_user_names(what)}", file=sys.stderr)
         return 2

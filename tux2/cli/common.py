@@ -1,7 +1,7 @@
 """What every command of the command line shares: tux2's argparse classes and option
-types, the flag groups (ids, partitions, outputs, checkpoints, distributed runs,
-libsvm input), and the way a ``tux2 run`` worker starts, trains through the runner
-(tux2.runner) and saves its estimator (tux2.estimators)."""
+types, the flag groups (edge-list columns and id base, partitions, outputs, checkpoints,
+distributed runs, libsvm input), and the way a ``tux2 run`` worker starts, trains
+through the runner (tux2.runner) and saves its estimator (tux2.estimators)."""
 import argparse
 import gc
 import os
@@ -89,17 +89,6 @@ def key_dir(text):
 
 PARTITIONS = integer(1, runner.MAX_PARTITIONS)    # --partitions, --parts
 THREADS = integer(1, 1024)          # --threads per worker
-
-
-def add_id_args(p, duplicates):
-    """--ids and --duplicates (tux2.loaders)."""
-    from tux2.loaders import DUPLICATES, ID_MODES
-    p.add_argument("--ids", choices=ID_MODES, default="auto",
-                   help="vertex ids: int (numbers used as they are), string (any token; mapped to dense ids, "
-                        "saved with the model), auto (string when the first line's ids are not numbers)")
-    p.add_argument("--duplicates", choices=DUPLICATES, default=duplicates,
-                   help="an edge given twice: error (name both lines), sum its values, keep the last, or keep "
-                        "all as separate edges")
 
 
 def add_input_args(p, base=True, unknown=False):
@@ -202,8 +191,7 @@ def spool_inputs(args):
             read[given] = "the input" if key == "input" else f"--{key}"
             copy = local_copy(given)
             setattr(args, key, copy)
-            if copy != given:
-                args.argv = [copy if a == given else a for a in args.argv]
+            args.argv = [copy if a == given else a for a in args.argv]
 
 
 def check_outputs(args):
@@ -255,7 +243,7 @@ def add_distributed_args(p):
                         "start and finish times) to DIR/trace-RANK.jsonl")
 
 
-def open_transport(args, tiled=False):
+def open_transport(args, tiled):
     """(transport, rank, world) for a distributed worker, or (None, 0, 1); ``tiled``:
     the estimator's threads share a worker's partition (tux2.Estimator.tiled)."""
     from tux2.runtime import connect, world_from
@@ -360,7 +348,7 @@ def _checkpoint(args, est, world):
 
 # ---------------------------------------------------------------- libsvm input (blockpg, lr, svm, softmax, fm)
 def add_libsvm_args(p, metrics):
-    """INPUT (optional: a built-in set), --test and --zero-based."""
+    """INPUT (optional: a built-in set), --test, --zero-based and --duplicates."""
     p.add_argument("input", nargs="?", help="training set in libsvm format; default: built-in generated set")
     p.add_argument("--test", help=f"test set (libsvm): {metrics} per epoch")
     p.add_argument("--zero-based", action="store_true", help="feature indices start at 0")
@@ -375,9 +363,7 @@ def classification_data(args, est, transport, say):
     ``est.classes``, default 5)."""
     classes = (est.classes or 5) if est.loss == "softmax" else 2
     if args.input is not None:
-        data = est.load_data(args.input, args.test, zero_based=args.zero_based, duplicates=args.duplicates)
-        data.source = args.input
-        return data
+        return est.load_data(args.input, args.test, zero_based=args.zero_based, duplicates=args.duplicates)
     from tux2.datacache import generated
     from tux2.datasets import sparse_classification
     g, y, _ = generated(sparse_classification, n_samples=22_000, n_features=10_000, seed=args.seed, classes=classes)

@@ -3,21 +3,22 @@ machines by mini-batch SGD, with the training strategy of Spark MLlib, MLlib*, P
 ColumnSGD or PS2."""
 from tux2.cli.common import (NONNEG, NONNEG_NUMBER, PARTITIONS, POSITIVE, SEED, classification_data,
                              run as run_command, add_libsvm_args, add_run_args)
+from tux2.estimators import ALGORITHMS
 from tux2.estimators.linear import FM, LinearSVM, LogisticRegression, Softmax
 from tux2.udfs.glm import OPTIMIZERS, STRATEGIES
 
-MODELS = {"lr": ("logistic", "logistic regression"), "svm": ("hinge", "linear SVM (hinge loss)"),
-          "softmax": ("softmax", "multinomial (softmax) regression"),
-          "fm": ("logistic", "factorization machine (degree 2)")}
+TITLES = {LogisticRegression: "logistic regression", LinearSVM: "linear SVM (hinge loss)",
+          Softmax: "multinomial (softmax) regression", FM: "factorization machine (degree 2)"}
 
 
 def add_parser(algos):
-    for name, (loss, title) in MODELS.items():
+    for cls, title in TITLES.items():
+        name, loss = cls.algorithm, cls.loss
         p = algos.add_parser(
             name, help=f"{title} by mini-batch SGD; --strategy picks the system it trains like",
             description=f"Minimises (1/n) sum_i loss(x_i.W, y_i) + lambda R(W) for the {title} over a libsvm "
                         "file (1-based feature indices unless --zero-based"
-                        + ("; labels 0..K-1" if loss == "softmax" else "; labels +1/-1 or 1/0")
+                        + ("; labels 0..K-1 or 1..K" if loss == "softmax" else "; labels +1/-1 or 1/0")
                         + "). Strategies: sendgradient = Spark MLlib (gradients to the feature masters; "
                         "--driver puts them all on one partition), adam = PS2 (Adam moments beside the "
                         "weights at the masters), column = ColumnSGD (features partitioned by column, "
@@ -47,7 +48,7 @@ def add_parser(algos):
         p.add_argument("--epochs", type=NONNEG, default=10, help="passes over the samples")
         if loss == "softmax":
             p.add_argument("--classes", type=Softmax.bounds["classes"], default=None,
-                           help="number of classes (default: max label + 1)")
+                           help="number of classes (default: max label + 1; max label for labels 1..K)")
         p.add_argument("--partitions", type=PARTITIONS, default=None,
                        help="number of partitions (P; default: one per worker and thread)")
         p.add_argument("--seed", type=SEED, default=0, help="seed of the sample shuffle and the partitioning")
@@ -56,5 +57,4 @@ def add_parser(algos):
 
 
 def run(args):
-    cls = {"lr": LogisticRegression, "svm": LinearSVM, "softmax": Softmax, "fm": FM}[args.model]
-    return run_command(args, cls, classification_data)
+    return run_command(args, ALGORITHMS[args.model], classification_data)

@@ -80,9 +80,9 @@ def describe(g, kind, labels=None):
         # min and max as the file writes them (str: float32's shortest digits, not 10.371100425720215)
         vals = {"min": float(str(v.min())), "max": float(str(v.max())), "mean": float(v.mean(dtype=np.float64)),
                 "std": float(v.std(dtype=np.float64))}
-        distinct = np.unique(v)
+        distinct, counts = np.unique(v, return_counts=True)
         if len(distinct) <= 20:
-            vals["histogram"] = {f"{x:g}": int(c) for x, c in zip(distinct, np.unique(v, return_counts=True)[1])}
+            vals["histogram"] = {f"{x:g}": int(c) for x, c in zip(distinct, counts)}
         out["values"] = vals
     if labels is not None:
         lv, lc = np.unique(labels, return_counts=True)
@@ -104,7 +104,6 @@ def info(args):
     spool_inputs(args)
     path = args.input
     kind = io.sniff_input(path, args.columns) if args.format == "auto" else args.format
-    labels = None
     if kind == "libsvm":
         g, labels = io.read_libsvm(path, zero_based=True)
         res = describe(g, kind, labels)

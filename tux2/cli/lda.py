@@ -51,10 +51,8 @@ def run(args):
 def load(args, est, transport, say):
     """INPUT, or the built-in planted corpus."""
     if args.input is not None:
-        data = est.load_data(args.input, format=args.format, vocab=args.vocab, base=args.base,
+        return est.load_data(args.input, format=args.format, vocab=args.vocab, base=args.base,
                              min_count=args.min_count, duplicates=args.duplicates)
-        data.source = args.input
-        return data
     from tux2.datacache import generated
     from tux2.datasets import lda_corpus
     d, w, c, phi = generated(lda_corpus, n_docs=2000, n_words=5000, n_topics=20, doc_length=100, seed=args.seed)

@@ -3,8 +3,7 @@ import os
 
 from tux2 import files, ingress, loaders
 from tux2.cli.common import (COUNT, FRACTION, NONNEG, NONNEG_NUMBER, POSITIVE, SEED,
-                             run as run_command, add_id_args, add_input_args, add_run_args,
-                             add_partition_args, input_options)
+                             run as run_command, add_input_args, add_run_args, add_partition_args, input_options)
 from tux2.estimators.mf import MF, NAMES
 from tux2.runner import Dataset, partitions
 
@@ -19,7 +18,12 @@ def add_parser(sub):
     p.add_argument("input", nargs="?", help="ratings edge list; default: built-in synthetic set")
     p.add_argument("--test", help="test edge list; default: hold out --test-fraction of INPUT")
     p.add_argument("--test-fraction", type=FRACTION, default=0.1, help="held-out share when --test is not given")
-    add_id_args(p, "error")
+    p.add_argument("--ids", choices=loaders.ID_MODES, default="auto",
+                   help="vertex ids: int (numbers used as they are), string (any token; mapped to dense ids, "
+                        "saved with the model), auto (string when the first line's ids are not numbers)")
+    p.add_argument("--duplicates", choices=loaders.DUPLICATES, default="error",
+                   help="an edge given twice: error (name both lines), sum its values, keep the last, or keep "
+                        "all as separate edges")
     add_input_args(p, unknown=True)
     add_partition_args(p, default=None,
                        note=" (default: stratified with --order strata, else bicut)")
@@ -103,5 +107,4 @@ def load(args, est, transport, say):
         data.train, test = g.permuted(~held), g.permuted(held)
         # held-out ids without training ratings follow --unknown
         data.test = loaders.mark_unknown(test, loaders.known_ids(data.train), est.unknown)
-    data.source = args.input
     return data

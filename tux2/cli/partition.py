@@ -54,10 +54,9 @@ def add_parser(sub):
 BALANCE_WARNING = 1.5
 
 
-def _balance_hint(name, given=None):
+def _balance_hint(name, given):
     """The option that trades replicas for balance in strategy ``name``, given the
     options ``given`` to it (a hint never suggests the setting that was just used)."""
-    given = given or {}
     if name in ("bicut", "aweto") and given.get("favorite", "auto") not in ("auto", None):
         other = "src" if given["favorite"] in (1, "dst", "target") else "dst"
         return (f"favorite={given['favorite']} was given: try --option favorite={other}, or --strategy random "

@@ -41,9 +41,9 @@ def read_metrics(path):
                 continue
             try:
                 rec = json.loads(raw)
-            except (json.JSONDecodeError, UnicodeDecodeError) as e:
-                if isinstance(e, UnicodeDecodeError):
-                    raise InputError("not UTF-8 text", path=path, line=no, text=line.strip()[:80]) from None
+            except UnicodeDecodeError:
+                raise InputError("not UTF-8 text", path=path, line=no, text=line.strip()[:80]) from None
+            except json.JSONDecodeError as e:
                 raise InputError(f"not a JSON object ({e.msg})", path=path, line=no, text=line.strip()[:80]) from None
             if not isinstance(rec, dict):
                 raise InputError("not a JSON object", path=path, line=no, text=line.strip()[:80])

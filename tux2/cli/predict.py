@@ -55,7 +55,6 @@ def _write(path, lines):
             files.stdout_gone()     # what is still buffered goes nowhere, not into another error at exit
             raise Tux2Error(f"cannot write the predictions to standard output: {e.strerror}; give -o FILE") from None
         return
-    files.check_writable(path, "-o", directory=False)
     files.write_atomic(path, lambda f: f.writelines(line.encode("utf-8") for line in lines))
 
 

@@ -111,14 +111,12 @@ class LDA(Estimator):
         self.doc_topic_, self.word_base_ = doc_topic, int(word_base)
 
     def _report(self, s):
-        lines = [f"topic {k:3d} ({int(self.word_topic_[k].sum())} tokens): " + " ".join(w for w, _ in ws)
-                 for k, ws in enumerate(lda.top_words(self.word_topic_, self.top_words, self.vocab_,
-                                                         self.word_base_))]
-        return lines[:10]
+        return [f"topic {k:3d} ({int(self.word_topic_[k].sum())} tokens): " + " ".join(w for w, _ in ws)
+                for k, ws in enumerate(self.topic_words(self.top_words)[:10])]
 
     # ------------------------------------------------------------ files
     def _files(self):
-        tops = lda.top_words(self.word_topic_, self.top_words, self.vocab_, self.word_base_)
+        tops = self.topic_words(self.top_words)
         out = {"lda.npz": files.npz({"word_topic": self.word_topic_, "topic_totals": self.topic_totals_,
                                      **({"doc_topic": self.doc_topic_} if self.doc_topic_ is not None else {})}),
                "topics.txt": files.text("".join(f"{k}\t{int(self.word_topic_[k].sum())}\t"

@@ -30,7 +30,7 @@ def with_bias(graph, index=None):
 class Linear(Estimator):
     """What the linear models share: libsvm or matrix input with labels, test
     metrics per epoch, weights files, and predictions from the learned ``coef_``
-    (features × K: K = 1 binary, the classes for softmax, 1 + F for an FM)."""
+    (one weight per feature for a binary model; features × K for softmax, features × (1 + F) for an FM)."""
 
     loss = "logistic"
     _estimator_type = "classifier"
@@ -218,7 +218,7 @@ class GLM(Linear):
         """A note when the objective ended well above its first epoch's (plain SGD at eta 1
         on raw counts), or above the all-zero model's (AdaGrad at eta 0.5 on raw counts):
         the step is too large, though not yet infinite."""
-        h = getattr(self, "history_", None) or []
+        h = self.history_
         if not h:
             return []
         first, last = h[0], h[-1]
@@ -256,8 +256,8 @@ class LinearSVM(GLM):
 
 
 class Softmax(GLM):
-    """Multinomial (softmax) regression over classes 0 … K−1 (``classes``: K,
-    default the largest label + 1)."""
+    """Multinomial (softmax) regression over labels 0 … K−1, or 1 … K (``classes``: K,
+    default the largest label + 1, or the largest label when none is 0: ``label_base``)."""
     algorithm, loss = "softmax", "softmax"
 
     def __init__(self, strategy="sendgradient", optimizer=None, driver=False, penalty="l2", reg=1e-6, batch=1000,

@@ -171,7 +171,7 @@ class MF(Estimator):
                           step=self.step, biases=self.biases, mu=mu)
         engine.update(strata=strata, tiles=tiles,
                       partitioner_options={"blocks": blocks} if partitioner == "stratified" else None)
-        ids = getattr(data.train, "ids", (None, None))
+        ids = data.train.ids
         return Setup(train, prog, engine, test=data.test, evaluate=data.test is not None or ingress,
                      mu=mu, source=data.source, partitioner=partitioner, known=known,
                      read_as=data.facts.get("read_as"), ingress=ingress, ids=ids,
