@@ -719,3 +719,17 @@ def test_softmax_estimator_keeps_1_based_labels_through_save_and_load(tmp_path):
     sm.save(str(tmp_path / "m"))
     back = tux2.Softmax.load(str(tmp_path / "m"))
     np.testing.assert_array_equal(back.predict(one), sm.predict(one))
+
+
+def test_auc_ranks_ties_as_scipy_does_and_needs_no_scipy_stats():
+    from scipy.stats import rankdata
+    rng = np.random.default_rng(3)
+    for x in (rng.normal(size=200), rng.integers(0, 4, 300).astype(float), np.zeros(5), np.zeros(0)):
+        assert np.array_equal(glm.average_ranks(x), rankdata(x))
+    score, y = np.array([0.1, 0.4, 0.35, 0.8, 0.4]), np.array([0, 0, 1, 1, 1])
+    assert glm.classification_metrics(score, y)["auc"] == 4.5 / 6    # of 6 (positive, negative) pairs 4 won, 1 tied
+    assert np.isnan(glm.classification_metrics(np.array([0.1, np.nan]), np.array([0, 1]))["auc"])
+    code = ("import sys, numpy as np; from tux2.udfs import glm; "
+            "glm.classification_metrics(np.array([0.2, 0.1]), np.array([0, 1])); print('scipy.stats' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "False", out.stderr
