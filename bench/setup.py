@@ -195,6 +195,9 @@ def liblinear_prepare(n, d, nnz):
     return {"scipy_csr_s": csr, "liblinear_fit_1_iter_s": fit1}
 
 
+TARGET_SIZE = 10**6     # issue 23's sizes: 10⁶ to 10⁸ ratings
+
+
 def main(args):
     quick = getattr(args, "quick", False)
     sizes = (10**5, 10**6) if quick else (10**6, 10**7, 10**8)
@@ -210,7 +213,8 @@ def main(args):
         rec = {"bench": "setup", "algo": "mf",
                **_child(f"from bench.setup import mf_child; mf_child({size}, {size <= 10**7})"), **libmf_prepare(size)}
         emit(rec, LOG)
-        worst = max(worst, rec["layout_p1_over_argsort"], rec["layout_p4_over_argsort"])
+        if size >= TARGET_SIZE:     # quick mode's 10⁵ row: milliseconds of fixed cost, not a target size
+            worst = max(worst, rec["layout_p1_over_argsort"], rec["layout_p4_over_argsort"])
         rows.append(["mf", f"{rec['train_edges']:,} ratings", f"{rec['layout_p1_s']:.2f} / {rec['layout_p4_s']:.2f}",
                      f"{rec['argsort_s']:.2f}", f"{rec['peak_bytes_per_rating']:.0f} B/rating",
                      f"parse {rec.get('parse_s', float('nan')):.2f} s, partition {rec['partition_p1_s']:.2f} / "
@@ -229,6 +233,6 @@ def main(args):
            "tux2's layout (P = 1 / P = 4) next to one np.argsort of the same edge array; compile in a fresh "
            "process with an empty and with a filled kernel cache",
            ["algorithm", "size", "layout s (P=1 / P=4)", "np.argsort s", "peak memory", "other"], rows,
-           notes=[f"worst layout / argsort: **{worst:.2f}×** (target ≤ 3)"])
+           notes=[f"worst layout / argsort at 10⁶ ratings or more and on BlockPG: **{worst:.2f}×** (target ≤ 3)"])
     emit({"bench": "setup", "layout_over_argsort_max": worst, "sizes": sizes}, LOG)
     return 0
