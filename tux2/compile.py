@@ -22,6 +22,7 @@ import numba
 import numpy as np
 from numba import njit
 from llvmlite import ir
+from numba.core import event
 from numba.core import types as nbtypes
 from numba.core.caching import NullCache
 from numba.core.errors import NumbaError
@@ -297,6 +298,25 @@ def _forget(kernel):
             with contextlib.suppress(OSError):
                 os.remove(os.path.join(numba_dir, n))
     kernel._cache = NullCache()
+
+
+class _Compiles(event.Listener):
+    n = 0
+
+    def on_start(self, ev):
+        self.n += 1
+
+    def on_end(self, ev):
+        pass
+
+
+@contextlib.contextmanager
+def counting_compiles():
+    """``with counting_compiles() as c:``: c.n functions numba compiled inside the block
+    (loops, UDFs, helpers; not those loaded from the kernel cache)."""
+    counter = _Compiles()
+    with event.install_listener("numba:compile", counter):
+        yield counter
 
 
 _MEMO = weakref.WeakKeyDictionary()   # udf → {kernel kind: compiled loop}

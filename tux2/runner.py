@@ -18,7 +18,8 @@ import numpy as np
 
 from tux2 import checkpoint as ckpt
 from tux2 import files
-from tux2.config import cores
+from tux2.compile import cache_dir, counting_compiles
+from tux2.config import cores, jit_disabled
 from tux2.engine import Engine
 from tux2.errors import Tux2Error
 from tux2.graph import BipartiteGraph
@@ -283,6 +284,14 @@ def write_trace(directory, eng, rank):
                        files.text("".join(files.json_text(rec) + "\n" for rec in eng.trace)))
 
 
+def _compiled(n):
+    """What the setup line adds about compiling: a first run's seconds are numba's."""
+    if n == 0 or jit_disabled():
+        return ""
+    return f" (numba compiled {n} functions; " + ("later runs load them from the kernel cache)" if cache_dir()
+                                                  else "the kernel cache is off)")
+
+
 # ---------------------------------------------------------------- the run
 def train(est, data, *, transport=None, partitions=None, threads=None, slack=0, say=None, metrics=None,
           checkpoint=None, trace=None, callbacks=()):
@@ -301,9 +310,11 @@ def train(est, data, *, transport=None, partitions=None, threads=None, slack=0, 
         say(line)
     check_partitions(parts, setup.graph.num_edges, requested, world, threads)
     t0 = time.perf_counter()
-    eng = Engine(setup.program, setup.graph, partitions=parts, seed=getattr(est, "seed", 0), transport=transport,
-                 slack=slack, threads=threads, **setup.engine)
-    say(f"  layout + compile {time.perf_counter() - t0:.2f}s" + (f"; {eng.threads} threads" if eng.threads > 1 else ""))
+    with counting_compiles() as compiled:
+        eng = Engine(setup.program, setup.graph, partitions=parts, seed=getattr(est, "seed", 0), transport=transport,
+                     slack=slack, threads=threads, **setup.engine)
+    say(f"  layout + compile {time.perf_counter() - t0:.2f}s{_compiled(compiled.n)}"
+        + (f"; {eng.threads} threads" if eng.threads > 1 else ""))
     if threads is not None and eng.threads < threads:
         say(f"  note: {eng.threads} of --threads {threads} used: " + (
             "a stratum has no more tiles per partition" if eng.tiles is not None else
