@@ -193,3 +193,90 @@ def test_a_run_compiling_its_loops_learns_the_model_of_a_run_loading_them(tmp_pa
         rmse.append([json.loads(line)["train_rmse"] for line in metrics.read_text().splitlines()])
     assert numba_files(tmp_path)                     # the second run loaded its loops
     assert rmse[0] == rmse[1]
+
+
+QUICK_UDFS = '''
+import math
+import numpy as np
+
+
+def exchange(u, v, e, a_u, a_v, ctx):
+    err = e.rating - np.dot(u.p, v.p)
+    if not math.isfinite(err):
+        raise ValueError("diverged", err)
+    ctx.loss += err * err
+    ctx.n += np.int32(1)
+    for j in range(4):
+        a_u.p[j] += 0.05 * u.p[j] - err * v.p[j] * math.exp(-abs(u.p[j]))
+        a_v.p[j] += 0.05 * v.p[j] - err * u.p[j]
+
+
+def apply(v, a, ctx):
+    step = np.empty(4)
+    for j in range(4):
+        step[j] = 0.02 * a.p[j]
+    for j in range(4):
+        v.p[j] -= step[j] / (1.0 + math.sqrt(step @ step))
+'''
+
+QUICK = '''
+import hashlib, json, sys
+from numba.core import base
+refreshes = []
+full_refresh = base.BaseContext.refresh
+
+
+def counted(self):
+    refreshes.append(1)
+    return full_refresh(self)
+
+
+base.BaseContext.refresh = counted
+import tux2.config
+if sys.argv[3] == "numba":
+    from numba.core.caching import Cache
+    Cache.load_overload = getattr(Cache.load_overload, "__wrapped__", Cache.load_overload)
+import numpy as np
+import tux2
+from tux2 import Apply, ContextSpec, Exchange, MiniBatch, Program, VertexType
+from tux2.io import read_edge_list
+sys.path.insert(0, sys.argv[1])
+import quick_udfs as u
+
+g = read_edge_list(sys.argv[2], type_names=("user", "item"))
+parsed = hashlib.sha256(b"".join(np.ascontiguousarray(a).tobytes() for a in (g.src, g.dst, g.values))).hexdigest()
+prog = Program([VertexType("user", sync={"p": ("f8", 4)}), VertexType("item", sync={"p": ("f8", 4)})],
+               edge={"rating": "f8"}, context=ContextSpec(fields={"loss": "f8", "n": "i4"}, sum=("loss", "n")),
+               stages=[MiniBatch(500, [Exchange(u.exchange), Apply(u.apply)])],
+               init_vertices=lambda name, data, rng: data.__setitem__("p", rng.normal(0, 0.3, (len(data), 4))))
+eng = tux2.Engine(prog, g, partitions=2, partitioner="random", seed=0)
+eng.run(2)
+print(json.dumps({"refreshes": len(refreshes), "parsed": parsed, "loss": repr(eng.context()["loss"]),
+                  "n": int(eng.context()["n"])}))
+'''
+
+
+@pytest.mark.slow
+def test_loading_tux2s_functions_without_numbas_refresh_runs_what_numbas_own_load_runs(tmp_path, ratings_file):
+    """tux2.config loads tux2's cached functions (its modules, the parallel file parser,
+    generated loops with BLAS, NRT allocations and raises) without numba's target-context
+    refresh: a warm process refreshes nothing and gets, bit for bit, what a process
+    loading the same cache files through numba's own load_overload gets."""
+    (tmp_path / "quick_udfs.py").write_text(QUICK_UDFS)
+    env = {**os.environ, "TUX2_CACHE_DIR": str(tmp_path / "cache")}
+
+    def run_quick(load):
+        p = subprocess.run([sys.executable, "-c", QUICK, str(tmp_path), ratings_file, load], capture_output=True,
+                           text=True, timeout=300, env=env)
+        assert p.returncode == 0, p.stderr
+        return json.loads(p.stdout.strip().splitlines()[-1])
+
+    cold = run_quick("tux2")
+    quick, full = run_quick("tux2"), run_quick("numba")
+    assert numba_files(tmp_path)
+    assert quick["refreshes"] == 0                  # nothing compiled, nothing refreshed
+    assert full["refreshes"] > 0                    # numba's own load refreshes first
+    for r in (quick, full):
+        r.pop("refreshes")
+    cold.pop("refreshes")
+    assert quick == full == cold
