@@ -280,3 +280,15 @@ def test_loading_tux2s_functions_without_numbas_refresh_runs_what_numbas_own_loa
         r.pop("refreshes")
     cold.pop("refreshes")
     assert quick == full == cold
+
+
+@pytest.mark.slow
+def test_the_setup_line_says_what_numba_compiled(tmp_path, ratings_file):
+    env = {"TUX2_CACHE_DIR": str(tmp_path / "cache")}
+    lines = []
+    for _ in range(2):
+        p = run_cli("run", "mf", ratings_file, "--epochs", "1", "--k", "3", env=env)
+        assert p.returncode == 0, p.stderr
+        lines.append(next(line for line in p.stdout.splitlines() if "layout + compile" in line))
+    assert "numba compiled" in lines[0] and "later runs load them from the kernel cache" in lines[0]
+    assert "compiled" not in lines[1].replace("layout + compile", "")
