@@ -251,7 +251,7 @@ def test_networkx_bipartite():
         loaders.load(G)
 
 
-@pytest.mark.parametrize("base", [0, 1])
+@pytest.mark.parametrize("base", [0, pytest.param(1, marks=pytest.mark.slow)])
 def test_distributed_ingress_finds_duplicates_across_workers(tmp_path, base):
     """Two worker processes each read half the file; the repeated pair (one copy in each
     half) is still caught, naming both lines and the pair as the file writes it (a

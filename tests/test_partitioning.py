@@ -191,7 +191,7 @@ def test_hybrid_keeps_in_edges_of_low_degree_vertices_at_their_master(small_powe
 
 # ---------------------------------------------------------------- closed forms (§2.3)
 
-@pytest.mark.parametrize("alpha", [2.0, 2.2])
+@pytest.mark.parametrize("alpha", [pytest.param(2.0, marks=pytest.mark.slow), 2.2])    # 2.0: 5 s each
 @pytest.mark.parametrize("hash", ["jenkins", "uniform"])
 def test_replication_matches_closed_form(alpha, hash):
     n, p = 200_000, 48
