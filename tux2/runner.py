@@ -19,7 +19,7 @@ import numpy as np
 from tux2 import checkpoint as ckpt
 from tux2 import files
 from tux2.compile import cache_dir, counting_compiles
-from tux2.config import cores, jit_disabled
+from tux2.config import cores
 from tux2.engine import Engine
 from tux2.errors import Tux2Error
 from tux2.graph import BipartiteGraph
@@ -286,7 +286,7 @@ def write_trace(directory, eng, rank):
 
 def _compiled(n):
     """What the setup line adds about compiling: a first run's seconds are numba's."""
-    if n == 0 or jit_disabled():
+    if n == 0:                  # (with NUMBA_DISABLE_JIT nothing compiles either)
         return ""
     return f" (numba compiled {n} functions; " + ("later runs load them from the kernel cache)" if cache_dir()
                                                   else "the kernel cache is off)")
