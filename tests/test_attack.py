@@ -283,6 +283,7 @@ def test_fuzzed_frames_do_not_change_the_model_and_are_counted(ratings_file, ref
     assert noted > 0 and sum(traced) > 0, (err, traced)
 
 
+@pytest.mark.slow          # 21 s cold: its module's 2-worker reference run is only the slow pass's otherwise
 def test_a_fake_hello_gets_no_table_and_junk_does_not_kill_the_rendezvous(ratings_file, reference, tmp_path):
     """Rank 0 waits at the rendezvous; an intruder without the run's secret sends junk and
     a well-formed HELLO for rank 1. The real rank 1 then joins and the run ends as usual;

@@ -139,6 +139,7 @@ def test_restore_refuses_another_layout(tmp_path):
         checkpoint.load(tmp_path, other, {})
 
 
+@pytest.mark.slow          # 10 s cold (2026-11-27 durations): LDA and LR runs to make the checkpoints
 def test_resume_of_another_algorithms_checkpoint_names_it_in_one_line(ratings, tmp_path):
     corpus, svm = tmp_path / "c.txt", tmp_path / "d.svm"
     corpus.write_text("the cat sat on the mat\nthe dog ate my homework\nthe cat and the dog\n")

@@ -252,7 +252,9 @@ def mf_model(files):
     return out
 
 
-@pytest.mark.parametrize("command", sorted(COMMANDS))
+# lda and blockpg take 6-7 s each cold (2026-11-27 durations): the slow pass runs them
+@pytest.mark.parametrize("command", [pytest.param(c, marks=pytest.mark.slow) if c in ("lda", "blockpg") else c
+                                     for c in sorted(COMMANDS)])
 def test_random_option_values_never_give_a_traceback(command, files, mf_model, tmp_path_factory, capsys):
     base = [{"R": str(files / "r.txt"), "D": str(files / "docs.txt"), "S": str(files / "s.svm"),
              "M": str(mf_model)}.get(a, a) for a in COMMANDS[command]]

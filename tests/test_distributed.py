@@ -340,6 +340,7 @@ def test_a_workers_last_message_is_delivered_after_it_exits():
     assert got.shape == (8_000_000,) and got[-1] == 7_999_999.0
 
 
+@pytest.mark.slow          # 9 s cold: two workers
 def test_a_worker_whose_byte_range_has_no_data_line_still_runs(tmp_path):
     """Four workers whose first three byte ranges fall inside a long comment: a byte
     range without a data line used to crash ingress (TypeError on its missing value

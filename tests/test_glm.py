@@ -590,6 +590,7 @@ def _bag_of_words_svm(path, rows=400, seed=9):
     return str(path)
 
 
+@pytest.mark.slow          # 9 s cold: two 6-epoch FM runs
 def test_cli_notes_an_objective_that_rose_under_plain_sgd_and_the_default_descends(tmp_path):
     """Plain SGD at its default eta 1 on raw counts: the objective ends above its first
     epoch's and the run says so, naming --eta and the adaptive optimizers; the default

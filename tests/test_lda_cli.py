@@ -152,7 +152,7 @@ def _docword_two_themes(path, seed=3):
     return str(path)
 
 
-@pytest.mark.parametrize("workers", ["1", "2"])
+@pytest.mark.parametrize("workers", ["1", pytest.param("2", marks=pytest.mark.slow)])     # 7 s cold with 2
 def test_docword_topics_and_predictions_use_the_files_1_based_ids(tmp_path, workers):
     """topics.txt, the printed topics and 'tux2 predict' name words and documents by the
     docword file's 1-based ids (not the dense ids one below), also from 2 real workers."""
