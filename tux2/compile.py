@@ -29,7 +29,7 @@ from numba.core.errors import NumbaError
 from numba.core.registry import CPUDispatcher
 from numba.extending import intrinsic
 
-from tux2.config import JIT, default_cache_dir, jit_disabled
+from tux2.config import JIT, cores, default_cache_dir, jit_disabled
 from tux2.errors import UDFCompileError
 from tux2.version import __version__
 
@@ -1069,6 +1069,7 @@ def empty(n, dtype):
 
 
 _MADV_POPULATE_WRITE = 23        # Linux 5.14+
+POPULATE_SHARED = 32 << 20       # bytes from which populate shares its range out among threads
 _MADVISE = []
 
 
@@ -1093,5 +1094,12 @@ def populate(a):
     page = 4096
     lo = (a.ctypes.data + page - 1) // page * page
     hi = (a.ctypes.data + a.nbytes) // page * page
-    if hi > lo and _MADVISE[0](lo, hi - lo, _MADV_POPULATE_WRITE) != 0:
+    if hi <= lo:
+        return
+    # in page-aligned ranges, one per core (ctypes lets go of the GIL; the faults of
+    # different ranges go on at once)
+    threads = max(1, min(cores(), (hi - lo) // POPULATE_SHARED))
+    cuts = [lo + (hi - lo) // page * t // threads * page for t in range(threads)] + [hi]
+    done = in_threads(threads, lambda t: _MADVISE[0](cuts[t], cuts[t + 1] - cuts[t], _MADV_POPULATE_WRITE))
+    if any(done) and _MADVISE[0] is not None:
         _MADVISE[0] = None               # refused (EINVAL before 5.14): not asked again
