@@ -400,9 +400,17 @@ def test_cli_picks_the_newton_form_on_raw_counts(tmp_path):
     assert objective["auto"] == objective["newton"]
     assert "newton form (auto: the values are raw counts up to" in header["auto"], header["auto"]
     binary = _text_libsvm(tmp_path / "binary.svm", 400, binary=True)
-    r = run_cli("run", "blockpg", binary, "--epochs", "1", timeout=300)
+    r = run_cli("run", "blockpg", binary, "--epochs", "1", "--out", str(tmp_path / "m"), timeout=300)
     assert r.returncode == 0 and "note:" not in r.stdout, r.stderr
     assert "kappa form (auto: the values are not raw counts)" in r.stdout, r.stdout
+    # model.json keeps the parameters as given and says what they became
+    meta = json.loads((tmp_path / "m" / "model.json").read_text())
+    assert (meta["form"], meta["block_size"], meta["form_used"], meta["block_size_used"]) == ("auto", None, "kappa", 500)
+    import tux2
+    est = tux2.BlockPG.load(tmp_path / "m")
+    assert (est.form, est.block_size, est.form_, est.block_size_) == ("auto", None, "kappa", 500)
+    est = tux2.BlockPG(epochs=1).fit(counts)
+    assert (est.form_, est.block_size_) == ("newton", 1)
 
 
 @pytest.mark.slow          # 6-10 s: the default suite's budget (2026-11-26 durations)

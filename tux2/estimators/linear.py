@@ -292,7 +292,8 @@ class BlockPG(Linear):
     block under the κ bound, fast on normalised values; ``form="auto"`` (the default):
     newton when the feature values are raw counts (``raw_counts``), else kappa.
     ``block_size`` None: 500, or 1 for newton; ``coef_``: the weights, the intercept
-    last with ``bias``."""
+    last with ``bias``; ``form_`` and ``block_size_``: the form and block size the fit
+    used (model.json: form_used, block_size_used)."""
 
     algorithm = "blockpg"
     bounds = dict(reg=NONNEG_NUMBER, block_size=integer(1, 2 ** 31 - 1), epochs=NONNEG, tol=NONNEG_NUMBER,
@@ -372,7 +373,13 @@ class BlockPG(Linear):
         fw = eng.vertex_data("feature")
         if fw is not None:
             self.coef_, self.zero_based_ = np.asarray(fw["w"])[s.perm], s.zero_based
+        self.form_, self.block_size_ = s.form, self._block(s.form)     # what "auto" and None became
+
+    def _restore(self, directory, meta):
+        super()._restore(directory, meta)
+        self.form_, self.block_size_ = meta.get("form_used"), meta.get("block_size_used")
 
     def _meta(self):
         ctx = self.run_.get("context") or {}
-        return {**super()._meta(), "epochs": self.run_.get("iteration"), "nnz": int(ctx.get("nnz", 0))}
+        return {**super()._meta(), "epochs": self.run_.get("iteration"), "nnz": int(ctx.get("nnz", 0)),
+                "form_used": getattr(self, "form_", None), "block_size_used": getattr(self, "block_size_", None)}
