@@ -292,3 +292,37 @@ def test_the_setup_line_says_what_numba_compiled(tmp_path, ratings_file):
         lines.append(next(line for line in p.stdout.splitlines() if "layout + compile" in line))
     assert "numba compiled" in lines[0] and "later runs load them from the kernel cache" in lines[0]
     assert "compiled" not in lines[1].replace("layout + compile", "")
+
+
+PLACES = '''
+import os, pkgutil, importlib, json, sys
+import tux2, tux2.udfs, tux2.partitioning
+from numba.core.registry import CPUDispatcher
+names = [m.name for pkg in (tux2, tux2.udfs, tux2.partitioning)
+         for m in pkgutil.walk_packages(pkg.__path__, pkg.__name__ + ".") if ".cli" not in m.name]
+for n in names:
+    importlib.import_module(n)
+paths = {}
+for n, mod in list(sys.modules.items()):
+    if n == "tux2" or n.startswith("tux2."):
+        for f in vars(mod).values():
+            if isinstance(f, CPUDispatcher) and getattr(f, "_cache", None) is not None \\
+                    and getattr(f._cache, "_cache_path", None):
+                paths[f"{n}.{f.__name__}"] = f._cache._cache_path
+print(json.dumps(paths))
+'''
+
+
+def test_numba_keeps_tuxs_functions_in_the_cache_directory_not_in_the_package(tmp_path):
+    """Every @njit(cache=True) function of tux2's modules keeps its machine code under
+    TUX2_CACHE_DIR/numba: beside the installed sources (site-packages/tux2/__pycache__),
+    `pip install .` then `pip install -e .` left a directory that hid the editable install."""
+    cache = tmp_path / "cache"
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
+    r = subprocess.run([sys.executable, "-c", PLACES], capture_output=True, text=True, timeout=300,
+                       env={**env, "TUX2_CACHE_DIR": str(cache)})
+    assert r.returncode == 0, r.stderr
+    paths = json.loads(r.stdout)
+    assert len(paths) > 20 and "tux2.compile._bytes" in paths, paths
+    outside = {n: p for n, p in paths.items() if not p.startswith(str(cache / "numba") + os.sep)}
+    assert not outside, outside

@@ -3,9 +3,10 @@
 ``fastmath`` lets LLVM reassociate reductions (dot products vectorise) but keeps
 NaN/inf semantics ('nnan'/'ninf' are left out) so divergence stays detectable.
 
-Also: numba's cache files get a lock (``_lock_numba_caches``, below), and loading
-tux2's own functions from numba's cache skips the compiler's registries
-(``_quick_cache_loads``, below).
+Also: numba's cache files get a lock (``_lock_numba_caches``, below), tux2's own
+cached functions keep their machine code in the kernel cache directory, not in the
+installed package (``_cache_outside_the_package``), and loading them from numba's
+cache skips the compiler's registries (``_quick_cache_loads``, below).
 """
 import fcntl
 import os
@@ -69,6 +70,44 @@ def _lock_numba_caches():
 
 
 _lock_numba_caches()
+
+
+# numba keeps a cached function's machine code beside its source (__pycache__) when it
+# can write there: for an installed tux2, inside site-packages, in files pip does not
+# own. The README's two lines (`pip install .`, then `pip install -e .`) then left
+# site-packages/tux2/ holding only that __pycache__: a namespace package that hid the
+# editable install (`import tux2` gave an empty module). tux2's own modules' functions
+# keep it under the kernel cache directory instead, in numba/ (one directory per source
+# directory, as numba names them under NUMBA_CACHE_DIR, which still wins when set). With
+# the cache directory off (TUX2_CACHE_DIR=""), numba's own places as before.
+def _cache_outside_the_package():
+    from numba.core import caching
+    base = getattr(caching, "UserProvidedCacheLocator", None) or getattr(caching, "_UserProvidedCacheLocator", None)
+    impl = getattr(caching, "CacheImpl", None) or getattr(caching, "_CacheImpl", None)
+    if base is None or not isinstance(getattr(impl, "_locator_classes", None), list) \
+            or any(getattr(c, "tux2", False) for c in impl._locator_classes):
+        return
+
+    class KernelCacheLocator(base):
+        tux2 = True
+
+        def __init__(self, py_func, py_file):
+            super().__init__(py_func, py_file)
+            self._cache_path = os.path.join(os.path.abspath(default_cache_dir()), "numba",
+                                            self.get_suitable_cache_subpath(py_file))
+
+        @classmethod
+        def from_function(cls, py_func, py_file):
+            module = getattr(py_func, "__module__", None) or ""
+            if _numba_config.CACHE_DIR or not default_cache_dir() or not (module == "tux2"
+                                                                         or module.startswith("tux2.")):
+                return None
+            return super(base, cls).from_function(py_func, py_file)     # the source-file checks, the directory
+
+    impl._locator_classes.insert(0, KernelCacheLocator)
+
+
+_cache_outside_the_package()
 
 
 # numba's Cache.load_overload first refreshes the target context: it imports and
