@@ -734,3 +734,17 @@ def test_auc_ranks_ties_as_scipy_does_and_needs_no_scipy_stats():
             "glm.classification_metrics(np.array([0.2, 0.1]), np.array([0, 1])); print('scipy.stats' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and out.stdout.strip() == "False", out.stderr
+
+
+def test_fit_from_python_warns_where_the_cli_prints_a_note(tmp_path):
+    """The CLI's note that the step is too large comes from fit() as a RuntimeWarning
+    (fit prints nothing); the default optimizer's fit warns of nothing."""
+    import warnings
+
+    import tux2
+    f = _bag_of_words_svm(tmp_path / "train.svm")
+    with pytest.warns(RuntimeWarning, match="the objective rose from .* lower --eta"):
+        tux2.FM(epochs=6, optimizer="sgd").fit(f)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        tux2.FM(epochs=2).fit(f)

@@ -13,6 +13,7 @@ import numbers
 import os
 import sys
 import time
+import warnings
 
 import numpy as np
 
@@ -300,6 +301,7 @@ def train(est, data, *, transport=None, partitions=None, threads=None, slack=0, 
     (directory, every, resume, params, inputs). Sets the estimator's learned state
     (on rank 0), ``history_`` (the metrics records) and ``run_`` (facts of the run)."""
     rank, world = (transport.rank, transport.world) if transport is not None else (0, 1)
+    printed = say is not None           # fit() from Python prints nothing: its notes come as warnings
     say = say or Speaker(False)
     requested = partitions
     parts = globals()["partitions"](requested, world, threads, est.tiled())
@@ -360,6 +362,8 @@ def train(est, data, *, transport=None, partitions=None, threads=None, slack=0, 
     if rank == 0:
         for line in est._report(setup):
             say(line)
+            if not printed and line.strip().startswith("note: "):
+                warnings.warn(line.strip().removeprefix("note: "), RuntimeWarning, stacklevel=3)
     return eng
 
 
