@@ -535,7 +535,8 @@ def graph_scores(W, graph, fm=False):
 def classification_metrics(score, labels):
     """accuracy, mean log-loss and ROC AUC of scores x·w against labels ±1 / 0/1."""
     y = np.asarray(labels) > 0
-    logloss = float(np.mean(np.logaddexp(0.0, -np.where(y, 1.0, -1.0) * score))) if len(y) else float("nan")
+    with np.errstate(invalid="ignore"):           # a NaN score: a NaN log-loss, as the AUC below, no warning
+        logloss = float(np.mean(np.logaddexp(0.0, -np.where(y, 1.0, -1.0) * score))) if len(y) else float("nan")
     acc = float(np.mean((score > 0) == y)) if len(y) else float("nan")
     pos, neg = int(y.sum()), int((~y).sum())
     auc = float("nan")
