@@ -326,3 +326,52 @@ def test_numba_keeps_tuxs_functions_in_the_cache_directory_not_in_the_package(tm
     assert len(paths) > 20 and "tux2.compile._bytes" in paths, paths
     outside = {n: p for n, p in paths.items() if not p.startswith(str(cache / "numba") + os.sep)}
     assert not outside, outside
+
+
+HELPER = '''
+import numpy as np
+from tux2.compile import counting_compiles, group_by_part
+with counting_compiles() as n:
+    order, start = group_by_part(np.array([1, 0, 1, 2]), 3)
+print(order.tolist(), start.tolist(), n.n)
+'''
+
+
+def test_a_damaged_cache_file_of_a_helper_is_compiled_again_not_a_crash(tmp_path):
+    """Bytes overwritten in the middle of every machine-code file numba keeps for tux2's
+    own @njit(cache=True) helpers: the next process compiles them again (no traceback)
+    and saves over the damage, so the one after loads them."""
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
+    env["TUX2_CACHE_DIR"] = str(tmp_path / "cache")
+
+    def run():
+        r = subprocess.run([sys.executable, "-c", HELPER], capture_output=True, text=True, timeout=300, env=env)
+        assert r.returncode == 0, r.stderr
+        *out, compiled = r.stdout.split()
+        return " ".join(out), int(compiled)
+
+    first, compiled = run()
+    assert first == "[1, 0, 2, 3] [0, 1, 3, 4]" and compiled > 0
+    assert run() == (first, 0)
+    damaged = 0
+    for root, _, names in os.walk(tmp_path / "cache" / "numba"):
+        for n in names:
+            if n.endswith(".nbc"):
+                p = os.path.join(root, n)
+                size = os.path.getsize(p)
+                with open(p, "r+b") as f:
+                    f.seek(size // 2)
+                    f.write(b"\xff" * 8)
+                damaged += 1
+    assert damaged > 0
+    out, compiled = run()
+    assert out == first and compiled > 0
+    assert run() == (first, 0)
+    for root, _, names in os.walk(tmp_path / "cache" / "numba"):     # and an index cut short
+        for n in names:
+            if n.endswith(".nbi"):
+                p = os.path.join(root, n)
+                os.truncate(p, os.path.getsize(p) // 2)
+    out, compiled = run()
+    assert out == first and compiled > 0
+    assert run() == (first, 0)

@@ -110,6 +110,61 @@ def _cache_outside_the_package():
 _cache_outside_the_package()
 
 
+# Those files of tux2's helpers have no manifest (the generated loops' do: tux2.compile),
+# and numba trusts what it reads: 8 bytes overwritten in one made every later run stop
+# with a traceback (LLVM "bitcode parsing error"), or could have run damaged machine
+# code. Each data file there gets a .sha256 beside it when numba writes it; one that does
+# not match (or has none) is a miss, compiled again and written over, and an index that
+# cannot be read is an empty one.
+def _checked_helper_files():
+    import hashlib
+    from numba.core.caching import IndexDataCacheFile as F
+    if not all(hasattr(F, a) for a in ("_load_index", "_save_data", "_load_data", "_data_path")) \
+            or hasattr(F._load_data, "__wrapped__"):
+        return
+    load_index, save_data, load_data = F._load_index, F._save_data, F._load_data
+
+    def ours(self):
+        root = default_cache_dir()
+        return bool(root) and str(getattr(self, "_cache_path", "")).startswith(
+            os.path.join(os.path.abspath(root), "numba") + os.sep)
+
+    def digest(path):
+        with open(path, "rb") as f:
+            return hashlib.sha256(f.read()).hexdigest()
+
+    def _load_index(self):
+        if not ours(self):
+            return load_index(self)
+        try:
+            return load_index(self)
+        except Exception:                         # damaged: written afresh by the next save
+            return {}
+
+    def _save_data(self, name, data):
+        save_data(self, name, data)
+        if ours(self):
+            path = self._data_path(name)
+            tmp = f"{path}.sha256.{os.getpid()}.tmp"
+            with open(tmp, "w") as f:
+                f.write(digest(path))
+            os.replace(tmp, path + ".sha256")
+
+    def _load_data(self, name):
+        if ours(self):
+            path = self._data_path(name)
+            with open(path + ".sha256") as f:    # none: OSError, which numba's load takes for a miss
+                if f.read().strip() != digest(path):
+                    raise OSError(f"{path} does not match its sha256")
+        return load_data(self, name)
+
+    _load_data.__wrapped__ = load_data
+    F._load_index, F._save_data, F._load_data = _load_index, _save_data, _load_data
+
+
+_checked_helper_files()
+
+
 # numba's Cache.load_overload first refreshes the target context: it imports and
 # registers everything numba's compiler can lower (~0.3 s of imports, most of a warm
 # `tux2 run`'s start), though an overload rebuilt from its cache file needs only the
@@ -117,7 +172,9 @@ _cache_outside_the_package()
 # loops, all named tux2…) a cache load initialises the runtime alone; anything that has
 # to be compiled still gets the full refresh from numba's compiler, and other code's
 # cached functions load as numba loads them. Older or newer numba without these
-# methods keeps its own load.
+# methods keeps its own load. A cache file that cannot be loaded (damaged on disk) is a
+# miss for tux2's functions: compiled again and saved over it, where numba's own load
+# raised, in every later run (LLVM "bitcode parsing error"), with no flag to get past it.
 def _quick_cache_loads():
     from numba.core.caching import Cache
     from numba.core.runtime import rtsys
@@ -131,8 +188,11 @@ def _quick_cache_loads():
         if not module.startswith("tux2"):
             return full(self, sig, target_context)
         rtsys.initialize(target_context)
-        with self._guard_against_spurious_io_errors():
-            return self._load_overload(sig, target_context)
+        try:
+            with self._guard_against_spurious_io_errors():
+                return self._load_overload(sig, target_context)
+        except Exception:       # a damaged cache file (LLVM bitcode, pickle): a miss, compiled and saved over it
+            return None
     load_overload.__wrapped__ = full
     Cache.load_overload = load_overload
 
