@@ -29,7 +29,7 @@ from numba.core.errors import NumbaError
 from numba.core.registry import CPUDispatcher
 from numba.extending import intrinsic
 
-from tux2.config import JIT, cores, default_cache_dir, jit_disabled
+from tux2.config import JIT, cache_helpers, cores, default_cache_dir, jit_disabled
 from tux2.errors import UDFCompileError
 from tux2.version import __version__
 
@@ -74,8 +74,10 @@ _KEYS = weakref.WeakKeyDictionary()     # cached loop → (key, directory of its
 
 def set_cache_dir(path):
     """Keep compiled loops under ``path`` (None: compile them in every process, as
-    ``tux2 run --no-cache`` does)."""
+    ``tux2 run --no-cache`` does, and then tux2's numba helpers are neither loaded
+    from nor saved to numba's cache either)."""
     _CACHE["dir"] = path
+    cache_helpers(path is not None)
 
 
 def cache_dir():

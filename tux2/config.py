@@ -102,9 +102,20 @@ def _cache_outside_the_package():
             if _numba_config.CACHE_DIR or not default_cache_dir() or not (module == "tux2"
                                                                          or module.startswith("tux2.")):
                 return None
-            return super(base, cls).from_function(py_func, py_file)     # the source-file checks, the directory
+            # the directory is made when numba first saves there, not at import: a run
+            # with --no-cache (read after the imports) saves nothing (_quick_cache_loads)
+            return cls(py_func, py_file) if os.path.exists(py_file) else None
 
     impl._locator_classes.insert(0, KernelCacheLocator)
+
+
+_HELPERS = {"cached": True}
+
+
+def cache_helpers(on):
+    """Whether tux2's own numba functions are loaded from and saved to numba's cache
+    in this process (off: ``tux2 run --no-cache``, see tux2.compile.set_cache_dir)."""
+    _HELPERS["cached"] = bool(on)
 
 
 _cache_outside_the_package()
@@ -187,6 +198,8 @@ def _quick_cache_loads():
         module = getattr(getattr(self, "_py_func", None), "__module__", None) or ""
         if not module.startswith("tux2"):
             return full(self, sig, target_context)
+        if not _HELPERS["cached"]:
+            return None
         rtsys.initialize(target_context)
         try:
             with self._guard_against_spurious_io_errors():
@@ -195,6 +208,14 @@ def _quick_cache_loads():
             return None
     load_overload.__wrapped__ = full
     Cache.load_overload = load_overload
+    save = Cache.save_overload
+
+    def save_overload(self, sig, data):
+        module = getattr(getattr(self, "_py_func", None), "__module__", None) or ""
+        if module.startswith("tux2") and not _HELPERS["cached"]:
+            return None
+        return save(self, sig, data)
+    Cache.save_overload = save_overload
 
 
 _quick_cache_loads()
