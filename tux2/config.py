@@ -145,12 +145,12 @@ def _checked_helper_files():
             return hashlib.sha256(f.read()).hexdigest()
 
     def _load_index(self):
-        if not ours(self):
-            return load_index(self)
         try:
             return load_index(self)
-        except Exception:                         # damaged: written afresh by the next save
-            return {}
+        except Exception:
+            if not ours(self):
+                raise
+            return {}                             # damaged: written afresh by the next save
 
     def _save_data(self, name, data):
         save_data(self, name, data)
@@ -194,9 +194,11 @@ def _quick_cache_loads():
             "_load_overload", "_guard_against_spurious_io_errors")) or not hasattr(rtsys, "initialize"):
         return
 
+    def tux2s(cache):
+        return (getattr(getattr(cache, "_py_func", None), "__module__", None) or "").startswith("tux2")
+
     def load_overload(self, sig, target_context):
-        module = getattr(getattr(self, "_py_func", None), "__module__", None) or ""
-        if not module.startswith("tux2"):
+        if not tux2s(self):
             return full(self, sig, target_context)
         if not _HELPERS["cached"]:
             return None
@@ -211,8 +213,7 @@ def _quick_cache_loads():
     save = Cache.save_overload
 
     def save_overload(self, sig, data):
-        module = getattr(getattr(self, "_py_func", None), "__module__", None) or ""
-        if module.startswith("tux2") and not _HELPERS["cached"]:
+        if tux2s(self) and not _HELPERS["cached"]:
             return None
         return save(self, sig, data)
     Cache.save_overload = save_overload
