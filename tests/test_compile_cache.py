@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 
 import pytest
 
@@ -92,6 +93,47 @@ def test_a_second_process_compiles_no_loop(tmp_path):
     assert second["t"] == first["t"]
     # loading them needed none of numba's lowering registries (tux2.config._quick_cache_loads)
     assert first["lowering"] and not second["lowering"]
+
+
+@pytest.mark.slow
+def test_loops_unused_for_days_are_trimmed_and_loops_in_use_are_kept(tmp_path):
+    """Go's build-cache rule: a loaded loop's directory is marked used; once a day the
+    loops unused for KEEP_DAYS are deleted, so edited UDFs do not fill the disk."""
+    first = run(tmp_path)
+    kernels = tmp_path / "cache" / "kernels"
+    old = time.time() - 30 * 86400
+    (kernels / "exchange-stale").mkdir()
+    for d in [*kernels.iterdir(), kernels / "trimmed"]:
+        os.utime(d, (old, old))
+    second = run(tmp_path)                    # loads every loop (marking them), then trims
+    assert second["loops"] == [] and second["t"] == first["t"]
+    assert not (kernels / "exchange-stale").exists()
+    assert len([d for d in kernels.iterdir() if d.is_dir()]) >= len(first["loops"])
+    assert run(tmp_path)["loops"] == []
+
+
+def test_trim_deletes_only_old_loops_and_at_most_once_a_day(tmp_path, monkeypatch):
+    from tux2 import compile as c
+    monkeypatch.setitem(c._CACHE, "dir", str(tmp_path))
+    kernels = tmp_path / "kernels"
+    now = time.time()
+    for name, age_days in (("apply-old", c.KEEP_DAYS + 1), ("apply-recent", 1)):
+        (kernels / name).mkdir(parents=True)
+        (kernels / name / "kernel.py").write_text("x = 1\n")
+        t = now - age_days * 86400
+        os.utime(kernels / name, (t, t))
+    c._trim(now)
+    assert sorted(p.name for p in kernels.iterdir()) == ["apply-recent", "trimmed"]
+    (kernels / "apply-old").mkdir()
+    t = now - 30 * 86400
+    os.utime(kernels / "apply-old", (t, t))
+    c._trim(now + 3600)                       # within the day: nothing is looked at
+    assert (kernels / "apply-old").exists()
+    c._trim(now + 86400 + 1)
+    assert not (kernels / "apply-old").exists() and (kernels / "apply-recent").exists()
+    c._trim(now + 3 * 86400)                  # a missing or read-only cache is no error
+    monkeypatch.setitem(c._CACHE, "dir", str(tmp_path / "nowhere"))
+    c._trim(now)
 
 
 @pytest.mark.slow

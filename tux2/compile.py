@@ -12,9 +12,11 @@ import hashlib
 import inspect
 import json
 import os
+import shutil
 import sys
 import textwrap
 import threading
+import time
 import types
 import weakref
 
@@ -67,9 +69,13 @@ def jit_udf(fn, tag=""):
 # second process with the same program loads the loops instead of compiling them.
 # numba's cache files are trusted only if their sha256 matches the manifest written
 # after this process compiled them; anything else is deleted and compiled afresh.
+# Every changed UDF or tux2 version makes new loops, so the cache is trimmed as Go's
+# build cache is: a loop's directory time says when it was last used (updated at most
+# once an hour), and at most once a day the loops unused for KEEP_DAYS are deleted.
 
 _CACHE = {"dir": default_cache_dir()}
 _KEYS = weakref.WeakKeyDictionary()     # cached loop → (key, directory of its files)
+KEEP_DAYS = 5                           # a loop unused this long is deleted (_trim)
 
 
 def set_cache_dir(path):
@@ -206,6 +212,7 @@ def _kernel(kind, src, name, env, deps):
             k = njit(cache=True, **JIT)(mod.__dict__[name])
             if k._cache.cache_path is not None and os.path.isdir(k._cache.cache_path):
                 _verify(where, k._cache.cache_path)
+                _mark_used(where)
                 with _SEAL_LOCK:
                     _KEYS[k] = (key, where)
                 return k
@@ -287,7 +294,44 @@ def _seal():
             _SEALED[where] = listing
 
 
-atexit.register(_seal)
+def _mark_used(where):
+    """The loop in ``where`` is used now: its directory's time says so, kept from
+    _trim (written once an hour at most, so a warm run rewrites next to nothing)."""
+    with contextlib.suppress(OSError):
+        if time.time() - os.stat(where).st_mtime > 3600:
+            os.utime(where)
+
+
+def _trim(now=None):
+    """Delete the cached loops unused for KEEP_DAYS days, at most once a day (the
+    time of ``kernels/trimmed``), in a process that used the cache."""
+    now = time.time() if now is None else now
+    kernels = os.path.join(_CACHE["dir"] or "", "kernels")
+    stamp = os.path.join(kernels, "trimmed")
+    try:
+        if now - os.stat(stamp).st_mtime < 86400:
+            return
+    except OSError:
+        pass
+    try:
+        open(stamp, "a").close()
+        os.utime(stamp, (now, now))
+        entries = list(os.scandir(kernels))
+    except OSError:                     # a read-only or vanished cache: nothing to trim here
+        return
+    for entry in entries:
+        with contextlib.suppress(OSError):
+            if entry.is_dir(follow_symlinks=False) and now - os.stat(entry.path).st_mtime > KEEP_DAYS * 86400:
+                shutil.rmtree(entry.path, ignore_errors=True)
+
+
+def _at_exit():
+    _seal()
+    if _KEYS and _CACHE["dir"] is not None:
+        _trim()
+
+
+atexit.register(_at_exit)
 
 
 def _forget(kernel):
