@@ -63,6 +63,38 @@ def test_fit_refuses_parameters_the_command_line_refuses(cls, params, expect):
     assert str(e.value).startswith(expect), str(e.value)
 
 
+@pytest.mark.parametrize("cls, params, expect", [
+    ("MF", dict(order="random"), "MF: order must be one of 'strata', 'blocked', 'shuffle', 'input'; got 'random'"),
+    ("MF", dict(enumerate="users"), "MF: enumerate must be one of 'user', 'item'; got 'users'"),   # was taken
+    ("MF", dict(biases="no"), "MF: biases must be one of True, False; got 'no'"),         # int() error
+    ("MF", dict(base="2"), "MF: base must be one of 'auto', 0, 1; got '2'"),
+    ("MF", dict(unknown="mean"), "MF: unknown must be one of 'error', 'skip', 'baseline'; got 'mean'"),
+    ("LDA", dict(sampler="gibbs"), "LDA: sampler must be one of 'sparse', 'sync'; got 'gibbs'"),
+    ("BlockPG", dict(form="lbfgs"), "BlockPG: form must be one of 'auto', 'kappa', 'newton'; got 'lbfgs'"),
+    ("LogisticRegression", dict(penalty="elasticnet"),                  # the message said 'reg must be …'
+     "LogisticRegression: penalty must be one of 'l2', 'l1'; got 'elasticnet'"),
+    ("LinearSVM", dict(strategy="allreduce"), "LinearSVM: strategy must be one of 'sendgradient',"),
+    ("FM", dict(loss="squared"), "FM: loss must be one of 'logistic', 'hinge'; got 'squared'"),
+])
+def test_fit_refuses_values_outside_the_choices_the_command_line_offers(cls, params, expect):
+    import tux2
+    with pytest.raises(ValueError) as e:
+        getattr(tux2, cls)(**params).check_params()
+    assert str(e.value).startswith(expect), str(e.value)
+
+
+def test_the_command_line_offers_the_estimators_choices():
+    from tux2.cli import build_parser
+    import tux2
+    run = build_parser()[1]
+    for algo, cls in (("mf", tux2.MF), ("lda", tux2.LDA), ("blockpg", tux2.BlockPG), ("fm", tux2.FM)):
+        flags = {a.dest: a.choices for a in run[algo]._actions if a.choices}
+        for name, allowed in cls.choices.items():
+            flag = cls.flags.get(name, (name,))[0].replace("-", "_")
+            if flag in flags:
+                assert [str(c) for c in flags[flag]] == [str(c) for c in allowed], (algo, name)
+
+
 def test_none_stays_the_default_where_it_is_one():
     import tux2
     tux2.MF(k=2, epochs=1, lr=None, blocks=None, batch_size=None).check_params()

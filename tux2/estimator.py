@@ -37,6 +37,7 @@ class Estimator:
     _watch = None                   # the record key whose non-finite value stops the run, with this message:
     _stop = "{key} is not finite at {unit} {n}; check the input values or lower the step size"
     bounds = {}                     # {parameter: tux2.params.Bound}: checked by fit; the flags' types in the CLI
+    choices = {}                    # {parameter: its allowed values}: checked by fit; the flags' choices in the CLI
     flags = {}                      # {parameter: (its flag in ``tux2 run ALGO``, what it is)} where the names differ
 
     def __new__(cls, *args, **kwargs):      # an unknown keyword: a message naming the parameters (tux2.params)
@@ -62,15 +63,21 @@ class Estimator:
         return {k: getattr(self, k) for k in self._param_names()}
 
     def check_params(self):
-        """ValueError naming the first numeric parameter out of its ``bounds`` (None
-        passes where it is the default; a subclass's constructor may have fewer)."""
+        """ValueError naming the first parameter out of its ``bounds`` or ``choices``
+        (None passes where it is the default; a subclass's constructor may have fewer)."""
         defaults = inspect.signature(type(self).__init__).parameters
-        for name, bound in self.bounds.items():
-            if name in defaults and (getattr(self, name) is not None or defaults[name].default is not None):
-                try:
-                    bound.check(f"{type(self).__name__}: {name}", getattr(self, name))
-                except ValueError as e:
-                    raise ValueError(f"{e}{flag_hints(type(self), name)}") from None
+        for name in [*self.bounds, *self.choices]:
+            value = getattr(self, name, None)
+            if name not in defaults or (value is None and defaults[name].default is None):
+                continue
+            try:
+                if name in self.bounds:
+                    self.bounds[name].check(f"{type(self).__name__}: {name}", value)
+                elif isinstance(value, (list, dict, set)) or value not in self.choices[name]:
+                    raise ValueError(f"{type(self).__name__}: {name} must be one of "
+                                     f"{', '.join(map(repr, self.choices[name]))}; got {value!r}")
+            except ValueError as e:
+                raise ValueError(f"{e}{flag_hints(type(self), name)}") from None
 
     def set_params(self, **params):
         """Change parameters (before the next ``fit``); returns the estimator."""

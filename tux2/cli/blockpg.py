@@ -16,7 +16,7 @@ def add_parser(algos):
     p.add_argument("--block-size", type=BlockPG.bounds["block_size"], default=None,
                    help="features per block (mini-batch, one clock); blocks are a seeded shuffle "
                         "(default 500; 1 with --form newton)")
-    p.add_argument("--form", choices=("auto", "kappa", "newton"), default="auto",
+    p.add_argument("--form", choices=BlockPG.choices["form"], default="auto",
                    help="kappa: a proximal step per block under the kappa bound (fast on normalised data); "
                         "newton: a proximal Newton step per epoch, 10 coordinate-descent sweeps and a line "
                         "search (converges on raw counts, e.g. text); auto: newton when the feature values "

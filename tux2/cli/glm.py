@@ -5,7 +5,6 @@ from tux2.cli.common import (NONNEG, NONNEG_NUMBER, PARTITIONS, POSITIVE, SEED, 
                              run as run_command, add_libsvm_args, add_run_args)
 from tux2.estimators import ALGORITHMS
 from tux2.estimators.linear import FM, LinearSVM, LogisticRegression, Softmax
-from tux2.udfs.glm import OPTIMIZERS, STRATEGIES
 
 TITLES = {LogisticRegression: "logistic regression", LinearSVM: "linear SVM (hinge loss)",
           Softmax: "multinomial (softmax) regression", FM: "factorization machine (degree 2)"}
@@ -27,19 +26,19 @@ def add_parser(algos):
                         "problem is generated (20k + 2k samples, 10k power-law features).")
         add_libsvm_args(p, "accuracy, log-loss" + ("" if loss == "softmax" else " and AUC"))
         if name == "fm":
-            p.add_argument("--loss", default="logistic", choices=("logistic", "hinge"), help="loss of the output")
+            p.add_argument("--loss", default="logistic", choices=FM.choices["loss"], help="loss of the output")
             p.add_argument("--factors", type=FM.bounds["factors"], default=8, help="F, latent factors per feature")
             p.add_argument("--init-std", type=NONNEG_NUMBER, default=0.01,
                            help="factors start as normal draws with this standard deviation")
-        p.add_argument("--strategy", default="sendgradient", choices=STRATEGIES, help="training strategy")
-        p.add_argument("--optimizer", choices=OPTIMIZERS, default=None,
+        p.add_argument("--strategy", default="sendgradient", choices=FM.choices["strategy"], help="training strategy")
+        p.add_argument("--optimizer", choices=FM.choices["optimizer"], default=None,
                        help="the update (default: adam for --strategy adam, else adagrad). column and sendgradient "
                             "take any, at the feature masters; modelavg and modelsum take sgd or adagrad, in "
                             "their local steps (with --batch equal to the workers: per-sample AdaGrad, as "
                             "Vowpal Wabbit's adaptive update)")
         p.add_argument("--driver", action="store_true",
                        help="sendgradient only: every feature master on partition 0 (Spark's driver)")
-        p.add_argument("--reg", default="l2", choices=("l2", "l1"), help="regulariser R: 1/2 |W|^2 or |W|_1")
+        p.add_argument("--reg", default="l2", choices=FM.choices["penalty"], help="regulariser R: 1/2 |W|^2 or |W|_1")
         p.add_argument("--lam", type=NONNEG_NUMBER, default=1e-6, help="regularisation weight lambda")
         p.add_argument("--batch", type=NONNEG, default=1000, help="samples per mini-batch (one clock); 0: all")
         p.add_argument("--eta", type=POSITIVE, default=None,

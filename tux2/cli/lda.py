@@ -33,7 +33,7 @@ def add_parser(algos):
     p.add_argument("--alpha", type=POSITIVE, default=0.1, help="symmetric document-topic prior α")
     p.add_argument("--beta", type=POSITIVE, default=0.01, help="symmetric topic-word prior β")
     p.add_argument("--iterations", type=NONNEG, default=100, help="Gibbs sweeps over all tokens")
-    p.add_argument("--sampler", choices=("sparse", "sync"), default="sparse",
+    p.add_argument("--sampler", choices=LDA.choices["sampler"], default="sparse",
                    help="sparse: SparseLDA with counts updated token by token (fast); sync: every token "
                         "drawn from the counts of the sweep's start, the same for any partitioning")
     add_partition_args(p, mirror_free="documents")

@@ -21,7 +21,7 @@ def add_parser(sub):
     p.add_argument("--ids", choices=loaders.ID_MODES, default="auto",
                    help="vertex ids: int (numbers used as they are), string (any token; mapped to dense ids, "
                         "saved with the model), auto (string when the first line's ids are not numbers)")
-    p.add_argument("--duplicates", choices=loaders.DUPLICATES, default="error",
+    p.add_argument("--duplicates", choices=MF.choices["duplicates"], default="error",
                    help="an edge given twice: error (name both lines), sum its values, keep the last, or keep "
                         "all as separate edges")
     add_input_args(p, unknown=True)
@@ -32,21 +32,21 @@ def add_parser(sub):
                    help="learning rate (default 0.1; 0.01 with --mode minibatch --step plain)")
     p.add_argument("--reg", type=NONNEG_NUMBER, default=0.05, help="L2 regularisation λ")
     p.add_argument("--epochs", type=NONNEG, default=10, help="passes over the training edges")
-    p.add_argument("--mode", choices=("sgd", "minibatch"), default="sgd",
+    p.add_argument("--mode", choices=MF.choices["mode"], default="sgd",
                    help="sgd: per-edge updates in Exchange (LibMF style); minibatch: the paper's "
                         "Exchange-accumulate + Apply form")
     p.add_argument("--batch-size", type=COUNT, default=None,
                    help="mini-batch size, one clock each (default: a stratum with sgd, 5000 edges with minibatch)")
-    p.add_argument("--batch-unit", choices=("edge", "vertex"), default="edge",
+    p.add_argument("--batch-unit", choices=MF.choices["batch_unit"], default="edge",
                    help="--batch-size counts edges, or vertices of the --enumerate type")
-    p.add_argument("--step", choices=("adagrad", "plain"), default="adagrad",
+    p.add_argument("--step", choices=MF.choices["step"], default="adagrad",
                    help="--mode minibatch update at the masters: adagrad (p -= lr a/sqrt(G), G += |a|^2/k per "
                         "vertex: bounded steps for hot vertices) or plain (p -= lr a, the paper's Fig. 5; diverges "
                         "on power-law degrees unless lr is tiny)")
-    p.add_argument("--enumerate", choices=("user", "item"), default="item",
+    p.add_argument("--enumerate", choices=MF.choices["enumerate"], default="item",
                    help="vertex type enumerated when --batch-unit vertex")
     p.add_argument("--no-biases", action="store_true", help="drop user/item bias terms")
-    p.add_argument("--order", choices=("strata", "blocked", "shuffle", "input"), default=None,
+    p.add_argument("--order", choices=MF.choices["order"], default=None,
                    help="global edge order. strata (the default with --mode sgd): DSGD's conflict-free "
                         "strata of --blocks x --blocks tiles, so any number of partitions, workers and threads "
                         "up to --blocks gives the one-partition model bit for bit; blocked (the default with "
@@ -55,7 +55,7 @@ def add_parser(sub):
                    help="row and column blocks of --order strata (default 16, or the partitions if more; the "
                         "model depends on it, not on partitions, workers or threads; partitions that divide it "
                         "share the work evenly)")
-    p.add_argument("--overlap", choices=("error", "allow"), default="error",
+    p.add_argument("--overlap", choices=MF.choices["overlap"], default="error",
                    help="NOT RECOMMENDED to change. With an order other than strata on several partitions, "
                         "several replicas of an item take their own SGD steps in one clock; allow sums "
                         "them (the step grows with the number of replicas: a worse model than one "

@@ -35,6 +35,7 @@ class LDA(Estimator):
     algorithm = "lda"
     bounds = dict(topics=integer(1, 32767), iterations=NONNEG, alpha=POSITIVE, beta=POSITIVE, seed=SEED,
                   top_words=NONNEG)
+    choices = dict(sampler=("sparse", "sync"))
     _unit, _iterations = "iteration", "iterations"
     _resumable = ("top_words",)
     _watch, _stop = "ll", "the log-likelihood is not finite at iteration {n} (ll {value})"

@@ -158,6 +158,8 @@ class GLM(Linear):
 
     bounds = dict(reg=NONNEG_NUMBER, batch=NONNEG, eta=POSITIVE, decay=NONNEG_NUMBER, epochs=NONNEG, seed=SEED,
                   classes=integer(2, 100_000), factors=integer(1, 100_000), init_std=NONNEG_NUMBER)
+    choices = dict(strategy=glm.STRATEGIES, optimizer=glm.OPTIMIZERS, driver=(True, False), penalty=("l2", "l1"),
+                   loss=("logistic", "hinge"))
     flags = dict(reg=("lam", "the regularisation weight λ"), penalty=("reg", "the regulariser, 'l2' or 'l1',"))
 
     def __init__(self, strategy="sendgradient", optimizer=None, driver=False, penalty="l2", reg=1e-6, batch=1000,
@@ -298,6 +300,7 @@ class BlockPG(Linear):
     algorithm = "blockpg"
     bounds = dict(reg=NONNEG_NUMBER, block_size=integer(1, 2 ** 31 - 1), epochs=NONNEG, tol=NONNEG_NUMBER,
                   shrink=number(0, 1, below=True), shrink_rest=integer(0, 1_000_000), seed=SEED)
+    choices = dict(form=("auto", "kappa", "newton"), bias=(True, False))
     flags = dict(reg=("lam", "the L1 weight λ"))
 
     def __init__(self, reg=1.0, block_size=None, epochs=20, tol=0.0, shrink=0.9, shrink_rest=2, bias=False,
@@ -305,8 +308,6 @@ class BlockPG(Linear):
         self._keep(locals())
 
     def _form(self, counts):
-        if self.form not in ("auto", "kappa", "newton"):
-            raise ValueError(f"BlockPG: form must be 'auto', 'kappa' or 'newton', got {self.form!r}")
         return ("newton" if counts else "kappa") if self.form == "auto" else self.form
 
     def _block(self, form):

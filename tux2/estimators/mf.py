@@ -64,6 +64,10 @@ class MF(Estimator):
     algorithm = "mf"
     bounds = dict(k=integer(1, 100_000), epochs=NONNEG, lr=POSITIVE, reg=NONNEG_NUMBER, batch_size=COUNT,
                   blocks=integer(1, 65_536), seed=SEED, eval_every=NONNEG)
+    choices = dict(mode=("sgd", "minibatch"), batch_unit=("edge", "vertex"), enumerate=("user", "item"),
+                   step=("adagrad", "plain"), biases=(True, False), order=("strata", "blocked", "shuffle", "input"),
+                   overlap=("error", "allow"), duplicates=loaders.DUPLICATES, base=("auto", 0, 1),
+                   unknown=loaders.UNKNOWN)
     _resumable = ("eval_every",)
     _watch, _stop = "train_rmse", "training diverged at epoch {n} (RMSE is not finite); lower --lr"
 
