@@ -301,10 +301,6 @@ def test_predict_warns_when_no_pair_is_known_under_the_columns_read(files, tsv_m
     assert r.returncode == 0 and "warning" not in r.stderr and json.loads(r.stdout)["rmse"] < 1.5
 
 
-@pytest.mark.xfail(strict=True, reason="integer ids index the vertex arrays: a model keeps a row per id up to the "
-                                       "largest (MovieLens-latest movieIds to ~200000, Netflix user ids to 2649429), "
-                                       "so model files, memory, setup and --top-k grow with the largest id, not "
-                                       "with the ids that have ratings")
 def test_sparse_integer_ids_cost_what_the_rated_ids_cost(tmp_path):
     """ratings.csv of MovieLens 'latest' numbers movies sparsely (ids to ~200000 for ~10k
     movies), Netflix users to 2649429 for 480k users. The README: 'Ids are dense inside
@@ -321,3 +317,38 @@ def test_sparse_integer_ids_cost_what_the_rated_ids_cost(tmp_path):
     assert f"40 users × {len(rated)} items" in stdout                  # the header counts the rated ids ...
     assert model["item"]["ids"].tolist() == rated                         # ... the model should keep only them
     assert model["item"]["p"].shape[0] == len(rated)
+
+
+@pytest.mark.slow
+def test_sparse_integer_ids_give_the_same_dense_model_through_every_entry_point(tmp_path):
+    """Netflix-style sparse user ids (1 … 2.6M for a few thousand users): the CLI, fit(path)
+    and two workers' distributed ingress number them alike, predict and --top-k speak the
+    file's ids, and the header says how they were numbered."""
+    import tux2
+    rng = np.random.default_rng(3)
+    users = np.sort(rng.choice(np.arange(1, 2_649_430), 60, replace=False))
+    items = np.arange(1, 41)
+    rows = [(int(u), int(i), int(rng.integers(1, 6))) for u in users for i in rng.choice(items, 12, replace=False)]
+    path = tmp_path / "netflix.csv"
+    path.write_text("".join(f"{u},{i},{r},2005-09-06\n" for u, i, r in rows))
+    models = {}
+    for name, extra in (("one", []), ("two", ["--workers", "2"])):
+        r = run_cli("run", "mf", str(path), "--k", "4", "--epochs", "3", "--test-fraction", "0", "--out",
+                    str(tmp_path / name), *extra,
+                    timeout=300)
+        assert r.returncode == 0, r.stderr
+        assert "user ids numbered densely (60 distinct of" in r.stdout and "item ids" not in r.stdout
+        assert ("distributed ingress" in r.stdout) == (name == "two"), r.stdout
+        models[name] = {t: dict(np.load(tmp_path / name / f"{t}.npz")) for t in ("user", "item")}
+    est = tux2.MF(k=4, epochs=3).fit(str(path))
+    for m in models.values():
+        assert m["user"]["ids"].tolist() == users.tolist() and m["user"]["p"].shape == (60, 4)
+        np.testing.assert_array_equal(m["user"]["p"], models["one"]["user"]["p"])
+        np.testing.assert_array_equal(m["item"]["p"], models["one"]["item"]["p"])
+    np.testing.assert_array_equal(est.user_factors_.astype(np.float32), models["one"]["user"]["p"])
+    (tmp_path / "pairs.txt").write_text(f"{users[5]} {rows[5 * 12][1]}\n")
+    r = run_cli("predict", str(tmp_path / "one"), str(tmp_path / "pairs.txt"))
+    assert r.returncode == 0 and r.stdout.splitlines()[1].startswith(f"{users[5]} {rows[5 * 12][1]} "), r.stdout
+    (tmp_path / "users.txt").write_text(f"{users[7]}\n")
+    r = run_cli("predict", str(tmp_path / "one"), str(tmp_path / "users.txt"), "--top-k", "2")
+    assert r.returncode == 0 and r.stdout.startswith(f"{users[7]} "), r.stdout

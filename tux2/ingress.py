@@ -20,8 +20,8 @@ import numpy as np
 from tux2 import partitioning
 from tux2.errors import InputError, PartitionError, SchemaError
 from tux2.graph import strata_tiles
-from tux2.io import edge_format, no_edges, read_edge_range, read_head, resolve_base
-from tux2.loaders import columns_like, load_edges, mark_unknown, offset_ids
+from tux2.io import edge_format, id_space, no_edges, read_edge_range, read_head, resolve_base
+from tux2.loaders import IdMap, columns_like, load_edges, mark_unknown, numbered
 from tux2.partitioning import Assignment, EdgeView
 from tux2.partitioning.hashing import Hasher
 
@@ -136,9 +136,19 @@ def load(transport, path, partitions, partitioner="bicut", seed=0, test_path=Non
     total_read = int(allstats[:, 0].sum())
     if total_read == 0:
         raise no_edges(fmt, path)
-    n_src = int(allstats[:, 1].max())
-    n_dst = int(allstats[:, 2].max())
-    ids = (offset_ids(n_src, base), offset_ids(n_dst, base))
+    # ids that fill less than half of their range are numbered densely, as tux2.loaders.load_edges numbers them
+    ids, sizes = [], []
+    for side, a in enumerate((s, d)):
+        n = int(allstats[:, 1 + side].max())
+        if n > id_space(int(allstats[:, 0].sum())):     # too far apart to count in an array: sorted
+            kept = np.unique(np.concatenate([x[0] for x in transport.allgather(f"ingress-ids-{side}", [np.unique(a)])]))
+            a[:] = np.searchsorted(kept, a)
+            ids.append(IdMap(kept + base))
+        else:
+            present = _sum(transport, f"ingress-ids-{side}", (np.bincount(a, minlength=n) > 0).astype(np.int32)) > 0
+            ids.append(numbered(a, base, present))
+        sizes.append(len(ids[-1]) if ids[-1] is not None else n)
+    ids, (n_src, n_dst) = tuple(ids), sizes
     eid = int(allstats[:rank, 0].sum()) + np.arange(len(s), dtype=np.int64)
     if duplicates == "error":
         _check_duplicates(transport, path, s, d, eid, n_dst, type_names, ids)

@@ -337,11 +337,16 @@ def as_given(error, copy, given):
 SPARSE_SLACK = 1 << 20
 
 
+def id_space(n_records):
+    """The vertex slots ``n_records`` records may size: 16 × records + 2^20."""
+    return 16 * n_records + SPARSE_SLACK
+
+
 def check_id_space(n_ids, n_records, what, path, locate=None, remedy="pass --ids string to map ids to dense ones"):
     """The one guard every loader uses before vertex arrays are sized: ``n_ids`` slots
     (the largest id + 1, or a header's count) for ``n_records`` records must stay within
     16 × records + 2^20, else InputError (``locate()`` → (line, text) of the culprit)."""
-    if n_ids > 16 * n_records + SPARSE_SLACK:
+    if n_ids > id_space(n_records):
         line, text = locate() if locate is not None else (None, None)
         raise InputError(f"{what} would need {n_ids} vertex slots for {n_records} records; {remedy}",
                          path=path, line=line, text=text)
@@ -726,7 +731,7 @@ def read_edge_range(path, part, parts, base=None, columns=None):
     if base != "auto":
         _rebase(s, d, resolve_base(base, fmt, s, d, path), path)
     for name, a in (("source", s), ("destination", d)):      # this share's edges stand for 1/parts of all
-        if len(a):
+        if len(a) and base != "auto":           # "auto": tux2.ingress numbers far-apart ids itself
             i = int(np.argmax(a))
             check_id_space(int(a[i]) + 1, k * parts, f"{name} id {int(a[i])}", path,
                            lambda: edge_line(path, i, int(np.count_nonzero(buf[:lo] == 10))))

@@ -131,8 +131,27 @@ def offset_ids(n, base):
     return IdMap(np.arange(base, base + n, dtype=np.int64)) if base else None
 
 
+def numbered(a, base, present=None):
+    """The IdMap of one side's ids ``a`` (0-based; ``present``: which of 0 … max occur in
+    the whole file, default ``a``'s). When they fill less than half of that range
+    (MovieLens' movieIds up to 200k for 9k rated movies, Netflix's user ids up to 2.6M),
+    ``a`` is renumbered in place to dense ids in the ids' order and the map holds the
+    file's ids, so a model has a row per id that occurs, not per number below the
+    largest; else the map of a base-``base`` file's ids as they are (None for base 0)."""
+    if present is None:
+        top = int(a.max()) + 1 if len(a) else 0
+        if top > io.id_space(len(a)):            # too far apart to count in an array: sorted
+            kept, a[:] = np.unique(a, return_inverse=True)
+            return IdMap(kept + base)
+        present = np.bincount(a, minlength=top) > 0
+    if 2 * int(np.count_nonzero(present)) >= len(present):
+        return offset_ids(len(present), base)
+    a[:] = (np.cumsum(present) - 1)[a]
+    return IdMap(np.flatnonzero(present) + base)
+
+
 def load_edges(path, ids="auto", duplicates="error", base="auto", type_names=("src", "dst"), id_maps=None,
-               values=None, columns=None, known=None, unknown="error"):
+               values=None, columns=None, known=None, unknown="error", dense=False):
     """An edge-list file (``-``: standard input; gzip, bz2 or xz data is decompressed)
     as a BipartiteGraph.
 
@@ -142,6 +161,8 @@ def load_edges(path, ids="auto", duplicates="error", base="auto", type_names=("s
     MatrixMarket header or when no id 0 occurs on either side, else 0), 0 or 1 (None:
     the header's, without id maps). Ids are 0-based dense numbers inside; a base of 1
     gives the graph id maps 1 … n, so models and predictions speak the file's ids.
+    ``dense``: numeric ids that fill less than half of their range are numbered densely
+    (tux2.loaders.numbered; not for word ids a vocabulary file names by line).
     ``graph.layout`` is the file's EdgeFormat, ``graph.base`` the base used.
 
     ``id_maps``: (IdMap or None, IdMap or None) of a model or training set: ids are
@@ -160,13 +181,13 @@ def load_edges(path, ids="auto", duplicates="error", base="auto", type_names=("s
     given = os.fspath(path)
     path = io.local_copy(given)
     try:
-        return _load_edges(path, ids, duplicates, base, type_names, id_maps, values, columns, known, unknown)
+        return _load_edges(path, ids, duplicates, base, type_names, id_maps, values, columns, known, unknown, dense)
     except InputError as e:
         e.args = (f"{e}{io.other_format(path)}",)
         raise io.as_given(e, path, given) from None
 
 
-def _load_edges(path, ids, duplicates, base, type_names, id_maps, values, columns, known, unknown):
+def _load_edges(path, ids, duplicates, base, type_names, id_maps, values, columns, known, unknown, dense):
     raw = io.map_file(path, "edge list")
     fmt = io.edge_format(raw[:1 << 16], path, columns)
     skip = fmt.skip
@@ -187,9 +208,12 @@ def _load_edges(path, ids, duplicates, base, type_names, id_maps, values, column
         else:
             used_base = io.resolve_base(base, fmt, s, d, path)
             io._rebase(s, d, used_base, path)
-            _check_dense(path, skip, (s, d), len(s))
-            if base is not None:
-                maps = (offset_ids(int(s.max()) + 1, used_base), offset_ids(int(d.max()) + 1, used_base))
+            if dense and base is not None:
+                maps = (numbered(s, used_base), numbered(d, used_base))
+            else:
+                _check_dense(path, skip, (s, d), len(s))
+                if base is not None:
+                    maps = (offset_ids(int(s.max()) + 1, used_base), offset_ids(int(d.max()) + 1, used_base))
     else:
         s, d, v, maps, missing = _string_edges(raw, fmt, path, type_names, maps)
     n = [len(m) if m is not None else len(k) if k is not None else None
@@ -413,6 +437,12 @@ def describe_read(graph, base="auto"):
         how = "MatrixMarket" if layout is not None and layout.matrix_market else \
             "auto: no id 0 on either side; --base 0 reads them as 0-based" if base == "auto" else "--base 1"
         parts.append(f"ids 1-based ({how})")
+    for name, m in zip(graph.type_names, graph.ids):
+        t = m.tokens if m is not None else None
+        if t is not None and t.dtype.kind in "iu" and len(t) and t[-1] - t[0] + 1 > len(t):
+            parts.append(f"{name} ids numbered densely ({len(t)} distinct of {t[0]} … {t[-1]})")
+        elif t is not None and t.dtype.kind not in "iu":
+            parts.append(f"{name} ids read as strings ({len(t)} distinct)")
     return "; ".join(parts) if parts else None
 
 

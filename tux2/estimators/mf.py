@@ -86,7 +86,7 @@ class MF(Estimator):
         facts = {}
         if isinstance(data, (str, bytes)) or hasattr(data, "__fspath__"):
             g = loaders.load_edges(data, ids=ids, duplicates=self.duplicates, type_names=NAMES,
-                                   columns=self.columns, base=self.base)
+                                   columns=self.columns, base=self.base, dense=True)
             facts = {"read_as": loaders.describe_read(g, self.base), "id_base": int(g.base)}
         else:
             g = loaders.load(data, **({} if isinstance(data, BipartiteGraph) else {"duplicates": self.duplicates}))
