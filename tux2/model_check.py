@@ -3,6 +3,7 @@ are checked against their manifest (``tux2.files``), read without unpickling, an
 every array is checked against model.json (dtype, shape, index ranges, finiteness)
 before any kernel sees it. Every problem is ``tux2: error: FILE: what``."""
 import json
+import math
 import os
 import zipfile
 
@@ -172,5 +173,10 @@ def check_linear(directory, meta, arrays):
         if "classes" in meta and meta["classes"] != 2:
             raise ModelError(f"{mpath}: classes of a {meta.get('loss')} model must be 2, got {meta['classes']!r}")
         _need(path, a, "w", "f", (features,))
+        labels = meta.get("labels", [-1, 1])
+        if not (isinstance(labels, list) and len(labels) == 2 and all(
+                isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in labels)
+                and labels[0] < labels[1]):
+            raise ModelError(f"{mpath}: labels must be two increasing numbers, got {labels!r}")
     if meta.get("algorithm") == "fm":
         _need(path, a, "V", "f", (len(w), _int_meta(mpath, meta, "factors", 1)))

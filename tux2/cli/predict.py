@@ -89,10 +89,12 @@ def predict(args):
                 for k, row in zip(model.classes_[M.argmax(axis=1)], softmax(M)))
         labels = labels - model.label_base_
     else:
-        prob = model.loss == "logistic"
+        prob, (neg, pos) = model.loss == "logistic", model.classes_.tolist()
         header = "# label score" + (" probability" if prob else "") + "\n"
-        rows = (f"{1 if s > 0 else -1} {s:.9g}" + (f" {0.5 * (1.0 + math.tanh(0.5 * s)):.6g}" if prob else "") + "\n"
-                for s in M[:, 0])
+        rows = (f"{pos if s > 0 else neg:g} {s:.9g}" + (f" {0.5 * (1.0 + math.tanh(0.5 * s)):.6g}" if prob else "")
+                + "\n" for s in M[:, 0])
+        from tux2.estimators.linear import binary_labels
+        labels = binary_labels(np.array([neg, pos]), labels, test_source=args.input)[1]
     _write(args.output, itertools.chain([header], rows))
     if model.loss == "softmax":
         labels_for("softmax", labels, M.shape[1], source=args.input)

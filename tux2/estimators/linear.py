@@ -79,7 +79,8 @@ class Linear(Estimator):
         return {**super()._meta(), "loss": self.loss, "zero_based": self.zero_based_,
                 **({"objective": float(ctx["objective"])} if "objective" in ctx else {}),
                 "features": int(len(self.coef_)), "samples": self.run_.get("samples"),
-                "classes": int(self.coef_.shape[1]) if self.loss == "softmax" else 2}
+                "classes": int(self.coef_.shape[1]) if self.loss == "softmax" else 2,
+                **({} if self.loss == "softmax" else {"labels": self._pair.tolist()})}
 
     def _restore(self, directory, meta):
         from tux2 import model_check
@@ -90,6 +91,7 @@ class Linear(Estimator):
         self.zero_based_ = bool(meta.get("zero_based", False))
         self.loss = meta.get("loss", self.loss)
         self.label_base_ = int(meta.get("label_base", 0))
+        self._pair = np.array(meta.get("labels", [-1, 1]))
 
     def _scores(self, W, graph):
         return glm.graph_scores(W, graph, fm=self.algorithm == "fm")
@@ -106,18 +108,20 @@ class Linear(Estimator):
         return M if self.loss == "softmax" else M[:, 0]
 
     label_base_ = 0       # softmax: the first class's label (1 for a file labelled 1 … K)
+    _pair = np.array([-1, 1])       # binary: the labels of the negative and the positive class (binary_labels)
 
     @property
     def classes_(self):
         """The labels, in the order of predict_proba's columns."""
         if self.loss == "softmax":
             return np.arange(self.coef_.shape[1]) + self.label_base_
-        return np.array([-1, 1])
+        return self._pair
 
     def predict(self, X):
-        """Labels: ±1 for binary models, the file's class labels for softmax."""
+        """Labels: the training labels (±1, 0/1, 1/2 …) for binary models, the file's
+        class labels for softmax."""
         M = self.decision_function(X)
-        return M.argmax(axis=1) + self.label_base_ if self.loss == "softmax" else np.where(M > 0, 1, -1)
+        return M.argmax(axis=1) + self.label_base_ if self.loss == "softmax" else np.where(M > 0, *self._pair[::-1])
 
     def predict_proba(self, X):
         """Class probabilities (n, K) of softmax; (n, 2) = P(−1), P(+1) of a logistic model."""
@@ -137,7 +141,44 @@ class Linear(Estimator):
             if y is None:
                 raise Tux2Error("labels needed: score(X, y), or score(path) with a libsvm file")
         y = np.asarray(y)
-        return float(np.mean(self.predict(X) == (y if self.loss == "softmax" else np.where(y > 0, 1, -1))))
+        if self.loss == "softmax":
+            return float(np.mean(self.predict(X) == y))
+        return float(np.mean((self.decision_function(X) > 0) == (y == self._pair[1])))
+
+
+def binary_labels(y, test=None, source=None, test_source=None):
+    """(y, test) as ±1, and the two labels they stand for, sorted (the larger is the
+    positive class, as scikit-learn's ``classes_``): ±1 and 0/1 as ever, and any other
+    two labels as liblinear takes them (covtype.binary's 1 and 2). A third label, or a
+    test label that is neither of the two: tux2.io.sample_error naming its line."""
+    y = np.asarray(y)
+    found, first = np.unique(y, return_index=True)
+    if np.isin(found, (-1, 0, 1)).all():
+        pair = np.array([0, 1] if 0 in found and -1 not in found else [-1, 1], y.dtype)
+        legal = (-1, 0, 1)
+    else:
+        seen = found[np.argsort(first)]
+        if len(seen) > 2:
+            i = int(first[np.argsort(first)][2])
+            raise io.sample_error(f"a binary model takes two labels; a third, {y[i]:g}, after {seen[0]:g} and "
+                                  f"{seen[1]:g} (softmax takes more)", source, i)
+        if len(seen) < 2:
+            raise io.sample_error(f"every label is {seen[0]:g}: a binary model needs two", source, 0)
+        pair = found
+        legal = tuple(pair)
+    signs = []
+    for labels, where in ((y, source), (test, test_source)):
+        if labels is None:
+            signs.append(None)
+            continue
+        labels = np.asarray(labels)
+        bad = ~np.isin(labels, legal)
+        if bad.any():
+            i = int(np.argmax(bad))
+            raise io.sample_error(f"label {labels[i]:g} is not one of the training labels "
+                                  f"{pair[0]:g} and {pair[1]:g}", where, i)
+        signs.append(np.where(labels == pair[1], 1.0, -1.0))
+    return signs[0], signs[1], pair
 
 
 def label_base(y, classes=None):
@@ -180,8 +221,11 @@ class GLM(Linear):
         if self.driver and self.strategy != "sendgradient":
             raise Tux2Error("--driver (all feature masters on one partition) goes with --strategy sendgradient")
         g, y = data.train, data.labels
-        base = label_base(y, self.classes) if self.loss == "softmax" else 0
-        y, test_labels = y - base, None if data.test_labels is None else data.test_labels - base
+        base, pair = label_base(y, self.classes) if self.loss == "softmax" else 0, None
+        if self.loss == "softmax":
+            y, test_labels = y - base, None if data.test_labels is None else data.test_labels - base
+        else:
+            y, test_labels, pair = binary_labels(y, data.test_labels, data.source, getattr(data.test, "source", None))
         k = glm.labels_for(self.loss, y, self.classes, source=data.source)[1]
         optimizer, eta = self._resolved()
         prog, graph, assignment, edata, perm = glm.setup(
@@ -191,7 +235,7 @@ class GLM(Linear):
         return Setup(graph, prog, {"assignment": assignment, "edge_data": edata}, test=data.test,
                      test_labels=test_labels, n=g.n_src, nnz=g.num_edges, eta=eta, source=data.source,
                      top=float(np.max(np.abs(g.values))) if g.values is not None and g.num_edges else 1.0,
-                     zero_based=data.facts.get("zero_based", False), label_base=base, n_classes=k,
+                     zero_based=data.facts.get("zero_based", False), label_base=base, n_classes=k, pair=pair,
                      meta={"optimizer": optimizer, "eta": eta, "samples": g.n_src,
                            **({"label_base": base} if self.loss == "softmax" else {})})
 
@@ -245,6 +289,7 @@ class GLM(Linear):
         if W is not None:           # as weights.npz holds it: a vector for one column
             self.coef_, self.zero_based_ = W[:, 0] if W.shape[1] == 1 else W, s.zero_based
             self.label_base_ = s.label_base
+            self._pair = s.pair if s.pair is not None else Linear._pair
 
 
 class LogisticRegression(GLM):
@@ -315,10 +360,7 @@ class BlockPG(Linear):
 
     def prepare(self, data, parts):
         g, y = data.train, data.labels
-        bad = ~np.isin(y, (-1.0, 0.0, 1.0))
-        if bad.any():
-            raise io.sample_error(f"BlockPG is binary logistic regression; labels must be +1/-1 or 1/0, found "
-                                  f"{y[int(np.argmax(bad))]:g}", data.source, int(np.argmax(bad)))
+        y, test_labels, pair = binary_labels(y, data.test_labels, data.source, getattr(data.test, "source", None))
         if self.bias:                             # the test set gets its bias in _scores
             g = with_bias(g)
         counts = raw_counts(g.values)
@@ -329,7 +371,7 @@ class BlockPG(Linear):
         graph = BipartiteGraph(g.src, feat, None, g.n_src, g.n_dst, g.type_names, data.source)
         opts = {"favorite": 0} if self.partitioner in ("bicut", "aweto") else None
         return Setup(graph, prog, {"partitioner": self.partitioner, "partitioner_options": opts}, test=data.test,
-                     test_labels=data.test_labels, perm=perm, source=data.source, counts=counts, form=form,
+                     test_labels=test_labels, perm=perm, source=data.source, counts=counts, form=form, pair=pair,
                      zero_based=data.facts.get("zero_based", False), meta={"samples": g.n_src})
 
     def record(self, eng, s):
@@ -374,6 +416,7 @@ class BlockPG(Linear):
         fw = eng.vertex_data("feature")
         if fw is not None:
             self.coef_, self.zero_based_ = np.asarray(fw["w"])[s.perm], s.zero_based
+            self._pair = s.pair
         self.form_, self.block_size_ = s.form, self._block(s.form)     # what "auto" and None became
 
     def _restore(self, directory, meta):
