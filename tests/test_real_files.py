@@ -440,9 +440,6 @@ LDA_ROWS = [(d, w, 3 + (d + w) % 4) for d in range(8) for w in (range(3) if d < 
 LDA_VOCAB = "apple\nbanana\nmelon\ngoal\nteam\ncoach\n"
 
 
-@pytest.mark.xfail(strict=True, reason="tux2 run lda sniffs 'doc word count' triples under a header line "
-                   "('doc,word,count') as TEXT: 1 + NNZ documents whose words are the numbers, no error, while "
-                   "tux2 info reads the same file as a comma-separated edge list with a header")
 def test_lda_triples_under_a_header_line_are_read_as_triples_or_refused(tmp_path):
     path = tmp_path / "counts.csv"
     path.write_text("doc,word,count\n" + "".join(f"{d},{w},{c}\n" for d, w, c in LDA_ROWS))
@@ -454,10 +451,6 @@ def test_lda_triples_under_a_header_line_are_read_as_triples_or_refused(tmp_path
         assert r.stderr.startswith(f"tux2: error: {path}"), r.stderr
 
 
-@pytest.mark.xfail(strict=True, reason="1-based 'doc word count' triples: tux2 info says 'ids read as 1-based', "
-                   "tux2 run lda reads them 0-based (a phantom document 0 and word 0) and, with a vocabulary of the "
-                   "file's words, stops with 'vocabulary has 6 words but the corpus uses word ids up to 6' "
-                   "without naming --base 1")
 def test_lda_one_based_triples_with_their_vocabulary_are_read_as_info_says_or_the_error_names_base(tmp_path):
     path, vocab = tmp_path / "counts1.txt", tmp_path / "vocab.txt"
     path.write_text("".join(f"{d + 1} {w + 1} {c}\n" for d, w, c in LDA_ROWS))

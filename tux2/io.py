@@ -970,10 +970,12 @@ def sniff_corpus(path):
     lines = [x.strip() for x in head.split(b"\n")[:4]]
     if len(lines) >= 4 and all(x.isdigit() for x in lines[:3]) and len(lines[3].split()) == 3:
         return "docword"
-    data = [x for x in head.split(b"\n")[:50] if x.strip() and x.strip()[:1] not in (b"#", b"%")]
+    data = [x.replace(b",", b" ").split() for x in head.split(b"\n")[:50]
+            if x.strip() and x.strip()[:1] not in (b"#", b"%")]
+    if data and len(data) > 1 and len(data[0]) == 3 and not any(is_number(t) for t in data[0]):
+        data = data[1:]                         # a header line of names ('doc,word,count') above triples
     if head.startswith(b"%%MatrixMarket") or (data and all(
-            len(x.replace(b",", b" ").split()) == 3
-            and all(t.replace(b".", b"", 1).isdigit() for t in x.replace(b",", b" ").split()) for x in data)):
+            len(x) == 3 and all(t.replace(b".", b"", 1).isdigit() for t in x) for x in data)):
         return "triples"
     return "text"
 

@@ -64,7 +64,9 @@ class LDA(Estimator):
         else:
             g, format = loaders.load(data, duplicates="sum"), "arrays"
         if words is None and vocab:
-            words = io.read_words(vocab, g.n_dst, InputError, f"the corpus uses word ids up to {g.n_dst - 1}")
+            one = "" if g.base or (g.dst == 0).any() else "; no word id 0 occurs: --base 1 (base=1) reads 1-based ids"
+            words = io.read_words(vocab, g.n_dst, InputError,
+                                  f"the corpus uses word ids up to {g.n_dst - 1 + g.base}{one}")
         return Dataset(g, vocab=words, format=format, word_base=int(g.base) if words is None else 0)
 
     def prepare(self, data, parts):
