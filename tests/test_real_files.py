@@ -400,8 +400,6 @@ def test_the_estimator_predicts_the_labels_it_was_fitted_on():
     assert set(np.unique(m.predict(X)).tolist()) <= {0, 1}
 
 
-@pytest.mark.xfail(strict=True, reason="BlockPG's default kappa form with blocks of 500 puts all 123 features of "
-                                       "a9a-shaped one-hot rows in one block: 20 epochs end far above liblinear's optimum")
 def test_blockpg_defaults_reach_liblinear_on_a9a_shaped_rows(tmp_path):
     from sklearn.linear_model import LogisticRegression as SkLR
     import scipy.sparse as sp

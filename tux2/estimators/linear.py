@@ -352,7 +352,11 @@ class BlockPG(Linear):
                  partitioner="bicut", seed=0, form="auto"):
         self._keep(locals())
 
-    def _form(self, counts):
+    KAPPA_NEWTON = 8        # auto: newton when a sample has this many features per block on average
+
+    def _form(self, counts, kappa=None):
+        if self.form == "auto" and kappa is not None and kappa >= self.KAPPA_NEWTON:
+            return "newton"
         return ("newton" if counts else "kappa") if self.form == "auto" else self.form
 
     def _block(self, form):
@@ -364,14 +368,18 @@ class BlockPG(Linear):
         if self.bias:                             # the test set gets its bias in _scores
             g = with_bias(g)
         counts = raw_counts(g.values)
-        form = self._form(counts)
         feat, perm = blockpg.shuffle_features(g.dst, g.n_dst, seed=self.seed)
+        # the kappa form's step is 1/κ of a coordinate's Newton step, κ the sample's features in the block:
+        # on dense or one-hot rows (a9a: 14 of 123 features, all in one block) it crawls
+        kappa = float(blockpg.block_counts(g.src, feat, self._block("kappa")).mean()) \
+            if self.form == "auto" and not counts and g.num_edges else None
+        form = self._form(counts, kappa)
         prog = blockpg.program(y, g.values, g.src, feat, g.n_dst, lam=self.reg, block_size=self._block(form),
                                shrink=self.shrink, rest=self.shrink_rest, form=form)
         graph = BipartiteGraph(g.src, feat, None, g.n_src, g.n_dst, g.type_names, data.source)
         opts = {"favorite": 0} if self.partitioner in ("bicut", "aweto") else None
         return Setup(graph, prog, {"partitioner": self.partitioner, "partitioner_options": opts}, test=data.test,
-                     test_labels=test_labels, perm=perm, source=data.source, counts=counts, form=form, pair=pair,
+                     test_labels=test_labels, perm=perm, source=data.source, counts=counts, form=form, pair=pair, kappa=kappa,
                      zero_based=data.facts.get("zero_based", False), meta={"samples": g.n_src})
 
     def record(self, eng, s):
@@ -388,7 +396,8 @@ class BlockPG(Linear):
         d, b = s.graph.n_dst, self._block(s.form)
         per = "sweep" if s.form == "newton" else "epoch"
         why = ("" if self.form != "auto" else f" (auto: the values are raw counts up to {s.counts:g})" if s.counts
-               else " (auto: the values are not raw counts)")
+               else f" (auto: {s.kappa:.1f} features of a sample per block, too many for the kappa bound)"
+               if s.form == "newton" else " (auto: the values are not raw counts)")
         return [f"tux2 {__version__} blockpg: {s.source}",
                 f"  {s.graph.n_src} samples, {d} features, {s.graph.num_edges} non-zeros; lambda={self.reg}, "
                 f"{s.form} form{why}, blocks of {b} ({-(-d // b)} per {per}), P={parts} ({self.partitioner})"
