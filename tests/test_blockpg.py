@@ -198,10 +198,10 @@ def test_cli_trains_to_the_liblinear_optimum_and_writes_weights(svm_files, tmp_p
 
 def test_cli_bad_labels_and_input(tmp_path):
     f = tmp_path / "m.svm"
-    f.write_text("1 1:1\n# a comment\n3 2:1\n")
+    f.write_text("1 1:1\n# a comment\n3 2:1\n-1 1:1\n")
     r = run_cli("run", "blockpg", str(f), timeout=300)
-    assert r.returncode == 2 and f"{f}:3: BlockPG is binary logistic regression; labels must be +1/-1 or 1/0, " \
-        "found 3 (line text: '3 2:1')" in r.stderr
+    assert r.returncode == 2 and f"{f}:4: a binary model takes two labels; a third, -1, after 1 and 3 (softmax " \
+        "takes more) (line text: '-1 1:1')" in r.stderr
     f.write_text("1 1:1\n1 2:x\n")
     r = run_cli("run", "blockpg", str(f), timeout=300)
     assert r.returncode == 2 and f"{f}:2: malformed feature value" in r.stderr and "Traceback" not in r.stderr
@@ -400,15 +400,21 @@ def test_cli_picks_the_newton_form_on_raw_counts(tmp_path):
     assert objective["auto"] == objective["newton"]
     assert "newton form (auto: the values are raw counts up to" in header["auto"], header["auto"]
     binary = _text_libsvm(tmp_path / "binary.svm", 400, binary=True)
-    r = run_cli("run", "blockpg", binary, "--epochs", "1", "--out", str(tmp_path / "m"), timeout=300)
+    r = run_cli("run", "blockpg", binary, "--epochs", "1", "--block-size", "50", "--out", str(tmp_path / "m"),
+                timeout=300)
     assert r.returncode == 0 and "note:" not in r.stdout, r.stderr
     assert "kappa form (auto: the values are not raw counts)" in r.stdout, r.stdout
     # model.json keeps the parameters as given and says what they became
     meta = json.loads((tmp_path / "m" / "model.json").read_text())
-    assert (meta["form"], meta["block_size"], meta["form_used"], meta["block_size_used"]) == ("auto", None, "kappa", 500)
+    assert (meta["form"], meta["block_size"], meta["form_used"], meta["block_size_used"]) == ("auto", 50, "kappa", 50)
     import tux2
     est = tux2.BlockPG.load(tmp_path / "m")
-    assert (est.form, est.block_size, est.form_, est.block_size_) == ("auto", None, "kappa", 500)
+    assert (est.form, est.block_size, est.form_, est.block_size_) == ("auto", 50, "kappa", 50)
+    # in blocks of 500 a sample has ~20 features per block: the kappa bound's steps would be 20x short
+    r = run_cli("run", "blockpg", binary, "--epochs", "1", "--out", str(tmp_path / "m2"), timeout=300)
+    assert r.returncode == 0 and "features of a sample per block, too many for the kappa bound" in r.stdout, r.stdout
+    meta = json.loads((tmp_path / "m2" / "model.json").read_text())
+    assert (meta["form"], meta["block_size"], meta["form_used"], meta["block_size_used"]) == ("auto", None, "newton", 1)
     est = tux2.BlockPG(epochs=1).fit(counts)
     assert (est.form_, est.block_size_) == ("newton", 1)
 

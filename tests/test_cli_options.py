@@ -359,10 +359,10 @@ def test_an_empty_option_value_is_an_error_not_a_default(argv):
 
 
 @pytest.mark.parametrize("algo, text, line, what", [
-    ("lr", "1 1:1\n\n-1 2:1\n2 1:1 2:1\n", 4, "logistic is binary: labels must be ±1 or 0/1, got 2"),
-    ("svm", "1 1:1\n0.5 2:1\n", 2, "hinge is binary: labels must be ±1 or 0/1, got 0.5"),
+    ("lr", "1 1:1\n\n-1 2:1\n2 1:1 2:1\n", 4, "a binary model takes two labels; a third, 2, after 1 and -1"),
+    ("svm", "1 1:1\n0.5 2:1\n-1 1:1\n", 3, "a binary model takes two labels; a third, -1, after 1 and 0.5"),
     ("softmax", "0 1:1\n# c\n1 2:1\n-1 1:1\n", 4, "softmax labels must be class numbers 0, 1, …, got -1"),
-    ("blockpg", "1 1:1\n-1 2:1\n2 1:1\n", 3, "labels must be +1/-1 or 1/0, found 2"),
+    ("blockpg", "1 1:1\n-1 2:1\n2 1:1\n", 3, "a binary model takes two labels; a third, 2, after 1 and -1"),
 ])
 def test_a_bad_label_is_named_by_file_and_line(capsys, tmp_path, algo, text, line, what):
     f = tmp_path / "d.svm"

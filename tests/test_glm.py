@@ -281,7 +281,9 @@ def test_cli_trains_and_writes_the_model(tmp_path):
     recs = [json.loads(line) for line in open(tmp_path / "m.jsonl")]
     assert len(recs) == 200 and recs[-1]["objective"] < recs[0]["objective"]
     W = np.load(out / "weights.npz")["w"]
-    assert W.shape == (60, 3)
+    assert W.shape == (61, 3)                   # 60 features, then the intercept: a constant feature 1
+    import scipy.sparse as sp
+    X = sp.hstack([X, np.ones((X.shape[0], 1))]).tocsr()
     f = glm.objective_value(W, X, y, "softmax", "l2", 1e-2)
     assert recs[-1]["objective"] == pytest.approx(f, rel=1e-9)
     acc = np.mean(glm.scores(W, X).argmax(axis=1) == y)
@@ -294,9 +296,9 @@ def test_cli_trains_and_writes_the_model(tmp_path):
 
 def test_cli_rejects_bad_labels(tmp_path):
     bad = tmp_path / "bad.svm"
-    bad.write_text("1 1:0.5\n3 2:1\n")
+    bad.write_text("1 1:0.5\n3 2:1\n-1 1:1\n")          # two labels are a binary problem (1/3 is); a third is not
     r = _cli("run", "lr", str(bad), "--epochs", "1")
-    assert r.returncode != 0 and "labels must be ±1 or 0/1, got 3" in r.stderr
+    assert r.returncode != 0 and f"{bad}:3: a binary model takes two labels; a third, -1, after 1 and 3" in r.stderr
 
 
 NO_FEATURES = "no features: every line has a label but no index:value pairs"
@@ -715,7 +717,7 @@ def test_softmax_estimator_keeps_1_based_labels_through_save_and_load(tmp_path):
     import tux2
     one = _iris_like(tmp_path / "iris.scale", 1)
     sm = tux2.Softmax(epochs=5, optimizer="adagrad", eta=0.5).fit(one)
-    assert list(sm.classes_) == [1, 2, 3] and sm.coef_.shape == (4, 3)
+    assert list(sm.classes_) == [1, 2, 3] and sm.coef_.shape == (5, 3)        # 4 features and the intercept
     assert set(sm.predict(one)) <= {1, 2, 3} and sm.score(one) > 0.9
     sm.save(str(tmp_path / "m"))
     back = tux2.Softmax.load(str(tmp_path / "m"))

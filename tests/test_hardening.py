@@ -472,7 +472,7 @@ def test_a_checkpoint_lock_that_cannot_be_written_is_named(ratings, tmp_path):
 
 # ------------------------------------------------------------------ item 9: one sparse-id guard
 @pytest.mark.parametrize("case", ["libsvm-1e9", "libsvm-2^62", "docword-D", "docword-count", "info-libsvm",
-                                  "info-docword", "ingress"])
+                                  "info-docword"])
 def test_sparse_ids_and_huge_sizes_are_clean_errors(tmp_path, case):
     p = tmp_path / "in.txt"
     if case.startswith("libsvm") or case == "info-libsvm":
@@ -486,15 +486,23 @@ def test_sparse_ids_and_huge_sizes_are_clean_errors(tmp_path, case):
     elif case == "docword-count":
         p.write_text("2\n3\n2\n1 1 100000000\n2 3 1\n")
         args, where = ("run", "lda", str(p), "--iterations", "1"), f"{p}:4:"
-    elif case == "ingress":                          # each worker reads its share of the file
-        p.write_text("0 0 3\n1 1 4\n2 100000000 5\n3 3 3\n")
-        args, where = ("run", "mf", str(p), "--workers", "2", "--timeout", "10"), f"{p}:3:"
     else:
         p.write_text("2\n1000000000000000\n2\n1 1 2\n2 3 1\n")
         args, where = ("info", str(p)), f"{p}:2:"
     r = run_cli(*args, timeout=60)
     _error(r, where)
     assert "MemoryError" not in r.stderr
+
+
+def test_far_apart_rating_ids_are_numbered_densely_by_each_worker_share(tmp_path):
+    """Item 100000000 among four edges was refused (its vertex arrays would have been huge);
+    MF now numbers such ids densely, and two workers, each reading a share, agree."""
+    p = tmp_path / "in.txt"
+    p.write_text("0 0 3\n1 1 4\n2 100000000 5\n3 3 3\n")
+    r = run_cli("run", "mf", str(p), "--workers", "2", "--timeout", "10", "--k", "2", "--epochs", "2",
+                "--test-fraction", "0", "--out", str(tmp_path / "m"), timeout=120)
+    assert r.returncode == 0 and "item ids numbered densely (4 distinct of 0 … 100000000)" in r.stdout, r.stderr
+    assert np.load(tmp_path / "m" / "item.npz")["ids"].tolist() == [0, 1, 3, 100000000]
 
 
 @pytest.mark.parametrize("files_, expect", [

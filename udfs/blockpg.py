@@ -206,8 +206,8 @@ def _block_counts(samples, features, size, n, n_blocks):
     return out
 
 
-def _inputs(labels, values, samples, features, n_features, lam, block_size, shrink, rest):
-    """Checked labels as ±1, the block size, κ per edge for it, the values."""
+def _inputs(labels, values, samples, features, n_features, lam, block_size, shrink, rest, kappa=None):
+    """Checked labels as ±1, the block size, κ per edge for it (``kappa`` when given), the values."""
     y = np.asarray(labels, np.float64)
     if len(y) and not np.isin(y, (-1.0, 0.0, 1.0)).all():
         bad = y[~np.isin(y, (-1.0, 0.0, 1.0))][0]
@@ -217,22 +217,24 @@ def _inputs(labels, values, samples, features, n_features, lam, block_size, shri
     if not 0 <= shrink < 1 or int(rest) != rest or rest < 0:
         raise ValueError(f"shrink must be in [0, 1) and rest a whole number >= 0, got {shrink}, {rest}")
     size = int(block_size or n_features or 1)
-    return np.where(y > 0, 1.0, -1.0), size, block_counts(samples, features, size), np.asarray(values, np.float64)
+    kappa = block_counts(samples, features, size) if kappa is None else kappa
+    return np.where(y > 0, 1.0, -1.0), size, kappa, np.asarray(values, np.float64)
 
 
 def program(labels, values, samples, features, n_features, lam=1.0, block_size=None, h_min=1e-12,
-            shrink=0.9, rest=2, types=("sample", "feature"), form="kappa", inner=10):
+            shrink=0.9, rest=2, types=("sample", "feature"), form="kappa", inner=10, kappa=None):
     """BlockPG on edges (samples[i], features[i]) with values ``values`` (feature ids
     already shuffled, see ``shuffle_features``); ``labels`` ±1 (0/1 accepted) per sample.
     ``form``: "kappa" (blocks of ``block_size`` under the κ bound, above) or "newton"
     (``newton_program``: one proximal Newton step per epoch, ``inner`` sweeps over
-    blocks of ``block_size`` on its quadratic model, a line search)."""
+    blocks of ``block_size`` on its quadratic model, a line search). ``kappa``: κ per
+    edge for ``block_size``, when the caller has it (``block_counts``)."""
     if form not in ("kappa", "newton"):
         raise ValueError(f"BlockPG form must be 'kappa' or 'newton', got {form!r}")
     if form == "newton":
         return newton_program(labels, values, samples, features, n_features, lam, block_size or 1, inner, h_min,
                               shrink, rest, types)
-    y, size, kappa, x = _inputs(labels, values, samples, features, n_features, lam, block_size, shrink, rest)
+    y, size, kappa, x = _inputs(labels, values, samples, features, n_features, lam, block_size, shrink, rest, kappa)
     vt = [VertexType(types[0], sync={"m": "f8"}, master={"y": "f8"}, accum={}),
           VertexType(types[1], sync={"w": "f8", "skip": "i4", "moved": "i4"}, accum={"g": "f8", "h": "f8"})]
     ctx = ContextSpec(fields={"lam": "f8", "h_min": "f8", "loss": "f8", "l1": "f8", "nnz": "f8",

@@ -98,7 +98,7 @@ def predict(args):
     _write(args.output, itertools.chain([header], rows))
     if model.loss == "softmax":
         labels_for("softmax", labels, M.shape[1], source=args.input)
-    beyond = np.unique(graph.dst[graph.dst >= len(model.coef_)])     # scored as 0, like liblinear
+    beyond = np.unique(graph.dst[graph.dst >= len(model.coef_) - model.bias])     # scored as 0, like liblinear
     _report(args, {"model": model.algorithm, "samples": int(graph.n_src), **score_metrics(M, labels, model.loss),
                    **({"unknown_features": int(len(beyond))} if len(beyond) else {})})
     return 0

@@ -18,12 +18,15 @@ from tux2.version import __version__
 
 
 def with_bias(graph, index=None):
-    """Every sample gets feature ``index`` (default: a new last feature) with value 1."""
+    """Every sample gets feature ``index`` (default: a new last feature) with value 1,
+    its intercept; features at or beyond ``index`` (a test file's, unseen in training)
+    are left out."""
     n = graph.n_src
     index = graph.n_dst if index is None else index
-    src = np.concatenate([graph.src, np.arange(n)])
-    dst = np.concatenate([graph.dst, np.full(n, index)])
-    val = np.concatenate([graph.values, np.ones(n)])
+    keep = graph.dst < index
+    src = np.concatenate([graph.src[keep], np.arange(n)])
+    dst = np.concatenate([graph.dst[keep], np.full(n, index)])
+    val = np.concatenate([graph.values[keep], np.ones(n)])
     return BipartiteGraph(src, dst, val, n, max(graph.n_dst, index + 1), graph.type_names, graph.source)
 
 
@@ -33,6 +36,7 @@ class Linear(Estimator):
     (one weight per feature for a binary model; features × K for softmax, features × (1 + F) for an FM)."""
 
     loss = "logistic"
+    bias = False
     _estimator_type = "classifier"
     _watch, _stop = "objective", "objective is not finite at epoch {n}"
 
@@ -91,10 +95,11 @@ class Linear(Estimator):
         self.zero_based_ = bool(meta.get("zero_based", False))
         self.loss = meta.get("loss", self.loss)
         self.label_base_ = int(meta.get("label_base", 0))
+        self.bias = bool(meta.get("bias", False))         # models written before GLMs had an intercept: none
         self._pair = np.array(meta.get("labels", [-1, 1]))
 
     def _scores(self, W, graph):
-        return glm.graph_scores(W, graph, fm=self.algorithm == "fm")
+        return glm.graph_scores(W, with_bias(graph, len(W) - 1) if self.bias else graph, fm=self.algorithm == "fm")
 
     # ------------------------------------------------------------ predictions
     def scores(self, X):
@@ -195,16 +200,18 @@ class GLM(Linear):
     """(1/n) Σ ℓ(x_i·W, y_i) + reg · R(W) by mini-batch SGD with the training
     strategy of Spark MLlib (sendgradient), PS2 (adam), ColumnSGD (column), MLlib*
     (modelavg) or Petuum (modelsum); see tux2.udfs.glm. Parameters are those of
-    ``tux2 run lr``."""
+    ``tux2 run lr``; ``bias`` (default True, as Spark MLlib, Vowpal Wabbit and
+    scikit-learn fit one) gives every sample a constant feature 1, whose weight, the
+    intercept, is the last row of ``coef_``."""
 
     bounds = dict(reg=NONNEG_NUMBER, batch=NONNEG, eta=POSITIVE, decay=NONNEG_NUMBER, epochs=NONNEG, seed=SEED,
                   classes=integer(2, 100_000), factors=integer(1, 100_000), init_std=NONNEG_NUMBER)
     choices = dict(strategy=glm.STRATEGIES, optimizer=glm.OPTIMIZERS, driver=(True, False), penalty=("l2", "l1"),
-                   loss=("logistic", "hinge"))
+                   loss=("logistic", "hinge"), bias=(True, False))
     flags = dict(reg=("lam", "the regularisation weight λ"), penalty=("reg", "the regulariser, 'l2' or 'l1',"))
 
     def __init__(self, strategy="sendgradient", optimizer=None, driver=False, penalty="l2", reg=1e-6, batch=1000,
-                 eta=None, decay=0.0, epochs=10, seed=0):
+                 eta=None, decay=0.0, epochs=10, seed=0, bias=True):
         self._keep(locals())
 
     classes, factors, init_std = None, 0, 0.01       # Softmax and FM make these parameters
@@ -221,6 +228,8 @@ class GLM(Linear):
         if self.driver and self.strategy != "sendgradient":
             raise Tux2Error("--driver (all feature masters on one partition) goes with --strategy sendgradient")
         g, y = data.train, data.labels
+        if self.bias:                   # an intercept: the constant feature 1, last (liblinear's -B 1)
+            g = with_bias(g)
         base, pair = label_base(y, self.classes) if self.loss == "softmax" else 0, None
         if self.loss == "softmax":
             y, test_labels = y - base, None if data.test_labels is None else data.test_labels - base
@@ -248,7 +257,8 @@ class GLM(Linear):
     def _header(self, s, parts, world):
         return [f"tux2 {__version__} {self.algorithm} ({self.loss}, {self.penalty}, strategy {self.strategy}): "
                 f"{s.source}",
-                f"  {s.n} samples, {s.graph.n_dst} features, {s.nnz} non-zeros; lambda={self.reg}, "
+                f"  {s.n} samples, {s.graph.n_dst - self.bias} features{' + intercept' if self.bias else ''}, "
+                f"{s.nnz - s.n * self.bias} non-zeros; lambda={self.reg}, "
                 f"batch {self.batch or s.n}, eta {s.eta}, P={parts}" + (f", {world} workers" if world > 1 else "")] \
             + ([f"  labels 1-based (no label 0): classes 1 … {s.n_classes}, as predictions write them"]
                if s.label_base else [])
@@ -308,7 +318,7 @@ class Softmax(GLM):
     algorithm, loss = "softmax", "softmax"
 
     def __init__(self, strategy="sendgradient", optimizer=None, driver=False, penalty="l2", reg=1e-6, batch=1000,
-                 eta=None, decay=0.0, epochs=10, seed=0, classes=None):
+                 eta=None, decay=0.0, epochs=10, seed=0, bias=True, classes=None):
         self._keep(locals())
 
 
@@ -318,7 +328,7 @@ class FM(GLM):
     algorithm = "fm"
 
     def __init__(self, strategy="sendgradient", optimizer=None, driver=False, penalty="l2", reg=1e-6, batch=1000,
-                 eta=None, decay=0.0, epochs=10, seed=0, loss="logistic", factors=8, init_std=0.01):
+                 eta=None, decay=0.0, epochs=10, seed=0, bias=True, loss="logistic", factors=8, init_std=0.01):
         self._keep(locals())
 
 
@@ -371,16 +381,17 @@ class BlockPG(Linear):
         feat, perm = blockpg.shuffle_features(g.dst, g.n_dst, seed=self.seed)
         # the kappa form's step is 1/κ of a coordinate's Newton step, κ the sample's features in the block:
         # on dense or one-hot rows (a9a: 14 of 123 features, all in one block) it crawls
-        kappa = float(blockpg.block_counts(g.src, feat, self._block("kappa")).mean()) \
+        per_edge = blockpg.block_counts(g.src, feat, self._block("kappa")) \
             if self.form == "auto" and not counts and g.num_edges else None
+        kappa = float(per_edge.mean()) if per_edge is not None else None
         form = self._form(counts, kappa)
         prog = blockpg.program(y, g.values, g.src, feat, g.n_dst, lam=self.reg, block_size=self._block(form),
-                               shrink=self.shrink, rest=self.shrink_rest, form=form)
+                               shrink=self.shrink, rest=self.shrink_rest, form=form, kappa=per_edge)
         graph = BipartiteGraph(g.src, feat, None, g.n_src, g.n_dst, g.type_names, data.source)
         opts = {"favorite": 0} if self.partitioner in ("bicut", "aweto") else None
         return Setup(graph, prog, {"partitioner": self.partitioner, "partitioner_options": opts}, test=data.test,
-                     test_labels=test_labels, perm=perm, source=data.source, counts=counts, form=form, pair=pair, kappa=kappa,
-                     zero_based=data.facts.get("zero_based", False), meta={"samples": g.n_src})
+                     test_labels=test_labels, perm=perm, source=data.source, counts=counts, form=form, pair=pair,
+                     kappa=kappa, zero_based=data.facts.get("zero_based", False), meta={"samples": g.n_src})
 
     def record(self, eng, s):
         ctx = eng.context()
@@ -388,9 +399,6 @@ class BlockPG(Linear):
                "clock": eng.clock}
         fw = eng.vertex_data("feature") if s.test is not None else None       # gathered on rank 0
         return {**rec, **self._test_metrics(s, fw["w"][s.perm] if fw is not None else None)}
-
-    def _scores(self, W, graph):
-        return glm.graph_scores(W, with_bias(graph, len(W) - 1) if self.bias else graph)
 
     def _header(self, s, parts, world):
         d, b = s.graph.n_dst, self._block(s.form)
