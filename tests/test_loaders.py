@@ -183,7 +183,7 @@ def test_id_maps_encode_test_files(tmp_path):
 
 def test_libsvm_duplicate_feature_names_the_line(tmp_path):
     path = _write(tmp_path, b"1 1:1 2:1\n-1 3:1 3:2\n", "d.svm")
-    with pytest.raises(InputError, match=r"d.svm:2: duplicate edge"):
+    with pytest.raises(InputError, match=r"d.svm:2: duplicate feature"):
         loaders.load_libsvm(path)
     g, y = loaders.load_libsvm(path, duplicates="sum")
     assert g.values.tolist() == [1, 1, 3]

@@ -463,3 +463,30 @@ def test_lda_one_based_triples_with_their_vocabulary_are_read_as_info_says_or_th
         assert " 8 documents, 6 words" in r.stdout, r.stdout
     else:
         assert "--base 1" in r.stderr, r.stderr
+
+
+def test_the_netflix_prize_per_movie_format_gets_a_way_out(tmp_path):
+    path = tmp_path / "combined_data_1.txt"
+    path.write_text("1:\n1488844,3,2005-09-06\n822109,5,2005-05-13\n2:\n2059652,4,2005-09-05\n")
+    r = run_cli("run", "mf", str(path))
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert "it looks like the Netflix prize's per-movie format" in r.stderr and "tux2 run lda" not in r.stderr
+
+
+def test_a_feature_twice_in_a_libsvm_line_is_named_as_the_file_numbers_it(tmp_path):
+    path = tmp_path / "dup.svm"
+    path.write_text("-1 7:1 5:1 7:2\n1 1:1\n")
+    r = run_cli("run", "lr", str(path))
+    assert r.returncode == 2 and r.stderr.startswith(f"tux2: error: {path}:1: duplicate feature 7 in one sample"), \
+        r.stderr                                                   # was 'duplicate edge (0, 6)': internal ids
+
+
+def test_an_overconfident_model_gets_a_note_and_lda_models_keep_no_scratch_tables(tmp_path):
+    """The default FM on the built-in set ends with a test log-loss above ln 2 while its
+    training objective falls: the note says so (raw-count FMs reached 20, with no word)."""
+    r = run_cli("run", "fm", "--epochs", "10")
+    assert r.returncode == 0 and "note: the test log-loss ended at" in r.stdout, r.stdout
+    r = run_cli("run", "lda", "--iterations", "1", "-q", "--out", str(tmp_path / "lda"))
+    assert r.returncode == 0, r.stderr
+    meta = json.loads((tmp_path / "lda" / "model.json").read_text())
+    assert meta["context"]["ll_per_token"] < 0 and not any(isinstance(v, list) for v in meta["context"].values())

@@ -185,6 +185,9 @@ class Estimator:
         """model.json: the algorithm, its parameters, what it learned that is a number."""
         params = {k: v for k, v in self.get_params().items() if isinstance(v, (str, int, float, bool, type(None)))}
         run = {k: v for k, v in self.run_.items() if k != "source"}
+        if isinstance(run.get("context"), dict):        # its numbers; not a sampler's scratch tables (LDA: 50 kB)
+            run["context"] = {k: v for k, v in run["context"].items() if not isinstance(v, (list, tuple, dict))
+                              and getattr(v, "ndim", 0) == 0}
         return {"algorithm": self.algorithm, **params, "input": self.run_.get("source"), **run,
                 "tux2_version": __version__}
 

@@ -1020,6 +1020,10 @@ def other_format(path):
         return ""           # numbers short of a column (a list of user ids) are no text corpus
     if kind == "text" and len(rows) == 1:
         return ""           # nor is one line (a header alone)
+    if len(rows[0]) == 1 and rows[0][0].endswith(b":") and rows[0][0][:-1].isdigit():
+        return ("; it looks like the Netflix prize's per-movie format ('MOVIE:' lines, then 'user,rating,date' "
+                "lines): write it as 'user movie rating' lines first, e.g. with awk -F, "
+                "'/:$/{m=$1+0; next} {print $1, m, $2}'")
     if kind == "docword":
         return ("; it looks like a UCI docword file (three header lines D, W, NNZ, then 'doc word count' lines), "
                 "a corpus for topic models: tux2 run lda reads it (--format docword)")

@@ -603,8 +603,9 @@ def pair_key(src, dst, n_dst):
     return np.multiply(src, max(int(n_dst), 1), dtype=np.int64) + dst
 
 
-def dedupe(g, policy, where):
-    """Apply the duplicate-edge policy; ``where(i)`` → (path, line, text) of edge i."""
+def dedupe(g, policy, where, what=None):
+    """Apply the duplicate-edge policy; ``where(i)`` → (path, line, text) of edge i;
+    ``what(src, dst)``: how the message names a repeated pair (default "edge (a, b)")."""
     if policy == "keep" or g.num_edges < 2:
         return g
     first, again = _earliest_repeat(g.src, g.dst, g.n_src, g.n_dst)
@@ -615,7 +616,8 @@ def dedupe(g, policy, where):
         _, line1, text = where(int(again))
         ids = [m.tokens[x] if m is not None else x for m, x in zip(g.ids, (g.src[first], g.dst[first]))]
         at = f"line {line0}" if line0 is not None else f"edge {first}"
-        raise InputError(f"duplicate edge ({ids[0]}, {ids[1]}), first at {at}; choose a policy with "
+        named = what(*ids) if what is not None else f"edge ({ids[0]}, {ids[1]})"
+        raise InputError(f"duplicate {named}, first at {at}; choose a policy with "
                          "duplicates='sum'|'last'|'keep' (--duplicates)", path=path,
                          line=line1 if line1 is not None else None,
                          text=text if text is not None else f"edge {again}")
@@ -653,7 +655,7 @@ def load_libsvm(path, zero_based=False, n_features=None, type_names=("sample", "
     def where(i):
         line, text = io.edge_line(path, int(g.src[i]))
         return path, line, text
-    return dedupe(g, duplicates, where), y
+    return dedupe(g, duplicates, where, lambda _, j: f"feature {j + (0 if zero_based else 1)} in one sample"), y
 
 
 def require_features(graph, path=None):

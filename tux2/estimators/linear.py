@@ -3,6 +3,7 @@ factorization machine of tux2.udfs.glm (``LogisticRegression``, ``LinearSVM``,
 ``Softmax``, ``FM``, each with the ``strategy`` of the system it trains like) and
 L1 logistic regression by block proximal gradient (``BlockPG``, tux2.udfs.blockpg).
 ``reg`` is λ everywhere; ``penalty`` picks R = ½‖W‖² (l2) or ‖W‖₁ (l1)."""
+import math
 import os
 
 import numpy as np
@@ -280,6 +281,14 @@ class GLM(Linear):
         first, last = h[0], h[-1]
         zero = glm.zero_objective(self.loss, s.n_classes)
         rose, worse = len(h) >= 2 and last["objective"] > 1.2 * first["objective"], last["objective"] > zero
+        test = last.get("test_logloss")
+        if not (rose or worse) and test is not None and test > math.log(max(s.n_classes, 2)):
+            # the training objective fell, but the test set's probabilities are confidently wrong (softmax on
+            # pixel values 0-255, an FM on raw counts): worse than the all-zero model's ln K
+            return [f"  note: the test log-loss ended at {test:.4g} (epoch {last['epoch']}), worse than the "
+                    f"all-zero model's {math.log(max(s.n_classes, 2)):.4g}: the model is overconfident on new data; "
+                    f"lower --eta (now {s.eta}; try {s.eta / 10:g}), raise --lam (now {self.reg:g})"
+                    + (f", or scale the feature values (now up to {s.top:g}) to about [-1, 1]" if s.top > 1 else "")]
         if not (rose or worse):
             return []
         what = (f"rose from {first['objective']:.6g} (epoch {first['epoch']}) to" if rose else "ended at") \
