@@ -79,13 +79,16 @@ def test_homogeneous_ids_are_one_vertex_set_whatever_the_ids(tmp_path):
         assert saved["ids_vertex"].tolist() == ids and len(saved["master_vertex"]) == len(ids)
 
 
-def test_sparse_numeric_ids_take_the_hinted_ids_string(tmp_path):
-    """The loader's hint for ids too sparse to index by names --ids string: tux2 partition
-    takes it too."""
+def test_sparse_numeric_ids_are_numbered_densely_or_taken_as_strings(tmp_path):
+    """Ids too sparse to index by (3000000000 among three edges) are numbered densely, as
+    tux2 run mf numbers them (they were refused, naming --ids string); --ids string still
+    reads them as tokens."""
     path = tmp_path / "s.txt"
     path.write_text("0 1\n3000000000 2\n5 1\n")
-    r = run_cli("partition", str(path), "--parts", "2", "-s", "random")
-    assert r.returncode == 2 and "--ids string" in r.stderr
+    r = run_cli("partition", str(path), "--parts", "2", "-s", "random", "--json", "--save", str(tmp_path / "d"))
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout.splitlines()[0])["vertices"] == 5
+    assert np.load(tmp_path / "d" / "random.npz")["ids_src"].tolist() == [0, 5, 3000000000]
     r = run_cli("partition", str(path), "--ids", "string", "--parts", "2", "-s", "random", "--json",
                 "--save", str(tmp_path / "out"))
     assert r.returncode == 0, r.stderr

@@ -355,6 +355,23 @@ def test_sparse_integer_ids_give_the_same_dense_model_through_every_entry_point(
     assert r.returncode == 0 and r.stdout.startswith(f"{users[7]} "), r.stdout
 
 
+@pytest.mark.parametrize("command", [("info",), ("partition", "--parts", "2", "-s", "random")])
+def test_info_and_partition_read_sparse_integer_ids_as_run_does(tmp_path, command):
+    """README: 'tux2 info' sniffs a file as the run commands read it, and 'tux2 partition'
+    reads its input as 'tux2 run' reads it; run numbers Netflix-style sparse user ids
+    (a few thousand users up to 2.6M) densely, so both must read the file too."""
+    rng = np.random.default_rng(34)
+    users = np.sort(rng.choice(np.arange(1, 2_649_430), 3000, replace=False))
+    path = tmp_path / "netflix.csv"
+    path.write_text("user,item,rating,date\n" + "".join(
+        f"{u},{i},{int(rng.integers(1, 6))},2005-09-06\n" for u in users.tolist()
+        for i in rng.choice(np.arange(1, 501), 10, replace=False).tolist()))
+    r = run_cli(command[0], str(path), *command[1:], timeout=300)
+    assert r.returncode == 0, r.stderr
+    if command[0] == "info":
+        assert "src ids numbered densely, as tux2 run mf numbers them (3000 distinct of" in r.stdout, r.stdout
+
+
 # --- LIBSVM-page classification files as they come (covtype.binary's labels 1/2, a9a's one-hot rows) ---
 
 def _onehot_binary(n=4000, seed=7):

@@ -51,6 +51,9 @@ def describe(g, kind, labels=None):
         if m is None or m.tokens.dtype.kind in "iu":           # numbers (a 1-based file's map: 1 … n)
             used = m.tokens[np.flatnonzero(deg)] if m is not None else np.flatnonzero(deg) + g.base
             rec["id_range"] = [int(used.min()), int(used.max())] if len(used) else None
+            if m is not None and len(m) and m.tokens[-1] - m.tokens[0] + 1 > len(m):
+                hints.append(f"{name} ids numbered densely, as tux2 run mf numbers them ({len(m)} distinct of "
+                             f"{m.tokens[0]} … {m.tokens[-1]})")
         else:
             rec["id_kind"] = "string"
             rec["first_ids"] = [str(x) for x in m.tokens[:3]]
@@ -118,7 +121,7 @@ def info(args):
         if vocab is not None:
             res["vocabulary"] = len(vocab)
     else:
-        g = loaders.load_edges(path, ids=args.ids, duplicates="keep", **input_options(args))
+        g = loaders.load_edges(path, ids=args.ids, duplicates="keep", dense=True, **input_options(args))
         res = describe(g, "edges")
     res = {"input": io.display_name(path), "bytes": os.path.getsize(path), **res}
     if args.json:

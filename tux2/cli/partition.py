@@ -113,7 +113,8 @@ def run(args):
     elif args.input:
         from tux2.io import display_name
         spool_inputs(args)
-        g = load_edges(args.input, ids=args.ids, duplicates="keep", **input_options(args))     # repeated edges placed like others
+        g = load_edges(args.input, ids=args.ids, duplicates="keep", dense=True,     # repeated edges placed like others
+                       **input_options(args))
         what = display_name(args.input)
         # only vertices with edges are placed and counted: ids are renumbered densely over them
         if args.homogeneous:        # one vertex set: the two columns' ids as the file has them, in one space
