@@ -452,6 +452,36 @@ def test_logistic_regression_fits_an_intercept_by_default_on_w8a_shaped_rows():
     assert acc >= without + 0.01 and acc >= (y[4000:] == -1).mean() - 0.005, (acc, without)
 
 
+def test_a_numpy_bool_bias_survives_save_and_load(tmp_path):
+    import tux2
+    from tux2.estimators import load
+    cols, y = _onehot_binary(n=600)
+    path = _write_libsvm(tmp_path / "a9a", cols, y)
+    m = tux2.FM(epochs=2, bias=np.True_).fit(path)
+    m.save(str(tmp_path / "m"))
+    back = load(str(tmp_path / "m"))
+    np.testing.assert_allclose(back.decision_function(path), m.decision_function(path), rtol=1e-6)
+
+
+def test_a_third_label_zero_beside_plus_and_minus_one_is_named(tmp_path):
+    cols, y = _onehot_binary(n=600)
+    y = y.copy()
+    y[::3] = 0
+    path = _write_libsvm(tmp_path / "three", cols, y)
+    r = run_cli("run", "lr", path, "--epochs", "1")
+    assert r.returncode != 0 and "third" in r.stderr, r.stderr
+
+
+def test_predict_writes_seven_digit_labels_as_the_file_has_them(tmp_path):
+    cols, y = _onehot_binary(n=600)
+    path = _write_libsvm(tmp_path / "big_labels", cols, np.where(y > 0, 1000001, 1000000))
+    r = run_cli("run", "lr", path, "--epochs", "2", "--out", str(tmp_path / "m"))
+    assert r.returncode == 0, r.stderr
+    p = run_cli("predict", str(tmp_path / "m"), path, "-o", str(tmp_path / "pred.txt"))
+    assert p.returncode == 0, p.stderr
+    assert set(np.loadtxt(tmp_path / "pred.txt", usecols=0, comments="#").tolist()) == {1000000.0, 1000001.0}
+
+
 # ---------------------------------------------------------------- LDA corpora as they come
 # Two planted topics over 6 words: documents 0-3 use words 0-2 only, 4-7 words 3-5 only.
 LDA_ROWS = [(d, w, 3 + (d + w) % 4) for d in range(8) for w in (range(3) if d < 4 else range(3, 6))]

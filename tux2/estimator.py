@@ -183,7 +183,9 @@ class Estimator:
     # ------------------------------------------------------------ files
     def _meta(self):
         """model.json: the algorithm, its parameters, what it learned that is a number."""
-        params = {k: v for k, v in self.get_params().items() if isinstance(v, (str, int, float, bool, type(None)))}
+        params = {k: v.item() if getattr(v, "ndim", None) == 0 and hasattr(v, "item") else v    # numpy scalars too
+                  for k, v in self.get_params().items()}
+        params = {k: v for k, v in params.items() if isinstance(v, (str, int, float, bool, type(None)))}
         run = {k: v for k, v in self.run_.items() if k != "source"}
         if isinstance(run.get("context"), dict):        # its numbers; not a sampler's scratch tables (LDA: 50 kB)
             run["context"] = {k: v for k, v in run["context"].items() if not isinstance(v, (list, tuple, dict))

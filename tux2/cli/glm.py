@@ -36,9 +36,13 @@ def add_parser(algos):
                             "take any, at the feature masters; modelavg and modelsum take sgd or adagrad, in "
                             "their local steps (with --batch equal to the workers: per-sample AdaGrad, as "
                             "Vowpal Wabbit's adaptive update)")
-        p.add_argument("--no-bias", dest="bias", action="store_false",
-                       help="no intercept (by default every sample gets a constant feature 1, penalised like the "
-                            "others, as liblinear's -B 1; Spark MLlib and scikit-learn fit one too)")
+        if name == "fm":
+            p.add_argument("--bias", action="store_true",
+                           help="an intercept: every sample gets a constant feature 1 (with factors of its own)")
+        else:
+            p.add_argument("--no-bias", dest="bias", action="store_false",
+                           help="no intercept (by default every sample gets a constant feature 1, penalised like "
+                                "the others, as liblinear's -B 1; Spark MLlib and scikit-learn fit one too)")
         p.add_argument("--driver", action="store_true",
                        help="sendgradient only: every feature master on partition 0 (Spark's driver)")
         p.add_argument("--reg", default="l2", choices=FM.choices["penalty"], help="regulariser R: 1/2 |W|^2 or |W|_1")

