@@ -551,7 +551,7 @@ def test_predict_gives_the_training_runs_scores_and_metrics(tmp_path):
         assert r.returncode == 0, r.stderr
         z = np.load(out / "weights.npz")
         W = np.column_stack([z["w"], z["V"]]) if model == "fm" else z["w"]
-        if model == "blockpg":                        # the bias is the last weight
+        if model in ("blockpg", "lr", "softmax"):     # the bias (lr, softmax: by default) is the last weight
             W, M = W[:-1], glm.scores(W[:-1], X) + W[-1]
         else:
             M = glm.fm_scores(W, X) if model == "fm" else glm.scores(W, X)
@@ -563,7 +563,8 @@ def test_predict_gives_the_training_runs_scores_and_metrics(tmp_path):
             np.testing.assert_allclose(rows[:, 1:], P / P.sum(axis=1, keepdims=True), rtol=1e-5)
         else:
             np.testing.assert_allclose(rows[:, 1], M[:, 0], rtol=1e-7, atol=1e-9)    # the file keeps 9 digits
-            np.testing.assert_array_equal(rows[:, 0], np.where(M[:, 0] > 0, 1, -1))
+            negative = 0 if set(np.unique(y).tolist()) == {0, 1} else -1         # the training file's labels
+            np.testing.assert_array_equal(rows[:, 0], np.where(M[:, 0] > 0, 1, negative))
             np.testing.assert_allclose(rows[:, 2], 1 / (1 + np.exp(-M[:, 0])), rtol=1e-5)
         last = json.loads(open(tmp_path / f"{model}.jsonl").read().splitlines()[-1])
         got = json.load(open(tmp_path / f"{model}-p.json"))
@@ -701,7 +702,7 @@ def test_softmax_on_labels_1_to_k_has_k_classes_and_predicts_the_files_labels(tm
         r = run_cli("run", "softmax", f, "--classes", "3", *common, "--out", str(tmp_path / out), timeout=300)
         assert r.returncode == 0, r.stderr
     w1, w0 = (np.load(tmp_path / m / "weights.npz")["w"] for m in ("m1", "m0"))
-    assert w1.shape == (4, 3)
+    assert w1.shape == (5, 3)                   # 4 features and the intercept
     np.testing.assert_array_equal(w1, w0)
     p = run_cli("predict", str(tmp_path / "m1"), one, timeout=300)
     assert p.returncode == 0, p.stderr
