@@ -140,7 +140,7 @@ def load(transport, path, partitions, partitioner="bicut", seed=0, test_path=Non
     ids, sizes = [], []
     for side, a in enumerate((s, d)):
         n = int(allstats[:, 1 + side].max())
-        if n > id_space(int(allstats[:, 0].sum())):     # too far apart to count in an array: sorted
+        if n > id_space(total_read):            # too far apart to count in an array: sorted
             kept = np.unique(np.concatenate([x[0] for x in transport.allgather(f"ingress-ids-{side}", [np.unique(a)])]))
             a[:] = np.searchsorted(kept, a)
             ids.append(IdMap(kept + base))

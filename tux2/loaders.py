@@ -150,6 +150,15 @@ def numbered(a, base, present=None):
     return IdMap(np.flatnonzero(present) + base)
 
 
+def renumbered(m):
+    """'N distinct of A … B' when the IdMap ``m`` holds integer ids that ``numbered``
+    renumbered (fewer than the span from the first to the last), else None."""
+    t = m.tokens if m is not None else None
+    if t is None or t.dtype.kind not in "iu" or not len(t) or t[-1] - t[0] + 1 <= len(t):
+        return None
+    return f"{len(t)} distinct of {t[0]} … {t[-1]}"
+
+
 def load_edges(path, ids="auto", duplicates="error", base="auto", type_names=("src", "dst"), id_maps=None,
                values=None, columns=None, known=None, unknown="error", dense=False):
     """An edge-list file (``-``: standard input; gzip, bz2 or xz data is decompressed)
@@ -438,11 +447,10 @@ def describe_read(graph, base="auto"):
             "auto: no id 0 on either side; --base 0 reads them as 0-based" if base == "auto" else "--base 1"
         parts.append(f"ids 1-based ({how})")
     for name, m in zip(graph.type_names, graph.ids):
-        t = m.tokens if m is not None else None
-        if t is not None and t.dtype.kind in "iu" and len(t) and t[-1] - t[0] + 1 > len(t):
-            parts.append(f"{name} ids numbered densely ({len(t)} distinct of {t[0]} … {t[-1]})")
-        elif t is not None and t.dtype.kind not in "iu":
-            parts.append(f"{name} ids read as strings ({len(t)} distinct)")
+        if renumbered(m):
+            parts.append(f"{name} ids numbered densely ({renumbered(m)})")
+        elif m is not None and m.tokens.dtype.kind not in "iu":
+            parts.append(f"{name} ids read as strings ({len(m)} distinct)")
     return "; ".join(parts) if parts else None
 
 

@@ -43,6 +43,7 @@ def degree_stats(deg):
 
 def describe(g, kind, labels=None):
     """The report of a loaded graph, as a dict."""
+    from tux2.loaders import renumbered
     out = {"format": kind, "edges": int(g.num_edges)}
     hints = []
     for side, (name, ids, n, m) in enumerate(zip(g.type_names, (g.src, g.dst), g.n, g.ids)):
@@ -51,9 +52,8 @@ def describe(g, kind, labels=None):
         if m is None or m.tokens.dtype.kind in "iu":           # numbers (a 1-based file's map: 1 … n)
             used = m.tokens[np.flatnonzero(deg)] if m is not None else np.flatnonzero(deg) + g.base
             rec["id_range"] = [int(used.min()), int(used.max())] if len(used) else None
-            if m is not None and len(m) and m.tokens[-1] - m.tokens[0] + 1 > len(m):
-                hints.append(f"{name} ids numbered densely, as tux2 run mf numbers them ({len(m)} distinct of "
-                             f"{m.tokens[0]} … {m.tokens[-1]})")
+            if renumbered(m):
+                hints.append(f"{name} ids numbered densely, as tux2 run mf numbers them ({renumbered(m)})")
         else:
             rec["id_kind"] = "string"
             rec["first_ids"] = [str(x) for x in m.tokens[:3]]

@@ -163,9 +163,10 @@ def binary_labels(y, test=None, source=None, test_source=None):
         pair = np.array([0, 1] if 0 in found else [-1, 1], y.dtype)
         legal = (-1, 0, 1)
     else:
-        seen = found[np.argsort(first)]
+        order = np.argsort(first)               # the labels in the order the file first gives them
+        seen = found[order]
         if len(seen) > 2:
-            i = int(first[np.argsort(first)][2])
+            i = int(first[order[2]])
             raise io.sample_error(f"a binary model takes two labels; a third, {y[i]:g}, after {seen[0]:g} and "
                                   f"{seen[1]:g} (softmax takes more)", source, i)
         if len(seen) < 2:
