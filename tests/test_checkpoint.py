@@ -169,6 +169,10 @@ def test_a_checkpoint_that_cannot_be_resumed_stops_the_run_before_its_data_is_re
         tux2.LogisticRegression(epochs=2).fit(str(tmp_path / "missing.svm"), checkpoint=tmp_path / "fit")
     with pytest.raises(tux2.Tux2Error, match="k 4 there, --k 6 now"):
         tux2.MF(k=6, epochs=2).fit(str(tmp_path / "missing.txt"), checkpoint=tmp_path / "fit")
+    # a switch is named by its state, not as a flag that may not exist (lr's is --no-bias)
+    tux2.MF(k=4, epochs=1, biases=False).fit(ratings, checkpoint=tmp_path / "nobias")
+    with pytest.raises(tux2.Tux2Error, match="biases off there, biases on now; resume with the first run's"):
+        tux2.MF(k=4, epochs=2).fit(str(tmp_path / "missing.txt"), checkpoint=tmp_path / "nobias")
 
 
 @pytest.mark.slow
