@@ -741,7 +741,7 @@ def test_auc_ranks_ties_as_scipy_does_and_needs_no_scipy_stats():
 
 def test_fit_from_python_warns_where_the_cli_prints_a_note(tmp_path):
     """The CLI's note that the step is too large comes from fit() as a RuntimeWarning
-    (fit prints nothing); the default optimizer's fit warns of nothing."""
+    (fit prints nothing); a fit at a step these counts take warns of nothing."""
     import warnings
 
     import tux2
@@ -750,4 +750,4 @@ def test_fit_from_python_warns_where_the_cli_prints_a_note(tmp_path):
         tux2.FM(epochs=6, optimizer="sgd").fit(f)
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
-        tux2.FM(epochs=2).fit(f)
+        tux2.FM(epochs=2, eta=0.05).fit(f)

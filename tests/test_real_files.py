@@ -448,7 +448,6 @@ def test_logistic_regression_fits_an_intercept_by_default_on_w8a_shaped_rows():
     without = tux2.LogisticRegression(bias=False).fit(X[:4000], y[:4000]).score(X[4000:], y[4000:])
     assert lr.coef_.shape == (d + 1,) and lr.coef_[-1] < -1           # the intercept, last: few positives
     # without it 0.955, below always guessing the majority class (0.975); scikit-learn's default 0.9755
-    # (its C=1 regularises far more than λ=1e-6, which is what is left of the gap)
     assert acc >= without + 0.01 and acc >= (y[4000:] == -1).mean() - 0.005, (acc, without)
 
 
@@ -530,10 +529,13 @@ def test_a_feature_twice_in_a_libsvm_line_is_named_as_the_file_numbers_it(tmp_pa
 
 
 def test_an_overconfident_model_gets_a_note_and_lda_models_keep_no_scratch_tables(tmp_path):
-    """The default FM on the built-in set ends with a test log-loss above ln 2 while its
-    training objective falls: the note says so (raw-count FMs reached 20, with no word)."""
-    r = run_cli("run", "fm", "--epochs", "10")
+    """An FM at λ = 1e-6 on the built-in set ends with a test log-loss above ln 2 while its
+    training objective falls: the note says so (raw-count FMs reached 20, with no word).
+    At the default λ = 1/n it ends below, with no note."""
+    r = run_cli("run", "fm", "--epochs", "10", "--lam", "1e-6")
     assert r.returncode == 0 and "note: the test log-loss ended at" in r.stdout, r.stdout
+    r = run_cli("run", "fm", "--epochs", "10")
+    assert r.returncode == 0 and "note:" not in r.stdout and "lambda=5e-05 (1/n)" in r.stdout, r.stdout
     r = run_cli("run", "lda", "--iterations", "1", "-q", "--out", str(tmp_path / "lda"))
     assert r.returncode == 0, r.stderr
     meta = json.loads((tmp_path / "lda" / "model.json").read_text())

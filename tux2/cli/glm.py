@@ -46,7 +46,9 @@ def add_parser(algos):
         p.add_argument("--driver", action="store_true",
                        help="sendgradient only: every feature master on partition 0 (Spark's driver)")
         p.add_argument("--reg", default="l2", choices=FM.choices["penalty"], help="regulariser R: 1/2 |W|^2 or |W|_1")
-        p.add_argument("--lam", type=NONNEG_NUMBER, default=1e-6, help="regularisation weight lambda")
+        p.add_argument("--lam", type=NONNEG_NUMBER, default=None,
+                       help="regularisation weight lambda (default 1/n for n training samples: scikit-learn's and "
+                            "liblinear's C = 1)")
         p.add_argument("--batch", type=NONNEG, default=1000, help="samples per mini-batch (one clock); 0: all")
         p.add_argument("--eta", type=POSITIVE, default=None,
                        help="step size (default: 0.5 for adagrad, 1.0 for sgd, 0.01 for adam)")

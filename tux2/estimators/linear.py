@@ -202,7 +202,8 @@ class GLM(Linear):
     """(1/n) Σ ℓ(x_i·W, y_i) + reg · R(W) by mini-batch SGD with the training
     strategy of Spark MLlib (sendgradient), PS2 (adam), ColumnSGD (column), MLlib*
     (modelavg) or Petuum (modelsum); see tux2.udfs.glm. Parameters are those of
-    ``tux2 run lr``; ``bias`` (default True, as Spark MLlib, Vowpal Wabbit and
+    ``tux2 run lr``; ``reg`` None (the default) is 1/n for n training samples, the
+    regularisation of scikit-learn's and liblinear's default C = 1; ``bias`` (default True, as Spark MLlib, Vowpal Wabbit and
     scikit-learn fit one) gives every sample a constant feature 1, whose weight, the
     intercept, is the last row of ``coef_``."""
 
@@ -212,7 +213,7 @@ class GLM(Linear):
                    loss=("logistic", "hinge"), bias=(True, False))
     flags = dict(reg=("lam", "the regularisation weight λ"), penalty=("reg", "the regulariser, 'l2' or 'l1',"))
 
-    def __init__(self, strategy="sendgradient", optimizer=None, driver=False, penalty="l2", reg=1e-6, batch=1000,
+    def __init__(self, strategy="sendgradient", optimizer=None, driver=False, penalty="l2", reg=None, batch=1000,
                  eta=None, decay=0.0, epochs=10, seed=0, bias=True):
         self._keep(locals())
 
@@ -239,15 +240,16 @@ class GLM(Linear):
             y, test_labels, pair = binary_labels(y, data.test_labels, data.source, getattr(data.test, "source", None))
         k = glm.labels_for(self.loss, y, self.classes, source=data.source)[1]
         optimizer, eta = self._resolved()
+        lam = self.reg if self.reg is not None else 1.0 / max(g.n_src, 1)
         prog, graph, assignment, edata, perm = glm.setup(
             g, y, self.loss, self.strategy, parts=parts, driver=self.driver, seed=self.seed, reg=self.penalty,
-            lam=self.reg, batch=self.batch or None, eta=eta, decay=self.decay, classes=self.classes, evaluate=True,
+            lam=lam, batch=self.batch or None, eta=eta, decay=self.decay, classes=self.classes, evaluate=True,
             factors=self.factors, optimizer=optimizer, **({"init_std": self.init_std} if self.factors else {}))
         return Setup(graph, prog, {"assignment": assignment, "edge_data": edata}, test=data.test,
-                     test_labels=test_labels, n=g.n_src, nnz=g.num_edges, eta=eta, source=data.source,
+                     test_labels=test_labels, n=g.n_src, nnz=g.num_edges, eta=eta, lam=lam, source=data.source,
                      top=float(np.max(np.abs(g.values))) if g.values is not None and g.num_edges else 1.0,
                      zero_based=data.facts.get("zero_based", False), label_base=base, n_classes=k, pair=pair,
-                     meta={"optimizer": optimizer, "eta": eta, "samples": g.n_src,
+                     meta={"optimizer": optimizer, "eta": eta, "lam": lam, "samples": g.n_src,
                            **({"label_base": base} if self.loss == "softmax" else {})})
 
     def record(self, eng, s):
@@ -260,7 +262,7 @@ class GLM(Linear):
         return [f"tux2 {__version__} {self.algorithm} ({self.loss}, {self.penalty}, strategy {self.strategy}): "
                 f"{s.source}",
                 f"  {s.n} samples, {s.graph.n_dst - self.bias} features{' + intercept' if self.bias else ''}, "
-                f"{s.nnz - s.n * self.bias} non-zeros; lambda={self.reg}, "
+                f"{s.nnz - s.n * self.bias} non-zeros; lambda={s.lam:.6g}{' (1/n)' if self.reg is None else ''}, "
                 f"batch {self.batch or s.n}, eta {s.eta}, P={parts}" + (f", {world} workers" if world > 1 else "")] \
             + ([f"  labels 1-based (no label 0): classes 1 … {s.n_classes}, as predictions write them"]
                if s.label_base else [])
@@ -288,7 +290,7 @@ class GLM(Linear):
             # pixel values 0-255, an FM on raw counts): worse than the all-zero model's ln K
             return [f"  note: the test log-loss ended at {test:.4g} (epoch {last['epoch']}), worse than the "
                     f"all-zero model's {math.log(max(s.n_classes, 2)):.4g}: the model is overconfident on new data; "
-                    f"lower --eta (now {s.eta}; try {s.eta / 10:g}), raise --lam (now {self.reg:g})"
+                    f"lower --eta (now {s.eta}; try {s.eta / 10:g}), raise --lam (now {s.lam:g})"
                     + (f", or scale the feature values (now up to {s.top:g}) to about [-1, 1]" if s.top > 1 else "")]
         if not (rose or worse):
             return []
@@ -327,7 +329,7 @@ class Softmax(GLM):
     default the largest label + 1, or the largest label when none is 0: ``label_base``)."""
     algorithm, loss = "softmax", "softmax"
 
-    def __init__(self, strategy="sendgradient", optimizer=None, driver=False, penalty="l2", reg=1e-6, batch=1000,
+    def __init__(self, strategy="sendgradient", optimizer=None, driver=False, penalty="l2", reg=None, batch=1000,
                  eta=None, decay=0.0, epochs=10, seed=0, bias=True, classes=None):
         self._keep(locals())
 
@@ -339,7 +341,7 @@ class FM(GLM):
     a9a-shaped one-hot rows ended 10 epochs at 0.469 against 0.395 without it."""
     algorithm = "fm"
 
-    def __init__(self, strategy="sendgradient", optimizer=None, driver=False, penalty="l2", reg=1e-6, batch=1000,
+    def __init__(self, strategy="sendgradient", optimizer=None, driver=False, penalty="l2", reg=None, batch=1000,
                  eta=None, decay=0.0, epochs=10, seed=0, bias=False, loss="logistic", factors=8, init_std=0.01):
         self._keep(locals())
 
