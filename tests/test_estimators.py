@@ -98,6 +98,46 @@ def test_sklearn_clone_and_grid_search():
         tux2.LDA().set_params(k=3)
 
 
+def test_labels_from_python_are_any_labels_scikit_learn_takes(tmp_path):
+    """Strings ('ham'/'spam', three names for softmax) train, predict, score, save and
+    load as those strings; two workers get the same model; NaN, a wrong length and a
+    single class are refused with messages naming them."""
+    import scipy.sparse as sp
+    from sklearn.model_selection import cross_val_score
+    g, y, _ = sparse_classification(n_samples=400, n_features=60, seed=7, classes=3)
+    X = sp.csr_matrix((g.values, (g.src, g.dst)), shape=(g.n_src, g.n_dst))
+    names = np.array(["bird", "cat", "dog"])[y.astype(int)]
+    binary = np.where(y.astype(int) == 0, "spam", "ham")
+    lr = tux2.LogisticRegression(epochs=3).fit(X, binary)
+    assert lr.classes_.tolist() == ["ham", "spam"] and set(lr.predict(X)) <= {"ham", "spam"}
+    assert lr.score(X, binary) == np.mean(lr.predict(X) == binary) > 0.6
+    assert cross_val_score(tux2.LogisticRegression(epochs=2), X, binary, cv=2).min() > 0.5
+    sm = tux2.Softmax(epochs=3).fit(X, names)
+    assert sm.classes_.tolist() == ["bird", "cat", "dog"] and sm.score(X, names) > 0.5
+    sm.save(tmp_path / "m")
+    back = tux2.Softmax.load(tmp_path / "m")
+    assert back.classes_.tolist() == ["bird", "cat", "dog"] and (back.predict(X) == sm.predict(X)).all()
+    numbers = tux2.Softmax(epochs=3).fit(X, y.astype(int) + 1)       # 1 … K: the labels come back as given
+    assert numbers.classes_.tolist() == [1, 2, 3] and numbers.label_base_ == 1
+    for bad, match in (([np.nan] + [1] * 399, "label nan"), (binary[:-1], "400 samples but labels of shape"),
+                       (["ham"] * 400, "every label is ham: a binary model needs two")):
+        with pytest.raises((ValueError, tux2.Tux2Error), match=match):
+            tux2.LogisticRegression(epochs=1).fit(X, bad)
+
+
+@pytest.mark.slow
+def test_string_labels_give_two_workers_the_same_model():
+    import scipy.sparse as sp
+    g, y, _ = sparse_classification(n_samples=300, n_features=40, seed=8, classes=3)
+    X = sp.csr_matrix((g.values, (g.src, g.dst)), shape=(g.n_src, g.n_dst))
+    names = np.array(["bird", "cat", "dog"])[y.astype(int)]
+    one = tux2.Softmax(epochs=2).fit(X, names, partitions=2)
+    two = tux2.Softmax(epochs=2).fit(X, names, workers=2)
+    assert two.classes_.tolist() == ["bird", "cat", "dog"] and np.array_equal(one.coef_, two.coef_)
+    lr = tux2.LogisticRegression(epochs=1).fit(X, (y == 0).astype(int), workers=2)     # 0/1: predicted as 0/1
+    assert lr.classes_.tolist() == [0, 1] and set(lr.predict(X).tolist()) <= {0, 1}
+
+
 def test_fit_with_a_checkpoint_resumes_where_it_stopped(files, tmp_path):
     ck = tmp_path / "ck"
     straight = tux2.MF(k=3, epochs=4).fit(str(files / "r.txt"))

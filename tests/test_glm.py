@@ -1,6 +1,7 @@
 """GLM programs (udfs/glm.py): losses and gradients against plain references, every
 strategy to the same optimum, partition invariance at slack 0, the CLI."""
 import json
+import math
 import subprocess
 import sys
 import warnings
@@ -583,13 +584,12 @@ def _bag_of_words_svm(path, rows=400, seed=9):
     rng = np.random.default_rng(seed)
     w = np.zeros(800)
     w[rng.choice(800, 40, replace=False)] = rng.normal(0, 1, 40)
-    lines = []
-    for _ in range(rows):
-        words, counts = np.unique(np.minimum(rng.zipf(1.4, int(rng.integers(30, 200))), 800) - 1,
-                                  return_counts=True)
-        y = 1 if (counts * w[words]).sum() > 0 else -1
-        lines.append(f"{y:+d} " + " ".join(f"{j + 1}:{c}" for j, c in zip(words, counts)) + "\n")
-    path.write_text("".join(lines))
+    docs = [np.unique(np.minimum(rng.zipf(1.4, int(rng.integers(30, 200))), 800) - 1, return_counts=True)
+            for _ in range(rows)]
+    score = np.array([(counts * w[words]).sum() for words, counts in docs])
+    y = np.where(score > np.median(score), 1, -1)       # both classes (sign alone: every label was -1)
+    path.write_text("".join(f"{yi:+d} " + " ".join(f"{j + 1}:{c}" for j, c in zip(words, counts)) + "\n"
+                            for yi, (words, counts) in zip(y, docs)))
     return str(path)
 
 
@@ -741,13 +741,15 @@ def test_auc_ranks_ties_as_scipy_does_and_needs_no_scipy_stats():
 
 def test_fit_from_python_warns_where_the_cli_prints_a_note(tmp_path):
     """The CLI's note that the step is too large comes from fit() as a RuntimeWarning
-    (fit prints nothing); a fit at a step these counts take warns of nothing."""
+    (fit prints nothing); the default step, divided by the counts' scale, warns of nothing
+    and ends below the all-zero model."""
     import warnings
 
     import tux2
     f = _bag_of_words_svm(tmp_path / "train.svm")
     with pytest.warns(RuntimeWarning, match="the objective rose from .* lower --eta"):
-        tux2.FM(epochs=6, optimizer="sgd").fit(f)
+        tux2.FM(epochs=6, optimizer="sgd", eta=1.0).fit(f)
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
-        tux2.FM(epochs=2, eta=0.05).fit(f)
+        for est in (tux2.FM(epochs=10), tux2.LogisticRegression(epochs=6)):
+            assert est.fit(f).history_[-1]["objective"] < math.log(2), est

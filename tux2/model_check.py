@@ -155,6 +155,17 @@ def check_lda(directory, meta, arrays):
         raise ModelError(f"{path}: topic_totals are not the sums of word_topic's rows")
 
 
+def _check_labels(mpath, labels, k):
+    """model.json's class labels (absent: numbers the model implies): k increasing
+    numbers, or k increasing strings."""
+    if labels is None:
+        return
+    number = lambda x: isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)  # noqa: E731
+    if not (isinstance(labels, list) and len(labels) == k and (all(map(number, labels)) or all(
+            isinstance(x, str) for x in labels)) and all(x < y for x, y in zip(labels, labels[1:]))):
+        raise ModelError(f"{mpath}: labels must be {k} increasing numbers or strings, got {labels!r}"[:300])
+
+
 def check_linear(directory, meta, arrays):
     """weights.npz: w (features) or (features × classes), V (features × F) for fm;
     finite; as many features as model.json says."""
@@ -169,14 +180,11 @@ def check_linear(directory, meta, arrays):
         _need(path, a, "w", "f", (features, classes))
         if meta.get("label_base", 0) not in (0, 1) or isinstance(meta.get("label_base"), bool):
             raise ModelError(f"{mpath}: label_base must be 0 or 1, got {meta['label_base']!r}")
+        _check_labels(mpath, meta.get("labels"), classes)
     else:
         if "classes" in meta and meta["classes"] != 2:
             raise ModelError(f"{mpath}: classes of a {meta.get('loss')} model must be 2, got {meta['classes']!r}")
         _need(path, a, "w", "f", (features,))
-        labels = meta.get("labels", [-1, 1])
-        if not (isinstance(labels, list) and len(labels) == 2 and all(
-                isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in labels)
-                and labels[0] < labels[1]):
-            raise ModelError(f"{mpath}: labels must be two increasing numbers, got {labels!r}")
+        _check_labels(mpath, meta.get("labels", [-1, 1]), 2)
     if meta.get("algorithm") == "fm":
         _need(path, a, "V", "f", (len(w), _int_meta(mpath, meta, "factors", 1)))

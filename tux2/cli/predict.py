@@ -78,30 +78,30 @@ def predict(args):
         raise Tux2Error("INPUT is required (samples to score, in libsvm format)")
     from tux2.io import read_libsvm
     from tux2.loaders import require_features
-    from tux2.udfs.glm import labels_for, score_metrics, softmax
+    from tux2.estimators.linear import binary_labels, class_codes, shown
+    from tux2.udfs.glm import score_metrics, softmax
     zero_based = model.zero_based_ if args.zero_based is None else args.zero_based
     graph, labels = read_libsvm(args.input, zero_based=zero_based, type_names=("sample", "feature"))
     require_features(graph, args.input)      # labels alone: every score would be the same constant
     M = model.scores(graph)
-    if model.loss == "softmax":                # labels as the training file wrote them (1 … K or 0 … K-1)
-        header = "# label " + " ".join(f"p{k}" for k in model.classes_) + "\n"
-        rows = (f"{k} " + " ".join(f"{p:.6g}" for p in row) + "\n"
-                for k, row in zip(model.classes_[M.argmax(axis=1)], softmax(M)))
-        labels = labels - model.label_base_
+    names = [shown(x) for x in model.classes_]
+    if model.loss == "softmax":                # labels as training gave them (1 … K, 0 … K-1, strings)
+        header = "# label " + " ".join(f"p{k}" for k in names) + "\n"
+        rows = (f"{names[k]} " + " ".join(f"{p:.6g}" for p in row) + "\n"
+                for k, row in zip(M.argmax(axis=1), softmax(M)))
+        labels = class_codes(labels, model.classes_)
     else:
-        prob, (neg, pos) = model.loss == "logistic", model.classes_.tolist()
+        prob = model.loss == "logistic"
         header = "# label score" + (" probability" if prob else "") + "\n"
-        shown = [str(int(x)) if float(x).is_integer() and abs(x) < 2 ** 53 else repr(float(x)) for x in (neg, pos)]
-        rows = (f"{shown[int(s > 0)]} {s:.9g}" + (f" {0.5 * (1.0 + math.tanh(0.5 * s)):.6g}" if prob else "")
+        rows = (f"{names[int(s > 0)]} {s:.9g}" + (f" {0.5 * (1.0 + math.tanh(0.5 * s)):.6g}" if prob else "")
                 + "\n" for s in M[:, 0])
-        from tux2.estimators.linear import binary_labels
-        labels = binary_labels(np.array([neg, pos]), labels, test_source=args.input)[1]
+        labels = binary_labels(model.classes_, labels, test_source=args.input)[1]
     _write(args.output, itertools.chain([header], rows))
-    if model.loss == "softmax":
-        labels_for("softmax", labels, M.shape[1], source=args.input)
+    unseen = int((labels >= len(names)).sum()) if model.loss == "softmax" else 0
     beyond = np.unique(graph.dst[graph.dst >= len(model.coef_) - model.bias])     # scored as 0, like liblinear
     _report(args, {"model": model.algorithm, "samples": int(graph.n_src), **score_metrics(M, labels, model.loss),
-                   **({"unknown_features": int(len(beyond))} if len(beyond) else {})})
+                   **({"unknown_features": int(len(beyond))} if len(beyond) else {}),
+                   **({"unseen_labels": unseen} if unseen else {})})
     return 0
 
 

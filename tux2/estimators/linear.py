@@ -9,7 +9,7 @@ import os
 import numpy as np
 
 from tux2 import files, io, loaders
-from tux2.errors import Tux2Error
+from tux2.errors import InputError, Tux2Error
 from tux2.estimator import Estimator
 from tux2.graph import BipartiteGraph
 from tux2.params import NONNEG, NONNEG_NUMBER, POSITIVE, SEED, integer, number
@@ -46,7 +46,8 @@ class Linear(Estimator):
         scikit-learn ``fit(X, y)``); ``test``: a libsvm path or (X, y)."""
         def pair(d):
             if isinstance(d, tuple) and len(d) == 2:
-                g, y = loaders.load_samples(d[0])[0], np.asarray(d[1], np.float64)
+                g = loaders.load_samples(d[0])[0]
+                y = given_labels(d[1], g.n_src)
             else:
                 g, y = loaders.load_samples(d, zero_based, duplicates)
             path = os.fspath(d) if isinstance(d, (str, bytes)) or hasattr(d, "__fspath__") else None
@@ -54,9 +55,9 @@ class Linear(Estimator):
             return g, y
         g, y = pair(data)
         if y is None:
-            if test is None or np.ndim(test) != 1 or len(test) != g.n_src:
+            if test is None or np.ndim(test) != 1:
                 raise Tux2Error("labels needed: fit(path) with a libsvm file, fit((X, y)) or fit(X, y)")
-            y, test = np.asarray(test, np.float64), None
+            y, test = given_labels(test, g.n_src), None
         t, ty = pair(test) if test is not None else (None, None)
         return Dataset(g, t, y, ty, zero_based=zero_based)
 
@@ -85,7 +86,7 @@ class Linear(Estimator):
                 **({"objective": float(ctx["objective"])} if "objective" in ctx else {}),
                 "features": int(len(self.coef_)), "samples": self.run_.get("samples"),
                 "classes": int(self.coef_.shape[1]) if self.loss == "softmax" else 2,
-                **({} if self.loss == "softmax" else {"labels": self._pair.tolist()})}
+                "labels": self.classes_.tolist()}
 
     def _restore(self, directory, meta):
         from tux2 import model_check
@@ -97,7 +98,9 @@ class Linear(Estimator):
         self.loss = meta.get("loss", self.loss)
         self.label_base_ = int(meta.get("label_base", 0))
         self.bias = bool(meta.get("bias", False))         # models written before GLMs had an intercept: none
-        self._pair = np.array(meta.get("labels", [-1, 1]))
+        labels = meta.get("labels")
+        self.classes_ = np.array(labels) if labels is not None else np.arange(self.coef_.shape[1]) + self.label_base_ \
+            if self.loss == "softmax" else np.array([-1, 1])
 
     def _scores(self, W, graph):
         return glm.graph_scores(W, with_bias(graph, len(W) - 1) if self.bias else graph, fm=self.algorithm == "fm")
@@ -114,23 +117,14 @@ class Linear(Estimator):
         return M if self.loss == "softmax" else M[:, 0]
 
     label_base_ = 0       # softmax: the first class's label (1 for a file labelled 1 … K)
-    _pair = np.array([-1, 1])       # binary: the labels of the negative and the positive class (binary_labels)
-
-    @property
-    def classes_(self):
-        """The labels, in the order of predict_proba's columns."""
-        if self.loss == "softmax":
-            return np.arange(self.coef_.shape[1]) + self.label_base_
-        return self._pair
 
     def predict(self, X):
-        """Labels: the training labels (±1, 0/1, 1/2 …) for binary models, the file's
-        class labels for softmax."""
+        """Labels, as training gave them: ±1, 0/1, 1/2, strings …"""
         M = self.decision_function(X)
-        return M.argmax(axis=1) + self.label_base_ if self.loss == "softmax" else np.where(M > 0, *self._pair[::-1])
+        return self.classes_[M.argmax(axis=1)] if self.loss == "softmax" else np.where(M > 0, *self.classes_[::-1])
 
     def predict_proba(self, X):
-        """Class probabilities (n, K) of softmax; (n, 2) = P(−1), P(+1) of a logistic model."""
+        """Class probabilities (n, K), in the order of ``classes_`` (a logistic model's: P(negative), P(positive))."""
         M = self.decision_function(X)
         if self.loss == "softmax":
             return glm.softmax(M)
@@ -140,8 +134,8 @@ class Linear(Estimator):
         return np.column_stack([1 - p, p])
 
     def score(self, X, y=None):
-        """Accuracy on (X, y) (labels ±1 or 0/1; class numbers for softmax); without
-        ``y``, X is a libsvm file and its labels are y."""
+        """Accuracy on (X, y) (labels as training gave them, or ±1 and 0/1 for a ±1 or
+        0/1 model); without ``y``, X is a libsvm file and its labels are y."""
         if y is None:
             X, y = loaders.load_samples(X, self.zero_based_)
             if y is None:
@@ -149,30 +143,51 @@ class Linear(Estimator):
         y = np.asarray(y)
         if self.loss == "softmax":
             return float(np.mean(self.predict(X) == y))
-        return float(np.mean((self.decision_function(X) > 0) == (y == self._pair[1])))
+        return float(np.mean((self.decision_function(X) > 0) == (y == self.classes_[1])))
+
+
+def given_labels(y, n):
+    """Labels given from Python as an array tux2 keeps: numbers as float64 (none NaN or
+    infinite), anything else (strings: 'spam', 'ham') as strings; one per sample."""
+    y = np.asarray(y)
+    if y.ndim != 1 or len(y) != n:
+        raise ValueError(f"{n} samples but labels of shape {y.shape}: one label per sample")
+    if y.dtype.kind in "biuf":
+        y = y.astype(np.float64)
+        bad = ~np.isfinite(y)
+        if bad.any():
+            raise ValueError(f"label {y[np.argmax(bad)]} (sample {int(np.argmax(bad))}): labels must be finite")
+        return y
+    if y.dtype.kind == "O" and any(isinstance(v, float) and v != v for v in y):
+        raise ValueError(f"label nan (sample {next(i for i, v in enumerate(y) if v != v)}): a label is missing")
+    return y.astype(str)
+
+
+def shown(label):
+    """A label as messages and prediction files write it: 1, not 1.0; 1000000, not 1e+06."""
+    if isinstance(label, (str, np.str_)):
+        return str(label)
+    x = float(label)
+    return str(int(x)) if x.is_integer() and abs(x) < 2 ** 53 else repr(x)
 
 
 def binary_labels(y, test=None, source=None, test_source=None):
     """(y, test) as ±1, and the two labels they stand for, sorted (the larger is the
-    positive class, as scikit-learn's ``classes_``): ±1 and 0/1 as ever, and any other
-    two labels as liblinear takes them (covtype.binary's 1 and 2). A third label, or a
-    test label that is neither of the two: tux2.io.sample_error naming its line."""
+    positive class, as scikit-learn's ``classes_``): any two labels, as liblinear takes
+    them (±1, 0/1, covtype.binary's 1 and 2, 'ham' and 'spam'); a ±1 or 0/1 model's test
+    labels may be ±1 or 0/1. One label, a third label, or a test label that is neither
+    of the two: tux2.io.sample_error naming its line."""
     y = np.asarray(y)
     found, first = np.unique(y, return_index=True)
-    if np.isin(found, (-1, 1)).all() or np.isin(found, (0, 1)).all():     # ±1 or 0/1, one class too, as ever
-        pair = np.array([0, 1] if 0 in found else [-1, 1], y.dtype)
-        legal = (-1, 0, 1)
-    else:
-        order = np.argsort(first)               # the labels in the order the file first gives them
-        seen = found[order]
-        if len(seen) > 2:
-            i = int(first[order[2]])
-            raise io.sample_error(f"a binary model takes two labels; a third, {y[i]:g}, after {seen[0]:g} and "
-                                  f"{seen[1]:g} (softmax takes more)", source, i)
-        if len(seen) < 2:
-            raise io.sample_error(f"every label is {seen[0]:g}: a binary model needs two", source, 0)
-        pair = found
-        legal = tuple(pair)
+    seen = found[np.argsort(first)]             # the labels in the order the file first gives them
+    if len(seen) > 2:
+        i = int(first[np.argsort(first)[2]])
+        raise io.sample_error(f"a binary model takes two labels; a third, {shown(y[i])}, after {shown(seen[0])} "
+                              f"and {shown(seen[1])} (softmax takes more)", source, i)
+    if len(seen) < 2:
+        raise io.sample_error(f"every label is {shown(seen[0])}: a binary model needs two", source, 0)
+    pair = found
+    legal = (-1, 0, 1) if y.dtype.kind in "iuf" and pair.tolist() in ([-1, 1], [0, 1]) else tuple(pair)
     signs = []
     for labels, where in ((y, source), (test, test_source)):
         if labels is None:
@@ -182,10 +197,39 @@ def binary_labels(y, test=None, source=None, test_source=None):
         bad = ~np.isin(labels, legal)
         if bad.any():
             i = int(np.argmax(bad))
-            raise io.sample_error(f"label {labels[i]:g} is not one of the training labels "
-                                  f"{pair[0]:g} and {pair[1]:g}", where, i)
+            raise io.sample_error(f"label {shown(labels[i])} is not one of the training labels "
+                                  f"{shown(pair[0])} and {shown(pair[1])}", where, i)
         signs.append(np.where(labels == pair[1], 1.0, -1.0))
     return signs[0], signs[1], pair
+
+
+def class_labels(y, test=None, classes=None, source=None, test_source=None):
+    """Softmax labels: (y, test) as class numbers 0 … K−1, and the K class labels in that
+    order (``classes_``): 0 … K−1, or 1 … K (``label_base``), as numbers; any other labels
+    (strings) sorted. A test label that is no class is class K: the metrics count it
+    wrong and leave it out of the log-loss (``unseen``: how many)."""
+    y = np.asarray(y)
+    if y.dtype.kind == "f":
+        base = label_base(y, classes)
+        y, k = glm.labels_for("softmax", y - base, classes, source=source)
+        names = np.arange(k) + base
+    else:
+        names, y = np.unique(y, return_inverse=True)
+        if classes is not None and classes != len(names):
+            raise InputError(f"classes={classes}, but the labels are {len(names)}: "
+                             f"{', '.join(map(shown, names[:5]))}{' …' if len(names) > 5 else ''}", path=source)
+        y = y.astype(np.float64)
+        k = max(len(names), 2)
+    return y, None if test is None else class_codes(test, names), names, k
+
+
+def class_codes(labels, names):
+    """Class numbers of ``labels`` among the class labels ``names``; len(names) for the others."""
+    labels, k = np.asarray(labels), len(names)
+    if (labels.dtype.kind in "US") != (names.dtype.kind in "US"):         # strings against numbers
+        return np.full(len(labels), float(k))
+    at = np.minimum(np.searchsorted(names, labels), k - 1)
+    return np.where(names[at] == labels, at, k).astype(np.float64)
 
 
 def label_base(y, classes=None):
@@ -219,13 +263,17 @@ class GLM(Linear):
 
     classes, factors, init_std = None, 0, 0.01       # Softmax and FM make these parameters
 
-    def _resolved(self):
+    def _resolved(self, counts=None):
         # AdaGrad by default (the strategies' own update is sgd, tux2.udfs.glm): per-feature steps
-        # suit power-law and unnormalised features, where plain SGD at one step size crawls; on raw counts
-        # (values up to ~50) eta 0.5 still overshoots, and _report says so (not rescaled here: eta / max|x|
-        # helps raw counts but costs the fm and svm on the built-in set)
+        # suit power-law and unnormalised features, where plain SGD at one step size crawls. Each of a
+        # sample's features then moves by about eta a step, so its margin by eta times its values' sum:
+        # on raw counts (``counts``: their 99.9th percentile; text ~25, pixels 255) the default step is
+        # divided by it (bag-of-words lr 0.883 -> 0.945, svm 0.921 -> 0.945, fm 0.895 -> 0.936);
+        # values that are not counts (the built-in set's normalised rows, 0/1 one-hot) keep it
         optimizer = self.optimizer or ("adam" if self.strategy == "adam" else "adagrad")
-        return optimizer, self.eta if self.eta is not None else {"adam": 0.01, "adagrad": 0.5}.get(optimizer, 1.0)
+        if self.eta is not None:
+            return optimizer, self.eta
+        return optimizer, {"adam": 0.01, "adagrad": 0.5}.get(optimizer, 1.0) / (counts or 1.0)
 
     def prepare(self, data, parts):
         if self.driver and self.strategy != "sendgradient":
@@ -233,22 +281,26 @@ class GLM(Linear):
         g, y = data.train, data.labels
         if self.bias:                   # an intercept: the constant feature 1, last (liblinear's -B 1)
             g = with_bias(g)
-        base, pair = label_base(y, self.classes) if self.loss == "softmax" else 0, None
+        where = (data.source, getattr(data.test, "source", None))
         if self.loss == "softmax":
-            y, test_labels = y - base, None if data.test_labels is None else data.test_labels - base
+            y, test_labels, labels, k = class_labels(y, data.test_labels, self.classes, *where)
         else:
-            y, test_labels, pair = binary_labels(y, data.test_labels, data.source, getattr(data.test, "source", None))
-        k = glm.labels_for(self.loss, y, self.classes, source=data.source)[1]
-        optimizer, eta = self._resolved()
+            (y, test_labels, labels), k = binary_labels(y, data.test_labels, *where), 1
+        base = int(labels[0] == 1) if self.loss == "softmax" and labels.dtype.kind == "i" else 0
+        # a count scale for the default step: nearly the largest, one stray huge count aside
+        counts = raw_counts(data.train.values) and float(np.percentile(data.train.values, 99.9))
+        optimizer, eta = self._resolved(counts)
+        self._step = eta
         lam = self.reg if self.reg is not None else 1.0 / max(g.n_src, 1)
         prog, graph, assignment, edata, perm = glm.setup(
             g, y, self.loss, self.strategy, parts=parts, driver=self.driver, seed=self.seed, reg=self.penalty,
             lam=lam, batch=self.batch or None, eta=eta, decay=self.decay, classes=self.classes, evaluate=True,
             factors=self.factors, optimizer=optimizer, **({"init_std": self.init_std} if self.factors else {}))
         return Setup(graph, prog, {"assignment": assignment, "edge_data": edata}, test=data.test,
-                     test_labels=test_labels, n=g.n_src, nnz=g.num_edges, eta=eta, lam=lam, source=data.source,
+                     test_labels=test_labels, n=g.n_src, nnz=g.num_edges, eta=eta, lam=lam, counts=counts,
+                     source=data.source,
                      top=float(np.max(np.abs(g.values))) if g.values is not None and g.num_edges else 1.0,
-                     zero_based=data.facts.get("zero_based", False), label_base=base, n_classes=k, pair=pair,
+                     zero_based=data.facts.get("zero_based", False), label_base=base, n_classes=k, labels=labels,
                      meta={"optimizer": optimizer, "eta": eta, "lam": lam, "samples": g.n_src,
                            **({"label_base": base} if self.loss == "softmax" else {})})
 
@@ -263,9 +315,16 @@ class GLM(Linear):
                 f"{s.source}",
                 f"  {s.n} samples, {s.graph.n_dst - self.bias} features{' + intercept' if self.bias else ''}, "
                 f"{s.nnz - s.n * self.bias} non-zeros; lambda={s.lam:.6g}{' (1/n)' if self.reg is None else ''}, "
-                f"batch {self.batch or s.n}, eta {s.eta}, P={parts}" + (f", {world} workers" if world > 1 else "")] \
+                f"batch {self.batch or s.n}, eta {s.eta:.6g}"
+                + (f" (default / {s.counts:g}, the counts' 99.9th percentile)" if s.counts and self.eta is None else "")
+                + f", P={parts}" + (f", {world} workers" if world > 1 else "")] \
             + ([f"  labels 1-based (no label 0): classes 1 … {s.n_classes}, as predictions write them"]
-               if s.label_base else [])
+               if s.label_base else []) + self._label_notes(s)
+
+    def _label_notes(self, s):
+        unseen = int((s.test_labels >= s.n_classes).sum()) if self.loss == "softmax" and s.test is not None else 0
+        return [f"  note: {unseen} test samples have labels of no training class: counted as errors and left "
+                "out of the test log-loss"] if unseen else []
 
     def _line(self, rec, n):
         return (f"epoch {rec['epoch']:3d}/{n}  objective {rec['objective']:.6g}  "
@@ -304,29 +363,29 @@ class GLM(Linear):
 
     @property
     def _eta(self):
-        return self._resolved()[1]
+        return getattr(self, "_step", None) or self._resolved()[1]
 
     def read_model(self, eng, s):
         W = glm.weights(eng)
         if W is not None:           # as weights.npz holds it: a vector for one column
             self.coef_, self.zero_based_ = W[:, 0] if W.shape[1] == 1 else W, s.zero_based
-            self.label_base_ = s.label_base
-            self._pair = s.pair if s.pair is not None else Linear._pair
+            self.label_base_, self.classes_ = s.label_base, s.labels
 
 
 class LogisticRegression(GLM):
-    """Binary logistic regression (labels ±1 or 0/1)."""
+    """Binary logistic regression (any two labels: ±1, 0/1, 'ham'/'spam' …)."""
     algorithm, loss = "lr", "logistic"
 
 
 class LinearSVM(GLM):
-    """Linear SVM: the hinge loss (labels ±1 or 0/1)."""
+    """Linear SVM: the hinge loss (any two labels)."""
     algorithm, loss = "svm", "hinge"
 
 
 class Softmax(GLM):
     """Multinomial (softmax) regression over labels 0 … K−1, or 1 … K (``classes``: K,
-    default the largest label + 1, or the largest label when none is 0: ``label_base``)."""
+    default the largest label + 1, or the largest label when none is 0: ``label_base``),
+    or any K labels that are not numbers (strings), sorted as ``classes_``."""
     algorithm, loss = "softmax", "softmax"
 
     def __init__(self, strategy="sendgradient", optimizer=None, driver=False, penalty="l2", reg=None, batch=1000,
@@ -388,7 +447,7 @@ class BlockPG(Linear):
 
     def prepare(self, data, parts):
         g, y = data.train, data.labels
-        y, test_labels, pair = binary_labels(y, data.test_labels, data.source, getattr(data.test, "source", None))
+        y, test_labels, labels = binary_labels(y, data.test_labels, data.source, getattr(data.test, "source", None))
         if self.bias:                             # the test set gets its bias in _scores
             g = with_bias(g)
         counts = raw_counts(g.values)
@@ -404,7 +463,7 @@ class BlockPG(Linear):
         graph = BipartiteGraph(g.src, feat, None, g.n_src, g.n_dst, g.type_names, data.source)
         opts = {"favorite": 0} if self.partitioner in ("bicut", "aweto") else None
         return Setup(graph, prog, {"partitioner": self.partitioner, "partitioner_options": opts}, test=data.test,
-                     test_labels=test_labels, perm=perm, source=data.source, counts=counts, form=form, pair=pair,
+                     test_labels=test_labels, perm=perm, source=data.source, counts=counts, form=form, labels=labels,
                      kappa=kappa, zero_based=data.facts.get("zero_based", False), meta={"samples": g.n_src})
 
     def record(self, eng, s):
@@ -447,7 +506,7 @@ class BlockPG(Linear):
         fw = eng.vertex_data("feature")
         if fw is not None:
             self.coef_, self.zero_based_ = np.asarray(fw["w"])[s.perm], s.zero_based
-            self._pair = s.pair
+            self.classes_ = s.labels
         self.form_, self.block_size_ = s.form, self._block(s.form)     # what "auto" and None became
 
     def _restore(self, directory, meta):
