@@ -73,8 +73,8 @@ class Linear(Estimator):
         in the input's index base."""
         W = self.coef_.reshape(len(self.coef_), -1)
         base = 0 if self.zero_based_ else 1
-        lines = "".join(f"{j + base}:" + ",".join(f"{v:.17g}" for v in W[j]) + "\n"
-                        for j in np.flatnonzero(np.any(W != 0, axis=1)))
+        nz = np.flatnonzero(np.any(W != 0, axis=1))       # repr: the shortest text that reads back exactly
+        lines = "".join([f"{j}:{','.join(map(repr, w))}\n" for j, w in zip((nz + base).tolist(), W[nz].tolist())])
         fm = self.algorithm == "fm"
         return {"weights.npz": files.npz({"w": W[:, 0], "V": W[:, 1:]} if fm else
                                          {"w": W[:, 0] if W.shape[1] == 1 else W}),
