@@ -131,6 +131,12 @@ def test_trim_deletes_only_old_loops_and_at_most_once_a_day(tmp_path, monkeypatc
     assert (kernels / "apply-old").exists()
     c._trim(now + 86400 + 1)
     assert not (kernels / "apply-old").exists() and (kernels / "apply-recent").exists()
+    (kernels / "apply-old").mkdir()
+    os.utime(kernels / "apply-old", (t, t))
+    future = now + 400 * 86400                # a stamp from a clock that was once wrong stops nothing
+    os.utime(kernels / "trimmed", (future, future))
+    c._trim(now + 2 * 86400)
+    assert not (kernels / "apply-old").exists()
     c._trim(now + 3 * 86400)                  # a missing or read-only cache is no error
     monkeypatch.setitem(c._CACHE, "dir", str(tmp_path / "nowhere"))
     c._trim(now)
@@ -334,6 +340,14 @@ def test_the_setup_line_says_what_numba_compiled(tmp_path, ratings_file):
         lines.append(next(line for line in p.stdout.splitlines() if "layout + compile" in line))
     assert "numba compiled" in lines[0] and "later runs load them from the kernel cache" in lines[0]
     assert "compiled" not in lines[1].replace("layout + compile", "")
+    # a cache that cannot be written (a file where its kernels/ directory goes; read-only for others):
+    # the run works, compiling, and the line says that every run will
+    (tmp_path / "blocked").mkdir()
+    (tmp_path / "blocked" / "kernels").write_text("not a directory\n")
+    p = run_cli("run", "mf", ratings_file, "--epochs", "1", "--k", "3", env={"TUX2_CACHE_DIR": str(tmp_path / "blocked")})
+    assert p.returncode == 0, p.stderr
+    line = next(line for line in p.stdout.splitlines() if "layout + compile" in line)
+    assert f"the kernel cache {tmp_path / 'blocked'} cannot be written, so every run compiles them" in line, line
 
 
 PLACES = '''

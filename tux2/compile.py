@@ -90,6 +90,12 @@ def cache_dir():
     return _CACHE["dir"]
 
 
+def cache_unwritable():
+    """The cache directory when a loop could not be kept there in this process (read-only:
+    every run compiles), else None."""
+    return _CACHE.get("unwritable") if _CACHE.get("unwritable") == _CACHE["dir"] else None
+
+
 _FILES = {}
 
 
@@ -217,7 +223,7 @@ def _kernel(kind, src, name, env, deps):
                     _KEYS[k] = (key, where)
                 return k
         except (OSError, RuntimeError):  # an unwritable cache directory (numba finds no locator): compile here only
-            pass
+            _CACHE["unwritable"] = root
     exec(compile(src, f"<tux2 {kind} loop>", "exec"), env)
     return njit(**JIT)(env[name])
 
@@ -309,7 +315,7 @@ def _trim(now=None):
     kernels = os.path.join(_CACHE["dir"] or "", "kernels")
     stamp = os.path.join(kernels, "trimmed")
     try:
-        if now - os.stat(stamp).st_mtime < 86400:
+        if 0 <= now - os.stat(stamp).st_mtime < 86400:         # (a stamp from the future does not count)
             return
     except OSError:
         pass

@@ -19,7 +19,7 @@ import numpy as np
 
 from tux2 import checkpoint as ckpt
 from tux2 import files
-from tux2.compile import cache_dir, counting_compiles
+from tux2.compile import cache_dir, cache_unwritable, counting_compiles
 from tux2.config import cores
 from tux2.engine import Engine
 from tux2.errors import Tux2Error
@@ -289,6 +289,9 @@ def _compiled(n):
     """What the setup line adds about compiling: a first run's seconds are numba's."""
     if n == 0:                  # (with NUMBA_DISABLE_JIT nothing compiles either)
         return ""
+    if cache_unwritable():
+        return (f" (numba compiled {n} functions; the kernel cache {cache_unwritable()} cannot be written, so every "
+                "run compiles them: set TUX2_CACHE_DIR to a writable directory)")
     return f" (numba compiled {n} functions; " + ("later runs load them from the kernel cache)" if cache_dir()
                                                   else "the kernel cache is off)")
 
