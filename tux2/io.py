@@ -1107,6 +1107,16 @@ def _parse_libsvm(buf, out_y, out_r, out_c, out_v):
     return row, k, 0, line, pos
 
 
+def reader_compiled(kind):
+    """False when numba's cache lacks the reader of ``kind`` ("libsvm", or edge lists and
+    corpora): the first run of this tux2 compiles it, 5-30 s without output. True when
+    the cache has it, or that cannot be told."""
+    try:
+        return os.path.exists((_parse_libsvm if kind == "libsvm" else _parse_chunks)._cache._cache_file._index_path)
+    except AttributeError:          # no cache (--no-cache), or another numba's inside
+        return True
+
+
 def read_libsvm(path, zero_based=False, n_features=None, type_names=("sample", "feature")):
     """A libsvm/svmlight file: ``label idx:val idx:val ...`` per line, 1-based feature
     indices unless ``zero_based``; ``#`` comments; ``qid:`` fields are skipped.

@@ -194,6 +194,17 @@ def spool_inputs(args):
             args.argv = [copy if a == given else a for a in args.argv]
 
 
+def note_first_read(args, kind):
+    """Before a first run's silent seconds, on stderr when it is a terminal (someone
+    waits; logs and pipes get only results and errors): the reader of ``kind``
+    ("libsvm", "edges") is being compiled."""
+    from tux2.io import reader_compiled
+    if vars(args).get("input") and not vars(args).get("quiet") and sys.stderr is not None \
+            and sys.stderr.isatty() and not reader_compiled(kind):
+        print(f"tux2: note: compiling tux2's {'libsvm' if kind == 'libsvm' else 'edge-list'} reader, once per tux2 "
+              "version (5-30 s; later runs load it from the kernel cache)", file=sys.stderr, flush=True)
+
+
 def check_outputs(args):
     """--out, --metrics, --trace and the checkpoint directory can be written: asked
     before any data is read, so a typo never costs a training run."""
@@ -287,6 +298,8 @@ def run(args, cls, load, after=None, **params):
     transport, rank, world = open_transport(args, est.tiled())
     try:
         say = runner.Speaker(not args.quiet and rank == 0, record=rank == 0)    # rank 0's lines: summary.txt
+        if rank == 0:
+            note_first_read(args, "libsvm" if "zero_based" in vars(args) else "edges")
         checkpoint = _checkpoint(args, est, world)
         if checkpoint["resume"]:                    # a checkpoint it cannot resume stops before the data is read
             from tux2.checkpoint import check

@@ -4,7 +4,7 @@ import os
 
 import numpy as np
 
-from tux2.cli.common import add_input_args, input_options, spool_inputs
+from tux2.cli.common import add_input_args, input_options, note_first_read, spool_inputs
 from tux2.files import json_text
 
 
@@ -107,6 +107,7 @@ def info(args):
     spool_inputs(args)
     path = args.input
     kind = io.sniff_input(path, args.columns) if args.format == "auto" else args.format
+    note_first_read(args, kind)
     if kind == "libsvm":
         g, labels = io.read_libsvm(path, zero_based=True)
         res = describe(g, kind, labels)

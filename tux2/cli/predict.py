@@ -11,7 +11,7 @@ import numpy as np
 
 from tux2 import estimators, files
 from tux2.io import display_name
-from tux2.cli.common import COUNT, SEED, add_input_args, integer, spool_inputs
+from tux2.cli.common import COUNT, SEED, add_input_args, integer, note_first_read, spool_inputs
 from tux2.errors import InputError, Tux2Error
 
 LINEAR = ("lr", "svm", "softmax", "fm", "blockpg")
@@ -70,6 +70,7 @@ def predict(args):
     files.check_writable(args.metrics, "--metrics", directory=False)
     model = estimators.load(args.model)
     spool_inputs(args)
+    note_first_read(args, "libsvm" if model.algorithm in LINEAR else "edges")
     if model.algorithm == "mf":
         return predict_mf(args, model)
     if model.algorithm == "lda":
