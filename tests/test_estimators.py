@@ -138,6 +138,24 @@ def test_string_labels_give_two_workers_the_same_model():
     assert lr.classes_.tolist() == [0, 1] and set(lr.predict(X).tolist()) <= {0, 1}
 
 
+@pytest.mark.slow
+def test_a_script_without_a_main_guard_fits_with_two_workers(tmp_path):
+    """The workers of a built-in estimator are fresh interpreters: a script that is
+    all top-level code (no ``if __name__ == "__main__":``) is not run again in them."""
+    import subprocess
+    import sys
+    script = tmp_path / "fit.py"
+    script.write_text(
+        "import tux2\n"
+        "from tux2.datasets import sparse_classification\n"
+        "print('script ran')\n"
+        "g, y, _ = sparse_classification(n_samples=600, n_features=80, seed=1)\n"
+        "m = tux2.LogisticRegression(epochs=2).fit((g, y), workers=2)\n"
+        "print('accuracy', round(m.score(g, y), 2))\n")
+    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert r.returncode == 0 and r.stdout.count("script ran") == 1 and "accuracy" in r.stdout, r.stdout + r.stderr
+
+
 def test_fit_with_a_checkpoint_resumes_where_it_stopped(files, tmp_path):
     ck = tmp_path / "ck"
     straight = tux2.MF(k=3, epochs=4).fit(str(files / "r.txt"))

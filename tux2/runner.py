@@ -373,11 +373,13 @@ def train(est, data, *, transport=None, partitions=None, threads=None, slack=0, 
 # ---------------------------------------------------------------- several workers from Python
 def fit_workers(est, data, workers, *, partitions=None, threads=None, slack=0, callbacks=(), checkpoint=None,
                 timeout=30.0, grace=2.0):
-    """``train`` in ``workers`` processes (multiprocessing spawn) over ZeroMQ on
-    loopback, the data handed over as a temporary .npz. Rank 0's learned state comes
-    back into ``est``; ``callbacks`` see each record as rank 0 writes it. A failing
-    worker stops every other (its error is raised here, naming it); none is left over."""
-    import multiprocessing
+    """``train`` in ``workers`` processes over ZeroMQ on loopback, the data handed over
+    as a temporary .npz. Rank 0's learned state comes back into ``est``; ``callbacks``
+    see each record as rank 0 writes it. A failing worker stops every other (its error
+    is raised here, naming it); none is left over. An estimator whose class can be
+    imported starts fresh interpreters (``_start``), so a script need not guard its
+    work with ``if __name__ == "__main__":``; one defined in the script itself needs
+    multiprocessing's spawn, which runs the script again in every worker."""
     import pickle
     import secrets
     import shutil
@@ -389,14 +391,10 @@ def fit_workers(est, data, workers, *, partitions=None, threads=None, slack=0, c
     tmp = tempfile.mkdtemp(prefix="tux2-fit-")
     try:
         data.save(os.path.join(tmp, "data.npz"))
-        spawn = multiprocessing.get_context("spawn")
         job = {"dir": tmp, "world": workers, "rendezvous": f"tcp://127.0.0.1:{free_port()}",
                "secret": secrets.token_hex(16), "partitions": partitions_, "threads": threads, "slack": slack,
                "timeout": timeout, "checkpoint": checkpoint}
-        procs = [spawn.Process(target=_worker, args=(est, r, job), name=f"tux2-worker-{r}", daemon=True)
-                 for r in range(workers)]
-        for p in procs:
-            p.start()
+        procs = _start(est, job)
         metrics, seen = os.path.join(tmp, "metrics.jsonl"), [0]
 
         def tail():
@@ -410,18 +408,51 @@ def fit_workers(est, data, workers, *, partitions=None, threads=None, slack=0, c
             for line in whole.splitlines():
                 for cb in callbacks:
                     cb(json.loads(line))
-        first, codes = supervise([_Proc(p) for p in procs], grace, poll=tail)
+        first, codes = supervise(procs, grace, poll=tail)
         tail()
         if first is not None:
             path = os.path.join(tmp, f"error-{first}.txt")
             why = open(path, encoding="utf-8").read() if os.path.exists(path) else \
                 f"died with exit status {codes[first]}"
+            if not os.path.exists(path) and type(est).__module__ == "__main__":
+                why += (f" ({type(est).__name__} is defined in the script, which multiprocessing runs again in "
+                        "every worker: put the script's work under 'if __name__ == \"__main__\":', or define the "
+                        "class in a module it imports)")
             raise Tux2Error(f"[worker {first}] {why}")
         with open(os.path.join(tmp, "result.pkl"), "rb") as f:      # our own child's, in our private directory
             est.__dict__.update(pickle.load(f))
         return est
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _start(est, job):
+    """The worker processes of ``job``: fresh interpreters given ``est`` pickled (its
+    class by name, importable there), or multiprocessing's spawn for a class of the
+    main script."""
+    import pickle
+    import subprocess
+    if type(est).__module__ in ("__main__", "__mp_main__"):
+        import multiprocessing
+        spawn = multiprocessing.get_context("spawn")
+        procs = [spawn.Process(target=_worker, args=(est, r, job), name=f"tux2-worker-{r}", daemon=True)
+                 for r in range(job["world"])]
+        for p in procs:
+            p.start()
+        return [_Proc(p) for p in procs]
+    path = os.path.join(job["dir"], "job.pkl")      # our own, in our private directory
+    files.write_atomic(path, lambda f: pickle.dump((est, job), f))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}   # where this process imports from
+    return [subprocess.Popen([sys.executable, "-c", f"from tux2.runner import _worker_main; _worker_main({path!r}, {r})"],
+                             env=env) for r in range(job["world"])]
+
+
+def _worker_main(path, rank):
+    """A worker started by ``_start``: the estimator and the job from ``path``."""
+    import pickle
+    with open(path, "rb") as f:
+        est, job = pickle.load(f)
+    _worker(est, rank, job)
 
 
 class _Proc:

@@ -206,10 +206,10 @@ def binary_labels(y, test=None, source=None, test_source=None):
 def class_labels(y, test=None, classes=None, source=None, test_source=None):
     """Softmax labels: (y, test) as class numbers 0 … K−1, and the K class labels in that
     order (``classes_``): 0 … K−1, or 1 … K (``label_base``), as numbers; any other labels
-    (strings) sorted. A test label that is no class is class K: the metrics count it
+    (strings, -1 and 1, 2.5) sorted, as liblinear takes them. A test label that is no class is class K: the metrics count it
     wrong and leave it out of the log-loss (``unseen``: how many)."""
     y = np.asarray(y)
-    if y.dtype.kind == "f":
+    if y.dtype.kind == "f" and (not len(y) or (y.min() >= 0 and (y == np.round(y)).all())):
         base = label_base(y, classes)
         y, k = glm.labels_for("softmax", y - base, classes, source=source)
         names = np.arange(k) + base
