@@ -65,6 +65,10 @@ def test_docword_and_triples_give_the_same_model(tmp_path):
     for k in ("word_topic", "doc_topic"):
         np.testing.assert_array_equal(outs[0][k], outs[1][k])
     assert outs[0]["word_topic"].sum() == 15
+    import tux2                     # the read options are the estimator's parameters too
+    lda = tux2.LDA(topics=2, iterations=3, vocab=vocab, format="triples").fit(triples)
+    np.testing.assert_array_equal(lda.word_topic_, outs[1]["word_topic"])
+    assert lda.vocab_ == ["w", "x", "y", "z"] and lda.topic_words(1)[0][0][0] in lda.vocab_
 
 
 @pytest.mark.parametrize("text,line,message", [

@@ -7,9 +7,6 @@ from tux2.estimators.lda import LDA
 from tux2.graph import BipartiteGraph
 from tux2.runner import Dataset
 
-FORMATS = ("auto", "triples", "docword", "text")
-
-
 def add_parser(algos):
     p = algos.add_parser(
         "lda", help="topic model: LDA by collapsed Gibbs sampling (SparseLDA, paper §4)",
@@ -18,15 +15,15 @@ def add_parser(algos):
                     "1-based ids) or plain text with one document per line. Without INPUT a corpus is "
                     "drawn from a planted 20-topic model (2000 documents, ~200k tokens).")
     p.add_argument("input", nargs="?", help="corpus file; default: built-in planted corpus")
-    p.add_argument("--format", choices=FORMATS, default="auto",
+    p.add_argument("--format", choices=LDA.choices["format"], default="auto",
                    help="input format; auto: docword when the file starts with three single-integer "
                         "lines, triples when every line is three numbers, text otherwise")
     p.add_argument("--vocab", help="vocabulary file, one word per line (line i = word id i, or i+1 for "
                                    "docword), used to print topics as words")
-    p.add_argument("--base", type=int, choices=(0, 1), default=None,
+    p.add_argument("--base", type=int, choices=LDA.choices["base"], default=None,
                    help="id base of triples (default 0; 1 under a MatrixMarket header)")
     p.add_argument("--min-count", type=COUNT, default=1, help="text input: drop words seen fewer times")
-    p.add_argument("--duplicates", choices=("sum", "error", "last", "keep"), default="sum",
+    p.add_argument("--duplicates", choices=LDA.choices["duplicates"], default="sum",
                    help="a (doc, word) pair on several lines of a docword or triples file: add the counts, "
                         "stop naming both lines, keep the last, or keep all")
     p.add_argument("--topics", "-k", type=LDA.bounds["topics"], default=20, help="number of topics K")
@@ -51,8 +48,7 @@ def run(args):
 def load(args, est, transport, say):
     """INPUT, or the built-in planted corpus."""
     if args.input is not None:
-        return est.load_data(args.input, format=args.format, vocab=args.vocab, base=args.base,
-                             min_count=args.min_count, duplicates=args.duplicates)
+        return est.load_data(args.input)
     from tux2.datacache import generated
     from tux2.datasets import lda_corpus
     d, w, c, phi = generated(lda_corpus, n_docs=2000, n_words=5000, n_topics=20, doc_length=100, seed=args.seed)

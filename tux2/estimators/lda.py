@@ -6,7 +6,7 @@ from tux2 import files, io, loaders
 from tux2.errors import InputError
 from tux2.estimator import Estimator
 from tux2.graph import BipartiteGraph
-from tux2.params import NONNEG, POSITIVE, SEED, integer
+from tux2.params import COUNT, NONNEG, POSITIVE, SEED, integer
 from tux2.runner import Dataset, Setup
 from tux2.udfs import lda
 from tux2.version import __version__
@@ -27,26 +27,30 @@ class LDA(Estimator):
 
     ``fit(data)``: a list of texts, a corpus file (UCI docword, 'doc word count'
     triples, text with one document per line) or doc → word counts in any form
-    ``tux2.loaders.load`` takes. Learned: ``word_topic_`` (K × V), ``doc_topic_``
+    ``tux2.loaders.load`` takes. Files are read as ``tux2 run lda`` reads them, with
+    ``format``, ``vocab`` (a file, one word per line, naming numeric word ids),
+    ``base``, ``min_count`` and ``duplicates``. Learned: ``word_topic_`` (K × V), ``doc_topic_``
     (D × K), ``topic_totals_`` (K), ``vocab_`` (None for numeric word ids) and
     ``word_base_`` (the id base of a numeric corpus file: 1 for docword, whose word ids
     topics and new documents then use)."""
 
     algorithm = "lda"
     bounds = dict(topics=integer(1, 32767), iterations=NONNEG, alpha=POSITIVE, beta=POSITIVE, seed=SEED,
-                  top_words=NONNEG)
-    choices = dict(sampler=("sparse", "sync"))
+                  top_words=NONNEG, min_count=COUNT)
+    choices = dict(sampler=("sparse", "sync"), format=("auto", "triples", "docword", "text"), base=(0, 1),
+                   duplicates=("sum", "error", "last", "keep"))
     _unit, _iterations = "iteration", "iterations"
     _resumable = ("top_words",)
     _watch, _stop = "ll", "the log-likelihood is not finite at iteration {n} (ll {value})"
 
     def __init__(self, topics=20, iterations=100, alpha=0.1, beta=0.01, sampler="sparse", partitioner="bicut",
-                 seed=0, top_words=10):
+                 seed=0, top_words=10, format="auto", vocab=None, base=None, min_count=1, duplicates="sum"):
         self._keep(locals())
 
-    def load_data(self, data, test=None, format="auto", vocab=None, base=None, min_count=1, duplicates="sum"):
+    def load_data(self, data, test=None):
         """The corpus as a doc → word count graph, with its vocabulary: a text
         corpus's own, or ``vocab`` (a file, one word per line) for numeric ids."""
+        format, vocab, base, min_count, duplicates = self.format, self.vocab, self.base, self.min_count, self.duplicates
         words = None
         texts = isinstance(data, (list, tuple)) and data and isinstance(data[0], str)
         if texts or (isinstance(data, list) and not data):        # [] is an empty corpus: text_docs says so
