@@ -376,7 +376,7 @@ def classification_data(args, est, transport, say):
     ``est.classes``, default 5)."""
     classes = (est.classes or 5) if est.loss == "softmax" else 2
     if args.input is not None:
-        return est.load_data(args.input, args.test, zero_based=args.zero_based, duplicates=args.duplicates)
+        return est.load_data(args.input, args.test)
     from tux2.datacache import generated
     from tux2.datasets import sparse_classification
     g, y, _ = generated(sparse_classification, n_samples=22_000, n_features=10_000, seed=args.seed, classes=classes)
@@ -384,6 +384,6 @@ def classification_data(args, est, transport, say):
     keep = g.src < cut
     test = BipartiteGraph(g.src[~keep] - cut, g.dst[~keep], g.values[~keep], g.n_src - cut, g.n_dst, names)
     train = BipartiteGraph(g.src[keep], g.dst[keep], g.values[keep], cut, g.n_dst, names)
-    return runner.Dataset(train, test, y[:cut], y[cut:], zero_based=args.zero_based,
+    return runner.Dataset(train, test, y[:cut], y[cut:], zero_based=est.zero_based,
                           source=f"built-in kdd-shaped set ({cut // 1000}k train + 2k test samples, "
                                  f"10k power-law features{f', {classes} classes' if classes > 2 else ''})")

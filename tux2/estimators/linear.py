@@ -31,6 +31,9 @@ def with_bias(graph, index=None):
     return BipartiteGraph(src, dst, val, n, max(graph.n_dst, index + 1), graph.type_names, graph.source)
 
 
+READ_CHOICES = dict(zero_based=(True, False), duplicates=("error", "sum", "last", "keep"))     # libsvm files
+
+
 class Linear(Estimator):
     """What the linear models share: libsvm or matrix input with labels, test
     metrics per epoch, weights files, and predictions from the learned ``coef_``
@@ -41,9 +44,12 @@ class Linear(Estimator):
     _estimator_type = "classifier"
     _watch, _stop = "objective", "objective is not finite at epoch {n}"
 
-    def load_data(self, data, test=None, zero_based=False, duplicates="error"):
+    def load_data(self, data, test=None):
         """``data``: a libsvm path, (X, y), or X with ``test`` its labels y (the
-        scikit-learn ``fit(X, y)``); ``test``: a libsvm path or (X, y)."""
+        scikit-learn ``fit(X, y)``); ``test``: a libsvm path or (X, y). Files are read
+        with ``zero_based`` (feature indices from 0) and ``duplicates`` (a feature twice
+        in one line: "error", "sum", "last", "keep"), as ``tux2 run``'s flags read them."""
+        zero_based, duplicates = self.zero_based, self.duplicates
         def pair(d):
             if isinstance(d, tuple) and len(d) == 2:
                 g = loaders.load_samples(d[0])[0]
@@ -254,11 +260,11 @@ class GLM(Linear):
     bounds = dict(reg=NONNEG_NUMBER, batch=NONNEG, eta=POSITIVE, decay=NONNEG_NUMBER, epochs=NONNEG, seed=SEED,
                   classes=integer(2, 100_000), factors=integer(1, 100_000), init_std=NONNEG_NUMBER)
     choices = dict(strategy=glm.STRATEGIES, optimizer=glm.OPTIMIZERS, driver=(True, False), penalty=("l2", "l1"),
-                   loss=("logistic", "hinge"), bias=(True, False))
+                   loss=("logistic", "hinge"), bias=(True, False), **READ_CHOICES)
     flags = dict(reg=("lam", "the regularisation weight λ"), penalty=("reg", "the regulariser, 'l2' or 'l1',"))
 
     def __init__(self, strategy="sendgradient", optimizer=None, driver=False, penalty="l2", reg=None, batch=1000,
-                 eta=None, decay=0.0, epochs=10, seed=0, bias=True):
+                 eta=None, decay=0.0, epochs=10, seed=0, bias=True, zero_based=False, duplicates="error"):
         self._keep(locals())
 
     classes, factors, init_std = None, 0, 0.01       # Softmax and FM make these parameters
@@ -389,7 +395,8 @@ class Softmax(GLM):
     algorithm, loss = "softmax", "softmax"
 
     def __init__(self, strategy="sendgradient", optimizer=None, driver=False, penalty="l2", reg=None, batch=1000,
-                 eta=None, decay=0.0, epochs=10, seed=0, bias=True, classes=None):
+                 eta=None, decay=0.0, epochs=10, seed=0, bias=True, classes=None, zero_based=False,
+                 duplicates="error"):
         self._keep(locals())
 
 
@@ -401,7 +408,8 @@ class FM(GLM):
     algorithm = "fm"
 
     def __init__(self, strategy="sendgradient", optimizer=None, driver=False, penalty="l2", reg=None, batch=1000,
-                 eta=None, decay=0.0, epochs=10, seed=0, bias=False, loss="logistic", factors=8, init_std=0.01):
+                 eta=None, decay=0.0, epochs=10, seed=0, bias=False, loss="logistic", factors=8, init_std=0.01,
+                 zero_based=False, duplicates="error"):
         self._keep(locals())
 
 
@@ -428,11 +436,11 @@ class BlockPG(Linear):
     algorithm = "blockpg"
     bounds = dict(reg=NONNEG_NUMBER, block_size=integer(1, 2 ** 31 - 1), epochs=NONNEG, tol=NONNEG_NUMBER,
                   shrink=number(0, 1, below=True), shrink_rest=integer(0, 1_000_000), seed=SEED)
-    choices = dict(form=("auto", "kappa", "newton"), bias=(True, False))
+    choices = dict(form=("auto", "kappa", "newton"), bias=(True, False), **READ_CHOICES)
     flags = dict(reg=("lam", "the L1 weight λ"))
 
     def __init__(self, reg=1.0, block_size=None, epochs=20, tol=0.0, shrink=0.9, shrink_rest=2, bias=False,
-                 partitioner="bicut", seed=0, form="auto"):
+                 partitioner="bicut", seed=0, form="auto", zero_based=False, duplicates="error"):
         self._keep(locals())
 
     KAPPA_NEWTON = 8        # auto: newton when a sample has this many features per block on average
