@@ -355,7 +355,8 @@ def test_the_setup_line_says_what_numba_compiled(tmp_path, ratings_file):
     # the run works, compiling, and the line says that every run will
     (tmp_path / "blocked").mkdir()
     (tmp_path / "blocked" / "kernels").write_text("not a directory\n")
-    p = run_cli("run", "mf", ratings_file, "--epochs", "1", "--k", "3", env={"TUX2_CACHE_DIR": str(tmp_path / "blocked")})
+    p = run_cli("run", "mf", ratings_file, "--epochs", "1", "--k", "3",
+                env={"TUX2_CACHE_DIR": str(tmp_path / "blocked")})
     assert p.returncode == 0, p.stderr
     line = next(line for line in p.stdout.splitlines() if "layout + compile" in line)
     assert f"the kernel cache {tmp_path / 'blocked'} cannot be written, so every run compiles them" in line, line

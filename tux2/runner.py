@@ -443,8 +443,8 @@ def _start(est, job):
     path = os.path.join(job["dir"], "job.pkl")      # our own, in our private directory
     files.write_atomic(path, lambda f: pickle.dump((est, job), f))
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}   # where this process imports from
-    return [subprocess.Popen([sys.executable, "-c", f"from tux2.runner import _worker_main; _worker_main({path!r}, {r})"],
-                             env=env) for r in range(job["world"])]
+    code = "from tux2.runner import _worker_main; _worker_main({!r}, {})"
+    return [subprocess.Popen([sys.executable, "-c", code.format(path, r)], env=env) for r in range(job["world"])]
 
 
 def _worker_main(path, rank):

@@ -104,9 +104,10 @@ class Linear(Estimator):
         self.loss = meta.get("loss", self.loss)
         self.label_base_ = int(meta.get("label_base", 0))
         self.bias = bool(meta.get("bias", False))         # models written before GLMs had an intercept: none
-        labels = meta.get("labels")
-        self.classes_ = np.array(labels) if labels is not None else np.arange(self.coef_.shape[1]) + self.label_base_ \
-            if self.loss == "softmax" else np.array([-1, 1])
+        labels = meta.get("labels")         # (models written before it: the labels they imply)
+        if labels is None:
+            labels = np.arange(self.coef_.shape[1]) + self.label_base_ if self.loss == "softmax" else [-1, 1]
+        self.classes_ = np.array(labels)
 
     def _scores(self, W, graph):
         return glm.graph_scores(W, with_bias(graph, len(W) - 1) if self.bias else graph, fm=self.algorithm == "fm")
@@ -212,8 +213,8 @@ def binary_labels(y, test=None, source=None, test_source=None):
 def class_labels(y, test=None, classes=None, source=None, test_source=None):
     """Softmax labels: (y, test) as class numbers 0 … K−1, and the K class labels in that
     order (``classes_``): 0 … K−1, or 1 … K (``label_base``), as numbers; any other labels
-    (strings, -1 and 1, 2.5) sorted, as liblinear takes them. A test label that is no class is class K: the metrics count it
-    wrong and leave it out of the log-loss (``unseen``: how many)."""
+    (strings, -1 and 1, 2.5) sorted, as liblinear takes them. A test label that is no
+    class is class K: the metrics count it wrong and leave it out of the log-loss."""
     y = np.asarray(y)
     if y.dtype.kind == "f" and (not len(y) or (y.min() >= 0 and (y == np.round(y)).all())):
         base = label_base(y, classes)
@@ -253,9 +254,9 @@ class GLM(Linear):
     strategy of Spark MLlib (sendgradient), PS2 (adam), ColumnSGD (column), MLlib*
     (modelavg) or Petuum (modelsum); see tux2.udfs.glm. Parameters are those of
     ``tux2 run lr``; ``reg`` None (the default) is 1/n for n training samples, the
-    regularisation of scikit-learn's and liblinear's default C = 1; ``bias`` (default True, as Spark MLlib, Vowpal Wabbit and
-    scikit-learn fit one) gives every sample a constant feature 1, whose weight, the
-    intercept, is the last row of ``coef_``."""
+    regularisation of scikit-learn's and liblinear's default C = 1; ``bias`` (default
+    True, as Spark MLlib, Vowpal Wabbit and scikit-learn fit one) gives every sample a
+    constant feature 1, whose weight, the intercept, is the last row of ``coef_``."""
 
     bounds = dict(reg=NONNEG_NUMBER, batch=NONNEG, eta=POSITIVE, decay=NONNEG_NUMBER, epochs=NONNEG, seed=SEED,
                   classes=integer(2, 100_000), factors=integer(1, 100_000), init_std=NONNEG_NUMBER)
