@@ -741,8 +741,8 @@ def test_auc_ranks_ties_as_scipy_does_and_needs_no_scipy_stats():
 
 def test_fit_from_python_warns_where_the_cli_prints_a_note(tmp_path):
     """The CLI's note that the step is too large comes from fit() as a RuntimeWarning
-    (fit prints nothing); the default step, divided by the counts' scale, warns of nothing
-    and ends below the all-zero model."""
+    (fit prints nothing); a step these raw counts take warns of nothing and ends below
+    the all-zero model."""
     import warnings
 
     import tux2
@@ -751,5 +751,5 @@ def test_fit_from_python_warns_where_the_cli_prints_a_note(tmp_path):
         tux2.FM(epochs=6, optimizer="sgd", eta=1.0).fit(f)
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
-        for est in (tux2.FM(epochs=10), tux2.LogisticRegression(epochs=6)):
+        for est in (tux2.FM(epochs=10, eta=0.01), tux2.LogisticRegression(epochs=6, eta=0.01)):
             assert est.fit(f).history_[-1]["objective"] < math.log(2), est

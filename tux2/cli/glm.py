@@ -51,8 +51,7 @@ def add_parser(algos):
                             "liblinear's C = 1)")
         p.add_argument("--batch", type=NONNEG, default=1000, help="samples per mini-batch (one clock); 0: all")
         p.add_argument("--eta", type=POSITIVE, default=None,
-                       help="step size (default: 0.5 for adagrad, 1.0 for sgd, 0.01 for adam; on raw counts "
-                            "divided by their 99.9th percentile)")
+                       help="step size (default: 0.5 for adagrad, 1.0 for sgd, 0.01 for adam)")
         p.add_argument("--decay", type=NONNEG_NUMBER, default=0.0, help="step at epoch t is eta / (1 + decay t)")
         p.add_argument("--epochs", type=NONNEG, default=10, help="passes over the samples")
         if loss == "softmax":
