@@ -362,7 +362,6 @@ def test_an_empty_option_value_is_an_error_not_a_default(argv):
 @pytest.mark.parametrize("algo, text, line, what", [
     ("lr", "1 1:1\n\n-1 2:1\n2 1:1 2:1\n", 4, "a binary model takes two labels; a third, 2, after 1 and -1"),
     ("svm", "1 1:1\n0.5 2:1\n-1 1:1\n", 3, "a binary model takes two labels; a third, -1, after 1 and 0.5"),
-    ("softmax", "0 1:1\n# c\n1 2:1\n-1 1:1\n", 4, "softmax labels must be class numbers 0, 1, …, got -1"),
     ("blockpg", "1 1:1\n-1 2:1\n2 1:1\n", 3, "a binary model takes two labels; a third, 2, after 1 and -1"),
 ])
 def test_a_bad_label_is_named_by_file_and_line(capsys, tmp_path, algo, text, line, what):
@@ -370,6 +369,18 @@ def test_a_bad_label_is_named_by_file_and_line(capsys, tmp_path, algo, text, lin
     f.write_text(text)
     rc, out, err = _main(capsys, "run", algo, str(f), "--epochs", "1", "--quiet")
     _refused(rc, err, f"tux2: error: {f}:{line}: ", what)
+
+
+def test_softmax_takes_any_numeric_labels_and_names_one_beyond_classes(capsys, tmp_path):
+    """Labels that are not class numbers (-1) are classes of their own, as liblinear
+    takes them; a label at or beyond --classes names its line."""
+    f = tmp_path / "d.svm"
+    f.write_text("0 1:1\n# c\n1 2:1\n-1 1:1\n")
+    rc, out, err = _main(capsys, "run", "softmax", str(f), "--epochs", "1", "--quiet", "--out", str(tmp_path / "m"))
+    assert rc == 0 and json.loads((tmp_path / "m" / "model.json").read_text())["labels"] == [-1, 0, 1], err
+    f.write_text("0 1:1\n# c\n1 2:1\n2 1:1\n")
+    rc, out, err = _main(capsys, "run", "softmax", str(f), "--epochs", "1", "--quiet", "--classes", "2")
+    _refused(rc, err, f"tux2: error: {f}:4: ", "label 2 is not below the number of classes 2")
 
 
 def test_labels_of_no_training_class_count_as_errors_and_are_reported(capsys, tmp_path):

@@ -31,7 +31,7 @@ from numba.core.errors import NumbaError
 from numba.core.registry import CPUDispatcher
 from numba.extending import intrinsic
 
-from tux2.config import JIT, cache_helpers, cores, default_cache_dir, jit_disabled
+from tux2.config import _HELPERS, JIT, cache_helpers, cores, default_cache_dir, jit_disabled
 from tux2.errors import UDFCompileError
 from tux2.version import __version__
 
@@ -91,9 +91,11 @@ def cache_dir():
 
 
 def cache_unwritable():
-    """The cache directory when a loop could not be kept there in this process (read-only:
-    every run compiles), else None."""
-    return _CACHE.get("unwritable") if _CACHE.get("unwritable") == _CACHE["dir"] else None
+    """The cache directory when a loop or a helper could not be kept there in this
+    process (read-only, or a file in its place: every run compiles), else None."""
+    if _CACHE["dir"] is not None and (_CACHE.get("unwritable") == _CACHE["dir"] or _HELPERS.get("unwritable")):
+        return _CACHE["dir"]
+    return None
 
 
 _FILES = {}

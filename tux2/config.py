@@ -215,7 +215,13 @@ def _quick_cache_loads():
     def save_overload(self, sig, data):
         if tux2s(self) and not _HELPERS["cached"]:
             return None
-        return save(self, sig, data)
+        if not tux2s(self):
+            return save(self, sig, data)
+        try:
+            return save(self, sig, data)
+        except OSError:             # a cache directory that cannot be written (a file in its place): not kept
+            _HELPERS["unwritable"] = True
+            return None
     Cache.save_overload = save_overload
 
 

@@ -11,7 +11,9 @@ import contextlib
 import json
 import numbers
 import os
+import signal
 import sys
+import threading
 import time
 import warnings
 
@@ -389,6 +391,7 @@ def fit_workers(est, data, workers, *, partitions=None, threads=None, slack=0, c
     if threads is None and est.tiled():         # the cores shared out, not each worker taking them all
         threads = max(1, cores() // workers)
     tmp = tempfile.mkdtemp(prefix="tux2-fit-")
+    term = _exit_on_sigterm()
     try:
         data.save(os.path.join(tmp, "data.npz"))
         job = {"dir": tmp, "world": workers, "rendezvous": f"tcp://127.0.0.1:{free_port()}",
@@ -424,6 +427,21 @@ def fit_workers(est, data, workers, *, partitions=None, threads=None, slack=0, c
         return est
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+        if term is not None:
+            signal.signal(signal.SIGTERM, term)
+
+
+def _exit_on_sigterm():
+    """SIGTERM (kill, a job scheduler) as SystemExit while fit's workers run, so the
+    workers are stopped and the temporary directory removed; returns the handler it
+    replaced (None off the main thread, where none can be set)."""
+    if threading.current_thread() is not threading.main_thread() \
+            or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        return None
+
+    def stop(signum, frame):
+        raise SystemExit(128 + signum)
+    return signal.signal(signal.SIGTERM, stop)
 
 
 def _start(est, job):
@@ -450,8 +468,14 @@ def _start(est, job):
 def _worker_main(path, rank):
     """A worker started by ``_start``: the estimator and the job from ``path``."""
     import pickle
-    with open(path, "rb") as f:
-        est, job = pickle.load(f)
+    try:
+        with open(path, "rb") as f:
+            est, job = pickle.load(f)
+    except Exception as e:          # its class's module is not importable here: the parent says why
+        with open(os.path.join(os.path.dirname(path), f"error-{rank}.txt"), "w", encoding="utf-8") as f:
+            f.write(f"cannot load the estimator in a new process ({type(e).__name__}: {e}); its class must be "
+                    f"importable there, from a module on sys.path as it was when fit was called")
+        os._exit(1)
     _worker(est, rank, job)
 
 

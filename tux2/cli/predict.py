@@ -29,7 +29,7 @@ def add_parser(sub):
                                    "format 'tux2 run lda' reads; writes each document's topic mixture.")
     p.add_argument("model", help="directory written by 'tux2 run ALGO … --out DIR'")
     p.add_argument("input", nargs="?", help="data to predict for (see above); optional only for mf --top-k")
-    p.add_argument("-o", "--output", help="predictions file (default: standard output)")
+    p.add_argument("-o", "--output", help="predictions file (default, and -: standard output)")
     p.add_argument("--zero-based", default=None, action="store_true",
                    help="feature indices start at 0 (default: as the model was trained)")
     p.add_argument("--metrics", help="also write the metrics as one JSON object to this file")
@@ -66,6 +66,7 @@ def _report(args, res):
 
 
 def predict(args):
+    args.output = None if args.output == "-" else args.output       # -o -: standard output, as tools take it
     files.check_writable(args.output, "-o", directory=False)        # before any prediction is made
     files.check_writable(args.metrics, "--metrics", directory=False)
     model = estimators.load(args.model)

@@ -142,32 +142,48 @@ class Linear(Estimator):
 
     def score(self, X, y=None):
         """Accuracy on (X, y) (labels as training gave them, or ±1 and 0/1 for a ±1 or
-        0/1 model); without ``y``, X is a libsvm file and its labels are y."""
+        0/1 model; a binary model refuses a third label, softmax counts it wrong); without
+        ``y``, X is a libsvm file and its labels are y."""
         if y is None:
             X, y = loaders.load_samples(X, self.zero_based_)
             if y is None:
                 raise Tux2Error("labels needed: score(X, y), or score(path) with a libsvm file")
-        y = np.asarray(y)
-        if self.loss == "softmax":
-            return float(np.mean(self.predict(X) == y))
-        return float(np.mean((self.decision_function(X) > 0) == (y == self.classes_[1])))
+        M = self.decision_function(X)
+        y = given_labels(y, len(M))
+        if self.loss == "softmax":                  # a label of no class: a wrong prediction
+            return float(np.mean(self.classes_[M.argmax(axis=1)] == y))
+        signs = binary_labels(self.classes_, y, test_source="score")[1]     # a third label: its error
+        return float(np.mean((M > 0) == (signs > 0)))
 
 
-def given_labels(y, n):
+def given_labels(y, n=None):
     """Labels given from Python as an array tux2 keeps: numbers as float64 (none NaN or
-    infinite), anything else (strings: 'spam', 'ham') as strings; one per sample."""
+    infinite), strings as strings (bytes decoded); one per sample (``n``). A missing
+    label (None, NaN, pandas' NA), labels of other kinds, or numbers mixed with strings:
+    ValueError naming the first."""
     y = np.asarray(y)
-    if y.ndim != 1 or len(y) != n:
+    if y.ndim != 1 or (n is not None and len(y) != n):
         raise ValueError(f"{n} samples but labels of shape {y.shape}: one label per sample")
+    if y.dtype.kind == "O":
+        missing = [i for i, v in enumerate(y) if v is None or v != v or type(v).__name__ in ("NAType", "NaTType")]
+        if missing:
+            raise ValueError(f"label {y[missing[0]]!r} (sample {missing[0]}): a label is missing")
+        kinds = {"number" if isinstance(v, (int, float, np.number)) else "string" if isinstance(v, (str, bytes))
+                 else type(v).__name__ for v in y}
+        if len(kinds) > 1 or not kinds <= {"number", "string"}:
+            raise ValueError(f"labels must be all numbers or all strings; these are {', '.join(sorted(kinds))}")
+        y = np.array(y.tolist())
     if y.dtype.kind in "biuf":
         y = y.astype(np.float64)
         bad = ~np.isfinite(y)
         if bad.any():
             raise ValueError(f"label {y[np.argmax(bad)]} (sample {int(np.argmax(bad))}): labels must be finite")
         return y
-    if y.dtype.kind == "O" and any(isinstance(v, float) and v != v for v in y):
-        raise ValueError(f"label nan (sample {next(i for i, v in enumerate(y) if v != v)}): a label is missing")
-    return y.astype(str)
+    if y.dtype.kind == "S":
+        return np.char.decode(y, "utf-8", "replace")
+    if y.dtype.kind != "U":
+        raise ValueError(f"labels must be numbers or strings, not {y.dtype}")
+    return y
 
 
 def shown(label):
@@ -193,7 +209,7 @@ def binary_labels(y, test=None, source=None, test_source=None):
                               f"and {shown(seen[1])} (softmax takes more)", source, i)
     if len(seen) < 2:
         raise io.sample_error(f"every label is {shown(seen[0])}: a binary model needs two", source, 0)
-    pair = found
+    pair = whole(found)
     legal = (-1, 0, 1) if y.dtype.kind in "iuf" and pair.tolist() in ([-1, 1], [0, 1]) else tuple(pair)
     signs = []
     for labels, where in ((y, source), (test, test_source)):
@@ -212,22 +228,34 @@ def binary_labels(y, test=None, source=None, test_source=None):
 
 def class_labels(y, test=None, classes=None, source=None, test_source=None):
     """Softmax labels: (y, test) as class numbers 0 … K−1, and the K class labels in that
-    order (``classes_``): 0 … K−1, or 1 … K (``label_base``), as numbers; any other labels
-    (strings, -1 and 1, 2.5) sorted, as liblinear takes them. A test label that is no
-    class is class K: the metrics count it wrong and leave it out of the log-loss."""
+    order (``classes_``). Without ``classes`` the classes are the labels there are, sorted,
+    as scikit-learn and liblinear take them (0 … K−1; 1 … K; 2, 5, 9; strings); ``classes``
+    K makes them 0 … K−1, or 1 … K when no label is 0 (``label_base``), classes without
+    samples included. A test label of no class is class K: the metrics count it wrong and
+    leave it out of the log-loss."""
     y = np.asarray(y)
-    if y.dtype.kind == "f" and (not len(y) or (y.min() >= 0 and (y == np.round(y)).all())):
+    if classes is not None:
+        if y.dtype.kind != "f":
+            raise InputError(f"classes={classes} numbers the classes 0 … K-1 or 1 … K, and these labels are not "
+                             "numbers: leave classes out", path=source)
         base = label_base(y, classes)
         y, k = glm.labels_for("softmax", y - base, classes, source=source)
         names = np.arange(k) + base
     else:
         names, y = np.unique(y, return_inverse=True)
-        if classes is not None and classes != len(names):
-            raise InputError(f"classes={classes}, but the labels are {len(names)}: "
-                             f"{', '.join(map(shown, names[:5]))}{' …' if len(names) > 5 else ''}", path=source)
-        y = y.astype(np.float64)
-        k = max(len(names), 2)
+        if len(names) < 2:
+            raise io.sample_error(f"every label is {shown(names[0])}: softmax needs two classes or more", source, 0) \
+                if len(names) else InputError("no labels", path=source)
+        names = whole(names)
+        y, k = y.astype(np.float64), len(names)
     return y, None if test is None else class_codes(test, names), names, k
+
+
+def whole(labels):
+    """Labels that are whole numbers as integers (predictions give back 1, not 1.0)."""
+    if labels.dtype.kind == "f" and (labels == np.round(labels)).all() and np.abs(labels).max() < 2 ** 53:
+        return labels.astype(np.int64)
+    return labels
 
 
 def class_codes(labels, names):
@@ -291,7 +319,7 @@ class GLM(Linear):
             y, test_labels, labels, k = class_labels(y, data.test_labels, self.classes, *where)
         else:
             (y, test_labels, labels), k = binary_labels(y, data.test_labels, *where), 1
-        base = int(labels[0] == 1) if self.loss == "softmax" and labels.dtype.kind == "i" else 0
+        base = int(self.loss == "softmax" and labels.dtype.kind == "i" and (labels == np.arange(1, k + 1)).all())
         optimizer, eta = self._resolved()
         lam = self.reg if self.reg is not None else 1.0 / max(g.n_src, 1)
         prog, graph, assignment, edata, perm = glm.setup(
@@ -316,14 +344,20 @@ class GLM(Linear):
                 f"{s.source}",
                 f"  {s.n} samples, {s.graph.n_dst - self.bias} features{' + intercept' if self.bias else ''}, "
                 f"{s.nnz - s.n * self.bias} non-zeros; lambda={s.lam:.6g}{' (1/n)' if self.reg is None else ''}, "
-                f"batch {self.batch or s.n}, eta {s.eta:.6g}, P={parts}" + (f", {world} workers" if world > 1 else "")] \
-            + ([f"  labels 1-based (no label 0): classes 1 … {s.n_classes}, as predictions write them"]
-               if s.label_base else []) + self._label_notes(s)
+                f"batch {self.batch or s.n}, eta {s.eta}, P={parts}" + (f", {world} workers" if world > 1 else "")] \
+            + self._label_notes(s)
 
     def _label_notes(self, s):
-        unseen = int((s.test_labels >= s.n_classes).sum()) if self.loss == "softmax" and s.test is not None else 0
-        return [f"  note: {unseen} test samples have labels of no training class: counted as errors and left "
-                "out of the test log-loss"] if unseen else []
+        """The classes, unless they are 0 … K−1; a note on test labels of no class."""
+        if self.loss != "softmax":
+            return []
+        k, names = s.n_classes, s.labels
+        unseen = int((s.test_labels >= k).sum()) if s.test is not None else 0
+        plain = names.dtype.kind == "i" and (names == np.arange(k)).all()
+        return ([] if plain else [f"  {k} classes: {', '.join(map(shown, names[:8]))}{' …' if k > 8 else ''}, "
+                                  "as predictions write them"]) \
+            + ([f"  note: {unseen} test samples have labels of no training class: counted as errors and left "
+                "out of the test log-loss"] if unseen else [])
 
     def _line(self, rec, n):
         return (f"epoch {rec['epoch']:3d}/{n}  objective {rec['objective']:.6g}  "
@@ -382,9 +416,9 @@ class LinearSVM(GLM):
 
 
 class Softmax(GLM):
-    """Multinomial (softmax) regression over labels 0 … K−1, or 1 … K (``classes``: K,
-    default the largest label + 1, or the largest label when none is 0: ``label_base``),
-    or any K labels that are not numbers (strings), sorted as ``classes_``."""
+    """Multinomial (softmax) regression over the K labels the training data has, sorted
+    as ``classes_`` (numbers or strings); ``classes`` K numbers them 0 … K−1, or 1 … K
+    when no label is 0 (``label_base``), classes without samples included."""
     algorithm, loss = "softmax", "softmax"
 
     def __init__(self, strategy="sendgradient", optimizer=None, driver=False, penalty="l2", reg=None, batch=1000,
