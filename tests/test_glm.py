@@ -599,13 +599,14 @@ def test_cli_notes_an_objective_that_rose_under_plain_sgd_and_the_default_descen
     epoch's and the run says so, naming --eta and the adaptive optimizers; the default
     (AdaGrad) on the same file descends and gets no note."""
     f = _bag_of_words_svm(tmp_path / "train.svm")
-    r = run_cli("run", "fm", f, "--epochs", "6", "--optimizer", "sgd", "--metrics", str(tmp_path / "m.jsonl"),
-                timeout=300)
+    r = run_cli("run", "fm", f, "--epochs", "6", "--optimizer", "sgd", "--batch", "1000", "--metrics",
+                str(tmp_path / "m.jsonl"), timeout=300)
     assert r.returncode == 0, r.stderr
     objective = [json.loads(x)["objective"] for x in (tmp_path / "m.jsonl").read_text().splitlines()]
     assert objective[-1] > 1.2 * objective[0]
     assert "note: the objective rose from" in r.stdout and "lower --eta (now 1.0) or use --optimizer" in r.stdout
-    r = run_cli("run", "fm", f, "--epochs", "6", "--metrics", str(tmp_path / "d.jsonl"), timeout=300)
+    r = run_cli("run", "fm", f, "--epochs", "6", "--batch", "1000", "--metrics", str(tmp_path / "d.jsonl"),
+                timeout=300)
     assert r.returncode == 0 and "note: the objective rose" not in r.stdout, r.stderr
     objective = [json.loads(x)["objective"] for x in (tmp_path / "d.jsonl").read_text().splitlines()]
     assert objective[-1] < objective[0]
@@ -655,15 +656,15 @@ def test_zero_objective_is_the_objective_of_the_all_zero_model(loss, classes):
 
 @pytest.mark.slow
 def test_cli_notes_an_objective_worse_than_the_all_zero_model(tmp_path):
-    """The default (AdaGrad, eta 0.5) on raw counts 1 … 49 ends above the objective of
-    w = 0 (ln 2 for lr, 1 for svm) without rising above its first epoch's: the run says
-    so and what to do (eta / 10, or scale the values); at that eta lr ends below ln 2
-    with no note, and on the built-in set the default gets no note."""
+    """The default step (AdaGrad, eta 0.5) in batches of 1000 on raw counts 1 … 49 ends
+    above the objective of w = 0 (ln 2 for lr, 1 for svm) without rising above its first
+    epoch's: the run says so and what to do (eta / 10, or scale the values); at that eta
+    lr ends below ln 2 with no note, and on the built-in set the default gets no note."""
     f = _raw_counts_svm(tmp_path / "counts.svm")
     for model, zero in (("lr", "0.693147"), ("svm", "1")):
         m = tmp_path / f"{model}.jsonl"
-        r = run_cli("run", model, f, "--metrics", str(m))
-        assert r.returncode == 0, r.stderr
+        r = run_cli("run", model, f, "--batch", "1000", "--metrics", str(m))     # (the default batch, 20 steps an
+        assert r.returncode == 0, r.stderr                                       # epoch, ends below)
         objective = [json.loads(x)["objective"] for x in m.read_text().splitlines()]
         assert objective[-1] > glm.zero_objective("logistic" if model == "lr" else "hinge") and \
             objective[-1] < objective[0], objective
@@ -748,7 +749,7 @@ def test_fit_from_python_warns_where_the_cli_prints_a_note(tmp_path):
     import tux2
     f = _bag_of_words_svm(tmp_path / "train.svm")
     with pytest.warns(RuntimeWarning, match="the objective rose from .* lower --eta"):
-        tux2.FM(epochs=6, optimizer="sgd", eta=1.0).fit(f)
+        tux2.FM(epochs=6, optimizer="sgd", eta=1.0, batch=1000).fit(f)
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
         for est in (tux2.FM(epochs=10, eta=0.01), tux2.LogisticRegression(epochs=6, eta=0.01)):

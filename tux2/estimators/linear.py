@@ -282,7 +282,8 @@ class GLM(Linear):
     strategy of Spark MLlib (sendgradient), PS2 (adam), ColumnSGD (column), MLlib*
     (modelavg) or Petuum (modelsum); see tux2.udfs.glm. Parameters are those of
     ``tux2 run lr``; ``reg`` None (the default) is 1/n for n training samples, the
-    regularisation of scikit-learn's and liblinear's default C = 1; ``bias`` (default
+    regularisation of scikit-learn's and liblinear's default C = 1; ``batch`` None is
+    1000 samples, or n/20 for fewer than 20,000 (0: all); ``bias`` (default
     True, as Spark MLlib, Vowpal Wabbit and scikit-learn fit one) gives every sample a
     constant feature 1, whose weight, the intercept, is the last row of ``coef_``."""
 
@@ -292,7 +293,7 @@ class GLM(Linear):
                    loss=("logistic", "hinge"), bias=(True, False), **READ_CHOICES)
     flags = dict(reg=("lam", "the regularisation weight λ"), penalty=("reg", "the regulariser, 'l2' or 'l1',"))
 
-    def __init__(self, strategy="sendgradient", optimizer=None, driver=False, penalty="l2", reg=None, batch=1000,
+    def __init__(self, strategy="sendgradient", optimizer=None, driver=False, penalty="l2", reg=None, batch=None,
                  eta=None, decay=0.0, epochs=10, seed=0, bias=True, zero_based=False, duplicates="error"):
         self._keep(locals())
 
@@ -322,15 +323,20 @@ class GLM(Linear):
         base = int(self.loss == "softmax" and labels.dtype.kind == "i" and (labels == np.arange(1, k + 1)).all())
         optimizer, eta = self._resolved()
         lam = self.reg if self.reg is not None else 1.0 / max(g.n_src, 1)
+        # at least 20 steps an epoch: 450 iris-like samples in one batch of 1000 took 10 steps in 10
+        # epochs and ended at 0.61 (0.91 in batches of 22); adult-like 0.817 -> 0.827, bag-of-words lr
+        # 0.883 -> 0.913, svm 0.921 -> 0.912, a 3000-document text set 0.947 -> 0.942
+        batch = self.batch if self.batch is not None else min(1000, max(1, g.n_src // 20))
         prog, graph, assignment, edata, perm = glm.setup(
             g, y, self.loss, self.strategy, parts=parts, driver=self.driver, seed=self.seed, reg=self.penalty,
-            lam=lam, batch=self.batch or None, eta=eta, decay=self.decay, classes=self.classes, evaluate=True,
+            lam=lam, batch=batch or None, eta=eta, decay=self.decay, classes=self.classes, evaluate=True,
             factors=self.factors, optimizer=optimizer, **({"init_std": self.init_std} if self.factors else {}))
         return Setup(graph, prog, {"assignment": assignment, "edge_data": edata}, test=data.test,
-                     test_labels=test_labels, n=g.n_src, nnz=g.num_edges, eta=eta, lam=lam, source=data.source,
+                     test_labels=test_labels, n=g.n_src, nnz=g.num_edges, eta=eta, lam=lam, batch=batch,
+                     source=data.source,
                      top=float(np.max(np.abs(g.values))) if g.values is not None and g.num_edges else 1.0,
                      zero_based=data.facts.get("zero_based", False), label_base=base, n_classes=k, labels=labels,
-                     meta={"optimizer": optimizer, "eta": eta, "lam": lam, "samples": g.n_src,
+                     meta={"optimizer": optimizer, "eta": eta, "lam": lam, "batch_used": batch, "samples": g.n_src,
                            **({"label_base": base} if self.loss == "softmax" else {})})
 
     def record(self, eng, s):
@@ -344,7 +350,7 @@ class GLM(Linear):
                 f"{s.source}",
                 f"  {s.n} samples, {s.graph.n_dst - self.bias} features{' + intercept' if self.bias else ''}, "
                 f"{s.nnz - s.n * self.bias} non-zeros; lambda={s.lam:.6g}{' (1/n)' if self.reg is None else ''}, "
-                f"batch {self.batch or s.n}, eta {s.eta}, P={parts}" + (f", {world} workers" if world > 1 else "")] \
+                f"batch {s.batch or s.n}, eta {s.eta}, P={parts}" + (f", {world} workers" if world > 1 else "")] \
             + self._label_notes(s)
 
     def _label_notes(self, s):
@@ -421,7 +427,7 @@ class Softmax(GLM):
     when no label is 0 (``label_base``), classes without samples included."""
     algorithm, loss = "softmax", "softmax"
 
-    def __init__(self, strategy="sendgradient", optimizer=None, driver=False, penalty="l2", reg=None, batch=1000,
+    def __init__(self, strategy="sendgradient", optimizer=None, driver=False, penalty="l2", reg=None, batch=None,
                  eta=None, decay=0.0, epochs=10, seed=0, bias=True, classes=None, zero_based=False,
                  duplicates="error"):
         self._keep(locals())
@@ -434,7 +440,7 @@ class FM(GLM):
     a9a-shaped one-hot rows ended 10 epochs at 0.469 against 0.395 without it."""
     algorithm = "fm"
 
-    def __init__(self, strategy="sendgradient", optimizer=None, driver=False, penalty="l2", reg=None, batch=1000,
+    def __init__(self, strategy="sendgradient", optimizer=None, driver=False, penalty="l2", reg=None, batch=None,
                  eta=None, decay=0.0, epochs=10, seed=0, bias=False, loss="logistic", factors=8, init_std=0.01,
                  zero_based=False, duplicates="error"):
         self._keep(locals())
