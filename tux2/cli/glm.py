@@ -17,7 +17,7 @@ def add_parser(algos):
             name, help=f"{title} by mini-batch SGD; --strategy picks the system it trains like",
             description=f"Minimises (1/n) sum_i loss(x_i.W, y_i) + lambda R(W) for the {title} over a libsvm "
                         "file (1-based feature indices unless --zero-based"
-                        + ("; labels 0..K-1 or 1..K" if loss == "softmax" else "; labels +1/-1 or 1/0")
+                        + ("; any labels, each a class" if loss == "softmax" else "; any two labels: +1/-1, 1/0 …")
                         + "). Strategies: sendgradient = Spark MLlib (gradients to the feature masters; "
                         "--driver puts them all on one partition), adam = PS2 (Adam moments beside the "
                         "weights at the masters), column = ColumnSGD (features partitioned by column, "
@@ -58,7 +58,8 @@ def add_parser(algos):
         p.add_argument("--epochs", type=NONNEG, default=10, help="passes over the samples")
         if loss == "softmax":
             p.add_argument("--classes", type=Softmax.bounds["classes"], default=None,
-                           help="number of classes (default: max label + 1; max label for labels 1..K)")
+                           help="K: the classes are 0..K-1, or 1..K when no label is 0, classes without samples "
+                                "included (default: the labels the training file has, sorted)")
         p.add_argument("--partitions", type=PARTITIONS, default=None,
                        help="number of partitions (P; default: one per worker and thread)")
         p.add_argument("--seed", type=SEED, default=0, help="seed of the sample shuffle and the partitioning")
