@@ -117,6 +117,7 @@ def test_labels_from_python_are_any_labels_scikit_learn_takes(tmp_path):
     sm.save(tmp_path / "m")
     back = tux2.Softmax.load(tmp_path / "m")
     assert back.classes_.tolist() == ["bird", "cat", "dog"] and (back.predict(X) == sm.predict(X)).all()
+    assert tux2.LogisticRegression(epochs=1).fit(X, binary[:, None]).classes_.tolist() == ["ham", "spam"]  # a column
     numbers = tux2.Softmax(epochs=3).fit(X, y.astype(int) + 1)       # 1 … K: the labels come back as given
     assert numbers.classes_.tolist() == [1, 2, 3] and numbers.label_base_ == 1
     for bad, match in (([np.nan] + [1] * 399, "label nan"), (binary[:-1], "400 samples but labels of shape"),

@@ -61,7 +61,7 @@ class Linear(Estimator):
             return g, y
         g, y = pair(data)
         if y is None:
-            if test is None or np.ndim(test) != 1:
+            if test is None or np.ndim(test) not in (1, 2) or np.shape(test)[1:] not in ((), (1,)):
                 raise Tux2Error("labels needed: fit(path) with a libsvm file, fit((X, y)) or fit(X, y)")
             y, test = given_labels(test, g.n_src), None
         t, ty = pair(test) if test is not None else (None, None)
@@ -162,6 +162,7 @@ def given_labels(y, n=None):
     label (None, NaN, pandas' NA), labels of other kinds, or numbers mixed with strings:
     ValueError naming the first."""
     y = np.asarray(y)
+    y = y[:, 0] if y.ndim == 2 and y.shape[1] == 1 else y          # a column, as scikit-learn takes it
     if y.ndim != 1 or (n is not None and len(y) != n):
         raise ValueError(f"{n} samples but labels of shape {y.shape}: one label per sample")
     if y.dtype.kind == "O":
