@@ -213,10 +213,10 @@ def _quick_cache_loads():
     save = Cache.save_overload
 
     def save_overload(self, sig, data):
-        if tux2s(self) and not _HELPERS["cached"]:
-            return None
         if not tux2s(self):
             return save(self, sig, data)
+        if not _HELPERS["cached"]:
+            return None
         try:
             return save(self, sig, data)
         except OSError:             # a cache directory that cannot be written (a file in its place): not kept

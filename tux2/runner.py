@@ -434,7 +434,8 @@ def fit_workers(est, data, workers, *, partitions=None, threads=None, slack=0, c
 def _exit_on_sigterm():
     """SIGTERM (kill, a job scheduler) as SystemExit while fit's workers run, so the
     workers are stopped and the temporary directory removed; returns the handler it
-    replaced (None off the main thread, where none can be set)."""
+    replaced (None off the main thread, where none can be set, or when the program set
+    its own)."""
     if threading.current_thread() is not threading.main_thread() \
             or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
         return None
