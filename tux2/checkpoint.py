@@ -221,9 +221,10 @@ def check(directory, params, world=1, compare=None):
         raise CheckpointError(f"{path} is a checkpoint of tux2 run {was}, not of tux2 run {params['algorithm']}: "
                               f"resume it with tux2 run {was} --resume {directory}")
     if diff:
-        def flag(k, v):             # a switch by its state: lr's is --no-bias, fm's --bias
+        def flag(k, v):             # a switch by its state: lr's is --no-bias, fm's --bias, mf's --no-biases
             if isinstance(v, bool):
-                return f"{k.replace('_', '-')} {'on' if v else 'off'}"
+                name, on = (k[3:], not v) if k.startswith("no_") else (k, v)
+                return f"{name.replace('_', '-')} {'on' if on else 'off'}"
             return f"--{k.replace('_', '-')} {'(unset)' if v is None else v}"
         raise CheckpointError(f"{path} was written by a run with other settings: " + ", ".join(
             f"{flag(k, saved.get(k))} there, {flag(k, params.get(k))} now" for k in diff)
