@@ -12,6 +12,7 @@ from tux2 import interrupt
 from tux2.config import cores
 from tux2.graph import BipartiteGraph
 from tux2.io import display_name
+from tux2.loaders import DUPLICATES
 from tux2.params import COUNT, FRACTION, NONNEG, NONNEG_NUMBER, POSITIVE, SEED, integer, number  # noqa: F401
 
 
@@ -365,7 +366,7 @@ def add_libsvm_args(p, metrics):
     p.add_argument("input", nargs="?", help="training set in libsvm format; default: built-in generated set")
     p.add_argument("--test", help=f"test set (libsvm): {metrics} per epoch")
     p.add_argument("--zero-based", action="store_true", help="feature indices start at 0")
-    p.add_argument("--duplicates", choices=("error", "sum", "last", "keep"), default="error",
+    p.add_argument("--duplicates", choices=DUPLICATES, default="error",
                    help="a feature twice in one line: stop naming the line, add the values, keep the last, "
                         "or keep both")
 

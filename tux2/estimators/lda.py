@@ -38,7 +38,7 @@ class LDA(Estimator):
     bounds = dict(topics=integer(1, 32767), iterations=NONNEG, alpha=POSITIVE, beta=POSITIVE, seed=SEED,
                   top_words=NONNEG, min_count=COUNT)
     choices = dict(sampler=("sparse", "sync"), format=("auto", "triples", "docword", "text"), base=(0, 1),
-                   duplicates=("sum", "error", "last", "keep"))
+                   duplicates=loaders.DUPLICATES)
     _unit, _iterations = "iteration", "iterations"
     _resumable = ("top_words",)
     _watch, _stop = "ll", "the log-likelihood is not finite at iteration {n} (ll {value})"

@@ -31,7 +31,7 @@ def with_bias(graph, index=None):
     return BipartiteGraph(src, dst, val, n, max(graph.n_dst, index + 1), graph.type_names, graph.source)
 
 
-READ_CHOICES = dict(zero_based=(True, False), duplicates=("error", "sum", "last", "keep"))     # libsvm files
+READ_CHOICES = dict(zero_based=(True, False), duplicates=loaders.DUPLICATES)     # libsvm files
 
 
 class Linear(Estimator):
