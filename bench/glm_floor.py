@@ -5,7 +5,7 @@ scikit-learn's SGDClassifier runs) written the same way, on the glm bench's prob
 
 The hand-written Adam loop does what tux2's stage sequence does per mini-batch —
 partial margins, the loss derivative per sample, gradient sums per feature, the Adam
-step per touched feature — over the same records (w, m1, m2, β₁ᵗ, β₂ᵗ, deg) and the
+step per touched feature — over the same records (w, m1, m2, β₁ᵗ, β₂ᵗ, deg, scale) and the
 same accumulators (g, c), and gives the same iterates (checked: the objective after
 each epoch matches tux2's to 1e-9 relative). Its time per epoch is what an engine
 could at best reach for this algorithm on one core; times the epochs Adam needs to
@@ -29,7 +29,8 @@ LOG = "glm_floor"
 LAM = 1e-6
 GAP = 1e-2
 JIT = dict(fastmath={"reassoc", "contract", "nsz", "arcp"}, error_model="numpy", boundscheck=False)
-FEATURE = np.dtype([("w", "f8"), ("m1", "f8"), ("m2", "f8"), ("b1t", "f8"), ("b2t", "f8"), ("deg", "f8")])
+FEATURE = np.dtype([("w", "f8"), ("m1", "f8"), ("m2", "f8"), ("b1t", "f8"), ("b2t", "f8"), ("deg", "f8"),
+                    ("scale", "f8")])
 ACCUM = np.dtype([("g", "f8"), ("c", "f8")])
 
 
@@ -60,7 +61,7 @@ def adam_epoch(bounds, indptr, idx, val, y, d, F, A, stamp, touched, epoch, rate
             g = (a.g + lam * n / v.deg * a.c * v.w) / B
             v.m1 = b1 * v.m1 + (1.0 - b1) * g
             v.m2 = b2 * v.m2 + (1.0 - b2) * g * g
-            v.w -= rate * (v.m1 / (1.0 - v.b1t)) / (math.sqrt(v.m2 / (1.0 - v.b2t)) + eps)
+            v.w -= rate * v.scale * (v.m1 / (1.0 - v.b1t)) / (math.sqrt(v.m2 / (1.0 - v.b2t)) + eps)
             a.g = 0.0
             a.c = 0.0
         epoch += 1
@@ -86,7 +87,7 @@ def sgd_epoch(indptr, idx, val, y, w, eta):
 
 
 @njit(**JIT)
-def adagrad_epoch(indptr, idx, val, y, w, G, deg, rate, lam, n, eps):
+def adagrad_epoch(indptr, idx, val, y, w, G, deg, scale, rate, lam, n, eps):
     """One epoch of per-sample AdaGrad with the l2 term spread over a feature's samples
     (tux2's modelavg local step with optimizer 'adagrad' on one partition, batch 1)."""
     for i in range(y.shape[0]):
@@ -95,7 +96,7 @@ def adagrad_epoch(indptr, idx, val, y, w, G, deg, rate, lam, n, eps):
             j = idx[e]
             g = val[e] * d + lam * n / deg[j] * w[j]
             G[j] += g * g
-            w[j] -= rate * g / (math.sqrt(G[j]) + eps)
+            w[j] -= rate * scale[j] * g / (math.sqrt(G[j]) + eps)
 
 
 def main(args):
@@ -141,6 +142,7 @@ def main(args):
     F = np.zeros(d, FEATURE)
     F["b1t"], F["b2t"] = 1.0, 1.0
     F["deg"] = np.maximum(np.bincount(g.dst, minlength=d), 1)
+    F["scale"] = 1.0 / np.maximum(glm.feature_top(g.dst, g.values, d), 1.0)
     A = np.zeros(d, ACCUM)
     dd, stamp, touched = np.zeros(n), np.full(d, -1, np.int64), np.zeros(d, np.int64)
     args0 = (bounds, Xs.indptr, Xs.indices, Xs.data, ys, dd, F, A, stamp, touched)
@@ -162,10 +164,9 @@ def main(args):
     ada_t, ada_f = engine_epochs(glm.engine(g, y, "logistic", "modelavg", parts=1, batch=1, eta=ada_eta, decay=0.0,
                                             lam=LAM, optimizer="adagrad")[0])
     w, G = np.zeros(d), np.zeros(d)
-    adagrad_epoch(Xs.indptr[:1], Xs.indices, Xs.data, ys[:0], w, G, F["deg"], ada_eta, LAM, float(n), 1e-8)
-    hada_t, hada_f = epochs_of(
-        lambda e: adagrad_epoch(Xs.indptr, Xs.indices, Xs.data, ys, w, G, F["deg"], ada_eta, LAM, float(n), 1e-8),
-        lambda: w)
+    feats = (F["deg"], F["scale"], ada_eta, LAM, float(n), 1e-8)
+    adagrad_epoch(Xs.indptr[:1], Xs.indices, Xs.data, ys[:0], w, G, *feats)
+    hada_t, hada_f = epochs_of(lambda e: adagrad_epoch(Xs.indptr, Xs.indices, Xs.data, ys, w, G, *feats), lambda: w)
     same_ada = bool(np.allclose(hada_f, ada_f, rtol=1e-9, atol=0.0))
 
     sk = sklearn_or_skip("glm_floor", "sklearn", LOG)

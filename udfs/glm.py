@@ -51,6 +51,14 @@ one G per replica and take the step in their local Exchange, edge by edge, so wi
 one sample per worker per mini-batch (``batch`` = workers) it is per-sample AdaGrad,
 Vowpal Wabbit's adaptive update. Its step is scale-free: ``local_scale`` does not
 enter.
+
+AdaGrad's and Adam's steps η g/√G are ±η per weight whatever the units of a feature,
+so a feature whose values reach s_j > 1 (raw counts, pixels 0-255, an age column)
+would move x·w by η s_j per step. Both divide feature j's step by
+s_j = max(1, max_i |x_ij|) (the ``scale`` field, as Vowpal Wabbit's normalised update
+does): counts or pixels then train as they would scaled to [0, 1], and features
+already within [−1, 1] (tf-idf, one-hot, scaled sets) are unchanged. The objective
+is unchanged too; only the steps are. Plain ``sgd`` keeps the papers' step.
 """
 import math
 
@@ -131,7 +139,7 @@ def local_adagrad_l2(u, v, e, a_u, a_v, ctx):
     for k in range(v.w.shape[0]):
         g = e.x * u.d[k] + r * v.w[k]
         v.G[k] += g * g
-        v.w[k] -= ctx.rate * g / (math.sqrt(v.G[k]) + ctx.eps)
+        v.w[k] -= ctx.rate * v.scale * g / (math.sqrt(v.G[k]) + ctx.eps)
 
 
 def local_adagrad_l1(u, v, e, a_u, a_v, ctx):
@@ -139,7 +147,7 @@ def local_adagrad_l1(u, v, e, a_u, a_v, ctx):
     for k in range(v.w.shape[0]):
         g = e.x * u.d[k]
         v.G[k] += g * g
-        s = ctx.rate / (math.sqrt(v.G[k]) + ctx.eps)
+        s = ctx.rate * v.scale / (math.sqrt(v.G[k]) + ctx.eps)
         v.w[k] = soft(v.w[k] - s * g, s * t)
 
 
@@ -187,7 +195,7 @@ def fm_local_adagrad_l2(u, v, e, a_u, a_v, ctx):
     for f in range(v.w.shape[0]):
         g = (e.x * d if f == 0 else d * e.x * (u.d[f] - v.w[f] * e.x)) + r * v.w[f]
         v.G[f] += g * g
-        v.w[f] -= ctx.rate * g / (math.sqrt(v.G[f]) + ctx.eps)
+        v.w[f] -= ctx.rate * v.scale * g / (math.sqrt(v.G[f]) + ctx.eps)
 
 
 def fm_local_adagrad_l1(u, v, e, a_u, a_v, ctx):
@@ -196,7 +204,7 @@ def fm_local_adagrad_l1(u, v, e, a_u, a_v, ctx):
     for f in range(v.w.shape[0]):
         g = e.x * d if f == 0 else d * e.x * (u.d[f] - v.w[f] * e.x)
         v.G[f] += g * g
-        s = ctx.rate / (math.sqrt(v.G[f]) + ctx.eps)
+        s = ctx.rate * v.scale / (math.sqrt(v.G[f]) + ctx.eps)
         v.w[f] = soft(v.w[f] - s * g, s * t)
 
 
@@ -284,7 +292,7 @@ def adam_l2(v, a, ctx):
         g = (a.g[k] + r * v.w[k]) / ctx.batch
         v.m1[k] = ctx.beta1 * v.m1[k] + (1.0 - ctx.beta1) * g
         v.m2[k] = ctx.beta2 * v.m2[k] + (1.0 - ctx.beta2) * g * g
-        v.w[k] -= ctx.rate * (v.m1[k] / c1) / (math.sqrt(v.m2[k] / c2) + ctx.eps)
+        v.w[k] -= ctx.rate * v.scale * (v.m1[k] / c1) / (math.sqrt(v.m2[k] / c2) + ctx.eps)
 
 
 def adam_l1(v, a, ctx):
@@ -296,7 +304,7 @@ def adam_l1(v, a, ctx):
         g = a.g[k] / ctx.batch
         v.m1[k] = ctx.beta1 * v.m1[k] + (1.0 - ctx.beta1) * g
         v.m2[k] = ctx.beta2 * v.m2[k] + (1.0 - ctx.beta2) * g * g
-        step = ctx.rate / (math.sqrt(v.m2[k] / c2) + ctx.eps)
+        step = ctx.rate * v.scale / (math.sqrt(v.m2[k] / c2) + ctx.eps)
         v.w[k] = soft(v.w[k] - step * v.m1[k] / c1, step * ctx.lam * ctx.n / v.deg * a.c / ctx.batch)
 
 
@@ -305,14 +313,14 @@ def adagrad_l2(v, a, ctx):
     for k in range(v.w.shape[0]):
         g = (a.g[k] + r * v.w[k]) / ctx.batch
         v.G[k] += g * g
-        v.w[k] -= ctx.rate * g / (math.sqrt(v.G[k]) + ctx.eps)
+        v.w[k] -= ctx.rate * v.scale * g / (math.sqrt(v.G[k]) + ctx.eps)
 
 
 def adagrad_l1(v, a, ctx):
     for k in range(v.w.shape[0]):
         g = a.g[k] / ctx.batch
         v.G[k] += g * g
-        s = ctx.rate / (math.sqrt(v.G[k]) + ctx.eps)
+        s = ctx.rate * v.scale / (math.sqrt(v.G[k]) + ctx.eps)
         v.w[k] = soft(v.w[k] - s * g, s * ctx.lam * ctx.n / v.deg * a.c / ctx.batch)
 
 
@@ -373,6 +381,19 @@ def labels_for(loss, labels, classes=None, source=None):
     return np.where(y > 0, 1.0, -1.0), 1
 
 
+def feature_top(features, values, n_features):
+    """max |x_ij| over the samples i of each feature j (0 for a feature without samples)."""
+    top = np.zeros(n_features)
+    if values is None:
+        top[np.unique(features)] = 1.0
+    elif len(features):
+        order = np.argsort(features, kind="stable")
+        f = np.asarray(features)[order]
+        starts = np.flatnonzero(np.r_[True, f[1:] != f[:-1]])
+        top[f[starts]] = np.maximum.reduceat(np.abs(np.asarray(values, np.float64)[order]), starts)
+    return top
+
+
 def program(labels, samples, features, values, n_samples, n_features, loss="logistic", reg="l2", lam=1e-6,
             strategy="sendgradient", batch=1000, eta=0.1, decay=0.0, classes=None, parts=1, evaluate=False,
             beta1=0.9, beta2=0.999, eps=1e-8, optimizer=None, factors=0, init_std=0.01, types=("sample", "feature")):
@@ -413,6 +434,9 @@ def program(labels, samples, features, values, n_samples, n_features, loss="logi
     flocal = {"deg": "f8"}
     if opt == "adagrad":                   # one-step: beside the master's weight; local: per replica
         (flocal if local else fmaster)["G"] = wk
+    if opt != "sgd":
+        flocal["scale"] = "f8"
+        scale = 1.0 / np.maximum(feature_top(features, values, n_features), 1.0)
     feature = VertexType(types[1], sync={"w": wk}, master=fmaster, local=flocal,
                          accum={} if local else {"g": wk, "c": "f8"})
     ctx = ContextSpec(fields={"lam": "f8", "n": "f8", "batch": "f8", "eta": "f8", "decay": "f8", "rate": "f8",
@@ -427,6 +451,8 @@ def program(labels, samples, features, values, n_samples, n_features, loss="logi
             data["y"] = y
         else:
             data["deg"] = deg
+            if opt != "sgd":
+                data["scale"] = scale
             if F:
                 data["w"][:, 1:] = rng.normal(0.0, init_std, (len(data), F))
             if opt == "adam":

@@ -302,11 +302,10 @@ class GLM(Linear):
 
     def _resolved(self):
         # AdaGrad by default (the strategies' own update is sgd, tux2.udfs.glm): per-feature steps
-        # suit power-law and unnormalised features, where plain SGD at one step size crawls. One step
-        # for every data set: dividing it by the counts' 99.9th percentile on raw counts took a
-        # bag-of-words look-alike's lr from 0.883 to 0.945 but a new user's adult-like one-hot rows
-        # with an age column from 0.817 to 0.643 (the majority class) and a 3000-document text set
-        # from 0.947 to 0.899; the sample's L1 norm did no better. _report says when it overshoots
+        # suit power-law and unnormalised features, where plain SGD at one step size crawls. Features
+        # with values above 1 take steps divided by their largest value (udfs.glm): one step for every
+        # data set divided by the counts' 99.9th percentile had fixed raw counts but took one-hot rows
+        # with an age column from 0.817 to 0.643, the majority class. _report says when it overshoots
         optimizer = self.optimizer or ("adam" if self.strategy == "adam" else "adagrad")
         return optimizer, self.eta if self.eta is not None else {"adam": 0.01, "adagrad": 0.5}.get(optimizer, 1.0)
 
@@ -375,22 +374,25 @@ class GLM(Linear):
 
     def _report(self, s):
         """A note when the objective ended well above its first epoch's (plain SGD at eta 1
-        on raw counts), or above the all-zero model's (AdaGrad at eta 0.5 on raw counts):
+        on raw counts), or above the all-zero model's (AdaGrad at eta 50 on raw counts):
         the step is too large, though not yet infinite."""
         h = self.history_
         if not h:
             return []
         first, last = h[0], h[-1]
         zero = glm.zero_objective(self.loss, s.n_classes)
+        # AdaGrad's and Adam's steps are already divided by a feature's largest value (udfs.glm);
+        # an FM's factors still take products of values
+        scale = (f", or scale the feature values (now up to {s.top:g}) to about [-1, 1]"
+                 if s.top > 1 and (self._resolved()[0] == "sgd" or self.factors) else "")
         rose, worse = len(h) >= 2 and last["objective"] > 1.2 * first["objective"], last["objective"] > zero
         test = last.get("test_logloss")
         if not (rose or worse) and test is not None and test > math.log(max(s.n_classes, 2)):
-            # the training objective fell, but the test set's probabilities are confidently wrong (softmax on
-            # pixel values 0-255, an FM on raw counts): worse than the all-zero model's ln K
+            # the training objective fell, but the test set's probabilities are confidently wrong (an FM on
+            # raw counts or at λ = 1e-6): worse than the all-zero model's ln K
             return [f"  note: the test log-loss ended at {test:.4g} (epoch {last['epoch']}), worse than the "
                     f"all-zero model's {math.log(max(s.n_classes, 2)):.4g}: the model is overconfident on new data; "
-                    f"lower --eta (now {s.eta}; try {s.eta / 10:g}), raise --lam (now {s.lam:g})"
-                    + (f", or scale the feature values (now up to {s.top:g}) to about [-1, 1]" if s.top > 1 else "")]
+                    f"lower --eta (now {s.eta}; try {s.eta / 10:g}), raise --lam (now {s.lam:g})" + scale]
         if not (rose or worse):
             return []
         what = (f"rose from {first['objective']:.6g} (epoch {first['epoch']}) to" if rose else "ended at") \
@@ -398,8 +400,7 @@ class GLM(Linear):
             + (f", worse than the all-zero model ({zero:.6g})" if worse else "")
         return [f"  note: the objective {what}: the step is too large for these features; lower --eta "
                 f"(now {s.eta})" + (" or use --optimizer adagrad or adam" if self._resolved()[0] == "sgd" else "")
-                + f"; try --eta {s.eta / 10:g}" + (f", or scale the feature values (now up to {s.top:g}) to "
-                                                   "about [-1, 1]" if s.top > 1 else "")]
+                + f"; try --eta {s.eta / 10:g}" + scale]
 
     @property
     def _eta(self):
