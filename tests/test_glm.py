@@ -243,13 +243,15 @@ def test_adagrad_update_at_the_masters(reg):
         glm.engine(g, y, "softmax", "adam", parts=1, optimizer="adagrad")
 
 
-@pytest.mark.parametrize("strategy,optimizer,parts", [("sendgradient", "adagrad", 1), ("column", "adagrad", 3),
-                                                      ("modelavg", "adagrad", 2), ("sendgradient", "adam", 2)])
-def test_adaptive_steps_do_not_depend_on_the_units_of_features(strategy, optimizer, parts):
+@pytest.mark.parametrize("strategy,optimizer,parts,factors", [
+    ("sendgradient", "adagrad", 1, 0), ("column", "adagrad", 3, 0), ("modelavg", "adagrad", 2, 0),
+    ("sendgradient", "adam", 2, 0), ("sendgradient", "adagrad", 2, 3), ("modelavg", "adagrad", 1, 2)])
+def test_adaptive_steps_do_not_depend_on_the_units_of_features(strategy, optimizer, parts, factors):
     """AdaGrad and Adam divide a feature's step by max(1, its largest |value|) (Vowpal
-    Wabbit's normalised update): without a regulariser, a feature given in units c ≥ 1
-    times larger (counts instead of frequencies, pixels 0-255 instead of 0-1) gets a
-    weight c times smaller and the model scores every sample the same."""
+    Wabbit's normalised update), and an FM's factors start divided by it: without a
+    regulariser, a feature given in units c ≥ 1 times larger (counts instead of
+    frequencies, pixels 0-255 instead of 0-1) gets weights and factors c times smaller
+    and the model scores every sample the same."""
     g, X, y = _problem(n=200, d=40)
     top = abs(X).max(axis=0).toarray().ravel()
     g.values = g.values / top[g.dst]                 # every feature's largest value 1
@@ -257,12 +259,12 @@ def test_adaptive_steps_do_not_depend_on_the_units_of_features(strategy, optimiz
     W = []
     for scale in (np.ones(X.shape[1]), c):
         h = type(g)(g.src, g.dst, g.values * scale[g.dst], g.n_src, g.n_dst, g.type_names)
-        eng, _ = glm.engine(h, y, "logistic", strategy, parts=parts, batch=25, eta=0.3, lam=0.0,
-                            optimizer=optimizer)
+        eng, _ = glm.engine(h, y, "logistic", strategy, parts=parts, batch=25, eta=0.3, lam=0.0, eps=1e-30,
+                            optimizer=optimizer, factors=factors, **({"init_std": 0.1} if factors else {}))
         eng.run(3)
-        W.append(glm.weights(eng)[:, 0] * scale)
-    np.testing.assert_allclose(W[1], W[0], rtol=1e-4, atol=1e-8)         # ε in √G + ε is not scaled
-    assert np.abs(W[0]).max() > 0.1
+        W.append(glm.weights(eng) * scale[:, None])
+    np.testing.assert_allclose(W[1], W[0], rtol=1e-7, atol=1e-12)        # (ε in √G + ε is not scaled: ~0)
+    assert np.abs(W[0][:, 0]).max() > 0.1
 
 
 @pytest.mark.parametrize("strategy,optimizer", [("modelavg", "adagrad"), ("modelsum", "sgd")])

@@ -58,7 +58,10 @@ would move x·w by η s_j per step. Both divide feature j's step by
 s_j = max(1, max_i |x_ij|) (the ``scale`` field, as Vowpal Wabbit's normalised update
 does): counts or pixels then train as they would scaled to [0, 1], and features
 already within [−1, 1] (tf-idf, one-hot, scaled sets) are unchanged. The objective
-is unchanged too; only the steps are. Plain ``sgd`` keeps the papers' step.
+is unchanged too; only the steps are. Plain ``sgd`` keeps the papers' step. An FM's
+factors v_j start as N(0, init_std²) / s_j, so that v_j x_j starts alike for every
+feature (without that, values up to 7,000 made the first interactions ~10³ and the
+FM diverged).
 """
 import math
 
@@ -403,7 +406,8 @@ def program(labels, samples, features, values, n_samples, n_features, loss="logi
     mini-batch holds about B/P samples). ``evaluate`` adds a pass per epoch that
     puts f(W) in the context (``objective``, ``loss``, ``reg``, ``nnz``). ``factors``
     F > 0 makes it a factorization machine (binary losses; factors start as
-    N(0, init_std²) draws of the engine's seed, the linear weights at 0)."""
+    N(0, init_std²) draws of the engine's seed divided by max(1, the feature's largest
+    |value|), the linear weights at 0)."""
     if loss not in LOSSES:
         raise ValueError(f"unknown loss {loss!r}; choose one of {', '.join(LOSSES)}")
     if strategy not in STRATEGIES:
@@ -434,9 +438,9 @@ def program(labels, samples, features, values, n_samples, n_features, loss="logi
     flocal = {"deg": "f8"}
     if opt == "adagrad":                   # one-step: beside the master's weight; local: per replica
         (flocal if local else fmaster)["G"] = wk
+    scale = 1.0 / np.maximum(feature_top(features, values, n_features), 1.0)
     if opt != "sgd":
         flocal["scale"] = "f8"
-        scale = 1.0 / np.maximum(feature_top(features, values, n_features), 1.0)
     feature = VertexType(types[1], sync={"w": wk}, master=fmaster, local=flocal,
                          accum={} if local else {"g": wk, "c": "f8"})
     ctx = ContextSpec(fields={"lam": "f8", "n": "f8", "batch": "f8", "eta": "f8", "decay": "f8", "rate": "f8",
@@ -454,7 +458,8 @@ def program(labels, samples, features, values, n_samples, n_features, loss="logi
             if opt != "sgd":
                 data["scale"] = scale
             if F:
-                data["w"][:, 1:] = rng.normal(0.0, init_std, (len(data), F))
+                # in a feature's units, as the steps: v_j x_j starts as N(0, init_std²) x_j / s_j
+                data["w"][:, 1:] = rng.normal(0.0, init_std, (len(data), F)) * scale[:, None]
             if opt == "adam":
                 data["b1t"], data["b2t"] = 1.0, 1.0
 
