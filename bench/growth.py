@@ -46,14 +46,14 @@ def child(n, epochs=3):
     t = time.perf_counter()
     s = sgd_setup(train)
     del train               # the ratings as loaded: the run needs only their reordered copy
-    eng = setup_engine(s)
+    eng, scale = setup_engine(s), s.scale
     del s
     setup = time.perf_counter() - t
     times = timed(lambda: eng.run(1), epochs, warmup=False)
     print(json.dumps({"ratings": n, "train_edges": m, "users": users, "items": items, "load_s": load,
                       "setup_s": setup, "epoch_s": float(np.median(times[1:] if len(times) > 1 else times)),
                       "epoch_seconds": times, "peak_rss_mib": peak_rss_mib(), "data_rss_mib": rss_data,
-                      "train_rmse": float(eng.context()["rmse"])}), flush=True)
+                      "train_rmse": float(eng.context()["rmse"]) * scale}), flush=True)
 
 
 def cli_peak_mib(n):

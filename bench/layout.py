@@ -183,7 +183,8 @@ def bench_mf(quick, iters):
     size = (20_000, 2_000, 1_000_000) if quick else (100_000, 10_000, 8_000_000)
     train, _, _ = netflix_cached(*size)
     k = 50
-    eng, tr, mu = sgd_engine(train, k)          # its blocked edge order serves both layouts too
+    eng, s = sgd_engine(train, k)               # its blocked edge order serves both layouts too
+    tr, mu = s.graph, s.mu / s.scale            # the engine's units: ratings / scale
     rng = np.random.default_rng(0)
     P0 = rng.normal(0, 0.1, (tr.n_src, k)).astype(np.float32)
     Q0 = rng.normal(0, 0.1, (tr.n_dst, k)).astype(np.float32)

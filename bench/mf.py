@@ -63,12 +63,14 @@ def setup_engine(s):
 
 def sgd_engine(train, k=50, lr=0.1, reg=0.05):
     """tux2's per-edge SGD MF on one partition, edges in blocked order (tux2.MF's
-    preparation): (engine, the reordered training graph, mean rating)."""
+    preparation): (engine, its setup: the reordered training graph of ratings / scale,
+    the mean rating mu, scale)."""
     s = sgd_setup(train, k, lr, reg)
-    return setup_engine(s), s.graph, s.mu
+    return setup_engine(s), s
 
 
 def main(args):
+    from tux2.estimators.mf import vertex_model
     from tux2.udfs import mf
 
     quick = getattr(args, "quick", False)
@@ -82,7 +84,7 @@ def main(args):
 
     # --- tux2: per-edge SGD, 1 partition, blocked edge order
     t = time.perf_counter()
-    eng, _, mu = sgd_engine(train, k, lr, reg)
+    eng, s = sgd_engine(train, k, lr, reg)
     emit({"bench": "mf_sgd", "system": "tux2", "event": "setup", "seconds": time.perf_counter() - t}, LOG)
     times, tux2_curve = [], []
     for epoch in range(1, epochs + 1):
@@ -90,10 +92,10 @@ def main(args):
         eng.run(1)
         dt = time.perf_counter() - t
         times.append(dt)
-        rm = mf.rmse(eng.vertex_data("user"), eng.vertex_data("item"), test, mu)
+        rm = mf.rmse(*vertex_model(eng, s), test, s.mu)
         tux2_curve.append(rm)
         emit({"bench": "mf_sgd", "system": "tux2", "epoch": epoch, "seconds": dt, "edges_per_s": m / dt,
-              "train_rmse": eng.context()["rmse"], "test_rmse": rm}, LOG)
+              "train_rmse": eng.context()["rmse"] * s.scale, "test_rmse": rm}, LOG)
     tux2_rmse = rm
     tux2_eps = m * epochs / sum(times)
 

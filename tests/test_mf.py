@@ -77,3 +77,44 @@ def test_planted_low_rank_reaches_noise_floor(parts, order):
         eng.run(1)
         best = min(best, mf.rmse(eng.vertex_data("user"), eng.vertex_data("item"), test, mu))
     assert best <= 1.05 * noise, best
+
+
+def _rescaled(g, a, b):
+    from tux2.graph import BipartiteGraph
+    return BipartiteGraph(g.src, g.dst, (a * g.values.astype(np.float64) + b).astype(np.float32), g.n_src, g.n_dst,
+                          g.type_names)
+
+
+def _bias_baseline(train, test, lam=10.0):
+    """RMSE of μ + b_u + b_i by alternating ridge sweeps: the model MF must beat."""
+    r, mu = train.values.astype(np.float64), float(train.values.mean())
+    bu, bi = np.zeros(train.n_src), np.zeros(train.n_dst)
+    du, di = np.bincount(train.src, minlength=train.n_src), np.bincount(train.dst, minlength=train.n_dst)
+    for _ in range(10):
+        bi = np.bincount(train.dst, r - mu - bu[train.src], train.n_dst) / (di + lam)
+        bu = np.bincount(train.src, r - mu - bi[train.dst], train.n_src) / (du + lam)
+    return float(np.sqrt(np.mean((test.values - mu - bu[test.src] - bi[test.dst]) ** 2)))
+
+
+def test_ratings_on_any_scale_train_as_star_ratings_do():
+    """Ratings spread far wider than stars (×20, a 0-100 scale) diverged in the first
+    epoch, and far narrower (÷5) ended at the bias baseline: the defaults are those of
+    star ratings. They now train in units where their standard deviation is within
+    0.8 … 1.5, so ×20 and ×40 give the same model in their own units (predictions
+    exactly twice), both beat the bias baseline as the star ratings do, and star
+    ratings (sd ≈ 1.1) train as they are."""
+    import tux2
+    train, test = netflix_like(n_users=600, n_items=150, n_ratings=30_000, rank=4, noise=0.5, seed=4)
+    assert 0.8 < train.values.std() < 1.5
+    u, i = test.src, test.dst
+    star = tux2.MF(k=8, epochs=8).fit(train, test)
+    assert star.history_[-1]["test_rmse"] < 0.97 * _bias_baseline(train, test)
+    fits = {}
+    for a, b in ((20.0, 0.0), (40.0, -30.0), (0.2, 0.0)):
+        tr, te = _rescaled(train, a, b), _rescaled(test, a, b)
+        m = fits[a] = tux2.MF(k=8, epochs=8).fit(tr, te)
+        rmse = m.history_[-1]["test_rmse"]
+        assert np.isfinite(rmse) and rmse < 0.97 * _bias_baseline(tr, te, 10.0), (a, rmse)
+        assert rmse == pytest.approx(-m.score(np.column_stack([u, i, te.values])), rel=1e-6)
+    np.testing.assert_allclose(fits[40.0].predict(u, i) + 30.0, 2.0 * fits[20.0].predict(u, i), rtol=1e-5)
+    assert star.history_[-1]["test_rmse"] == pytest.approx(fits[0.2].history_[-1]["test_rmse"] / 0.2, rel=0.05)

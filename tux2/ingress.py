@@ -15,6 +15,8 @@ order then only matters inside each partition); ``strata`` = DSGD's strata
 (tux2.graph.stratified_order), computed from the global degrees: a tile's edges
 all land on the worker owning its row block, which sorts them.
 """
+import math
+
 import numpy as np
 
 from tux2 import partitioning
@@ -99,8 +101,8 @@ def load(transport, path, partitions, partitioner="bicut", seed=0, test_path=Non
     tux2.loaders.load_edges (auto decides on every worker's lowest ids); ``unknown``:
     test ratings whose user or item has no training edge (load_edges' policies).
 
-    Returns (shard, assignment, mu, test) where ``test`` is the test graph on rank 0
-    (None elsewhere) and ``mu`` the mean training rating."""
+    Returns (shard, assignment, mu, sd, test) where ``test`` is the test graph on rank 0
+    (None elsewhere), ``mu`` the mean training rating and ``sd`` their standard deviation."""
     if partitioner not in LOCAL_STRATEGIES:
         raise PartitionError(f"distributed ingress cannot use {partitioner!r}, which needs the whole graph; "
                              f"use one of {', '.join(LOCAL_STRATEGIES)}")
@@ -162,8 +164,9 @@ def load(transport, path, partitions, partitioner="bicut", seed=0, test_path=Non
     counts = _rows(transport, "ingress-train", np.array([len(s)], np.int64))[:, 0]
     n_train = int(counts.sum())
     pos = int(counts[:rank].sum()) + np.arange(len(s), dtype=np.int64)     # file order among training edges
-    sums = _sum(transport, "ingress-mu", np.array([v.sum() if len(v) else 0.0], np.float64))
+    sums = _sum(transport, "ingress-mu", np.array([v.sum(dtype=np.float64), np.square(v, dtype=np.float64).sum()]))
     mu = float(sums[0] / max(n_train, 1))
+    sd = math.sqrt(max(float(sums[1] / max(n_train, 1)) - mu * mu, 0.0))
 
     # global order
     if order in ("input", "strata"):       # strata: numbered below, once the degrees are known
@@ -278,7 +281,7 @@ def load(transport, path, partitions, partitioner="bicut", seed=0, test_path=Non
     shard = Shard(src, dst, val, gkey, part, n_src, n_dst, n_train, type_names, replicated, share, stats, strata, tiles)
     shard.ids, shard.known, shard.base, shard.layout = ids, known, base, fmt
     assignment = Assignment(part, master, int(partitions), partitioner)
-    return shard, assignment, mu, test
+    return shard, assignment, mu, sd, test
 
 
 def _check_duplicates(transport, path, s, d, eid, n_dst, type_names, ids=(None, None)):

@@ -16,6 +16,7 @@ from tux2.udfs import mf
 from tux2.version import __version__
 
 NAMES = ("user", "item")
+SPREAD = (0.8, 1.5)     # standard deviations of ratings trained in their own units
 
 
 def ratings(g, what="MF needs a rating column: expected 'user item rating'"):
@@ -41,6 +42,19 @@ def seen_csr(graph):
     each user's items in edge order)."""
     order, indptr = group_by_part(graph.src, graph.n_src)
     return indptr, graph.dst[order].astype(np.int32)
+
+
+def vertex_model(eng, s):
+    """The users' and items' (p, b) gathered on rank 0 (None, None elsewhere), in the
+    ratings' units: the engine's model of ratings / s.scale, p and q times √scale and
+    the biases times scale."""
+    U, I = eng.vertex_data("user"), eng.vertex_data("item")
+    if U is None:
+        return None, None
+    for d in (U, I):
+        d["p"] *= np.sqrt(s.scale)
+        d["b"] *= s.scale
+    return U, I
 
 
 class MF(Estimator):
@@ -158,12 +172,21 @@ class MF(Estimator):
                             "partition whole blocks of users, so some would be empty; use at most as many "
                             "partitions as users")
         if ingress:                 # tux2.ingress: this worker's share, placed and ordered
-            strata, tiles, mu, known = train.strata, train.tiles, data.facts["mu"], train.known
+            strata, tiles, known = train.strata, train.tiles, train.known
+            mu, sd = data.facts["mu"], data.facts["sd"]
             engine = {"assignment": data.facts["assignment"]}
         else:
             train, strata, tiles = self.order_edges(train, order, blocks)
             mu = float(train.values.mean(dtype=np.float64)) if train.num_edges else 0.0
+            sd = float(train.values.std(dtype=np.float64)) if train.num_edges else 1.0
             engine, known = {"partitioner": partitioner}, loaders.known_ids(train)
+        # ratings spread wider or narrower than stars are trained in units where their standard
+        # deviation is within SPREAD, as LibMF trains in units of it: the defaults (lr, init, λ) are
+        # those of star ratings (sd 0.9-1.3 on the public sets); ml-1m × 20 diverged in its first
+        # epoch and ml-1m / 5 ended at the bias baseline. λ applies in those units
+        scale = sd / min(max(sd, SPREAD[0]), SPREAD[1]) if sd > 0 else 1.0
+        train = copy.copy(train)
+        train.values = (train.values / scale).astype(train.values.dtype, copy=False)
         batch = self.batch_size
         if batch is None and self.mode == "minibatch" and self.batch_unit == "vertex":
             # about MINIBATCH_SIZE edges' worth of the enumerated vertices (a whole epoch in one step
@@ -172,12 +195,12 @@ class MF(Estimator):
             batch = max(1, round(mf.MINIBATCH_SIZE * n_enum / max(train.num_edges, 1)))
         prog = mf.program(k=self.k, mode=self.mode, lr=self.lr, reg=self.reg, batch_size=batch,
                           batch_unit=self.batch_unit, enumerate=self.enumerate, overlap=self.overlap,
-                          step=self.step, biases=self.biases, mu=mu)
+                          step=self.step, biases=self.biases, mu=mu / scale)
         engine.update(strata=strata, tiles=tiles,
                       partitioner_options={"blocks": blocks} if partitioner == "stratified" else None)
         ids = data.train.ids
         return Setup(train, prog, engine, test=data.test, evaluate=data.test is not None or ingress,
-                     mu=mu, source=data.source, partitioner=partitioner, known=known,
+                     mu=mu, sd=sd, scale=scale, source=data.source, partitioner=partitioner, known=known,
                      read_as=data.facts.get("read_as"), ingress=ingress, ids=ids,
                      meta={"partitioner": partitioner, "lr": prog.context.init["lr"], "mu": mu,
                            "ids": "string" if any(m is not None and m.tokens.dtype.kind not in "iu" for m in ids)
@@ -186,10 +209,10 @@ class MF(Estimator):
     # ------------------------------------------------------------ the run
     def record(self, eng, s):
         i = eng.iteration
-        rec = {"train_rmse": eng.context()["rmse"]}
+        rec = {"train_rmse": eng.context()["rmse"] * s.scale}
         if s.evaluate:                          # rank 0 evaluates; the gathers are collective
             evaluate = i == self.epochs or (self.eval_every > 0 and i % self.eval_every == 0)
-            U, I = (eng.vertex_data("user"), eng.vertex_data("item")) if evaluate else (None, None)
+            U, I = vertex_model(eng, s) if evaluate else (None, None)
             rec["test_rmse"] = mf.rmse(U, I, s.test, s.mu) if U is not None and s.test is not None \
                 and s.test.num_edges else None         # none: no test ratings (--test-fraction 0)
         return rec
@@ -204,7 +227,9 @@ class MF(Estimator):
             ([f"  read as: {s.read_as}"] if s.read_as else []) + \
             [f"  train {s.graph.num_edges} ratings, test {test}{unknown_note(s.test)}; {users} users × {items} items; "
              f"k={self.k}, P={parts} ({s.partitioner})" + (f", {world} workers" if world > 1 else "")
-             + (", distributed ingress" if s.ingress else "")]
+             + (", distributed ingress" if s.ingress else "")] + \
+            ([f"  ratings' standard deviation {s.sd:.4g}, unlike star ratings': trained divided by {s.scale:.4g} "
+              f"(to {s.sd / s.scale:g}), the units --reg applies in"] if s.scale != 1.0 else [])
 
     def _line(self, rec, n):
         return (f"epoch {rec['epoch']:3d}/{n}  train_rmse {rec['train_rmse']:.4f}  "
@@ -212,7 +237,7 @@ class MF(Estimator):
                 + f"time {rec['time_s']:.3f}s  ({rec['edges_per_s'] / 1e6:.1f} M edges/s)")
 
     def read_model(self, eng, s):
-        U, I = eng.vertex_data("user"), eng.vertex_data("item")
+        U, I = vertex_model(eng, s)
         g = s.graph
         if s.ingress:                             # each worker holds some edges: the rated items, gathered
             pieces = eng.transport.allgather("seen", [g.src, g.dst])
