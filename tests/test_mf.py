@@ -99,9 +99,9 @@ def _bias_baseline(train, test, lam=10.0):
 def test_ratings_on_any_scale_train_as_star_ratings_do():
     """Ratings spread far wider than stars (×20, a 0-100 scale) diverged in the first
     epoch, and far narrower (÷5) ended at the bias baseline: the defaults are those of
-    star ratings. They now train in units where their standard deviation is within
-    0.8 … 1.5, so ×20 and ×40 give the same model in their own units (predictions
-    exactly twice), both beat the bias baseline as the star ratings do, and star
+    star ratings. They now train divided by a power of two that brings their standard
+    deviation to 0.75 … 1.6, so ×20 and ×40 give the same model in their own units
+    (predictions twice), all beat the bias baseline as the star ratings do, and star
     ratings (sd ≈ 1.1) train as they are."""
     import tux2
     train, test = netflix_like(n_users=600, n_items=150, n_ratings=30_000, rank=4, noise=0.5, seed=4)

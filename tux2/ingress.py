@@ -164,9 +164,9 @@ def load(transport, path, partitions, partitioner="bicut", seed=0, test_path=Non
     counts = _rows(transport, "ingress-train", np.array([len(s)], np.int64))[:, 0]
     n_train = int(counts.sum())
     pos = int(counts[:rank].sum()) + np.arange(len(s), dtype=np.int64)     # file order among training edges
-    sums = _sum(transport, "ingress-mu", np.array([v.sum(dtype=np.float64), np.square(v, dtype=np.float64).sum()]))
-    mu = float(sums[0] / max(n_train, 1))
-    sd = math.sqrt(max(float(sums[1] / max(n_train, 1)) - mu * mu, 0.0))
+    mu = float(_sum(transport, "ingress-mu", np.array([v.sum(dtype=np.float64)]))[0] / max(n_train, 1))
+    sd = math.sqrt(float(_sum(transport, "ingress-sd", np.array([np.square(v - mu, dtype=np.float64).sum()]))[0])
+                   / max(n_train, 1))                  # two passes, as numpy's std: no E[v²] − μ² cancellation
 
     # global order
     if order in ("input", "strata"):       # strata: numbered below, once the degrees are known
