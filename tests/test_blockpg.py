@@ -398,7 +398,7 @@ def test_cli_picks_the_newton_form_on_raw_counts(tmp_path):
         objective[form] = json.loads((tmp_path / f"{form}.jsonl").read_text().splitlines()[-1])["objective"]
     assert objective["newton"] < 0.95 * objective["kappa"]
     assert objective["auto"] == objective["newton"]
-    assert "newton form (auto: the values are raw counts up to" in header["auto"], header["auto"]
+    assert "newton form (auto: the values are whole numbers up to" in header["auto"], header["auto"]
     binary = _text_libsvm(tmp_path / "binary.svm", 400, binary=True)
     r = run_cli("run", "blockpg", binary, "--epochs", "1", "--block-size", "50", "--out", str(tmp_path / "m"),
                 timeout=300)

@@ -381,10 +381,10 @@ class GLM(Linear):
             return []
         first, last = h[0], h[-1]
         zero = glm.zero_objective(self.loss, s.n_classes)
-        # AdaGrad's and Adam's steps are already divided by a feature's largest value (udfs.glm);
-        # an FM's factors still take products of values
+        # AdaGrad's and Adam's steps, and an FM's first factors, are already in each feature's units
+        # (udfs.glm): scaling the values changes nothing for them
         scale = (f", or scale the feature values (now up to {s.top:g}) to about [-1, 1]"
-                 if s.top > 1 and (self._resolved()[0] == "sgd" or self.factors) else "")
+                 if s.top > 1 and self._resolved()[0] == "sgd" else "")
         rose, worse = len(h) >= 2 and last["objective"] > 1.2 * first["objective"], last["objective"] > zero
         test = last.get("test_logloss")
         if not (rose or worse) and test is not None and test > math.log(max(s.n_classes, 2)):
@@ -519,7 +519,7 @@ class BlockPG(Linear):
     def _header(self, s, parts, world):
         d, b = s.graph.n_dst, self._block(s.form)
         per = "sweep" if s.form == "newton" else "epoch"
-        why = ("" if self.form != "auto" else f" (auto: the values are raw counts up to {s.counts:g})" if s.counts
+        why = ("" if self.form != "auto" else f" (auto: the values are whole numbers up to {s.counts:g})" if s.counts
                else f" (auto: {s.kappa:.1f} features of a sample per block, too many for the kappa bound)"
                if s.form == "newton" else " (auto: the values are not raw counts)")
         return [f"tux2 {__version__} blockpg: {s.source}",

@@ -220,6 +220,7 @@ class MF(Estimator):
                      mu=mu, sd=sd, scale=scale, source=data.source, partitioner=partitioner, known=known,
                      read_as=data.facts.get("read_as"), ingress=ingress, ids=ids,
                      meta={"partitioner": partitioner, "lr": prog.context.init["lr"], "mu": mu,
+                           "rating_scale": scale,     # "context" (mu, rmse, …) is in units of ratings / it
                            "ids": "string" if any(m is not None and m.tokens.dtype.kind not in "iu" for m in ids)
                            else "int", "id_base": data.facts.get("id_base", 0)})
 
@@ -246,7 +247,7 @@ class MF(Estimator):
              f"k={self.k}, P={parts} ({s.partitioner})" + (f", {world} workers" if world > 1 else "")
              + (", distributed ingress" if s.ingress else "")] + \
             ([f"  ratings' standard deviation {s.sd:.4g}, unlike star ratings': trained divided by {s.scale:.4g} "
-              f"(to {s.sd / s.scale:g}), the units --reg applies in"] if s.scale != 1.0 else [])
+              f"(standard deviation {s.sd / s.scale:.3g}), the units --reg and --lr apply in"] if s.scale != 1.0 else [])
 
     def _line(self, rec, n):
         return (f"epoch {rec['epoch']:3d}/{n}  train_rmse {rec['train_rmse']:.4f}  "
