@@ -3,8 +3,8 @@ in plain Python, to check the numba parsers against. Each returns the parsed dat
 (error substring, line number)."""
 import re
 
-SEP = re.compile(rb"[ \t,\r]+")
-COLON_SEP = re.compile(rb"[ \t,\r:]+")
+SEP = re.compile(rb"[ \t,\r;\"]+")             # space, tab, comma, CR, semicolon, double quote
+COLON_SEP = re.compile(rb"[ \t,\r;\":]+")
 ID = re.compile(rb"\+?[0-9]+")
 NUM = re.compile(rb"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
 NONFINITE = (b"nan", b"inf", b"infinity")

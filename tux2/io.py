@@ -38,14 +38,15 @@ VALUE32_MAX = float(np.finfo(np.float32).max)
 
 @njit(cache=True, nogil=True, inline="always")
 def _is_sep(c, colon=False):
-    """Space, tab, comma, CR; with ``colon`` also ':' (``::``-separated files)."""
-    return c == 32 or c == 9 or c == 44 or c == 13 or (colon and c == 58)
+    """Space, tab, comma, semicolon, CR and the double quotes of quoted fields
+    (Book-Crossing's '"276725";"034545104X";"0"'); with ``colon`` also ':' (``::``-separated files)."""
+    return c == 32 or c == 9 or c == 44 or c == 13 or c == 59 or c == 34 or (colon and c == 58)
 
 
 @njit(cache=True, nogil=True, inline="always")
 def _ends(c, colon=False):
     """A token ends at a separator or a newline."""
-    return c == 32 or c == 9 or c == 44 or c == 13 or c == 10 or (colon and c == 58)
+    return c == 32 or c == 9 or c == 44 or c == 13 or c == 10 or c == 59 or c == 34 or (colon and c == 58)
 
 
 _POW10 = np.array([10.0 ** i for i in range(23)])      # exact doubles: 1e0 … 1e22
@@ -518,8 +519,8 @@ def split_line(line, colon=False):
     global _SPLIT
     if _SPLIT is None:
         import re
-        _SPLIT = (re.compile(rb"[ \t,\r]+"), re.compile(rb"[ \t,\r:]+"))
-    return [t for t in _SPLIT[colon].split(line.strip(b" \t,\r\n")) if t]
+        _SPLIT = (re.compile(rb"[ \t,\r;\"]+"), re.compile(rb"[ \t,\r;\":]+"))
+    return [t for t in _SPLIT[colon].split(line.strip(b" \t,\r\n;\"")) if t]
 
 
 def is_number(tok):
@@ -558,8 +559,8 @@ class EdgeFormat:
 
     def describe(self):
         """One phrase for a run's header: separator, header, the columns used and ignored."""
-        sep = {"colon": "'::'-separated", "tab": "tab-separated", "comma": "comma-separated"}.get(self.sep,
-                                                                                                 "space-separated")
+        sep = {"colon": "'::'-separated", "tab": "tab-separated", "comma": "comma-separated",
+               "semicolon": "semicolon-separated"}.get(self.sep, "space-separated")
         cs, cd, cv = self.cols
         used = [cs, cd] + ([2 if cv == OPTIONAL else cv] if cv != NONE and (cv != OPTIONAL or self.width >= 3)
                            else [])
@@ -614,7 +615,7 @@ def edge_format(head, path, columns=None):
         if columns is not None:
             fmt.cols, fmt.explicit = parse_columns(columns, None, path), True
         return fmt
-    lines, pos, no, seps, colon = [], start, skip, b" \t,\r", None
+    lines, pos, no, seps, colon = [], start, skip, b" \t,\r;\"", None
     while len(lines) < 2 and pos < len(head):
         nl = head.find(b"\n", pos)
         end = nl if nl >= 0 else len(head)
@@ -624,7 +625,7 @@ def edge_format(head, path, columns=None):
         if colon is None and stripped and stripped[:1] not in (b"#", b"%"):
             colon = b"::" in text                # the first data line decides the separators
             if colon:
-                seps = b" \t,\r:"
+                seps = b" \t,\r;\":"
                 stripped = text.strip(seps)
         if stripped and stripped[:1] not in (b"#", b"%"):
             lines.append((pos, end + 1, no, text))
@@ -647,7 +648,8 @@ def edge_format(head, path, columns=None):
         else:
             data = first
         width = len(split_line(data, colon))
-        sep = "colon" if colon else "tab" if b"\t" in data else "comma" if b"," in data else "space"
+        sep = "colon" if colon else "tab" if b"\t" in data else "comma" if b"," in data else \
+            "semicolon" if b";" in data else "space"
         fmt = EdgeFormat(start, skip, False, colon, names, width, sep=sep)
     if columns is not None:
         fmt.cols, fmt.explicit = parse_columns(columns, fmt.names, path), True
