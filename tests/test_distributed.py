@@ -486,3 +486,20 @@ def test_distributed_ingress_finds_the_ratings_spread_the_single_process_does(tm
     for t in ("user", "item"):
         for f in ("p", "b"):
             np.testing.assert_array_equal(a[t][f], b[t][f], err_msg=f"{t} {f}")
+
+
+@pytest.mark.slow
+def test_distributed_ingress_refuses_a_rating_beyond_float32_as_one_process_does(tmp_path):
+    """One process refuses a rating of 4e38 naming its line; distributed ingress read it
+    as float64 and trained on: 'context field mu starts at inf' with no line, or, held
+    out, a test RMSE of 2e37 and a model written."""
+    path = tmp_path / "r.txt"
+    lines = [f"{u} {i} {1 + (u * 7 + i) % 5}" for u in range(40) for i in range(20)]
+    lines[700] = "35 0 4e38"
+    path.write_text("\n".join(lines) + "\n")
+    for workers in (1, 2):
+        r = run_cli("run", "mf", str(path), "--k", "2", "--epochs", "1", "--workers", str(workers),
+                    "--timeout", "20", "--out", str(tmp_path / f"m{workers}"), timeout=300)
+        assert r.returncode != 0 and "Traceback" not in r.stderr, r.stderr
+        assert f"{path}:701: value beyond the float32 range" in r.stderr, (workers, r.stderr)
+        assert not (tmp_path / f"m{workers}").exists()
