@@ -461,16 +461,19 @@ def test_every_epochs_test_rmse_with_two_workers_is_the_one_process_rmse():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("rating", ["0.1", "1e9 + 64 * stars"])
+@pytest.mark.parametrize("rating", ["0.1", "1e9 + 64 * stars", "17.3 * stars + noise"])
 def test_distributed_ingress_finds_the_ratings_spread_the_single_process_does(tmp_path, rating):
     """Ingress took the ratings' standard deviation as √(E[r²] − μ²) of the values as
     written: ratings all 0.1 came out with sd 3e-9 (trained divided by 4e-9, the model
     far from one process's) and 1e9 + 64·stars with 90.5 instead of 91.1. Now two
-    workers find the one process's spread, so they train the same model bit for bit."""
+    workers find the one process's spread, so they train the same model bit for bit;
+    ratings 17.3·stars + noise too (one process divided them by the scale in float32,
+    ingress in float64)."""
     rng = np.random.default_rng(0)
     pairs = sorted({(int(u), int(i)) for u, i in zip(rng.integers(0, 60, 1500), rng.integers(0, 40, 1500))})
     stars = rng.integers(1, 6, len(pairs))
-    values = [rating] * len(pairs) if rating == "0.1" else [repr(1e9 + 64.0 * int(s)) for s in stars]
+    values = [rating] * len(pairs) if rating == "0.1" else [repr(1e9 + 64.0 * int(s)) for s in stars] \
+        if rating.startswith("1e9") else [repr(float(np.float32(17.3 * s + rng.normal(0, 3)))) for s in stars]
     path = tmp_path / "r.txt"
     path.write_text("".join(f"{u} {i} {v}\n" for (u, i), v in zip(pairs, values)))
     common = ["run", "mf", str(path), "--k", "4", "--epochs", "2", "--timeout", "20"]
