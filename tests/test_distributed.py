@@ -458,3 +458,51 @@ def test_every_epochs_test_rmse_with_two_workers_is_the_one_process_rmse():
     for _ in range(2):
         two = [r["test_rmse"] for r in tux2.MF(k=1000, epochs=5).fit(data, held, workers=2).history_]
         assert two == one, [e + 1 for e, (a, b) in enumerate(zip(two, one)) if a != b]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("rating", ["0.1", "1e9 + 64 * stars", "17.3 * stars + noise"])
+def test_distributed_ingress_finds_the_ratings_spread_the_single_process_does(tmp_path, rating):
+    """Ingress took the ratings' standard deviation as √(E[r²] − μ²) of the values as
+    written: ratings all 0.1 came out with sd 3e-9 (trained divided by 4e-9, the model
+    far from one process's) and 1e9 + 64·stars with 90.5 instead of 91.1. Now two
+    workers find the one process's spread, so they train the same model bit for bit;
+    ratings 17.3·stars + noise too (one process divided them by the scale in float32,
+    ingress in float64)."""
+    rng = np.random.default_rng(0)
+    pairs = sorted({(int(u), int(i)) for u, i in zip(rng.integers(0, 60, 1500), rng.integers(0, 40, 1500))})
+    stars = rng.integers(1, 6, len(pairs))
+    values = [rating] * len(pairs) if rating == "0.1" else [repr(1e9 + 64.0 * int(s)) for s in stars] \
+        if rating.startswith("1e9") else [repr(float(np.float32(17.3 * s + rng.normal(0, 3)))) for s in stars]
+    path = tmp_path / "r.txt"
+    path.write_text("".join(f"{u} {i} {v}\n" for (u, i), v in zip(pairs, values)))
+    common = ["run", "mf", str(path), "--k", "4", "--epochs", "2", "--timeout", "20"]
+    out = {}
+    for workers in (1, 2):
+        r = run_cli(*common, "--workers", str(workers), "--out", str(tmp_path / f"w{workers}"), timeout=300)
+        assert r.returncode == 0, r.stderr
+        out[workers] = r.stdout + r.stderr
+    notes = [[line for line in o.splitlines() if "standard deviation" in line] for o in out.values()]
+    assert notes[0] == notes[1], notes
+    assert (notes[0] == []) == (rating == "0.1"), notes
+    a, b = _model(tmp_path / "w1"), _model(tmp_path / "w2")
+    for t in ("user", "item"):
+        for f in ("p", "b"):
+            np.testing.assert_array_equal(a[t][f], b[t][f], err_msg=f"{t} {f}")
+
+
+@pytest.mark.slow
+def test_distributed_ingress_refuses_a_rating_beyond_float32_as_one_process_does(tmp_path):
+    """One process refuses a rating of 4e38 naming its line; distributed ingress read it
+    as float64 and trained on: 'context field mu starts at inf' with no line, or, held
+    out, a test RMSE of 2e37 and a model written."""
+    path = tmp_path / "r.txt"
+    lines = [f"{u} {i} {1 + (u * 7 + i) % 5}" for u in range(40) for i in range(20)]
+    lines[700] = "35 0 4e38"
+    path.write_text("\n".join(lines) + "\n")
+    for workers in (1, 2):
+        r = run_cli("run", "mf", str(path), "--k", "2", "--epochs", "1", "--workers", str(workers),
+                    "--timeout", "20", "--out", str(tmp_path / f"m{workers}"), timeout=300)
+        assert r.returncode != 0 and "Traceback" not in r.stderr, r.stderr
+        assert f"{path}:701: value beyond the float32 range" in r.stderr, (workers, r.stderr)
+        assert not (tmp_path / f"m{workers}").exists()

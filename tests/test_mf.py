@@ -118,3 +118,19 @@ def test_ratings_on_any_scale_train_as_star_ratings_do():
         assert rmse == pytest.approx(-m.score(np.column_stack([u, i, te.values])), rel=1e-6)
     np.testing.assert_allclose(fits[40.0].predict(u, i) + 30.0, 2.0 * fits[20.0].predict(u, i), rtol=1e-5)
     assert star.history_[-1]["test_rmse"] == pytest.approx(fits[0.2].history_[-1]["test_rmse"] / 0.2, rel=0.05)
+
+
+def test_ratings_near_the_float32_limit_get_a_finite_test_rmse():
+    """Ratings ×1e37 train (in units of their spread) to a finite model, but the test
+    RMSE squared float32 errors: inf, with numpy's overflow warning on stderr."""
+    import warnings
+
+    import tux2
+    train, test = netflix_like(n_users=100, n_items=40, n_ratings=2000, rank=2, seed=1)
+    tr, te = _rescaled(train, 1e37, 0.0), _rescaled(test, 1e37, 0.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        m = tux2.MF(k=2, epochs=2).fit(tr, te)
+    rmse = m.history_[-1]["test_rmse"]
+    assert np.isfinite(rmse), rmse
+    assert rmse == pytest.approx(-m.score(np.column_stack([te.src, te.dst, te.values])), rel=1e-6)

@@ -164,9 +164,11 @@ def load(transport, path, partitions, partitioner="bicut", seed=0, test_path=Non
     counts = _rows(transport, "ingress-train", np.array([len(s)], np.int64))[:, 0]
     n_train = int(counts.sum())
     pos = int(counts[:rank].sum()) + np.arange(len(s), dtype=np.int64)     # file order among training edges
-    mu = float(_sum(transport, "ingress-mu", np.array([v.sum(dtype=np.float64)]))[0] / max(n_train, 1))
-    sd = math.sqrt(float(_sum(transport, "ingress-sd", np.array([np.square(v - mu, dtype=np.float64).sum()]))[0])
-                   / max(n_train, 1))                  # two passes, as numpy's std: no E[v²] − μ² cancellation
+    # the mean and spread of the ratings as they train (float32), the single process's: E[r²] − μ² lost the
+    # spread to rounding (sd 6e-8, a rescaling by 7e-8, for ratings all 3.7; 90.5 for 91.1 with 1e9 + 64·stars)
+    r = v.astype(np.float32).astype(np.float64)
+    mu = float(_sum(transport, "ingress-mu", np.array([r.sum()]))[0] / max(n_train, 1))
+    sd = math.sqrt(float(_sum(transport, "ingress-sd", np.array([np.square(r - mu).sum()]))[0]) / max(n_train, 1))
 
     # global order
     if order in ("input", "strata"):       # strata: numbered below, once the degrees are known

@@ -724,7 +724,8 @@ def read_edge_range(path, part, parts, base=None, columns=None):
     s = np.empty(cap, np.int64)
     d = np.empty(cap, np.int64)
     v = np.empty(cap, np.float64)
-    k, ncols, err, err_line, err_pos = _parse_edges(chunk, 0, s, d, v, *fmt.args)
+    # values beyond float32 refused, as the single process's reader does: the programs keep them as float32
+    k, ncols, err, err_line, err_pos = _parse_edges(chunk, 0, s, d, v, *fmt.args, ID62_MAX, VALUE32_MAX)
     if err:
         before = int(np.count_nonzero(buf[:lo] == 10))
         raise InputError(_MESSAGES[err] + other_format(path), path=path, line=before + err_line,

@@ -160,5 +160,6 @@ def baseline_where(pred, bu, bi, mu, unknown):
 def rmse(user_data, item_data, graph, mu=0.0):
     if graph is None or graph.num_edges == 0:
         return float("nan")
-    err = graph.values - predict(user_data, item_data, graph.src, graph.dst, mu, graph.unknown)
+    # in float64: the float32 errors of ratings near 1e20 and above squared to inf
+    err = graph.values.astype(np.float64) - predict(user_data, item_data, graph.src, graph.dst, mu, graph.unknown)
     return float(np.sqrt(np.mean(err * err)))

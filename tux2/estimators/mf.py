@@ -203,7 +203,9 @@ class MF(Estimator):
             engine, known = {"partitioner": partitioner}, loaders.known_ids(train)
         scale = rating_scale(sd)
         train = copy.copy(train)
-        train.values = (train.values / scale).astype(train.values.dtype, copy=False)
+        # the float32 ratings divided in float64, rounded once, whichever reader made them: distributed ingress
+        # holds float64 values as written, one process float32 ones (divided in float32, the models differed)
+        train.values = (np.asarray(train.values, np.float32).astype(np.float64) / scale).astype(np.float32)
         batch = self.batch_size
         if batch is None and self.mode == "minibatch" and self.batch_unit == "vertex":
             # about MINIBATCH_SIZE edges' worth of the enumerated vertices (a whole epoch in one step
