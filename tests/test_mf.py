@@ -134,3 +134,23 @@ def test_ratings_near_the_float32_limit_get_a_finite_test_rmse():
     rmse = m.history_[-1]["test_rmse"]
     assert np.isfinite(rmse), rmse
     assert rmse == pytest.approx(-m.score(np.column_stack([te.src, te.dst, te.values])), rel=1e-6)
+
+
+def test_one_mistyped_rating_is_not_taken_for_the_scale(tmp_path):
+    """One rating of 1e7 among 3000 stars made their sd 1.8e5: rescaled by it the stars
+    became ~1e-5 and the run saved a model of nothing (test RMSE ~1e5). A spread that one
+    rating 30 sd away makes is not a scale: the ratings train as they are, the header
+    says why, and the run stops on the divergence, naming the input as a cause."""
+    import tux2
+    from tests.conftest import run_cli
+    from tux2.errors import DivergenceError
+    from tux2.io import write_edge_list
+    train, _ = netflix_like(n_users=300, n_items=80, n_ratings=3000, rank=4, seed=5)
+    train.values[17] = 1e7
+    with pytest.raises(DivergenceError):
+        tux2.MF(k=4, epochs=2).fit(train)
+    path = tmp_path / "typo.txt"
+    write_edge_list(str(path), train)
+    r = run_cli("run", "mf", str(path), "--k", "4", "--epochs", "2")
+    assert r.returncode != 0 and "check the input for mistyped values" in r.stdout, r.stdout
+    assert "training diverged" in r.stderr and "check the input values" in r.stderr, r.stderr

@@ -80,7 +80,7 @@ def load(args, est, transport, say):
     if (transport is not None and args.input is not None and partitioner in ingress.LOCAL_STRATEGIES
             and order in ("input", "blocked", "strata") and args.duplicates in ("error", "keep")
             and args.ids != "string" and (args.ids == "int" or loaders.numeric_ids(args.input, args.columns))):
-        train, assignment, mu, sd, test = ingress.load(
+        train, assignment, spread, test = ingress.load(
             transport, args.input, transport.parts, partitioner, args.seed, args.test, args.test_fraction, order,
             single_clock=est.single_clock(), type_names=NAMES, duplicates=args.duplicates,
             partitioner_options={"blocks": blocks} if partitioner == "stratified" else None, unknown=est.unknown,
@@ -89,7 +89,7 @@ def load(args, est, transport, say):
             os.makedirs(args.trace, exist_ok=True)
             files.write_atomic(os.path.join(args.trace, f"ingress-{transport.rank}.json"),
                                files.text(files.json_text(train.stats)))
-        return Dataset(train, test, source=args.input, mu=mu, sd=sd, assignment=assignment,
+        return Dataset(train, test, source=args.input, assignment=assignment, **spread,
                        read_as=loaders.describe_read(train, est.base), id_base=int(train.base))
     if transport is not None and args.input is not None:
         say(f"  note: every worker reads the whole input (distributed ingress needs numeric ids, --duplicates "

@@ -18,6 +18,8 @@ from tux2.version import __version__
 
 NAMES = ("user", "item")
 SPREAD = (0.8, 1.5)     # standard deviations of ratings trained in their own units
+OUTLYING = 30.0         # a rating this many sd from the mean: the sd is not the scale's (a normal's largest
+                        # of 1e9 is 6.1 sd, a uniform's 1.7)
 
 
 def ratings(g, what="MF needs a rating column: expected 'user item rating'"):
@@ -45,16 +47,19 @@ def seen_csr(graph):
     return indptr, graph.dst[order].astype(np.int32)
 
 
-def rating_scale(sd):
+def rating_scale(sd, far=0.0):
     """The power of two that ratings of standard deviation ``sd`` are trained divided by:
     1 for 0.8 ≤ sd ≤ 1.5; above, the largest that brings sd to 1.5 or below (0.75 … 1.5);
     below, the smallest that brings it to 0.8 or above (0.8 … 1.6). As LibMF trains in
     units of the sd: the defaults (lr, init, λ) are those of star ratings (sd 0.9-1.3 on
     the public sets), and ml-1m × 20 diverged in its first epoch, ml-1m / 5 ended worse
     than the bias baseline. A power of two divides exactly, and a distributed run, whose
-    sums differ in the last bits, gets the same one."""
+    sums differ in the last bits, gets the same one. 1 when the spread is that of a few
+    extreme ratings (the farthest, ``far`` from the mean, is more than OUTLYING sd):
+    one mistyped 1e7 among stars would otherwise rescale them all to ~1e-5 and train a
+    model of nothing, where as they are the run stops, telling to check the input."""
     scale = 1.0
-    if not 0 < sd < math.inf:
+    if not 0 < sd < math.inf or far > OUTLYING * sd:
         return scale
     if sd > SPREAD[1]:
         while sd / scale > SPREAD[1]:
@@ -63,6 +68,18 @@ def rating_scale(sd):
         while sd / scale < SPREAD[0]:
             scale /= 2.0
     return scale
+
+
+def spread_note(s):
+    """The header line of a run whose ratings were rescaled, or whose spread is that of
+    a few extreme ratings (``rating_scale``)."""
+    if s.scale != 1.0:
+        return [f"  ratings' standard deviation {s.sd:.4g}, unlike star ratings': trained divided by {s.scale:.4g} "
+                f"(standard deviation {s.sd / s.scale:.3g}), the units --reg and --lr apply in"]
+    if s.far > OUTLYING * s.sd:
+        return [f"  note: a rating lies {s.far:.4g} from the mean {s.mu:.4g} ({s.far / s.sd:.0f} standard "
+                "deviations): the ratings train as they are, not rescaled; check the input for mistyped values"]
+    return []
 
 
 def vertex_model(eng, s):
@@ -194,14 +211,16 @@ class MF(Estimator):
                             "partitions as users")
         if ingress:                 # tux2.ingress: this worker's share, placed and ordered
             strata, tiles, known = train.strata, train.tiles, train.known
-            mu, sd = data.facts["mu"], data.facts["sd"]
+            mu, sd, far = data.facts["mu"], data.facts["sd"], data.facts["far"]
             engine = {"assignment": data.facts["assignment"]}
         else:
             train, strata, tiles = self.order_edges(train, order, blocks)
             mu = float(train.values.mean(dtype=np.float64)) if train.num_edges else 0.0
-            sd = float(train.values.std(dtype=np.float64)) if train.num_edges else 1.0
+            v = train.values
+            sd, far = (float(v.std(dtype=np.float64)), max(float(v.max()) - mu, mu - float(v.min()))) \
+                if train.num_edges else (1.0, 0.0)
             engine, known = {"partitioner": partitioner}, loaders.known_ids(train)
-        scale = rating_scale(sd)
+        scale = rating_scale(sd, far)
         train = copy.copy(train)
         # the float32 ratings divided in float64, rounded once, whichever reader made them: distributed ingress
         # holds float64 values as written, one process float32 ones (divided in float32, the models differed)
@@ -219,7 +238,7 @@ class MF(Estimator):
                       partitioner_options={"blocks": blocks} if partitioner == "stratified" else None)
         ids = data.train.ids
         return Setup(train, prog, engine, test=data.test, evaluate=data.test is not None or ingress,
-                     mu=mu, sd=sd, scale=scale, source=data.source, partitioner=partitioner, known=known,
+                     mu=mu, sd=sd, far=far, scale=scale, source=data.source, partitioner=partitioner, known=known,
                      read_as=data.facts.get("read_as"), ingress=ingress, ids=ids,
                      meta={"partitioner": partitioner, "lr": prog.context.init["lr"], "mu": mu,
                            "rating_scale": scale,     # "context" (mu, rmse, …) is in units of ratings / it
@@ -247,9 +266,7 @@ class MF(Estimator):
             ([f"  read as: {s.read_as}"] if s.read_as else []) + \
             [f"  train {s.graph.num_edges} ratings, test {test}{unknown_note(s.test)}; {users} users × {items} items; "
              f"k={self.k}, P={parts} ({s.partitioner})" + (f", {world} workers" if world > 1 else "")
-             + (", distributed ingress" if s.ingress else "")] + \
-            ([f"  ratings' standard deviation {s.sd:.4g}, unlike star ratings': trained divided by {s.scale:.4g} "
-              f"(standard deviation {s.sd / s.scale:.3g}), the units --reg and --lr apply in"] if s.scale != 1.0 else [])
+             + (", distributed ingress" if s.ingress else "")] + spread_note(s)
 
     def _line(self, rec, n):
         return (f"epoch {rec['epoch']:3d}/{n}  train_rmse {rec['train_rmse']:.4f}  "
