@@ -142,7 +142,7 @@ def main(args):
     F = np.zeros(d, FEATURE)
     F["b1t"], F["b2t"] = 1.0, 1.0
     F["deg"] = np.maximum(np.bincount(g.dst, minlength=d), 1)
-    F["scale"] = 1.0 / np.maximum(glm.feature_top(g.dst, g.values, d), 1.0)
+    F["scale"] = glm.feature_scale(g.dst, g.values, d)
     A = np.zeros(d, ACCUM)
     dd, stamp, touched = np.zeros(n), np.full(d, -1, np.int64), np.zeros(d, np.int64)
     args0 = (bounds, Xs.indptr, Xs.indices, Xs.data, ys, dd, F, A, stamp, touched)

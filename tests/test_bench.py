@@ -122,7 +122,7 @@ def test_hand_written_adam_takes_the_engines_steps():
     F = np.zeros(d, FEATURE)
     F["b1t"], F["b2t"] = 1.0, 1.0
     F["deg"] = np.maximum(np.bincount(g.dst, minlength=d), 1)
-    F["scale"] = 1.0 / np.maximum(glm.feature_top(g.dst, g.values, d), 1.0)
+    F["scale"] = glm.feature_scale(g.dst, g.values, d)
     A = np.zeros(d, ACCUM)
     bounds = np.r_[np.arange(0, n, B), n].astype(np.int64)
     ep = 0
@@ -151,7 +151,7 @@ def test_hand_written_adagrad_takes_the_engines_steps():
     ys[perm] = np.where(np.asarray(y) > 0, 1.0, -1.0)
     w, G = np.zeros(d), np.zeros(d)
     deg = np.maximum(np.bincount(g.dst, minlength=d), 1).astype(np.float64)
-    scale = 1.0 / np.maximum(glm.feature_top(g.dst, g.values, d), 1.0)
+    scale = glm.feature_scale(g.dst, g.values, d)
     for _ in range(2):
         adagrad_epoch(X.indptr, X.indices, X.data, ys, w, G, deg, scale, eta, lam, float(n), 1e-8)
     np.testing.assert_allclose(w, glm.weights(eng)[:, 0], rtol=1e-9, atol=1e-12)

@@ -22,8 +22,8 @@ def _problem(classes=2, n=400, d=120, seed=3):
 
 
 def _unnormalised(g, X):
-    """The problem with feature j's values times 1, 2, 5 or 9 (j mod 4): maxima above 1,
-    where AdaGrad and Adam scale their steps."""
+    """The problem with feature j's values times 1, 2, 5 or 9 (j mod 4): root mean
+    squares above 1 (times 5 and 9), where AdaGrad and Adam scale their steps."""
     c = np.array([1.0, 2.0, 5.0, 9.0])[np.arange(X.shape[1]) % 4]
     g.values = g.values * c[g.dst]
     return g, sp.csr_matrix(X @ sp.diags(c))
@@ -148,17 +148,18 @@ def test_adam_update_under_column_partitioning_gives_ps2_iterates(loss, classes)
 def _loop_adagrad(X, y, order, loss, reg, lam, eta, decay, epochs, eps=1e-8):
     """Per-sample AdaGrad in plain Python, samples in ``order``: for each sample the
     margins, ℓ'(m), then for each of its features g = x ℓ' (+ the l2 share λ n/n_j w),
-    G += g², w −= η g / (s_j (√G + ε)) with s_j = max(1, max_i |x_ij|) (l1: the proximal
-    step with threshold λ n/n_j of it)."""
+    G += g², w −= η g / (s_j (√G + ε)) with s_j = max(1, √(mean of feature j's nonzero
+    x_ij²)) (l1: the proximal step with threshold λ n/n_j of it)."""
     X = X.tocsr()
     n, d = X.shape
     K = 3 if loss == "softmax" else 1
     W = [[0.0] * K for _ in range(d)]
     G = [[0.0] * K for _ in range(d)]
     deg = np.maximum(np.bincount(X.indices, minlength=d), 1)
-    top = [1.0] * d
+    sq = [0.0] * d
     for j, x in zip(X.indices, X.data):
-        top[j] = max(top[j], abs(x))
+        sq[j] += x * x
+    top = [max(1.0, np.sqrt(sq[j] / deg[j])) for j in range(d)]
     for epoch in range(epochs):
         rate = eta / (1.0 + decay * epoch)
         for i in order:
@@ -223,7 +224,8 @@ def test_adagrad_update_at_the_masters(reg):
     step); the same iterates on rows or columns partitioned, on 1 or 3 partitions."""
     g, X, y = _problem(3)
     g, X = _unnormalised(g, X)
-    top = np.maximum(abs(X).max(axis=0).toarray().ravel(), 1.0)[:, None]
+    rms = np.sqrt(np.asarray(X.multiply(X).sum(axis=0)).ravel() / np.maximum(X.getnnz(axis=0), 1))
+    top = np.maximum(rms, 1.0)[:, None]
     lam, eta, eps = 0.002, 0.1, 1e-8
     for strategy, parts in (("sendgradient", 1), ("column", 3), ("sendgradient", 2)):
         eng, _ = glm.engine(g, y, "softmax", strategy, parts=parts, batch=None, eta=eta, lam=lam, reg=reg,
@@ -247,14 +249,14 @@ def test_adagrad_update_at_the_masters(reg):
     ("sendgradient", "adagrad", 1, 0), ("column", "adagrad", 3, 0), ("modelavg", "adagrad", 2, 0),
     ("sendgradient", "adam", 2, 0), ("sendgradient", "adagrad", 2, 3), ("modelavg", "adagrad", 1, 2)])
 def test_adaptive_steps_do_not_depend_on_the_units_of_features(strategy, optimizer, parts, factors):
-    """AdaGrad and Adam divide a feature's step by max(1, its largest |value|) (Vowpal
-    Wabbit's normalised update), and an FM's factors start divided by it: without a
-    regulariser, a feature given in units c ≥ 1 times larger (counts instead of
-    frequencies, pixels 0-255 instead of 0-1) gets weights and factors c times smaller
-    and the model scores every sample the same."""
+    """AdaGrad and Adam divide a feature's step by max(1, the root mean square of its
+    values), and an FM's factors start divided by it: without a regulariser, a feature
+    given in units c ≥ 1 times larger (pixels 0-255 instead of 0-1, metres instead of
+    kilometres) gets weights and factors c times smaller and the model scores every
+    sample the same."""
     g, X, y = _problem(n=200, d=40)
-    top = abs(X).max(axis=0).toarray().ravel()
-    g.values = g.values / top[g.dst]                 # every feature's largest value 1
+    rms = np.sqrt(np.asarray(X.multiply(X).sum(axis=0)).ravel() / np.maximum(X.getnnz(axis=0), 1))
+    g.values = g.values / rms[g.dst]                 # every feature's root mean square 1
     c = np.random.default_rng(5).uniform(1.0, 50.0, X.shape[1])
     W = []
     for scale in (np.ones(X.shape[1]), c):

@@ -53,15 +53,17 @@ Vowpal Wabbit's adaptive update. Its step is scale-free: ``local_scale`` does no
 enter.
 
 AdaGrad's and Adam's steps η g/√G are ±η per weight whatever the units of a feature,
-so a feature whose values reach s_j > 1 (raw counts, pixels 0-255, an age column)
-would move x·w by η s_j per step. Both divide feature j's step by
-s_j = max(1, max_i |x_ij|) (the ``scale`` field, as Vowpal Wabbit's normalised update
-does): counts or pixels then train as they would scaled to [0, 1], and features
-already within [−1, 1] (tf-idf, one-hot, scaled sets) are unchanged. The objective
-is unchanged too; only the steps are. Plain ``sgd`` keeps the papers' step. An FM's
-factors v_j start as N(0, init_std²) / s_j, so that v_j x_j starts alike for every
-feature (without that, values up to 7,000 made the first interactions ~10³ and the
-FM diverged).
+so a feature whose values are typically s_j > 1 (pixels 0-255, distances, an age
+column) would move x·w by about η s_j per step. Both divide feature j's step by
+s_j = max(1, √(mean of x_ij² over the samples i that hold it)) (the ``scale`` field;
+Vowpal Wabbit's normalised update divides by the largest |x_ij|, which cost 14 points
+of accuracy on a Zipf bag-of-words whose frequent words reach counts of 300, against
+4 with the root mean square): such features then train as they would in units of
+their typical value, and features within [−1, 1] (tf-idf, one-hot, scaled sets) are
+unchanged. The objective is unchanged too; only the steps are. Plain ``sgd`` keeps
+the papers' step. An FM's factors v_j start as N(0, init_std²) / s_j, so that v_j x_j
+starts alike for every feature (without that, values up to 7,000 made the first
+interactions ~10³ and the FM diverged).
 """
 import math
 
@@ -384,14 +386,13 @@ def labels_for(loss, labels, classes=None, source=None):
     return np.where(y > 0, 1.0, -1.0), 1
 
 
-def feature_top(features, values, n_features):
-    """max |x_ij| over the samples i of each feature j (0 for a feature without samples)."""
-    top = np.zeros(n_features)
-    if values is None:
-        top[features] = 1.0
-    else:                   # ufunc.at: 0.05 s for 9M values, where sorting them took 2 s
-        np.maximum.at(top, features, np.abs(np.asarray(values, np.float64)))
-    return top
+def feature_scale(features, values, n_features):
+    """1 / max(1, the root mean square of each feature's values over the samples that
+    hold it): the factor of its AdaGrad and Adam steps and of an FM's first factors."""
+    v2 = np.ones(len(features)) if values is None else np.square(np.asarray(values, np.float64))
+    rms = np.sqrt(np.bincount(features, weights=v2, minlength=n_features)
+                  / np.maximum(np.bincount(features, minlength=n_features), 1))
+    return 1.0 / np.maximum(rms, 1.0)
 
 
 def program(labels, samples, features, values, n_samples, n_features, loss="logistic", reg="l2", lam=1e-6,
@@ -435,7 +436,7 @@ def program(labels, samples, features, values, n_samples, n_features, loss="logi
     flocal = {"deg": "f8"}
     if opt == "adagrad":                   # one-step: beside the master's weight; local: per replica
         (flocal if local else fmaster)["G"] = wk
-    scale = 1.0 / np.maximum(feature_top(features, values, n_features), 1.0)
+    scale = feature_scale(features, values, n_features)
     if opt != "sgd":
         flocal["scale"] = "f8"
     feature = VertexType(types[1], sync={"w": wk}, master=fmaster, local=flocal,
