@@ -303,7 +303,7 @@ class GLM(Linear):
     def _resolved(self):
         # AdaGrad by default (the strategies' own update is sgd, tux2.udfs.glm): per-feature steps
         # suit power-law and unnormalised features, where plain SGD at one step size crawls. Features
-        # with values above 1 take steps divided by their largest value (udfs.glm): one step for every
+        # with values above 1 take steps divided by their root mean square (udfs.glm): one step for every
         # data set divided by the counts' 99.9th percentile had fixed raw counts but took one-hot rows
         # with an age column from 0.817 to 0.643, the majority class. _report says when it overshoots
         optimizer = self.optimizer or ("adam" if self.strategy == "adam" else "adagrad")
