@@ -221,10 +221,11 @@ class MF(Estimator):
                 if train.num_edges else (1.0, 0.0)
             engine, known = {"partitioner": partitioner}, loaders.known_ids(train)
         scale = rating_scale(sd, far)
-        train = copy.copy(train)
-        # the float32 ratings divided in float64, rounded once, whichever reader made them: distributed ingress
-        # holds float64 values as written, one process float32 ones (divided in float32, the models differed)
-        train.values = (np.asarray(train.values, np.float32).astype(np.float64) / scale).astype(np.float32)
+        if scale != 1.0:            # star ratings: no copy (100M ratings would take 1.2 GB more at their peak)
+            # a power of two divides float32 ratings exactly, and commutes with rounding distributed ingress's
+            # float64 ones to float32: both readers train on the same values
+            train = copy.copy(train)
+            train.values = np.asarray(train.values, np.float32) / np.float32(scale)
         batch = self.batch_size
         if batch is None and self.mode == "minibatch" and self.batch_unit == "vertex":
             # about MINIBATCH_SIZE edges' worth of the enumerated vertices (a whole epoch in one step
