@@ -9,6 +9,7 @@ ID = re.compile(rb"\+?[0-9]+")
 NUM = re.compile(rb"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
 NONFINITE = (b"nan", b"inf", b"infinity")
 MAX_ID = 2 ** 62
+DECIMAL_COMMA = re.compile(rb'(^|[;"])[ \t]*[-+]?[0-9]+,[0-9]+[ \t]*([;"\r]|$)')    # '1;2;3,5'
 
 
 class Bad(Exception):
@@ -68,11 +69,14 @@ def edge_list(data):
                 toks = [t for t in sep.split(line) if t]
                 if not toks or toks[0][:1] in (b"#", b"%"):
                     continue
-        rows.append((no, toks))
+        rows.append((no, toks, line))
     if rows and not any(_is_number(t) for t in rows[0][1]) and (
             len(rows[0][1]) >= 2 if len(rows) == 1 else any(_is_number(t) for t in rows[1][1][:len(rows[0][1])])):
         rows = rows[1:]
-    for no, toks in rows:
+    # the first data line: a decimal comma between semicolons would read as two fields
+    if rows and sep is SEP and b";" in rows[0][2] and DECIMAL_COMMA.search(rows[0][2]):
+        raise Bad("a decimal comma", rows[0][0])
+    for no, toks, _ in rows:
         s = _id(toks[0], no)
         if len(toks) < 2:
             raise Bad("missing column", no)

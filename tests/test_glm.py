@@ -269,6 +269,18 @@ def test_adaptive_steps_do_not_depend_on_the_units_of_features(strategy, optimiz
     assert np.abs(W[0][:, 0]).max() > 0.1
 
 
+def test_feature_scale_of_values_whose_squares_overflow():
+    """The root mean square of values up to 1e200 (a float64 fit's) is taken in units of the
+    feature's largest |value|: their squares overflowed to inf, with numpy's warning, and the
+    scale of 0 left the feature's weight at 0 for good."""
+    features = np.array([0, 0, 1, 1, 2, 3])
+    values = np.array([3e200, -4e200, 1e-300, 0.0, 7.0, 0.5])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        s = glm.feature_scale(features, values, 5)
+    np.testing.assert_allclose(1.0 / s, [math.sqrt(12.5) * 1e200, 1.0, 7.0, 1.0, 1.0], rtol=1e-12)
+
+
 @pytest.mark.parametrize("strategy,optimizer", [("modelavg", "adagrad"), ("modelsum", "sgd")])
 def test_local_steps_run_fused_on_several_partitions(strategy, optimizer):
     """Model averaging's mini-batches send nothing (samples have no mirrors, the

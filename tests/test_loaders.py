@@ -54,6 +54,7 @@ def _agree(parse, reference, data, path):
 @example(data=b"4611686018427387904 0\n")
 @example(data=b"0 1 n\n")
 @example(data=b"0 0 1e-1")
+@example(data=b"u;i;r\n1;2;3,5\n")
 @example(data=b"0 0 .1\n1 2 -0.5e-3\n3 4 16777217\n")
 def test_edge_list_parser_matches_the_grammar(tmp_path, data):
     if data.startswith(b"%%MatrixMarket"):

@@ -561,3 +561,17 @@ def test_book_crossing_ratings_semicolons_and_quoted_fields(tmp_path):
     assert r.returncode == 0 and "semicolon-separated" in r.stdout and "max 10" in r.stdout, r.stdout + r.stderr
     g = loaders.load_edges(str(path), ids="string")
     assert g.num_edges == 360 and sorted(set(g.values.tolist())) == list(range(11))
+
+
+@pytest.mark.parametrize("text,line", [(b"user;item;rating\n1;2;3,5\n2;3;4,0\n", 2),
+                                       (b'"1";"2";"3,5"\n"2";"3";"4"\n', 1)])
+def test_a_decimal_comma_in_a_semicolon_file_is_named_not_read_as_two_fields(tmp_path, text, line):
+    """European CSV separates by ';' because ',' is its decimal point: '1;2;3,5' read as
+    user 1, item 2, rating 3 and an ignored fourth column 5 (the header said 'of 4; column
+    4 ignored'). The run and `tux2 info` now stop, naming the line and the number."""
+    path = tmp_path / "ratings.csv"
+    path.write_bytes(text)
+    for args in (("run", "mf", str(path), "--epochs", "1"), ("info", str(path))):
+        r = run_cli(*args)
+        assert r.returncode != 0 and "Traceback" not in r.stderr, r.stdout + r.stderr
+        assert f"ratings.csv:{line}: a decimal comma" in r.stderr and "'3,5'" in r.stderr, r.stderr

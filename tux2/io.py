@@ -10,6 +10,7 @@ picks others (:class:`EdgeFormat`). Every malformed line raises InputError with
 the file, the line number and the line's text; nothing is skipped silently.
 """
 import os
+import re
 
 import numba
 import numpy as np
@@ -602,6 +603,10 @@ def parse_columns(spec, names, path=None):
     return (out[0], out[1], out[2] if len(out) == 3 else NONE)
 
 
+# a field of digits,digits between semicolons or quotes: a decimal comma (European CSV: '1;2;3,5')
+_DECIMAL_COMMA = re.compile(rb'(?:^|[;"])[ \t]*([-+]?\d+,\d+)[ \t]*(?=[;"\r]|$)')
+
+
 def edge_format(head, path, columns=None):
     """The :class:`EdgeFormat` of an edge-list file from its first bytes ``head``.
 
@@ -647,6 +652,13 @@ def edge_format(head, path, columns=None):
             data = lines[1][3] if len(lines) > 1 else first
         else:
             data = first
+        data_no = lines[1][2] if header and len(lines) > 1 else lines[0][2]
+        if not colon and b";" in data and _DECIMAL_COMMA.search(data):
+            # '3,5' would read as two fields, 3 and 5: the rating 3 and an ignored column 5
+            raise InputError("a decimal comma in a semicolon-separated line: commas separate fields too, so "
+                             f"{_DECIMAL_COMMA.search(data).group(1).decode('utf-8', 'replace')!r} would read as "
+                             "two numbers; write decimal points", path=path, line=data_no,
+                             text=data.decode("utf-8", "replace"))
         width = len(split_line(data, colon))
         sep = "colon" if colon else "tab" if b"\t" in data else "comma" if b"," in data else \
             "semicolon" if b";" in data else "space"

@@ -389,9 +389,16 @@ def labels_for(loss, labels, classes=None, source=None):
 def feature_scale(features, values, n_features):
     """1 / max(1, the root mean square of each feature's values over the samples that
     hold it): the factor of its AdaGrad and Adam steps and of an FM's first factors."""
-    v2 = np.ones(len(features)) if values is None else np.square(np.asarray(values, np.float64))
-    rms = np.sqrt(np.bincount(features, weights=v2, minlength=n_features)
-                  / np.maximum(np.bincount(features, minlength=n_features), 1))
+    if values is None:
+        return np.ones(n_features)
+    # in units of the feature's largest |value|, whose square does not overflow: the squares of
+    # values of 1e200 were inf (numpy's overflow warning), a scale of 0 and a weight that never moved
+    a = np.abs(np.asarray(values, np.float64))
+    top = np.zeros(n_features)
+    np.maximum.at(top, features, a)
+    unit = np.where(top > 0, top, 1.0)
+    count = np.maximum(np.bincount(features, minlength=n_features), 1)
+    rms = unit * np.sqrt(np.bincount(features, weights=np.square(a / unit[features]), minlength=n_features) / count)
     return 1.0 / np.maximum(rms, 1.0)
 
 
