@@ -23,7 +23,7 @@ from tux2 import partitioning
 from tux2.errors import InputError, PartitionError, SchemaError
 from tux2.graph import strata_tiles
 from tux2.io import edge_format, id_space, no_edges, read_edge_range, read_head, resolve_base
-from tux2.loaders import IdMap, columns_like, load_edges, mark_unknown, numbered
+from tux2.loaders import IdMap, columns_like, deviations, load_edges, mark_unknown, numbered
 from tux2.partitioning import Assignment, EdgeView
 from tux2.partitioning.hashing import Hasher
 
@@ -103,7 +103,7 @@ def load(transport, path, partitions, partitioner="bicut", seed=0, test_path=Non
 
     Returns (shard, assignment, spread, test) where ``test`` is the test graph on rank 0
     (None elsewhere) and ``spread`` the training ratings' {"mu": mean, "sd": standard
-    deviation, "far": largest |r − mean|}."""
+    deviation, "mad": mean |r − mean|, "far": largest |r − mean|}."""
     if partitioner not in LOCAL_STRATEGIES:
         raise PartitionError(f"distributed ingress cannot use {partitioner!r}, which needs the whole graph; "
                              f"use one of {', '.join(LOCAL_STRATEGIES)}")
@@ -169,8 +169,10 @@ def load(transport, path, partitions, partitioner="bicut", seed=0, test_path=Non
     # spread to rounding (sd 6e-8, a rescaling by 7e-8, for ratings all 3.7; 90.5 for 91.1 with 1e9 + 64·stars)
     r = v.astype(np.float32).astype(np.float64)
     mu = float(_sum(transport, "ingress-mu", np.array([r.sum()]))[0] / max(n_train, 1))
-    dev = _rows(transport, "ingress-sd", np.array([np.square(r - mu).sum(), np.abs(r - mu).max(initial=0.0)]))
-    spread = {"mu": mu, "sd": math.sqrt(float(dev[:, 0].sum()) / max(n_train, 1)), "far": float(dev[:, 1].max())}
+    dev = _rows(transport, "ingress-sd", np.array(deviations(r, mu)))
+    n = max(n_train, 1)
+    spread = {"mu": mu, "sd": math.sqrt(float(dev[:, 0].sum()) / n), "mad": float(dev[:, 1].sum()) / n,
+              "far": float(dev[:, 2].max())}
 
     # global order
     if order in ("input", "strata"):       # strata: numbered below, once the degrees are known

@@ -850,3 +850,14 @@ def load(data, **options):
         return from_arrays(*data, **options)
     raise TypeError(f"cannot load a {type(data).__name__}: pass a path, (src, dst[, values]) arrays, a "
                     "scipy.sparse matrix, a pandas DataFrame or a networkx graph")
+
+
+def deviations(values, mu, chunk=1 << 20):
+    """(Σ (r − μ)², Σ |r − μ|, max |r − μ|) of ratings ``values`` as they train (float32),
+    in float64, a chunk at a time (no copy of them all)."""
+    sq = ab = far = 0.0
+    for lo in range(0, len(values), chunk):
+        d = np.asarray(values[lo:lo + chunk], np.float32).astype(np.float64) - mu
+        a = np.abs(d)
+        sq, ab, far = sq + float(d @ d), ab + float(a.sum()), max(far, float(a.max()))
+    return sq, ab, far

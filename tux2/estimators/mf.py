@@ -18,8 +18,7 @@ from tux2.version import __version__
 
 NAMES = ("user", "item")
 SPREAD = (0.8, 1.5)     # standard deviations of ratings trained in their own units
-OUTLYING = 30.0         # a rating this many sd from the mean: the sd is not the scale's (a normal's largest
-                        # of 1e9 is 6.1 sd, a uniform's 1.7)
+TYPICAL = 0.25          # mean |r − μ| / sd below it: the sd is a few extreme ratings', not a scale (outlying)
 
 
 def ratings(g, what="MF needs a rating column: expected 'user item rating'"):
@@ -47,7 +46,7 @@ def seen_csr(graph):
     return indptr, graph.dst[order].astype(np.int32)
 
 
-def rating_scale(sd, far=0.0):
+def rating_scale(sd, mad=None):
     """The power of two that ratings of standard deviation ``sd`` are trained divided by:
     1 for 0.8 ≤ sd ≤ 1.5; above, the largest that brings sd to 1.5 or below (0.75 … 1.5);
     below, the smallest that brings it to 0.8 or above (0.8 … 1.6). As LibMF trains in
@@ -55,11 +54,11 @@ def rating_scale(sd, far=0.0):
     the public sets), and ml-1m × 20 diverged in its first epoch, ml-1m / 5 ended worse
     than the bias baseline. A power of two divides exactly, and a distributed run, whose
     sums differ in the last bits, gets the same one. 1 when the spread is that of a few
-    extreme ratings (the farthest, ``far`` from the mean, is more than OUTLYING sd):
-    one mistyped 1e7 among stars would otherwise rescale them all to ~1e-5 and train a
-    model of nothing, where as they are the run stops, telling to check the input."""
+    extreme ratings (``outlying``): one mistyped 1e7 among stars would otherwise rescale
+    them all to ~1e-5 and train a model of nothing, where as they are the run stops,
+    telling to check the input."""
     scale = 1.0
-    if not 0 < sd < math.inf or far > OUTLYING * sd:
+    if not 0 < sd < math.inf or outlying(sd, mad):
         return scale
     if sd > SPREAD[1]:
         while sd / scale > SPREAD[1]:
@@ -70,13 +69,21 @@ def rating_scale(sd, far=0.0):
     return scale
 
 
+def outlying(sd, mad):
+    """Whether a standard deviation ``sd`` is that of a few extreme ratings: their mean
+    distance from the mean, ``mad``, below TYPICAL sd (k equal outliers among n ratings
+    give about √(k/n): one among 3000, 0.02; 30, 0.1; a normal's is 0.80, a uniform's
+    0.87, stars' 0.8-0.9, an exponential's 0.74)."""
+    return mad is not None and mad < TYPICAL * sd
+
+
 def spread_note(s):
     """The header line of a run whose ratings were rescaled, or whose spread is that of
     a few extreme ratings (``rating_scale``)."""
     if s.scale != 1.0:
         return [f"  ratings' standard deviation {s.sd:.4g}, unlike star ratings': trained divided by {s.scale:.4g} "
                 f"(standard deviation {s.sd / s.scale:.3g}), the units --reg and --lr apply in"]
-    if s.far > OUTLYING * s.sd:
+    if outlying(s.sd, s.mad):
         return [f"  note: a rating lies {s.far:.4g} from the mean {s.mu:.4g} ({s.far / s.sd:.0f} standard "
                 "deviations): the ratings train as they are, not rescaled; check the input for mistyped values"]
     return []
@@ -211,16 +218,16 @@ class MF(Estimator):
                             "partitions as users")
         if ingress:                 # tux2.ingress: this worker's share, placed and ordered
             strata, tiles, known = train.strata, train.tiles, train.known
-            mu, sd, far = data.facts["mu"], data.facts["sd"], data.facts["far"]
+            mu, sd, mad, far = (data.facts[k] for k in ("mu", "sd", "mad", "far"))
             engine = {"assignment": data.facts["assignment"]}
         else:
             train, strata, tiles = self.order_edges(train, order, blocks)
             mu = float(train.values.mean(dtype=np.float64)) if train.num_edges else 0.0
-            v = train.values
-            sd, far = (float(v.std(dtype=np.float64)), max(float(v.max()) - mu, mu - float(v.min()))) \
-                if train.num_edges else (1.0, 0.0)
+            sq, ab, far = loaders.deviations(train.values, mu)
+            n = max(train.num_edges, 1)
+            sd, mad = math.sqrt(sq / n), ab / n
             engine, known = {"partitioner": partitioner}, loaders.known_ids(train)
-        scale = rating_scale(sd, far)
+        scale = rating_scale(sd, mad)
         if scale != 1.0:            # star ratings: no copy (100M ratings would take 1.2 GB more at their peak)
             # a power of two divides float32 ratings exactly, and commutes with rounding distributed ingress's
             # float64 ones to float32: both readers train on the same values
@@ -239,8 +246,8 @@ class MF(Estimator):
                       partitioner_options={"blocks": blocks} if partitioner == "stratified" else None)
         ids = data.train.ids
         return Setup(train, prog, engine, test=data.test, evaluate=data.test is not None or ingress,
-                     mu=mu, sd=sd, far=far, scale=scale, source=data.source, partitioner=partitioner, known=known,
-                     read_as=data.facts.get("read_as"), ingress=ingress, ids=ids,
+                     mu=mu, sd=sd, mad=mad, far=far, scale=scale, source=data.source, partitioner=partitioner,
+                     known=known, read_as=data.facts.get("read_as"), ingress=ingress, ids=ids,
                      meta={"partitioner": partitioner, "lr": prog.context.init["lr"], "mu": mu,
                            "rating_scale": scale,     # "context" (mu, rmse, …) is in units of ratings / it
                            "ids": "string" if any(m is not None and m.tokens.dtype.kind not in "iu" for m in ids)
