@@ -12,8 +12,9 @@ def add_parser(sub):
     p = sub.add_parser(
         "mf", help="matrix factorisation by SGD (paper §4)",
         description="Matrix factorisation on a user-item rating graph. INPUT is an edge list "
-                    "'user item rating [more columns]' (tabs, spaces, commas or '::'; a header line of names; "
-                    "'#'/'%' comments; MatrixMarket; gzip, bz2 or xz; '-' for standard input). "
+                    "'user item rating [more columns]' (tabs, spaces, commas, semicolons or '::', fields quoted or "
+                    "not; a header line of names; '#'/'%' comments; MatrixMarket; gzip, bz2 or xz; '-' for standard "
+                    "input). "
                     "Without INPUT a Netflix-shaped rating set is generated deterministically.")
     p.add_argument("input", nargs="?", help="ratings edge list; default: built-in synthetic set")
     p.add_argument("--test", help="test edge list; default: hold out --test-fraction of INPUT")

@@ -19,8 +19,8 @@ def add_parser(sub):
                     "replication factor λ (with master-only replicas, as PowerGraph counts, and without, as "
                     "KaHIP/Mt-KaHyPar count), per vertex type, edge and master balance (max/mean), mirrors, "
                     "time. INPUT is an edge list whose first column is one vertex type and second column the "
-                    "other (further columns are ignored; --columns picks others; tabs, spaces, commas or '::'; "
-                    "a header line; gzip, bz2 or xz; '-' for standard input). Only vertices with edges count. "
+                    "other (further columns are ignored; --columns picks others; tabs, spaces, commas, semicolons "
+                    "or '::'; a header line; gzip, bz2 or xz; '-' for standard input). Only vertices with edges count. "
                     "Strategies: " + ", ".join(partitioning.available()))
     p.add_argument("input", nargs="?", help="edge list; or use --powerlaw to generate a graph")
     p.add_argument("--ids", choices=("auto", "int", "string"), default="auto",
