@@ -564,11 +564,14 @@ def test_book_crossing_ratings_semicolons_and_quoted_fields(tmp_path):
 
 
 @pytest.mark.parametrize("text,line", [(b"user;item;rating\n1;2;3,5\n2;3;4,0\n", 2),
-                                       (b'"1";"2";"3,5"\n"2";"3";"4"\n', 1)])
+                                       (b'"1";"2";"3,5"\n"2";"3";"4"\n', 1),
+                                       (b"user;item;rating\n1;2;4\n1;3;2\n2;3;3,5\n", 4),    # below whole ones
+                                       (b"u;i;r\nu1;b2;4\nu1;b3;3,5\n", 3)])                  # string ids
 def test_a_decimal_comma_in_a_semicolon_file_is_named_not_read_as_two_fields(tmp_path, text, line):
     """European CSV separates by ';' because ',' is its decimal point: '1;2;3,5' read as
     user 1, item 2, rating 3 and an ignored fourth column 5 (the header said 'of 4; column
-    4 ignored'). The run and `tux2 info` now stop, naming the line and the number."""
+    4 ignored'). The run and `tux2 info` now stop, naming the line and the number, on
+    any line: below lines of whole ratings the file is still ';'-separated."""
     path = tmp_path / "ratings.csv"
     path.write_bytes(text)
     for args in (("run", "mf", str(path), "--epochs", "1"), ("info", str(path))):

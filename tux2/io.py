@@ -413,6 +413,7 @@ def _parse_from(raw, fmt, path, ids=np.int32, values=np.float32):
     parsed in chunks on every core (split at line starts); the result and any error
     are those of a serial parse."""
     start, line_offset = fmt.start, fmt.skip
+    refuse_decimal_commas(raw, fmt, path)
     buf = np.frombuffer(raw, dtype=np.uint8)
     size = len(raw) - start
     chunks = max(1, min(4 * numba.get_num_threads(), size // (1 << 20)))
@@ -604,7 +605,21 @@ def parse_columns(spec, names, path=None):
 
 
 # a field of digits,digits between semicolons or quotes: a decimal comma (European CSV: '1;2;3,5')
-_DECIMAL_COMMA = re.compile(rb'(?:^|[;"])[ \t]*([-+]?\d+,\d+)[ \t]*(?=[;"\r]|$)')
+_DECIMAL_COMMA = re.compile(rb'(?:^|[;"])[ \t]*([-+]?\d+,\d+)[ \t]*(?=[;"\r]|$)', re.MULTILINE)
+
+
+def refuse_decimal_commas(raw, fmt, path):
+    """A semicolon-separated file's first decimal comma, on any line, as an InputError
+    naming it: '1;3;3,5' below '1;2;4' read as the rating 3 and an ignored column 5."""
+    m = _DECIMAL_COMMA.search(raw, fmt.start) if fmt.sep == "semicolon" else None
+    if m is None:
+        return
+    line = int(np.count_nonzero(np.frombuffer(raw, np.uint8, count=m.start()) == 10)) + 1
+    lo = max(0, m.start() - 1024)
+    window = bytes(raw[lo:m.end() + 1024])
+    raise InputError("a decimal comma in a semicolon-separated line: commas separate fields too, so "
+                     f"{m.group(1).decode('utf-8', 'replace')!r} would read as two numbers; write decimal points",
+                     path=path, line=line, text=_line_text(window, window.rfind(b"\n", 0, m.start() - lo) + 1))
 
 
 def edge_format(head, path, columns=None):
@@ -730,6 +745,7 @@ def read_edge_range(path, part, parts, base=None, columns=None):
     if size == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int64), None
     buf = np.memmap(path, dtype=np.uint8, mode="r")
+    refuse_decimal_commas(buf, fmt, path)
     lo, hi = byte_range(size, fmt.start, part, parts, buf)
     chunk = np.ascontiguousarray(buf[lo:hi])
     cap = int(np.count_nonzero(chunk == 10)) + 1

@@ -501,6 +501,7 @@ def _string_edges(raw, fmt, path, type_names, maps):
     """Any token is an id: (src, dst) tokens → dense ids by first appearance (or by
     ``maps``: -1 for a token not in them), values checked as the numeric parser does.
     Returns (src, dst, values or None, id maps, tokens not in the frozen maps per side)."""
+    io.refuse_decimal_commas(raw, fmt, path)
     index = [{str(t).encode(): i for i, t in enumerate(m.tokens.tolist())} if m is not None else {} for m in maps]
     frozen = [m is not None for m in maps]
     # a side the model numbers densely (no map) while the other side has one: plain integers
