@@ -70,12 +70,18 @@ def edge_list(data):
                 if not toks or toks[0][:1] in (b"#", b"%"):
                     continue
         rows.append((no, toks, line))
+    after = 0                            # the header's line: the data (and comments) come after it
     if rows and not any(_is_number(t) for t in rows[0][1]) and (
             len(rows[0][1]) >= 2 if len(rows) == 1 else any(_is_number(t) for t in rows[1][1][:len(rows[0][1])])):
-        rows = rows[1:]
-    # the first data line: a decimal comma between semicolons would read as two fields
+        after, rows = rows[0][0], rows[1:]
+    # a decimal comma between semicolons would read as two fields: on the first data line, or on any line
+    # (comments too) of a file whose first data line is ';'-separated (no tab, no comma)
     if rows and sep is SEP and b";" in rows[0][2] and DECIMAL_COMMA.search(rows[0][2]):
         raise Bad("a decimal comma", rows[0][0])
+    if rows and sep is SEP and b";" in rows[0][2] and not any(c in rows[0][2] for c in (b"\t", b",")):
+        for no, line in enumerate(data.split(b"\n"), 1):
+            if no > after and DECIMAL_COMMA.search(line):
+                raise Bad("a decimal comma", no)
     for no, toks, _ in rows:
         s = _id(toks[0], no)
         if len(toks) < 2:

@@ -520,7 +520,6 @@ def split_line(line, colon=False):
     """The tokens of one line as the parsers see them (``colon``: ':' separates too)."""
     global _SPLIT
     if _SPLIT is None:
-        import re
         _SPLIT = (re.compile(rb"[ \t,\r;\"]+"), re.compile(rb"[ \t,\r;\":]+"))
     return [t for t in _SPLIT[colon].split(line.strip(b" \t,\r\n;\"")) if t]
 
@@ -617,9 +616,14 @@ def refuse_decimal_commas(raw, fmt, path):
     line = int(np.count_nonzero(np.frombuffer(raw, np.uint8, count=m.start()) == 10)) + 1
     lo = max(0, m.start() - 1024)
     window = bytes(raw[lo:m.end() + 1024])
-    raise InputError("a decimal comma in a semicolon-separated line: commas separate fields too, so "
-                     f"{m.group(1).decode('utf-8', 'replace')!r} would read as two numbers; write decimal points",
-                     path=path, line=line, text=_line_text(window, window.rfind(b"\n", 0, m.start() - lo) + 1))
+    raise decimal_comma(m, path, line, _line_text(window, window.rfind(b"\n", 0, m.start() - lo) + 1))
+
+
+def decimal_comma(m, path, line, text):
+    """The InputError of a decimal comma (``m``: its _DECIMAL_COMMA match) on ``line``."""
+    return InputError("a decimal comma in a semicolon-separated line: commas separate fields too, so "
+                      f"{m.group(1).decode('utf-8', 'replace')!r} would read as two numbers; write decimal points",
+                      path=path, line=line, text=text)
 
 
 def edge_format(head, path, columns=None):
@@ -668,12 +672,9 @@ def edge_format(head, path, columns=None):
         else:
             data = first
         data_no = lines[1][2] if header and len(lines) > 1 else lines[0][2]
-        if not colon and b";" in data and _DECIMAL_COMMA.search(data):
-            # '3,5' would read as two fields, 3 and 5: the rating 3 and an ignored column 5
-            raise InputError("a decimal comma in a semicolon-separated line: commas separate fields too, so "
-                             f"{_DECIMAL_COMMA.search(data).group(1).decode('utf-8', 'replace')!r} would read as "
-                             "two numbers; write decimal points", path=path, line=data_no,
-                             text=data.decode("utf-8", "replace"))
+        comma = _DECIMAL_COMMA.search(data) if not colon and b";" in data else None
+        if comma:       # '3,5' would read as two fields, 3 and 5 (the line is taken as comma-separated, so
+            raise decimal_comma(comma, path, data_no, data.decode("utf-8", "replace"))   # the scan does not see it)
         width = len(split_line(data, colon))
         sep = "colon" if colon else "tab" if b"\t" in data else "comma" if b"," in data else \
             "semicolon" if b";" in data else "space"
