@@ -50,8 +50,9 @@ def add_parser(algos):
                        help="regularisation weight lambda (default 1/n for n training samples: scikit-learn's and "
                             "liblinear's C = 1)")
         p.add_argument("--batch", type=NONNEG, default=None,
-                       help="samples per mini-batch (one clock); 0: all (default 1000, or n/20 for n < 20,000 "
-                            "samples: at least 20 steps an epoch)")
+                       help="samples per mini-batch (one clock); 0: all (default 64, or n/20 for n < 1,280 "
+                            "samples: at least 20 steps an epoch; on several workers each batch is a round of "
+                            "messages, and --batch 1000 trains faster, another model)")
         p.add_argument("--eta", type=POSITIVE, default=None,
                        help="step size (default: 0.5 for adagrad, 1.0 for sgd, 0.01 for adam)")
         p.add_argument("--decay", type=NONNEG_NUMBER, default=0.0, help="step at epoch t is eta / (1 + decay t)")
