@@ -36,3 +36,31 @@ def test_unfitted_estimators_raise_scikit_learns_not_fitted_error():
         back = pickle.loads(pickle.dumps(e))
         assert isinstance(back, NotFittedError) and isinstance(back, tux2.errors.NotFittedError)
         assert str(back) == str(e)
+
+
+def test_features_in_and_matrices_of_other_columns_refused(counts):
+    """``n_features_in_`` and, for a DataFrame, ``feature_names_in_`` are set by fit; a
+    matrix of other columns is refused as scikit-learn refuses it (it was scored on the
+    columns it had: 100 of 2000 features gave predictions), as is a DataFrame with its
+    columns in another order, a 1-D row and a missing value (named by row and column)."""
+    import pandas as pd
+    X, y = counts
+    for est in (tux2.LogisticRegression(epochs=2), tux2.BlockPG(epochs=2, bias=True), tux2.FM(epochs=1)):
+        est.fit(X, y)
+        assert est.n_features_in_ == X.shape[1] and not hasattr(est, "feature_names_in_")
+        with pytest.raises(ValueError, match=f"X has 10 features, but {type(est).__name__} is expecting 40"):
+            est.predict(X[:, :10])
+        with pytest.raises(ValueError, match="expecting 40"):
+            est.score(sp.hstack([X, X]).tocsr(), y)
+        with pytest.raises(ValueError, match="must be 2-D"):
+            est.predict(X[0].toarray().ravel())
+    df = pd.DataFrame(X.toarray(), columns=[f"w{j}" for j in range(X.shape[1])])
+    lr = tux2.LogisticRegression(epochs=2).fit(df, y)
+    assert lr.feature_names_in_.tolist() == list(df.columns) and lr.n_features_in_ == 40
+    assert (lr.predict(df) == lr.predict(X)).all()
+    with pytest.raises(ValueError, match="'w39' for 'w0'"):
+        lr.predict(df[df.columns[::-1]])
+    assert not hasattr(lr.fit(X, y), "feature_names_in_")      # a refit on a matrix: no names
+    df.iloc[7, 3] = np.nan
+    with pytest.raises(ValueError, match="X has nan at row 7, column 3"):
+        tux2.LogisticRegression().fit(df, y)
