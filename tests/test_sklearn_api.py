@@ -64,3 +64,21 @@ def test_features_in_and_matrices_of_other_columns_refused(counts):
     df.iloc[7, 3] = np.nan
     with pytest.raises(ValueError, match="X has nan at row 7, column 3"):
         tux2.LogisticRegression().fit(df, y)
+
+
+def test_binary_models_tell_scikit_learn_so_and_hinge_models_have_no_probabilities(counts):
+    """The binary models say so in their tags (check_estimator fed them three classes and
+    failed 32 of 55 checks on 'a third label'), so scikit-learn's own classifier checks
+    run on them; a hinge model has no ``predict_proba`` attribute, as LinearSVC (hasattr
+    was True and the call raised, so soft voting and probability scorers chose it)."""
+    from sklearn.utils import get_tags
+    from sklearn.utils.estimator_checks import check_classifiers_train
+    X, y = counts
+    for est in (tux2.LogisticRegression(), tux2.LinearSVM(), tux2.FM(), tux2.BlockPG()):
+        assert get_tags(est).classifier_tags.multi_class is False
+    assert get_tags(tux2.Softmax()).classifier_tags.multi_class is True
+    check_classifiers_train("LogisticRegression", tux2.LogisticRegression())
+    for est in (tux2.LinearSVM(epochs=2), tux2.FM(loss="hinge", epochs=1)):
+        assert not hasattr(est.fit(X, y), "predict_proba")
+    lr = tux2.LogisticRegression(epochs=2).fit(X, y)
+    assert hasattr(lr, "predict_proba") and lr.predict_proba(X).shape == (X.shape[0], 2)

@@ -68,6 +68,11 @@ class Linear(Estimator):
         t, ty = pair(test) if test is not None else (None, None)
         return Dataset(g, t, y, ty, zero_based=zero_based, feature_names=names)
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = self.loss == "softmax"      # the others take two labels
+        return tags
+
     def _test_metrics(self, s, W):
         if s.test is None or W is None:
             return {}
@@ -154,13 +159,19 @@ class Linear(Estimator):
         M = self.decision_function(X)
         return self.classes_[M.argmax(axis=1)] if self.loss == "softmax" else np.where(M > 0, *self.classes_[::-1])
 
-    def predict_proba(self, X):
-        """Class probabilities (n, K), in the order of ``classes_`` (a logistic model's: P(negative), P(positive))."""
+    @property
+    def predict_proba(self):
+        """Class probabilities (n, K), in the order of ``classes_`` (a logistic model's:
+        P(negative), P(positive)). A hinge model has none: ``hasattr`` is False, as for
+        scikit-learn's LinearSVC, so its scorers and ensembles use ``decision_function``."""
+        if self.loss == "hinge":
+            raise AttributeError("a hinge model has no probabilities")
+        return self._probabilities
+
+    def _probabilities(self, X):
         M = self.decision_function(X)
         if self.loss == "softmax":
             return glm.softmax(M)
-        if self.loss != "logistic":
-            raise AttributeError(f"a {self.loss} model has no probabilities")
         p = 0.5 * (1.0 + np.tanh(0.5 * M))
         return np.column_stack([1 - p, p])
 
