@@ -82,3 +82,21 @@ def test_binary_models_tell_scikit_learn_so_and_hinge_models_have_no_probabiliti
         assert not hasattr(est.fit(X, y), "predict_proba")
     lr = tux2.LogisticRegression(epochs=2).fit(X, y)
     assert hasattr(lr, "predict_proba") and lr.predict_proba(X).shape == (X.shape[0], 2)
+
+
+@pytest.mark.filterwarnings("ignore:the objective ended")      # the three labels are random
+def test_a_softmax_of_two_classes_scores_as_a_binary_model(counts):
+    """Softmax on two labels gives decision_function (n,), as scikit-learn's multinomial
+    models do: (n, 2) made the roc_auc scorer nan; three classes keep (n, 3)."""
+    from sklearn.model_selection import cross_val_score
+    from sklearn.utils.estimator_checks import check_classifiers_train
+    X, y = counts
+    sm = tux2.Softmax(epochs=3).fit(X, y)
+    d = sm.decision_function(X)
+    assert d.shape == (X.shape[0],) and (sm.classes_[(d > 0).astype(int)] == sm.predict(X)).all()
+    assert np.allclose(sm.predict_proba(X)[:, 1], 1 / (1 + np.exp(-d)))
+    auc = cross_val_score(tux2.Softmax(epochs=3), X, y, cv=2, scoring="roc_auc")
+    assert np.isfinite(auc).all() and auc.min() > 0.6
+    check_classifiers_train("Softmax", tux2.Softmax())
+    three = np.array(["a", "b", "c"])[np.arange(X.shape[0]) % 3]
+    assert tux2.Softmax(epochs=1).fit(X, three).decision_function(X).shape == (X.shape[0], 3)

@@ -148,16 +148,19 @@ class Linear(Estimator):
         return self._scores(W, g)
 
     def decision_function(self, X):
-        """Scores (n,) of a binary model, (n, K) of softmax."""
+        """Scores (n,) of a binary model, a softmax of two classes too (the second class's
+        score minus the first's, as scikit-learn's: roc_auc scored nan), (n, K) of softmax."""
         M = self.scores(X)
-        return M if self.loss == "softmax" else M[:, 0]
+        if self.loss != "softmax":
+            return M[:, 0]
+        return M[:, 1] - M[:, 0] if M.shape[1] == 2 else M
 
     label_base_ = 0       # softmax: the first class's label (1 for a file labelled 1 … K)
 
     def predict(self, X):
         """Labels, as training gave them: ±1, 0/1, 1/2, strings …"""
-        M = self.decision_function(X)
-        return self.classes_[M.argmax(axis=1)] if self.loss == "softmax" else np.where(M > 0, *self.classes_[::-1])
+        M = self.scores(X)
+        return self.classes_[M.argmax(axis=1)] if self.loss == "softmax" else np.where(M[:, 0] > 0, *self.classes_[::-1])
 
     @property
     def predict_proba(self):
@@ -169,10 +172,10 @@ class Linear(Estimator):
         return self._probabilities
 
     def _probabilities(self, X):
-        M = self.decision_function(X)
+        M = self.scores(X)
         if self.loss == "softmax":
             return glm.softmax(M)
-        p = 0.5 * (1.0 + np.tanh(0.5 * M))
+        p = 0.5 * (1.0 + np.tanh(0.5 * M[:, 0]))
         return np.column_stack([1 - p, p])
 
     def score(self, X, y=None):
@@ -183,12 +186,12 @@ class Linear(Estimator):
             X, y = loaders.load_samples(X, self.zero_based_)
             if y is None:
                 raise Tux2Error("labels needed: score(X, y), or score(path) with a libsvm file")
-        M = self.decision_function(X)
+        M = self.scores(X)
         y = given_labels(y, len(M))
         if self.loss == "softmax":                  # a label of no class: a wrong prediction
             return float(np.mean(self.classes_[M.argmax(axis=1)] == y))
         signs = binary_labels(self.classes_, y, test_source="score")[1]     # a third label: its error
-        return float(np.mean((M > 0) == (signs > 0)))
+        return float(np.mean((M[:, 0] > 0) == (signs > 0)))
 
 
 def feature_names(X):
