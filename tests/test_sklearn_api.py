@@ -100,3 +100,30 @@ def test_a_softmax_of_two_classes_scores_as_a_binary_model(counts):
     check_classifiers_train("Softmax", tux2.Softmax())
     three = np.array(["a", "b", "c"])[np.arange(X.shape[0]) % 3]
     assert tux2.Softmax(epochs=1).fit(X, three).decision_function(X).shape == (X.shape[0], 3)
+
+
+@pytest.fixture(scope="module")
+def ratings_frame():
+    """(train, test) DataFrames of (user, item, rating) with string ids, split in time
+    (a few test users unseen in training)."""
+    import pandas as pd
+    from tux2.datasets import netflix_like
+    tr, te = netflix_like(n_users=300, n_items=60, n_ratings=6000, rank=3, seed=8)
+    frame = lambda g: pd.DataFrame({"user": [f"u{u + 1:04d}" for u in g.src], "item": [f"tt{i + 1:05d}" for i in g.dst],
+                                    "rating": g.values})
+    return frame(tr), frame(te)
+
+
+def test_mf_test_ratings_and_rows_given_as_a_dataframe_or_its_values(ratings_frame):
+    """A test DataFrame of string ids is read in the training ids (its own sorted ids were
+    taken as the model's dense ids: test RMSE 1.008 where score() on it said 0.912), and
+    df.values of string ids trains (int() failed, so GridSearchCV on it failed every fit)."""
+    from sklearn.model_selection import GridSearchCV
+    tr, te = ratings_frame
+    mf = tux2.MF(k=4, epochs=4).fit(tr, te)
+    assert mf.history_[-1]["test_rmse"] == pytest.approx(-mf.score(te), rel=1e-5)
+    by_rows = tux2.MF(k=4, epochs=4).fit(tr.values, te.values)
+    assert np.array_equal(by_rows.user_factors_, mf.user_factors_)
+    assert by_rows.history_[-1]["test_rmse"] == pytest.approx(mf.history_[-1]["test_rmse"])
+    gs = GridSearchCV(tux2.MF(epochs=2), {"k": [2, 4]}, cv=2).fit(tr.values)
+    assert np.isfinite(gs.best_score_)

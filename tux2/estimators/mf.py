@@ -39,6 +39,19 @@ def unknown_note(test):
     return f" ({n} with a user or item not in training, predicted by the mean and the known bias)" if n else ""
 
 
+def is_frame(x):
+    """Whether ``x`` is a pandas DataFrame (without importing pandas)."""
+    return type(x).__module__.split(".")[0] == "pandas" and hasattr(x, "columns")
+
+
+def rows(a):
+    """(users, items, ratings) of an (n, 3) array of (user, item, rating) rows: ids as
+    integers, or as they are in an array of strings or objects (a DataFrame's .values
+    with string ids), as ``MF.score`` reads them."""
+    ids = a[:, :2] if a.dtype.kind in "OUS" else a[:, :2].astype(np.int64)
+    return ids[:, 0], ids[:, 1], np.asarray(a[:, 2], np.float64)
+
+
 def seen_csr(graph):
     """(indptr, indices) of each user's items in a user → item graph (a counting sort:
     each user's items in edge order)."""
@@ -141,7 +154,7 @@ class MF(Estimator):
         """Training ratings and, when given, test ratings in the training ids (a user or
         item the training data lacks: ``unknown``)."""
         if isinstance(data, np.ndarray) and data.ndim == 2 and data.shape[1] == 3:
-            data = (data[:, 0].astype(np.int64), data[:, 1].astype(np.int64), data[:, 2])
+            data = rows(data)
         facts = {}
         if isinstance(data, (str, bytes)) or hasattr(data, "__fspath__"):
             g = loaders.load_edges(data, ids=ids, duplicates=self.duplicates, type_names=NAMES,
@@ -162,6 +175,10 @@ class MF(Estimator):
             t = loaders.load_edges(test, type_names=NAMES, id_maps=train.ids, known=known, unknown=self.unknown,
                                    columns=loaders.columns_like(test, self.columns, train.layout))
             return ratings(t, what=what)
+        if is_frame(test):          # its ids are the user's, as predict takes them (not a graph's dense ids)
+            test = tuple(test[c].to_numpy() for c in test.columns[:3])
+        elif isinstance(test, np.ndarray) and test.ndim == 2 and test.shape[1] == 3:
+            test = rows(test)
         if isinstance(test, tuple):
             u, i, r = (np.asarray(x) for x in test)
             dense = [loaders.dense_ids(m, x, n) for m, x, n in zip(train.ids, (u, i), train.n)]
