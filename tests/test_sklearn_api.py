@@ -127,3 +127,22 @@ def test_mf_test_ratings_and_rows_given_as_a_dataframe_or_its_values(ratings_fra
     assert by_rows.history_[-1]["test_rmse"] == pytest.approx(mf.history_[-1]["test_rmse"])
     gs = GridSearchCV(tux2.MF(epochs=2), {"k": [2, 4]}, cv=2).fit(tr.values)
     assert np.isfinite(gs.best_score_)
+
+
+def test_mf_reads_a_dataframes_columns_by_name(ratings_frame):
+    """``columns`` names a DataFrame's user, item and rating columns, as a file's header
+    (a timestamp column first gave pandas' 'could not convert string to float'); the
+    model keeps them (``columns_``) and ``score`` reads a DataFrame's columns of those
+    names (its columns in another order were scored as items for users: −1.02 for −0.91)."""
+    tr, te = ratings_frame
+    mf = tux2.MF(k=4, epochs=3).fit(tr)
+    assert mf.columns_ == ["user", "item", "rating"]
+    assert mf.score(te[["item", "rating", "user"]]) == mf.score(te) == mf.score(te.values)
+    stamped = tr.assign(ts=np.arange(len(tr)))[["ts", "rating", "item", "user"]]
+    with pytest.raises(ValueError, match="column 'item', read as the ratings, holds .* such as 'tt.*MF\\(columns="):
+        tux2.MF(k=4, epochs=3).fit(stamped)
+    named = tux2.MF(k=4, epochs=3, columns="user,item,rating").fit(stamped, te.assign(ts=0))
+    assert np.array_equal(named.user_factors_, mf.user_factors_) and named.score(te) == mf.score(te)
+    assert np.array_equal(tux2.MF(k=4, epochs=3, columns=[4, 3, 2]).fit(stamped).item_factors_, mf.item_factors_)
+    with pytest.raises(ValueError, match="no column 'stars'"):
+        tux2.MF(columns="user,item,stars").fit(tr)
