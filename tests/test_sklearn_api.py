@@ -62,7 +62,7 @@ def test_features_in_and_matrices_of_other_columns_refused(counts):
         lr.predict(df[df.columns[::-1]])
     assert not hasattr(lr.fit(X, y), "feature_names_in_")      # a refit on a matrix: no names
     df.iloc[7, 3] = np.nan
-    with pytest.raises(ValueError, match="X has nan at row 7, column 3"):
+    with pytest.raises(ValueError, match="X has NaN at row 7, column 3"):
         tux2.LogisticRegression().fit(df, y)
 
 
@@ -146,3 +146,13 @@ def test_mf_reads_a_dataframes_columns_by_name(ratings_frame):
     assert np.array_equal(tux2.MF(k=4, epochs=3, columns=[4, 3, 2]).fit(stamped).item_factors_, mf.item_factors_)
     with pytest.raises(ValueError, match="no column 'stars'"):
         tux2.MF(columns="user,item,stars").fit(tr)
+
+
+def test_scikit_learns_input_checks_pass():
+    """Three of check_estimator's input checks: NaN and inf in X refused with a message
+    naming them (it said 'nan'), a 1-D X ('Reshape your data'), labels in an array-like
+    that is not an array (np.ndim raised a TypeError)."""
+    from sklearn.utils.estimator_checks import (check_classifier_data_not_an_array, check_estimators_nan_inf,
+                                                check_fit2d_predict1d)
+    for check in (check_estimators_nan_inf, check_fit2d_predict1d, check_classifier_data_not_an_array):
+        check("LogisticRegression", tux2.LogisticRegression())

@@ -62,7 +62,8 @@ class Linear(Estimator):
         g, y = pair(data)
         names = feature_names(data[0] if isinstance(data, tuple) else data)
         if y is None:
-            if test is None or np.ndim(test) not in (1, 2) or np.shape(test)[1:] not in ((), (1,)):
+            shape = np.shape(np.asarray(test)) if test is not None else None      # array-likes too
+            if shape is None or len(shape) not in (1, 2) or shape[1:] not in ((), (1,)):
                 raise Tux2Error("labels needed: fit(path) with a libsvm file, fit((X, y)) or fit(X, y)")
             y, test = given_labels(test, g.n_src), None
         t, ty = pair(test) if test is not None else (None, None)
