@@ -149,10 +149,12 @@ def test_mf_reads_a_dataframes_columns_by_name(ratings_frame):
 
 
 def test_scikit_learns_input_checks_pass():
-    """Three of check_estimator's input checks: NaN and inf in X refused with a message
+    """Four of check_estimator's input checks: NaN and inf in X refused with a message
     naming them (it said 'nan'), a 1-D X ('Reshape your data'), labels in an array-like
-    that is not an array (np.ndim raised a TypeError)."""
+    that is not an array (np.ndim raised a TypeError), fit(X) without y (a Tux2Error, no
+    ValueError)."""
     from sklearn.utils.estimator_checks import (check_classifier_data_not_an_array, check_estimators_nan_inf,
-                                                check_fit2d_predict1d)
-    for check in (check_estimators_nan_inf, check_fit2d_predict1d, check_classifier_data_not_an_array):
+                                                check_fit2d_predict1d, check_requires_y_none)
+    for check in (check_estimators_nan_inf, check_fit2d_predict1d, check_classifier_data_not_an_array,
+                  check_requires_y_none):
         check("LogisticRegression", tux2.LogisticRegression())

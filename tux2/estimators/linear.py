@@ -64,7 +64,8 @@ class Linear(Estimator):
         if y is None:
             shape = np.shape(np.asarray(test)) if test is not None else None      # array-likes too
             if shape is None or len(shape) not in (1, 2) or shape[1:] not in ((), (1,)):
-                raise Tux2Error("labels needed: fit(path) with a libsvm file, fit((X, y)) or fit(X, y)")
+                raise InputError(f"labels needed: {type(self).__name__} requires y to be passed, but the target y "
+                                 "is None; fit(X, y), fit((X, y)) or fit(path) with a libsvm file")
             y, test = given_labels(test, g.n_src), None
         t, ty = pair(test) if test is not None else (None, None)
         return Dataset(g, t, y, ty, zero_based=zero_based, feature_names=names)
@@ -186,7 +187,7 @@ class Linear(Estimator):
         if y is None:
             X, y = loaders.load_samples(X, self.zero_based_)
             if y is None:
-                raise Tux2Error("labels needed: score(X, y), or score(path) with a libsvm file")
+                raise InputError("labels needed: score(X, y), or score(path) with a libsvm file")
         M = self.scores(X)
         y = given_labels(y, len(M))
         if self.loss == "softmax":                  # a label of no class: a wrong prediction
