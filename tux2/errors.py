@@ -1,4 +1,6 @@
 """Error types users can catch. Each message says what went wrong and where."""
+import functools
+import sys
 
 
 class Tux2Error(Exception):
@@ -50,9 +52,26 @@ class DivergenceError(Tux2Error, FloatingPointError):
     """Training produced NaN or infinite values: names the iteration and the field."""
 
 
-class NotFittedError(Tux2Error, AttributeError):
+class NotFittedError(Tux2Error, ValueError, AttributeError):
     """An estimator's learned attribute (``coef_``, ``ids_`` …) asked for before ``fit``
-    (an AttributeError, so ``hasattr`` is False, as scikit-learn's NotFittedError)."""
+    (a ValueError and an AttributeError, so ``hasattr`` is False, as scikit-learn's
+    NotFittedError; made by ``not_fitted``, it is scikit-learn's too once that is imported)."""
+
+    def __reduce__(self):           # the class not_fitted picks again (joblib sends errors back pickled)
+        return not_fitted, (str(self),)
+
+
+def not_fitted(message):
+    """A NotFittedError that, once scikit-learn is imported, is also
+    ``sklearn.exceptions.NotFittedError``, so ``except`` with either catches it (an
+    ``except`` naming scikit-learn's has imported it; tux2 does not import scikit-learn)."""
+    sk = sys.modules.get("sklearn.exceptions")
+    return NotFittedError(message) if sk is None else _with(sk.NotFittedError)(message)
+
+
+@functools.cache
+def _with(sk_error):
+    return type("NotFittedError", (NotFittedError, sk_error), {"__module__": __name__})
 
 
 class OverlapError(Tux2Error):

@@ -22,7 +22,7 @@ import math
 import os
 
 from tux2 import files
-from tux2.errors import InputError, NotFittedError, Tux2Error
+from tux2.errors import InputError, Tux2Error, not_fitted
 from tux2.params import flag_hints, unknown
 from tux2.runner import Dataset, fit_workers, train
 from tux2.version import __version__
@@ -99,7 +99,7 @@ class Estimator:
 
     def __getattr__(self, name):       # only for attributes not set: a learned one before fit
         if name.endswith("_") and not name.startswith("_"):
-            raise NotFittedError(f"this {type(self).__name__} is not fitted yet (no {name}): call fit first")
+            raise not_fitted(f"this {type(self).__name__} is not fitted yet (no {name}): call fit first")
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def __repr__(self):

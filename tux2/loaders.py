@@ -686,8 +686,17 @@ def load_samples(X, zero_based=False, duplicates="error"):
     if isinstance(X, (str, bytes)) or hasattr(X, "__fspath__"):
         return load_libsvm(X, zero_based=zero_based, duplicates=duplicates)
     import scipy.sparse as sp
-    M = X if sp.issparse(X) else sp.csr_matrix(np.asarray(X, np.float64))
-    coo = M.tocoo()
+    M = X if sp.issparse(X) else np.asarray(X, np.float64)
+    if M.ndim != 2:             # one sample given as a row of features: scikit-learn refuses it alike
+        raise InputError(f"X must be 2-D, samples × features; got shape {M.shape}. Reshape your data: "
+                         "X.reshape(1, -1) is one sample", path="matrix")
+    coo = sp.coo_matrix(M)
+    bad = ~np.isfinite(coo.data)
+    if bad.any():               # a DataFrame's missing values: named by row and column, not by edge
+        i = int(np.argmax(bad))
+        raise InputError(f"X has {'NaN' if np.isnan(coo.data[i]) else coo.data[i]} at row {coo.row[i]}, column "
+                         f"{coo.col[i]}: every value must be "
+                         "finite (impute missing values first, e.g. sklearn.impute.SimpleImputer)", path="matrix")
     return BipartiteGraph(coo.row, coo.col, coo.data, M.shape[0], M.shape[1], ("sample", "feature"), "matrix"), None
 
 

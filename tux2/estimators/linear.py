@@ -60,12 +60,20 @@ class Linear(Estimator):
             loaders.require_features(g, path)          # labels alone (lines '1', '-1 # …'): nothing to learn
             return g, y
         g, y = pair(data)
+        names = feature_names(data[0] if isinstance(data, tuple) else data)
         if y is None:
-            if test is None or np.ndim(test) not in (1, 2) or np.shape(test)[1:] not in ((), (1,)):
-                raise Tux2Error("labels needed: fit(path) with a libsvm file, fit((X, y)) or fit(X, y)")
+            shape = np.shape(np.asarray(test)) if test is not None else None      # array-likes too
+            if shape is None or len(shape) not in (1, 2) or shape[1:] not in ((), (1,)):
+                raise InputError(f"labels needed: {type(self).__name__} requires y to be passed, but the target y "
+                                 "is None; fit(X, y), fit((X, y)) or fit(path) with a libsvm file")
             y, test = given_labels(test, g.n_src), None
         t, ty = pair(test) if test is not None else (None, None)
-        return Dataset(g, t, y, ty, zero_based=zero_based)
+        return Dataset(g, t, y, ty, zero_based=zero_based, feature_names=names)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = self.loss == "softmax"      # the others take two labels
+        return tags
 
     def _test_metrics(self, s, W):
         if s.test is None or W is None:
@@ -113,31 +121,63 @@ class Linear(Estimator):
         return glm.graph_scores(W, with_bias(graph, len(W) - 1) if self.bias else graph, fm=self.algorithm == "fm")
 
     # ------------------------------------------------------------ predictions
+    @property
+    def n_features_in_(self):
+        """The number of features fit saw (columns of X; the intercept is not one)."""
+        return len(self.coef_) - bool(self.bias)
+
+    def _learned(self, s):
+        """What the fit's data says beside the weights: the column names of a DataFrame."""
+        vars(self).pop("feature_names_in_", None)        # a refit on a matrix has none
+        if s.feature_names is not None:
+            self.feature_names_in_ = np.array(s.feature_names, dtype=object)
+
     def scores(self, X):
         """Scores (n, K) of the samples of X: a libsvm path, a matrix (rows are
-        samples) or a sample → feature graph."""
-        return self._scores(self.coef_, loaders.load_samples(X, self.zero_based_)[0])
+        samples) or a sample → feature graph. A matrix must have the columns fit saw
+        (a libsvm file's features beyond them count as 0)."""
+        W = self.coef_                                  # before fit: the error names it
+        g = loaders.load_samples(X, self.zero_based_)[0]
+        if not isinstance(X, (str, bytes, BipartiteGraph)) and not hasattr(X, "__fspath__"):
+            if g.n_dst != self.n_features_in_:
+                raise ValueError(f"X has {g.n_dst} features, but {type(self).__name__} is expecting "
+                                 f"{self.n_features_in_} features as input")
+            names, fitted = feature_names(X), vars(self).get("feature_names_in_")
+            if names is not None and fitted is not None and list(names) != list(fitted):
+                raise ValueError(f"X's columns are not those fit saw (first difference: "
+                                 f"{next(f'{a!r} for {b!r}' for a, b in zip(names, fitted) if a != b)}): "
+                                 "pass X[est.feature_names_in_]")
+        return self._scores(W, g)
 
     def decision_function(self, X):
-        """Scores (n,) of a binary model, (n, K) of softmax."""
+        """Scores (n,) of a binary model, a softmax of two classes too (the second class's
+        score minus the first's, as scikit-learn's: roc_auc scored nan), (n, K) of softmax."""
         M = self.scores(X)
-        return M if self.loss == "softmax" else M[:, 0]
+        if self.loss != "softmax":
+            return M[:, 0]
+        return M[:, 1] - M[:, 0] if M.shape[1] == 2 else M
 
     label_base_ = 0       # softmax: the first class's label (1 for a file labelled 1 … K)
 
     def predict(self, X):
         """Labels, as training gave them: ±1, 0/1, 1/2, strings …"""
-        M = self.decision_function(X)
-        return self.classes_[M.argmax(axis=1)] if self.loss == "softmax" else np.where(M > 0, *self.classes_[::-1])
+        M = self.scores(X)
+        return self.classes_[M.argmax(axis=1)] if self.loss == "softmax" else np.where(M[:, 0] > 0, *self.classes_[::-1])
 
-    def predict_proba(self, X):
-        """Class probabilities (n, K), in the order of ``classes_`` (a logistic model's: P(negative), P(positive))."""
-        M = self.decision_function(X)
+    @property
+    def predict_proba(self):
+        """Class probabilities (n, K), in the order of ``classes_`` (a logistic model's:
+        P(negative), P(positive)). A hinge model has none: ``hasattr`` is False, as for
+        scikit-learn's LinearSVC, so its scorers and ensembles use ``decision_function``."""
+        if self.loss == "hinge":
+            raise AttributeError("a hinge model has no probabilities")
+        return self._probabilities
+
+    def _probabilities(self, X):
+        M = self.scores(X)
         if self.loss == "softmax":
             return glm.softmax(M)
-        if self.loss != "logistic":
-            raise AttributeError(f"a {self.loss} model has no probabilities")
-        p = 0.5 * (1.0 + np.tanh(0.5 * M))
+        p = 0.5 * (1.0 + np.tanh(0.5 * M[:, 0]))
         return np.column_stack([1 - p, p])
 
     def score(self, X, y=None):
@@ -147,13 +187,22 @@ class Linear(Estimator):
         if y is None:
             X, y = loaders.load_samples(X, self.zero_based_)
             if y is None:
-                raise Tux2Error("labels needed: score(X, y), or score(path) with a libsvm file")
-        M = self.decision_function(X)
+                raise InputError("labels needed: score(X, y), or score(path) with a libsvm file")
+        M = self.scores(X)
         y = given_labels(y, len(M))
         if self.loss == "softmax":                  # a label of no class: a wrong prediction
             return float(np.mean(self.classes_[M.argmax(axis=1)] == y))
         signs = binary_labels(self.classes_, y, test_source="score")[1]     # a third label: its error
-        return float(np.mean((M > 0) == (signs > 0)))
+        return float(np.mean((M[:, 0] > 0) == (signs > 0)))
+
+
+def feature_names(X):
+    """The column names of a DataFrame whose names are all strings (scikit-learn's
+    ``feature_names_in_``), else None."""
+    columns = getattr(X, "columns", None)
+    if columns is None or not all(isinstance(c, str) for c in columns):
+        return None
+    return [str(c) for c in columns]
 
 
 def given_labels(y, n=None):
@@ -344,6 +393,7 @@ class GLM(Linear):
                      source=data.source,
                      top=float(np.max(np.abs(g.values))) if g.values is not None and g.num_edges else 1.0,
                      zero_based=data.facts.get("zero_based", False), label_base=base, n_classes=k, labels=labels,
+                     feature_names=data.facts.get("feature_names"),
                      meta={"optimizer": optimizer, "eta": eta, "lam": lam, "batch_used": batch, "samples": g.n_src,
                            **({"label_base": base} if self.loss == "softmax" else {})})
 
@@ -419,6 +469,7 @@ class GLM(Linear):
         if W is not None:           # as weights.npz holds it: a vector for one column
             self.coef_, self.zero_based_ = W[:, 0] if W.shape[1] == 1 else W, s.zero_based
             self.label_base_, self.classes_ = s.label_base, s.labels
+            self._learned(s)
 
 
 class LogisticRegression(GLM):
@@ -515,7 +566,8 @@ class BlockPG(Linear):
         opts = {"favorite": 0} if self.partitioner in ("bicut", "aweto") else None
         return Setup(graph, prog, {"partitioner": self.partitioner, "partitioner_options": opts}, test=data.test,
                      test_labels=test_labels, perm=perm, source=data.source, counts=counts, form=form, labels=labels,
-                     kappa=kappa, zero_based=data.facts.get("zero_based", False), meta={"samples": g.n_src})
+                     kappa=kappa, zero_based=data.facts.get("zero_based", False), meta={"samples": g.n_src},
+                     feature_names=data.facts.get("feature_names"))
 
     def record(self, eng, s):
         ctx = eng.context()
@@ -558,6 +610,7 @@ class BlockPG(Linear):
         if fw is not None:
             self.coef_, self.zero_based_ = np.asarray(fw["w"])[s.perm], s.zero_based
             self.classes_ = s.labels
+            self._learned(s)
         self.form_, self.block_size_ = s.form, self._block(s.form)     # what "auto" and None became
 
     def _restore(self, directory, meta):

@@ -39,6 +39,43 @@ def unknown_note(test):
     return f" ({n} with a user or item not in training, predicted by the mean and the known bias)" if n else ""
 
 
+def is_frame(x):
+    """Whether ``x`` is a pandas DataFrame (without importing pandas)."""
+    return type(x).__module__.split(".")[0] == "pandas" and hasattr(x, "columns")
+
+
+def frame_columns(df, columns=None):
+    """The (user, item, rating) column names of a DataFrame: ``columns`` (names or
+    1-based positions, "userId,movieId,rating" or a list, as for files) or the first
+    three; the rating column must hold numbers (an InputError naming it)."""
+    cols = list(df.columns)
+    if columns is None:
+        picked = cols[:3]
+    else:
+        picked = [c.strip() if isinstance(c, str) else c
+                  for c in (columns.split(",") if isinstance(columns, str) else columns)]
+        picked = [cols[int(c) - 1] if c not in cols and str(c).isdigit() and 0 < int(c) <= len(cols) else c
+                  for c in picked]
+        missing = [c for c in picked if c not in cols]
+        if missing:
+            raise InputError(f"no column {missing[0]!r} (columns: {cols})", path="DataFrame")
+    if len(picked) < 3:
+        raise InputError(f"MF needs user, item and rating columns; the DataFrame has {cols}", path="DataFrame")
+    rating = df[picked[2]]
+    if rating.dtype.kind not in "biuf":
+        raise InputError(f"column {picked[2]!r}, read as the ratings, holds {rating.dtype} values such as "
+                         f"{rating.iloc[0]!r}: name the columns, MF(columns='user,item,rating')", path="DataFrame")
+    return picked[:3]
+
+
+def rows(a):
+    """(users, items, ratings) of an (n, 3) array of (user, item, rating) rows: ids as
+    integers, or as they are in an array of strings or objects (a DataFrame's .values
+    with string ids), as ``MF.score`` reads them."""
+    ids = a[:, :2] if a.dtype.kind in "OUS" else a[:, :2].astype(np.int64)
+    return ids[:, 0], ids[:, 1], np.asarray(a[:, 2], np.float64)
+
+
 def seen_csr(graph):
     """(indptr, indices) of each user's items in a user → item graph (a counting sort:
     each user's items in edge order)."""
@@ -118,7 +155,9 @@ class MF(Estimator):
     Learned: ``user_factors_``, ``item_factors_``, ``user_bias_``, ``item_bias_``,
     ``mu_``, ``ids_`` (the two IdMaps, None where dense ids are the user's) and
     ``seen_`` (each user's training items, left out of ``recommend``; ids without any
-    are never scored or recommended: ``known_``)."""
+    are never scored or recommended: ``known_``) and, for a DataFrame, ``columns_`` (its
+    user, item and rating columns: ``columns`` names them, default the first three;
+    ``score`` reads a DataFrame's columns of those names)."""
 
     algorithm = "mf"
     bounds = dict(k=integer(1, 100_000), epochs=NONNEG, lr=POSITIVE, reg=NONNEG_NUMBER, batch_size=COUNT,
@@ -141,8 +180,11 @@ class MF(Estimator):
         """Training ratings and, when given, test ratings in the training ids (a user or
         item the training data lacks: ``unknown``)."""
         if isinstance(data, np.ndarray) and data.ndim == 2 and data.shape[1] == 3:
-            data = (data[:, 0].astype(np.int64), data[:, 1].astype(np.int64), data[:, 2])
+            data = rows(data)
         facts = {}
+        if is_frame(data):          # its columns by name: ``columns``, else the first three
+            facts["frame_columns"] = frame_columns(data, self.columns)
+            data = tuple(data[c].to_numpy() for c in facts["frame_columns"])
         if isinstance(data, (str, bytes)) or hasattr(data, "__fspath__"):
             g = loaders.load_edges(data, ids=ids, duplicates=self.duplicates, type_names=NAMES,
                                    columns=self.columns, base=self.base, dense=True)
@@ -162,6 +204,10 @@ class MF(Estimator):
             t = loaders.load_edges(test, type_names=NAMES, id_maps=train.ids, known=known, unknown=self.unknown,
                                    columns=loaders.columns_like(test, self.columns, train.layout))
             return ratings(t, what=what)
+        if is_frame(test):          # its ids are the user's, as predict takes them (not a graph's dense ids)
+            test = tuple(test[c].to_numpy() for c in frame_columns(test, self.columns))
+        elif isinstance(test, np.ndarray) and test.ndim == 2 and test.shape[1] == 3:
+            test = rows(test)
         if isinstance(test, tuple):
             u, i, r = (np.asarray(x) for x in test)
             dense = [loaders.dense_ids(m, x, n) for m, x, n in zip(train.ids, (u, i), train.n)]
@@ -248,6 +294,7 @@ class MF(Estimator):
         return Setup(train, prog, engine, test=data.test, evaluate=data.test is not None or ingress,
                      mu=mu, sd=sd, mad=mad, far=far, scale=scale, source=data.source, partitioner=partitioner,
                      known=known, read_as=data.facts.get("read_as"), ingress=ingress, ids=ids,
+                     frame_columns=data.facts.get("frame_columns"),
                      meta={"partitioner": partitioner, "lr": prog.context.init["lr"], "mu": mu,
                            "rating_scale": scale,     # "context" (mu, rmse, …) is in units of ratings / it
                            "ids": "string" if any(m is not None and m.tokens.dtype.kind not in "iu" for m in ids)
@@ -290,6 +337,9 @@ class MF(Estimator):
                                None, g.n_src, g.n_dst, NAMES)
         if U is not None:
             self._set(U, I, s.mu, s.ids, seen_csr(g))
+            vars(self).pop("columns_", None)
+            if s.frame_columns is not None:     # score() reads a DataFrame's columns of these names
+                self.columns_ = list(s.frame_columns)
 
     def _set(self, users, items, mu, ids, seen):
         self.user_factors_, self.user_bias_ = np.asarray(users["p"], np.float64), np.asarray(users["b"], np.float64)
@@ -398,6 +448,8 @@ class MF(Estimator):
                 raise InputError("no rating column to score against: expected 'user item rating' lines", path=X)
             err = g.values - self.score_dense(g.src, g.dst, g.unknown)
             return -float(np.sqrt(np.mean(err ** 2)))
+        if is_frame(X):             # the columns fit read, by name
+            X = X[frame_columns(X, vars(self).get("columns_", self.columns))]
         X = np.asarray(X)
         u, i = (X[:, j] if X.dtype.kind in "OUS" else X[:, j].astype(np.int64) for j in (0, 1))
         pred = self.predict(u, i, unknown="baseline")

@@ -1,0 +1,160 @@
+"""The estimators as a scikit-learn user meets them (from the skl37 new-user trial):
+its exceptions, attributes and checks, on data shaped like real data (raw counts,
+string labels, DataFrames)."""
+import pickle
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import tux2
+from tux2.datasets import sparse_classification
+
+
+@pytest.fixture(scope="module")
+def counts():
+    """(X, y): a small bag-of-words-like CSR matrix with string labels."""
+    g, y, _ = sparse_classification(n_samples=300, n_features=40, seed=11)
+    X = sp.csr_matrix((g.values, (g.src, g.dst)), shape=(g.n_src, g.n_dst))
+    return X, np.where(y > 0, "spam", "ham")
+
+
+def test_unfitted_estimators_raise_scikit_learns_not_fitted_error():
+    """``except sklearn.exceptions.NotFittedError`` catches a predict before fit (it caught
+    nothing: tux2's was an AttributeError only), as does ``except ValueError``; the error
+    pickles (joblib sends a worker's errors back so)."""
+    from sklearn.exceptions import NotFittedError
+    for est in (tux2.LogisticRegression(), tux2.Softmax(), tux2.BlockPG(), tux2.MF()):
+        with pytest.raises(NotFittedError, match="not fitted yet"):
+            est.predict(np.ones((2, 3))) if not isinstance(est, tux2.MF) else est.predict([1], [1])
+        with pytest.raises(ValueError):
+            est.coef_ if not isinstance(est, tux2.MF) else est.mu_
+        assert not hasattr(est, "classes_")
+    try:
+        tux2.LinearSVM().decision_function(np.ones((2, 3)))
+    except NotFittedError as e:
+        back = pickle.loads(pickle.dumps(e))
+        assert isinstance(back, NotFittedError) and isinstance(back, tux2.errors.NotFittedError)
+        assert str(back) == str(e)
+
+
+def test_features_in_and_matrices_of_other_columns_refused(counts):
+    """``n_features_in_`` and, for a DataFrame, ``feature_names_in_`` are set by fit; a
+    matrix of other columns is refused as scikit-learn refuses it (it was scored on the
+    columns it had: 100 of 2000 features gave predictions), as is a DataFrame with its
+    columns in another order, a 1-D row and a missing value (named by row and column)."""
+    import pandas as pd
+    X, y = counts
+    for est in (tux2.LogisticRegression(epochs=2), tux2.BlockPG(epochs=2, bias=True), tux2.FM(epochs=1)):
+        est.fit(X, y)
+        assert est.n_features_in_ == X.shape[1] and not hasattr(est, "feature_names_in_")
+        with pytest.raises(ValueError, match=f"X has 10 features, but {type(est).__name__} is expecting 40"):
+            est.predict(X[:, :10])
+        with pytest.raises(ValueError, match="expecting 40"):
+            est.score(sp.hstack([X, X]).tocsr(), y)
+        with pytest.raises(ValueError, match="must be 2-D"):
+            est.predict(X[0].toarray().ravel())
+    df = pd.DataFrame(X.toarray(), columns=[f"w{j}" for j in range(X.shape[1])])
+    lr = tux2.LogisticRegression(epochs=2).fit(df, y)
+    assert lr.feature_names_in_.tolist() == list(df.columns) and lr.n_features_in_ == 40
+    assert (lr.predict(df) == lr.predict(X)).all()
+    with pytest.raises(ValueError, match="'w39' for 'w0'"):
+        lr.predict(df[df.columns[::-1]])
+    assert not hasattr(lr.fit(X, y), "feature_names_in_")      # a refit on a matrix: no names
+    df.iloc[7, 3] = np.nan
+    with pytest.raises(ValueError, match="X has NaN at row 7, column 3"):
+        tux2.LogisticRegression().fit(df, y)
+
+
+def test_binary_models_tell_scikit_learn_so_and_hinge_models_have_no_probabilities(counts):
+    """The binary models say so in their tags (check_estimator fed them three classes and
+    failed 32 of 55 checks on 'a third label'), so scikit-learn's own classifier checks
+    run on them; a hinge model has no ``predict_proba`` attribute, as LinearSVC (hasattr
+    was True and the call raised, so soft voting and probability scorers chose it)."""
+    from sklearn.utils import get_tags
+    from sklearn.utils.estimator_checks import check_classifiers_train
+    X, y = counts
+    for est in (tux2.LogisticRegression(), tux2.LinearSVM(), tux2.FM(), tux2.BlockPG()):
+        assert get_tags(est).classifier_tags.multi_class is False
+    assert get_tags(tux2.Softmax()).classifier_tags.multi_class is True
+    check_classifiers_train("LogisticRegression", tux2.LogisticRegression())
+    for est in (tux2.LinearSVM(epochs=2), tux2.FM(loss="hinge", epochs=1)):
+        assert not hasattr(est.fit(X, y), "predict_proba")
+    lr = tux2.LogisticRegression(epochs=2).fit(X, y)
+    assert hasattr(lr, "predict_proba") and lr.predict_proba(X).shape == (X.shape[0], 2)
+
+
+@pytest.mark.filterwarnings("ignore:the objective ended")      # the three labels are random
+def test_a_softmax_of_two_classes_scores_as_a_binary_model(counts):
+    """Softmax on two labels gives decision_function (n,), as scikit-learn's multinomial
+    models do: (n, 2) made the roc_auc scorer nan; three classes keep (n, 3)."""
+    from sklearn.model_selection import cross_val_score
+    from sklearn.utils.estimator_checks import check_classifiers_train
+    X, y = counts
+    sm = tux2.Softmax(epochs=3).fit(X, y)
+    d = sm.decision_function(X)
+    assert d.shape == (X.shape[0],) and (sm.classes_[(d > 0).astype(int)] == sm.predict(X)).all()
+    assert np.allclose(sm.predict_proba(X)[:, 1], 1 / (1 + np.exp(-d)))
+    auc = cross_val_score(tux2.Softmax(epochs=3), X, y, cv=2, scoring="roc_auc")
+    assert np.isfinite(auc).all() and auc.min() > 0.6
+    check_classifiers_train("Softmax", tux2.Softmax())
+    three = np.array(["a", "b", "c"])[np.arange(X.shape[0]) % 3]
+    assert tux2.Softmax(epochs=1).fit(X, three).decision_function(X).shape == (X.shape[0], 3)
+
+
+@pytest.fixture(scope="module")
+def ratings_frame():
+    """(train, test) DataFrames of (user, item, rating) with string ids, split in time
+    (a few test users unseen in training)."""
+    import pandas as pd
+    from tux2.datasets import netflix_like
+    tr, te = netflix_like(n_users=300, n_items=60, n_ratings=6000, rank=3, seed=8)
+    frame = lambda g: pd.DataFrame({"user": [f"u{u + 1:04d}" for u in g.src], "item": [f"tt{i + 1:05d}" for i in g.dst],
+                                    "rating": g.values})
+    return frame(tr), frame(te)
+
+
+def test_mf_test_ratings_and_rows_given_as_a_dataframe_or_its_values(ratings_frame):
+    """A test DataFrame of string ids is read in the training ids (its own sorted ids were
+    taken as the model's dense ids: test RMSE 1.008 where score() on it said 0.912), and
+    df.values of string ids trains (int() failed, so GridSearchCV on it failed every fit)."""
+    from sklearn.model_selection import GridSearchCV
+    tr, te = ratings_frame
+    mf = tux2.MF(k=4, epochs=4).fit(tr, te)
+    assert mf.history_[-1]["test_rmse"] == pytest.approx(-mf.score(te), rel=1e-5)
+    by_rows = tux2.MF(k=4, epochs=4).fit(tr.values, te.values)
+    assert np.array_equal(by_rows.user_factors_, mf.user_factors_)
+    assert by_rows.history_[-1]["test_rmse"] == pytest.approx(mf.history_[-1]["test_rmse"])
+    gs = GridSearchCV(tux2.MF(epochs=2), {"k": [2, 4]}, cv=2).fit(tr.values)
+    assert np.isfinite(gs.best_score_)
+
+
+def test_mf_reads_a_dataframes_columns_by_name(ratings_frame):
+    """``columns`` names a DataFrame's user, item and rating columns, as a file's header
+    (a timestamp column first gave pandas' 'could not convert string to float'); the
+    model keeps them (``columns_``) and ``score`` reads a DataFrame's columns of those
+    names (its columns in another order were scored as items for users: −1.02 for −0.91)."""
+    tr, te = ratings_frame
+    mf = tux2.MF(k=4, epochs=3).fit(tr)
+    assert mf.columns_ == ["user", "item", "rating"]
+    assert mf.score(te[["item", "rating", "user"]]) == mf.score(te) == mf.score(te.values)
+    stamped = tr.assign(ts=np.arange(len(tr)))[["ts", "rating", "item", "user"]]
+    with pytest.raises(ValueError, match="column 'item', read as the ratings, holds .* such as 'tt.*MF\\(columns="):
+        tux2.MF(k=4, epochs=3).fit(stamped)
+    named = tux2.MF(k=4, epochs=3, columns="user,item,rating").fit(stamped, te.assign(ts=0))
+    assert np.array_equal(named.user_factors_, mf.user_factors_) and named.score(te) == mf.score(te)
+    assert np.array_equal(tux2.MF(k=4, epochs=3, columns=[4, 3, 2]).fit(stamped).item_factors_, mf.item_factors_)
+    with pytest.raises(ValueError, match="no column 'stars'"):
+        tux2.MF(columns="user,item,stars").fit(tr)
+
+
+def test_scikit_learns_input_checks_pass():
+    """Four of check_estimator's input checks: NaN and inf in X refused with a message
+    naming them (it said 'nan'), a 1-D X ('Reshape your data'), labels in an array-like
+    that is not an array (np.ndim raised a TypeError), fit(X) without y (a Tux2Error, no
+    ValueError)."""
+    from sklearn.utils.estimator_checks import (check_classifier_data_not_an_array, check_estimators_nan_inf,
+                                                check_fit2d_predict1d, check_requires_y_none)
+    for check in (check_estimators_nan_inf, check_fit2d_predict1d, check_classifier_data_not_an_array,
+                  check_requires_y_none):
+        check("LogisticRegression", tux2.LogisticRegression())
