@@ -229,3 +229,40 @@ def test_a_rating_file_is_not_taken_for_a_text_corpus(tmp_path):
     assert r.returncode == 0, r.stderr
     r = run_cli("run", "lda", _write(tmp_path / "d.txt", TEXT), "--iterations", "1", "--quiet", timeout=300)
     assert r.returncode == 0, r.stderr
+
+
+def _two_themes_texts():
+    return ["apple banana melon apple"] * 15 + ["goal team coach goal"] * 15
+
+
+def test_lda_transforms_a_count_matrix_as_it_fits_one_and_works_in_a_pipeline():
+    """CountVectorizer's matrix fitted, and its transform of new documents: transform
+    stopped with 'expected str, bytes or os.PathLike object, not csr_matrix' (so did a
+    Pipeline's transform and fit_transform); a matrix of another vocabulary is named."""
+    import tux2
+    from sklearn.feature_extraction.text import CountVectorizer
+    from sklearn.pipeline import Pipeline
+    cv = CountVectorizer()
+    lda = tux2.LDA(topics=2, iterations=30).fit(cv.fit_transform(_two_themes_texts()))
+    theta = lda.transform(cv.transform(["banana apple melon", "coach team"]))
+    assert theta.shape == (2, 2) and theta[0].argmax() != theta[1].argmax() and theta.max(1).min() > 0.8
+    pipe = Pipeline([("counts", CountVectorizer()), ("lda", tux2.LDA(topics=2, iterations=30))])
+    assert pipe.fit_transform(_two_themes_texts()).shape == (30, 2)
+    np.testing.assert_allclose(pipe.transform(["goal team"]).sum(1), 1.0)
+    with pytest.raises(InputError, match="the documents have 3 word columns but the model has 6 words"):
+        lda.transform(CountVectorizer().fit_transform(["goal team coach"]))
+
+
+def test_lda_refuses_weights_that_are_not_token_counts():
+    """tf-idf weights (or any fraction) were cut to whole tokens: 0.5 became 0 and the
+    error spoke of 'token count 0 at triple 0'; transform dropped them silently."""
+    import tux2
+    from sklearn.feature_extraction.text import CountVectorizer
+    cv = CountVectorizer()
+    X = cv.fit_transform(_two_themes_texts())
+    with pytest.raises(InputError, match=r"^scipy.sparse matrix: the value at document 0, word \d+ is 0.5, not a "
+                                         r"token count .*CountVectorizer's, not TfidfVectorizer's"):
+        tux2.LDA(topics=2, iterations=1).fit(X * 0.5)
+    lda = tux2.LDA(topics=2, iterations=1).fit(X)
+    with pytest.raises(InputError, match="is 1.5, not a token count"):
+        lda.transform(cv.transform(["apple"]) * 1.5)
