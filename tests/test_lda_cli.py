@@ -266,3 +266,20 @@ def test_lda_refuses_weights_that_are_not_token_counts():
     lda = tux2.LDA(topics=2, iterations=1).fit(X)
     with pytest.raises(InputError, match="is 1.5, not a token count"):
         lda.transform(cv.transform(["apple"]) * 1.5)
+
+
+def test_a_vocabulary_of_another_corpus_or_for_a_text_corpus_is_refused(tmp_path):
+    """A docword file's vocabulary has its header's W lines: one with more (vocab.nytimes.txt
+    beside docword.kos.txt) labelled the topics with the wrong words, silently; a text
+    corpus ignored --vocab."""
+    import tux2
+    src = _docword_two_themes(tmp_path / "docword.two.txt")
+    right, longer = tmp_path / "vocab.two.txt", tmp_path / "vocab.other.txt"
+    right.write_text("".join(f"w{i}\n" for i in range(1, 13)))
+    longer.write_text("".join(f"x{i}\n" for i in range(1, 20)))
+    assert tux2.LDA(topics=2, iterations=1, vocab=str(right)).fit(src).vocab_[11] == "w12"
+    with pytest.raises(InputError, match=f"^{longer}: vocabulary has 19 words but the docword header says W = 12: "
+                                         "the vocabulary of another corpus"):
+        tux2.LDA(topics=2, iterations=1, vocab=str(longer)).fit(src)
+    with pytest.raises(InputError, match="this text corpus has words of its own: leave out --vocab"):
+        tux2.LDA(topics=2, iterations=1, vocab=str(right)).fit(_write(tmp_path / "docs.txt", TEXT))

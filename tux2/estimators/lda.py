@@ -87,10 +87,16 @@ class LDA(Estimator):
                                      path=data)
         else:
             g, format = _counts(data), "arrays"
+        if words is not None and vocab:
+            raise InputError("a vocabulary names numeric word ids, and this text corpus has words of its own: leave "
+                             "out --vocab (vocab=)", path=vocab)
         if words is None and vocab:
             one = "" if g.base or (g.dst == 0).any() else "; no word id 0 occurs: --base 1 (base=1) reads 1-based ids"
             words = io.read_words(vocab, g.n_dst, InputError,
                                   f"the corpus uses word ids up to {g.n_dst - 1 + g.base}{one}")
+            if format == "docword" and len(words) != g.n_dst:     # UCI's vocab.NAME.txt has W lines
+                raise InputError(f"vocabulary has {len(words)} words but the docword header says W = {g.n_dst}: "
+                                 "the vocabulary of another corpus?", path=vocab)
         return Dataset(g, vocab=words, format=format, word_base=int(g.base) if words is None else 0)
 
     def prepare(self, data, parts):
