@@ -74,6 +74,8 @@ def test_docword_and_triples_give_the_same_model(tmp_path):
 @pytest.mark.parametrize("text,line,message", [
     ("3\n4\nx\n1 1 1\n", 3, "NNZ"),
     ("3\n4\n2\n1 1 1\n", 3, "NNZ = 2 but the file has 1"),
+    ("3\n4\n2\n", 3, "NNZ = 2 but the file has 0 lines after it"),   # a download cut after the header
+    ("3\n4\n2", 3, "NNZ = 2 but the file has 0 lines after it"),     # said: 'ends inside its 3-line header'
     ("3\n4\n2\n1 1 1\n4 1 1\n", 5, "docID 4 is outside 1 … 3"),
     ("3\n4\n2\n1 1 1\n1 0 1\n", 5, "wordID 0 is outside"),
     ("3\n4\n2\n1 1 1\n1 2 0\n", 5, "count 0 is not a positive integer"),
@@ -112,6 +114,7 @@ def test_a_vocabulary_is_read_as_the_corpus_is(tmp_path):
 
 def test_sniff_corpus(tmp_path):
     assert io.sniff_corpus(_write(tmp_path / "a", "2\n3\n1\n1 2 3\n")) == "docword"
+    assert io.sniff_corpus(_write(tmp_path / "h", "2\n3\n1\n")) == "docword"     # the header alone (was: text)
     assert io.sniff_corpus(_write(tmp_path / "b", "# c\n0 1 2\n3 4 5\n")) == "triples"
     assert io.sniff_corpus(_write(tmp_path / "c", "hello world 1\n")) == "text"
 

@@ -883,9 +883,9 @@ def read_docword(path, type_names=("doc", "word")):
                              text=text) from None
         if header[-1] < 0:
             raise InputError(f"docword header line {no}: {name} is negative", path=path, line=no, text=text)
-        if nl < 0:
+        if nl < 0 and no < 3:
             raise InputError("docword file ends inside its 3-line header", path=path, line=no)
-        pos = nl + 1
+        pos = nl + 1 if nl >= 0 else len(raw)
     D, W, nnz = header
     lines = raw.count(b"\n", pos) + 1
     for no, (name, n) in enumerate((("D (documents)", D), ("W (words)", W)), 1):
@@ -893,11 +893,11 @@ def read_docword(path, type_names=("doc", "word")):
                        "the header does not match the file")
     s, d, v, ncols = _parse_from(raw, EdgeFormat(pos, 3), path, values=np.float64)
     k = len(s)
-    if k == 0:
-        raise InputError("no 'docID wordID count' lines after the header", path=path)
     if k != nnz:
         raise InputError(f"the header says NNZ = {nnz} but the file has {k} lines after it (truncated?)",
                          path=path, line=3)
+    if k == 0:
+        raise InputError("no 'docID wordID count' lines after the header", path=path)
     for name, a, n in (("docID", s, D), ("wordID", d, W)):
         bad = np.flatnonzero((a < 1) | (a > n))
         if len(bad):
@@ -1000,7 +1000,8 @@ def sniff_corpus(path):
     """'docword' (three single-integer header lines), 'triples' (numeric columns) or 'text'."""
     head = read_head(path, "corpus")
     lines = [x.strip() for x in head.split(b"\n")[:4]]
-    if len(lines) >= 4 and all(x.isdigit() for x in lines[:3]) and len(lines[3].split()) == 3:
+    if len(lines) >= 3 and all(x.isdigit() for x in lines[:3]) and (
+            len(lines) >= 4 and len(lines[3].split()) == 3 or len(head.split()) == 3):   # or the header alone
         return "docword"
     data = [x.replace(b",", b" ").split() for x in head.split(b"\n")[:50]
             if x.strip() and x.strip()[:1] not in (b"#", b"%")]
