@@ -286,3 +286,20 @@ def test_a_vocabulary_of_another_corpus_or_for_a_text_corpus_is_refused(tmp_path
         tux2.LDA(topics=2, iterations=1, vocab=str(longer)).fit(src)
     with pytest.raises(InputError, match="this text corpus has words of its own: leave out --vocab"):
         tux2.LDA(topics=2, iterations=1, vocab=str(right)).fit(_write(tmp_path / "docs.txt", TEXT))
+
+
+def test_predict_refuses_flags_another_kind_of_model_takes(tmp_path):
+    """`tux2 predict lda_model/ docs.txt --top-k 3` printed the mixtures as if --top-k
+    (an mf flag) were not there; an mf model ignored LDA's --iterations alike."""
+    import tux2
+    tux2.LDA(topics=2, iterations=5).fit(TEXT.splitlines()).save(str(tmp_path / "lda"))
+    docs = _write(tmp_path / "new.txt", "apples and trucks\n")
+    for flag in (["--top-k", "3"], ["--include-seen"]):
+        r = run_cli("predict", str(tmp_path / "lda"), docs, *flag, timeout=300)
+        assert r.returncode == 2 and r.stdout == ""
+        assert r.stderr.strip() == f"tux2: error: {flag[0]} applies to mf models, and {tmp_path / 'lda'} holds an lda model"
+    tux2.MF(k=2, epochs=1).fit((np.array([0, 1, 1]), np.array([0, 0, 1]), np.array([3.0, 4.0, 5.0]))).save(
+        str(tmp_path / "mf"))
+    r = run_cli("predict", str(tmp_path / "mf"), "--top-k", "1", "--iterations", "20", timeout=300)
+    assert r.returncode == 2 and "--iterations applies to lda models" in r.stderr
+    assert run_cli("predict", str(tmp_path / "lda"), docs, "--iterations", "20", timeout=300).returncode == 0
