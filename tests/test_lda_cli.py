@@ -303,3 +303,15 @@ def test_predict_refuses_flags_another_kind_of_model_takes(tmp_path):
     r = run_cli("predict", str(tmp_path / "mf"), "--top-k", "1", "--iterations", "20", timeout=300)
     assert r.returncode == 2 and "--iterations applies to lda models" in r.stderr
     assert run_cli("predict", str(tmp_path / "lda"), docs, "--iterations", "20", timeout=300).returncode == 0
+
+
+def test_words_keep_their_combining_marks_however_they_were_typed():
+    """Marks are not letters: Hindi's 'हिन्दी भाषा' became five lone consonants, and
+    a decomposed 'naïve' (as macOS writes file names and some editors text) became 'nai'
+    and 've', apart from the composed 'naïve' of the next document."""
+    import unicodedata
+    assert io.tokenize("हिन्दी भाषा, Hindi!") == ["हिन्दी", "भाषा", "hindi"]
+    assert io.tokenize("العَرَبِيَّة") == ["العَرَبِيَّة"]
+    assert io.tokenize("Don't snake_case C++ 3.14") == ["don", "t", "snake", "case", "c", "3", "14"]
+    g, vocab = io.text_docs([unicodedata.normalize("NFD", "Naïve café"), "naïve CAFÉ"])
+    assert vocab == ["naïve", "café"] and g.n_dst == 2

@@ -11,6 +11,7 @@ the file, the line number and the line's text; nothing is skipped silently.
 """
 import os
 import re
+import unicodedata
 
 import numba
 import numpy as np
@@ -908,9 +909,6 @@ def read_docword(path, type_names=("doc", "word")):
     return BipartiteGraph(s - 1, d - 1, v.astype(np.float32), D, W, type_names, path)
 
 
-_TOKEN = None
-
-
 def read_words(path, n, error, why):
     """The words of a vocabulary file, one per line: at least ``n``, else ``error``
     saying ``why`` that many are needed."""
@@ -933,13 +931,34 @@ def read_words(path, n, error, why):
     return words
 
 
+_TOKEN = re.compile(r"[^\W_]+")
+_SEPARATOR = re.compile(r"[^\w\s]")
+_MARKED = None
+
+
 def tokenize(text):
-    """Lower-cased runs of letters and digits (Unicode aware); '_' separates."""
-    global _TOKEN
-    if _TOKEN is None:
-        import re
-        _TOKEN = re.compile(r"[^\W_]+")
-    return _TOKEN.findall(text.lower())
+    """Lower-cased runs of letters and digits with their combining marks, in Unicode's
+    composed form (NFC): a word is one word however it was typed ('naïve' decomposed;
+    Hindi's vowel signs, which are marks, not letters); '_' separates."""
+    global _MARKED
+    text = unicodedata.normalize("NFC", text).lower()
+    if not any(unicodedata.category(c)[0] == "M" for c in set(_SEPARATOR.findall(text))):
+        return _TOKEN.findall(text)               # no mark (most text): the plain pattern, 3 times as fast
+    if _MARKED is None:
+        _MARKED = re.compile(rf"(?:[^\W_]|[{_mark_class()}])+")
+    return _MARKED.findall(text)
+
+
+def _mark_class():
+    """The combining marks (Unicode categories Mn, Mc, Me) as a regex class body."""
+    marks = [c for block in (range(0x300, 0x20000), range(0xE0100, 0xE01F0)) for c in block
+             if unicodedata.category(chr(c))[0] == "M"]
+    ranges, start = [], marks[0]
+    for prev, c in zip(marks, marks[1:] + [-1]):
+        if c != prev + 1:
+            ranges.append(f"{chr(start)}-{chr(prev)}" if prev > start else chr(start))
+            start = c
+    return "".join(ranges)
 
 
 def read_text_docs(path, type_names=("doc", "word"), min_count=1, stopwords=()):
