@@ -315,3 +315,19 @@ def test_words_keep_their_combining_marks_however_they_were_typed():
     assert io.tokenize("Don't snake_case C++ 3.14") == ["don", "t", "snake", "case", "c", "3", "14"]
     g, vocab = io.text_docs([unicodedata.normalize("NFD", "Naïve café"), "naïve CAFÉ"])
     assert vocab == ["naïve", "café"] and g.n_dst == 2
+
+
+def test_a_resume_with_another_input_or_worker_count_names_them_plainly(tmp_path):
+    """The input is a positional, not a flag: the error said '--input A there, --input B
+    now; resume with the first --input A'; and 'written by 1 workers'."""
+    a = _docword_two_themes(tmp_path / "docword.a.txt")
+    b = _docword_two_themes(tmp_path / "docword.b.txt", seed=4)
+    ck = str(tmp_path / "ck")
+    r = run_cli("run", "lda", a, "-k", "2", "--iterations", "2", "--checkpoint-every", "1", "--checkpoint-dir", ck,
+                "-q", timeout=300)
+    assert r.returncode == 0, r.stderr
+    r = run_cli("run", "lda", b, "-k", "2", "--iterations", "4", "--resume", ck, "-q", timeout=300)
+    assert r.returncode == 2 and "--input" not in r.stderr
+    assert f"input {a} there, input {b} now; resume with the first input {a}" in r.stderr
+    r = run_cli("run", "lda", a, "-k", "2", "--iterations", "4", "--resume", ck, "--workers", "2", "-q", timeout=300)
+    assert r.returncode == 2 and "was written by 1 worker; resume with --workers 1 (this run has 2)" in r.stderr
