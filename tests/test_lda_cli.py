@@ -331,3 +331,20 @@ def test_a_resume_with_another_input_or_worker_count_names_them_plainly(tmp_path
     assert f"input {a} there, input {b} now; resume with the first input {a}" in r.stderr
     r = run_cli("run", "lda", a, "-k", "2", "--iterations", "4", "--resume", ck, "--workers", "2", "-q", timeout=300)
     assert r.returncode == 2 and "was written by 1 worker; resume with --workers 1 (this run has 2)" in r.stderr
+
+
+def test_read_options_the_corpus_format_has_no_use_for_are_errors(tmp_path):
+    """--min-count on a docword file, --base on docword or text: ignored silently (the
+    rare words a user meant to drop stayed)."""
+    import tux2
+    src = _docword_two_themes(tmp_path / "docword.two.txt")
+    text = _write(tmp_path / "docs.txt", TEXT)
+    with pytest.raises(InputError, match=f"^{src}: --min-count \\(min_count=\\) drops rare words of a text corpus, "
+                                         "and this one is docword"):
+        tux2.LDA(topics=2, iterations=1, min_count=3).fit(src)
+    with pytest.raises(InputError, match="--base \\(base=\\) is the id base of 'doc word count' triples, and this "
+                                         "corpus is docword \\(1-based by the format\\)"):
+        tux2.LDA(topics=2, iterations=1, base=1).fit(src)
+    r = run_cli("run", "lda", text, "--base", "1", "--iterations", "1", timeout=300)
+    assert r.returncode == 2 and "and this corpus is text" in r.stderr
+    assert tux2.LDA(topics=2, iterations=1, min_count=2).fit(text).vocab_[:2] == ["apples", "and"]

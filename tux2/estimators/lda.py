@@ -87,6 +87,13 @@ class LDA(Estimator):
                                      path=data)
         else:
             g, format = _counts(data), "arrays"
+        where = data if isinstance(data, (str, bytes)) or hasattr(data, "__fspath__") else None
+        if min_count > 1 and format != "text":          # read options the format has no use for: never ignored
+            raise InputError(f"--min-count (min_count=) drops rare words of a text corpus, and this one is "
+                             f"{format}: drop rare word ids before", path=where)
+        if base is not None and format != "triples":
+            raise InputError(f"--base (base=) is the id base of 'doc word count' triples, and this corpus is {format}"
+                             + (" (1-based by the format)" if format == "docword" else ""), path=where)
         if words is not None and vocab:
             raise InputError("a vocabulary names numeric word ids, and this text corpus has words of its own: leave "
                              "out --vocab (vocab=)", path=vocab)
