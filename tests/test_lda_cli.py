@@ -294,10 +294,11 @@ def test_predict_refuses_flags_another_kind_of_model_takes(tmp_path):
     import tux2
     tux2.LDA(topics=2, iterations=5).fit(TEXT.splitlines()).save(str(tmp_path / "lda"))
     docs = _write(tmp_path / "new.txt", "apples and trucks\n")
-    for flag in (["--top-k", "3"], ["--include-seen"]):
+    for flag, kinds in ((["--top-k", "3"], "mf"), (["--include-seen"], "mf"), (["--unknown", "skip"], "mf"),
+                        (["--zero-based"], "lr, svm, softmax, fm, blockpg")):
         r = run_cli("predict", str(tmp_path / "lda"), docs, *flag, timeout=300)
         assert r.returncode == 2 and r.stdout == ""
-        assert r.stderr.strip() == f"tux2: error: {flag[0]} applies to mf models, and {tmp_path / 'lda'} holds an lda model"
+        assert r.stderr.strip() == f"tux2: error: {flag[0]} applies to {kinds} models, and {tmp_path / 'lda'} holds an lda model"
     tux2.MF(k=2, epochs=1).fit((np.array([0, 1, 1]), np.array([0, 0, 1]), np.array([3.0, 4.0, 5.0]))).save(
         str(tmp_path / "mf"))
     r = run_cli("predict", str(tmp_path / "mf"), "--top-k", "1", "--iterations", "20", timeout=300)

@@ -67,7 +67,9 @@ def _report(args, res):
 
 # flags that only some models take: (flag, dest, its default, the algorithms); given to another model, an error
 FOR_SOME = (("--top-k", "top_k", None, ("mf",)), ("--include-seen", "include_seen", False, ("mf",)),
-            ("--iterations", "iterations", 50, ("lda",)), ("--seed", "seed", 0, ("lda",)))
+            ("--iterations", "iterations", 50, ("lda",)), ("--seed", "seed", 0, ("lda",)),
+            ("--columns", "columns", None, ("mf",)), ("--unknown", "unknown", "baseline", ("mf",)),
+            ("--zero-based", "zero_based", None, LINEAR))
 
 
 def predict(args):
@@ -77,7 +79,7 @@ def predict(args):
     model = estimators.load(args.model)
     for flag, dest, unset, algorithms in FOR_SOME:
         if getattr(args, dest) != unset and model.algorithm not in algorithms:
-            raise Tux2Error(f"{flag} applies to {' and '.join(algorithms)} models, and {args.model} holds an "
+            raise Tux2Error(f"{flag} applies to {', '.join(algorithms)} models, and {args.model} holds an "
                             f"{model.algorithm} model")
     spool_inputs(args)
     note_first_read(args, "libsvm" if model.algorithm in LINEAR else "edges")
