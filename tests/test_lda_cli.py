@@ -76,6 +76,8 @@ def test_docword_and_triples_give_the_same_model(tmp_path):
     ("3\n4\n2\n1 1 1\n", 3, "NNZ = 2 but the file has 1"),
     ("3\n4\n2\n", 3, "NNZ = 2 but the file has 0 lines after it"),   # a download cut after the header
     ("3\n4\n2", 3, "NNZ = 2 but the file has 0 lines after it"),     # said: 'ends inside its 3-line header'
+    ("3\n4\n1\n1 1 1\n2 2 1\n", 3, r"NNZ = 1 but the file has 2 lines after it \(lines added, or the header "
+                                    r"of another file\?\)$"),     # said '(truncated?)' of a file with more lines
     ("3\n4\n2\n1 1 1\n4 1 1\n", 5, "docID 4 is outside 1 … 3"),
     ("3\n4\n2\n1 1 1\n1 0 1\n", 5, "wordID 0 is outside"),
     ("3\n4\n2\n1 1 1\n1 2 0\n", 5, "count 0 is not a positive integer"),
@@ -192,6 +194,12 @@ def test_lda_estimator_keeps_a_docword_files_ids_through_save_and_load(tmp_path)
     lda.save(str(tmp_path / "m"))
     back = tux2.LDA.load(str(tmp_path / "m"))
     assert back.word_base_ == 1 and back.topic_words(5) == lda.topic_words(5)
+
+
+def test_info_reads_a_docword_header_alone_as_tux2_run_lda_does(tmp_path):
+    """It was read as libsvm: 'libsvm, 0 edges', three samples without features."""
+    r = run_cli("info", _write(tmp_path / "docword.cut.txt", "3\n4\n2\n"), timeout=300)
+    assert r.returncode == 2 and "docword.cut.txt:3: the header says NNZ = 2 but the file has 0 lines" in r.stderr
 
 
 def test_info_reports_a_docword_files_1_based_ids(tmp_path):

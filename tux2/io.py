@@ -895,7 +895,8 @@ def read_docword(path, type_names=("doc", "word")):
     s, d, v, ncols = _parse_from(raw, EdgeFormat(pos, 3), path, values=np.float64)
     k = len(s)
     if k != nnz:
-        raise InputError(f"the header says NNZ = {nnz} but the file has {k} lines after it (truncated?)",
+        raise InputError(f"the header says NNZ = {nnz} but the file has {k} lines after it "
+                         + ("(truncated?)" if k < nnz else "(lines added, or the header of another file?)"),
                          path=path, line=3)
     if k == 0:
         raise InputError("no 'docID wordID count' lines after the header", path=path)
@@ -1040,6 +1041,8 @@ def sniff_input(path, columns=None):
     extra columns included), else 'text'."""
     head = read_head(path, "input")
     data = [x for x in head.split(b"\n")[:20] if x.strip() and x.strip()[:1] not in (b"#", b"%")]
+    if len(head.split()) == 3 and sniff_corpus(path) == "docword":       # a docword header alone, as tux2 run lda
+        return "docword"
     if data and b"::" not in data[0] and all(is_number(x.split()[0]) and (b":" in x or len(x.split()) == 1)
                                              for x in data):
         return "libsvm"
