@@ -357,3 +357,16 @@ def test_read_options_the_corpus_format_has_no_use_for_are_errors(tmp_path):
     r = run_cli("run", "lda", text, "--base", "1", "--iterations", "1", timeout=300)
     assert r.returncode == 2 and "and this corpus is text" in r.stderr
     assert tux2.LDA(topics=2, iterations=1, min_count=2).fit(text).vocab_[:2] == ["apples", "and"]
+
+
+def test_lda_takes_a_dense_count_array_as_the_matrix_it_is():
+    """`fit(X.toarray())`, which scikit-learn's LDA takes, said 'cannot load a ndarray'."""
+    import scipy.sparse as sp
+    import tux2
+    from sklearn.feature_extraction.text import CountVectorizer
+    cv = CountVectorizer()
+    X = cv.fit_transform(_two_themes_texts()).toarray()
+    lda = tux2.LDA(topics=2, iterations=10).fit(X)
+    np.testing.assert_array_equal(lda.word_topic_, tux2.LDA(topics=2, iterations=10).fit(sp.csr_matrix(X)).word_topic_)
+    np.testing.assert_array_equal(lda.transform(cv.transform(["goal team"]).toarray()),
+                                  lda.transform(cv.transform(["goal team"])))

@@ -25,7 +25,11 @@ def _refuse_numeric_table(g, words, path):
 def _counts(data, V=None):
     """A doc → word count graph of Python objects (a scipy.sparse matrix such as
     CountVectorizer's, ``(docs, words[, counts])`` arrays, a DataFrame): every value a
-    token count and, for new documents (``V``), the columns the model's ``V`` words."""
+    token count and, for new documents (``V``), the columns the model's ``V`` words. A
+    dense 2-D array (``X.toarray()``) counts as the matrix it is."""
+    if isinstance(data, np.ndarray) and data.ndim == 2:
+        import scipy.sparse as sp
+        data = sp.csr_matrix(data)
     g = loaders.load(data, duplicates="sum")
     v = g.values if g.values is not None else np.ones(len(g.src))
     bad = np.flatnonzero((v < 1) | (v != np.floor(v)))
