@@ -1016,12 +1016,14 @@ def text_docs(texts, type_names=("doc", "word"), min_count=1, stopwords=(), sour
     return g, vocab
 
 
-def sniff_corpus(path):
-    """'docword' (three single-integer header lines), 'triples' (numeric columns) or 'text'."""
+def sniff_corpus(path, header_alone=False):
+    """'docword' (three single-integer header lines; with ``header_alone``, for a reader
+    that expects a corpus, also when nothing follows them), 'triples' (numeric columns)
+    or 'text'."""
     head = read_head(path, "corpus")
     lines = [x.strip() for x in head.split(b"\n")[:4]]
     if len(lines) >= 3 and all(x.isdigit() for x in lines[:3]) and (
-            len(lines) >= 4 and len(lines[3].split()) == 3 or len(head.split()) == 3):   # or the header alone
+            len(lines) >= 4 and len(lines[3].split()) == 3 or header_alone and len(head.split()) == 3):
         return "docword"
     data = [x.replace(b",", b" ").split() for x in head.split(b"\n")[:50]
             if x.strip() and x.strip()[:1] not in (b"#", b"%")]
@@ -1041,8 +1043,6 @@ def sniff_input(path, columns=None):
     extra columns included), else 'text'."""
     head = read_head(path, "input")
     data = [x for x in head.split(b"\n")[:20] if x.strip() and x.strip()[:1] not in (b"#", b"%")]
-    if len(head.split()) == 3 and sniff_corpus(path) == "docword":       # a docword header alone, as tux2 run lda
-        return "docword"
     if data and b"::" not in data[0] and all(is_number(x.split()[0]) and (b":" in x or len(x.split()) == 1)
                                              for x in data):
         return "libsvm"
