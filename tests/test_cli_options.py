@@ -502,3 +502,17 @@ def test_an_output_no_one_can_create_is_refused_before_any_work(capsys, tmp_path
                                             svm=tmp_path / "d.svm", bad=bad) for a in argv])
     _refused(rc, err, f"tux2: error: {bad}: cannot create --", why)
     assert "epoch" not in out and "iteration" not in out and "parts" not in out, out     # nothing ran
+
+
+@pytest.mark.parametrize("argv,hint", [
+    (["run", "lda", "docs.txt", "--epochs", "5"], "--epochs 5: use --iterations (--epochs is an option of tux2 run mf, blockpg"),
+    (["run", "lda", "--k=5"], "--k=5: use --topics/-k (--k is an option of tux2 run mf)"),
+    (["run", "mf", "--iterations", "5"], "use --epochs (--iterations is an option of tux2 run lda)"),
+    (["run", "lda", "--vocabulary", "v.txt"], "did you mean --vocab;"),
+    (["run", "lda", "--lr", "0.1"], "tux2 run lda has no --lr (--lr is an option of tux2 run mf)")])
+def test_a_flag_of_another_algorithm_names_this_ones(capsys, argv, hint):
+    """`tux2 run lda --epochs 5` (LDA counts --iterations) said only 'unrecognized
+    arguments: --epochs 5' under the usage of `tux2` itself."""
+    rc, out, err = _main(capsys, *argv)
+    _refused(rc, err, f"tux2: error: run {argv[1]}: unrecognized arguments: ", hint,
+             f"'tux2 run {argv[1]} --help' lists its options", f"usage: tux2 run {argv[1]}")

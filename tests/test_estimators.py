@@ -206,3 +206,18 @@ def test_score_takes_the_files_fit_takes(tmp_path):
 def test_lda_fit_on_an_empty_list_of_documents_says_so():
     with pytest.raises(tux2.InputError, match="no words found"):
         tux2.LDA(topics=2, iterations=1).fit([])
+
+
+def test_a_fitted_estimator_asked_for_an_attribute_it_lacks_does_not_say_it_is_unfitted(tmp_path):
+    """`lda.components_` (scikit-learn's name) after fit said 'this LDA is not fitted
+    yet (no components_): call fit first'; a loaded model said it too."""
+    from tux2.errors import NotFittedError
+    with pytest.raises(NotFittedError, match="not fitted yet"):
+        tux2.LDA().word_topic_
+    lda = tux2.LDA(topics=2, iterations=1).fit(["apple banana", "goal team"])
+    lda.save(str(tmp_path / "m"))
+    for est in (lda, tux2.LDA.load(str(tmp_path / "m"))):
+        with pytest.raises(AttributeError, match="'LDA' object has no attribute 'components_'; it learned .*"
+                                                 "word_topic_") as e:
+            est.components_
+        assert not isinstance(e.value, NotFittedError)

@@ -74,6 +74,10 @@ def test_docword_and_triples_give_the_same_model(tmp_path):
 @pytest.mark.parametrize("text,line,message", [
     ("3\n4\nx\n1 1 1\n", 3, "NNZ"),
     ("3\n4\n2\n1 1 1\n", 3, "NNZ = 2 but the file has 1"),
+    ("3\n4\n2\n", 3, "NNZ = 2 but the file has 0 lines after it"),   # a download cut after the header
+    ("3\n4\n2", 3, "NNZ = 2 but the file has 0 lines after it"),     # said: 'ends inside its 3-line header'
+    ("3\n4\n1\n1 1 1\n2 2 1\n", 3, r"NNZ = 1 but the file has 2 lines after it \(lines added, or the header "
+                                    r"of another file\?\)$"),     # said '(truncated?)' of a file with more lines
     ("3\n4\n2\n1 1 1\n4 1 1\n", 5, "docID 4 is outside 1 … 3"),
     ("3\n4\n2\n1 1 1\n1 0 1\n", 5, "wordID 0 is outside"),
     ("3\n4\n2\n1 1 1\n1 2 0\n", 5, "count 0 is not a positive integer"),
@@ -112,6 +116,8 @@ def test_a_vocabulary_is_read_as_the_corpus_is(tmp_path):
 
 def test_sniff_corpus(tmp_path):
     assert io.sniff_corpus(_write(tmp_path / "a", "2\n3\n1\n1 2 3\n")) == "docword"
+    assert io.sniff_corpus(_write(tmp_path / "h", "2\n3\n1\n"), header_alone=True) == "docword"   # (was: text)
+    assert io.sniff_corpus(_write(tmp_path / "i", "2\n3\n1\n")) == "text"     # mf's hint: ids, not a corpus
     assert io.sniff_corpus(_write(tmp_path / "b", "# c\n0 1 2\n3 4 5\n")) == "triples"
     assert io.sniff_corpus(_write(tmp_path / "c", "hello world 1\n")) == "text"
 
@@ -229,3 +235,133 @@ def test_a_rating_file_is_not_taken_for_a_text_corpus(tmp_path):
     assert r.returncode == 0, r.stderr
     r = run_cli("run", "lda", _write(tmp_path / "d.txt", TEXT), "--iterations", "1", "--quiet", timeout=300)
     assert r.returncode == 0, r.stderr
+
+
+def _two_themes_texts():
+    return ["apple banana melon apple"] * 15 + ["goal team coach goal"] * 15
+
+
+def test_lda_transforms_a_count_matrix_as_it_fits_one_and_works_in_a_pipeline():
+    """CountVectorizer's matrix fitted, and its transform of new documents: transform
+    stopped with 'expected str, bytes or os.PathLike object, not csr_matrix' (so did a
+    Pipeline's transform and fit_transform); a matrix of another vocabulary is named."""
+    import tux2
+    from sklearn.feature_extraction.text import CountVectorizer
+    from sklearn.pipeline import Pipeline
+    cv = CountVectorizer()
+    lda = tux2.LDA(topics=2, iterations=30).fit(cv.fit_transform(_two_themes_texts()))
+    theta = lda.transform(cv.transform(["banana apple melon", "coach team"]))
+    assert theta.shape == (2, 2) and theta[0].argmax() != theta[1].argmax() and theta.max(1).min() > 0.8
+    pipe = Pipeline([("counts", CountVectorizer()), ("lda", tux2.LDA(topics=2, iterations=30))])
+    assert pipe.fit_transform(_two_themes_texts()).shape == (30, 2)
+    np.testing.assert_allclose(pipe.transform(["goal team"]).sum(1), 1.0)
+    with pytest.raises(InputError, match="the documents have 3 word columns but the model has 6 words"):
+        lda.transform(CountVectorizer().fit_transform(["goal team coach"]))
+
+
+def test_lda_refuses_weights_that_are_not_token_counts():
+    """tf-idf weights (or any fraction) were cut to whole tokens: 0.5 became 0 and the
+    error spoke of 'token count 0 at triple 0'; transform dropped them silently."""
+    import tux2
+    from sklearn.feature_extraction.text import CountVectorizer
+    cv = CountVectorizer()
+    X = cv.fit_transform(_two_themes_texts())
+    with pytest.raises(InputError, match=r"^scipy.sparse matrix: the value at document 0, word \d+ is 0.5, not a "
+                                         r"token count .*CountVectorizer's, not TfidfVectorizer's"):
+        tux2.LDA(topics=2, iterations=1).fit(X * 0.5)
+    lda = tux2.LDA(topics=2, iterations=1).fit(X)
+    with pytest.raises(InputError, match="is 1.5, not a token count"):
+        lda.transform(cv.transform(["apple"]) * 1.5)
+
+
+def test_a_vocabulary_of_another_corpus_or_for_a_text_corpus_is_refused(tmp_path):
+    """A docword file's vocabulary has its header's W lines: one with more (vocab.nytimes.txt
+    beside docword.kos.txt) labelled the topics with the wrong words, silently; a text
+    corpus ignored --vocab."""
+    import tux2
+    src = _docword_two_themes(tmp_path / "docword.two.txt")
+    right, longer = tmp_path / "vocab.two.txt", tmp_path / "vocab.other.txt"
+    right.write_text("".join(f"w{i}\n" for i in range(1, 13)))
+    longer.write_text("".join(f"x{i}\n" for i in range(1, 20)))
+    assert tux2.LDA(topics=2, iterations=1, vocab=str(right)).fit(src).vocab_[11] == "w12"
+    with pytest.raises(InputError, match=f"^{longer}: vocabulary has 19 words but the docword header says W = 12: "
+                                         "the vocabulary of another corpus"):
+        tux2.LDA(topics=2, iterations=1, vocab=str(longer)).fit(src)
+    with pytest.raises(InputError, match="this text corpus has words of its own: leave out --vocab"):
+        tux2.LDA(topics=2, iterations=1, vocab=str(right)).fit(_write(tmp_path / "docs.txt", TEXT))
+
+
+def test_predict_refuses_flags_another_kind_of_model_takes(tmp_path):
+    """`tux2 predict lda_model/ docs.txt --top-k 3` printed the mixtures as if --top-k
+    (an mf flag) were not there; an mf model ignored LDA's --iterations alike."""
+    import tux2
+    tux2.LDA(topics=2, iterations=5).fit(TEXT.splitlines()).save(str(tmp_path / "lda"))
+    docs = _write(tmp_path / "new.txt", "apples and trucks\n")
+    for flag, kinds in ((["--top-k", "3"], "mf"), (["--include-seen"], "mf"), (["--unknown", "skip"], "mf"),
+                        (["--zero-based"], "lr, svm, softmax, fm, blockpg")):
+        r = run_cli("predict", str(tmp_path / "lda"), docs, *flag, timeout=300)
+        assert r.returncode == 2 and r.stdout == ""
+        assert r.stderr.strip() == f"tux2: error: {flag[0]} applies to {kinds} models, and {tmp_path / 'lda'} holds an lda model"
+    tux2.MF(k=2, epochs=1).fit((np.array([0, 1, 1]), np.array([0, 0, 1]), np.array([3.0, 4.0, 5.0]))).save(
+        str(tmp_path / "mf"))
+    r = run_cli("predict", str(tmp_path / "mf"), "--top-k", "1", "--iterations", "20", timeout=300)
+    assert r.returncode == 2 and "--iterations applies to lda models" in r.stderr
+    assert run_cli("predict", str(tmp_path / "lda"), docs, "--iterations", "20", timeout=300).returncode == 0
+
+
+def test_words_keep_their_combining_marks_however_they_were_typed():
+    """Marks are not letters: Hindi's 'हिन्दी भाषा' became five lone consonants, and
+    a decomposed 'naïve' (as macOS writes file names and some editors text) became 'nai'
+    and 've', apart from the composed 'naïve' of the next document."""
+    import unicodedata
+    assert io.tokenize("हिन्दी भाषा, Hindi!") == ["हिन्दी", "भाषा", "hindi"]
+    assert io.tokenize("العَرَبِيَّة") == ["العَرَبِيَّة"]
+    assert io.tokenize("Don't snake_case C++ 3.14") == ["don", "t", "snake", "case", "c", "3", "14"]
+    g, vocab = io.text_docs([unicodedata.normalize("NFD", "Naïve café"), "naïve CAFÉ"])
+    assert vocab == ["naïve", "café"] and g.n_dst == 2
+
+
+def test_a_resume_with_another_input_or_worker_count_names_them_plainly(tmp_path):
+    """The input is a positional, not a flag: the error said '--input A there, --input B
+    now; resume with the first --input A'; and 'written by 1 workers'."""
+    a = _docword_two_themes(tmp_path / "docword.a.txt")
+    b = _docword_two_themes(tmp_path / "docword.b.txt", seed=4)
+    ck = str(tmp_path / "ck")
+    r = run_cli("run", "lda", a, "-k", "2", "--iterations", "2", "--checkpoint-every", "1", "--checkpoint-dir", ck,
+                "-q", timeout=300)
+    assert r.returncode == 0, r.stderr
+    r = run_cli("run", "lda", b, "-k", "2", "--iterations", "4", "--resume", ck, "-q", timeout=300)
+    assert r.returncode == 2 and "--input" not in r.stderr
+    assert f"input {a} there, input {b} now; resume with the first input {a}" in r.stderr
+    r = run_cli("run", "lda", a, "-k", "2", "--iterations", "4", "--resume", ck, "--workers", "2", "-q", timeout=300)
+    assert r.returncode == 2 and "was written by 1 worker; resume with --workers 1 (this run has 2)" in r.stderr
+
+
+def test_read_options_the_corpus_format_has_no_use_for_are_errors(tmp_path):
+    """--min-count on a docword file, --base on docword or text: ignored silently (the
+    rare words a user meant to drop stayed)."""
+    import tux2
+    src = _docword_two_themes(tmp_path / "docword.two.txt")
+    text = _write(tmp_path / "docs.txt", TEXT)
+    with pytest.raises(InputError, match=f"^{src}: --min-count \\(min_count=\\) drops rare words of a text corpus, "
+                                         "and this one is docword"):
+        tux2.LDA(topics=2, iterations=1, min_count=3).fit(src)
+    with pytest.raises(InputError, match="--base \\(base=\\) is the id base of 'doc word count' triples, and this "
+                                         "corpus is docword \\(1-based by the format\\)"):
+        tux2.LDA(topics=2, iterations=1, base=1).fit(src)
+    r = run_cli("run", "lda", text, "--base", "1", "--iterations", "1", timeout=300)
+    assert r.returncode == 2 and "and this corpus is text" in r.stderr
+    assert tux2.LDA(topics=2, iterations=1, min_count=2).fit(text).vocab_[:2] == ["apples", "and"]
+
+
+def test_lda_takes_a_dense_count_array_as_the_matrix_it_is():
+    """`fit(X.toarray())`, which scikit-learn's LDA takes, said 'cannot load a ndarray'."""
+    import scipy.sparse as sp
+    import tux2
+    from sklearn.feature_extraction.text import CountVectorizer
+    cv = CountVectorizer()
+    X = cv.fit_transform(_two_themes_texts()).toarray()
+    lda = tux2.LDA(topics=2, iterations=10).fit(X)
+    np.testing.assert_array_equal(lda.word_topic_, tux2.LDA(topics=2, iterations=10).fit(sp.csr_matrix(X)).word_topic_)
+    np.testing.assert_array_equal(lda.transform(cv.transform(["goal team"]).toarray()),
+                                  lda.transform(cv.transform(["goal team"])))

@@ -214,8 +214,9 @@ def check(directory, params, world=1, compare=None):
     # (a checkpoint of fit() from before it recorded its algorithm: the other settings decide)
     diff = [k for k in keys if saved.get(k) != params.get(k) and (k != "algorithm" or k in saved)]
     if state.get("world") != world:           # first: the partitions follow from the workers
-        raise CheckpointError(f"{path} was written by {state.get('world')} workers; resume with --workers "
-                              f"{state.get('world')} (this run has {world})")
+        n = state.get("world")
+        raise CheckpointError(f"{path} was written by {n} worker{'' if n == 1 else 's'}; resume with --workers "
+                              f"{n} (this run has {world})")
     if "algorithm" in diff and None not in (saved.get("algorithm"), params.get("algorithm")):     # tux2 run ALGO
         was = saved["algorithm"]
         raise CheckpointError(f"{path} is a checkpoint of tux2 run {was}, not of tux2 run {params['algorithm']}: "
@@ -225,6 +226,8 @@ def check(directory, params, world=1, compare=None):
             if isinstance(v, bool):
                 name, on = (k[3:], not v) if k.startswith("no_") else (k, v)
                 return f"{name.replace('_', '-')} {'on' if on else 'off'}"
+            if k == "input":        # the positional INPUT, not a flag
+                return f"input {'(built-in data)' if v is None else v}"
             return f"--{k.replace('_', '-')} {'(unset)' if v is None else v}"
         raise CheckpointError(f"{path} was written by a run with other settings: " + ", ".join(
             f"{flag(k, saved.get(k))} there, {flag(k, params.get(k))} now" for k in diff)

@@ -98,6 +98,10 @@ class Estimator:
                     input_tags=InputTags(sparse=True))
 
     def __getattr__(self, name):       # only for attributes not set: a learned one before fit
+        learned = sorted(k for k in vars(self) if k.endswith("_") and not k.startswith("_"))
+        if learned:                    # fitted (or loaded): another library's name (LDA's components_)
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}; it learned "
+                                 f"{', '.join(learned)}")
         if name.endswith("_") and not name.startswith("_"):
             raise not_fitted(f"this {type(self).__name__} is not fitted yet (no {name}): call fit first")
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")

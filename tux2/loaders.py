@@ -705,7 +705,7 @@ def load_corpus(path, fmt="auto", base=None, min_count=1, type_names=("doc", "wo
     ``doc word count`` triples or plain text (one document per line); ``graph.base`` is
     the file's id base (1 for docword), which outputs add back to the dense ids."""
     _check_choice("duplicates", duplicates, DUPLICATES)
-    fmt = io.sniff_corpus(path) if fmt == "auto" else fmt
+    fmt = io.sniff_corpus(path, header_alone=True) if fmt == "auto" else fmt
     if fmt == "docword":
         g = dedupe(io.read_docword(path, type_names), duplicates, lambda i: (path, *io.edge_line(path, i, 3)))
         g.base = 1                              # docword ids are 1-based: outputs name them so

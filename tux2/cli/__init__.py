@@ -60,6 +60,33 @@ def _hint(e, args):
     return ""
 
 
+# flags one algorithm names differently from another: (what a user types, what ``tux2 run ALGO`` takes)
+SAME_MEANING = (("--epochs", "--iterations"), ("--k", "--topics"), ("--topics", "--k"), ("--iterations", "--epochs"),
+                ("--k", "--factors"), ("--factors", "--k"), ("--lambda", "--lam"), ("--reg", "--lam"))
+
+
+def _instead(unknown, algorithm, run_parsers):
+    """What ``tux2 run ALGO`` takes for the flags in ``unknown`` that it lacks: its own
+    flag of the same meaning (LDA counts Gibbs sweeps in --iterations, not --epochs), a
+    near spelling, or the algorithms whose flag it is."""
+    import difflib
+    by_name = {o: "/".join(sorted(a.option_strings, key=len, reverse=True))        # --topics/-k
+               for a in run_parsers[algorithm]._actions for o in a.option_strings}
+    hints = []
+    for word in unknown:
+        flag = word.partition("=")[0]
+        if not flag.startswith("--"):
+            continue
+        same = [by_name[b] for a, b in SAME_MEANING if a == flag and b in by_name]
+        near = same or [by_name[o] for o in difflib.get_close_matches(flag, by_name, 1, 0.7)]
+        others = [name for name, p in run_parsers.items() if name != algorithm
+                  and any(flag in a.option_strings for a in p._actions)]
+        hint = (f"use {near[0]}" if same else f"did you mean {near[0]}" if near
+                else f"tux2 run {algorithm} has no {flag}")
+        hints.append(hint + (f" ({flag} is an option of tux2 run {', '.join(others)})" if others else ""))
+    return f": {'; '.join(hints)}; 'tux2 run {algorithm} --help' lists its options" if hints else ""
+
+
 def _user_names(message):
     """``message`` with temporary input copies (tux2.io.local_copy) named as the user named them."""
     from tux2.io import spooled_names
@@ -127,7 +154,11 @@ def _main(argv):
         print(f"tux2: error: {e}", file=sys.stderr)
         return 2
     try:
-        args = parser.parse_args(argv)
+        args, unknown = parser.parse_known_args(argv)
+        if unknown:
+            own = run_parsers.get(getattr(args, "algorithm", None)) if args.command == "run" else None
+            (own or parser).error(f"unrecognized arguments: {' '.join(unknown)}"
+                                  + (_instead(unknown, args.algorithm, run_parsers) if own else ""))
     except SystemExit as e:         # --help, --version: their text is still to be written
         raise SystemExit(_flushed(e.code))
     args.argv = argv

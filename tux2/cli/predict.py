@@ -65,11 +65,22 @@ def _report(args, res):
         files.write_atomic(args.metrics, files.text(files.json_text(res)))
 
 
+# flags that only some models take: (flag, dest, its default, the algorithms); given to another model, an error
+FOR_SOME = (("--top-k", "top_k", None, ("mf",)), ("--include-seen", "include_seen", False, ("mf",)),
+            ("--iterations", "iterations", 50, ("lda",)), ("--seed", "seed", 0, ("lda",)),
+            ("--columns", "columns", None, ("mf",)), ("--unknown", "unknown", "baseline", ("mf",)),
+            ("--zero-based", "zero_based", None, LINEAR))
+
+
 def predict(args):
     args.output = None if args.output == "-" else args.output       # -o -: standard output, as tools take it
     files.check_writable(args.output, "-o", directory=False)        # before any prediction is made
     files.check_writable(args.metrics, "--metrics", directory=False)
     model = estimators.load(args.model)
+    for flag, dest, unset, algorithms in FOR_SOME:
+        if getattr(args, dest) != unset and model.algorithm not in algorithms:
+            raise Tux2Error(f"{flag} applies to {', '.join(algorithms)} models, and {args.model} holds an "
+                            f"{model.algorithm} model")
     spool_inputs(args)
     note_first_read(args, "libsvm" if model.algorithm in LINEAR else "edges")
     if model.algorithm == "mf":

@@ -22,6 +22,30 @@ def _refuse_numeric_table(g, words, path):
                          "document per line (--format text reads this file as text anyway)", path=path)
 
 
+def _counts(data, V=None):
+    """A doc → word count graph of Python objects (a scipy.sparse matrix such as
+    CountVectorizer's, ``(docs, words[, counts])`` arrays, a DataFrame): every value a
+    token count and, for new documents (``V``), the columns the model's ``V`` words. A
+    dense 2-D array (``X.toarray()``) counts as the matrix it is."""
+    if isinstance(data, np.ndarray) and data.ndim == 2:
+        import scipy.sparse as sp
+        data = sp.csr_matrix(data)
+    g = loaders.load(data, duplicates="sum")
+    v = g.values if g.values is not None else np.ones(len(g.src))
+    bad = np.flatnonzero((v < 1) | (v != np.floor(v)))
+    if len(bad):
+        i = int(bad[0])
+        raise InputError(f"the value at document {g.src[i]}, word {g.dst[i]} is {v[i]:g}, not a token count (a "
+                         "whole number >= 1): LDA samples tokens, so give it counts (CountVectorizer's, not "
+                         "TfidfVectorizer's)", path=g.source)
+    matrix = hasattr(data, "tocoo")                     # its width is the vocabulary's, not the largest word id's
+    width = data.shape[1] if matrix else g.n_dst
+    if V is not None and (width > V or (matrix and width != V)):
+        raise InputError(f"the documents have {width} word columns but the model has {V} words: transform them "
+                         "with the vectorizer (the vocabulary) the model was fitted on", path=g.source)
+    return g
+
+
 class LDA(Estimator):
     """Latent Dirichlet allocation by collapsed Gibbs sampling (SparseLDA; paper §4).
 
@@ -66,11 +90,24 @@ class LDA(Estimator):
                                      "svm, softmax, fm or blockpg reads it (--format text reads it as text anyway)",
                                      path=data)
         else:
-            g, format = loaders.load(data, duplicates="sum"), "arrays"
+            g, format = _counts(data), "arrays"
+        where = data if isinstance(data, (str, bytes)) or hasattr(data, "__fspath__") else None
+        if min_count > 1 and format != "text":          # read options the format has no use for: never ignored
+            raise InputError(f"--min-count (min_count=) drops rare words of a text corpus, and this one is "
+                             f"{format}: drop rare word ids before", path=where)
+        if base is not None and format != "triples":
+            raise InputError(f"--base (base=) is the id base of 'doc word count' triples, and this corpus is {format}"
+                             + (" (1-based by the format)" if format == "docword" else ""), path=where)
+        if words is not None and vocab:
+            raise InputError("a vocabulary names numeric word ids, and this text corpus has words of its own: leave "
+                             "out --vocab (vocab=)", path=vocab)
         if words is None and vocab:
             one = "" if g.base or (g.dst == 0).any() else "; no word id 0 occurs: --base 1 (base=1) reads 1-based ids"
             words = io.read_words(vocab, g.n_dst, InputError,
                                   f"the corpus uses word ids up to {g.n_dst - 1 + g.base}{one}")
+            if format == "docword" and len(words) != g.n_dst:     # UCI's vocab.NAME.txt has W lines
+                raise InputError(f"vocabulary has {len(words)} words but the docword header says W = {g.n_dst}: "
+                                 "the vocabulary of another corpus?", path=vocab)
         return Dataset(g, vocab=words, format=format, word_base=int(g.base) if words is None else 0)
 
     def prepare(self, data, parts):
@@ -152,12 +189,14 @@ class LDA(Estimator):
     def documents(self, docs):
         """(doc → word count graph in the model's word ids, tokens left out) of ``docs``:
         a list of texts or a text file (tokenised as in training; words the model lacks
-        are left out), or a corpus file in the model's numeric word ids."""
+        are left out), a corpus file in the model's numeric word ids, or counts in them
+        as ``fit`` takes them (CountVectorizer's matrix: a Pipeline's ``transform``)."""
         V = self.word_topic_.shape[1]
         texts = isinstance(docs, (list, tuple))
         if texts or (self.vocab_ is not None and io.sniff_corpus(docs) == "text"):
             if self.vocab_ is None:
-                raise ValueError("this model has numeric word ids: pass a doc → word count BipartiteGraph")
+                raise ValueError("this model has numeric word ids (no vocabulary): pass counts in them, as fit took "
+                                 "them (a CountVectorizer matrix, a corpus file, a doc → word count BipartiteGraph)")
             g, words = io.text_docs(docs) if texts else io.read_text_docs(docs)
             index = {w: i for i, w in enumerate(self.vocab_)}
             to_model = np.array([index.get(w, -1) for w in words], np.int64)[g.dst]
@@ -165,6 +204,8 @@ class LDA(Estimator):
             o = o[to_model[o] >= 0]                     # by document, then word; unknown words left out
             return (BipartiteGraph(g.src[o], to_model[o], g.values[o], g.n_src, V, ("doc", "word"), g.source),
                     int(g.values.sum() - g.values[o].sum()))
+        if not isinstance(docs, (str, bytes)) and not hasattr(docs, "__fspath__"):
+            return _counts(docs, V), 0
         g, _, fmt = loaders.load_corpus(docs, base=self.word_base_ or None)     # triples: the model's base
         if g.n_dst > V:
             line, text = io.edge_line(docs, int(np.argmax(g.dst)), 3 if fmt == "docword" else 0)
