@@ -506,3 +506,29 @@ def test_distributed_ingress_refuses_a_rating_beyond_float32_as_one_process_does
         assert r.returncode != 0 and "Traceback" not in r.stderr, r.stderr
         assert f"{path}:701: value beyond the float32 range" in r.stderr, (workers, r.stderr)
         assert not (tmp_path / f"m{workers}").exists()
+
+
+def test_a_rank_that_never_comes_is_named_to_the_ranks_that_came():
+    """Rank 2 never starts. Rank 0 gave up naming it, but rank 1 waited out its own
+    deadline and then blamed rank 0 ('no answer from rank 0 … Is rank 0 running
+    there?'). Now rank 0 tells the ranks that came why the run stops, at once."""
+    from tux2.zmq_transport import PeerLost, ZmqTransport
+    rv = f"tcp://127.0.0.1:{free_port()}"
+    errors = {}
+
+    def rank0():
+        try:
+            ZmqTransport(0, 3, rv, parts=3, timeout=5, connect_timeout=3).close()
+        except PeerLost as e:
+            errors[0] = str(e)
+    th = threading.Thread(target=rank0)
+    th.start()
+    t0 = time.monotonic()
+    try:
+        with pytest.raises(tux2.errors.Tux2Error) as e:
+            ZmqTransport(1, 3, rv, parts=3, timeout=5, connect_timeout=30).close()
+    finally:
+        th.join(60)
+    assert "rank(s) [2] never arrived at rank 0 within 3s" in str(e.value)
+    assert time.monotonic() - t0 < 15
+    assert "rank(s) [2] never arrived at rank 0 within 3s" in errors[0]

@@ -174,23 +174,29 @@ class ZmqTransport:
         self._keys = None
         self._plain = None
         self._secret = bytes(secret)
-        if curve:
-            self._start_curve(curve)
-        elif self._secret:
-            self._start_plain()
-        self._options = json.dumps(options or {}, sort_keys=True, default=str)
-        self.pull = self._socket(zmq.PULL, server=True, max_bytes=self.max_frame)
-        self._pull_monitor = self._monitor(self.pull)
-        port = self.pull.bind_to_random_port(f"tcp://{bind_host}")
-        self.address = f"tcp://{advertise_host or bind_host}:{port}"
-        self.token = None
-        self.table = self._rendezvous(rendezvous, connect_timeout)
-        self.push = {}
-        for r, addr in enumerate(self.table):
-            if r != self.rank:
-                s = self._socket(zmq.PUSH)
-                s.connect(addr)
-                self.push[r] = s
+        try:
+            if curve:
+                self._start_curve(curve)
+            elif self._secret:
+                self._start_plain()
+            self._options = json.dumps(options or {}, sort_keys=True, default=str)
+            self.pull = self._socket(zmq.PULL, server=True, max_bytes=self.max_frame)
+            self._pull_monitor = self._monitor(self.pull)
+            port = self.pull.bind_to_random_port(f"tcp://{bind_host}")
+            self.address = f"tcp://{advertise_host or bind_host}:{port}"
+            self.token = None
+            self.table = self._rendezvous(rendezvous, connect_timeout)
+            self.push = {}
+            for r, addr in enumerate(self.table):
+                if r != self.rank:
+                    s = self._socket(zmq.PUSH)
+                    s.connect(addr)
+                    self.push[r] = s
+        except BaseException:          # a failed rendezvous (or bind): nothing left open behind it
+            if self._auth is not None:
+                self._auth.stop()
+            self.ctx.destroy(linger=0)
+            raise
         now = time.monotonic()
         self.last_seen = {r: now for r in range(world) if r != rank}
         self._stop = threading.Event()
@@ -293,13 +299,14 @@ class ZmqTransport:
         idents = {}
         failed = 0
 
-        def refuse(reason, ident):
+        def refuse(reason, ident=None, error=Tux2Error):
+            """Tell the ranks that arrived (and ``ident``) why the run stops; the error to raise."""
             frames = encode(ABORT, 0, 0, self.world, "abort", [(0, 0, [np.frombuffer(reason.encode(), np.uint8)])],
                             token=hello)
-            for ident in {*idents.values(), ident}:
+            for ident in {*idents.values(), ident} - {None}:
                 sock.send_multipart([ident] + frames)
             time.sleep(0.1)                 # let the refusals leave before LINGER 0 drops them
-            return Tux2Error(reason)
+            return error(reason)
 
         try:
             while len(table) < self.world:
@@ -315,8 +322,9 @@ class ZmqTransport:
                     if self.dropped:
                         keys += (f"; {self.dropped} message(s) dropped, malformed or made with another secret: "
                                  f"a worker with another TUX2_SECRET? ({next(iter(self.drop_reasons))})")
-                    raise PeerLost(f"rendezvous at {address}: rank(s) {missing} never arrived "
-                                   f"within {deadline_s:.0f}s{keys}")
+                    # the ranks that came would otherwise wait out their own deadline and blame rank 0
+                    raise refuse(f"rendezvous at {address}: rank(s) {missing} never arrived at rank 0 "
+                                 f"within {deadline_s:.0f}s{keys}", error=PeerLost)
                 ident, *frames = sock.recv_multipart()
                 try:
                     m = decode(frames, None, token=hello, max_bytes=RENDEZVOUS_MAX)
