@@ -532,3 +532,34 @@ def test_a_rank_that_never_comes_is_named_to_the_ranks_that_came():
     assert "rank(s) [2] never arrived at rank 0 within 3s" in str(e.value)
     assert time.monotonic() - t0 < 15
     assert "rank(s) [2] never arrived at rank 0 within 3s" in errors[0]
+
+
+@pytest.mark.slow
+def test_sigterm_to_a_worker_started_by_hand_stops_its_peers_at_once(ratings_file):
+    """kill (or a job scheduler) sends SIGTERM to one worker of a run started by hand:
+    it died where it stood, saying nothing, and its peers waited --timeout for it. Now
+    it tells them (as after Ctrl-C) and exits 143."""
+    rv = f"tcp://127.0.0.1:{free_port()}"
+    procs = [subprocess.Popen([sys.executable, "-m", "tux2.cli", "run", "mf", ratings_file, "--rank", str(r),
+                               "--world", "2", "--rendezvous", rv, "--timeout", "60", "--k", "4",
+                               "--epochs", "100000", "--mode", "minibatch", "--batch-size", "500", "--lr", "0.001"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for r in (0, 1)]
+    try:
+        line = procs[0].stdout.readline()               # training has started
+        while line and not line.startswith("epoch"):
+            line = procs[0].stdout.readline()
+        assert line.startswith("epoch"), procs[0].stderr.read()
+        t0 = time.monotonic()
+        procs[1].terminate()
+        errs = [p.communicate(timeout=50)[1] for p in procs]
+        elapsed = time.monotonic() - t0
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.communicate()
+    assert [p.returncode for p in procs] == [2, 143], errs
+    assert elapsed < 10, (elapsed, errs)
+    assert errs[1].endswith("tux2: terminated (SIGTERM)\n"), errs
+    assert "tux2: error: [worker 0] worker 1 failed: terminated (SIGTERM)" in errs[0], errs
+    assert "Traceback" not in errs[0] + errs[1]

@@ -317,7 +317,8 @@ def run(args, cls, load, after=None, **params):
         return 0
     except BaseException as e:
         if transport is not None and not isinstance(e, SystemExit):
-            transport.abort(f"{type(e).__name__}: {e}")
+            stopped = isinstance(e, KeyboardInterrupt)      # Ctrl-C or SIGTERM (tux2.interrupt)
+            transport.abort(interrupt.stopped()[1] if stopped else f"{type(e).__name__}: {e}")
         raise
     finally:
         if transport is not None:
