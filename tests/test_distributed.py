@@ -563,3 +563,46 @@ def test_sigterm_to_a_worker_started_by_hand_stops_its_peers_at_once(ratings_fil
     assert errs[1].endswith("tux2: terminated (SIGTERM)\n"), errs
     assert "tux2: error: [worker 0] worker 1 failed: terminated (SIGTERM)" in errs[0], errs
     assert "Traceback" not in errs[0] + errs[1]
+
+
+@pytest.mark.slow
+def test_a_worker_that_was_stopped_reports_that_its_peers_gave_up_on_it():
+    """Rank 1 of 3 is stopped (SIGSTOP, a paused VM) in a wait longer than --timeout;
+    rank 0 gives up on it and sends ABORT. Resumed, rank 1 took one queued message and
+    reported the other peer lost, its own wait having run out, before it read the
+    ABORT that says what happened: rank 0 lost rank 1."""
+    from tux2.zmq_transport import PeerLost, ZmqTransport
+    rv = f"tcp://127.0.0.1:{free_port()}"
+    code = ("import sys\n"
+            "from tux2.zmq_transport import ZmqTransport\n"
+            "t = ZmqTransport(1, 3, sys.argv[1], parts=3, timeout=2)\n"
+            "print('waiting', flush=True)\n"
+            "try:\n"
+            "    t.alltoall(0, 'x', {})\n"
+            "except Exception as e:\n"
+            "    print(e, flush=True)\n"
+            "t.close()\n")
+    p = subprocess.Popen([sys.executable, "-c", code, rv], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True)
+    ts = {}
+    rank2 = threading.Thread(target=lambda: ts.setdefault(2, ZmqTransport(2, 3, rv, parts=3, timeout=2)))
+    rank2.start()
+    try:
+        ts[0] = ZmqTransport(0, 3, rv, parts=3, timeout=2)
+        rank2.join(30)
+        assert p.stdout.readline() == "waiting\n", p.stderr.read()
+        time.sleep(0.5)                              # rank 1 is in its wait
+        os.kill(p.pid, signal.SIGSTOP)
+        with pytest.raises(PeerLost, match="lost worker 1") as e:
+            ts[0].alltoall(0, "y", {})
+        ts[0].abort(str(e.value))
+        os.kill(p.pid, signal.SIGCONT)
+        out, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            os.kill(p.pid, signal.SIGCONT)
+        rank2.join(30)
+        _reap(p, ts.get(0))
+        if 2 in ts:
+            ts[2].close()
+    assert out.startswith("worker 0 failed: lost worker 1"), (out, err)

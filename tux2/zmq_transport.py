@@ -460,7 +460,7 @@ class ZmqTransport:
                     # while frames queue (heartbeats from a long compute, or a flood of junk),
                     # silence counts from the start of this wait: a dead peer still shows
                     heard = max(self.last_seen.get(r, 0.0), start) if queued else self.last_seen.get(r, 0.0)
-                    if r != self.rank and r not in got and now - heard > self.timeout:
+                    if r != self.rank and r not in got and now - heard > self.timeout and not self._heard_after(r):
                         raise PeerLost(f"lost worker {r}: nothing heard from it for {self.timeout:.0f}s "
                                        f"(rank {self.rank} waiting at clock {clock} for {tag!r})")
         finally:
@@ -471,6 +471,18 @@ class ZmqTransport:
         self._done.append(key)
         self._done_set.add(key)
         return got
+
+    def _heard_after(self, r, most=10_000):
+        """Before rank ``r`` counts as lost: take what is queued (at most ``most`` frames).
+        True when ``r`` spoke meanwhile. A worker that was itself stopped (SIGSTOP, a
+        paused VM) finds its peers' messages there, and an ABORT among them, telling it
+        that they gave up on it, is the error it reports (PeerLost from _take)."""
+        before = self.last_seen.get(r)
+        for _ in range(most):
+            if not self.pull.poll(0):
+                break
+            self._take(self.pull.recv_multipart(copy=False))
+        return self.last_seen.get(r) != before
 
     def _take(self, frames):
         """File one received message; drop (and count) anything that is not a
