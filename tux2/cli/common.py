@@ -211,7 +211,7 @@ def check_outputs(args):
     before any data is read, so a typo never costs a training run."""
     from tux2.files import check_writable
     check_writable(args.out, "--out", directory=True)
-    check_writable(args.metrics, "--metrics", directory=False)
+    check_writable(args.metrics, "--metrics", directory=False, inputs=[vars(args).get(k) for k in INPUT_FILES])
     check_writable(args.trace, "--trace", directory=True)
     if args.checkpoint_every:
         check_writable(checkpoint_dir(args), "the checkpoint directory", directory=True)

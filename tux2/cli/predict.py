@@ -67,8 +67,8 @@ def _report(args, res):
 
 def predict(args):
     args.output = None if args.output == "-" else args.output       # -o -: standard output, as tools take it
-    files.check_writable(args.output, "-o", directory=False)        # before any prediction is made
-    files.check_writable(args.metrics, "--metrics", directory=False)
+    files.check_writable(args.output, "-o", directory=False, inputs=[args.input])     # before any prediction
+    files.check_writable(args.metrics, "--metrics", directory=False, inputs=[args.input])
     model = estimators.load(args.model)
     spool_inputs(args)
     note_first_read(args, "libsvm" if model.algorithm in LINEAR else "edges")
