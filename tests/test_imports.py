@@ -182,3 +182,20 @@ def test_the_program_leaves_the_garbage_collector_as_it_found_it(tmp_path):
                   "gc.disable()\n"
                   "print(main(), gc.isenabled())")
     assert [x for x in out.split("\n") if x.endswith((" True", " False"))] == ["0 True", "0 False"], out
+
+
+def test_a_second_sigterm_ends_a_program_whose_first_was_dropped():
+    """SIGTERM is taken as Ctrl-C: a KeyboardInterrupt, which a callback from C (numba
+    compiling) may drop, acted on after the first epoch. A second SIGTERM meanwhile ends
+    the program at once, as SIGTERM always did."""
+    import subprocess
+    import sys
+    code = ("import os, signal, time\n"
+            "import ctypes\n"
+            "from tux2 import interrupt\n"
+            "interrupt.install()\n"
+            "ctypes.CFUNCTYPE(None)(lambda: interrupt.handler(signal.SIGTERM, None))()    # dropped\n"
+            "os.kill(os.getpid(), signal.SIGTERM)\n"
+            "time.sleep(5)\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == -15, r.stderr

@@ -5,7 +5,9 @@ run went on (seen: a 100000-epoch run kept running). This handler also remembers
 signal, and ``check`` (after every epoch, tux2.cli.common.collect_from_now) raises it
 again; Python's "Exception ignored" report of such a dropped interrupt is not printed.
 SIGTERM (kill, a job scheduler) is taken alike: a worker stopped by it tells its peers,
-which else waited --timeout for it, and the program exits 143 saying so."""
+which else waited --timeout for it, and the program exits 143 saying so; a second
+SIGTERM before the first was acted on ends the program at once, as SIGTERM did."""
+import os
 import signal
 import sys
 
@@ -13,6 +15,9 @@ SEEN = []
 
 
 def handler(signum, frame):
+    if signum == signal.SIGTERM and signum in SEEN:     # the first is not acted on yet (dropped in C): stop now
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
     SEEN.append(signum)
     raise KeyboardInterrupt
 
