@@ -94,6 +94,10 @@ def main(argv=None):
         return _main(list(argv))
     except KeyboardInterrupt:         # Ctrl-C while the program starts (imports, the parser), as later on
         return _stopped()
+    except ImportError:
+        if interrupt.SEEN:            # Ctrl-C inside a C extension's import (numpy's) comes out as an ImportError
+            return _stopped()
+        raise
 
 
 class quick_process:
