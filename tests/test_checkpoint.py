@@ -230,3 +230,14 @@ def test_resume_refuses_an_input_whose_feature_values_or_labels_changed(tmp_path
     r = run_cli("run", "lr", str(path), "--epochs", "2", "--resume", os.path.join(out, "checkpoints"))
     assert r.returncode == 2, r.stderr
     assert "the input's values or labels differ from those the checkpoint was trained on" in r.stderr, r.stderr
+
+
+def test_a_run_that_wrote_no_checkpoint_leaves_no_checkpoint_directory(ratings, tmp_path):
+    """--checkpoint-every above the epochs run (or a run stopped before its first
+    checkpoint) left OUT/checkpoints/.lock behind: an --out directory with no model."""
+    _run("run", "mf", ratings, "--k", "2", "--epochs", "1", "--checkpoint-every", "5", "--checkpoint-dir",
+         str(tmp_path / "new" / "ck"))
+    assert not (tmp_path / "new").exists()
+    _run("run", "mf", ratings, "--k", "2", "--epochs", "1", "--checkpoint-every", "5", "--out", str(tmp_path / "m"))
+    assert sorted(os.listdir(tmp_path / "m")) == ["item.npz", "manifest.json", "model.json", "seen.npz",
+                                                  "summary.txt", "user.npz"]
