@@ -630,3 +630,22 @@ def test_the_launcher_stopped_kills_a_worker_that_does_not_stop_in_its_grace():
         if stubborn.poll() is None:
             stubborn.kill()
         stubborn.communicate()
+
+
+def test_a_lost_worker_is_named_with_the_timeout_as_given():
+    """--timeout 0.3 (below the heartbeat's second: any wait loses the peer) said 'nothing
+    heard from it for 0s'."""
+    from tux2.zmq_transport import PeerLost, ZmqTransport
+    rv = f"tcp://127.0.0.1:{free_port()}"
+    ts = {}
+    th = threading.Thread(target=lambda: ts.setdefault(1, ZmqTransport(1, 2, rv, parts=2, timeout=0.3)))
+    th.start()
+    try:
+        ts[0] = ZmqTransport(0, 2, rv, parts=2, timeout=0.3)
+        th.join(30)
+        with pytest.raises(PeerLost, match=r"lost worker 1: nothing heard from it for 0\.3s "):
+            ts[0].alltoall(0, "x", {})
+    finally:
+        th.join(30)
+        for t in ts.values():
+            t.close()

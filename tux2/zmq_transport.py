@@ -461,7 +461,7 @@ class ZmqTransport:
                     # silence counts from the start of this wait: a dead peer still shows
                     heard = max(self.last_seen.get(r, 0.0), start) if queued else self.last_seen.get(r, 0.0)
                     if r != self.rank and r not in got and now - heard > self.timeout and not self._heard_after(r):
-                        raise PeerLost(f"lost worker {r}: nothing heard from it for {self.timeout:.0f}s "
+                        raise PeerLost(f"lost worker {r}: nothing heard from it for {self.timeout:g}s "
                                        f"(rank {self.rank} waiting at clock {clock} for {tag!r})")
         finally:
             self.wait_seconds += time.perf_counter() - t0
