@@ -649,3 +649,10 @@ def test_a_lost_worker_is_named_with_the_timeout_as_given():
         th.join(30)
         for t in ts.values():
             t.close()
+
+
+def test_bind_to_an_address_of_another_host_is_an_error_not_a_traceback():
+    """--bind 10.9.9.9 (not this host's) ended in zmq.error.ZMQError's traceback."""
+    from tux2.zmq_transport import ZmqTransport
+    with pytest.raises(tux2.errors.Tux2Error, match=r"cannot bind a data port on 192\.0\.2\.7 \(--bind\)"):
+        ZmqTransport(1, 2, f"tcp://127.0.0.1:{free_port()}", parts=2, bind_host="192.0.2.7", connect_timeout=5)

@@ -182,7 +182,11 @@ class ZmqTransport:
             self._options = json.dumps(options or {}, sort_keys=True, default=str)
             self.pull = self._socket(zmq.PULL, server=True, max_bytes=self.max_frame)
             self._pull_monitor = self._monitor(self.pull)
-            port = self.pull.bind_to_random_port(f"tcp://{bind_host}")
+            try:
+                port = self.pull.bind_to_random_port(f"tcp://{bind_host}")
+            except zmq.ZMQError as e:       # an address of another host, a name that is no interface
+                raise Tux2Error(f"cannot bind a data port on {bind_host} (--bind): {e.strerror}; give an "
+                                "address of this host's interfaces (0.0.0.0: all)") from None
             self.address = f"tcp://{advertise_host or bind_host}:{port}"
             self.token = None
             self.table = self._rendezvous(rendezvous, connect_timeout)
