@@ -656,3 +656,13 @@ def test_bind_to_an_address_of_another_host_is_an_error_not_a_traceback():
     from tux2.zmq_transport import ZmqTransport
     with pytest.raises(tux2.errors.Tux2Error, match=r"cannot bind a data port on 192\.0\.2\.7 \(--bind\)"):
         ZmqTransport(1, 2, f"tcp://127.0.0.1:{free_port()}", parts=2, bind_host="192.0.2.7", connect_timeout=5)
+
+
+def test_an_advertised_address_that_does_not_resolve_is_named_by_its_worker():
+    """--advertise 'bad host': the peers' connect to it ended in zmq.error.ZMQError's
+    traceback; a name that does not resolve left them waiting --timeout and then
+    blaming another worker. Now the worker with the bad --advertise names it."""
+    from tux2.zmq_transport import ZmqTransport
+    with pytest.raises(tux2.errors.Tux2Error, match="this worker's data address tcp://bad host:[0-9]+ cannot be "
+                                                    "reached: .*--advertise"):
+        ZmqTransport(1, 2, f"tcp://127.0.0.1:{free_port()}", parts=2, advertise_host="bad host", connect_timeout=3)

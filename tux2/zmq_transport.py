@@ -33,6 +33,7 @@ import hmac
 import json
 import os
 import secrets
+import socket
 import threading
 import time
 
@@ -93,6 +94,17 @@ def options_diff(a, b):
     keys = sorted(set(a) | set(b))
     return ", ".join(f"{k if ' ' in k else '--' + k.replace('_', '-')} {a.get(k)} (rank 0: {b.get(k)})"
                      for k in keys if a.get(k) != b.get(k))
+
+
+def _check_address(address, whose):
+    """Tux2Error unless ``address`` (tcp://HOST:PORT) names a host that resolves: a bad
+    --advertise made its peers' connect fail with a traceback, or wait --timeout."""
+    host, _, port = address[len("tcp://"):].rpartition(":")
+    try:
+        socket.getaddrinfo(host[1:-1] if host.startswith("[") else host, int(port), type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError, ValueError) as e:
+        raise Tux2Error(f"{whose} data address {address} cannot be reached: {e} (--advertise names the host "
+                        "the other workers connect to)") from None
 
 
 class Gatekeeper:
@@ -188,14 +200,16 @@ class ZmqTransport:
                 raise Tux2Error(f"cannot bind a data port on {bind_host} (--bind): {e.strerror}; give an "
                                 "address of this host's interfaces (0.0.0.0: all)") from None
             self.address = f"tcp://{advertise_host or bind_host}:{port}"
+            _check_address(self.address, "this worker's")
             self.token = None
             self.table = self._rendezvous(rendezvous, connect_timeout)
             self.push = {}
             for r, addr in enumerate(self.table):
                 if r != self.rank:
+                    _check_address(addr, f"rank {r}'s")
                     s = self._socket(zmq.PUSH)
-                    s.connect(addr)
                     self.push[r] = s
+                    s.connect(addr)
         except BaseException:          # a failed rendezvous (or bind): nothing left open behind it
             if self._auth is not None:
                 self._auth.stop()
