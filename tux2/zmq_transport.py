@@ -491,13 +491,15 @@ class ZmqTransport:
         return got
 
     def _heard_after(self, r, most=10_000):
-        """Before rank ``r`` counts as lost: take what is queued (at most ``most`` frames).
-        True when ``r`` spoke meanwhile. A worker that was itself stopped (SIGSTOP, a
-        paused VM) finds its peers' messages there, and an ABORT among them, telling it
-        that they gave up on it, is the error it reports (PeerLost from _take)."""
+        """Before rank ``r`` counts as lost: take what is queued (at most ``most`` frames,
+        until 0.1 s passes with none). True when ``r`` spoke meanwhile. A worker that was
+        itself stopped (SIGSTOP, a paused VM) finds its peers' messages there, and an
+        ABORT among them, telling it that they gave up on it, is the error it reports
+        (PeerLost from _take). The 0.1 s: resumed, ZeroMQ's I/O thread may not have
+        read every connection's bytes into the queue yet."""
         before = self.last_seen.get(r)
         for _ in range(most):
-            if not self.pull.poll(0):
+            if not self.pull.poll(100):
                 break
             self._take(self.pull.recv_multipart(copy=False))
         return self.last_seen.get(r) != before
