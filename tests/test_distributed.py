@@ -666,3 +666,16 @@ def test_an_advertised_address_that_does_not_resolve_is_named_by_its_worker():
     with pytest.raises(tux2.errors.Tux2Error, match="this worker's data address tcp://bad host:[0-9]+ cannot be "
                                                     "reached: .*--advertise"):
         ZmqTransport(1, 2, f"tcp://127.0.0.1:{free_port()}", parts=2, advertise_host="bad host", connect_timeout=3)
+
+
+@pytest.mark.slow
+def test_a_workers_error_reaches_the_others_as_it_was_said(tmp_path):
+    """A malformed line in rank 1's part of the file: rank 0 said 'worker 1 failed:
+    InputError: FILE:LINE: …' (and a relayed loss 'PeerLost: worker 0 failed: …');
+    tux2's own errors now travel as they read."""
+    path = tmp_path / "r.txt"
+    path.write_text("".join(f"{u} {i} {1 + (u + i) % 5}\n" for u in range(30) for i in range(10)) + "1 2 x\n")
+    r = run_cli("run", "mf", str(path), "--workers", "2", "--epochs", "1", "--k", "2", "-q", "--timeout", "20",
+                timeout=300)
+    assert r.returncode == 2, r.stderr
+    assert f"[worker 0] worker 1 failed: {path}:301: malformed value" in r.stderr, r.stderr
