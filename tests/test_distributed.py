@@ -559,7 +559,7 @@ def test_sigterm_to_a_worker_started_by_hand_stops_its_peers_at_once(ratings_fil
                 p.kill()
                 p.communicate()
     assert [p.returncode for p in procs] == [2, 143], errs
-    assert elapsed < 10, (elapsed, errs)
+    assert elapsed < 25, (elapsed, errs)           # not --timeout 60: told at once (seconds on a busy machine)
     assert errs[1].endswith("tux2: terminated (SIGTERM)\n"), errs
     assert "tux2: error: [worker 0] worker 1 failed: terminated (SIGTERM)" in errs[0], errs
     assert "Traceback" not in errs[0] + errs[1]
