@@ -210,3 +210,34 @@ def test_resume_at_or_past_the_asked_iterations_says_nothing_is_trained(tmp_path
         assert f"note: the checkpoint in {tmp_path / 'ck'} is at {unit} 2, {flag} {n}: nothing to train; the model " \
                f"is the checkpoint's ({flag} above 2 trains on)" in out, out
         assert json.load(open(tmp_path / n / "model.json"))["iteration"] == 2
+
+
+@pytest.mark.parametrize("edit", [("1 1:0.25", "1 1:0.75"), ("-1 1:0.25", "+1 1:0.25")], ids=["value", "label"])
+@pytest.mark.slow
+def test_resume_refuses_an_input_whose_feature_values_or_labels_changed(tmp_path, edit):
+    """A GLM keeps its feature values and labels in the program's edge and vertex
+    records, not in the graph's values that the checkpoint's input checksum covers: a
+    libsvm file edited in place (same size) after a checkpoint was resumed, and the
+    checkpoint's copy of the old values and labels trained on silently."""
+    path = tmp_path / "train.svm"
+    lines = [f"{'1' if i % 2 else '-1'} {1 + i % 2}:0.{25 + 25 * (i % 2)} {3 + i % 5}:1" for i in range(40)]
+    path.write_text("\n".join(lines) + "\n")
+    out = str(tmp_path / "m")
+    _run("run", "lr", str(path), "--epochs", "1", "--checkpoint-every", "1", "--out", out)
+    text = path.read_text()
+    assert edit[0] in text
+    path.write_text(text.replace(edit[0], edit[1], 1))
+    r = run_cli("run", "lr", str(path), "--epochs", "2", "--resume", os.path.join(out, "checkpoints"))
+    assert r.returncode == 2, r.stderr
+    assert "the input's values or labels differ from those the checkpoint was trained on" in r.stderr, r.stderr
+
+
+def test_a_run_that_wrote_no_checkpoint_leaves_no_checkpoint_directory(ratings, tmp_path):
+    """--checkpoint-every above the epochs run (or a run stopped before its first
+    checkpoint) left OUT/checkpoints/.lock behind: an --out directory with no model."""
+    _run("run", "mf", ratings, "--k", "2", "--epochs", "1", "--checkpoint-every", "5", "--checkpoint-dir",
+         str(tmp_path / "new" / "ck"))
+    assert not (tmp_path / "new").exists()
+    _run("run", "mf", ratings, "--k", "2", "--epochs", "1", "--checkpoint-every", "5", "--out", str(tmp_path / "m"))
+    assert sorted(os.listdir(tmp_path / "m")) == ["item.npz", "manifest.json", "model.json", "seen.npz",
+                                                  "summary.txt", "user.npz"]

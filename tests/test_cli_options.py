@@ -516,3 +516,25 @@ def test_a_flag_of_another_algorithm_names_this_ones(capsys, argv, hint):
     rc, out, err = _main(capsys, *argv)
     _refused(rc, err, f"tux2: error: run {argv[1]}: unrecognized arguments: ", hint,
              f"'tux2 run {argv[1]} --help' lists its options", f"usage: tux2 run {argv[1]}")
+
+
+@pytest.mark.parametrize("argv, output", [
+    (["run", "mf", "{d}/r.txt", "--epochs", "1", "-q", "--metrics", "{d}/r.txt"], "--metrics"),
+    (["run", "mf", "{d}/r.txt", "--test", "{d}/t.txt", "--epochs", "1", "-q", "--metrics", "{d}/t.txt"], "--metrics"),
+    (["run", "lr", "{d}/s.svm", "--epochs", "1", "-q", "--metrics", "{d}/link.svm"], "--metrics"),
+    (["predict", "{d}/model", "{d}/r.txt", "-o", "{d}/r.txt"], "-o"),
+    (["predict", "{d}/model", "{d}/r.txt", "-o", "{d}/p.txt", "--metrics", "{d}/r.txt"], "--metrics"),
+])
+def test_an_output_that_is_an_input_file_is_refused_before_it_is_overwritten(capsys, files, mf_model, tmp_path,
+                                                                             argv, output):
+    """--metrics (or predict's -o) naming the input file, by its name or a link to it,
+    trained or predicted and then wrote over the user's data."""
+    for name in ("r.txt", "s.svm"):
+        (tmp_path / name).write_bytes((files / name).read_bytes())
+    (tmp_path / "t.txt").write_bytes((files / "r.txt").read_bytes())
+    (tmp_path / "link.svm").symlink_to(tmp_path / "s.svm")
+    (tmp_path / "model").symlink_to(mf_model)
+    before = {n: (tmp_path / n).read_bytes() for n in ("r.txt", "s.svm", "t.txt")}
+    rc, _, err = _main(capsys, *[a.format(d=tmp_path) for a in argv])
+    _refused(rc, err, f"{output} names the input file", "writing it would overwrite the data")
+    assert {n: (tmp_path / n).read_bytes() for n in before} == before

@@ -114,3 +114,8 @@ def test_balance_warning_never_suggests_the_option_just_given(tmp_path):
     assert "warning: aweto" in r.stderr and "favorite=dst was given: try --option favorite=src" in r.stderr
     r = run_cli("partition", str(path), "--parts", "16", "-s", "aweto")
     assert "use --option favorite=dst (or src)" in r.stderr
+    # random, out of balance on a handful of edges, was told to try --strategy random
+    few = tmp_path / "few.txt"
+    few.write_text("1 1\n2 2\n1 2\n")
+    r = run_cli("partition", str(few), "--parts", "2", "-s", "random")
+    assert "warning: random" in r.stderr and "--strategy random" not in r.stderr, r.stderr

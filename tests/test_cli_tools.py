@@ -122,6 +122,8 @@ def test_plot_puts_epoch_and_iteration_files_on_one_axis(tmp_path):
     (b'{"epoch": 1, "rmse": 1}\n', "curves", "-o 'curves': name an image file"),   # wrote curves.png, said curves
     (b'{"epoch": 1, "rmse": 1}\n', "", "-o/--output: expected a value, got an empty string"),
     (b'{"epoch": 1, "rmse": 1}\n', "dir.png", "dir.png: -o must be a file, and this is a directory"),
+    (b'{"epoch": "one", "rmse": 1}\n', "p.png",                      # drew an empty panel, matplotlib warned
+     "no record has a number for 'rmse' beside a number for 'epoch'"),
 ])
 def test_plot_refuses_what_it_cannot_read_or_draw(tmp_path, lines, output, expect):
     pytest.importorskip("matplotlib")
@@ -132,6 +134,18 @@ def test_plot_refuses_what_it_cannot_read_or_draw(tmp_path, lines, output, expec
     assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
     assert r.stderr.strip().splitlines()[-1].startswith("tux2: error:") and expect in r.stderr, r.stderr
     assert sorted(os.listdir(tmp_path)) == ["dir.png", "m.jsonl"]           # nothing written
+
+
+def test_plot_refuses_a_metric_no_file_has(tmp_path):
+    """--y with a misspelt name drew an empty panel (matplotlib's warning on stderr) and
+    exited 0; now it names what the files have."""
+    pytest.importorskip("matplotlib")
+    (tmp_path / "m.jsonl").write_text('{"epoch": 1, "test_rmse": 1}\n{"epoch": 2, "test_rmse": 0.9}\n')
+    r = run_cli("plot", str(tmp_path / "m.jsonl"), "-o", str(tmp_path / "p.png"), "--y", "test_rmse", "tset_rmse")
+    assert r.returncode == 2, r.stderr
+    assert r.stderr == ("tux2: error: no record has a number for 'tset_rmse' beside a number for 'epoch'; "
+                        "the files' metrics: test_rmse\n")
+    assert not (tmp_path / "p.png").exists()
 
 
 @pytest.mark.slow          # 6-10 s: the default suite's budget (2026-11-26 durations)

@@ -506,3 +506,176 @@ def test_distributed_ingress_refuses_a_rating_beyond_float32_as_one_process_does
         assert r.returncode != 0 and "Traceback" not in r.stderr, r.stderr
         assert f"{path}:701: value beyond the float32 range" in r.stderr, (workers, r.stderr)
         assert not (tmp_path / f"m{workers}").exists()
+
+
+def test_a_rank_that_never_comes_is_named_to_the_ranks_that_came():
+    """Rank 2 never starts. Rank 0 gave up naming it, but rank 1 waited out its own
+    deadline and then blamed rank 0 ('no answer from rank 0 … Is rank 0 running
+    there?'). Now rank 0 tells the ranks that came why the run stops, at once."""
+    from tux2.zmq_transport import PeerLost, ZmqTransport
+    rv = f"tcp://127.0.0.1:{free_port()}"
+    errors = {}
+
+    def rank0():
+        try:
+            ZmqTransport(0, 3, rv, parts=3, timeout=5, connect_timeout=3).close()
+        except PeerLost as e:
+            errors[0] = str(e)
+    th = threading.Thread(target=rank0)
+    th.start()
+    t0 = time.monotonic()
+    try:
+        with pytest.raises(tux2.errors.Tux2Error) as e:
+            ZmqTransport(1, 3, rv, parts=3, timeout=5, connect_timeout=30).close()
+    finally:
+        th.join(60)
+    assert "rank(s) [2] never arrived at rank 0 within 3s" in str(e.value)
+    assert time.monotonic() - t0 < 15
+    assert "rank(s) [2] never arrived at rank 0 within 3s" in errors[0]
+
+
+@pytest.mark.slow
+def test_sigterm_to_a_worker_started_by_hand_stops_its_peers_at_once(ratings_file):
+    """kill (or a job scheduler) sends SIGTERM to one worker of a run started by hand:
+    it died where it stood, saying nothing, and its peers waited --timeout for it. Now
+    it tells them (as after Ctrl-C) and exits 143."""
+    rv = f"tcp://127.0.0.1:{free_port()}"
+    procs = [subprocess.Popen([sys.executable, "-m", "tux2.cli", "run", "mf", ratings_file, "--rank", str(r),
+                               "--world", "2", "--rendezvous", rv, "--timeout", "60", "--k", "4",
+                               "--epochs", "100000", "--mode", "minibatch", "--batch-size", "500", "--lr", "0.001"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for r in (0, 1)]
+    try:
+        line = procs[0].stdout.readline()               # training has started
+        while line and not line.startswith("epoch"):
+            line = procs[0].stdout.readline()
+        assert line.startswith("epoch"), procs[0].stderr.read()
+        t0 = time.monotonic()
+        procs[1].terminate()
+        errs = [p.communicate(timeout=50)[1] for p in procs]
+        elapsed = time.monotonic() - t0
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.communicate()
+    assert [p.returncode for p in procs] == [2, 143], errs
+    assert elapsed < 25, (elapsed, errs)           # not --timeout 60: told at once (seconds on a busy machine)
+    assert errs[1].endswith("tux2: terminated (SIGTERM)\n"), errs
+    assert "tux2: error: [worker 0] worker 1 failed: terminated (SIGTERM)" in errs[0], errs
+    assert "Traceback" not in errs[0] + errs[1]
+
+
+@pytest.mark.slow
+def test_a_worker_that_was_stopped_reports_that_its_peers_gave_up_on_it():
+    """Rank 1 of 3 is stopped (SIGSTOP, a paused VM) in a wait longer than --timeout;
+    rank 0 gives up on it and sends ABORT. Resumed, rank 1 took one queued message and
+    reported the other peer lost, its own wait having run out, before it read the
+    ABORT that says what happened: rank 0 lost rank 1."""
+    from tux2.zmq_transport import PeerLost, ZmqTransport
+    rv = f"tcp://127.0.0.1:{free_port()}"
+    code = ("import sys\n"
+            "from tux2.zmq_transport import ZmqTransport\n"
+            "t = ZmqTransport(1, 3, sys.argv[1], parts=3, timeout=2)\n"
+            "print('waiting', flush=True)\n"
+            "try:\n"
+            "    t.alltoall(0, 'x', {})\n"
+            "except Exception as e:\n"
+            "    print(e, flush=True)\n"
+            "t.close()\n")
+    p = subprocess.Popen([sys.executable, "-c", code, rv], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True)
+    ts = {}
+    rank2 = threading.Thread(target=lambda: ts.setdefault(2, ZmqTransport(2, 3, rv, parts=3, timeout=2)))
+    rank2.start()
+    try:
+        ts[0] = ZmqTransport(0, 3, rv, parts=3, timeout=2)
+        rank2.join(30)
+        assert p.stdout.readline() == "waiting\n", p.stderr.read()
+        time.sleep(0.5)                              # rank 1 is in its wait
+        os.kill(p.pid, signal.SIGSTOP)
+        with pytest.raises(PeerLost, match="lost worker 1") as e:
+            ts[0].alltoall(0, "y", {})
+        ts[0].abort(str(e.value))
+        os.kill(p.pid, signal.SIGCONT)
+        out, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            os.kill(p.pid, signal.SIGCONT)
+        rank2.join(30)
+        _reap(p, ts.get(0))
+        if 2 in ts:
+            ts[2].close()
+    assert out.startswith("worker 0 failed: lost worker 1"), (out, err)
+
+
+def test_the_launcher_stopped_kills_a_worker_that_does_not_stop_in_its_grace():
+    """The launcher, stopped (Ctrl-C, SIGTERM), terminates its workers and waited for
+    them without end; a worker takes SIGTERM as Ctrl-C and may act on it only after an
+    epoch (a numba compile drops it). Now it is killed after the grace period."""
+    from tux2.runtime import supervise
+    stubborn = subprocess.Popen([sys.executable, "-c", "import signal, time\n"
+                                 "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+                                 "print('ready', flush=True)\ntime.sleep(60)\n"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert stubborn.stdout.readline() == "ready\n"
+
+        def stopped():
+            raise KeyboardInterrupt
+        t0 = time.monotonic()
+        with pytest.raises(KeyboardInterrupt):
+            supervise([stubborn], grace=1.0, poll=stopped)
+        assert time.monotonic() - t0 < 10
+        assert stubborn.returncode == -signal.SIGKILL
+    finally:
+        if stubborn.poll() is None:
+            stubborn.kill()
+        stubborn.communicate()
+
+
+def test_a_lost_worker_is_named_with_the_timeout_as_given():
+    """--timeout 0.3 (below the heartbeat's second: any wait loses the peer) said 'nothing
+    heard from it for 0s'."""
+    from tux2.zmq_transport import PeerLost, ZmqTransport
+    rv = f"tcp://127.0.0.1:{free_port()}"
+    ts = {}
+    th = threading.Thread(target=lambda: ts.setdefault(1, ZmqTransport(1, 2, rv, parts=2, timeout=0.3)))
+    th.start()
+    try:
+        ts[0] = ZmqTransport(0, 2, rv, parts=2, timeout=0.3)
+        th.join(30)
+        with pytest.raises(PeerLost, match=r"lost worker 1: nothing heard from it for 0\.3s "):
+            ts[0].alltoall(0, "x", {})
+    finally:
+        th.join(30)
+        for t in ts.values():
+            t.close()
+
+
+def test_bind_to_an_address_of_another_host_is_an_error_not_a_traceback():
+    """--bind 10.9.9.9 (not this host's) ended in zmq.error.ZMQError's traceback."""
+    from tux2.zmq_transport import ZmqTransport
+    with pytest.raises(tux2.errors.Tux2Error, match=r"cannot bind a data port on 192\.0\.2\.7 \(--bind\)"):
+        ZmqTransport(1, 2, f"tcp://127.0.0.1:{free_port()}", parts=2, bind_host="192.0.2.7", connect_timeout=5)
+
+
+def test_an_advertised_address_that_does_not_resolve_is_named_by_its_worker():
+    """--advertise 'bad host': the peers' connect to it ended in zmq.error.ZMQError's
+    traceback; a name that does not resolve left them waiting --timeout and then
+    blaming another worker. Now the worker with the bad --advertise names it."""
+    from tux2.zmq_transport import ZmqTransport
+    with pytest.raises(tux2.errors.Tux2Error, match="this worker's data address tcp://bad host:[0-9]+ cannot be "
+                                                    "reached: .*--advertise"):
+        ZmqTransport(1, 2, f"tcp://127.0.0.1:{free_port()}", parts=2, advertise_host="bad host", connect_timeout=3)
+
+
+@pytest.mark.slow
+def test_a_workers_error_reaches_the_others_as_it_was_said(tmp_path):
+    """A malformed line in rank 1's part of the file: rank 0 said 'worker 1 failed:
+    InputError: FILE:LINE: …' (and a relayed loss 'PeerLost: worker 0 failed: …');
+    tux2's own errors now travel as they read."""
+    path = tmp_path / "r.txt"
+    path.write_text("".join(f"{u} {i} {1 + (u + i) % 5}\n" for u in range(30) for i in range(10)) + "1 2 x\n")
+    r = run_cli("run", "mf", str(path), "--workers", "2", "--epochs", "1", "--k", "2", "-q", "--timeout", "20",
+                timeout=300)
+    assert r.returncode == 2, r.stderr
+    assert f"[worker 0] worker 1 failed: {path}:301: malformed value" in r.stderr, r.stderr

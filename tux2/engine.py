@@ -95,6 +95,7 @@ class Engine(ApplyRounds):
         if program.init_edges is not None:
             program.init_edges(edge_data, rng)
         vdata = program.init_data(graph.n, rng)
+        self._init_crc = _records_crc(edge_data, vdata)
         t1 = time.perf_counter()
         if assignment is None:
             assignment = partitioning.partition(
@@ -815,6 +816,7 @@ class Engine(ApplyRounds):
             arrays[f"p{p.rank}.ctx"] = p.ctx
         arrays["global_ctx"] = self.global_ctx
         arrays["input_crc"] = self._input_crc()
+        arrays["init_crc"] = np.array([self._init_crc], np.int64)
         meta = {"clock": self.clock, "iteration": self.iteration, "min_bytes": self.min_bytes,
                 "history": self.history, "partitions": self.P, "program": self.program.name,
                 "local_parts": [p.rank for p in self.parts]}
@@ -902,6 +904,11 @@ class Engine(ApplyRounds):
         if what:
             raise SchemaError(f"the input's {' and '.join(what)} differ from those the checkpoint was trained "
                               "on: resume with the input of the interrupted run")
+        saved_init = arrays.get("init_crc")             # (none in a checkpoint of an older tux2)
+        if saved_init is not None and np.asarray(saved_init).ravel().tolist() != [self._init_crc]:
+            raise SchemaError("the input's values or labels differ from those the checkpoint was trained on "
+                              "(as the program holds them in its edge and vertex records): resume with the input "
+                              "of the interrupted run")
         for key, (dtype, shape) in self._expected_state().items():
             a = arrays.get(key)
             if a is None:
@@ -946,3 +953,14 @@ class Engine(ApplyRounds):
     def context(self):
         """The last globally combined context as a dict."""
         return {f: (self.global_ctx[f][0].tolist()) for f in self.global_ctx.dtype.names}
+
+
+def _records_crc(edge_data, vdata):
+    """CRC-32 of the edge and vertex records a program made of its input before any
+    step (GLM's feature values and labels live there, not in the graph's values)."""
+    import zlib
+    arrays = list(edge_data.columns.values()) if isinstance(edge_data, EdgeColumns) else [edge_data]
+    crc = 0
+    for a in arrays + list(vdata):
+        crc = zlib.crc32(np.ascontiguousarray(a).view(np.uint8).data, crc)
+    return crc

@@ -223,9 +223,10 @@ def stdout_gone():
         sys.stdout = open(1, "w", closefd=False)
 
 
-def check_writable(path, what, directory):
+def check_writable(path, what, directory, inputs=()):
     """Raise FileError unless ``path`` (a directory when ``directory``, else a file)
-    can be created or written: asked before training, not after it."""
+    can be created or written: asked before training, not after it. ``inputs``: the
+    command's input files, which an output file must not be (it would overwrite them)."""
     if not path:
         return
     path = os.path.abspath(path)
@@ -234,6 +235,10 @@ def check_writable(path, what, directory):
             raise FileError(f"{path}: {what} must be a directory, and this is a file")
         if not directory and os.path.isdir(path):
             raise FileError(f"{path}: {what} must be a file, and this is a directory")
+        same = [p for p in inputs if p and os.path.isfile(p) and os.path.samefile(p, path)]
+        if same and not directory:
+            raise FileError(f"{path}: {what} names the input file {same[0]}; writing it would overwrite the "
+                            "data: name another file")
         if not os.access(path, os.W_OK):
             raise FileError(f"{path}: {what} is not writable")
         _probe(path if os.path.isdir(path) else os.path.dirname(path), path, what)

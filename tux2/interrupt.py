@@ -3,7 +3,11 @@ the main thread happens to be; while numba compiles, that can be inside a callba
 C (llvmlite's object cache), which prints "Exception ignored …" and drops it, and the
 run went on (seen: a 100000-epoch run kept running). This handler also remembers the
 signal, and ``check`` (after every epoch, tux2.cli.common.collect_from_now) raises it
-again; Python's "Exception ignored" report of such a dropped interrupt is not printed."""
+again; Python's "Exception ignored" report of such a dropped interrupt is not printed.
+SIGTERM (kill, a job scheduler) is taken alike: a worker stopped by it tells its peers,
+which else waited --timeout for it, and the program exits 143 saying so; a second
+SIGTERM before the first was acted on ends the program at once, as SIGTERM did."""
+import os
 import signal
 import sys
 
@@ -11,14 +15,20 @@ SEEN = []
 
 
 def handler(signum, frame):
+    if signum == signal.SIGTERM and signum in SEEN:     # the first is not acted on yet (dropped in C): stop now
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
     SEEN.append(signum)
     raise KeyboardInterrupt
 
 
 def install():
-    """Use ``handler`` for SIGINT and keep the reports of dropped interrupts quiet;
+    """Use ``handler`` for SIGINT and SIGTERM (unless SIGTERM is ignored or has a
+    handler of the caller's) and keep the reports of dropped interrupts quiet;
     returns what ``restore`` puts back."""
-    previous = signal.signal(signal.SIGINT, handler), sys.unraisablehook
+    term = signal.getsignal(signal.SIGTERM)
+    previous = (signal.signal(signal.SIGINT, handler), sys.unraisablehook,
+                signal.signal(signal.SIGTERM, handler) if term is signal.SIG_DFL else None)
     sys.unraisablehook = _quiet(previous[1])
     return previous
 
@@ -26,6 +36,16 @@ def install():
 def restore(previous):
     signal.signal(signal.SIGINT, previous[0])
     sys.unraisablehook = previous[1]
+    if previous[2] is not None:
+        signal.signal(signal.SIGTERM, previous[2])
+
+
+def stopped():
+    """(exit status, what happened) for the program stopped by a signal: 143 and
+    'terminated (SIGTERM)' after SIGTERM, else 130 and 'interrupted' (Ctrl-C)."""
+    if SEEN and SEEN[-1] == signal.SIGTERM:
+        return 128 + signal.SIGTERM, "terminated (SIGTERM)"
+    return 128 + signal.SIGINT, "interrupted"
 
 
 def _quiet(hook):

@@ -255,7 +255,12 @@ class Checkpoints:
         self.eng, self.transport, self.dir, self.every, self.resume_dir = eng, transport, directory, every, resume
         self.params, self.inputs = params or {}, inputs or {}
         self._lock = None
+        self._made = []                         # directories made for the checkpoints, deepest first
         if self.every and getattr(transport, "rank", 0) == 0:
+            path = os.path.abspath(self.dir)
+            while not os.path.exists(path):
+                self._made.append(path)
+                path = os.path.dirname(path)
             self._lock = ckpt.lock(self.dir)     # a second run writing here stops now, with a reason
 
     def resume(self, say=None, unit="epoch"):
@@ -276,6 +281,13 @@ class Checkpoints:
         if self._lock is not None:
             os.close(self._lock)
             self._lock = None
+            if self._made and os.listdir(self.dir) == [".lock"]:    # no checkpoint written: nothing left behind
+                os.remove(os.path.join(self.dir, ".lock"))
+                for d in self._made:
+                    try:
+                        os.rmdir(d)
+                    except OSError:                 # not empty: --out got other files meanwhile
+                        break
 
 
 def write_trace(directory, eng, rank):

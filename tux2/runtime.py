@@ -172,11 +172,18 @@ def supervise(procs, grace=2.0, poll=None):
             if poll is not None:
                 poll()
             time.sleep(0.05)
-    except BaseException:                     # Ctrl-C: the workers go too
+    except BaseException:                     # Ctrl-C, SIGTERM: the workers go too
         for p in procs:
             if p.poll() is None:
                 p.terminate()
+        # a worker takes SIGTERM as Ctrl-C (tux2.interrupt), which it may act on only after its
+        # first epoch when it came while numba compiled: killed after ``grace`` seconds
+        deadline = time.monotonic() + grace
+        while any(p.poll() is None for p in procs) and time.monotonic() < deadline:
+            time.sleep(0.05)
         for p in procs:
+            if p.poll() is None:
+                p.kill()
             p.wait()
         raise
     return first, codes

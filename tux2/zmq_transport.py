@@ -33,6 +33,7 @@ import hmac
 import json
 import os
 import secrets
+import socket
 import threading
 import time
 
@@ -93,6 +94,17 @@ def options_diff(a, b):
     keys = sorted(set(a) | set(b))
     return ", ".join(f"{k if ' ' in k else '--' + k.replace('_', '-')} {a.get(k)} (rank 0: {b.get(k)})"
                      for k in keys if a.get(k) != b.get(k))
+
+
+def _check_address(address, whose):
+    """Tux2Error unless ``address`` (tcp://HOST:PORT) names a host that resolves: a bad
+    --advertise made its peers' connect fail with a traceback, or wait --timeout."""
+    host, _, port = address[len("tcp://"):].rpartition(":")
+    try:
+        socket.getaddrinfo(host[1:-1] if host.startswith("[") else host, int(port), type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError, ValueError) as e:
+        raise Tux2Error(f"{whose} data address {address} cannot be reached: {e} (--advertise names the host "
+                        "the other workers connect to)") from None
 
 
 class Gatekeeper:
@@ -174,23 +186,35 @@ class ZmqTransport:
         self._keys = None
         self._plain = None
         self._secret = bytes(secret)
-        if curve:
-            self._start_curve(curve)
-        elif self._secret:
-            self._start_plain()
-        self._options = json.dumps(options or {}, sort_keys=True, default=str)
-        self.pull = self._socket(zmq.PULL, server=True, max_bytes=self.max_frame)
-        self._pull_monitor = self._monitor(self.pull)
-        port = self.pull.bind_to_random_port(f"tcp://{bind_host}")
-        self.address = f"tcp://{advertise_host or bind_host}:{port}"
-        self.token = None
-        self.table = self._rendezvous(rendezvous, connect_timeout)
-        self.push = {}
-        for r, addr in enumerate(self.table):
-            if r != self.rank:
-                s = self._socket(zmq.PUSH)
-                s.connect(addr)
-                self.push[r] = s
+        try:
+            if curve:
+                self._start_curve(curve)
+            elif self._secret:
+                self._start_plain()
+            self._options = json.dumps(options or {}, sort_keys=True, default=str)
+            self.pull = self._socket(zmq.PULL, server=True, max_bytes=self.max_frame)
+            self._pull_monitor = self._monitor(self.pull)
+            try:
+                port = self.pull.bind_to_random_port(f"tcp://{bind_host}")
+            except zmq.ZMQError as e:       # an address of another host, a name that is no interface
+                raise Tux2Error(f"cannot bind a data port on {bind_host} (--bind): {e.strerror}; give an "
+                                "address of this host's interfaces (0.0.0.0: all)") from None
+            self.address = f"tcp://{advertise_host or bind_host}:{port}"
+            _check_address(self.address, "this worker's")
+            self.token = None
+            self.table = self._rendezvous(rendezvous, connect_timeout)
+            self.push = {}
+            for r, addr in enumerate(self.table):
+                if r != self.rank:
+                    _check_address(addr, f"rank {r}'s")
+                    s = self._socket(zmq.PUSH)
+                    self.push[r] = s
+                    s.connect(addr)
+        except BaseException:          # a failed rendezvous (or bind): nothing left open behind it
+            if self._auth is not None:
+                self._auth.stop()
+            self.ctx.destroy(linger=0)
+            raise
         now = time.monotonic()
         self.last_seen = {r: now for r in range(world) if r != rank}
         self._stop = threading.Event()
@@ -293,13 +317,14 @@ class ZmqTransport:
         idents = {}
         failed = 0
 
-        def refuse(reason, ident):
+        def refuse(reason, ident=None, error=Tux2Error):
+            """Tell the ranks that arrived (and ``ident``) why the run stops; the error to raise."""
             frames = encode(ABORT, 0, 0, self.world, "abort", [(0, 0, [np.frombuffer(reason.encode(), np.uint8)])],
                             token=hello)
-            for ident in {*idents.values(), ident}:
+            for ident in {*idents.values(), ident} - {None}:
                 sock.send_multipart([ident] + frames)
             time.sleep(0.1)                 # let the refusals leave before LINGER 0 drops them
-            return Tux2Error(reason)
+            return error(reason)
 
         try:
             while len(table) < self.world:
@@ -315,8 +340,9 @@ class ZmqTransport:
                     if self.dropped:
                         keys += (f"; {self.dropped} message(s) dropped, malformed or made with another secret: "
                                  f"a worker with another TUX2_SECRET? ({next(iter(self.drop_reasons))})")
-                    raise PeerLost(f"rendezvous at {address}: rank(s) {missing} never arrived "
-                                   f"within {deadline_s:.0f}s{keys}")
+                    # the ranks that came would otherwise wait out their own deadline and blame rank 0
+                    raise refuse(f"rendezvous at {address}: rank(s) {missing} never arrived at rank 0 "
+                                 f"within {deadline_s:.0f}s{keys}", error=PeerLost)
                 ident, *frames = sock.recv_multipart()
                 try:
                     m = decode(frames, None, token=hello, max_bytes=RENDEZVOUS_MAX)
@@ -452,8 +478,8 @@ class ZmqTransport:
                     # while frames queue (heartbeats from a long compute, or a flood of junk),
                     # silence counts from the start of this wait: a dead peer still shows
                     heard = max(self.last_seen.get(r, 0.0), start) if queued else self.last_seen.get(r, 0.0)
-                    if r != self.rank and r not in got and now - heard > self.timeout:
-                        raise PeerLost(f"lost worker {r}: nothing heard from it for {self.timeout:.0f}s "
+                    if r != self.rank and r not in got and now - heard > self.timeout and not self._heard_after(r):
+                        raise PeerLost(f"lost worker {r}: nothing heard from it for {self.timeout:g}s "
                                        f"(rank {self.rank} waiting at clock {clock} for {tag!r})")
         finally:
             self.wait_seconds += time.perf_counter() - t0
@@ -463,6 +489,20 @@ class ZmqTransport:
         self._done.append(key)
         self._done_set.add(key)
         return got
+
+    def _heard_after(self, r, most=10_000):
+        """Before rank ``r`` counts as lost: take what is queued (at most ``most`` frames,
+        until 0.1 s passes with none). True when ``r`` spoke meanwhile. A worker that was
+        itself stopped (SIGSTOP, a paused VM) finds its peers' messages there, and an
+        ABORT among them, telling it that they gave up on it, is the error it reports
+        (PeerLost from _take). The 0.1 s: resumed, ZeroMQ's I/O thread may not have
+        read every connection's bytes into the queue yet."""
+        before = self.last_seen.get(r)
+        for _ in range(most):
+            if not self.pull.poll(100):
+                break
+            self._take(self.pull.recv_multipart(copy=False))
+        return self.last_seen.get(r) != before
 
     def _take(self, frames):
         """File one received message; drop (and count) anything that is not a

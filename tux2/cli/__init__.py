@@ -120,8 +120,11 @@ def main(argv=None):
                 return _main(sys.argv[1:])
         return _main(list(argv))
     except KeyboardInterrupt:         # Ctrl-C while the program starts (imports, the parser), as later on
-        print("tux2: interrupted", file=sys.stderr)
-        return 130
+        return _stopped()
+    except ImportError:
+        if interrupt.SEEN:            # Ctrl-C inside a C extension's import (numpy's) comes out as an ImportError
+            return _stopped()
+        raise
 
 
 class quick_process:
@@ -191,8 +194,14 @@ def _main(argv):
         print(f"tux2: error: {who}{_user_names(what)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("tux2: interrupted", file=sys.stderr)
-        return 130
+        return _stopped()
+
+
+def _stopped():
+    """Ctrl-C or SIGTERM (tux2.interrupt): one line, the signal's exit status."""
+    code, what = interrupt.stopped()
+    print(f"tux2: {what}", file=sys.stderr)
+    return code
 
 
 # a write that names no file: print() to standard output (tux2's own files name theirs, tux2.files.write_error)

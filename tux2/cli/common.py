@@ -10,6 +10,7 @@ import sys
 from tux2 import partitioning, runner
 from tux2 import interrupt
 from tux2.config import cores
+from tux2.errors import Tux2Error
 from tux2.graph import BipartiteGraph
 from tux2.io import display_name
 from tux2.loaders import DUPLICATES
@@ -211,7 +212,7 @@ def check_outputs(args):
     before any data is read, so a typo never costs a training run."""
     from tux2.files import check_writable
     check_writable(args.out, "--out", directory=True)
-    check_writable(args.metrics, "--metrics", directory=False)
+    check_writable(args.metrics, "--metrics", directory=False, inputs=[vars(args).get(k) for k in INPUT_FILES])
     check_writable(args.trace, "--trace", directory=True)
     if args.checkpoint_every:
         check_writable(checkpoint_dir(args), "the checkpoint directory", directory=True)
@@ -317,7 +318,9 @@ def run(args, cls, load, after=None, **params):
         return 0
     except BaseException as e:
         if transport is not None and not isinstance(e, SystemExit):
-            transport.abort(f"{type(e).__name__}: {e}")
+            # tux2's own errors say what they are (a peer's relayed one read 'PeerLost: worker 0 failed: ...')
+            transport.abort(interrupt.stopped()[1] if isinstance(e, KeyboardInterrupt) else str(e)
+                            if isinstance(e, Tux2Error) else f"{type(e).__name__}: {e}")
         raise
     finally:
         if transport is not None:

@@ -70,6 +70,8 @@ def _balance_hint(name, given):
             "ginger": "lower --option theta",
             "bicut": "use --option favorite=dst (or src) to keep the other side whole, or --strategy random",
             "aweto": "use --option favorite=dst (or src), or --strategy random",
+            "random": "random placement balances a part's edges only on average: with few edges per part, "
+                      "try --strategy hdrf",
             }.get(name, "a power-law graph with few parts may not balance under this strategy; try --strategy "
                         "random or hdrf")
 

@@ -77,8 +77,9 @@ def plot(args):
                  for path, rows in data.items()}
     else:
         xkeys = dict.fromkeys(data, args.x)
-    metrics = args.y or sorted({k for rows in data.values() for r in rows for k, v in r.items()
-                                if k not in _NOT_METRICS and _number(v)})
+    found = sorted({k for rows in data.values() for r in rows for k, v in r.items()
+                    if k not in _NOT_METRICS and _number(v)})
+    metrics = args.y or found
     if not metrics:
         raise Tux2Error("no numeric metrics in the files")
     for path, rows in data.items():
@@ -86,6 +87,13 @@ def plot(args):
             have = [k for k in _X[1:] if any(k in r for r in rows)]
             raise InputError(f"no {xkeys[path]!r} field" + (f" (use --x with one of: {', '.join(have)})" if have
                                                              else ""), path=path)
+    # a panel without a line (a --y name no file has, an x that is never a number) is an error, not an empty plot
+    blank = [m for m in metrics if not any(_number(r.get(xkeys[path])) and _number(r.get(m))
+                                           for path, rows in data.items() for r in rows)]
+    if blank:
+        raise Tux2Error(f"no record has a number for {', '.join(map(repr, blank))} beside a number for "
+                        f"{' or '.join(map(repr, dict.fromkeys(xkeys.values())))}; the files' metrics: "
+                        f"{', '.join(found) or 'none'}")
     cols = min(len(metrics), 3)
     nrows = -(-len(metrics) // cols)
     fig, axes = plt.subplots(nrows, cols, figsize=(4.2 * cols, 3.2 * nrows), squeeze=False)

@@ -74,8 +74,8 @@ FOR_SOME = (("--top-k", "top_k", None, ("mf",)), ("--include-seen", "include_see
 
 def predict(args):
     args.output = None if args.output == "-" else args.output       # -o -: standard output, as tools take it
-    files.check_writable(args.output, "-o", directory=False)        # before any prediction is made
-    files.check_writable(args.metrics, "--metrics", directory=False)
+    files.check_writable(args.output, "-o", directory=False, inputs=[args.input])     # before any prediction
+    files.check_writable(args.metrics, "--metrics", directory=False, inputs=[args.input])
     model = estimators.load(args.model)
     for flag, dest, unset, algorithms in FOR_SOME:
         if getattr(args, dest) != unset and model.algorithm not in algorithms:
