@@ -538,3 +538,13 @@ def test_an_output_that_is_an_input_file_is_refused_before_it_is_overwritten(cap
     rc, _, err = _main(capsys, *[a.format(d=tmp_path) for a in argv])
     _refused(rc, err, f"{output} names the input file", "writing it would overwrite the data")
     assert {n: (tmp_path / n).read_bytes() for n in before} == before
+
+
+@pytest.mark.parametrize("batch, shown", [(None, "batch 1,"), ("1000", "batch 30,"), ("0", "batch 30,"), ("7", "batch 7,")])
+def test_the_header_gives_the_batch_the_run_takes(capsys, files, batch, shown):
+    """The default batch (64, or n/20 for fewer than 1,280 samples) and one larger than
+    the data (a full batch, which the header said was 1000 samples of 30)."""
+    rc, out, err = _main(capsys, "run", "lr", str(files / "s.svm"), "--epochs", "1",
+                         *(["--batch", batch] if batch else []))
+    assert rc == 0, err
+    assert shown in out.splitlines()[1], out

@@ -408,7 +408,7 @@ class GLM(Linear):
                 f"{s.source}",
                 f"  {s.n} samples, {s.graph.n_dst - self.bias} features{' + intercept' if self.bias else ''}, "
                 f"{s.nnz - s.n * self.bias} non-zeros; lambda={s.lam:.6g}{' (1/n)' if self.reg is None else ''}, "
-                f"batch {s.batch or s.n}, eta {s.eta}, P={parts}" + (f", {world} workers" if world > 1 else "")] \
+                f"batch {min(s.batch or s.n, s.n)}, eta {s.eta}, P={parts}" + (f", {world} workers" if world > 1 else "")] \
             + self._label_notes(s)
 
     def _label_notes(self, s):
