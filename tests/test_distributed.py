@@ -101,6 +101,14 @@ def test_killing_a_worker_stops_every_process_with_a_clear_error(ratings_file, s
     assert not any(_alive(k) for k in ranks.values())
 
 
+def _stop_all(procs):
+    """Kill the worker processes still running (a test that failed midway) and reap them."""
+    for p in procs:
+        if p.poll() is None:
+            p.kill()
+            p.communicate()
+
+
 def _reap(p, t):
     """Kill the worker process if it still runs; close this process's transport."""
     if p.poll() is None:
@@ -131,10 +139,7 @@ def test_manual_ranks_started_with_other_options_stop_with_a_clear_error(ratings
         for p in procs:
             errs.append(p.communicate(timeout=120)[1])
     finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.communicate()
+        _stop_all(procs)
     assert [p.returncode for p in procs] == [2, 2], errs
     for err in errs:
         diff = ("--epochs 1 (rank 0: 2)" if case == "epochs" else
@@ -554,10 +559,7 @@ def test_sigterm_to_a_worker_started_by_hand_stops_its_peers_at_once(ratings_fil
         errs = [p.communicate(timeout=50)[1] for p in procs]
         elapsed = time.monotonic() - t0
     finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.communicate()
+        _stop_all(procs)
     assert [p.returncode for p in procs] == [2, 143], errs
     assert elapsed < 25, (elapsed, errs)           # not --timeout 60: told at once (seconds on a busy machine)
     assert errs[1].endswith("tux2: terminated (SIGTERM)\n"), errs
