@@ -309,3 +309,17 @@ def test_setup_arrays_of_numba_memory():
         assert not z.view(np.uint8).any()
         e["x"] = 1.5
         assert (e["x"] == 1.5).all()
+
+
+def test_ids_within_and_as_int32_against_numpy():
+    from tux2.compile import as_int32, ids_within
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        idx = rng.integers(-3, 40, rng.integers(0, 20)).astype(np.int64)
+        lo, hi = int(rng.integers(-2, 5)), int(rng.integers(20, 45))
+        assert ids_within(idx, lo, hi) == bool(np.all((idx >= lo) & (idx < hi)))
+        small, fits = as_int32(idx)
+        assert fits and small.dtype == np.int32 and np.array_equal(small, idx)
+    big = np.array([1, 2 ** 31, 5], np.int64)
+    assert not as_int32(big)[1]
+    assert not as_int32(np.array([-2 ** 31 - 1], np.int64))[1]

@@ -1065,6 +1065,28 @@ def gather_rows(src, rows):
 
 
 @njit(cache=True, nogil=True, boundscheck=False)
+def ids_within(idx, lo, hi):
+    """Whether every id is in [lo, hi) (a message's local indices, checked in one pass)."""
+    for i in range(idx.shape[0]):
+        if idx[i] < lo or idx[i] >= hi:
+            return False
+    return True
+
+
+@njit(cache=True, nogil=True, boundscheck=False)
+def as_int32(idx):
+    """(idx as int32, whether every value fits): one pass."""
+    out = np.empty(idx.shape[0], np.int32)
+    fits = True
+    for i in range(idx.shape[0]):
+        v = idx[i]
+        if v >= 2 ** 31 or v < -2 ** 31:
+            fits = False
+        out[i] = v
+    return out, fits
+
+
+@njit(cache=True, nogil=True, boundscheck=False)
 def scatter_rows(dst, rows, src):
     for i in range(rows.shape[0]):
         r = rows[i]

@@ -26,6 +26,7 @@ from tux2.stages import Apply, Exchange, GlobalSync, MiniBatch
 from tux2.transport import LocalTransport
 
 _EMPTY_IDX = np.zeros(0, np.int64)
+SERIAL_BELOW = 4096     # rows or edges: smaller calls run their partitions in one thread (Engine._each_part)
 
 
 class Engine(ApplyRounds):
@@ -189,10 +190,13 @@ class Engine(ApplyRounds):
                               f"(the number of edges), got {strata!r}")
         return b
 
-    def _each_part(self, fn, parts):
+    def _each_part(self, fn, parts, work=None):
         """``fn(p)`` for each partition (or other item whose work touches disjoint
-        arrays), in the engine's threads (numba kernels release the GIL)."""
-        if self._pool is None or len(parts) < 2:
+        arrays), in the engine's threads (numba kernels release the GIL). ``work``:
+        the call's size in rows or edges, when known; below ``SERIAL_BELOW`` the
+        items run in this thread, since handing a task to another thread and waiting
+        for it costs more (tens of µs, and the GIL) than the task itself."""
+        if self._pool is None or len(parts) < 2 or (work is not None and work < SERIAL_BELOW):
             return [fn(p) for p in parts]
         # the first in this thread: it would only wait otherwise (one hand-over less per call)
         rest = [self._pool.submit(fn, p) for p in parts[1:]]
@@ -587,7 +591,8 @@ class Engine(ApplyRounds):
                     out = kernel(p, los, his, n, perm, p.ctx)
                     mark(p)
                     return out
-            return self._part_times([x for x in self._each_part(run, self.parts) if x is not None])
+            work = sum(int((his[:n] - los[:n]).sum()) for los, his, n, _ in segs)
+            return self._part_times([x for x in self._each_part(run, self.parts, work) if x is not None])
         jobs, scratch = [], []
         for p in self.parts:
             los, his, n, perm = segs[self._slot[p.rank]]

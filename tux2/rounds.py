@@ -26,8 +26,8 @@ import time
 
 import numpy as np
 
-from tux2.compile import (copy_rows, copy_rows_between, gather_rows, group_by_part, mirror_fanout, scatter_rows,
-                          union_positions, view)
+from tux2.compile import (as_int32, copy_rows, copy_rows_between, gather_rows, group_by_part, ids_within,
+                          mirror_fanout, scatter_rows, union_positions, view)
 from tux2.errors import OverlapError, SchemaError
 
 _EMPTY_IDX = np.zeros(0, np.int64)
@@ -53,7 +53,24 @@ def _rows_changed(ne):
 
 def _compact(idx):
     """Local indices as int32 on the wire when they fit (half the id bytes)."""
-    return idx.astype(np.int32) if len(idx) and idx.max() < 2 ** 31 else idx
+    small, fits = as_int32(idx)
+    return small if fits else idx
+
+
+def _groups(starts):
+    """(group, start, end) of each non-empty group of a counting sort's ``starts``."""
+    s = starts.tolist()
+    return [(q, a, b) for q, (a, b) in enumerate(zip(s, s[1:])) if b > a]
+
+
+def _pieces(flat, msgs):
+    """``flat`` cut into one piece per message, as long as the message's id list."""
+    out, a = [], 0
+    for m in msgs:
+        b = a + len(m[0])
+        out.append(flat[a:b])
+        a = b
+    return out
 
 
 class ApplyRounds:
@@ -91,8 +108,9 @@ class ApplyRounds:
             if s.overlap == "error" and self._pairs_only(t):
                 return self._apply_direct(s, t, end)
         out, touched = {}, {}
+        work = sum(p.types[t].n_touched for p in self.parts)
         for rank, masters, msgs, nbytes in self._each_part(
-                lambda p: self._up(p, t, sync_f, acc_f, deltas, exact, end), self.parts):
+                lambda p: self._up(p, t, sync_f, acc_f, deltas, exact, end), self.parts, work):
             touched[rank] = masters
             out.update(msgs)
             self.min_bytes += nbytes
@@ -154,7 +172,7 @@ class ApplyRounds:
                 tl.touched[:len(wait)] = wait
                 tl.stamp[wait] = tl.epoch
                 tl.n_touched = len(wait)
-        self._each_part(run, self.parts)
+        self._each_part(run, self.parts, sum(len(i) for i in idx))
         self.min_bytes += nbytes
         return True
 
@@ -195,8 +213,7 @@ class ApplyRounds:
             where = np.empty(tl.n_master, np.int64)
             where[L] = np.arange(len(L))
             k = where[rows]
-            for q in np.flatnonzero(np.diff(starts)).tolist():
-                a, b = starts[q], starts[q + 1]
+            for q, a, b in _groups(starts):
                 keep = W[k[a:b]] != q
                 add(q, W[k[a:b]][keep], dlid[a:b][keep].astype(np.int64), R[k[a:b]][keep])
         per_part, n = {}, 0
@@ -230,7 +247,8 @@ class ApplyRounds:
         changed takes that one's value."""
         key = ("apply-direct", t, self._index[id(s)])
         out = {}
-        for msgs, nbytes in self._each_part(lambda p: self._direct_out(p, t, end), self.parts):
+        work = sum(p.types[t].n_touched for p in self.parts)
+        for msgs, nbytes in self._each_part(lambda p: self._direct_out(p, t, end), self.parts, work):
             out.update(msgs)
             self.min_bytes += nbytes
         self._comm(self.transport.send, self.clock, key, out)
@@ -238,7 +256,8 @@ class ApplyRounds:
         to = {}
         for (src, dst), msg in inbox.items():
             to.setdefault(dst, []).append(msg)
-        self._each_part(lambda p: self._direct_in(s, p, t, end, to.get(p.rank, ())), self.parts)
+        work = sum(len(m[0]) for m in inbox.values()) + sum(p.types[t].n_touched for p in self.parts)
+        self._each_part(lambda p: self._direct_in(s, p, t, end, to.get(p.rank, ())), self.parts, work)
 
     def _direct_out(self, p, t, end):
         tl = p.types[t]
@@ -279,8 +298,8 @@ class ApplyRounds:
         to = []
         if len(rows):
             order, starts = group_by_part(part, self.P)
-            for q in np.flatnonzero(np.diff(starts)).tolist():
-                seg = order[starts[q]:starts[q + 1]]
+            for q, a, b in _groups(starts):
+                seg = order[a:b]
                 seg = seg[np.argsort(lid[seg], kind="stable")]     # the receiver writes in memory order
                 to.append((q, _compact(lid[seg]), rows[seg]))
         plan = (np.sort(sent), held, to)
@@ -293,7 +312,7 @@ class ApplyRounds:
         tl = p.types[t]
         data, snap = sync_block(tl.data, end), sync_block(tl.snapshot, end)
         for lid, vals in msgs:
-            if len(lid) and (lid.min() < 0 or lid.max() >= tl.n_local):
+            if not ids_within(lid, 0, tl.n_local):
                 raise SchemaError(f"Apply message for partition {p.rank} names a vertex it does not hold")
             if vals.shape != (len(lid), end):
                 raise SchemaError(f"Apply message for partition {p.rank} has records of the wrong size")
@@ -350,8 +369,8 @@ class ApplyRounds:
             return p.rank, masters, out, nbytes
         j = mir - tl.n_master
         order, starts = group_by_part(tl.mirror_master_part[j], self.P)
-        for q in np.flatnonzero(np.diff(starts)).tolist():
-            seg = order[starts[q]:starts[q + 1]]
+        for q, a, b in _groups(starts):
+            seg = order[a:b]
             rows = mir[seg]
             msg = [_compact(tl.mirror_master_lid[j[seg]])]
             if deltas and exact:
@@ -402,7 +421,9 @@ class ApplyRounds:
     def _apply_masters(self, rnd, inbox):
         """Phase 2 on every partition (in the engine's threads), then the values go down."""
         down = {}
-        for msgs, nbytes in self._each_part(lambda p: self._masters(rnd, p, inbox), self.parts):
+        work = sum(len(m[0]) for m in inbox.values()) + sum(
+            len(x) for p in self.parts for x in p.types[rnd["t"]].pending_masters)
+        for msgs, nbytes in self._each_part(lambda p: self._masters(rnd, p, inbox), self.parts, work):
             down.update(msgs)
             self.min_bytes += nbytes
         self._comm(self.transport.send, rnd["clock"], rnd["down"], down)
@@ -421,7 +442,7 @@ class ApplyRounds:
         srcs = [src for (src, dst) in inbox if dst == p.rank]
         msgs = [inbox[(src, p.rank)] for src in srcs]
         idx_in = np.concatenate([m[0] for m in msgs]) if msgs else _EMPTY_IDX
-        if len(idx_in) and (idx_in.min() < 0 or idx_in.max() >= tl.n_master):
+        if not ids_within(idx_in, 0, tl.n_master):
             raise SchemaError(f"Apply message for partition {p.rank} names a vertex that is not a master there")
         if len(own) == 0 and len(idx_in) == 0:
             return down, nbytes
@@ -431,7 +452,7 @@ class ApplyRounds:
         M, pos_in, cnt = union_positions(tl.n_master, own, idx_in, *tl.scratch)
         if msgs:
             # each message names a master at most once: plain fancy-index adds, message by message
-            pos = np.split(pos_in, np.cumsum([len(m[0]) for m in msgs])[:-1])
+            pos = _pieces(pos_in, msgs)
             if deltas:
                 self._combine_sync(rnd, p, tl, M, pos, msgs, cnt)
             off = 1 + ((1 if rnd["exact"] else len(sync_f)) if deltas else 0)
@@ -459,8 +480,8 @@ class ApplyRounds:
                     came = self._came[(p.rank, t)] = np.full(tl.n_master, -1, np.int32)
                 for src, q in zip(srcs, pos):
                     came[M[q[cnt[q] == 1]]] = src
-            for q in np.flatnonzero(np.diff(starts)).tolist():
-                r, d = rows[starts[q]:starts[q + 1]], dlid[starts[q]:starts[q + 1]]
+            for q, a, b in _groups(starts):
+                r, d = rows[a:b], dlid[a:b]
                 if came is not None:
                     keep = came[r] != q
                     r, d = r[keep], d[keep]
@@ -535,14 +556,15 @@ class ApplyRounds:
     def _apply_mirrors(self, rnd, inbox):
         """Phase 3: mirrors take their masters' values, keeping local changes not yet
         sent up (each mirror is in one message, so messages run in the engine's threads)."""
-        self._each_part(lambda item: self._mirrors(rnd, *item), list(inbox.items()))
+        self._each_part(lambda item: self._mirrors(rnd, *item), list(inbox.items()),
+                        sum(len(m[0]) for m in inbox.values()))
 
     def _mirrors(self, rnd, key, msg):
         t, sync_f = rnd["t"], rnd["sync"]
         dst = key[1]
         tl = self._part[dst].types[t]
         lid = msg[0]
-        if len(lid) and (lid.min() < tl.n_master or lid.max() >= tl.n_local):
+        if not ids_within(lid, tl.n_master, tl.n_local):
             raise SchemaError(f"Apply message for partition {dst} names a vertex that is not a mirror there")
         end = rnd["end"]
         if msg[1].shape != (len(lid), end):
