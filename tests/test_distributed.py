@@ -568,6 +568,80 @@ def test_sigterm_to_a_worker_started_by_hand_stops_its_peers_at_once(ratings_fil
 
 
 @pytest.mark.slow
+def test_sigkill_to_a_worker_started_by_hand_stops_its_peers_in_seconds_not_timeout(ratings_file):
+    """kill -9 (or the OOM killer) on one of three workers started by hand: it cannot say
+    so, and its peers waited --timeout (here 120 s) of heartbeat silence. The kernel closes
+    a dead process's connections: its peers see theirs to it close and not come back."""
+    rv = f"tcp://127.0.0.1:{free_port()}"
+    procs = [subprocess.Popen([sys.executable, "-m", "tux2.cli", "run", "mf", ratings_file, "--rank", str(r),
+                               "--world", "3", "--rendezvous", rv, "--timeout", "120", "--k", "4",
+                               "--epochs", "100000", "--mode", "minibatch", "--batch-size", "500", "--lr", "0.001"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for r in range(3)]
+    try:
+        line = procs[0].stdout.readline()               # training has started
+        while line and not line.startswith("epoch"):
+            line = procs[0].stdout.readline()
+        assert line.startswith("epoch"), procs[0].stderr.read()
+        t0 = time.monotonic()
+        procs[1].kill()
+        errs = [p.communicate(timeout=90)[1] for p in procs]
+        elapsed = time.monotonic() - t0
+    finally:
+        _stop_all(procs)
+    assert [p.returncode for p in procs] == [2, -signal.SIGKILL, 2], errs
+    assert elapsed < 60, (elapsed, errs)           # not --timeout 120 (about 1.5 s here)
+    # whichever of ranks 0 and 2 notices first tells the other
+    assert "lost worker 1: its connection closed and did not come back" in errs[0] + errs[2], errs
+    assert "(the process died or was killed)" in errs[0] and "(the process died or was killed)" in errs[2], errs
+    assert "Traceback" not in errs[0] + errs[2], errs
+
+
+def test_a_closing_worker_keeps_its_data_port_open_until_its_last_message_has_left():
+    """A peer takes a closed data port for a dead worker (after LINK_GRACE). A worker that
+    closes normally must therefore close it only once its queued messages have left: rank 0
+    stopped (SIGSTOP) cannot take rank 1's last 64 MB, and rank 1's port stays open while
+    they wait; rank 0, resumed, gets them."""
+    import socket
+    from tux2.zmq_transport import ZmqTransport
+    rv = f"tcp://127.0.0.1:{free_port()}"
+    code = ("import sys\n"
+            "from tux2.zmq_transport import ZmqTransport\n"
+            "t = ZmqTransport(0, 2, sys.argv[1], parts=2, timeout=30)\n"
+            "t.send(0, 'last', {})\n"
+            "print('ready', flush=True)\n"
+            "sys.stdin.readline()\n"
+            "print(t.collect(0, 'last')[(1, 0)][0][-1], flush=True)\n"
+            "t.close()\n")
+    p = subprocess.Popen([sys.executable, "-c", code, rv], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    t = closing = None
+    try:
+        t = ZmqTransport(1, 2, rv, parts=2, timeout=30)
+        assert p.stdout.readline() == "ready\n", p.stderr.read()
+        os.kill(p.pid, signal.SIGSTOP)
+        t.send(0, "last", {(1, 0): [np.arange(8_000_000, dtype=np.float64)]})
+        closing = threading.Thread(target=t.close)
+        closing.start()
+        time.sleep(0.5)
+        assert closing.is_alive()                   # lingering: the message has not left
+        host, port = t.address[len("tcp://"):].rsplit(":", 1)
+        with socket.create_connection((host, int(port)), timeout=5):
+            pass                                    # refused when the port closed first
+        os.kill(p.pid, signal.SIGCONT)
+        p.stdin.write("go\n")
+        p.stdin.flush()
+        out, err = p.communicate(timeout=60)
+        closing.join(60)
+    finally:
+        if p.poll() is None:
+            os.kill(p.pid, signal.SIGCONT)
+        _reap(p, None)
+        if closing is None and t is not None:
+            t.close()
+    assert p.returncode == 0 and out == "7999999.0\n", (out, err)
+
+
+@pytest.mark.slow
 def test_a_worker_that_was_stopped_reports_that_its_peers_gave_up_on_it():
     """Rank 1 of 3 is stopped (SIGSTOP, a paused VM) in a wait longer than --timeout;
     rank 0 gives up on it and sends ABORT. Resumed, rank 1 took one queued message and
