@@ -118,18 +118,24 @@ def _reap(p, t):
         t.close()
 
 
-@pytest.mark.parametrize("case", ["epochs", "input"])
+@pytest.mark.parametrize("case", ["epochs", "input", "content"])
 def test_manual_ranks_started_with_other_options_stop_with_a_clear_error(ratings_file, tmp_path, case):
     """Rank 1 with --epochs 1 against rank 0's 2: before, rank 1 trained one epoch and
     exited 0 and rank 0 ended with 'lost worker 1'. Now both refuse at the rendezvous.
     Input paths may differ between hosts, but not the data: rank 1 given another file
-    used to train, exit 0, on a mix of both files' byte ranges."""
+    used to train, exit 0, on a mix of both files' byte ranges; so did a copy of the same
+    size (here one rating edited in rank 1's half), when the sizes alone were compared."""
+    import zlib
     rv = f"tcp://127.0.0.1:{free_port()}"
     other = tmp_path / "other.txt"
-    other.write_text("".join(open(ratings_file).readlines()[:100]))
+    lines = open(ratings_file).readlines()
+    last = lines[-1].rstrip("\n")
+    edited = lines[:-1] + [last[:-1] + ("1" if last[-1] != "1" else "2") + "\n"]
+    other.write_text("".join(lines[:100] if case == "input" else edited))
     size = os.path.getsize(ratings_file)
     inputs, epochs = (((ratings_file, ratings_file), (2, 1)) if case == "epochs" else
                       ((ratings_file, str(other)), (2, 2)))
+    crc = [f"{zlib.crc32(open(f, 'rb').read()):08x}" for f in (ratings_file, other)]
     procs = [subprocess.Popen([sys.executable, "-m", "tux2.cli", "run", "mf", inputs[r], "--rank", str(r),
                                "--world", "2", "--rendezvous", rv, "--timeout", "20", "--k", "4", "--quiet",
                                "--epochs", str(epochs[r])], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -142,8 +148,9 @@ def test_manual_ranks_started_with_other_options_stop_with_a_clear_error(ratings
         _stop_all(procs)
     assert [p.returncode for p in procs] == [2, 2], errs
     for err in errs:
-        diff = ("--epochs 1 (rank 0: 2)" if case == "epochs" else
-                f"size of the input in bytes {os.path.getsize(other)} (rank 0: {size})")
+        diff = {"epochs": "--epochs 1 (rank 0: 2)", "content": f"CRC-32 of the input {crc[1]} (rank 0: {crc[0]})",
+                "input": f"CRC-32 of the input {crc[1]} (rank 0: {crc[0]}), size of the input in bytes "
+                         f"{os.path.getsize(other)} (rank 0: {size})"}[case]
         assert f"rank 1 was started with other options than rank 0: {diff}" in err, errs
         assert "Traceback" not in err, err
 
