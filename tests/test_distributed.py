@@ -734,6 +734,41 @@ def test_a_lost_worker_is_named_with_the_timeout_as_given():
             t.close()
 
 
+def test_a_connection_that_drops_and_comes_back_is_not_a_lost_worker():
+    """A closed connection to a peer's data port means a dead peer only if ZeroMQ cannot
+    open it again: rank 1, alive, drops rank 0's connection (here for a frame over its
+    --max-frame-mb; a reset link does the same) and rank 0 reconnects at once. Rank 0,
+    waiting longer than LINK_GRACE for rank 1's next message, takes it when it comes."""
+    from tux2.zmq_transport import LINK_GRACE, ZmqTransport
+    rv = f"tcp://127.0.0.1:{free_port()}"
+    ts = {}
+    th = threading.Thread(target=lambda: ts.setdefault(1, ZmqTransport(1, 2, rv, parts=2, max_frame=1 << 16)))
+    th.start()
+    late = None
+    try:
+        ts[0] = ZmqTransport(0, 2, rv, parts=2)
+        th.join(30)
+        ts[0].send(0, "x", {(0, 1): [np.arange(3.0)]})
+        ts[0].push[1].send(b"j" * (1 << 20))        # over rank 1's limit: it drops the connection
+        ts[1].send(0, "x", {})
+        assert ts[1].collect(0, "x")[(0, 1)][0].tolist() == [0.0, 1.0, 2.0]
+        ts[0].collect(0, "x")
+
+        def answer_late():
+            time.sleep(3 * LINK_GRACE)
+            ts[1].send(0, "y", {(1, 0): [np.arange(2.0)]})
+        late = threading.Thread(target=answer_late)
+        late.start()
+        ts[0].send(0, "y", {})
+        assert ts[0].collect(0, "y")[(1, 0)][0].tolist() == [0.0, 1.0]
+    finally:
+        th.join(30)
+        if late is not None:
+            late.join(30)
+        for t in ts.values():
+            t.close()
+
+
 def test_bind_to_an_address_of_another_host_is_an_error_not_a_traceback():
     """--bind 10.9.9.9 (not this host's) ended in zmq.error.ZMQError's traceback."""
     from tux2.zmq_transport import ZmqTransport
