@@ -599,7 +599,7 @@ def test_sigkill_to_a_worker_started_by_hand_stops_its_peers_in_seconds_not_time
     assert elapsed < 60, (elapsed, errs)           # not --timeout 120 (about 1.5 s here)
     # whichever of ranks 0 and 2 notices first tells the other
     assert "lost worker 1: its connection closed and did not come back" in errs[0] + errs[2], errs
-    assert "(the process died or was killed)" in errs[0] and "(the process died or was killed)" in errs[2], errs
+    assert "(its process ended or was killed)" in errs[0] and "(its process ended or was killed)" in errs[2], errs
     assert "Traceback" not in errs[0] + errs[2], errs
 
 

@@ -495,7 +495,7 @@ class ZmqTransport:
                         why = f"nothing heard from it for {self.timeout:g}s"
                     elif now - self.down_since.get(r, now) > LINK_GRACE:
                         why = (f"its connection closed and did not come back within {LINK_GRACE:g}s "
-                               "(the process died or was killed)")
+                               "(its process ended or was killed)")
                     else:
                         continue
                     if not self._heard_after(r):
