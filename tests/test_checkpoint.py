@@ -130,6 +130,35 @@ def test_a_crash_while_writing_keeps_the_previous_checkpoint(tmp_path, monkeypat
     np.testing.assert_array_equal(fresh.vertex_data("user"), eng.vertex_data("user"))
 
 
+def test_a_run_killed_while_writing_leaves_nothing_in_the_next_runs_checkpoint(tmp_path):
+    """A run of two workers killed (SIGKILL: no cleanup) while writing its checkpoint of
+    iteration 3 left ckpt-00000003.partial with its ranks' files and a torn temporary one.
+    The resume ignores it; a later one-process run saving iteration 3 wrote into that
+    directory, and the dead run's part-1.npz and temporary file became part of its
+    checkpoint (unlisted in its manifest)."""
+    eng = _engine()
+    eng.run(2)
+    checkpoint.save(tmp_path, eng, {"run": 1})
+    stale = tmp_path / "ckpt-00000003.partial"
+    stale.mkdir()
+    other = _engine(seed=1)
+    other.run(3)
+    np.savez(stale / "part-0.npz", **other.state()[0])
+    np.savez(stale / "part-1.npz", **other.state()[0])
+    (stale / "part-0.npz.tmp-dead").write_bytes(b"PK\x03\x04 half a zip")
+    fresh = _engine()
+    checkpoint.load(tmp_path, fresh, {"run": 1})          # LATEST: iteration 2, the leftover unread
+    assert fresh.iteration == 2
+    fresh.run(1)
+    checkpoint.save(tmp_path, fresh, {"run": 1})
+    assert sorted(os.listdir(tmp_path / "ckpt-00000003")) == ["manifest.json", "part-0.npz", "state.json"]
+    assert sorted(os.listdir(tmp_path)) == ["LATEST", "ckpt-00000003"]
+    again = _engine()
+    checkpoint.load(tmp_path, again, {"run": 1})
+    eng.run(1)
+    np.testing.assert_array_equal(again.vertex_data("user"), eng.vertex_data("user"))
+
+
 def test_restore_refuses_another_layout(tmp_path):
     eng = _engine()
     eng.run(1)

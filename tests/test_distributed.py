@@ -118,18 +118,24 @@ def _reap(p, t):
         t.close()
 
 
-@pytest.mark.parametrize("case", ["epochs", "input"])
+@pytest.mark.parametrize("case", ["epochs", "input", "content"])
 def test_manual_ranks_started_with_other_options_stop_with_a_clear_error(ratings_file, tmp_path, case):
     """Rank 1 with --epochs 1 against rank 0's 2: before, rank 1 trained one epoch and
     exited 0 and rank 0 ended with 'lost worker 1'. Now both refuse at the rendezvous.
     Input paths may differ between hosts, but not the data: rank 1 given another file
-    used to train, exit 0, on a mix of both files' byte ranges."""
+    used to train, exit 0, on a mix of both files' byte ranges; so did a copy of the same
+    size (here one rating edited in rank 1's half), when the sizes alone were compared."""
+    import zlib
     rv = f"tcp://127.0.0.1:{free_port()}"
     other = tmp_path / "other.txt"
-    other.write_text("".join(open(ratings_file).readlines()[:100]))
+    lines = open(ratings_file).readlines()
+    last = lines[-1].rstrip("\n")
+    edited = lines[:-1] + [last[:-1] + ("1" if last[-1] != "1" else "2") + "\n"]
+    other.write_text("".join(lines[:100] if case == "input" else edited))
     size = os.path.getsize(ratings_file)
     inputs, epochs = (((ratings_file, ratings_file), (2, 1)) if case == "epochs" else
                       ((ratings_file, str(other)), (2, 2)))
+    crc = [f"{zlib.crc32(open(f, 'rb').read()):08x}" for f in (ratings_file, other)]
     procs = [subprocess.Popen([sys.executable, "-m", "tux2.cli", "run", "mf", inputs[r], "--rank", str(r),
                                "--world", "2", "--rendezvous", rv, "--timeout", "20", "--k", "4", "--quiet",
                                "--epochs", str(epochs[r])], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -142,8 +148,9 @@ def test_manual_ranks_started_with_other_options_stop_with_a_clear_error(ratings
         _stop_all(procs)
     assert [p.returncode for p in procs] == [2, 2], errs
     for err in errs:
-        diff = ("--epochs 1 (rank 0: 2)" if case == "epochs" else
-                f"size of the input in bytes {os.path.getsize(other)} (rank 0: {size})")
+        diff = {"epochs": "--epochs 1 (rank 0: 2)", "content": f"CRC-32 of the input {crc[1]} (rank 0: {crc[0]})",
+                "input": f"CRC-32 of the input {crc[1]} (rank 0: {crc[0]}), size of the input in bytes "
+                         f"{os.path.getsize(other)} (rank 0: {size})"}[case]
         assert f"rank 1 was started with other options than rank 0: {diff}" in err, errs
         assert "Traceback" not in err, err
 
@@ -568,6 +575,80 @@ def test_sigterm_to_a_worker_started_by_hand_stops_its_peers_at_once(ratings_fil
 
 
 @pytest.mark.slow
+def test_sigkill_to_a_worker_started_by_hand_stops_its_peers_in_seconds_not_timeout(ratings_file):
+    """kill -9 (or the OOM killer) on one of three workers started by hand: it cannot say
+    so, and its peers waited --timeout (here 120 s) of heartbeat silence. The kernel closes
+    a dead process's connections: its peers see theirs to it close and not come back."""
+    rv = f"tcp://127.0.0.1:{free_port()}"
+    procs = [subprocess.Popen([sys.executable, "-m", "tux2.cli", "run", "mf", ratings_file, "--rank", str(r),
+                               "--world", "3", "--rendezvous", rv, "--timeout", "120", "--k", "4",
+                               "--epochs", "100000", "--mode", "minibatch", "--batch-size", "500", "--lr", "0.001"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for r in range(3)]
+    try:
+        line = procs[0].stdout.readline()               # training has started
+        while line and not line.startswith("epoch"):
+            line = procs[0].stdout.readline()
+        assert line.startswith("epoch"), procs[0].stderr.read()
+        t0 = time.monotonic()
+        procs[1].kill()
+        errs = [p.communicate(timeout=90)[1] for p in procs]
+        elapsed = time.monotonic() - t0
+    finally:
+        _stop_all(procs)
+    assert [p.returncode for p in procs] == [2, -signal.SIGKILL, 2], errs
+    assert elapsed < 60, (elapsed, errs)           # not --timeout 120 (about 1.5 s here)
+    # whichever of ranks 0 and 2 notices first tells the other
+    assert "lost worker 1: its connection closed and did not come back" in errs[0] + errs[2], errs
+    assert "(its process ended or was killed)" in errs[0] and "(its process ended or was killed)" in errs[2], errs
+    assert "Traceback" not in errs[0] + errs[2], errs
+
+
+def test_a_closing_worker_keeps_its_data_port_open_until_its_last_message_has_left():
+    """A peer takes a closed data port for a dead worker (after LINK_GRACE). A worker that
+    closes normally must therefore close it only once its queued messages have left: rank 0
+    stopped (SIGSTOP) cannot take rank 1's last 64 MB, and rank 1's port stays open while
+    they wait; rank 0, resumed, gets them."""
+    import socket
+    from tux2.zmq_transport import ZmqTransport
+    rv = f"tcp://127.0.0.1:{free_port()}"
+    code = ("import sys\n"
+            "from tux2.zmq_transport import ZmqTransport\n"
+            "t = ZmqTransport(0, 2, sys.argv[1], parts=2, timeout=30)\n"
+            "t.send(0, 'last', {})\n"
+            "print('ready', flush=True)\n"
+            "sys.stdin.readline()\n"
+            "print(t.collect(0, 'last')[(1, 0)][0][-1], flush=True)\n"
+            "t.close()\n")
+    p = subprocess.Popen([sys.executable, "-c", code, rv], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    t = closing = None
+    try:
+        t = ZmqTransport(1, 2, rv, parts=2, timeout=30)
+        assert p.stdout.readline() == "ready\n", p.stderr.read()
+        os.kill(p.pid, signal.SIGSTOP)
+        t.send(0, "last", {(1, 0): [np.arange(8_000_000, dtype=np.float64)]})
+        closing = threading.Thread(target=t.close)
+        closing.start()
+        time.sleep(0.5)
+        assert closing.is_alive()                   # lingering: the message has not left
+        host, port = t.address[len("tcp://"):].rsplit(":", 1)
+        with socket.create_connection((host, int(port)), timeout=5):
+            pass                                    # refused when the port closed first
+        os.kill(p.pid, signal.SIGCONT)
+        p.stdin.write("go\n")
+        p.stdin.flush()
+        out, err = p.communicate(timeout=60)
+        closing.join(60)
+    finally:
+        if p.poll() is None:
+            os.kill(p.pid, signal.SIGCONT)
+        _reap(p, None)
+        if closing is None and t is not None:
+            t.close()
+    assert p.returncode == 0 and out == "7999999.0\n", (out, err)
+
+
+@pytest.mark.slow
 def test_a_worker_that_was_stopped_reports_that_its_peers_gave_up_on_it():
     """Rank 1 of 3 is stopped (SIGSTOP, a paused VM) in a wait longer than --timeout;
     rank 0 gives up on it and sends ABORT. Resumed, rank 1 took one queued message and
@@ -649,6 +730,41 @@ def test_a_lost_worker_is_named_with_the_timeout_as_given():
             ts[0].alltoall(0, "x", {})
     finally:
         th.join(30)
+        for t in ts.values():
+            t.close()
+
+
+def test_a_connection_that_drops_and_comes_back_is_not_a_lost_worker():
+    """A closed connection to a peer's data port means a dead peer only if ZeroMQ cannot
+    open it again: rank 1, alive, drops rank 0's connection (here for a frame over its
+    --max-frame-mb; a reset link does the same) and rank 0 reconnects at once. Rank 0,
+    waiting longer than LINK_GRACE for rank 1's next message, takes it when it comes."""
+    from tux2.zmq_transport import LINK_GRACE, ZmqTransport
+    rv = f"tcp://127.0.0.1:{free_port()}"
+    ts = {}
+    th = threading.Thread(target=lambda: ts.setdefault(1, ZmqTransport(1, 2, rv, parts=2, max_frame=1 << 16)))
+    th.start()
+    late = None
+    try:
+        ts[0] = ZmqTransport(0, 2, rv, parts=2)
+        th.join(30)
+        ts[0].send(0, "x", {(0, 1): [np.arange(3.0)]})
+        ts[0].push[1].send(b"j" * (1 << 20))        # over rank 1's limit: it drops the connection
+        ts[1].send(0, "x", {})
+        assert ts[1].collect(0, "x")[(0, 1)][0].tolist() == [0.0, 1.0, 2.0]
+        ts[0].collect(0, "x")
+
+        def answer_late():
+            time.sleep(3 * LINK_GRACE)
+            ts[1].send(0, "y", {(1, 0): [np.arange(2.0)]})
+        late = threading.Thread(target=answer_late)
+        late.start()
+        ts[0].send(0, "y", {})
+        assert ts[0].collect(0, "y")[(1, 0)][0].tolist() == [0.0, 1.0]
+    finally:
+        th.join(30)
+        if late is not None:
+            late.join(30)
         for t in ts.values():
             t.close()
 

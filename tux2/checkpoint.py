@@ -11,8 +11,10 @@ Layout of a checkpoint directory::
 
 A checkpoint directory is complete once it has its final name, and it gets that name
 only after every worker's file and ``state.json`` are on disk (fsync'd); ``LATEST``
-moves to it after that, and only then are older checkpoints removed. With several
-workers DIR must be shared by them (one machine, or a shared file system).
+moves to it after that, and only then are older checkpoints removed, with what a run
+killed mid-write left (a ``.partial`` directory, never read; its files never enter a
+later run's checkpoint of the same iteration). With several workers DIR must be shared
+by them (one machine, or a shared file system).
 Nothing here is unpickled: the arrays are plain and structured numpy arrays.
 
 Each checkpoint carries a ``manifest.json`` (``tux2.files``) with the size and
@@ -83,6 +85,9 @@ def save(directory, eng, params, transport=None, inputs=None):
     name = f"{_PREFIX}{eng.iteration:08d}"
     final = os.path.join(directory, name)
     work = final + ".partial"
+    if rank == 0:           # a run killed while writing this checkpoint left files here: none may come along
+        shutil.rmtree(work, ignore_errors=True)
+    barrier(transport, f"ckpt-open-{eng.iteration}")
     os.makedirs(work, exist_ok=True)
     files.write_atomic(os.path.join(work, f"part-{rank}.npz"), lambda f: np.savez(f, **arrays))
     barrier(transport, f"ckpt-written-{eng.iteration}")

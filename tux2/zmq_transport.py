@@ -10,10 +10,15 @@
 * Liveness: a heartbeat thread (own sockets) pings every peer; a receive
   gives up when a peer it waits for has been silent for ``timeout`` seconds
   and raises :class:`PeerLost` naming the rank. A worker that fails sends
-  ABORT with its reason, so the others stop at once. A worker that closes
-  normally first lets its queued messages leave (at most ``timeout`` seconds: a
-  rank's last message, e.g. its piece of a gather, must not die with it); after
-  an ABORT sockets close with LINGER 0.
+  ABORT with its reason, so the others stop at once. A worker that dies without
+  a word (SIGKILL, the OOM killer) has its connections closed by the kernel: a
+  receive waiting for it gives up once the connection to its data port has been
+  down for ``LINK_GRACE`` seconds (ZeroMQ reconnects at once to a peer that is
+  still there); a hung peer or a cut network closes nothing and is found by the
+  heartbeat. A worker that closes normally first lets its queued messages leave (at
+  most ``timeout`` seconds: a rank's last message, e.g. its piece of a gather, must
+  not die with it) and closes its data port only then, so that a peer waiting for
+  that message does not take it for dead; after an ABORT sockets close with LINGER 0.
 * Stray traffic: every message carries the run's random token (tux2.wire), which
   rank 0 makes and hands out with the table; the HELLO that asks for the table
   carries a token derived from the run's secret (the launcher's, ``TUX2_SECRET``,
@@ -48,6 +53,7 @@ from tux2.wire import ABORT, DATA, HEARTBEAT, HELLO, TABLE, TOKEN_BYTES, WireErr
 ZERO_COPY_MIN = 64 * 1024
 MAX_FRAME = 2 << 30             # default for the largest array one message may carry (a model gather)
 RENDEZVOUS_MAX = 1 << 20        # a HELLO or TABLE: addresses and options, never this large
+LINK_GRACE = 1.0                # seconds a peer's data port may stay unreachable after a disconnect
 # a CURVE peer with another key: the server cannot decrypt (PROTOCOL) or ZAP refuses it (AUTH); the
 # client only sees the server hang up mid-handshake (NO_DETAIL)
 _HANDSHAKE_FAILED = (zmq.EVENT_HANDSHAKE_FAILED_AUTH | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL
@@ -181,7 +187,8 @@ class ZmqTransport:
         self._done_set = set()
         self._closed = False
         self._aborted = False
-        self.ctx = zmq.Context()
+        self.ctx = zmq.Context()        # the data port, ZAP and the rendezvous
+        self._out = zmq.Context()       # the sockets to the peers: closed (and drained) first
         self._auth = None
         self._keys = None
         self._plain = None
@@ -203,16 +210,19 @@ class ZmqTransport:
             _check_address(self.address, "this worker's")
             self.token = None
             self.table = self._rendezvous(rendezvous, connect_timeout)
-            self.push = {}
+            self.push, self._links = {}, {}
+            self.down_since = {}            # rank: when its data port was lost, while it is
             for r, addr in enumerate(self.table):
                 if r != self.rank:
                     _check_address(addr, f"rank {r}'s")
-                    s = self._socket(zmq.PUSH)
+                    s = self._socket(zmq.PUSH, ctx=self._out)
                     self.push[r] = s
+                    self._links[r] = s.get_monitor_socket(zmq.EVENT_DISCONNECTED | zmq.EVENT_HANDSHAKE_SUCCEEDED)
                     s.connect(addr)
         except BaseException:          # a failed rendezvous (or bind): nothing left open behind it
             if self._auth is not None:
                 self._auth.stop()
+            self._out.destroy(linger=0)
             self.ctx.destroy(linger=0)
             raise
         now = time.monotonic()
@@ -223,8 +233,8 @@ class ZmqTransport:
         self._hb.start()
 
     # ----------------------------------------------------------------- setup
-    def _socket(self, kind, server=False, max_bytes=None):
-        s = self.ctx.socket(kind)
+    def _socket(self, kind, server=False, max_bytes=None, ctx=None):
+        s = (ctx or self.ctx).socket(kind)
         s.setsockopt(zmq.LINGER, 0)
         if max_bytes is not None:       # a peer sending a larger frame is disconnected before it is buffered
             s.setsockopt(zmq.MAXMSGSIZE, max_bytes + 4096)
@@ -432,7 +442,7 @@ class ZmqTransport:
         try:
             for r, addr in enumerate(self.table):
                 if r != self.rank:
-                    s = self._socket(zmq.PUSH)
+                    s = self._socket(zmq.PUSH, ctx=self._out)
                     s.setsockopt(zmq.SNDHWM, 4)
                     s.connect(addr)
                     socks[r] = s
@@ -473,14 +483,24 @@ class ZmqTransport:
                     self._take(self.pull.recv_multipart(copy=False))
                     queued = self.pull.poll(0)
                 self.refused += self._handshake_failures(self._pull_monitor)
+                self._watch_links()
                 now = time.monotonic()
                 for r in range(self.world):
+                    if r == self.rank or r in got:
+                        continue
                     # while frames queue (heartbeats from a long compute, or a flood of junk),
                     # silence counts from the start of this wait: a dead peer still shows
                     heard = max(self.last_seen.get(r, 0.0), start) if queued else self.last_seen.get(r, 0.0)
-                    if r != self.rank and r not in got and now - heard > self.timeout and not self._heard_after(r):
-                        raise PeerLost(f"lost worker {r}: nothing heard from it for {self.timeout:g}s "
-                                       f"(rank {self.rank} waiting at clock {clock} for {tag!r})")
+                    if now - heard > self.timeout:
+                        why = f"nothing heard from it for {self.timeout:g}s"
+                    elif now - self.down_since.get(r, now) > LINK_GRACE:
+                        why = (f"its connection closed and did not come back within {LINK_GRACE:g}s "
+                               "(its process ended or was killed)")
+                    else:
+                        continue
+                    if not self._heard_after(r):
+                        raise PeerLost(f"lost worker {r}: {why} (rank {self.rank} waiting at clock {clock} "
+                                       f"for {tag!r})")
         finally:
             self.wait_seconds += time.perf_counter() - t0
         del self._pending[key]
@@ -489,6 +509,17 @@ class ZmqTransport:
         self._done.append(key)
         self._done_set.add(key)
         return got
+
+    def _watch_links(self):
+        """Note when the connection to a peer's data port goes down (``down_since``) and
+        comes back (a new handshake)."""
+        for r, mon in self._links.items():
+            while mon.poll(0):
+                event = recv_monitor_message(mon)["event"]
+                if event == zmq.EVENT_DISCONNECTED:
+                    self.down_since.setdefault(r, time.monotonic())
+                elif event == zmq.EVENT_HANDSHAKE_SUCCEEDED:
+                    self.down_since.pop(r, None)
 
     def _heard_after(self, r, most=10_000):
         """Before rank ``r`` counts as lost: take what is queued (at most ``most`` frames,
@@ -614,10 +645,15 @@ class ZmqTransport:
         self._closed = True
         self._stop.set()
         self._hb.join(timeout=5)
-        for s in self.push.values():
-            if not self._aborted:           # deliver what is queued (ctx.term waits for it, bounded)
+        for r, s in self.push.items():
+            if not self._aborted:           # deliver what is queued (term waits for it, bounded)
                 s.setsockopt(zmq.LINGER, int(1000 * self.timeout))
+            s.disable_monitor()
+            self._links[r].close()
             s.close()
+        # the data port closes only once the messages have left: a peer sees it close when this
+        # worker is done or dead, never while its last message is still on the way
+        self._out.term()
         self.refused += self._handshake_failures(self._pull_monitor)
         if self._pull_monitor is not None:
             self.pull.disable_monitor()

@@ -8,7 +8,7 @@ import os
 import sys
 
 from tux2 import partitioning, runner
-from tux2 import interrupt
+from tux2 import files, interrupt
 from tux2.config import cores
 from tux2.errors import Tux2Error
 from tux2.graph import BipartiteGraph
@@ -266,10 +266,11 @@ def open_transport(args, tiled):
     rank, world, rendezvous = w
     parts = runner.partitions(args.partitions, world, args.threads, tiled)
     options = {k: v for k, v in vars(args).items() if k not in _PER_WORKER}
-    # paths are per host, but the data is one: rank 1 reading another file trained on a mix of both
-    # (each reads its byte range of its file). Not --test or --vocab: rank 0 alone may be given those
+    # paths are per host, but the data is one: rank 1 reading another file (or another copy, edited) trained
+    # on a mix of both (each reads its byte range of its file). Not --test or --vocab: rank 0 alone may be given those
     if vars(args).get("input") and os.path.isfile(args.input):
         options["size of the input in bytes"] = os.path.getsize(args.input)
+        options["CRC-32 of the input"] = f"{files.crc32(args.input):08x}"
     return connect(rank, world, rendezvous, parts, timeout=args.timeout, bind=args.bind, advertise=args.advertise,
                    curve=args.curve, options=options, max_frame_mb=args.max_frame_mb), rank, world
 
