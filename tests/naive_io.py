@@ -69,7 +69,7 @@ def edge_list(data):
                 toks = [t for t in sep.split(line) if t]
                 if not toks or toks[0][:1] in (b"#", b"%"):
                     continue
-        rows.append((no, toks, line))
+        rows.append((no, toks, line, sep))
     after = 0                            # the header's line: the data (and comments) come after it
     if rows and not any(_is_number(t) for t in rows[0][1]) and (
             len(rows[0][1]) >= 2 if len(rows) == 1 else any(_is_number(t) for t in rows[1][1][:len(rows[0][1])])):
@@ -82,14 +82,23 @@ def edge_list(data):
         for no, line in enumerate(data.split(b"\n"), 1):
             if no > after and DECIMAL_COMMA.search(line):
                 raise Bad("a decimal comma", no)
-    for no, toks, _ in rows:
+    for no, toks, line, line_sep in rows:
+        # the separator runs between tokens: one with two commas, semicolons or tabs holds an empty field
+        runs = [r for r in re.split(b"(" + line_sep.pattern + b")", line)[1::2]]
+        runs = runs[1:] if not re.split(line_sep.pattern, line)[0] else runs    # a run before the first token
+
+        def empty(i):                    # the run after token i, when token i + 1 follows it
+            if len(toks) > i + 1 and sum(runs[i].count(c) for c in b",;\t") > 1:
+                raise Bad("empty field", no)
         s = _id(toks[0], no)
         if len(toks) < 2:
             raise Bad("missing column", no)
+        empty(0)
         d = _id(toks[1], no)
         cols = 2
         v = 1.0
         if len(toks) >= 3:
+            empty(1)
             v = _number(toks[2], no, "malformed value", "NaN or infinite")
             cols = 3
         if ncols and cols != ncols:

@@ -578,3 +578,43 @@ def test_a_decimal_comma_in_a_semicolon_file_is_named_not_read_as_two_fields(tmp
         r = run_cli(*args)
         assert r.returncode != 0 and "Traceback" not in r.stderr, r.stdout + r.stderr
         assert f"ratings.csv:{line}: a decimal comma" in r.stderr and "'3,5'" in r.stderr, r.stderr
+
+
+# pandas' DataFrame.to_csv keeps the index by default: the header's first name is empty
+# (',userId,movieId,rating,timestamp'). Dropping it pointed every name one column left: the
+# index was read as the user, userId as the item and movieId as the rating.
+@pytest.mark.parametrize("columns", [None, "userId,movieId,rating"])
+def test_pandas_index_column_is_not_the_user(tmp_path, columns):
+    path = tmp_path / "ratings.csv"
+    path.write_text(",userId,movieId,rating,timestamp\n0,1,10,4.0,964982703\n1,1,20,3.5,964981247\n"
+                    "2,2,10,5.0,964982224\n3,2,30,2.0,964983815\n4,3,20,1.5,964982931\n")
+    g = loaders.load_edges(str(path), columns=columns)
+    assert (g.n_src, g.n_dst) == (3, 30)          # users 1-3, items up to 30 (1-based)
+    assert sorted(np.asarray(g.values).tolist()) == [1.5, 2.0, 3.5, 4.0, 5.0]
+    fmt = io.edge_format(path.read_bytes(), str(path), columns)
+    assert fmt.cols == (1, 2, 3) and "columns (unnamed), timestamp ignored" in fmt.describe()
+
+
+# An empty field ('5,13476,,1017777900': no rating) was skipped as a separator, so the
+# timestamp became the rating; now it stops the run naming the line, integer and string ids.
+@pytest.mark.parametrize("sep", [",", "\t", ";"])
+@pytest.mark.parametrize("ids", ["int", "string"])
+def test_empty_field_stops_naming_the_line(tmp_path, sep, ids):
+    rows = [["1", "10", "4.0", "964982703"], ["2", "20", "", "964981247"], ["3", "10", "5.0", "964982224"]]
+    path = tmp_path / "ratings.txt"
+    path.write_text("".join(sep.join(r) + "\n" for r in rows))
+    with pytest.raises(InputError, match=r"ratings.txt:2: empty field"):
+        loaders.load_edges(str(path), ids=ids)
+
+
+def test_separators_that_are_not_empty_fields(tmp_path):
+    """Spaces around commas, aligned spaces, a trailing comma, '::' and quoted fields
+    read as before: only two commas, semicolons or tabs in a row make an empty field."""
+    for text in ["1, 10, 4\n2, 20, 3\n", "1   10   4\n2   20   3\n", "1,10,4,\n2,20,3,\n", "1::10::4\n2::20::3\n",
+                 '"1";"10";"4"\n"2";"20";"3"\n']:
+        path = tmp_path / "r.txt"
+        path.write_text(text)
+        g = loaders.load_edges(str(path))
+        assert np.asarray(g.values).tolist() == [4.0, 3.0], text
+    assert io.split_fields(b",,a,,b", leading=True) == [b"", b"", b"a", b"", b"b"]
+    assert io.split_fields(b"a\t\tb,") == [b"a", b"", b"b"]

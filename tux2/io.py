@@ -31,6 +31,7 @@ _MESSAGES = {
     9: "missing column (fewer columns than --columns names)",
     10: "a value column where the lines before have none (the first data line has 2 columns)",
     11: "vertex id too large for int32 (read again into int64)",
+    13: "empty field (two separators in a row): a missing id or value? Fill it in or leave the line out",
     12: f"value beyond the float32 range (±{float(np.finfo(np.float32).max):.4g}) that edge values are kept in",
 }
 ID32_MAX = int(np.iinfo(np.int32).max)
@@ -214,10 +215,15 @@ def _parse_edges(buf, start, out_s, out_d, out_v, cs=0, cd=1, cv=OPTIONAL, colon
                 while p < n and buf[p] != 10:
                     p += 1
                 break
+            hard = 0                                  # commas, semicolons and tabs: each ends a field
             while p < n and _is_sep(buf[p], colon):
+                if buf[p] == 44 or buf[p] == 59 or buf[p] == 9:
+                    hard += 1
                 p += 1
             if p == n or buf[p] == 10:
                 break
+            if hard > 1:                              # ',,': an empty field, not the next column
+                return k, ncols, 13, line, pos
         if t <= need:
             return k, ncols, 6 if cv == OPTIONAL else 9, line, pos
         cols = 3 if t > vcol and vcol >= 0 else 2
@@ -525,6 +531,31 @@ def split_line(line, colon=False):
     return [t for t in _SPLIT[colon].split(line.strip(b" \t,\r\n;\"")) if t]
 
 
+def split_fields(line, colon=False, leading=False):
+    """The fields of one line, empty ones included: a run of separators between two
+    tokens that holds several commas, semicolons or tabs (``1,,3``) has an empty
+    field for each but the first; with ``leading``, one before the first token counts
+    too (a header ``,userId,movieId`` of pandas' ``to_csv``, whose index column has no
+    name). Tokens as :func:`split_line` gives them."""
+    global _FIELDS
+    if _FIELDS is None:
+        _FIELDS = (re.compile(rb"([ \t,\r;\"]+)"), re.compile(rb"([ \t,\r;\":]+)"))
+    parts = _FIELDS[colon].split(line.rstrip(b"\r\n"))      # token, run, token, …, token ('' at the ends)
+    hard = [sum(run.count(c) for c in b",;\t") for run in parts[1::2]]
+    out = [b""] * hard[0] if leading and len(parts) > 1 and not parts[0] else []
+    seen = False
+    for i, tok in enumerate(parts[::2]):
+        if tok:
+            if seen:
+                out += [b""] * max(0, hard[i - 1] - 1)
+            out.append(tok)
+            seen = True
+    return out
+
+
+_FIELDS = None
+
+
 def is_number(tok):
     """Whether a token is a number in the parsers' grammar (nan and inf included)."""
     global _NUMBER
@@ -553,7 +584,9 @@ class EdgeFormat:
         return (*self.cols, self.colon)
 
     def _col(self, j):
-        return self.names[j] if self.names and j < len(self.names) else str(j + 1)
+        if self.names and j < len(self.names):
+            return self.names[j] or "(unnamed)"
+        return str(j + 1)
 
     def notable(self):
         """Whether the file is anything but plain 'src dst [value]' lines."""
@@ -667,7 +700,7 @@ def edge_format(head, path, columns=None):
             is_number(t) for t in split_line(lines[1][3], colon)[:len(toks)])))
         names = None
         if header:
-            names = [t.decode("utf-8", "replace").strip("\"'") for t in toks]
+            names = [t.decode("utf-8", "replace").strip("\"'") for t in split_fields(first, colon, leading=True)]
             start, skip = lines[0][1], lines[0][2]
             data = lines[1][3] if len(lines) > 1 else first
         else:
@@ -680,6 +713,9 @@ def edge_format(head, path, columns=None):
         sep = "colon" if colon else "tab" if b"\t" in data else "comma" if b"," in data else \
             "semicolon" if b";" in data else "space"
         fmt = EdgeFormat(start, skip, False, colon, names, width, sep=sep)
+        if names and not names[0] and len(names) == width >= 3:
+            # pandas' to_csv: a first column without a name is the row index, not the user
+            fmt.cols = (1, 2, 3 if width >= 4 else NONE)
     if columns is not None:
         fmt.cols, fmt.explicit = parse_columns(columns, fmt.names, path), True
     return fmt

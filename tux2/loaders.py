@@ -515,12 +515,14 @@ def _string_edges(raw, fmt, path, type_names, maps):
     ncols = 0
     no = fmt.skip
     for no, line in enumerate(raw[fmt.start:].split(b"\n"), fmt.skip + 1):
-        toks = io.split_line(line, fmt.colon)
+        toks = io.split_fields(line, fmt.colon)
         if not toks or toks[0][:1] in (b"#", b"%"):
             continue
 
         def fail(msg):
             raise InputError(msg, path=path, line=no, text=line.decode("utf-8", "replace").rstrip("\r"))
+        if not all(toks[: max(cs, cd, vcol) + 1]):
+            fail(io._MESSAGES[13])
         if len(toks) <= need:
             fail(io._MESSAGES[6 if cv == io.OPTIONAL else 9])
         cols = 3 if vcol >= 0 and len(toks) > vcol else 2
