@@ -126,8 +126,10 @@ class Linear(Estimator):
         """The number of features fit saw (columns of X; the intercept is not one)."""
         return len(self.coef_) - bool(self.bias)
 
-    def _learned(self, s):
-        """What the fit's data says beside the weights: the column names of a DataFrame."""
+    def _learned(self, coef, s):
+        """The weights ``coef_`` and what the fit's data says beside them: the feature
+        index base, the labels, the column names of a DataFrame."""
+        self.coef_, self.zero_based_, self.classes_ = coef, s.zero_based, s.labels
         vars(self).pop("feature_names_in_", None)        # a refit on a matrix has none
         if s.feature_names is not None:
             self.feature_names_in_ = np.array(s.feature_names, dtype=object)
@@ -467,9 +469,8 @@ class GLM(Linear):
     def read_model(self, eng, s):
         W = glm.weights(eng)
         if W is not None:           # as weights.npz holds it: a vector for one column
-            self.coef_, self.zero_based_ = W[:, 0] if W.shape[1] == 1 else W, s.zero_based
-            self.label_base_, self.classes_ = s.label_base, s.labels
-            self._learned(s)
+            self._learned(W[:, 0] if W.shape[1] == 1 else W, s)
+            self.label_base_ = s.label_base
 
 
 class LogisticRegression(GLM):
@@ -608,9 +609,7 @@ class BlockPG(Linear):
     def read_model(self, eng, s):
         fw = eng.vertex_data("feature")
         if fw is not None:
-            self.coef_, self.zero_based_ = np.asarray(fw["w"])[s.perm], s.zero_based
-            self.classes_ = s.labels
-            self._learned(s)
+            self._learned(np.asarray(fw["w"])[s.perm], s)
         self.form_, self.block_size_ = s.form, self._block(s.form)     # what "auto" and None became
 
     def _restore(self, directory, meta):
