@@ -678,12 +678,17 @@ def require_features(graph, path=None):
         raise InputError(f"no features: {what}", path=path)
 
 
+def is_path(x):
+    """Whether ``x`` names a file (str, bytes, os.PathLike) rather than holding data."""
+    return isinstance(x, (str, bytes)) or hasattr(x, "__fspath__")
+
+
 def load_samples(X, zero_based=False, duplicates="error"):
     """(sample → feature graph, labels or None) of a linear model's input: a libsvm
     path, a scipy.sparse or dense matrix (rows are samples), or a graph."""
     if isinstance(X, BipartiteGraph):
         return X, None
-    if isinstance(X, (str, bytes)) or hasattr(X, "__fspath__"):
+    if is_path(X):
         return load_libsvm(X, zero_based=zero_based, duplicates=duplicates)
     import scipy.sparse as sp
     M = X if sp.issparse(X) else np.asarray(X, np.float64)

@@ -56,7 +56,7 @@ class Linear(Estimator):
                 y = given_labels(d[1], g.n_src)
             else:
                 g, y = loaders.load_samples(d, zero_based, duplicates)
-            path = os.fspath(d) if isinstance(d, (str, bytes)) or hasattr(d, "__fspath__") else None
+            path = os.fspath(d) if loaders.is_path(d) else None
             loaders.require_features(g, path)          # labels alone (lines '1', '-1 # …'): nothing to learn
             return g, y
         g, y = pair(data)
@@ -140,7 +140,7 @@ class Linear(Estimator):
         (a libsvm file's features beyond them count as 0)."""
         W = self.coef_                                  # before fit: the error names it
         g = loaders.load_samples(X, self.zero_based_)[0]
-        if not isinstance(X, (str, bytes, BipartiteGraph)) and not hasattr(X, "__fspath__"):
+        if not (loaders.is_path(X) or isinstance(X, BipartiteGraph)):
             if g.n_dst != self.n_features_in_:
                 raise ValueError(f"X has {g.n_dst} features, but {type(self).__name__} is expecting "
                                  f"{self.n_features_in_} features as input")

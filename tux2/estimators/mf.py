@@ -186,7 +186,7 @@ class MF(Estimator):
         # a DataFrame's columns by name: ``columns``, else the first three
         facts = {"frame_columns": frame_columns(data, self.columns)} if is_frame(data) else {}
         data = user_rows(data, self.columns)
-        if isinstance(data, (str, bytes)) or hasattr(data, "__fspath__"):
+        if loaders.is_path(data):
             g = loaders.load_edges(data, ids=ids, duplicates=self.duplicates, type_names=NAMES,
                                    columns=self.columns, base=self.base, dense=True)
             facts = {"read_as": loaders.describe_read(g, self.base), "id_base": int(g.base)}
@@ -201,7 +201,7 @@ class MF(Estimator):
         users and items handled by ``unknown``."""
         known = loaders.known_ids(train)
         what = "test file needs a rating column"
-        if isinstance(test, (str, bytes)) or hasattr(test, "__fspath__"):
+        if loaders.is_path(test):
             t = loaders.load_edges(test, type_names=NAMES, id_maps=train.ids, known=known, unknown=self.unknown,
                                    columns=loaders.columns_like(test, self.columns, train.layout))
             return ratings(t, what=what)
@@ -438,7 +438,7 @@ class MF(Estimator):
         better"), in the user's ids as ``predict`` takes them, or on a rating file read
         as ``fit`` reads its test file; ids without training ratings are predicted from
         μ and the known bias."""
-        if isinstance(X, (str, bytes)) or hasattr(X, "__fspath__"):
+        if loaders.is_path(X):
             g = loaders.load_edges(X, type_names=("user", "item"), id_maps=self.ids_, known=self.known_,
                                    unknown="baseline", columns=self.columns)
             if g.values is None:
