@@ -298,13 +298,12 @@ def checkpoint_options(directory, every, resume, params, world, inputs=None):
     return {"directory": directory, "every": every, "resume": resume, "params": params, "inputs": inputs}
 
 
-def write_trace(directory, eng, rank):
-    """This worker's per-clock records to DIRECTORY/trace-RANK.jsonl."""
-    if not directory:
-        return
-    os.makedirs(directory, exist_ok=True)
-    files.write_atomic(os.path.join(directory, f"trace-{rank}.jsonl"),
-                       files.text("".join(files.json_text(rec) + "\n" for rec in eng.trace)))
+def write_trace(directory, name, text):
+    """``text`` to DIRECTORY/NAME when --trace gives a directory: a worker's per-clock
+    records (trace-RANK.jsonl), its share of a distributed ingress (ingress-RANK.json)."""
+    if directory:
+        os.makedirs(directory, exist_ok=True)
+        files.write_atomic(os.path.join(directory, name), files.text(text))
 
 
 def _compiled(n):
@@ -376,7 +375,7 @@ def train(est, data, *, transport=None, partitions=None, threads=None, slack=0, 
                     break
     finally:
         ck.close()
-    write_trace(trace, eng, rank)
+    write_trace(trace, f"trace-{rank}.jsonl", "".join(files.json_text(rec) + "\n" for rec in eng.trace))
     if n == 0 and not start:
         say(f"0 {unit}s: nothing trained")
     est.read_model(eng, setup)
