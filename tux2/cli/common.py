@@ -111,11 +111,8 @@ def add_input_args(p, base=True, unknown=False):
 
 
 def input_options(args):
-    """The load_edges keywords of add_input_args' flags."""
-    out = {"columns": args.columns}
-    if getattr(args, "base", None) is not None:
-        out["base"] = args.base if args.base == "auto" else int(args.base)
-    return out
+    """The load_edges keywords of add_input_args' flags (--columns and --base)."""
+    return {"columns": args.columns, "base": args.base if args.base == "auto" else int(args.base)}
 
 
 def add_partition_args(p, mirror_free=None, default="bicut", note=""):
