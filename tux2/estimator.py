@@ -22,9 +22,9 @@ import math
 import os
 
 from tux2 import files
-from tux2.errors import InputError, Tux2Error, not_fitted
+from tux2.errors import InputError, not_fitted
 from tux2.params import flag_hints, unknown
-from tux2.runner import Dataset, fit_workers, train
+from tux2.runner import Dataset, checkpoint_options, fit_workers, train
 from tux2.version import __version__
 
 
@@ -124,11 +124,9 @@ class Estimator:
         ck = None
         if checkpoint is not None:
             params = {k: v for k, v in self.get_params().items() if k not in (self._iterations, *self._resumable)}
-            ck = {"directory": os.fspath(checkpoint), "every": 1, "params": {"algorithm": self.algorithm, **params},
-                  "resume": os.fspath(checkpoint) if os.path.exists(os.path.join(checkpoint, "LATEST")) else None}
-            if ck["resume"]:                        # one it cannot resume: said before the data is read
-                from tux2.checkpoint import check
-                check(ck["resume"], ck["params"], workers)
+            resume = os.path.exists(os.path.join(checkpoint, "LATEST"))
+            ck = checkpoint_options(os.fspath(checkpoint), 1, os.fspath(checkpoint) if resume else None,
+                                    {"algorithm": self.algorithm, **params}, workers)
         data = data if isinstance(data, Dataset) else self.load_data(data, test)
         if data.train is not None and data.train.num_edges == 0:
             raise InputError("no edges to train on (empty data)", path=data.train.source)

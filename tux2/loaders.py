@@ -184,9 +184,9 @@ def load_edges(path, ids="auto", duplicates="error", base="auto", type_names=("s
     ``values``: True requires a value column, False forbids one, None takes either;
     "counts" requires positive integer counts of at most 2^24 (checked as written).
     """
-    _check_choice("ids", ids, ID_MODES)
-    _check_choice("duplicates", duplicates, DUPLICATES)
-    _check_choice("unknown", unknown, UNKNOWN)
+    check_choice("ids", ids, ID_MODES)
+    check_choice("duplicates", duplicates, DUPLICATES)
+    check_choice("unknown", unknown, UNKNOWN)
     given = os.fspath(path)
     path = io.local_copy(given)
     try:
@@ -415,7 +415,7 @@ def in_known_ids(src, dst, values, known, policy="baseline", type_names=("src", 
     beyond ``known`` or without training edges is unknown, handled by ``policy`` as
     load_edges does (``written``: per side the ids as the caller gave them, for the
     error)."""
-    _check_choice("unknown", policy, UNKNOWN)
+    check_choice("unknown", policy, UNKNOWN)
     s, d = (np.array(a, np.int64) for a in (src, dst))
     for a, k in zip((s, d), known):
         a[a >= len(k)] = -1
@@ -468,7 +468,7 @@ def columns_like(path, columns, layout):
     return [cs + 1, cd + 1] + ([cv + 1] if cv >= 0 else [])
 
 
-def _check_choice(name, value, choices):
+def check_choice(name, value, choices):
     if value not in choices:
         raise ValueError(f"{name} must be one of {', '.join(choices)}; got {value!r}")
 
@@ -660,7 +660,7 @@ def dedupe(g, policy, where, what=None):
 def load_libsvm(path, zero_based=False, n_features=None, type_names=("sample", "feature"), duplicates="error"):
     """(graph sample → feature, labels) of a libsvm file (see ``tux2.io.read_libsvm``);
     the same feature twice in one line follows the duplicate policy."""
-    _check_choice("duplicates", duplicates, DUPLICATES)
+    check_choice("duplicates", duplicates, DUPLICATES)
     g, y = io.read_libsvm(path, zero_based=zero_based, n_features=n_features, type_names=type_names)
 
     def where(i):
@@ -680,12 +680,17 @@ def require_features(graph, path=None):
         raise InputError(f"no features: {what}", path=path)
 
 
+def is_path(x):
+    """Whether ``x`` names a file (str, bytes, os.PathLike) rather than holding data."""
+    return isinstance(x, (str, bytes)) or hasattr(x, "__fspath__")
+
+
 def load_samples(X, zero_based=False, duplicates="error"):
     """(sample → feature graph, labels or None) of a linear model's input: a libsvm
     path, a scipy.sparse or dense matrix (rows are samples), or a graph."""
     if isinstance(X, BipartiteGraph):
         return X, None
-    if isinstance(X, (str, bytes)) or hasattr(X, "__fspath__"):
+    if is_path(X):
         return load_libsvm(X, zero_based=zero_based, duplicates=duplicates)
     import scipy.sparse as sp
     M = X if sp.issparse(X) else np.asarray(X, np.float64)
@@ -706,7 +711,7 @@ def load_corpus(path, fmt="auto", base=None, min_count=1, type_names=("doc", "wo
     """(document–word count graph, vocabulary or None, format) of a UCI docword file,
     ``doc word count`` triples or plain text (one document per line); ``graph.base`` is
     the file's id base (1 for docword), which outputs add back to the dense ids."""
-    _check_choice("duplicates", duplicates, DUPLICATES)
+    check_choice("duplicates", duplicates, DUPLICATES)
     fmt = io.sniff_corpus(path, header_alone=True) if fmt == "auto" else fmt
     if fmt == "docword":
         g = dedupe(io.read_docword(path, type_names), duplicates, lambda i: (path, *io.edge_line(path, i, 3)))
@@ -751,7 +756,7 @@ def from_arrays(src, dst, values=None, n_src=None, n_dst=None, type_names=("src"
                 source="arrays"):
     """A graph from two id sequences (integers, or any ids: strings are mapped to dense
     ids in sorted order) and optional per-edge values."""
-    _check_choice("duplicates", duplicates, DUPLICATES)
+    check_choice("duplicates", duplicates, DUPLICATES)
     s, ms = _column_ids(src, type_names[0])
     d, md = _column_ids(dst, type_names[1])
     if len(s) != len(d):

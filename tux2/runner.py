@@ -20,7 +20,7 @@ import warnings
 import numpy as np
 
 from tux2 import checkpoint as ckpt
-from tux2 import files
+from tux2 import files, interrupt
 from tux2.compile import cache_dir, cache_unwritable, counting_compiles
 from tux2.config import cores
 from tux2.engine import Engine
@@ -290,13 +290,20 @@ class Checkpoints:
                         break
 
 
-def write_trace(directory, eng, rank):
-    """This worker's per-clock records to DIRECTORY/trace-RANK.jsonl."""
-    if not directory:
-        return
-    os.makedirs(directory, exist_ok=True)
-    files.write_atomic(os.path.join(directory, f"trace-{rank}.jsonl"),
-                       files.text("".join(files.json_text(rec) + "\n" for rec in eng.trace)))
+def checkpoint_options(directory, every, resume, params, world, inputs=None):
+    """The ``checkpoint`` keywords of ``train`` (Checkpoints'); a checkpoint in
+    ``resume`` that this run cannot resume is refused now, before the data is read."""
+    if resume:
+        ckpt.check(resume, params, world)
+    return {"directory": directory, "every": every, "resume": resume, "params": params, "inputs": inputs}
+
+
+def write_trace(directory, name, text):
+    """``text`` to DIRECTORY/NAME when --trace gives a directory: a worker's per-clock
+    records (trace-RANK.jsonl), its share of a distributed ingress (ingress-RANK.json)."""
+    if directory:
+        os.makedirs(directory, exist_ok=True)
+        files.write_atomic(os.path.join(directory, name), files.text(text))
 
 
 def _compiled(n):
@@ -368,7 +375,7 @@ def train(est, data, *, transport=None, partitions=None, threads=None, slack=0, 
                     break
     finally:
         ck.close()
-    write_trace(trace, eng, rank)
+    write_trace(trace, f"trace-{rank}.jsonl", "".join(files.json_text(rec) + "\n" for rec in eng.trace))
     if n == 0 and not start:
         say(f"0 {unit}s: nothing trained")
     est.read_model(eng, setup)
@@ -382,6 +389,16 @@ def train(est, data, *, transport=None, partitions=None, threads=None, slack=0, 
             if not printed and line.strip().startswith("note: "):
                 warnings.warn(line.strip().removeprefix("note: "), RuntimeWarning, stacklevel=3)
     return eng
+
+
+def abort_reason(e):
+    """What the other workers read of this worker's failure ``e`` (and the parent of
+    ``fit_workers``): tux2's own errors as they say themselves ('FILE:LINE: …'; a relayed
+    one not as 'PeerLost: worker 0 failed: …'), Ctrl-C or SIGTERM by what it did, other
+    exceptions with their type's name."""
+    if isinstance(e, KeyboardInterrupt):
+        return interrupt.stopped()[1]
+    return str(e) if isinstance(e, Tux2Error) else f"{type(e).__name__}: {e}"
 
 
 # ---------------------------------------------------------------- several workers from Python
@@ -529,9 +546,9 @@ def _worker(est, rank, job):
             files.write_atomic(os.path.join(job["dir"], "result.pkl"), lambda f: pickle.dump(learned, f))
     except BaseException as e:
         if transport is not None:
-            transport.abort(f"{type(e).__name__}: {e}")
+            transport.abort(abort_reason(e))
             transport.close()
         with open(os.path.join(job["dir"], f"error-{rank}.txt"), "w", encoding="utf-8") as f:
-            f.write(str(e) if isinstance(e, Tux2Error) else f"{type(e).__name__}: {e}")
+            f.write(abort_reason(e))
         os._exit(1)                 # the parent reports it: no traceback here
     transport.close()

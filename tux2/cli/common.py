@@ -7,10 +7,8 @@ import gc
 import os
 import sys
 
-from tux2 import partitioning, runner
-from tux2 import files, interrupt
+from tux2 import files, interrupt, partitioning, runner
 from tux2.config import cores
-from tux2.errors import Tux2Error
 from tux2.graph import BipartiteGraph
 from tux2.io import display_name
 from tux2.loaders import DUPLICATES
@@ -113,11 +111,8 @@ def add_input_args(p, base=True, unknown=False):
 
 
 def input_options(args):
-    """The load_edges keywords of add_input_args' flags."""
-    out = {"columns": args.columns}
-    if getattr(args, "base", None) is not None:
-        out["base"] = args.base if args.base == "auto" else int(args.base)
-    return out
+    """The load_edges keywords of add_input_args' flags (--columns and --base)."""
+    return {"columns": args.columns, "base": args.base if args.base == "auto" else int(args.base)}
 
 
 def add_partition_args(p, mirror_free=None, default="bicut", note=""):
@@ -303,10 +298,7 @@ def run(args, cls, load, after=None, **params):
         say = runner.Speaker(not args.quiet and rank == 0, record=rank == 0)    # rank 0's lines: summary.txt
         if rank == 0:
             note_first_read(args, "libsvm" if "zero_based" in vars(args) else "edges")
-        checkpoint = _checkpoint(args, est, world)
-        if checkpoint["resume"]:                    # a checkpoint it cannot resume stops before the data is read
-            from tux2.checkpoint import check
-            check(checkpoint["resume"], checkpoint["params"], world)
+        checkpoint = _checkpoint(args, est, world)      # one it cannot resume stops before the data is read
         # the data as loaded goes straight to the runner, which lets it go once the estimator has prepared it
         runner.train(est, load(args, est, transport, say), transport=transport, partitions=args.partitions,
                      threads=args.threads, slack=args.slack, say=say, metrics=args.metrics, checkpoint=checkpoint,
@@ -319,9 +311,7 @@ def run(args, cls, load, after=None, **params):
         return 0
     except BaseException as e:
         if transport is not None and not isinstance(e, SystemExit):
-            # tux2's own errors say what they are (a peer's relayed one read 'PeerLost: worker 0 failed: ...')
-            transport.abort(interrupt.stopped()[1] if isinstance(e, KeyboardInterrupt) else str(e)
-                            if isinstance(e, Tux2Error) else f"{type(e).__name__}: {e}")
+            transport.abort(runner.abort_reason(e))
         raise
     finally:
         if transport is not None:
@@ -358,10 +348,9 @@ def _checkpoint(args, est, world):
               if k not in resumable and isinstance(v, (str, int, float, bool, type(None)))}
     # the partitions the run has, however they were asked for (--partitions, or workers × threads)
     params["partitions"] = runner.partitions(args.partitions, world, args.threads, est.tiled())
-    named = [vars(args)[k] for k in INPUT_FILES if vars(args).get(k)]
-    return {"directory": checkpoint_dir(args), "every": args.checkpoint_every, "resume": args.resume,
-            "params": params, "inputs": input_stats([os.path.realpath(p) for p in named
-                                                     if display_name(p) == p])}   # not stdin's copy
+    named = [p for p in (vars(args).get(k) for k in INPUT_FILES) if p and display_name(p) == p]   # not stdin's copy
+    return runner.checkpoint_options(checkpoint_dir(args), args.checkpoint_every, args.resume, params, world,
+                                     input_stats([os.path.realpath(p) for p in named]))
 
 
 # ---------------------------------------------------------------- libsvm input (blockpg, lr, svm, softmax, fm)

@@ -1,11 +1,10 @@
 """``tux2 run mf [INPUT]``: matrix factorisation by SGD on a user–item rating graph."""
-import os
-
-from tux2 import files, ingress, loaders
+from tux2 import ingress, loaders
 from tux2.cli.common import (COUNT, FRACTION, NONNEG, NONNEG_NUMBER, POSITIVE, SEED,
                              run as run_command, add_input_args, add_run_args, add_partition_args, input_options)
 from tux2.estimators.mf import MF, NAMES
-from tux2.runner import Dataset, partitions
+from tux2.files import json_text
+from tux2.runner import Dataset, partitions, write_trace
 
 
 def add_parser(sub):
@@ -86,10 +85,7 @@ def load(args, est, transport, say):
             single_clock=est.single_clock(), type_names=NAMES, duplicates=args.duplicates,
             partitioner_options={"blocks": blocks} if partitioner == "stratified" else None, unknown=est.unknown,
             columns=est.columns, base=est.base)
-        if args.trace:
-            os.makedirs(args.trace, exist_ok=True)
-            files.write_atomic(os.path.join(args.trace, f"ingress-{transport.rank}.json"),
-                               files.text(files.json_text(train.stats)))
+        write_trace(args.trace, f"ingress-{transport.rank}.json", json_text(train.stats))
         return Dataset(train, test, source=args.input, assignment=assignment, **spread,
                        read_as=loaders.describe_read(train, est.base), id_base=int(train.base))
     if transport is not None and args.input is not None:

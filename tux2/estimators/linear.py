@@ -56,7 +56,7 @@ class Linear(Estimator):
                 y = given_labels(d[1], g.n_src)
             else:
                 g, y = loaders.load_samples(d, zero_based, duplicates)
-            path = os.fspath(d) if isinstance(d, (str, bytes)) or hasattr(d, "__fspath__") else None
+            path = os.fspath(d) if loaders.is_path(d) else None
             loaders.require_features(g, path)          # labels alone (lines '1', '-1 # …'): nothing to learn
             return g, y
         g, y = pair(data)
@@ -126,8 +126,10 @@ class Linear(Estimator):
         """The number of features fit saw (columns of X; the intercept is not one)."""
         return len(self.coef_) - bool(self.bias)
 
-    def _learned(self, s):
-        """What the fit's data says beside the weights: the column names of a DataFrame."""
+    def _learned(self, coef, s):
+        """The weights ``coef_`` and what the fit's data says beside them: the feature
+        index base, the labels, the column names of a DataFrame."""
+        self.coef_, self.zero_based_, self.classes_ = coef, s.zero_based, s.labels
         vars(self).pop("feature_names_in_", None)        # a refit on a matrix has none
         if s.feature_names is not None:
             self.feature_names_in_ = np.array(s.feature_names, dtype=object)
@@ -138,7 +140,7 @@ class Linear(Estimator):
         (a libsvm file's features beyond them count as 0)."""
         W = self.coef_                                  # before fit: the error names it
         g = loaders.load_samples(X, self.zero_based_)[0]
-        if not isinstance(X, (str, bytes, BipartiteGraph)) and not hasattr(X, "__fspath__"):
+        if not (loaders.is_path(X) or isinstance(X, BipartiteGraph)):
             if g.n_dst != self.n_features_in_:
                 raise ValueError(f"X has {g.n_dst} features, but {type(self).__name__} is expecting "
                                  f"{self.n_features_in_} features as input")
@@ -467,9 +469,8 @@ class GLM(Linear):
     def read_model(self, eng, s):
         W = glm.weights(eng)
         if W is not None:           # as weights.npz holds it: a vector for one column
-            self.coef_, self.zero_based_ = W[:, 0] if W.shape[1] == 1 else W, s.zero_based
-            self.label_base_, self.classes_ = s.label_base, s.labels
-            self._learned(s)
+            self._learned(W[:, 0] if W.shape[1] == 1 else W, s)
+            self.label_base_ = s.label_base
 
 
 class LogisticRegression(GLM):
@@ -608,9 +609,7 @@ class BlockPG(Linear):
     def read_model(self, eng, s):
         fw = eng.vertex_data("feature")
         if fw is not None:
-            self.coef_, self.zero_based_ = np.asarray(fw["w"])[s.perm], s.zero_based
-            self.classes_ = s.labels
-            self._learned(s)
+            self._learned(np.asarray(fw["w"])[s.perm], s)
         self.form_, self.block_size_ = s.form, self._block(s.form)     # what "auto" and None became
 
     def _restore(self, directory, meta):

@@ -68,12 +68,16 @@ def frame_columns(df, columns=None):
     return picked[:3]
 
 
-def rows(a):
-    """(users, items, ratings) of an (n, 3) array of (user, item, rating) rows: ids as
-    integers, or as they are in an array of strings or objects (a DataFrame's .values
-    with string ids), as ``MF.score`` reads them."""
-    ids = a[:, :2] if a.dtype.kind in "OUS" else a[:, :2].astype(np.int64)
-    return ids[:, 0], ids[:, 1], np.asarray(a[:, 2], np.float64)
+def user_rows(x, columns=None):
+    """(users, items, ratings) of a DataFrame's columns (``frame_columns``) or of an (n, 3)
+    array's (user, item, rating) rows: ids as integers, or as they are in an array of
+    strings or objects (a DataFrame's .values with string ids); anything else as it is."""
+    if is_frame(x):
+        return tuple(x[c].to_numpy() for c in frame_columns(x, columns))
+    if isinstance(x, np.ndarray) and x.ndim == 2 and x.shape[1] == 3:
+        ids = x[:, :2] if x.dtype.kind in "OUS" else x[:, :2].astype(np.int64)
+        return ids[:, 0], ids[:, 1], np.asarray(x[:, 2], np.float64)
+    return x
 
 
 def seen_csr(graph):
@@ -179,13 +183,10 @@ class MF(Estimator):
     def load_data(self, data, test=None, ids="auto"):
         """Training ratings and, when given, test ratings in the training ids (a user or
         item the training data lacks: ``unknown``)."""
-        if isinstance(data, np.ndarray) and data.ndim == 2 and data.shape[1] == 3:
-            data = rows(data)
-        facts = {}
-        if is_frame(data):          # its columns by name: ``columns``, else the first three
-            facts["frame_columns"] = frame_columns(data, self.columns)
-            data = tuple(data[c].to_numpy() for c in facts["frame_columns"])
-        if isinstance(data, (str, bytes)) or hasattr(data, "__fspath__"):
+        # a DataFrame's columns by name: ``columns``, else the first three
+        facts = {"frame_columns": frame_columns(data, self.columns)} if is_frame(data) else {}
+        data = user_rows(data, self.columns)
+        if loaders.is_path(data):
             g = loaders.load_edges(data, ids=ids, duplicates=self.duplicates, type_names=NAMES,
                                    columns=self.columns, base=self.base, dense=True)
             facts = {"read_as": loaders.describe_read(g, self.base), "id_base": int(g.base)}
@@ -200,14 +201,11 @@ class MF(Estimator):
         users and items handled by ``unknown``."""
         known = loaders.known_ids(train)
         what = "test file needs a rating column"
-        if isinstance(test, (str, bytes)) or hasattr(test, "__fspath__"):
+        if loaders.is_path(test):
             t = loaders.load_edges(test, type_names=NAMES, id_maps=train.ids, known=known, unknown=self.unknown,
                                    columns=loaders.columns_like(test, self.columns, train.layout))
             return ratings(t, what=what)
-        if is_frame(test):          # its ids are the user's, as predict takes them (not a graph's dense ids)
-            test = tuple(test[c].to_numpy() for c in frame_columns(test, self.columns))
-        elif isinstance(test, np.ndarray) and test.ndim == 2 and test.shape[1] == 3:
-            test = rows(test)
+        test = user_rows(test, self.columns)    # its ids are the user's, as predict takes them (not dense ids)
         if isinstance(test, tuple):
             u, i, r = (np.asarray(x) for x in test)
             dense = [loaders.dense_ids(m, x, n) for m, x, n in zip(train.ids, (u, i), train.n)]
@@ -405,8 +403,7 @@ class MF(Estimator):
 
     def _policy(self, unknown):
         policy = self.unknown if unknown is None else unknown
-        if policy not in loaders.UNKNOWN:
-            raise ValueError(f"unknown must be one of {', '.join(loaders.UNKNOWN)}; got {policy!r}")
+        loaders.check_choice("unknown", policy, loaders.UNKNOWN)
         return policy
 
     def user_ids(self, side, dense):
@@ -441,19 +438,16 @@ class MF(Estimator):
         better"), in the user's ids as ``predict`` takes them, or on a rating file read
         as ``fit`` reads its test file; ids without training ratings are predicted from
         μ and the known bias."""
-        if isinstance(X, (str, bytes)) or hasattr(X, "__fspath__"):
+        if loaders.is_path(X):
             g = loaders.load_edges(X, type_names=("user", "item"), id_maps=self.ids_, known=self.known_,
                                    unknown="baseline", columns=self.columns)
             if g.values is None:
                 raise InputError("no rating column to score against: expected 'user item rating' lines", path=X)
-            err = g.values - self.score_dense(g.src, g.dst, g.unknown)
-            return -float(np.sqrt(np.mean(err ** 2)))
-        if is_frame(X):             # the columns fit read, by name
-            X = X[frame_columns(X, vars(self).get("columns_", self.columns))]
-        X = np.asarray(X)
-        u, i = (X[:, j] if X.dtype.kind in "OUS" else X[:, j].astype(np.int64) for j in (0, 1))
-        pred = self.predict(u, i, unknown="baseline")
-        return -float(np.sqrt(np.mean((np.asarray(X[:, 2], np.float64) - pred) ** 2)))
+            r, pred = g.values, self.score_dense(g.src, g.dst, g.unknown)
+        else:                       # a DataFrame: the columns fit read, by name
+            u, i, r = user_rows(X if is_frame(X) else np.asarray(X)[:, :3], vars(self).get("columns_", self.columns))
+            pred = self.predict(u, i, unknown="baseline")
+        return -float(np.sqrt(np.mean((r - pred) ** 2)))
 
     def recommend(self, users=None, k=10, exclude_seen=True, unknown=None, chunk=1024):
         """Top-``k`` items per user by predicted rating, leaving out the user's training
