@@ -50,7 +50,7 @@ def test_recovers_planted_topics_and_keeps_counts(corpus, sampler, parts):
         _check_counts(e, c)
         lls.append(e.context()["ll_per_token"])
     eng.run(40, callback=check)
-    nwk = eng.vertex_data("word")["nk"].T.astype(float)
+    nwk = lda.topic_word(eng.vertex_data("word"), 5).astype(float)
     est = nwk / np.linalg.norm(nwk, axis=1, keepdims=True)
     ref = phi / np.linalg.norm(phi, axis=1, keepdims=True)
     assert (est @ ref.T).max(axis=0).min() >= 0.9
@@ -91,6 +91,22 @@ def test_samplers_equal_plain_python(sampler):
     assert _engine_tokens(eng, s, c) == [tk[4] for tk in toks]
     nd, nw, _ = naive_lda.counts(toks, D, V, K)
     assert eng.context()["ll"] == pytest.approx(naive_lda.log_likelihood(nd, nw, alpha, beta), rel=1e-9)
+
+
+@pytest.mark.parametrize("sampler", ["sparse", "sync"])
+def test_a_new_number_of_topics_compiles_nothing(sampler):
+    """Topic vectors have room for lda.room(K) topics and the UDFs read K from the
+    context: K = 3 and K = 7 share one set of kernels, and the room stays 0."""
+    from tux2.compile import counting_compiles
+    s, t, c, D, V = _small()
+    g = BipartiteGraph(s, t, None, D, V)
+    Engine(lda.program(s, t, c, D, V, K=3, seed=1, sampler=sampler), g, partitions=2, seed=0).run(1)
+    with counting_compiles() as compiled:
+        eng = Engine(lda.program(s, t, c, D, V, K=7, seed=1, sampler=sampler), g, partitions=2, seed=0).run(2)
+    assert compiled.n == 0
+    _check_counts(eng, c)
+    assert (eng.vertex_data("doc")["nk"][:, 7:] == 0).all() and (eng.vertex_data("word")["nk"][:, 7:] == 0).all()
+    assert lda.topic_word(eng.vertex_data("word"), 7).shape == (7, V) and eng.edge_data()["z"].max() <= 6
 
 
 def test_token_edges_split_large_counts():

@@ -146,8 +146,9 @@ class LDA(Estimator):
     def read_model(self, eng, s):
         docs, words = eng.vertex_data("doc"), eng.vertex_data("word")        # gathered on rank 0
         if docs is not None:
-            self._set(lda.topic_word(words), np.asarray(eng.context()["nk"]), s.vocab,
-                      np.ascontiguousarray(docs["nk"]), s.word_base)
+            K = self.topics
+            self._set(lda.topic_word(words, K), lda.topic_counts(eng.context(), K), s.vocab,
+                      lda.topic_counts(docs, K), s.word_base)
 
     def _set(self, word_topic, totals, vocab, doc_topic=None, word_base=0):
         self.word_topic_, self.topic_totals_ = np.asarray(word_topic), np.asarray(totals)
