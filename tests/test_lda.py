@@ -3,6 +3,7 @@ both samplers against plain-Python references, and the log-likelihood."""
 import numpy as np
 import pytest
 
+import tux2
 from tux2 import BipartiteGraph, Engine
 from tux2.udfs import lda
 from tests import naive_lda
@@ -114,3 +115,36 @@ def test_token_edges_split_large_counts():
     assert c.tolist() == [1, 4, 4, 1, 4] and s.tolist() == [0, 0, 0, 0, 1] and t.tolist() == [2, 3, 3, 3, 2]
     with pytest.raises(ValueError, match="positive"):
         lda.token_edges([0], [0], [0])
+
+
+def _texts(D, V, K, L, seed):
+    """Documents drawn from K planted topics, each over its own V // K words."""
+    rng = np.random.default_rng(seed)
+    return [" ".join(f"w{rng.integers(V // K) + z * (V // K)}" for z in rng.choice(K, L, p=rng.dirichlet([0.2] * K)))
+            for _ in range(D)]
+
+
+def test_score_and_perplexity_are_the_plain_python_log_likelihood():
+    """score = Σ n_dw log Σ_k θ_dk φ_kw with transform's θ (same iterations and seed) and
+    the model's smoothed φ; unknown words are left out of it and of the token count."""
+    train, held = _texts(60, 24, 3, 20, seed=1), _texts(8, 24, 3, 15, seed=2)
+    held[0] += " neverseen neverseen"
+    est = tux2.LDA(topics=3, iterations=30, alpha=0.2, beta=0.05, seed=1).fit(train)
+    index = {w: i for i, w in enumerate(est.vocab_)}
+    docs = [[index[w] for w in t.split() if w in index] for t in held]
+    theta = est.transform(held, iterations=20, seed=5)
+    ll = naive_lda.doc_log_likelihood(docs, theta, est.word_topic_, est.topic_totals_, 0.05)
+    assert est.score(held, iterations=20, seed=5) == pytest.approx(ll, rel=1e-12)
+    tokens = sum(len(d) for d in docs)
+    assert tokens == 8 * 15
+    assert est.perplexity(held, iterations=20, seed=5) == pytest.approx(np.exp(-ll / tokens), rel=1e-12)
+    untrained = tux2.LDA(topics=3, iterations=0, alpha=0.2, beta=0.05, seed=1).fit(train)
+    assert est.perplexity(held) < untrained.perplexity(held)
+    with pytest.raises(ValueError, match="no word of the model's vocabulary"):
+        est.score(["neverseen"])
+
+
+def test_grid_search_by_score_picks_the_planted_number_of_topics():
+    from sklearn.model_selection import GridSearchCV
+    gs = GridSearchCV(tux2.LDA(iterations=10), {"topics": [1, 3]}, cv=2).fit(_texts(60, 24, 3, 12, seed=3))
+    assert gs.best_params_ == {"topics": 3}

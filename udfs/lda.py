@@ -347,17 +347,19 @@ def top_words(word_topic, n, vocab=None, base=0):
 
 
 # --------------------------------------------------------------------------- inference
+def topic_word_probabilities(word_topic, topic_totals, beta):
+    """φ (K × V): p(word w | topic k) = (β + n_kw)/(Vβ + n_k), as the sampler smooths the counts."""
+    wt = np.asarray(word_topic, np.float64)
+    return (beta + wt) / (wt.shape[1] * beta + np.asarray(topic_totals, np.float64)[:, None])
+
+
 @njit(cache=True, nogil=True)
-def _infer(indptr, words, counts, word_topic, totals, alpha, beta, iterations, seed, theta):
+def _infer(indptr, words, counts, phi, alpha, iterations, seed, theta):
     """Fold-in Gibbs sampling of new documents with the trained counts fixed: token
-    topics drawn from p(k) ∝ (α + n_dk)(β + n_wk)/(Vβ + n_k); θ_d is the mean of
+    topics drawn from p(k) ∝ (α + n_dk) φ_kw (``phi``: V × K); θ_d is the mean of
     (n_dk + α)/(N_d + Kα) over the second half of the sweeps."""
-    K, V = word_topic.shape
+    K = phi.shape[1]
     np.random.seed(seed)
-    phi = np.empty((V, K))
-    for w in range(V):
-        for k in range(K):
-            phi[w, k] = (beta + word_topic[k, w]) / (V * beta + totals[k])
     p = np.empty(K)
     for d in range(len(indptr) - 1):
         n_tok = 0
@@ -406,6 +408,17 @@ def infer(word_topic, topic_totals, graph, alpha, beta, iterations=50, seed=0):
     if len(words) and words.max() >= V:
         raise ValueError(f"word id {int(words.max())} is beyond the model's {V} words")
     theta = np.zeros((graph.n_src, K))
-    _infer(indptr, words, graph.values[o].astype(np.int64), np.asarray(word_topic, np.float64),
-           np.asarray(topic_totals, np.float64), float(alpha), float(beta), int(max(iterations, 1)), int(seed), theta)
+    phi = np.ascontiguousarray(topic_word_probabilities(word_topic, topic_totals, beta).T)
+    _infer(indptr, words, graph.values[o].astype(np.int64), phi, float(alpha), int(max(iterations, 1)), int(seed),
+           theta)
     return theta
+
+
+def log_likelihood(phi, theta, graph, chunk=1 << 15):
+    """Σ_d Σ_w n_dw log Σ_k θ_dk φ_kw over the (doc, word, count) edges of ``graph``:
+    log p(w | θ, φ) of its documents under topic mixtures θ (D × K) and φ (K × V)."""
+    ll = 0.0
+    for lo in range(0, len(graph.src), chunk):
+        d, w = graph.src[lo:lo + chunk], graph.dst[lo:lo + chunk]
+        ll += float(np.dot(graph.values[lo:lo + chunk], np.log(np.einsum("ek,ke->e", theta[d], phi[:, w]))))
+    return ll

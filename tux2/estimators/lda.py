@@ -220,6 +220,31 @@ class LDA(Estimator):
             docs = self.documents(docs)[0]
         return lda.infer(self.word_topic_, self.topic_totals_, docs, self.alpha, self.beta, iterations, seed)
 
+    def score(self, docs, y=None, iterations=50, seed=0):
+        """Log-likelihood of documents (what ``transform`` takes; words the model lacks
+        left out), a plug-in estimate: Σ_d Σ_w n_dw log Σ_k θ̂_dk φ̂_kw, φ̂_kw = (β +
+        n_kw)/(Vβ + n_k), θ̂ from ``transform(docs, iterations, seed)``. Neither the
+        marginal p(w | φ̂) (θ integrated out) nor scikit-learn's variational bound:
+        θ̂ is fitted to the words it scores, so it is optimistic, more so for short
+        documents. Compare models on the same documents; higher is better."""
+        return self._log_likelihood(docs, iterations, seed)[0]
+
+    def perplexity(self, docs, iterations=50, seed=0):
+        """exp(−score / tokens), the tokens counted being those ``score`` scores
+        (scikit-learn's definition; lower is better)."""
+        ll, tokens = self._log_likelihood(docs, iterations, seed)
+        return float(np.exp(-ll / tokens))
+
+    def _log_likelihood(self, docs, iterations, seed):
+        if not isinstance(docs, BipartiteGraph):
+            docs = self.documents(docs)[0]
+        tokens = float(docs.values.sum())
+        if tokens == 0:
+            raise ValueError("the documents hold no word of the model's vocabulary: nothing to score")
+        theta = self.transform(docs, iterations, seed)
+        phi = lda.topic_word_probabilities(self.word_topic_, self.topic_totals_, self.beta)
+        return lda.log_likelihood(phi, theta, docs), tokens
+
     def topic_words(self, n=10):
         """Per topic, the ``n`` most frequent (word, count) pairs."""
         return lda.top_words(self.word_topic_, n, self.vocab_, self.word_base_)
