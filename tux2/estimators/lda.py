@@ -50,7 +50,7 @@ class LDA(Estimator):
     """Latent Dirichlet allocation by collapsed Gibbs sampling (SparseLDA; paper §4).
 
     ``fit(data)``: a list of texts, a corpus file (UCI docword, 'doc word count'
-    triples, text with one document per line) or doc → word counts in any form
+    triples, text with one document per line, a CSV's text column under its header) or doc → word counts in any form
     ``tux2.loaders.load`` takes. Files are read as ``tux2 run lda`` reads them, with
     ``format``, ``vocab`` (a file, one word per line, naming numeric word ids),
     ``base``, ``min_count`` and ``duplicates``. Learned: ``word_topic_`` (K × V), ``doc_topic_``
@@ -61,7 +61,7 @@ class LDA(Estimator):
     algorithm = "lda"
     bounds = dict(topics=integer(1, 32767), iterations=NONNEG, alpha=POSITIVE, beta=POSITIVE, seed=SEED,
                   top_words=NONNEG, min_count=COUNT)
-    choices = dict(sampler=("sparse", "sync"), format=("auto", "triples", "docword", "text"), base=(0, 1),
+    choices = dict(sampler=("sparse", "sync"), format=("auto", "triples", "docword", "text", "csv"), base=(0, 1),
                    duplicates=loaders.DUPLICATES)
     _unit, _iterations = "iteration", "iterations"
     _resumable = ("top_words",)
@@ -92,7 +92,7 @@ class LDA(Estimator):
         else:
             g, format = _counts(data), "arrays"
         where = data if isinstance(data, (str, bytes)) or hasattr(data, "__fspath__") else None
-        if min_count > 1 and format != "text":          # read options the format has no use for: never ignored
+        if min_count > 1 and format not in ("text", "csv"):          # read options the format has no use for: never ignored
             raise InputError(f"--min-count (min_count=) drops rare words of a text corpus, and this one is "
                              f"{format}: drop rare word ids before", path=where)
         if base is not None and format != "triples":
@@ -194,11 +194,11 @@ class LDA(Estimator):
         as ``fit`` takes them (CountVectorizer's matrix: a Pipeline's ``transform``)."""
         V = self.word_topic_.shape[1]
         texts = isinstance(docs, (list, tuple))
-        if texts or (self.vocab_ is not None and io.sniff_corpus(docs) == "text"):
+        if texts or (self.vocab_ is not None and io.sniff_corpus(docs) == "text"):      # (or CSV)
             if self.vocab_ is None:
                 raise ValueError("this model has numeric word ids (no vocabulary): pass counts in them, as fit took "
                                  "them (a CountVectorizer matrix, a corpus file, a doc → word count BipartiteGraph)")
-            g, words = io.text_docs(docs) if texts else io.read_text_docs(docs)
+            g, words = io.text_docs(docs) if texts else io.read_text_docs(docs, csv=io.csv_header(docs))
             index = {w: i for i, w in enumerate(self.vocab_)}
             to_model = np.array([index.get(w, -1) for w in words], np.int64)[g.dst]
             o = np.lexsort((to_model, g.src))
