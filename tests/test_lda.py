@@ -110,6 +110,15 @@ def test_a_new_number_of_topics_compiles_nothing(sampler):
     assert lda.topic_word(eng.vertex_data("word"), 7).shape == (7, V) and eng.edge_data()["z"].max() <= 6
 
 
+def test_a_large_corpus_keeps_topic_vectors_of_exactly_K():
+    """Past ROOM_TOKENS an iteration costs more than a compile: no room beyond K."""
+    m = lda.ROOM_TOKENS // lda.TOKENS
+    for edges, R in ((m - 1, lda.MIN_ROOM), (m, 5)):
+        prog = lda.program(np.arange(edges) % 50, np.arange(edges) % 70, np.full(edges, lda.TOKENS), 50, 70, K=5)
+        assert [t.dtype["nk"].shape for t in prog.types] == [(R,), (R,)]
+        assert prog.context.dtype["inv"].shape == (R,)
+
+
 def test_token_edges_split_large_counts():
     s, t, c = lda.token_edges([0, 0, 1], [2, 3, 2], [1, 9, 4])
     assert c.tolist() == [1, 4, 4, 1, 4] and s.tolist() == [0, 0, 0, 0, 1] and t.tolist() == [2, 3, 3, 3, 2]

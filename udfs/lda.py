@@ -32,7 +32,8 @@ from tux2.schema import ContextSpec, VertexType
 from tux2.stages import Apply, Exchange, GlobalSync
 
 TOKENS = 4          # tokens per edge; a (doc, word) pair with more becomes several edges
-MIN_ROOM = 32       # topic-count vectors hold at least this many topics (see room)
+MIN_ROOM = 32       # topic-count vectors hold at least this many topics (see room) …
+ROOM_TOKENS = 1 << 20   # … in corpora of fewer tokens
 _M32 = 0xFFFFFFFF
 
 
@@ -236,15 +237,16 @@ def finish_iteration(ctx):
 
 
 # --------------------------------------------------------------------------- the program
-def room(K):
-    """Length of the topic-count vectors in the records: K rounded up to a power of
-    two, at least MIN_ROOM. numba compiles a loop per record type, so a length of K
-    would compile every kernel again for each new K (~2-5 s); the UDFs read K from
-    the context and leave the rest of the room at 0, so every K up to MIN_ROOM, and
-    then each doubling, shares one set of kernels (kept in the kernel cache). The
-    price, measured against records of exactly K (same samples, alternating blocks):
-    ~1-5% per iteration for the sparse sampler (K = 10, 20, 100), ~10% for sync."""
-    return max(MIN_ROOM, 1 << (int(K) - 1).bit_length())
+def room(K, tokens=0):
+    """Length of the topic-count vectors in the records. numba compiles a loop per
+    record type, so a length of K compiles every kernel again for each new K (~2-5 s,
+    once per machine: the kernel cache keeps them). Below ROOM_TOKENS tokens, where
+    that dwarfs the iterations, the length is K rounded up to a power of two, at
+    least MIN_ROOM: the UDFs read K from the context and leave the rest at 0, so K up
+    to MIN_ROOM, then each doubling, share one set of kernels. Above, K exactly: the
+    room cost 5-20% CPU time per sparse iteration on 2 M tokens (K = 10 … 100, same
+    samples; 2-7% on 200 k tokens), more than a compile paid once per K."""
+    return max(MIN_ROOM, 1 << (int(K) - 1).bit_length()) if tokens < ROOM_TOKENS else int(K)
 
 
 def program(src, dst, count, n_docs, n_words, K=100, alpha=0.1, beta=0.01, seed=0, sampler="sparse",
@@ -256,7 +258,7 @@ def program(src, dst, count, n_docs, n_words, K=100, alpha=0.1, beta=0.01, seed=
     if K < 1 or K > 32767:
         raise ValueError(f"K must be in 1 … 32767, got {K}")
     src, dst, count = (np.asarray(a, np.int64) for a in (src, dst, count))
-    m, R = len(src), room(K)
+    m, R = len(src), room(K, int(count.sum()))
     z = np.full((m, TOKENS), -1, np.int16)
     eid = np.arange(m, dtype=np.int64)
     for t in range(TOKENS):
