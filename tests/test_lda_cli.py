@@ -403,6 +403,9 @@ def test_what_is_not_a_csv_header_is_text_and_a_csv_without_text_column_is_an_er
     with pytest.raises(InputError, match=r"b.csv:1: a header of columns \(id, label\) and none holds the text"):
         tux2.LDA(topics=2).fit(path)
     assert tux2.LDA(topics=2, iterations=1, format="text").fit(path).doc_topic_.shape[0] == 3   # as asked
+    long = _write(tmp_path / "long.txt", "id,label\n" + ("x" * 5000 + ",1\n") * 20)    # sniffed from 64 KB: the
+    with pytest.raises(InputError, match="long.txt:1: a header of columns"):           # line cut there is no row
+        tux2.LDA(topics=2).fit(long)
     with pytest.raises(InputError, match=r"c.csv:3: 2 fields, and the header names 3 \(id, text, label\)"):
         tux2.LDA(topics=2).fit(_write(tmp_path / "c.csv", "id,text,label\n1,a b,x\n2,c d\n"))
     with pytest.raises(InputError, match=r"a.txt:1: line 1 is no CSV header"):

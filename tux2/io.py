@@ -1004,7 +1004,7 @@ def csv_header(path):
         col = 0
     if col is not None:
         return delim, names, col
-    body = [x.decode("utf-8", "replace") for x in lines[1:51 if len(lines) > 51 else len(lines)]]
+    body = [x.decode("utf-8", "replace") for x in lines[1:-1 if len(head) >= 1 << 16 else None][:50]]  # whole lines
     try:
         rows = [r for r in csv.reader(body, delimiter=delim) if r]
     except csv.Error:
