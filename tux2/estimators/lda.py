@@ -50,8 +50,8 @@ class LDA(Estimator):
     """Latent Dirichlet allocation by collapsed Gibbs sampling (SparseLDA; paper §4).
 
     ``fit(data)``: a list of texts, a corpus file (UCI docword, 'doc word count'
-    triples, text with one document per line, a CSV's text column under its header) or doc → word counts in any form
-    ``tux2.loaders.load`` takes. Files are read as ``tux2 run lda`` reads them, with
+    triples, text with one document per line, a CSV's text column under its header)
+    or doc → word counts in any form ``tux2.loaders.load`` takes. Files are read as ``tux2 run lda`` reads them, with
     ``format``, ``vocab`` (a file, one word per line, naming numeric word ids),
     ``base``, ``min_count`` and ``duplicates``. Learned: ``word_topic_`` (K × V), ``doc_topic_``
     (D × K), ``topic_totals_`` (K), ``vocab_`` (None for numeric word ids) and
@@ -92,7 +92,7 @@ class LDA(Estimator):
         else:
             g, format = _counts(data), "arrays"
         where = data if isinstance(data, (str, bytes)) or hasattr(data, "__fspath__") else None
-        if min_count > 1 and format not in ("text", "csv"):          # read options the format has no use for: never ignored
+        if min_count > 1 and format not in ("text", "csv"):     # read options the format has no use for: errors
             raise InputError(f"--min-count (min_count=) drops rare words of a text corpus, and this one is "
                              f"{format}: drop rare word ids before", path=where)
         if base is not None and format != "triples":
