@@ -102,3 +102,14 @@ def log_likelihood(nd, nw, alpha, beta):
         math.lgamma(x + alpha) for x in nd.ravel()) - sum(math.lgamma(x + K * alpha) for x in nd.sum(1))
     return lw + lz
 
+
+
+def doc_log_likelihood(docs, theta, word_topic, totals, beta):
+    """Σ over the tokens w of each document d of log Σ_k θ_dk φ_kw, φ_kw =
+    (β + n_kw)/(Vβ + n_k): ``docs`` lists each document's word ids, one per token."""
+    K, V = len(word_topic), len(word_topic[0])
+    ll = 0.0
+    for d, words in enumerate(docs):
+        for w in words:
+            ll += math.log(sum(theta[d][k] * (beta + word_topic[k][w]) / (V * beta + totals[k]) for k in range(K)))
+    return ll

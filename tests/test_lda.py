@@ -3,6 +3,7 @@ both samplers against plain-Python references, and the log-likelihood."""
 import numpy as np
 import pytest
 
+import tux2
 from tux2 import BipartiteGraph, Engine
 from tux2.udfs import lda
 from tests import naive_lda
@@ -50,7 +51,7 @@ def test_recovers_planted_topics_and_keeps_counts(corpus, sampler, parts):
         _check_counts(e, c)
         lls.append(e.context()["ll_per_token"])
     eng.run(40, callback=check)
-    nwk = eng.vertex_data("word")["nk"].T.astype(float)
+    nwk = lda.topic_word(eng.vertex_data("word"), 5).astype(float)
     est = nwk / np.linalg.norm(nwk, axis=1, keepdims=True)
     ref = phi / np.linalg.norm(phi, axis=1, keepdims=True)
     assert (est @ ref.T).max(axis=0).min() >= 0.9
@@ -93,8 +94,66 @@ def test_samplers_equal_plain_python(sampler):
     assert eng.context()["ll"] == pytest.approx(naive_lda.log_likelihood(nd, nw, alpha, beta), rel=1e-9)
 
 
+@pytest.mark.parametrize("sampler", ["sparse", "sync"])
+def test_a_new_number_of_topics_compiles_nothing(sampler):
+    """Topic vectors have room for lda.room(K) topics and the UDFs read K from the
+    context: K = 3 and K = 7 share one set of kernels, and the room stays 0."""
+    from tux2.compile import counting_compiles
+    s, t, c, D, V = _small()
+    g = BipartiteGraph(s, t, None, D, V)
+    Engine(lda.program(s, t, c, D, V, K=3, seed=1, sampler=sampler), g, partitions=2, seed=0).run(1)
+    with counting_compiles() as compiled:
+        eng = Engine(lda.program(s, t, c, D, V, K=7, seed=1, sampler=sampler), g, partitions=2, seed=0).run(2)
+    assert compiled.n == 0
+    _check_counts(eng, c)
+    assert (eng.vertex_data("doc")["nk"][:, 7:] == 0).all() and (eng.vertex_data("word")["nk"][:, 7:] == 0).all()
+    assert lda.topic_word(eng.vertex_data("word"), 7).shape == (7, V) and eng.edge_data()["z"].max() <= 6
+
+
+def test_a_large_corpus_keeps_topic_vectors_of_exactly_K():
+    """Past ROOM_TOKENS an iteration costs more than a compile: no room beyond K."""
+    m = lda.ROOM_TOKENS // lda.TOKENS
+    for edges, R in ((m - 1, lda.MIN_ROOM), (m, 5)):
+        prog = lda.program(np.arange(edges) % 50, np.arange(edges) % 70, np.full(edges, lda.TOKENS), 50, 70, K=5)
+        assert [t.dtype["nk"].shape for t in prog.types] == [(R,), (R,)]
+        assert prog.context.dtype["inv"].shape == (R,)
+
+
 def test_token_edges_split_large_counts():
     s, t, c = lda.token_edges([0, 0, 1], [2, 3, 2], [1, 9, 4])
     assert c.tolist() == [1, 4, 4, 1, 4] and s.tolist() == [0, 0, 0, 0, 1] and t.tolist() == [2, 3, 3, 3, 2]
     with pytest.raises(ValueError, match="positive"):
         lda.token_edges([0], [0], [0])
+
+
+def _texts(D, V, K, L, seed):
+    """Documents drawn from K planted topics, each over its own V // K words."""
+    rng = np.random.default_rng(seed)
+    return [" ".join(f"w{rng.integers(V // K) + z * (V // K)}" for z in rng.choice(K, L, p=rng.dirichlet([0.2] * K)))
+            for _ in range(D)]
+
+
+def test_score_and_perplexity_are_the_plain_python_log_likelihood():
+    """score = Σ n_dw log Σ_k θ_dk φ_kw with transform's θ (same iterations and seed) and
+    the model's smoothed φ; unknown words are left out of it and of the token count."""
+    train, held = _texts(60, 24, 3, 20, seed=1), _texts(8, 24, 3, 15, seed=2)
+    held[0] += " neverseen neverseen"
+    est = tux2.LDA(topics=3, iterations=30, alpha=0.2, beta=0.05, seed=1).fit(train)
+    index = {w: i for i, w in enumerate(est.vocab_)}
+    docs = [[index[w] for w in t.split() if w in index] for t in held]
+    theta = est.transform(held, iterations=20, seed=5)
+    ll = naive_lda.doc_log_likelihood(docs, theta, est.word_topic_, est.topic_totals_, 0.05)
+    assert est.score(held, iterations=20, seed=5) == pytest.approx(ll, rel=1e-12)
+    tokens = sum(len(d) for d in docs)
+    assert tokens == 8 * 15
+    assert est.perplexity(held, iterations=20, seed=5) == pytest.approx(np.exp(-ll / tokens), rel=1e-12)
+    untrained = tux2.LDA(topics=3, iterations=0, alpha=0.2, beta=0.05, seed=1).fit(train)
+    assert est.perplexity(held) < untrained.perplexity(held)
+    with pytest.raises(ValueError, match="no word of the model's vocabulary"):
+        est.score(["neverseen"])
+
+
+def test_grid_search_by_score_picks_the_planted_number_of_topics():
+    from sklearn.model_selection import GridSearchCV
+    gs = GridSearchCV(tux2.LDA(iterations=10), {"topics": [1, 3]}, cv=2).fit(_texts(60, 24, 3, 12, seed=3))
+    assert gs.best_params_ == {"topics": 3}

@@ -365,3 +365,48 @@ def test_lda_takes_a_dense_count_array_as_the_matrix_it_is():
     np.testing.assert_array_equal(lda.word_topic_, tux2.LDA(topics=2, iterations=10).fit(sp.csr_matrix(X)).word_topic_)
     np.testing.assert_array_equal(lda.transform(cv.transform(["goal team"]).toarray()),
                                   lda.transform(cv.transform(["goal team"])))
+
+
+CSV = '''id,text,label
+1,"Apples and bananas, fruit",a
+2,Cars and trucks drive on roads,b
+
+3,"Trucks carry apples
+on roads",b
+'''
+
+
+def test_a_csv_corpus_is_its_text_column_under_the_header(tmp_path):
+    """Not the header, the ids or the labels: the rows' text (quoted commas and line
+    breaks as CSV has them, blank lines no rows), as fit reads the same texts."""
+    import tux2
+    texts = ["Apples and bananas, fruit", "Cars and trucks drive on roads", "Trucks carry apples\non roads"]
+    ref = tux2.LDA(topics=2, iterations=3).fit(texts)
+    for name, text in (("docs.csv", CSV), ("docs.tsv", "id\tTitle\tBody\n" + "".join(
+            f"{i}\tt{i}\t{t}\n" for i, t in enumerate(t.replace("\n", " ") for t in texts)))):
+        lda = tux2.LDA(topics=2, iterations=3).fit(_write(tmp_path / name, text))
+        assert lda.vocab_ == ref.vocab_ and lda.doc_topic_.shape == (3, 2)
+        np.testing.assert_array_equal(lda.word_topic_, ref.word_topic_)
+        assert lda.transform(str(tmp_path / name)).shape == (3, 2)        # new documents are read alike
+    one = tux2.LDA(topics=2, iterations=3).fit(_write(tmp_path / "one.txt", "text\n" + "\n".join(
+        t.replace("\n", " ") for t in texts) + "\n"))
+    assert one.vocab_ == ref.vocab_
+    r = run_cli("run", "lda", str(tmp_path / "docs.csv"), "-k", "2", "--iterations", "1")
+    assert r.returncode == 0 and "docs.csv [csv]" in r.stdout and f"3 documents, {len(ref.vocab_)} words," in r.stdout
+
+
+def test_what_is_not_a_csv_header_is_text_and_a_csv_without_text_column_is_an_error(tmp_path):
+    import tux2
+    lda = tux2.LDA(topics=2, iterations=1).fit(_write(tmp_path / "a.txt", "Hello,world\nthe cat sat\n"))
+    assert lda.doc_topic_.shape[0] == 2 and "hello" in lda.vocab_             # a first line of words, not names
+    path = _write(tmp_path / "b.csv", "id,label\n1,spam\n2,ham\n")
+    with pytest.raises(InputError, match=r"b.csv:1: a header of columns \(id, label\) and none holds the text"):
+        tux2.LDA(topics=2).fit(path)
+    assert tux2.LDA(topics=2, iterations=1, format="text").fit(path).doc_topic_.shape[0] == 3   # as asked
+    long = _write(tmp_path / "long.txt", "id,label\n" + ("x" * 5000 + ",1\n") * 20)    # sniffed from 64 KB: the
+    with pytest.raises(InputError, match="long.txt:1: a header of columns"):           # line cut there is no row
+        tux2.LDA(topics=2).fit(long)
+    with pytest.raises(InputError, match=r"c.csv:3: 2 fields, and the header names 3 \(id, text, label\)"):
+        tux2.LDA(topics=2).fit(_write(tmp_path / "c.csv", "id,text,label\n1,a b,x\n2,c d\n"))
+    with pytest.raises(InputError, match=r"a.txt:1: line 1 is no CSV header"):
+        tux2.LDA(topics=2, format="csv").fit(str(tmp_path / "a.txt"))

@@ -998,16 +998,79 @@ def _mark_class():
     return "".join(ranges)
 
 
-def read_text_docs(path, type_names=("doc", "word"), min_count=1, stopwords=()):
+def read_text_docs(path, type_names=("doc", "word"), min_count=1, stopwords=(), csv=None):
     """One document per line (blank lines are empty documents, so document ids are
-    line numbers − 1): ``text_docs`` of the file's lines."""
+    line numbers − 1): ``text_docs`` of the file's lines. With ``csv`` (``csv_header``'s
+    answer) one document per row below the header, its text column's (blank lines are
+    no rows)."""
     path = os.fspath(path)
     try:
         f = open(path, "rb")
     except OSError as e:
         raise InputError(f"cannot read text corpus: {e.strerror}", path=path) from None
     with f:
-        return text_docs(_utf8_lines(f, path), type_names, min_count, stopwords, path)
+        lines = _utf8_lines(f, path)
+        return text_docs(lines if csv is None else _csv_texts(lines, csv, path), type_names, min_count, stopwords,
+                         path)
+
+
+TEXT_COLUMNS = ("text", "body", "content", "document", "abstract", "review", "sentence", "message", "comment",
+                "description")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
+
+
+def csv_header(path):
+    """(delimiter, column names, text column) when the first line of a text corpus is
+    a CSV or TSV header: names only, one of them a text column's (TEXT_COLUMNS, any
+    case; the first of them in that order), or a .csv/.tsv file's only column. Else
+    None, or an error when it is a header of names over rows of as many fields (or of
+    a .csv/.tsv file) without a text column."""
+    import csv
+    head = read_head(path, "corpus")
+    lines = head.split(b"\n")
+    first = lines[0].rstrip(b"\r").decode("utf-8", "replace")
+    delim = "\t" if "\t" in first else ","
+    names = [n.strip().strip('"').strip() for n in first.split(delim)]
+    if not all(_NAME.fullmatch(n) for n in names):
+        return None
+    low = [n.lower() for n in names]
+    col = next((low.index(t) for t in TEXT_COLUMNS if t in low), None)
+    named = str(path).lower().endswith((".csv", ".tsv"))
+    if col is None and len(names) == 1 and named:
+        col = 0
+    if col is not None:
+        return delim, names, col
+    body = [x.decode("utf-8", "replace") for x in lines[1:-1 if len(head) >= 1 << 16 else None][:50]]  # whole lines
+    try:
+        rows = [r for r in csv.reader(body, delimiter=delim) if r]
+    except csv.Error:
+        rows = []
+    if len(names) > 1 and (named or rows and all(len(r) == len(names) for r in rows)):
+        raise InputError(f"a header of columns ({', '.join(names)}) and none holds the text: name that column "
+                         f"'text' (or {', '.join(TEXT_COLUMNS[1:4])}, …), or --format text (format='text') reads "
+                         "every line as a document", path=path, line=1, text=first)
+    return None
+
+
+def _csv_texts(lines, header, path):
+    """The text column of the rows below a CSV header (``csv_header``'s answer); a row
+    with more fields than the header when the text is the last column keeps them all
+    (its text held the delimiter unquoted)."""
+    import csv
+    delim, names, col = header
+    reader = csv.reader(lines, delimiter=delim)
+    try:
+        next(reader, None)
+        for row in reader:
+            if not row:
+                continue
+            if len(row) == len(names) or (col == len(names) - 1 and len(row) > col):
+                yield delim.join(row[col:]) if col == len(names) - 1 else row[col]
+            else:
+                raise InputError(f"{len(row)} fields, and the header names {len(names)} ({', '.join(names)})",
+                                 path=path, line=reader.line_num, text=delim.join(row))
+    except csv.Error as e:
+        raise InputError(f"not CSV: {e}", path=path, line=reader.line_num) from None
 
 
 def _utf8_lines(f, path):

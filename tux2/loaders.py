@@ -709,10 +709,18 @@ def load_samples(X, zero_based=False, duplicates="error"):
 
 def load_corpus(path, fmt="auto", base=None, min_count=1, type_names=("doc", "word"), duplicates="sum"):
     """(document–word count graph, vocabulary or None, format) of a UCI docword file,
-    ``doc word count`` triples or plain text (one document per line); ``graph.base`` is
+    ``doc word count`` triples, plain text (one document per line) or 'csv': a CSV or
+    TSV file's text column under a header (io.csv_header; 'auto' tells it from text by
+    that header, so a header is never read as a document); ``graph.base`` is
     the file's id base (1 for docword), which outputs add back to the dense ids."""
     check_choice("duplicates", duplicates, DUPLICATES)
-    fmt = io.sniff_corpus(path, header_alone=True) if fmt == "auto" else fmt
+    sniffed = fmt == "auto"
+    fmt = io.sniff_corpus(path, header_alone=True) if sniffed else fmt
+    header = io.csv_header(path) if fmt == "csv" or (sniffed and fmt == "text") else None
+    if fmt == "csv" and header is None:
+        raise InputError("line 1 is no CSV header naming the text column ('text', 'id,text', …): --format text "
+                         "(format='text') reads every line as a document", path=path, line=1)
+    fmt = "csv" if header is not None else fmt
     if fmt == "docword":
         g = dedupe(io.read_docword(path, type_names), duplicates, lambda i: (path, *io.edge_line(path, i, 3)))
         g.base = 1                              # docword ids are 1-based: outputs name them so
@@ -723,10 +731,10 @@ def load_corpus(path, fmt="auto", base=None, min_count=1, type_names=("doc", "wo
         out = dedupe(g, duplicates, lambda i: (path, *io.edge_line(path, i, skip)))
         out.base = g.base
         return out, None, fmt
-    if fmt == "text":
-        g, vocab = io.read_text_docs(path, type_names, min_count=min_count)
+    if fmt in ("text", "csv"):
+        g, vocab = io.read_text_docs(path, type_names, min_count=min_count, csv=header)
         return g, vocab, fmt
-    raise ValueError(f"unknown corpus format {fmt!r}: auto, docword, triples or text")
+    raise ValueError(f"unknown corpus format {fmt!r}: auto, docword, triples, text or csv")
 
 
 # --------------------------------------------------------------------------- Python objects

@@ -32,6 +32,8 @@ from tux2.schema import ContextSpec, VertexType
 from tux2.stages import Apply, Exchange, GlobalSync
 
 TOKENS = 4          # tokens per edge; a (doc, word) pair with more becomes several edges
+MIN_ROOM = 32       # topic-count vectors hold at least this many topics (see room) …
+ROOM_TOKENS = 1 << 20   # … in corpora of fewer tokens
 _M32 = 0xFFFFFFFF
 
 
@@ -235,6 +237,18 @@ def finish_iteration(ctx):
 
 
 # --------------------------------------------------------------------------- the program
+def room(K, tokens=0):
+    """Length of the topic-count vectors in the records. numba compiles a loop per
+    record type, so a length of K compiles every kernel again for each new K (~2-5 s,
+    once per machine: the kernel cache keeps them). Below ROOM_TOKENS tokens, where
+    that dwarfs the iterations, the length is K rounded up to a power of two, at
+    least MIN_ROOM: the UDFs read K from the context and leave the rest at 0, so K up
+    to MIN_ROOM, then each doubling, share one set of kernels. Above, K exactly: the
+    room cost 5-20% CPU time per sparse iteration on 2 M tokens (K = 10 … 100, same
+    samples; 2-7% on 200 k tokens), more than a compile paid once per K."""
+    return max(MIN_ROOM, 1 << (int(K) - 1).bit_length()) if tokens < ROOM_TOKENS else int(K)
+
+
 def program(src, dst, count, n_docs, n_words, K=100, alpha=0.1, beta=0.01, seed=0, sampler="sparse",
             types=("doc", "word")):
     """LDA on token edges (``token_edges``): initial topics are drawn from the same
@@ -244,7 +258,7 @@ def program(src, dst, count, n_docs, n_words, K=100, alpha=0.1, beta=0.01, seed=
     if K < 1 or K > 32767:
         raise ValueError(f"K must be in 1 … 32767, got {K}")
     src, dst, count = (np.asarray(a, np.int64) for a in (src, dst, count))
-    m = len(src)
+    m, R = len(src), room(K, int(count.sum()))
     z = np.full((m, TOKENS), -1, np.int16)
     eid = np.arange(m, dtype=np.int64)
     for t in range(TOKENS):
@@ -252,22 +266,22 @@ def program(src, dst, count, n_docs, n_words, K=100, alpha=0.1, beta=0.01, seed=
         z[has, t] = _initial_topics(eid[has], t, seed, K)
     flat_k = z[z >= 0].astype(np.int64)
     rows = np.nonzero(z >= 0)[0]
-    ndk = np.zeros((n_docs, K), np.int32)
-    nwk = np.zeros((n_words, K), np.int32)
+    ndk = np.zeros((n_docs, R), np.int32)
+    nwk = np.zeros((n_words, R), np.int32)
     np.add.at(ndk, (src[rows], flat_k), 1)
     np.add.at(nwk, (dst[rows], flat_k), 1)
-    nk = np.bincount(flat_k, minlength=K).astype(np.int64)
+    nk = np.bincount(flat_k, minlength=R).astype(np.int64)
     vbeta = n_words * beta
-    inv = 1.0 / (nk + vbeta)
+    inv = np.where(np.arange(R) < K, 1.0 / (nk + vbeta), 0.0)
     sync = sampler == "sync"
-    acc = {"nk": ("i4", K)} if sync else {}
-    vt = [VertexType(types[0], sync={"nk": ("i4", K)}, master={"id": "i8"}, accum=acc),
-          VertexType(types[1], sync={"nk": ("i4", K)}, accum=acc,
-                     local={} if sync else {"nz": ("i2", K), "nnz": "i4", "stamp": "i4"})]
+    acc = {"nk": ("i4", R)} if sync else {}
+    vt = [VertexType(types[0], sync={"nk": ("i4", R)}, master={"id": "i8"}, accum=acc),
+          VertexType(types[1], sync={"nk": ("i4", R)}, accum=acc,
+                     local={} if sync else {"nz": ("i2", R), "nnz": "i4", "stamp": "i4"})]
     ctx = ContextSpec(
         fields={"K": "i8", "V": "i8", "D": "i8", "alpha": "f8", "beta": "f8", "vbeta": "f8", "seed": "i8",
-                "it": "i8", "nk": ("i8", K), "dnk": ("i8", K), "inv": ("f8", K), "coef": ("f8", K),
-                "qbuf": ("f8", K), "s": "f8", "r": "f8", "cur": "i8", "llw": "f8", "lld": "f8",
+                "it": "i8", "nk": ("i8", R), "dnk": ("i8", R), "inv": ("f8", R), "coef": ("f8", R),
+                "qbuf": ("f8", R), "s": "f8", "r": "f8", "cur": "i8", "llw": "f8", "lld": "f8",
                 "llw_keep": "f8", "tokens": "f8", "ll": "f8", "ll_per_token": "f8",
                 "lga": ("f8", LGAMMA_TABLE), "lgb": ("f8", LGAMMA_TABLE)},
         sum=("llw", "lld", "dnk"), delta=("nk",), state=("it", "inv", "s", "cur"),
@@ -313,9 +327,15 @@ def _initial_topics(eid, t, seed, K):
     return out
 
 
-def topic_word(word_data):
+def topic_counts(data, K):
+    """The K topic counts of records (vertex data or the context) without the room
+    beyond them: n × K for vertex data, K for a context."""
+    return np.ascontiguousarray(np.asarray(data["nk"])[..., :K])
+
+
+def topic_word(word_data, K):
     """K × V word–topic counts from gathered word master data."""
-    return np.ascontiguousarray(word_data["nk"].T)
+    return np.ascontiguousarray(topic_counts(word_data, K).T)
 
 
 def top_words(word_topic, n, vocab=None, base=0):
@@ -329,17 +349,19 @@ def top_words(word_topic, n, vocab=None, base=0):
 
 
 # --------------------------------------------------------------------------- inference
+def topic_word_probabilities(word_topic, topic_totals, beta):
+    """φ (K × V): p(word w | topic k) = (β + n_kw)/(Vβ + n_k), as the sampler smooths the counts."""
+    wt = np.asarray(word_topic, np.float64)
+    return (beta + wt) / (wt.shape[1] * beta + np.asarray(topic_totals, np.float64)[:, None])
+
+
 @njit(cache=True, nogil=True)
-def _infer(indptr, words, counts, word_topic, totals, alpha, beta, iterations, seed, theta):
+def _infer(indptr, words, counts, phi, alpha, iterations, seed, theta):
     """Fold-in Gibbs sampling of new documents with the trained counts fixed: token
-    topics drawn from p(k) ∝ (α + n_dk)(β + n_wk)/(Vβ + n_k); θ_d is the mean of
+    topics drawn from p(k) ∝ (α + n_dk) φ_kw (``phi``: V × K); θ_d is the mean of
     (n_dk + α)/(N_d + Kα) over the second half of the sweeps."""
-    K, V = word_topic.shape
+    K = phi.shape[1]
     np.random.seed(seed)
-    phi = np.empty((V, K))
-    for w in range(V):
-        for k in range(K):
-            phi[w, k] = (beta + word_topic[k, w]) / (V * beta + totals[k])
     p = np.empty(K)
     for d in range(len(indptr) - 1):
         n_tok = 0
@@ -388,6 +410,17 @@ def infer(word_topic, topic_totals, graph, alpha, beta, iterations=50, seed=0):
     if len(words) and words.max() >= V:
         raise ValueError(f"word id {int(words.max())} is beyond the model's {V} words")
     theta = np.zeros((graph.n_src, K))
-    _infer(indptr, words, graph.values[o].astype(np.int64), np.asarray(word_topic, np.float64),
-           np.asarray(topic_totals, np.float64), float(alpha), float(beta), int(max(iterations, 1)), int(seed), theta)
+    phi = np.ascontiguousarray(topic_word_probabilities(word_topic, topic_totals, beta).T)
+    _infer(indptr, words, graph.values[o].astype(np.int64), phi, float(alpha), int(max(iterations, 1)), int(seed),
+           theta)
     return theta
+
+
+def log_likelihood(phi, theta, graph, chunk=1 << 15):
+    """Σ_d Σ_w n_dw log Σ_k θ_dk φ_kw over the (doc, word, count) edges of ``graph``:
+    log p(w | θ, φ) of its documents under topic mixtures θ (D × K) and φ (K × V)."""
+    ll = 0.0
+    for lo in range(0, len(graph.src), chunk):
+        d, w = graph.src[lo:lo + chunk], graph.dst[lo:lo + chunk]
+        ll += float(np.dot(graph.values[lo:lo + chunk], np.log(np.einsum("ek,ke->e", theta[d], phi[:, w]))))
+    return ll

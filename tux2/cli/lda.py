@@ -12,12 +12,14 @@ def add_parser(algos):
         "lda", help="topic model: LDA by collapsed Gibbs sampling (SparseLDA, paper §4)",
         description="Latent Dirichlet allocation on a document-word graph. INPUT is 'doc word count' "
                     "triples (0-based ids), a UCI bag-of-words docword file (3-line header D, W, NNZ; "
-                    "1-based ids) or plain text with one document per line. Without INPUT a corpus is "
+                    "1-based ids), plain text with one document per line, or a CSV/TSV file with a header, "
+                    "one document per row in its text column. Without INPUT a corpus is "
                     "drawn from a planted 20-topic model (2000 documents, ~200k tokens).")
     p.add_argument("input", nargs="?", help="corpus file; default: built-in planted corpus")
     p.add_argument("--format", choices=LDA.choices["format"], default="auto",
                    help="input format; auto: docword when the file starts with three single-integer "
-                        "lines, triples when every line is three numbers, text otherwise")
+                        "lines, triples when every line is three numbers, csv when line 1 is a header "
+                        "naming a text column (text, body, content, …), text otherwise")
     p.add_argument("--vocab", help="vocabulary file, one word per line (line i = word id i, or i+1 for "
                                    "docword), used to print topics as words")
     p.add_argument("--base", type=int, choices=LDA.choices["base"], default=None,

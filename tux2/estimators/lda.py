@@ -50,8 +50,8 @@ class LDA(Estimator):
     """Latent Dirichlet allocation by collapsed Gibbs sampling (SparseLDA; paper §4).
 
     ``fit(data)``: a list of texts, a corpus file (UCI docword, 'doc word count'
-    triples, text with one document per line) or doc → word counts in any form
-    ``tux2.loaders.load`` takes. Files are read as ``tux2 run lda`` reads them, with
+    triples, text with one document per line, a CSV's text column under its header)
+    or doc → word counts in any form ``tux2.loaders.load`` takes. Files are read as ``tux2 run lda`` reads them, with
     ``format``, ``vocab`` (a file, one word per line, naming numeric word ids),
     ``base``, ``min_count`` and ``duplicates``. Learned: ``word_topic_`` (K × V), ``doc_topic_``
     (D × K), ``topic_totals_`` (K), ``vocab_`` (None for numeric word ids) and
@@ -61,7 +61,7 @@ class LDA(Estimator):
     algorithm = "lda"
     bounds = dict(topics=integer(1, 32767), iterations=NONNEG, alpha=POSITIVE, beta=POSITIVE, seed=SEED,
                   top_words=NONNEG, min_count=COUNT)
-    choices = dict(sampler=("sparse", "sync"), format=("auto", "triples", "docword", "text"), base=(0, 1),
+    choices = dict(sampler=("sparse", "sync"), format=("auto", "triples", "docword", "text", "csv"), base=(0, 1),
                    duplicates=loaders.DUPLICATES)
     _unit, _iterations = "iteration", "iterations"
     _resumable = ("top_words",)
@@ -92,7 +92,7 @@ class LDA(Estimator):
         else:
             g, format = _counts(data), "arrays"
         where = data if isinstance(data, (str, bytes)) or hasattr(data, "__fspath__") else None
-        if min_count > 1 and format != "text":          # read options the format has no use for: never ignored
+        if min_count > 1 and format not in ("text", "csv"):     # read options the format has no use for: errors
             raise InputError(f"--min-count (min_count=) drops rare words of a text corpus, and this one is "
                              f"{format}: drop rare word ids before", path=where)
         if base is not None and format != "triples":
@@ -146,8 +146,9 @@ class LDA(Estimator):
     def read_model(self, eng, s):
         docs, words = eng.vertex_data("doc"), eng.vertex_data("word")        # gathered on rank 0
         if docs is not None:
-            self._set(lda.topic_word(words), np.asarray(eng.context()["nk"]), s.vocab,
-                      np.ascontiguousarray(docs["nk"]), s.word_base)
+            K = self.topics
+            self._set(lda.topic_word(words, K), lda.topic_counts(eng.context(), K), s.vocab,
+                      lda.topic_counts(docs, K), s.word_base)
 
     def _set(self, word_topic, totals, vocab, doc_topic=None, word_base=0):
         self.word_topic_, self.topic_totals_ = np.asarray(word_topic), np.asarray(totals)
@@ -193,11 +194,11 @@ class LDA(Estimator):
         as ``fit`` takes them (CountVectorizer's matrix: a Pipeline's ``transform``)."""
         V = self.word_topic_.shape[1]
         texts = isinstance(docs, (list, tuple))
-        if texts or (self.vocab_ is not None and io.sniff_corpus(docs) == "text"):
+        if texts or (self.vocab_ is not None and io.sniff_corpus(docs) == "text"):      # (or CSV)
             if self.vocab_ is None:
                 raise ValueError("this model has numeric word ids (no vocabulary): pass counts in them, as fit took "
                                  "them (a CountVectorizer matrix, a corpus file, a doc → word count BipartiteGraph)")
-            g, words = io.text_docs(docs) if texts else io.read_text_docs(docs)
+            g, words = io.text_docs(docs) if texts else io.read_text_docs(docs, csv=io.csv_header(docs))
             index = {w: i for i, w in enumerate(self.vocab_)}
             to_model = np.array([index.get(w, -1) for w in words], np.int64)[g.dst]
             o = np.lexsort((to_model, g.src))
@@ -218,6 +219,31 @@ class LDA(Estimator):
         if not isinstance(docs, BipartiteGraph):
             docs = self.documents(docs)[0]
         return lda.infer(self.word_topic_, self.topic_totals_, docs, self.alpha, self.beta, iterations, seed)
+
+    def score(self, docs, y=None, iterations=50, seed=0):
+        """Log-likelihood of documents (what ``transform`` takes; words the model lacks
+        left out), a plug-in estimate: Σ_d Σ_w n_dw log Σ_k θ̂_dk φ̂_kw, φ̂_kw = (β +
+        n_kw)/(Vβ + n_k), θ̂ from ``transform(docs, iterations, seed)``. Neither the
+        marginal p(w | φ̂) (θ integrated out) nor scikit-learn's variational bound:
+        θ̂ is fitted to the words it scores, so it is optimistic, more so for short
+        documents. Compare models on the same documents; higher is better."""
+        return self._log_likelihood(docs, iterations, seed)[0]
+
+    def perplexity(self, docs, iterations=50, seed=0):
+        """exp(−score / tokens), the tokens counted being those ``score`` scores
+        (scikit-learn's definition; lower is better)."""
+        ll, tokens = self._log_likelihood(docs, iterations, seed)
+        return float(np.exp(-ll / tokens))
+
+    def _log_likelihood(self, docs, iterations, seed):
+        if not isinstance(docs, BipartiteGraph):
+            docs = self.documents(docs)[0]
+        tokens = float(docs.values.sum())
+        if tokens == 0:
+            raise ValueError("the documents hold no word of the model's vocabulary: nothing to score")
+        theta = self.transform(docs, iterations, seed)
+        phi = lda.topic_word_probabilities(self.word_topic_, self.topic_totals_, self.beta)
+        return lda.log_likelihood(phi, theta, docs), tokens
 
     def topic_words(self, n=10):
         """Per topic, the ``n`` most frequent (word, count) pairs."""
