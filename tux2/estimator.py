@@ -182,6 +182,14 @@ class Estimator:
     def _converged(self, history):
         return None
 
+    def _in_python(self, text):
+        """A run's note or stop message as a Python caller reads it: each ``--flag``
+        of a parameter becomes ``param=`` ('try --eta 0.05' → 'try eta=0.05')."""
+        import re
+        names = {self.flags.get(p, (p,))[0].replace("_", "-"): p for p in self.get_params()}
+        return re.sub(r"--([a-z][a-z0-9-]*)(?: (?=[\w.]))?", lambda m: f"{names[m.group(1)]}=" if m.group(1) in names
+                      else m.group(0), text)
+
     # ------------------------------------------------------------ files
     def _meta(self):
         """model.json: the algorithm, its parameters, what it learned that is a number."""

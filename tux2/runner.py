@@ -367,7 +367,7 @@ def train(est, data, *, transport=None, partitions=None, threads=None, slack=0, 
                     cb(rec)
                 message = est._diverged(rec)
                 if message:
-                    raise Tux2Error(message)
+                    raise Tux2Error(message if printed else est._in_python(message))
                 ck.after(i)
                 message = est._converged(history)
                 if message:
@@ -387,7 +387,7 @@ def train(est, data, *, transport=None, partitions=None, threads=None, slack=0, 
         for line in est._report(setup):
             say(line)
             if not printed and line.strip().startswith("note: "):
-                warnings.warn(line.strip().removeprefix("note: "), RuntimeWarning, stacklevel=3)
+                warnings.warn(est._in_python(line.strip().removeprefix("note: ")), RuntimeWarning, stacklevel=3)
     return eng
 
 

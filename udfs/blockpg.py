@@ -221,8 +221,11 @@ def _inputs(labels, values, samples, features, n_features, lam, block_size, shri
     return np.where(y > 0, 1.0, -1.0), size, kappa, np.asarray(values, np.float64)
 
 
+INNER = 10          # the newton form's coordinate-descent sweeps per epoch (a proximal Newton step)
+
+
 def program(labels, values, samples, features, n_features, lam=1.0, block_size=None, h_min=1e-12,
-            shrink=0.9, rest=2, types=("sample", "feature"), form="kappa", inner=10, kappa=None):
+            shrink=0.9, rest=2, types=("sample", "feature"), form="kappa", inner=INNER, kappa=None):
     """BlockPG on edges (samples[i], features[i]) with values ``values`` (feature ids
     already shuffled, see ``shuffle_features``); ``labels`` ±1 (0/1 accepted) per sample.
     ``form``: "kappa" (blocks of ``block_size`` under the κ bound, above) or "newton"
@@ -367,7 +370,7 @@ def take_step(u, v, e, a_u, a_v, ctx):
         e.ts = v.wt
 
 
-def newton_program(labels, values, samples, features, n_features, lam=1.0, block_size=1, inner=10, h_min=1e-12,
+def newton_program(labels, values, samples, features, n_features, lam=1.0, block_size=1, inner=INNER, h_min=1e-12,
                    shrink=0.9, rest=2, types=("sample", "feature")):
     """BlockPG's form="newton" (see above): ``inner`` sweeps per epoch over blocks of
     ``block_size`` features. Every stage accumulates, then applies (the step's direct

@@ -411,7 +411,18 @@ class GLM(Linear):
                 f"  {s.n} samples, {s.graph.n_dst - self.bias} features{' + intercept' if self.bias else ''}, "
                 f"{s.nnz - s.n * self.bias} non-zeros; lambda={s.lam:.6g}{' (1/n)' if self.reg is None else ''}, "
                 f"batch {min(s.batch or s.n, s.n)}, eta {s.eta}, P={parts}" + (f", {world} workers" if world > 1 else "")] \
-            + self._label_notes(s)
+            + self._label_notes(s) + self._rounds_note(s, world)
+
+    def _rounds_note(self, s, world):
+        """On several workers, a one-step strategy's every mini-batch is a round of
+        messages: at a small batch that, not the computing, sets an epoch's time."""
+        rounds = -(-s.n // min(s.batch or s.n, s.n))
+        if world < 2 or self.strategy in ("modelavg", "modelsum") or rounds < 200:
+            return []
+        big = min(1000, s.n)
+        return [f"  note: {rounds:,} mini-batches an epoch, each a round of messages between the workers (~1 ms or "
+                f"more each, over the computing): --batch {big} makes {-(-s.n // big):,} (another model), "
+                "--strategy modelavg one"]
 
     def _label_notes(self, s):
         """The classes, unless they are 0 … K−1; a note on test labels of no class."""
@@ -589,7 +600,11 @@ class BlockPG(Linear):
                 + (f", {world} workers" if world > 1 else "")] \
             + ([f"  note: the feature values are raw counts (up to {s.counts:g}), on which the kappa form's "
                 "curvature bound is loose and converges slowly; --form newton (form='newton') reaches the "
-                "optimum in far fewer epochs"] if self.form == "kappa" and s.counts else [])
+                "optimum in far fewer epochs"] if self.form == "kappa" and s.counts else []) \
+            + ([f"  note: {rounds:,} blocks an epoch, each a round of messages between the workers (~1 ms or more "
+                f"each, so {rounds / 1000:,.0f} s or more an epoch over the computing); a larger --block-size "
+                "makes fewer (the same optimum, reached along another path), one process needs none"]
+               if world > 1 and (rounds := -(-d // b) * (blockpg.INNER if s.form == "newton" else 1)) >= 2000 else [])
 
     def _line(self, rec, n):
         return (f"epoch {rec['epoch']:3d}/{n}  objective {rec['objective']:.6g}  non-zeros {rec['nnz']}  "
