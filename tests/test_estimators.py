@@ -221,3 +221,34 @@ def test_a_fitted_estimator_asked_for_an_attribute_it_lacks_does_not_say_it_is_u
                                                  "word_topic_") as e:
             est.components_
         assert not isinstance(e.value, NotFittedError)
+
+
+def test_mf_score_takes_every_form_fit_takes():
+    """score((users, items, ratings)) read the 3 × n tuple as rows (-60.9 for an RMSE of
+    1.18); score(graph) raised numpy's IndexError; object rows of string users and float
+    items (np.c_, DataFrame.values) trained with items '31.0' that score then refused,
+    so cross_val_score gave nan. Each is now the RMSE of predict on the same pairs."""
+    from tux2.datasets import netflix_like
+    train, test = netflix_like(n_users=300, n_items=50, n_ratings=5000, seed=0)
+    m = tux2.MF(k=4, epochs=3, seed=1).fit(train, test)
+    u, i, r = test.src, test.dst, np.asarray(test.values, np.float64)
+    rmse = np.sqrt(np.mean((m.predict(u, i) - r) ** 2))
+    assert m.score((u, i, r)) == pytest.approx(-rmse)
+    assert m.score(np.column_stack([u, i, r])) == pytest.approx(-rmse)
+    assert m.score(test) == pytest.approx(-m.history_[-1]["test_rmse"], rel=1e-5)
+    rng = np.random.default_rng(0)
+    pairs = sorted({(int(a), int(b)) for a, b in zip(rng.integers(0, 60, 600), rng.integers(0, 20, 600))})
+    X = np.array([[f"u{a}", float(b), float(rng.integers(1, 6))] for a, b in pairs], dtype=object)
+    m = tux2.MF(k=2, epochs=2, seed=0).fit(X)
+    assert m.ids_[1] is None or m.ids_[1].tokens.dtype.kind in "iu"      # items stay numbers
+    rmse = np.sqrt(np.mean((m.predict(X[:, 0], X[:, 1]) - X[:, 2].astype(float)) ** 2))
+    assert m.score(X) == pytest.approx(-rmse)
+    with pytest.raises(ValueError, match="MF.score takes"):
+        m.score(np.zeros((4, 2)))
+
+
+def test_classifier_score_of_the_pair_fit_takes():
+    from tux2.datasets import sparse_classification
+    g, y, _ = sparse_classification(n_samples=500, n_features=100, seed=0)
+    lr = tux2.LogisticRegression(epochs=3).fit((g, y))
+    assert lr.score((g, y)) == lr.score(g, y) > 0.5

@@ -185,7 +185,9 @@ class Linear(Estimator):
     def score(self, X, y=None):
         """Accuracy on (X, y) (labels as training gave them, or ±1 and 0/1 for a ±1 or
         0/1 model; a binary model refuses a third label, softmax counts it wrong); without
-        ``y``, X is a libsvm file and its labels are y."""
+        ``y``, X is a libsvm file and its labels are y, or the (X, y) pair fit takes."""
+        if y is None and isinstance(X, tuple) and len(X) == 2:
+            X, y = X
         if y is None:
             X, y = loaders.load_samples(X, self.zero_based_)
             if y is None:

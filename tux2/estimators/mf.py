@@ -75,9 +75,30 @@ def user_rows(x, columns=None):
     if is_frame(x):
         return tuple(x[c].to_numpy() for c in frame_columns(x, columns))
     if isinstance(x, np.ndarray) and x.ndim == 2 and x.shape[1] == 3:
-        ids = x[:, :2] if x.dtype.kind in "OUS" else x[:, :2].astype(np.int64)
-        return ids[:, 0], ids[:, 1], np.asarray(x[:, 2], np.float64)
+        if x.dtype.kind in "OUS":
+            return _id_column(x[:, 0]), _id_column(x[:, 1]), np.asarray(x[:, 2], np.float64)
+        return x[:, 0].astype(np.int64), x[:, 1].astype(np.int64), np.asarray(x[:, 2], np.float64)
     return x
+
+
+def _rows3(X):
+    """(user, item, rating) rows of a sequence or array as an (n, 3) array (extra columns cut)."""
+    a = np.asarray(X) if not isinstance(X, list) or not X or not isinstance(X[0], (list, tuple)) \
+        else np.asarray(X, dtype=object)
+    if a.ndim != 2 or a.shape[1] < 3:
+        raise ValueError(f"MF.score takes (user, item, rating) rows, (users, items, ratings), a DataFrame, a "
+                         f"BipartiteGraph or a rating file; got an array of shape {a.shape}")
+    return a[:, :3]
+
+
+def _id_column(c):
+    """A column of an object array as ids: integers when every entry is a whole number
+    (np.c_ of string users and integer items makes the items 31.0), else as it is."""
+    if c.dtype.kind == "O" and all(isinstance(t, (int, float, np.integer, np.floating))
+                                   and not isinstance(t, (bool, np.bool_)) and float(t).is_integer()
+                                   for t in c.tolist()):
+        return c.astype(np.int64)
+    return c
 
 
 def seen_csr(graph):
@@ -444,8 +465,18 @@ class MF(Estimator):
             if g.values is None:
                 raise InputError("no rating column to score against: expected 'user item rating' lines", path=X)
             r, pred = g.values, self.score_dense(g.src, g.dst, g.unknown)
-        else:                       # a DataFrame: the columns fit read, by name
-            u, i, r = user_rows(X if is_frame(X) else np.asarray(X)[:, :3], vars(self).get("columns_", self.columns))
+        elif isinstance(X, BipartiteGraph):   # dense ids, as fit's test set: ids without ratings by the baseline
+            if X.values is None:
+                raise ValueError("MF.score: the graph has no ratings to score against")
+            dense = (X.src, X.dst)
+            masks = tuple((x >= len(k)) | ~k[np.minimum(x, len(k) - 1)] for x, k in zip(dense, self.known_))
+            r = np.asarray(X.values, np.float64)
+            pred = self.score_dense(*(np.where(m, 0, x) for m, x in zip(masks, dense)), masks)
+        else:                       # (users, items, ratings) as fit takes it; rows; a DataFrame's columns by name
+            rows = X if isinstance(X, tuple) and len(X) == 3 else \
+                user_rows(X if is_frame(X) else _rows3(X), vars(self).get("columns_", self.columns))
+            u, i, r = (np.asarray(c) for c in rows)
+            r = r.astype(np.float64)
             pred = self.predict(u, i, unknown="baseline")
         return -float(np.sqrt(np.mean((r - pred) ** 2)))
 
