@@ -252,3 +252,36 @@ def test_classifier_score_of_the_pair_fit_takes():
     g, y, _ = sparse_classification(n_samples=500, n_features=100, seed=0)
     lr = tux2.LogisticRegression(epochs=3).fit((g, y))
     assert lr.score((g, y)) == lr.score(g, y) > 0.5
+
+
+def test_every_note_of_a_run_is_a_warning_from_fit(tmp_path):
+    """fit() turned only the end-of-run notes into RuntimeWarnings: a checkpoint already
+    past epochs returned its model silently (the CLI says so), and one mistyped 1e7 among
+    star ratings raised only a DivergenceError, without the CLI's 'mistyped' note."""
+    train, _ = netflix_like(n_users=300, n_items=50, n_ratings=5000, seed=0)
+    tux2.MF(k=4, epochs=6, seed=1).fit(train, checkpoint=str(tmp_path / "ck"))
+    with pytest.warns(RuntimeWarning, match="at epoch 6.*epochs=2"):
+        m = tux2.MF(k=4, epochs=2, seed=1).fit(train, checkpoint=str(tmp_path / "ck"))
+    assert m.history_ == []
+    rng = np.random.default_rng(0)
+    pairs = sorted({(int(a), int(b)) for a, b in zip(rng.integers(0, 300, 5000), rng.integers(0, 50, 5000))})
+    p = tmp_path / "typo.txt"
+    p.write_text("".join(f"{a} {b} {1e7 if k == 7 else rng.integers(1, 6)}\n" for k, (a, b) in enumerate(pairs)))
+    with pytest.warns(RuntimeWarning, match="mistyped"):
+        try:
+            tux2.MF(k=4, epochs=1).fit(str(p))
+        except tux2.DivergenceError:
+            pass
+
+
+@pytest.mark.slow
+def test_divergence_keeps_its_class_with_workers():
+    """fit(workers=2) raised a plain Tux2Error('[worker 0] …') where one process raises
+    DivergenceError, so 'except tux2.DivergenceError' held only without workers."""
+    train, _ = netflix_like(n_users=300, n_items=50, n_ratings=5000, seed=0)
+    for workers in (1, 2):
+        with pytest.raises(tux2.DivergenceError):
+            tux2.MF(k=4, epochs=5, lr=1e9).fit(train, workers=workers)
+    with pytest.raises(tux2.DivergenceError):
+        tux2.LogisticRegression(epochs=3, eta=1e30, optimizer="sgd").fit(
+            *sparse_classification(n_samples=400, n_features=50, scale=1e6, seed=0)[:2])

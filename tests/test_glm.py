@@ -802,7 +802,7 @@ def test_fit_from_python_warns_where_the_cli_prints_a_note(tmp_path):
 
     import tux2
     f = _bag_of_words_svm(tmp_path / "train.svm")
-    with pytest.warns(RuntimeWarning, match="the objective rose from .* lower --eta"):
+    with pytest.warns(RuntimeWarning, match="the objective rose from .* lower eta= \\(now 1.0\\)"):
         tux2.FM(epochs=6, optimizer="sgd", eta=1.0, batch=1000).fit(f)
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)

@@ -24,7 +24,7 @@ from tux2 import files, interrupt
 from tux2.compile import cache_dir, cache_unwritable, counting_compiles
 from tux2.config import cores
 from tux2.engine import Engine
-from tux2.errors import Tux2Error
+from tux2.errors import DivergenceError, Tux2Error
 from tux2.graph import BipartiteGraph
 from tux2.io import display_name
 from tux2.transport import barrier
@@ -326,7 +326,7 @@ def train(est, data, *, transport=None, partitions=None, threads=None, slack=0, 
     (on rank 0), ``history_`` (the metrics records) and ``run_`` (facts of the run)."""
     rank, world = (transport.rank, transport.world) if transport is not None else (0, 1)
     printed = say is not None           # fit() from Python prints nothing: its notes come as warnings
-    say = say or Speaker(False)
+    say = say or _Warner(est)
     requested = partitions
     parts = globals()["partitions"](requested, world, threads, est.tiled())
     setup = est.prepare(data, parts)
@@ -367,7 +367,7 @@ def train(est, data, *, transport=None, partitions=None, threads=None, slack=0, 
                     cb(rec)
                 message = est._diverged(rec)
                 if message:
-                    raise Tux2Error(message if printed else est._in_python(message))
+                    raise DivergenceError(message if printed else est._in_python(message))
                 ck.after(i)
                 message = est._converged(history)
                 if message:
@@ -386,9 +386,21 @@ def train(est, data, *, transport=None, partitions=None, threads=None, slack=0, 
     if rank == 0:
         for line in est._report(setup):
             say(line)
-            if not printed and line.strip().startswith("note: "):
-                warnings.warn(est._in_python(line.strip().removeprefix("note: ")), RuntimeWarning, stacklevel=3)
     return eng
+
+
+class _Warner(Speaker):
+    """fit()'s speaker: silent, but each note a run prints is a RuntimeWarning, in the
+    estimator's parameter names ('lower --eta' → 'lower eta=')."""
+
+    def __init__(self, est):
+        super().__init__(False)
+        self.est = est
+
+    def __call__(self, *parts):
+        line = " ".join(str(p) for p in parts).strip()
+        if line.startswith("note: "):
+            warnings.warn(self.est._in_python(line.removeprefix("note: ")), RuntimeWarning, stacklevel=4)
 
 
 def abort_reason(e):
@@ -450,7 +462,7 @@ def fit_workers(est, data, workers, *, partitions=None, threads=None, slack=0, c
                 why += (f" ({type(est).__name__} is defined in the script, which multiprocessing runs again in "
                         "every worker: put the script's work under 'if __name__ == \"__main__\":', or define the "
                         "class in a module it imports)")
-            raise Tux2Error(f"[worker {first}] {why}")
+            raise _error_class(os.path.join(tmp, f"error-{first}.class"))(f"[worker {first}] {why}")
         with open(os.path.join(tmp, "result.pkl"), "rb") as f:      # our own child's, in our private directory
             est.__dict__.update(pickle.load(f))
         return est
@@ -458,6 +470,18 @@ def fit_workers(est, data, workers, *, partitions=None, threads=None, slack=0, c
         shutil.rmtree(tmp, ignore_errors=True)
         if term is not None:
             signal.signal(signal.SIGTERM, term)
+
+
+def _error_class(path):
+    """The tux2 error class a worker named in ``path`` (DivergenceError, InputError …),
+    so ``except tux2.DivergenceError`` works with workers too; Tux2Error otherwise."""
+    from tux2 import errors
+    try:
+        with open(path, encoding="utf-8") as f:
+            cls = getattr(errors, f.read().strip(), Tux2Error)
+    except OSError:
+        return Tux2Error
+    return cls if isinstance(cls, type) and issubclass(cls, Tux2Error) else Tux2Error
 
 
 def _exit_on_sigterm():
@@ -550,5 +574,8 @@ def _worker(est, rank, job):
             transport.close()
         with open(os.path.join(job["dir"], f"error-{rank}.txt"), "w", encoding="utf-8") as f:
             f.write(abort_reason(e))
+        if isinstance(e, Tux2Error) and type(e).__module__ == "tux2.errors":   # the parent raises the same class
+            with open(os.path.join(job["dir"], f"error-{rank}.class"), "w", encoding="utf-8") as f:
+                f.write(type(e).__name__)
         os._exit(1)                 # the parent reports it: no traceback here
     transport.close()

@@ -55,7 +55,7 @@ def _hint(e, args):
     if isinstance(e, OverlapError) and getattr(args, "algorithm", None) == "mf":
         return (". On the command line: leave out --order and --partitioner (per-edge SGD then runs in strata), "
                 "or use --mode minibatch; --overlap allow sums the steps (not recommended)")
-    if isinstance(e, DivergenceError):
+    if isinstance(e, DivergenceError) and "--" not in str(e):      # (the estimators' own stops name their flag)
         return ". On the command line: lower --lr (or --eta), or check the input values"
     return ""
 
