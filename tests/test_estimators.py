@@ -285,3 +285,19 @@ def test_divergence_keeps_its_class_with_workers():
     with pytest.raises(tux2.DivergenceError):
         tux2.LogisticRegression(epochs=3, eta=1e30, optimizer="sgd").fit(
             *sparse_classification(n_samples=400, n_features=50, scale=1e6, seed=0)[:2])
+
+
+def test_fit_arguments_are_checked_with_their_names():
+    """workers=2.0 raised a raw TypeError deep in the run, partitions=0 a bare Tux2Error
+    (not a ValueError as workers=0), callbacks=f "'function' object is not iterable"."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 5))
+    y = (X[:, 0] > 0).astype(int)
+    est = tux2.LogisticRegression(epochs=1)
+    for kw in ({"workers": 2.0}, {"workers": 0}, {"workers": True}, {"partitions": 0}, {"partitions": 1.5},
+               {"threads": 0}):
+        with pytest.raises(ValueError, match=next(iter(kw))):
+            est.fit(X, y, **kw)
+    with pytest.raises(TypeError, match=r"callbacks must be a list .*pass \[f\]"):
+        est.fit(X, y, callbacks=lambda rec: None)
+    assert est.fit(X, y, workers=np.int64(1), partitions=np.int32(2)).coef_.shape == (6,)

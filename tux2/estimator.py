@@ -19,6 +19,7 @@ and ``load(dir)`` write and read the directory ``tux2 run … --out`` writes.
 """
 import inspect
 import math
+import numbers
 import os
 
 from tux2 import files
@@ -118,8 +119,12 @@ class Estimator:
         loopback, the same model as one (slack 0). ``callbacks``: called with each
         iteration's record. ``checkpoint``: a directory saved to after every
         iteration, and resumed from when it holds a checkpoint. Returns self."""
-        if int(workers) != workers or workers < 1:
-            raise ValueError(f"workers must be a whole number >= 1, got {workers!r}")
+        for name, v in (("workers", workers), ("partitions", partitions), ("threads", threads)):
+            if v is not None and (isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1):
+                raise ValueError(f"{name} must be a whole number >= 1{'' if name == 'workers' else ' or None'}, "
+                                 f"got {v!r}")
+        if callable(callbacks) or isinstance(callbacks, (str, bytes)):
+            raise TypeError(f"callbacks must be a list of functions, got {callbacks!r}: pass [f]")
         self.check_params()
         ck = None
         if checkpoint is not None:
