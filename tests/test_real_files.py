@@ -618,3 +618,28 @@ def test_separators_that_are_not_empty_fields(tmp_path):
         assert np.asarray(g.values).tolist() == [4.0, 3.0], text
     assert io.split_fields(b",,a,,b", leading=True) == [b"", b"", b"a", b"", b"b"]
     assert io.split_fields(b"a\t\tb,") == [b"a", b"", b"b"]
+
+
+def test_fit_on_a_gzip_file_leaves_no_decompressed_copy(tmp_path):
+    """Every fit on a .gz path kept its decompressed copy in $TMPDIR/tux2-input-*/ until
+    the interpreter exited: a notebook or a grid search piled up one per fit. The run
+    still names the file the user gave; a failed decompress leaves nothing either."""
+    rng = np.random.default_rng(0)
+    pairs = sorted({(int(u), int(i)) for u, i in zip(rng.integers(0, 60, 600), rng.integers(0, 20, 600))})
+    with gzip.open(tmp_path / "r.txt.gz", "wt") as f:
+        f.writelines(f"{u} {i} {rng.integers(1, 6)}\n" for u, i in pairs)
+    (tmp_path / "bad.gz").write_bytes(gzip.compress(b"1 2 3\n" * 1000)[:-40])
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    code = ("import os, sys, warnings, tux2; warnings.simplefilter('ignore')\n"
+            "for _ in range(3): m = tux2.MF(k=2, epochs=1).fit(sys.argv[1])\n"
+            "print(m.run_['source'])\n"
+            "try: tux2.MF(k=2, epochs=1).fit(sys.argv[2])\n"
+            "except tux2.InputError as e: print('error', e)\n"
+            "print(sorted(os.listdir(sys.argv[3])))\n")
+    r = subprocess.run([sys.executable, "-c", code, str(tmp_path / "r.txt.gz"), str(tmp_path / "bad.gz"), str(tmp)],
+                       capture_output=True, text=True, timeout=300, env={**os.environ, "TMPDIR": str(tmp)})
+    assert r.returncode == 0, r.stderr
+    out = r.stdout.strip().splitlines()
+    assert out[0].endswith("r.txt.gz") and out[1].startswith("error") and "bad.gz" in out[1], out
+    assert [n for n in eval(out[-1]) if n.startswith("tux2-input-")] == [], out

@@ -24,6 +24,7 @@ import os
 
 from tux2 import files
 from tux2.errors import InputError, not_fitted
+from tux2.io import temporary_copies
 from tux2.params import flag_hints, unknown
 from tux2.runner import Dataset, checkpoint_options, fit_workers, train
 from tux2.version import __version__
@@ -132,7 +133,9 @@ class Estimator:
             resume = os.path.exists(os.path.join(checkpoint, "LATEST"))
             ck = checkpoint_options(os.fspath(checkpoint), 1, os.fspath(checkpoint) if resume else None,
                                     {"algorithm": self.algorithm, **params}, workers)
-        data = data if isinstance(data, Dataset) else self.load_data(data, test)
+        if not isinstance(data, Dataset):
+            with temporary_copies():         # a .gz or '-' input's copy: read once, removed now
+                data = self.load_data(data, test)
         if data.train is not None and data.train.num_edges == 0:
             raise InputError("no edges to train on (empty data)", path=data.train.source)
         options = dict(partitions=partitions, threads=threads, slack=slack, callbacks=callbacks, checkpoint=ck)

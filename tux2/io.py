@@ -9,6 +9,7 @@ when present, the value; further columns (a timestamp) are ignored. ``columns``
 picks others (:class:`EdgeFormat`). Every malformed line raises InputError with
 the file, the line number and the line's text; nothing is skipped silently.
 """
+import contextlib
 import os
 import re
 import unicodedata
@@ -326,9 +327,29 @@ def local_copy(path):
         with opener(path, "rb") as src, open(tmp, "wb") as out:
             shutil.copyfileobj(src, out, 1 << 20)
     except (OSError, EOFError, lzma.LZMAError) as e:
+        shutil.rmtree(os.path.dirname(tmp), ignore_errors=True)
         raise InputError(f"cannot decompress this {'xz' if kind == 'lzma' else kind} file: {e}", path=name) from None
     _spooled(tmp, name)
     return tmp
+
+
+@contextlib.contextmanager
+def temporary_copies():
+    """The copies ``local_copy`` makes within the block are removed when it ends, not
+    at exit: a fit from Python reads its data once, and a notebook or a grid search
+    over a .gz path would otherwise keep one decompressed copy per fit."""
+    import json
+    import shutil
+    before = set(_SPOOLED)
+    try:
+        yield
+    finally:
+        names = spooled_names()
+        for tmp in set(_SPOOLED) - before:
+            shutil.rmtree(os.path.dirname(tmp), ignore_errors=True)
+            _SPOOLED.pop(tmp, None)
+            names.pop(tmp, None)
+        os.environ[_NAMES_ENV] = json.dumps(names)
 
 
 def as_given(error, copy, given):
