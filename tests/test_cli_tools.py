@@ -51,7 +51,11 @@ def test_info_on_libsvm_and_text(tmp_path):
     (tmp_path / "a.svm").write_text("1 0:1 3:2\n-1 2:1\n1 3:1\n")
     res = json.loads(run_cli("info", str(tmp_path / "a.svm"), "--json").stdout)
     assert res["format"] == "libsvm" and res["labels"] == {"-1": 1, "1": 2}
-    assert res["feature_index_base"].startswith("0")
+    assert res["feature_index_base"].startswith("0") and res["feature"]["ids_declared"] == 4
+    (tmp_path / "b.svm").write_text("1 1:1 3:2\n-1 2:1\n1 3:1\n")     # 1-based: no phantom feature 0 counted
+    res = json.loads(run_cli("info", str(tmp_path / "b.svm"), "--json").stdout)
+    assert res["feature_index_base"].startswith("1") and res["feature"]["ids_declared"] == 3
+    assert res["feature"]["vertices_with_edges"] == 3
     (tmp_path / "d.txt").write_text("the cat sat on the mat\nthe dog\n")
     res = json.loads(run_cli("info", str(tmp_path / "d.txt"), "--json").stdout)
     assert res["format"] == "text" and res["vocabulary"] == 6 and res["edges"] == 7
