@@ -112,7 +112,7 @@ def info(args):
         g, labels = io.read_libsvm(path, zero_based=True)
         res = describe(g, kind, labels)
         if g.num_edges:
-            one = g.dst.min() > 0
+            one = bool(g.dst.min() > 0)
             res["feature_index_base"] = "1 (the libsvm default)" if one else "0 (pass --zero-based)"
             res[g.type_names[1]]["ids_declared"] -= one       # read 0-based: no feature 0 in a 1-based file
         elif g.n_src:
