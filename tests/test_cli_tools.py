@@ -211,3 +211,22 @@ def test_os_errors_name_the_path_and_partition_save_is_checked_first(tmp_path):
     assert r.returncode == 2 and r.stderr == f"tux2: error: {ratings}: --save must be a directory, and this is a file\n"
     r = run_cli("keys", str(ratings / "sub"))                                    # was [Errno 20] Not a directory: '…'
     assert r.returncode == 2 and r.stderr == f"tux2: error: {ratings / 'sub'}: Not a directory\n", r.stderr
+
+
+def test_a_bug_of_tux2s_own_is_one_line_not_a_traceback(tmp_path):
+    """An unexpected exception (a bug: 'tux2 info --json' once met a numpy int64 it could
+    not write) printed a Python traceback; now one line saying it is a bug, exit 70, and
+    the traceback with TUX2_DEBUG=1."""
+    code = ("import sys, tux2.cli.info as i\n"
+            "def boom(args): return {}['missing']\n"
+            "i.info = boom\n"
+            "from tux2.cli import main\n"
+            "sys.exit(main(['info', sys.argv[1]]))\n")
+    (tmp_path / "r.txt").write_text("0 1 2\n")
+    r = subprocess.run([sys.executable, "-c", code, str(tmp_path / "r.txt")], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 70 and "Traceback" not in r.stderr, r.stderr
+    assert r.stderr.startswith("tux2: internal error: KeyError: 'missing'") and "TUX2_DEBUG=1" in r.stderr
+    r = subprocess.run([sys.executable, "-c", code, str(tmp_path / "r.txt")], capture_output=True, text=True,
+                       timeout=120, env={**os.environ, "TUX2_DEBUG": "1"})
+    assert r.returncode == 1 and "Traceback" in r.stderr and "KeyError" in r.stderr

@@ -2,6 +2,7 @@
 tux2.cli.lda, …), each built on tux2.cli.common, the runner and the estimators."""
 import errno
 import gc
+import os
 import sys
 
 from tux2 import interrupt
@@ -195,6 +196,12 @@ def _main(argv):
         return 2
     except KeyboardInterrupt:
         return _stopped()
+    except Exception as e:            # a bug of tux2's own: said in one line, the traceback on request
+        if os.environ.get("TUX2_DEBUG"):
+            raise
+        print(f"tux2: internal error: {who}{type(e).__name__}: {e}\n  this is a bug in tux2: please report it with "
+              "the command; TUX2_DEBUG=1 shows where it happened", file=sys.stderr)
+        return 70                     # EX_SOFTWARE
 
 
 def _stopped():
