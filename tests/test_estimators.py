@@ -162,7 +162,7 @@ def test_fit_with_a_checkpoint_resumes_where_it_stopped(files, tmp_path):
     straight = tux2.MF(k=3, epochs=4).fit(str(files / "r.txt"))
     tux2.MF(k=3, epochs=2).fit(str(files / "r.txt"), checkpoint=ck)
     resumed = tux2.MF(k=3, epochs=4).fit(str(files / "r.txt"), checkpoint=ck)
-    assert [r["epoch"] for r in resumed.history_] == [3, 4]
+    assert [r["epoch"] for r in resumed.history_] == [1, 2, 3, 4]          # the checkpoint's records, then the new ones
     np.testing.assert_array_equal(resumed.user_factors_, straight.user_factors_)
     with pytest.raises(tux2.Tux2Error, match="other settings"):
         tux2.MF(k=5, epochs=6).fit(str(files / "r.txt"), checkpoint=ck)
@@ -262,7 +262,7 @@ def test_every_note_of_a_run_is_a_warning_from_fit(tmp_path):
     tux2.MF(k=4, epochs=6, seed=1).fit(train, checkpoint=str(tmp_path / "ck"))
     with pytest.warns(RuntimeWarning, match="at epoch 6.*epochs=2"):
         m = tux2.MF(k=4, epochs=2, seed=1).fit(train, checkpoint=str(tmp_path / "ck"))
-    assert m.history_ == []
+    assert [r["epoch"] for r in m.history_] == [1, 2, 3, 4, 5, 6]        # the checkpoint's, as its model
     rng = np.random.default_rng(0)
     pairs = sorted({(int(a), int(b)) for a, b in zip(rng.integers(0, 300, 5000), rng.integers(0, 50, 5000))})
     p = tmp_path / "typo.txt"
@@ -301,3 +301,29 @@ def test_fit_arguments_are_checked_with_their_names():
     with pytest.raises(TypeError, match=r"callbacks must be a list .*pass \[f\]"):
         est.fit(X, y, callbacks=lambda rec: None)
     assert est.fit(X, y, workers=np.int64(1), partitions=np.int32(2)).coef_.shape == (6,)
+
+
+def test_a_resumed_run_goes_on_from_the_checkpoints_history(tmp_path):
+    """After a resume, history_ held only the new epochs and total_time_s started again
+    at 0 (in --metrics too), so 'tux2 plot --x total_time_s' drew the halves on top of
+    each other. The checkpoint keeps the records; the resumed ones follow them."""
+    train, _ = netflix_like(n_users=300, n_items=50, n_ratings=5000, seed=0)
+    ck = str(tmp_path / "ck")
+    first = tux2.MF(k=4, epochs=3, seed=1).fit(train, checkpoint=ck).history_
+    m = tux2.MF(k=4, epochs=6, seed=1).fit(train, checkpoint=ck)
+    assert [r["epoch"] for r in m.history_] == [1, 2, 3, 4, 5, 6] and m.history_[:3] == first
+    t = [r["total_time_s"] for r in m.history_]
+    assert all(b > a for a, b in zip(t, t[1:])), t
+    whole = tux2.MF(k=4, epochs=6, seed=1).fit(train)
+    assert [r["train_rmse"] for r in m.history_] == [r["train_rmse"] for r in whole.history_]
+    out = tmp_path / "cli"
+    r = run_cli("run", "mf", "--k", "4", "--epochs", "2", "--checkpoint-every", "1", "--out", str(out),
+                "--metrics", str(tmp_path / "m.jsonl"))
+    assert r.returncode == 0, r.stderr
+    r = run_cli("run", "mf", "--k", "4", "--epochs", "4", "--resume", str(out / "checkpoints"),
+                "--metrics", str(tmp_path / "m.jsonl"))
+    assert r.returncode == 0, r.stderr
+    import json
+    recs = [json.loads(x) for x in open(tmp_path / "m.jsonl")]
+    assert [x["epoch"] for x in recs] == [1, 2, 3, 4]
+    assert all(b["total_time_s"] > a["total_time_s"] for a, b in zip(recs, recs[1:])), recs

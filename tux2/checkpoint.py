@@ -75,10 +75,11 @@ def _input_changes(then, now):
     return notes
 
 
-def save(directory, eng, params, transport=None, inputs=None):
+def save(directory, eng, params, transport=None, inputs=None, history=None):
     """Write ``eng``'s state (after a whole iteration) as a new checkpoint under
     ``directory``; ``params`` (JSON) identify the run and are checked on resume;
-    ``inputs``: ``input_stats`` of the run's files, reported if they change.
+    ``inputs``: ``input_stats`` of the run's files, reported if they change;
+    ``history``: the run's metrics records so far (a resume goes on from them).
     Collective: every worker calls it. Returns the checkpoint's path."""
     rank = getattr(transport, "rank", 0) if transport is not None else 0
     arrays, meta = eng.state()
@@ -98,7 +99,8 @@ def save(directory, eng, params, transport=None, inputs=None):
         if missing:
             raise CheckpointError(f"{work}: workers {missing} wrote no file here; with several machines the "
                                   "checkpoint directory must be shared")
-        state = {**meta, "world": world, "params": params, "inputs": inputs or {}}
+        state = {**meta, "world": world, "params": params, "inputs": inputs or {},
+                 "history": json.loads(files.json_text(history or []))}
         files.write_dir(work, {"state.json": lambda f: f.write(json.dumps(state, indent=1).encode())},
                         present=parts)
         if os.path.exists(final):                    # a leftover of an earlier run at this iteration

@@ -189,14 +189,15 @@ def _progress_bar(eng, n, start, say, unit):
     return bar, state
 
 
-def timed_epochs(eng, n, start=0, say=None, unit="epoch"):
-    """Run iterations start+1 … n one at a time, yielding (i, seconds, total seconds,
+def timed_epochs(eng, n, start=0, say=None, unit="epoch", before=0.0):
+    """Run iterations start+1 … n one at a time, yielding (i, seconds, total seconds
+    (from ``before``: a resumed run's seconds up to ``start``),
     {"bytes_sent", "wait_s"}) for each (wait: seconds this worker waited for others,
     from the per-clock trace). With ``say`` on a terminal a progress bar shows the
     position and the current metric."""
     barrier(eng.transport, "start")       # every worker set up: the first epoch's time is its own
     bar = _progress_bar(eng, n, start, say, unit)
-    total = 0.0
+    total = float(before or 0.0)
     try:
         for i in range(start + 1, n + 1):
             b0, c0, r0 = eng.transport.bytes_sent, eng.clock, len(eng.trace)
@@ -264,17 +265,19 @@ class Checkpoints:
             self._lock = ckpt.lock(self.dir)     # a second run writing here stops now, with a reason
 
     def resume(self, say=None, unit="epoch"):
-        """The iteration the run continues from (0 without a checkpoint to resume)."""
+        """(the iteration the run continues from, the metrics records up to it): (0, [])
+        without a checkpoint to resume; a checkpoint older than its history: (i, [])."""
         if not self.resume_dir:
-            return 0
-        ckpt.load(self.resume_dir, self.eng, self.params, self.transport, inputs=self.inputs)
+            return 0, []
+        state = ckpt.load(self.resume_dir, self.eng, self.params, self.transport, inputs=self.inputs)
         if say is not None:
             say(f"  resumed from {self.resume_dir} after {unit} {self.eng.iteration}")
-        return self.eng.iteration
+        history = state.get("history")
+        return self.eng.iteration, history if isinstance(history, list) else []
 
-    def after(self, i):
+    def after(self, i, history=None):
         if self.every and i % self.every == 0:
-            ckpt.save(self.dir, self.eng, self.params, self.transport, inputs=self.inputs)
+            ckpt.save(self.dir, self.eng, self.params, self.transport, inputs=self.inputs, history=history)
 
     def close(self):
         """Release the checkpoint directory (the next run may write there)."""
@@ -347,14 +350,15 @@ def train(est, data, *, transport=None, partitions=None, threads=None, slack=0, 
             "a worker runs at most one thread per partition (--partitions makes more)"))
     unit, n = est._unit, getattr(est, est._iterations)
     ck = Checkpoints(eng, transport, **(checkpoint or {}))
-    history = []
     try:
-        start = ck.resume(say, unit)
+        start, history = ck.resume(say, unit)      # a resume's history goes on from the checkpoint's records
+        history = [rec for rec in history if isinstance(rec, dict) and rec.get(unit, start + 1) <= start]
         if ck.resume_dir and start >= n:
             say(f"  note: the checkpoint in {ck.resume_dir} is at {unit} {start}, --{est._iterations} {n}: nothing to "
                 f"train; the model is the checkpoint's (--{est._iterations} above {start} trains on)")
         with metrics_stream(metrics, rank, append=start, unit=unit) as write:
-            for i, dt, total, comm in timed_epochs(eng, n, start, say, unit):
+            before = history[-1].get("total_time_s", 0.0) if history else 0.0
+            for i, dt, total, comm in timed_epochs(eng, n, start, say, unit, before):
                 rec = {unit: i, "time_s": round(dt, 6), "total_time_s": round(total, 6), **est.record(eng, setup)}
                 rec.setdefault("clock", eng.clock)
                 rec.update({k: count / dt if dt > 0 else None for k, count in est._rates(setup).items()})
@@ -368,7 +372,7 @@ def train(est, data, *, transport=None, partitions=None, threads=None, slack=0, 
                 message = est._diverged(rec)
                 if message:
                     raise DivergenceError(message if printed else est._in_python(message))
-                ck.after(i)
+                ck.after(i, history)
                 message = est._converged(history)
                 if message:
                     say(message)
