@@ -98,3 +98,14 @@ def test_metrics_without_a_value_are_null_not_nan(tmp_path, capsys):
                      "--metrics", str(tmp_path / "p.json")]) == 0
     assert _strict_json(capsys.readouterr().out)["auc"] is None
     assert _strict_json((tmp_path / "p.json").read_text())["auc"] is None
+
+
+def test_errors_name_the_command_lines_remedies_first(ratings_file, tmp_path):
+    """The overlap error listed Python remedies (Engine(strata=...), Apply(combine=...))
+    before the command line's; the duplicate-edge error said duplicates='sum'|…"""
+    r = run_cli("run", "mf", ratings_file, "--order", "input", "--partitions", "4", "--epochs", "1")
+    assert r.returncode == 2 and "Remedies: leave out --order and --partitioner" in r.stderr, r.stderr
+    assert "Engine(strata" not in r.stderr and "Apply(" not in r.stderr, r.stderr
+    (tmp_path / "d.txt").write_text("1 2 3\n2 3 4\n1 2 5\n")
+    r = run_cli("run", "mf", str(tmp_path / "d.txt"))
+    assert r.returncode == 2 and "choose a policy with --duplicates sum|last|keep" in r.stderr, r.stderr

@@ -628,8 +628,8 @@ def dedupe(g, policy, where, what=None):
         ids = [m.tokens[x] if m is not None else x for m, x in zip(g.ids, (g.src[first], g.dst[first]))]
         at = f"line {line0}" if line0 is not None else f"edge {first}"
         named = what(*ids) if what is not None else f"edge ({ids[0]}, {ids[1]})"
-        raise InputError(f"duplicate {named}, first at {at}; choose a policy with "
-                         "duplicates='sum'|'last'|'keep' (--duplicates)", path=path,
+        raise InputError(f"duplicate {named}, first at {at}; choose a policy with --duplicates "
+                         "sum|last|keep (from Python: duplicates='sum'|'last'|'keep')", path=path,
                          line=line1 if line1 is not None else None,
                          text=text if text is not None else f"edge {again}")
     if g.n_src * max(g.n_dst, 1) < 2 ** 62:

@@ -54,8 +54,8 @@ def _hint(e, args):
     """What the command line offers against an engine error that names Python remedies."""
     from tux2.errors import DivergenceError, OverlapError
     if isinstance(e, OverlapError) and getattr(args, "algorithm", None) == "mf":
-        return (". On the command line: leave out --order and --partitioner (per-edge SGD then runs in strata), "
-                "or use --mode minibatch; --overlap allow sums the steps (not recommended)")
+        return ("Remedies: leave out --order and --partitioner (per-edge SGD then runs in strata), or use --mode "
+                "minibatch; --overlap allow sums the steps (not recommended)")
     if isinstance(e, DivergenceError) and "--" not in str(e):      # (the estimators' own stops name their flag)
         return ". On the command line: lower --lr (or --eta), or check the input values"
     return ""
@@ -182,7 +182,10 @@ def _main(argv):
               "memory than this machine has", file=sys.stderr)
         return 2
     except Tux2Error as e:
-        print(f"tux2: error: {who}{_user_names(str(e))}{_hint(e, args)}", file=sys.stderr)
+        message, hint = _user_names(str(e)), _hint(e, args)
+        if hint.startswith("Remedies:"):    # the command line's remedies, in place of the Python ones
+            message = message.split(" Remedies:")[0] + " "
+        print(f"tux2: error: {who}{message}{hint}", file=sys.stderr)
         return 2
     except BrokenPipeError:           # output piped into e.g. head, which has closed it
         from tux2.files import stdout_gone
