@@ -18,10 +18,10 @@ except Exception as e:
 
 
 @pytest.mark.parametrize("value, expect", [
-    ("10**9", "Tux2Error partitions must be a whole number from 1 to 1048576, got 1000000000"),
-    ("2.5", "Tux2Error partitions must be a whole number from 1 to 1048576, got 2.5"),
-    ("True", "Tux2Error partitions must be a whole number from 1 to 1048576, got True"),
-    ("0", "Tux2Error partitions must be a whole number from 1 to 1048576, got 0"),
+    ("10**9", "PartitionError partitions must be a whole number from 1 to 1048576, got 1000000000"),
+    ("2.5", "PartitionError partitions must be a whole number from 1 to 1048576, got 2.5"),
+    ("True", "PartitionError partitions must be a whole number from 1 to 1048576, got True"),
+    ("0", "PartitionError partitions must be a whole number from 1 to 1048576, got 0"),
     ("5000", "Tux2Error --partitions 5000 for 1795 edges: some partitions would be empty"),
 ])
 def test_fit_refuses_partitions_out_of_bounds(value, expect):

@@ -120,7 +120,7 @@ class Estimator:
         loopback, the same model as one (slack 0). ``callbacks``: called with each
         iteration's record. ``checkpoint``: a directory saved to after every
         iteration, and resumed from when it holds a checkpoint. Returns self."""
-        for name, v in (("workers", workers), ("partitions", partitions), ("threads", threads)):
+        for name, v in (("workers", workers), ("threads", threads)):       # partitions: runner.partitions
             if v is not None and (isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1):
                 raise ValueError(f"{name} must be a whole number >= 1{'' if name == 'workers' else ' or None'}, "
                                  f"got {v!r}")

@@ -24,7 +24,7 @@ from tux2 import files, interrupt
 from tux2.compile import cache_dir, cache_unwritable, counting_compiles
 from tux2.config import cores
 from tux2.engine import Engine
-from tux2.errors import DivergenceError, Tux2Error
+from tux2.errors import DivergenceError, PartitionError, Tux2Error
 from tux2.graph import BipartiteGraph
 from tux2.io import display_name
 from tux2.transport import barrier
@@ -114,7 +114,7 @@ def partitions(requested, world, threads=None, tiled=False):
     ``tiled``: one per worker, its threads sharing it tile by tile (Engine(tiles=...))."""
     if requested is not None and (isinstance(requested, bool) or not isinstance(requested, numbers.Integral)
                                   or not 1 <= requested <= MAX_PARTITIONS):
-        raise Tux2Error(f"partitions must be a whole number from 1 to {MAX_PARTITIONS}, got {requested!r}")
+        raise PartitionError(f"partitions must be a whole number from 1 to {MAX_PARTITIONS}, got {requested!r}")
     if requested is not None and requested < world:
         raise Tux2Error(f"--partitions {requested} is fewer than the {world} workers: each worker owns at "
                         "least one partition")
