@@ -208,6 +208,38 @@ def test_lda_fit_on_an_empty_list_of_documents_says_so():
         tux2.LDA(topics=2, iterations=1).fit([])
 
 
+TEXTS = ["apple banana melon"] * 5 + ["goal team coach"] * 5
+
+
+def test_lda_takes_texts_in_a_pandas_series_and_names_a_missing_one():
+    """A Series of texts is texts (it died in the DataFrame branch: "'Series' object has
+    no attribute 'columns'"); a missing text (None, NaN, pd.NA) is named by its position,
+    not by unicodedata's "normalize() argument 2 must be str, not None" (trial brk38)."""
+    import pandas as pd
+    m = tux2.LDA(topics=2, iterations=3, seed=0).fit(pd.Series(TEXTS))
+    ref = tux2.LDA(topics=2, iterations=3, seed=0).fit(TEXTS)
+    assert (m.word_topic_ == ref.word_topic_).all() and m.vocab_ == ref.vocab_
+    assert np.allclose(m.transform(pd.Series(["apple", "goal"])), ref.transform(["apple", "goal"]))
+    for docs in (TEXTS + [None], pd.Series(TEXTS + [np.nan]), pd.Series(TEXTS + [None], dtype="string")):
+        with pytest.raises(tux2.InputError, match="the text at position 10 is .*not a string"):
+            tux2.LDA(topics=2, iterations=1).fit(docs)
+    with pytest.raises(tux2.InputError, match="the text at position 1 is None"):
+        m.transform(["apple", None])
+
+
+def test_lda_transform_of_one_empty_text_is_the_prior_as_in_a_batch_and_counts_need_the_vocabulary():
+    """transform([""]) raised "no words found" where transform(["apple", ""]) gives the empty
+    text the prior's row: serving one document at a time failed on an empty one. A count
+    matrix given to a model fitted on texts raised os.fspath's TypeError (trial brk38)."""
+    import scipy.sparse as sp
+    m = tux2.LDA(topics=2, iterations=5, seed=0).fit(TEXTS)
+    in_batch = m.transform(["apple", ""])[1]
+    assert np.allclose(m.transform([""]), [in_batch]) and np.allclose(m.transform(["", "zzz"]), [in_batch] * 2)
+    assert m.transform([]).shape == (0, 2)
+    with pytest.raises(ValueError, match="fitted on texts: it maps their words to its 6 word ids .* pass the texts"):
+        m.transform(sp.csr_matrix(np.ones((1, 6))))
+
+
 def test_a_fitted_estimator_asked_for_an_attribute_it_lacks_does_not_say_it_is_unfitted(tmp_path):
     """`lda.components_` (scikit-learn's name) after fit said 'this LDA is not fitted
     yet (no components_): call fit first'; a loaded model said it too."""

@@ -1084,12 +1084,28 @@ def _utf8_lines(f, path):
                              line=no, text=raw.decode("utf-8", "backslashreplace").rstrip("\r\n")) from None
 
 
-def text_docs(texts, type_names=("doc", "word"), min_count=1, stopwords=(), source="texts"):
+def as_texts(data):
+    """``data`` as a list of texts when it is one (a list or tuple holding strings, or
+    empty; a pandas Series, a 1-D numpy array of strings or objects), else None."""
+    if (type(data).__module__.split(".")[0] == "pandas" and getattr(data, "ndim", 0) == 1
+            or isinstance(data, np.ndarray) and data.ndim == 1 and data.dtype.kind in "UO"):
+        data = data.tolist()
+    texts = isinstance(data, (list, tuple)) and (not data or any(isinstance(t, str) for t in data))
+    return list(data) if texts else None
+
+
+def _missing_text(i, t, source):
+    raise InputError(f"the text at position {i} is {t!r}, not a string: drop missing texts or fill them "
+                     "(Series.fillna(''))", path=source)
+
+
+def text_docs(texts, type_names=("doc", "word"), min_count=1, stopwords=(), source="texts", need_words=True):
     """(graph of doc–word counts, vocabulary list) of documents given as strings: word
     id i is ``vocab[i]``, in order of first appearance. Words seen fewer than
-    ``min_count`` times in all of them and ``stopwords`` are dropped."""
+    ``min_count`` times in all of them and ``stopwords`` are dropped; with
+    ``need_words`` (a corpus to train on), texts without any word are an error."""
     from collections import Counter
-    docs = [Counter(tokenize(t)) for t in texts]
+    docs = [Counter(tokenize(t)) if isinstance(t, str) else _missing_text(i, t, source) for i, t in enumerate(texts)]
     total = Counter()
     for c in docs:
         total.update(c)
@@ -1108,7 +1124,7 @@ def text_docs(texts, type_names=("doc", "word"), min_count=1, stopwords=(), sour
             src.append(i)
             dst.append(j)
             cnt.append(n)
-    if not src:
+    if not src and need_words:
         raise InputError("no words found (empty file, or every word was filtered out)", path=source)
     g = BipartiteGraph(np.array(src, np.int64), np.array(dst, np.int64), np.array(cnt, np.float64),
                        len(docs), len(vocab), type_names, source)
