@@ -17,7 +17,7 @@ import numba
 import numpy as np
 from numba import njit, prange
 
-from tux2.errors import InputError
+from tux2.errors import InputError, LineStart
 from tux2.graph import BipartiteGraph
 
 _MESSAGES = {
@@ -385,9 +385,17 @@ def map_file(path, what):
 
 
 def _line_text(buf, pos, limit=1024):
-    """The text of the line at ``pos`` (its first ``limit`` bytes: messages quote only the start)."""
-    end = buf.find(b"\n", pos, pos + limit)
-    return bytes(buf[pos: end if end >= 0 else min(len(buf), pos + limit)]).decode("utf-8", "replace").rstrip("\r")
+    """The text of the line at ``pos``: its first ``limit`` bytes (messages quote only the
+    start), a LineStart knowing the whole line's length if there is more."""
+    end = buf.find(b"\n", pos)
+    end = len(buf) if end < 0 else end
+    text = bytes(buf[pos:min(end, pos + limit)]).decode("utf-8", "replace").rstrip("\r")
+    if end - pos <= limit:
+        return text
+    step = 1 << 24                      # UTF-8 characters: the bytes that start one, counted a piece at a time
+    chars = sum(int(np.count_nonzero((np.frombuffer(buf, np.uint8, min(step, end - i), i) & 0xC0) != 0x80))
+                for i in range(pos, end, step))
+    return LineStart(text, chars - (buf[end - 1:end] == b"\r"))
 
 
 def read_edge_list(path, base=None, type_names=("src", "dst"), n_src=None, n_dst=None, columns=None,
