@@ -1,6 +1,7 @@
 """One way to run an algorithm: ``tux2 run X``, ``X(...).fit()`` and ``X(...).fit(workers=2)``
 give the same model (every algorithm); the estimators follow scikit-learn's
 conventions (clone, grid search); a failing worker ends a fit with its error."""
+import os
 import time
 
 import numpy as np
@@ -68,6 +69,26 @@ def test_a_fitted_model_saves_and_loads_as_the_cli_writes_it(files, tmp_path):
     assert back.recommend([0], k=3)[1].tolist() == m.recommend([0], k=3)[1].tolist()
     with pytest.raises(tux2.Tux2Error, match="not fitted"):
         tux2.MF().save(tmp_path / "never")
+
+
+def test_a_model_saved_over_another_leaves_none_of_its_files_and_a_file_in_the_way_is_named(files, tmp_path):
+    """A linear model saved into an MF directory left user.npz, item.npz and seen.npz beside
+    its own files; the files the old manifest named go, a file of the user's stays. A file
+    where the directory should be raised a bare FileExistsError (trial brk38)."""
+    g, y, _ = sparse_classification(n_samples=100, n_features=20, seed=0)
+    tux2.MF(k=2, epochs=1).fit(str(files / "r.txt")).save(tmp_path / "m")
+    (tmp_path / "m" / "notes.txt").write_text("the user's")
+    lr = tux2.LogisticRegression(epochs=1).fit(g, y)
+    lr.save(tmp_path / "m")
+    assert sorted(os.listdir(tmp_path / "m")) == ["manifest.json", "model.json", "notes.txt", "weights.npz",
+                                                   "weights.txt"]
+    assert (tux2.LogisticRegression.load(tmp_path / "m").coef_ == lr.coef_).all()
+    (tmp_path / "f").write_text("a file")
+    with pytest.raises(tux2.Tux2Error, match="f: the output must be a directory, and this is a file"):
+        lr.save(tmp_path / "f")
+    with pytest.raises(tux2.Tux2Error, match="cannot create the output: .*f is not a directory"):
+        lr.save(tmp_path / "f" / "m")
+    assert (tmp_path / "f").read_text() == "a file"
 
 
 def test_a_failing_worker_ends_the_fit_with_its_error_and_leaves_no_process(files):
