@@ -1163,8 +1163,11 @@ def sniff_input(path, columns=None):
     tokens, or the number alone (a sample without features), 'docword' for a UCI
     docword file, 'edges' when they read as an edge list (two ids and, when there is a
     third column, a number in it — as the run commands read them, header lines and
-    extra columns included), else 'text'."""
+    extra columns included) or when no line is data (comments and blank lines only: the
+    edge reader names that), else 'text'."""
     head = read_head(path, "input")
+    if not any(x.strip() and x.strip()[:1] not in (b"#", b"%") for x in head.split(b"\n")):
+        return "edges"
     data = [x for x in head.split(b"\n")[:20] if x.strip() and x.strip()[:1] not in (b"#", b"%")]
     if data and b"::" not in data[0] and all(is_number(x.split()[0]) and (b":" in x or len(x.split()) == 1)
                                              for x in data):
