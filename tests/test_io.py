@@ -50,7 +50,8 @@ def test_bad_lines_name_file_and_line(tmp_path, text, line, what):
     assert ei.value.line == line
 
 
-@pytest.mark.parametrize("char, end", [("7", "\n"), ("é", "\r\n"), ("8", "")], ids=["ascii", "utf8-crlf", "no-newline"])
+@pytest.mark.parametrize("char, end", [("7", "\n"), ("é", "\r\n"), ("8", "")],
+                         ids=["ascii", "utf8-crlf", "no-newline"])
 def test_a_long_line_is_quoted_by_its_start_with_its_whole_length(tmp_path, char, end):
     """Messages quote the first 1024 bytes of a line, and said "(1024 characters)" for a
     line of 5004 (trial brk38); UTF-8 counts characters, not bytes; a CR before the
