@@ -12,7 +12,7 @@ import time
 import numpy as np
 
 CACHE = os.environ.get("TUX2_BENCH_CACHE", os.path.join(os.path.expanduser("~"), ".cache", "tux2-bench"))
-RESULTS = os.path.join(os.path.dirname(__file__), "results")
+RESULTS = os.environ.get("TUX2_BENCH_RESULTS", os.path.join(os.path.dirname(__file__), "results"))
 
 
 def emit(obj, log=None):

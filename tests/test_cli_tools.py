@@ -61,6 +61,20 @@ def test_info_on_libsvm_and_text(tmp_path):
     assert res["format"] == "text" and res["vocabulary"] == 6 and res["edges"] == 7
 
 
+def test_info_on_a_file_of_comments_alone_says_it_has_no_data_lines(tmp_path):
+    """A file of '#' and '%' lines was read as a text corpus of the comments' words
+    (trial brk38); --format text still reads such lines as text (hashtags)."""
+    p = tmp_path / "c.txt"
+    for text in ("# exported 2026-11-27\n# user item rating\n", "% a comment\n\n# another\n", ""):
+        p.write_text(text)
+        r = run_cli("info", str(p))
+        assert (r.returncode, r.stdout, r.stderr) == (
+            2, "", f"tux2: error: {p}: no edges found (the file is empty or has only comments)\n")
+    p.write_text("#python rocks\n#tux2 too\n")
+    r = run_cli("info", str(p), "--format", "text", "--json")
+    assert r.returncode == 0 and json.loads(r.stdout)["vocabulary"] == 4
+
+
 def test_info_on_a_libsvm_file_of_labels_alone(tmp_path):
     """Lines of a label alone are a libsvm file without features (which the run commands
     refuse), not a text corpus of one-word documents."""

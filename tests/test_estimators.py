@@ -1,6 +1,7 @@
 """One way to run an algorithm: ``tux2 run X``, ``X(...).fit()`` and ``X(...).fit(workers=2)``
 give the same model (every algorithm); the estimators follow scikit-learn's
 conventions (clone, grid search); a failing worker ends a fit with its error."""
+import os
 import time
 
 import numpy as np
@@ -68,6 +69,26 @@ def test_a_fitted_model_saves_and_loads_as_the_cli_writes_it(files, tmp_path):
     assert back.recommend([0], k=3)[1].tolist() == m.recommend([0], k=3)[1].tolist()
     with pytest.raises(tux2.Tux2Error, match="not fitted"):
         tux2.MF().save(tmp_path / "never")
+
+
+def test_a_model_saved_over_another_leaves_none_of_its_files_and_a_file_in_the_way_is_named(files, tmp_path):
+    """A linear model saved into an MF directory left user.npz, item.npz and seen.npz beside
+    its own files; the files the old manifest named go, a file of the user's stays. A file
+    where the directory should be raised a bare FileExistsError (trial brk38)."""
+    g, y, _ = sparse_classification(n_samples=100, n_features=20, seed=0)
+    tux2.MF(k=2, epochs=1).fit(str(files / "r.txt")).save(tmp_path / "m")
+    (tmp_path / "m" / "notes.txt").write_text("the user's")
+    lr = tux2.LogisticRegression(epochs=1).fit(g, y)
+    lr.save(tmp_path / "m")
+    assert sorted(os.listdir(tmp_path / "m")) == ["manifest.json", "model.json", "notes.txt", "weights.npz",
+                                                   "weights.txt"]
+    assert (tux2.LogisticRegression.load(tmp_path / "m").coef_ == lr.coef_).all()
+    (tmp_path / "f").write_text("a file")
+    with pytest.raises(tux2.Tux2Error, match="f: the output must be a directory, and this is a file"):
+        lr.save(tmp_path / "f")
+    with pytest.raises(tux2.Tux2Error, match="cannot create the output: .*f is not a directory"):
+        lr.save(tmp_path / "f" / "m")
+    assert (tmp_path / "f").read_text() == "a file"
 
 
 def test_a_failing_worker_ends_the_fit_with_its_error_and_leaves_no_process(files):
@@ -206,6 +227,38 @@ def test_score_takes_the_files_fit_takes(tmp_path):
 def test_lda_fit_on_an_empty_list_of_documents_says_so():
     with pytest.raises(tux2.InputError, match="no words found"):
         tux2.LDA(topics=2, iterations=1).fit([])
+
+
+TEXTS = ["apple banana melon"] * 5 + ["goal team coach"] * 5
+
+
+def test_lda_takes_texts_in_a_pandas_series_and_names_a_missing_one():
+    """A Series of texts is texts (it died in the DataFrame branch: "'Series' object has
+    no attribute 'columns'"); a missing text (None, NaN, pd.NA) is named by its position,
+    not by unicodedata's "normalize() argument 2 must be str, not None" (trial brk38)."""
+    import pandas as pd
+    m = tux2.LDA(topics=2, iterations=3, seed=0).fit(pd.Series(TEXTS))
+    ref = tux2.LDA(topics=2, iterations=3, seed=0).fit(TEXTS)
+    assert (m.word_topic_ == ref.word_topic_).all() and m.vocab_ == ref.vocab_
+    assert np.allclose(m.transform(pd.Series(["apple", "goal"])), ref.transform(["apple", "goal"]))
+    for docs in (TEXTS + [None], pd.Series(TEXTS + [np.nan]), pd.Series(TEXTS + [None], dtype="string")):
+        with pytest.raises(tux2.InputError, match="the text at position 10 is .*not a string"):
+            tux2.LDA(topics=2, iterations=1).fit(docs)
+    with pytest.raises(tux2.InputError, match="the text at position 1 is None"):
+        m.transform(["apple", None])
+
+
+def test_lda_transform_of_one_empty_text_is_the_prior_as_in_a_batch_and_counts_need_the_vocabulary():
+    """transform([""]) raised "no words found" where transform(["apple", ""]) gives the empty
+    text the prior's row: serving one document at a time failed on an empty one. A count
+    matrix given to a model fitted on texts raised os.fspath's TypeError (trial brk38)."""
+    import scipy.sparse as sp
+    m = tux2.LDA(topics=2, iterations=5, seed=0).fit(TEXTS)
+    in_batch = m.transform(["apple", ""])[1]
+    assert np.allclose(m.transform([""]), [in_batch]) and np.allclose(m.transform(["", "zzz"]), [in_batch] * 2)
+    assert m.transform([]).shape == (0, 2)
+    with pytest.raises(ValueError, match="fitted on texts: it maps their words to its 6 word ids .* pass the texts"):
+        m.transform(sp.csr_matrix(np.ones((1, 6))))
 
 
 def test_a_fitted_estimator_asked_for_an_attribute_it_lacks_does_not_say_it_is_unfitted(tmp_path):

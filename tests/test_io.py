@@ -50,6 +50,18 @@ def test_bad_lines_name_file_and_line(tmp_path, text, line, what):
     assert ei.value.line == line
 
 
+@pytest.mark.parametrize("char, end", [("7", "\n"), ("é", "\r\n"), ("8", "")],
+                         ids=["ascii", "utf8-crlf", "no-newline"])
+def test_a_long_line_is_quoted_by_its_start_with_its_whole_length(tmp_path, char, end):
+    """Messages quote the first 1024 bytes of a line, and said "(1024 characters)" for a
+    line of 5004 (trial brk38); UTF-8 counts characters, not bytes; a CR before the
+    newline, or no newline at the end of the file, is no character of the line."""
+    p = write(tmp_path, f"1 2 3{end or chr(10)}{char * 3000} 2 3{end}")
+    with pytest.raises(InputError) as ei:
+        read_edge_list(p)
+    assert f"{p}:2:" in str(ei.value) and str(ei.value).endswith(f"{char}'… (3004 characters))"), str(ei.value)[-80:]
+
+
 def test_empty_file_is_a_clear_error(tmp_path):
     for text in ("", "# only a comment\n\n"):
         with pytest.raises(InputError, match="no edges found"):

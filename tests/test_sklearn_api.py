@@ -66,6 +66,22 @@ def test_features_in_and_matrices_of_other_columns_refused(counts):
         tux2.LogisticRegression().fit(df, y)
 
 
+@pytest.mark.parametrize("cls", [tux2.LogisticRegression, tux2.Softmax])
+def test_pandas_NA_is_named_as_NaN_is(counts, cls):
+    """pd.NA, the missing value of a nullable column (Float64, from read_csv(dtype_backend=…))
+    or of an object column, gets tux2's message naming row and column, not pandas' TypeError
+    "float() argument must be … not 'NAType'" (trial brk38)."""
+    import pandas as pd
+    X, y = counts
+    df = pd.DataFrame(X.toarray(), columns=[f"w{j}" for j in range(X.shape[1])])
+    df["w3"] = pd.array(np.where(np.arange(len(df)) == 7, None, df["w3"]), dtype="Float64")
+    with pytest.raises(ValueError, match="X has NaN at row 7, column 3"):
+        cls(epochs=1).fit(df, y)
+    df["w3"] = df["w3"].astype(object)
+    with pytest.raises(ValueError, match="X has NaN at row 7, column 3"):
+        cls(epochs=1).fit(df, y)
+
+
 def test_binary_models_tell_scikit_learn_so_and_hinge_models_have_no_probabilities(counts):
     """The binary models say so in their tags (check_estimator fed them three classes and
     failed 32 of 55 checks on 'a third label'), so scikit-learn's own classifier checks

@@ -11,11 +11,22 @@ class Tux2Error(Exception):
 QUOTE_CHARS = 200
 
 
+class LineStart(str):
+    """The start of a line too long to read whole for a message; ``chars``: the whole
+    line's length in characters."""
+
+    def __new__(cls, text, chars):
+        self = super().__new__(cls, text)
+        self.chars = chars
+        return self
+
+
 def quote(text):
     """``text`` as Python escapes it (control and binary bytes visible), cut to QUOTE_CHARS."""
-    if len(text) <= QUOTE_CHARS:
+    n = text.chars if isinstance(text, LineStart) else len(text)
+    if n <= QUOTE_CHARS:
         return repr(text)
-    return f"{text[:QUOTE_CHARS]!r}… ({len(text)} characters)"
+    return f"{text[:QUOTE_CHARS]!r}… ({n} characters)"
 
 
 class InputError(Tux2Error, ValueError):

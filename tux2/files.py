@@ -150,8 +150,18 @@ def write_dir(directory, files, present=None):
     """Write ``files`` ({name: write(file)}, in order) into ``directory`` together:
     each to a temporary name (fsync'd), then ``manifest.json`` naming every file of
     ``files`` and ``present`` (files already in place, e.g. other workers' parts),
-    then the renames, in order, the manifest last. Returns the manifest."""
-    os.makedirs(directory, exist_ok=True)
+    then the renames, in order, the manifest last; then the files the directory's
+    previous manifest named and this one does not (another model's, saved there before)
+    go. No other file is touched. Returns the manifest."""
+    try:
+        os.makedirs(directory, exist_ok=True)
+    except OSError as e:
+        check_writable(directory, "the output", directory=True)     # names a file in the way
+        raise write_error(directory, e) from None
+    try:
+        old = read_manifest(directory, required=False) or {}
+    except FileError:               # damaged: nothing in it is known to be ours
+        old = {}
     staged, entries = [], {}
     try:
         for name in present or ():
@@ -172,6 +182,8 @@ def write_dir(directory, files, present=None):
     for tmp, final in staged:
         os.replace(tmp, final)
     fsync_dir(directory)
+    for name in old.keys() - entries.keys():
+        discard(os.path.join(directory, name))
     return manifest
 
 

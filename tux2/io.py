@@ -18,7 +18,7 @@ import numba
 import numpy as np
 from numba import njit, prange
 
-from tux2.errors import InputError
+from tux2.errors import InputError, LineStart
 from tux2.graph import BipartiteGraph
 
 _MESSAGES = {
@@ -406,9 +406,17 @@ def map_file(path, what):
 
 
 def _line_text(buf, pos, limit=1024):
-    """The text of the line at ``pos`` (its first ``limit`` bytes: messages quote only the start)."""
-    end = buf.find(b"\n", pos, pos + limit)
-    return bytes(buf[pos: end if end >= 0 else min(len(buf), pos + limit)]).decode("utf-8", "replace").rstrip("\r")
+    """The text of the line at ``pos``: its first ``limit`` bytes (messages quote only the
+    start), a LineStart knowing the whole line's length if there is more."""
+    end = buf.find(b"\n", pos)
+    end = len(buf) if end < 0 else end
+    text = bytes(buf[pos:min(end, pos + limit)]).decode("utf-8", "replace").rstrip("\r")
+    if end - pos <= limit:
+        return text
+    step = 1 << 24                      # UTF-8 characters: the bytes that start one, counted a piece at a time
+    chars = sum(int(np.count_nonzero((np.frombuffer(buf, np.uint8, min(step, end - i), i) & 0xC0) != 0x80))
+                for i in range(pos, end, step))
+    return LineStart(text, chars - (buf[end - 1:end] == b"\r"))
 
 
 def read_edge_list(path, base=None, type_names=("src", "dst"), n_src=None, n_dst=None, columns=None,
@@ -1105,12 +1113,28 @@ def _utf8_lines(f, path):
                              line=no, text=raw.decode("utf-8", "backslashreplace").rstrip("\r\n")) from None
 
 
-def text_docs(texts, type_names=("doc", "word"), min_count=1, stopwords=(), source="texts"):
+def as_texts(data):
+    """``data`` as a list of texts when it is one (a list or tuple holding strings, or
+    empty; a pandas Series, a 1-D numpy array of strings or objects), else None."""
+    if (type(data).__module__.split(".")[0] == "pandas" and getattr(data, "ndim", 0) == 1
+            or isinstance(data, np.ndarray) and data.ndim == 1 and data.dtype.kind in "UO"):
+        data = data.tolist()
+    texts = isinstance(data, (list, tuple)) and (not data or any(isinstance(t, str) for t in data))
+    return list(data) if texts else None
+
+
+def _missing_text(i, t, source):
+    raise InputError(f"the text at position {i} is {t!r}, not a string: drop missing texts or fill them "
+                     "(Series.fillna(''))", path=source)
+
+
+def text_docs(texts, type_names=("doc", "word"), min_count=1, stopwords=(), source="texts", need_words=True):
     """(graph of doc–word counts, vocabulary list) of documents given as strings: word
     id i is ``vocab[i]``, in order of first appearance. Words seen fewer than
-    ``min_count`` times in all of them and ``stopwords`` are dropped."""
+    ``min_count`` times in all of them and ``stopwords`` are dropped; with
+    ``need_words`` (a corpus to train on), texts without any word are an error."""
     from collections import Counter
-    docs = [Counter(tokenize(t)) for t in texts]
+    docs = [Counter(tokenize(t)) if isinstance(t, str) else _missing_text(i, t, source) for i, t in enumerate(texts)]
     total = Counter()
     for c in docs:
         total.update(c)
@@ -1129,7 +1153,7 @@ def text_docs(texts, type_names=("doc", "word"), min_count=1, stopwords=(), sour
             src.append(i)
             dst.append(j)
             cnt.append(n)
-    if not src:
+    if not src and need_words:
         raise InputError("no words found (empty file, or every word was filtered out)", path=source)
     g = BipartiteGraph(np.array(src, np.int64), np.array(dst, np.int64), np.array(cnt, np.float64),
                        len(docs), len(vocab), type_names, source)
@@ -1160,8 +1184,11 @@ def sniff_input(path, columns=None):
     tokens, or the number alone (a sample without features), 'docword' for a UCI
     docword file, 'edges' when they read as an edge list (two ids and, when there is a
     third column, a number in it — as the run commands read them, header lines and
-    extra columns included), else 'text'."""
+    extra columns included) or when no line is data (comments and blank lines only: the
+    edge reader names that), else 'text'."""
     head = read_head(path, "input")
+    if not any(x.strip() and x.strip()[:1] not in (b"#", b"%") for x in head.split(b"\n")):
+        return "edges"
     data = [x for x in head.split(b"\n")[:20] if x.strip() and x.strip()[:1] not in (b"#", b"%")]
     if data and b"::" not in data[0] and all(is_number(x.split()[0]) and (b":" in x or len(x.split()) == 1)
                                              for x in data):

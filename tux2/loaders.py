@@ -693,7 +693,7 @@ def load_samples(X, zero_based=False, duplicates="error"):
     if is_path(X):
         return load_libsvm(X, zero_based=zero_based, duplicates=duplicates)
     import scipy.sparse as sp
-    M = X if sp.issparse(X) else np.asarray(X, np.float64)
+    M = X if sp.issparse(X) else _floats(X)
     if M.ndim != 2:             # one sample given as a row of features: scikit-learn refuses it alike
         raise InputError(f"X must be 2-D, samples × features; got shape {M.shape}. Reshape your data: "
                          "X.reshape(1, -1) is one sample", path="matrix")
@@ -705,6 +705,17 @@ def load_samples(X, zero_based=False, duplicates="error"):
                          f"{coo.col[i]}: every value must be "
                          "finite (impute missing values first, e.g. sklearn.impute.SimpleImputer)", path="matrix")
     return BipartiteGraph(coo.row, coo.col, coo.data, M.shape[0], M.shape[1], ("sample", "feature"), "matrix"), None
+
+
+def _floats(X):
+    """X as a float64 array; pandas' missing values (pd.NA of a nullable column) read as
+    NaN, so that load_samples names them by row and column as it names NaN."""
+    if type(X).__module__.split(".")[0] != "pandas":
+        return np.asarray(X, np.float64)
+    try:
+        return X.to_numpy(np.float64, na_value=np.nan)
+    except TypeError:           # pd.NA in an object column: to_numpy replaces it only when it builds objects
+        return np.asarray(X.to_numpy(object, na_value=np.nan), np.float64)
 
 
 def load_corpus(path, fmt="auto", base=None, min_count=1, type_names=("doc", "word"), duplicates="sum"):

@@ -49,7 +49,7 @@ def _counts(data, V=None):
 class LDA(Estimator):
     """Latent Dirichlet allocation by collapsed Gibbs sampling (SparseLDA; paper §4).
 
-    ``fit(data)``: a list of texts, a corpus file (UCI docword, 'doc word count'
+    ``fit(data)``: texts (a list, a pandas Series), a corpus file (UCI docword, 'doc word count'
     triples, text with one document per line, a CSV's text column under its header)
     or doc → word counts in any form ``tux2.loaders.load`` takes. Files are read as ``tux2 run lda`` reads them, with
     ``format``, ``vocab`` (a file, one word per line, naming numeric word ids),
@@ -76,9 +76,9 @@ class LDA(Estimator):
         corpus's own, or ``vocab`` (a file, one word per line) for numeric ids."""
         format, vocab, base, min_count, duplicates = self.format, self.vocab, self.base, self.min_count, self.duplicates
         words = None
-        texts = isinstance(data, (list, tuple)) and data and isinstance(data[0], str)
-        if texts or (isinstance(data, list) and not data):        # [] is an empty corpus: text_docs says so
-            (g, words), format = io.text_docs(data, min_count=min_count), "text"
+        texts = io.as_texts(data)
+        if texts is not None:                                   # [] is an empty corpus: text_docs says so
+            (g, words), format = io.text_docs(texts, min_count=min_count), "text"
         elif isinstance(data, (str, bytes)) or hasattr(data, "__fspath__"):
             sniffed = format == "auto"
             g, words, format = loaders.load_corpus(data, format, base=base, min_count=min_count,
@@ -193,19 +193,24 @@ class LDA(Estimator):
         are left out), a corpus file in the model's numeric word ids, or counts in them
         as ``fit`` takes them (CountVectorizer's matrix: a Pipeline's ``transform``)."""
         V = self.word_topic_.shape[1]
-        texts = isinstance(docs, (list, tuple))
-        if texts or (self.vocab_ is not None and io.sniff_corpus(docs) == "text"):      # (or CSV)
+        texts, path = io.as_texts(docs), loaders.is_path(docs)
+        if texts is not None or (self.vocab_ is not None and path and io.sniff_corpus(docs) == "text"):   # (or CSV)
             if self.vocab_ is None:
                 raise ValueError("this model has numeric word ids (no vocabulary): pass counts in them, as fit took "
                                  "them (a CountVectorizer matrix, a corpus file, a doc → word count BipartiteGraph)")
-            g, words = io.text_docs(docs) if texts else io.read_text_docs(docs, csv=io.csv_header(docs))
+            g, words = (io.read_text_docs(docs, csv=io.csv_header(docs)) if path
+                        else io.text_docs(texts, need_words=False))
             index = {w: i for i, w in enumerate(self.vocab_)}
             to_model = np.array([index.get(w, -1) for w in words], np.int64)[g.dst]
             o = np.lexsort((to_model, g.src))
             o = o[to_model[o] >= 0]                     # by document, then word; unknown words left out
             return (BipartiteGraph(g.src[o], to_model[o], g.values[o], g.n_src, V, ("doc", "word"), g.source),
                     int(g.values.sum() - g.values[o].sum()))
-        if not isinstance(docs, (str, bytes)) and not hasattr(docs, "__fspath__"):
+        if not path and self.vocab_ is not None:
+            raise ValueError(f"this model was fitted on texts: it maps their words to its {V} word ids (vocab_), and "
+                             "a count matrix's columns are its vectorizer's: pass the texts themselves (a list of "
+                             "strings, a pandas Series, a text file)")
+        if not path:
             return _counts(docs, V), 0
         g, _, fmt = loaders.load_corpus(docs, base=self.word_base_ or None)     # triples: the model's base
         if g.n_dst > V:
