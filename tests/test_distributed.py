@@ -546,27 +546,33 @@ def test_a_rank_that_never_comes_is_named_to_the_ranks_that_came():
     assert "rank(s) [2] never arrived at rank 0 within 3s" in errors[0]
 
 
-@pytest.mark.slow
-def test_sigterm_to_a_worker_started_by_hand_stops_its_peers_at_once(ratings_file):
-    """kill (or a job scheduler) sends SIGTERM to one worker of a run started by hand:
-    it died where it stood, saying nothing, and its peers waited --timeout for it. Now
-    it tells them (as after Ctrl-C) and exits 143."""
+def _stop_one_mid_run(ratings_file, world, timeout, stop):
+    """``world`` workers started by hand (--timeout ``timeout``); once rank 0 prints its
+    first epoch, ``stop`` is done to rank 1. (processes, their stderr, seconds until all ended)."""
     rv = f"tcp://127.0.0.1:{free_port()}"
     procs = [subprocess.Popen([sys.executable, "-m", "tux2.cli", "run", "mf", ratings_file, "--rank", str(r),
-                               "--world", "2", "--rendezvous", rv, "--timeout", "60", "--k", "4",
+                               "--world", str(world), "--rendezvous", rv, "--timeout", str(timeout), "--k", "4",
                                "--epochs", "100000", "--mode", "minibatch", "--batch-size", "500", "--lr", "0.001"],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for r in (0, 1)]
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for r in range(world)]
     try:
         line = procs[0].stdout.readline()               # training has started
         while line and not line.startswith("epoch"):
             line = procs[0].stdout.readline()
         assert line.startswith("epoch"), procs[0].stderr.read()
         t0 = time.monotonic()
-        procs[1].terminate()
-        errs = [p.communicate(timeout=50)[1] for p in procs]
-        elapsed = time.monotonic() - t0
+        stop(procs[1])
+        errs = [p.communicate(timeout=timeout - 10)[1] for p in procs]
+        return procs, errs, time.monotonic() - t0
     finally:
         _stop_all(procs)
+
+
+@pytest.mark.slow
+def test_sigterm_to_a_worker_started_by_hand_stops_its_peers_at_once(ratings_file):
+    """kill (or a job scheduler) sends SIGTERM to one worker of a run started by hand:
+    it died where it stood, saying nothing, and its peers waited --timeout for it. Now
+    it tells them (as after Ctrl-C) and exits 143."""
+    procs, errs, elapsed = _stop_one_mid_run(ratings_file, 2, 60, lambda p: p.terminate())
     assert [p.returncode for p in procs] == [2, 143], errs
     assert elapsed < 25, (elapsed, errs)           # not --timeout 60: told at once (seconds on a busy machine)
     assert errs[1].endswith("tux2: terminated (SIGTERM)\n"), errs
@@ -579,22 +585,7 @@ def test_sigkill_to_a_worker_started_by_hand_stops_its_peers_in_seconds_not_time
     """kill -9 (or the OOM killer) on one of three workers started by hand: it cannot say
     so, and its peers waited --timeout (here 120 s) of heartbeat silence. The kernel closes
     a dead process's connections: its peers see theirs to it close and not come back."""
-    rv = f"tcp://127.0.0.1:{free_port()}"
-    procs = [subprocess.Popen([sys.executable, "-m", "tux2.cli", "run", "mf", ratings_file, "--rank", str(r),
-                               "--world", "3", "--rendezvous", rv, "--timeout", "120", "--k", "4",
-                               "--epochs", "100000", "--mode", "minibatch", "--batch-size", "500", "--lr", "0.001"],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for r in range(3)]
-    try:
-        line = procs[0].stdout.readline()               # training has started
-        while line and not line.startswith("epoch"):
-            line = procs[0].stdout.readline()
-        assert line.startswith("epoch"), procs[0].stderr.read()
-        t0 = time.monotonic()
-        procs[1].kill()
-        errs = [p.communicate(timeout=90)[1] for p in procs]
-        elapsed = time.monotonic() - t0
-    finally:
-        _stop_all(procs)
+    procs, errs, elapsed = _stop_one_mid_run(ratings_file, 3, 120, lambda p: p.kill())
     assert [p.returncode for p in procs] == [2, -signal.SIGKILL, 2], errs
     assert elapsed < 60, (elapsed, errs)           # not --timeout 120 (about 1.5 s here)
     # whichever of ranks 0 and 2 notices first tells the other

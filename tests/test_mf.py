@@ -152,7 +152,7 @@ def test_one_mistyped_rating_is_not_taken_for_the_scale(tmp_path):
     for n in (5, 1):
         train.values = stars.copy()
         train.values[:n] = 1e7
-        with pytest.raises(DivergenceError):
+        with pytest.raises(DivergenceError), pytest.warns(RuntimeWarning, match="mistyped values"):
             tux2.MF(k=4, epochs=2).fit(train)
     path = tmp_path / "typo.txt"
     write_edge_list(str(path), train)
