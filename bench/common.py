@@ -147,7 +147,10 @@ def ensure(module, package=None):
         if r.returncode != 0:
             raise RuntimeError(f"pip install {package or module} failed: {r.stderr.strip()[-300:]}")
         importlib.invalidate_caches()
-        return importlib.import_module(module)
+        try:
+            return importlib.import_module(module)
+        except ImportError as e:        # installed, yet it does not import here
+            raise RuntimeError(f"{package or module} is installed but does not import: {e}") from None
 
 
 def sklearn_or_skip(bench, system, log):

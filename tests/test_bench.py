@@ -171,3 +171,18 @@ def test_bench_mf_with_libmf_unavailable_is_a_skip_not_a_failure(tmp_path):
     assert '"system": "libmf", "skipped": "pip download libmf' in r.stdout
     table = (tmp_path / "results" / "mf.md").read_text()
     assert "LibMF (not installed: skipped)" in table and "| tux2 |" in table and "LibMF 0" not in table
+
+
+@pytest.mark.slow
+def test_bench_lda_with_tomotopy_unavailable_is_a_skip_not_a_failure(tmp_path):
+    """As for LibMF: `bench lda` exited 1 without a table when tomotopy could not be had
+    (and crashed with an ImportError when pip had it but it did not import)."""
+    env = {**os.environ, "TUX2_BENCH_CACHE": str(tmp_path / "cache"), "TUX2_BENCH_RESULTS": str(tmp_path / "results"),
+           "PIP_NO_INDEX": "1"}
+    code = ("import runpy, sys; sys.modules['tomotopy'] = None; sys.argv = ['bench', 'lda', '--quick']; "
+            "runpy.run_module('bench', run_name='__main__')")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=900, env=env, cwd=ROOT)
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stdout[-300:] + r.stderr[-300:]
+    assert '"system": "tomotopy", "skipped":' in r.stdout and '"tux2_over_tomotopy_tokens_per_s": null' in r.stdout
+    table = (tmp_path / "results" / "lda.md").read_text()
+    assert "tomotopy could not be had: skipped" in table and "| tux2 (SparseLDA" in table
