@@ -468,8 +468,8 @@ class MF(Estimator):
         elif isinstance(X, BipartiteGraph):   # dense ids, as fit's test set: ids without ratings by the baseline
             if X.values is None:
                 raise ValueError("MF.score: the graph has no ratings to score against")
-            dense = (X.src, X.dst)
-            masks = tuple((x >= len(k)) | ~k[np.minimum(x, len(k) - 1)] for x, k in zip(dense, self.known_))
+            dense = [np.where(x < n, x, -1) for x, n in ((X.src, self.n_users), (X.dst, self.n_items))]
+            masks = tuple(self._unknown(side, d, d, "", "baseline") for side, d in enumerate(dense))
             r = np.asarray(X.values, np.float64)
             pred = self.score_dense(*(np.where(m, 0, x) for m, x in zip(masks, dense)), masks)
         else:                       # (users, items, ratings) as fit takes it; rows; a DataFrame's columns by name
