@@ -325,6 +325,20 @@ def test_distributed_ingress_reads_shares_and_matches_the_single_process(tmp_pat
     assert r.returncode == 0, r.stderr
 
 
+def test_a_rendezvous_port_is_outside_the_kernels_source_ports():
+    """A worker connecting before rank 0 binds gets a source port from the kernel's range;
+    on loopback one equal to the rendezvous port connects to itself and takes the port
+    from rank 0 (a CI failure: 'cannot bind the rendezvous address … in use')."""
+    import socket
+    from tux2.runtime import ephemeral_ports
+    lo, hi = ephemeral_ports()
+    for _ in range(50):
+        port = free_port()
+        assert not lo <= port <= hi and port < 49152, (port, lo, hi)
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", port))
+
+
 def test_a_workers_last_message_is_delivered_after_it_exits():
     """A worker that sends its piece of a gather and exits at once (every rank but
     0 does at the end of a run) still delivers it: its sockets linger on a normal

@@ -13,6 +13,7 @@ connections that know it (tux2.zmq_transport).
 import ctypes
 import ipaddress
 import os
+import random
 import secrets
 import signal
 import socket
@@ -53,7 +54,35 @@ def world_from(rank=None, world=None, rendezvous=None, environ=None):
     return rank, world, rendezvous
 
 
-def free_port(host="127.0.0.1"):
+def ephemeral_ports():
+    """The kernel's range of source ports for outgoing connections (Linux), else IANA's."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            lo, hi = (int(v) for v in f.read().split())
+        return lo, hi
+    except (OSError, ValueError):
+        return 49152, 65535
+
+
+def free_port(host="127.0.0.1", tries=200):
+    """A port free on ``host`` now, for a rendezvous that another process binds later.
+
+    Taken below the kernel's source-port range and below ZeroMQ's random data ports
+    (49152 and up): a worker that connects to the rendezvous before rank 0 has bound
+    it gets a source port from that range, and on loopback a source port equal to the
+    destination connects the socket to itself (TCP simultaneous open), which holds the
+    port and fails rank 0's bind. Falls back to a kernel-chosen port."""
+    lo = 10000
+    hi = min(ephemeral_ports()[0], 49152) - 1
+    pick = random.SystemRandom()
+    for _ in range(tries if hi > lo else 0):
+        port = pick.randint(lo, hi)
+        with socket.socket() as s:
+            try:
+                s.bind((host, port))
+            except OSError:
+                continue
+            return port
     with socket.socket() as s:
         s.bind((host, 0))
         return s.getsockname()[1]

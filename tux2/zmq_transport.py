@@ -411,7 +411,8 @@ class ZmqTransport:
                     remedy = ("Copy one key directory made by 'tux2 keys DIR' to every host" if self._keys is not None
                               else "Give every worker the same TUX2_SECRET")
                     raise PeerLost(f"rendezvous at {address}: the handshake with rank 0 failed; this worker's "
-                                   f"{self.credential} is not rank 0's. {remedy}")
+                                   f"{self.credential} is not rank 0's, or what answers there is not a tux2 rank 0. "
+                                   f"{remedy}")
                 if left <= 0:
                     raise PeerLost(f"rendezvous at {address}: no answer from rank 0 within {deadline_s:.0f}s "
                                    f"(4 × --timeout, at least 10 s). Is rank 0 running there? A rank 0 with "
