@@ -134,3 +134,39 @@ def test_sigterm_to_a_fit_with_workers_stops_them_and_removes_its_directory(tmp_
     assert p.returncode != 0 and list((tmp_path / "tmp").iterdir()) == []
     r = subprocess.run(["pgrep", "-f", f"_worker_main.*{tmp_path}"], capture_output=True, text=True)
     assert r.stdout == "", r.stdout
+
+
+def test_scratch_directories_of_killed_processes_are_removed_and_live_ones_kept(tmp_path, monkeypatch):
+    """A SIGKILLed `tux2 run` on a .gz input, or a SIGKILLed fit(workers=2), runs no
+    cleanup: its tux2-input-*/tux2-fit-* directory (the decompressed input, a copy of the
+    data) stayed in $TMPDIR for good. The next one made removes those nobody holds."""
+    import signal
+    import tempfile
+    import time
+    from tux2 import files
+    hold = ("import sys, time\nfrom tux2.files import scratch_dir\n"
+            "print(scratch_dir(sys.argv[1]), flush=True)\ntime.sleep(600)\n")
+    procs = {kind: subprocess.Popen([sys.executable, "-c", hold, kind], stdout=subprocess.PIPE, text=True,
+                                    env={**os.environ, "TMPDIR": str(tmp_path)}) for kind in ("input", "fit")}
+    try:
+        made = {kind: p.stdout.readline().strip() for kind, p in procs.items()}
+        (tmp_path / os.path.basename(made["fit"]) / "data.npz").write_bytes(b"x" * 1000)
+        old = time.time() - 2 * files.SCRATCH_AGE
+        for d in made.values():
+            os.utime(os.path.join(d, ".lock"), (old, old))
+        procs["fit"].send_signal(signal.SIGKILL)
+        procs["fit"].wait(timeout=30)
+        other = tmp_path / "tux2-fit-notours"         # no lock file: not one scratch_dir made, kept
+        other.mkdir()
+        monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+        mine = files.scratch_dir("input")
+        try:
+            left = sorted(p.name for p in tmp_path.iterdir())
+            assert left == sorted([os.path.basename(made["input"]), os.path.basename(mine), other.name]), left
+        finally:
+            files.remove_scratch(mine)
+        assert not os.path.exists(mine)
+    finally:
+        for p in procs.values():
+            p.kill()
+            p.wait(timeout=30)

@@ -10,14 +10,18 @@ that looks whole, and reads back only after checking them.
   which :func:`verify` reports instead of loading.
 * :func:`verify`: every file named by a directory's manifest has its size and hash.
 * :func:`check_writable`: an output path can be written, asked before training.
+* :func:`scratch_dir`: a private temporary directory, and the removal of those that
+  killed processes left behind.
 
 Write errors name the file (``tux2: error: FILE: No space left on device``).
 """
 import errno
+import fcntl
 import hashlib
 import json
 import math
 import os
+import re
 import sys
 import zlib
 
@@ -285,3 +289,62 @@ def _probe(directory, path, what):
         os.rmdir(tempfile.mkdtemp(prefix=".tux2-probe-", dir=directory))
     except OSError as e:
         raise FileError(f"{path}: cannot create {what}: {directory}: {e.strerror}") from None
+
+
+
+_HELD = {}          # scratch directory: the descriptor holding its lock
+
+
+def scratch_dir(kind):
+    """A new private directory ``tux2-KIND-…`` in the system's temporary directory,
+    locked (``flock`` on its ``.lock``) while this process lives; remove it with
+    :func:`remove_scratch`. A process killed outright (SIGKILL, out of memory) runs no
+    cleanup and can leave a decompressed input or a copy of the training data behind:
+    first every ``tux2-*`` scratch directory of this user that nobody holds any more
+    (the kernel drops a dead process's locks) is removed."""
+    import tempfile
+    top = tempfile.gettempdir()
+    try:
+        names = [n for n in os.listdir(top) if SCRATCH.fullmatch(n)]
+    except OSError:
+        names = []
+    for name in names:
+        _sweep(os.path.join(top, name))
+    d = tempfile.mkdtemp(prefix=f"tux2-{kind}-")
+    fd = os.open(os.path.join(d, ".lock"), os.O_CREAT | os.O_RDWR, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    _HELD[d] = fd
+    return d
+
+
+def remove_scratch(d):
+    import shutil
+    shutil.rmtree(d, ignore_errors=True)
+    fd = _HELD.pop(d, None)
+    if fd is not None:
+        os.close(fd)
+
+
+SCRATCH = re.compile(r"tux2-(input|fit)-[A-Za-z0-9_]+")
+SCRATCH_AGE = 60.0      # seconds: a lock is taken at once; younger ones may be being made
+
+
+def _sweep(path):
+    """Remove scratch directory ``path`` when its lock is free (its process is gone)."""
+    import shutil
+    import time
+    lock = os.path.join(path, ".lock")
+    try:
+        st = os.lstat(lock)
+        if st.st_uid != os.getuid() or time.time() - st.st_mtime < SCRATCH_AGE:
+            return
+        fd = os.open(lock, os.O_RDWR | os.O_NOFOLLOW)
+    except OSError:
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:         # held: a live process's
+        os.close(fd)
+        return
+    shutil.rmtree(path, ignore_errors=True)
+    os.close(fd)

@@ -19,6 +19,7 @@ import numpy as np
 from numba import njit, prange
 
 from tux2.errors import InputError, LineStart
+from tux2.files import remove_scratch, scratch_dir
 from tux2.graph import BipartiteGraph
 
 _MESSAGES = {
@@ -280,10 +281,8 @@ def _spooled(tmp, name):
 
 def _spool_dir():
     import atexit
-    import shutil
-    import tempfile
-    d = tempfile.mkdtemp(prefix="tux2-input-")
-    atexit.register(shutil.rmtree, d, True)
+    d = scratch_dir("input")
+    atexit.register(remove_scratch, d)
     return d
 
 
@@ -327,7 +326,7 @@ def local_copy(path):
         with opener(path, "rb") as src, open(tmp, "wb") as out:
             shutil.copyfileobj(src, out, 1 << 20)
     except (OSError, EOFError, lzma.LZMAError) as e:
-        shutil.rmtree(os.path.dirname(tmp), ignore_errors=True)
+        remove_scratch(os.path.dirname(tmp))
         raise InputError(f"cannot decompress this {'xz' if kind == 'lzma' else kind} file: {e}", path=name) from None
     _spooled(tmp, name)
     return tmp
@@ -339,14 +338,13 @@ def temporary_copies():
     at exit: a fit from Python reads its data once, and a notebook or a grid search
     over a .gz path would otherwise keep one decompressed copy per fit."""
     import json
-    import shutil
     before = set(_SPOOLED)
     try:
         yield
     finally:
         names = spooled_names()
         for tmp in set(_SPOOLED) - before:
-            shutil.rmtree(os.path.dirname(tmp), ignore_errors=True)
+            remove_scratch(os.path.dirname(tmp))
             _SPOOLED.pop(tmp, None)
             names.pop(tmp, None)
         os.environ[_NAMES_ENV] = json.dumps(names)

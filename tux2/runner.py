@@ -429,13 +429,11 @@ def fit_workers(est, data, workers, *, partitions=None, threads=None, slack=0, c
     multiprocessing's spawn, which runs the script again in every worker."""
     import pickle
     import secrets
-    import shutil
-    import tempfile
     from tux2.runtime import free_port, supervise
     partitions_ = globals()["partitions"](partitions, workers, threads, est.tiled())
     if threads is None and est.tiled():         # the cores shared out, not each worker taking them all
         threads = max(1, cores() // workers)
-    tmp = tempfile.mkdtemp(prefix="tux2-fit-")
+    tmp = files.scratch_dir("fit")
     term = _exit_on_sigterm()
     try:
         data.save(os.path.join(tmp, "data.npz"))
@@ -471,7 +469,7 @@ def fit_workers(est, data, workers, *, partitions=None, threads=None, slack=0, c
             est.__dict__.update(pickle.load(f))
         return est
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        files.remove_scratch(tmp)
         if term is not None:
             signal.signal(signal.SIGTERM, term)
 
