@@ -164,6 +164,32 @@ def test_mf_reads_a_dataframes_columns_by_name(ratings_frame):
         tux2.MF(columns="user,item,stars").fit(tr)
 
 
+def test_mf_takes_scikit_learns_x_of_user_item_pairs_and_y_of_ratings(ratings_frame):
+    """fit(X, y), predict(X) and score(X, y) with X's rows (user, item): what
+    cross_val_score and every regression scorer call (fit raised 'cannot load a
+    ndarray', so cross_val_score gave nan for every fold)."""
+    from sklearn.base import is_regressor
+    from sklearn.model_selection import cross_val_score
+    tr, te = ratings_frame
+    mf = tux2.MF(k=4, epochs=3).fit(tr)
+    pairs = tux2.MF(k=4, epochs=3).fit(tr[["user", "item"]], tr["rating"])
+    assert np.array_equal(pairs.user_factors_, mf.user_factors_)
+    X, y = te[["user", "item"]].to_numpy(), te["rating"].to_numpy()
+    assert np.array_equal(mf.predict(X), mf.predict(X[:, 0], X[:, 1]))
+    assert np.array_equal(mf.predict(te[["user", "item"]]), mf.predict(X))
+    assert mf.score(X, y) == mf.score(te) == mf.score(te[["user", "item"]], te["rating"])
+    ints = np.c_[np.arange(600) % 50, np.arange(600) % 17]
+    r = (ints[:, 0] % 5 + 1).astype(float)
+    assert is_regressor(tux2.MF())
+    got = cross_val_score(tux2.MF(k=4, epochs=2), ints, r, cv=3, scoring="neg_root_mean_squared_error",
+                          error_score="raise")
+    assert got.shape == (3,) and np.all(np.isfinite(got)) and np.all(got < 0)
+    with pytest.raises(ValueError, match="X has 600 .* y has shape \\(5,\\)"):
+        tux2.MF(k=4).fit(ints, r[:5])
+    with pytest.raises(ValueError, match="MF.predict takes \\(users, items\\), or X of"):
+        mf.predict(np.zeros((3, 4)))
+
+
 def test_scikit_learns_input_checks_pass():
     """Four of check_estimator's input checks: NaN and inf in X refused with a message
     naming them (it said 'nan'), a 1-D X ('Reshape your data'), labels in an array-like

@@ -89,14 +89,16 @@ class Estimator:
             setattr(self, k, v)
         return self
 
-    _estimator_type = None          # "classifier" for the linear models (scikit-learn's stratified splits)
+    _estimator_type = None          # "classifier" for the linear models (scikit-learn's stratified splits),
+    #                                 "regressor" for MF
 
     def __sklearn_tags__(self):
         """scikit-learn's description of the estimator (imported only when it asks)."""
-        from sklearn.utils import ClassifierTags, InputTags, Tags, TargetTags
+        from sklearn.utils import ClassifierTags, InputTags, RegressorTags, Tags, TargetTags
         kind = self._estimator_type
         return Tags(estimator_type=kind, target_tags=TargetTags(required=kind == "classifier"),
                     classifier_tags=ClassifierTags() if kind == "classifier" else None,
+                    regressor_tags=RegressorTags() if kind == "regressor" else None,
                     input_tags=InputTags(sparse=True))
 
     def __getattr__(self, name):       # only for attributes not set: a learned one before fit

@@ -91,6 +91,30 @@ def _rows3(X):
     return a[:, :3]
 
 
+def _pairs(X, y=None):
+    """(users, items) of X's rows of (user, item) pairs — an (n, 2) array, a list of
+    pairs, a two-column DataFrame — and with ``y`` the ratings after them: scikit-learn's
+    ``fit(X, y)``, ``predict(X)`` and ``score(X, y)``. None when X is no such table."""
+    if is_frame(X):
+        if X.shape[1] != 2:
+            return None
+        cols = [X[c].to_numpy() for c in X.columns]
+    else:
+        try:
+            a = np.asarray(X) if not isinstance(X, list) else np.asarray(X, dtype=object)
+        except ValueError:              # ragged rows
+            return None
+        if a.ndim != 2 or a.shape[1] != 2:
+            return None
+        cols = [_id_column(a[:, j]) for j in (0, 1)]
+    if y is None:
+        return tuple(cols)
+    r = np.asarray(y, np.float64)
+    if r.ndim != 1 or len(r) != len(cols[0]):
+        raise ValueError(f"X has {len(cols[0])} (user, item) rows but y has shape {r.shape}: one rating per row")
+    return (*cols, r)
+
+
 def _id_column(c):
     """A column of an object array as ids: integers when every entry is a whole number
     (np.c_ of string users and integer items makes the items 31.0), else as it is."""
@@ -170,7 +194,8 @@ class MF(Estimator):
     Parameters are those of ``tux2 run mf`` (``reg`` is λ). ``fit(data, test)``:
     ``data`` is anything ``tux2.loaders.load`` takes (a 'user item rating' file,
     (users, items, ratings) arrays with any ids, an (n, 3) array, a scipy.sparse
-    matrix, a DataFrame), ``test`` the same in the same ids (test RMSE per epoch).
+    matrix, a DataFrame), ``test`` the same in the same ids (test RMSE per epoch); or
+    scikit-learn's ``fit(X, y)``, X's rows (user, item) pairs and y their ratings.
     Files are read with ``columns`` and ``base`` as ``tux2.loaders.load_edges`` reads
     them (``--columns``, ``--base``: extra columns ignored, '::' and header lines, 1-based
     ids kept as the model's ids). ``unknown``: a user or item of the test data,
@@ -185,6 +210,7 @@ class MF(Estimator):
     ``score`` reads a DataFrame's columns of those names)."""
 
     algorithm = "mf"
+    _estimator_type = "regressor"
     bounds = dict(k=integer(1, 100_000), epochs=NONNEG, lr=POSITIVE, reg=NONNEG_NUMBER, batch_size=COUNT,
                   blocks=integer(1, 65_536), seed=SEED, eval_every=NONNEG)
     choices = dict(mode=("sgd", "minibatch"), batch_unit=("edge", "vertex"), enumerate=("user", "item"),
@@ -205,6 +231,9 @@ class MF(Estimator):
         """Training ratings and, when given, test ratings in the training ids (a user or
         item the training data lacks: ``unknown``)."""
         # a DataFrame's columns by name: ``columns``, else the first three
+        xy = _pairs(data, test) if test is not None and np.ndim(test) == 1 else None
+        if xy is not None:              # scikit-learn's fit(X, y): X's rows (user, item), y the ratings
+            data, test = xy, None
         facts = {"frame_columns": frame_columns(data, self.columns)} if is_frame(data) else {}
         data = user_rows(data, self.columns)
         if loaders.is_path(data):
@@ -432,10 +461,18 @@ class MF(Estimator):
         m = self.ids_[side]
         return dense if m is None else m.decode(dense)
 
-    def predict(self, users, items, unknown=None):
-        """Predicted ratings for the pairs (users[i], items[i]), in the user's ids. A user
+    def predict(self, users, items=None, unknown=None):
+        """Predicted ratings for the pairs (users[i], items[i]), in the user's ids, or for
+        the (user, item) rows of ``users`` alone (scikit-learn's ``predict(X)``). A user
         or item without training ratings follows ``unknown`` (default: the estimator's):
         baseline μ + the known side's bias, skip nan, error an InputError."""
+        if items is None:
+            rows = _pairs(users)
+            if rows is None:
+                raise ValueError("MF.predict takes (users, items), or X of (user, item) rows (an (n, 2) array "
+                                 f"or a two-column DataFrame); got {type(users).__name__} "
+                                 f"of shape {np.shape(users)}")
+            users, items = rows
         policy = self._policy(unknown)
         u, i = (self.lookup(s, loaders.given_ids(self.ids_[s], x, f"MF.predict: {x_}"))
                 for s, x, x_ in ((0, users, "users"), (1, items, "items")))
@@ -456,7 +493,8 @@ class MF(Estimator):
 
     def score(self, X, y=None):
         """−RMSE on the (user, item, rating) rows of ``X`` (scikit-learn's "higher is
-        better"), in the user's ids as ``predict`` takes them, or on a rating file read
+        better"), or X's (user, item) rows and the ratings ``y``, in the user's ids as
+        ``predict`` takes them, or on a rating file read
         as ``fit`` reads its test file; ids without training ratings are predicted from
         μ and the known bias."""
         if loaders.is_path(X):
@@ -472,9 +510,11 @@ class MF(Estimator):
             masks = tuple(self._unknown(side, d, d, "", "baseline") for side, d in enumerate(dense))
             r = np.asarray(X.values, np.float64)
             pred = self.score_dense(*(np.where(m, 0, x) for m, x in zip(masks, dense)), masks)
-        else:                       # (users, items, ratings) as fit takes it; rows; a DataFrame's columns by name
-            rows = X if isinstance(X, tuple) and len(X) == 3 else \
-                user_rows(X if is_frame(X) else _rows3(X), vars(self).get("columns_", self.columns))
+        else:                       # (users, items, ratings) as fit takes it; rows; a DataFrame's columns by name;
+            rows = _pairs(X, y) if y is not None else None          # X's (user, item) rows and y
+            if rows is None:
+                rows = X if isinstance(X, tuple) and len(X) == 3 else \
+                    user_rows(X if is_frame(X) else _rows3(X), vars(self).get("columns_", self.columns))
             u, i, r = (np.asarray(c) for c in rows)
             r = r.astype(np.float64)
             pred = self.predict(u, i, unknown="baseline")
