@@ -61,6 +61,19 @@ def test_info_on_libsvm_and_text(tmp_path):
     assert res["format"] == "text" and res["vocabulary"] == 6 and res["edges"] == 7
 
 
+def test_info_reads_a_csv_corpus_as_run_lda_does(tmp_path):
+    # MovieLens' tags.csv-like file with a text column: the header is no document, the id column no words
+    p = tmp_path / "notes.csv"
+    p.write_text('id,text\n1,"apple banana, melon"\n2,goal team coach\n3,apple melon\n')
+    res = json.loads(run_cli("info", str(p), "--json").stdout)
+    assert res["format"] == "csv" and res["doc"]["vertices_with_edges"] == 3 and res["vocabulary"] == 6
+    # a header naming no text column (movies.csv: movieId,title,genres) stops info as it stops run lda
+    q = tmp_path / "movies.csv"
+    q.write_text("movieId,title,genres\n1,Toy Story (1995),Animation|Comedy\n2,Jumanji (1995),Adventure\n")
+    r = run_cli("info", str(q))
+    assert r.returncode == 2 and "none holds the text" in r.stderr
+
+
 def test_info_on_a_file_of_comments_alone_says_it_has_no_data_lines(tmp_path):
     """A file of '#' and '%' lines was read as a text corpus of the comments' words
     (trial brk38); --format text still reads such lines as text (hashtags)."""

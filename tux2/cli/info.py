@@ -119,7 +119,8 @@ def info(args):
             res["hints"].append("no features: every line has a label but no index:value pairs (tux2 run lr, svm, "
                                 "softmax, fm and blockpg stop on it)")
     elif kind in ("docword", "triples", "text"):
-        g, vocab, kind = loaders.load_corpus(path, kind, duplicates="keep")
+        # a sniffed text file is read as run lda reads it: a CSV header is no document
+        g, vocab, kind = loaders.load_corpus(path, "auto" if args.format == "auto" else kind, duplicates="keep")
         res = describe(g, kind)
         if vocab is not None:
             res["vocabulary"] = len(vocab)
