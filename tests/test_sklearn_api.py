@@ -200,3 +200,25 @@ def test_scikit_learns_input_checks_pass():
     for check in (check_estimators_nan_inf, check_fit2d_predict1d, check_classifier_data_not_an_array,
                   check_requires_y_none):
         check("LogisticRegression", tux2.LogisticRegression())
+
+
+def test_mf_numbers_sparse_integer_ids_of_arrays_densely_as_a_files(tmp_path):
+    """MovieLens' movieIds run to 164k for 9k movies: a DataFrame or arrays of them gave a
+    model of a row per number below the largest (163,950 item rows for 8,736 rated), where
+    the same ratings from a file get a row per id; now both are numbered the same way."""
+    import pandas as pd
+    rng = np.random.default_rng(3)
+    items = np.sort(rng.choice(160_000, size=120, replace=False))
+    u, i = rng.integers(0, 80, 3000), items[rng.zipf(1.5, 3000) % 120]
+    pairs = np.unique(np.c_[u, i], axis=0)
+    r = rng.integers(1, 6, len(pairs)).astype(float)
+    frame = pd.DataFrame({"user": pairs[:, 0], "item": pairs[:, 1], "rating": r})
+    path = tmp_path / "r.txt"
+    np.savetxt(path, np.c_[pairs, r], fmt="%d")
+    by_frame = tux2.MF(k=4, epochs=3).fit(frame)
+    by_file = tux2.MF(k=4, epochs=3, base=0).fit(str(path))
+    n_items = len(np.unique(pairs[:, 1]))
+    assert by_frame.item_factors_.shape == by_file.item_factors_.shape == (n_items, 4)
+    assert np.array_equal(by_frame.item_factors_, by_file.item_factors_)
+    assert np.array_equal(by_frame.predict(pairs[:5, 0], pairs[:5, 1]), by_file.predict(pairs[:5, 0], pairs[:5, 1]))
+    assert set(by_frame.recommend([int(pairs[0, 0])], k=3)[1].ravel().tolist()) <= set(pairs[:, 1].tolist())

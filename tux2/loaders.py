@@ -772,12 +772,15 @@ def _column_ids(a, name):
 
 
 def from_arrays(src, dst, values=None, n_src=None, n_dst=None, type_names=("src", "dst"), duplicates="error",
-                source="arrays"):
+                source="arrays", dense=False):
     """A graph from two id sequences (integers, or any ids: strings are mapped to dense
-    ids in sorted order) and optional per-edge values."""
+    ids in sorted order) and optional per-edge values. ``dense``: integer ids that fill
+    less than half of their range are numbered densely, as a file's (``numbered``)."""
     check_choice("duplicates", duplicates, DUPLICATES)
     s, ms = _column_ids(src, type_names[0])
     d, md = _column_ids(dst, type_names[1])
+    if dense and n_src is None and n_dst is None:
+        ms, md = (m if m is not None or not len(a) or a.min() < 0 else numbered(a, 0) for a, m in ((s, ms), (d, md)))
     if len(s) != len(d):
         raise InputError(f"{len(s)} {type_names[0]} ids but {len(d)} {type_names[1]} ids", path=source)
     if values is not None:

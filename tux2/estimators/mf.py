@@ -241,7 +241,8 @@ class MF(Estimator):
                                    columns=self.columns, base=self.base, dense=True)
             facts = {"read_as": loaders.describe_read(g, self.base), "id_base": int(g.base)}
         else:
-            g = loaders.load(data, **({} if isinstance(data, BipartiteGraph) else {"duplicates": self.duplicates}))
+            g = loaders.load(data, **({} if isinstance(data, BipartiteGraph) else {"duplicates": self.duplicates,
+                                                                                    **({"dense": True} if isinstance(data, tuple) else {})}))
         train = ratings(g)
         return Dataset(train, None if test is None else self.test_data(test, train), **facts)
 
