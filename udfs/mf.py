@@ -114,7 +114,7 @@ def program(k=50, mode="sgd", lr=None, reg=0.05, batch_size=None, batch_unit="ed
         init={"k": k, "lr": lr if lr is not None else (0.01 if step == "plain" and not sgd else 0.1), "reg": reg,
               "mu": mu,
               "biases": int(biases), "adaptive": int(adaptive and sgd)})
-    std = init_std if init_std is not None else (0.3 if step == "plain" and not sgd else 0.1)
+    std = init_std if init_std is not None else (0.3 if step == "plain" and not sgd else 0.1 if not sgd else 0.03)
     def init_vertices(name, data, rng):
         data["p"] = rng.normal(0.0, std, (len(data), k))
         if sgd:

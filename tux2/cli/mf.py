@@ -30,7 +30,7 @@ def add_parser(sub):
     p.add_argument("--k", type=MF.bounds["k"], default=50, help="latent dimension")
     p.add_argument("--lr", type=POSITIVE, default=None,
                    help="learning rate (default 0.1; 0.01 with --mode minibatch --step plain)")
-    p.add_argument("--reg", type=NONNEG_NUMBER, default=0.05, help="L2 regularisation λ")
+    p.add_argument("--reg", type=NONNEG_NUMBER, default=0.07, help="L2 regularisation λ")
     p.add_argument("--epochs", type=NONNEG, default=10, help="passes over the training edges")
     p.add_argument("--mode", choices=MF.choices["mode"], default="sgd",
                    help="sgd: per-edge updates in Exchange (LibMF style); minibatch: the paper's "

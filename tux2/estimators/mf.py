@@ -220,7 +220,7 @@ class MF(Estimator):
     _resumable = ("eval_every",)
     _watch, _stop = "train_rmse", "training diverged at epoch {n} (RMSE is not finite); lower --lr"
 
-    def __init__(self, k=50, epochs=10, lr=None, reg=0.05, mode="sgd", batch_size=None, batch_unit="edge",
+    def __init__(self, k=50, epochs=10, lr=None, reg=0.07, mode="sgd", batch_size=None, batch_unit="edge",
                  enumerate="item", step="adagrad", biases=True, order=None, blocks=None, overlap="error",
                  partitioner=None, seed=0, eval_every=1, duplicates="error", columns=None, base="auto",
                  unknown="baseline"):
