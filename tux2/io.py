@@ -225,7 +225,7 @@ def _parse_edges(buf, start, out_s, out_d, out_v, cs=0, cd=1, cv=OPTIONAL, mode=
         d = 0
         v = 1.0
         t = 0
-        if mode == TAB:                               # tabs before the first field: empty fields
+        if mode == TAB and p > pos:                   # tabs before the first field: empty fields
             for q in range(pos, p):
                 if buf[q] == 9:
                     t += 1
@@ -248,11 +248,6 @@ def _parse_edges(buf, start, out_s, out_d, out_v, cs=0, cd=1, cv=OPTIONAL, mode=
                     p += 1
             if err:
                 return k, ncols, err, line, pos
-            if mode == TAB:                           # '3 4' is no number, nor two fields
-                while p < n and (buf[p] == 32 or buf[p] == 13):
-                    p += 1
-                if p < n and buf[p] != 9 and buf[p] != 10:
-                    return k, ncols, 14, line, pos
             t += 1
             hard = 0                                  # commas, semicolons and tabs: each ends a field
             while p < n and _is_sep(buf[p], mode):
@@ -261,11 +256,14 @@ def _parse_edges(buf, start, out_s, out_d, out_v, cs=0, cd=1, cv=OPTIONAL, mode=
                 p += 1
             if p == n or buf[p] == 10:
                 break
-            if hard > 1 and t <= last:                # ',,': an empty field, not the next column
-                if mode != TAB or _used(t, t + hard - 1, cs, cd, vcol):
-                    return k, ncols, 13, line, pos
-            if mode == TAB:
+            if hard != 1 and mode == TAB:             # (a skipped field runs to its tab)
+                if hard == 0:                         # '3 4' is no number, nor two fields
+                    return k, ncols, 14, line, pos
+                if t <= last and _used(t, t + hard - 1, cs, cd, vcol):
+                    return k, ncols, 13, line, pos    # an empty field where an id or the value is read
                 t += hard - 1
+            elif hard > 1 and t <= last:              # ',,': an empty field, not the next column
+                return k, ncols, 13, line, pos
         if t <= need:
             return k, ncols, 6 if cv == OPTIONAL else 9, line, pos
         cols = 3 if t > vcol and vcol >= 0 else 2
