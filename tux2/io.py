@@ -652,9 +652,9 @@ class EdgeFormat:
     """How an edge-list file is laid out, from its first bytes (:func:`edge_format`):
     data start at byte ``start`` after ``skip`` lines (a byte-order mark, a MatrixMarket
     header and size line, or a header line of column ``names``); ``mode``: the
-    separators (SPACE, COLON: ``::`` separates, TAB: tabs alone separate); ``width``: columns of the first data line; ``cols``: 0-based columns of
-    src, dst and value (OPTIONAL: the third when present; NONE: no value);
-    ``matrix_market``: ids are 1-based."""
+    separators (SPACE, COLON: ``::`` separates, TAB: tabs alone separate); ``width``:
+    columns of the first data line; ``cols``: 0-based columns of src, dst and value
+    (OPTIONAL: the third when present; NONE: no value); ``matrix_market``: ids are 1-based."""
 
     def __init__(self, start=0, skip=0, matrix_market=False, mode=SPACE, names=None, width=0,
                  cols=(0, 1, OPTIONAL), explicit=False, sep="space"):
