@@ -108,8 +108,8 @@ def edge_list(data):
     src, dst, val, ncols = [], [], [], 0
     data = data[3:] if data.startswith(BOM) else data
     lines = data.split(b"\n")
-    first = next((line for line in lines if [t for t in SEP.split(line) if t][:1] and
-                  [t for t in SEP.split(line) if t][0][:1] not in (b"#", b"%")), b"")
+    first = next((line for line in lines if ([t for t in SEP.split(line) if t] or [b"#"])[0][:1] not in (b"#", b"%")),
+                 b"")
     tab = b"\t" in first
     sep = COLON_SEP if not tab and b"::" in first else SEP
     rows = []
