@@ -757,3 +757,21 @@ def test_a_space_inside_a_number_of_a_tab_separated_line_names_the_line(tmp_path
     r = run_cli("run", "mf", str(path), "--epochs", "1", "-q", *extra, timeout=300)
     assert r.returncode == 2, r.stdout
     assert f"{path}:3: a space inside a numeric field" in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
+def test_lastfm_1k_listening_events_empty_mbids_where_no_column_is_read(tmp_path):
+    """Last.fm-1K: 'userid<TAB>timestamp<TAB>artist-mbid<TAB>artist name<TAB>track-mbid<TAB>track
+    name' with CRLF ends and mbids often missing. An empty field that no id is read from
+    is fine; one that is read names its line."""
+    path = tmp_path / "userid-timestamp-artid-artname-traid-traname.tsv"
+    path.write_bytes("user_000001\t2009-05-04T23:08:57Z\tf1b1cf71-bd35-4e99-8624-24a6e15f133a\tDeep Dish\t\t"
+                     "Fuck Me Im Famous (Pacha Ibiza)-09-28-2007\r\n"
+                     "user_000001\t2009-05-04T13:54:10Z\ta7f7df4a-77d8-4f12-8acd-5c60c93f4de8\t坂本龍一\t\t"
+                     "Composition 0919 (Live_2009_4_15)\r\n"
+                     "user_000002\t2009-05-04T13:52:04Z\t\tCamel\t\tBeing Tyrannosaurus\r\n".encode())
+    g = loaders.load_edges(str(path), columns="1,4", duplicates="keep")
+    assert g.ids[0].tokens.tolist() == ["user_000001", "user_000002"] and g.values is None
+    assert g.ids[1].tokens.tolist() == ["Deep Dish", "坂本龍一", "Camel"]
+    with pytest.raises(InputError) as ei:
+        loaders.load_edges(str(path), columns="1,3")
+    assert ei.value.line == 3 and "empty field" in str(ei.value)
