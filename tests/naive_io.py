@@ -47,28 +47,76 @@ def _is_number(tok):
     return tok.lower().lstrip(b"+-") in NONFINITE or NUM.fullmatch(tok) is not None
 
 
+def _row(toks, line, sep, no):
+    """(src, dst, value, columns) of a line's tokens (separated by ``sep``)."""
+    # the separator runs between tokens: one with two commas, semicolons or tabs holds an empty field
+    runs = [r for r in re.split(b"(" + sep.pattern + b")", line)[1::2]]
+    runs = runs[1:] if not re.split(sep.pattern, line)[0] else runs    # a run before the first token
+
+    def empty(i):                    # the run after token i, when token i + 1 follows it
+        if len(toks) > i + 1 and sum(runs[i].count(c) for c in b",;\t") > 1:
+            raise Bad("empty field", no)
+    s = _id(toks[0], no)
+    if len(toks) < 2:
+        raise Bad("missing column", no)
+    empty(0)
+    d = _id(toks[1], no)
+    if len(toks) < 3:
+        return s, d, 1.0, 2
+    empty(1)
+    return s, d, _number(toks[2], no, "malformed value", "NaN or infinite"), 3
+
+
+def tab_fields(line):
+    """A tab-separated line's fields: the text between tabs, trimmed of spaces and CR,
+    without the empty ones at the end."""
+    fields = [f.strip(b" \r") for f in line.split(b"\t")]
+    while fields and not fields[-1]:
+        fields.pop()
+    return fields
+
+
+def _tab_row(fields, no):
+    """(src, dst, value, columns) of a tab-separated line's fields: an id or value
+    field must not be empty and holds one number (spaces around it trimmed)."""
+    def field(i, parse):
+        if not fields[i]:
+            raise Bad("empty field", no)
+        words = re.split(rb"[ \r]+", fields[i])
+        x = parse(words[0])
+        if len(words) > 1:
+            raise Bad("a space inside a numeric field", no)
+        return x
+    s = field(0, lambda t: _id(t, no))
+    if len(fields) < 2:
+        raise Bad("missing column", no)
+    d = field(1, lambda t: _id(t, no))
+    if len(fields) < 3:
+        return s, d, 1.0, 2
+    return s, d, field(2, lambda t: _number(t, no, "malformed value", "NaN or infinite")), 3
+
+
 def edge_list(data):
     """(src, dst, values or None) of an edge list without a MatrixMarket header, ids as
     written (0-based), or raises Bad. Separators: spaces, tabs, commas, CR, and ':' when
-    the first data line holds '::'. The first data line is a header (skipped) when none
-    of its tokens is a number and the next data line has one among as many columns, or
-    when it is the only data line and has two tokens or more.
+    the first data line holds '::'; when it holds a tab, tabs alone (tab_fields). The
+    first data line (blank and comment lines as spaces, tabs, commas and CR see them)
+    decides, for every line. The first data line is a header (skipped) when none of its
+    tokens is a number and the next data line has one among as many columns, or when it
+    is the only data line and has two tokens or more.
     Columns after the third are ignored."""
     src, dst, val, ncols = [], [], [], 0
     data = data[3:] if data.startswith(BOM) else data
-    sep, decided = SEP, False
+    lines = data.split(b"\n")
+    first = next((line for line in lines if ([t for t in SEP.split(line) if t] or [b"#"])[0][:1] not in (b"#", b"%")),
+                 b"")
+    tab = b"\t" in first
+    sep = COLON_SEP if not tab and b"::" in first else SEP
     rows = []
-    for no, line in enumerate(data.split(b"\n"), 1):
-        toks = [t for t in sep.split(line) if t]
+    for no, line in enumerate(lines, 1):
+        toks = [t for t in tab_fields(line) if t] if tab else [t for t in sep.split(line) if t]
         if not toks or toks[0][:1] in (b"#", b"%"):
             continue
-        if not decided:                  # the first data line decides the separators
-            decided = True
-            if b"::" in line:
-                sep = COLON_SEP
-                toks = [t for t in sep.split(line) if t]
-                if not toks or toks[0][:1] in (b"#", b"%"):
-                    continue
         rows.append((no, toks, line, sep))
     after = 0                            # the header's line: the data (and comments) come after it
     if rows and not any(_is_number(t) for t in rows[0][1]) and (
@@ -76,31 +124,14 @@ def edge_list(data):
         after, rows = rows[0][0], rows[1:]
     # a decimal comma between semicolons would read as two fields: on the first data line, or on any line
     # (comments too) of a file whose first data line is ';'-separated (no tab, no comma)
-    if rows and sep is SEP and b";" in rows[0][2] and DECIMAL_COMMA.search(rows[0][2]):
+    if rows and not tab and sep is SEP and b";" in rows[0][2] and DECIMAL_COMMA.search(rows[0][2]):
         raise Bad("a decimal comma", rows[0][0])
-    if rows and sep is SEP and b";" in rows[0][2] and not any(c in rows[0][2] for c in (b"\t", b",")):
+    if rows and not tab and sep is SEP and b";" in rows[0][2] and b"," not in rows[0][2]:
         for no, line in enumerate(data.split(b"\n"), 1):
             if no > after and DECIMAL_COMMA.search(line):
                 raise Bad("a decimal comma", no)
     for no, toks, line, line_sep in rows:
-        # the separator runs between tokens: one with two commas, semicolons or tabs holds an empty field
-        runs = [r for r in re.split(b"(" + line_sep.pattern + b")", line)[1::2]]
-        runs = runs[1:] if not re.split(line_sep.pattern, line)[0] else runs    # a run before the first token
-
-        def empty(i):                    # the run after token i, when token i + 1 follows it
-            if len(toks) > i + 1 and sum(runs[i].count(c) for c in b",;\t") > 1:
-                raise Bad("empty field", no)
-        s = _id(toks[0], no)
-        if len(toks) < 2:
-            raise Bad("missing column", no)
-        empty(0)
-        d = _id(toks[1], no)
-        cols = 2
-        v = 1.0
-        if len(toks) >= 3:
-            empty(1)
-            v = _number(toks[2], no, "malformed value", "NaN or infinite")
-            cols = 3
+        s, d, v, cols = _tab_row(tab_fields(line), no) if tab else _row(toks, line, line_sep, no)
         if ncols and cols != ncols:
             raise Bad("missing value column" if cols == 2 else "a value column where", no)
         ncols = cols

@@ -118,7 +118,7 @@ def test_large_files_parse_in_chunks_like_one_pass(tmp_path):
     assert g.src.tolist() == s.tolist() and g.dst.tolist() == d.tolist()
     assert (g.src.dtype, g.dst.dtype, g.values.dtype) == (np.int32, np.int32, np.float32)   # 12 bytes per edge
     np.testing.assert_array_equal(g.values, v.astype(np.float32))
-    for bad, what in (("17 x 2.0", "malformed vertex id"), ("17 3", "missing value column")):
+    for bad, what in (("17\tx\t2.0", "malformed vertex id"), ("17\t3", "missing value column")):
         broken = lines[:300_000] + [bad] + lines[300_000:]
         with pytest.raises(InputError) as ei:
             read_edge_list(write(tmp_path, "\n".join(broken) + "\n"))

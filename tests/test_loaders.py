@@ -17,13 +17,18 @@ EDGE_TOKENS = [b"0", b"1", b"7", b"12", b"+3", b"-1", b"2.5", b"-0.5e-3", b"1e40
                b"4611686018427387905", b".5", b"5.", b".", b"1e", b"1_0", b"\xff"]
 
 
-def lines_of(tokens):
-    """Text built from grammar-shaped tokens: most lines are near-valid."""
-    return st.lists(st.lists(st.sampled_from(tokens), max_size=5).map(lambda t: b" ".join(t)),
+# fields of tab-separated lines (Last.fm's): spaces, commas and quotes inside, spaces around
+TAB_FIELDS = [b"0", b"1", b"12", b"+3", b"2.5", b"-1", b"nan", b"1e400", b"x", b"3 4", b" 7 ", b"5 ", b"betty blue",
+              b'"weird al" yankovic', b"a, b and c", b"1;2", b"3,5", b"", b" ", b"#", b"%", b"\r", b"4 x", b"\xc3\xa9"]
+
+
+def lines_of(tokens, sep=b" "):
+    """Text built from grammar-shaped tokens joined by ``sep``: most lines are near-valid."""
+    return st.lists(st.lists(st.sampled_from(tokens), max_size=5).map(lambda t: sep.join(t)),
                     max_size=8).map(lambda ls: b"\n".join(ls))
 
 
-edge_text = st.one_of(st.binary(max_size=200), lines_of(EDGE_TOKENS),
+edge_text = st.one_of(st.binary(max_size=200), lines_of(EDGE_TOKENS), lines_of(TAB_FIELDS, b"\t"),
                       st.lists(st.sampled_from(EDGE_ALPHABET), max_size=120).map(bytes))
 
 
@@ -56,6 +61,9 @@ def _agree(parse, reference, data, path):
 @example(data=b"0 0 1e-1")
 @example(data=b"u;i;r\n1;2;3,5\n")
 @example(data=b"0 0 .1\n1 2 -0.5e-3\n3 4 16777217\n")
+@example(data=b"1\t2\t3 4\n")
+@example(data=b"u\ta\tname\tplays\n1 \t 2\t3\ta, b\n\t\n0\t4\t5\t\t\"x\" y\n")
+@example(data=b"1\t\t2\t3\n")
 def test_edge_list_parser_matches_the_grammar(tmp_path, data):
     if data.startswith(b"%%MatrixMarket"):
         return
@@ -97,7 +105,8 @@ def test_libsvm_parser_matches_the_grammar(tmp_path, data):
 
 @SETTINGS
 @given(data=st.one_of(st.binary(max_size=200), lines_of([b"a", b"b", b"0", b"12", b"3.5", b"nan", b"\xff",
-                                                          b"x y", b"", b"#", b",", b"-2", b"1e999"])),
+                                                          b"x y", b"", b"#", b",", b"-2", b"1e999"]),
+                      lines_of(TAB_FIELDS, b"\t")),
        dup=st.sampled_from(loaders.DUPLICATES))
 def test_every_loader_loads_or_names_a_line(tmp_path, data, dup):
     """Arbitrary bytes through every file loader: a graph, or an InputError naming the

@@ -643,3 +643,135 @@ def test_fit_on_a_gzip_file_leaves_no_decompressed_copy(tmp_path):
     out = r.stdout.strip().splitlines()
     assert out[0].endswith("r.txt.gz") and out[1].startswith("error") and "bad.gz" in out[1], out
     assert [n for n in eval(out[-1]) if n.startswith("tux2-input-")] == [], out
+
+
+# Last.fm-360K as published: user sha1 TAB artist mbid TAB artist name TAB plays; names hold spaces, quotes,
+# commas, semicolons and non-ASCII letters
+ARTISTS = [("1a2b8f1f-f1fd-42a2-9755-d4c13a902931", '"weird al" yankovic'), ("35bf992d-c9e9-c616-612e-7696a6cecc1b",
+           "elvenking"), ("9b810e76-6ec9-d286-63ca-828dd5f4b3b2", "red hot chili peppers"),
+           ("b9d179e0-6c0f-d4f5-f813-0c4237730edf", "a, b and c"), ("025b413f-8a9a-021e-a648-a7dd06839eb9",
+           "sigur rós"), ("e4b06ce6-0741-c7a8-7ce4-2c8218072e8c", "juliette & the licks"),
+           ("1e2feb89-414c-343c-1027-c4d1c386bbc4", "die Ärzte"), ("cd613e30-d8f1-6adf-91b7-584a2265b1f5",
+           "betty blue"), ("78e51061-7311-d8a3-c2ce-6f447ed4d57b", "melissa; etheridge")]
+
+
+def _lastfm(users=40, header=False, numeric=False):
+    """Last.fm-360K-shaped lines: (text, [(user, artist mbid, name, plays)]); ``numeric``:
+    user and artist numbers instead of the sha1 and the mbid."""
+    import hashlib
+    rng = np.random.default_rng(360)
+    rows = []
+    for u in range(users):
+        user = u + 1 if numeric else hashlib.sha1(str(u).encode()).hexdigest()
+        for a in rng.choice(len(ARTISTS), 4, replace=False).tolist():
+            rows.append((user, a + 1 if numeric else ARTISTS[a][0], ARTISTS[a][1], int(rng.integers(1, 3000))))
+    text = "user\tartist\tname\tplays\n" if header else ""
+    return text + "".join(f"{u}\t{a}\t{n}\t{p}\n" for u, a, n, p in rows), rows
+
+
+def _model(out):
+    return {n: dict(np.load(os.path.join(out, f"{n}.npz"), allow_pickle=False)) for n in ("user", "item")}
+
+
+def test_lastfm_tab_separated_names_with_spaces_read_by_run_fit_and_info(tmp_path):
+    """Only tabs separate the fields of a file whose first line has one: the artist
+    names' spaces, quotes, commas and semicolons are part of them. Before, the run
+    stopped ('malformed value … it looks like plain text') and `tux2 info` read the file
+    as a text corpus."""
+    import tux2
+    text, rows = _lastfm()
+    path = tmp_path / "usersha1-artmbid-artname-plays.tsv"
+    path.write_text(text, encoding="utf-8")
+    r = run_cli("run", "mf", str(path), "--ids", "string", "--columns", "1,2,4", *FLAGS, "--test-fraction", "0",
+                "--out", str(tmp_path / "mbid"))
+    assert r.returncode == 0, r.stderr
+    assert "read as: tab-separated; columns 1,2,4 (1,2,4) of 4; column 3 ignored" in r.stdout, r.stdout
+    assert f"item ids read as strings ({len({a for _, a, _, _ in rows})} distinct)" in r.stdout, r.stdout
+    by_mbid = _model(tmp_path / "mbid")
+    assert set(by_mbid["item"]["ids"].tolist()) == {a for _, a, _, _ in rows}
+    r = run_cli("run", "mf", str(path), "--columns", "1,3,4", *FLAGS, "--test-fraction", "0", "--out",
+                str(tmp_path / "name"))
+    assert r.returncode == 0, r.stderr
+    by_name = _model(tmp_path / "name")
+    assert set(by_name["item"]["ids"].tolist()) == {n for _, _, n, _ in rows}
+    assert {'"weird al" yankovic', "a, b and c", "melissa; etheridge", "sigur rós"} <= set(by_name["item"]["ids"])
+    est = tux2.MF(k=4, epochs=3, columns="1,3,4").fit(str(path))
+    np.testing.assert_array_equal(est.user_factors_.astype(np.float32), by_name["user"]["p"])
+    np.testing.assert_array_equal(est.item_factors_.astype(np.float32), by_name["item"]["p"])
+    r = run_cli("info", str(path), "--columns", "1,3,4")
+    assert r.returncode == 0, r.stderr
+    assert "edges" in r.stdout and "tab-separated" in r.stdout and f"{len(ARTISTS)} with edges" in r.stdout, r.stdout
+    # without --columns the third column (names) is no value: said so, and never 'plain text'
+    for cmd in (("info", str(path)), ("run", "mf", str(path), "--ids", "string")):
+        r = run_cli(*cmd)
+        assert r.returncode == 2 and f"{path}:1: " in r.stderr and "--columns 1,2,4" in r.stderr, r.stderr
+        assert "plain text" not in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
+def test_lastfm_with_a_header_picks_columns_by_name_and_two_workers_agree(tmp_path):
+    """A header 'user<TAB>artist<TAB>name<TAB>plays' names the columns; the model is the
+    one of the file without it read by positions, and two workers give one worker's."""
+    text, _ = _lastfm(header=True)
+    (tmp_path / "plain.tsv").write_text(_lastfm()[0], encoding="utf-8")
+    path = tmp_path / "lastfm.tsv"
+    path.write_text(text, encoding="utf-8")
+    models = {}
+    for name, src, extra in (("positions", "plain.tsv", ("--columns", "1,2,4")),
+                             ("names", "lastfm.tsv", ("--columns", "user,artist,plays")),
+                             ("two", "lastfm.tsv", ("--columns", "user,artist,plays", "--workers", "2"))):
+        r = run_cli("run", "mf", str(tmp_path / src), *FLAGS, "--test-fraction", "0", "--partitions", "2",
+                    "--out", str(tmp_path / name), *extra, timeout=300)
+        assert r.returncode == 0, r.stderr
+        models[name] = _model(tmp_path / name)
+    assert "read as: tab-separated, header user,artist,name,plays; columns user,artist,plays (1,2,4)" in r.stdout
+    _same(models["positions"], models["names"])
+    _same(models["names"], models["two"])
+
+
+def test_numeric_tab_separated_ids_beside_names_through_distributed_ingress(tmp_path):
+    """Numeric user and artist ids beside a name column: the numba parser skips the
+    names whole (their spaces are no separators), and each worker of a distributed
+    ingress parses its byte range the same way: the model of one worker."""
+    text, rows = _lastfm(numeric=True)
+    path = tmp_path / "numbered.tsv"
+    path.write_text(text, encoding="utf-8")
+    g = io.read_edge_list(str(path), columns="1,2,4", base=0)
+    assert g.src.tolist() == [u for u, *_ in rows] and g.values.tolist() == [p for *_, p in rows]
+    models = {}
+    for name, extra in (("one", ()), ("two", ("--workers", "2"))):
+        r = run_cli("run", "mf", str(path), "--columns", "1,2,4", *FLAGS, "--test-fraction", "0", "--partitions",
+                    "2", "--out", str(tmp_path / name), *extra, timeout=300)
+        assert r.returncode == 0, r.stderr
+        assert ("distributed ingress" in r.stdout) == (name == "two"), r.stdout
+        models[name] = _model(tmp_path / name)
+    _same(models["one"], models["two"])
+
+
+@pytest.mark.parametrize("extra", [(), ("--ids", "string"), ("--workers", "2")])
+def test_a_space_inside_a_number_of_a_tab_separated_line_names_the_line(tmp_path, extra):
+    """'3 4' in the rating field of a tab-separated line is no rating 3 and an extra
+    column 4: the numba parser, the string-id reader and distributed ingress name the
+    line."""
+    path = tmp_path / "ratings.tsv"
+    path.write_text("1\t2\t3\n1\t3\t5\n2\t2\t3 4\n2\t3\t1\n")
+    r = run_cli("run", "mf", str(path), "--epochs", "1", "-q", *extra, timeout=300)
+    assert r.returncode == 2, r.stdout
+    assert f"{path}:3: a space inside a numeric field" in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
+def test_lastfm_1k_listening_events_empty_mbids_where_no_column_is_read(tmp_path):
+    """Last.fm-1K: 'userid<TAB>timestamp<TAB>artist-mbid<TAB>artist name<TAB>track-mbid<TAB>track
+    name' with CRLF ends and mbids often missing. An empty field that no id is read from
+    is fine; one that is read names its line."""
+    path = tmp_path / "userid-timestamp-artid-artname-traid-traname.tsv"
+    path.write_bytes("user_000001\t2009-05-04T23:08:57Z\tf1b1cf71-bd35-4e99-8624-24a6e15f133a\tDeep Dish\t\t"
+                     "Fuck Me Im Famous (Pacha Ibiza)-09-28-2007\r\n"
+                     "user_000001\t2009-05-04T13:54:10Z\ta7f7df4a-77d8-4f12-8acd-5c60c93f4de8\t坂本龍一\t\t"
+                     "Composition 0919 (Live_2009_4_15)\r\n"
+                     "user_000002\t2009-05-04T13:52:04Z\t\tCamel\t\tBeing Tyrannosaurus\r\n".encode())
+    g = loaders.load_edges(str(path), columns="1,4", duplicates="keep")
+    assert g.ids[0].tokens.tolist() == ["user_000001", "user_000002"] and g.values is None
+    assert g.ids[1].tokens.tolist() == ["Deep Dish", "坂本龍一", "Camel"]
+    with pytest.raises(InputError) as ei:
+        loaders.load_edges(str(path), columns="1,3")
+    assert ei.value.line == 3 and "empty field" in str(ei.value)

@@ -192,7 +192,7 @@ def load_edges(path, ids="auto", duplicates="error", base="auto", type_names=("s
     try:
         return _load_edges(path, ids, duplicates, base, type_names, id_maps, values, columns, known, unknown, dense)
     except InputError as e:
-        e.args = (f"{e}{io.other_format(path)}",)
+        e.args = (f"{e}{io.other_format(path, columns)}",)
         raise io.as_given(e, path, given) from None
 
 
@@ -308,7 +308,7 @@ def _unknown(s, d, v, known, policy, type_names, where, fmt=None):
         i = int(np.flatnonzero(either)[0])
         path, line, text = where(i)
         side = 0 if masks[0][i] else 1
-        toks = io.split_line(text.encode("utf-8", "replace"), fmt.colon) if fmt is not None and text else []
+        toks = io.data_fields(text.encode("utf-8", "replace"), fmt.mode) if fmt is not None and text else []
         tok = toks[fmt.cols[side]].decode("utf-8", "replace") if toks and len(toks) > fmt.cols[side] else \
             int((s, d)[side][i])
         raise InputError(f"unknown {type_names[side]} id {tok!r} (not in the training data); unknown='skip' "
@@ -481,8 +481,8 @@ def numeric_ids(path, columns=None):
 
 def _first_ids_numeric(raw, fmt):
     for line in raw[fmt.start: fmt.start + (1 << 16)].split(b"\n"):
-        toks = io.split_line(line, fmt.colon)
-        if not toks or toks[0][:1] in (b"#", b"%"):
+        toks = io.data_fields(line, fmt.mode)
+        if not toks:
             continue
         return all(t.lstrip(b"+-").isdigit() for t in (toks[j] for j in fmt.cols[:2] if j < len(toks)))
     return True
@@ -509,19 +509,20 @@ def _string_edges(raw, fmt, path, type_names, maps):
     cs, cd, cv = fmt.cols
     vcol = 2 if cv == io.OPTIONAL else cv
     need = max(cs, cd) if cv == io.OPTIONAL else max(cs, cd, cv)
+    tab = fmt.mode == io.TAB            # tab-separated: empty fields are errors only where ids or values are read
     first_line = [{}, {}]                       # token → first line, for decoding errors
     missing = ([], [])                          # tokens not in frozen maps, in file order
     src, dst, val = [], [], []
     ncols = 0
     no = fmt.skip
     for no, line in enumerate(raw[fmt.start:].split(b"\n"), fmt.skip + 1):
-        toks = io.split_fields(line, fmt.colon)
-        if not toks or toks[0][:1] in (b"#", b"%"):
+        toks = io.split_fields(line, fmt.mode)
+        if not toks or next(t for t in toks if t)[:1] in (b"#", b"%"):     # (TAB: leading fields may be empty)
             continue
 
         def fail(msg):
             raise InputError(msg, path=path, line=no, text=line.decode("utf-8", "replace").rstrip("\r"))
-        if not all(toks[: max(cs, cd, vcol) + 1]):
+        if not all([toks[j] for j in (cs, cd, vcol) if 0 <= j < len(toks)] if tab else toks[: max(cs, cd, vcol) + 1]):
             fail(io._MESSAGES[13])
         if len(toks) <= need:
             fail(io._MESSAGES[6 if cv == io.OPTIONAL else 9])
@@ -547,8 +548,8 @@ def _string_edges(raw, fmt, path, type_names, maps):
             out.append(j)
         if cols == 3:
             x = _float_token(toks[vcol])
-            if x is None:
-                fail("malformed value (expected a number)")
+            if x is None:               # (TAB: '3 4' is no number, nor two fields)
+                fail(io._MESSAGES[14 if tab and _float_token(toks[vcol].split(b" ")[0]) is not None else 3])
             if not np.isfinite(x):
                 fail("value is NaN or infinite")
             val.append(x)
