@@ -116,6 +116,25 @@ def test_the_cache_keeps_the_newest_sets_of_a_generator(cache):
     assert CALLS == [(50, 0)]
 
 
+
+def test_a_set_just_made_is_kept_though_the_clock_stamps_it_behind_the_others(cache):
+    """The prune kept the sets with the latest mtimes as the file system's clock stamped
+    them: sets made within one tick of a coarse clock tie (then the name decided which
+    went), and a set made now sorted behind sets stamped by a clock that ran ahead, so
+    it was deleted as soon as it was stored. Here the KEEP sets there are stamped an
+    hour ahead; the set made now must still be one of the KEEP kept."""
+    import time
+    for seed in range(datacache.KEEP):
+        datacache.generated(made, n=50, seed=seed)
+    ahead = time.time_ns() + 3600 * 10 ** 9
+    for n in os.listdir(cache):
+        os.utime(cache / n, ns=(ahead, ahead))
+    CALLS.clear()
+    datacache.generated(made, n=50, seed=datacache.KEEP)      # made and stored
+    datacache.generated(made, n=50, seed=datacache.KEEP)      # loaded: it was kept
+    assert CALLS == [(50, datacache.KEEP)]
+    assert len(os.listdir(cache)) == datacache.KEEP
+
 def test_no_cache_directory_keeps_nothing(tmp_path):
     before = cache_dir()
     set_cache_dir(None)
