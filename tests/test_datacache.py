@@ -106,6 +106,30 @@ def test_other_arguments_or_a_changed_generator_make_another_set(cache, tmp_path
     assert len([n for n in os.listdir(cache) if n.startswith("gen-")]) == 2
 
 
+
+def test_a_generator_rewritten_within_one_clock_tick_makes_another_set(cache, tmp_path, monkeypatch):
+    """A module's fingerprint was remembered by its file's (mtime, size); a clock that
+    ticks every few ms stamps a module rewritten at once at the same size alike (the
+    test above on such a kernel: the set of scale 1.0 came back for 2.5). Made certain
+    here by giving the rewritten file the first one's mtime."""
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)      # a .pyc is keyed on (mtime, size) too
+    source = tmp_path / "gen_tick.py"
+    outs = []
+    for scale in (1.0, 2.5):
+        source.write_text(f"import numpy as np\n\ndef gen(n=4):\n    return (np.full(n, {scale}),)\n")
+        if outs:
+            os.utime(source, ns=(stamp, stamp))
+        stamp = os.stat(source).st_mtime_ns
+        spec = importlib.util.spec_from_file_location("gen_tick", source)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        sys.modules["gen_tick"] = mod
+        try:
+            outs.append(datacache.generated(mod.gen, n=4)[0])
+        finally:
+            del sys.modules["gen_tick"]
+    assert outs[0].tolist() == [1.0] * 4 and outs[1].tolist() == [2.5] * 4
+
 def test_the_cache_keeps_the_newest_sets_of_a_generator(cache):
     for seed in range(datacache.KEEP + 3):
         datacache.generated(made, n=50, seed=seed)
@@ -115,6 +139,25 @@ def test_the_cache_keeps_the_newest_sets_of_a_generator(cache):
     datacache.generated(made, n=50, seed=0)                   # the oldest is not
     assert CALLS == [(50, 0)]
 
+
+
+def test_a_set_just_made_is_kept_though_the_clock_stamps_it_behind_the_others(cache):
+    """The prune kept the sets with the latest mtimes as the file system's clock stamped
+    them: sets made within one tick of a coarse clock tie (then the name decided which
+    went), and a set made now sorted behind sets stamped by a clock that ran ahead, so
+    it was deleted as soon as it was stored. Here the KEEP sets there are stamped an
+    hour ahead; the set made now must still be one of the KEEP kept."""
+    import time
+    for seed in range(datacache.KEEP):
+        datacache.generated(made, n=50, seed=seed)
+    ahead = time.time_ns() + 3600 * 10 ** 9
+    for n in os.listdir(cache):
+        os.utime(cache / n, ns=(ahead, ahead))
+    CALLS.clear()
+    datacache.generated(made, n=50, seed=datacache.KEEP)      # made and stored
+    datacache.generated(made, n=50, seed=datacache.KEEP)      # loaded: it was kept
+    assert CALLS == [(50, datacache.KEEP)]
+    assert len(os.listdir(cache)) == datacache.KEEP
 
 def test_no_cache_directory_keeps_nothing(tmp_path):
     before = cache_dir()

@@ -653,6 +653,59 @@ def test_a_closing_worker_keeps_its_data_port_open_until_its_last_message_has_le
     assert p.returncode == 0 and out == "7999999.0\n", (out, err)
 
 
+
+def test_a_failing_worker_s_abort_reaches_a_peer_that_is_slow_to_read_it():
+    """A worker that fails sends ABORT with its reason and closes. It slept 0.1 s and
+    closed with LINGER 0, dropping an ABORT that had not left by then (a busy machine:
+    the peer then said 'lost worker 1: its connection closed' instead of why). Made
+    certain here: rank 0 is stopped while rank 1 has 64 MB queued for it ahead of the
+    ABORT; resumed, rank 0 must read the ABORT's reason."""
+    from tux2.zmq_transport import ZmqTransport
+    rv = f"tcp://127.0.0.1:{free_port()}"
+    code = ("import sys\n"
+            "from tux2.zmq_transport import PeerLost, ZmqTransport\n"
+            "t = ZmqTransport(0, 2, sys.argv[1], parts=2, timeout=30)\n"
+            "print('ready', flush=True)\n"
+            "sys.stdin.readline()\n"
+            "try:\n"
+            "    t.alltoall(0, 'x', {})\n"
+            "    print('no error', flush=True)\n"
+            "except PeerLost as e:\n"
+            "    print(e, flush=True)\n"
+            "    t.abort(str(e))\n"
+            "t.close()\n")
+    p = subprocess.Popen([sys.executable, "-c", code, rv], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    t = closing = None
+    stopped = False
+    try:
+        t = ZmqTransport(1, 2, rv, parts=2, timeout=30)
+        assert p.stdout.readline() == "ready\n", p.stderr.read()
+        os.kill(p.pid, signal.SIGSTOP)
+        stopped = True
+        deadline = time.monotonic() + 30
+        while _state(p.pid) != "T":
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        t.send(0, "big", {(1, 0): [np.arange(8_000_000, dtype=np.float64)]})    # more than loopback buffers
+        t.abort("the reason")
+        closing = threading.Thread(target=t.close)
+        closing.start()
+        os.kill(p.pid, signal.SIGCONT)
+        stopped = False
+        p.stdin.write("go\n")
+        p.stdin.flush()
+        out, err = p.communicate(timeout=60)
+        closing.join(60)
+        assert not closing.is_alive()
+    finally:
+        if stopped:
+            os.kill(p.pid, signal.SIGCONT)
+        _reap(p, None)
+        if closing is None and t is not None:
+            t.close()
+    assert out == "worker 1 failed: the reason\n", (out, err)
+
 @pytest.mark.slow
 def test_a_worker_that_was_stopped_reports_that_its_peers_gave_up_on_it():
     """Rank 1 of 3 is stopped (SIGSTOP, a paused VM) in a wait longer than --timeout;

@@ -99,18 +99,25 @@ def cache_unwritable():
 
 
 _FILES = {}
+SETTLED = 2.0       # seconds after which a file's mtime tells its edits apart (clock ticks are 1-4 ms)
 
 
 def _file_digest(path):
+    """sha256 of the file at ``path``, remembered by (path, mtime, size) once the file is
+    ``SETTLED``: the clock that stamps mtimes may tick only every few ms, and a file
+    rewritten within one tick at the same size (a module generated twice) looked unchanged."""
     try:
         st = os.stat(path)
     except (OSError, TypeError):
         return None
     key = (path, st.st_mtime_ns, st.st_size)
-    if key not in _FILES:
-        with open(path, "rb") as f:
-            _FILES[key] = hashlib.sha256(f.read()).hexdigest()
-    return _FILES[key]
+    if key in _FILES:
+        return _FILES[key]
+    with open(path, "rb") as f:
+        digest = hashlib.sha256(f.read()).hexdigest()
+    if time.time_ns() - st.st_mtime_ns > SETTLED * 1e9:
+        _FILES[key] = digest
+    return digest
 
 
 def _code_digest():

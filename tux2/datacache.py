@@ -9,12 +9,15 @@ tux2.graph (which rebuilds the graphs) and of this module, its arguments and the
 and numpy versions, so a changed generator or numpy makes a new file. A file is used only when
 it reads back whole: every array of an ``.npz`` carries the zip format's CRC-32,
 which numpy's reader checks, so a damaged, truncated or foreign file is generated
-again and replaced (written under a temporary name, then renamed). The newest
-``KEEP`` sets per generator are kept.
+again and replaced (written under a temporary name, then renamed). The ``KEEP`` sets
+per generator used last are kept: a set stored or loaded is stamped after the others
+(its mtime), not by the file system's clock, which may stamp sets made within one tick
+alike or behind a set stamped by a clock that ran ahead.
 """
 import hashlib
 import os
 import sys
+import time
 
 import numpy as np
 
@@ -83,6 +86,7 @@ def _store(path, arrays):
         with open(tmp, "wb") as f:
             np.savez(f, **arrays)
         os.replace(tmp, path)
+        _mark_newest(path)
         _prune(path)
     except OSError:                 # an unwritable or full cache: this run generated the set anyway
         try:
@@ -91,8 +95,8 @@ def _store(path, arrays):
             pass
 
 
-def _prune(path):
-    """Delete all but the newest KEEP sets of this generator."""
+def _sets(path):
+    """(directory, [(mtime_ns, name)] of every set stored for ``path``'s generator)."""
     d, prefix = os.path.split(path)
     prefix = prefix.rsplit("-", 1)[0] + "-"
     sets = []
@@ -102,6 +106,23 @@ def _prune(path):
                 sets.append((os.stat(os.path.join(d, n)).st_mtime_ns, n))
             except OSError:
                 pass
+    return d, sets
+
+
+def _mark_newest(path):
+    """Stamp ``path`` as its generator's set used last: an mtime after every other set's.
+    The clock's alone tied sets made within one tick (a coarse clock: 1-4 ms on many
+    kernels, where a test makes a set in less) and put a set behind one stamped by a
+    clock that ran ahead; the prune then deleted a set just made."""
+    d, sets = _sets(path)
+    now = time.time_ns()
+    newest = max((t for t, n in sets if n != os.path.basename(path)), default=now)
+    os.utime(path, ns=(now, max(now, newest + 1)))
+
+
+def _prune(path):
+    """Delete all but the KEEP sets of this generator used last."""
+    d, sets = _sets(path)
     for _, n in sorted(sets, reverse=True)[KEEP:]:
         try:
             os.unlink(os.path.join(d, n))
@@ -125,7 +146,7 @@ def _load(path):
     except Exception:               # any unreadable file (a bad zip, missing or odd arrays): generated again
         return None
     try:
-        os.utime(path)              # recently used: kept by _prune
+        _mark_newest(path)          # used last: kept by _prune
     except OSError:
         pass
     return tuple(out)
