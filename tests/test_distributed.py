@@ -407,6 +407,16 @@ def _state(pid):
         return f.read().rsplit(")", 1)[1].split()[0]
 
 
+def _stop(p):
+    """SIGSTOP the process ``p`` and wait until it is stopped; True."""
+    os.kill(p.pid, signal.SIGSTOP)
+    deadline = time.monotonic() + 30
+    while _state(p.pid) != "T":
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    return True
+
+
 @pytest.mark.slow
 def test_a_gather_is_the_model_at_the_call_though_the_worker_goes_on(tmp_path):
     """After each epoch every rank calls vertex_data (a gather on rank 0) and goes on
@@ -431,12 +441,7 @@ def test_a_gather_is_the_model_at_the_call_though_the_worker_goes_on(tmp_path):
         exec(_GATHER_SETUP, ns)
         eng = ns["engine"](1, rv)
         assert p.stdout.readline() == "gathering\n", p.stderr.read()
-        os.kill(p.pid, signal.SIGSTOP)
-        stopped = True
-        deadline = time.monotonic() + 30
-        while _state(p.pid) != "T":
-            assert time.monotonic() < deadline
-            time.sleep(0.01)
+        stopped = _stop(p)
         tl = eng.parts[0].types[0]
         held = tl.gid[:tl.n_master].copy(), tl.data[:tl.n_master].copy()
         assert held[1].nbytes > 48 << 20
@@ -608,28 +613,41 @@ def test_sigkill_to_a_worker_started_by_hand_stops_its_peers_in_seconds_not_time
     assert "Traceback" not in errs[0] + errs[2], errs
 
 
+def _rank0_child(code):
+    """Rank 0 of two in a child process that runs ``code`` after making its transport
+    ``t`` (and prints 'ready'), and this process's rank 1: (child, rank 1's transport)."""
+    from tux2.zmq_transport import ZmqTransport
+    rv = f"tcp://127.0.0.1:{free_port()}"
+    code = ("import sys\nfrom tux2.zmq_transport import ZmqTransport\n"
+            "t = ZmqTransport(0, 2, sys.argv[1], parts=2, timeout=30)\n" + code)
+    p = subprocess.Popen([sys.executable, "-c", code, rv], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        t = ZmqTransport(1, 2, rv, parts=2, timeout=30)
+    except BaseException:
+        _reap(p, None)
+        raise
+    try:
+        assert p.stdout.readline() == "ready\n", p.stderr.read()
+    except BaseException:
+        _reap(p, t)
+        raise
+    return p, t
+
+
 def test_a_closing_worker_keeps_its_data_port_open_until_its_last_message_has_left():
     """A peer takes a closed data port for a dead worker (after LINK_GRACE). A worker that
     closes normally must therefore close it only once its queued messages have left: rank 0
     stopped (SIGSTOP) cannot take rank 1's last 64 MB, and rank 1's port stays open while
     they wait; rank 0, resumed, gets them."""
     import socket
-    from tux2.zmq_transport import ZmqTransport
-    rv = f"tcp://127.0.0.1:{free_port()}"
-    code = ("import sys\n"
-            "from tux2.zmq_transport import ZmqTransport\n"
-            "t = ZmqTransport(0, 2, sys.argv[1], parts=2, timeout=30)\n"
-            "t.send(0, 'last', {})\n"
-            "print('ready', flush=True)\n"
-            "sys.stdin.readline()\n"
-            "print(t.collect(0, 'last')[(1, 0)][0][-1], flush=True)\n"
-            "t.close()\n")
-    p = subprocess.Popen([sys.executable, "-c", code, rv], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True)
-    t = closing = None
+    p, t = _rank0_child("t.send(0, 'last', {})\n"
+                        "print('ready', flush=True)\n"
+                        "sys.stdin.readline()\n"
+                        "print(t.collect(0, 'last')[(1, 0)][0][-1], flush=True)\n"
+                        "t.close()\n")
+    closing = None
     try:
-        t = ZmqTransport(1, 2, rv, parts=2, timeout=30)
-        assert p.stdout.readline() == "ready\n", p.stderr.read()
         os.kill(p.pid, signal.SIGSTOP)
         t.send(0, "last", {(1, 0): [np.arange(8_000_000, dtype=np.float64)]})
         closing = threading.Thread(target=t.close)
@@ -648,7 +666,7 @@ def test_a_closing_worker_keeps_its_data_port_open_until_its_last_message_has_le
         if p.poll() is None:
             os.kill(p.pid, signal.SIGCONT)
         _reap(p, None)
-        if closing is None and t is not None:
+        if closing is None:
             t.close()
     assert p.returncode == 0 and out == "7999999.0\n", (out, err)
 
@@ -660,33 +678,20 @@ def test_a_failing_worker_s_abort_reaches_a_peer_that_is_slow_to_read_it():
     the peer then said 'lost worker 1: its connection closed' instead of why). Made
     certain here: rank 0 is stopped while rank 1 has 64 MB queued for it ahead of the
     ABORT; resumed, rank 0 must read the ABORT's reason."""
-    from tux2.zmq_transport import ZmqTransport
-    rv = f"tcp://127.0.0.1:{free_port()}"
-    code = ("import sys\n"
-            "from tux2.zmq_transport import PeerLost, ZmqTransport\n"
-            "t = ZmqTransport(0, 2, sys.argv[1], parts=2, timeout=30)\n"
-            "print('ready', flush=True)\n"
-            "sys.stdin.readline()\n"
-            "try:\n"
-            "    t.alltoall(0, 'x', {})\n"
-            "    print('no error', flush=True)\n"
-            "except PeerLost as e:\n"
-            "    print(e, flush=True)\n"
-            "    t.abort(str(e))\n"
-            "t.close()\n")
-    p = subprocess.Popen([sys.executable, "-c", code, rv], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True)
-    t = closing = None
+    p, t = _rank0_child("from tux2.zmq_transport import PeerLost\n"
+                        "print('ready', flush=True)\n"
+                        "sys.stdin.readline()\n"
+                        "try:\n"
+                        "    t.alltoall(0, 'x', {})\n"
+                        "    print('no error', flush=True)\n"
+                        "except PeerLost as e:\n"
+                        "    print(e, flush=True)\n"
+                        "    t.abort(str(e))\n"
+                        "t.close()\n")
+    closing = None
     stopped = False
     try:
-        t = ZmqTransport(1, 2, rv, parts=2, timeout=30)
-        assert p.stdout.readline() == "ready\n", p.stderr.read()
-        os.kill(p.pid, signal.SIGSTOP)
-        stopped = True
-        deadline = time.monotonic() + 30
-        while _state(p.pid) != "T":
-            assert time.monotonic() < deadline
-            time.sleep(0.01)
+        stopped = _stop(p)
         t.send(0, "big", {(1, 0): [np.arange(8_000_000, dtype=np.float64)]})    # more than loopback buffers
         t.abort("the reason")
         closing = threading.Thread(target=t.close)
@@ -702,7 +707,7 @@ def test_a_failing_worker_s_abort_reaches_a_peer_that_is_slow_to_read_it():
         if stopped:
             os.kill(p.pid, signal.SIGCONT)
         _reap(p, None)
-        if closing is None and t is not None:
+        if closing is None:
             t.close()
     assert out == "worker 1 failed: the reason\n", (out, err)
 
