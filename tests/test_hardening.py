@@ -160,6 +160,23 @@ def test_top_k_names_the_line_of_a_non_numeric_user(ratings, tmp_path):
            f"{users}:3: malformed user id (the model's user ids are integers) (line text: 'abc')")
 
 
+def test_top_k_skips_a_header_line_as_rating_files_do(ratings, tmp_path):
+    """pandas' to_csv writes 'userId' above the users (and a test split's 'userId,movieId,…'
+    above its pairs): --top-k read it as a malformed user id; a word in a later line still is one."""
+    _ok("run", "mf", ratings, "--epochs", "1", "--k", "2", "--out", str(tmp_path / "m"))
+    plain, headed = tmp_path / "users.txt", tmp_path / "users.csv"
+    plain.write_text("1\n2\n")
+    headed.write_text("userId,movieId\n1,5\n2,7\n")
+    want = run_cli("predict", str(tmp_path / "m"), "--top-k", "2", str(plain))
+    assert want.returncode == 0 and len(want.stdout.splitlines()) == 2, want.stderr
+    got = run_cli("predict", str(tmp_path / "m"), "--top-k", "2", str(headed))
+    assert got.returncode == 0, got.stderr
+    assert got.stdout == want.stdout
+    headed.write_text("userId\n1\nabc\n")
+    _error(run_cli("predict", str(tmp_path / "m"), "--top-k", "2", str(headed)),
+           f"{headed}:3: malformed user id")
+
+
 def test_metrics_records_and_predictions_are_whole_under_a_full_disk(ratings, tmp_path):
     metrics = str(tmp_path / "m.jsonl")
     r = subprocess.run([sys.executable, "-m", "tux2.cli", "run", "mf", ratings, "--k", "4", "--epochs", "40",

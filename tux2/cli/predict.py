@@ -155,14 +155,17 @@ def predict_mf(args, model):
 
 
 def _listed_users(args, model):
-    """The users of --top-k INPUT: the first token of each line, in order. One without
+    """The users of --top-k INPUT: the first token of each line, in order, below a header
+    line of names (``userId``, as rating files have one). One without
     training ratings follows --unknown (baseline: the items of highest μ + b_i),
     counted on stderr; with error, it stops naming its line."""
+    from tux2.io import edge_format, read_head
+    fmt = edge_format(read_head(args.input, "the user list"), args.input)
     toks, lines = [], []
     with open(args.input, "rb") as f:
         for no, raw in enumerate(f, 1):
             t = raw.replace(b",", b" ").split()
-            if t and t[0][:1] not in (b"#", b"%"):
+            if t and t[0][:1] not in (b"#", b"%") and not (fmt.names and no <= fmt.skip):
                 toks.append(t[0].decode("utf-8", "replace"))
                 lines.append((no, raw.decode("utf-8", "replace").rstrip("\r\n")))
     if not toks:
