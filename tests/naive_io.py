@@ -68,9 +68,10 @@ def _row(toks, line, sep, no):
 
 
 def tab_fields(line):
-    """A tab-separated line's fields: the text between tabs, trimmed of spaces and CR,
-    without the empty ones at the end."""
+    """A tab-separated line's fields: the text between tabs, trimmed of spaces and CR and
+    of quotes around the whole field, without the empty ones at the end."""
     fields = [f.strip(b" \r") for f in line.split(b"\t")]
+    fields = [f[1:-1] if len(f) > 1 and f.startswith(b'"') and f.endswith(b'"') else f for f in fields]
     while fields and not fields[-1]:
         fields.pop()
     return fields

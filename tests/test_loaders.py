@@ -322,3 +322,9 @@ def test_duplicates_of_int32_ids_whose_pair_keys_would_wrap(tmp_path):
     from tux2.cli.info import describe
     out = describe(loaders.load_edges(path, duplicates="keep"), "edges")
     assert (out["duplicate_pairs"], out["duplicate_edges"]) == (1, 1)
+
+
+def test_a_fractional_float_id_is_named_as_the_user_wrote_it():
+    """numpy 2's repr of a scalar ('np.float64(16.5)') is no part of the message."""
+    with pytest.raises(InputError, match=r"src id 16\.5 at index 1 is not an integer"):
+        loaders.load((np.array([1.0, 16.5]), np.array([2.0, 3.0]), np.array([1.0, 2.0])))

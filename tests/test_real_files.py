@@ -775,3 +775,23 @@ def test_lastfm_1k_listening_events_empty_mbids_where_no_column_is_read(tmp_path
     with pytest.raises(InputError) as ei:
         loaders.load_edges(str(path), columns="1,3")
     assert ei.value.line == 3 and "empty field" in str(ei.value)
+
+
+@pytest.mark.parametrize("ids", ["auto", "string"])
+def test_r_write_table_tab_file_quotes_its_strings_and_reads_as_the_unquoted_file(tmp_path, ids):
+    """R's write.table(sep="\\t") quotes every string field: '"1"\\t"2"\\t"3.5"'. The quotes
+    around a whole field are no part of it (as in a comma- or space-separated file);
+    before, the ids were read as the strings '"1"' (a test file without quotes matched
+    none of them) and a quoted rating stopped the run, or `info` read a text corpus."""
+    rows = [(1, 2, 3.5), (2, 3, 4.0), (3, 1, 5.0), (1, 3, 2.0)]
+    plain, quoted = tmp_path / "plain.tsv", tmp_path / "quoted.tsv"
+    plain.write_text("".join(f"{u}\t{i}\t{r}\n" for u, i, r in rows))
+    quoted.write_text('"user"\t"item"\t"rating"\n' + "".join(f'"{u}"\t"{i}"\t"{r}"\n' for u, i, r in rows))
+    a, b = (loaders.load_edges(str(p), ids=ids) for p in (plain, quoted))
+    assert [m.tokens.tolist() if m is not None else None for m in a.ids] == \
+        [m.tokens.tolist() if m is not None else None for m in b.ids]
+    np.testing.assert_array_equal(a.src, b.src)
+    np.testing.assert_array_equal(a.dst, b.dst)
+    np.testing.assert_array_equal(a.values, b.values)
+    r = run_cli("info", str(quoted))
+    assert r.returncode == 0 and "edges" in r.stdout and "string ids" not in r.stdout, r.stdout + r.stderr

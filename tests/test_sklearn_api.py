@@ -190,6 +190,22 @@ def test_mf_takes_scikit_learns_x_of_user_item_pairs_and_y_of_ratings(ratings_fr
         mf.predict(np.zeros((3, 4)))
 
 
+def test_mf_takes_y_as_a_column_and_refuses_y_beside_x_of_three_columns():
+    """y of shape (n, 1), as scikit-learn's regressors take it, is the ratings (fit read
+    it as a test set: 'cannot load a ndarray'); X of three columns beside y is refused
+    naming X's shape (the same 'cannot load', and score ignored y)."""
+    X = np.c_[np.arange(600) % 50, np.arange(600) % 17]
+    y = (X[:, 0] % 5 + 1).astype(float)
+    flat = tux2.MF(k=4, epochs=2).fit(X, y)
+    column = tux2.MF(k=4, epochs=2).fit(X, y[:, None])
+    assert np.array_equal(flat.user_factors_, column.user_factors_)
+    assert flat.score(X, y[:, None]) == flat.score(X, y)
+    with pytest.raises(ValueError, match="X holds \\(user, item\\) rows .* of shape \\(600, 3\\)"):
+        tux2.MF(k=4, epochs=2).fit(np.c_[X, y], y)
+    with pytest.raises(ValueError, match="X holds \\(user, item\\) rows .* of shape \\(600, 3\\)"):
+        flat.score(np.c_[X, y], y)
+
+
 def test_scikit_learns_input_checks_pass():
     """Four of check_estimator's input checks: NaN and inf in X refused with a message
     naming them (it said 'nan'), a 1-D X ('Reshape your data'), labels in an array-like

@@ -52,9 +52,10 @@ SPACE, COLON, TAB = 0, 1, 2     # separator modes (EdgeFormat.mode), from the fi
 def _is_sep(c, mode=SPACE):
     """Space, tab, comma, semicolon, CR and the double quotes of quoted fields
     (Book-Crossing's '"276725";"034545104X";"0"'); in COLON mode also ':' (``::``-separated
-    files); in TAB mode tabs alone, and the spaces and CR trimmed around a field."""
+    files); in TAB mode tabs alone, and the spaces, CR and quotes trimmed around a field
+    (R's ``write.table(sep="\\t")`` quotes every string: '"1"\\t"2"\\t3')."""
     if mode == TAB:
-        return c == 32 or c == 9 or c == 13
+        return c == 32 or c == 9 or c == 13 or c == 34
     return c == 32 or c == 9 or c == 44 or c == 13 or c == 59 or c == 34 or (mode == COLON and c == 58)
 
 
@@ -614,10 +615,11 @@ def split_fields(line, mode=SPACE, leading=False):
     field for each but the first; with ``leading``, one before the first token counts
     too (a header ``,userId,movieId`` of pandas' ``to_csv``, whose index column has no
     name). Tokens as :func:`split_line` gives them. In TAB mode the text between tabs,
-    trimmed of spaces and CR, but for the empty ones at the end (a blank line: none)."""
+    trimmed of spaces and CR, and of the quotes around a whole field (``"1"``, not
+    ``"weird al" yankovic``), but for the empty ones at the end (a blank line: none)."""
     global _FIELDS
     if mode == TAB:
-        out = [f.strip(b" \r\n") for f in line.split(b"\t")]
+        out = [_unquote(f.strip(b" \r\n")) for f in line.split(b"\t")]
         while out and not out[-1]:
             out.pop()
         return out
@@ -637,6 +639,11 @@ def split_fields(line, mode=SPACE, leading=False):
 
 
 _FIELDS = None
+
+
+def _unquote(field):
+    """A field quoted whole, as CSV writers quote (``"a b"``), without its quotes."""
+    return field[1:-1] if len(field) > 1 and field[:1] == field[-1:] == b'"' else field
 
 
 def data_fields(line, mode=SPACE):

@@ -762,7 +762,7 @@ def _column_ids(a, name):
         if np.all(np.isfinite(a)) and np.all(a == np.floor(a)):
             return a.astype(np.int64), None
         i = int(np.flatnonzero(~np.isfinite(a) | (a != np.floor(a)))[0])
-        raise InputError(f"{name} id {a[i]!r} at index {i} is not an integer", path="arrays")
+        raise InputError(f"{name} id {a[i].item()!r} at index {i} is not an integer", path="arrays")
     if a.dtype == object:
         if any(x is None or (isinstance(x, float) and x != x) for x in a.tolist()):
             i = next(i for i, x in enumerate(a.tolist()) if x is None or (isinstance(x, float) and x != x))

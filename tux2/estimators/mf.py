@@ -94,22 +94,22 @@ def _rows3(X):
 def _pairs(X, y=None):
     """(users, items) of X's rows of (user, item) pairs — an (n, 2) array, a list of
     pairs, a two-column DataFrame — and with ``y`` the ratings after them: scikit-learn's
-    ``fit(X, y)``, ``predict(X)`` and ``score(X, y)``. None when X is no such table."""
-    if is_frame(X):
-        if X.shape[1] != 2:
+    ``fit(X, y)``, ``predict(X)`` and ``score(X, y)``; y 1-D or a column. None when X is
+    no such table and there is no y."""
+    try:
+        a = X if is_frame(X) else np.asarray(X) if not isinstance(X, list) else np.asarray(X, dtype=object)
+    except ValueError:              # ragged rows
+        a = None
+    if np.ndim(a) != 2 or np.shape(a)[1] != 2:
+        if y is None:
             return None
-        cols = [X[c].to_numpy() for c in X.columns]
-    else:
-        try:
-            a = np.asarray(X) if not isinstance(X, list) else np.asarray(X, dtype=object)
-        except ValueError:              # ragged rows
-            return None
-        if a.ndim != 2 or a.shape[1] != 2:
-            return None
-        cols = [_id_column(a[:, j]) for j in (0, 1)]
+        raise ValueError(f"with ratings y, X holds (user, item) rows (an (n, 2) array or a two-column DataFrame); "
+                         f"got {type(X).__name__} of shape {np.shape(a)}")
+    cols = [X[c].to_numpy() for c in X.columns] if is_frame(X) else [_id_column(a[:, j]) for j in (0, 1)]
     if y is None:
         return tuple(cols)
     r = np.asarray(y, np.float64)
+    r = r[:, 0] if r.shape[1:] == (1,) else r          # a column, as scikit-learn's regressors take it
     if r.ndim != 1 or len(r) != len(cols[0]):
         raise ValueError(f"X has {len(cols[0])} (user, item) rows but y has shape {r.shape}: one rating per row")
     return (*cols, r)
@@ -231,7 +231,8 @@ class MF(Estimator):
         """Training ratings and, when given, test ratings in the training ids (a user or
         item the training data lacks: ``unknown``)."""
         # a DataFrame's columns by name: ``columns``, else the first three
-        xy = _pairs(data, test) if test is not None and np.ndim(test) == 1 else None
+        is_y = not isinstance(test, tuple) and np.ndim(test) in (1, 2) and np.shape(test)[1:] in ((), (1,))
+        xy = _pairs(data, test) if is_y else None
         if xy is not None:              # scikit-learn's fit(X, y): X's rows (user, item), y the ratings
             data, test = xy, None
         facts = {"frame_columns": frame_columns(data, self.columns)} if is_frame(data) else {}
