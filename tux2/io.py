@@ -1269,7 +1269,7 @@ def sniff_input(path, columns=None):
         return "docword"
     fmt = edge_format(head, path, columns)
     vcol = 2 if fmt.cols[2] == OPTIONAL else fmt.cols[2]
-    rows = [t for t in (data_fields(x, fmt.mode) for x in head[fmt.start:].split(b"\n")[:21]) if t][:20]
+    rows = sample_rows(head, fmt)
     if rows and all(len(t) > max(fmt.cols[:2]) and (vcol < 0 or len(t) <= vcol or is_number(t[vcol]))
                     for t in rows):
         return "edges"
@@ -1278,6 +1278,12 @@ def sniff_input(path, columns=None):
     if not rows and fmt.names and fmt.sep != "space":      # a CSV or TSV header alone: load_edges names it
         return "edges"
     return "text"
+
+
+def sample_rows(head, fmt):
+    """The fields of the data lines among the first 21 lines after ``fmt``'s header
+    (at most 20), as the parsers in ``fmt.mode`` number the columns."""
+    return [t for t in (data_fields(x, fmt.mode) for x in head[fmt.start:].split(b"\n")[:21]) if t][:20]
 
 
 def number_column(rows):
@@ -1299,7 +1305,7 @@ def other_format(path, columns=None):
     except InputError:
         return ""
     if fmt.mode == TAB:
-        body = [t for t in (data_fields(x, TAB) for x in head[fmt.start:].split(b"\n")[:21]) if t][:20]
+        body = sample_rows(head, fmt)
         j = number_column(body)
         if j is not None and columns is None and not all(len(t) > 2 and is_number(t[2]) for t in body):
             return (f"; the lines are tab-separated with text in column 3 and numbers in column {j + 1}: --columns "

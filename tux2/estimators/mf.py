@@ -241,9 +241,10 @@ class MF(Estimator):
             g = loaders.load_edges(data, ids=ids, duplicates=self.duplicates, type_names=NAMES,
                                    columns=self.columns, base=self.base, dense=True)
             facts = {"read_as": loaders.describe_read(g, self.base), "id_base": int(g.base)}
+        elif isinstance(data, tuple) and len(data) in (2, 3):      # ids as arrays: sparse integers numbered densely
+            g = loaders.from_arrays(*data, duplicates=self.duplicates, dense=True)
         else:
-            g = loaders.load(data, **({} if isinstance(data, BipartiteGraph) else {"duplicates": self.duplicates,
-                                                                                    **({"dense": True} if isinstance(data, tuple) else {})}))
+            g = loaders.load(data, **({} if isinstance(data, BipartiteGraph) else {"duplicates": self.duplicates}))
         train = ratings(g)
         return Dataset(train, None if test is None else self.test_data(test, train), **facts)
 
@@ -512,11 +513,9 @@ class MF(Estimator):
             masks = tuple(self._unknown(side, d, d, "", "baseline") for side, d in enumerate(dense))
             r = np.asarray(X.values, np.float64)
             pred = self.score_dense(*(np.where(m, 0, x) for m, x in zip(masks, dense)), masks)
-        else:                       # (users, items, ratings) as fit takes it; rows; a DataFrame's columns by name;
-            rows = _pairs(X, y) if y is not None else None          # X's (user, item) rows and y
-            if rows is None:
-                rows = X if isinstance(X, tuple) and len(X) == 3 else \
-                    user_rows(X if is_frame(X) else _rows3(X), vars(self).get("columns_", self.columns))
+        else:                       # X's (user, item) rows and y; (users, items, ratings); rows; a DataFrame by name
+            rows = _pairs(X, y) if y is not None else X if isinstance(X, tuple) and len(X) == 3 else \
+                user_rows(X if is_frame(X) else _rows3(X), vars(self).get("columns_", self.columns))
             u, i, r = (np.asarray(c) for c in rows)
             r = r.astype(np.float64)
             pred = self.predict(u, i, unknown="baseline")
