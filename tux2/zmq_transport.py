@@ -18,10 +18,7 @@
   heartbeat. A worker that closes normally first lets its queued messages leave (at
   most ``timeout`` seconds: a rank's last message, e.g. its piece of a gather, must
   not die with it) and closes its data port only then, so that a peer waiting for
-  that message does not take it for dead. A last word (a refusal or the table at the
-  rendezvous, an ABORT) leaves before its socket closes, waited for, not slept for: after
-  an ABORT a worker waits at most ``ABORT_GRACE`` seconds for it to leave (never for a
-  peer whose connection is down).
+  that message does not take it for dead; after an ABORT sockets close with LINGER 0.
 * Stray traffic: every message carries the run's random token (tux2.wire), which
   rank 0 makes and hands out with the table; the HELLO that asks for the table
   carries a token derived from the run's secret (the launcher's, ``TUX2_SECRET``,
@@ -57,7 +54,6 @@ ZERO_COPY_MIN = 64 * 1024
 MAX_FRAME = 2 << 30             # default for the largest array one message may carry (a model gather)
 RENDEZVOUS_MAX = 1 << 20        # a HELLO or TABLE: addresses and options, never this large
 LINK_GRACE = 1.0                # seconds a peer's data port may stay unreachable after a disconnect
-ABORT_GRACE = 5.0               # seconds an aborting worker waits for its ABORT to leave
 # a CURVE peer with another key: the server cannot decrypt (PROTOCOL) or ZAP refuses it (AUTH); the
 # client only sees the server hang up mid-handshake (NO_DETAIL)
 _HANDSHAKE_FAILED = (zmq.EVENT_HANDSHAKE_FAILED_AUTH | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL
@@ -337,6 +333,7 @@ class ZmqTransport:
                             token=hello)
             for ident in {*idents.values(), ident} - {None}:
                 sock.send_multipart([ident] + frames)
+            time.sleep(0.1)                 # let the refusals leave before LINGER 0 drops them
             return error(reason)
 
         try:
@@ -385,16 +382,13 @@ class ZmqTransport:
             parts.append((-1, 0, [np.frombuffer(self.token, np.uint8)]))
             for ident in idents.values():
                 sock.send_multipart([ident] + encode(TABLE, 0, 0, self.world, "table", parts, token=hello))
+            # the ROUTER must not close before the tables are out (LINGER 0 would drop them)
+            time.sleep(0.05)
         finally:
             self.refused += failed + self._handshake_failures(mon)
             if mon is not None:
                 sock.disable_monitor()
                 mon.close()
-            # the tables (or refusals) leave after the close, from the I/O thread, for as long as
-            # a worker waits for them: a fixed sleep then LINGER 0 dropped them on a busy machine
-            # (a refused worker then waited out its deadline and blamed rank 0). The context
-            # lives on, so this does not block; a failed rendezvous waits for it in ctx.destroy.
-            sock.setsockopt(zmq.LINGER, int(1000 * deadline_s))
             sock.close()
         return [table[r] for r in range(self.world)]
 
@@ -635,7 +629,7 @@ class ZmqTransport:
         return acc
 
     def abort(self, reason):
-        """Tell every peer this worker is failing (never blocks; ``close`` lets it leave)."""
+        """Tell every peer this worker is failing (best effort, never blocks)."""
         self._aborted = True
         text = np.frombuffer(str(reason).encode("utf-8", "replace")[:2000], np.uint8)
         frames = encode(ABORT, 0, self.rank, self.world, "abort", [(self.rank, 0, [text])], token=self.token)
@@ -644,6 +638,7 @@ class ZmqTransport:
                 s.send_multipart(frames, flags=zmq.NOBLOCK)
             except zmq.ZMQError:
                 pass
+        time.sleep(0.1)     # let the messages leave before the sockets close with LINGER 0
 
     def close(self):
         if self._closed:
@@ -651,15 +646,9 @@ class ZmqTransport:
         self._closed = True
         self._stop.set()
         self._hb.join(timeout=5)
-        self._watch_links()
         for r, s in self.push.items():
-            # deliver what is queued (term waits for it, bounded): after an ABORT, only so long
-            # that it leaves (a fixed sleep then LINGER 0 dropped it on a busy machine, and the
-            # peer said 'lost worker' instead of why), and not at all to a peer that is gone
-            if not self._aborted:
+            if not self._aborted:           # deliver what is queued (term waits for it, bounded)
                 s.setsockopt(zmq.LINGER, int(1000 * self.timeout))
-            elif r not in self.down_since:
-                s.setsockopt(zmq.LINGER, int(1000 * min(self.timeout, ABORT_GRACE)))
             s.disable_monitor()
             self._links[r].close()
             s.close()
