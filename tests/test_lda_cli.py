@@ -9,6 +9,7 @@ import pytest
 from tests.conftest import run_cli
 from tux2 import io
 from tux2.errors import InputError
+from tux2.stopwords import ENGLISH
 from tux2.udfs.lda import token_edges
 
 
@@ -32,9 +33,9 @@ def test_text_input_writes_counts_topics_and_vocabulary(tmp_path):
                 "--metrics", str(tmp_path / "m.jsonl"), "--quiet", timeout=300)
     assert r.returncode == 0, r.stderr
     vocab = (out / "vocab.txt").read_text().split("\n")[:-1]
-    assert vocab[:4] == ["apples", "and", "bananas", "are"] and len(set(vocab)) == len(vocab)
+    assert vocab[:4] == ["apples", "bananas", "fruit", "sweet"] and len(set(vocab)) == len(vocab)
     z = np.load(out / "lda.npz")
-    g, words = io.read_text_docs(src)
+    g, words = io.read_text_docs(src, stopwords=ENGLISH)          # English stop words are dropped by default
     assert words == vocab
     tokens = int(g.values.sum())
     assert z["word_topic"].shape == (3, len(vocab)) and z["doc_topic"].shape == (5, 3)
@@ -48,6 +49,40 @@ def test_text_input_writes_counts_topics_and_vocabulary(tmp_path):
     assert [x["iteration"] for x in lines] == [1, 2, 3, 4]
     assert meta["ll_per_token"] == pytest.approx(lines[-1]["ll_per_token"]) and meta["tokens"] == tokens
     assert not (out / "word.npz").exists()                       # the model is lda.npz, written once
+
+
+def test_stop_words_and_max_df_filter_the_words_of_text_from_the_command_line_and_fit(tmp_path):
+    """Raw text's topics were made of 'the', 'of', 'and' (a third of the Debian
+    descriptions' tokens): English stop words are dropped by default, 'none' keeps
+    them, a file names others, --max-df drops words in too many documents."""
+    import tux2
+    src = _write(tmp_path / "docs.txt", TEXT)
+    stop = _write(tmp_path / "stop.txt", "Apples roads\nfruit\n")
+
+    def vocab(*flags, **params):
+        out = tmp_path / f"model{len(list(tmp_path.iterdir()))}"
+        r = run_cli("run", "lda", src, "-k", "2", "--iterations", "1", "--out", str(out), "-q", *flags, timeout=300)
+        assert r.returncode == 0, r.stderr
+        words = (out / "vocab.txt").read_text().split()
+        assert tux2.LDA(topics=2, iterations=1, **params).fit(src).vocab_ == words
+        assert tux2.LDA(topics=2, iterations=1, **params).fit(TEXT.splitlines()).vocab_ == words
+        return words
+
+    every = vocab("--stop-words", "none", stop_words="none")
+    assert every[:4] == ["apples", "and", "bananas", "are"]
+    assert vocab() == [w for w in every if w not in ENGLISH] and "and" not in vocab()
+    assert vocab("--stop-words", stop, stop_words=stop) == [w for w in every if w not in ("apples", "roads", "fruit")]
+    # 'apples' is in 3 of the 5 documents (the blank line is one), 'and', 'roads' and 'trucks' in 2
+    assert vocab("--stop-words", "none", "--max-df", "0.4", stop_words=None, max_df=0.4) == [
+        w for w in every if w != "apples"]
+    assert [w for w in every if w not in vocab("--stop-words", "none", "--max-df", "0.2", stop_words=None,
+                                               max_df=0.2)] == ["apples", "and", "bananas", "fruit", "trucks", "on",
+                                                                "roads"]
+    r = run_cli("run", "lda", src, "--stop-words", str(tmp_path / "nope.txt"), timeout=300)
+    assert r.returncode == 2 and "nope.txt: cannot read the stop-word file: No such file or directory" in r.stderr
+    assert "Traceback" not in r.stderr
+    r = run_cli("run", "lda", src, "--max-df", "0", timeout=300)
+    assert r.returncode == 2 and "--max-df: must be a finite number > 0 and <= 1, got 0" in r.stderr
 
 
 def test_docword_and_triples_give_the_same_model(tmp_path):
@@ -343,15 +378,17 @@ def test_read_options_the_corpus_format_has_no_use_for_are_errors(tmp_path):
     import tux2
     src = _docword_two_themes(tmp_path / "docword.two.txt")
     text = _write(tmp_path / "docs.txt", TEXT)
-    with pytest.raises(InputError, match=f"^{src}: --min-count \\(min_count=\\) drops rare words of a text corpus, "
-                                         "and this one is docword"):
-        tux2.LDA(topics=2, iterations=1, min_count=3).fit(src)
+    for option in ({"min_count": 3}, {"max_df": 0.5}):
+        flag = next(iter(option)).replace("_", "-")
+        with pytest.raises(InputError, match=f"^{src}: --{flag} \\({next(iter(option))}=\\) filters the words of a "
+                                             "text corpus, and this one is docword"):
+            tux2.LDA(topics=2, iterations=1, **option).fit(src)
     with pytest.raises(InputError, match="--base \\(base=\\) is the id base of 'doc word count' triples, and this "
                                          "corpus is docword \\(1-based by the format\\)"):
         tux2.LDA(topics=2, iterations=1, base=1).fit(src)
     r = run_cli("run", "lda", text, "--base", "1", "--iterations", "1", timeout=300)
     assert r.returncode == 2 and "and this corpus is text" in r.stderr
-    assert tux2.LDA(topics=2, iterations=1, min_count=2).fit(text).vocab_[:2] == ["apples", "and"]
+    assert tux2.LDA(topics=2, iterations=1, min_count=2).fit(text).vocab_[:2] == ["apples", "bananas"]
 
 
 def test_lda_takes_a_dense_count_array_as_the_matrix_it_is():

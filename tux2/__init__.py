@@ -20,8 +20,8 @@ __all__ = ["Apply", "BipartiteGraph", "BlockPG", "ContextSpec", "Dataset", "Dive
 # attributes, as the package imported them eagerly; code written then still works)
 _SUBMODULES = ("checkpoint", "cli", "compile", "config", "datacache", "datasets", "engine", "errors", "estimator",
                "estimators", "files", "graph", "ingress", "interrupt", "io", "layout", "loaders", "model_check", "params",
-               "partitioning", "program", "rounds", "runner", "runtime", "schema", "stages", "transport", "udfs",
-               "version", "wire", "zmq_transport")
+               "partitioning", "program", "rounds", "runner", "runtime", "schema", "stages", "stopwords", "transport",
+               "udfs", "version", "wire", "zmq_transport")
 
 
 def __getattr__(name):

@@ -1097,7 +1097,7 @@ def _mark_class():
     return "".join(ranges)
 
 
-def read_text_docs(path, type_names=("doc", "word"), min_count=1, stopwords=(), csv=None):
+def read_text_docs(path, type_names=("doc", "word"), min_count=1, stopwords=(), csv=None, max_df=1.0):
     """One document per line (blank lines are empty documents, so document ids are
     line numbers − 1): ``text_docs`` of the file's lines. With ``csv`` (``csv_header``'s
     answer) one document per row below the header, its text column's (blank lines are
@@ -1110,7 +1110,7 @@ def read_text_docs(path, type_names=("doc", "word"), min_count=1, stopwords=(), 
     with f:
         lines = _utf8_lines(f, path)
         return text_docs(lines if csv is None else _csv_texts(lines, csv, path), type_names, min_count, stopwords,
-                         path)
+                         path, max_df=max_df)
 
 
 TEXT_COLUMNS = ("text", "body", "content", "document", "abstract", "review", "sentence", "message", "comment",
@@ -1198,18 +1198,21 @@ def _missing_text(i, t, source):
                      "(Series.fillna(''))", path=source)
 
 
-def text_docs(texts, type_names=("doc", "word"), min_count=1, stopwords=(), source="texts", need_words=True):
+def text_docs(texts, type_names=("doc", "word"), min_count=1, stopwords=(), source="texts", need_words=True,
+              max_df=1.0):
     """(graph of doc–word counts, vocabulary list) of documents given as strings: word
     id i is ``vocab[i]``, in order of first appearance. Words seen fewer than
-    ``min_count`` times in all of them and ``stopwords`` are dropped; with
+    ``min_count`` times in all of them, in more than the share ``max_df`` of them,
+    and ``stopwords`` are dropped; with
     ``need_words`` (a corpus to train on), texts without any word are an error."""
     from collections import Counter
     docs = [Counter(tokenize(t)) if isinstance(t, str) else _missing_text(i, t, source) for i, t in enumerate(texts)]
-    total = Counter()
+    total, df = Counter(), Counter()
     for c in docs:
         total.update(c)
-    stop = set(stopwords)
-    keep = {w for w, n in total.items() if n >= min_count and w not in stop}
+        df.update(c.keys())
+    stop, most = set(stopwords), max_df * len(docs)
+    keep = {w for w, n in total.items() if n >= min_count and df[w] <= most and w not in stop}
     vocab, index = [], {}
     src, dst, cnt = [], [], []
     for i, c in enumerate(docs):

@@ -719,11 +719,13 @@ def _floats(X):
         return np.asarray(X.to_numpy(object, na_value=np.nan), np.float64)
 
 
-def load_corpus(path, fmt="auto", base=None, min_count=1, type_names=("doc", "word"), duplicates="sum"):
+def load_corpus(path, fmt="auto", base=None, min_count=1, type_names=("doc", "word"), duplicates="sum", stopwords=(),
+                max_df=1.0):
     """(document–word count graph, vocabulary or None, format) of a UCI docword file,
     ``doc word count`` triples, plain text (one document per line) or 'csv': a CSV or
     TSV file's text column under a header (io.csv_header; 'auto' tells it from text by
-    that header, so a header is never read as a document); ``graph.base`` is
+    that header, so a header is never read as a document; ``min_count``, ``stopwords``
+    and ``max_df`` filter their words as io.text_docs does); ``graph.base`` is
     the file's id base (1 for docword), which outputs add back to the dense ids."""
     check_choice("duplicates", duplicates, DUPLICATES)
     sniffed = fmt == "auto"
@@ -744,7 +746,7 @@ def load_corpus(path, fmt="auto", base=None, min_count=1, type_names=("doc", "wo
         out.base = g.base
         return out, None, fmt
     if fmt in ("text", "csv"):
-        g, vocab = io.read_text_docs(path, type_names, min_count=min_count, csv=header)
+        g, vocab = io.read_text_docs(path, type_names, min_count, stopwords, header, max_df)
         return g, vocab, fmt
     raise ValueError(f"unknown corpus format {fmt!r}: auto, docword, triples, text or csv")
 

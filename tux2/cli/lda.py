@@ -25,6 +25,12 @@ def add_parser(algos):
     p.add_argument("--base", type=int, choices=LDA.choices["base"], default=None,
                    help="id base of triples (default 0; 1 under a MatrixMarket header)")
     p.add_argument("--min-count", type=COUNT, default=1, help="text input: drop words seen fewer times")
+    p.add_argument("--stop-words", default="english", metavar="english|none|FILE",
+                   help="text input: words to drop, 'english' (the, of, and, … which would fill the topics), "
+                        "'none', or a file of words")
+    p.add_argument("--max-df", type=LDA.bounds["max_df"], default=1.0,
+                   help="text input: drop words in more than this share of the documents (gensim's no_above; "
+                        "e.g. 0.5)")
     p.add_argument("--duplicates", choices=LDA.choices["duplicates"], default="sum",
                    help="a (doc, word) pair on several lines of a docword or triples file: add the counts, "
                         "stop naming both lines, keep the last, or keep all")

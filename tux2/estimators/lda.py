@@ -6,7 +6,8 @@ from tux2 import files, io, loaders
 from tux2.errors import InputError
 from tux2.estimator import Estimator
 from tux2.graph import BipartiteGraph
-from tux2.params import COUNT, NONNEG, POSITIVE, SEED, integer
+from tux2.params import COUNT, NONNEG, POSITIVE, SEED, integer, number
+from tux2.stopwords import stop_words
 from tux2.runner import Dataset, Setup
 from tux2.udfs import lda
 from tux2.version import __version__
@@ -53,14 +54,16 @@ class LDA(Estimator):
     triples, text with one document per line, a CSV's text column under its header)
     or doc → word counts in any form ``tux2.loaders.load`` takes. Files are read as ``tux2 run lda`` reads them, with
     ``format``, ``vocab`` (a file, one word per line, naming numeric word ids),
-    ``base``, ``min_count`` and ``duplicates``. Learned: ``word_topic_`` (K × V), ``doc_topic_``
+    ``base``, ``min_count``, ``stop_words`` ('english', 'none', a file of words or a
+    list; texts only), ``max_df`` (texts only: words in a larger share of the documents
+    are dropped) and ``duplicates``. Learned: ``word_topic_`` (K × V), ``doc_topic_``
     (D × K), ``topic_totals_`` (K), ``vocab_`` (None for numeric word ids) and
     ``word_base_`` (the id base of a numeric corpus file: 1 for docword, whose word ids
     topics and new documents then use)."""
 
     algorithm = "lda"
     bounds = dict(topics=integer(1, 32767), iterations=NONNEG, alpha=POSITIVE, beta=POSITIVE, seed=SEED,
-                  top_words=NONNEG, min_count=COUNT)
+                  top_words=NONNEG, min_count=COUNT, max_df=number(0, 1, above=True))
     choices = dict(sampler=("sparse", "sync"), format=("auto", "triples", "docword", "text", "csv"), base=(0, 1),
                    duplicates=loaders.DUPLICATES)
     _unit, _iterations = "iteration", "iterations"
@@ -68,21 +71,21 @@ class LDA(Estimator):
     _watch, _stop = "ll", "the log-likelihood is not finite at iteration {n} (ll {value})"
 
     def __init__(self, topics=20, iterations=100, alpha=0.1, beta=0.01, sampler="sparse", partitioner="bicut",
-                 seed=0, top_words=10, format="auto", vocab=None, base=None, min_count=1, duplicates="sum"):
+                 seed=0, top_words=10, format="auto", vocab=None, base=None, min_count=1, duplicates="sum",
+                 stop_words="english", max_df=1.0):
         self._keep(locals())
 
     def load_data(self, data, test=None):
         """The corpus as a doc → word count graph, with its vocabulary: a text
         corpus's own, or ``vocab`` (a file, one word per line) for numeric ids."""
         format, vocab, base, min_count, duplicates = self.format, self.vocab, self.base, self.min_count, self.duplicates
-        words = None
+        words, filters = None, dict(min_count=min_count, stopwords=stop_words(self.stop_words), max_df=self.max_df)
         texts = io.as_texts(data)
         if texts is not None:                                   # [] is an empty corpus: text_docs says so
-            (g, words), format = io.text_docs(texts, min_count=min_count), "text"
+            (g, words), format = io.text_docs(texts, **filters), "text"
         elif isinstance(data, (str, bytes)) or hasattr(data, "__fspath__"):
             sniffed = format == "auto"
-            g, words, format = loaders.load_corpus(data, format, base=base, min_count=min_count,
-                                                   duplicates=duplicates)
+            g, words, format = loaders.load_corpus(data, format, base=base, duplicates=duplicates, **filters)
             if sniffed and format == "text":
                 _refuse_numeric_table(g, words, data)
                 if io.sniff_input(data) == "libsvm":        # as tux2 info reads it: words would be '3', '1'
@@ -92,9 +95,10 @@ class LDA(Estimator):
         else:
             g, format = _counts(data), "arrays"
         where = data if isinstance(data, (str, bytes)) or hasattr(data, "__fspath__") else None
-        if min_count > 1 and format not in ("text", "csv"):     # read options the format has no use for: errors
-            raise InputError(f"--min-count (min_count=) drops rare words of a text corpus, and this one is "
-                             f"{format}: drop rare word ids before", path=where)
+        for flag, used in (("min-count", min_count > 1), ("max-df", self.max_df < 1)):
+            if used and format not in ("text", "csv"):           # read options the format has no use for: errors
+                raise InputError(f"--{flag} ({flag.replace('-', '_')}=) filters the words of a text corpus, and "
+                                 f"this one is {format}: drop those word ids before", path=where)
         if base is not None and format != "triples":
             raise InputError(f"--base (base=) is the id base of 'doc word count' triples, and this corpus is {format}"
                              + (" (1-based by the format)" if format == "docword" else ""), path=where)
