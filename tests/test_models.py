@@ -144,13 +144,18 @@ def test_lda_predict_cli_on_text(tmp_path):
     r = run_cli("run", "lda", str(tmp_path / "docs.txt"), "--topics", "2", "--iterations", "30", "--out",
                 str(tmp_path / "lda"), "--quiet")
     assert r.returncode == 0, r.stderr
-    (tmp_path / "new.txt").write_text("apple melon banana zebra\ncoach goal team goal\n")
+    (tmp_path / "new.txt").write_text("the apple melon banana zebra\ncoach goal team goal\n")
     r = run_cli("predict", str(tmp_path / "lda"), str(tmp_path / "new.txt"))
     assert r.returncode == 0, r.stderr
     theta = np.array([[float(x) for x in ln.split()[1:]] for ln in r.stdout.splitlines()[1:]])
     assert theta.shape == (2, 2) and np.allclose(theta.sum(axis=1), 1, atol=1e-3)
     assert theta[0].argmax() != theta[1].argmax() and theta.max(axis=1).min() > 0.8
-    assert json.loads(r.stderr.strip().splitlines()[-1])["unknown_words_dropped"] == 1
+    report = json.loads(r.stderr.strip().splitlines()[-1])
+    assert report["unknown_words_dropped"] == 1                 # 'zebra'; 'the' is a stop word, dropped as in training
+    import tux2                                                 # held-out fit, as fold-in scores it from Python
+    model = tux2.LDA.load(tmp_path / "lda")
+    assert report["tokens"] == 7 and report["ll_per_token"] == pytest.approx(model.score(tmp_path / "new.txt") / 7, abs=1e-6)
+    assert report["perplexity"] == pytest.approx(model.perplexity(tmp_path / "new.txt"), abs=1e-4)
 
 
 def test_lda_python_api_equals_the_cli(tmp_path):

@@ -195,12 +195,17 @@ def predict_lda(args, model):
     if args.input is None:
         raise Tux2Error("INPUT is required: documents in any format 'tux2 run lda' reads")
     g, dropped = model.documents(args.input)
-    theta = model.transform(g, args.iterations, args.seed)
+    fit = {}
+    if g.num_edges:             # held-out fit, as LDA is compared: log-likelihood per token and perplexity
+        theta, ll, tokens = model.fold_in(g, args.iterations, args.seed)
+        fit = {"ll_per_token": round(ll / tokens, 6), "perplexity": round(float(np.exp(-ll / tokens)), 4)}
+    else:
+        theta = model.transform(g, args.iterations, args.seed)
     _write(args.output, itertools.chain(["# document " + " ".join(f"topic{k}" for k in range(theta.shape[1])) + "\n"],
                                         (f"{d + g.base} " + " ".join(f"{x:.4g}" for x in row) + "\n"
                                          for d, row in enumerate(theta))))     # the file's doc ids
     _report(args, {"model": "lda", "documents": int(g.n_src), "tokens": int(g.values.sum()) if g.num_edges else 0,
-                   "unknown_words_dropped": dropped})
+                   "unknown_words_dropped": dropped, **fit})
     if dropped and not g.num_edges:           # every mixture is then the prior: a wrong file, most likely
         print(f"tux2: warning: none of the {dropped} words of {display_name(args.input)} is in the model's "
               "vocabulary, so every topic mixture is the uniform prior (documents from another corpus?)",

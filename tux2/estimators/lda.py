@@ -202,8 +202,9 @@ class LDA(Estimator):
             if self.vocab_ is None:
                 raise ValueError("this model has numeric word ids (no vocabulary): pass counts in them, as fit took "
                                  "them (a CountVectorizer matrix, a corpus file, a doc → word count BipartiteGraph)")
-            g, words = (io.read_text_docs(docs, csv=io.csv_header(docs)) if path
-                        else io.text_docs(texts, need_words=False))
+            stop = stop_words(self.stop_words)          # dropped as in training: not counted as unknown
+            g, words = (io.read_text_docs(docs, stopwords=stop, csv=io.csv_header(docs)) if path
+                        else io.text_docs(texts, stopwords=stop, need_words=False))
             index = {w: i for i, w in enumerate(self.vocab_)}
             to_model = np.array([index.get(w, -1) for w in words], np.int64)[g.dst]
             o = np.lexsort((to_model, g.src))
@@ -236,15 +237,17 @@ class LDA(Estimator):
         marginal p(w | φ̂) (θ integrated out) nor scikit-learn's variational bound:
         θ̂ is fitted to the words it scores, so it is optimistic, more so for short
         documents. Compare models on the same documents; higher is better."""
-        return self._log_likelihood(docs, iterations, seed)[0]
+        return self.fold_in(docs, iterations, seed)[1]
 
     def perplexity(self, docs, iterations=50, seed=0):
         """exp(−score / tokens), the tokens counted being those ``score`` scores
         (scikit-learn's definition; lower is better)."""
-        ll, tokens = self._log_likelihood(docs, iterations, seed)
+        _, ll, tokens = self.fold_in(docs, iterations, seed)
         return float(np.exp(-ll / tokens))
 
-    def _log_likelihood(self, docs, iterations, seed):
+    def fold_in(self, docs, iterations=50, seed=0):
+        """(θ as ``transform`` gives it, ``score``, tokens scored) of documents, with one
+        inference."""
         if not isinstance(docs, BipartiteGraph):
             docs = self.documents(docs)[0]
         tokens = float(docs.values.sum())
@@ -252,7 +255,7 @@ class LDA(Estimator):
             raise ValueError("the documents hold no word of the model's vocabulary: nothing to score")
         theta = self.transform(docs, iterations, seed)
         phi = lda.topic_word_probabilities(self.word_topic_, self.topic_totals_, self.beta)
-        return lda.log_likelihood(phi, theta, docs), tokens
+        return theta, lda.log_likelihood(phi, theta, docs), tokens
 
     def topic_words(self, n=10):
         """Per topic, the ``n`` most frequent (word, count) pairs."""
