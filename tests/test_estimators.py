@@ -327,6 +327,22 @@ def test_every_note_of_a_run_is_a_warning_from_fit(tmp_path):
             pass
 
 
+def test_a_test_set_that_is_the_training_file_is_noted(tmp_path):
+    """--test naming the training file (a typo of the split's name, or a shortcut) gave a
+    'test RMSE' that was the training fit, without a word. A copy is another file."""
+    train, _ = netflix_like(n_users=100, n_items=30, n_ratings=1000, seed=0)
+    path = str(tmp_path / "r.txt")
+    write_edge_list(path, train)
+    os.symlink(path, tmp_path / "link.txt")
+    with pytest.warns(RuntimeWarning, match="the test set is the training file itself"):
+        tux2.MF(k=2, epochs=1).fit(path, str(tmp_path / "link.txt"))
+    r = run_cli("run", "mf", path, "--test", path, "--epochs", "1", "--k", "2", timeout=300)
+    assert r.returncode == 0 and "note: the test set is the training file itself" in r.stdout + r.stderr, r.stderr
+    (tmp_path / "copy.txt").write_text(open(path).read())
+    r = run_cli("run", "mf", path, "--test", str(tmp_path / "copy.txt"), "--epochs", "1", "--k", "2", timeout=300)
+    assert r.returncode == 0 and "training file itself" not in r.stdout + r.stderr, r.stderr
+
+
 @pytest.mark.slow
 def test_divergence_keeps_its_class_with_workers():
     """fit(workers=2) raised a plain Tux2Error('[worker 0] …') where one process raises

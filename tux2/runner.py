@@ -334,9 +334,13 @@ def train(est, data, *, transport=None, partitions=None, threads=None, slack=0, 
     parts = globals()["partitions"](requested, world, threads, est.tiled())
     setup = est.prepare(data, parts)
     source = setup.source if hasattr(setup, "source") else getattr(data, "source", None)
+    same = rank == 0 and _same_files(*(getattr(getattr(data, g, None), "source", None) for g in ("train", "test")))
     del data            # the data as loaded, when the caller kept no reference: the setup has what the run needs
     for line in est._header(setup, parts, world):
         say(line)
+    if same:
+        say("  note: the test set is the training file itself: its metrics measure the fit to seen data, not "
+            "prediction; hold out a part (a split the model never trains on) to measure that")
     check_partitions(parts, setup.graph.num_edges, requested, world, threads)
     t0 = time.perf_counter()
     with counting_compiles() as compiled:
@@ -391,6 +395,14 @@ def train(est, data, *, transport=None, partitions=None, threads=None, slack=0, 
         for line in est._report(setup):
             say(line)
     return eng
+
+
+def _same_files(a, b):
+    """Whether ``a`` and ``b`` are paths of one file."""
+    try:
+        return isinstance(a, str) and isinstance(b, str) and os.path.samefile(a, b)
+    except OSError:
+        return False
 
 
 class _Warner(Speaker):
