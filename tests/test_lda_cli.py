@@ -378,7 +378,7 @@ def test_read_options_the_corpus_format_has_no_use_for_are_errors(tmp_path):
     import tux2
     src = _docword_two_themes(tmp_path / "docword.two.txt")
     text = _write(tmp_path / "docs.txt", TEXT)
-    for option in ({"min_count": 3}, {"max_df": 0.5}):
+    for option in ({"min_count": 3}, {"max_df": 0.5}, {"stop_words": ["w"]}):
         flag = next(iter(option)).replace("_", "-")
         with pytest.raises(InputError, match=f"^{src}: --{flag} \\({next(iter(option))}=\\) filters the words of a "
                                              "text corpus, and this one is docword"):

@@ -95,7 +95,8 @@ class LDA(Estimator):
         else:
             g, format = _counts(data), "arrays"
         where = data if isinstance(data, (str, bytes)) or hasattr(data, "__fspath__") else None
-        for flag, used in (("min-count", min_count > 1), ("max-df", self.max_df < 1)):
+        for flag, used in (("min-count", min_count > 1), ("max-df", self.max_df < 1),
+                           ("stop-words", self.stop_words not in ("english", "none", None))):   # a file: meant
             if used and format not in ("text", "csv"):           # read options the format has no use for: errors
                 raise InputError(f"--{flag} ({flag.replace('-', '_')}=) filters the words of a text corpus, and "
                                  f"this one is {format}: drop those word ids before", path=where)
