@@ -383,7 +383,8 @@ def train(est, data, *, transport=None, partitions=None, threads=None, slack=0, 
                     break
     finally:
         ck.close()
-    write_trace(trace, f"trace-{rank}.jsonl", "".join(files.json_text(rec) + "\n" for rec in eng.trace))
+    if trace:                           # (thousands of clocks: JSON only when asked for)
+        write_trace(trace, f"trace-{rank}.jsonl", "".join(files.json_text(rec) + "\n" for rec in eng.trace))
     if n == 0 and not start:
         say(f"0 {unit}s: nothing trained")
     est.read_model(eng, setup)
