@@ -26,6 +26,7 @@ last one; ``"keep"`` keeps them all as separate edges (LibMF's behaviour).
 Every problem raises :class:`tux2.InputError` naming the file and line (or the
 array and index) and quoting the offending text.
 """
+import contextlib
 import numbers
 import os
 
@@ -658,16 +659,33 @@ def dedupe(g, policy, where, what=None):
 
 
 # --------------------------------------------------------------------------- other files
-def load_libsvm(path, zero_based=False, n_features=None, type_names=("sample", "feature"), duplicates="error"):
-    """(graph sample → feature, labels) of a libsvm file (see ``tux2.io.read_libsvm``);
-    the same feature twice in one line follows the duplicate policy."""
-    check_choice("duplicates", duplicates, DUPLICATES)
-    g, y = io.read_libsvm(path, zero_based=zero_based, n_features=n_features, type_names=type_names)
+@contextlib.contextmanager
+def plain_file(given):
+    """``given`` as a plain file to read (tux2.io.local_copy: ``-``, pipes, gzip, bz2 or
+    xz data), its copy removed when the block ends and errors naming the file as given."""
+    given = os.fspath(given)
+    with io.temporary_copies():
+        path = io.local_copy(given)
+        try:
+            yield path
+        except InputError as e:
+            raise io.as_given(e, path, given) from None
 
-    def where(i):
-        line, text = io.edge_line(path, int(g.src[i]))
-        return path, line, text
-    return dedupe(g, duplicates, where, lambda _, j: f"feature {j + (0 if zero_based else 1)} in one sample"), y
+
+def load_libsvm(path, zero_based=False, n_features=None, type_names=("sample", "feature"), duplicates="error"):
+    """(graph sample → feature, labels) of a libsvm file (see ``tux2.io.read_libsvm``;
+    ``-`` and compressed files as ``plain_file`` reads them); the same feature twice in
+    one line follows the duplicate policy."""
+    check_choice("duplicates", duplicates, DUPLICATES)
+    with plain_file(path) as copy:
+        g, y = io.read_libsvm(copy, zero_based=zero_based, n_features=n_features, type_names=type_names)
+
+        def where(i):
+            line, text = io.edge_line(copy, int(g.src[i]))
+            return copy, line, text
+        g = dedupe(g, duplicates, where, lambda _, j: f"feature {j + (0 if zero_based else 1)} in one sample")
+    g.source = io.display_name(os.fspath(path))
+    return g, y
 
 
 def require_features(graph, path=None):
@@ -726,8 +744,16 @@ def load_corpus(path, fmt="auto", base=None, min_count=1, type_names=("doc", "wo
     TSV file's text column under a header (io.csv_header; 'auto' tells it from text by
     that header, so a header is never read as a document; ``min_count``, ``stopwords``
     and ``max_df`` filter their words as io.text_docs does); ``graph.base`` is
-    the file's id base (1 for docword), which outputs add back to the dense ids."""
+    the file's id base (1 for docword), which outputs add back to the dense ids. ``-``
+    and compressed files are read as ``plain_file`` reads them."""
     check_choice("duplicates", duplicates, DUPLICATES)
+    with plain_file(path) as copy:
+        g, vocab, fmt = _load_corpus(copy, fmt, base, min_count, type_names, duplicates, stopwords, max_df)
+    g.source = io.display_name(os.fspath(path))
+    return g, vocab, fmt
+
+
+def _load_corpus(path, fmt, base, min_count, type_names, duplicates, stopwords, max_df):
     sniffed = fmt == "auto"
     fmt = io.sniff_corpus(path, header_alone=True) if sniffed else fmt
     header = io.csv_header(path) if fmt == "csv" or (sniffed and fmt == "text") else None

@@ -197,6 +197,12 @@ class LDA(Estimator):
         a list of texts or a text file (tokenised as in training; words the model lacks
         are left out), a corpus file in the model's numeric word ids, or counts in them
         as ``fit`` takes them (CountVectorizer's matrix: a Pipeline's ``transform``)."""
+        if loaders.is_path(docs):
+            with loaders.plain_file(docs) as copy:          # '-', .gz, .bz2, .xz
+                return self._documents(copy)
+        return self._documents(docs)
+
+    def _documents(self, docs):
         V = self.word_topic_.shape[1]
         texts, path = io.as_texts(docs), loaders.is_path(docs)
         if texts is not None or (self.vocab_ is not None and path and io.sniff_corpus(docs) == "text"):   # (or CSV)
