@@ -18,6 +18,7 @@ from tux2.version import __version__
 
 NAMES = ("user", "item")
 SPREAD = (0.8, 1.5)     # standard deviations of ratings trained in their own units
+DAMPING = 3.0           # a bias is shrunk as if its user or item had this many more ratings at the mean
 TYPICAL = 0.25          # mean |r − μ| / sd below it: the sd is a few extreme ratings', not a scale (outlying)
 
 
@@ -191,7 +192,7 @@ def vertex_model(eng, s):
 class MF(Estimator):
     """Matrix factorisation by SGD, r̂(u, i) = μ + b_u + b_i + p_u·q_i (paper §4).
 
-    Parameters are those of ``tux2 run mf`` (``reg`` is λ). ``fit(data, test)``:
+    Parameters are those of ``tux2 run mf`` (``reg`` is λ, ``damping`` D: udfs/mf.py). ``fit(data, test)``:
     ``data`` is anything ``tux2.loaders.load`` takes (a 'user item rating' file,
     (users, items, ratings) arrays with any ids, an (n, 3) array, a scipy.sparse
     matrix, a DataFrame), ``test`` the same in the same ids (test RMSE per epoch); or
@@ -211,8 +212,8 @@ class MF(Estimator):
 
     algorithm = "mf"
     _estimator_type = "regressor"
-    bounds = dict(k=integer(1, 100_000), epochs=NONNEG, lr=POSITIVE, reg=NONNEG_NUMBER, batch_size=COUNT,
-                  blocks=integer(1, 65_536), seed=SEED, eval_every=NONNEG)
+    bounds = dict(k=integer(1, 100_000), epochs=NONNEG, lr=POSITIVE, reg=NONNEG_NUMBER, damping=NONNEG_NUMBER,
+                  batch_size=COUNT, blocks=integer(1, 65_536), seed=SEED, eval_every=NONNEG)
     choices = dict(mode=("sgd", "minibatch"), batch_unit=("edge", "vertex"), enumerate=("user", "item"),
                    step=("adagrad", "plain"), biases=(True, False), order=("strata", "blocked", "shuffle", "input"),
                    overlap=("error", "allow"), duplicates=loaders.DUPLICATES, base=("auto", 0, 1),
@@ -220,8 +221,8 @@ class MF(Estimator):
     _resumable = ("eval_every",)
     _watch, _stop = "train_rmse", "training diverged at epoch {n} (RMSE is not finite); lower --lr"
 
-    def __init__(self, k=50, epochs=10, lr=None, reg=0.07, mode="sgd", batch_size=None, batch_unit="edge",
-                 enumerate="item", step="adagrad", biases=True, order=None, blocks=None, overlap="error",
+    def __init__(self, k=50, epochs=10, lr=None, reg=0.07, damping=DAMPING, mode="sgd", batch_size=None,
+                 batch_unit="edge", enumerate="item", step="adagrad", biases=True, order=None, blocks=None, overlap="error",
                  partitioner=None, seed=0, eval_every=1, duplicates="error", columns=None, base="auto",
                  unknown="baseline"):
         self._keep(locals())
@@ -314,7 +315,7 @@ class MF(Estimator):
                             "partition whole blocks of users, so some would be empty; use at most as many "
                             "partitions as users")
         if ingress:                 # tux2.ingress: this worker's share, placed and ordered
-            strata, tiles, known = train.strata, train.tiles, train.known
+            strata, tiles, degrees = train.strata, train.tiles, train.degrees
             mu, sd, mad, far = (data.facts[k] for k in ("mu", "sd", "mad", "far"))
             engine = {"assignment": data.facts["assignment"]}
         else:
@@ -323,7 +324,8 @@ class MF(Estimator):
             sq, ab, far = loaders.deviations(train.values, mu)
             n = max(train.num_edges, 1)
             sd, mad = math.sqrt(sq / n), ab / n
-            engine, known = {"partitioner": partitioner}, loaders.known_ids(train)
+            engine, degrees = {"partitioner": partitioner}, loaders.degrees(train)
+        known = tuple(d > 0 for d in degrees)
         scale = rating_scale(sd, mad)
         if scale != 1.0:            # star ratings: no copy (100M ratings would take 1.2 GB more at their peak)
             # a power of two divides float32 ratings exactly, and commutes with rounding distributed ingress's
@@ -338,7 +340,8 @@ class MF(Estimator):
             batch = max(1, round(mf.MINIBATCH_SIZE * n_enum / max(train.num_edges, 1)))
         prog = mf.program(k=self.k, mode=self.mode, lr=self.lr, reg=self.reg, batch_size=batch,
                           batch_unit=self.batch_unit, enumerate=self.enumerate, overlap=self.overlap,
-                          step=self.step, biases=self.biases, mu=mu / scale)
+                          step=self.step, biases=self.biases, mu=mu / scale, damping=self.damping,
+                          degrees=degrees)
         engine.update(strata=strata, tiles=tiles,
                       partitioner_options={"blocks": blocks} if partitioner == "stratified" else None)
         ids = data.train.ids
