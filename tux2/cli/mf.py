@@ -31,7 +31,7 @@ def add_parser(sub):
     p.add_argument("--lr", type=POSITIVE, default=None,
                    help="learning rate (default 0.1; 0.01 with --mode minibatch --step plain)")
     p.add_argument("--reg", type=NONNEG_NUMBER, default=0.07, help="L2 regularisation λ of the factors, per rating")
-    p.add_argument("--damping", type=NONNEG_NUMBER, default=DAMPING,
+    p.add_argument("--damping", type=MF.bounds["damping"], default=DAMPING, metavar="D",
                    help="a bias is shrunk as if its user or item had D more ratings at the mean: b = Σ(r−r̂+b)/(n+D)")
     p.add_argument("--epochs", type=NONNEG, default=10, help="passes over the training edges")
     p.add_argument("--mode", choices=MF.choices["mode"], default="sgd",

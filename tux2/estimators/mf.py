@@ -11,7 +11,7 @@ from tux2.compile import group_by_part
 from tux2.errors import InputError, Tux2Error
 from tux2.estimator import Estimator
 from tux2.graph import BipartiteGraph, blocked_order, stratified_order
-from tux2.params import COUNT, NONNEG, NONNEG_NUMBER, POSITIVE, SEED, integer
+from tux2.params import COUNT, NONNEG, NONNEG_NUMBER, POSITIVE, SEED, integer, number
 from tux2.runner import Dataset, Setup
 from tux2.udfs import mf
 from tux2.version import __version__
@@ -212,7 +212,8 @@ class MF(Estimator):
 
     algorithm = "mf"
     _estimator_type = "regressor"
-    bounds = dict(k=integer(1, 100_000), epochs=NONNEG, lr=POSITIVE, reg=NONNEG_NUMBER, damping=NONNEG_NUMBER,
+    bounds = dict(k=integer(1, 100_000), epochs=NONNEG, lr=POSITIVE, reg=NONNEG_NUMBER,
+                  damping=number(0, loaders.FLOAT32_MAX),      # D/n is kept in float32
                   batch_size=COUNT, blocks=integer(1, 65_536), seed=SEED, eval_every=NONNEG)
     choices = dict(mode=("sgd", "minibatch"), batch_unit=("edge", "vertex"), enumerate=("user", "item"),
                    step=("adagrad", "plain"), biases=(True, False), order=("strata", "blocked", "shuffle", "input"),
