@@ -525,9 +525,10 @@ class MF(Estimator):
             pred = self.predict(u, i, unknown="baseline")
         return -float(np.sqrt(np.mean((r - pred) ** 2)))
 
-    def recommend(self, users=None, k=10, exclude_seen=True, unknown=None, chunk=1024):
+    def recommend(self, users=None, k=10, exclude_seen=True, unknown=None, chunk=1024, min_ratings=1):
         """Top-``k`` items per user by predicted rating, leaving out the user's training
-        items and items nobody rated: (users, items (n × k), scores (n × k)) in the
+        items and items with fewer than ``min_ratings`` training ratings (default 1:
+        those nobody rated): (users, items (n × k), scores (n × k)) in the
         user's ids, ``items`` an array of the model's item ids (integers, or strings). A
         user with fewer than k such items (one who has seen nearly every item) has a
         row padded at its end with item -1 ("" when the ids are strings) and score nan:
@@ -535,6 +536,12 @@ class MF(Estimator):
         ratings; a user without follows ``unknown`` (default: the estimator's): baseline
         gets the items of highest μ + b_i, skip leaves the user out, error raises."""
         known_u, known_i = self.known_
+        NONNEG.check("MF.recommend: min_ratings", min_ratings)
+        if min_ratings > 1:
+            if self.seen_ is None:
+                raise InputError("the model was saved without its training ratings (seen.npz): it cannot "
+                                 "tell which items have min_ratings", path="recommend")
+            known_i = np.bincount(self.seen_[1], minlength=self.n_items) >= min_ratings
         if users is None:
             u = np.flatnonzero(known_u)
             names, unk = self.user_ids(0, u), np.zeros(len(u), bool)
