@@ -45,6 +45,7 @@ def _train():
     ("MF", dict(lr=-1.0), "MF: lr must be a finite number > 0, got -1.0"),              # ran, then "diverged"
     ("MF", dict(seed=2 ** 70), "MF: seed must be an integer >= 0 and <= 4294967295"),  # taken
     ("MF", dict(batch_size=0), "MF: batch_size must be an integer >= 1, got 0"),
+    ("MF", dict(damping=1e300), "MF: damping must be a finite number >= 0 and <= 3.4028234663852886e+38"),  # inf
     ("LDA", dict(alpha=0.0), "LDA: alpha must be a finite number > 0, got 0.0"),       # math domain error
     ("LDA", dict(topics=0), "LDA: topics must be an integer >= 1 and <= 32767, got 0"),
     ("BlockPG", dict(block_size=0), "BlockPG: block_size must be an integer >= 1 and <= 2147483647, got 0"),

@@ -332,7 +332,8 @@ def test_predict_refuses_flags_another_kind_of_model_takes(tmp_path):
     import tux2
     tux2.LDA(topics=2, iterations=5).fit(TEXT.splitlines()).save(str(tmp_path / "lda"))
     docs = _write(tmp_path / "new.txt", "apples and trucks\n")
-    for flag, kinds in ((["--top-k", "3"], "mf"), (["--include-seen"], "mf"), (["--unknown", "skip"], "mf"),
+    for flag, kinds in ((["--top-k", "3"], "mf"), (["--include-seen"], "mf"), (["--min-ratings", "3"], "mf"),
+                        (["--unknown", "skip"], "mf"),
                         (["--zero-based"], "lr, svm, softmax, fm, blockpg")):
         r = run_cli("predict", str(tmp_path / "lda"), docs, *flag, timeout=300)
         assert r.returncode == 2 and r.stdout == ""

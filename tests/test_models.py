@@ -84,6 +84,28 @@ def test_top_k_is_brute_force_over_unseen_items(ratings_file, tmp_path):
     assert r.returncode == 0 and r.stdout == "\n".join(lines) + "\n", r.stderr
 
 
+def test_top_k_with_min_ratings_leaves_out_items_rated_fewer_times(ratings_file, tmp_path):
+    """``min_ratings`` (``--min-ratings``), as surprise's min_support: an item with fewer
+    training ratings is never recommended; the lists are the brute-force ones over the
+    others, and the CLI writes them."""
+    model = MF(k=5, epochs=3).fit(str(ratings_file))
+    count = {}
+    for line in open(ratings_file):
+        count[line.split("\t")[1]] = count.get(line.split("\t")[1], 0) + 1
+    n = int(np.percentile(list(count.values()), 75))          # a quarter of the items stay
+    users, items, scores = model.recommend(k=5, min_ratings=n)
+    lists = [[it for it in row if it] for row in items.tolist()]     # "": a row short of 5 such items, padded
+    assert sum(map(len, lists)) > 4 * len(lists) and min(count[it] for row in lists for it in row) >= n
+    _, everything, all_scores = model.recommend(k=60)
+    for row, srow, full, fscores in zip(lists, scores.tolist(), everything.tolist(), all_scores.tolist()):
+        kept = [(it, s) for it, s in zip(full, fscores) if it and count[it] >= n][:5]
+        assert row == [it for it, _ in kept] and srow[:len(row)] == [s for _, s in kept]
+    model.save(tmp_path / "m")
+    r = run_cli("predict", str(tmp_path / "m"), "--top-k", "5", "--min-ratings", str(n))
+    assert r.returncode == 0, r.stderr
+    assert [[t.split(":")[0] for t in ln.split()[1:]] for ln in r.stdout.splitlines()] == lists
+
+
 def test_top_k_rows_short_of_k_are_padded_with_minus_one_and_nan(tmp_path):
     """A user with fewer unseen items than k: the row ends in item -1 ("" for string ids)
     and score nan, in an array of the model's id type; predict --top-k lists the real ones."""

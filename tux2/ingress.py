@@ -70,7 +70,7 @@ class Shard:
         self.strata = strata            # where each stratum starts in the global order (order "strata")
         self.tiles = tiles              # where each tile of the strata starts
         self.ids = (None, None)         # id maps (1 … n of a 1-based file), as BipartiteGraph.ids
-        self.known = None               # per type: has training edges somewhere
+        self.degrees = None             # per type: its training edges on every worker (0: an unknown id)
         self.base = 0
         self.layout = None              # the file's tux2.io.EdgeFormat
 
@@ -267,7 +267,8 @@ def load(transport, path, partitions, partitioner="bicut", seed=0, test_path=Non
         return mine
 
     # test edges: to rank 0, which evaluates; ids without training edges are unknown
-    known = (deg_out[:n_src] > 0, deg_in[n_src:] > 0)
+    degrees = (deg_out[:n_src], deg_in[n_src:])
+    known = tuple(d > 0 for d in degrees)
     test = None
     if test_path is None:
         box = transport.alltoall(-1, "ingress-test", {(rank, 0): list(test_local)})
@@ -285,7 +286,7 @@ def load(transport, path, partitions, partitioner="bicut", seed=0, test_path=Non
     stats = {"rank": rank, "read_edges": int(len(held)), "total_edges": total_read, "train_edges": n_train,
              "owned_edges": int(len(src))}
     shard = Shard(src, dst, val, gkey, part, n_src, n_dst, n_train, type_names, replicated, share, stats, strata, tiles)
-    shard.ids, shard.known, shard.base, shard.layout = ids, known, base, fmt
+    shard.ids, shard.degrees, shard.base, shard.layout = ids, degrees, base, fmt
     assignment = Assignment(part, master, int(partitions), partitioner)
     return shard, assignment, spread, test
 

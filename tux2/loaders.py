@@ -334,10 +334,15 @@ def edge_ids(graph, side):
     return out
 
 
+def degrees(graph):
+    """Per side (src, dst): the number of edges of each dense id of ``graph``."""
+    return tuple(np.bincount(a, minlength=n) for a, n in ((graph.src, graph.n_src), (graph.dst, graph.n_dst)))
+
+
 def known_ids(graph):
     """Per side (src, dst): which dense ids of ``graph`` have edges (an MF model never
     counts, scores or recommends the others)."""
-    return tuple(np.bincount(a, minlength=n) > 0 for a, n in ((graph.src, graph.n_src), (graph.dst, graph.n_dst)))
+    return tuple(d > 0 for d in degrees(graph))
 
 
 def dense_ids(m, x, n):

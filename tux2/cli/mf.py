@@ -2,7 +2,7 @@
 from tux2 import ingress, loaders
 from tux2.cli.common import (COUNT, FRACTION, NONNEG, NONNEG_NUMBER, POSITIVE, SEED,
                              run as run_command, add_input_args, add_run_args, add_partition_args, input_options)
-from tux2.estimators.mf import MF, NAMES
+from tux2.estimators.mf import DAMPING, MF, NAMES
 from tux2.files import json_text
 from tux2.runner import Dataset, partitions, write_trace
 
@@ -30,7 +30,9 @@ def add_parser(sub):
     p.add_argument("--k", type=MF.bounds["k"], default=50, help="latent dimension")
     p.add_argument("--lr", type=POSITIVE, default=None,
                    help="learning rate (default 0.1; 0.01 with --mode minibatch --step plain)")
-    p.add_argument("--reg", type=NONNEG_NUMBER, default=0.07, help="L2 regularisation λ")
+    p.add_argument("--reg", type=NONNEG_NUMBER, default=0.07, help="L2 regularisation λ of the factors, per rating")
+    p.add_argument("--damping", type=MF.bounds["damping"], default=DAMPING, metavar="D",
+                   help="a bias is shrunk as if its user or item had D more ratings at the mean: b = Σ(r−r̂+b)/(n+D)")
     p.add_argument("--epochs", type=NONNEG, default=10, help="passes over the training edges")
     p.add_argument("--mode", choices=MF.choices["mode"], default="sgd",
                    help="sgd: per-edge updates in Exchange (LibMF style); minibatch: the paper's "

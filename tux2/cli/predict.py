@@ -11,7 +11,7 @@ import numpy as np
 
 from tux2 import estimators, files
 from tux2.io import display_name
-from tux2.cli.common import COUNT, SEED, add_input_args, integer, note_first_read, spool_inputs
+from tux2.cli.common import COUNT, NONNEG, SEED, add_input_args, integer, note_first_read, spool_inputs
 from tux2.errors import InputError, Tux2Error
 
 LINEAR = ("lr", "svm", "softmax", "fm", "blockpg")
@@ -35,6 +35,8 @@ def add_parser(sub):
     p.add_argument("--metrics", help="also write the metrics as one JSON object to this file")
     p.add_argument("--top-k", type=COUNT, default=None, help="mf: recommend this many items per user")
     p.add_argument("--include-seen", action="store_true", help="mf --top-k: also recommend training items")
+    p.add_argument("--min-ratings", type=NONNEG, default=1,
+                   help="mf --top-k: recommend only items with at least this many training ratings")
     p.add_argument("--iterations", type=integer(1, 1_000_000), default=50,
                    help="lda: Gibbs sweeps of inference per document")
     add_input_args(p, base=False, unknown=True)
@@ -67,6 +69,7 @@ def _report(args, res):
 
 # flags that only some models take: (flag, dest, its default, the algorithms); given to another model, an error
 FOR_SOME = (("--top-k", "top_k", None, ("mf",)), ("--include-seen", "include_seen", False, ("mf",)),
+            ("--min-ratings", "min_ratings", 1, ("mf",)),
             ("--iterations", "iterations", 50, ("lda",)), ("--seed", "seed", 0, ("lda",)),
             ("--columns", "columns", None, ("mf",)), ("--unknown", "unknown", "baseline", ("mf",)),
             ("--zero-based", "zero_based", None, LINEAR))
@@ -123,7 +126,7 @@ def predict_mf(args, model):
     if args.top_k is not None:
         users = _listed_users(args, model) if args.input else None
         names, items, score = model.recommend(users, args.top_k, exclude_seen=not args.include_seen,
-                                              unknown=args.unknown)
+                                              unknown=args.unknown, min_ratings=args.min_ratings)
         _write(args.output, (f"{user}" + "".join(f" {it}:{sc:.6g}" for it, sc in zip(row, srow) if math.isfinite(sc))
                              + "\n" for user, row, srow in zip(names.tolist(), items.tolist(), score.tolist())))
         return 0

@@ -11,13 +11,14 @@ from tux2.compile import group_by_part
 from tux2.errors import InputError, Tux2Error
 from tux2.estimator import Estimator
 from tux2.graph import BipartiteGraph, blocked_order, stratified_order
-from tux2.params import COUNT, NONNEG, NONNEG_NUMBER, POSITIVE, SEED, integer
+from tux2.params import COUNT, NONNEG, NONNEG_NUMBER, POSITIVE, SEED, integer, number
 from tux2.runner import Dataset, Setup
 from tux2.udfs import mf
 from tux2.version import __version__
 
 NAMES = ("user", "item")
 SPREAD = (0.8, 1.5)     # standard deviations of ratings trained in their own units
+DAMPING = 3.0           # a bias is shrunk as if its user or item had this many more ratings at the mean
 TYPICAL = 0.25          # mean |r − μ| / sd below it: the sd is a few extreme ratings', not a scale (outlying)
 
 
@@ -191,7 +192,7 @@ def vertex_model(eng, s):
 class MF(Estimator):
     """Matrix factorisation by SGD, r̂(u, i) = μ + b_u + b_i + p_u·q_i (paper §4).
 
-    Parameters are those of ``tux2 run mf`` (``reg`` is λ). ``fit(data, test)``:
+    Parameters are those of ``tux2 run mf`` (``reg`` is λ, ``damping`` D: udfs/mf.py). ``fit(data, test)``:
     ``data`` is anything ``tux2.loaders.load`` takes (a 'user item rating' file,
     (users, items, ratings) arrays with any ids, an (n, 3) array, a scipy.sparse
     matrix, a DataFrame), ``test`` the same in the same ids (test RMSE per epoch); or
@@ -211,8 +212,9 @@ class MF(Estimator):
 
     algorithm = "mf"
     _estimator_type = "regressor"
-    bounds = dict(k=integer(1, 100_000), epochs=NONNEG, lr=POSITIVE, reg=NONNEG_NUMBER, batch_size=COUNT,
-                  blocks=integer(1, 65_536), seed=SEED, eval_every=NONNEG)
+    bounds = dict(k=integer(1, 100_000), epochs=NONNEG, lr=POSITIVE, reg=NONNEG_NUMBER,
+                  damping=number(0, loaders.FLOAT32_MAX),      # D/n is kept in float32
+                  batch_size=COUNT, blocks=integer(1, 65_536), seed=SEED, eval_every=NONNEG)
     choices = dict(mode=("sgd", "minibatch"), batch_unit=("edge", "vertex"), enumerate=("user", "item"),
                    step=("adagrad", "plain"), biases=(True, False), order=("strata", "blocked", "shuffle", "input"),
                    overlap=("error", "allow"), duplicates=loaders.DUPLICATES, base=("auto", 0, 1),
@@ -220,8 +222,8 @@ class MF(Estimator):
     _resumable = ("eval_every",)
     _watch, _stop = "train_rmse", "training diverged at epoch {n} (RMSE is not finite); lower --lr"
 
-    def __init__(self, k=50, epochs=10, lr=None, reg=0.07, mode="sgd", batch_size=None, batch_unit="edge",
-                 enumerate="item", step="adagrad", biases=True, order=None, blocks=None, overlap="error",
+    def __init__(self, k=50, epochs=10, lr=None, reg=0.07, damping=DAMPING, mode="sgd", batch_size=None,
+                 batch_unit="edge", enumerate="item", step="adagrad", biases=True, order=None, blocks=None, overlap="error",
                  partitioner=None, seed=0, eval_every=1, duplicates="error", columns=None, base="auto",
                  unknown="baseline"):
         self._keep(locals())
@@ -314,7 +316,7 @@ class MF(Estimator):
                             "partition whole blocks of users, so some would be empty; use at most as many "
                             "partitions as users")
         if ingress:                 # tux2.ingress: this worker's share, placed and ordered
-            strata, tiles, known = train.strata, train.tiles, train.known
+            strata, tiles, degrees = train.strata, train.tiles, train.degrees
             mu, sd, mad, far = (data.facts[k] for k in ("mu", "sd", "mad", "far"))
             engine = {"assignment": data.facts["assignment"]}
         else:
@@ -323,7 +325,8 @@ class MF(Estimator):
             sq, ab, far = loaders.deviations(train.values, mu)
             n = max(train.num_edges, 1)
             sd, mad = math.sqrt(sq / n), ab / n
-            engine, known = {"partitioner": partitioner}, loaders.known_ids(train)
+            engine, degrees = {"partitioner": partitioner}, loaders.degrees(train)
+        known = tuple(d > 0 for d in degrees)
         scale = rating_scale(sd, mad)
         if scale != 1.0:            # star ratings: no copy (100M ratings would take 1.2 GB more at their peak)
             # a power of two divides float32 ratings exactly, and commutes with rounding distributed ingress's
@@ -338,7 +341,8 @@ class MF(Estimator):
             batch = max(1, round(mf.MINIBATCH_SIZE * n_enum / max(train.num_edges, 1)))
         prog = mf.program(k=self.k, mode=self.mode, lr=self.lr, reg=self.reg, batch_size=batch,
                           batch_unit=self.batch_unit, enumerate=self.enumerate, overlap=self.overlap,
-                          step=self.step, biases=self.biases, mu=mu / scale)
+                          step=self.step, biases=self.biases, mu=mu / scale, damping=self.damping,
+                          degrees=degrees)
         engine.update(strata=strata, tiles=tiles,
                       partitioner_options={"blocks": blocks} if partitioner == "stratified" else None)
         ids = data.train.ids
@@ -521,9 +525,10 @@ class MF(Estimator):
             pred = self.predict(u, i, unknown="baseline")
         return -float(np.sqrt(np.mean((r - pred) ** 2)))
 
-    def recommend(self, users=None, k=10, exclude_seen=True, unknown=None, chunk=1024):
+    def recommend(self, users=None, k=10, exclude_seen=True, unknown=None, chunk=1024, min_ratings=1):
         """Top-``k`` items per user by predicted rating, leaving out the user's training
-        items and items nobody rated: (users, items (n × k), scores (n × k)) in the
+        items and items with fewer than ``min_ratings`` training ratings (default 1:
+        those nobody rated): (users, items (n × k), scores (n × k)) in the
         user's ids, ``items`` an array of the model's item ids (integers, or strings). A
         user with fewer than k such items (one who has seen nearly every item) has a
         row padded at its end with item -1 ("" when the ids are strings) and score nan:
@@ -531,6 +536,12 @@ class MF(Estimator):
         ratings; a user without follows ``unknown`` (default: the estimator's): baseline
         gets the items of highest μ + b_i, skip leaves the user out, error raises."""
         known_u, known_i = self.known_
+        NONNEG.check("MF.recommend: min_ratings", min_ratings)
+        if min_ratings > 1:
+            if self.seen_ is None:
+                raise InputError("the model was saved without its training ratings (seen.npz): it cannot "
+                                 "tell which items have min_ratings", path="recommend")
+            known_i = np.bincount(self.seen_[1], minlength=self.n_items) >= min_ratings
         if users is None:
             u = np.flatnonzero(known_u)
             names, unk = self.user_ids(0, u), np.zeros(len(u), bool)
