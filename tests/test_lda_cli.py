@@ -448,3 +448,22 @@ def test_what_is_not_a_csv_header_is_text_and_a_csv_without_text_column_is_an_er
         tux2.LDA(topics=2).fit(_write(tmp_path / "c.csv", "id,text,label\n1,a b,x\n2,c d\n"))
     with pytest.raises(InputError, match=r"a.txt:1: line 1 is no CSV header"):
         tux2.LDA(topics=2, format="csv").fit(str(tmp_path / "a.txt"))
+
+
+def test_lda_fits_a_dataframe_by_its_text_column():
+    """LDA().fit(pd.read_csv('docs.csv')) read the frame as doc/word/count columns and
+    ended in pandas' own ValueError traceback, while `tux2 run lda docs.csv` reads the
+    text column. A frame without one names the way: fit(df['COLUMN'])."""
+    pd = pytest.importorskip("pandas")
+    import tux2
+    from tux2 import loaders
+    texts = TEXT.splitlines()
+    df = pd.DataFrame({"id": range(len(texts)), "Title": ["t"] * len(texts), "Text": texts, "label": 0})
+    a, b = tux2.LDA(topics=2, iterations=3).fit(df), tux2.LDA(topics=2, iterations=3).fit(texts)
+    assert a.vocab_ == b.vocab_ and np.array_equal(a.word_topic_, b.word_topic_)
+    assert np.array_equal(a.transform(df), b.transform(texts))
+    with pytest.raises(InputError, match=r"^DataFrame: a DataFrame with text \(columns id, Title, label\) and no "
+                                         r"column named text, body, content, …: pass the texts, fit\(df\['COLUMN'\]\)"):
+        tux2.LDA().fit(df.drop(columns="Text"))
+    with pytest.raises(InputError, match="^DataFrame: value column 'Title' is not numeric: 't' at row 0"):
+        loaders.load(df[["id", "label", "Title"]])

@@ -1185,7 +1185,14 @@ def _utf8_lines(f, path):
 
 def as_texts(data):
     """``data`` as a list of texts when it is one (a list or tuple holding strings, or
-    empty; a pandas Series, a 1-D numpy array of strings or objects), else None."""
+    empty; a pandas Series, a 1-D numpy array of strings or objects; a DataFrame's text
+    column, named as a CSV corpus's header names it: TEXT_COLUMNS), else None."""
+    if type(data).__module__.split(".")[0] == "pandas" and getattr(data, "ndim", 0) == 2:
+        low = [str(c).lower() for c in data.columns]
+        col = next((low.index(t) for t in TEXT_COLUMNS if t in low), None)
+        if col is None:
+            return None
+        data = data.iloc[:, col]
     if (type(data).__module__.split(".")[0] == "pandas" and getattr(data, "ndim", 0) == 1
             or isinstance(data, np.ndarray) and data.ndim == 1 and data.dtype.kind in "UO"):
         data = data.tolist()

@@ -857,13 +857,26 @@ def from_pandas(df, src=None, dst=None, value=None, duplicates="error"):
         if v.isna().any():
             i = int(np.flatnonzero(v.isna().to_numpy())[0])
             raise InputError(f"value column {value!r} is missing at row {i}", path="DataFrame")
-        vals = v.to_numpy(dtype=np.float64)
+        try:
+            vals = v.to_numpy(dtype=np.float64)
+        except (TypeError, ValueError):
+            i = next(i for i, x in enumerate(v.tolist()) if not _is_number(x))
+            raise InputError(f"value column {value!r} is not numeric: {str(v.iloc[i])[:40]!r} at row {i}",
+                             path="DataFrame") from None
     for c in (src, dst):
         if df[c].isna().any():
             i = int(np.flatnonzero(df[c].isna().to_numpy())[0])
             raise InputError(f"column {c!r} is missing at row {i}", path="DataFrame")
     return from_arrays(df[src].to_numpy(), df[dst].to_numpy(), vals, type_names=(str(src), str(dst)),
                        duplicates=duplicates, source="DataFrame")
+
+
+def _is_number(x):
+    try:
+        float(x)
+        return True
+    except (TypeError, ValueError):
+        return False
 
 
 def from_networkx(G, weight="weight", left=None, type_names=("left", "right"), duplicates="sum"):

@@ -92,6 +92,10 @@ class LDA(Estimator):
                     raise InputError("it looks like a libsvm file ('label index:value …'), not text: tux2 run lr, "
                                      "svm, softmax, fm or blockpg reads it (--format text reads it as text anyway)",
                                      path=data)
+        elif type(data).__module__.split(".")[0] == "pandas" and any(t.kind in "OSU" for t in data.dtypes):
+            raise InputError(f"a DataFrame with text (columns {', '.join(map(str, data.columns))}) and no column "
+                             f"named {', '.join(io.TEXT_COLUMNS[:3])}, …: pass the texts, fit(df['COLUMN'])",
+                             path="DataFrame")
         else:
             g, format = _counts(data), "arrays"
         where = data if isinstance(data, (str, bytes)) or hasattr(data, "__fspath__") else None
