@@ -467,3 +467,33 @@ def test_lda_fits_a_dataframe_by_its_text_column():
         tux2.LDA().fit(df.drop(columns="Text"))
     with pytest.raises(InputError, match="^DataFrame: value column 'Title' is not numeric: 't' at row 0"):
         loaders.load(df[["id", "label", "Title"]])
+
+
+def test_a_model_keeps_its_stop_words_and_refuses_documents_of_another_kind(tmp_path):
+    """A model trained with --stop-words FILE re-read the file at predict time: moved or
+    edited, predict failed or split new text differently. A text model given a docword
+    file mapped its word ids onto the text's words silently (a perplexity of another
+    corpus); a docword model given text said 'word id beyond the model's words'."""
+    import tux2
+    src = _write(tmp_path / "docs.txt", TEXT)
+    stop = _write(tmp_path / "stop.txt", "Apples the\n")
+    r = run_cli("run", "lda", src, "-k", "2", "--iterations", "2", "--stop-words", stop, "--out",
+                str(tmp_path / "m"), "-q", timeout=300)
+    assert r.returncode == 0, r.stderr
+    os.remove(stop)
+    new = _write(tmp_path / "new.txt", "the apples and bananas zebra\n")
+    r = run_cli("predict", str(tmp_path / "m"), new, timeout=300)
+    assert r.returncode == 0, r.stderr
+    report = json.loads(r.stderr.strip().splitlines()[-1])
+    assert report["tokens"] == 2 and report["unknown_words_dropped"] == 1      # and, bananas in; zebra unknown
+    model = tux2.LDA.load(tmp_path / "m")
+    assert model.stop_words_ == ["apples", "the"] and model.documents([open(new).read()])[0].values.sum() == 2
+    docword = _docword_two_themes(tmp_path / "docword.txt")
+    r = run_cli("predict", str(tmp_path / "m"), docword, timeout=300)
+    assert r.returncode == 2 and f"{docword}: a docword corpus, and this model was fitted on text" in r.stderr
+    r = run_cli("run", "lda", docword, "-k", "2", "--iterations", "2", "--out", str(tmp_path / "dw"), "-q",
+                timeout=300)
+    assert r.returncode == 0, r.stderr
+    r = run_cli("predict", str(tmp_path / "dw"), new, timeout=300)
+    assert r.returncode == 2 and f"{new}: this model has numeric word ids (no vocabulary), and these documents are " \
+                                 "text" in r.stderr and "Traceback" not in r.stderr

@@ -234,7 +234,7 @@ class Estimator:
         meta = model_check.read_meta(directory)
         est = cls(**{k: meta[k] for k in cls._param_names() if k in meta})
         est._restore(directory, meta)
-        est.run_ = {k: meta.get(k) for k in ("partitions", "workers", "clock", "iteration", "context")}
+        est.run_ = {k: meta.get(k) for k in ("partitions", "workers", "clock", "iteration", "context", "format")}
         est.run_["source"] = meta.get("input")
         est.history_ = []
         return est

@@ -117,7 +117,9 @@ class LDA(Estimator):
             if format == "docword" and len(words) != g.n_dst:     # UCI's vocab.NAME.txt has W lines
                 raise InputError(f"vocabulary has {len(words)} words but the docword header says W = {g.n_dst}: "
                                  "the vocabulary of another corpus?", path=vocab)
-        return Dataset(g, vocab=words, format=format, word_base=int(g.base) if words is None else 0)
+        own = words is not None and self.stop_words not in ("english", "none", None)     # kept with the model
+        return Dataset(g, vocab=words, format=format, word_base=int(g.base) if words is None else 0,
+                       stop=sorted(filters["stopwords"]) if own else None)
 
     def prepare(self, data, parts):
         g = data.train
@@ -131,6 +133,7 @@ class LDA(Estimator):
                                    "partitioner_options": {"favorite": 0} if self.partitioner in ("bicut", "aweto")
                                    else None},
                      tokens=tokens, vocab=data.vocab, source=data.source, format=fmt, word_base=base,
+                     stop=data.facts.get("stop"),
                      meta={"documents": g.n_src, "words": g.n_dst, "tokens": tokens, "format": fmt,
                            "word_base": base})
 
@@ -157,11 +160,12 @@ class LDA(Estimator):
         if docs is not None:
             K = self.topics
             self._set(lda.topic_word(words, K), lda.topic_counts(eng.context(), K), s.vocab,
-                      lda.topic_counts(docs, K), s.word_base)
+                      lda.topic_counts(docs, K), s.word_base, s.stop)
 
-    def _set(self, word_topic, totals, vocab, doc_topic=None, word_base=0):
+    def _set(self, word_topic, totals, vocab, doc_topic=None, word_base=0, stop=None):
         self.word_topic_, self.topic_totals_ = np.asarray(word_topic), np.asarray(totals)
         self.vocab_ = list(vocab) if vocab is not None else None
+        self.stop_words_ = list(stop) if stop is not None else None     # a file's or list's, as trained with
         self.doc_topic_, self.word_base_ = doc_topic, int(word_base)
 
     def _report(self, s):
@@ -178,6 +182,8 @@ class LDA(Estimator):
                                                 for k, ws in enumerate(tops)))}
         if self.vocab_ is not None:
             out["vocab.txt"] = files.text("".join(w + "\n" for w in self.vocab_))
+        if getattr(self, "stop_words_", None) is not None:
+            out["stopwords.txt"] = files.text("".join(w + "\n" for w in self.stop_words_))
         return out
 
     def _meta(self):
@@ -187,13 +193,14 @@ class LDA(Estimator):
 
     def _restore(self, directory, meta):
         from tux2 import model_check
-        meta, found = model_check.read_model(directory, "lda", ("lda.npz",), ("vocab.txt",))
+        meta, found = model_check.read_model(directory, "lda", ("lda.npz",), ("vocab.txt", "stopwords.txt"))
         model_check.check_lda(directory, meta, found)
         vocab = io.read_words(found["vocab.txt"], meta["words"], model_check.ModelError,
                               f"model.json says {meta['words']}") if "vocab.txt" in found else None
         arrays = found["lda.npz"]
+        stop = sorted(stop_words(found["stopwords.txt"])) if "stopwords.txt" in found else None
         self._set(arrays["word_topic"], arrays["topic_totals"], vocab, arrays.get("doc_topic"),
-                  meta.get("word_base", 0) if vocab is None else 0)
+                  meta.get("word_base", 0) if vocab is None else 0, stop)
 
     # ------------------------------------------------------------ new documents
     def documents(self, docs):
@@ -209,11 +216,18 @@ class LDA(Estimator):
     def _documents(self, docs):
         V = self.word_topic_.shape[1]
         texts, path = io.as_texts(docs), loaders.is_path(docs)
-        if texts is not None or (self.vocab_ is not None and path and io.sniff_corpus(docs) == "text"):   # (or CSV)
+        kind = io.sniff_corpus(docs) if path else None                  # (text: or CSV)
+        if path and kind != "text" and (getattr(self, "run_", None) or {}).get("format") in ("text", "csv"):
+            raise InputError(f"a {kind} corpus, and this model was fitted on text: its word ids are its own words' "
+                             "(vocab.txt), not this file's; give the new documents as text", path=docs)
+        if texts is not None or kind == "text":
             if self.vocab_ is None:
-                raise ValueError("this model has numeric word ids (no vocabulary): pass counts in them, as fit took "
-                                 "them (a CountVectorizer matrix, a corpus file, a doc → word count BipartiteGraph)")
-            stop = stop_words(self.stop_words)          # dropped as in training: not counted as unknown
+                raise InputError("this model has numeric word ids (no vocabulary), and these documents are text: "
+                                 "pass counts in the model's word ids, as fit took them (a corpus file, a "
+                                 "CountVectorizer matrix, a doc → word count BipartiteGraph)",
+                                 path=docs if path else "texts")
+            stop = (self.stop_words_ if getattr(self, "stop_words_", None) is not None    # dropped as in training,
+                    else stop_words(self.stop_words if self.stop_words in ("english", "none") else None))  # not unknown
             g, words = (io.read_text_docs(docs, stopwords=stop, csv=io.csv_header(docs)) if path
                         else io.text_docs(texts, stopwords=stop, need_words=False))
             index = {w: i for i, w in enumerate(self.vocab_)}
