@@ -338,6 +338,8 @@ def test_a_test_set_that_is_the_training_file_is_noted(tmp_path):
         tux2.MF(k=2, epochs=1).fit(path, str(tmp_path / "link.txt"))
     r = run_cli("run", "mf", path, "--test", path, "--epochs", "1", "--k", "2", timeout=300)
     assert r.returncode == 0 and "note: the test set is the training file itself" in r.stdout + r.stderr, r.stderr
+    r = run_cli("run", "mf", path, "--epochs", "1", "--k", "2", timeout=300)   # a part held out of the input
+    assert r.returncode == 0 and "training file itself" not in r.stdout + r.stderr, r.stderr
     (tmp_path / "copy.txt").write_text(open(path).read())
     r = run_cli("run", "mf", path, "--test", str(tmp_path / "copy.txt"), "--epochs", "1", "--k", "2", timeout=300)
     assert r.returncode == 0 and "training file itself" not in r.stdout + r.stderr, r.stderr

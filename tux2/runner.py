@@ -334,7 +334,8 @@ def train(est, data, *, transport=None, partitions=None, threads=None, slack=0, 
     parts = globals()["partitions"](requested, world, threads, est.tiled())
     setup = est.prepare(data, parts)
     source = setup.source if hasattr(setup, "source") else getattr(data, "source", None)
-    same = rank == 0 and _same_files(*(getattr(getattr(data, g, None), "source", None) for g in ("train", "test")))
+    same = rank == 0 and not getattr(data, "facts", {}).get("held_out") and _same_files(
+        *(getattr(getattr(data, g, None), "source", None) for g in ("train", "test")))
     del data            # the data as loaded, when the caller kept no reference: the setup has what the run needs
     for line in est._header(setup, parts, world):
         say(line)

@@ -106,4 +106,5 @@ def load(args, est, transport, say):
         data.train, test = g.permuted(~held), g.permuted(held)
         # held-out ids without training ratings follow --unknown
         data.test = loaders.mark_unknown(test, loaders.known_ids(data.train), est.unknown)
+        data.facts["held_out"] = True       # a part of the input, not the input itself
     return data
