@@ -845,3 +845,25 @@ def test_r_write_table_tab_file_quotes_its_strings_and_reads_as_the_unquoted_fil
     np.testing.assert_array_equal(a.values, b.values)
     r = run_cli("info", str(quoted))
     assert r.returncode == 0 and "edges" in r.stdout and "string ids" not in r.stdout, r.stdout + r.stderr
+
+
+def test_play_counts_are_refused_with_the_way_out_not_trained_into_nan(tmp_path):
+    """Last.fm's plays (median ~90, a few above 100,000) as ratings: the spread is a
+    few extreme values', so nothing rescaled them, and the first epoch diverged
+    ('loss is nan'). Counts are named as such, with log(1 + count) as the way out; a
+    mistyped 1e7 among stars still trains (and says so), as before."""
+    rng = np.random.default_rng(0)
+    n = 4000
+    plays = np.round(np.exp(rng.normal(4.5, 1.3, n))).astype(int) + 1
+    plays[:3] = [419157, 200000, 150000]
+    pairs = sorted({(int(u), int(a)) for u, a in zip(rng.integers(0, 300, n), rng.zipf(1.5, n) % 400)})
+    path = tmp_path / "plays.tsv"
+    path.write_text("".join(f"u{u}\tartist {a}\t{p}\n" for (u, a), p in zip(pairs, plays)))
+    r = run_cli("run", "mf", str(path), "--epochs", "1", timeout=300)
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert f"tux2: error: {path}: the ratings look like counts (plays, clicks: whole numbers from " \
+           in r.stderr and "log(1 + count)" in r.stderr and "compile" not in r.stdout
+    stars = tmp_path / "stars.txt"
+    stars.write_text("".join(f"{u} {a} {1e7 if k == 5 else rng.integers(1, 6)}\n" for k, (u, a) in enumerate(pairs)))
+    r = run_cli("run", "mf", str(stars), "--epochs", "1", timeout=300)
+    assert "look like counts" not in r.stderr and "check the input for mistyped values" in r.stdout, r.stderr

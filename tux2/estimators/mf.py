@@ -19,6 +19,7 @@ from tux2.version import __version__
 NAMES = ("user", "item")
 SPREAD = (0.8, 1.5)     # standard deviations of ratings trained in their own units
 DAMPING = 3.0           # a bias is shrunk as if its user or item had this many more ratings at the mean
+COUNT_LEVELS = 50       # distinct whole-number ratings above it: counts (refuse_counts)
 TYPICAL = 0.25          # mean |r − μ| / sd below it: the sd is a few extreme ratings', not a scale (outlying)
 
 
@@ -162,6 +163,19 @@ def outlying(sd, mad):
     give about √(k/n): one among 3000, 0.02; 30, 0.1; a normal's is 0.80, a uniform's
     0.87, stars' 0.8-0.9, an exponential's 0.74)."""
     return mad is not None and mad < TYPICAL * sd
+
+
+def refuse_counts(values, source):
+    """InputError when ratings whose spread is a few extreme ones' (``outlying``) are
+    counts: many distinct whole numbers >= 0 (plays, clicks; a mistyped 1e7 among stars
+    has a few). Their squared loss diverges in the first epoch (Last.fm's plays: a
+    median of 94, a largest of 419,157); on a log scale they are ratings like others."""
+    v = np.asarray(values)
+    if len(v) and v.min() >= 0 and np.all(v == np.floor(v)) and len(np.unique(v[:1 << 20])) > COUNT_LEVELS:
+        raise InputError(f"the ratings look like counts (plays, clicks: whole numbers from {v.min():g} to "
+                         f"{v.max():g}, median {np.median(v):g}), whose few huge values make MF's squared loss "
+                         "diverge: give log(1 + count) as the rating, e.g. awk -F'\\t' -v OFS='\\t' "
+                         "'{ $4 = log(1 + $4) } 1' for the 4th column of a tab-separated file", path=source)
 
 
 def spread_note(s):
@@ -327,6 +341,8 @@ class MF(Estimator):
             sd, mad = math.sqrt(sq / n), ab / n
             engine, degrees = {"partitioner": partitioner}, loaders.degrees(train)
         known = tuple(d > 0 for d in degrees)
+        if outlying(sd, mad):
+            refuse_counts(train.values, data.source)
         scale = rating_scale(sd, mad)
         if scale != 1.0:            # star ratings: no copy (100M ratings would take 1.2 GB more at their peak)
             # a power of two divides float32 ratings exactly, and commutes with rounding distributed ingress's
