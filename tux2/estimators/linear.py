@@ -535,8 +535,8 @@ class BlockPG(Linear):
     with C = 1/reg), by block proximal gradient (paper §4, Fig. 7). Parameters are
     those of ``tux2 run blockpg``; ``form="newton"``: a proximal Newton step per epoch
     (udfs.blockpg.newton_program), for raw counts; ``form="kappa"``: a proximal step per
-    block under the κ bound, fast on normalised values; ``form="auto"`` (the default):
-    newton when the feature values are raw counts (``raw_counts``), else kappa.
+    block under the κ bound, fast on 0/1 values; ``form="auto"`` (the default):
+    kappa when every value is 0 or 1 and a sample has under 8 features per block, else newton.
     ``block_size`` None: 500, or 1 for newton; ``coef_``: the weights, the intercept
     last with ``bias``; ``form_`` and ``block_size_``: the form and block size the fit
     used (model.json: form_used, block_size_used)."""
@@ -553,10 +553,13 @@ class BlockPG(Linear):
 
     KAPPA_NEWTON = 8        # auto: newton when a sample has this many features per block on average
 
-    def _form(self, counts, kappa=None):
-        if self.form == "auto" and kappa is not None and kappa >= self.KAPPA_NEWTON:
-            return "newton"
-        return ("newton" if counts else "kappa") if self.form == "auto" else self.form
+    def _form(self, binary, kappa=None):
+        """auto: kappa only on 0/1 values with few of a sample's features per block (the
+        paper's setting); unscaled, correlated real values (pima: 20 epochs ended at the
+        majority class, 4 % above liblinear's optimum) and raw counts need the newton form."""
+        if self.form != "auto":
+            return self.form
+        return "kappa" if binary and kappa is not None and kappa < self.KAPPA_NEWTON else "newton"
 
     def _block(self, form):
         return self.block_size or (1 if form == "newton" else 500)
@@ -567,13 +570,14 @@ class BlockPG(Linear):
         if self.bias:                             # the test set gets its bias in _scores
             g = with_bias(g)
         counts = raw_counts(g.values)
+        binary = g.values is None or bool(np.isin(g.values, (0.0, 1.0)).all())
         feat, perm = blockpg.shuffle_features(g.dst, g.n_dst, seed=self.seed)
         # the kappa form's step is 1/κ of a coordinate's Newton step, κ the sample's features in the block:
         # on dense or one-hot rows (a9a: 14 of 123 features, all in one block) it crawls
         per_edge = blockpg.block_counts(g.src, feat, self._block("kappa")) \
-            if self.form == "auto" and not counts and g.num_edges else None
+            if self.form == "auto" and binary and g.num_edges else None
         kappa = float(per_edge.mean()) if per_edge is not None else None
-        form = self._form(counts, kappa)
+        form = self._form(binary, kappa)
         prog = blockpg.program(y, g.values, g.src, feat, g.n_dst, lam=self.reg, block_size=self._block(form),
                                shrink=self.shrink, rest=self.shrink_rest, form=form, kappa=per_edge)
         graph = BipartiteGraph(g.src, feat, None, g.n_src, g.n_dst, g.type_names, data.source)
@@ -594,8 +598,9 @@ class BlockPG(Linear):
         d, b = s.graph.n_dst, self._block(s.form)
         per = "sweep" if s.form == "newton" else "epoch"
         why = ("" if self.form != "auto" else f" (auto: the values are whole numbers up to {s.counts:g})" if s.counts
+               else " (auto: the values are not all 0 or 1)" if s.kappa is None
                else f" (auto: {s.kappa:.1f} features of a sample per block, too many for the kappa bound)"
-               if s.form == "newton" else " (auto: the values are not raw counts)")
+               if s.form == "newton" else f" (auto: 0/1 values, {s.kappa:.1f} features of a sample per block)")
         return [f"tux2 {__version__} blockpg: {s.source}",
                 f"  {s.graph.n_src} samples, {d} features, {s.graph.num_edges} non-zeros; lambda={self.reg}, "
                 f"{s.form} form{why}, blocks of {b} ({-(-d // b)} per {per}), P={parts} ({self.partitioner})"
