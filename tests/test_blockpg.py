@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from tests.conftest import run_cli
+from tests.conftest import clinical_rows, run_cli, write_rows
 from tux2 import BipartiteGraph, Engine, io
 from tux2.datasets import sparse_classification
 from tux2.errors import InputError
@@ -437,29 +437,14 @@ def test_predict_counts_feature_indices_beyond_the_model(tmp_path):
     assert "unknown_features" not in json.loads(p.stderr.splitlines()[-1])
 
 
-def _clinical_libsvm(path, n=600, seed=0):
-    """Dense unscaled rows as UCI's Pima diabetes set: 8 positive features in their own
-    units (counts to ~17, glucose ~120, insulin to ~500 with zeros, BMI ~32, …), zeros
-    left out as libsvm files leave them; labels from a logistic model of three of them."""
-    rng = np.random.default_rng(seed)
-    mean = np.array([3.8, 120.0, 69.0, 20.0, 80.0, 32.0, 0.47, 33.0])
-    sd = np.array([3.4, 32.0, 19.0, 16.0, 115.0, 7.9, 0.33, 11.8])
-    X = np.round(np.abs(mean + sd * rng.standard_normal((n, 8))), 1)
-    X[rng.random((n, 8)) < 0.1] = 0.0
-    z = (X[:, 1] - 120) / 32 + 0.5 * (X[:, 5] - 32) / 8 + 0.3 * (X[:, 0] - 4) / 3 - 0.7
-    y = np.where(rng.random(n) < 1 / (1 + np.exp(-z)), 1, -1)
-    path.write_text("".join(f"{t:+d} " + " ".join(f"{j + 1}:{v:g}" for j, v in enumerate(x) if v) + "\n"
-                            for t, x in zip(y, X)))
-    return str(path), sp.csr_matrix(X), y
-
-
 def test_auto_takes_the_newton_form_on_dense_unscaled_values(tmp_path):
     """Pima-like rows have 7 of 8 features per block, below KAPPA_NEWTON, and no counts:
     auto took the kappa form, whose Jacobi-like steps crawl on correlated uncentred
     columns (20 epochs ended 3 % above liblinear's optimum; on Pima itself at the
     majority class). auto keeps the kappa form for 0/1 values only."""
     import tux2
-    path, X, y = _clinical_libsvm(tmp_path / "clinical.svm")
+    X, y = clinical_rows()
+    path, X = write_rows(tmp_path / "clinical.svm", X, y), sp.csr_matrix(X)
     f_star = blockpg.objective_value(_liblinear(X, y, 1.0), X, y, 1.0)
     est = tux2.BlockPG().fit(path)
     assert est.form_ == "newton"

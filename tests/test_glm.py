@@ -829,3 +829,31 @@ def test_several_workers_are_told_what_each_round_costs(tmp_path):
         assert one.returncode == 0 and "round of messages" not in one.stdout, one.stdout
     few = run_cli("run", "lr", path, "--epochs", "0", "--workers", "2", "--batch", "1000", "--timeout", "60")
     assert few.returncode == 0 and "round of messages" not in few.stdout, few.stdout
+
+
+def test_dense_columns_train_centred_so_a_shifted_column_gives_the_same_predictions(tmp_path):
+    """With an intercept, dense columns train centred (glm.centre) and the intercept takes
+    their means: a column moved by a constant gives the same predictions, and on
+    Pima-like unscaled rows 10 epochs end within 1 % of the optimum of that objective (the
+    intercept penalised in centred units). Uncentred, the intercept and the columns of
+    values ~120 moved together and 10 epochs ended 16 % above."""
+    import warnings
+    from sklearn.linear_model import LogisticRegression
+    import tux2
+    from tests.conftest import clinical_rows, write_rows
+    X, y = clinical_rows()
+    X[:, 1] = np.maximum(X[:, 1], 1.0)                       # every sample holds column 1 ...
+    shifted = X.copy()
+    shifted[:, 1] += 50.0                                    # ... and here 50 more
+    a = tux2.LinearSVM().fit(write_rows(tmp_path / "a.svm", X, y))
+    b = tux2.LinearSVM().fit(write_rows(tmp_path / "b.svm", shifted, y))
+    np.testing.assert_allclose(b.decision_function(shifted), a.decision_function(X), rtol=1e-6, atol=1e-8)
+    assert b.coef_[-1] == pytest.approx(a.coef_[-1] - 50.0 * a.coef_[1])
+    est = tux2.LogisticRegression().fit(write_rows(tmp_path / "a.svm", X, y))
+    n = len(y)
+    Xc = np.column_stack([X - X.mean(axis=0), np.ones(n)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        w = LogisticRegression(C=1.0, fit_intercept=False, tol=1e-10, max_iter=100_000).fit(Xc, y).coef_.ravel()
+    f_star = (np.logaddexp(0.0, -y * (Xc @ w)).sum() + 0.5 * w @ w) / n
+    assert est.history_[-1]["objective"] <= 1.01 * f_star

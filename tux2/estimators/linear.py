@@ -375,6 +375,9 @@ class GLM(Linear):
         if self.driver and self.strategy != "sendgradient":
             raise Tux2Error("--driver (all feature masters on one partition) goes with --strategy sendgradient")
         g, y = data.train, data.labels
+        mu = None
+        if self.bias and not self.factors:          # dense columns centred, the intercept takes their means
+            g, mu = glm.centre(g)
         if self.bias:                   # an intercept: the constant feature 1, last (liblinear's -B 1)
             g = with_bias(g)
         where = (data.source, getattr(data.test, "source", None))
@@ -393,7 +396,8 @@ class GLM(Linear):
             lam=lam, batch=batch or None, eta=eta, decay=self.decay, classes=self.classes, evaluate=True,
             factors=self.factors, optimizer=optimizer, **({"init_std": self.init_std} if self.factors else {}))
         return Setup(graph, prog, {"assignment": assignment, "edge_data": edata}, test=data.test,
-                     test_labels=test_labels, n=g.n_src, nnz=g.num_edges, eta=eta, lam=lam, batch=batch,
+                     test_labels=test_labels, n=g.n_src, nnz=data.train.num_edges + g.n_src * self.bias,
+                     eta=eta, lam=lam, batch=batch, mu=mu,
                      source=data.source,
                      top=float(np.max(np.abs(g.values))) if g.values is not None and g.num_edges else 1.0,
                      zero_based=data.facts.get("zero_based", False), label_base=base, n_classes=k, labels=labels,
@@ -405,7 +409,7 @@ class GLM(Linear):
         ctx = eng.context()
         rec = {"objective": float(ctx["objective"]), "loss": float(ctx["loss"] / max(s.n, 1)),
                "nnz": int(ctx["nnz"]), "clock": eng.clock}
-        return {**rec, **self._test_metrics(s, glm.weights(eng) if s.test is not None else None)}
+        return {**rec, **self._test_metrics(s, uncentred(glm.weights(eng), s.mu) if s.test is not None else None)}
 
     def _header(self, s, parts, world):
         return [f"tux2 {__version__} {self.algorithm} ({self.loss}, {self.penalty}, strategy {self.strategy}): "
@@ -413,7 +417,8 @@ class GLM(Linear):
                 f"  {s.n} samples, {s.graph.n_dst - self.bias} features{' + intercept' if self.bias else ''}, "
                 f"{s.nnz - s.n * self.bias} non-zeros; lambda={s.lam:.6g}{' (1/n)' if self.reg is None else ''}, "
                 f"batch {min(s.batch or s.n, s.n)}, eta {s.eta}, P={parts}" + (f", {world} workers" if world > 1 else "")] \
-            + self._label_notes(s) + self._rounds_note(s, world)
+            + ([f"  {np.count_nonzero(s.mu)} dense features centred for training (their means go to the intercept)"]
+               if s.mu is not None else []) + self._label_notes(s) + self._rounds_note(s, world)
 
     def _rounds_note(self, s, world):
         """On several workers, a one-step strategy's every mini-batch is a round of
@@ -480,10 +485,20 @@ class GLM(Linear):
         return self._resolved()[1]
 
     def read_model(self, eng, s):
-        W = glm.weights(eng)
+        W = uncentred(glm.weights(eng), s.mu)
         if W is not None:           # as weights.npz holds it: a vector for one column
             self._learned(W[:, 0] if W.shape[1] == 1 else W, s)
             self.label_base_ = s.label_base
+
+
+def uncentred(W, mu):
+    """The weights of the raw values from those of the centred ones (glm.centre): the
+    intercept, last, less μ·w."""
+    if W is None or mu is None:
+        return W
+    W = W.copy()
+    W[-1] -= mu @ W[:-1]
+    return W
 
 
 class LogisticRegression(GLM):
