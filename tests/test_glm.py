@@ -808,7 +808,7 @@ def test_fit_from_python_warns_where_the_cli_prints_a_note(tmp_path):
     import tux2
     f = _bag_of_words_svm(tmp_path / "train.svm")
     with pytest.warns(RuntimeWarning, match="the objective rose from .* lower eta= \\(now 1.0\\)"):
-        tux2.FM(epochs=6, optimizer="sgd", eta=1.0, batch=1000).fit(f)
+        tux2.FM(epochs=6, optimizer="sgd", eta=1.0, batch=1000, norm="none").fit(f)      # raw counts, as they are
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
         for est in (tux2.FM(epochs=10, eta=0.01), tux2.LogisticRegression(epochs=6, eta=0.01)):
@@ -862,3 +862,28 @@ def test_dense_columns_train_centred_so_a_shifted_column_gives_the_same_predicti
         w = LogisticRegression(C=1.0, fit_intercept=False, tol=1e-10, max_iter=100_000).fit(Xc, y).coef_.ravel()
     f_star = (np.logaddexp(0.0, -y * (Xc @ w)).sum() + 0.5 * w @ w) / n
     assert est.history_[-1]["objective"] <= 1.01 * f_star
+
+
+def test_fm_on_raw_counts_scales_each_sample_to_unit_length(tmp_path):
+    """An FM's output is quadratic in x: at the default η 0.5 on raw word counts (a Zipf
+    bag-of-words, counts to ~500) 10 epochs ended above the all-zero model's ln 2. norm
+    "auto" scales raw-count rows to unit length (xLearn's default), and scoring does the
+    same: the saved model's predictions give the run's last test accuracy."""
+    import tux2
+    from tux2.datasets import text_like
+    from tux2.io import write_libsvm
+    d, w, c, y = text_like(n_docs=1200, n_words=4000, seed=0)
+    keep, rest = d < 1000, d >= 1000
+    write_libsvm(tmp_path / "train.svm", tux2.BipartiteGraph(d[keep], w[keep], c[keep], 1000, w.max() + 1), y[:1000])
+    write_libsvm(tmp_path / "test.svm", tux2.BipartiteGraph(d[rest] - 1000, w[rest], c[rest], 200, w.max() + 1),
+                 y[1000:])
+    r = run_cli("run", "fm", str(tmp_path / "train.svm"), "--test", str(tmp_path / "test.svm"), "--out",
+                str(tmp_path / "m"), "--metrics", str(tmp_path / "m.jsonl"))
+    assert r.returncode == 0, r.stderr
+    assert "samples scaled to unit length (auto: the values are whole numbers up to" in r.stdout, r.stdout
+    last = json.loads((tmp_path / "m.jsonl").read_text().splitlines()[-1])
+    assert last["objective"] < glm.zero_objective("logistic") and "note:" not in r.stdout, r.stdout
+    est = tux2.FM.load(tmp_path / "m")
+    assert est.norm_ == "l2" and est.score(str(tmp_path / "test.svm")) == last["test_accuracy"]
+    with pytest.warns(RuntimeWarning, match="worse than the all-zero model"):      # the values as they are
+        assert tux2.FM(norm="none", epochs=1).fit(str(tmp_path / "train.svm")).norm_ == "none"

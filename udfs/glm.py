@@ -402,6 +402,17 @@ def feature_scale(features, values, n_features):
     return 1.0 / np.maximum(rms, 1.0)
 
 
+def unit_rows(graph):
+    """Each sample's values divided by its Euclidean length (xLearn's and libffm's default
+    for factorization machines): an FM's output is quadratic in x, and on raw counts one
+    AdaGrad step of every factor of a long document moved it by hundreds. Empty rows stay."""
+    from tux2.graph import BipartiteGraph
+    vals = np.ones(graph.num_edges) if graph.values is None else np.asarray(graph.values, np.float64)
+    length = np.sqrt(np.bincount(graph.src, weights=vals * vals, minlength=graph.n_src))
+    out = vals / np.where(length > 0, length, 1.0)[graph.src]
+    return BipartiteGraph(graph.src, graph.dst, out, graph.n_src, graph.n_dst, graph.type_names, graph.source)
+
+
 def centre(graph, share=0.5):
     """The columns that at least ``share`` of the samples hold (dense columns: an age, a
     glucose level, a pixel), centred: x_ij − μ_j, μ_j the column's mean over all samples,
