@@ -887,3 +887,13 @@ def test_fm_on_raw_counts_scales_each_sample_to_unit_length(tmp_path):
     assert est.norm_ == "l2" and est.score(str(tmp_path / "test.svm")) == last["test_accuracy"]
     with pytest.warns(RuntimeWarning, match="worse than the all-zero model"):      # the values as they are
         assert tux2.FM(norm="none", epochs=1).fit(str(tmp_path / "train.svm")).norm_ == "none"
+
+
+def test_the_too_large_step_note_quotes_the_values_as_given():
+    """Plain SGD on unscaled rows: the note names the largest value of the data as given,
+    not of the centred columns the run trains on (394 here, not 394 less its column's mean)."""
+    import tux2
+    from tests.conftest import clinical_rows
+    X, y = clinical_rows()
+    with pytest.warns(RuntimeWarning, match=f"scale the feature values \\(now up to {X.max():g}\\)"):
+        tux2.LogisticRegression(optimizer="sgd", eta=0.1, epochs=3).fit(X, y)

@@ -380,7 +380,7 @@ class GLM(Linear):
         if self.driver and self.strategy != "sendgradient":
             raise Tux2Error("--driver (all feature masters on one partition) goes with --strategy sendgradient")
         g, y = data.train, data.labels
-        mu, counts = None, raw_counts(g.values)
+        mu, counts = None, raw_counts(g.values) if self.factors and self.norm == "auto" else None
         if self.bias and not self.factors:          # dense columns centred, the intercept takes their means
             g, mu = glm.centre(g)
         self.norm_ = ("l2" if counts else "none") if self.norm == "auto" else self.norm
@@ -407,7 +407,8 @@ class GLM(Linear):
                      test_labels=test_labels, n=g.n_src, nnz=data.train.num_edges + g.n_src * self.bias,
                      eta=eta, lam=lam, batch=batch, mu=mu, counts=counts,
                      source=data.source,
-                     top=float(np.max(np.abs(g.values))) if g.values is not None and g.num_edges else 1.0,
+                     top=float(np.max(np.abs(data.train.values))) if data.train.values is not None
+                     and data.train.num_edges else 1.0,
                      zero_based=data.facts.get("zero_based", False), label_base=base, n_classes=k, labels=labels,
                      feature_names=data.facts.get("feature_names"),
                      meta={"optimizer": optimizer, "eta": eta, "lam": lam, "batch_used": batch, "samples": g.n_src,
