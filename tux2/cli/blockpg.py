@@ -19,8 +19,9 @@ def add_parser(algos):
     p.add_argument("--form", choices=BlockPG.choices["form"], default="auto",
                    help="kappa: a proximal step per block under the kappa bound (fast on 0/1 features); "
                         "newton: a proximal Newton step per epoch, 10 coordinate-descent sweeps and a line "
-                        "search (converges on counts, tf-idf and unscaled values); auto: kappa when every "
-                        "value is 0 or 1 and a sample has under 8 features per block, else newton")
+                        "search (converges on counts, tf-idf and unscaled values); auto: kappa when each "
+                        "sample's values are equal (0/1, one-hot) and it has under 8 features per block, "
+                        "else newton")
     p.add_argument("--epochs", type=NONNEG, default=20, help="passes over all blocks")
     p.add_argument("--tol", type=NONNEG_NUMBER, default=0.0,
                    help="stop when the objective fell by less than this relative amount over the last "

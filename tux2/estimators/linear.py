@@ -561,13 +561,25 @@ def raw_counts(values, at_least=4):
     return top if top >= at_least and np.all(values == np.floor(values)) else None
 
 
+def even_rows(graph):
+    """Whether every sample's values are equal in size (0/1 and one-hot rows, or such rows
+    scaled, as the built-in set's 1/√nnz): no value of a sample dwarfs another."""
+    if graph.values is None or not graph.num_edges:
+        return True
+    a = np.abs(np.asarray(graph.values, np.float64))
+    top = np.zeros(graph.n_src)
+    np.maximum.at(top, graph.src, a)
+    return bool(np.all(a == top[graph.src]))
+
+
 class BlockPG(Linear):
     """L1 logistic regression, Σ log(1 + exp(−y x·w)) + reg ‖w‖₁ (liblinear's objective
     with C = 1/reg), by block proximal gradient (paper §4, Fig. 7). Parameters are
     those of ``tux2 run blockpg``; ``form="newton"``: a proximal Newton step per epoch
     (udfs.blockpg.newton_program), for raw counts; ``form="kappa"``: a proximal step per
     block under the κ bound, fast on 0/1 values; ``form="auto"`` (the default):
-    kappa when every value is 0 or 1 and a sample has under 8 features per block, else newton.
+    kappa when each sample's values are equal (``even_rows``) and a sample has under 8
+    features per block, else newton.
     ``block_size`` None: 500, or 1 for newton; ``coef_``: the weights, the intercept
     last with ``bias``; ``form_`` and ``block_size_``: the form and block size the fit
     used (model.json: form_used, block_size_used)."""
@@ -585,9 +597,11 @@ class BlockPG(Linear):
     KAPPA_NEWTON = 8        # auto: newton when a sample has this many features per block on average
 
     def _form(self, binary, kappa=None):
-        """auto: kappa only on 0/1 values with few of a sample's features per block (the
-        paper's setting); unscaled, correlated real values (pima: 20 epochs ended at the
-        majority class, 4 % above liblinear's optimum) and raw counts need the newton form."""
+        """auto: kappa only where each sample's values are equal (0/1, one-hot, or such rows
+        scaled) and few of a sample's features share a block: the paper's setting, where κ
+        is the bound's natural weight. Values that differ within a sample (unscaled columns,
+        tf-idf, counts) make it loose for the large ones (pima: 20 epochs ended 4 % above
+        liblinear's optimum, at the majority class); the newton form needs no bound."""
         if self.form != "auto":
             return self.form
         return "kappa" if binary and kappa is not None and kappa < self.KAPPA_NEWTON else "newton"
@@ -601,7 +615,7 @@ class BlockPG(Linear):
         if self.bias:                             # the test set gets its bias in _scores
             g = with_bias(g)
         counts = raw_counts(g.values)
-        binary = g.values is None or bool(np.isin(g.values, (0.0, 1.0)).all())
+        binary = even_rows(g)
         feat, perm = blockpg.shuffle_features(g.dst, g.n_dst, seed=self.seed)
         # the kappa form's step is 1/κ of a coordinate's Newton step, κ the sample's features in the block:
         # on dense or one-hot rows (a9a: 14 of 123 features, all in one block) it crawls
@@ -629,9 +643,10 @@ class BlockPG(Linear):
         d, b = s.graph.n_dst, self._block(s.form)
         per = "sweep" if s.form == "newton" else "epoch"
         why = ("" if self.form != "auto" else f" (auto: the values are whole numbers up to {s.counts:g})" if s.counts
-               else " (auto: the values are not all 0 or 1)" if s.kappa is None
+               else " (auto: the values differ within a sample)" if s.kappa is None
                else f" (auto: {s.kappa:.1f} features of a sample per block, too many for the kappa bound)"
-               if s.form == "newton" else f" (auto: 0/1 values, {s.kappa:.1f} features of a sample per block)")
+               if s.form == "newton" else f" (auto: equal values in each sample, {s.kappa:.1f} features of a "
+               "sample per block)")
         return [f"tux2 {__version__} blockpg: {s.source}",
                 f"  {s.graph.n_src} samples, {d} features, {s.graph.num_edges} non-zeros; lambda={self.reg}, "
                 f"{s.form} form{why}, blocks of {b} ({-(-d // b)} per {per}), P={parts} ({self.partitioner})"
