@@ -447,8 +447,19 @@ def centre(graph, share=0.5):
     if not mu.any():
         return graph, None
     out = np.concatenate([vals - mu[dst], -mu[np.concatenate(new_dst)]]) if new_dst else vals - mu[dst]
-    return BipartiteGraph(np.concatenate([src, *new_src]).astype(src.dtype), np.concatenate([dst, *new_dst]).astype(dst.dtype),
-                          out, n, d, graph.type_names, graph.source), mu
+    return BipartiteGraph(np.concatenate([src, *new_src]).astype(src.dtype),
+                          np.concatenate([dst, *new_dst]).astype(dst.dtype), out, n, d, graph.type_names,
+                          graph.source), mu
+
+
+def uncentred(W, mu):
+    """The weights (features + intercept, K) of the raw values from those of the values
+    ``centre`` gave (μ: None for none): the intercept, last, less μ·w."""
+    if W is None or mu is None:
+        return W
+    W = W.copy()
+    W[-1] -= mu @ W[:-1]
+    return W
 
 
 def program(labels, samples, features, values, n_samples, n_features, loss="logistic", reg="l2", lam=1e-6,

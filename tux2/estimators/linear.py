@@ -418,7 +418,8 @@ class GLM(Linear):
         ctx = eng.context()
         rec = {"objective": float(ctx["objective"]), "loss": float(ctx["loss"] / max(s.n, 1)),
                "nnz": int(ctx["nnz"]), "clock": eng.clock}
-        return {**rec, **self._test_metrics(s, uncentred(glm.weights(eng), s.mu) if s.test is not None else None)}
+        W = glm.uncentred(glm.weights(eng), s.mu) if s.test is not None else None
+        return {**rec, **self._test_metrics(s, W)}
 
     def _header(self, s, parts, world):
         return [f"tux2 {__version__} {self.algorithm} ({self.loss}, {self.penalty}, strategy {self.strategy}): "
@@ -497,20 +498,10 @@ class GLM(Linear):
         return self._resolved()[1]
 
     def read_model(self, eng, s):
-        W = uncentred(glm.weights(eng), s.mu)
+        W = glm.uncentred(glm.weights(eng), s.mu)
         if W is not None:           # as weights.npz holds it: a vector for one column
             self._learned(W[:, 0] if W.shape[1] == 1 else W, s)
             self.label_base_ = s.label_base
-
-
-def uncentred(W, mu):
-    """The weights of the raw values from those of the centred ones (glm.centre): the
-    intercept, last, less μ·w."""
-    if W is None or mu is None:
-        return W
-    W = W.copy()
-    W[-1] -= mu @ W[:-1]
-    return W
 
 
 class LogisticRegression(GLM):
@@ -561,24 +552,13 @@ def raw_counts(values, at_least=4):
     return top if top >= at_least and np.all(values == np.floor(values)) else None
 
 
-def even_rows(graph):
-    """Whether every sample's values are equal in size (0/1 and one-hot rows, or such rows
-    scaled, as the built-in set's 1/√nnz): no value of a sample dwarfs another."""
-    if graph.values is None or not graph.num_edges:
-        return True
-    a = np.abs(np.asarray(graph.values, np.float64))
-    top = np.zeros(graph.n_src)
-    np.maximum.at(top, graph.src, a)
-    return bool(np.all(a == top[graph.src]))
-
-
 class BlockPG(Linear):
     """L1 logistic regression, Σ log(1 + exp(−y x·w)) + reg ‖w‖₁ (liblinear's objective
     with C = 1/reg), by block proximal gradient (paper §4, Fig. 7). Parameters are
     those of ``tux2 run blockpg``; ``form="newton"``: a proximal Newton step per epoch
     (udfs.blockpg.newton_program), for raw counts; ``form="kappa"``: a proximal step per
     block under the κ bound, fast on 0/1 values; ``form="auto"`` (the default):
-    kappa when each sample's values are equal (``even_rows``) and a sample has under 8
+    kappa when each sample's values are equal (``blockpg.even_rows``) and a sample has under 8
     features per block, else newton.
     ``block_size`` None: 500, or 1 for newton; ``coef_``: the weights, the intercept
     last with ``bias``; ``form_`` and ``block_size_``: the form and block size the fit
@@ -615,7 +595,7 @@ class BlockPG(Linear):
         if self.bias:                             # the test set gets its bias in _scores
             g = with_bias(g)
         counts = raw_counts(g.values)
-        binary = even_rows(g)
+        binary = blockpg.even_rows(g.src, g.values, g.n_src)
         feat, perm = blockpg.shuffle_features(g.dst, g.n_dst, seed=self.seed)
         # the kappa form's step is 1/κ of a coordinate's Newton step, κ the sample's features in the block:
         # on dense or one-hot rows (a9a: 14 of 123 features, all in one block) it crawls
