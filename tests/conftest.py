@@ -23,6 +23,26 @@ def random_graph(n_a=30, n_b=20, m=150, seed=0, values=True):
                                n_a, n_b, ("a", "b"))
 
 
+def clinical_rows(n=600, seed=0):
+    """Dense unscaled rows as UCI's Pima diabetes set: 8 positive features in their own
+    units (counts to ~17, glucose ~120, insulin to ~500, BMI ~32, …), a tenth of them 0,
+    and ±1 labels from a logistic model of three of them: (X, y)."""
+    rng = np.random.default_rng(seed)
+    mean = np.array([3.8, 120.0, 69.0, 20.0, 80.0, 32.0, 0.47, 33.0])
+    sd = np.array([3.4, 32.0, 19.0, 16.0, 115.0, 7.9, 0.33, 11.8])
+    X = np.round(np.abs(mean + sd * rng.standard_normal((n, 8))), 1)
+    X[rng.random((n, 8)) < 0.1] = 0.0
+    z = (X[:, 1] - 120) / 32 + 0.5 * (X[:, 5] - 32) / 8 + 0.3 * (X[:, 0] - 4) / 3 - 0.7
+    return X, np.where(rng.random(n) < 1 / (1 + np.exp(-z)), 1, -1)
+
+
+def write_rows(path, X, y):
+    """A libsvm file of rows X (zeros left out, as libsvm files leave them) and labels y."""
+    path.write_text("".join(f"{t:+d} " + " ".join(f"{j + 1}:{v:g}" for j, v in enumerate(x) if v) + "\n"
+                            for t, x in zip(y, X)))
+    return str(path)
+
+
 def run_cli(*args, timeout=300, env=None, cwd=None):
     """Run the tux2 CLI in a subprocess; return CompletedProcess with text output."""
     return subprocess.run([sys.executable, "-m", "tux2.cli", *args], capture_output=True, text=True,

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import tux2
-from tests.conftest import run_cli
+from tests.conftest import clinical_rows, run_cli, write_rows
 from tux2.datasets import lda_corpus, netflix_like, sparse_classification
 from tux2.io import write_edge_list, write_libsvm
 
@@ -22,6 +22,7 @@ def files(tmp_path_factory):
     g, y, _ = sparse_classification(n_samples=600, n_features=200, seed=1)
     write_libsvm(d / "s.svm", g, y)
     docs, words, counts, _ = lda_corpus(n_docs=80, n_words=60, n_topics=3, doc_length=30, seed=2)
+    write_rows(d / "dense.svm", *clinical_rows(300))
     (d / "c.txt").write_text("".join(f"{a} {b} {int(c)}\n" for a, b, c in zip(docs, words, counts)))
     return d
 
@@ -35,6 +36,7 @@ CASES = {   # name: (tux2 run words, estimator, data for fit, arrays compared)
                 lambda: tux2.BlockPG(reg=0.5, block_size=50, epochs=3), ("S",), ("coef_",)),
     "lr": (["lr", "S", "--strategy", "modelavg", "--batch", "100", "--epochs", "2"],
            lambda: tux2.LogisticRegression(strategy="modelavg", batch=100, epochs=2), ("S",), ("coef_",)),
+    "svm_dense": (["svm", "D", "--epochs", "2"], lambda: tux2.LinearSVM(epochs=2), ("D",), ("coef_",)),  # centred
 }
 
 
@@ -42,7 +44,8 @@ CASES = {   # name: (tux2 run words, estimator, data for fit, arrays compared)
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n == "lda" else n for n in sorted(CASES)])
 def test_cli_fit_and_two_workers_give_the_same_model(name, files, tmp_path):
     words, make, data, arrays = CASES[name]
-    paths = {"R": files / "r.txt", "T": files / "t.txt", "S": files / "s.svm", "C": files / "c.txt"}
+    paths = {"R": files / "r.txt", "T": files / "t.txt", "S": files / "s.svm", "C": files / "c.txt",
+             "D": files / "dense.svm"}
     r = run_cli("run", *[str(paths.get(w, w)) for w in words], "--partitions", "2", "--quiet",
                 "--metrics", str(tmp_path / "m.jsonl"), "--out", str(tmp_path / "cli"), timeout=300)
     assert r.returncode == 0, r.stderr

@@ -221,6 +221,19 @@ def _inputs(labels, values, samples, features, n_features, lam, block_size, shri
     return np.where(y > 0, 1.0, -1.0), size, kappa, np.asarray(values, np.float64)
 
 
+def even_rows(samples, values, n_samples):
+    """Whether every sample's values are equal in size (0/1 and one-hot rows, or such rows
+    scaled, as 1/√nnz): the setting where κ, a count, is the bound's natural weight. Where
+    a sample's values differ (unscaled columns, tf-idf, counts) it is loose for the large
+    ones."""
+    if values is None or not len(values):
+        return True
+    a = np.abs(np.asarray(values, np.float64))
+    top = np.zeros(n_samples)
+    np.maximum.at(top, samples, a)
+    return bool(np.all(a == top[samples]))
+
+
 INNER = 10          # the newton form's coordinate-descent sweeps per epoch (a proximal Newton step)
 
 

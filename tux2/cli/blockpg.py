@@ -17,10 +17,11 @@ def add_parser(algos):
                    help="features per block (mini-batch, one clock); blocks are a seeded shuffle "
                         "(default 500; 1 with --form newton)")
     p.add_argument("--form", choices=BlockPG.choices["form"], default="auto",
-                   help="kappa: a proximal step per block under the kappa bound (fast on normalised data); "
+                   help="kappa: a proximal step per block under the kappa bound (fast on 0/1 features); "
                         "newton: a proximal Newton step per epoch, 10 coordinate-descent sweeps and a line "
-                        "search (converges on raw counts, e.g. text); auto: newton when the feature values "
-                        "are raw counts (whole numbers, some 4 or more), else kappa")
+                        "search (converges on counts, tf-idf and unscaled values); auto: kappa when each "
+                        "sample's values are equal (0/1, one-hot) and it has under 8 features per block, "
+                        "else newton")
     p.add_argument("--epochs", type=NONNEG, default=20, help="passes over all blocks")
     p.add_argument("--tol", type=NONNEG_NUMBER, default=0.0,
                    help="stop when the objective fell by less than this relative amount over the last "

@@ -30,6 +30,9 @@ def add_parser(algos):
             p.add_argument("--factors", type=FM.bounds["factors"], default=8, help="F, latent factors per feature")
             p.add_argument("--init-std", type=NONNEG_NUMBER, default=0.01,
                            help="factors start as normal draws with this standard deviation")
+            p.add_argument("--norm", default="auto", choices=FM.choices["norm"],
+                           help="l2: each sample scaled to unit length (xLearn's default); none: the values as "
+                                "they are; auto: l2 when they are raw counts (whole numbers, some 4 or more)")
         p.add_argument("--strategy", default="sendgradient", choices=FM.choices["strategy"], help="training strategy")
         p.add_argument("--optimizer", choices=FM.choices["optimizer"], default=None,
                        help="the update (default: adam for --strategy adam, else adagrad). column and sendgradient "
