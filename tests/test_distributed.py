@@ -672,6 +672,43 @@ def test_a_closing_worker_keeps_its_data_port_open_until_its_last_message_has_le
 
 
 
+def test_a_failing_worker_s_abort_reaches_a_peer_that_is_slow_to_read_it():
+    """A worker that fails sends ABORT with its reason and closes. It slept 0.1 s and
+    closed with LINGER 0, dropping an ABORT that had not left by then (a busy machine:
+    the peer then said 'lost worker 1: its connection closed' instead of why). Made
+    certain here: rank 0 is stopped while rank 1 has 64 MB queued for it ahead of the
+    ABORT; resumed, rank 0 must read the ABORT's reason."""
+    p, t = _rank0_child("from tux2.zmq_transport import PeerLost\n"
+                        "print('ready', flush=True)\n"
+                        "sys.stdin.readline()\n"
+                        "try:\n"
+                        "    t.alltoall(0, 'x', {})\n"
+                        "    print('no error', flush=True)\n"
+                        "except PeerLost as e:\n"
+                        "    print(e, flush=True)\n"
+                        "    t.abort(str(e))\n"
+                        "t.close()\n")
+    closing = None
+    try:
+        _stop(p)
+        t.send(0, "big", {(1, 0): [np.arange(8_000_000, dtype=np.float64)]})    # more than loopback buffers
+        t.abort("the reason")
+        closing = threading.Thread(target=t.close)
+        closing.start()
+        os.kill(p.pid, signal.SIGCONT)
+        p.stdin.write("go\n")
+        p.stdin.flush()
+        out, err = p.communicate(timeout=60)
+        closing.join(60)
+    finally:
+        if p.poll() is None:
+            os.kill(p.pid, signal.SIGCONT)
+        _reap(p, None)
+        if closing is None:
+            t.close()
+    assert out == "worker 1 failed: the reason\n", (out, err)
+
+
 @pytest.mark.slow
 def test_a_worker_that_was_stopped_reports_that_its_peers_gave_up_on_it():
     """Rank 1 of 3 is stopped (SIGSTOP, a paused VM) in a wait longer than --timeout;

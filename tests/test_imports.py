@@ -201,6 +201,33 @@ def test_a_second_sigterm_ends_a_program_whose_first_was_dropped():
     assert r.returncode == -15, r.stderr
 
 
+def test_a_sigterm_that_lands_where_pyzmq_frees_a_message_prints_no_traceback():
+    """pyzmq checks for signals when it frees a message (a zero-copy Frame), where the
+    handler's KeyboardInterrupt cannot propagate; Cython then printed its traceback
+    through sys.excepthook (seen in CI from a worker stopped by SIGTERM: "_check_rc …
+    handler … KeyboardInterrupt"). Made certain: SIGTERM is held pending until a C call
+    whose last argument holds the last reference to a received Frame."""
+    import subprocess
+    import sys
+    code = ("import ctypes, signal, os, zmq\n"
+            "from tux2 import interrupt\n"
+            "interrupt.install()\n"
+            "ctx = zmq.Context()\n"
+            "a, b = ctx.socket(zmq.PAIR), ctx.socket(zmq.PAIR)\n"
+            "a.bind('inproc://x'); b.connect('inproc://x'); a.send(b'x')\n"
+            "box = [b.recv(copy=False)]\n"
+            "libc = ctypes.CDLL(None)\n"
+            "mask = ctypes.create_string_buffer(128)\n"
+            "libc.sigemptyset(mask); libc.sigaddset(mask, signal.SIGTERM)\n"
+            "signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGTERM])\n"
+            "os.kill(os.getpid(), signal.SIGTERM)       # pending\n"
+            "# delivered as this call unblocks it; its arguments, the Frame's last reference, go after\n"
+            "libc.pthread_sigmask(signal.SIG_UNBLOCK, mask, None, ctypes.py_object(box.pop()))\n"
+            "print(interrupt.SEEN)\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert (r.returncode, r.stdout, r.stderr) == (0, "[15]\n", "")
+
+
 def test_a_ctrl_c_that_a_c_extensions_import_turns_into_an_import_error_is_an_interrupt():
     """Ctrl-C while numpy's C code imports a module (PyCapsule_Import of datetime) comes
     out as ImportError: test_ctrl_c_while_the_program_starts… saw a traceback now and then

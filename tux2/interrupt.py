@@ -3,7 +3,11 @@ the main thread happens to be; while numba compiles, that can be inside a callba
 C (llvmlite's object cache), which prints "Exception ignored …" and drops it, and the
 run went on (seen: a 100000-epoch run kept running). This handler also remembers the
 signal, and ``check`` (after every epoch, tux2.cli.common.collect_from_now) raises it
-again; Python's "Exception ignored" report of such a dropped interrupt is not printed.
+again; Python's "Exception ignored" report of such a dropped interrupt is not printed,
+nor Cython's traceback of it: pyzmq checks for signals when it frees a message (a
+zero-copy Frame, freed wherever its last reference goes), where an exception cannot
+propagate, and Cython prints it through ``sys.excepthook`` before ``sys.unraisablehook``
+(seen in CI: a worker stopped by SIGTERM printed "_check_rc … handler … KeyboardInterrupt").
 SIGTERM (kill, a job scheduler) is taken alike: a worker stopped by it tells its peers,
 which else waited --timeout for it, and the program exits 143 saying so; a second
 SIGTERM before the first was acted on ends the program at once, as SIGTERM did."""
@@ -28,14 +32,15 @@ def install():
     returns what ``restore`` puts back."""
     term = signal.getsignal(signal.SIGTERM)
     previous = (signal.signal(signal.SIGINT, handler), sys.unraisablehook,
-                signal.signal(signal.SIGTERM, handler) if term is signal.SIG_DFL else None)
+                signal.signal(signal.SIGTERM, handler) if term is signal.SIG_DFL else None, sys.excepthook)
     sys.unraisablehook = _quiet(previous[1])
+    sys.excepthook = _quiet(previous[3], lambda kind, value, tb: kind)
     return previous
 
 
 def restore(previous):
     signal.signal(signal.SIGINT, previous[0])
-    sys.unraisablehook = previous[1]
+    sys.unraisablehook, sys.excepthook = previous[1], previous[3]
     if previous[2] is not None:
         signal.signal(signal.SIGTERM, previous[2])
 
@@ -48,12 +53,14 @@ def stopped():
     return 128 + signal.SIGINT, "interrupted"
 
 
-def _quiet(hook):
-    def unraisable(info):
-        if issubclass(info.exc_type, KeyboardInterrupt) and SEEN:
+def _quiet(hook, kind=lambda info: info.exc_type):
+    """``hook`` (sys.unraisablehook, or sys.excepthook with ``kind`` taking its arguments)
+    silent on the KeyboardInterrupt of a signal ``handler`` took."""
+    def quiet(*args):
+        if issubclass(kind(*args), KeyboardInterrupt) and SEEN:
             return                      # remembered: check() raises it at the end of the epoch
-        hook(info)
-    return unraisable
+        hook(*args)
+    return quiet
 
 
 def check():

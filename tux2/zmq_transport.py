@@ -18,7 +18,11 @@
   heartbeat. A worker that closes normally first lets its queued messages leave (at
   most ``timeout`` seconds: a rank's last message, e.g. its piece of a gather, must
   not die with it) and closes its data port only then, so that a peer waiting for
-  that message does not take it for dead; after an ABORT sockets close with LINGER 0.
+  that message does not take it for dead. A last word (a refusal or the table at the
+  rendezvous, an ABORT) is waited for, not slept for: its socket closes with a linger of
+  at most ``LAST_WORD_GRACE`` seconds (after an ABORT, none for a peer whose connection is
+  down). A fixed sleep, then LINGER 0, dropped it on a busy machine, and the peer waited
+  out its deadline or said 'lost worker' instead of why.
 * Stray traffic: every message carries the run's random token (tux2.wire), which
   rank 0 makes and hands out with the table; the HELLO that asks for the table
   carries a token derived from the run's secret (the launcher's, ``TUX2_SECRET``,
@@ -54,6 +58,7 @@ ZERO_COPY_MIN = 64 * 1024
 MAX_FRAME = 2 << 30             # default for the largest array one message may carry (a model gather)
 RENDEZVOUS_MAX = 1 << 20        # a HELLO or TABLE: addresses and options, never this large
 LINK_GRACE = 1.0                # seconds a peer's data port may stay unreachable after a disconnect
+LAST_WORD_GRACE = 5.0           # seconds a refusal, the table or an ABORT may take to leave at close
 # a CURVE peer with another key: the server cannot decrypt (PROTOCOL) or ZAP refuses it (AUTH); the
 # client only sees the server hang up mid-handshake (NO_DETAIL)
 _HANDSHAKE_FAILED = (zmq.EVENT_HANDSHAKE_FAILED_AUTH | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL
@@ -333,7 +338,6 @@ class ZmqTransport:
                             token=hello)
             for ident in {*idents.values(), ident} - {None}:
                 sock.send_multipart([ident] + frames)
-            time.sleep(0.1)                 # let the refusals leave before LINGER 0 drops them
             return error(reason)
 
         try:
@@ -382,14 +386,14 @@ class ZmqTransport:
             parts.append((-1, 0, [np.frombuffer(self.token, np.uint8)]))
             for ident in idents.values():
                 sock.send_multipart([ident] + encode(TABLE, 0, 0, self.world, "table", parts, token=hello))
-            # the ROUTER must not close before the tables are out (LINGER 0 would drop them)
-            time.sleep(0.05)
         finally:
             self.refused += failed + self._handshake_failures(mon)
             if mon is not None:
                 sock.disable_monitor()
                 mon.close()
-            sock.close()
+            # the tables (or refusals) leave after the close, from the I/O thread: the context
+            # lives on, so this does not block; a failed rendezvous waits for them in ctx.destroy
+            sock.close(linger=int(1000 * LAST_WORD_GRACE))
         return [table[r] for r in range(self.world)]
 
     def _ask_table(self, address, deadline_s):
@@ -629,7 +633,7 @@ class ZmqTransport:
         return acc
 
     def abort(self, reason):
-        """Tell every peer this worker is failing (best effort, never blocks)."""
+        """Tell every peer this worker is failing (never blocks; ``close`` lets it leave)."""
         self._aborted = True
         text = np.frombuffer(str(reason).encode("utf-8", "replace")[:2000], np.uint8)
         frames = encode(ABORT, 0, self.rank, self.world, "abort", [(self.rank, 0, [text])], token=self.token)
@@ -638,7 +642,6 @@ class ZmqTransport:
                 s.send_multipart(frames, flags=zmq.NOBLOCK)
             except zmq.ZMQError:
                 pass
-        time.sleep(0.1)     # let the messages leave before the sockets close with LINGER 0
 
     def close(self):
         if self._closed:
@@ -646,9 +649,14 @@ class ZmqTransport:
         self._closed = True
         self._stop.set()
         self._hb.join(timeout=5)
+        self._watch_links()
         for r, s in self.push.items():
-            if not self._aborted:           # deliver what is queued (term waits for it, bounded)
+            # deliver what is queued (term waits for it, bounded); after an ABORT only so long
+            # that it leaves, and not at all to a peer that is gone
+            if not self._aborted:
                 s.setsockopt(zmq.LINGER, int(1000 * self.timeout))
+            elif r not in self.down_since:
+                s.setsockopt(zmq.LINGER, int(1000 * min(self.timeout, LAST_WORD_GRACE)))
             s.disable_monitor()
             self._links[r].close()
             s.close()
