@@ -200,6 +200,10 @@ def _main(argv):
     except KeyboardInterrupt:
         return _stopped()
     except Exception as e:            # a bug of tux2's own: said in one line, the traceback on request
+        if interrupt.SEEN and not os.environ.get("TUX2_DEBUG"):
+            return _stopped()         # Ctrl-C or SIGTERM raised inside C (numba's compile, a Cython call) comes
+            #                           out as SystemError ("returned a result with an exception set") or
+            #                           RuntimeError ("no compiled object yet"): the stop, not a bug
         if os.environ.get("TUX2_DEBUG"):
             raise
         print(f"tux2: internal error: {who}{type(e).__name__}: {e}\n  this is a bug in tux2: please report it with "
