@@ -238,3 +238,21 @@ def test_mf_numbers_sparse_integer_ids_of_arrays_densely_as_a_files(tmp_path):
     assert np.array_equal(by_frame.item_factors_, by_file.item_factors_)
     assert np.array_equal(by_frame.predict(pairs[:5, 0], pairs[:5, 1]), by_file.predict(pairs[:5, 0], pairs[:5, 1]))
     assert set(by_frame.recommend([int(pairs[0, 0])], k=3)[1].ravel().tolist()) <= set(pairs[:, 1].tolist())
+
+
+def test_mf_reads_one_based_ids_of_a_dataframe_as_a_files(tmp_path):
+    """MovieLens' userIds run 1 … n: MF().fit(pd.read_csv('ratings.csv')) made a phantom
+    user 0 (a row of factors, a user id None) and another model than the same file's,
+    which --base auto reads as 1-based when no id 0 occurs on either side."""
+    import pandas as pd
+    rng = np.random.default_rng(4)
+    pairs = np.unique(np.c_[rng.integers(1, 90, 3000), rng.zipf(1.5, 3000) % 50 + 1], axis=0)
+    frame = pd.DataFrame({"userId": pairs[:, 0], "movieId": pairs[:, 1],
+                          "rating": rng.integers(1, 11, len(pairs)) / 2, "timestamp": 964982703})
+    frame.to_csv(tmp_path / "ratings.csv", index=False)
+    by_frame, by_file = tux2.MF(k=4, epochs=3).fit(frame), tux2.MF(k=4, epochs=3).fit(str(tmp_path / "ratings.csv"))
+    n_users = len(np.unique(pairs[:, 0]))
+    assert by_frame.user_factors_.shape == by_file.user_factors_.shape == (n_users, 4)
+    assert np.array_equal(by_frame.user_factors_, by_file.user_factors_)
+    users, _, _ = by_frame.recommend(k=2)
+    assert sorted(users.tolist()) == sorted(set(pairs[:, 0].tolist()))           # ids as given, none is 0

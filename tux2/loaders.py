@@ -809,12 +809,18 @@ def from_arrays(src, dst, values=None, n_src=None, n_dst=None, type_names=("src"
                 source="arrays", dense=False):
     """A graph from two id sequences (integers, or any ids: strings are mapped to dense
     ids in sorted order) and optional per-edge values. ``dense``: integer ids that fill
-    less than half of their range are numbered densely, as a file's (``numbered``)."""
+    less than half of their range are numbered densely, as a file's (``numbered``), and
+    are 1-based when no id 0 occurs on either side (a file's ``base="auto"``)."""
     check_choice("duplicates", duplicates, DUPLICATES)
     s, ms = _column_ids(src, type_names[0])
     d, md = _column_ids(dst, type_names[1])
     if dense and n_src is None and n_dst is None:
-        ms, md = (m if m is not None or not len(a) or a.min() < 0 else numbered(a, 0) for a, m in ((s, ms), (d, md)))
+        nums = [a for a, m in ((s, ms), (d, md)) if m is None and len(a)]
+        base = 1 if nums and min(int(a.min()) for a in nums) >= 1 else 0       # as a file's --base auto
+        for a in nums:
+            a -= base
+        ms, md = (m if m is not None or not len(a) or a.min() < 0 else numbered(a, base)
+                  for a, m in ((s, ms), (d, md)))
     if len(s) != len(d):
         raise InputError(f"{len(s)} {type_names[0]} ids but {len(d)} {type_names[1]} ids", path=source)
     if values is not None:
