@@ -330,6 +330,32 @@ def test_every_note_of_a_run_is_a_warning_from_fit(tmp_path):
             pass
 
 
+def test_a_test_rmse_that_rises_past_its_lowest_is_noted(tmp_path):
+    """On sparse ratings (most users with a handful; Amazon-shaped) the test RMSE rose
+    every epoch while the train RMSE fell, ending above the bias-only model's, and
+    nothing said so. Data whose test RMSE falls to the end gets no note."""
+    rng = np.random.default_rng(1)
+    n = 60000
+    pairs = {(int(a), int(b)): float(c) for a, b, c in zip(rng.zipf(1.6, n) % 20000, rng.zipf(1.4, n) % 5000,
+                                                           np.clip(np.round(4.2 + rng.normal(0, 1.1, n)), 1, 5))}
+    keys = list(pairs)
+    rng.shuffle(keys)
+    cut = len(keys) * 9 // 10
+    train, test = (tuple(np.array(x) for x in zip(*[(k[0], k[1], pairs[k]) for k in part]))
+                   for part in (keys[:cut], keys[cut:]))
+    with pytest.warns(RuntimeWarning, match=r"the test RMSE was lowest at epoch \d+ \(\d\.\d+\) and rose to .*: the "
+                                            r"model overfits these ratings; fewer epochs=, a larger reg= \(now 0.07\)"):
+        m = tux2.MF().fit(train, test)
+    rmse = [r["test_rmse"] for r in m.history_]
+    assert rmse[-1] >= 1.01 * min(rmse)
+    good, good_test = netflix_like(n_users=300, n_items=50, n_ratings=6000, seed=0)
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        m = tux2.MF(k=4, epochs=5).fit(good, good_test)
+    assert m.history_[-1]["test_rmse"] == min(r["test_rmse"] for r in m.history_)
+
+
 def test_a_test_set_that_is_the_training_file_is_noted(tmp_path):
     """--test naming the training file (a typo of the split's name, or a shortcut) gave a
     'test RMSE' that was the training fit, without a word. A copy is another file."""

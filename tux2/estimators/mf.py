@@ -399,6 +399,17 @@ class MF(Estimator):
                 + (f"test_rmse {rec['test_rmse']:.4f}  " if rec.get("test_rmse") is not None else "")
                 + f"time {rec['time_s']:.3f}s  ({rec['edges_per_s'] / 1e6:.1f} M edges/s)")
 
+    def _report(self, s):
+        """A note when the test RMSE ended 1 % or more above its lowest, at an earlier
+        epoch: the model overfits (sparse data: a median user with a handful of ratings)."""
+        h = [(r["epoch"], r["test_rmse"]) for r in self.history_ if r.get("test_rmse") is not None]
+        best = min(h, key=lambda x: x[1], default=None)
+        if best is None or h[-1][1] < 1.01 * best[1]:
+            return []
+        return [f"  note: the test RMSE was lowest at epoch {best[0]} ({best[1]:.4f}) and rose to {h[-1][1]:.4f} "
+                f"(epoch {h[-1][0]}): the model overfits these ratings; fewer --epochs, a larger --reg (now "
+                f"{self.reg:g}) or a smaller --k (now {self.k}) fits them better"]
+
     def read_model(self, eng, s):
         U, I = vertex_model(eng, s)
         g = s.graph
