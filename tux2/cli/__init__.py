@@ -122,9 +122,9 @@ def main(argv=None):
         return _main(list(argv))
     except KeyboardInterrupt:         # Ctrl-C while the program starts (imports, the parser), as later on
         return _stopped()
-    except ImportError:
-        if interrupt.SEEN:            # Ctrl-C inside a C extension's import (numpy's) comes out as an ImportError
-            return _stopped()
+    except Exception:
+        if interrupt.SEEN:            # Ctrl-C inside a C extension's import (numpy's) comes out as an ImportError,
+            return _stopped()         # inside argparse's parse_intermixed_args as an AttributeError ('save_nargs')
         raise
 
 
