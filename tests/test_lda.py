@@ -211,3 +211,44 @@ def test_optimised_alpha_is_the_same_for_any_partitioning():
         np.testing.assert_array_equal(eng.vertex_data("doc")["nk"], ref.vertex_data("doc")["nk"])
         assert eng.context()["ll"] == pytest.approx(ref.context()["ll"], rel=1e-12)
 
+
+@pytest.mark.slow
+def test_optimised_alpha_is_the_same_from_2_real_workers():
+    texts = _texts(80, 30, 3, 25, seed=6)
+    make = lambda: tux2.LDA(topics=3, iterations=6, sampler="sync", optimize_interval=2, seed=1)   # noqa: E731
+    one = make().fit(texts, partitions=1)
+    two = make().fit(texts, partitions=3, workers=2)
+    np.testing.assert_array_equal(two.alpha_, one.alpha_)
+    np.testing.assert_array_equal(two.word_topic_, one.word_topic_)
+    assert np.ptp(one.alpha_) > 0
+
+
+def test_the_learnt_alpha_is_saved_and_used_by_transform_and_old_models_load_symmetric(tmp_path):
+    import json
+    import os
+    texts = _texts(80, 30, 3, 25, seed=6)
+    est = tux2.LDA(topics=3, iterations=10, optimize_interval=5, seed=1).fit(texts)
+    est.save(tmp_path / "m")
+    back = tux2.LDA.load(tmp_path / "m")
+    np.testing.assert_array_equal(back.alpha_, est.alpha_)
+    assert np.ptp(est.alpha_) > 0 and est.history_[-1]["alpha_sum"] == pytest.approx(est.alpha_.sum())
+    theta = back.transform(texts[:5], iterations=20, seed=2)
+    docs = est.documents(texts[:5])[0]
+    np.testing.assert_array_equal(theta, lda.infer(est.word_topic_, est.topic_totals_, docs, est.alpha_, est.beta,
+                                                   20, 2))
+    assert not np.array_equal(theta, lda.infer(est.word_topic_, est.topic_totals_, docs, est.alpha, est.beta, 20, 2))
+    old = tmp_path / "old"                  # a model written before α was learnt: no alpha in lda.npz
+    est.save(old)
+    arrays = dict(np.load(old / "lda.npz"))
+    del arrays["alpha"]
+    np.savez(old / "lda.npz", **arrays)
+    manifest = [f for f in os.listdir(old) if "manifest" in f.lower()]
+    for f in manifest:
+        os.remove(old / f)
+    meta = json.loads((old / "model.json").read_text())
+    assert "optimize_interval" in meta
+    prior = tux2.LDA.load(old)
+    np.testing.assert_array_equal(prior.alpha_, np.full(3, est.alpha))
+    np.savez(old / "lda.npz", **arrays, alpha=-est.alpha_)
+    with pytest.raises(tux2.model_check.ModelError, match="alpha holds a number that is not positive"):
+        tux2.LDA.load(old)
