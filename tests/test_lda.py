@@ -5,6 +5,7 @@ import pytest
 
 import tux2
 from tux2 import BipartiteGraph, Engine
+from tux2.errors import InputError
 from tux2.udfs import lda
 from tests import naive_lda
 
@@ -252,3 +253,17 @@ def test_the_learnt_alpha_is_saved_and_used_by_transform_and_old_models_load_sym
     np.savez(old / "lda.npz", **arrays, alpha=-est.alpha_)
     with pytest.raises(tux2.model_check.ModelError, match="alpha holds a number that is not positive"):
         tux2.LDA.load(old)
+
+
+def test_alpha_waits_for_the_burn_in_and_a_histogram_too_large_is_an_error():
+    s, t, c, D, V = _small()
+    prog = lda.program(s, t, c, D, V, K=3, alpha=0.3, seed=7, optimize_interval=1, optimize_burn_in=2)
+    alphas = []
+    Engine(prog, BipartiteGraph(s, t, None, D, V), partitions=1).run(
+        3, callback=lambda e: alphas.append(np.array(e.context()["alpha"][:3])))
+    assert (alphas[0] == 0.3).all() and (alphas[1] == 0.3).all() and not (alphas[2] == 0.3).all()
+    n = lda.HIST_MAX // lda.MIN_ROOM
+    with pytest.raises(InputError, match=rf"longest document \({n} tokens\): 32 × {2 * n} counts"):
+        lda.program([0, 0], [0, 1], [n - 1, 1], 1, 2, K=3, optimize_interval=10)
+    assert lda.program([0, 0], [0, 1], [n - 2, 1], 1, 2, K=3, optimize_interval=10).context.dtype["hist"].shape \
+        == (32 * n,)

@@ -27,6 +27,7 @@ import numpy as np
 from numba import njit
 
 import tux2.config  # noqa: F401 (locks numba's cache files)
+from tux2.errors import InputError
 from tux2.program import Program
 from tux2.schema import ContextSpec, VertexType
 from tux2.stages import Apply, Exchange, GlobalSync
@@ -34,6 +35,7 @@ from tux2.stages import Apply, Exchange, GlobalSync
 TOKENS = 4          # tokens per edge; a (doc, word) pair with more becomes several edges
 MIN_ROOM = 32       # topic-count vectors hold at least this many topics (see room) …
 ROOM_TOKENS = 1 << 20   # … in corpora of fewer tokens
+HIST_MAX = 1 << 24      # entries of the n_dk histograms (topics × longest document) that α optimisation may keep
 _M32 = 0xFFFFFFFF
 
 
@@ -348,6 +350,10 @@ def program(src, dst, count, n_docs, n_words, K=100, alpha=0.1, beta=0.01, seed=
     # the histograms' width: a power of two above the longest document (fewer kernels), 1 without optimising
     lengths = np.bincount(src, count, minlength=n_docs).astype(np.int64)
     L = 1 << int(lengths.max(initial=0)).bit_length() if optimize_interval > 0 else 1
+    if R * L > HIST_MAX:
+        raise InputError(f"learning α (optimize_interval) keeps per topic a histogram as wide as the longest document "
+                         f"({int(lengths.max())} tokens): {R} × {L} counts, over the {HIST_MAX} allowed; split the "
+                         f"longest documents, or keep α symmetric")
     sync = sampler == "sync"
     acc = {"nk": ("i4", R)} if sync else {}
     vt = [VertexType(types[0], sync={"nk": ("i4", R)}, master={"id": "i8"}, accum=acc),
