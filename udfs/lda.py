@@ -20,6 +20,9 @@ Two samplers:
 
 Random numbers come from a hash of (seed, iteration, edge id, token), so a
 token's draw does not depend on which worker samples it.
+
+α is per topic (the context's ``alpha``): symmetric as given, or learnt every
+``optimize_interval`` iterations from exactly summed histograms (``optimize_alpha``).
 """
 import math
 
