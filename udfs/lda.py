@@ -291,17 +291,18 @@ def finish_iteration(ctx):
     if ctx.L > 1:              # α optimised every ``opt`` iterations after ``burn``; log p(z | α) with the new α
         if ctx.it > ctx.burn and ctx.it % ctx.opt == 0:
             optimize_alpha(ctx.alpha, ctx.hist, ctx.lens, K, ctx.L)
+            ctx.asum = 0.0
+            for j in range(K):
+                ctx.asum += ctx.alpha[j]
         lz = doc_log_likelihood(ctx.alpha, ctx.hist, ctx.lens, K, ctx.L)
     else:
         lz = D * (math.lgamma(K * ctx.alpha[0]) - K * math.lgamma(ctx.alpha[0])) + ctx.lld
     s = 0.0
     lk = 0.0
-    ctx.asum = 0.0
     for j in range(K):
         ctx.inv[j] = 1.0 / (ctx.nk[j] + ctx.vbeta)
         s += ctx.alpha[j] * ctx.beta * ctx.inv[j]
         lk += math.lgamma(ctx.nk[j] + ctx.vbeta)
-        ctx.asum += ctx.alpha[j]
     ctx.s = s
     ctx.cur = -1
     ll = K * (math.lgamma(V * ctx.beta) - V * math.lgamma(ctx.beta)) + ctx.llw_keep - lk + lz
