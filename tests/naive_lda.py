@@ -25,13 +25,15 @@ def counts(toks, D, V, K):
     return nd, nw, nk
 
 
-def sync_iterations(toks, D, V, K, alpha, beta, seed, iters):
-    """Every token drawn from the iteration-start counts with itself excluded."""
-    for it in range(1, iters + 1):
+def sync_iterations(toks, D, V, K, alpha, beta, seed, iters, start=1):
+    """Every token drawn from the iteration-start counts with itself excluded; ``alpha``
+    a number or K numbers; iterations ``start`` … ``start + iters - 1``."""
+    alpha = np.broadcast_to(alpha, K)
+    for it in range(start, start + iters):
         nd, nw, nk = counts(toks, D, V, K)
         new = []
         for d, w, e, t, old in toks:
-            p = [(alpha + nd[d, j] - (j == old)) * (beta + nw[w, j] - (j == old)) / (V * beta + nk[j] - (j == old))
+            p = [(alpha[j] + nd[d, j] - (j == old)) * (beta + nw[w, j] - (j == old)) / (V * beta + nk[j] - (j == old))
                  for j in range(K)]
             x = uniform(seed, it, e, t) * sum(p)
             k, acc = K - 1, 0.0
@@ -45,14 +47,15 @@ def sync_iterations(toks, D, V, K, alpha, beta, seed, iters):
     return toks
 
 
-def sparse_iterations(toks, D, V, K, alpha, beta, seed, iters):
+def sparse_iterations(toks, D, V, K, alpha, beta, seed, iters, start=1):
     """Sequential collapsed Gibbs in document order, drawing with SparseLDA's bucket
     order (word bucket q, then document bucket r, then smoothing s), all recomputed.
     The word bucket walks the word's topic list: built in topic order when the
     iteration starts, a topic dropped (the last one moved into its place) when its
     count reaches 0 and appended when it becomes non-zero."""
     order = sorted(range(len(toks)), key=lambda i: (toks[i][0], toks[i][2], toks[i][3]))
-    for it in range(1, iters + 1):
+    alpha = np.broadcast_to(alpha, K)
+    for it in range(start, start + iters):
         nd, nw, nk = counts(toks, D, V, K)
         topics = [[j for j in range(K) if nw[w, j] > 0] for w in range(V)]
         for i in order:
@@ -66,9 +69,9 @@ def sparse_iterations(toks, D, V, K, alpha, beta, seed, iters):
                 lst[pos] = lst[-1]
                 lst.pop()
             inv = [1.0 / (nk[j] + V * beta) for j in range(K)]
-            q = [(alpha + nd[d, j]) * inv[j] * nw[w, j] for j in lst]
+            q = [(alpha[j] + nd[d, j]) * inv[j] * nw[w, j] for j in lst]
             r = [nd[d, j] * beta * inv[j] for j in range(K)]
-            s = [alpha * beta * inv[j] for j in range(K)]
+            s = [alpha[j] * beta * inv[j] for j in range(K)]
             x = uniform(seed, it, e, t) * (sum(s) + sum(r) + sum(q))
             k = K - 1
             for bucket, ids in ((q, lst), (r, range(K)), (s, range(K))):
@@ -91,16 +94,34 @@ def sparse_iterations(toks, D, V, K, alpha, beta, seed, iters):
 
 
 def log_likelihood(nd, nw, alpha, beta):
-    """log p(w, z) (Griffiths & Steyvers) from the count matrices."""
+    """log p(w, z) (Griffiths & Steyvers) from the count matrices; ``alpha`` a number or
+    K numbers."""
     K = nd.shape[1]
+    alpha = np.broadcast_to(alpha, K)
     V = nw.shape[0]
     D = nd.shape[0]
     nk = nw.sum(0)
     lw = K * (math.lgamma(V * beta) - V * math.lgamma(beta)) + sum(
         math.lgamma(x + beta) for x in nw.ravel()) - sum(math.lgamma(x + V * beta) for x in nk)
-    lz = D * (math.lgamma(K * alpha) - K * math.lgamma(alpha)) + sum(
-        math.lgamma(x + alpha) for x in nd.ravel()) - sum(math.lgamma(x + K * alpha) for x in nd.sum(1))
+    A = float(alpha.sum())
+    lz = D * (math.lgamma(A) - sum(math.lgamma(a) for a in alpha)) + sum(
+        math.lgamma(nd[d, k] + alpha[k]) for d in range(D) for k in range(K)) - sum(math.lgamma(x + A) for x in nd.sum(1))
     return lw + lz
+
+
+def minka_alpha(nd, alpha, steps, tol, shape, scale):
+    """Minka's fixed point for a Dirichlet α from the D × K document–topic counts, with a
+    Gamma(shape, scale) prior on each α_k, in digammas over the documents."""
+    from scipy.special import digamma
+    alpha, N = np.array(alpha, np.float64), nd.sum(1)
+    for _ in range(steps):
+        den = np.sum(digamma(N + alpha.sum()) - digamma(alpha.sum())) + 1 / scale
+        new = np.array([(a * np.sum(digamma(nd[:, k] + a) - digamma(a)) + shape - 1) / den
+                        for k, a in enumerate(alpha)])
+        change, alpha = np.max(np.abs(new - alpha) / alpha), new
+        if change < tol:
+            break
+    return alpha
 
 
 

@@ -270,3 +270,16 @@ def test_a_run_that_wrote_no_checkpoint_leaves_no_checkpoint_directory(ratings, 
     _run("run", "mf", ratings, "--k", "2", "--epochs", "1", "--checkpoint-every", "5", "--out", str(tmp_path / "m"))
     assert sorted(os.listdir(tmp_path / "m")) == ["item.npz", "manifest.json", "model.json", "seen.npz",
                                                   "summary.txt", "user.npz"]
+
+
+@pytest.mark.slow
+def test_lda_resumes_the_learnt_alpha_exactly(tmp_path):
+    """α learnt at iteration 2 is in the checkpoint of iteration 3; the resumed run
+    learns it again at 4 from there, as the uninterrupted run does."""
+    common = ["run", "lda", "--optimize-interval", "2", "-k", "5"]
+    _run(*common, "--iterations", "5", "--out", str(tmp_path / "full"))
+    _run(*common, "--iterations", "3", "--checkpoint-every", "3", "--checkpoint-dir", str(tmp_path / "ck"))
+    _run(*common, "--iterations", "5", "--resume", str(tmp_path / "ck"), "--out", str(tmp_path / "res"))
+    full, res = _arrays(tmp_path / "full", ("lda.npz",)), _arrays(tmp_path / "res", ("lda.npz",))
+    _same(full, res)
+    assert any("alpha" in k for k in full) and len(full) == len(res)

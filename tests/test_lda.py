@@ -5,6 +5,7 @@ import pytest
 
 import tux2
 from tux2 import BipartiteGraph, Engine
+from tux2.errors import InputError
 from tux2.udfs import lda
 from tests import naive_lda
 
@@ -157,3 +158,112 @@ def test_grid_search_by_score_picks_the_planted_number_of_topics():
     from sklearn.model_selection import GridSearchCV
     gs = GridSearchCV(tux2.LDA(iterations=10), {"topics": [1, 3]}, cv=2).fit(_texts(60, 24, 3, 12, seed=3))
     assert gs.best_params_ == {"topics": 3}
+
+
+def _optimised(sampler, alpha, beta, seed, iters, interval):
+    """Plain Python: the sampler's iterations, α learnt from the document–topic counts
+    after every ``interval``-th; the tokens, α and log p(w, z | α) after each."""
+    s, t, c, D, V = _small()
+    K = 3
+    toks = naive_lda.tokens(s, t, c, seed, K)
+    fn = naive_lda.sync_iterations if sampler == "sync" else naive_lda.sparse_iterations
+    alpha, out = np.full(K, alpha), []
+    for it in range(1, iters + 1):
+        toks = fn(toks, D, V, K, alpha, beta, seed, 1, start=it)
+        nd, nw, _ = naive_lda.counts(toks, D, V, K)
+        if it % interval == 0:
+            alpha = naive_lda.minka_alpha(nd, alpha, lda.ALPHA_STEPS, lda.ALPHA_TOL, lda.ALPHA_SHAPE, lda.ALPHA_SCALE)
+        out.append(([tk[4] for tk in toks], alpha, naive_lda.log_likelihood(nd, nw, alpha, beta)))
+    return out
+
+
+@pytest.mark.parametrize("sampler", ["sync", "sparse"])
+def test_optimised_alpha_and_samplers_equal_plain_python(sampler):
+    """--optimize-interval 2: after iterations 2 and 4 α is Minka's fixed point on the
+    document–topic counts (the reference: digammas per document, no histograms); the
+    samplers then draw with the asymmetric α, and the log-likelihood uses it."""
+    s, t, c, D, V = _small()
+    ref = _optimised(sampler, 0.3, 0.05, 7, 5, 2)
+    prog = lda.program(s, t, c, D, V, K=3, alpha=0.3, beta=0.05, seed=7, sampler=sampler, optimize_interval=2)
+    got = []
+    Engine(prog, BipartiteGraph(s, t, None, D, V), partitions=1, seed=0).run(
+        5, callback=lambda e: got.append((_engine_tokens(e, s, c), np.array(e.context()["alpha"][:3]),
+                                          e.context()["ll"])))
+    assert not np.allclose(ref[-1][1], 0.3)                       # α moved, and differs by topic
+    assert np.ptp(ref[-1][1]) > 1e-3
+    for (tz, ta, tl), (gz, ga, gl) in zip(ref, got):
+        assert gz == tz
+        np.testing.assert_allclose(ga, ta, rtol=1e-9)
+        assert gl == pytest.approx(tl, rel=1e-9)
+
+
+def test_optimised_alpha_is_the_same_for_any_partitioning():
+    """α comes from integer histograms summed over partitions: bit for bit the same
+    α and counts with the sync sampler for any partitioning (and from 2 real workers,
+    below)."""
+    s, t, c, D, V, _ = planted_corpus(D=120, V=100, L=40, seed=2)
+    prog = lda.program(s, t, c, D, V, K=5, seed=3, sampler="sync", optimize_interval=1)
+    g = BipartiteGraph(s, t, None, D, V)
+    ref = Engine(prog, g, partitions=1, seed=3).run(4)
+    assert np.ptp(ref.context()["alpha"][:5]) > 0
+    for parts, strategy in ((2, "random"), (4, "bicut"), (3, "hdrf")):
+        eng = Engine(prog, g, partitions=parts, partitioner=strategy, seed=3).run(4)
+        np.testing.assert_array_equal(eng.context()["alpha"], ref.context()["alpha"])
+        np.testing.assert_array_equal(eng.vertex_data("doc")["nk"], ref.vertex_data("doc")["nk"])
+        assert eng.context()["ll"] == pytest.approx(ref.context()["ll"], rel=1e-12)
+
+
+@pytest.mark.slow
+def test_optimised_alpha_is_the_same_from_2_real_workers():
+    texts = _texts(80, 30, 3, 25, seed=6)
+    make = lambda: tux2.LDA(topics=3, iterations=6, sampler="sync", optimize_interval=2, seed=1)   # noqa: E731
+    one = make().fit(texts, partitions=1)
+    two = make().fit(texts, partitions=3, workers=2)
+    np.testing.assert_array_equal(two.alpha_, one.alpha_)
+    np.testing.assert_array_equal(two.word_topic_, one.word_topic_)
+    assert np.ptp(one.alpha_) > 0
+
+
+def test_the_learnt_alpha_is_saved_and_used_by_transform_and_old_models_load_symmetric(tmp_path):
+    import json
+    import os
+    texts = _texts(80, 30, 3, 25, seed=6)
+    est = tux2.LDA(topics=3, iterations=10, optimize_interval=5, seed=1).fit(texts)
+    est.save(tmp_path / "m")
+    back = tux2.LDA.load(tmp_path / "m")
+    np.testing.assert_array_equal(back.alpha_, est.alpha_)
+    assert np.ptp(est.alpha_) > 0 and est.history_[-1]["alpha_sum"] == pytest.approx(est.alpha_.sum())
+    theta = back.transform(texts[:5], iterations=20, seed=2)
+    docs = est.documents(texts[:5])[0]
+    np.testing.assert_array_equal(theta, lda.infer(est.word_topic_, est.topic_totals_, docs, est.alpha_, est.beta,
+                                                   20, 2))
+    assert not np.array_equal(theta, lda.infer(est.word_topic_, est.topic_totals_, docs, est.alpha, est.beta, 20, 2))
+    old = tmp_path / "old"                  # a model written before α was learnt: no alpha in lda.npz
+    est.save(old)
+    arrays = dict(np.load(old / "lda.npz"))
+    del arrays["alpha"]
+    np.savez(old / "lda.npz", **arrays)
+    manifest = [f for f in os.listdir(old) if "manifest" in f.lower()]
+    for f in manifest:
+        os.remove(old / f)
+    meta = json.loads((old / "model.json").read_text())
+    assert "optimize_interval" in meta
+    prior = tux2.LDA.load(old)
+    np.testing.assert_array_equal(prior.alpha_, np.full(3, est.alpha))
+    np.savez(old / "lda.npz", **arrays, alpha=-est.alpha_)
+    with pytest.raises(tux2.model_check.ModelError, match="alpha holds a number that is not positive"):
+        tux2.LDA.load(old)
+
+
+def test_alpha_waits_for_the_burn_in_and_a_histogram_too_large_is_an_error():
+    s, t, c, D, V = _small()
+    prog = lda.program(s, t, c, D, V, K=3, alpha=0.3, seed=7, optimize_interval=1, optimize_burn_in=2)
+    alphas = []
+    Engine(prog, BipartiteGraph(s, t, None, D, V), partitions=1).run(
+        3, callback=lambda e: alphas.append(np.array(e.context()["alpha"][:3])))
+    assert (alphas[0] == 0.3).all() and (alphas[1] == 0.3).all() and not (alphas[2] == 0.3).all()
+    n = lda.HIST_MAX // lda.MIN_ROOM
+    with pytest.raises(InputError, match=rf"longest document \({n} tokens\): 32 × {2 * n} counts"):
+        lda.program([0, 0], [0, 1], [n - 1, 1], 1, 2, K=3, optimize_interval=10)
+    assert lda.program([0, 0], [0, 1], [n - 2, 1], 1, 2, K=3, optimize_interval=10).context.dtype["hist"].shape \
+        == (32 * n,)

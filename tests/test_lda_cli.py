@@ -497,3 +497,32 @@ def test_a_model_keeps_its_stop_words_and_refuses_documents_of_another_kind(tmp_
     r = run_cli("predict", str(tmp_path / "dw"), new, timeout=300)
     assert r.returncode == 2 and f"{new}: this model has numeric word ids (no vocabulary), and these documents are " \
                                  "text" in r.stderr and "Traceback" not in r.stderr
+
+
+@pytest.mark.slow
+def test_optimize_interval_learns_the_same_alpha_in_2_workers_and_predict_uses_it(tmp_path):
+    """--optimize-interval 2 with the sync sampler: 2 real workers and 3 partitions learn
+    the single process's α bit for bit; lda.npz keeps it and 'tux2 predict' folds in
+    with it (its mixtures are the estimator's transform with alpha_)."""
+    import tux2
+    src = _docword_two_themes(tmp_path / "docword.two.txt")
+    common = ["run", "lda", src, "-k", "3", "--iterations", "6", "--optimize-interval", "2", "--sampler", "sync",
+              "--quiet", "--timeout", "30"]
+    one, two = tmp_path / "one", tmp_path / "two"
+    for out, extra in ((one, []), (two, ["--workers", "2", "--partitions", "3", "--partitioner", "random"])):
+        r = run_cli(*common, *extra, "--out", str(out), timeout=300)
+        assert r.returncode == 0, r.stderr
+    a, b = np.load(one / "lda.npz"), np.load(two / "lda.npz")
+    np.testing.assert_array_equal(a["alpha"], b["alpha"])
+    np.testing.assert_array_equal(a["word_topic"], b["word_topic"])
+    assert a["alpha"].shape == (3,) and np.ptp(a["alpha"]) > 0
+    new = _write(tmp_path / "new.docword", "2\n12\n3\n1 12 5\n2 4 4\n2 7 1\n")
+    p = run_cli("predict", str(one), new, "--iterations", "20", timeout=300)
+    assert p.returncode == 0, p.stderr
+    theta = np.array([[float(x) for x in line.split()[1:]] for line in p.stdout.splitlines()
+                      if line[:1].isdigit()])
+    model = tux2.LDA.load(one)
+    np.testing.assert_allclose(theta, model.transform(new, iterations=20), atol=1e-4)    # 4 digits printed
+    symmetric = tux2.LDA.load(one)
+    symmetric.alpha_ = np.full(3, symmetric.alpha)
+    assert np.abs(symmetric.transform(new, iterations=20) - theta).max() > 1e-3

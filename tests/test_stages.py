@@ -198,6 +198,27 @@ def fin(ctx):
     ctx.mean = ctx.total / ctx.count
 
 
+def hist_agg(v, ctx):
+    ctx.hist[int(v.y > 0)] += 1
+
+
+def hist_fin(ctx):
+    ctx.positive = ctx.hist[1]
+
+
+def test_scratch_context_fields_are_summed_for_finalize_and_left_out_of_the_history():
+    """ContextSpec(scratch=...): summed over partitions like a sum field, seen by the
+    finalize, not copied into the per-GlobalSync history (LDA's histograms)."""
+    g = random_graph(seed=2)
+    ctx = ContextSpec({"hist": ("i8", 2), "positive": "i8"}, scratch=("hist",))
+    prog = Program(toy_types(), edge={"w": "f8"}, context=ctx, stages=[GlobalSync(hist_agg, finalize=hist_fin,
+                                                                                  over="b")],
+                   init_vertices=toy_init)
+    eng = Engine(prog, g, partitions=3, partitioner="random").run(2)
+    assert eng.history[-1]["positive"] == int((np.cos(np.arange(g.n_dst)) > 0).sum())
+    assert "hist" not in eng.history[-1] and "positive" in eng.history[-1]
+
+
 def bump_exchange(u, v, e, a_u, a_v, ctx):
     ctx.shared[0] += 1.0
 

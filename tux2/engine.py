@@ -752,6 +752,8 @@ class Engine(ApplyRounds):
         self.global_ctx = g
         rec = {"clock": self.clock, "iteration": self.iteration}
         for f in g.dtype.names:
+            if f in spec.scratch:
+                continue
             v = g[f][0]
             rec[f] = v.tolist() if isinstance(v, np.ndarray) else v.item()
         self.history.append(rec)

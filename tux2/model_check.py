@@ -138,7 +138,7 @@ def check_mf(directory, meta, arrays):
 
 def check_lda(directory, meta, arrays):
     """lda.npz: word_topic (K × V) and topic_totals (K) non-negative counts, K and V
-    as model.json says; doc_topic (D × K) when present."""
+    as model.json says; doc_topic (D × K) and alpha (K positive numbers) when present."""
     mpath = os.path.join(directory, "model.json")
     path, a = os.path.join(directory, "lda.npz"), arrays["lda.npz"]
     K = _int_meta(mpath, meta, "topics", 1)
@@ -151,6 +151,10 @@ def check_lda(directory, meta, arrays):
         x = _need(path, a, name, "iu", shape)
         if x.size and x.min() < 0:
             raise ModelError(f"{path}: {name} holds negative counts")
+    if "alpha" in a:
+        alpha = _need(path, a, "alpha", "f", (K,))
+        if (alpha <= 0).any():
+            raise ModelError(f"{path}: alpha holds a number that is not positive")
     if not np.array_equal(a["word_topic"].sum(axis=1, dtype=np.int64), a["topic_totals"]):
         raise ModelError(f"{path}: topic_totals are not the sums of word_topic's rows")
 

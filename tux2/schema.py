@@ -82,11 +82,14 @@ class ContextSpec:
     change as it runs (an iteration counter, a decayed rate); every other field with an
     ``init`` value is a setting, fixed for a run, and a checkpoint must hold the value
     the resuming run starts with. ``bounds``: ``{field: (lo, hi)}`` the values a
-    context field may hold (counts ≥ 0, …), checked when a checkpoint is restored."""
+    context field may hold (counts ≥ 0, …), checked when a checkpoint is restored.
+    ``scratch``: ``sum`` fields a finalize consumes (a histogram), left out of the
+    engine's per-GlobalSync history, which would otherwise keep a copy per clock."""
 
-    def __init__(self, fields=None, sum=(), delta=(), init=None, state=(), bounds=None):
+    def __init__(self, fields=None, sum=(), delta=(), init=None, state=(), bounds=None, scratch=()):
         self.fields = dict(fields or {})
-        self.sum = tuple(sum)
+        self.sum = tuple(sum) + tuple(scratch)
+        self.scratch = tuple(scratch)
         self.delta = tuple(delta)
         self.state = tuple(state)
         self.bounds = dict(bounds or {})

@@ -20,6 +20,9 @@ Two samplers:
 
 Random numbers come from a hash of (seed, iteration, edge id, token), so a
 token's draw does not depend on which worker samples it.
+
+α is per topic (the context's ``alpha``): symmetric as given, or learnt every
+``optimize_interval`` iterations from exactly summed histograms (``optimize_alpha``).
 """
 import math
 
@@ -27,6 +30,7 @@ import numpy as np
 from numba import njit
 
 import tux2.config  # noqa: F401 (locks numba's cache files)
+from tux2.errors import InputError
 from tux2.program import Program
 from tux2.schema import ContextSpec, VertexType
 from tux2.stages import Apply, Exchange, GlobalSync
@@ -34,6 +38,7 @@ from tux2.stages import Apply, Exchange, GlobalSync
 TOKENS = 4          # tokens per edge; a (doc, word) pair with more becomes several edges
 MIN_ROOM = 32       # topic-count vectors hold at least this many topics (see room) …
 ROOM_TOKENS = 1 << 20   # … in corpora of fewer tokens
+HIST_MAX = 1 << 24      # entries of the n_dk histograms (topics × longest document) that α optimisation may keep
 _M32 = 0xFFFFFFFF
 
 
@@ -74,7 +79,6 @@ def sparse_gibbs(u, v, e, a_u, a_v, ctx):
     nd, nw, nk, inv, coef, qb = u.nk, v.nk, ctx.nk, ctx.inv, ctx.coef, ctx.qbuf
     K, alpha, beta, vbeta = ctx.K, ctx.alpha, ctx.beta, ctx.vbeta
     nz = v.nz                                             # the word's topics with n_wk > 0 (unordered)
-    ab = alpha * beta
     if v.stamp != ctx.it:                                 # first visit this iteration: counts may have
         v.stamp = ctx.it                                  # been reconciled since the index was built
         m = 0
@@ -88,20 +92,20 @@ def sparse_gibbs(u, v, e, a_u, a_v, ctx):
         r = 0.0
         for j in range(K):
             r += nd[j] * beta * inv[j]
-            coef[j] = (alpha + nd[j]) * inv[j]
+            coef[j] = (alpha[j] + nd[j]) * inv[j]
         ctx.r = r
     s, r = ctx.s, ctx.r
     for t in range(e.count):
         k = e.z[t]
-        s -= ab * inv[k]
+        s -= alpha[k] * beta * inv[k]
         r -= nd[k] * beta * inv[k]
         nd[k] -= 1
         nw[k] -= 1
         nk[k] -= 1
         inv[k] = 1.0 / (nk[k] + vbeta)
-        s += ab * inv[k]
+        s += alpha[k] * beta * inv[k]
         r += nd[k] * beta * inv[k]
-        coef[k] = (alpha + nd[k]) * inv[k]
+        coef[k] = (alpha[k] + nd[k]) * inv[k]
         m = v.nnz
         if nw[k] == 0:                                    # drop k from the word's index
             for i in range(m):
@@ -134,22 +138,22 @@ def sparse_gibbs(u, v, e, a_u, a_v, ctx):
         else:
             x -= q + r
             for j in range(K):
-                x -= ab * inv[j]
+                x -= alpha[j] * beta * inv[j]
                 if x < 0.0:
                     k = j
                     break
         if nw[k] == 0:
             nz[m] = k
             v.nnz = m + 1
-        s -= ab * inv[k]
+        s -= alpha[k] * beta * inv[k]
         r -= nd[k] * beta * inv[k]
         nd[k] += 1
         nw[k] += 1
         nk[k] += 1
         inv[k] = 1.0 / (nk[k] + vbeta)
-        s += ab * inv[k]
+        s += alpha[k] * beta * inv[k]
         r += nd[k] * beta * inv[k]
-        coef[k] = (alpha + nd[k]) * inv[k]
+        coef[k] = (alpha[k] + nd[k]) * inv[k]
         e.z[t] = k
     ctx.s = s
     ctx.r = r
@@ -163,7 +167,7 @@ def sync_gibbs(u, v, e, a_u, a_v, ctx):
         total = 0.0
         for j in range(K):
             own = 1 if j == old else 0
-            x = (alpha + nd[j] - own) * (beta + nw[j] - own) / (vbeta + nk[j] - own)
+            x = (alpha[j] + nd[j] - own) * (beta + nw[j] - own) / (vbeta + nk[j] - own)
             total += x
             p[j] = total
         x = uniform(ctx.seed, ctx.it, e.id, t) * total
@@ -202,11 +206,74 @@ def ll_words(v, ctx):
 def ll_docs(u, ctx):
     n = 0
     x = 0.0
+    L = ctx.L
     for j in range(ctx.K):
         c = u.nk[j]
-        x += ctx.lga[c] if c < LGAMMA_TABLE else math.lgamma(c + ctx.alpha)
         n += c
-    ctx.lld += x - math.lgamma(n + ctx.K * ctx.alpha)
+        if L > 1:                                         # α optimised: the histogram of n_dk per topic
+            if c > 0:
+                ctx.hist[j * L + c] += 1
+        else:
+            x += ctx.lga[c] if c < LGAMMA_TABLE else math.lgamma(c + ctx.alpha[0])
+    if L == 1:
+        ctx.lld += x - math.lgamma(n + ctx.asum)
+
+
+ALPHA_STEPS, ALPHA_TOL = 1000, 1e-10       # fixed-point steps at most, and the relative change that ends them
+ALPHA_SHAPE, ALPHA_SCALE = 1.001, 1.0      # a weak Gamma prior on each α_k (MALLET's): keeps α finite and > 0
+
+
+@njit(cache=True)
+def optimize_alpha(alpha, hist, lens, K, L):
+    """Minka's fixed point for an asymmetric Dirichlet α given the topics z (Wallach,
+    Mimno, McCallum 2009; MALLET's ``--optimize-interval``), with a Gamma(a, b) prior:
+    α_k ← (α_k Σ_d [ψ(n_dk + α_k) − ψ(α_k)] + a − 1) / (Σ_d [ψ(N_d + Σα) − ψ(Σα)] + 1/b),
+    stepped until α changes by less than ALPHA_TOL, from ``hist[k L + n]``, the number of
+    documents with n_dk = n (n ≥ 1), and ``lens[n]``, the number of length n, as
+    ψ(n + x) − ψ(x) = Σ_{i<n} 1/(x + i). The counts are exact integer sums, so every
+    partitioning computes the same α, bit for bit. Without the prior, counts spread
+    no more than a multinomial's (random topics) would send α to infinity."""
+    top = np.zeros(K, np.int64)                           # the largest n_dk of each topic
+    for k in range(K):
+        for n in range(1, L):
+            if hist[k * L + n] > 0:
+                top[k] = n
+    for _ in range(ALPHA_STEPS):
+        a0 = 0.0
+        for k in range(K):
+            a0 += alpha[k]
+        den, dg = 0.0, 0.0
+        for n in range(1, L):
+            dg += 1.0 / (a0 + n - 1)
+            den += lens[n] * dg
+        change = 0.0
+        for k in range(K):
+            num, dg = 0.0, 0.0
+            for n in range(1, top[k] + 1):
+                dg += 1.0 / (alpha[k] + n - 1)
+                num += hist[k * L + n] * dg
+            a = (alpha[k] * num + ALPHA_SHAPE - 1.0) / (den + 1.0 / ALPHA_SCALE)
+            change = max(change, abs(a - alpha[k]) / alpha[k])
+            alpha[k] = a
+        if change < ALPHA_TOL:
+            return
+
+
+@njit(cache=True)
+def doc_log_likelihood(alpha, hist, lens, K, L):
+    """Σ_d [log Γ(Σα) − log Γ(N_d + Σα) + Σ_k log Γ(n_dk + α_k) − log Γ(α_k)] from the
+    histograms of ``optimize_alpha``."""
+    a0 = 0.0
+    for k in range(K):
+        a0 += alpha[k]
+    x = 0.0
+    for n in range(1, L):
+        if lens[n] > 0:
+            x += lens[n] * (math.lgamma(a0) - math.lgamma(n + a0))
+        for k in range(K):
+            if hist[k * L + n] > 0:
+                x += hist[k * L + n] * (math.lgamma(n + alpha[k]) - math.lgamma(alpha[k]))
+    return x
 
 
 def settle(ctx):
@@ -221,16 +288,24 @@ def finish_iteration(ctx):
     """Topic summary and buckets for the next iteration; joint log-likelihood
     log p(w, z) (Griffiths & Steyvers) per token."""
     K, V, D = ctx.K, ctx.V, ctx.D
+    if ctx.L > 1:              # α optimised every ``opt`` iterations after ``burn``; log p(z | α) with the new α
+        if ctx.it > ctx.burn and ctx.it % ctx.opt == 0:
+            optimize_alpha(ctx.alpha, ctx.hist, ctx.lens, K, ctx.L)
+            ctx.asum = 0.0
+            for j in range(K):
+                ctx.asum += ctx.alpha[j]
+        lz = doc_log_likelihood(ctx.alpha, ctx.hist, ctx.lens, K, ctx.L)
+    else:
+        lz = D * (math.lgamma(K * ctx.alpha[0]) - K * math.lgamma(ctx.alpha[0])) + ctx.lld
     s = 0.0
     lk = 0.0
     for j in range(K):
         ctx.inv[j] = 1.0 / (ctx.nk[j] + ctx.vbeta)
-        s += ctx.alpha * ctx.beta * ctx.inv[j]
+        s += ctx.alpha[j] * ctx.beta * ctx.inv[j]
         lk += math.lgamma(ctx.nk[j] + ctx.vbeta)
     ctx.s = s
     ctx.cur = -1
-    ll = (K * (math.lgamma(V * ctx.beta) - V * math.lgamma(ctx.beta)) + ctx.llw_keep - lk
-          + D * (math.lgamma(K * ctx.alpha) - K * math.lgamma(ctx.alpha)) + ctx.lld)
+    ll = K * (math.lgamma(V * ctx.beta) - V * math.lgamma(ctx.beta)) + ctx.llw_keep - lk + lz
     ctx.ll = ll
     ctx.ll_per_token = ll / max(ctx.tokens, 1.0)
     ctx.it += 1
@@ -250,9 +325,11 @@ def room(K, tokens=0):
 
 
 def program(src, dst, count, n_docs, n_words, K=100, alpha=0.1, beta=0.01, seed=0, sampler="sparse",
-            types=("doc", "word")):
+            types=("doc", "word"), optimize_interval=0, optimize_burn_in=0):
     """LDA on token edges (``token_edges``): initial topics are drawn from the same
-    hash as the sampler, so every worker can compute them."""
+    hash as the sampler, so every worker can compute them. ``optimize_interval`` N > 0:
+    an asymmetric α is learnt after every N-th iteration past ``optimize_burn_in``
+    (``optimize_alpha``; the context's ``alpha``)."""
     if sampler not in ("sparse", "sync"):
         raise ValueError(f"sampler must be 'sparse' or 'sync', got {sampler!r}")
     if K < 1 or K > 32767:
@@ -273,6 +350,14 @@ def program(src, dst, count, n_docs, n_words, K=100, alpha=0.1, beta=0.01, seed=
     nk = np.bincount(flat_k, minlength=R).astype(np.int64)
     vbeta = n_words * beta
     inv = np.where(np.arange(R) < K, 1.0 / (nk + vbeta), 0.0)
+    alphas = np.where(np.arange(R) < K, float(alpha), 0.0)
+    # the histograms' width: a power of two above the longest document (fewer kernels), 1 without optimising
+    lengths = np.bincount(src, count, minlength=n_docs).astype(np.int64)
+    L = 1 << int(lengths.max(initial=0)).bit_length() if optimize_interval > 0 else 1
+    if R * L > HIST_MAX:
+        raise InputError(f"learning α (optimize_interval) keeps per topic a histogram as wide as the longest document "
+                         f"({int(lengths.max())} tokens): {R} × {L} counts, over the {HIST_MAX} allowed; split the "
+                         f"longest documents, or keep α symmetric")
     sync = sampler == "sync"
     acc = {"nk": ("i4", R)} if sync else {}
     vt = [VertexType(types[0], sync={"nk": ("i4", R)}, master={"id": "i8"}, accum=acc),
@@ -283,11 +368,16 @@ def program(src, dst, count, n_docs, n_words, K=100, alpha=0.1, beta=0.01, seed=
                 "it": "i8", "nk": ("i8", R), "dnk": ("i8", R), "inv": ("f8", R), "coef": ("f8", R),
                 "qbuf": ("f8", R), "s": "f8", "r": "f8", "cur": "i8", "llw": "f8", "lld": "f8",
                 "llw_keep": "f8", "tokens": "f8", "ll": "f8", "ll_per_token": "f8",
-                "lga": ("f8", LGAMMA_TABLE), "lgb": ("f8", LGAMMA_TABLE)},
-        sum=("llw", "lld", "dnk"), delta=("nk",), state=("it", "inv", "s", "cur"),
-        bounds={"nk": (0, 2 ** 62), "it": (1, 2 ** 62), "cur": (-1, 2 ** 62), "inv": (0.0, np.inf)},
-        init={"K": K, "V": n_words, "D": n_docs, "alpha": alpha, "beta": beta, "vbeta": vbeta, "seed": seed,
-              "it": 1, "nk": nk, "inv": inv, "s": float(np.sum(alpha * beta * inv)), "cur": -1,
+                "lga": ("f8", LGAMMA_TABLE), "lgb": ("f8", LGAMMA_TABLE), "asum": "f8", "opt": "i8", "burn": "i8",
+                "L": "i8", "alpha": ("f8", R), "hist": ("i4", R * L), "lens": ("i8", L)},
+        sum=("llw", "lld", "dnk"), delta=("nk",), scratch=("hist",),
+        state=("it", "inv", "s", "cur") + (("alpha", "asum") if L > 1 else ()),
+        bounds={"nk": (0, 2 ** 62), "it": (1, 2 ** 62), "cur": (-1, 2 ** 62), "inv": (0.0, np.inf),
+                "alpha": (0.0, np.inf)},
+        init={"K": K, "V": n_words, "D": n_docs, "alpha": alphas, "asum": K * alpha, "beta": beta, "vbeta": vbeta,
+              "seed": seed, "opt": optimize_interval, "burn": optimize_burn_in, "L": L,
+              "lens": np.bincount(lengths, minlength=L)[:L] if L > 1 else [0],
+              "it": 1, "nk": nk, "inv": inv, "s": float(np.sum(alphas * beta * inv)), "cur": -1,
               "tokens": float(count.sum()),
               "lga": [math.lgamma(n + alpha) for n in range(LGAMMA_TABLE)],
               "lgb": [math.lgamma(n + beta) for n in range(LGAMMA_TABLE)]})
@@ -358,9 +448,10 @@ def topic_word_probabilities(word_topic, topic_totals, beta):
 @njit(cache=True, nogil=True)
 def _infer(indptr, words, counts, phi, alpha, iterations, seed, theta):
     """Fold-in Gibbs sampling of new documents with the trained counts fixed: token
-    topics drawn from p(k) ∝ (α + n_dk) φ_kw (``phi``: V × K); θ_d is the mean of
-    (n_dk + α)/(N_d + Kα) over the second half of the sweeps."""
+    topics drawn from p(k) ∝ (α_k + n_dk) φ_kw (``phi``: V × K, ``alpha``: K); θ_d is
+    the mean of (n_dk + α_k)/(N_d + Σα) over the second half of the sweeps."""
     K = phi.shape[1]
+    a0 = alpha.sum()
     np.random.seed(seed)
     p = np.empty(K)
     for d in range(len(indptr) - 1):
@@ -383,7 +474,7 @@ def _infer(indptr, words, counts, phi, alpha, iterations, seed, theta):
                 ndk[z[t]] -= 1
                 acc = 0.0
                 for k in range(K):
-                    acc += (alpha + ndk[k]) * phi[tw[t], k]
+                    acc += (alpha[k] + ndk[k]) * phi[tw[t], k]
                     p[k] = acc
                 u = np.random.random() * acc
                 k = 0
@@ -393,7 +484,7 @@ def _infer(indptr, words, counts, phi, alpha, iterations, seed, theta):
                 ndk[k] += 1
             if it >= iterations // 2:
                 for k in range(K):
-                    theta[d, k] += (ndk[k] + alpha) / (n_tok + K * alpha)
+                    theta[d, k] += (ndk[k] + alpha[k]) / (n_tok + a0)
                 kept += 1
         for k in range(K):
             theta[d, k] = theta[d, k] / kept if kept else 1.0 / K
@@ -401,7 +492,8 @@ def _infer(indptr, words, counts, phi, alpha, iterations, seed, theta):
 
 def infer(word_topic, topic_totals, graph, alpha, beta, iterations=50, seed=0):
     """Topic mixtures θ (D × K) of the documents of a doc → word count graph under a
-    trained model's word–topic counts (the model is not changed)."""
+    trained model's word–topic counts (the model is not changed); ``alpha``: a number
+    (symmetric) or K numbers."""
     K, V = word_topic.shape
     o = np.argsort(graph.src, kind="stable")
     indptr = np.zeros(graph.n_src + 1, np.int64)
@@ -411,8 +503,8 @@ def infer(word_topic, topic_totals, graph, alpha, beta, iterations=50, seed=0):
         raise ValueError(f"word id {int(words.max())} is beyond the model's {V} words")
     theta = np.zeros((graph.n_src, K))
     phi = np.ascontiguousarray(topic_word_probabilities(word_topic, topic_totals, beta).T)
-    _infer(indptr, words, graph.values[o].astype(np.int64), phi, float(alpha), int(max(iterations, 1)), int(seed),
-           theta)
+    alpha = np.ascontiguousarray(np.broadcast_to(np.asarray(alpha, np.float64), (K,)))
+    _infer(indptr, words, graph.values[o].astype(np.int64), phi, alpha, int(max(iterations, 1)), int(seed), theta)
     return theta
 
 

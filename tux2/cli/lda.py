@@ -36,6 +36,11 @@ def add_parser(algos):
                         "stop naming both lines, keep the last, or keep all")
     p.add_argument("--topics", "-k", type=LDA.bounds["topics"], default=20, help="number of topics K")
     p.add_argument("--alpha", type=POSITIVE, default=0.1, help="symmetric document-topic prior α")
+    p.add_argument("--optimize-interval", type=NONNEG, default=0, metavar="N",
+                   help="learn an asymmetric α (Minka's fixed point, as MALLET's option of this name) after every "
+                        "N-th iteration; 0: keep the symmetric --alpha")
+    p.add_argument("--optimize-burn-in", type=NONNEG, default=0, metavar="N",
+                   help="with --optimize-interval: iterations before α is first learnt")
     p.add_argument("--beta", type=POSITIVE, default=0.01, help="symmetric topic-word prior β")
     p.add_argument("--iterations", type=NONNEG, default=100, help="Gibbs sweeps over all tokens")
     p.add_argument("--sampler", choices=LDA.choices["sampler"], default="sparse",

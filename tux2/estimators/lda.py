@@ -57,13 +57,15 @@ class LDA(Estimator):
     ``base``, ``min_count``, ``stop_words`` ('english', 'none', a file of words or a
     list; texts only), ``max_df`` (texts only: words in a larger share of the documents
     are dropped) and ``duplicates``. Learned: ``word_topic_`` (K × V), ``doc_topic_``
-    (D × K), ``topic_totals_`` (K), ``vocab_`` (None for numeric word ids) and
+    (D × K), ``topic_totals_`` (K), ``alpha_`` (K: the document–topic prior, learnt every
+    ``optimize_interval`` iterations past ``optimize_burn_in`` when that is > 0), ``vocab_`` (None for numeric word ids) and
     ``word_base_`` (the id base of a numeric corpus file: 1 for docword, whose word ids
     topics and new documents then use)."""
 
     algorithm = "lda"
     bounds = dict(topics=integer(1, 32767), iterations=NONNEG, alpha=POSITIVE, beta=POSITIVE, seed=SEED,
-                  top_words=NONNEG, min_count=COUNT, max_df=number(0, 1, above=True))
+                  top_words=NONNEG, min_count=COUNT, max_df=number(0, 1, above=True), optimize_interval=NONNEG,
+                  optimize_burn_in=NONNEG)
     choices = dict(sampler=("sparse", "sync"), format=("auto", "triples", "docword", "text", "csv"), base=(0, 1),
                    duplicates=loaders.DUPLICATES)
     _unit, _iterations = "iteration", "iterations"
@@ -72,7 +74,7 @@ class LDA(Estimator):
 
     def __init__(self, topics=20, iterations=100, alpha=0.1, beta=0.01, sampler="sparse", partitioner="bicut",
                  seed=0, top_words=10, format="auto", vocab=None, base=None, min_count=1, duplicates="sum",
-                 stop_words="english", max_df=1.0):
+                 stop_words="english", max_df=1.0, optimize_interval=0, optimize_burn_in=0):
         self._keep(locals())
 
     def load_data(self, data, test=None):
@@ -126,7 +128,8 @@ class LDA(Estimator):
         src, dst, cnt = lda.token_edges(g.src, g.dst, g.values.astype(np.int64))
         tokens = int(cnt.sum())
         prog = lda.program(src, dst, cnt, g.n_src, g.n_dst, K=self.topics, alpha=self.alpha, beta=self.beta,
-                           seed=self.seed, sampler=self.sampler)
+                           seed=self.seed, sampler=self.sampler, optimize_interval=self.optimize_interval,
+                           optimize_burn_in=self.optimize_burn_in)
         graph = BipartiteGraph(src, dst, None, g.n_src, g.n_dst, ("doc", "word"), data.source)
         fmt, base = data.facts.get("format"), int(data.facts.get("word_base", 0))
         return Setup(graph, prog, {"partitioner": self.partitioner,
@@ -139,7 +142,7 @@ class LDA(Estimator):
 
     def record(self, eng, s):
         ctx = eng.context()
-        return {"ll": float(ctx["ll"]), "ll_per_token": float(ctx["ll_per_token"])}
+        return {"ll": float(ctx["ll"]), "ll_per_token": float(ctx["ll_per_token"]), "alpha_sum": float(ctx["asum"])}
 
     def _rates(self, s):
         return {"tokens_per_s": s.tokens}
@@ -148,22 +151,25 @@ class LDA(Estimator):
         return [f"tux2 {__version__} lda ({self.sampler}): {s.source}"
                 + (f" [{s.format}]" if s.format not in (None, "built-in") else ""),
                 f"  {s.graph.n_src} documents, {s.graph.n_dst} words, {s.tokens} tokens; K={self.topics}, "
-                f"α={self.alpha}, β={self.beta}, P={parts} ({self.partitioner})"
+                f"α={self.alpha}" + (f" (optimised every {self.optimize_interval} iterations)"
+                                     if self.optimize_interval else "") + f", β={self.beta}, P={parts} ({self.partitioner})"
                 + (f", {world} workers" if world > 1 else "")]
 
     def _line(self, rec, n):
-        return (f"iteration {rec['iteration']:4d}/{n}  ll/token {rec['ll_per_token']:.4f}  time {rec['time_s']:.3f}s  "
+        return (f"iteration {rec['iteration']:4d}/{n}  ll/token {rec['ll_per_token']:.4f}  "
+                + (f"Σα {rec['alpha_sum']:.4g}  " if self.optimize_interval else "") + f"time {rec['time_s']:.3f}s  "
                 f"({rec['tokens_per_s'] / 1e6:.1f} M tokens/s)")
 
     def read_model(self, eng, s):
         docs, words = eng.vertex_data("doc"), eng.vertex_data("word")        # gathered on rank 0
         if docs is not None:
-            K = self.topics
-            self._set(lda.topic_word(words, K), lda.topic_counts(eng.context(), K), s.vocab,
-                      lda.topic_counts(docs, K), s.word_base, s.stop)
+            K, ctx = self.topics, eng.context()
+            self._set(lda.topic_word(words, K), lda.topic_counts(ctx, K), s.vocab, lda.topic_counts(docs, K),
+                      s.word_base, np.array(ctx["alpha"][:K]), s.stop)
 
-    def _set(self, word_topic, totals, vocab, doc_topic=None, word_base=0, stop=None):
+    def _set(self, word_topic, totals, vocab, doc_topic=None, word_base=0, alpha=None, stop=None):
         self.word_topic_, self.topic_totals_ = np.asarray(word_topic), np.asarray(totals)
+        self.alpha_ = np.full(len(totals), float(self.alpha)) if alpha is None else np.asarray(alpha, np.float64)
         self.vocab_ = list(vocab) if vocab is not None else None
         self.stop_words_ = list(stop) if stop is not None else None     # a file's or list's, as trained with
         self.doc_topic_, self.word_base_ = doc_topic, int(word_base)
@@ -176,6 +182,7 @@ class LDA(Estimator):
     def _files(self):
         tops = self.topic_words(self.top_words)
         out = {"lda.npz": files.npz({"word_topic": self.word_topic_, "topic_totals": self.topic_totals_,
+                                     "alpha": self.alpha_,
                                      **({"doc_topic": self.doc_topic_} if self.doc_topic_ is not None else {})}),
                "topics.txt": files.text("".join(f"{k}\t{int(self.word_topic_[k].sum())}\t"
                                                 + " ".join(f"{w}:{n}" for w, n in ws) + "\n"
@@ -200,7 +207,7 @@ class LDA(Estimator):
         arrays = found["lda.npz"]
         stop = sorted(stop_words(found["stopwords.txt"])) if "stopwords.txt" in found else None
         self._set(arrays["word_topic"], arrays["topic_totals"], vocab, arrays.get("doc_topic"),
-                  meta.get("word_base", 0) if vocab is None else 0, stop)
+                  meta.get("word_base", 0) if vocab is None else 0, arrays.get("alpha"), stop)   # older: no alpha
 
     # ------------------------------------------------------------ new documents
     def documents(self, docs):
@@ -253,7 +260,7 @@ class LDA(Estimator):
         model's word ids, or what ``documents`` takes."""
         if not isinstance(docs, BipartiteGraph):
             docs = self.documents(docs)[0]
-        return lda.infer(self.word_topic_, self.topic_totals_, docs, self.alpha, self.beta, iterations, seed)
+        return lda.infer(self.word_topic_, self.topic_totals_, docs, self.alpha_, self.beta, iterations, seed)
 
     def score(self, docs, y=None, iterations=50, seed=0):
         """Log-likelihood of documents (what ``transform`` takes; words the model lacks
