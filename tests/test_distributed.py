@@ -646,29 +646,42 @@ def test_a_closing_worker_keeps_its_data_port_open_until_its_last_message_has_le
                         "sys.stdin.readline()\n"
                         "print(t.collect(0, 'last')[(1, 0)][0][-1], flush=True)\n"
                         "t.close()\n")
-    closing = None
-    try:
+    def send():
         os.kill(p.pid, signal.SIGSTOP)
         t.send(0, "last", {(1, 0): [np.arange(8_000_000, dtype=np.float64)]})
-        closing = threading.Thread(target=t.close)
-        closing.start()
+
+    def closing(thread):
         time.sleep(0.5)
-        assert closing.is_alive()                   # lingering: the message has not left
+        assert thread.is_alive()                    # lingering: the message has not left
         host, port = t.address[len("tcp://"):].rsplit(":", 1)
         with socket.create_connection((host, int(port)), timeout=5):
             pass                                    # refused when the port closed first
+    out, err = _close_for_a_stopped_child(p, t, send, closing)
+    assert p.returncode == 0 and out == "7999999.0\n", (out, err)
+
+
+def _close_for_a_stopped_child(p, t, send, closing=lambda thread: None):
+    """``send`` (which stops child ``p``, rank 0) on ``t``, then ``t.close()`` in a thread
+    (``closing(thread)`` checks it meanwhile); then the child is resumed, told to go on,
+    and its (stdout, stderr) returned; on any failure both are cleaned up."""
+    thread = None
+    try:
+        send()
+        thread = threading.Thread(target=t.close)
+        thread.start()
+        closing(thread)
         os.kill(p.pid, signal.SIGCONT)
         p.stdin.write("go\n")
         p.stdin.flush()
         out, err = p.communicate(timeout=60)
-        closing.join(60)
+        thread.join(60)
+        return out, err
     finally:
         if p.poll() is None:
             os.kill(p.pid, signal.SIGCONT)
         _reap(p, None)
-        if closing is None:
+        if thread is None:
             t.close()
-    assert p.returncode == 0 and out == "7999999.0\n", (out, err)
 
 
 
@@ -688,24 +701,11 @@ def test_a_failing_worker_s_abort_reaches_a_peer_that_is_slow_to_read_it():
                         "    print(e, flush=True)\n"
                         "    t.abort(str(e))\n"
                         "t.close()\n")
-    closing = None
-    try:
+    def send():
         _stop(p)
         t.send(0, "big", {(1, 0): [np.arange(8_000_000, dtype=np.float64)]})    # more than loopback buffers
         t.abort("the reason")
-        closing = threading.Thread(target=t.close)
-        closing.start()
-        os.kill(p.pid, signal.SIGCONT)
-        p.stdin.write("go\n")
-        p.stdin.flush()
-        out, err = p.communicate(timeout=60)
-        closing.join(60)
-    finally:
-        if p.poll() is None:
-            os.kill(p.pid, signal.SIGCONT)
-        _reap(p, None)
-        if closing is None:
-            t.close()
+    out, err = _close_for_a_stopped_child(p, t, send)
     assert out == "worker 1 failed: the reason\n", (out, err)
 
 
