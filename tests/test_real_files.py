@@ -867,3 +867,37 @@ def test_play_counts_are_refused_with_the_way_out_not_trained_into_nan(tmp_path)
     stars.write_text("".join(f"{u} {a} {1e7 if k == 5 else rng.integers(1, 6)}\n" for k, (u, a) in enumerate(pairs)))
     r = run_cli("run", "mf", str(stars), "--epochs", "1", timeout=300)
     assert "look like counts" not in r.stderr and "check the input for mistyped values" in r.stdout, r.stderr
+
+
+def test_book_crossing_latin1_isbns_and_an_x_past_the_first_lines_are_read(tmp_path):
+    """Book-Crossing's BX-Book-Ratings.csv is Latin-1, and some ISBNs end in X: an id
+    that was not UTF-8 stopped the run ('item id is not UTF-8 text', no way around it),
+    and numeric ISBNs in the first lines read ids as integers, stopping at the first X
+    with 'use --ids string', which Python's MF had no parameter for. Latin-1 ids now
+    read as Latin-1 (and are found again in a predict input written so), and
+    MF(ids='string') is --ids string."""
+    import tux2
+    rng = np.random.default_rng(0)
+    isbns = [f"{x}" for x in rng.integers(10 ** 9, 10 ** 10, 60)] + ["034545104X", "3442\xe9X"]
+    pairs = sorted({(int(u), isbns[min(int(z), len(isbns)) - 1]) for u, z in
+                    zip(rng.integers(1, 120, 1500), rng.zipf(1.3, 1500))})
+    pairs = [p for p in pairs if p[1] not in isbns[-2:]][:400] + [(7, isbns[-2]), (8, isbns[-1]), (9, isbns[-1])]
+    rows = "".join(f'"{u}";"{b}";"{rng.integers(1, 11)}"\n' for u, b in pairs)
+    path = tmp_path / "BX-Book-Ratings.csv"
+    path.write_bytes(('"User-ID";"ISBN";"Book-Rating"\n' + rows).encode("latin-1"))
+    with pytest.raises(tux2.InputError, match=r"malformed vertex id .*--ids string, ids='string'"):
+        tux2.MF(k=4, epochs=2).fit(str(path))                  # numeric ids in the first lines
+    r = run_cli("run", "mf", str(path), "--ids", "string", "--epochs", "2", "--k", "4", "--out", str(tmp_path / "m"),
+                timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "item ids read as strings" in r.stdout
+    fitted = tux2.MF(k=4, epochs=2, ids="string").fit(str(path))
+    assert fitted.predict(["8"], ["3442\xe9X"]).shape == (1,)
+    m = tux2.MF.load(tmp_path / "m")
+    (tmp_path / "p.txt").write_bytes("8\t3442\xe9X\n7\t034545104X\n".encode("latin-1"))
+    p = run_cli("predict", str(tmp_path / "m"), str(tmp_path / "p.txt"), timeout=300)
+    assert p.returncode == 0 and "unknown" not in p.stderr.replace('"unknown": "baseline"', ""), p.stderr
+    lines = p.stdout.splitlines()[1:]
+    assert [ln.split()[:2] for ln in lines] == [["8", "3442\xe9X"], ["7", "034545104X"]]
+    assert np.allclose([float(ln.split()[2]) for ln in lines], m.predict(["8", "7"], ["3442\xe9X", "034545104X"]),
+                       atol=1e-4)

@@ -26,7 +26,7 @@ from tux2.files import remove_scratch, scratch_dir
 from tux2.graph import BipartiteGraph
 
 _MESSAGES = {
-    1: "malformed vertex id (expected a non-negative integer; for non-numeric ids use --ids string)",
+    1: "malformed vertex id (expected a non-negative integer; for non-numeric ids use --ids string, ids='string')",
     2: "negative vertex id",
     3: "malformed value (expected a number)",
     4: "value is NaN or infinite",

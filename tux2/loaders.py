@@ -508,7 +508,8 @@ def _string_edges(raw, fmt, path, type_names, maps):
     ``maps``: -1 for a token not in them), values checked as the numeric parser does.
     Returns (src, dst, values or None, id maps, tokens not in the frozen maps per side)."""
     io.refuse_decimal_commas(raw, fmt, path)
-    index = [{str(t).encode(): i for i, t in enumerate(m.tokens.tolist())} if m is not None else {} for m in maps]
+    index = [{k: i for i, t in enumerate(m.tokens.tolist()) for k in _id_bytes(str(t))} if m is not None else {}
+             for m in maps]
     frozen = [m is not None for m in maps]
     # a side the model numbers densely (no map) while the other side has one: plain integers
     numeric = [m is None and any(x is not None for x in maps) for m in maps]
@@ -516,7 +517,6 @@ def _string_edges(raw, fmt, path, type_names, maps):
     vcol = 2 if cv == io.OPTIONAL else cv
     need = max(cs, cd) if cv == io.OPTIONAL else max(cs, cd, cv)
     tab = fmt.mode == io.TAB            # tab-separated: empty fields are errors only where ids or values are read
-    first_line = [{}, {}]                       # token → first line, for decoding errors
     missing = ([], [])                          # tokens not in frozen maps, in file order
     src, dst, val = [], [], []
     ncols = 0
@@ -550,7 +550,6 @@ def _string_edges(raw, fmt, path, type_names, maps):
                     missing[side].append(tok.decode("utf-8", "replace"))
                 else:
                     j = index[side][tok] = len(index[side])
-                    first_line[side][tok] = no
             out.append(j)
         if cols == 3:
             x = _float_token(toks[vcol])
@@ -570,12 +569,20 @@ def _string_edges(raw, fmt, path, type_names, maps):
         for tok in index[side]:                  # insertion order = dense id order
             try:
                 tokens.append(tok.decode("utf-8"))
-            except UnicodeDecodeError:
-                raise InputError(f"{type_names[side]} id is not UTF-8 text", path=path,
-                                 line=first_line[side][tok], text=tok.decode("utf-8", "replace")) from None
+            except UnicodeDecodeError:          # Book-Crossing's ISBNs: Latin-1, which any bytes are
+                tokens.append(tok.decode("latin-1"))
         id_maps.append(IdMap(np.array(tokens, dtype=str)))
     return (np.array(src, np.int64), np.array(dst, np.int64), np.array(val, np.float64) if ncols == 3 else None,
             tuple(id_maps), missing)
+
+
+def _id_bytes(t):
+    """The bytes a file may write the string id ``t`` in: UTF-8, and Latin-1 (an id that
+    was not UTF-8 was read as Latin-1)."""
+    try:
+        return {t.encode(), t.encode("latin-1")}
+    except UnicodeEncodeError:
+        return {t.encode()}
 
 
 def _float_token(tok):

@@ -99,7 +99,7 @@ def load(args, est, transport, say):
         train, test = generated(netflix_like, n_users=10_000, n_items=1_000, n_ratings=600_000, seed=args.seed)
         return Dataset(train, test, source="built-in Netflix-shaped set (10k users, 1k items, 600k ratings, "
                                            "planted rank 10, noise 0.5)")
-    data = est.load_data(args.input, args.test, ids=args.ids)
+    data = est.load_data(args.input, args.test)
     if not args.test:     # held out by a hash of each edge's line position, as a distributed run holds it out
         g = data.train
         held = ingress.test_mask(range(g.num_edges), args.test_fraction, args.seed)

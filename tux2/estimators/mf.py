@@ -216,7 +216,8 @@ class MF(Estimator):
     ids kept as the model's ids). ``unknown``: a user or item of the test data,
     ``predict`` or ``recommend`` without training ratings — "baseline" (μ plus the known
     side's bias; for ``recommend`` the items of highest μ + b_i), "skip" (test: dropped;
-    ``predict``: nan; ``recommend``: the user left out) or "error".
+    ``predict``: nan; ``recommend``: the user left out) or "error". ``ids`` of a file:
+    "auto" (strings when the first lines' ids are not numbers), "int" or "string".
     Learned: ``user_factors_``, ``item_factors_``, ``user_bias_``, ``item_bias_``,
     ``mu_``, ``ids_`` (the two IdMaps, None where dense ids are the user's) and
     ``seen_`` (each user's training items, left out of ``recommend``; ids without any
@@ -232,18 +233,18 @@ class MF(Estimator):
     choices = dict(mode=("sgd", "minibatch"), batch_unit=("edge", "vertex"), enumerate=("user", "item"),
                    step=("adagrad", "plain"), biases=(True, False), order=("strata", "blocked", "shuffle", "input"),
                    overlap=("error", "allow"), duplicates=loaders.DUPLICATES, base=("auto", 0, 1),
-                   unknown=loaders.UNKNOWN)
+                   unknown=loaders.UNKNOWN, ids=loaders.ID_MODES)
     _resumable = ("eval_every",)
     _watch, _stop = "train_rmse", "training diverged at epoch {n} (RMSE is not finite); lower --lr"
 
     def __init__(self, k=50, epochs=10, lr=None, reg=0.07, damping=DAMPING, mode="sgd", batch_size=None,
                  batch_unit="edge", enumerate="item", step="adagrad", biases=True, order=None, blocks=None, overlap="error",
                  partitioner=None, seed=0, eval_every=1, duplicates="error", columns=None, base="auto",
-                 unknown="baseline"):
+                 unknown="baseline", ids="auto"):
         self._keep(locals())
 
     # ------------------------------------------------------------ data → program
-    def load_data(self, data, test=None, ids="auto"):
+    def load_data(self, data, test=None):
         """Training ratings and, when given, test ratings in the training ids (a user or
         item the training data lacks: ``unknown``)."""
         # a DataFrame's columns by name: ``columns``, else the first three
@@ -254,7 +255,7 @@ class MF(Estimator):
         facts = {"frame_columns": frame_columns(data, self.columns)} if is_frame(data) else {}
         data = user_rows(data, self.columns)
         if loaders.is_path(data):
-            g = loaders.load_edges(data, ids=ids, duplicates=self.duplicates, type_names=NAMES,
+            g = loaders.load_edges(data, ids=self.ids, duplicates=self.duplicates, type_names=NAMES,
                                    columns=self.columns, base=self.base, dense=True)
             facts = {"read_as": loaders.describe_read(g, self.base), "id_base": int(g.base)}
         elif isinstance(data, tuple) and len(data) in (2, 3):      # ids as arrays: sparse integers numbered densely
