@@ -369,6 +369,11 @@ def test_a_test_set_that_is_the_training_file_is_noted(tmp_path):
     assert r.returncode == 0 and "note: the test set is the training file itself" in r.stdout + r.stderr, r.stderr
     r = run_cli("run", "mf", path, "--epochs", "1", "--k", "2", timeout=300)   # a part held out of the input
     assert r.returncode == 0 and "training file itself" not in r.stdout + r.stderr, r.stderr
+    import gzip
+    (tmp_path / "r.txt.gz").write_bytes(gzip.compress(open(path, "rb").read()))     # two copies, one file
+    r = run_cli("run", "mf", str(tmp_path / "r.txt.gz"), "--test", str(tmp_path / "r.txt.gz"), "--epochs", "1",
+                "--k", "2", timeout=300)
+    assert r.returncode == 0 and "note: the test set is the training file itself" in r.stdout + r.stderr, r.stderr
     (tmp_path / "copy.txt").write_text(open(path).read())
     r = run_cli("run", "mf", path, "--test", str(tmp_path / "copy.txt"), "--epochs", "1", "--k", "2", timeout=300)
     assert r.returncode == 0 and "training file itself" not in r.stdout + r.stderr, r.stderr
@@ -427,3 +432,16 @@ def test_a_resumed_run_goes_on_from_the_checkpoints_history(tmp_path):
     recs = [json.loads(x) for x in open(tmp_path / "m.jsonl")]
     assert [x["epoch"] for x in recs] == [1, 2, 3, 4]
     assert all(b["total_time_s"] > a["total_time_s"] for a, b in zip(recs, recs[1:])), recs
+
+
+def test_min_ratings_without_top_k_is_refused(tmp_path):
+    """`tux2 predict MODEL pairs.txt --min-ratings 1000` ignored the option silently: it
+    picks the items --top-k recommends, and pairs are predicted whatever their items."""
+    train, _ = netflix_like(n_users=100, n_items=30, n_ratings=1000, seed=0)
+    path = str(tmp_path / "r.txt")
+    write_edge_list(path, train)
+    tux2.MF(k=2, epochs=1).fit(path).save(tmp_path / "m")
+    r = run_cli("predict", str(tmp_path / "m"), path, "--min-ratings", "1000", timeout=300)
+    assert r.returncode == 2 and "--min-ratings picks the items --top-k recommends" in r.stderr, r.stderr
+    r = run_cli("predict", str(tmp_path / "m"), "--top-k", "2", "--min-ratings", "5", timeout=300)
+    assert r.returncode == 0, r.stderr

@@ -526,3 +526,38 @@ def test_optimize_interval_learns_the_same_alpha_in_2_workers_and_predict_uses_i
     symmetric = tux2.LDA.load(one)
     symmetric.alpha_ = np.full(3, symmetric.alpha)
     assert np.abs(symmetric.transform(new, iterations=20) - theta).max() > 1e-3
+
+
+def test_break_it_findings_on_stdin_alpha_notes_and_kept_stop_words(tmp_path):
+    """Four findings of a break-it trial: LDA().fit('-') on text read standard input
+    once and then opened '-' as a file ('No such file or directory'); an
+    --optimize-interval no iteration reaches was silent while the header said α is
+    optimised; a docword model with --vocab, trained on 'the', dropped it from new
+    text as an English stop word; a model fitted with a list of stop words loaded
+    back with stop_words='english'."""
+    import subprocess
+    import sys
+    import tux2
+    src = _write(tmp_path / "docs.txt", TEXT)
+    code = "import tux2; print(tux2.LDA(topics=2, iterations=2).fit('-').vocab_[:3])"
+    with open(src) as f:
+        r = subprocess.run([sys.executable, "-c", code], stdin=f, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and r.stdout == "['apples', 'bananas', 'fruit']\n", r.stderr
+    with pytest.warns(RuntimeWarning, match="α is never learnt: the first iteration past optimize_burn_in=0 that "
+                                            "optimize_interval=10 divides is 10, beyond iterations=3"):
+        m = tux2.LDA(topics=2, iterations=3, optimize_interval=10).fit(src)
+    assert (m.alpha_ == 0.1).all()
+    docword = _docword_two_themes(tmp_path / "docword.txt")
+    vocab = _write(tmp_path / "vocab.txt", "".join(f"{w}\n" for w in ["a", "b", "the", "apple", "pear", "fig",
+                                                                         "kiwi", "goal", "team", "coach", "score",
+                                                                         "match"]))
+    r = run_cli("run", "lda", docword, "--vocab", vocab, "-k", "2", "--iterations", "2", "--out",
+                str(tmp_path / "dw"), "-q", timeout=300)
+    assert r.returncode == 0, r.stderr
+    g, dropped = tux2.LDA.load(tmp_path / "dw").documents(["the apple goal"])
+    assert g.values.sum() == 3 and dropped == 0
+    listed = tux2.LDA(topics=2, iterations=2, stop_words=["Apples", "the"]).fit(src)
+    listed.save(tmp_path / "listed")
+    back = tux2.LDA.load(tmp_path / "listed")
+    assert back.get_params()["stop_words"] == back.stop_words_ == ["apples", "the"]
+    assert back.vocab_ == listed.vocab_ and "and" in back.vocab_

@@ -745,6 +745,15 @@ def test_lastfm_tab_separated_names_with_spaces_read_by_run_fit_and_info(tmp_pat
     by_name = _model(tmp_path / "name")
     assert set(by_name["item"]["ids"].tolist()) == {n for _, _, n, _ in rows}
     assert {'"weird al" yankovic', "a, b and c", "melissa; etheridge", "sigur rós"} <= set(by_name["item"]["ids"])
+    # names with spaces: predict's fields are tab-separated, so they stay apart ('user a, b and c 80.1' was one line
+    # of five space-separated words)
+    (tmp_path / "pairs.tsv").write_text(f"{rows[1][0]}\tbetty blue\n{rows[0][0]}\ta, b and c\n", encoding="utf-8")
+    p = run_cli("predict", str(tmp_path / "name"), str(tmp_path / "pairs.tsv"))
+    assert p.returncode == 0 and p.stdout.splitlines()[0] == "# user\titem\tprediction", p.stderr
+    assert p.stdout.splitlines()[2].split("\t")[:2] == [rows[0][0], "a, b and c"], p.stdout
+    top = run_cli("predict", str(tmp_path / "name"), "--top-k", "3", "--include-seen").stdout.splitlines()
+    assert all(len(line.split("\t")) == 4 and all(f.rsplit(":", 1)[0] in by_name["item"]["ids"]
+                                                  for f in line.split("\t")[1:]) for line in top), top
     est = tux2.MF(k=4, epochs=3, columns="1,3,4").fit(str(path))
     np.testing.assert_array_equal(est.user_factors_.astype(np.float32), by_name["user"]["p"])
     np.testing.assert_array_equal(est.item_factors_.astype(np.float32), by_name["item"]["p"])

@@ -335,7 +335,7 @@ def train(est, data, *, transport=None, partitions=None, threads=None, slack=0, 
     setup = est.prepare(data, parts)
     source = setup.source if hasattr(setup, "source") else getattr(data, "source", None)
     same = rank == 0 and not getattr(data, "facts", {}).get("held_out") and _same_files(
-        *(getattr(getattr(data, g, None), "source", None) for g in ("train", "test")))
+        *(display_name(getattr(getattr(data, g, None), "source", None)) for g in ("train", "test")))
     del data            # the data as loaded, when the caller kept no reference: the setup has what the run needs
     for line in est._header(setup, parts, world):
         say(line)

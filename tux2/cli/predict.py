@@ -84,6 +84,9 @@ def predict(args):
         if getattr(args, dest) != unset and model.algorithm not in algorithms:
             raise Tux2Error(f"{flag} applies to {', '.join(algorithms)} models, and {args.model} holds an "
                             f"{model.algorithm} model")
+    if model.algorithm == "mf" and args.top_k is None and args.min_ratings != 1:
+        raise Tux2Error("--min-ratings picks the items --top-k recommends; predictions for the pairs of INPUT "
+                        "are made whatever their items' ratings")
     spool_inputs(args)
     note_first_read(args, "libsvm" if model.algorithm in LINEAR else "edges")
     if model.algorithm == "mf":
@@ -121,13 +124,22 @@ def predict(args):
     return 0
 
 
+def _separator(model):
+    """Tab when an id of the model holds a space (Last.fm's artist names), so that the
+    output's fields stay apart; else a space."""
+    names = [m.tokens for m in model.ids_ if m is not None and m.tokens.dtype.kind == "U"]
+    return "\t" if any(" " in "\n".join(t.tolist()) or "\t" in "\n".join(t.tolist()) for t in names) else " "
+
+
 def predict_mf(args, model):
     from tux2 import loaders
+    sep = _separator(model)
     if args.top_k is not None:
         users = _listed_users(args, model) if args.input else None
         names, items, score = model.recommend(users, args.top_k, exclude_seen=not args.include_seen,
                                               unknown=args.unknown, min_ratings=args.min_ratings)
-        _write(args.output, (f"{user}" + "".join(f" {it}:{sc:.6g}" for it, sc in zip(row, srow) if math.isfinite(sc))
+        _write(args.output, (f"{user}" + "".join(f"{sep}{it}:{sc:.6g}" for it, sc in zip(row, srow)
+                                                 if math.isfinite(sc))
                              + "\n" for user, row, srow in zip(names.tolist(), items.tolist(), score.tolist())))
         return 0
     if args.input is None:
@@ -136,8 +148,8 @@ def predict_mf(args, model):
                            unknown=args.unknown, columns=args.columns)
     pred = model.score_dense(g.src, g.dst, g.unknown)
     users, items = loaders.edge_ids(g, 0), loaders.edge_ids(g, 1)
-    _write(args.output, itertools.chain(["# user item prediction\n"], (
-        f"{a} {b} {r:.6g}\n" for a, b, r in zip(users.tolist(), items.tolist(), pred.tolist()))))
+    _write(args.output, itertools.chain([f"# user{sep}item{sep}prediction\n"], (
+        f"{a}{sep}{b}{sep}{r:.6g}\n" for a, b, r in zip(users.tolist(), items.tolist(), pred.tolist()))))
     res = {"model": "mf", "pairs": int(g.num_edges)}
     if g.unknown is not None:
         res["unknown_pairs"] = int((g.unknown[0] | g.unknown[1]).sum())

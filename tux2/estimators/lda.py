@@ -90,7 +90,7 @@ class LDA(Estimator):
             g, words, format = loaders.load_corpus(data, format, base=base, duplicates=duplicates, **filters)
             if sniffed and format == "text":
                 _refuse_numeric_table(g, words, data)
-                if io.sniff_input(data) == "libsvm":        # as tux2 info reads it: words would be '3', '1'
+                if data != "-" and io.sniff_input(data) == "libsvm":   # ('-' was read once, into the corpus)        # as tux2 info reads it: words would be '3', '1'
                     raise InputError("it looks like a libsvm file ('label index:value …'), not text: tux2 run lr, "
                                      "svm, softmax, fm or blockpg reads it (--format text reads it as text anyway)",
                                      path=data)
@@ -153,7 +153,16 @@ class LDA(Estimator):
                 f"  {s.graph.n_src} documents, {s.graph.n_dst} words, {s.tokens} tokens; K={self.topics}, "
                 f"α={self.alpha}" + (f" (optimised every {self.optimize_interval} iterations)"
                                      if self.optimize_interval else "") + f", β={self.beta}, P={parts} ({self.partitioner})"
-                + (f", {world} workers" if world > 1 else "")]
+                + (f", {world} workers" if world > 1 else "")] + self._never_optimised()
+
+    def _never_optimised(self):
+        """A note when no iteration learns α: the first past the burn-in that is a multiple
+        of the interval is beyond --iterations (the header says α is optimised)."""
+        n, burn = self.optimize_interval, self.optimize_burn_in
+        if not n or (burn // n + 1) * n <= self.iterations:
+            return []
+        return [f"  note: α is never learnt: the first iteration past --optimize-burn-in {burn} that --optimize-interval "
+                f"{n} divides is {(burn // n + 1) * n}, beyond --iterations {self.iterations}"]
 
     def _line(self, rec, n):
         return (f"iteration {rec['iteration']:4d}/{n}  ll/token {rec['ll_per_token']:.4f}  "
@@ -206,6 +215,8 @@ class LDA(Estimator):
                               f"model.json says {meta['words']}") if "vocab.txt" in found else None
         arrays = found["lda.npz"]
         stop = sorted(stop_words(found["stopwords.txt"])) if "stopwords.txt" in found else None
+        if stop is not None and "stop_words" not in meta:       # a list (model.json keeps names): the words
+            self.stop_words = stop
         self._set(arrays["word_topic"], arrays["topic_totals"], vocab, arrays.get("doc_topic"),
                   meta.get("word_base", 0) if vocab is None else 0, arrays.get("alpha"), stop)   # older: no alpha
 
@@ -233,8 +244,9 @@ class LDA(Estimator):
                                  "pass counts in the model's word ids, as fit took them (a corpus file, a "
                                  "CountVectorizer matrix, a doc → word count BipartiteGraph)",
                                  path=docs if path else "texts")
+            text = (getattr(self, "run_", None) or {}).get("format") in ("text", "csv")  # else: words of --vocab, kept
             stop = (self.stop_words_ if getattr(self, "stop_words_", None) is not None    # dropped as in training,
-                    else stop_words(self.stop_words if self.stop_words in ("english", "none") else None))  # not unknown
+                    else stop_words(self.stop_words if text and self.stop_words in ("english", "none") else None))
             g, words = (io.read_text_docs(docs, stopwords=stop, csv=io.csv_header(docs)) if path
                         else io.text_docs(texts, stopwords=stop, need_words=False))
             index = {w: i for i, w in enumerate(self.vocab_)}

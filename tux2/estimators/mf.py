@@ -174,8 +174,8 @@ def refuse_counts(values, source):
     if len(v) and v.min() >= 0 and np.all(v == np.floor(v)) and len(np.unique(v[:1 << 20])) > COUNT_LEVELS:
         raise InputError(f"the ratings look like counts (plays, clicks: whole numbers from {v.min():g} to "
                          f"{v.max():g}, median {np.median(v):g}), whose few huge values make MF's squared loss "
-                         "diverge: give log(1 + count) as the rating, e.g. awk -F'\\t' -v OFS='\\t' "
-                         "'{ $4 = log(1 + $4) } 1' for the 4th column of a tab-separated file", path=source)
+                         "diverge: give log(1 + count) as the rating (numpy.log1p; for column N of a file, "
+                         "awk '{ $N = log(1 + $N) } 1', with -F'\\t' -v OFS='\\t' for tabs)", path=source)
 
 
 def spread_note(s):
