@@ -81,6 +81,13 @@ def test_stop_words_and_max_df_filter_the_words_of_text_from_the_command_line_an
     r = run_cli("run", "lda", src, "--stop-words", str(tmp_path / "nope.txt"), timeout=300)
     assert r.returncode == 2 and "nope.txt: cannot read the stop-word file: No such file or directory" in r.stderr
     assert "Traceback" not in r.stderr
+    # tux2 info tells how much of the text the default drops (its counts are the file's, as written)
+    every_g, _ = io.read_text_docs(src)
+    kept_g, _ = io.read_text_docs(src, stopwords=ENGLISH)
+    total, stop_tokens = int(every_g.values.sum()), int(every_g.values.sum() - kept_g.values.sum())
+    r = run_cli("info", src, timeout=300)
+    assert r.returncode == 0 and f"English stop words: {stop_tokens} of {total} tokens " \
+                                 f"({100 * stop_tokens / total:.1f}%), which tux2 run lda drops" in r.stdout, r.stdout
     r = run_cli("run", "lda", src, "--max-df", "0", timeout=300)
     assert r.returncode == 2 and "--max-df: must be a finite number > 0 and <= 1, got 0" in r.stderr
 

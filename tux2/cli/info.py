@@ -6,6 +6,7 @@ import numpy as np
 
 from tux2.cli.common import add_input_args, input_options, note_first_read, spool_inputs
 from tux2.files import json_text
+from tux2.stopwords import ENGLISH
 
 
 FORMATS = ("auto", "edges", "libsvm", "docword", "triples", "text")
@@ -124,6 +125,10 @@ def info(args):
         res = describe(g, kind)
         if vocab is not None:
             res["vocabulary"] = len(vocab)
+            stop = np.isin(np.array(vocab, dtype=object), list(ENGLISH))[g.dst]
+            tokens = float(g.values.sum()) if g.num_edges else 0.0
+            res["english_stop_word_tokens"] = int(g.values[stop].sum())
+            res["tokens"] = int(tokens)
     else:
         g = loaders.load_edges(path, ids=args.ids, duplicates="keep", dense=True, **input_options(args))
         res = describe(g, "edges")
@@ -159,6 +164,10 @@ def info(args):
         print(f"  feature index base: {res['feature_index_base']}")
     if "vocabulary" in res:
         print(f"  vocabulary: {res['vocabulary']} words")
+    if res.get("english_stop_word_tokens"):
+        print(f"  English stop words: {res['english_stop_word_tokens']} of {res['tokens']} tokens "
+              f"({100 * res['english_stop_word_tokens'] / res['tokens']:.1f}%), which tux2 run lda drops "
+              "(--stop-words none keeps them)")
     for h in res["hints"]:
         print(f"  note: {h}")
     return 0
