@@ -127,8 +127,8 @@ def predict(args):
 def _separator(model):
     """Tab when an id of the model holds a space (Last.fm's artist names), so that the
     output's fields stay apart; else a space."""
-    names = [m.tokens for m in model.ids_ if m is not None and m.tokens.dtype.kind == "U"]
-    return "\t" if any(" " in "\n".join(t.tolist()) or "\t" in "\n".join(t.tolist()) for t in names) else " "
+    text = "\n".join("\n".join(m.tokens.tolist()) for m in model.ids_ if m is not None and m.tokens.dtype.kind == "U")
+    return "\t" if " " in text or "\t" in text else " "
 
 
 def predict_mf(args, model):

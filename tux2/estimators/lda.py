@@ -198,7 +198,7 @@ class LDA(Estimator):
                                                 for k, ws in enumerate(tops)))}
         if self.vocab_ is not None:
             out["vocab.txt"] = files.text("".join(w + "\n" for w in self.vocab_))
-        if getattr(self, "stop_words_", None) is not None:
+        if self.stop_words_ is not None:
             out["stopwords.txt"] = files.text("".join(w + "\n" for w in self.stop_words_))
         return out
 
@@ -235,7 +235,8 @@ class LDA(Estimator):
         V = self.word_topic_.shape[1]
         texts, path = io.as_texts(docs), loaders.is_path(docs)
         kind = io.sniff_corpus(docs) if path else None                  # (text: or CSV)
-        if path and kind != "text" and (getattr(self, "run_", None) or {}).get("format") in ("text", "csv"):
+        text = (getattr(self, "run_", None) or {}).get("format") in ("text", "csv")    # else numeric (or --vocab's)
+        if path and kind != "text" and text:
             raise InputError(f"a {kind} corpus, and this model was fitted on text: its word ids are its own words' "
                              "(vocab.txt), not this file's; give the new documents as text", path=docs)
         if texts is not None or kind == "text":
@@ -244,8 +245,7 @@ class LDA(Estimator):
                                  "pass counts in the model's word ids, as fit took them (a corpus file, a "
                                  "CountVectorizer matrix, a doc → word count BipartiteGraph)",
                                  path=docs if path else "texts")
-            text = (getattr(self, "run_", None) or {}).get("format") in ("text", "csv")  # else: words of --vocab, kept
-            stop = (self.stop_words_ if getattr(self, "stop_words_", None) is not None    # dropped as in training,
+            stop = (self.stop_words_ if self.stop_words_ is not None                      # dropped as in training,
                     else stop_words(self.stop_words if text and self.stop_words in ("english", "none") else None))
             g, words = (io.read_text_docs(docs, stopwords=stop, csv=io.csv_header(docs)) if path
                         else io.text_docs(texts, stopwords=stop, need_words=False))
