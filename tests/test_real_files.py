@@ -511,12 +511,46 @@ def test_lda_one_based_triples_with_their_vocabulary_are_read_as_info_says_or_th
         assert "--base 1" in r.stderr, r.stderr
 
 
-def test_the_netflix_prize_per_movie_format_gets_a_way_out(tmp_path):
-    path = tmp_path / "combined_data_1.txt"
-    path.write_text("1:\n1488844,3,2005-09-06\n822109,5,2005-05-13\n2:\n2059652,4,2005-09-05\n")
+def _netflix(rows):
+    """(the ratings in the Netflix prize's per-movie format, the same lines as 'user,movie,rating,date')."""
+    by_movie = sorted(rows, key=lambda r: r[1])
+    text, edges = "", ""
+    for n, (u, i, r, t) in enumerate(by_movie):
+        if n == 0 or by_movie[n - 1][1] != i:
+            text += f"{i}:\n"
+        text += f"{u},{r},2005-09-{t % 28 + 1:02d}\n"
+        edges += f"{u},{i},{r},2005-09-{t % 28 + 1:02d}\n"
+    return text, edges
+
+
+def test_the_netflix_prize_per_movie_format_is_read_as_the_edges_it_holds(tmp_path):
+    """combined_data_1.txt ('MOVIE:' lines above 'user,rating,date' lines), plain, xz on
+    standard input, from Python and on two workers: the model of the same ratings written
+    'user,movie,rating,date'; errors name the file's own line."""
+    text, edges = _netflix(ROWS)
+    path, plain = tmp_path / "combined_data_1.txt", tmp_path / "edges.csv"
+    path.write_text(text)
+    plain.write_text(edges)
+    ref = _train(str(plain), tmp_path / "ref")[1]
+    out, model = _train(str(path), tmp_path / "nf")
+    assert "read as: the Netflix prize's per-movie format" in out
+    _same(model, ref)
+    r = subprocess.run([sys.executable, "-m", "tux2.cli", "run", "mf", "-", *FLAGS, "--out", str(tmp_path / "xz")],
+                       input=lzma.compress(text.encode()), capture_output=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    _same({n: dict(np.load(tmp_path / "xz" / f"{n}.npz")) for n in ("user", "item")}, ref)
+    two = _train(str(path), tmp_path / "two", "--workers", "2", "--timeout", "30")
+    assert "distributed ingress" in two[0] and "Netflix prize" in two[0]
+    import tux2
+    np.testing.assert_array_equal(tux2.MF(k=4, epochs=3).fit(str(path)).user_factors_,
+                                  tux2.MF(k=4, epochs=3).fit(str(plain)).user_factors_)
+    assert "Netflix prize" in run_cli("info", str(path)).stdout
+    lines = text.splitlines()
+    lines[5] = lines[5].split(",")[0] + ",x,2005-09-06"
+    path.write_text("\n".join(lines) + "\n")
     r = run_cli("run", "mf", str(path))
-    assert r.returncode == 2 and "Traceback" not in r.stderr
-    assert "it looks like the Netflix prize's per-movie format" in r.stderr and "tux2 run lda" not in r.stderr
+    assert r.returncode == 2 and r.stderr.startswith(f"tux2: error: {path}:6: malformed value"), r.stderr
+    assert os.listdir(tmp_path / "nf")         # the earlier model is untouched
 
 
 def test_a_feature_twice_in_a_libsvm_line_is_named_as_the_file_numbers_it(tmp_path):

@@ -73,6 +73,7 @@ class Shard:
         self.degrees = None             # per type: its training edges on every worker (0: an unknown id)
         self.base = 0
         self.layout = None              # the file's tux2.io.EdgeFormat
+        self.source = None              # the file read
 
     @property
     def n(self):
@@ -286,7 +287,7 @@ def load(transport, path, partitions, partitioner="bicut", seed=0, test_path=Non
     stats = {"rank": rank, "read_edges": int(len(held)), "total_edges": total_read, "train_edges": n_train,
              "owned_edges": int(len(src))}
     shard = Shard(src, dst, val, gkey, part, n_src, n_dst, n_train, type_names, replicated, share, stats, strata, tiles)
-    shard.ids, shard.degrees, shard.base, shard.layout = ids, degrees, base, fmt
+    shard.ids, shard.degrees, shard.base, shard.layout, shard.source = ids, degrees, base, fmt, path
     assignment = Assignment(part, master, int(partitions), partitioner)
     return shard, assignment, spread, test
 

@@ -364,7 +364,7 @@ def local_copy(path):
         raise InputError(f"cannot read input: {e.strerror}", path=name) from None
     kind = next((k for magic, k in _MAGIC if head.startswith(magic)), None)
     if kind is None:
-        return path
+        return _netflix_copy(path, name)
     import bz2
     import gzip
     import lzma
@@ -377,7 +377,120 @@ def local_copy(path):
         remove_scratch(os.path.dirname(tmp))
         raise InputError(f"cannot decompress this {'xz' if kind == 'lzma' else kind} file: {e}", path=name) from None
     _spooled(tmp, name)
+    return _netflix_copy(tmp, name)
+
+
+# the Netflix prize's per-movie files (combined_data_N.txt): 'MOVIE:' lines, each above
+# the 'user,rating,date' lines of its ratings (probe.txt: 'user' alone)
+_NETFLIX_HEAD = re.compile(rb"\A(?:\xef\xbb\xbf)?\s*\d+:[ \t\r]*\n[ \t]*\d+[ \t\r]*(?:,[^\n]*)?(?:\n|\Z)")
+_KINDS_ENV = "TUX2_INPUT_KINDS"     # {temporary copy: how it was rewritten}, JSON, for worker processes
+
+
+def _kinds():
+    import json
+    try:
+        kinds = json.loads(os.environ.get(_KINDS_ENV) or "{}")
+    except ValueError:
+        return {}
+    return kinds if isinstance(kinds, dict) else {}
+
+
+def input_kind(path):
+    """How ``local_copy`` rewrote the input it made ``path`` from: "netflix" or None."""
+    return _kinds().get(path) if isinstance(path, str) else None
+
+
+def _netflix_copy(path, name):
+    """``path`` itself, or when it is in the Netflix prize's per-movie format a copy
+    read as an edge list: each ``MOVIE:`` line becomes the comment ``#MOVIE:`` and each
+    line below it gets the movie as its second field (``user,rating,date`` →
+    ``user,MOVIE,rating,date``), so every line keeps its number for messages."""
+    import json
+    try:
+        with open(path, "rb") as f:
+            head = f.read(256)
+    except OSError as e:
+        raise InputError(f"cannot read input: {e.strerror}", path=name) from None
+    if not _NETFLIX_HEAD.match(head):
+        return path
+    tmp = os.path.join(_spool_dir(), os.path.basename(name) if name != "-" else "stdin")
+    if tmp == path:
+        tmp += ".edges"
+    movie = np.zeros(24, np.uint8)
+    state = np.zeros(1, np.int64)               # the movie's digits in ``movie``
+    try:
+        with open(path, "rb") as src, open(tmp, "wb") as out:
+            rest = b""
+            while True:
+                block = src.read(1 << 26)
+                data = rest + block
+                cut = data.rfind(b"\n") + 1 if block else len(data)
+                rest = data[cut:]
+                if cut:
+                    buf = np.frombuffer(data, np.uint8, cut)
+                    res = np.empty(cut + (int(np.count_nonzero(buf == 10)) + 1) * 26, np.uint8)
+                    out.write(memoryview(res[:_netflix_lines(buf, movie, state, res)]))
+                if not block:
+                    break
+    except OSError as e:
+        remove_scratch(os.path.dirname(tmp))
+        raise InputError(f"cannot read input: {e.strerror}", path=name) from None
+    if path in _SPOOLED:                        # a decompressed or standard-input copy: its rewrite replaces it
+        os.remove(path)
+    _spooled(tmp, name)
+    os.environ[_KINDS_ENV] = json.dumps({**_kinds(), tmp: "netflix"})
     return tmp
+
+
+@njit(cache=True, nogil=True)
+def _netflix_lines(buf, movie, state, out):
+    """Rewrite the whole lines ``buf`` of a Netflix per-movie file into ``out`` (see
+    ``_netflix_copy``; ``movie``/``state``: the current movie's digits, carried from
+    block to block); returns the bytes written. Lines before the first movie, blank
+    and comment lines are copied as they are."""
+    n = buf.shape[0]
+    w = 0
+    i = 0
+    while i < n:
+        j = i
+        while j < n and buf[j] != 10:
+            j += 1
+        a = i
+        while a < j and (buf[a] == 32 or buf[a] == 9 or buf[a] == 13):
+            a += 1
+        b = j
+        while b > a and (buf[b - 1] == 32 or buf[b - 1] == 9 or buf[b - 1] == 13):
+            b -= 1
+        digits = b - a >= 2 and b - a <= 21 and buf[b - 1] == 58
+        q = a
+        while digits and q < b - 1:
+            digits = 48 <= buf[q] <= 57
+            q += 1
+        if digits:                                  # 'MOVIE:' → '#MOVIE:'
+            state[0] = b - 1 - a
+            movie[:state[0]] = buf[a:b - 1]
+            out[w] = 35
+            w += 1
+            k = i
+        elif b > a and state[0] > 0 and buf[a] != 35 and buf[a] != 37:
+            k = a
+            while k < b and buf[k] != 44:
+                k += 1
+            out[w:w + k - i] = buf[i:k]             # the user, then ',MOVIE', then the rest
+            w += k - i
+            out[w] = 44
+            w += 1
+            out[w:w + state[0]] = movie[:state[0]]
+            w += state[0]
+        else:
+            k = i
+        out[w:w + j - k] = buf[k:j]
+        w += j - k
+        if j < n:
+            out[w] = 10
+            w += 1
+        i = j + 1
+    return w
 
 
 @contextlib.contextmanager
@@ -396,6 +509,7 @@ def temporary_copies():
             _SPOOLED.pop(tmp, None)
             names.pop(tmp, None)
         os.environ[_NAMES_ENV] = json.dumps(names)
+        os.environ[_KINDS_ENV] = json.dumps({k: v for k, v in _kinds().items() if k in names})
 
 
 def as_given(error, copy, given):
@@ -1329,10 +1443,6 @@ def other_format(path, columns=None):
         return ""           # numbers short of a column (a list of user ids) are no text corpus
     if kind == "text" and len(rows) == 1:
         return ""           # nor is one line (a header alone)
-    if len(rows[0]) == 1 and rows[0][0].endswith(b":") and rows[0][0][:-1].isdigit():
-        return ("; it looks like the Netflix prize's per-movie format ('MOVIE:' lines, then 'user,rating,date' "
-                "lines): write it as 'user movie rating' lines first, e.g. with awk -F, "
-                "'/:$/{m=$1+0; next} {print $1, m, $2}'")
     if kind == "docword":
         return ("; it looks like a UCI docword file (three header lines D, W, NNZ, then 'doc word count' lines), "
                 "a corpus for topic models: tux2 run lda reads it (--format docword)")

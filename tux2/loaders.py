@@ -440,14 +440,24 @@ def in_known_ids(src, dst, values, known, policy="baseline", type_names=("src", 
     return g
 
 
+def layout_phrases(graph):
+    """How the lines of ``graph``'s file were laid out, when not plain 'src dst [value]'
+    (phrases for a run's or ``tux2 info``'s "read as")."""
+    parts = []
+    if io.input_kind(graph.source) == "netflix":
+        parts.append("the Netflix prize's per-movie format ('MOVIE:' lines above their ratings; read as "
+                     "user,MOVIE,rating,date lines)")
+    if graph.layout is not None and graph.layout.notable():
+        parts.append(graph.layout.describe())
+    return parts
+
+
 def describe_read(graph, base="auto"):
     """How an edge list was read (its layout when not plain 'src dst [value]', a 1-based
     id base and why), for a run's header; None for a plain 0-based file. ``base``: the
     option it was read with."""
-    parts = []
+    parts = layout_phrases(graph)
     layout = graph.layout
-    if layout is not None and layout.notable():
-        parts.append(layout.describe())
     if graph.base:
         how = "MatrixMarket" if layout is not None and layout.matrix_market else \
             "auto: no id 0 on either side; --base 0 reads them as 0-based" if base == "auto" else "--base 1"

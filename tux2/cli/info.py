@@ -44,7 +44,7 @@ def degree_stats(deg):
 
 def describe(g, kind, labels=None):
     """The report of a loaded graph, as a dict."""
-    from tux2.loaders import renumbered
+    from tux2.loaders import layout_phrases, renumbered
     out = {"format": kind, "edges": int(g.num_edges)}
     hints = []
     for side, (name, ids, n, m) in enumerate(zip(g.type_names, (g.src, g.dst), g.n, g.ids)):
@@ -65,8 +65,8 @@ def describe(g, kind, labels=None):
         hints.append("ids read as 1-based (" + ("MatrixMarket" if g.layout is not None and g.layout.matrix_market
                                                  else "auto: no id 0 on either side; --base 0 reads them as "
                                                       "0-based") + ")")
-    if g.layout is not None and g.layout.notable():
-        out["read_as"] = g.layout.describe()
+    if layout_phrases(g):
+        out["read_as"] = "; ".join(layout_phrases(g))
     if g.num_edges:
         from tux2.loaders import pair_key
         key = pair_key(g.src, g.dst, g.n_dst)
