@@ -944,3 +944,32 @@ def test_book_crossing_latin1_isbns_and_an_x_past_the_first_lines_are_read(tmp_p
     assert [ln.split()[:2] for ln in lines] == [["8", "3442\xe9X"], ["7", "034545104X"]]
     assert np.allclose([float(ln.split()[2]) for ln in lines], m.predict(["8", "7"], ["3442\xe9X", "034545104X"]),
                        atol=1e-4)
+
+
+def _hinted_command(stderr):
+    """The python -c command a JSON-lines message gives."""
+    return stderr.split('python -c "', 1)[1].split('"', 1)[0]
+
+
+@pytest.mark.parametrize("keys", [("user_id", "business_id", "stars", "text"),
+                                  ("reviewerID", "asin", "overall", "reviewText")])
+def test_json_lines_are_named_with_a_pandas_line_that_writes_what_tux2_reads(tmp_path, keys):
+    """Yelp's and Amazon's reviews are JSON lines: no command reads them as ratings or
+    documents (LDA would take every key and id for words); each names the file's form
+    and a pandas line, which, run, writes a file the command then reads."""
+    pytest.importorskip("pandas")
+    rows = [{keys[0]: f"u{u}", keys[1]: f"b{(u * 7 + j) % 11}", keys[2]: float(1 + (u + j) % 5),
+             keys[3]: f"the soup was {['great', 'cold', 'fine'][j % 3]}\nand the staff {u}", "date": "2018-07-07"}
+            for u in range(30) for j in range(4)]
+    path = tmp_path / "review.json"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    for command, out in ((("run", "mf"), "ratings.csv"), (("run", "lda", "-k", "2"), "docs.csv"), (("info",), None)):
+        r = run_cli(*command, str(path), cwd=tmp_path)
+        assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+        assert "it is JSON lines (an object per line; keys " + ", ".join(keys) in r.stderr, r.stderr
+        if out is None:
+            continue
+        subprocess.run([sys.executable, "-c", _hinted_command(r.stderr)], cwd=tmp_path, check=True, timeout=120)
+        r = run_cli(*command, out, "--epochs" if command[1] == "mf" else "--iterations", "2", cwd=tmp_path)
+        assert r.returncode == 0, r.stderr
+        assert ("30 users × 11 items" if command[1] == "mf" else "120 documents") in r.stdout, r.stdout

@@ -1417,6 +1417,47 @@ def number_column(rows):
     return next((j for j in range(2, width) if all(len(t) > j and is_number(t[j]) for t in rows)), None)
 
 
+_USER_KEYS = ("user_id", "userid", "user", "reviewerid", "customer_id")
+_ITEM_KEYS = ("item_id", "itemid", "item", "business_id", "asin", "movieid", "product_id", "parent_asin")
+_RATING_KEYS = ("rating", "stars", "overall", "score")
+_TEXT_KEYS = ("text", "reviewtext", "review_text", "body", "content", "abstract")
+
+
+def json_keys(head):
+    """The keys of the first line's object when ``head`` (a file's first bytes) starts
+    as JSON lines (an object per line: Yelp's and Amazon's reviews), else None."""
+    import json
+    first = head[len(BOM):] if head.startswith(BOM) else head
+    first = first.lstrip().split(b"\n", 1)[0].strip()
+    if not first.startswith(b"{"):
+        return None
+    try:
+        obj = json.loads(first)
+    except ValueError:
+        return None
+    return [str(k) for k in obj] if isinstance(obj, dict) else None
+
+
+def json_hint(path, keys, documents=False):
+    """What to do with a JSON-lines file (``keys``: its first object's), which no
+    reader of tux2 takes: a pandas line writing the fields (``documents``: the text
+    field) as a CSV that tux2 reads."""
+    def pick(names):
+        return next((k for k in keys if k.lower() in names), None)
+    shown = ", ".join(keys[:8]) + (", …" if len(keys) > 8 else "")
+    read = f"pd.read_json({display_name(path)!r}, lines=True)"
+    text = pick(_TEXT_KEYS) or "TEXT_FIELD"
+    if documents:
+        fields = read + ("" if text == "text" else f".rename(columns={{{text!r}: 'text'}})")
+        then = "[['text']].to_csv('docs.csv', index=False)\", then tux2 run lda docs.csv"
+    else:
+        cols = [pick(_USER_KEYS), pick(_ITEM_KEYS), pick(_RATING_KEYS)]
+        fields = read + f"[{([c for c in cols if c] if all(cols[:2]) else keys[:3])!r}]"
+        then = ".to_csv('ratings.csv', index=False)\""
+    return (f"it is JSON lines (an object per line; keys {shown}), which tux2 does not read: write the fields "
+            f"as CSV columns first, e.g. python -c \"import pandas as pd; {fields}{then}")
+
+
 def other_format(path, columns=None):
     """'' or, for an edge-list reader's error, what the file looks like instead and what
     reads it: a UCI docword file or plain text (tux2 run lda), a libsvm file; for
@@ -1428,6 +1469,8 @@ def other_format(path, columns=None):
         fmt = edge_format(head, path)
     except InputError:
         return ""
+    if json_keys(head) is not None:
+        return "; " + json_hint(path, json_keys(head))
     if fmt.mode == TAB:
         body = sample_rows(head, fmt)
         j = number_column(body)

@@ -783,6 +783,10 @@ def _load_corpus(path, fmt, base, min_count, type_names, duplicates, stopwords, 
         raise InputError("line 1 is no CSV header naming the text column ('text', 'id,text', …): --format text "
                          "(format='text') reads every line as a document", path=path, line=1)
     fmt = "csv" if header is not None else fmt
+    keys = io.json_keys(io.read_head(path, "corpus")) if sniffed and fmt == "text" else None
+    if keys is not None:        # no documents: each line's keys, ids and fields would be its words
+        raise InputError(io.json_hint(path, keys, documents=True) + "; --format text (format='text') reads every line as a "
+                         "document, JSON and all", path=path)
     if fmt == "docword":
         g = dedupe(io.read_docword(path, type_names), duplicates, lambda i: (path, *io.edge_line(path, i, 3)))
         g.base = 1                              # docword ids are 1-based: outputs name them so

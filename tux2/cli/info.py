@@ -5,6 +5,7 @@ import os
 import numpy as np
 
 from tux2.cli.common import add_input_args, input_options, note_first_read, spool_inputs
+from tux2.errors import InputError
 from tux2.files import json_text
 from tux2.stopwords import ENGLISH
 
@@ -108,6 +109,9 @@ def info(args):
     spool_inputs(args)
     path = args.input
     kind = io.sniff_input(path, args.columns) if args.format == "auto" else args.format
+    keys = io.json_keys(io.read_head(path, "input")) if kind == "text" else None
+    if keys is not None:
+        raise InputError(io.json_hint(path, keys), path=path)
     note_first_read(args, kind)
     if kind == "libsvm":
         g, labels = io.read_libsvm(path, zero_based=True)
