@@ -973,3 +973,13 @@ def test_json_lines_are_named_with_a_pandas_line_that_writes_what_tux2_reads(tmp
         r = run_cli(*command, out, "--epochs" if command[1] == "mf" else "--iterations", "2", cwd=tmp_path)
         assert r.returncode == 0, r.stderr
         assert ("30 users × 11 items" if command[1] == "mf" else "120 documents") in r.stdout, r.stdout
+
+
+def test_a_header_naming_the_rating_after_a_timestamp_trains_on_the_ratings(files, tsv_model, tmp_path):
+    """'userId,movieId,timestamp,rating' (pandas' column order after a merge): the column
+    named rating is the value, not the timestamps (trained divided by 1.3e8 before)."""
+    path = tmp_path / "stamped.csv"
+    path.write_text("userId,movieId,timestamp,rating\n" + "".join(f"{u},{i},{t},{r}\n" for u, i, r, t in ROWS))
+    stdout, model = _train(str(path), tmp_path / "m", "--test", files["test"])
+    assert "columns userId,movieId,rating (1,2,4) of 4; column timestamp ignored" in stdout
+    _same(model, tsv_model[1])

@@ -929,6 +929,9 @@ def edge_format(head, path, columns=None):
         if names and not names[0] and len(names) == width >= 3:
             # pandas' to_csv: a first column without a name is the row index, not the user
             fmt.cols = (1, 2, 3 if width >= 4 else NONE)
+        rating = [j for j, n in enumerate(names or ()) if j >= 2 and n.lower() in RATING_NAMES]
+        if len(rating) == 1 and fmt.cols == (0, 1, OPTIONAL) and names[2].lower() not in RATING_NAMES:
+            fmt.cols = (0, 1, rating[0])    # 'userId,movieId,timestamp,rating': the ratings, not the timestamps
     if columns is not None:
         fmt.cols, fmt.explicit = parse_columns(columns, fmt.names, path), True
     return fmt
@@ -1419,7 +1422,7 @@ def number_column(rows):
 
 _USER_KEYS = ("user_id", "userid", "user", "reviewerid", "customer_id")
 _ITEM_KEYS = ("item_id", "itemid", "item", "business_id", "asin", "movieid", "product_id", "parent_asin")
-_RATING_KEYS = ("rating", "stars", "overall", "score")
+RATING_NAMES = ("rating", "ratings", "stars", "score", "overall")     # a column of ratings, by its header name
 _TEXT_KEYS = ("text", "reviewtext", "review_text", "body", "content", "abstract")
 
 
@@ -1451,7 +1454,7 @@ def json_hint(path, keys, documents=False):
         fields = read + ("" if text == "text" else f".rename(columns={{{text!r}: 'text'}})")
         then = "[['text']].to_csv('docs.csv', index=False)\", then tux2 run lda docs.csv"
     else:
-        cols = [pick(_USER_KEYS), pick(_ITEM_KEYS), pick(_RATING_KEYS)]
+        cols = [pick(_USER_KEYS), pick(_ITEM_KEYS), pick(RATING_NAMES)]
         fields = read + f"[{([c for c in cols if c] if all(cols[:2]) else keys[:3])!r}]"
         then = ".to_csv('ratings.csv', index=False)\""
     return (f"it is JSON lines (an object per line; keys {shown}), which tux2 does not read: write the fields "

@@ -67,6 +67,8 @@ class Linear(Estimator):
                 raise InputError(f"labels needed: {type(self).__name__} requires y to be passed, but the target y "
                                  "is None; fit(X, y), fit((X, y)) or fit(path) with a libsvm file")
             y, test = given_labels(test, g.n_src), None
+        if isinstance(test, tuple) and len(test) == 2:
+            same_columns(test[0], names, "the test X")
         t, ty = pair(test) if test is not None else (None, None)
         return Dataset(g, t, y, ty, zero_based=zero_based, feature_names=names)
 
@@ -101,7 +103,9 @@ class Linear(Estimator):
                 **({"objective": float(ctx["objective"])} if "objective" in ctx else {}),
                 "features": int(len(self.coef_)), "samples": self.run_.get("samples"),
                 "classes": int(self.coef_.shape[1]) if self.loss == "softmax" else 2,
-                "labels": self.classes_.tolist()}
+                "labels": self.classes_.tolist(),
+                **({"feature_names": [str(c) for c in self.feature_names_in_]}
+                   if "feature_names_in_" in vars(self) else {})}
 
     def _restore(self, directory, meta):
         from tux2 import model_check
@@ -118,6 +122,8 @@ class Linear(Estimator):
         if labels is None:
             labels = np.arange(self.coef_.shape[1]) + self.label_base_ if self.loss == "softmax" else [-1, 1]
         self.classes_ = np.array(labels)
+        if isinstance(meta.get("feature_names"), list):     # a DataFrame's columns: predict checks them
+            self.feature_names_in_ = np.array(meta["feature_names"], dtype=object)
 
     norm_ = "none"          # an FM's samples scaled to unit length ("l2") for training, and so for scoring
 
@@ -149,11 +155,7 @@ class Linear(Estimator):
             if g.n_dst != self.n_features_in_:
                 raise ValueError(f"X has {g.n_dst} features, but {type(self).__name__} is expecting "
                                  f"{self.n_features_in_} features as input")
-            names, fitted = feature_names(X), vars(self).get("feature_names_in_")
-            if names is not None and fitted is not None and list(names) != list(fitted):
-                raise ValueError(f"X's columns are not those fit saw (first difference: "
-                                 f"{next(f'{a!r} for {b!r}' for a, b in zip(names, fitted) if a != b)}): "
-                                 "pass X[est.feature_names_in_]")
+            same_columns(X, vars(self).get("feature_names_in_"), "X")
         return self._scores(W, g)
 
     def decision_function(self, X):
@@ -212,6 +214,17 @@ def feature_names(X):
     if columns is None or not all(isinstance(c, str) for c in columns):
         return None
     return [str(c) for c in columns]
+
+
+def same_columns(X, fitted, what):
+    """ValueError when DataFrame ``X``'s column names are not ``fitted`` (the training
+    DataFrame's, None for none) in order: read by position, they would score other
+    features."""
+    names = feature_names(X)
+    if names is not None and fitted is not None and list(names) != list(fitted):
+        raise ValueError(f"{what}'s columns are not those fit saw (first difference: "
+                         f"{next((f'{a!r} for {b!r}' for a, b in zip(names, fitted) if a != b), 'their number')}): "
+                         "pass X[est.feature_names_in_]")
 
 
 def given_labels(y, n=None):

@@ -9,6 +9,7 @@ import numpy as np
 from tux2 import files, loaders
 from tux2.compile import group_by_part
 from tux2.errors import InputError, Tux2Error
+from tux2.io import RATING_NAMES
 from tux2.estimator import Estimator
 from tux2.graph import BipartiteGraph, blocked_order, stratified_order
 from tux2.params import COUNT, NONNEG, NONNEG_NUMBER, POSITIVE, SEED, integer, number
@@ -49,10 +50,14 @@ def is_frame(x):
 def frame_columns(df, columns=None):
     """The (user, item, rating) column names of a DataFrame: ``columns`` (names or
     1-based positions, "userId,movieId,rating" or a list, as for files) or the first
-    three; the rating column must hold numbers (an InputError naming it)."""
+    three, with the one column named as ratings are (RATING_NAMES) third when the
+    third is not; the rating column must hold numbers (an InputError naming it)."""
     cols = list(df.columns)
     if columns is None:
         picked = cols[:3]
+        named = [c for c in cols[2:] if str(c).lower() in RATING_NAMES]
+        if len(picked) == 3 and str(picked[2]).lower() not in RATING_NAMES and len(named) == 1:
+            picked[2] = named[0]            # 'userId,movieId,timestamp,rating': the rating, not the timestamp
     else:
         picked = [c.strip() if isinstance(c, str) else c
                   for c in (columns.split(",") if isinstance(columns, str) else columns)]
@@ -253,6 +258,8 @@ class MF(Estimator):
         if xy is not None:              # scikit-learn's fit(X, y): X's rows (user, item), y the ratings
             data, test = xy, None
         facts = {"frame_columns": frame_columns(data, self.columns)} if is_frame(data) else {}
+        if is_frame(test) and facts and set(facts["frame_columns"]) <= set(test.columns):
+            test = user_rows(test, facts["frame_columns"])      # by the training frame's names, not position
         data = user_rows(data, self.columns)
         if loaders.is_path(data):
             g = loaders.load_edges(data, ids=self.ids, duplicates=self.duplicates, type_names=NAMES,
@@ -440,7 +447,8 @@ class MF(Estimator):
         return out
 
     def _meta(self):
-        return {**super()._meta(), "mu": self.mu_, "vertex_types": list(NAMES)}
+        return {**super()._meta(), "mu": self.mu_, "vertex_types": list(NAMES),
+                **({"frame_columns": [str(c) for c in self.columns_]} if "columns_" in vars(self) else {})}
 
     def _restore(self, directory, meta):
         from tux2 import model_check
@@ -450,6 +458,8 @@ class MF(Estimator):
         self._set(arrays["user.npz"], arrays["item.npz"], meta.get("mu", 0.0),
                   (loaders.loaded_ids(arrays["user.npz"]["ids"]), loaders.loaded_ids(arrays["item.npz"]["ids"])),
                   (seen["indptr"], seen["indices"]) if seen is not None else None)
+        if isinstance(meta.get("frame_columns"), list):      # a DataFrame's (user, item, rating) names
+            self.columns_ = meta["frame_columns"]
 
     # ------------------------------------------------------------ predictions
     @property
@@ -501,6 +511,9 @@ class MF(Estimator):
         the (user, item) rows of ``users`` alone (scikit-learn's ``predict(X)``). A user
         or item without training ratings follows ``unknown`` (default: the estimator's):
         baseline μ + the known side's bias, skip nan, error an InputError."""
+        known = vars(self).get("columns_")
+        if items is None and is_frame(users) and known is not None and set(known[:2]) <= set(users.columns):
+            users, items = (users[c].to_numpy() for c in known[:2])      # by name, as fit read them
         if items is None:
             rows = _pairs(users)
             if rows is None:
