@@ -62,6 +62,19 @@ def test_cli_fit_and_two_workers_give_the_same_model(name, files, tmp_path):
     assert [r[metric] for r in two.history_] == [r[metric] for r in one.history_]
 
 
+def test_a_callback_returning_true_ends_training(files):
+    """As xgboost's callbacks: True after epoch 3 leaves the model of epochs=3 (it was
+    ignored: all 10 ran); with workers the run ends after the epoch they are in when the
+    parent's callback returns (it reads their records every 0.05 s), far short of the 2,000 asked for."""
+    path = str(files / "r.txt")
+    after3 = tux2.MF(k=4, epochs=10).fit(path, callbacks=[lambda rec: rec["epoch"] >= 3])
+    assert len(after3.history_) == 3
+    np.testing.assert_array_equal(after3.user_factors_, tux2.MF(k=4, epochs=3).fit(path).user_factors_)
+    two = tux2.MF(k=4, epochs=2000).fit(path, workers=2, callbacks=[lambda rec: rec["epoch"] >= 2])
+    assert 2 <= len(two.history_) < 2000 and two.history_[-1]["epoch"] == len(two.history_)
+    assert np.isfinite(two.user_factors_).all()
+
+
 def test_a_fitted_model_saves_and_loads_as_the_cli_writes_it(files, tmp_path):
     m = tux2.MF(k=3, epochs=2).fit(str(files / "r.txt"))
     m.save(tmp_path / "m")

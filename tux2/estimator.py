@@ -120,7 +120,9 @@ class Estimator:
         graph …), with ``test`` evaluated after each iteration where the algorithm
         has a test metric. ``workers`` > 1: that many processes over ZeroMQ on
         loopback, the same model as one (slack 0). ``callbacks``: called with each
-        iteration's record. ``checkpoint``: a directory saved to after every
+        iteration's record; one that returns True ends training after that iteration
+        (as xgboost's callbacks do; with workers, after the iteration they are in when
+        it returns). ``checkpoint``: a directory saved to after every
         iteration, and resumed from when it holds a checkpoint. Returns self."""
         for name, v in (("workers", workers), ("threads", threads)):       # partitions: runner.partitions
             if v is not None and (isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1):

@@ -322,11 +322,14 @@ def _compiled(n):
 
 # ---------------------------------------------------------------- the run
 def train(est, data, *, transport=None, partitions=None, threads=None, slack=0, say=None, metrics=None,
-          checkpoint=None, trace=None, callbacks=()):
+          checkpoint=None, trace=None, callbacks=(), stop=None):
     """Train ``est`` on ``data`` (a Dataset, or what its ``prepare`` takes) as one
     worker of ``transport`` (None: one process). ``checkpoint``: Checkpoints keywords
-    (directory, every, resume, params, inputs). Sets the estimator's learned state
-    (on rank 0), ``history_`` (the metrics records) and ``run_`` (facts of the run)."""
+    (directory, every, resume, params, inputs). A callback returning True (as
+    xgboost's do) ends training after that iteration, as does the file ``stop`` once it
+    exists (checked by every worker after each iteration, agreed on together). Sets
+    the estimator's learned state (on rank 0), ``history_`` (the metrics records) and
+    ``run_`` (facts of the run)."""
     rank, world = (transport.rank, transport.world) if transport is not None else (0, 1)
     printed = say is not None           # fit() from Python prints nothing: its notes come as warnings
     say = say or _Warner(est)
@@ -372,8 +375,7 @@ def train(est, data, *, transport=None, partitions=None, threads=None, slack=0, 
                     say(est._line(rec, n))
                 write(rec)
                 history.append(rec)
-                for cb in callbacks:
-                    cb(rec)
+                halt = True in [cb(rec) for cb in callbacks]
                 message = est._diverged(rec)
                 if message:
                     raise DivergenceError(message if printed else est._in_python(message))
@@ -381,6 +383,13 @@ def train(est, data, *, transport=None, partitions=None, threads=None, slack=0, 
                 message = est._converged(history)
                 if message:
                     say(message)
+                    break
+                if stop is not None:
+                    halt = halt or os.path.exists(stop)
+                    if transport is not None:
+                        halt = any(a[0][0] for a in transport.allgather(f"stop{i}", [np.array([halt], np.uint8)]))
+                if halt and i < n:
+                    say(f"  stopped by a callback after {unit} {i} of {n}")
                     break
     finally:
         ck.close()
@@ -453,7 +462,7 @@ def fit_workers(est, data, workers, *, partitions=None, threads=None, slack=0, c
         data.save(os.path.join(tmp, "data.npz"))
         job = {"dir": tmp, "world": workers, "rendezvous": f"tcp://127.0.0.1:{free_port()}",
                "secret": secrets.token_hex(16), "partitions": partitions_, "threads": threads, "slack": slack,
-               "timeout": timeout, "checkpoint": checkpoint}
+               "timeout": timeout, "checkpoint": checkpoint, "stop": os.path.join(tmp, "stop")}
         procs = _start(est, job)
         metrics, seen = os.path.join(tmp, "metrics.jsonl"), [0]
 
@@ -466,8 +475,8 @@ def fit_workers(est, data, workers, *, partitions=None, threads=None, slack=0, c
             whole = chunk[: chunk.rfind(b"\n") + 1]
             seen[0] += len(whole)
             for line in whole.splitlines():
-                for cb in callbacks:
-                    cb(json.loads(line))
+                if True in [cb(json.loads(line)) for cb in callbacks]:
+                    open(job["stop"], "w").close()      # the workers end training after the iteration they are in
         first, codes = supervise(procs, grace, poll=tail)
         tail()
         if first is not None:
@@ -580,7 +589,8 @@ def _worker(est, rank, job):
         transport = connect(rank, job["world"], job["rendezvous"], job["partitions"], timeout=job["timeout"],
                             secret=job["secret"].encode(), options=est.get_params())
         train(est, data, transport=transport, partitions=job["partitions"], threads=job["threads"],
-              slack=job["slack"], metrics=os.path.join(job["dir"], "metrics.jsonl"), checkpoint=job["checkpoint"])
+              slack=job["slack"], metrics=os.path.join(job["dir"], "metrics.jsonl"), checkpoint=job["checkpoint"],
+              stop=job["stop"])
         if rank == 0:
             learned = {k: v for k, v in vars(est).items() if k.endswith("_") and not k.startswith("_")}
             files.write_atomic(os.path.join(job["dir"], "result.pkl"), lambda f: pickle.dump(learned, f))
