@@ -267,3 +267,20 @@ def test_alpha_waits_for_the_burn_in_and_a_histogram_too_large_is_an_error():
         lda.program([0, 0], [0, 1], [n - 1, 1], 1, 2, K=3, optimize_interval=10)
     assert lda.program([0, 0], [0, 1], [n - 2, 1], 1, 2, K=3, optimize_interval=10).context.dtype["hist"].shape \
         == (32 * n,)
+
+
+def test_a_vectorizers_vocabulary_names_the_words_of_its_matrix_and_a_string_is_no_document():
+    """LDA(vocab=cv.get_feature_names_out()) on cv's matrix (a list gave TypeError, an
+    array 'truth value ... ambiguous'); transform('some words') said 'cannot read input'."""
+    from sklearn.feature_extraction.text import CountVectorizer
+    docs = ["apple banana apple fruit", "car engine wheel car", "banana fruit apple", "wheel engine car road"] * 5
+    cv = CountVectorizer()
+    X = cv.fit_transform(docs)
+    for vocab in (list(cv.get_feature_names_out()), cv.get_feature_names_out()):
+        m = tux2.LDA(topics=2, iterations=5, vocab=vocab).fit(X)
+        assert m.vocab_ == list(cv.get_feature_names_out())
+        assert {w for topic in m.topic_words(3) for w, _ in topic} <= set(m.vocab_)
+    with pytest.raises(InputError, match="vocab= lists 1 words, and the corpus has word ids up to 6"):
+        tux2.LDA(vocab=["apple"]).fit(X)
+    with pytest.raises(InputError, match=r"documents as text go in a list.*transform\(\[text\]\)"):
+        m.transform("apple car road")

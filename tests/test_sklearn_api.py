@@ -294,3 +294,25 @@ def test_classifiers_refuse_a_reordered_test_frame_and_keep_feature_names_in_the
     with pytest.raises(ValueError, match="'w39' for 'w0'"):
         back.predict(df[df.columns[::-1]])
     assert (back.predict(df) == lr.predict(df)).all()
+
+
+def test_mf_takes_any_integers_as_ids_and_object_columns_of_integers_as_integers(ratings_frame, tmp_path):
+    """64-bit hashes (uint64 above 2^63 were read as negative and refused, quoting an id
+    the user never had), negative ids (Python's hash()) and integer ids in an object
+    column (recommend gave strings '1204' for a movieId merge) are ids like any other."""
+    tr, te = ratings_frame
+    codes = {u: k + 1 for k, u in enumerate(sorted(set(tr["user"])))}
+    ints = tr.assign(user=tr["user"].map(codes))
+    ref = tux2.MF(k=4, epochs=2).fit(ints)
+    as_object = tux2.MF(k=4, epochs=2).fit(ints.astype({"user": object}))
+    np.testing.assert_array_equal(as_object.user_factors_, ref.user_factors_)
+    assert as_object.recommend([1], k=2)[0].dtype.kind == "i"
+    negative = tux2.MF(k=4, epochs=2).fit(ints.assign(user=-ints["user"]))
+    hashed = tux2.MF(k=4, epochs=2).fit(ints.assign(user=ints["user"].astype(np.uint64) + np.uint64(2 ** 63)))
+    for m, first in ((negative, -1), (hashed, 2 ** 63 + 1)):
+        assert np.isfinite(m.user_factors_).all()
+        assert m.predict([first], [tr["item"].iloc[0]]) == pytest.approx(
+            m.predict(np.array([first], m.ids_[0].tokens.dtype), [tr["item"].iloc[0]]))
+        assert not np.isnan(m.predict([first], [tr["item"].iloc[0]])).any()
+        m.save(tmp_path / "m")
+        np.testing.assert_array_equal(tux2.MF.load(tmp_path / "m").ids_[0].tokens, m.ids_[0].tokens)

@@ -142,13 +142,20 @@ def numbered(a, base, present=None):
     if present is None:
         top = int(a.max()) + 1 if len(a) else 0
         if top > io.id_space(len(a)):            # too far apart to count in an array: sorted
-            kept, a[:] = np.unique(a, return_inverse=True)
-            return IdMap(kept + base)
+            m = opaque(a)
+            return IdMap(m.tokens + base)
         present = np.bincount(a, minlength=top) > 0
     if 2 * int(np.count_nonzero(present)) >= len(present):
         return offset_ids(len(present), base)
     a[:] = (np.cumsum(present) - 1)[a]
     return IdMap(np.flatnonzero(present) + base)
+
+
+def opaque(a):
+    """The IdMap of integer ids ``a`` taken as names (negative ones too: Python's
+    hash()), ``a`` renumbered in place to dense ids in their order."""
+    kept, a[:] = np.unique(a, return_inverse=True)
+    return IdMap(kept)
 
 
 def renumbered(m):
@@ -810,8 +817,13 @@ def _column_ids(a, name):
     a = np.asarray(a)
     if a.ndim != 1:
         raise InputError(f"{name} ids must be one-dimensional, got shape {a.shape}", path="arrays")
+    if a.dtype.kind == "u" and len(a) and int(a.max()) > np.iinfo(np.int64).max:    # 64-bit hashes: opaque
+        tokens, inverse = np.unique(a, return_inverse=True)
+        return inverse.astype(np.int64).ravel(), IdMap(tokens)
     if a.dtype.kind in "iu" or len(a) == 0:
         return a.astype(np.int64), None
+    if a.dtype == object and all(type(x) is int or isinstance(x, np.integer) for x in a.tolist()):
+        return _column_ids(np.array(a.tolist()), name)     # integers kept as object (a column astype(object))
     if a.dtype.kind == "f":
         if np.all(np.isfinite(a)) and np.all(a == np.floor(a)):
             return a.astype(np.int64), None
@@ -840,7 +852,7 @@ def from_arrays(src, dst, values=None, n_src=None, n_dst=None, type_names=("src"
         base = 1 if nums and min(int(a.min()) for a in nums) >= 1 else 0       # as a file's --base auto
         for a in nums:
             a -= base
-        ms, md = (m if m is not None or not len(a) or a.min() < 0 else numbered(a, base)
+        ms, md = (m if m is not None or not len(a) else opaque(a) if a.min() < 0 else numbered(a, base)
                   for a, m in ((s, ms), (d, md)))
     if len(s) != len(d):
         raise InputError(f"{len(s)} {type_names[0]} ids but {len(d)} {type_names[1]} ids", path=source)

@@ -1,5 +1,7 @@
 """``tux2.LDA``: collapsed Gibbs LDA (tux2.udfs.lda) as an estimator: corpora in,
 word–topic counts, top words and fold-in topic mixtures out."""
+import os
+
 import numpy as np
 
 from tux2 import files, io, loaders
@@ -53,7 +55,8 @@ class LDA(Estimator):
     ``fit(data)``: texts (a list, a pandas Series), a corpus file (UCI docword, 'doc word count'
     triples, text with one document per line, a CSV's text column under its header)
     or doc → word counts in any form ``tux2.loaders.load`` takes. Files are read as ``tux2 run lda`` reads them, with
-    ``format``, ``vocab`` (a file, one word per line, naming numeric word ids),
+    ``format``, ``vocab`` (a file, one word per line, or a list of the words, as a
+    CountVectorizer's get_feature_names_out(): the names of numeric word ids),
     ``base``, ``min_count``, ``stop_words`` ('english', 'none', a file of words or a
     list; texts only), ``max_df`` (texts only: words in a larger share of the documents
     are dropped) and ``duplicates``. Learned: ``word_topic_`` (K × V), ``doc_topic_``
@@ -109,10 +112,17 @@ class LDA(Estimator):
         if base is not None and format != "triples":
             raise InputError(f"--base (base=) is the id base of 'doc word count' triples, and this corpus is {format}"
                              + (" (1-based by the format)" if format == "docword" else ""), path=where)
-        if words is not None and vocab:
+        listed = vocab is not None and not isinstance(vocab, (str, bytes)) and not hasattr(vocab, "__fspath__")
+        given = listed or bool(vocab)
+        if words is not None and given:
             raise InputError("a vocabulary names numeric word ids, and this text corpus has words of its own: leave "
-                             "out --vocab (vocab=)", path=vocab)
-        if words is None and vocab:
+                             "out --vocab (vocab=)", path=None if listed else vocab)
+        if words is None and listed:        # the words themselves (a CountVectorizer's get_feature_names_out())
+            words = [str(w) for w in vocab]
+            if len(words) < g.n_dst:
+                raise InputError(f"vocab= lists {len(words)} words, and the corpus has word ids up to {g.n_dst - 1}: "
+                                 "the vocabulary of another corpus or vectorizer?", path="vocab")
+        elif words is None and vocab:
             one = "" if g.base or (g.dst == 0).any() else "; no word id 0 occurs: --base 1 (base=1) reads 1-based ids"
             words = io.read_words(vocab, g.n_dst, InputError,
                                   f"the corpus uses word ids up to {g.n_dst - 1 + g.base}{one}")
@@ -226,6 +236,9 @@ class LDA(Estimator):
         a list of texts or a text file (tokenised as in training; words the model lacks
         are left out), a corpus file in the model's numeric word ids, or counts in them
         as ``fit`` takes them (CountVectorizer's matrix: a Pipeline's ``transform``)."""
+        if isinstance(docs, str) and docs != "-" and not os.path.exists(docs):
+            raise InputError(f"no file {docs[:60]!r}: documents as text go in a list, one string each "
+                             "(transform([text]))", path="documents")
         if loaders.is_path(docs):
             with loaders.plain_file(docs) as copy:          # '-', .gz, .bz2, .xz
                 return self._documents(copy)
