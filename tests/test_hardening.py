@@ -536,3 +536,66 @@ def test_malformed_model_directories_in_predict(tmp_path, ratings, files_, expec
         else:
             (d / name).write_text(content)
     _error(run_cli("predict", str(d), ratings), expect)
+
+
+def test_outputs_write_through_special_files_and_never_over_the_models_own(ratings, tmp_path):
+    """predict -o, --metrics and a resume's metrics rewrite went to NAME.tmp and renamed
+    it over the target: a FIFO (or, as root, /dev/null) became a plain file. A device or
+    FIFO is written through; -o naming a file of the model directory is refused (it
+    made the model unloadable: model.json replaced by predictions); a file the manifest
+    lists and the directory lacks is an error (a deleted seen.npz let seen items back
+    into --top-k lists)."""
+    import threading
+    model = tmp_path / "m"
+    _ok("run", "mf", ratings, "--k", "4", "--epochs", "1", "--out", str(model))
+    fifo, got = tmp_path / "fifo", []
+    os.mkfifo(fifo)
+    reader = threading.Thread(target=lambda: got.append(open(fifo, "rb").read()), daemon=True)
+    reader.start()
+    r = run_cli("predict", str(model), ratings, "-o", str(fifo), timeout=120)
+    reader.join(60)
+    assert r.returncode == 0, r.stderr
+    assert os.path.exists(fifo) and not os.path.isfile(fifo) and got[0].count(b"\n") > 100
+    if os.geteuid() == 0:
+        dev = tmp_path / "null"
+        os.mknod(dev, 0o666 | 0o020000, os.makedev(1, 3))
+        assert run_cli("predict", str(model), ratings, "-o", str(dev), "--metrics", str(dev)).returncode == 0
+        assert not os.path.isfile(dev)
+    for name in ("model.json", "user.npz"):
+        _error(run_cli("predict", str(model), ratings, "-o", str(model / name)), "-o names the input file")
+    assert run_cli("predict", str(model), ratings, "-o", str(tmp_path / "p.txt")).returncode == 0
+    os.remove(model / "seen.npz")
+    _error(run_cli("predict", str(model), ratings, "--top-k", "2"), "seen.npz is missing, and manifest.json lists it")
+
+
+def test_fit_checks_slack_workers_and_checkpoint_as_the_cli_does(tmp_path):
+    """slack=1.5 or None was taken (or a TypeError deep down), workers=3000 started 3000
+    interpreters (the CLI caps --workers at 1024), checkpoint= naming a file raised
+    FileExistsError; alpha=1e-320 trained a model that load refused."""
+    import tux2
+    X = np.random.default_rng(0).normal(size=(40, 5))
+    y = (X[:, 0] > 0).astype(int)
+    est = tux2.LogisticRegression(epochs=1)
+    for kw, says in (({"workers": 3000}, "workers must be an integer >= 1 and <= 1024"),
+                     ({"slack": 1.5}, "slack must be an integer >= 0"), ({"slack": None}, "slack must be"),
+                     ({"checkpoint": __file__}, "checkpoint= must be a directory, and this is a file")):
+        with pytest.raises((ValueError, tux2.Tux2Error), match=says):
+            est.fit(X, y, **kw)
+    with pytest.raises(ValueError, match="alpha must be a finite number >= 2.2"):
+        tux2.LDA(alpha=1e-320).fit(["a b c"] * 3)
+    r = run_cli("run", "lda", "--beta", "1e-320")
+    assert r.returncode == 2 and "tux2: error: run lda: argument --beta: must be a finite number >= 2.2" in r.stderr
+
+
+def test_a_config_file_cannot_splice_flags_in(ratings, tmp_path):
+    """test = ['r.txt', '--out', 'elsewhere'] wrote a model there; a key given twice
+    (batch-size and batch_size) was taken silently."""
+    conf = tmp_path / "c.toml"
+    conf.write_text(f'test = ["{ratings}", "--out", "{tmp_path / "injected"}"]\nepochs = 1\n')
+    _error(run_cli("run", "mf", ratings, "--config", str(conf)), "test takes one value, not a list")
+    assert not (tmp_path / "injected").exists()
+    conf.write_text("batch-size = 3\nbatch_size = 4\n")
+    _error(run_cli("run", "mf", ratings, "--config", str(conf)), "batch_size and batch-size are one flag")
+    conf.write_text('out = "--quiet"\nepochs = 1\nk = 2\n')       # a value that looks like a flag stays a value
+    assert run_cli("run", "mf", ratings, "--config", str(conf), cwd=tmp_path).returncode == 0
+    assert (tmp_path / "--quiet" / "model.json").exists()

@@ -19,13 +19,12 @@ and ``load(dir)`` write and read the directory ``tux2 run … --out`` writes.
 """
 import inspect
 import math
-import numbers
 import os
 
 from tux2 import files
 from tux2.errors import InputError, not_fitted
 from tux2.io import temporary_copies
-from tux2.params import flag_hints, unknown
+from tux2.params import NONNEG, PROCESSES, flag_hints, unknown
 from tux2.runner import Dataset, checkpoint_options, fit_workers, train
 from tux2.version import __version__
 
@@ -124,10 +123,12 @@ class Estimator:
         (as xgboost's callbacks do; with workers, after the iteration they are in when
         it returns). ``checkpoint``: a directory saved to after every
         iteration, and resumed from when it holds a checkpoint. Returns self."""
-        for name, v in (("workers", workers), ("threads", threads)):       # partitions: runner.partitions
-            if v is not None and (isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1):
-                raise ValueError(f"{name} must be a whole number >= 1{'' if name == 'workers' else ' or None'}, "
-                                 f"got {v!r}")
+        for name, v, bound in (("workers", workers, PROCESSES), ("threads", threads, PROCESSES),
+                               ("slack", slack, NONNEG)):       # partitions: runner.partitions
+            if v is not None or name != "threads":
+                bound.check(name, v)
+        if checkpoint is not None:
+            files.check_writable(os.fspath(checkpoint), "checkpoint=", directory=True)
         if callable(callbacks) or isinstance(callbacks, (str, bytes)):
             raise TypeError(f"callbacks must be a list of functions, got {callbacks!r}: pass [f]")
         self.check_params()

@@ -22,6 +22,7 @@ import json
 import math
 import os
 import re
+import stat
 import sys
 import zlib
 
@@ -122,7 +123,17 @@ def write_whole(f, path, data):
 
 
 def write_atomic(path, write):
-    """``write(file)`` into path.tmp, fsync, rename over ``path``."""
+    """``write(file)`` into path.tmp, fsync, rename over ``path``; into ``path`` itself
+    when that is no regular file (/dev/null, /dev/stdout, a FIFO): a rename would put
+    a file in the device's place."""
+    try:
+        special = not stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        special = False
+    if special:
+        with open(path, "wb") as f:
+            write(f)
+        return
     os.replace(_write_tmp(path, write), path)
 
 

@@ -51,6 +51,9 @@ def read_model(directory, algorithm, required, optional=()):
         raise ModelError(str(e)) from None
     names = list(required) + [n for n in optional if os.path.exists(os.path.join(directory, n))
                               and (manifest is None or n in manifest)]
+    for n in optional:
+        if manifest is not None and n in manifest and n not in names:     # seen.npz deleted: seen items recommended
+            raise ModelError(f"{directory}: {n} is missing, and manifest.json lists it")
     for n in required:
         if not os.path.exists(os.path.join(directory, n)):
             raise ModelError(f"{directory}: not a complete {algos[0]} model ({n} is missing)")

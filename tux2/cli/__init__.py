@@ -26,10 +26,16 @@ def expand_config(argv, run_parsers):
     from tux2.io import read_toml
     conf = read_toml(path)
     flags = {a.dest: a for a in parser._actions if a.option_strings}
-    words, positional = [], []
+    words, positional, seen = [], [], {}
     for key, value in conf.items():
         dest = key.replace("-", "_")
         action = flags.get(dest)
+        if dest in seen:
+            raise InputError(f"{key} and {seen[dest]} are one flag: give it once", path=path)
+        seen[dest] = key
+        many = action is not None and (action.nargs in ("+", "*") or isinstance(action.nargs, int))
+        if isinstance(value, list) and not many:     # its words would be spliced in: ['x', '--out', 'elsewhere']
+            raise InputError(f"{key} takes one value, not a list ({value!r})", path=path)
         if dest == "input":
             positional.append(str(value))
         elif dest == "config":                         # it would be taken as a flag and never read
@@ -45,8 +51,11 @@ def expand_config(argv, run_parsers):
         elif isinstance(value, dict):
             raise InputError(f"{key}: tables are not flags", path=path)
         else:
-            values = value if isinstance(value, list) else [str(value).lower() if isinstance(value, bool) else value]
-            words += [max(action.option_strings, key=len), *map(str, values)]
+            flag = max(action.option_strings, key=len)
+            if not many:                               # --flag=value: a value that starts with '-' stays one
+                words.append(f"{flag}={str(value).lower() if isinstance(value, bool) else value}")
+            else:
+                words += [flag, *map(str, value if isinstance(value, list) else [value])]
     return argv[:2] + positional + words + rest
 
 

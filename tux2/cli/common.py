@@ -12,7 +12,8 @@ from tux2.config import cores
 from tux2.graph import BipartiteGraph
 from tux2.io import display_name
 from tux2.loaders import DUPLICATES
-from tux2.params import COUNT, FRACTION, NONNEG, NONNEG_NUMBER, POSITIVE, SEED, integer, number  # noqa: F401
+from tux2.params import (COUNT, FRACTION, NONNEG, NONNEG_NUMBER, POSITIVE, PRIOR, PROCESSES, SEED,  # noqa: F401
+                         integer, number)
 
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
@@ -88,7 +89,7 @@ def key_dir(text):
 
 
 PARTITIONS = integer(1, runner.MAX_PARTITIONS)    # --partitions, --parts
-THREADS = integer(1, 1024)          # --threads per worker
+THREADS = PROCESSES                 # --threads per worker
 
 
 def add_input_args(p, base=True, unknown=False):
@@ -215,11 +216,11 @@ def check_outputs(args):
 
 def add_distributed_args(p):
     g = p.add_argument_group("distributed run (see README: Running on several workers)")
-    g.add_argument("--workers", type=integer(1, 1024), default=1,
+    g.add_argument("--workers", type=PROCESSES, default=1,
                    help="start this many worker processes on this machine (ZeroMQ over loopback)")
     g.add_argument("--rank", type=NONNEG, default=None,
                    help="this worker's rank; when unset, from OMPI_COMM_WORLD_RANK, PMI_RANK or SLURM_PROCID")
-    g.add_argument("--world", type=integer(1, 1024), default=None,
+    g.add_argument("--world", type=PROCESSES, default=None,
                    help="number of workers; when unset, from OMPI_COMM_WORLD_SIZE, PMI_SIZE or SLURM_NTASKS")
     g.add_argument("--rendezvous", default=None, type=endpoint,
                    help="tcp://HOST:PORT that rank 0 binds and the others connect to; when unset, "

@@ -1,7 +1,7 @@
 """``tux2 run lda [INPUT]``: LDA by collapsed Gibbs sampling (SparseLDA) on a corpus."""
 import numpy as np
 
-from tux2.cli.common import (COUNT, NONNEG, POSITIVE, SEED,
+from tux2.cli.common import (COUNT, NONNEG, PRIOR, SEED,
                              run as run_command, add_run_args, add_partition_args)
 from tux2.estimators.lda import LDA
 from tux2.graph import BipartiteGraph
@@ -35,13 +35,13 @@ def add_parser(algos):
                    help="a (doc, word) pair on several lines of a docword or triples file: add the counts, "
                         "stop naming both lines, keep the last, or keep all")
     p.add_argument("--topics", "-k", type=LDA.bounds["topics"], default=20, help="number of topics K")
-    p.add_argument("--alpha", type=POSITIVE, default=0.1, help="symmetric document-topic prior α")
+    p.add_argument("--alpha", type=PRIOR, default=0.1, help="symmetric document-topic prior α")
     p.add_argument("--optimize-interval", type=NONNEG, default=0, metavar="N",
                    help="learn an asymmetric α (Minka's fixed point, as MALLET's option of this name) after every "
                         "N-th iteration; 0: keep the symmetric --alpha")
     p.add_argument("--optimize-burn-in", type=NONNEG, default=0, metavar="N",
                    help="with --optimize-interval: iterations before α is first learnt")
-    p.add_argument("--beta", type=POSITIVE, default=0.01, help="symmetric topic-word prior β")
+    p.add_argument("--beta", type=PRIOR, default=0.01, help="symmetric topic-word prior β")
     p.add_argument("--iterations", type=NONNEG, default=100, help="Gibbs sweeps over all tokens")
     p.add_argument("--sampler", choices=LDA.choices["sampler"], default="sparse",
                    help="sparse: SparseLDA with counts updated token by token (fast); sync: every token "

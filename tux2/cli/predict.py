@@ -5,6 +5,7 @@ and top-k recommendations; LDA topic mixtures of new documents."""
 import itertools
 import json
 import math
+import os
 import sys
 
 import numpy as np
@@ -77,8 +78,10 @@ FOR_SOME = (("--top-k", "top_k", None, ("mf",)), ("--include-seen", "include_see
 
 def predict(args):
     args.output = None if args.output == "-" else args.output       # -o -: standard output, as tools take it
-    files.check_writable(args.output, "-o", directory=False, inputs=[args.input])     # before any prediction
-    files.check_writable(args.metrics, "--metrics", directory=False, inputs=[args.input])
+    ins = [args.input, *(os.path.join(args.model, f) for f in (os.listdir(args.model) if os.path.isdir(args.model)
+                                                                 else ()))]      # the model's own files too
+    files.check_writable(args.output, "-o", directory=False, inputs=ins)     # before any prediction
+    files.check_writable(args.metrics, "--metrics", directory=False, inputs=ins)
     model = estimators.load(args.model)
     for flag, dest, unset, algorithms in FOR_SOME:
         if getattr(args, dest) != unset and model.algorithm not in algorithms:

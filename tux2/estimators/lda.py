@@ -8,7 +8,7 @@ from tux2 import files, io, loaders
 from tux2.errors import InputError
 from tux2.estimator import Estimator
 from tux2.graph import BipartiteGraph
-from tux2.params import COUNT, NONNEG, POSITIVE, SEED, integer, number
+from tux2.params import COUNT, NONNEG, PRIOR, SEED, integer, number
 from tux2.stopwords import stop_words
 from tux2.runner import Dataset, Setup
 from tux2.udfs import lda
@@ -66,7 +66,7 @@ class LDA(Estimator):
     topics and new documents then use)."""
 
     algorithm = "lda"
-    bounds = dict(topics=integer(1, 32767), iterations=NONNEG, alpha=POSITIVE, beta=POSITIVE, seed=SEED,
+    bounds = dict(topics=integer(1, 32767), iterations=NONNEG, alpha=PRIOR, beta=PRIOR, seed=SEED,
                   top_words=NONNEG, min_count=COUNT, max_df=number(0, 1, above=True), optimize_interval=NONNEG,
                   optimize_burn_in=NONNEG)
     choices = dict(sampler=("sparse", "sync"), format=("auto", "triples", "docword", "text", "csv"), base=(0, 1),
