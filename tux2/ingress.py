@@ -23,7 +23,7 @@ from tux2 import partitioning
 from tux2.errors import InputError, PartitionError, SchemaError
 from tux2.graph import strata_tiles
 from tux2.io import edge_format, id_space, no_edges, read_edge_range, read_head, resolve_base
-from tux2.loaders import IdMap, columns_like, deviations, load_edges, mark_unknown, numbered
+from tux2.loaders import NO_RATINGS, IdMap, columns_like, deviations, load_edges, mark_unknown, numbered
 from tux2.partitioning import Assignment, EdgeView
 from tux2.partitioning.hashing import Hasher
 
@@ -133,7 +133,7 @@ def load(transport, path, partitions, partitioner="bicut", seed=0, test_path=Non
     if len(kinds) > 1:
         raise InputError("lines with and without a value column in one edge list", path=path)
     if kinds == {2}:
-        raise InputError("MF needs a rating column: expected 'user item rating'", path=path)
+        raise InputError(NO_RATINGS, path=path)
     if v is None:           # a byte range without a data line (a small file, many workers)
         v = np.zeros(len(s), np.float64)
     total_read = int(allstats[:, 0].sum())

@@ -1283,7 +1283,7 @@ def sniff_input(path, columns=None):
     if rows and all(len(t) > max(fmt.cols[:2]) and (vcol < 0 or len(t) <= vcol or is_number(t[vcol]))
                     for t in rows):
         return "edges"
-    if fmt.mode == TAB and number_column(rows) is not None:
+    if fmt.mode == TAB and (number_column(rows) is not None or tab_table(head, fmt)):
         return "edges"
     if not rows and fmt.names and fmt.sep != "space":      # a CSV or TSV header alone: load_edges names it
         return "edges"
@@ -1296,11 +1296,31 @@ def sample_rows(head, fmt):
     return [t for t in (data_fields(x, fmt.mode) for x in head[fmt.start:].split(b"\n")[:21]) if t][:20]
 
 
+def tab_table(head, fmt):
+    """The number of columns (3 or more) of tab-separated lines that all have as many,
+    none of them prose (over 12 words) and none named as a text corpus's (TEXT_COLUMNS)
+    by a header: a table such as Last.fm-1K's ``user time artist-mbid artist track-mbid
+    track``, not a text corpus; else 0. Empty fields count (Last.fm leaves mbids out)."""
+    lines = [x.rstrip(b"\r") for x in head[fmt.start:].split(b"\n")[:21]]
+    lines = [x for x in lines if x.strip() and x.strip()[:1] not in (b"#", b"%")][:20]
+    widths = {x.count(b"\t") + 1 for x in lines}
+    if len(lines) < 2 or len(widths) != 1 or any(str(n).lower() in TEXT_COLUMNS for n in fmt.names or ()):
+        return 0
+    prose = any(len(f.split()) > 12 for x in lines for f in x.split(b"\t"))
+    return 0 if prose or widths.pop() < 3 else lines[0].count(b"\t") + 1
+
+
 def number_column(rows):
     """The first column after the first two that holds a number in every one of ``rows``
     (fields of data lines), or None."""
     width = max((len(t) for t in rows), default=0)
     return next((j for j in range(2, width) if all(len(t) > j and is_number(t[j]) for t in rows)), None)
+
+
+def _preview(field, n=20):
+    """A field of a line (bytes) or header name, quoted, cut to ``n`` characters."""
+    t = field.decode("utf-8", "replace") if isinstance(field, bytes) else field
+    return repr(t if len(t) <= n else t[:n - 1] + "…")
 
 
 def other_format(path, columns=None):
@@ -1322,6 +1342,13 @@ def other_format(path, columns=None):
                     f"picks the src, dst and value columns (e.g. --columns 1,2,{j + 1}; header names work too)")
         if j is not None:
             return ""       # names and numbers in tab-separated columns are no text corpus
+        width = tab_table(head, fmt)
+        if width and columns is None:
+            first = head[fmt.start:].split(b"\n")[0].rstrip(b"\r").split(b"\t") if not fmt.names else fmt.names
+            shown = ", ".join(f"{i} {_preview(f)}" for i, f in enumerate(first, 1))
+            return (f"; the lines are a table of {width} tab-separated columns ({shown}), not text: --columns USER,"
+                    "ITEM[,VALUE] picks them (1-based, or header names); without a value column a line counts 1, "
+                    "and --duplicates sum adds up a pair's lines (plays, clicks) into its value")
     rows = [t for t in (split_line(x) for x in head.split(b"\n")[:20]) if t and t[0][:1] not in (b"#", b"%")]
     if b"\0" in head or not rows:
         return ""           # binary data, or no data line at all, looks like no format

@@ -39,6 +39,8 @@ from tux2.errors import InputError
 from tux2.graph import BipartiteGraph
 
 DUPLICATES = ("error", "sum", "last", "keep")
+NO_RATINGS = ("MF needs a rating column: expected 'user item rating'; for a line per play or click, --duplicates sum "
+              "(duplicates='sum') counts each pair's lines")
 FLOAT32_MAX = float(np.finfo(np.float32).max)
 ID_MODES = ("auto", "int", "string")
 
@@ -630,7 +632,11 @@ def pair_key(src, dst, n_dst):
 
 def dedupe(g, policy, where, what=None):
     """Apply the duplicate-edge policy; ``where(i)`` → (path, line, text) of edge i;
-    ``what(src, dst)``: how the message names a repeated pair (default "edge (a, b)")."""
+    ``what(src, dst)``: how the message names a repeated pair (default "edge (a, b)").
+    "sum" without values counts each pair's edges, a pair seen once too."""
+    if policy == "sum" and g.values is None:
+        g = BipartiteGraph(g.src, g.dst, np.ones(g.num_edges, np.float32), g.n_src, g.n_dst, g.type_names,
+                           g.source, g.ids)
     if policy == "keep" or g.num_edges < 2:
         return g
     first, again = _earliest_repeat(g.src, g.dst, g.n_src, g.n_dst)

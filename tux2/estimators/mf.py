@@ -23,7 +23,7 @@ COUNT_LEVELS = 50       # distinct whole-number ratings above it: counts (refuse
 TYPICAL = 0.25          # mean |r − μ| / sd below it: the sd is a few extreme ratings', not a scale (outlying)
 
 
-def ratings(g, what="MF needs a rating column: expected 'user item rating'"):
+def ratings(g, what=loaders.NO_RATINGS):
     """``g`` as a user → item graph, refused without a rating per edge (what load_edges
     found about it — layout, base, unknown ids — kept)."""
     if g.values is None:
