@@ -103,7 +103,7 @@ def load(transport, path, partitions, partitioner="bicut", seed=0, test_path=Non
 
     Returns (shard, assignment, spread, test) where ``test`` is the test graph on rank 0
     (None elsewhere) and ``spread`` the training ratings' {"mu": mean, "sd": standard
-    deviation, "mad": mean |r − mean|, "far": largest |r − mean|}."""
+    deviation, "mad": mean |r − mean|, "far": largest |r − mean|, "range": [min, max]}."""
     if partitioner not in LOCAL_STRATEGIES:
         raise PartitionError(f"distributed ingress cannot use {partitioner!r}, which needs the whole graph; "
                              f"use one of {', '.join(LOCAL_STRATEGIES)}")
@@ -172,7 +172,7 @@ def load(transport, path, partitions, partitioner="bicut", seed=0, test_path=Non
     dev = _rows(transport, "ingress-sd", np.array(deviations(r, mu)))
     n = max(n_train, 1)
     spread = {"mu": mu, "sd": math.sqrt(float(dev[:, 0].sum()) / n), "mad": float(dev[:, 1].sum()) / n,
-              "far": float(dev[:, 2].max())}
+              "far": float(dev[:, 2].max()), "range": [float(dev[:, 3].min()), float(dev[:, 4].max())]}
 
     # global order
     if order in ("input", "strata"):       # strata: numbered below, once the degrees are known

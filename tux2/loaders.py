@@ -27,6 +27,7 @@ Every problem raises :class:`tux2.InputError` naming the file and line (or the
 array and index) and quoting the offending text.
 """
 import contextlib
+import math
 import numbers
 import os
 
@@ -958,11 +959,15 @@ def load(data, **options):
 
 
 def deviations(values, mu, chunk=1 << 20):
-    """(Σ (r − μ)², Σ |r − μ|, max |r − μ|) of ratings ``values`` as they train (float32),
-    in float64, a chunk at a time (no copy of them all)."""
+    """(Σ (r − μ)², Σ |r − μ|, max |r − μ|, min r, max r) of ratings ``values`` as they
+    train (float32), in float64, a chunk at a time (no copy of them all); no ratings:
+    min inf, max −inf."""
     sq = ab = far = 0.0
+    low, high = math.inf, -math.inf
     for lo in range(0, len(values), chunk):
-        d = np.asarray(values[lo:lo + chunk], np.float32).astype(np.float64) - mu
+        r = np.asarray(values[lo:lo + chunk], np.float32).astype(np.float64)
+        d = r - mu
         a = np.abs(d)
         sq, ab, far = sq + float(d @ d), ab + float(a.sum()), max(far, float(a.max()))
-    return sq, ab, far
+        low, high = min(low, float(r.min())), max(high, float(r.max()))
+    return sq, ab, far, low, high
