@@ -445,7 +445,7 @@ def test_what_is_not_a_csv_header_is_text_and_a_csv_without_text_column_is_an_er
     lda = tux2.LDA(topics=2, iterations=1).fit(_write(tmp_path / "a.txt", "Hello,world\nthe cat sat\n"))
     assert lda.doc_topic_.shape[0] == 2 and "hello" in lda.vocab_             # a first line of words, not names
     path = _write(tmp_path / "b.csv", "id,label\n1,spam\n2,ham\n")
-    with pytest.raises(InputError, match=r"b.csv:1: a header of columns \(id, label\) and none holds the text"):
+    with pytest.raises(InputError, match=r"b.csv:1: a header of columns \(id, label\) and none is named as a text column"):
         tux2.LDA(topics=2).fit(path)
     assert tux2.LDA(topics=2, iterations=1, format="text").fit(path).doc_topic_.shape[0] == 3   # as asked
     long = _write(tmp_path / "long.txt", "id,label\n" + ("x" * 5000 + ",1\n") * 20)    # sniffed from 64 KB: the
@@ -470,10 +470,59 @@ def test_lda_fits_a_dataframe_by_its_text_column():
     assert a.vocab_ == b.vocab_ and np.array_equal(a.word_topic_, b.word_topic_)
     assert np.array_equal(a.transform(df), b.transform(texts))
     with pytest.raises(InputError, match=r"^DataFrame: a DataFrame with text \(columns id, Title, label\) and no "
-                                         r"column named text, body, content, …: pass the texts, fit\(df\['COLUMN'\]\)"):
+                                         r"column named text, body, content, …: text_column='COLUMN' picks it "
+                                         r"\(or pass the texts, fit\(df\['COLUMN'\]\)\)"):
         tux2.LDA().fit(df.drop(columns="Text"))
     with pytest.raises(InputError, match="^DataFrame: value column 'Title' is not numeric: 't' at row 0"):
         loaders.load(df[["id", "label", "Title"]])
+
+
+AMAZON = (  # Amazon reviews as Kaggle's CSV has them: the text in 'reviewText', quoted commas, a review left empty
+    "reviewerID,asin,reviewerName,helpful,reviewText,overall,summary,unixReviewTime,reviewTime\n"
+    'A2SUAM1J3GNN3B,0000013714,J. McDonald,"[2, 3]","I bought this for my husband who plays the piano. He is '
+    'having a wonderful time playing these old hymns.",5.0,Heavenly Highway Hymns,1252800000,"09 13, 2009"\n'
+    'A14VAT5EAX3D9S,0000013714,Jake,"[13, 14]","The sound quality is great, the guitar sounds warm and the piano '
+    'is crisp.",5.0,Great sound,1363392000,"03 16, 2013"\n'
+    'A195EZSQDW3E21,0000013714,"Rick Bennette ""Rick""","[1, 1]","The guitar strings buzz, and the tuning pegs '
+    'slip after a week of playing.",3.0,Strings buzz,1377648000,"08 28, 2013"\n'
+    'A2C00NNG1ZQQG2,0000013714,Rich,"[0, 0]",,4.0,Fine,1381968000,"10 17, 2013"\n')
+
+
+def test_a_csv_text_column_of_any_name_is_picked_with_text_column(tmp_path):
+    """Amazon reviews' text is in 'reviewText' (and 'summary'): no option named it, so
+    tux2 run lda, tux2 info and LDA().fit(DataFrame) stopped. --text-column NAME|N
+    (text_column=) picks it, by name (any case) or 1-based position; the same texts as
+    fit(list) give the same model, and the model reads new documents by it; the error
+    for a CSV without a known text column names the option."""
+    pd = pytest.importorskip("pandas")
+    import tux2
+    path = _write(tmp_path / "reviews.csv", AMAZON)
+    df = pd.read_csv(path, keep_default_na=False, dtype=str)
+    ref = tux2.LDA(topics=2, iterations=3).fit(df["reviewText"].tolist())
+    for how in ("reviewText", "reviewtext", "5", 5):
+        m = tux2.LDA(topics=2, iterations=3, text_column=how).fit(path)
+        assert m.vocab_ == ref.vocab_ and m.doc_topic_.shape == (4, 2), how
+        np.testing.assert_array_equal(m.word_topic_, ref.word_topic_)
+    m = tux2.LDA(topics=2, iterations=3, text_column="reviewText").fit(df)
+    np.testing.assert_array_equal(m.word_topic_, ref.word_topic_)
+    assert "buzz" in tux2.LDA(topics=2, iterations=1, text_column="summary").fit(path).vocab_
+    with pytest.raises(InputError, match=r"reviews.csv:1: a header of columns \(reviewerID, .*--text-column NAME "
+                                         r"\(text_column='NAME'\) picks it"):
+        tux2.LDA(topics=2).fit(path)
+    with pytest.raises(InputError, match=r"no text column 'review' among the 9 columns \(reviewerID"):
+        tux2.LDA(topics=2, text_column="review").fit(path)
+    r = run_cli("info", path)
+    assert r.returncode == 2 and "--text-column NAME" in r.stderr, r.stderr
+    r = run_cli("info", path, "--text-column", "reviewText", "--json")
+    rep = json.loads(r.stdout) if r.returncode == 0 else r.stderr
+    assert rep["doc"]["ids_declared"] == 4 and rep["tokens"] == sum(len(io.tokenize(t)) for t in df["reviewText"]), rep
+    out = tmp_path / "m"
+    r = run_cli("run", "lda", path, "--text-column", "reviewText", "-k", "2", "--iterations", "3", "--out", str(out))
+    assert r.returncode == 0 and "4 documents" in r.stdout, r.stdout + r.stderr
+    r = run_cli("predict", str(out), path)             # new documents in the same CSV: its text column again
+    assert r.returncode == 0 and len(r.stdout.splitlines()) == 5, r.stdout + r.stderr
+    r = run_cli("run", "lda", path, "--text-column", "reviewText", "--format", "triples")
+    assert r.returncode == 2 and "--format triples" in r.stderr and "Traceback" not in r.stderr, r.stderr
 
 
 def test_a_model_keeps_its_stop_words_and_refuses_documents_of_another_kind(tmp_path):

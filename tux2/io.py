@@ -1118,18 +1118,23 @@ TEXT_COLUMNS = ("text", "body", "content", "document", "abstract", "review", "se
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
 
 
-def csv_header(path):
+def csv_header(path, column=None):
     """(delimiter, column names, text column) when the first line of a text corpus is
     a CSV or TSV header: names only, one of them a text column's (TEXT_COLUMNS, any
     case; the first of them in that order), or a .csv/.tsv file's only column. Else
     None, or an error when it is a header of names over rows of as many fields (or of
-    a .csv/.tsv file) without a text column."""
+    a .csv/.tsv file) without a text column. ``column`` (--text-column): the text
+    column's name, or its 1-based position; the first line is then the header."""
     import csv
     head = read_head(path, "corpus")
     lines = head.split(b"\n")
     first = lines[0].rstrip(b"\r").decode("utf-8", "replace")
+    if first.startswith("\ufeff"):
+        first = first[1:]
     delim = "\t" if "\t" in first else ","
     names = [n.strip().strip('"').strip() for n in first.split(delim)]
+    if column is not None:
+        return delim, names, text_column(names, column, path, first)
     if not all(_NAME.fullmatch(n) for n in names):
         return None
     low = [n.lower() for n in names]
@@ -1145,10 +1150,24 @@ def csv_header(path):
     except csv.Error:
         rows = []
     if len(names) > 1 and (named or rows and all(len(r) == len(names) for r in rows)):
-        raise InputError(f"a header of columns ({', '.join(names)}) and none holds the text: name that column "
-                         f"'text' (or {', '.join(TEXT_COLUMNS[1:4])}, …), or --format text (format='text') reads "
-                         "every line as a document", path=path, line=1, text=first)
+        raise InputError(f"a header of columns ({', '.join(names)}) and none is named as a text column ({', '.join(TEXT_COLUMNS[:4])}, …): --text-column NAME (text_column='NAME') picks it, "
+                         "or --format text (format='text') reads every line as a document", path=path, line=1,
+                         text=first)
     return None
+
+
+def text_column(names, column, path=None, first=None):
+    """The 0-based index of the text column ``column`` (a name, any case when no name
+    matches exactly, or a 1-based position) among a header's ``names``."""
+    if isinstance(column, int) and not isinstance(column, bool) or str(column).strip().isdigit():
+        i = int(column) - 1
+        if 0 <= i < len(names):
+            return i
+    elif str(column) in names or str(column).lower() in [n.lower() for n in names]:
+        return names.index(column) if column in names else [n.lower() for n in names].index(str(column).lower())
+    raise InputError(f"no text column {column!r} among the {len(names)} columns ({', '.join(names)}): "
+                     "--text-column (text_column=) takes a name of the header line or a 1-based position",
+                     path=path, line=1 if first is not None else None, text=first)
 
 
 def _csv_texts(lines, header, path):
@@ -1183,13 +1202,14 @@ def _utf8_lines(f, path):
                              line=no, text=raw.decode("utf-8", "backslashreplace").rstrip("\r\n")) from None
 
 
-def as_texts(data):
+def as_texts(data, column=None):
     """``data`` as a list of texts when it is one (a list or tuple holding strings, or
     empty; a pandas Series, a 1-D numpy array of strings or objects; a DataFrame's text
-    column, named as a CSV corpus's header names it: TEXT_COLUMNS), else None."""
+    column: ``column``, or named as a CSV corpus's header names it: TEXT_COLUMNS), else None."""
     if type(data).__module__.split(".")[0] == "pandas" and getattr(data, "ndim", 0) == 2:
         low = [str(c).lower() for c in data.columns]
-        col = next((low.index(t) for t in TEXT_COLUMNS if t in low), None)
+        col = next((low.index(t) for t in TEXT_COLUMNS if t in low), None) if column is None else \
+            text_column([str(c) for c in data.columns], column, "DataFrame")
         if col is None:
             return None
         data = data.iloc[:, col]

@@ -757,25 +757,30 @@ def _floats(X):
 
 
 def load_corpus(path, fmt="auto", base=None, min_count=1, type_names=("doc", "word"), duplicates="sum", stopwords=(),
-                max_df=1.0):
+                max_df=1.0, text_column=None):
     """(document–word count graph, vocabulary or None, format) of a UCI docword file,
     ``doc word count`` triples, plain text (one document per line) or 'csv': a CSV or
     TSV file's text column under a header (io.csv_header; 'auto' tells it from text by
     that header, so a header is never read as a document; ``min_count``, ``stopwords``
-    and ``max_df`` filter their words as io.text_docs does); ``graph.base`` is
+    and ``max_df`` filter their words as io.text_docs does; ``text_column``, a name or
+    1-based position, picks the CSV's text column and makes 'auto' 'csv'); ``graph.base`` is
     the file's id base (1 for docword), which outputs add back to the dense ids. ``-``
     and compressed files are read as ``plain_file`` reads them."""
     check_choice("duplicates", duplicates, DUPLICATES)
     with plain_file(path) as copy:
-        g, vocab, fmt = _load_corpus(copy, fmt, base, min_count, type_names, duplicates, stopwords, max_df)
+        g, vocab, fmt = _load_corpus(copy, fmt, base, min_count, type_names, duplicates, stopwords, max_df,
+                                     text_column)
     g.source = io.display_name(os.fspath(path))
     return g, vocab, fmt
 
 
-def _load_corpus(path, fmt, base, min_count, type_names, duplicates, stopwords, max_df):
-    sniffed = fmt == "auto"
-    fmt = io.sniff_corpus(path, header_alone=True) if sniffed else fmt
-    header = io.csv_header(path) if fmt == "csv" or (sniffed and fmt == "text") else None
+def _load_corpus(path, fmt, base, min_count, type_names, duplicates, stopwords, max_df, text_column):
+    if text_column is not None and fmt not in ("auto", "csv"):
+        raise InputError(f"--text-column (text_column=) picks a column of a CSV or TSV file under its header, and "
+                         f"--format {fmt} (format='{fmt}') has none: leave one of them out", path=path)
+    sniffed = fmt == "auto" and text_column is None
+    fmt = io.sniff_corpus(path, header_alone=True) if sniffed else "csv" if text_column is not None else fmt
+    header = io.csv_header(path, text_column) if fmt == "csv" or (sniffed and fmt == "text") else None
     if fmt == "csv" and header is None:
         raise InputError("line 1 is no CSV header naming the text column ('text', 'id,text', …): --format text "
                          "(format='text') reads every line as a document", path=path, line=1)

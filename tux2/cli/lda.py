@@ -20,6 +20,8 @@ def add_parser(algos):
                    help="input format; auto: docword when the file starts with three single-integer "
                         "lines, triples when every line is three numbers, csv when line 1 is a header "
                         "naming a text column (text, body, content, …), text otherwise")
+    p.add_argument("--text-column", metavar="NAME|N", help="a CSV or TSV corpus: its text column, by header name or "
+                   "1-based position, when it is not named text, body, content, …")
     p.add_argument("--vocab", help="vocabulary file, one word per line (line i = word id i, or i+1 for "
                                    "docword), used to print topics as words")
     p.add_argument("--base", type=int, choices=LDA.choices["base"], default=None,
