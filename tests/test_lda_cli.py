@@ -89,7 +89,31 @@ def test_stop_words_and_max_df_filter_the_words_of_text_from_the_command_line_an
     assert r.returncode == 0 and f"English stop words: {stop_tokens} of {total} tokens " \
                                  f"({100 * stop_tokens / total:.1f}%), which tux2 run lda drops" in r.stdout, r.stdout
     r = run_cli("run", "lda", src, "--max-df", "0", timeout=300)
-    assert r.returncode == 2 and "--max-df: must be a finite number > 0 and <= 1, got 0" in r.stderr
+    assert r.returncode == 2 and "--max-df: must be a share of the documents in (0, 1] (0.5) or a count of them " \
+                                 ">= 1 (an integer, 1000), got 0" in r.stderr, r.stderr
+
+
+def test_max_df_is_a_share_as_a_float_and_a_count_of_documents_as_an_integer(tmp_path):
+    """scikit-learn's max_df: a float is a share of the documents, an integer a count
+    of them; --max-df took a share only ('--max-df 2' was refused). Now 2 of the 5
+    documents is 0.4 of them, on the command line and from Python, and a model keeps
+    the integer (it loads back as a count)."""
+    import tux2
+    src = _write(tmp_path / "docs.txt", TEXT)          # 5 documents: 'apples' in 3, 'and', 'roads', 'trucks' in 2
+    fit = {m: tux2.LDA(topics=2, iterations=1, stop_words="none", max_df=m).fit(src).vocab_ for m in (0.4, 2, 0.2, 1)}
+    assert fit[0.4] == fit[2] and "apples" not in fit[2] and "roads" in fit[2]
+    assert fit[0.2] == fit[1] and "roads" not in fit[1]
+    out = tmp_path / "m"
+    r = run_cli("run", "lda", src, "--stop-words", "none", "--max-df", "2", "-k", "2", "--iterations", "1", "-q",
+                "--out", str(out), timeout=300)
+    assert r.returncode == 0 and (out / "vocab.txt").read_text().split() == fit[2], r.stderr
+    assert json.loads((out / "model.json").read_text())["max_df"] == 2 and tux2.LDA.load(out).max_df == 2
+    assert type(tux2.LDA.load(out).max_df) is int
+    for bad in (0, 2.0, -1, True):
+        with pytest.raises(ValueError, match="max_df must be a share in \\(0, 1\\]"):
+            tux2.LDA(max_df=bad).fit(src)
+    with pytest.raises(InputError, match="--max-df \\(max_df=\\) filters the words of a text corpus"):
+        tux2.LDA(topics=2, iterations=1, max_df=3).fit(_write(tmp_path / "t.txt", "0 0 2\n1 1 3\n"))
 
 
 def test_docword_and_triples_give_the_same_model(tmp_path):

@@ -13,6 +13,7 @@ the file, the line number and the line's text; nothing is skipped silently.
 """
 import contextlib
 import itertools
+import numbers
 import os
 import re
 import unicodedata
@@ -1225,11 +1226,17 @@ def _missing_text(i, t, source):
                      "(Series.fillna(''))", path=source)
 
 
+def is_count(max_df):
+    """Whether ``max_df`` is a count of documents (an integer), not a share (a float)."""
+    return isinstance(max_df, numbers.Integral) and not isinstance(max_df, bool)
+
+
 def text_docs(texts, type_names=("doc", "word"), min_count=1, stopwords=(), source="texts", need_words=True,
               max_df=1.0):
     """(graph of doc–word counts, vocabulary list) of documents given as strings: word
     id i is ``vocab[i]``, in order of first appearance. Words seen fewer than
-    ``min_count`` times in all of them, in more than the share ``max_df`` of them,
+    ``min_count`` times in all of them, in more than ``max_df`` of them (a share, a
+    float, or a count of documents, an integer, as scikit-learn's max_df),
     and ``stopwords`` are dropped; with
     ``need_words`` (a corpus to train on), texts without any word are an error."""
     from collections import Counter
@@ -1238,7 +1245,7 @@ def text_docs(texts, type_names=("doc", "word"), min_count=1, stopwords=(), sour
     for c in docs:
         total.update(c)
         df.update(c.keys())
-    stop, most = set(stopwords), max_df * len(docs)
+    stop, most = set(stopwords), max_df if is_count(max_df) else max_df * len(docs)
     keep = {w for w, n in total.items() if n >= min_count and df[w] <= most and w not in stop}
     vocab, index = [], {}
     src, dst, cnt = [], [], []

@@ -31,8 +31,8 @@ def add_parser(algos):
                    help="text input: words to drop, 'english' (the, of, and, … which would fill the topics), "
                         "'none', or a file of words")
     p.add_argument("--max-df", type=LDA.bounds["max_df"], default=1.0,
-                   help="text input: drop words in more than this share of the documents (gensim's no_above; "
-                        "e.g. 0.5)")
+                   help="text input: drop words in more than this share of the documents (0.5; gensim's "
+                        "no_above), or in more than this many of them (an integer, 1000), as scikit-learn's max_df")
     p.add_argument("--duplicates", choices=LDA.choices["duplicates"], default="sum",
                    help="a (doc, word) pair on several lines of a docword or triples file: add the counts, "
                         "stop naming both lines, keep the last, or keep all")

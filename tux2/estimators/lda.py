@@ -6,7 +6,7 @@ from tux2 import files, io, loaders
 from tux2.errors import InputError
 from tux2.estimator import Estimator
 from tux2.graph import BipartiteGraph
-from tux2.params import COUNT, NONNEG, POSITIVE, SEED, integer, number
+from tux2.params import COUNT, NONNEG, POSITIVE, SEED, ShareOrCount, integer
 from tux2.stopwords import stop_words
 from tux2.runner import Dataset, Setup
 from tux2.udfs import lda
@@ -55,17 +55,18 @@ class LDA(Estimator):
     or doc → word counts in any form ``tux2.loaders.load`` takes. Files are read as ``tux2 run lda`` reads them, with
     ``format``, ``vocab`` (a file, one word per line, naming numeric word ids),
     ``base``, ``min_count``, ``stop_words`` ('english', 'none', a file of words or a
-    list; texts only), ``max_df`` (texts only: words in a larger share of the documents
-    are dropped), ``duplicates`` and ``text_column`` (a CSV's or DataFrame's text column
-    by name or 1-based position, when it is not named text, body, …). Learned:
-    ``word_topic_`` (K × V), ``doc_topic_`` (D × K), ``topic_totals_`` (K), ``alpha_`` (K: the document–topic prior, learnt every
+    list; texts only), ``max_df`` (texts only: words in a larger share of the documents,
+    a float, or in more documents than an integer ``max_df``, are dropped),
+    ``duplicates`` and ``text_column`` (a CSV's or DataFrame's text column by name or
+    1-based position, when it is not named text, body, …). Learned: ``word_topic_``
+    (K × V), ``doc_topic_`` (D × K), ``topic_totals_`` (K), ``alpha_`` (K: the document–topic prior, learnt every
     ``optimize_interval`` iterations past ``optimize_burn_in`` when that is > 0), ``vocab_`` (None for numeric word ids) and
     ``word_base_`` (the id base of a numeric corpus file: 1 for docword, whose word ids
     topics and new documents then use)."""
 
     algorithm = "lda"
     bounds = dict(topics=integer(1, 32767), iterations=NONNEG, alpha=POSITIVE, beta=POSITIVE, seed=SEED,
-                  top_words=NONNEG, min_count=COUNT, max_df=number(0, 1, above=True), optimize_interval=NONNEG,
+                  top_words=NONNEG, min_count=COUNT, max_df=ShareOrCount(), optimize_interval=NONNEG,
                   optimize_burn_in=NONNEG)
     choices = dict(sampler=("sparse", "sync"), format=("auto", "triples", "docword", "text", "csv"), base=(0, 1),
                    duplicates=loaders.DUPLICATES)
@@ -103,7 +104,7 @@ class LDA(Estimator):
         else:
             g, format = _counts(data), "arrays"
         where = data if isinstance(data, (str, bytes)) or hasattr(data, "__fspath__") else None
-        for flag, used in (("min-count", min_count > 1), ("max-df", self.max_df < 1),
+        for flag, used in (("min-count", min_count > 1), ("max-df", io.is_count(self.max_df) or self.max_df < 1),
                            ("stop-words", self.stop_words not in ("english", "none", None))):   # a file: meant
             if used and format not in ("text", "csv"):           # read options the format has no use for: errors
                 raise InputError(f"--{flag} ({flag.replace('-', '_')}=) filters the words of a text corpus, and "
