@@ -1299,8 +1299,8 @@ def sniff_input(path, columns=None):
     if not any(x.strip() and x.strip()[:1] not in (b"#", b"%") for x in head.split(b"\n")):
         return "edges"
     data = [x for x in head.split(b"\n")[:20] if x.strip() and x.strip()[:1] not in (b"#", b"%")]
-    if data and b"::" not in data[0] and all(is_number(x.split()[0]) and (b":" in x or len(x.split()) == 1)
-                                             for x in data):
+    if data and b"::" not in data[0] and all((is_number(x.split()[0]) or _MULTI_LABEL.fullmatch(x.split()[0]))
+                                             and (b":" in x or len(x.split()) == 1) for x in data):
         return "libsvm"
     if sniff_corpus(path) == "docword":
         return "docword"
@@ -1400,6 +1400,7 @@ def other_format(path, columns=None):
 
 
 # --------------------------------------------------------------------------- libsvm
+_MULTI_LABEL = re.compile(rb"[+-]?[0-9]+(\.[0-9]*)?(,[+-]?[0-9]+(\.[0-9]*)?)+")     # labels '1,3' (no spaces)
 _LIBSVM_MESSAGES = {
     1: "malformed label (expected a number)",
     2: "label is NaN or infinite",
@@ -1500,7 +1501,13 @@ def read_libsvm(path, zero_based=False, n_features=None, type_names=("sample", "
     r, c, v = np.empty(cap, np.int64), np.empty(cap, np.int64), np.empty(cap, np.float64)
     rows, k, err, err_line, err_pos = _parse_libsvm(buf, y, r, c, v)
     if err:
-        raise InputError(_LIBSVM_MESSAGES[err], path=path, line=err_line, text=_line_text(raw, err_pos))
+        text = _line_text(raw, err_pos)
+        labels = text.split(None, 1)[0] if text.strip() else ""
+        if _MULTI_LABEL.fullmatch(labels.encode()):           # LIBSVM's multi-label sets: '1,3 5:1 7:2'
+            raise InputError(f"a multi-label line (labels {labels}): tux2 takes one label per line; write the "
+                             "line once per label, or one file per label (one-vs-rest, a binary model each)",
+                             path=path, line=err_line, text=text)
+        raise InputError(_LIBSVM_MESSAGES[err], path=path, line=err_line, text=text)
     if rows == 0:
         raise InputError("no samples found (the file is empty or has only comments)", path=path)
     y, r, c, v = y[:rows], r[:k], c[:k], v[:k]
