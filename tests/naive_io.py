@@ -152,6 +152,8 @@ def libsvm(data):
         toks = [t for t in SEP.split(line) if t]
         if not toks or toks[0][:1] == b"#":
             continue
+        if re.fullmatch(rb"[+-]?[0-9]+(\.[0-9]*)?(,[+-]?[0-9]+(\.[0-9]*)?)+", line.split(None, 1)[0]):
+            raise Bad("a multi-label line", no)         # '1,3 5:1': labels 1 and 3
         y = _number(toks[0], no, "malformed label", "label is NaN or infinite")
         for tok in toks[1:]:
             if tok[:1] == b"#":

@@ -417,6 +417,27 @@ def test_mf_given_a_corpus_says_what_it_looks_like(capsys, tmp_path, text, line,
     _refused(rc, err, f"tux2: error: {'[worker 0] ' if workers == '2' else ''}{f}:{line}: ", looks)
 
 
+def test_a_multi_label_libsvm_line_is_named_so_not_a_malformed_feature(capsys, tmp_path):
+    """LIBSVM's multi-label sets (scene, yeast, rcv1-multilabel) write 'l1,l2 index:value
+    …': tux2 called the labels a malformed feature, and tux2 info a text corpus. Now
+    every reader names the line multi-label and says tux2 takes one label per line."""
+    from tux2 import io
+    f = tmp_path / "scene_train.svm"          # 1-based features, a single-label line first, then two labels
+    f.write_text("1 1:0.776079 2:0.779357 294:0.050622\n0,4 1:0.700339 2:0.713079 294:0.213513\n"
+                 "5 1:0.52 3:0.1\n")
+    msg = f"{f}:2: a multi-label line (labels 0,4): tux2 takes one label per line"
+    assert io.sniff_input(str(f)) == "libsvm"
+    for argv in (("run", "lr", str(f), "--epochs", "1", "-q"), ("run", "softmax", str(f), "--epochs", "1", "-q"),
+                 ("info", str(f))):
+        rc, out, err = _main(capsys, *argv)
+        _refused(rc, err, msg)
+        assert "malformed" not in err, err
+    with pytest.raises(io.InputError, match=msg.replace("(", "\\(").replace(")", "\\)")):
+        io.read_libsvm(str(f))
+    f.write_text("1 1:0.5 2:x\n")                  # a malformed feature is still one
+    _refused(*_main(capsys, "run", "lr", str(f), "-q")[::2], f"{f}:1: malformed feature value (expected a number)")
+
+
 @pytest.mark.parametrize("text", ["1 3:1 7:2\n-1 2:0.5 3:1.5e-3\n+1 9:2\n", "1\n-1\n1\n"], ids=["libsvm", "labels"])
 def test_lda_given_a_libsvm_file_says_so(capsys, tmp_path, text):
     """As tux2 info reads it: a libsvm file, whose 'words' as text would be '3', '1', '5e'."""

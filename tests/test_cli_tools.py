@@ -71,7 +71,9 @@ def test_info_reads_a_csv_corpus_as_run_lda_does(tmp_path):
     q = tmp_path / "movies.csv"
     q.write_text("movieId,title,genres\n1,Toy Story (1995),Animation|Comedy\n2,Jumanji (1995),Adventure\n")
     r = run_cli("info", str(q))
-    assert r.returncode == 2 and "none holds the text" in r.stderr
+    assert r.returncode == 2 and "none is named as a text column" in r.stderr and "--text-column NAME" in r.stderr
+    res = json.loads(run_cli("info", str(q), "--text-column", "title", "--json").stdout)
+    assert res["format"] == "csv" and res["doc"]["ids_declared"] == 2 and res["tokens"] == 5
 
 
 def test_info_on_a_file_of_comments_alone_says_it_has_no_data_lines(tmp_path):

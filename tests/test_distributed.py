@@ -314,6 +314,11 @@ def test_distributed_ingress_reads_shares_and_matches_the_single_process(tmp_pat
     a, b = _model(tmp_path / "single"), _model(tmp_path / "dist")
     for t in ("user", "item"):
         np.testing.assert_allclose(a[t]["p"], b[t]["p"], rtol=1e-5, atol=1e-6)
+    # predictions are clipped to the training ratings' range, which the shares' min and max make up
+    ranges = [json.load(open(tmp_path / d / "model.json"))["rating_range"] for d in ("single", "dist")]
+    from tux2.ingress import test_mask
+    kept = np.loadtxt(path)[~test_mask(range(train.num_edges), 0.1, 0), 2].astype(np.float32)
+    assert ranges[0] == ranges[1] == [float(kept.min()), float(kept.max())], ranges
     stats = [json.load(open(tmp_path / "tr" / f"ingress-{r}.json")) for r in range(3)]
     total = stats[0]["total_edges"]
     assert total == train.num_edges

@@ -89,7 +89,31 @@ def test_stop_words_and_max_df_filter_the_words_of_text_from_the_command_line_an
     assert r.returncode == 0 and f"English stop words: {stop_tokens} of {total} tokens " \
                                  f"({100 * stop_tokens / total:.1f}%), which tux2 run lda drops" in r.stdout, r.stdout
     r = run_cli("run", "lda", src, "--max-df", "0", timeout=300)
-    assert r.returncode == 2 and "--max-df: must be a finite number > 0 and <= 1, got 0" in r.stderr
+    assert r.returncode == 2 and "--max-df: must be a share of the documents in (0, 1] (0.5) or a count of them " \
+                                 ">= 1 (an integer, 1000), got 0" in r.stderr, r.stderr
+
+
+def test_max_df_is_a_share_as_a_float_and_a_count_of_documents_as_an_integer(tmp_path):
+    """scikit-learn's max_df: a float is a share of the documents, an integer a count
+    of them; --max-df took a share only ('--max-df 2' was refused). Now 2 of the 5
+    documents is 0.4 of them, on the command line and from Python, and a model keeps
+    the integer (it loads back as a count)."""
+    import tux2
+    src = _write(tmp_path / "docs.txt", TEXT)          # 5 documents: 'apples' in 3, 'and', 'roads', 'trucks' in 2
+    fit = {m: tux2.LDA(topics=2, iterations=1, stop_words="none", max_df=m).fit(src).vocab_ for m in (0.4, 2, 0.2, 1)}
+    assert fit[0.4] == fit[2] and "apples" not in fit[2] and "roads" in fit[2]
+    assert fit[0.2] == fit[1] and "roads" not in fit[1]
+    out = tmp_path / "m"
+    r = run_cli("run", "lda", src, "--stop-words", "none", "--max-df", "2", "-k", "2", "--iterations", "1", "-q",
+                "--out", str(out), timeout=300)
+    assert r.returncode == 0 and (out / "vocab.txt").read_text().split() == fit[2], r.stderr
+    assert json.loads((out / "model.json").read_text())["max_df"] == 2 and tux2.LDA.load(out).max_df == 2
+    assert type(tux2.LDA.load(out).max_df) is int
+    for bad in (0, 2.0, -1, True):
+        with pytest.raises(ValueError, match="max_df must be a share in \\(0, 1\\]"):
+            tux2.LDA(max_df=bad).fit(src)
+    with pytest.raises(InputError, match="--max-df \\(max_df=\\) filters the words of a text corpus"):
+        tux2.LDA(topics=2, iterations=1, max_df=3).fit(_write(tmp_path / "t.txt", "0 0 2\n1 1 3\n"))
 
 
 def test_docword_and_triples_give_the_same_model(tmp_path):
@@ -445,7 +469,7 @@ def test_what_is_not_a_csv_header_is_text_and_a_csv_without_text_column_is_an_er
     lda = tux2.LDA(topics=2, iterations=1).fit(_write(tmp_path / "a.txt", "Hello,world\nthe cat sat\n"))
     assert lda.doc_topic_.shape[0] == 2 and "hello" in lda.vocab_             # a first line of words, not names
     path = _write(tmp_path / "b.csv", "id,label\n1,spam\n2,ham\n")
-    with pytest.raises(InputError, match=r"b.csv:1: a header of columns \(id, label\) and none holds the text"):
+    with pytest.raises(InputError, match=r"b.csv:1: a header of columns \(id, label\) and none is named as a text column"):
         tux2.LDA(topics=2).fit(path)
     assert tux2.LDA(topics=2, iterations=1, format="text").fit(path).doc_topic_.shape[0] == 3   # as asked
     long = _write(tmp_path / "long.txt", "id,label\n" + ("x" * 5000 + ",1\n") * 20)    # sniffed from 64 KB: the
@@ -470,10 +494,59 @@ def test_lda_fits_a_dataframe_by_its_text_column():
     assert a.vocab_ == b.vocab_ and np.array_equal(a.word_topic_, b.word_topic_)
     assert np.array_equal(a.transform(df), b.transform(texts))
     with pytest.raises(InputError, match=r"^DataFrame: a DataFrame with text \(columns id, Title, label\) and no "
-                                         r"column named text, body, content, …: pass the texts, fit\(df\['COLUMN'\]\)"):
+                                         r"column named text, body, content, …: text_column='COLUMN' picks it "
+                                         r"\(or pass the texts, fit\(df\['COLUMN'\]\)\)"):
         tux2.LDA().fit(df.drop(columns="Text"))
     with pytest.raises(InputError, match="^DataFrame: value column 'Title' is not numeric: 't' at row 0"):
         loaders.load(df[["id", "label", "Title"]])
+
+
+AMAZON = (  # Amazon reviews as Kaggle's CSV has them: the text in 'reviewText', quoted commas, a review left empty
+    "reviewerID,asin,reviewerName,helpful,reviewText,overall,summary,unixReviewTime,reviewTime\n"
+    'A2SUAM1J3GNN3B,0000013714,J. McDonald,"[2, 3]","I bought this for my husband who plays the piano. He is '
+    'having a wonderful time playing these old hymns.",5.0,Heavenly Highway Hymns,1252800000,"09 13, 2009"\n'
+    'A14VAT5EAX3D9S,0000013714,Jake,"[13, 14]","The sound quality is great, the guitar sounds warm and the piano '
+    'is crisp.",5.0,Great sound,1363392000,"03 16, 2013"\n'
+    'A195EZSQDW3E21,0000013714,"Rick Bennette ""Rick""","[1, 1]","The guitar strings buzz, and the tuning pegs '
+    'slip after a week of playing.",3.0,Strings buzz,1377648000,"08 28, 2013"\n'
+    'A2C00NNG1ZQQG2,0000013714,Rich,"[0, 0]",,4.0,Fine,1381968000,"10 17, 2013"\n')
+
+
+def test_a_csv_text_column_of_any_name_is_picked_with_text_column(tmp_path):
+    """Amazon reviews' text is in 'reviewText' (and 'summary'): no option named it, so
+    tux2 run lda, tux2 info and LDA().fit(DataFrame) stopped. --text-column NAME|N
+    (text_column=) picks it, by name (any case) or 1-based position; the same texts as
+    fit(list) give the same model, and the model reads new documents by it; the error
+    for a CSV without a known text column names the option."""
+    pd = pytest.importorskip("pandas")
+    import tux2
+    path = _write(tmp_path / "reviews.csv", AMAZON)
+    df = pd.read_csv(path, keep_default_na=False, dtype=str)
+    ref = tux2.LDA(topics=2, iterations=3).fit(df["reviewText"].tolist())
+    for how in ("reviewText", "reviewtext", "5", 5):
+        m = tux2.LDA(topics=2, iterations=3, text_column=how).fit(path)
+        assert m.vocab_ == ref.vocab_ and m.doc_topic_.shape == (4, 2), how
+        np.testing.assert_array_equal(m.word_topic_, ref.word_topic_)
+    m = tux2.LDA(topics=2, iterations=3, text_column="reviewText").fit(df)
+    np.testing.assert_array_equal(m.word_topic_, ref.word_topic_)
+    assert "buzz" in tux2.LDA(topics=2, iterations=1, text_column="summary").fit(path).vocab_
+    with pytest.raises(InputError, match=r"reviews.csv:1: a header of columns \(reviewerID, .*--text-column NAME "
+                                         r"\(text_column='NAME'\) picks it"):
+        tux2.LDA(topics=2).fit(path)
+    with pytest.raises(InputError, match=r"no text column 'review' among the 9 columns \(reviewerID"):
+        tux2.LDA(topics=2, text_column="review").fit(path)
+    r = run_cli("info", path)
+    assert r.returncode == 2 and "--text-column NAME" in r.stderr, r.stderr
+    r = run_cli("info", path, "--text-column", "reviewText", "--json")
+    rep = json.loads(r.stdout) if r.returncode == 0 else r.stderr
+    assert rep["doc"]["ids_declared"] == 4 and rep["tokens"] == sum(len(io.tokenize(t)) for t in df["reviewText"]), rep
+    out = tmp_path / "m"
+    r = run_cli("run", "lda", path, "--text-column", "reviewText", "-k", "2", "--iterations", "3", "--out", str(out))
+    assert r.returncode == 0 and "4 documents" in r.stdout, r.stdout + r.stderr
+    r = run_cli("predict", str(out), path)             # new documents in the same CSV: its text column again
+    assert r.returncode == 0 and len(r.stdout.splitlines()) == 5, r.stdout + r.stderr
+    r = run_cli("run", "lda", path, "--text-column", "reviewText", "--format", "triples")
+    assert r.returncode == 2 and "--format triples" in r.stderr and "Traceback" not in r.stderr, r.stderr
 
 
 def test_a_model_keeps_its_stop_words_and_refuses_documents_of_another_kind(tmp_path):

@@ -81,7 +81,7 @@ def test_edge_list_parser_matches_the_grammar(tmp_path, data):
         np.testing.assert_array_equal(g.values, np.asarray(val, np.float64).astype(np.float32))
 
 
-label_tokens = [b"1", b"-1", b"+1", b"0", b"2.5", b"nan", b"x", b"#c"]
+label_tokens = [b"1", b"-1", b"+1", b"0", b"2.5", b"nan", b"x", b"#c", b"0,4", b"1,3:1"]
 feature_tokens = [b"1:1", b"3:0.5", b"0:2", b"12:-1e-2", b"qid:3", b"4:", b":5", b"-2:1", b"7:nan", b"5:1:2",
                   b"x:1", b"5x:1", b"99999999999999999999:1", b"8:inf", b"#", b"", b","]
 svm_text = st.one_of(
@@ -92,6 +92,8 @@ svm_text = st.one_of(
 
 @SETTINGS
 @given(data=svm_text)
+@example(data=b"1 2:1\n0,4 1:0.7 3:1\n")        # LIBSVM's multi-label sets
+@example(data=b"1,3\n")
 def test_libsvm_parser_matches_the_grammar(tmp_path, data):
     path = _write(tmp_path, data, "in.svm")
     got = _agree(lambda p: io.read_libsvm(p, zero_based=True), naive_io.libsvm, data, path)

@@ -194,3 +194,50 @@ def test_lda_python_api_equals_the_cli(tmp_path):
     assert cli_model.vocab_ == api_model.vocab_
     np.testing.assert_array_equal(cli_model.transform(["alpha beta", "zeta eta"], seed=4),
                                   api_model.transform(["alpha beta", "zeta eta"], seed=4))
+
+
+def _raw(m, u, i):
+    """r̂ = μ + b_u + b_i + p_u·q_i of dense ids, unclipped (the formula, written out)."""
+    return m.mu_ + m.user_bias_[u] + m.item_bias_[i] + np.einsum("ij,ij->i", m.user_factors_[u], m.item_factors_[i])
+
+
+@pytest.mark.filterwarnings("ignore:the test RMSE was lowest")     # 20 epochs: factors large enough to leave 1-5
+def test_mf_predictions_stay_in_the_training_ratings_range_and_old_models_are_not_clipped(tmp_path):
+    """As surprise clips to its rating scale, predictions stay in the training ratings'
+    [min, max] (kept in model.json): a fan of five-star items predicted 5, not 6; the
+    test RMSE is that of those predictions; recommend ranks before clipping (no ties at
+    5) and reports predict's scores. A model saved without the range (before tux2 kept
+    one) predicts unclipped, as before."""
+    # 1-based stars, tab-separated, a timestamp column: user 1 rates everything 5 and items 1-3 get 5 from all
+    lines = [(u, i, 5 if u == 1 or i <= 3 else 1 + (u * 3 + i) % 4, 881250949 + 7 * u + i)
+             for u in range(1, 31) for i in range(1, 21) if u == 1 or i <= 3 or (u + i) % 3]
+    path = tmp_path / "u.data"
+    path.write_text("".join(f"{u}\t{i}\t{r}\t{t}\n" for u, i, r, t in lines))
+    test = tmp_path / "u.test"
+    test.write_text("1\t2\t5\t881250950\n2\t2\t5\t881250951\n5\t7\t1\t881250952\n")
+    m = MF(k=4, epochs=20, seed=0).fit(str(path), str(test))
+    assert m.rating_range_ == (1.0, 5.0)
+    users, items = [1, 2, 5, 1], [2, 2, 7, 1]
+    d = [m.lookup(0, users), m.lookup(1, items)]
+    raw, pred = _raw(m, *d), m.predict(users, items)
+    assert raw.max() > 5 and pred.max() == 5 and pred.min() >= 1
+    np.testing.assert_allclose(pred, np.clip(raw, 1, 5))
+    rows = np.loadtxt(test)
+    assert m.history_[-1]["test_rmse"] == pytest.approx(-m.score((rows[:, 0], rows[:, 1], rows[:, 2])))
+    assert m.history_[-1]["test_rmse"] < np.sqrt(np.mean((_raw(m, m.lookup(0, rows[:, 0]), m.lookup(1, rows[:, 1]))
+                                                          - rows[:, 2]) ** 2))
+    names, top, score = m.recommend([1], k=5, exclude_seen=False)
+    ranked = _raw(m, m.lookup(0, [1] * 5), m.lookup(1, top[0]))
+    assert np.all(np.diff(ranked) <= 0) and (ranked > 5).sum() >= 2 and score.max() == 5
+    np.testing.assert_allclose(score[0], m.predict([1] * 5, top[0]))
+    m.save(tmp_path / "new")
+    assert json.loads((tmp_path / "new" / "model.json").read_text())["rating_range"] == [1.0, 5.0]
+    np.testing.assert_allclose(MF.load(tmp_path / "new").predict(users, items), pred)
+    m.rating_range_ = None                      # what a model saved before the range was kept holds
+    m.save(tmp_path / "old")
+    assert "rating_range" not in json.loads((tmp_path / "old" / "model.json").read_text())
+    old = MF.load(tmp_path / "old")
+    assert old.rating_range_ is None
+    np.testing.assert_allclose(old.predict(users, items), raw)
+    r = run_cli("predict", str(tmp_path / "new"), str(test))
+    assert r.returncode == 0 and max(float(x.split()[2]) for x in r.stdout.splitlines()[1:4]) == 5, r.stdout + r.stderr

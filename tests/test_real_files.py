@@ -870,6 +870,62 @@ def test_lastfm_1k_listening_events_empty_mbids_where_no_column_is_read(tmp_path
     assert ei.value.line == 3 and "empty field" in str(ei.value)
 
 
+LASTFM_1K = [("user_000001", "2009-05-04T23:08:57Z", "f1b1cf71-bd35-4e99-8624-24a6e15f133a", "Deep Dish", "",
+              "Fuck Me Im Famous (Pacha Ibiza)-09-28-2007"),
+             ("user_000001", "2009-05-04T13:54:10Z", "a7f7df4a-77d8-4f12-8acd-5c60c93f4de8", "坂本龍一", "",
+              "Composition 0919 (Live_2009_4_15)"),
+             ("user_000001", "2009-05-04T13:52:04Z", "a7f7df4a-77d8-4f12-8acd-5c60c93f4de8", "坂本龍一", "",
+              "Mc2 (Live_2009_4_15)"),
+             ("user_000002", "2009-05-03T15:48:25Z", "ba2f4f3b-0293-4bc8-bb94-2f73b5207343", "Underworld",
+              "dc394163-2b78-4b56-94e4-658597a29ef8", "Boy, Boy, Boy (Switch Remix)"),
+             ("user_000003", "2009-05-03T15:37:56Z", "ba2f4f3b-0293-4bc8-bb94-2f73b5207343", "Underworld",
+              "340d9a0b-9a43-4098-b116-9f79811bd508", "Crocodile (Innervisions Orchestra Mix)"),
+             ("user_000003", "2009-05-03T15:14:53Z", "", "Ferry Corsten", "", "Azzura")]
+
+
+def test_lastfm_1k_table_is_no_text_corpus_and_plays_are_counted_with_duplicates_sum(tmp_path):
+    """A Last.fm-1K file (six tab-separated columns, no number among them, empty mbids)
+    was described by info as a text corpus, and run mf sent its user to tux2 run lda.
+    It is a table: info and run mf say so, number its columns and name --columns; with
+    --columns 1,4 and --duplicates sum each (user, artist) pair's plays are its value,
+    a pair played once too (it had no value, and MF refused the file)."""
+    path = tmp_path / "userid-timestamp-artid-artname-traid-traname.tsv"
+    path.write_text("".join("\t".join(r) + "\n" for r in LASTFM_1K), encoding="utf-8")
+    assert io.sniff_input(str(path)) == "edges"
+    for cmd in (("info",), ("run", "mf", "--epochs", "1", "-q")):
+        r = run_cli(*cmd[:2 if cmd[0] == "run" else 1], str(path), *cmd[2:], timeout=300)
+        assert r.returncode == 2 and "Traceback" not in r.stderr, r.stdout + r.stderr
+        assert "table of 6 tab-separated columns" in r.stderr and "4 'Deep Dish', 5 ''" in r.stderr, r.stderr
+        assert "--columns" in r.stderr and "lda" not in r.stderr, r.stderr
+    g = loaders.load_edges(str(path), columns="1,4", duplicates="sum")
+    plays = {(g.ids[0].tokens[s], g.ids[1].tokens[d]): v for s, d, v in zip(g.src, g.dst, g.values)}
+    assert plays == {("user_000001", "Deep Dish"): 1, ("user_000001", "坂本龍一"): 2,
+                     ("user_000002", "Underworld"): 1, ("user_000003", "Underworld"): 1,
+                     ("user_000003", "Ferry Corsten"): 1}
+    once = tmp_path / "once.tsv"           # no pair twice: still counts, not a file without values
+    once.write_text("".join("\t".join(r) + "\n" for r in LASTFM_1K[2:]), encoding="utf-8")
+    assert loaders.load_edges(str(once), columns="1,4", duplicates="sum").values.tolist() == [1, 1, 1, 1]
+    r = run_cli("run", "mf", str(once), "--columns", "1,4", "--epochs", "1", "-q", timeout=300)
+    assert r.returncode == 2 and "--duplicates sum" in r.stderr, r.stderr
+    r = run_cli("run", "mf", str(once), "--columns", "1,4", "--duplicates", "sum", "--epochs", "1", "-q",
+                timeout=300)
+    assert r.returncode == 0, r.stderr
+
+
+def test_tab_separated_texts_stay_a_text_corpus(tmp_path):
+    """Tab-separated lines of prose (tomotopy's sample: paragraphs split by tabs), or a
+    TSV under a header naming its text column, are no table."""
+    prose = tmp_path / "wiki.txt"
+    words = "anarchism is a political philosophy that advocates self governed societies based on voluntary"
+    prose.write_text("".join(f"{words} {i}\t{words}\t{words}\n" for i in range(5)))
+    named = tmp_path / "reviews.tsv"
+    named.write_text("id\tstars\ttext\n" + "".join(f"{i}\t{i % 5 + 1}\tgood book {i}\n" for i in range(5)))
+    for path in (prose, named):
+        assert io.sniff_input(str(path)) == "text"
+        r = run_cli("info", str(path))
+        assert r.returncode == 0 and "vocabulary: " in r.stdout, r.stdout + r.stderr
+
+
 @pytest.mark.parametrize("ids", ["auto", "string"])
 def test_r_write_table_tab_file_quotes_its_strings_and_reads_as_the_unquoted_file(tmp_path, ids):
     """R's write.table(sep="\\t") quotes every string field: '"1"\\t"2"\\t"3.5"'. The quotes

@@ -23,7 +23,7 @@ from tux2 import partitioning
 from tux2.errors import InputError, PartitionError, SchemaError
 from tux2.graph import strata_tiles
 from tux2.io import edge_format, id_space, no_edges, read_edge_range, read_head, resolve_base
-from tux2.loaders import IdMap, columns_like, deviations, load_edges, mark_unknown, numbered
+from tux2.loaders import NO_RATINGS, IdMap, columns_like, deviations, load_edges, mark_unknown, numbered
 from tux2.partitioning import Assignment, EdgeView
 from tux2.partitioning.hashing import Hasher
 
@@ -104,7 +104,7 @@ def load(transport, path, partitions, partitioner="bicut", seed=0, test_path=Non
 
     Returns (shard, assignment, spread, test) where ``test`` is the test graph on rank 0
     (None elsewhere) and ``spread`` the training ratings' {"mu": mean, "sd": standard
-    deviation, "mad": mean |r − mean|, "far": largest |r − mean|}."""
+    deviation, "mad": mean |r − mean|, "far": largest |r − mean|, "range": [min, max]}."""
     if partitioner not in LOCAL_STRATEGIES:
         raise PartitionError(f"distributed ingress cannot use {partitioner!r}, which needs the whole graph; "
                              f"use one of {', '.join(LOCAL_STRATEGIES)}")
@@ -134,7 +134,7 @@ def load(transport, path, partitions, partitioner="bicut", seed=0, test_path=Non
     if len(kinds) > 1:
         raise InputError("lines with and without a value column in one edge list", path=path)
     if kinds == {2}:
-        raise InputError("MF needs a rating column: expected 'user item rating'", path=path)
+        raise InputError(NO_RATINGS, path=path)
     if v is None:           # a byte range without a data line (a small file, many workers)
         v = np.zeros(len(s), np.float64)
     total_read = int(allstats[:, 0].sum())
@@ -173,7 +173,7 @@ def load(transport, path, partitions, partitioner="bicut", seed=0, test_path=Non
     dev = _rows(transport, "ingress-sd", np.array(deviations(r, mu)))
     n = max(n_train, 1)
     spread = {"mu": mu, "sd": math.sqrt(float(dev[:, 0].sum()) / n), "mad": float(dev[:, 1].sum()) / n,
-              "far": float(dev[:, 2].max())}
+              "far": float(dev[:, 2].max()), "range": [float(dev[:, 3].min()), float(dev[:, 4].max())]}
 
     # global order
     if order in ("input", "strata"):       # strata: numbered below, once the degrees are known

@@ -13,6 +13,7 @@ the file, the line number and the line's text; nothing is skipped silently.
 """
 import contextlib
 import itertools
+import numbers
 import os
 import re
 import unicodedata
@@ -1235,18 +1236,23 @@ TEXT_COLUMNS = ("text", "body", "content", "document", "abstract", "review", "se
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
 
 
-def csv_header(path):
+def csv_header(path, column=None):
     """(delimiter, column names, text column) when the first line of a text corpus is
     a CSV or TSV header: names only, one of them a text column's (TEXT_COLUMNS, any
     case; the first of them in that order), or a .csv/.tsv file's only column. Else
     None, or an error when it is a header of names over rows of as many fields (or of
-    a .csv/.tsv file) without a text column."""
+    a .csv/.tsv file) without a text column. ``column`` (--text-column): the text
+    column's name, or its 1-based position; the first line is then the header."""
     import csv
     head = read_head(path, "corpus")
     lines = head.split(b"\n")
     first = lines[0].rstrip(b"\r").decode("utf-8", "replace")
+    if first.startswith("\ufeff"):
+        first = first[1:]
     delim = "\t" if "\t" in first else ","
     names = [n.strip().strip('"').strip() for n in first.split(delim)]
+    if column is not None:
+        return delim, names, text_column(names, column, path, first)
     if not all(_NAME.fullmatch(n) for n in names):
         return None
     low = [n.lower() for n in names]
@@ -1262,10 +1268,24 @@ def csv_header(path):
     except csv.Error:
         rows = []
     if len(names) > 1 and (named or rows and all(len(r) == len(names) for r in rows)):
-        raise InputError(f"a header of columns ({', '.join(names)}) and none holds the text: name that column "
-                         f"'text' (or {', '.join(TEXT_COLUMNS[1:4])}, …), or --format text (format='text') reads "
-                         "every line as a document", path=path, line=1, text=first)
+        raise InputError(f"a header of columns ({', '.join(names)}) and none is named as a text column ({', '.join(TEXT_COLUMNS[:4])}, …): --text-column NAME (text_column='NAME') picks it, "
+                         "or --format text (format='text') reads every line as a document", path=path, line=1,
+                         text=first)
     return None
+
+
+def text_column(names, column, path=None, first=None):
+    """The 0-based index of the text column ``column`` (a name, any case when no name
+    matches exactly, or a 1-based position) among a header's ``names``."""
+    if isinstance(column, int) and not isinstance(column, bool) or str(column).strip().isdigit():
+        i = int(column) - 1
+        if 0 <= i < len(names):
+            return i
+    elif str(column) in names or str(column).lower() in [n.lower() for n in names]:
+        return names.index(column) if column in names else [n.lower() for n in names].index(str(column).lower())
+    raise InputError(f"no text column {column!r} among the {len(names)} columns ({', '.join(names)}): "
+                     "--text-column (text_column=) takes a name of the header line or a 1-based position",
+                     path=path, line=1 if first is not None else None, text=first)
 
 
 def _csv_texts(lines, header, path):
@@ -1300,13 +1320,14 @@ def _utf8_lines(f, path):
                              line=no, text=raw.decode("utf-8", "backslashreplace").rstrip("\r\n")) from None
 
 
-def as_texts(data):
+def as_texts(data, column=None):
     """``data`` as a list of texts when it is one (a list or tuple holding strings, or
     empty; a pandas Series, a 1-D numpy array of strings or objects; a DataFrame's text
-    column, named as a CSV corpus's header names it: TEXT_COLUMNS), else None."""
+    column: ``column``, or named as a CSV corpus's header names it: TEXT_COLUMNS), else None."""
     if type(data).__module__.split(".")[0] == "pandas" and getattr(data, "ndim", 0) == 2:
         low = [str(c).lower() for c in data.columns]
-        col = next((low.index(t) for t in TEXT_COLUMNS if t in low), None)
+        col = next((low.index(t) for t in TEXT_COLUMNS if t in low), None) if column is None else \
+            text_column([str(c) for c in data.columns], column, "DataFrame")
         if col is None:
             return None
         data = data.iloc[:, col]
@@ -1322,11 +1343,17 @@ def _missing_text(i, t, source):
                      "(Series.fillna(''))", path=source)
 
 
+def is_count(max_df):
+    """Whether ``max_df`` is a count of documents (an integer), not a share (a float)."""
+    return isinstance(max_df, numbers.Integral) and not isinstance(max_df, bool)
+
+
 def text_docs(texts, type_names=("doc", "word"), min_count=1, stopwords=(), source="texts", need_words=True,
               max_df=1.0):
     """(graph of doc–word counts, vocabulary list) of documents given as strings: word
     id i is ``vocab[i]``, in order of first appearance. Words seen fewer than
-    ``min_count`` times in all of them, in more than the share ``max_df`` of them,
+    ``min_count`` times in all of them, in more than ``max_df`` of them (a share, a
+    float, or a count of documents, an integer, as scikit-learn's max_df),
     and ``stopwords`` are dropped; with
     ``need_words`` (a corpus to train on), texts without any word are an error."""
     from collections import Counter
@@ -1335,7 +1362,7 @@ def text_docs(texts, type_names=("doc", "word"), min_count=1, stopwords=(), sour
     for c in docs:
         total.update(c)
         df.update(c.keys())
-    stop, most = set(stopwords), max_df * len(docs)
+    stop, most = set(stopwords), max_df if is_count(max_df) else max_df * len(docs)
     keep = {w for w, n in total.items() if n >= min_count and df[w] <= most and w not in stop}
     vocab, index = [], {}
     src, dst, cnt = [], [], []
@@ -1389,8 +1416,8 @@ def sniff_input(path, columns=None):
     if not any(x.strip() and x.strip()[:1] not in (b"#", b"%") for x in head.split(b"\n")):
         return "edges"
     data = [x for x in head.split(b"\n")[:20] if x.strip() and x.strip()[:1] not in (b"#", b"%")]
-    if data and b"::" not in data[0] and all(is_number(x.split()[0]) and (b":" in x or len(x.split()) == 1)
-                                             for x in data):
+    if data and b"::" not in data[0] and all((is_number(x.split()[0]) or _MULTI_LABEL.fullmatch(x.split()[0]))
+                                             and (b":" in x or len(x.split()) == 1) for x in data):
         return "libsvm"
     if sniff_corpus(path) == "docword":
         return "docword"
@@ -1400,7 +1427,7 @@ def sniff_input(path, columns=None):
     if rows and all(len(t) > max(fmt.cols[:2]) and (vcol < 0 or len(t) <= vcol or is_number(t[vcol]))
                     for t in rows):
         return "edges"
-    if fmt.mode == TAB and number_column(rows) is not None:
+    if fmt.mode == TAB and (number_column(rows) is not None or tab_table(head, fmt)):
         return "edges"
     if not rows and fmt.names and fmt.sep != "space":      # a CSV or TSV header alone: load_edges names it
         return "edges"
@@ -1411,6 +1438,20 @@ def sample_rows(head, fmt):
     """The fields of the data lines among the first 21 lines after ``fmt``'s header
     (at most 20), as the parsers in ``fmt.mode`` number the columns."""
     return [t for t in (data_fields(x, fmt.mode) for x in head[fmt.start:].split(b"\n")[:21]) if t][:20]
+
+
+def tab_table(head, fmt):
+    """The number of columns (3 or more) of tab-separated lines that all have as many,
+    none of them prose (over 12 words) and none named as a text corpus's (TEXT_COLUMNS)
+    by a header: a table such as Last.fm-1K's ``user time artist-mbid artist track-mbid
+    track``, not a text corpus; else 0. Empty fields count (Last.fm leaves mbids out)."""
+    lines = [x.rstrip(b"\r") for x in head[fmt.start:].split(b"\n")[:21]]
+    lines = [x for x in lines if x.strip() and x.strip()[:1] not in (b"#", b"%")][:20]
+    widths = {x.count(b"\t") + 1 for x in lines}
+    if len(lines) < 2 or len(widths) != 1 or any(str(n).lower() in TEXT_COLUMNS for n in fmt.names or ()):
+        return 0
+    prose = any(len(f.split()) > 12 for x in lines for f in x.split(b"\t"))
+    return 0 if prose or widths.pop() < 3 else lines[0].count(b"\t") + 1
 
 
 def number_column(rows):
@@ -1461,6 +1502,12 @@ def json_hint(path, keys, documents=False):
             f"as CSV columns first, e.g. python -c \"import pandas as pd; {fields}{then}")
 
 
+def _preview(field, n=20):
+    """A field of a line (bytes) or header name, quoted, cut to ``n`` characters."""
+    t = field.decode("utf-8", "replace") if isinstance(field, bytes) else field
+    return repr(t if len(t) <= n else t[:n - 1] + "…")
+
+
 def other_format(path, columns=None):
     """'' or, for an edge-list reader's error, what the file looks like instead and what
     reads it: a UCI docword file or plain text (tux2 run lda), a libsvm file; for
@@ -1482,6 +1529,13 @@ def other_format(path, columns=None):
                     f"picks the src, dst and value columns (e.g. --columns 1,2,{j + 1}; header names work too)")
         if j is not None:
             return ""       # names and numbers in tab-separated columns are no text corpus
+        width = tab_table(head, fmt)
+        if width and columns is None:
+            first = head[fmt.start:].split(b"\n")[0].rstrip(b"\r").split(b"\t") if not fmt.names else fmt.names
+            shown = ", ".join(f"{i} {_preview(f)}" for i, f in enumerate(first, 1))
+            return (f"; the lines are a table of {width} tab-separated columns ({shown}), not text: --columns USER,"
+                    "ITEM[,VALUE] picks them (1-based, or header names); without a value column a line counts 1, "
+                    "and --duplicates sum adds up a pair's lines (plays, clicks) into its value")
     rows = [t for t in (split_line(x) for x in head.split(b"\n")[:20]) if t and t[0][:1] not in (b"#", b"%")]
     if b"\0" in head or not rows:
         return ""           # binary data, or no data line at all, looks like no format
@@ -1502,6 +1556,7 @@ def other_format(path, columns=None):
 
 
 # --------------------------------------------------------------------------- libsvm
+_MULTI_LABEL = re.compile(rb"[+-]?[0-9]+(\.[0-9]*)?(,[+-]?[0-9]+(\.[0-9]*)?)+")     # labels '1,3' (no spaces)
 _LIBSVM_MESSAGES = {
     1: "malformed label (expected a number)",
     2: "label is NaN or infinite",
@@ -1602,7 +1657,13 @@ def read_libsvm(path, zero_based=False, n_features=None, type_names=("sample", "
     r, c, v = np.empty(cap, np.int64), np.empty(cap, np.int64), np.empty(cap, np.float64)
     rows, k, err, err_line, err_pos = _parse_libsvm(buf, y, r, c, v)
     if err:
-        raise InputError(_LIBSVM_MESSAGES[err], path=path, line=err_line, text=_line_text(raw, err_pos))
+        text = _line_text(raw, err_pos)
+        labels = text.split(None, 1)[0] if text.strip() else ""
+        if _MULTI_LABEL.fullmatch(labels.encode()):           # LIBSVM's multi-label sets: '1,3 5:1 7:2'
+            raise InputError(f"a multi-label line (labels {labels}): tux2 takes one label per line; write the "
+                             "line once per label, or one file per label (one-vs-rest, a binary model each)",
+                             path=path, line=err_line, text=text)
+        raise InputError(_LIBSVM_MESSAGES[err], path=path, line=err_line, text=text)
     if rows == 0:
         raise InputError("no samples found (the file is empty or has only comments)", path=path)
     y, r, c, v = y[:rows], r[:k], c[:k], v[:k]

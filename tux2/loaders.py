@@ -27,6 +27,7 @@ Every problem raises :class:`tux2.InputError` naming the file and line (or the
 array and index) and quoting the offending text.
 """
 import contextlib
+import math
 import numbers
 import os
 
@@ -39,6 +40,8 @@ from tux2.errors import InputError
 from tux2.graph import BipartiteGraph
 
 DUPLICATES = ("error", "sum", "last", "keep")
+NO_RATINGS = ("MF needs a rating column: expected 'user item rating'; for a line per play or click, --duplicates sum "
+              "(duplicates='sum') counts each pair's lines")
 FLOAT32_MAX = float(np.finfo(np.float32).max)
 ID_MODES = ("auto", "int", "string")
 
@@ -647,7 +650,11 @@ def pair_key(src, dst, n_dst):
 
 def dedupe(g, policy, where, what=None):
     """Apply the duplicate-edge policy; ``where(i)`` → (path, line, text) of edge i;
-    ``what(src, dst)``: how the message names a repeated pair (default "edge (a, b)")."""
+    ``what(src, dst)``: how the message names a repeated pair (default "edge (a, b)").
+    "sum" without values counts each pair's edges, a pair seen once too."""
+    if policy == "sum" and g.values is None:
+        g = BipartiteGraph(g.src, g.dst, np.ones(g.num_edges, np.float32), g.n_src, g.n_dst, g.type_names,
+                           g.source, g.ids)
     if policy == "keep" or g.num_edges < 2:
         return g
     first, again = _earliest_repeat(g.src, g.dst, g.n_src, g.n_dst)
@@ -767,25 +774,30 @@ def _floats(X):
 
 
 def load_corpus(path, fmt="auto", base=None, min_count=1, type_names=("doc", "word"), duplicates="sum", stopwords=(),
-                max_df=1.0):
+                max_df=1.0, text_column=None):
     """(document–word count graph, vocabulary or None, format) of a UCI docword file,
     ``doc word count`` triples, plain text (one document per line) or 'csv': a CSV or
     TSV file's text column under a header (io.csv_header; 'auto' tells it from text by
     that header, so a header is never read as a document; ``min_count``, ``stopwords``
-    and ``max_df`` filter their words as io.text_docs does); ``graph.base`` is
+    and ``max_df`` filter their words as io.text_docs does; ``text_column``, a name or
+    1-based position, picks the CSV's text column and makes 'auto' 'csv'); ``graph.base`` is
     the file's id base (1 for docword), which outputs add back to the dense ids. ``-``
     and compressed files are read as ``plain_file`` reads them."""
     check_choice("duplicates", duplicates, DUPLICATES)
     with plain_file(path) as copy:
-        g, vocab, fmt = _load_corpus(copy, fmt, base, min_count, type_names, duplicates, stopwords, max_df)
+        g, vocab, fmt = _load_corpus(copy, fmt, base, min_count, type_names, duplicates, stopwords, max_df,
+                                     text_column)
     g.source = io.display_name(os.fspath(path))
     return g, vocab, fmt
 
 
-def _load_corpus(path, fmt, base, min_count, type_names, duplicates, stopwords, max_df):
-    sniffed = fmt == "auto"
-    fmt = io.sniff_corpus(path, header_alone=True) if sniffed else fmt
-    header = io.csv_header(path) if fmt == "csv" or (sniffed and fmt == "text") else None
+def _load_corpus(path, fmt, base, min_count, type_names, duplicates, stopwords, max_df, text_column):
+    if text_column is not None and fmt not in ("auto", "csv"):
+        raise InputError(f"--text-column (text_column=) picks a column of a CSV or TSV file under its header, and "
+                         f"--format {fmt} (format='{fmt}') has none: leave one of them out", path=path)
+    sniffed = fmt == "auto" and text_column is None
+    fmt = io.sniff_corpus(path, header_alone=True) if sniffed else "csv" if text_column is not None else fmt
+    header = io.csv_header(path, text_column) if fmt == "csv" or (sniffed and fmt == "text") else None
     if fmt == "csv" and header is None:
         raise InputError("line 1 is no CSV header naming the text column ('text', 'id,text', …): --format text "
                          "(format='text') reads every line as a document", path=path, line=1)
@@ -978,11 +990,15 @@ def load(data, **options):
 
 
 def deviations(values, mu, chunk=1 << 20):
-    """(Σ (r − μ)², Σ |r − μ|, max |r − μ|) of ratings ``values`` as they train (float32),
-    in float64, a chunk at a time (no copy of them all)."""
+    """(Σ (r − μ)², Σ |r − μ|, max |r − μ|, min r, max r) of ratings ``values`` as they
+    train (float32), in float64, a chunk at a time (no copy of them all); no ratings:
+    min inf, max −inf."""
     sq = ab = far = 0.0
+    low, high = math.inf, -math.inf
     for lo in range(0, len(values), chunk):
-        d = np.asarray(values[lo:lo + chunk], np.float32).astype(np.float64) - mu
+        r = np.asarray(values[lo:lo + chunk], np.float32).astype(np.float64)
+        d = r - mu
         a = np.abs(d)
         sq, ab, far = sq + float(d @ d), ab + float(a.sum()), max(far, float(a.max()))
-    return sq, ab, far
+        low, high = min(low, float(r.min())), max(high, float(r.max()))
+    return sq, ab, far, low, high

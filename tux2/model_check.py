@@ -121,6 +121,11 @@ def check_mf(directory, meta, arrays):
     """user.npz/item.npz: p (n × k) and b (n) finite, ids; seen.npz a CSR over them."""
     k = _int_meta(os.path.join(directory, "model.json"), meta, "k", 1)
     _float_meta(os.path.join(directory, "model.json"), meta, "mu") if "mu" in meta else None
+    r = meta.get("rating_range", [0, 0])          # models before it: predictions not clipped
+    if not (isinstance(r, list) and len(r) == 2 and all(isinstance(x, (int, float)) and not isinstance(x, bool)
+                                                         and np.isfinite(x) for x in r) and r[0] <= r[1]):
+        raise ModelError(f"{os.path.join(directory, 'model.json')}: rating_range must be [min, max] of finite "
+                         f"numbers, got {r!r}")
     n = {}
     for name in ("user.npz", "item.npz"):
         path, a = os.path.join(directory, name), arrays[name]

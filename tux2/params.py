@@ -45,6 +45,38 @@ class Bound:
             raise ValueError(f"{name} must be {' '.join([what, self._range()]).strip()}, got {value!r}")
 
 
+class ShareOrCount(Bound):
+    """scikit-learn's ``max_df``: a share of the documents, a number in (0, 1] (1.0
+    keeps every word), or a count of them, an integer >= 1 (a flag's text without a
+    point or an exponent is one)."""
+
+    def __init__(self):
+        super().__init__(float, 0, 1, above=True)
+        self.__name__ = "share or count"
+
+    def __call__(self, text):
+        import argparse
+        try:
+            v = int(text, 10) if text.strip().lstrip("+").isdigit() else float(text)
+        except ValueError:
+            v = math.nan
+        if isinstance(v, int) and v >= 1 or self._within(v):
+            return v
+        raise argparse.ArgumentTypeError(f"must be a share of the documents in (0, 1] (0.5) or a count of them "
+                                         f">= 1 (an integer, 1000), got {text[:40]}")
+
+    def check(self, name, value):
+        if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+            if value < 1:
+                raise ValueError(f"{name} must be a share in (0, 1] or a count of documents >= 1, got {value!r}")
+            return
+        try:
+            super().check(name, value)
+        except ValueError:
+            raise ValueError(f"{name} must be a share in (0, 1] (a float) or a count of documents >= 1 (an "
+                             f"integer), got {value!r}") from None
+
+
 def integer(low, high=None):
     return Bound(int, low, high)
 

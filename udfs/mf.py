@@ -151,12 +151,13 @@ def program(k=50, mode="sgd", lr=None, reg=0.05, batch_size=None, batch_unit="ed
                    init_vertices=init_vertices, name=f"mf-{mode}")
 
 
-def predict(user_data, item_data, users, items, mu=0.0, unknown=None, chunk=1 << 15):
+def predict(user_data, item_data, users, items, mu=0.0, unknown=None, chunk=1 << 15, clip=None):
     """r̂ for (users[i], items[i]) from gathered master data. ``unknown``: (user mask,
     item mask) of pairs whose user or item has no training ratings: the baseline μ
     plus the known side's bias (μ alone when both are unknown), as surprise and LibMF
-    predict them. ``chunk`` pairs at a time: the factor rows gathered for the dot
-    products take chunk × k floats, not pairs × k."""
+    predict them. ``clip``: (lo, hi), the training ratings' range, which no prediction
+    leaves (as surprise clips to its rating scale). ``chunk`` pairs at a time: the
+    factor rows gathered for the dot products take chunk × k floats, not pairs × k."""
     def part(u, i):
         return mu + user_data["b"][u] + item_data["b"][i] + np.einsum("ij,ij->i", user_data["p"][u],
                                                                         item_data["p"][i])
@@ -165,7 +166,8 @@ def predict(user_data, item_data, users, items, mu=0.0, unknown=None, chunk=1 <<
     out[:chunk] = first
     for lo in range(chunk, len(users), chunk):
         out[lo:lo + chunk] = part(users[lo:lo + chunk], items[lo:lo + chunk])
-    return baseline_where(out, user_data["b"][users], item_data["b"][items], mu, unknown)
+    out = baseline_where(out, user_data["b"][users], item_data["b"][items], mu, unknown)
+    return out if clip is None else np.clip(out, *clip)
 
 
 def baseline_where(pred, bu, bi, mu, unknown):
@@ -177,9 +179,10 @@ def baseline_where(pred, bu, bi, mu, unknown):
     return np.where(nu | ni, base, pred)
 
 
-def rmse(user_data, item_data, graph, mu=0.0):
+def rmse(user_data, item_data, graph, mu=0.0, clip=None):
     if graph is None or graph.num_edges == 0:
         return float("nan")
     # in float64: the float32 errors of ratings near 1e20 and above squared to inf
-    err = graph.values.astype(np.float64) - predict(user_data, item_data, graph.src, graph.dst, mu, graph.unknown)
+    err = graph.values.astype(np.float64) - predict(user_data, item_data, graph.src, graph.dst, mu, graph.unknown,
+                                            clip=clip)
     return float(np.sqrt(np.mean(err * err)))

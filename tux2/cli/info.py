@@ -26,6 +26,7 @@ def add_parser(sub):
                    help="auto: libsvm when lines hold index:value pairs, docword with its 3-line header, an edge "
                         "list when every line has two ids and a number (or nothing) third, as 'tux2 run mf' reads "
                         "it, else a text corpus")
+    p.add_argument("--text-column", metavar="NAME|N", help="a CSV or TSV corpus: as in tux2 run lda")
     p.add_argument("--ids", choices=("auto", "int", "string"), default="auto", help="edge lists: as in tux2 run")
     add_input_args(p)
     p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
@@ -108,7 +109,7 @@ def info(args):
     from tux2 import io, loaders
     spool_inputs(args)
     path = args.input
-    kind = io.sniff_input(path, args.columns) if args.format == "auto" else args.format
+    kind = "csv" if args.text_column else io.sniff_input(path, args.columns) if args.format == "auto" else args.format
     keys = io.json_keys(io.read_head(path, "input")) if kind == "text" else None
     if keys is not None:
         raise InputError(io.json_hint(path, keys), path=path)
@@ -123,9 +124,10 @@ def info(args):
         elif g.n_src:
             res["hints"].append("no features: every line has a label but no index:value pairs (tux2 run lr, svm, "
                                 "softmax, fm and blockpg stop on it)")
-    elif kind in ("docword", "triples", "text"):
+    elif kind in ("docword", "triples", "text", "csv"):
         # a sniffed text file is read as run lda reads it: a CSV header is no document
-        g, vocab, kind = loaders.load_corpus(path, "auto" if args.format == "auto" else kind, duplicates="keep")
+        g, vocab, kind = loaders.load_corpus(path, args.format, duplicates="keep",
+                                             text_column=args.text_column)
         res = describe(g, kind)
         if vocab is not None:
             res["vocabulary"] = len(vocab)

@@ -20,6 +20,8 @@ def add_parser(algos):
                    help="input format; auto: docword when the file starts with three single-integer "
                         "lines, triples when every line is three numbers, csv when line 1 is a header "
                         "naming a text column (text, body, content, …), text otherwise")
+    p.add_argument("--text-column", metavar="NAME|N", help="a CSV or TSV corpus: its text column, by header name or "
+                   "1-based position, when it is not named text, body, content, …")
     p.add_argument("--vocab", help="vocabulary file, one word per line (line i = word id i, or i+1 for "
                                    "docword), used to print topics as words")
     p.add_argument("--base", type=int, choices=LDA.choices["base"], default=None,
@@ -29,8 +31,9 @@ def add_parser(algos):
                    help="text input: words to drop, 'english' (the, of, and, … which would fill the topics), "
                         "'none', or a file of words")
     p.add_argument("--max-df", type=LDA.bounds["max_df"], default=1.0,
-                   help="text input: drop words in more than this share of the documents (gensim's no_above; "
-                        "e.g. 0.5)")
+                   help="text input: drop words in more than this share of the documents (0.5; gensim's "
+                        "no_above), or in more than this many of them (an integer, 1000: '1' is one document, '1.0' all "
+                        "of them), as scikit-learn's max_df")
     p.add_argument("--duplicates", choices=LDA.choices["duplicates"], default="sum",
                    help="a (doc, word) pair on several lines of a docword or triples file: add the counts, "
                         "stop naming both lines, keep the last, or keep all")

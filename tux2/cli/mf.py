@@ -22,8 +22,8 @@ def add_parser(sub):
                    help="vertex ids: int (numbers used as they are), string (any token; mapped to dense ids, "
                         "saved with the model), auto (string when the first line's ids are not numbers)")
     p.add_argument("--duplicates", choices=MF.choices["duplicates"], default="error",
-                   help="an edge given twice: error (name both lines), sum its values, keep the last, or keep "
-                        "all as separate edges")
+                   help="an edge given twice: error (name both lines), sum its values (with no value column: "
+                        "count its lines, plays or clicks), keep the last, or keep all as separate edges")
     add_input_args(p, unknown=True)
     add_partition_args(p, default=None,
                        note=" (default: stratified with --order strata, else bicut)")

@@ -8,7 +8,7 @@ from tux2 import files, io, loaders
 from tux2.errors import InputError
 from tux2.estimator import Estimator
 from tux2.graph import BipartiteGraph
-from tux2.params import COUNT, NONNEG, PRIOR, SEED, integer, number
+from tux2.params import COUNT, NONNEG, PRIOR, SEED, ShareOrCount, integer
 from tux2.stopwords import stop_words
 from tux2.runner import Dataset, Setup
 from tux2.udfs import lda
@@ -58,16 +58,18 @@ class LDA(Estimator):
     ``format``, ``vocab`` (a file, one word per line, or a list of the words, as a
     CountVectorizer's get_feature_names_out(): the names of numeric word ids),
     ``base``, ``min_count``, ``stop_words`` ('english', 'none', a file of words or a
-    list; texts only), ``max_df`` (texts only: words in a larger share of the documents
-    are dropped) and ``duplicates``. Learned: ``word_topic_`` (K × V), ``doc_topic_``
-    (D × K), ``topic_totals_`` (K), ``alpha_`` (K: the document–topic prior, learnt every
+    list; texts only), ``max_df`` (texts only: words in a larger share of the documents,
+    a float, or in more documents than an integer ``max_df``, are dropped),
+    ``duplicates`` and ``text_column`` (a CSV's or DataFrame's text column by name or
+    1-based position, when it is not named text, body, …). Learned: ``word_topic_``
+    (K × V), ``doc_topic_`` (D × K), ``topic_totals_`` (K), ``alpha_`` (K: the document–topic prior, learnt every
     ``optimize_interval`` iterations past ``optimize_burn_in`` when that is > 0), ``vocab_`` (None for numeric word ids) and
     ``word_base_`` (the id base of a numeric corpus file: 1 for docword, whose word ids
     topics and new documents then use)."""
 
     algorithm = "lda"
     bounds = dict(topics=integer(1, 32767), iterations=NONNEG, alpha=PRIOR, beta=PRIOR, seed=SEED,
-                  top_words=NONNEG, min_count=COUNT, max_df=number(0, 1, above=True), optimize_interval=NONNEG,
+                  top_words=NONNEG, min_count=COUNT, max_df=ShareOrCount(), optimize_interval=NONNEG,
                   optimize_burn_in=NONNEG)
     choices = dict(sampler=("sparse", "sync"), format=("auto", "triples", "docword", "text", "csv"), base=(0, 1),
                    duplicates=loaders.DUPLICATES)
@@ -77,7 +79,7 @@ class LDA(Estimator):
 
     def __init__(self, topics=20, iterations=100, alpha=0.1, beta=0.01, sampler="sparse", partitioner="bicut",
                  seed=0, top_words=10, format="auto", vocab=None, base=None, min_count=1, duplicates="sum",
-                 stop_words="english", max_df=1.0, optimize_interval=0, optimize_burn_in=0):
+                 stop_words="english", max_df=1.0, optimize_interval=0, optimize_burn_in=0, text_column=None):
         self._keep(locals())
 
     def load_data(self, data, test=None):
@@ -85,12 +87,13 @@ class LDA(Estimator):
         corpus's own, or ``vocab`` (a file, one word per line) for numeric ids."""
         format, vocab, base, min_count, duplicates = self.format, self.vocab, self.base, self.min_count, self.duplicates
         words, filters = None, dict(min_count=min_count, stopwords=stop_words(self.stop_words), max_df=self.max_df)
-        texts = io.as_texts(data)
+        texts = io.as_texts(data, self.text_column)
         if texts is not None:                                   # [] is an empty corpus: text_docs says so
             (g, words), format = io.text_docs(texts, **filters), "text"
         elif isinstance(data, (str, bytes)) or hasattr(data, "__fspath__"):
             sniffed = format == "auto"
-            g, words, format = loaders.load_corpus(data, format, base=base, duplicates=duplicates, **filters)
+            g, words, format = loaders.load_corpus(data, format, base=base, duplicates=duplicates,
+                                                   text_column=self.text_column, **filters)
             if sniffed and format == "text":
                 _refuse_numeric_table(g, words, data)
                 if data != "-" and io.sniff_input(data) == "libsvm":   # ('-' was read once, into the corpus)        # as tux2 info reads it: words would be '3', '1'
@@ -99,12 +102,12 @@ class LDA(Estimator):
                                      path=data)
         elif type(data).__module__.split(".")[0] == "pandas" and any(t.kind in "OSU" for t in data.dtypes):
             raise InputError(f"a DataFrame with text (columns {', '.join(map(str, data.columns))}) and no column "
-                             f"named {', '.join(io.TEXT_COLUMNS[:3])}, …: pass the texts, fit(df['COLUMN'])",
-                             path="DataFrame")
+                             f"named {', '.join(io.TEXT_COLUMNS[:3])}, …: text_column='COLUMN' picks it (or pass the "
+                             "texts, fit(df['COLUMN']))", path="DataFrame")
         else:
             g, format = _counts(data), "arrays"
         where = data if isinstance(data, (str, bytes)) or hasattr(data, "__fspath__") else None
-        for flag, used in (("min-count", min_count > 1), ("max-df", self.max_df < 1),
+        for flag, used in (("min-count", min_count > 1), ("max-df", io.is_count(self.max_df) or self.max_df < 1),
                            ("stop-words", self.stop_words not in ("english", "none", None))):   # a file: meant
             if used and format not in ("text", "csv"):           # read options the format has no use for: errors
                 raise InputError(f"--{flag} ({flag.replace('-', '_')}=) filters the words of a text corpus, and "
@@ -246,7 +249,7 @@ class LDA(Estimator):
 
     def _documents(self, docs):
         V = self.word_topic_.shape[1]
-        texts, path = io.as_texts(docs), loaders.is_path(docs)
+        texts, path = io.as_texts(docs, self.text_column), loaders.is_path(docs)
         kind = io.sniff_corpus(docs) if path else None                  # (text: or CSV)
         text = (getattr(self, "run_", None) or {}).get("format") in ("text", "csv")    # else numeric (or --vocab's)
         if path and kind != "text" and text:
@@ -260,7 +263,7 @@ class LDA(Estimator):
                                  path=docs if path else "texts")
             stop = (self.stop_words_ if self.stop_words_ is not None                      # dropped as in training,
                     else stop_words(self.stop_words if text and self.stop_words in ("english", "none") else None))
-            g, words = (io.read_text_docs(docs, stopwords=stop, csv=io.csv_header(docs)) if path
+            g, words = (io.read_text_docs(docs, stopwords=stop, csv=io.csv_header(docs, self.text_column)) if path
                         else io.text_docs(texts, stopwords=stop, need_words=False))
             index = {w: i for i, w in enumerate(self.vocab_)}
             to_model = np.array([index.get(w, -1) for w in words], np.int64)[g.dst]

@@ -24,7 +24,7 @@ COUNT_LEVELS = 50       # distinct whole-number ratings above it: counts (refuse
 TYPICAL = 0.25          # mean |r − μ| / sd below it: the sd is a few extreme ratings', not a scale (outlying)
 
 
-def ratings(g, what="MF needs a rating column: expected 'user item rating'"):
+def ratings(g, what=loaders.NO_RATINGS):
     """``g`` as a user → item graph, refused without a rating per edge (what load_edges
     found about it — layout, base, unknown ids — kept)."""
     if g.values is None:
@@ -339,12 +339,12 @@ class MF(Estimator):
                             "partitions as users")
         if ingress:                 # tux2.ingress: this worker's share, placed and ordered
             strata, tiles, degrees = train.strata, train.tiles, train.degrees
-            mu, sd, mad, far = (data.facts[k] for k in ("mu", "sd", "mad", "far"))
+            mu, sd, mad, far, (low, high) = (data.facts[k] for k in ("mu", "sd", "mad", "far", "range"))
             engine = {"assignment": data.facts["assignment"]}
         else:
             train, strata, tiles = self.order_edges(train, order, blocks)
             mu = float(train.values.mean(dtype=np.float64)) if train.num_edges else 0.0
-            sq, ab, far = loaders.deviations(train.values, mu)
+            sq, ab, far, low, high = loaders.deviations(train.values, mu)
             n = max(train.num_edges, 1)
             sd, mad = math.sqrt(sq / n), ab / n
             engine, degrees = {"partitioner": partitioner}, loaders.degrees(train)
@@ -373,7 +373,7 @@ class MF(Estimator):
         return Setup(train, prog, engine, test=data.test, evaluate=data.test is not None or ingress,
                      mu=mu, sd=sd, mad=mad, far=far, scale=scale, source=data.source, partitioner=partitioner,
                      known=known, read_as=data.facts.get("read_as"), ingress=ingress, ids=ids,
-                     frame_columns=data.facts.get("frame_columns"),
+                     frame_columns=data.facts.get("frame_columns"), clip=(low, high) if low <= high else None,
                      meta={"partitioner": partitioner, "lr": prog.context.init["lr"], "mu": mu,
                            "rating_scale": scale,     # "context" (mu, rmse, …) is in units of ratings / it
                            "ids": "string" if any(m is not None and m.tokens.dtype.kind not in "iu" for m in ids)
@@ -386,7 +386,7 @@ class MF(Estimator):
         if s.evaluate:                          # rank 0 evaluates; the gathers are collective
             evaluate = i == self.epochs or (self.eval_every > 0 and i % self.eval_every == 0)
             U, I = vertex_model(eng, s) if evaluate else (None, None)
-            rec["test_rmse"] = mf.rmse(U, I, s.test, s.mu) if U is not None and s.test is not None \
+            rec["test_rmse"] = mf.rmse(U, I, s.test, s.mu, s.clip) if U is not None and s.test is not None \
                 and s.test.num_edges else None         # none: no test ratings (--test-fraction 0)
         return rec
 
@@ -426,15 +426,18 @@ class MF(Estimator):
             g = BipartiteGraph(np.concatenate([p[0] for p in pieces]), np.concatenate([p[1] for p in pieces]),
                                None, g.n_src, g.n_dst, NAMES)
         if U is not None:
-            self._set(U, I, s.mu, s.ids, seen_csr(g))
+            self._set(U, I, s.mu, s.ids, seen_csr(g), s.clip)
             vars(self).pop("columns_", None)
             if s.frame_columns is not None:     # score() reads a DataFrame's columns of these names
                 self.columns_ = list(s.frame_columns)
 
-    def _set(self, users, items, mu, ids, seen):
+    def _set(self, users, items, mu, ids, seen, clip):
+        """``clip``: the training ratings' (min, max), which predictions stay in (None:
+        a model saved before tux2 kept it, whose predictions are not clipped)."""
         self.user_factors_, self.user_bias_ = np.asarray(users["p"], np.float64), np.asarray(users["b"], np.float64)
         self.item_factors_, self.item_bias_ = np.asarray(items["p"], np.float64), np.asarray(items["b"], np.float64)
         self.mu_, self.ids_, self.seen_ = float(mu), tuple(ids), seen
+        self.rating_range_ = None if clip is None else tuple(float(x) for x in clip)
 
     # ------------------------------------------------------------ files
     def _files(self):
@@ -448,7 +451,8 @@ class MF(Estimator):
 
     def _meta(self):
         return {**super()._meta(), "mu": self.mu_, "vertex_types": list(NAMES),
-                **({"frame_columns": [str(c) for c in self.columns_]} if "columns_" in vars(self) else {})}
+                **({"frame_columns": [str(c) for c in self.columns_]} if "columns_" in vars(self) else {}),
+                **({"rating_range": list(self.rating_range_)} if self.rating_range_ is not None else {})}
 
     def _restore(self, directory, meta):
         from tux2 import model_check
@@ -457,7 +461,7 @@ class MF(Estimator):
         seen = arrays.get("seen.npz")
         self._set(arrays["user.npz"], arrays["item.npz"], meta.get("mu", 0.0),
                   (loaders.loaded_ids(arrays["user.npz"]["ids"]), loaders.loaded_ids(arrays["item.npz"]["ids"])),
-                  (seen["indptr"], seen["indices"]) if seen is not None else None)
+                  (seen["indptr"], seen["indices"]) if seen is not None else None, meta.get("rating_range"))
         if isinstance(meta.get("frame_columns"), list):      # a DataFrame's (user, item, rating) names
             self.columns_ = meta["frame_columns"]
 
@@ -533,11 +537,11 @@ class MF(Estimator):
         return pred
 
     def score_dense(self, u, i, unknown=None):
-        """Predicted ratings for dense user and item ids; ``unknown``: (user mask, item
-        mask) of pairs predicted by the baseline μ + the known side's bias."""
-        return mf.baseline_where(self.mu_ + self.user_bias_[u] + self.item_bias_[i]
-                                 + np.einsum("ij,ij->i", self.user_factors_[u], self.item_factors_[i]),
-                                 self.user_bias_[u], self.item_bias_[i], self.mu_, unknown)
+        """Predicted ratings for dense user and item ids, in the training ratings' range
+        (``rating_range_``); ``unknown``: (user mask, item mask) of pairs predicted by
+        the baseline μ + the known side's bias."""
+        return mf.predict({"p": self.user_factors_, "b": self.user_bias_}, {"p": self.item_factors_,
+                          "b": self.item_bias_}, u, i, self.mu_, unknown, clip=self.rating_range_)
 
     def score(self, X, y=None):
         """−RMSE on the (user, item, rating) rows of ``X`` (scikit-learn's "higher is
@@ -573,7 +577,8 @@ class MF(Estimator):
         user's ids, ``items`` an array of the model's item ids (integers, or strings). A
         user with fewer than k such items (one who has seen nearly every item) has a
         row padded at its end with item -1 ("" when the ids are strings) and score nan:
-        ``np.isfinite(scores)`` marks the recommendations. ``users``: by default every user with training
+        ``np.isfinite(scores)`` marks the recommendations; scores are ``predict``'s (in
+        the training ratings' range), the order that before clipping. ``users``: by default every user with training
         ratings; a user without follows ``unknown`` (default: the estimator's): baseline
         gets the items of highest μ + b_i, skip leaves the user out, error raises."""
         known_u, known_i = self.known_
@@ -615,7 +620,8 @@ class MF(Estimator):
             part, ps = np.take_along_axis(part, o, axis=1), np.take_along_axis(ps, o, axis=1)
             ok = np.isfinite(ps)
             top[lo: lo + len(uu)] = np.where(ok, part, -1)
-            score[lo: lo + len(uu)] = np.where(ok, ps, np.nan)
+            clip = self.rating_range_ or (-np.inf, np.inf)        # ranked before clipping: no ties at the top
+            score[lo: lo + len(uu)] = np.where(ok, np.clip(ps, *clip), np.nan)
         items = self.user_ids(1, np.maximum(top, 0))
         items[top < 0] = -1 if items.dtype.kind in "iu" else ""     # no id is negative or empty
         return names, items, score
