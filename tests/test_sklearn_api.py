@@ -316,3 +316,22 @@ def test_mf_takes_any_integers_as_ids_and_object_columns_of_integers_as_integers
         assert not np.isnan(m.predict([first], [tr["item"].iloc[0]])).any()
         m.save(tmp_path / "m")
         np.testing.assert_array_equal(tux2.MF.load(tmp_path / "m").ids_[0].tokens, m.ids_[0].tokens)
+
+
+def test_set_params_after_fit_changes_the_next_fit_not_the_fitted_model(ratings_frame, counts, tmp_path):
+    """set_params(k=16) after a fit with k=4 made save write a model load refused
+    ('p has shape (300, 4), expected (n, 16)'); set_params(bias=True) after a fit
+    without one read the last feature's weight as the intercept."""
+    tr, _ = ratings_frame
+    mf = tux2.MF(k=4, epochs=2).fit(tr).set_params(k=16)
+    mf.save(tmp_path / "mf")
+    assert tux2.MF.load(tmp_path / "mf").k == 4 and mf.k == 16
+    X, y = counts
+    lr = tux2.LogisticRegression(epochs=2, bias=False).fit(X, y)
+    before = lr.decision_function(X[:5])
+    lr.set_params(bias=True)
+    np.testing.assert_array_equal(lr.decision_function(X[:5]), before)
+    assert lr.n_features_in_ == X.shape[1]
+    fm = tux2.FM(epochs=1, factors=4).fit(X, y).set_params(factors=8)
+    fm.save(tmp_path / "fm")
+    assert tux2.FM.load(tmp_path / "fm").factors == 4

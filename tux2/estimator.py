@@ -144,9 +144,12 @@ class Estimator:
         if data.train is not None and data.train.num_edges == 0:
             raise InputError("no edges to train on (empty data)", path=data.train.source)
         options = dict(partitions=partitions, threads=threads, slack=slack, callbacks=callbacks, checkpoint=ck)
+        fitted = self.get_params()
         if workers > 1:
-            return fit_workers(self, data, workers, **options)
-        train(self, data, **options)
+            fit_workers(self, data, workers, **options)
+        else:
+            train(self, data, **options)
+        self._fit_params = fitted           # what save writes: a set_params after fit changes the next fit only
         return self
 
     def load_data(self, data, test=None):
@@ -207,7 +210,7 @@ class Estimator:
     def _meta(self):
         """model.json: the algorithm, its parameters, what it learned that is a number."""
         params = {k: v.item() if getattr(v, "ndim", None) == 0 and hasattr(v, "item") else v    # numpy scalars too
-                  for k, v in self.get_params().items()}
+                  for k, v in (vars(self).get("_fit_params") or self.get_params()).items()}
         params = {k: v for k, v in params.items() if isinstance(v, (str, int, float, bool, type(None)))}
         run = {k: v for k, v in self.run_.items() if k != "source"}
         if isinstance(run.get("context"), dict):        # its numbers; not a sampler's scratch tables (LDA: 50 kB)
@@ -237,6 +240,7 @@ class Estimator:
         meta = model_check.read_meta(directory)
         est = cls(**{k: meta[k] for k in cls._param_names() if k in meta})
         est._restore(directory, meta)
+        est._fit_params = est.get_params()
         est.run_ = {k: meta.get(k) for k in ("partitions", "workers", "clock", "iteration", "context", "format")}
         est.run_["source"] = meta.get("input")
         est.history_ = []

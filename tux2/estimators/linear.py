@@ -129,13 +129,18 @@ class Linear(Estimator):
 
     def _scores(self, W, graph):
         graph = glm.unit_rows(graph) if self.norm_ == "l2" else graph
-        return glm.graph_scores(W, with_bias(graph, len(W) - 1) if self.bias else graph, fm=self.algorithm == "fm")
+        return glm.graph_scores(W, with_bias(graph, len(W) - 1) if self._bias() else graph,
+                                fm=self.algorithm == "fm")
+
+    def _bias(self):
+        """Whether the fitted weights end with an intercept (as fit or load found it)."""
+        return bool(vars(self).get("_fit_params", {}).get("bias", self.bias))
 
     # ------------------------------------------------------------ predictions
     @property
     def n_features_in_(self):
         """The number of features fit saw (columns of X; the intercept is not one)."""
-        return len(self.coef_) - bool(self.bias)
+        return len(self.coef_) - self._bias()
 
     def _learned(self, coef, s):
         """The weights ``coef_`` and what the fit's data says beside them: the feature
