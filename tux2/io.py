@@ -7,7 +7,8 @@ fields, which may hold spaces, commas and quotes. ``#`` and ``%`` start comment 
 header (``%%MatrixMarket``) makes ids 1-based and skips the size line; a first line
 of names (``userId,movieId,rating,timestamp``) is a header whose names
 ``columns`` may use. By default the first two columns are the ids and the third,
-when present, the value; further columns (a timestamp) are ignored. ``columns``
+when present, the value, unless a header names the user and item columns (``item,user,
+rating``: by name, as Spark's ALS or LensKit select them); further columns (a timestamp) are ignored. ``columns``
 picks others (:class:`EdgeFormat`). Every malformed line raises InputError with
 the file, the line number and the line's text; nothing is skipped silently.
 """
@@ -676,6 +677,7 @@ class EdgeFormat:
                  cols=(0, 1, OPTIONAL), explicit=False, sep="space"):
         self.start, self.skip, self.matrix_market, self.mode = start, skip, matrix_market, mode
         self.names, self.width, self.cols, self.explicit, self.sep = names, width, tuple(cols), explicit, sep
+        self.by_name = False        # cols picked by the header's names (named_columns), not positions
 
     @property
     def args(self):
@@ -701,7 +703,7 @@ class EdgeFormat:
         out = sep + (f", header {','.join(self.names)}" if self.names else "")
         out += f"; columns {','.join(self._col(j) for j in used)}"
         if self.names or self.explicit:
-            out += f" ({','.join(str(j + 1) for j in used)})"
+            out += f" ({','.join(str(j + 1) for j in used)}{', by name' if self.by_name else ''})"
         if self.width > len(used):
             rest = [self._col(j) for j in range(self.width) if j not in used]
             out += (f" of {self.width}; column{'s' if len(rest) > 1 else ''} {', '.join(rest)} ignored"
@@ -815,9 +817,37 @@ def edge_format(head, path, columns=None):
         if names and not names[0] and len(names) == width >= 3:
             # pandas' to_csv: a first column without a name is the row index, not the user
             fmt.cols = (1, 2, 3 if width >= 4 else NONE)
+        if columns is None:
+            fmt.cols, fmt.by_name = named_columns(names, fmt.cols)
     if columns is not None:
         fmt.cols, fmt.explicit = parse_columns(columns, fmt.names, path), True
     return fmt
+
+
+# header names of the src, dst and value columns (lower case, without '_', '-', ' ', '.'):
+# Spark's ALS, LensKit and Microsoft's recommenders select these columns by name, not position
+_ROLE_NAMES = ({"user", "userid", "uid", "customer", "customerid", "reviewer", "reviewerid", "member", "memberid",
+                "doc", "docid", "document", "documentid"},
+               {"item", "itemid", "iid", "movie", "movieid", "product", "productid", "asin", "isbn", "book",
+                "bookid", "song", "songid", "track", "trackid", "artist", "artistid", "word", "wordid", "term"},
+               {"rating", "score", "stars", "value", "weight", "count", "plays", "playcount", "bookrating"})
+
+
+def named_columns(names, cols):
+    """(cols, by name): the columns a header's names give the src (user) and dst (item)
+    and, when one is named, the value, when both ids are named once each (a header
+    ``item,user,rating`` read by position would swap users and items silently); else
+    ``cols`` as they are."""
+    found = [[j for j, n in enumerate(names or ()) if re.sub(r"[_\-\s.]", "", n.lower()) in role]
+             for role in _ROLE_NAMES]
+    if len(found[0]) != 1 or len(found[1]) != 1:
+        return cols, False
+    cs, cd = found[0][0], found[1][0]
+    cv = found[2][0] if len(found[2]) == 1 else OPTIONAL if 2 not in (cs, cd) else NONE
+    value = {OPTIONAL: 2}
+    if (cs, cd, value.get(cv, cv)) == (cols[0], cols[1], value.get(cols[2], cols[2])):
+        return cols, False
+    return (cs, cd, cv), True
 
 
 def no_edges(fmt, path):

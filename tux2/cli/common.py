@@ -96,7 +96,8 @@ def add_input_args(p, base=True, unknown=False):
     with ``unknown`` --unknown (ids of a test or predict input the training data lacks)."""
     p.add_argument("--columns", metavar="SPEC", default=None,
                    help="the columns holding src,dst[,value]: 1-based positions (1,2,3) or names from the file's "
-                        "header line (user,item,rating); default: the first two and the third when present, more "
+                        "header line (user,item,rating); default: the columns a header names user and item (userId, "
+                        "movieId, ISBN, …) and rating, else the first two and the third when present, more "
                         "columns (a timestamp) ignored")
     if base:
         p.add_argument("--base", choices=("auto", "0", "1"), default="auto",

@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from tux2 import files, loaders
+from tux2 import files, io, loaders
 from tux2.compile import group_by_part
 from tux2.errors import InputError, Tux2Error
 from tux2.estimator import Estimator
@@ -48,11 +48,12 @@ def is_frame(x):
 
 def frame_columns(df, columns=None):
     """The (user, item, rating) column names of a DataFrame: ``columns`` (names or
-    1-based positions, "userId,movieId,rating" or a list, as for files) or the first
-    three; the rating column must hold numbers (an InputError naming it)."""
+    1-based positions, "userId,movieId,rating" or a list, as for files), else those
+    named so (``io.named_columns``) or the first three; the rating column must hold numbers (an InputError naming it)."""
     cols = list(df.columns)
-    if columns is None:
-        picked = cols[:3]
+    if columns is None:         # the columns named user, item and rating (as a file's header), else the first three
+        (cs, cd, cv), _ = io.named_columns([str(c) for c in cols], (0, 1, 2))
+        picked = [cols[j] for j in (cs, cd, 2 if cv == io.OPTIONAL else cv) if 0 <= j < len(cols)]
     else:
         picked = [c.strip() if isinstance(c, str) else c
                   for c in (columns.split(",") if isinstance(columns, str) else columns)]
@@ -247,7 +248,7 @@ class MF(Estimator):
     def load_data(self, data, test=None):
         """Training ratings and, when given, test ratings in the training ids (a user or
         item the training data lacks: ``unknown``)."""
-        # a DataFrame's columns by name: ``columns``, else the first three
+        # a DataFrame's columns by name: ``columns``, else frame_columns'
         is_y = not isinstance(test, tuple) and np.ndim(test) in (1, 2) and np.shape(test)[1:] in ((), (1,))
         xy = _pairs(data, test) if is_y else None
         if xy is not None:              # scikit-learn's fit(X, y): X's rows (user, item), y the ratings
