@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from tests.conftest import run_cli
-from tux2 import checkpoint
+from tux2 import checkpoint, io
 from tux2.datasets import netflix_like
 from tux2 import MF
 
@@ -536,3 +536,19 @@ def test_malformed_model_directories_in_predict(tmp_path, ratings, files_, expec
         else:
             (d / name).write_text(content)
     _error(run_cli("predict", str(d), ratings), expect)
+
+
+# A mapped input that another program truncated ('python gen.py > ratings.txt' during a
+# run) raised SIGBUS in the parser's numba loop: the process died with no message.
+# Files over io.READ_WHOLE are mapped (read_whole=0 maps this small one as they are).
+def test_a_mapped_file_truncated_while_read_is_named_not_a_silent_sigbus(tmp_path):
+    path = tmp_path / "ratings.txt"
+    _write_ratings(path, n=60000)
+    script = ("import os, sys\nfrom tux2 import io\npath = sys.argv[1]\n"
+              "raw = io.map_file(path, 'edge list', read_whole=0)\nos.truncate(path, 100)\n"
+              "io._parse_from(raw, io.edge_format(raw[:65536], path), path)\nprint('no fault')\n")
+    r = subprocess.run([sys.executable, "-c", script, str(path)], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and r.stderr == f"tux2: error: {path}: the file shrank while it was being read " \
+        "(another program rewrote it?); run again once it is whole\n", (r.returncode, r.stderr)
+    raw = open(path, "rb").read()
+    assert io.map_file(str(path), "edge list") == raw and io.map_file(str(path), "edge list", read_whole=0)[:] == raw
