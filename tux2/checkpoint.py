@@ -58,8 +58,10 @@ def input_stats(paths):
 
 
 def _input_changes(then, now):
-    """What changed in the input files since a checkpoint, as text for an error."""
-    notes = []
+    """What changed in the input files since a checkpoint, as text for an error: the
+    files that changed (a stop-word file beside an unchanged corpus), else every file's
+    'same size and modification time'."""
+    notes, same = [], []
     for path, old in (then or {}).items():
         new = (now or {}).get(path)
         if new is None:
@@ -71,8 +73,8 @@ def _input_changes(then, now):
         if new["mtime"] != old["mtime"]:
             fmt = lambda t: time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t))  # noqa: E731
             changed.append(f"modified {fmt(old['mtime'])} then, {fmt(new['mtime'])} now")
-        notes.append(f"{path}: " + ("; ".join(changed) if changed else "same size and modification time"))
-    return notes
+        (notes if changed else same).append(f"{path}: " + ("; ".join(changed) or "same size and modification time"))
+    return notes or same
 
 
 def save(directory, eng, params, transport=None, inputs=None, history=None):

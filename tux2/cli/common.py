@@ -349,7 +349,8 @@ def _checkpoint(args, est, world):
               if k not in resumable and isinstance(v, (str, int, float, bool, type(None)))}
     # the partitions the run has, however they were asked for (--partitions, or workers × threads)
     params["partitions"] = runner.partitions(args.partitions, world, args.threads, est.tiled())
-    named = [p for p in (vars(args).get(k) for k in INPUT_FILES) if p and display_name(p) == p]   # not stdin's copy
+    named = [p for p in (vars(args).get(k) for k in (*INPUT_FILES, "stop_words"))      # not stdin's copy; a
+             if p and display_name(p) == p]             # stop-word file changes the edges too (input_stats: files only)
     return runner.checkpoint_options(checkpoint_dir(args), args.checkpoint_every, args.resume, params, world,
                                      input_stats([os.path.realpath(p) for p in named]))
 
