@@ -39,4 +39,6 @@ def stop_words(spec):
         except (OSError, UnicodeDecodeError) as e:
             raise InputError(f"cannot read the stop-word file: {getattr(e, 'strerror', None) or e} (--stop-words "
                              "takes english, none or a file of words)", path=spec) from None
+    if not hasattr(spec, "__iter__"):
+        raise InputError(f"stop_words is 'english', 'none', a file or a list of words, not {spec!r}")
     return frozenset(w for x in spec for w in io.tokenize(str(x)))

@@ -63,6 +63,8 @@ class Linear(Estimator):
         names = feature_names(data[0] if isinstance(data, tuple) else data)
         if y is None:
             shape = np.shape(np.asarray(test)) if test is not None else None      # array-likes too
+            if shape is not None and len(shape) == 2 and shape[0] == g.n_src and shape[1] > 1:
+                raise InputError(f"y holds one label per sample, shape ({g.n_src},) or ({g.n_src}, 1); got {shape}")
             if shape is None or len(shape) not in (1, 2) or shape[1:] not in ((), (1,)):
                 raise InputError(f"labels needed: {type(self).__name__} requires y to be passed, but the target y "
                                  "is None; fit(X, y), fit((X, y)) or fit(path) with a libsvm file")

@@ -78,19 +78,26 @@ def user_rows(x, columns=None):
     if is_frame(x):
         return tuple(x[c].to_numpy() for c in frame_columns(x, columns))
     if isinstance(x, np.ndarray) and x.ndim == 2 and x.shape[1] == 3:
+        try:
+            r = np.asarray(x[:, 2], np.float64)
+        except (TypeError, ValueError):
+            (row,), bad = loaders.non_number(x[:, 2])
+            raise InputError(f"the rating of row {row} (column 3) is {bad!r}: ratings are numbers; rows are (user, "
+                             "item, rating)", path="arrays") from None
         if x.dtype.kind in "OUS":
-            return _id_column(x[:, 0]), _id_column(x[:, 1]), np.asarray(x[:, 2], np.float64)
-        return x[:, 0].astype(np.int64), x[:, 1].astype(np.int64), np.asarray(x[:, 2], np.float64)
+            return _id_column(x[:, 0]), _id_column(x[:, 1]), r
+        return x[:, 0].astype(np.int64), x[:, 1].astype(np.int64), r
     return x
 
 
-def _rows3(X):
+def _rows3(X, what="MF.score"):
     """(user, item, rating) rows of a sequence or array as an (n, 3) array (extra columns cut)."""
     a = np.asarray(X) if not isinstance(X, list) or not X or not isinstance(X[0], (list, tuple)) \
         else np.asarray(X, dtype=object)
     if a.ndim != 2 or a.shape[1] < 3:
-        raise ValueError(f"MF.score takes (user, item, rating) rows, (users, items, ratings), a DataFrame, a "
-                         f"BipartiteGraph or a rating file; got an array of shape {a.shape}")
+        raise InputError(f"{what} takes (user, item, rating) rows, (users, items, ratings), a DataFrame, a "
+                         f"BipartiteGraph or a rating file{', or X of (user, item) rows with y' * (what == 'MF.fit')}"
+                         f"; got an array of shape {a.shape}", path="arrays")
     return a[:, :3]
 
 
@@ -254,7 +261,7 @@ class MF(Estimator):
         if xy is not None:              # scikit-learn's fit(X, y): X's rows (user, item), y the ratings
             data, test = xy, None
         facts = {"frame_columns": frame_columns(data, self.columns)} if is_frame(data) else {}
-        data = user_rows(data, self.columns)
+        data = user_rows(_rows3(data, "MF.fit") if isinstance(data, (np.ndarray, list)) else data, self.columns)
         if loaders.is_path(data):
             g = loaders.load_edges(data, ids=self.ids, duplicates=self.duplicates, type_names=NAMES,
                                    columns=self.columns, base=self.base, dense=True)
