@@ -230,6 +230,10 @@ def check(directory, params, world=1, compare=None):
         was = saved["algorithm"]
         raise CheckpointError(f"{path} is a checkpoint of tux2 run {was}, not of tux2 run {params['algorithm']}: "
                               f"resume it with tux2 run {was} --resume {directory}")
+    newer = [f"--{k.replace('_', '-')}" for k in diff if k not in saved and k not in ("algorithm", "input")]
+    if newer:                   # an option added since: the run it saved had no value for it to go on with
+        raise CheckpointError(f"{path} was written by an earlier tux2, before {' and '.join(newer)} existed: that "
+                              "run cannot go on under a setting it did not have; start it again without --resume")
     if diff:
         def flag(k, v):             # a switch by its state: lr's is --no-bias, fm's --bias, mf's --no-biases
             if isinstance(v, bool):
