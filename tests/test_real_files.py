@@ -564,6 +564,25 @@ def test_an_overconfident_model_gets_a_note_and_lda_models_keep_no_scratch_table
     assert meta["context"]["ll_per_token"] < 0 and not any(isinstance(v, list) for v in meta["context"].values())
 
 
+def test_a_test_set_that_is_the_training_file_gets_its_note_and_no_note_about_new_data(tmp_path):
+    """svm at a large step on random labels: its log-loss on the training file ends above
+    ln 2. With --test the training file itself, the run said both that the test set is
+    the training data and that 'the model is overconfident on new data': only the first
+    holds. A copy under another name is new data to the run: the second note stays."""
+    rng = np.random.default_rng(0)
+    X, y = rng.random((400, 19)) * 100, rng.choice([1, -1], 400)
+    train, copy = tmp_path / "r.svm", tmp_path / "other.svm"
+    train.write_text("".join(f"{y[i]} " + " ".join(f"{j + 1}:{X[i, j]:.3f}" for j in range(19)) + "\n"
+                             for i in range(400)))
+    copy.write_bytes(train.read_bytes())
+    flags = ("--epochs", "10", "--lam", "1e-6", "--eta", "2")
+    r = run_cli("run", "svm", str(train), "--test", str(train), *flags)
+    assert r.returncode == 0 and "the test set is the training file itself" in r.stdout, r.stdout
+    assert "overconfident" not in r.stdout, r.stdout
+    r = run_cli("run", "svm", str(train), "--test", str(copy), *flags)
+    assert r.returncode == 0 and "the model is overconfident on new data" in r.stdout, r.stdout
+
+
 def test_book_crossing_ratings_semicolons_and_quoted_fields(tmp_path):
     """BX-Book-Ratings.csv as published: '"User-ID";"ISBN";"Book-Rating"', every field
     quoted, ';' between them, ISBNs with letters. Before, tux2 called it

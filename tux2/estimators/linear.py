@@ -479,7 +479,7 @@ class GLM(Linear):
         scale = (f", or scale the feature values (now up to {s.top:g}) to about [-1, 1]"
                  if s.top > 1 and self._resolved()[0] == "sgd" else "")
         rose, worse = len(h) >= 2 and last["objective"] > 1.2 * first["objective"], last["objective"] > zero
-        test = last.get("test_logloss")
+        test = None if getattr(s, "test_is_training", False) else last.get("test_logloss")     # not new data
         if not (rose or worse) and test is not None and test > math.log(max(s.n_classes, 2)):
             # the training objective fell, but the test set's probabilities are confidently wrong (an FM on
             # raw counts or at λ = 1e-6): worse than the all-zero model's ln K
