@@ -622,7 +622,8 @@ class BlockPG(Linear):
         return {**rec, **self._test_metrics(s, fw["w"][s.perm] if fw is not None else None)}
 
     def _header(self, s, parts, world):
-        d, b = s.graph.n_dst, self._block(s.form)
+        d = s.graph.n_dst
+        b = max(1, min(self._block(s.form), d))        # 500 on 19 features is one block of 19
         per = "sweep" if s.form == "newton" else "epoch"
         why = ("" if self.form != "auto" else f" (auto: the values are whole numbers up to {s.counts:g})" if s.counts
                else " (auto: the values differ within a sample)" if s.kappa is None
