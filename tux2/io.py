@@ -7,9 +7,9 @@ fields, which may hold spaces, commas and quotes. ``#`` and ``%`` start comment 
 header (``%%MatrixMarket``) makes ids 1-based and skips the size line; a first line
 of names (``userId,movieId,rating,timestamp``) is a header whose names
 ``columns`` may use. By default the first two columns are the ids and the third,
-when present, the value, unless a header names the user and item columns (``item,user,
-rating``: by name, as Spark's ALS or LensKit select them); further columns (a timestamp) are ignored. ``columns``
-picks others (:class:`EdgeFormat`). Every malformed line raises InputError with
+when present, the value, unless a header names the user and item columns
+(``item,user,rating``: read by name, as Spark's ALS or LensKit select them); further
+columns (a timestamp) are ignored. ``columns`` picks others (:class:`EdgeFormat`). Every malformed line raises InputError with
 the file, the line number and the line's text; nothing is skipped silently.
 """
 import contextlib
@@ -445,10 +445,10 @@ READ_WHOLE = 1 << 26        # files up to 64 MiB are read into memory; larger on
 def map_file(path, what, read_whole=READ_WHOLE):
     """The file's bytes (bytes-like: find, slices, np.frombuffer); b"" for an empty file.
     A file of up to ``read_whole`` bytes is read (a copy that nothing can take away: 0.09 s
-    for 53 MB against 0.46 s of parsing); a larger one is mapped
-    read-only (no copy) under :func:`tux2.busguard.guard`, so that another program
-    truncating it is named instead of killing the process with SIGBUS. A file that
-    shrinks while it is read is an InputError."""
+    for 53 MB against 0.46 s of parsing); a larger one is mapped read-only (no copy)
+    under :func:`tux2.busguard.guard`, so that another program truncating it is named
+    instead of killing the process with SIGBUS. A file that shrinks while it is read is
+    an InputError."""
     import mmap
     try:
         with open(path, "rb") as f:
