@@ -46,7 +46,7 @@ def _train():
     ("MF", dict(seed=2 ** 70), "MF: seed must be an integer >= 0 and <= 4294967295"),  # taken
     ("MF", dict(batch_size=0), "MF: batch_size must be an integer >= 1, got 0"),
     ("MF", dict(damping=1e300), "MF: damping must be a finite number >= 0 and <= 3.4028234663852886e+38"),  # inf
-    ("LDA", dict(alpha=0.0), "LDA: alpha must be a finite number > 0, got 0.0"),       # math domain error
+    ("LDA", dict(alpha=0.0), "LDA: alpha must be a finite number >= 2.2250738585072014e-308, got 0.0"),       # math domain error
     ("LDA", dict(topics=0), "LDA: topics must be an integer >= 1 and <= 32767, got 0"),
     ("BlockPG", dict(block_size=0), "BlockPG: block_size must be an integer >= 1 and <= 2147483647, got 0"),
     ("BlockPG", dict(shrink=1.0), "BlockPG: shrink must be a finite number >= 0 and < 1, got 1.0"),
@@ -223,3 +223,34 @@ def test_ids_as_numbers_a_file_writes_still_work(two_mf_models):
                           m.predict([1, 3, 4], [2, 2, 5]))
     assert np.array_equal(m.recommend(np.array([1, 3]), k=2)[1], m.recommend(["1", 3.0], k=2)[1])
     assert s.predict("u1", "i2").shape == (1,) and np.isnan(s.predict(["nobody"], ["i2"], unknown="skip")[0])
+
+
+X4 = np.random.default_rng(0).random((60, 4))
+
+
+@pytest.mark.parametrize("fit, expect", [
+    # a TypeError ("'int' object is not iterable"; "cannot load a ndarray") or a scipy or numpy ValueError before
+    (lambda t: t.LDA(stop_words=5, iterations=1).fit(["apples and pears"]),
+     "stop_words is 'english', 'none', a file or a list of words, not 5"),
+    (lambda t: t.LDA(iterations=1).fit(np.array([["a", "b"], ["c", "d"]])),
+     "arrays: a 2-D array of <U1 (2, 2): LDA takes texts (a list or 1-D array, one document each) or a document × "
+     "word count matrix"),
+    (lambda t: t.LDA(iterations=1).fit(5), "cannot load a int: pass a path"),
+    (lambda t: t.MF(epochs=1).fit(np.array([["a", "b"], ["c", "d"]])),
+     "arrays: MF.fit takes (user, item, rating) rows, (users, items, ratings), a DataFrame, a BipartiteGraph or a "
+     "rating file, or X of (user, item) rows with y; got an array of shape (2, 2)"),
+    (lambda t: t.MF(epochs=1).fit(np.zeros((3, 3, 3))), "MF.fit takes (user, item, rating) rows"),
+    (lambda t: t.MF(epochs=1).fit([["a", "b", 4], ["c", "d", "x"]]),
+     "arrays: the rating of row 1 (column 3) is 'x': ratings are numbers"),
+    (lambda t: t.LogisticRegression(epochs=1).fit([["1", "2"], ["3", "x"]], [0, 1]),
+     "matrix: X holds 'x' at row 1, column 1: features are numbers; encode categories first"),
+    (lambda t: t.BlockPG(epochs=1).fit(np.array([["a", "b"], ["c", "d"]]), [0, 1]), "matrix: X holds 'a' at row 0"),
+    (lambda t: t.LogisticRegression(epochs=1).fit(X4, np.c_[X4[:, 0] > .5, X4[:, 1] > .5]),
+     "y holds one label per sample, shape (60,) or (60, 1); got (60, 2)"),       # it said 'y is None'
+    (lambda t: t.LogisticRegression(epochs=1).fit(X4, X4[:, 0] > .5).predict([["a", 1, 1, 1]]), "X holds 'a'"),
+])
+def test_wrong_types_from_python_are_input_errors_that_say_what_is_wrong(fit, expect):
+    import tux2
+    with pytest.raises(tux2.InputError) as e:
+        fit(tux2)
+    assert expect in str(e.value)

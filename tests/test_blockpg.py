@@ -454,3 +454,17 @@ def test_auto_takes_the_newton_form_on_dense_unscaled_values(tmp_path):
     assert r.returncode == 0 and "newton form (auto: the values differ within a sample)" in r.stdout, r.stdout
     r = run_cli("run", "blockpg", "--epochs", "1")                      # the built-in set: rows of 1/√nnz
     assert r.returncode == 0 and "kappa form (auto: equal values in each sample" in r.stdout, r.stdout
+
+
+@pytest.mark.parametrize("flags, shown", [(("--form", "kappa"), "kappa form, blocks of 19 (1 per epoch)"),
+                                          (("--form", "newton", "--block-size", "8"),
+                                           "newton form, blocks of 8 (3 per sweep)")])
+def test_the_header_gives_the_blocks_the_run_takes(tmp_path, flags, shown):
+    """19 features in blocks of 500 (kappa's default) are one block of 19: the header
+    said 'blocks of 500 (1 per epoch)'."""
+    rng = np.random.default_rng(0)
+    path = tmp_path / "d.svm"
+    path.write_text("".join(f"{rng.choice([-1, 1])} " + " ".join(f"{j}:{rng.random():.3f}" for j in range(1, 20))
+                            + "\n" for _ in range(40)))
+    r = run_cli("run", "blockpg", str(path), "--epochs", "1", *flags)
+    assert r.returncode == 0 and f"19 features, 760 non-zeros; lambda=1.0, {shown}, P=1" in r.stdout, r.stdout

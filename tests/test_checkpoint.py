@@ -183,6 +183,27 @@ def test_resume_of_another_algorithms_checkpoint_names_it_in_one_line(ratings, t
             f"resume it with tux2 run {was} --resume {tmp_path / was}"], r.stderr
 
 
+def test_a_checkpoint_from_before_an_option_existed_is_refused_naming_the_option(ratings, tmp_path):
+    """An MF checkpoint written before --damping existed (its params have no 'damping'):
+    the refusal said '--damping (unset) there, --damping 3.0 now; resume without
+    --damping', which gives 3.0 again and the same refusal."""
+    from tux2 import files
+    ck = tmp_path / "ck"
+    _run("run", "mf", ratings, "--k", "4", "--epochs", "1", "--checkpoint-every", "1", "--checkpoint-dir", str(ck))
+    state = ck / "ckpt-00000001" / "state.json"
+    saved = json.loads(state.read_text())
+    del saved["params"]["damping"]                  # as tux2 wrote it before the option (and re-signed)
+    state.write_text(json.dumps(saved))
+    manifest = json.loads((state.parent / "manifest.json").read_text())
+    manifest["files"]["state.json"] = files.describe(str(state))
+    (state.parent / "manifest.json").write_text(json.dumps(manifest))
+    for extra in ((), ("--damping", "0")):
+        r = run_cli("run", "mf", ratings, "--k", "4", "--epochs", "2", "--quiet", "--resume", str(ck), *extra)
+        assert r.returncode == 2 and r.stderr.splitlines() == [
+            f"tux2: error: {state.parent} was written by an earlier tux2, before --damping existed: that run cannot "
+            "go on under a setting it did not have; start it again without --resume"], r.stderr
+
+
 def test_a_checkpoint_that_cannot_be_resumed_stops_the_run_before_its_data_is_read(ratings, tmp_path):
     """Other settings (tux2 run) or another algorithm (fit) are refused before the input
     is loaded: no header or layout line is printed, and fit does not read its data (a

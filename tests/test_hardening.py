@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from tests.conftest import run_cli
-from tux2 import checkpoint
+from tux2 import checkpoint, io
 from tux2.datasets import netflix_like
 from tux2 import MF
 
@@ -580,7 +580,7 @@ def test_fit_checks_slack_workers_and_checkpoint_as_the_cli_does(tmp_path):
                      ({"slack": 1.5}, "slack must be an integer >= 0"), ({"slack": None}, "slack must be"),
                      ({"checkpoint": __file__}, "checkpoint= must be a directory, and this is a file")):
         with pytest.raises((ValueError, tux2.Tux2Error), match=says):
-            est.fit(X, y, **kw)
+            est.fit(None, **kw)     # refused before the data is read: a missing check fails on None, not in 3000 workers
     with pytest.raises(ValueError, match="alpha must be a finite number >= 2.2"):
         tux2.LDA(alpha=1e-320).fit(["a b c"] * 3)
     r = run_cli("run", "lda", "--beta", "1e-320")
@@ -599,3 +599,19 @@ def test_a_config_file_cannot_splice_flags_in(ratings, tmp_path):
     conf.write_text('out = "--quiet"\nepochs = 1\nk = 2\n')       # a value that looks like a flag stays a value
     assert run_cli("run", "mf", ratings, "--config", str(conf), cwd=tmp_path).returncode == 0
     assert (tmp_path / "--quiet" / "model.json").exists()
+
+
+# A mapped input that another program truncated ('python gen.py > ratings.txt' during a
+# run) raised SIGBUS in the parser's numba loop: the process died with no message.
+# Files over io.READ_WHOLE are mapped (read_whole=0 maps this small one as they are).
+def test_a_mapped_file_truncated_while_read_is_named_not_a_silent_sigbus(tmp_path):
+    path = tmp_path / "ratings.txt"
+    _write_ratings(path, n=60000)
+    script = ("import os, sys\nfrom tux2 import io\npath = sys.argv[1]\n"
+              "raw = io.map_file(path, 'edge list', read_whole=0)\nos.truncate(path, 100)\n"
+              "io._parse_from(raw, io.edge_format(raw[:65536], path), path)\nprint('no fault')\n")
+    r = subprocess.run([sys.executable, "-c", script, str(path)], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and r.stderr == f"tux2: error: {path}: the file shrank while it was being read " \
+        "(another program rewrote it?); run again once it is whole\n", (r.returncode, r.stderr)
+    raw = open(path, "rb").read()
+    assert io.map_file(str(path), "edge list") == raw and io.map_file(str(path), "edge list", read_whole=0)[:] == raw

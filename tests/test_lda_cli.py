@@ -641,3 +641,35 @@ def test_break_it_findings_on_stdin_alpha_notes_and_kept_stop_words(tmp_path):
     back = tux2.LDA.load(tmp_path / "listed")
     assert back.get_params()["stop_words"] == back.stop_words_ == ["apples", "the"]
     assert back.vocab_ == listed.vocab_ and "and" in back.vocab_
+
+
+@pytest.mark.parametrize("compress", ["plain", "gzip", "bz2", "lzma"])
+def test_a_stop_word_file_may_be_compressed_and_hold_comments(tmp_path, compress):
+    """A gzip, bz2 or xz stop-word file was refused as 'not UTF-8', and the words of a
+    '# comment' line were stop words; now read as the input files are, comments skipped."""
+    import importlib
+
+    import tux2
+    src = _write(tmp_path / "docs.txt", TEXT)
+    text = b"# cars trucks\nApples roads  # oranges\n\n#bananas\nfruit\n"
+    packed = tmp_path / f"stop.{compress}"
+    packed.write_bytes(text if compress == "plain" else importlib.import_module(compress).compress(text))
+    vocab = tux2.LDA(topics=2, iterations=1, stop_words=str(packed)).fit(src).vocab_
+    assert vocab == tux2.LDA(topics=2, iterations=1, stop_words=["apples", "roads", "fruit"]).fit(src).vocab_
+    assert {"bananas", "cars", "trucks", "oranges"} <= set(vocab) and "apples" not in vocab
+
+
+def test_a_stop_word_file_edited_before_a_resume_is_named(tmp_path):
+    """Editing the --stop-words file between a checkpoint and --resume was refused as
+    'other edges' naming only the unchanged corpus: the changed file is named."""
+    src = _write(tmp_path / "docs.txt", TEXT)
+    stop = tmp_path / "stop.txt"
+    stop.write_text("apples\n")
+    ck = str(tmp_path / "ck")
+    flags = ("-k", "2", "--stop-words", str(stop), "--checkpoint-dir", ck, "-q")
+    r = run_cli("run", "lda", src, "--iterations", "2", "--checkpoint-every", "1", *flags, timeout=300)
+    assert r.returncode == 0, r.stderr
+    stop.write_text("apples\nroads\n")
+    r = run_cli("run", "lda", src, "--iterations", "4", "--resume", ck, *flags, timeout=300)
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert f"input files: {stop}: 7 bytes then, 13 now" in r.stderr and f"{src}:" not in r.stderr, r.stderr

@@ -116,6 +116,25 @@ def test_columns_pick_and_swap(files, tmp_path):
     assert "columns 1,2,4 (1,2,4) of 4; column 3 ignored" in res["read_as"] and res["values"]["min"] > 8e8
 
 
+# A header naming the item first ('movieId,userId,…') was read by position: users and items
+# swapped without a word. The columns a header names user, item and rating are read as
+# such (Spark's ALS, LensKit and Microsoft's recommenders select them by name).
+def test_a_header_naming_the_item_first_is_read_by_name(files, tmp_path):
+    path = tmp_path / "swapped.csv"
+    path.write_text("movieId,userId,timestamp,rating\n" + "".join(f"{i},{u},{t},{r}.0\n" for u, i, r, t in ROWS))
+    stdout, model = _train(str(path), tmp_path / "m")
+    assert "columns userId,movieId,rating (2,1,4, by name) of 4; column timestamp ignored" in stdout
+    _same(model, _train(files["csv"], tmp_path / "ref")[1])
+    for header, cols in (('"ISBN";"User-ID";"Book-Rating"', (1, 0, 2)), ("item\tuser", (1, 0, io.OPTIONAL)),
+                         ("item user stars", (1, 0, 2)), ("user item rating", (0, 1, io.OPTIONAL)),
+                         ("src dst value", (0, 1, io.OPTIONAL)), ("user user_id item", (0, 1, io.OPTIONAL))):
+        sep = ";" if ";" in header else "\t" if "\t" in header else " "
+        fmt = io.edge_format(f"{header}\n{sep.join(['1', '2', '3'][:len(header.split(sep))])}\n".encode(), "f")
+        assert fmt.cols == cols, header
+    g = loaders.load_edges(str(path), columns="1,2,4")           # --columns still reads by position
+    assert (g.n_src, g.n_dst) == (ITEMS, USERS)
+
+
 def test_unknown_test_ids_baseline_skip_error(files, tsv_model, tmp_path):
     out = tsv_model[2]
     # predict: the baseline is the global mean plus the known side's bias
@@ -285,21 +304,25 @@ def test_the_python_estimator_reads_them_as_the_cli_does(files, tsv_model):
 
 
 def test_predict_warns_when_no_pair_is_known_under_the_columns_read(files, tsv_model, tmp_path):
-    """A CSV whose header puts the timestamp first ('timestamp,movieId,userId,rating'),
-    predicted without --columns: every pair is unknown (timestamps taken for users), so
-    the run warns and names --columns; with --columns by name it is scored normally."""
-    swapped = tmp_path / "swapped.csv"
-    swapped.write_text("timestamp,movieId,userId,rating\n" + "".join(f"{t},{i},{u},{r}\n" for u, i, r, t in ROWS[:50]))
-    r = run_cli("predict", tsv_model[2], str(swapped), "-o", str(tmp_path / "p.txt"))
+    """A CSV whose header puts the timestamp first under names that say nothing
+    ('stamp,film,person,score'), predicted without --columns: every pair is unknown
+    (timestamps taken for users), so the run warns and names --columns; with --columns,
+    or under the names 'timestamp,movieId,userId,rating' (read by name), it is scored
+    normally."""
+    rows = "".join(f"{t},{i},{u},{r}\n" for u, i, r, t in ROWS[:50])
+    anonymous, swapped = tmp_path / "anonymous.csv", tmp_path / "swapped.csv"
+    anonymous.write_text("stamp,film,person,score\n" + rows)
+    swapped.write_text("timestamp,movieId,userId,rating\n" + rows)
+    r = run_cli("predict", tsv_model[2], str(anonymous), "-o", str(tmp_path / "p.txt"))
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["unknown_pairs"] == 50
-    assert f"tux2: warning: no line of {swapped} pairs a user and an item the model was trained on" in r.stderr
+    assert f"tux2: warning: no line of {anonymous} pairs a user and an item the model was trained on" in r.stderr
     assert "--columns userId,movieId,rating" in r.stderr
-    r = run_cli("predict", tsv_model[2], str(swapped), "-o", str(tmp_path / "p.txt"), "--unknown", "skip")
+    r = run_cli("predict", tsv_model[2], str(anonymous), "-o", str(tmp_path / "p.txt"), "--unknown", "skip")
     assert r.returncode == 0 and "tux2: warning: no line of" in r.stderr
-    r = run_cli("predict", tsv_model[2], str(swapped), "--columns", "userId,movieId,rating", "-o",
-                str(tmp_path / "p.txt"))
-    assert r.returncode == 0 and "warning" not in r.stderr and json.loads(r.stdout)["rmse"] < 1.5
+    for path, extra in ((anonymous, ("--columns", "3,2,4")), (swapped, ())):
+        r = run_cli("predict", tsv_model[2], str(path), *extra, "-o", str(tmp_path / "p.txt"))
+        assert r.returncode == 0 and "warning" not in r.stderr and json.loads(r.stdout)["rmse"] < 1.5
 
 
 def test_sparse_integer_ids_cost_what_the_rated_ids_cost(tmp_path):
@@ -573,6 +596,25 @@ def test_an_overconfident_model_gets_a_note_and_lda_models_keep_no_scratch_table
     assert r.returncode == 0, r.stderr
     meta = json.loads((tmp_path / "lda" / "model.json").read_text())
     assert meta["context"]["ll_per_token"] < 0 and not any(isinstance(v, list) for v in meta["context"].values())
+
+
+def test_a_test_set_that_is_the_training_file_gets_its_note_and_no_note_about_new_data(tmp_path):
+    """svm at a large step on random labels: its log-loss on the training file ends above
+    ln 2. With --test the training file itself, the run said both that the test set is
+    the training data and that 'the model is overconfident on new data': only the first
+    holds. A copy under another name is new data to the run: the second note stays."""
+    rng = np.random.default_rng(0)
+    X, y = rng.random((400, 19)) * 100, rng.choice([1, -1], 400)
+    train, copy = tmp_path / "r.svm", tmp_path / "other.svm"
+    train.write_text("".join(f"{y[i]} " + " ".join(f"{j + 1}:{X[i, j]:.3f}" for j in range(19)) + "\n"
+                             for i in range(400)))
+    copy.write_bytes(train.read_bytes())
+    flags = ("--epochs", "10", "--lam", "1e-6", "--eta", "2")
+    r = run_cli("run", "svm", str(train), "--test", str(train), *flags)
+    assert r.returncode == 0 and "the test set is the training file itself" in r.stdout, r.stdout
+    assert "overconfident" not in r.stdout, r.stdout
+    r = run_cli("run", "svm", str(train), "--test", str(copy), *flags)
+    assert r.returncode == 0 and "the model is overconfident on new data" in r.stdout, r.stdout
 
 
 def test_book_crossing_ratings_semicolons_and_quoted_fields(tmp_path):
@@ -1037,5 +1079,5 @@ def test_a_header_naming_the_rating_after_a_timestamp_trains_on_the_ratings(file
     path = tmp_path / "stamped.csv"
     path.write_text("userId,movieId,timestamp,rating\n" + "".join(f"{u},{i},{t},{r}\n" for u, i, r, t in ROWS))
     stdout, model = _train(str(path), tmp_path / "m", "--test", files["test"])
-    assert "columns userId,movieId,rating (1,2,4) of 4; column timestamp ignored" in stdout
+    assert "columns userId,movieId,rating (1,2,4, by name) of 4; column timestamp ignored" in stdout
     _same(model, tsv_model[1])

@@ -155,8 +155,10 @@ def test_mf_reads_a_dataframes_columns_by_name(ratings_frame):
     assert mf.columns_ == ["user", "item", "rating"]
     assert mf.score(te[["item", "rating", "user"]]) == mf.score(te) == mf.score(te.values)
     stamped = tr.assign(ts=np.arange(len(tr)))[["ts", "rating", "item", "user"]]
-    with pytest.raises(ValueError, match="column 'item', read as the ratings, holds .* such as 'tt.*MF\\(columns="):
-        tux2.MF(k=4, epochs=3).fit(stamped)
+    # columns named user, item and rating are read as such in any order (they were read by position)
+    assert np.array_equal(tux2.MF(k=4, epochs=3).fit(stamped).user_factors_, mf.user_factors_)
+    with pytest.raises(ValueError, match="column 'b', read as the ratings, holds .* such as 'tt.*MF\\(columns="):
+        tux2.MF(k=4, epochs=3).fit(stamped.rename(columns={"item": "b", "user": "a"}))
     named = tux2.MF(k=4, epochs=3, columns="user,item,rating").fit(stamped, te.assign(ts=0))
     assert np.array_equal(named.user_factors_, mf.user_factors_) and named.score(te) == mf.score(te)
     assert np.array_equal(tux2.MF(k=4, epochs=3, columns=[4, 3, 2]).fit(stamped).item_factors_, mf.item_factors_)

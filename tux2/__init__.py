@@ -18,10 +18,10 @@ __all__ = ["Apply", "BipartiteGraph", "BlockPG", "ContextSpec", "Dataset", "Dive
 
 # tux2.engine, tux2.udfs …: imported on first use too (``import tux2`` once made them all
 # attributes, as the package imported them eagerly; code written then still works)
-_SUBMODULES = ("checkpoint", "cli", "compile", "config", "datacache", "datasets", "engine", "errors", "estimator",
-               "estimators", "files", "graph", "ingress", "interrupt", "io", "layout", "loaders", "model_check", "params",
-               "partitioning", "program", "rounds", "runner", "runtime", "schema", "stages", "stopwords", "transport",
-               "udfs", "version", "wire", "zmq_transport")
+_SUBMODULES = ("busguard", "checkpoint", "cli", "compile", "config", "datacache", "datasets", "engine", "errors",
+               "estimator", "estimators", "files", "graph", "ingress", "interrupt", "io", "layout", "loaders",
+               "model_check", "params", "partitioning", "program", "rounds", "runner", "runtime", "schema", "stages",
+               "stopwords", "transport", "udfs", "version", "wire", "zmq_transport")
 
 
 def __getattr__(name):

@@ -58,8 +58,10 @@ def input_stats(paths):
 
 
 def _input_changes(then, now):
-    """What changed in the input files since a checkpoint, as text for an error."""
-    notes = []
+    """What changed in the input files since a checkpoint, as text for an error: the
+    files that changed (a stop-word file beside an unchanged corpus), else every file's
+    'same size and modification time'."""
+    notes, same = [], []
     for path, old in (then or {}).items():
         new = (now or {}).get(path)
         if new is None:
@@ -71,8 +73,8 @@ def _input_changes(then, now):
         if new["mtime"] != old["mtime"]:
             fmt = lambda t: time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t))  # noqa: E731
             changed.append(f"modified {fmt(old['mtime'])} then, {fmt(new['mtime'])} now")
-        notes.append(f"{path}: " + ("; ".join(changed) if changed else "same size and modification time"))
-    return notes
+        (notes if changed else same).append(f"{path}: " + ("; ".join(changed) or "same size and modification time"))
+    return notes or same
 
 
 def save(directory, eng, params, transport=None, inputs=None, history=None):
@@ -228,6 +230,10 @@ def check(directory, params, world=1, compare=None):
         was = saved["algorithm"]
         raise CheckpointError(f"{path} is a checkpoint of tux2 run {was}, not of tux2 run {params['algorithm']}: "
                               f"resume it with tux2 run {was} --resume {directory}")
+    newer = [f"--{k.replace('_', '-')}" for k in diff if k not in saved and k not in ("algorithm", "input")]
+    if newer:                   # an option added since: the run it saved had no value for it to go on with
+        raise CheckpointError(f"{path} was written by an earlier tux2, before {' and '.join(newer)} existed: that "
+                              "run cannot go on under a setting it did not have; start it again without --resume")
     if diff:
         def flag(k, v):             # a switch by its state: lr's is --no-bias, fm's --bias, mf's --no-biases
             if isinstance(v, bool):

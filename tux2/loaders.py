@@ -762,11 +762,30 @@ def load_samples(X, zero_based=False, duplicates="error"):
     return BipartiteGraph(coo.row, coo.col, coo.data, M.shape[0], M.shape[1], ("sample", "feature"), "matrix"), None
 
 
+def non_number(a):
+    """(index, entry) of the first entry of array-like ``a`` that is no number, or None."""
+    a = np.asarray(a, dtype=object)
+    for i, t in enumerate(a.ravel().tolist()):
+        try:
+            float(t)
+        except (TypeError, ValueError):
+            return tuple(int(j) for j in np.unravel_index(i, a.shape)), t
+    return None
+
+
 def _floats(X):
     """X as a float64 array; pandas' missing values (pd.NA of a nullable column) read as
-    NaN, so that load_samples names them by row and column as it names NaN."""
+    NaN, so that load_samples names them by row and column as it names NaN; an entry
+    that is no number (a string) an InputError naming it."""
     if type(X).__module__.split(".")[0] != "pandas":
-        return np.asarray(X, np.float64)
+        try:
+            return np.asarray(X, np.float64)
+        except (TypeError, ValueError):
+            bad = non_number(X) if np.ndim(np.asarray(X, dtype=object)) == 2 else None
+            where = f" at row {bad[0][0]}, column {bad[0][1]}" if bad else ""
+            raise InputError((f"X holds {bad[1]!r}{where}" if bad else "X is not a matrix of numbers") +
+                             ": features are numbers; encode categories first (e.g. "
+                             "sklearn.preprocessing.OneHotEncoder)", path="matrix") from None
     try:
         return X.to_numpy(np.float64, na_value=np.nan)
     except TypeError:           # pd.NA in an object column: to_numpy replaces it only when it builds objects
@@ -985,8 +1004,9 @@ def load(data, **options):
         return from_networkx(data, **options)
     if isinstance(data, tuple) and len(data) in (2, 3):
         return from_arrays(*data, **options)
-    raise TypeError(f"cannot load a {type(data).__name__}: pass a path, (src, dst[, values]) arrays, a "
-                    "scipy.sparse matrix, a pandas DataFrame or a networkx graph")
+    shape = f" of shape {data.shape}" if isinstance(data, np.ndarray) else ""
+    raise InputError(f"cannot load a {type(data).__name__}{shape}: pass a path, (src, dst[, values]) arrays, a "
+                     "scipy.sparse matrix, a pandas DataFrame or a networkx graph")
 
 
 def deviations(values, mu, chunk=1 << 20):

@@ -342,6 +342,7 @@ def train(est, data, *, transport=None, partitions=None, threads=None, slack=0, 
     del data            # the data as loaded, when the caller kept no reference: the setup has what the run needs
     for line in est._header(setup, parts, world):
         say(line)
+    setup.test_is_training = same           # est._report leaves out what holds of new data only
     if same:
         say("  note: the test set is the training file itself: its metrics measure the fit to seen data, not "
             "prediction; hold out a part (a split the model never trains on) to measure that")

@@ -1,7 +1,9 @@
 """Stop words: the function words that LDA on raw English text would otherwise
 spend its topics on ('the', 'of', 'and' fill a third of such a corpus's tokens),
 and the reader of ``--stop-words`` (``english``, ``none``, or a file)."""
-from tux2 import io
+import os
+
+from tux2 import io, loaders
 from tux2.errors import InputError
 
 ENGLISH = frozenset("""
@@ -23,16 +25,20 @@ s t d ll m re ve
 def stop_words(spec):
     """The stop words ``spec`` names: 'english' (ENGLISH), 'none' or None (no word), a
     file's words (whitespace-separated, matched as the tokenizer writes words: lower
-    case), or a collection of words."""
+    case; ``#`` starts a comment; gzip, bz2 or xz as ``loaders.plain_file`` reads
+    them), or a collection of words."""
     if spec is None or spec == "none":
         return frozenset()
     if spec == "english":
         return ENGLISH
     if isinstance(spec, str) or hasattr(spec, "__fspath__"):
         try:
-            with open(spec, encoding="utf-8") as f:
-                return frozenset(w for line in f for w in io.tokenize(line))
+            os.stat(spec)           # a missing file is named here, with what --stop-words takes
+            with loaders.plain_file(spec) as path, open(path, encoding="utf-8") as f:
+                return frozenset(w for line in f for w in io.tokenize(line.split("#", 1)[0]))
         except (OSError, UnicodeDecodeError) as e:
             raise InputError(f"cannot read the stop-word file: {getattr(e, 'strerror', None) or e} (--stop-words "
                              "takes english, none or a file of words)", path=spec) from None
+    if not hasattr(spec, "__iter__"):
+        raise InputError(f"stop_words is 'english', 'none', a file or a list of words, not {spec!r}")
     return frozenset(w for x in spec for w in io.tokenize(str(x)))

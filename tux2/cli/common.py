@@ -97,7 +97,8 @@ def add_input_args(p, base=True, unknown=False):
     with ``unknown`` --unknown (ids of a test or predict input the training data lacks)."""
     p.add_argument("--columns", metavar="SPEC", default=None,
                    help="the columns holding src,dst[,value]: 1-based positions (1,2,3) or names from the file's "
-                        "header line (user,item,rating); default: the first two and the third when present, more "
+                        "header line (user,item,rating); default: the columns a header names user and item (userId, "
+                        "movieId, ISBN, …) and rating, else the first two and the third when present, more "
                         "columns (a timestamp) ignored")
     if base:
         p.add_argument("--base", choices=("auto", "0", "1"), default="auto",
@@ -349,7 +350,8 @@ def _checkpoint(args, est, world):
               if k not in resumable and isinstance(v, (str, int, float, bool, type(None)))}
     # the partitions the run has, however they were asked for (--partitions, or workers × threads)
     params["partitions"] = runner.partitions(args.partitions, world, args.threads, est.tiled())
-    named = [p for p in (vars(args).get(k) for k in INPUT_FILES) if p and display_name(p) == p]   # not stdin's copy
+    named = [p for p in (vars(args).get(k) for k in (*INPUT_FILES, "stop_words"))      # not stdin's copy; a
+             if p and display_name(p) == p]             # stop-word file changes the edges too (input_stats: files only)
     return runner.checkpoint_options(checkpoint_dir(args), args.checkpoint_every, args.resume, params, world,
                                      input_stats([os.path.realpath(p) for p in named]))
 

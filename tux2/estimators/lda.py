@@ -32,6 +32,9 @@ def _counts(data, V=None):
     dense 2-D array (``X.toarray()``) counts as the matrix it is."""
     if isinstance(data, np.ndarray) and data.ndim == 2:
         import scipy.sparse as sp
+        if data.dtype.kind not in "biuf":       # scipy's 'does not support dtype <U1'
+            raise InputError(f"a 2-D array of {data.dtype} {data.shape}: LDA takes texts (a list or 1-D array, "
+                             "one document each) or a document × word count matrix", path="arrays")
         data = sp.csr_matrix(data)
     g = loaders.load(data, duplicates="sum")
     v = g.values if g.values is not None else np.ones(len(g.src))

@@ -63,6 +63,8 @@ class Linear(Estimator):
         names = feature_names(data[0] if isinstance(data, tuple) else data)
         if y is None:
             shape = np.shape(np.asarray(test)) if test is not None else None      # array-likes too
+            if shape is not None and len(shape) == 2 and shape[0] == g.n_src and shape[1] > 1:
+                raise InputError(f"y holds one label per sample, shape ({g.n_src},) or ({g.n_src}, 1); got {shape}")
             if shape is None or len(shape) not in (1, 2) or shape[1:] not in ((), (1,)):
                 raise InputError(f"labels needed: {type(self).__name__} requires y to be passed, but the target y "
                                  "is None; fit(X, y), fit((X, y)) or fit(path) with a libsvm file")
@@ -495,7 +497,7 @@ class GLM(Linear):
         scale = (f", or scale the feature values (now up to {s.top:g}) to about [-1, 1]"
                  if s.top > 1 and self._resolved()[0] == "sgd" else "")
         rose, worse = len(h) >= 2 and last["objective"] > 1.2 * first["objective"], last["objective"] > zero
-        test = last.get("test_logloss")
+        test = None if getattr(s, "test_is_training", False) else last.get("test_logloss")     # not new data
         if not (rose or worse) and test is not None and test > math.log(max(s.n_classes, 2)):
             # the training objective fell, but the test set's probabilities are confidently wrong (an FM on
             # raw counts or at λ = 1e-6): worse than the all-zero model's ln K
@@ -638,7 +640,8 @@ class BlockPG(Linear):
         return {**rec, **self._test_metrics(s, fw["w"][s.perm] if fw is not None else None)}
 
     def _header(self, s, parts, world):
-        d, b = s.graph.n_dst, self._block(s.form)
+        d = s.graph.n_dst
+        b = max(1, min(self._block(s.form), d))        # 500 on 19 features is one block of 19
         per = "sweep" if s.form == "newton" else "epoch"
         why = ("" if self.form != "auto" else f" (auto: the values are whole numbers up to {s.counts:g})" if s.counts
                else " (auto: the values differ within a sample)" if s.kappa is None

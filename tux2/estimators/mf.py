@@ -6,10 +6,9 @@ import math
 
 import numpy as np
 
-from tux2 import files, loaders
+from tux2 import files, io, loaders
 from tux2.compile import group_by_part
 from tux2.errors import InputError, Tux2Error
-from tux2.io import RATING_NAMES
 from tux2.estimator import Estimator
 from tux2.graph import BipartiteGraph, blocked_order, stratified_order
 from tux2.params import COUNT, NONNEG, NONNEG_NUMBER, POSITIVE, SEED, integer, number
@@ -49,15 +48,16 @@ def is_frame(x):
 
 def frame_columns(df, columns=None):
     """The (user, item, rating) column names of a DataFrame: ``columns`` (names or
-    1-based positions, "userId,movieId,rating" or a list, as for files) or the first
-    three, with the one column named as ratings are (RATING_NAMES) third when the
-    third is not; the rating column must hold numbers (an InputError naming it)."""
+    1-based positions, "userId,movieId,rating" or a list, as for files), else those
+    named so (``io.named_columns``; a rating column named as RATING_NAMES after other
+    names) or the first three; the rating column must hold numbers (an InputError naming it)."""
     cols = list(df.columns)
-    if columns is None:
-        picked = cols[:3]
-        named = [c for c in cols[2:] if str(c).lower() in RATING_NAMES]
-        if len(picked) == 3 and str(picked[2]).lower() not in RATING_NAMES and len(named) == 1:
-            picked[2] = named[0]            # 'userId,movieId,timestamp,rating': the rating, not the timestamp
+    if columns is None:         # the columns named user, item and rating (as a file's header), else the first three
+        (cs, cd, cv), _ = io.named_columns([str(c) for c in cols], (0, 1, 2))
+        picked = [cols[j] for j in (cs, cd, 2 if cv == io.OPTIONAL else cv) if 0 <= j < len(cols)]
+        named = [c for c in cols[2:] if str(c).lower() in io.RATING_NAMES]
+        if len(picked) == 3 and str(picked[2]).lower() not in io.RATING_NAMES and len(named) == 1:
+            picked[2] = named[0]            # 'u,i,timestamp,rating': the rating, not the timestamp
     else:
         picked = [c.strip() if isinstance(c, str) else c
                   for c in (columns.split(",") if isinstance(columns, str) else columns)]
@@ -82,19 +82,26 @@ def user_rows(x, columns=None):
     if is_frame(x):
         return tuple(x[c].to_numpy() for c in frame_columns(x, columns))
     if isinstance(x, np.ndarray) and x.ndim == 2 and x.shape[1] == 3:
+        try:
+            r = np.asarray(x[:, 2], np.float64)
+        except (TypeError, ValueError):
+            (row,), bad = loaders.non_number(x[:, 2])
+            raise InputError(f"the rating of row {row} (column 3) is {bad!r}: ratings are numbers; rows are (user, "
+                             "item, rating)", path="arrays") from None
         if x.dtype.kind in "OUS":
-            return _id_column(x[:, 0]), _id_column(x[:, 1]), np.asarray(x[:, 2], np.float64)
-        return x[:, 0].astype(np.int64), x[:, 1].astype(np.int64), np.asarray(x[:, 2], np.float64)
+            return _id_column(x[:, 0]), _id_column(x[:, 1]), r
+        return x[:, 0].astype(np.int64), x[:, 1].astype(np.int64), r
     return x
 
 
-def _rows3(X):
+def _rows3(X, what="MF.score"):
     """(user, item, rating) rows of a sequence or array as an (n, 3) array (extra columns cut)."""
     a = np.asarray(X) if not isinstance(X, list) or not X or not isinstance(X[0], (list, tuple)) \
         else np.asarray(X, dtype=object)
     if a.ndim != 2 or a.shape[1] < 3:
-        raise ValueError(f"MF.score takes (user, item, rating) rows, (users, items, ratings), a DataFrame, a "
-                         f"BipartiteGraph or a rating file; got an array of shape {a.shape}")
+        raise InputError(f"{what} takes (user, item, rating) rows, (users, items, ratings), a DataFrame, a "
+                         f"BipartiteGraph or a rating file{', or X of (user, item) rows with y' * (what == 'MF.fit')}"
+                         f"; got an array of shape {a.shape}", path="arrays")
     return a[:, :3]
 
 
@@ -252,7 +259,7 @@ class MF(Estimator):
     def load_data(self, data, test=None):
         """Training ratings and, when given, test ratings in the training ids (a user or
         item the training data lacks: ``unknown``)."""
-        # a DataFrame's columns by name: ``columns``, else the first three
+        # a DataFrame's columns by name: ``columns``, else frame_columns'
         is_y = not isinstance(test, tuple) and np.ndim(test) in (1, 2) and np.shape(test)[1:] in ((), (1,))
         xy = _pairs(data, test) if is_y else None
         if xy is not None:              # scikit-learn's fit(X, y): X's rows (user, item), y the ratings
@@ -260,7 +267,7 @@ class MF(Estimator):
         facts = {"frame_columns": frame_columns(data, self.columns)} if is_frame(data) else {}
         if is_frame(test) and facts and set(facts["frame_columns"]) <= set(test.columns):
             test = user_rows(test, facts["frame_columns"])      # by the training frame's names, not position
-        data = user_rows(data, self.columns)
+        data = user_rows(_rows3(data, "MF.fit") if isinstance(data, (np.ndarray, list)) else data, self.columns)
         if loaders.is_path(data):
             g = loaders.load_edges(data, ids=self.ids, duplicates=self.duplicates, type_names=NAMES,
                                    columns=self.columns, base=self.base, dense=True)
