@@ -52,7 +52,7 @@ from zmq.utils import z85
 from zmq.utils.monitor import recv_monitor_message
 
 from tux2.errors import Tux2Error
-from tux2.wire import ABORT, DATA, HEARTBEAT, HELLO, TABLE, TOKEN_BYTES, WireError, decode, encode
+from tux2.wire import ABORT, DATA, HEARTBEAT, HELLO, INLINE_MAX, TABLE, TOKEN_BYTES, WireError, decode, encode
 
 ZERO_COPY_MIN = 64 * 1024
 MAX_FRAME = 2 << 30             # default for the largest array one message may carry (a model gather)
@@ -242,7 +242,7 @@ class ZmqTransport:
         s = (ctx or self.ctx).socket(kind)
         s.setsockopt(zmq.LINGER, 0)
         if max_bytes is not None:       # a peer sending a larger frame is disconnected before it is buffered
-            s.setsockopt(zmq.MAXMSGSIZE, max_bytes + 4096)
+            s.setsockopt(zmq.MAXMSGSIZE, max_bytes + 4096 + INLINE_MAX)    # + the small arrays in frame 0
         if self._keys is not None:
             public, secret = self._keys
             s.curve_publickey, s.curve_secretkey = public, secret
@@ -466,11 +466,16 @@ class ZmqTransport:
 
     # ----------------------------------------------------------------- send / receive
     def _send(self, r, frames):
-        big = max(len(f) if isinstance(f, bytes) else f.nbytes for f in frames)
-        if big > self.max_frame:
-            raise Tux2Error(f"a message carries an array of {big} bytes, over the limit of {self.max_frame} bytes "
-                            f"per array (--max-frame-mb {self.max_frame / (1 << 20):g}); raise it on every worker")
-        size = sum(len(f) if isinstance(f, bytes) else f.nbytes for f in frames)
+        size = big = len(frames[0])
+        for f in frames[1:]:
+            size += f.nbytes
+            big = max(big, f.nbytes)
+        if big > self.max_frame:        # frame 0 may hold small arrays: the largest array is what counts
+            big = max((a.nbytes for p in decode(frames, None).parts for a in p[2]), default=0)
+            if big > self.max_frame:
+                raise Tux2Error(f"a message carries an array of {big} bytes, over the limit of {self.max_frame} "
+                                f"bytes per array (--max-frame-mb {self.max_frame / (1 << 20):g}); raise it on every "
+                                "worker")
         self.bytes_sent += size
         self.messages_sent += 1
         self.push[r].send_multipart(frames, copy=size < ZERO_COPY_MIN)
