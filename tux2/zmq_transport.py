@@ -58,6 +58,7 @@ ZERO_COPY_MIN = 64 * 1024
 MAX_FRAME = 2 << 30             # default for the largest array one message may carry (a model gather)
 RENDEZVOUS_MAX = 1 << 20        # a HELLO or TABLE: addresses and options, never this large
 LINK_GRACE = 1.0                # seconds a peer's data port may stay unreachable after a disconnect
+CHECK_EVERY = 0.05              # seconds between looks at the links while messages keep coming
 LAST_WORD_GRACE = 5.0           # seconds a refusal, the table or an ABORT may take to leave at close
 # a CURVE peer with another key: the server cannot decrypt (PROTOCOL) or ZAP refuses it (AUTH); the
 # client only sees the server hang up mid-handshake (NO_DETAIL)
@@ -481,20 +482,28 @@ class ZmqTransport:
         self.push[r].send_multipart(frames, copy=size < ZERO_COPY_MIN)
 
     def _receive(self, clock, tag):
-        """Messages from every other worker for (clock, tag): {sender: Message}."""
+        """Messages from every other worker for (clock, tag): {sender: Message}. What has
+        arrived is taken without a poll; the links and the peers' silence are looked at
+        when the wait goes on (a poll ran out) and at least every ``CHECK_EVERY`` seconds."""
         key = (clock, tag)
         got = self._pending.setdefault(key, {})
         t0 = time.perf_counter()
-        start = time.monotonic()
+        start = checked = time.monotonic()
         try:
             while len(got) < self.world - 1:
-                queued = self.pull.poll(200)
-                if queued:
-                    self._take(self.pull.recv_multipart(copy=False))
-                    queued = self.pull.poll(0)
+                try:
+                    self._take(self.pull.recv_multipart(zmq.NOBLOCK, copy=False))
+                    queued = True
+                except zmq.Again:
+                    queued = bool(self.pull.poll(200))
+                    if queued:
+                        continue
+                now = time.monotonic()
+                if queued and now - checked < CHECK_EVERY:
+                    continue
+                checked = now
                 self.refused += self._handshake_failures(self._pull_monitor)
                 self._watch_links()
-                now = time.monotonic()
                 for r in range(self.world):
                     if r == self.rank or r in got:
                         continue
