@@ -101,7 +101,8 @@ class Partition:
         perm, keys = self.orders[order]
         if lo is None:
             return 0, len(keys), perm
-        return int(np.searchsorted(keys, lo)), int(np.searchsorted(keys, hi)), perm
+        a, b = np.searchsorted(keys, (lo, hi)).tolist()
+        return a, b, perm
 
 
 # ---------------------------------------------------------------- kernels
