@@ -230,18 +230,23 @@ def _message(draw):
     parts = draw(st.lists(st.tuples(st.integers(-2, 3), st.integers(-2, 3), _arrays), max_size=3))
     head = [struct.pack("<4sBBH16sqiiH", wire.MAGIC, wire.VERSION, kind, len(tag), token, clock, sender, world,
                         len(parts)), tag]
-    bufs = []
+    body, bufs, inline = [], [], 0
     for src, dst, arrays in parts:
         head.append(struct.pack("<iiH", src, dst, len(arrays)))
         for code, shape, length in arrays:
             head.append(struct.pack("<BB", code, len(shape)) + struct.pack(f"<{len(shape)}q", *shape))
+            size = 8
+            for s in shape:
+                size *= s
             if length is None:          # the declared size when it is small, else a short buffer
-                size = 8
-                for s in shape:
-                    size *= s
                 length = size if 0 <= size <= 4096 else 16
-            bufs.append(bytes(length))
-    frames = [b"".join(head)] + bufs
+            if 0 <= size and inline + size < wire.INLINE_MAX:      # where the decoder looks for it
+                inline += size + (-size % 8)
+                body.append(bytes(length + (-length % 8)))
+            else:
+                bufs.append(bytes(length))
+    n = sum(map(len, head))
+    frames = [b"".join(head + ([bytes(-n % 8)] + body if body else []))] + bufs
     cut = draw(st.one_of(st.none(), st.integers(0, len(frames[0]))))
     if cut is not None:                 # a truncated header
         frames[0] = frames[0][:cut]

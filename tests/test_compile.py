@@ -230,6 +230,52 @@ def test_round_helpers_match_numpy():
     np.testing.assert_array_equal(np.diff(starts), np.bincount([r[0] for r in ref], minlength=3))
 
 
+def test_round_kernels_match_numpy():
+    from tux2.compile import add_rows, fanout_rows, mirror_fanout, split_touched, zero_rows
+    rng = np.random.default_rng(1)
+    n_master, n_local = 30, 50
+    mirror_part = rng.integers(0, 3, n_local - n_master).astype(np.int32)
+    mirror_lid = rng.integers(0, 99, n_local - n_master)
+    for idx in (rng.permutation(n_local)[:35], np.zeros(0, np.int64), np.arange(n_master, n_local)):
+        masters, rows, lids, starts = split_touched(idx, n_master, mirror_part, mirror_lid, 3)
+        np.testing.assert_array_equal(masters, idx[idx < n_master])          # touched order
+        mir = idx[idx >= n_master]
+        ref = mir[np.argsort(mirror_part[mir - n_master], kind="stable")]      # by part, then touched order
+        np.testing.assert_array_equal(rows, ref)
+        np.testing.assert_array_equal(lids, mirror_lid[ref - n_master])
+        np.testing.assert_array_equal(starts, np.r_[0, np.cumsum(np.bincount(mirror_part[mir - n_master],
+                                                                             minlength=3))])
+    counts = rng.integers(0, 3, 40)
+    mm_ptr = np.r_[0, np.cumsum(counts)]
+    mm_part, mm_lid = rng.integers(0, 3, mm_ptr[-1]).astype(np.int32), rng.integers(0, 99, mm_ptr[-1])
+    M = np.sort(rng.choice(40, 25, replace=False))
+    src = rng.random((40, 3))
+    lids, vals, starts = fanout_rows(M, mm_ptr, mm_part, mm_lid, 3, src)
+    rows, lids_ref, starts_ref = mirror_fanout(M, mm_ptr, mm_part, mm_lid, 3)
+    np.testing.assert_array_equal(lids, lids_ref)
+    np.testing.assert_array_equal(starts, starts_ref)
+    np.testing.assert_array_equal(vals, src[rows])
+    dst, at = rng.random((40, 3)), rng.permutation(25)[:10]
+    ref = dst.copy()
+    ref[M[at]] += src[:10]
+    add_rows(dst, M, at, src[:10])
+    np.testing.assert_array_equal(dst, ref)
+    zero_rows(dst, M)
+    ref[M] = 0
+    np.testing.assert_array_equal(dst, ref)
+
+
+def test_same_type_rows_views_records_of_one_numeric_type():
+    from tux2.layout import same_type_rows
+    recs = np.zeros(4, np.dtype([("g", "f8", (2,)), ("c", "f8")], align=True))
+    block = same_type_rows(recs)
+    assert block.shape == (4, 3) and block.dtype == np.float64
+    block[1] = [1, 2, 3]                                           # a view: writes go to the records
+    assert recs["g"][1].tolist() == [1, 2] and recs["c"][1] == 3
+    assert same_type_rows(np.zeros(4, np.dtype([("a", "f4"), ("b", "f8")], align=True))) is None   # two types
+    assert same_type_rows(np.zeros(4, np.dtype([("a", "i4"), ("b", "u1")], align=True))) is None   # padding
+
+
 def test_zeros_and_empty_in_numba_memory_are_numpy_arrays():
     from tux2.compile import empty, zeros
     rec = np.dtype([("x", "f8"), ("k", "f4")], align=True)

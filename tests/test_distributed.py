@@ -835,6 +835,29 @@ def test_a_connection_that_drops_and_comes_back_is_not_a_lost_worker():
             t.close()
 
 
+def test_the_frame_limit_is_per_array_when_small_arrays_share_frame_0():
+    """--max-frame-mb limits each array; small arrays travel together in frame 0, which
+    may then be larger than one array may be: that is no reason to refuse the message."""
+    from tux2.zmq_transport import ZmqTransport
+    rv = f"tcp://127.0.0.1:{free_port()}"
+    ts = {}
+    th = threading.Thread(target=lambda: ts.setdefault(1, ZmqTransport(1, 2, rv, parts=2, max_frame=1000)))
+    th.start()
+    try:
+        ts[0] = ZmqTransport(0, 2, rv, parts=2, max_frame=1000)
+        th.join(30)
+        ts[0].send(0, "x", {(0, 1): [np.arange(100.0), np.arange(100.0)]})     # 800 bytes each
+        ts[1].send(0, "x", {})
+        assert [a.sum() for a in ts[1].collect(0, "x")[(0, 1)]] == [4950.0, 4950.0]
+        ts[0].collect(0, "x")
+        with pytest.raises(tux2.errors.Tux2Error, match="an array of 1600 bytes, over the limit of 1000"):
+            ts[0].send(1, "y", {(0, 1): [np.arange(200.0)]})
+    finally:
+        th.join(30)
+        for t in ts.values():
+            t.close()
+
+
 def test_bind_to_an_address_of_another_host_is_an_error_not_a_traceback():
     """--bind 10.9.9.9 (not this host's) ended in zmq.error.ZMQError's traceback."""
     from tux2.zmq_transport import ZmqTransport

@@ -454,6 +454,27 @@ def test_only_strategies_whose_exchanges_write_weights_send_them_up():
     np.testing.assert_allclose(runs[False][1], runs[True][1], rtol=1e-12, atol=1e-15)
 
 
+@pytest.mark.parametrize("mangle", [lambda a: a[:-1], lambda a: a[:, :-1], lambda a: a.astype(np.float32),
+                                    lambda a: a.astype(np.int64)])
+def test_malformed_accumulators_in_an_apply_message_are_an_error_not_a_wild_write(mangle):
+    """A round's accumulators move as one block per message and are added by a loop
+    that does not check bounds: a block of the wrong shape or type is refused first."""
+    from tux2.errors import SchemaError
+    from tux2.transport import LocalTransport
+
+    class Mangling(LocalTransport):
+        def collect(self, clock, tag):
+            inbox = super().collect(clock, tag)
+            if tag[0] == "apply-up":
+                for msg in inbox.values():
+                    msg[-1] = mangle(msg[-1])
+            return inbox
+    g, X, y = _problem(n=300, d=60, seed=5)
+    eng, _ = glm.engine(g, y, "logistic", "sendgradient", parts=2, batch=50, eta=0.5, transport=Mangling(2))
+    with pytest.raises(SchemaError, match="accumulators of the wrong size or type"):
+        eng.run(1)
+
+
 @pytest.mark.parametrize("strategy,model", [("column", "softmax"), ("modelavg", "lr")])
 def test_workers_give_the_single_process_weights(tmp_path, strategy, model):
     """2 worker processes (ZeroMQ on loopback) end with the weights of 3 partitions

@@ -4,7 +4,7 @@ import struct
 import numpy as np
 import pytest
 
-from tux2.wire import DATA, HEARTBEAT, VERSION, WireError, decode, encode
+from tux2.wire import DATA, HEARTBEAT, INLINE_MAX, VERSION, WireError, decode, encode
 
 
 def frames(**kw):
@@ -29,19 +29,52 @@ def test_round_trip_is_exact_and_zero_copy():
     assert hb.kind == HEARTBEAT and hb.parts == []
 
 
+def big_frames():
+    """A message whose second array is too large to travel inside frame 0."""
+    return as_bytes(frames(parts=[(0, 1, [np.arange(3.0), np.zeros(INLINE_MAX // 8)])]))
+
+
+def test_small_arrays_travel_inside_the_header_frame_large_ones_in_their_own():
+    assert len(frames()) == 1                     # an Apply round's message: one frame
+    fr = big_frames()
+    assert len(fr) == 2 and len(fr[1]) == INLINE_MAX
+    (_, _, (a, b)), = decode(fr, world=3).parts
+    assert a.tolist() == [0.0, 1.0, 2.0] and b.shape == (INLINE_MAX // 8,) and not b.any()
+    # arrays after one that would overflow frame 0's room still fit there, each in order
+    parts = [(0, 1, [np.ones(3, np.int8), np.full(INLINE_MAX // 8 - 1, 2.0), np.array([7], np.int16)])]
+    fr = as_bytes(frames(parts=parts))
+    assert len(fr) == 2 and len(fr[1]) == INLINE_MAX - 8
+    (_, _, got), = decode(fr, world=3).parts
+    assert [g.tolist()[:2] for g in got] == [[1, 1], [2.0, 2.0], [7]]
+    assert all(g.flags.aligned for g in got)
+    empty = as_bytes(frames(parts=[(0, 1, [np.zeros((0, 3)), np.zeros(0, np.int32)])]))
+    assert [g.shape for g in decode(empty, world=3).parts[0][2]] == [(0, 3), (0,)]
+
+
 @pytest.mark.parametrize("mutate,match", [
     (lambda f: [b"XXXX" + f[0][4:]] + f[1:], "magic"),
     (lambda f: [f[0][:10]] + f[1:], "truncated header"),
     (lambda f: [f[0][:4] + bytes([VERSION, 9]) + f[0][6:]] + f[1:], "unknown message type"),
-    (lambda f: [f[0]] + [f[1][:-4]] + f[2:], "buffer of"),
-    (lambda f: f[:-1], "more buffers"),
-    (lambda f: f + [b"extra"], "buffers more"),
+    (lambda f: [f[0][:-4]], "runs past the end|ends 4 bytes early"),
+    (lambda f: [f[0][:-8]], "runs past the end"),
     (lambda f: [f[0] + b"\x00"] + f[1:], "stray bytes"),
+    (lambda f: f + [b"extra"], "buffers more"),
     (lambda f: [], "empty"),
 ])
 def test_malformed_messages_are_rejected(mutate, match):
     with pytest.raises(WireError, match=match):
         decode(mutate(as_bytes(frames())), world=3)
+
+
+@pytest.mark.parametrize("mutate,match", [
+    (lambda f: [f[0]] + [f[1][:-4]], "buffer of"),
+    (lambda f: f[:-1], "more buffers"),
+    (lambda f: f + [b"extra"], "buffers more"),
+    (lambda f: [f[0][:-8]] + f[1:], "runs past the end"),
+])
+def test_malformed_messages_with_large_arrays_are_rejected(mutate, match):
+    with pytest.raises(WireError, match=match):
+        decode(mutate(big_frames()), world=3)
 
 
 def test_wrong_dtype_code_clock_tag_and_world_are_rejected():
@@ -75,10 +108,12 @@ def test_a_message_without_the_runs_token_is_foreign():
 
 
 def _one_array_head(shape, code=9, clock=0):
-    """A header declaring one float64 array of ``shape`` (written by hand: any int64s)."""
+    """A header declaring one float64 array of ``shape`` (written by hand: any int64s),
+    padded to where a small array's bytes would start."""
     head = struct.pack("<4sBBH16sqiiH", b"TUX2", VERSION, DATA, 0, TOKEN, clock, 0, 2, 1)
-    return head + struct.pack("<iiH", 0, 1, 1) + struct.pack("<BB", code, len(shape)) + struct.pack(
+    head += struct.pack("<iiH", 0, 1, 1) + struct.pack("<BB", code, len(shape)) + struct.pack(
         f"<{len(shape)}q", *shape)
+    return head + bytes(-len(head) % 8)
 
 
 @pytest.mark.parametrize("shape", [(1 << 62, 4), (1 << 32, 1 << 32, 1 << 32), (0, (1 << 63) - 1), (3, 1 << 61)])
@@ -90,8 +125,8 @@ def test_a_shape_whose_size_overflows_int64_is_refused_not_a_traceback(shape):
 
 def test_arrays_over_the_byte_limit_and_impossible_clocks_are_refused():
     with pytest.raises(WireError, match="larger than the 1000-byte limit"):
-        decode([_one_array_head((200,)), bytes(1600)], world=2, token=TOKEN, max_bytes=1000)
-    assert decode([_one_array_head((100,)), bytes(800)], world=2, token=TOKEN, max_bytes=1000).parts
+        decode([_one_array_head((200,)) + bytes(1600)], world=2, token=TOKEN, max_bytes=1000)
+    assert decode([_one_array_head((100,)) + bytes(800)], world=2, token=TOKEN, max_bytes=1000).parts
     with pytest.raises(WireError, match="impossible clock"):
         decode([_one_array_head((1,), clock=-7), bytes(8)], world=2, token=TOKEN)
 

@@ -1110,6 +1110,63 @@ def copy_rows(dst, src, rows):
 
 
 @njit(cache=True, nogil=True, boundscheck=False)
+def add_rows(dst, rows, at, src):
+    """dst[rows[at[i]]] += src[i]: a message's accumulators added at its masters
+    (each named once per message, so the sums are numpy's fancy-index adds)."""
+    for i in range(at.shape[0]):
+        r = rows[at[i]]
+        for j in range(dst.shape[1]):
+            dst[r, j] += src[i, j]
+
+
+@njit(cache=True, nogil=True, boundscheck=False)
+def zero_rows(dst, rows):
+    for i in range(rows.shape[0]):
+        r = rows[i]
+        for j in range(dst.shape[1]):
+            dst[r, j] = 0
+
+
+@njit(cache=True, nogil=True, boundscheck=False)
+def split_touched(idx, n_master, mirror_part, mirror_lid, n_parts):
+    """A touched list cut for an Apply round: its masters (in touched order), and its
+    mirrors grouped by their master's part (stable, in touched order): (masters,
+    mirror rows, their masters' lids, starts), part q's at [starts[q], starts[q + 1])."""
+    n_own = 0
+    for t in range(idx.shape[0]):
+        n_own += idx[t] < n_master
+    masters = np.empty(n_own, np.int64)
+    part = np.empty(idx.shape[0] - n_own, np.int32)
+    mir = np.empty(idx.shape[0] - n_own, np.int64)
+    a = b = 0
+    for t in range(idx.shape[0]):
+        v = idx[t]
+        if v < n_master:
+            masters[a] = v
+            a += 1
+        else:
+            mir[b] = v
+            part[b] = mirror_part[v - n_master]
+            b += 1
+    order, starts = group_by_part(part, n_parts)
+    rows = np.empty(b, np.int64)
+    lids = np.empty(b, np.int64)
+    for k in range(b):
+        v = mir[order[k]]
+        rows[k] = v
+        lids[k] = mirror_lid[v - n_master]
+    return masters, rows, lids, starts
+
+
+@njit(cache=True, nogil=True, boundscheck=False)
+def fanout_rows(M, mm_ptr, mm_part, mm_lid, n_parts, src):
+    """mirror_fanout with the masters' rows of ``src`` gathered: (mirror lids,
+    values, starts), part q's at [starts[q], starts[q + 1])."""
+    rows, lids, starts = mirror_fanout(M, mm_ptr, mm_part, mm_lid, n_parts)
+    return lids, gather_rows(src, rows), starts
+
+
+@njit(cache=True, nogil=True, boundscheck=False)
 def copy_rows_between(dst, dst2, dst_rows, src, src_rows):
     """dst[dst_rows[i]] = dst2[dst_rows[i]] = src[src_rows[i]]: one replica's rows into
     another's values and sync snapshot (an Apply round inside one process)."""

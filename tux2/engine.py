@@ -591,7 +591,9 @@ class Engine(ApplyRounds):
                     out = kernel(p, los, his, n, perm, p.ctx)
                     mark(p)
                     return out
-            work = sum(int((his[:n] - los[:n]).sum()) for los, his, n, _ in segs)
+            # the size decides between threads and this one: without a choice, not worth its numpy calls
+            work = None if self._pool is None or len(self.parts) < 2 else sum(
+                int((his[:n] - los[:n]).sum()) for los, his, n, _ in segs)
             return self._part_times([x for x in self._each_part(run, self.parts, work) if x is not None])
         jobs, scratch = [], []
         for p in self.parts:

@@ -16,6 +16,17 @@ from tux2.errors import SchemaError
 from tux2.schema import EMPTY
 
 
+def same_type_rows(records):
+    """``records`` as an (n, k) view of numbers, when all their fields are of one numeric
+    type and fill the record (an Apply round moves and adds them in one piece); else None."""
+    dt = records.dtype
+    bases = {dt[f].base for f in dt.names}
+    base = next(iter(bases))
+    if len(bases) != 1 or base.kind not in "iuf" or sum(dt[f].itemsize for f in dt.names) != dt.itemsize:
+        return None
+    return records.view(base).reshape(len(records), dt.itemsize // base.itemsize)
+
+
 class TypeLayout:
     """One vertex type on one partition."""
 
@@ -25,6 +36,7 @@ class TypeLayout:
         self.n_master = int(n_master)
         self.data = data                    # structured, len(gid)
         self.accum = np.zeros(len(gid), vtype.accum_dtype)
+        self.acc_rows = same_type_rows(self.accum)  # the accumulators as (n, k) numbers, if one type
         self.snapshot = None                # sync fields at last sync (replicated types only)
         if replicated and vtype.sync_dtype is not None:
             self.snapshot = np.zeros(len(gid), vtype.sync_dtype)
@@ -89,7 +101,8 @@ class Partition:
         perm, keys = self.orders[order]
         if lo is None:
             return 0, len(keys), perm
-        return int(np.searchsorted(keys, lo)), int(np.searchsorted(keys, hi)), perm
+        a, b = np.searchsorted(keys, (lo, hi)).tolist()
+        return a, b, perm
 
 
 # ---------------------------------------------------------------- kernels

@@ -26,8 +26,8 @@ import time
 
 import numpy as np
 
-from tux2.compile import (as_int32, copy_rows, copy_rows_between, gather_rows, group_by_part, ids_within,
-                          mirror_fanout, scatter_rows, union_positions, view)
+from tux2.compile import (add_rows, as_int32, copy_rows, copy_rows_between, fanout_rows, gather_rows, group_by_part,
+                          ids_within, mirror_fanout, scatter_rows, split_touched, union_positions, view, zero_rows)
 from tux2.errors import OverlapError, SchemaError
 
 _EMPTY_IDX = np.zeros(0, np.int64)
@@ -44,6 +44,12 @@ def _records(block, dtype):
     out = np.zeros(len(block), dtype)
     sync_block(out, block.shape[1])[...] = block
     return out
+
+
+def _fields(block, dtype, fields):
+    """Per field, the values of records of ``dtype`` sent as one (n, k) block of numbers."""
+    recs = _records(np.ascontiguousarray(block).view(np.uint8), dtype)
+    return [recs[f] for f in fields]
 
 
 def _rows_changed(ne):
@@ -356,42 +362,46 @@ class ApplyRounds:
 
     def _up(self, p, t, sync_f, acc_f, deltas, exact, end):
         """Phase 1 on one partition: its touched masters (kept for phase 2) and the
-        messages of its touched mirrors to their masters' parts."""
+        messages of its touched mirrors to their masters' parts: their ids, then their
+        values (slack 0) or changes per sync field, then their accumulators (one array
+        when they are of one type, tux2.layout.same_type_rows, else one per field)."""
         tl = p.types[t]
-        vt = self.program.types[t]
-        idx = tl.touched_indices()
-        masters = idx[idx < tl.n_master].copy()
+        masters, rows, lids, starts = split_touched(tl.touched_indices(), tl.n_master, tl.mirror_master_part,
+                                                    tl.mirror_master_lid, self.P)
         tl.pending_masters.append(masters)
-        mir = idx[idx >= tl.n_master]
         tl.reset_touched()
         out, nbytes = {}, 0
-        if len(mir) == 0:
+        if len(rows) == 0:
             return p.rank, masters, out, nbytes
-        j = mir - tl.n_master
-        order, starts = group_by_part(tl.mirror_master_part[j], self.P)
+        cols = []
+        if deltas and exact:
+            # slack 0: the master holds this snapshot too, so the values themselves go up
+            # (the records' sync bytes), and a replica that alone changed a vertex sets it
+            cur = gather_rows(sync_block(tl.data, end), rows)
+            scatter_rows(sync_block(tl.snapshot, end), rows, cur)    # later changes count from here
+            cols.append(cur)
+        elif deltas:
+            for f in sync_f:
+                cur = tl.data[f][rows]
+                cols.append(cur - tl.snapshot[f][rows])
+                tl.snapshot[f][rows] = cur
+        if acc_f and tl.acc_rows is not None:
+            cols.append(gather_rows(tl.acc_rows, rows))
+            zero_rows(tl.acc_rows, rows)
+        else:
+            cols += [tl.accum[f][rows] for f in acc_f]
+            for f in acc_f:
+                tl.accum[f][rows] = 0
         for q, a, b in _groups(starts):
-            seg = order[a:b]
-            rows = mir[seg]
-            msg = [_compact(tl.mirror_master_lid[j[seg]])]
-            if deltas and exact:
-                # slack 0: the master holds this snapshot too, so the values themselves go up
-                # (the records' sync bytes), and a replica that alone changed a vertex sets it
-                cur = gather_rows(sync_block(tl.data, end), rows)
-                scatter_rows(sync_block(tl.snapshot, end), rows, cur)    # later changes count from here
-                msg.append(cur)
-            elif deltas:
-                for f in sync_f:
-                    cur = tl.data[f][rows]
-                    msg.append(cur - tl.snapshot[f][rows])
-                    tl.snapshot[f][rows] = cur
-            msg += [tl.accum[f][rows] for f in acc_f]
-            out[(p.rank, q)] = msg
+            out[(p.rank, q)] = [_compact(lids[a:b])] + [c[a:b] for c in cols]
             if self._remote(p.rank, q):
-                nbytes += len(rows) * (self._field_bytes(vt.dtype, sync_f) * deltas
-                                       + self._field_bytes(vt.accum_dtype, acc_f))
-        for f in acc_f:
-            tl.accum[f][mir] = 0
+                nbytes += (b - a) * self._row_bytes(t, deltas)
         return p.rank, masters, out, nbytes
+
+    def _row_bytes(self, t, deltas):
+        vt = self.program.types[t]
+        acc_f = vt.accum_fields if vt.accum_dtype.names != ("_",) else ()
+        return self._field_bytes(vt.dtype, vt.sync_fields) * deltas + self._field_bytes(vt.accum_dtype, acc_f)
 
     def _remote(self, src, dst):
         owner = getattr(self.transport, "owner", None)
@@ -456,6 +466,18 @@ class ApplyRounds:
             if deltas:
                 self._combine_sync(rnd, p, tl, M, pos, msgs, cnt)
             off = 1 + ((1 if rnd["exact"] else len(sync_f)) if deltas else 0)
+            block = tl.acc_rows if acc_f else None
+            if block is not None:
+                for q, m in zip(pos, msgs):
+                    if len(m) != off + 1 or m[off].shape != (len(q), block.shape[1]) or m[off].dtype != block.dtype:
+                        raise SchemaError(f"Apply message for partition {p.rank} has accumulators of the wrong "
+                                          "size or type")
+                if s.combine == "sum":
+                    for q, m in zip(pos, msgs):
+                        add_rows(block, M, q, m[off])
+                    acc_f = ()                  # added
+                else:
+                    msgs = [m[:off] + _fields(m[off], tl.accum.dtype, acc_f) for m in msgs]
             for k, f in enumerate(acc_f):
                 acc = tl.accum[f][M]
                 for q, m in zip(pos, msgs):
@@ -465,33 +487,39 @@ class ApplyRounds:
                 tl.accum[f][M] = acc
         if kernel is not None:
             kernel(M, view(tl.data), view(tl.accum), view(p.ctx))
-        for f in acc_f:
-            tl.accum[f][M] = 0
+        if rnd["acc"] and tl.acc_rows is not None:
+            zero_rows(tl.acc_rows, M)
+        else:
+            for f in rnd["acc"]:
+                tl.accum[f][M] = 0
         if repl:
             data = sync_block(tl.data, rnd["end"])
             if deltas:
                 copy_rows(sync_block(tl.snapshot, rnd["end"]), data, M)
+            if not (rnd["exact"] and deltas and kernel is None and s.combine == "sum" and msgs):
+                dlid, vals, starts = fanout_rows(M, tl.mm_ptr, tl.mm_part, tl.mm_lid, self.P, data)
+                for q, a, b in _groups(starts):
+                    down[(p.rank, q)] = [_compact(dlid[a:b]), vals[a:b]]
+                    if self._remote(p.rank, q):
+                        nbytes += (b - a) * self._field_bytes(self.program.types[t].dtype, sync_f)
+                return down, nbytes
+            # a mirror that alone changed a vertex already holds the master's new value
             rows, dlid, starts = mirror_fanout(M, tl.mm_ptr, tl.mm_part, tl.mm_lid, self.P)
-            came = None
-            if rnd["exact"] and deltas and kernel is None and s.combine == "sum" and msgs:
-                # a mirror that alone changed a vertex already holds the master's new value
-                came = self._came.get((p.rank, t))
-                if came is None:
-                    came = self._came[(p.rank, t)] = np.full(tl.n_master, -1, np.int32)
-                for src, q in zip(srcs, pos):
-                    came[M[q[cnt[q] == 1]]] = src
+            came = self._came.get((p.rank, t))
+            if came is None:
+                came = self._came[(p.rank, t)] = np.full(tl.n_master, -1, np.int32)
+            for src, q in zip(srcs, pos):
+                came[M[q[cnt[q] == 1]]] = src
             for q, a, b in _groups(starts):
                 r, d = rows[a:b], dlid[a:b]
-                if came is not None:
-                    keep = came[r] != q
-                    r, d = r[keep], d[keep]
+                keep = came[r] != q
+                r, d = r[keep], d[keep]
                 if len(r) == 0:
                     continue
                 down[(p.rank, q)] = [_compact(d), gather_rows(data, r)]
                 if self._remote(p.rank, q):
                     nbytes += len(r) * self._field_bytes(self.program.types[t].dtype, sync_f)
-            if came is not None:
-                came[M] = -1
+            came[M] = -1
         return down, nbytes
 
     def _combine_sync(self, rnd, p, tl, M, pos, msgs, cnt):

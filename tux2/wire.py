@@ -5,8 +5,14 @@ Never pickle. A message is a list of ZeroMQ frames::
     frame 0   header: struct ``<4sBBH 16s q i i H`` = magic, version, kind, tag
               length, token, clock, sender rank, world size, number of parts;
               then the tag (ASCII); then per part: src, dst, number of arrays;
-              per array: dtype code, ndim, shape (int64 each)
-    frame 1…  one raw buffer per array, in order
+              per array: dtype code, ndim, shape (int64 each); zero bytes up to
+              a multiple of 8; then the small arrays' bytes, each padded so
+    frame 1…  one raw buffer per large array, in order (sent zero-copy)
+
+An array is small, and travels inside frame 0, while the arrays of the message
+placed there so far and it stay under ``INLINE_MAX`` bytes. An Apply round's
+message of a few KiB is then one frame: one send and one receive, where a frame
+per array cost ZeroMQ and Python a call, an allocation and a copy each.
 
 The token is the run's random number, made by rank 0 at rendezvous and handed
 out with the address table: a frame without it is stray traffic (another run,
@@ -27,7 +33,7 @@ import numpy as np
 from tux2.errors import Tux2Error
 
 MAGIC = b"TUX2"
-VERSION = 2
+VERSION = 3
 DATA, HEARTBEAT, ABORT, HELLO, TABLE = 1, 2, 3, 4, 5
 KINDS = {DATA: "data", HEARTBEAT: "heartbeat", ABORT: "abort", HELLO: "hello", TABLE: "table"}
 DTYPES = [np.dtype(x) for x in ("u1", "i1", "u2", "i2", "u4", "i4", "u8", "i8", "f4", "f8")]
@@ -40,6 +46,8 @@ MAX_SPAN = 1 << 48          # bytes: larger than any array a worker could hold
 _PART = struct.Struct("<iiH")
 _ARR = struct.Struct("<BB")
 MAX_NDIM = 4
+_SHAPE = [struct.Struct(f"<{n}q") for n in range(MAX_NDIM + 1)]
+INLINE_MAX = 64 * 1024      # bytes of small arrays carried inside frame 0
 
 
 class WireError(Tux2Error):
@@ -50,19 +58,30 @@ def encode(kind, clock, sender, world, tag="", parts=(), token=NO_TOKEN):
     """Frames for a message. ``parts`` is a list of (src, dst, [arrays])."""
     tag_b = tag.encode("ascii")
     head = [_HEAD.pack(MAGIC, VERSION, kind, len(tag_b), token, clock, sender, world, len(parts)), tag_b]
-    bufs = []
+    size = len(head[0]) + len(tag_b)
+    small, big, inline = [], [], 0
     for src, dst, arrays in parts:
         head.append(_PART.pack(src, dst, len(arrays)))
+        size += _PART.size
         for a in arrays:
             a = np.ascontiguousarray(a)
-            if a.dtype not in _CODE:
+            code = _CODE.get(a.dtype)
+            if code is None:
                 raise WireError(f"dtype {a.dtype} cannot be sent; send records as bytes (arr.view('u1'))")
             if a.ndim > MAX_NDIM:
                 raise WireError(f"arrays of more than {MAX_NDIM} dimensions cannot be sent")
-            head.append(_ARR.pack(_CODE[a.dtype], a.ndim))
-            head.append(struct.pack(f"<{a.ndim}q", *a.shape))
-            bufs.append(a)
-    return [b"".join(head)] + bufs
+            head.append(_ARR.pack(code, a.ndim) + _SHAPE[a.ndim].pack(*a.shape))
+            size += _ARR.size + 8 * a.ndim
+            n = a.nbytes
+            if inline + n < INLINE_MAX:
+                inline += n + (-n % 8)
+                small += [a, bytes(-n % 8)]
+            else:
+                big.append(a)
+    if small:                   # (empty arrays too: the padding then comes all the same)
+        head.append(bytes(-size % 8))
+        head += small
+    return [b"".join(head)] + big
 
 
 class Message:
@@ -82,9 +101,11 @@ def decode(frames, world, expect_clock=None, expect_tag=None, token=None, max_by
     it itself, to name a worker started with another ``--world``)."""
     if not frames:
         raise WireError("empty message")
-    head = memoryview(frames[0]).cast("B") if not isinstance(frames[0], bytes) else memoryview(frames[0])
-    if len(head) < _HEAD.size:
-        raise WireError(f"truncated header: {len(head)} bytes, need at least {_HEAD.size}")
+    head = frames[0]
+    head = memoryview(head if isinstance(head, bytes) else getattr(head, "buffer", head)).cast("B")
+    size = len(head)
+    if size < _HEAD.size:
+        raise WireError(f"truncated header: {size} bytes, need at least {_HEAD.size}")
     magic, version, kind, tlen, tok, clock, sender, w, nparts = _HEAD.unpack_from(head, 0)
     if magic != MAGIC:
         raise WireError(f"not a tux2 message (magic {bytes(magic)!r})")
@@ -99,7 +120,7 @@ def decode(frames, world, expect_clock=None, expect_tag=None, token=None, max_by
     if w < 1 or (world is not None and w != world) or not 0 <= sender < w:
         raise WireError(f"message from rank {sender} of a world of {w}; this world has {world} workers")
     off = _HEAD.size
-    if off + tlen > len(head):
+    if off + tlen > size:
         raise WireError("truncated header: tag runs past the end")
     try:
         tag = bytes(head[off:off + tlen]).decode("ascii")
@@ -110,48 +131,65 @@ def decode(frames, world, expect_clock=None, expect_tag=None, token=None, max_by
         raise WireError(f"message from rank {sender} for clock {clock}, expected clock {expect_clock}")
     if expect_tag is not None and tag != expect_tag:
         raise WireError(f"message from rank {sender} tagged {tag!r}, expected {expect_tag!r}")
-    parts = []
-    fi = 1
+    # the descriptors first: where the small arrays start depends on where they end
+    parts, layout = [], []
     for _ in range(nparts):
-        if off + _PART.size > len(head):
+        if off + _PART.size > size:
             raise WireError("truncated header: part descriptor missing")
         src, dst, narr = _PART.unpack_from(head, off)
         off += _PART.size
-        arrays = []
+        parts.append((src, dst, narr))
         for _ in range(narr):
-            if off + _ARR.size > len(head):
+            if off + _ARR.size > size:
                 raise WireError("truncated header: array descriptor missing")
             code, ndim = _ARR.unpack_from(head, off)
             off += _ARR.size
             if code >= len(DTYPES):
                 raise WireError(f"unknown dtype code {code}")
-            if ndim > MAX_NDIM or off + 8 * ndim > len(head):
+            if ndim > MAX_NDIM or off + 8 * ndim > size:
                 raise WireError(f"bad array rank {ndim}")
-            shape = struct.unpack_from(f"<{ndim}q", head, off)
+            shape = _SHAPE[ndim].unpack_from(head, off)
             off += 8 * ndim
-            if any(s < 0 for s in shape):
-                raise WireError(f"negative array shape {shape}")
-            if fi >= len(frames):
-                raise WireError(f"message declares more buffers than the {len(frames) - 1} it carries")
-            buf = frames[fi]
-            fi += 1
             dt = DTYPES[code]
-            need, span = dt.itemsize, dt.itemsize
+            need = span = dt.itemsize
             for s in shape:                 # Python ints: no int64 overflow can hide a huge shape
+                if s < 0:
+                    raise WireError(f"negative array shape {shape}")
                 need, span = need * s, span * max(s, 1)
             if span > MAX_SPAN:             # even an empty array may not have an absurd shape
                 raise WireError(f"impossible array shape {list(shape)}")
             if max_bytes is not None and need > max_bytes:
                 raise WireError(f"a {dt}{list(shape)} array of {need} bytes is larger than the "
                                 f"{max_bytes}-byte limit")
-            blen = len(buf.buffer if hasattr(buf, "buffer") else buf)
-            if blen != need:
-                raise WireError(f"buffer of {blen} bytes for a {dt}{list(shape)} array ({need} bytes)")
-            data = buf.buffer if hasattr(buf, "buffer") else buf
-            arrays.append(np.frombuffer(data, dtype=dt).reshape(shape) if need else np.zeros(shape, dt))
-        parts.append((src, dst, arrays))
-    if off != len(head):
-        raise WireError(f"{len(head) - off} stray bytes after the header")
+            layout.append((dt, shape, need))
+    at = off + (-off % 8)                   # the small arrays' bytes
+    inline, n_small, fi, arrays = 0, 0, 1, []
+    for dt, shape, need in layout:
+        if inline + need < INLINE_MAX:
+            inline += need + (-need % 8)
+            n_small += 1
+            if at + need > size:
+                raise WireError(f"truncated message: a {dt}{list(shape)} array runs past the end of frame 0")
+            a = np.frombuffer(head, dt, need // dt.itemsize, at).reshape(shape) if need else np.zeros(shape, dt)
+            at += need + (-need % 8)
+        else:
+            if fi >= len(frames):
+                raise WireError(f"message declares more buffers than the {len(frames) - 1} it carries")
+            data = frames[fi]
+            fi += 1
+            data = memoryview(getattr(data, "buffer", data))
+            if data.nbytes != need:
+                raise WireError(f"buffer of {data.nbytes} bytes for a {dt}{list(shape)} array ({need} bytes)")
+            a = np.frombuffer(data, dtype=dt).reshape(shape)
+        arrays.append(a if a.flags.aligned else a.copy())
+    end = at if n_small else off
+    if end != size:
+        raise WireError(f"{size - end} stray bytes after the header and its arrays" if end < size else
+                        f"truncated message: frame 0 ends {end - size} bytes early")
     if fi != len(frames):
         raise WireError(f"message carries {len(frames) - fi} buffers more than it declares")
-    return Message(kind, clock, sender, w, tag, parts)
+    out, k = [], 0
+    for src, dst, narr in parts:
+        out.append((src, dst, arrays[k:k + narr]))
+        k += narr
+    return Message(kind, clock, sender, w, tag, out)

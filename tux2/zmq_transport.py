@@ -52,12 +52,13 @@ from zmq.utils import z85
 from zmq.utils.monitor import recv_monitor_message
 
 from tux2.errors import Tux2Error
-from tux2.wire import ABORT, DATA, HEARTBEAT, HELLO, TABLE, TOKEN_BYTES, WireError, decode, encode
+from tux2.wire import ABORT, DATA, HEARTBEAT, HELLO, INLINE_MAX, TABLE, TOKEN_BYTES, WireError, decode, encode
 
 ZERO_COPY_MIN = 64 * 1024
 MAX_FRAME = 2 << 30             # default for the largest array one message may carry (a model gather)
 RENDEZVOUS_MAX = 1 << 20        # a HELLO or TABLE: addresses and options, never this large
 LINK_GRACE = 1.0                # seconds a peer's data port may stay unreachable after a disconnect
+CHECK_EVERY = 0.05              # seconds between looks at the links while messages keep coming
 LAST_WORD_GRACE = 5.0           # seconds a refusal, the table or an ABORT may take to leave at close
 # a CURVE peer with another key: the server cannot decrypt (PROTOCOL) or ZAP refuses it (AUTH); the
 # client only sees the server hang up mid-handshake (NO_DETAIL)
@@ -242,7 +243,7 @@ class ZmqTransport:
         s = (ctx or self.ctx).socket(kind)
         s.setsockopt(zmq.LINGER, 0)
         if max_bytes is not None:       # a peer sending a larger frame is disconnected before it is buffered
-            s.setsockopt(zmq.MAXMSGSIZE, max_bytes + 4096)
+            s.setsockopt(zmq.MAXMSGSIZE, max_bytes + 4096 + INLINE_MAX)    # + the small arrays in frame 0
         if self._keys is not None:
             public, secret = self._keys
             s.curve_publickey, s.curve_secretkey = public, secret
@@ -466,30 +467,43 @@ class ZmqTransport:
 
     # ----------------------------------------------------------------- send / receive
     def _send(self, r, frames):
-        big = max(len(f) if isinstance(f, bytes) else f.nbytes for f in frames)
-        if big > self.max_frame:
-            raise Tux2Error(f"a message carries an array of {big} bytes, over the limit of {self.max_frame} bytes "
-                            f"per array (--max-frame-mb {self.max_frame / (1 << 20):g}); raise it on every worker")
-        size = sum(len(f) if isinstance(f, bytes) else f.nbytes for f in frames)
+        size = big = len(frames[0])
+        for f in frames[1:]:
+            size += f.nbytes
+            big = max(big, f.nbytes)
+        if big > self.max_frame:        # frame 0 may hold small arrays: the largest array is what counts
+            big = max((a.nbytes for p in decode(frames, None).parts for a in p[2]), default=0)
+            if big > self.max_frame:
+                raise Tux2Error(f"a message carries an array of {big} bytes, over the limit of {self.max_frame} "
+                                f"bytes per array (--max-frame-mb {self.max_frame / (1 << 20):g}); raise it on every "
+                                "worker")
         self.bytes_sent += size
         self.messages_sent += 1
         self.push[r].send_multipart(frames, copy=size < ZERO_COPY_MIN)
 
     def _receive(self, clock, tag):
-        """Messages from every other worker for (clock, tag): {sender: Message}."""
+        """Messages from every other worker for (clock, tag): {sender: Message}. What has
+        arrived is taken without a poll; the links and the peers' silence are looked at
+        when the wait goes on (a poll ran out) and at least every ``CHECK_EVERY`` seconds."""
         key = (clock, tag)
         got = self._pending.setdefault(key, {})
         t0 = time.perf_counter()
-        start = time.monotonic()
+        start = checked = time.monotonic()
         try:
             while len(got) < self.world - 1:
-                queued = self.pull.poll(200)
-                if queued:
-                    self._take(self.pull.recv_multipart(copy=False))
-                    queued = self.pull.poll(0)
+                try:
+                    self._take(self.pull.recv_multipart(zmq.NOBLOCK, copy=False))
+                    queued = True
+                except zmq.Again:
+                    queued = bool(self.pull.poll(200))
+                    if queued:
+                        continue
+                now = time.monotonic()
+                if queued and now - checked < CHECK_EVERY:
+                    continue
+                checked = now
                 self.refused += self._handshake_failures(self._pull_monitor)
                 self._watch_links()
-                now = time.monotonic()
                 for r in range(self.world):
                     if r == self.rank or r in got:
                         continue
