@@ -569,3 +569,19 @@ def test_the_header_gives_the_batch_the_run_takes(capsys, files, batch, shown):
                          *(["--batch", batch] if batch else []))
     assert rc == 0, err
     assert shown in out.splitlines()[1], out
+
+
+def test_an_optimizer_that_does_not_go_with_the_strategy_is_an_error_not_a_bug(tmp_path):
+    """--strategy adam --optimizer sgd was 'tux2: internal error: ValueError … this is a
+    bug in tux2' (exit 70), and fit raised it only after reading the data."""
+    import tux2
+    from tux2 import io
+    from tux2.datasets import sparse_classification
+    g, y, _ = sparse_classification(n_samples=100, n_features=20, seed=1)
+    path = tmp_path / "s.svm"
+    io.write_libsvm(path, g, y)
+    for opts in (("--strategy", "adam", "--optimizer", "sgd"), ("--strategy", "modelavg", "--optimizer", "adam")):
+        r = run_cli("run", "lr", str(path), *opts)
+        assert r.returncode == 2 and r.stderr.startswith("tux2: error: optimizer ") and "does not go with" in r.stderr
+    with pytest.raises(ValueError, match="optimizer 'sgd' does not go with strategy 'adam'"):
+        tux2.LogisticRegression(strategy="adam", optimizer="sgd").fit(None)

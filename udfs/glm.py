@@ -462,6 +462,15 @@ def uncentred(W, mu):
     return W
 
 
+def mismatch(strategy, optimizer):
+    """Why ``optimizer`` does not go with ``strategy``, or ''."""
+    if optimizer in OPTIMIZERS and not (optimizer == "adam" and strategy in ("modelavg", "modelsum")) and \
+            not (strategy == "adam" and optimizer != "adam"):
+        return ""
+    return (f"optimizer {optimizer!r} does not go with strategy {strategy!r}: sendgradient and column take "
+            "'sgd', 'adagrad' or 'adam', adam takes 'adam', modelavg and modelsum take 'sgd' or 'adagrad'")
+
+
 def program(labels, samples, features, values, n_samples, n_features, loss="logistic", reg="l2", lam=1e-6,
             strategy="sendgradient", batch=1000, eta=0.1, decay=0.0, classes=None, parts=1, evaluate=False,
             beta1=0.9, beta2=0.999, eps=1e-8, optimizer=None, factors=0, init_std=0.01, types=("sample", "feature")):
@@ -482,11 +491,8 @@ def program(labels, samples, features, values, n_samples, n_features, loss="logi
     if lam < 0 or eta <= 0 or decay < 0:
         raise ValueError(f"need lam >= 0, eta > 0, decay >= 0; got {lam}, {eta}, {decay}")
     opt = optimizer or ("adam" if strategy == "adam" else "sgd")
-    if opt not in OPTIMIZERS or (opt == "adam" and strategy in ("modelavg", "modelsum")) or \
-            (strategy == "adam" and opt != "adam"):
-        raise ValueError(f"optimizer {optimizer!r} does not go with strategy {strategy!r}: sendgradient and "
-                         "column take 'sgd', 'adagrad' or 'adam', adam takes 'adam', modelavg and modelsum take "
-                         "'sgd' or 'adagrad'")
+    if mismatch(strategy, opt):
+        raise ValueError(mismatch(strategy, opt))
     F = int(factors)
     if F < 0 or (F and loss == "softmax"):
         raise ValueError(f"a factorization machine needs factors >= 1 and a binary loss, got {factors}, {loss!r}")

@@ -9,6 +9,7 @@ import sys
 
 from tux2 import files, interrupt, partitioning, runner
 from tux2.config import cores
+from tux2.errors import Tux2Error
 from tux2.graph import BipartiteGraph
 from tux2.io import display_name
 from tux2.loaders import DUPLICATES
@@ -287,6 +288,10 @@ def run(args, cls, load, after=None, **params):
     spool_inputs(args)
     named = {k: cls.flags.get(k, (k,))[0].replace("-", "_") for k in cls._param_names()}    # estimator.flags
     est = cls(**{**{k: vars(args)[a] for k, a in named.items() if a in vars(args)}, **params})
+    try:
+        est.check_params()              # what the flags' types cannot check: options that do not go together
+    except ValueError as e:
+        raise Tux2Error(str(e)) from None
     if args.rank is None:
         runner.partitions(args.partitions, args.workers, args.threads)    # hopeless flags stop before any worker
     if args.workers > 1 and args.rank is None:

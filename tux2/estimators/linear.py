@@ -387,6 +387,11 @@ class GLM(Linear):
 
     classes, factors, init_std, norm = None, 0, 0.01, "none"       # Softmax and FM make these parameters
 
+    def check_params(self):
+        super().check_params()
+        if glm.mismatch(self.strategy, self._resolved()[0]):       # before any data is read
+            raise ValueError(glm.mismatch(self.strategy, self._resolved()[0]))
+
     def _resolved(self):
         # AdaGrad by default (the strategies' own update is sgd, tux2.udfs.glm): per-feature steps
         # suit power-law and unnormalised features, where plain SGD at one step size crawls. Features
