@@ -1,6 +1,7 @@
 """Real worker processes over ZeroMQ on loopback: the central invariant, a worker
 killed or stopped mid-run, workers that disagree (options, CURVE keys); stray
 traffic is in test_attack.py. Every subprocess has a timeout."""
+import contextlib
 import os
 import signal
 import subprocess
@@ -781,23 +782,31 @@ def test_the_launcher_stopped_kills_a_worker_that_does_not_stop_in_its_grace():
         stubborn.communicate()
 
 
-def test_a_lost_worker_is_named_with_the_timeout_as_given():
-    """--timeout 0.3 (below the heartbeat's second: any wait loses the peer) said 'nothing
-    heard from it for 0s'."""
-    from tux2.zmq_transport import PeerLost, ZmqTransport
+@contextlib.contextmanager
+def _pair(**options):
+    """Ranks 0 and 1 of a ZmqTransport on loopback ({rank: transport}), closed at the end."""
+    from tux2.zmq_transport import ZmqTransport
     rv = f"tcp://127.0.0.1:{free_port()}"
     ts = {}
-    th = threading.Thread(target=lambda: ts.setdefault(1, ZmqTransport(1, 2, rv, parts=2, timeout=0.3)))
+    th = threading.Thread(target=lambda: ts.setdefault(1, ZmqTransport(1, 2, rv, parts=2, **options)))
     th.start()
     try:
-        ts[0] = ZmqTransport(0, 2, rv, parts=2, timeout=0.3)
+        ts[0] = ZmqTransport(0, 2, rv, parts=2, **options)
         th.join(30)
-        with pytest.raises(PeerLost, match=r"lost worker 1: nothing heard from it for 0\.3s "):
-            ts[0].alltoall(0, "x", {})
+        yield ts
     finally:
         th.join(30)
         for t in ts.values():
             t.close()
+
+
+def test_a_lost_worker_is_named_with_the_timeout_as_given():
+    """--timeout 0.3 (below the heartbeat's second: any wait loses the peer) said 'nothing
+    heard from it for 0s'."""
+    from tux2.zmq_transport import PeerLost
+    with _pair(timeout=0.3) as ts:
+        with pytest.raises(PeerLost, match=r"lost worker 1: nothing heard from it for 0\.3s "):
+            ts[0].alltoall(0, "x", {})
 
 
 def test_a_connection_that_drops_and_comes_back_is_not_a_lost_worker():
@@ -838,24 +847,13 @@ def test_a_connection_that_drops_and_comes_back_is_not_a_lost_worker():
 def test_the_frame_limit_is_per_array_when_small_arrays_share_frame_0():
     """--max-frame-mb limits each array; small arrays travel together in frame 0, which
     may then be larger than one array may be: that is no reason to refuse the message."""
-    from tux2.zmq_transport import ZmqTransport
-    rv = f"tcp://127.0.0.1:{free_port()}"
-    ts = {}
-    th = threading.Thread(target=lambda: ts.setdefault(1, ZmqTransport(1, 2, rv, parts=2, max_frame=1000)))
-    th.start()
-    try:
-        ts[0] = ZmqTransport(0, 2, rv, parts=2, max_frame=1000)
-        th.join(30)
+    with _pair(max_frame=1000) as ts:
         ts[0].send(0, "x", {(0, 1): [np.arange(100.0), np.arange(100.0)]})     # 800 bytes each
         ts[1].send(0, "x", {})
         assert [a.sum() for a in ts[1].collect(0, "x")[(0, 1)]] == [4950.0, 4950.0]
         ts[0].collect(0, "x")
         with pytest.raises(tux2.errors.Tux2Error, match="an array of 1600 bytes, over the limit of 1000"):
             ts[0].send(1, "y", {(0, 1): [np.arange(200.0)]})
-    finally:
-        th.join(30)
-        for t in ts.values():
-            t.close()
 
 
 def test_bind_to_an_address_of_another_host_is_an_error_not_a_traceback():
