@@ -2,6 +2,8 @@
 give the same model (every algorithm); the estimators follow scikit-learn's
 conventions (clone, grid search); a failing worker ends a fit with its error."""
 import os
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -458,3 +460,21 @@ def test_min_ratings_without_top_k_is_refused(tmp_path):
     assert r.returncode == 2 and "--min-ratings picks the items --top-k recommends" in r.stderr, r.stderr
     r = run_cli("predict", str(tmp_path / "m"), "--top-k", "2", "--min-ratings", "5", timeout=300)
     assert r.returncode == 0, r.stderr
+
+
+def test_notes_of_a_run_on_workers_are_warnings_of_the_caller(tmp_path):
+    """With workers each process printed the run's notes to stderr itself, twice, naming
+    runner.py; warnings.catch_warnings in the caller recorded none. They come once, to
+    the caller, as with one process."""
+    script = tmp_path / "fit.py"
+    script.write_text(
+        "import warnings, tux2\nfrom tux2.datasets import netflix_like\n"
+        "train, test = netflix_like(n_users=300, n_items=60, n_ratings=6000, seed=3)\n"
+        "with warnings.catch_warnings(record=True) as got:\n"
+        "    warnings.simplefilter('always')\n"
+        "    tux2.MF(k=40, epochs=25, reg=0.001).fit(train, test, workers=2)\n"
+        "print([str(w.message)[:40] for w in got if w.filename == __file__])\n")
+    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.count("the test RMSE was lowest") == 1, r.stdout
+    assert r.stderr == "", r.stderr

@@ -480,6 +480,7 @@ def fit_workers(est, data, workers, *, partitions=None, threads=None, slack=0, c
                     open(job["stop"], "w").close()      # the workers end training after the iteration they are in
         first, codes = supervise(procs, grace, poll=tail)
         tail()
+        _rewarn(tmp)
         if first is not None:
             path = os.path.join(tmp, f"error-{first}.txt")
             why = open(path, encoding="utf-8").read() if os.path.exists(path) else \
@@ -579,12 +580,33 @@ class _Proc:
         return self.p.exitcode
 
 
+def _keep_notes(notes, job):
+    """Rank 0's warnings (the run's notes), as JSON in the job's directory."""
+    text = json.dumps([[w.category.__name__, str(w.message)] for w in notes])
+    files.write_atomic(os.path.join(job["dir"], "warnings.json"), files.text(text))
+
+
+def _rewarn(directory):
+    """The notes of rank 0 (``_keep_notes``) as warnings of the caller of fit."""
+    try:
+        with open(os.path.join(directory, "warnings.json"), encoding="utf-8") as f:
+            notes = json.load(f)
+    except (OSError, ValueError):
+        return
+    for name, message in notes:
+        cls = {"UserWarning": UserWarning}.get(name, RuntimeWarning)
+        warnings.warn(message, cls, stacklevel=4)
+
+
 def _worker(est, rank, job):
     """One process of ``fit_workers``: its transport, the run, rank 0's result file."""
     import pickle
     from tux2.runtime import connect, die_with_parent
     die_with_parent()
     transport = None
+    caught = warnings.catch_warnings(record=True)
+    notes = caught.__enter__()          # rank 0's notes go to the caller (_rewarn), not to this stderr
+    warnings.simplefilter("always")
     try:
         data = Dataset.load(os.path.join(job["dir"], "data.npz"))
         transport = connect(rank, job["world"], job["rendezvous"], job["partitions"], timeout=job["timeout"],
@@ -593,9 +615,12 @@ def _worker(est, rank, job):
               slack=job["slack"], metrics=os.path.join(job["dir"], "metrics.jsonl"), checkpoint=job["checkpoint"],
               stop=job["stop"])
         if rank == 0:
+            _keep_notes(notes, job)
             learned = {k: v for k, v in vars(est).items() if k.endswith("_") and not k.startswith("_")}
             files.write_atomic(os.path.join(job["dir"], "result.pkl"), lambda f: pickle.dump(learned, f))
     except BaseException as e:
+        if rank == 0:
+            _keep_notes(notes, job)
         if transport is not None:
             transport.abort(abort_reason(e))
             transport.close()
