@@ -566,6 +566,9 @@ def test_outputs_write_through_special_files_and_never_over_the_models_own(ratin
     assert run_cli("predict", str(model), ratings, "-o", str(tmp_path / "p.txt")).returncode == 0
     os.remove(model / "seen.npz")
     _error(run_cli("predict", str(model), ratings, "--top-k", "2"), "seen.npz is missing, and manifest.json lists it")
+    os.remove(model / "model.json")
+    os.mkfifo(model / "model.json")             # read, it would block until killed
+    _error(run_cli("predict", str(model), ratings, timeout=60), "model.json: not a regular file")
 
 
 def test_fit_checks_slack_workers_and_checkpoint_as_the_cli_does(tmp_path):

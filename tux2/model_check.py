@@ -22,6 +22,9 @@ def read_meta(directory):
     path = os.path.join(directory, "model.json")
     if not os.path.exists(path):
         raise ModelError(f"{directory}: no model.json here; pass the directory given to 'tux2 run … --out'")
+    for name in ("model.json", files.MANIFEST):            # a FIFO there would block the read for good
+        if os.path.exists(os.path.join(directory, name)) and not os.path.isfile(os.path.join(directory, name)):
+            raise ModelError(f"{os.path.join(directory, name)}: not a regular file")
     try:
         files.verify(directory, ["model.json"], required=False)
     except files.FileError as e:
