@@ -337,3 +337,15 @@ def test_set_params_after_fit_changes_the_next_fit_not_the_fitted_model(ratings_
     fm = tux2.FM(epochs=1, factors=4).fit(X, y).set_params(factors=8)
     fm.save(tmp_path / "fm")
     assert tux2.FM.load(tmp_path / "fm").factors == 4
+
+
+def test_a_model_loads_only_as_its_own_class(counts, tmp_path):
+    """FM.load of a logistic regression's directory loaded it (and its save wrote an FM
+    that FM.load refused); LinearSVM.load gave an 'svm' with logistic probabilities."""
+    from tux2.model_check import ModelError
+    X, y = counts
+    tux2.LogisticRegression(epochs=1).fit(X, y).save(tmp_path / "lr")
+    for cls in (tux2.FM, tux2.LinearSVM, tux2.Softmax, tux2.BlockPG):
+        with pytest.raises(ModelError, match="an 'lr' model, not "):
+            cls.load(tmp_path / "lr")
+    assert type(tux2.estimators.load(tmp_path / "lr")) is tux2.LogisticRegression

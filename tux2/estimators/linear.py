@@ -111,10 +111,10 @@ class Linear(Estimator):
 
     def _restore(self, directory, meta):
         from tux2 import model_check
-        meta, arrays = model_check.read_model(directory, meta["algorithm"], ("weights.npz",))
+        meta, arrays = model_check.read_model(directory, self.algorithm, ("weights.npz",))
         model_check.check_linear(directory, meta, arrays)
         w = arrays["weights.npz"]
-        self.coef_ = np.column_stack([w["w"], w["V"]]) if meta["algorithm"] == "fm" else w["w"]
+        self.coef_ = np.column_stack([w["w"], w["V"]]) if self.algorithm == "fm" else w["w"]
         self.zero_based_ = bool(meta.get("zero_based", False))
         self.loss = meta.get("loss", self.loss)
         self.label_base_ = int(meta.get("label_base", 0))
