@@ -478,3 +478,11 @@ def test_notes_of_a_run_on_workers_are_warnings_of_the_caller(tmp_path):
     assert r.returncode == 0, r.stderr
     assert r.stdout.count("the test RMSE was lowest") == 1, r.stdout
     assert r.stderr == "", r.stderr
+
+
+def test_only_a_callback_returning_true_stops(files):
+    """A callback returning an array raised 'truth value … ambiguous', one returning 1
+    stopped training: only True (or numpy's True) stops."""
+    path = str(files / "r.txt")
+    for answer, epochs in ((lambda r: np.array([1.0, 2.0]), 3), (lambda r: 1, 3), (lambda r: np.bool_(True), 1)):
+        assert len(tux2.MF(k=4, epochs=3).fit(path, callbacks=[answer]).history_) == epochs

@@ -131,8 +131,11 @@ def write_atomic(path, write):
     except OSError:
         special = False
     if special:
-        with open(path, "wb") as f:
-            write(f)
+        try:
+            with open(path, "wb") as f:
+                write(f)
+        except OSError as e:            # /dev/full, a FIFO whose reader left: this file's error, not stdout's
+            raise write_error(path, e) from None
         return
     os.replace(_write_tmp(path, write), path)
 

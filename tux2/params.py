@@ -45,10 +45,15 @@ class Bound:
             raise ValueError(f"{name} must be {' '.join([what, self._range()]).strip()}, got {value!r}")
 
 
+ONE = ("1 is a count, one document: only words of a single document would be kept; 1.0 (a share) keeps "
+       "every word")
+
+
 class ShareOrCount(Bound):
     """scikit-learn's ``max_df``: a share of the documents, a number in (0, 1] (1.0
-    keeps every word), or a count of them, an integer >= 1 (a flag's text without a
-    point or an exponent is one)."""
+    keeps every word), or a count of them, an integer >= 2 (a flag's text without a
+    point or an exponent is one). The integer 1, which kept every word before counts
+    were taken and would now keep only words of one document, is refused, naming 1.0."""
 
     def __init__(self):
         super().__init__(float, 0, 1, above=True)
@@ -60,15 +65,16 @@ class ShareOrCount(Bound):
             v = int(text, 10) if text.strip().lstrip("+").isdigit() else float(text)
         except ValueError:
             v = math.nan
-        if isinstance(v, int) and v >= 1 or self._within(v):
+        if isinstance(v, int) and v >= 2 or not isinstance(v, int) and self._within(v):
             return v
-        raise argparse.ArgumentTypeError(f"must be a share of the documents in (0, 1] (0.5) or a count of them "
-                                         f">= 1 (an integer, 1000), got {text[:40]}")
+        raise argparse.ArgumentTypeError(ONE if v == 1 else f"must be a share of the documents in (0, 1] (0.5) or "
+                                         f"a count of them >= 2 (an integer, 1000), got {text[:40]}")
 
     def check(self, name, value):
         if isinstance(value, numbers.Integral) and not isinstance(value, bool):
-            if value < 1:
-                raise ValueError(f"{name} must be a share in (0, 1] or a count of documents >= 1, got {value!r}")
+            if value < 2:
+                raise ValueError(f"{name}: {ONE}" if value == 1 else
+                                 f"{name} must be a share in (0, 1] or a count of documents >= 2, got {value!r}")
             return
         try:
             super().check(name, value)

@@ -376,7 +376,7 @@ def train(est, data, *, transport=None, partitions=None, threads=None, slack=0, 
                     say(est._line(rec, n))
                 write(rec)
                 history.append(rec)
-                halt = True in [cb(rec) for cb in callbacks]
+                halt = _stops([cb(rec) for cb in callbacks])
                 message = est._diverged(rec)
                 if message:
                     raise DivergenceError(message if printed else est._in_python(message))
@@ -387,8 +387,8 @@ def train(est, data, *, transport=None, partitions=None, threads=None, slack=0, 
                     break
                 if stop is not None:
                     halt = halt or os.path.exists(stop)
-                    if transport is not None:
-                        halt = any(a[0][0] for a in transport.allgather(f"stop{i}", [np.array([halt], np.uint8)]))
+                if transport is not None and (callbacks or stop is not None):     # every worker stops, or none
+                    halt = any(a[0][0] for a in transport.allgather(f"stop{i}", [np.array([halt], np.uint8)]))
                 if halt and i < n:
                     say(f"  stopped by a callback after {unit} {i} of {n}")
                     break
@@ -407,6 +407,11 @@ def train(est, data, *, transport=None, partitions=None, threads=None, slack=0, 
         for line in est._report(setup):
             say(line)
     return eng
+
+
+def _stops(answers):
+    """Whether a callback answered True (exactly: a returned 1, array or record is no stop)."""
+    return any(a is True or (isinstance(a, np.bool_) and bool(a)) for a in answers)
 
 
 def _same_files(a, b):
@@ -476,7 +481,7 @@ def fit_workers(est, data, workers, *, partitions=None, threads=None, slack=0, c
             whole = chunk[: chunk.rfind(b"\n") + 1]
             seen[0] += len(whole)
             for line in whole.splitlines():
-                if True in [cb(json.loads(line)) for cb in callbacks]:
+                if _stops([cb(json.loads(line)) for cb in callbacks]):
                     open(job["stop"], "w").close()      # the workers end training after the iteration they are in
         first, codes = supervise(procs, grace, poll=tail)
         tail()

@@ -32,8 +32,8 @@ def add_parser(algos):
                         "'none', or a file of words")
     p.add_argument("--max-df", type=LDA.bounds["max_df"], default=1.0,
                    help="text input: drop words in more than this share of the documents (0.5; gensim's "
-                        "no_above), or in more than this many of them (an integer, 1000: '1' is one document, '1.0' all "
-                        "of them), as scikit-learn's max_df")
+                        "no_above), or in more than this many of them (an integer >= 2, 1000; '1.0' keeps all), as "
+                        "scikit-learn's max_df")
     p.add_argument("--duplicates", choices=LDA.choices["duplicates"], default="sum",
                    help="a (doc, word) pair on several lines of a docword or triples file: add the counts, "
                         "stop naming both lines, keep the last, or keep all")

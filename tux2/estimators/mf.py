@@ -98,10 +98,12 @@ def _rows3(X, what="MF.score"):
     """(user, item, rating) rows of a sequence or array as an (n, 3) array (extra columns cut)."""
     a = np.asarray(X) if not isinstance(X, list) or not X or not isinstance(X[0], (list, tuple)) \
         else np.asarray(X, dtype=object)
-    if a.ndim != 2 or a.shape[1] < 3:
+    if a.ndim != 2 or a.shape[1] < 3 or (a.shape[0] == 3 and a.shape[1] > 4):     # (3, n): columns, not rows
         raise InputError(f"{what} takes (user, item, rating) rows, (users, items, ratings), a DataFrame, a "
                          f"BipartiteGraph or a rating file{', or X of (user, item) rows with y' * (what == 'MF.fit')}"
-                         f"; got an array of shape {a.shape}", path="arrays")
+                         f"; got an array of shape {a.shape}" + (" (three columns stacked as rows? pass them as a "
+                                                                  "tuple)" if a.shape[:1] == (3,) else ""),
+                         path="arrays")
     return a[:, :3]
 
 
