@@ -126,6 +126,8 @@ def main(argv=None):
     ``tux2`` program and its workers run it, see ``quick_process``)."""
     try:
         if argv is None:
+            from tux2 import busguard
+            busguard.arm()              # this process is tux2's own: a shrunk mapped input is named (tux2.busguard)
             with quick_process():
                 return _main(sys.argv[1:])
         return _main(list(argv))
