@@ -1081,3 +1081,18 @@ def test_a_header_naming_the_rating_after_a_timestamp_trains_on_the_ratings(file
     stdout, model = _train(str(path), tmp_path / "m", "--test", files["test"])
     assert "columns userId,movieId,rating (1,2,4, by name) of 4; column timestamp ignored" in stdout
     _same(model, tsv_model[1])
+
+
+def test_a_headerless_test_file_is_read_as_the_training_header_chose_its_columns(tmp_path):
+    """A training header 'movieId,userId,rating' is read by name (users second); a test
+    file without a header beside it was read by position, so its users were items:
+    every test rating unknown, silently. It is read in the training file's columns."""
+    rows = [(u, i, (u * 7 + i * 3) % 5 + 1) for u in range(1, 60) for i in range(1, 30) if (u + i) % 3 == 0]
+    train, bare, named = tmp_path / "r.csv", tmp_path / "t.txt", tmp_path / "t.csv"
+    train.write_text("movieId,userId,rating\n" + "".join(f"{i},{u},{r}\n" for u, i, r in rows))
+    bare.write_text("".join(f"{i} {u} {r}\n" for u, i, r in rows[:50]))
+    named.write_text("movieId,userId,rating\n" + "".join(f"{i},{u},{r}\n" for u, i, r in rows[:50]))
+    out = [run_cli("run", "mf", str(train), "--test", str(t), *FLAGS) for t in (bare, named)]
+    assert all(r.returncode == 0 for r in out), [r.stderr for r in out]
+    assert "test 50;" in out[0].stdout and "not in training" not in out[0].stdout, out[0].stdout
+    assert out[0].stdout.split("test_rmse")[-1].split()[0] == out[1].stdout.split("test_rmse")[-1].split()[0]

@@ -482,10 +482,12 @@ def describe_read(graph, base="auto"):
 
 def columns_like(path, columns, layout):
     """The ``columns`` for a file read beside one laid out as ``layout`` (a test file
-    beside its training file): header names resolve in its own header when it has one,
-    else the training file's positions are used."""
-    if columns is None or layout is None or all(str(x).strip().isdigit() for x in
-                                                (columns.split(",") if isinstance(columns, str) else columns)):
+    beside its training file): header names — given, or those the training file's
+    header chose its columns by ('movieId,userId,rating') — resolve in its own header
+    when it has one, else the training file's positions are used."""
+    by_header = columns is None and layout is not None and bool(layout.names) and layout.cols != (0, 1, io.OPTIONAL)
+    if not by_header and (columns is None or layout is None or all(
+            str(x).strip().isdigit() for x in (columns.split(",") if isinstance(columns, str) else columns))):
         return columns
     path = io.local_copy(path)
     if io.edge_format(io.read_head(path, "edge list"), path).names:
