@@ -950,9 +950,6 @@ def edge_format(head, path, columns=None):
             fmt.cols = (1, 2, 3 if width >= 4 else NONE)
         if columns is None:
             fmt.cols, fmt.by_name = named_columns(names, fmt.cols)
-        rating = [j for j, n in enumerate(names or ()) if j >= 2 and n.lower() in RATING_NAMES]
-        if len(rating) == 1 and fmt.cols == (0, 1, OPTIONAL) and names[2].lower() not in RATING_NAMES:
-            fmt.cols = (0, 1, rating[0])    # 'u,i,timestamp,rating': the ratings, not the timestamps
     if columns is not None:
         fmt.cols, fmt.explicit = parse_columns(columns, fmt.names, path), True
     return fmt
@@ -962,19 +959,37 @@ def edge_format(head, path, columns=None):
 # Spark's ALS, LensKit and Microsoft's recommenders select these columns by name, not position
 _ROLE_NAMES = ({"user", "userid", "uid", "customer", "customerid", "reviewer", "reviewerid", "member", "memberid",
                 "doc", "docid", "document", "documentid"},
-               {"item", "itemid", "iid", "movie", "movieid", "product", "productid", "asin", "isbn", "book",
-                "bookid", "song", "songid", "track", "trackid", "artist", "artistid", "word", "wordid", "term"},
-               {"rating", "score", "stars", "value", "weight", "count", "plays", "playcount", "bookrating"})
+               {"item", "itemid", "iid", "movie", "movieid", "product", "productid", "asin", "parentasin", "isbn",
+                "book", "bookid", "song", "songid", "track", "trackid", "artist", "artistid", "business",
+                "businessid", "word", "wordid", "term"},
+               {"rating", "ratings", "score", "stars", "overall", "value", "weight", "count", "plays", "playcount",
+                "bookrating"})
+
+
+_RATINGS = {"rating", "ratings", "score", "stars", "overall", "bookrating"}   # values that are no count or weight
+
+
+def _key(name):
+    return re.sub(r"[_\-\s.]", "", str(name).lower())
+
+
+def role(name):
+    """0, 1 or 2 when a header name says the column holds users (src), items (dst) or
+    values (ratings), else None."""
+    return next((r for r, names in enumerate(_ROLE_NAMES) if _key(name) in names), None)
 
 
 def named_columns(names, cols):
     """(cols, by name): the columns a header's names give the src (user) and dst (item)
     and, when one is named, the value, when both ids are named once each (a header
-    ``item,user,rating`` read by position would swap users and items silently); else
-    ``cols`` as they are."""
-    found = [[j for j, n in enumerate(names or ()) if re.sub(r"[_\-\s.]", "", n.lower()) in role]
-             for role in _ROLE_NAMES]
+    ``item,user,rating`` read by position would swap users and items silently); when
+    they are not, the one column named as ratings are after a third that is no value
+    ('u,i,timestamp,rating': the ratings, not the timestamps); else ``cols`` as they are."""
+    found = [[j for j, n in enumerate(names or ()) if role(n) == r] for r in range(3)]
     if len(found[0]) != 1 or len(found[1]) != 1:
+        later = [j for j, n in enumerate(names or ()) if j >= 2 and _key(n) in _RATINGS]
+        if len(later) == 1 and cols == (0, 1, OPTIONAL) and role(names[2]) != 2:
+            return (0, 1, later[0]), True
         return cols, False
     cs, cd = found[0][0], found[1][0]
     cv = found[2][0] if len(found[2]) == 1 else OPTIONAL if 2 not in (cs, cd) else NONE
@@ -1507,9 +1522,6 @@ def number_column(rows):
     return next((j for j in range(2, width) if all(len(t) > j and is_number(t[j]) for t in rows)), None)
 
 
-_USER_KEYS = ("user_id", "userid", "user", "reviewerid", "customer_id")
-_ITEM_KEYS = ("item_id", "itemid", "item", "business_id", "asin", "movieid", "product_id", "parent_asin")
-RATING_NAMES = ("rating", "ratings", "stars", "score", "overall")     # a column of ratings, by its header name
 _TEXT_KEYS = ("text", "reviewtext", "review_text", "body", "content", "abstract")
 
 
@@ -1532,16 +1544,16 @@ def json_hint(path, keys, documents=False):
     """What to do with a JSON-lines file (``keys``: its first object's), which no
     reader of tux2 takes: a pandas line writing the fields (``documents``: the text
     field) as a CSV that tux2 reads."""
-    def pick(names):
-        return next((k for k in keys if k.lower() in names), None)
+    def pick(r):
+        return next((k for k in keys if role(k) == r), None)
     shown = ", ".join(keys[:8]) + (", …" if len(keys) > 8 else "")
     read = f"pd.read_json({display_name(path)!r}, lines=True)"
-    text = pick(_TEXT_KEYS) or "TEXT_FIELD"
+    text = next((k for k in keys if k.lower() in _TEXT_KEYS), "TEXT_FIELD")
     if documents:
         fields = read + ("" if text == "text" else f".rename(columns={{{text!r}: 'text'}})")
         then = "[['text']].to_csv('docs.csv', index=False)\", then tux2 run lda docs.csv"
     else:
-        cols = [pick(_USER_KEYS), pick(_ITEM_KEYS), pick(RATING_NAMES)]
+        cols = [pick(0), pick(1), pick(2)]
         fields = read + f"[{([c for c in cols if c] if all(cols[:2]) else keys[:3])!r}]"
         then = ".to_csv('ratings.csv', index=False)\""
     return (f"it is JSON lines (an object per line; keys {shown}), which tux2 does not read: write the fields "

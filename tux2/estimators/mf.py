@@ -49,15 +49,12 @@ def is_frame(x):
 def frame_columns(df, columns=None):
     """The (user, item, rating) column names of a DataFrame: ``columns`` (names or
     1-based positions, "userId,movieId,rating" or a list, as for files), else those
-    named so (``io.named_columns``; a rating column named as RATING_NAMES after other
-    names) or the first three; the rating column must hold numbers (an InputError naming it)."""
+    named so (``io.named_columns``, as a file's header) or the first three; the rating
+    column must hold numbers (an InputError naming it)."""
     cols = list(df.columns)
     if columns is None:         # the columns named user, item and rating (as a file's header), else the first three
-        (cs, cd, cv), _ = io.named_columns([str(c) for c in cols], (0, 1, 2))
+        (cs, cd, cv), _ = io.named_columns([str(c) for c in cols], (0, 1, io.OPTIONAL))
         picked = [cols[j] for j in (cs, cd, 2 if cv == io.OPTIONAL else cv) if 0 <= j < len(cols)]
-        named = [c for c in cols[2:] if str(c).lower() in io.RATING_NAMES]
-        if len(picked) == 3 and str(picked[2]).lower() not in io.RATING_NAMES and len(named) == 1:
-            picked[2] = named[0]            # 'u,i,timestamp,rating': the rating, not the timestamp
     else:
         picked = [c.strip() if isinstance(c, str) else c
                   for c in (columns.split(",") if isinstance(columns, str) else columns)]
