@@ -437,8 +437,10 @@ def _netflix_copy(path, name):
     except OSError as e:
         remove_scratch(os.path.dirname(tmp))
         raise InputError(f"cannot read input: {e.strerror}", path=name) from None
-    if path in _SPOOLED:                        # a decompressed or standard-input copy: its rewrite replaces it
-        os.remove(path)
+    finally:
+        if path in _SPOOLED:                    # a decompressed or standard-input copy: its rewrite replaces it
+            remove_scratch(os.path.dirname(path))
+            del _SPOOLED[path]
     _spooled(tmp, name)
     os.environ[_KINDS_ENV] = json.dumps({**_kinds(), tmp: "netflix"})
     return tmp
