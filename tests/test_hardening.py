@@ -623,3 +623,15 @@ def test_a_mapped_file_truncated_while_read_is_named_not_a_silent_sigbus(tmp_pat
     _write_ratings(path, n=600)
     raw = open(path, "rb").read()
     assert io.map_file(str(path), "edge list") == raw and io.map_file(str(path), "edge list", read_whole=0)[:] == raw
+
+
+def test_metrics_cannot_name_a_file_of_the_model_in_out(ratings, tmp_path):
+    """--metrics OUT/model.json with --out OUT: the model's files replaced the metrics,
+    lost without a word. Refused before training; OUT/metrics.jsonl is fine."""
+    out = tmp_path / "m"
+    for name in ("model.json", "user.npz", "summary.txt"):
+        _error(run_cli("run", "mf", ratings, "--epochs", "1", "--out", str(out), "--metrics", str(out / name)),
+               "--metrics names a file the model in --out")
+    assert not out.exists()
+    _ok("run", "mf", ratings, "--epochs", "1", "--out", str(out), "--metrics", str(out / "metrics.jsonl"))
+    assert (out / "metrics.jsonl").read_text().count("\n") == 1 and (out / "model.json").exists()

@@ -212,6 +212,11 @@ def check_outputs(args):
     check_writable(args.out, "--out", directory=True)
     check_writable(args.metrics, "--metrics", directory=False, inputs=[vars(args).get(k) for k in INPUT_FILES])
     check_writable(args.trace, "--trace", directory=True)
+    if args.metrics and args.out and os.path.abspath(os.path.dirname(args.metrics)) == os.path.abspath(args.out) \
+            and (os.path.basename(args.metrics) in ("model.json", "manifest.json", "summary.txt", "vocab.txt",
+                                                     "topics.txt", "weights.txt") or args.metrics.endswith(".npz")):
+        raise Tux2Error(f"{args.metrics}: --metrics names a file the model in --out {args.out} is written to: "
+                        "name another (metrics.jsonl)")
     if args.checkpoint_every:
         check_writable(checkpoint_dir(args), "the checkpoint directory", directory=True)
 
