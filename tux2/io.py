@@ -312,15 +312,21 @@ def display_name(path):
     return "<stdin>" if name == "-" else name
 
 
+def _env_map(var):
+    """The map a process that started this one left in the environment variable
+    ``var`` (JSON); {} when there is none or it is damaged."""
+    import json
+    try:
+        found = json.loads(os.environ.get(var) or "{}")
+    except ValueError:
+        return {}
+    return found if isinstance(found, dict) else {}
+
+
 def spooled_names():
     """{temporary copy: the user's name} of every input ``local_copy`` made (in this
     process or the one that started it)."""
-    import json
-    try:
-        inherited = json.loads(os.environ.get(_NAMES_ENV) or "{}")
-    except ValueError:
-        inherited = {}
-    return {**(inherited if isinstance(inherited, dict) else {}), **_SPOOLED}
+    return {**_env_map(_NAMES_ENV), **_SPOOLED}
 
 
 def _spooled(tmp, name):
@@ -388,18 +394,9 @@ _NETFLIX_HEAD = re.compile(rb"\A(?:\xef\xbb\xbf)?\s*\d+:[ \t\r]*\n[ \t]*\d+[ \t\
 _KINDS_ENV = "TUX2_INPUT_KINDS"     # {temporary copy: how it was rewritten}, JSON, for worker processes
 
 
-def _kinds():
-    import json
-    try:
-        kinds = json.loads(os.environ.get(_KINDS_ENV) or "{}")
-    except ValueError:
-        return {}
-    return kinds if isinstance(kinds, dict) else {}
-
-
 def input_kind(path):
     """How ``local_copy`` rewrote the input it made ``path`` from: "netflix" or None."""
-    return _kinds().get(path) if isinstance(path, str) else None
+    return _env_map(_KINDS_ENV).get(path) if isinstance(path, str) else None
 
 
 def _netflix_copy(path, name):
@@ -442,7 +439,7 @@ def _netflix_copy(path, name):
             remove_scratch(os.path.dirname(path))
             del _SPOOLED[path]
     _spooled(tmp, name)
-    os.environ[_KINDS_ENV] = json.dumps({**_kinds(), tmp: "netflix"})
+    os.environ[_KINDS_ENV] = json.dumps({**_env_map(_KINDS_ENV), tmp: "netflix"})
     return tmp
 
 
@@ -513,7 +510,7 @@ def temporary_copies():
             _SPOOLED.pop(tmp, None)
             names.pop(tmp, None)
         os.environ[_NAMES_ENV] = json.dumps(names)
-        os.environ[_KINDS_ENV] = json.dumps({k: v for k, v in _kinds().items() if k in names})
+        os.environ[_KINDS_ENV] = json.dumps({k: v for k, v in _env_map(_KINDS_ENV).items() if k in names})
 
 
 def as_given(error, copy, given):
