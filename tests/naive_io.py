@@ -3,6 +3,8 @@ in plain Python, to check the numba parsers against. Each returns the parsed dat
 (error substring, line number)."""
 import re
 
+from tux2 import io      # the header role names only (io.role), not the parser
+
 SEP = re.compile(rb"[ \t,\r;\"]+")             # space, tab, comma, CR, semicolon, double quote
 COLON_SEP = re.compile(rb"[ \t,\r;\":]+")
 ID = re.compile(rb"\+?[0-9]+")
@@ -10,6 +12,12 @@ NUM = re.compile(rb"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
 NONFINITE = (b"nan", b"inf", b"infinity")
 MAX_ID = 2 ** 62
 DECIMAL_COMMA = re.compile(rb'(^|[;"])[ \t]*[-+]?[0-9]+,[0-9]+[ \t]*([;"\r]|$)')    # '1;2;3,5'
+
+
+class Unmodelled(Exception):
+    """A header that may choose other columns than the first three: pandas' row-index
+    column (an empty first name) or names of roles (item before user). Their own tests
+    check those (tests/test_real_files.py); this grammar reads by position only."""
 
 
 class Bad(Exception):
@@ -123,6 +131,10 @@ def edge_list(data):
     if rows and not any(_is_number(t) for t in rows[0][1]) and (
             len(rows[0][1]) >= 2 if len(rows) == 1 else any(_is_number(t) for t in rows[1][1][:len(rows[0][1])])):
         after, rows = rows[0][0], rows[1:]
+        head = data.split(b"\n")[after - 1]
+        if head[:1] in b" \t,\r;\"" or any(io.role(t.decode("utf-8", "replace").strip("\"'")) is not None
+                                              for t in (tab_fields(head) if tab else sep.split(head))):
+            raise Unmodelled()
     # a decimal comma between semicolons would read as two fields: on the first data line, or on any line
     # (comments too) of a file whose first data line is ';'-separated (no tab, no comma)
     if rows and not tab and sep is SEP and b";" in rows[0][2] and DECIMAL_COMMA.search(rows[0][2]):
@@ -152,7 +164,7 @@ def libsvm(data):
         toks = [t for t in SEP.split(line) if t]
         if not toks or toks[0][:1] == b"#":
             continue
-        if re.fullmatch(rb"[+-]?[0-9]+(\.[0-9]*)?(,[+-]?[0-9]+(\.[0-9]*)?)+", line.split(None, 1)[0]):
+        if re.fullmatch(rb"[+-]?[0-9]+(\.[0-9]*)?(,[+-]?[0-9]+(\.[0-9]*)?)+", (line.split(None, 1) or [b""])[0]):
             raise Bad("a multi-label line", no)         # '1,3 5:1': labels 1 and 3
         y = _number(toks[0], no, "malformed label", "label is NaN or infinite")
         for tok in toks[1:]:
