@@ -1138,9 +1138,13 @@ def read_toml(path, what="config"):
 
 def sample_error(message, source, index):
     """InputError about sample ``index`` (0-based) of ``source``: FILE:LINE and the line's
-    text when ``source`` is a file of one sample per data line (libsvm), else its index."""
+    text when ``source`` is a file of one sample per data line (libsvm, a table), else its index."""
     if isinstance(source, str) and os.path.isfile(source):
-        line, text = edge_line(source, index)
+        try:                # a table's header line (tux2.tables) is no sample; a libsvm line starts with a number
+            skip = edge_format(read_head(source, "input"), source).skip
+        except InputError:
+            skip = 0
+        line, text = edge_line(source, index, skip)
         if line is not None:
             return InputError(message, path=source, line=line, text=text)
     return InputError(f"{message} (sample {index})", path=source)

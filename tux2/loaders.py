@@ -34,7 +34,7 @@ import os
 import numpy as np
 from numba import njit
 
-from tux2 import io
+from tux2 import io, tables
 from tux2.compile import group_by_part
 from tux2.errors import InputError
 from tux2.graph import BipartiteGraph
@@ -710,12 +710,24 @@ def plain_file(given):
             raise io.as_given(e, path, given) from None
 
 
-def load_libsvm(path, zero_based=False, n_features=None, type_names=("sample", "feature"), duplicates="error"):
-    """(graph sample → feature, labels) of a libsvm file (see ``tux2.io.read_libsvm``;
-    ``-`` and compressed files as ``plain_file`` reads them); the same feature twice in
-    one line follows the duplicate policy."""
+def load_libsvm(path, zero_based=False, n_features=None, type_names=("sample", "feature"), duplicates="error",
+                label_column=None, features=None):
+    """(graph sample → feature, labels) of a libsvm file (see ``tux2.io.read_libsvm``)
+    or a dense table of numbers with its labels in ``label_column`` (tux2.tables; the
+    graph's ``layout`` says how it was read; none when it has a model's ``features``
+    columns); ``-`` and compressed files as
+    ``plain_file`` reads them; the same feature twice in one libsvm line follows the
+    duplicate policy."""
     check_choice("duplicates", duplicates, DUPLICATES)
     with plain_file(path) as copy:
+        fmt = tables.table_format(io.read_head(copy, "input"), copy, label_column, features)
+        if fmt is not None:
+            g, y = tables.read_table(copy, fmt, n_features, type_names)
+            g.source = io.display_name(os.fspath(path))
+            return g, y
+        if label_column is not None:
+            raise InputError("--label-column (label_column=) applies to tables of numbers, a sample per line; "
+                             "this file is in libsvm format, whose labels come first", path=copy)
         g, y = io.read_libsvm(copy, zero_based=zero_based, n_features=n_features, type_names=type_names)
 
         def where(i):
@@ -742,13 +754,15 @@ def is_path(x):
     return isinstance(x, (str, bytes)) or hasattr(x, "__fspath__")
 
 
-def load_samples(X, zero_based=False, duplicates="error"):
+def load_samples(X, zero_based=False, duplicates="error", label_column=None, features=None):
     """(sample → feature graph, labels or None) of a linear model's input: a libsvm
-    path, a scipy.sparse or dense matrix (rows are samples), or a graph."""
+    path or a table's (``load_libsvm``), a scipy.sparse or dense matrix (rows are
+    samples), or a graph."""
     if isinstance(X, BipartiteGraph):
         return X, None
     if is_path(X):
-        return load_libsvm(X, zero_based=zero_based, duplicates=duplicates)
+        return load_libsvm(X, zero_based=zero_based, duplicates=duplicates, label_column=label_column,
+                           features=features)
     import scipy.sparse as sp
     M = X if sp.issparse(X) else _floats(X)
     if M.ndim != 2:             # one sample given as a row of features: scikit-learn refuses it alike

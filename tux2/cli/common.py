@@ -369,8 +369,12 @@ def _checkpoint(args, est, world):
 # ---------------------------------------------------------------- libsvm input (blockpg, lr, svm, softmax, fm)
 def add_libsvm_args(p, metrics):
     """INPUT (optional: a built-in set), --test, --zero-based and --duplicates."""
-    p.add_argument("input", nargs="?", help="training set in libsvm format; default: built-in generated set")
-    p.add_argument("--test", help=f"test set (libsvm): {metrics} per epoch")
+    p.add_argument("input", nargs="?", help="training set: libsvm, or a table of numbers (CSV, TSV …) with the "
+                                            "labels in a column; default: built-in generated set")
+    p.add_argument("--test", help=f"test set (as INPUT): {metrics} per epoch")
+    p.add_argument("--label-column", metavar="N|NAME|last", default=None,
+                   help="a table's label column: 1-based number, header name or 'last' (default: the column named "
+                        "label, class, target, y … , else the first, as LightGBM and xgboost read CSV)")
     p.add_argument("--zero-based", action="store_true", help="feature indices start at 0")
     p.add_argument("--duplicates", choices=DUPLICATES, default="error",
                    help="a feature twice in one line: stop naming the line, add the values, keep the last, "

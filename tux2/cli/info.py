@@ -10,7 +10,7 @@ from tux2.files import json_text
 from tux2.stopwords import ENGLISH
 
 
-FORMATS = ("auto", "edges", "libsvm", "docword", "triples", "text")
+FORMATS = ("auto", "edges", "libsvm", "table", "docword", "triples", "text")
 
 
 def add_parser(sub):
@@ -20,12 +20,15 @@ def add_parser(sub):
                                    "share of edges at the top 1% of vertices), id ranges and ids without edges, "
                                    "duplicate edges, the values (or libsvm labels), and hints such as an id base "
                                    "that looks wrong. Bad lines are reported with file:line, as in training.")
-    p.add_argument("input", help="edge list, libsvm, UCI docword, 'doc word count' triples or text corpus "
+    p.add_argument("input", help="edge list, libsvm, a table of samples (CSV …), UCI docword, 'doc word count' "
+                                 "triples or text corpus "
                                  "(gzip, bz2 or xz; '-' for standard input)")
     p.add_argument("--format", choices=FORMATS, default="auto",
-                   help="auto: libsvm when lines hold index:value pairs, docword with its 3-line header, an edge "
-                        "list when every line has two ids and a number (or nothing) third, as 'tux2 run mf' reads "
-                        "it, else a text corpus")
+                   help="auto: libsvm when lines hold index:value pairs, docword with its 3-line header, a table "
+                        "of samples for the linear models when numbers fill 5 columns or more (or non-integers the "
+                        "first two), an edge list when every line has two ids and a number (or nothing) third, as "
+                        "'tux2 run mf' reads it, else a text corpus")
+    p.add_argument("--label-column", metavar="N|NAME|last", help="a table: as in tux2 run lr")
     p.add_argument("--text-column", metavar="NAME|N", help="a CSV or TSV corpus: as in tux2 run lda")
     p.add_argument("--ids", choices=("auto", "int", "string"), default="auto", help="edge lists: as in tux2 run")
     add_input_args(p)
@@ -106,15 +109,28 @@ def _name(g, side, i):
 
 
 def info(args):
-    from tux2 import io, loaders
+    from tux2 import io, loaders, tables
     spool_inputs(args)
     path = args.input
     kind = "csv" if args.text_column else io.sniff_input(path, args.columns) if args.format == "auto" else args.format
+    if args.format == "auto" and kind in ("edges", "text", "libsvm") and args.columns is None and (
+            args.label_column is not None or tables.looks_like_table(io.read_head(path, "input"), path)):
+        kind = "table"
     keys = io.json_keys(io.read_head(path, "input")) if kind == "text" else None
     if keys is not None:
         raise InputError(io.json_hint(path, keys), path=path)
     note_first_read(args, kind)
-    if kind == "libsvm":
+    if kind == "table":
+        g, labels = loaders.load_libsvm(path, label_column=args.label_column)
+        if g.layout is None:
+            raise InputError("not a table of numbers (a sample per line, as many columns on each)", path=path)
+        res = {**describe(g, kind, labels), "read_as": g.layout.describe()}
+        res["hints"].append("the linear models read it: tux2 run lr, svm, softmax, fm or blockpg"
+                            + ("" if args.label_column is None else f" with --label-column {args.label_column}"))
+        if args.label_column is None and len(np.unique(labels)) > 20:
+            res["hints"].append(f"the labels' column holds {len(np.unique(labels)):,} values: if they are in "
+                                "another, --label-column N|NAME|last picks it")
+    elif kind == "libsvm":
         g, labels = io.read_libsvm(path, zero_based=True)
         res = describe(g, kind, labels)
         if g.num_edges:

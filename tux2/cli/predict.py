@@ -98,12 +98,12 @@ def predict(args):
         return predict_lda(args, model)
     if args.input is None:
         raise Tux2Error("INPUT is required (samples to score, in libsvm format)")
-    from tux2.io import read_libsvm
-    from tux2.loaders import require_features
+    from tux2.loaders import load_samples, require_features
     from tux2.estimators.linear import binary_labels, class_codes, shown
     from tux2.udfs.glm import score_metrics, softmax
     zero_based = model.zero_based_ if args.zero_based is None else args.zero_based
-    graph, labels = read_libsvm(args.input, zero_based=zero_based, type_names=("sample", "feature"))
+    graph, labels = load_samples(args.input, zero_based, "keep", label_column=model.label_column_,
+                                 features=model.n_features_in_)        # a table without labels: none
     require_features(graph, args.input)      # labels alone: every score would be the same constant
     M = model.scores(graph)
     names = [shown(x) for x in model.classes_]
@@ -111,17 +111,18 @@ def predict(args):
         header = "# label " + " ".join(f"p{k}" for k in names) + "\n"
         rows = (f"{names[k]} " + " ".join(f"{p:.6g}" for p in row) + "\n"
                 for k, row in zip(M.argmax(axis=1), softmax(M)))
-        labels = class_codes(labels, model.classes_)
+        labels = None if labels is None else class_codes(labels, model.classes_)
     else:
         prob = model.loss == "logistic"
         header = "# label score" + (" probability" if prob else "") + "\n"
         rows = (f"{names[int(s > 0)]} {s:.9g}" + (f" {0.5 * (1.0 + math.tanh(0.5 * s)):.6g}" if prob else "")
                 + "\n" for s in M[:, 0])
-        labels = binary_labels(model.classes_, labels, test_source=args.input)[1]
+        labels = None if labels is None else binary_labels(model.classes_, labels, test_source=args.input)[1]
     _write(args.output, itertools.chain([header], rows))
-    unseen = int((labels >= len(names)).sum()) if model.loss == "softmax" else 0
+    unseen = int((labels >= len(names)).sum()) if model.loss == "softmax" and labels is not None else 0
     beyond = np.unique(graph.dst[graph.dst >= len(model.coef_) - model.bias])     # scored as 0, like liblinear
-    _report(args, {"model": model.algorithm, "samples": int(graph.n_src), **score_metrics(M, labels, model.loss),
+    _report(args, {"model": model.algorithm, "samples": int(graph.n_src),
+                   **(score_metrics(M, labels, model.loss) if labels is not None else {}),
                    **({"unknown_features": int(len(beyond))} if len(beyond) else {}),
                    **({"unseen_labels": unseen} if unseen else {})})
     return 0

@@ -8,7 +8,7 @@ import os
 
 import numpy as np
 
-from tux2 import files, io, loaders
+from tux2 import files, io, loaders, tables
 from tux2.errors import InputError, Tux2Error
 from tux2.estimator import Estimator
 from tux2.graph import BipartiteGraph
@@ -50,17 +50,25 @@ class Linear(Estimator):
         with ``zero_based`` (feature indices from 0) and ``duplicates`` (a feature twice
         in one line: "error", "sum", "last", "keep"), as ``tux2 run``'s flags read them."""
         zero_based, duplicates = self.zero_based, self.duplicates
-        def pair(d):
+        def pair(d, label=self.label_column):
             if isinstance(d, tuple) and len(d) == 2:
                 g = loaders.load_samples(d[0])[0]
                 y = given_labels(d[1], g.n_src)
             else:
-                g, y = loaders.load_samples(d, zero_based, duplicates)
+                g, y = loaders.load_samples(d, zero_based, duplicates, label)
             path = os.fspath(d) if loaders.is_path(d) else None
             loaders.require_features(g, path)          # labels alone (lines '1', '-1 # …'): nothing to learn
             return g, y
         g, y = pair(data)
-        names = feature_names(data[0] if isinstance(data, tuple) else data)
+        table = g.layout if isinstance(g.layout, tables.TableFormat) else None
+        names = feature_names(data[0] if isinstance(data, tuple) else data) or (table and table.feature_names())
+        label = table.label + 1 if table else None          # a test table's labels: in the same column
+        if table and table.how.startswith("the first") and self.loss != "softmax" and len(np.unique(y)) > 2:
+            found = np.unique(y)
+            raise InputError(f"column {table.column(table.label)}, the labels ({table.how.split(';')[0]}), holds "
+                             f"{len(found):,} values ({', '.join(map(shown, found[:3]))}, …): a binary model takes "
+                             "two. --label-column N|NAME|last (label_column=) picks the column of the labels; "
+                             "softmax takes more than two", path=os.fspath(data))
         if y is None:
             shape = np.shape(np.asarray(test)) if test is not None else None      # array-likes too
             if shape is not None and len(shape) == 2 and shape[0] == g.n_src and shape[1] > 1:
@@ -71,8 +79,9 @@ class Linear(Estimator):
             y, test = given_labels(test, g.n_src), None
         if isinstance(test, tuple) and len(test) == 2:
             same_columns(test[0], names, "the test X")
-        t, ty = pair(test) if test is not None else (None, None)
-        return Dataset(g, t, y, ty, zero_based=zero_based, feature_names=names)
+        t, ty = pair(test, label) if test is not None else (None, None)
+        return Dataset(g, t, y, ty, zero_based=zero_based, feature_names=names, label_column=label,
+                       read_as=table and table.describe())
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -101,6 +110,7 @@ class Linear(Estimator):
     def _meta(self):
         ctx = self.run_.get("context") or {}
         return {**super()._meta(), "loss": self.loss, "zero_based": self.zero_based_,
+                **({"label_column_used": self.label_column_} if self.label_column_ else {}),
                 **({"norm_used": self.norm_} if self.algorithm == "fm" else {}),
                 **({"objective": float(ctx["objective"])} if "objective" in ctx else {}),
                 "features": int(len(self.coef_)), "samples": self.run_.get("samples"),
@@ -116,6 +126,7 @@ class Linear(Estimator):
         w = arrays["weights.npz"]
         self.coef_ = np.column_stack([w["w"], w["V"]]) if self.algorithm == "fm" else w["w"]
         self.zero_based_ = bool(meta.get("zero_based", False))
+        self.label_column_ = meta.get("label_column_used")
         self.loss = meta.get("loss", self.loss)
         self.label_base_ = int(meta.get("label_base", 0))
         self.bias = bool(meta.get("bias", False))         # models written before GLMs had an intercept: none
@@ -148,6 +159,7 @@ class Linear(Estimator):
         """The weights ``coef_`` and what the fit's data says beside them: the feature
         index base, the labels, the column names of a DataFrame."""
         self.coef_, self.zero_based_, self.classes_ = coef, s.zero_based, s.labels
+        self.label_column_ = s.label_column          # a table's (1-based), for the files predict reads
         vars(self).pop("feature_names_in_", None)        # a refit on a matrix has none
         if s.feature_names is not None:
             self.feature_names_in_ = np.array(s.feature_names, dtype=object)
@@ -157,13 +169,20 @@ class Linear(Estimator):
         samples) or a sample → feature graph. A matrix must have the columns fit saw
         (a libsvm file's features beyond them count as 0)."""
         W = self.coef_                                  # before fit: the error names it
-        g = loaders.load_samples(X, self.zero_based_)[0]
+        g = self._read(X)[0]
         if not (loaders.is_path(X) or isinstance(X, BipartiteGraph)):
             if g.n_dst != self.n_features_in_:
                 raise ValueError(f"X has {g.n_dst} features, but {type(self).__name__} is expecting "
                                  f"{self.n_features_in_} features as input")
             same_columns(X, vars(self).get("feature_names_in_"), "X")
         return self._scores(W, g)
+
+    label_column_ = None
+
+    def _read(self, X):
+        """(graph, labels or None) of samples to score, a table's in the columns fit read."""
+        return loaders.load_samples(X, self.zero_based_, label_column=self.label_column_,
+                                    features=self.n_features_in_)
 
     def decision_function(self, X):
         """Scores (n,) of a binary model, a softmax of two classes too (the second class's
@@ -203,7 +222,7 @@ class Linear(Estimator):
         if y is None and isinstance(X, tuple) and len(X) == 2:
             X, y = X
         if y is None:
-            X, y = loaders.load_samples(X, self.zero_based_)
+            X, y = self._read(X)
             if y is None:
                 raise InputError("labels needed: score(X, y), or score(path) with a libsvm file")
         M = self.scores(X)
@@ -382,7 +401,8 @@ class GLM(Linear):
     flags = dict(reg=("lam", "the regularisation weight λ"), penalty=("reg", "the regulariser, 'l2' or 'l1',"))
 
     def __init__(self, strategy="sendgradient", optimizer=None, driver=False, penalty="l2", reg=None, batch=None,
-                 eta=None, decay=0.0, epochs=10, seed=0, bias=True, zero_based=False, duplicates="error"):
+                 eta=None, decay=0.0, epochs=10, seed=0, bias=True, zero_based=False, duplicates="error",
+                 label_column=None):
         self._keep(locals())
 
     classes, factors, init_std, norm = None, 0, 0.01, "none"       # Softmax and FM make these parameters
@@ -435,7 +455,8 @@ class GLM(Linear):
                      top=float(np.max(np.abs(data.train.values))) if data.train.values is not None
                      and data.train.num_edges else 1.0,
                      zero_based=data.facts.get("zero_based", False), label_base=base, n_classes=k, labels=labels,
-                     feature_names=data.facts.get("feature_names"),
+                     feature_names=data.facts.get("feature_names"), label_column=data.facts.get("label_column"),
+                     read_as=data.facts.get("read_as"),
                      meta={"optimizer": optimizer, "eta": eta, "lam": lam, "batch_used": batch, "samples": g.n_src,
                            **({"label_base": base} if self.loss == "softmax" else {})})
 
@@ -448,7 +469,7 @@ class GLM(Linear):
 
     def _header(self, s, parts, world):
         return [f"tux2 {__version__} {self.algorithm} ({self.loss}, {self.penalty}, strategy {self.strategy}): "
-                f"{s.source}",
+                f"{s.source}"] + ([f"  read as: {s.read_as}"] if s.read_as else []) + [
                 f"  {s.n} samples, {s.graph.n_dst - self.bias} features{' + intercept' if self.bias else ''}, "
                 f"{s.nnz - s.n * self.bias} non-zeros; lambda={s.lam:.6g}{' (1/n)' if self.reg is None else ''}, "
                 f"batch {min(s.batch or s.n, s.n)}, eta {s.eta}, P={parts}" + (f", {world} workers" if world > 1 else "")] \
@@ -547,7 +568,7 @@ class Softmax(GLM):
 
     def __init__(self, strategy="sendgradient", optimizer=None, driver=False, penalty="l2", reg=None, batch=None,
                  eta=None, decay=0.0, epochs=10, seed=0, bias=True, classes=None, zero_based=False,
-                 duplicates="error"):
+                 duplicates="error", label_column=None):
         self._keep(locals())
 
 
@@ -564,7 +585,7 @@ class FM(GLM):
 
     def __init__(self, strategy="sendgradient", optimizer=None, driver=False, penalty="l2", reg=None, batch=None,
                  eta=None, decay=0.0, epochs=10, seed=0, bias=False, loss="logistic", factors=8, init_std=0.01,
-                 norm="auto", zero_based=False, duplicates="error"):
+                 norm="auto", zero_based=False, duplicates="error", label_column=None):
         self._keep(locals())
 
 
@@ -596,7 +617,7 @@ class BlockPG(Linear):
     flags = dict(reg=("lam", "the L1 weight λ"))
 
     def __init__(self, reg=1.0, block_size=None, epochs=20, tol=0.0, shrink=0.9, shrink_rest=2, bias=False,
-                 partitioner="bicut", seed=0, form="auto", zero_based=False, duplicates="error"):
+                 partitioner="bicut", seed=0, form="auto", zero_based=False, duplicates="error", label_column=None):
         self._keep(locals())
 
     KAPPA_NEWTON = 8        # auto: newton when a sample has this many features per block on average
@@ -635,7 +656,8 @@ class BlockPG(Linear):
         return Setup(graph, prog, {"partitioner": self.partitioner, "partitioner_options": opts}, test=data.test,
                      test_labels=test_labels, perm=perm, source=data.source, counts=counts, form=form, labels=labels,
                      kappa=kappa, zero_based=data.facts.get("zero_based", False), meta={"samples": g.n_src},
-                     feature_names=data.facts.get("feature_names"))
+                     feature_names=data.facts.get("feature_names"), label_column=data.facts.get("label_column"),
+                     read_as=data.facts.get("read_as"))
 
     def record(self, eng, s):
         ctx = eng.context()
@@ -653,7 +675,7 @@ class BlockPG(Linear):
                else f" (auto: {s.kappa:.1f} features of a sample per block, too many for the kappa bound)"
                if s.form == "newton" else f" (auto: equal values in each sample, {s.kappa:.1f} features of a "
                "sample per block)")
-        return [f"tux2 {__version__} blockpg: {s.source}",
+        return [f"tux2 {__version__} blockpg: {s.source}"] + ([f"  read as: {s.read_as}"] if s.read_as else []) + [
                 f"  {s.graph.n_src} samples, {d} features, {s.graph.num_edges} non-zeros; lambda={self.reg}, "
                 f"{s.form} form{why}, blocks of {b} ({-(-d // b)} per {per}), P={parts} ({self.partitioner})"
                 + (f", {world} workers" if world > 1 else "")] \

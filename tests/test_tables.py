@@ -1,0 +1,178 @@
+"""Dense tables of samples (tux2.tables): the CSV/TSV files UCI and Kaggle ship (HIGGS,
+covtype, Pima) read by every linear model, its test and predict inputs, and tux2 info,
+as LightGBM and xgboost read them. The same samples as a table and as libsvm must give
+the same model bit for bit; bad fields are named by line and column."""
+import gzip
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import tux2
+from tests.conftest import run_cli
+from tux2 import loaders, tables
+from tux2.errors import InputError
+
+NAMES = ["Pregnancies", "Glucose", "BloodPressure", "SkinThickness", "Insulin", "BMI", "Pedigree", "Age"]
+
+
+def _samples(n=300, seed=3):
+    """Pima-shaped samples: unscaled columns, some zeros (left out of the graph), 0/1 labels."""
+    rng = np.random.default_rng(seed)
+    X = np.column_stack([rng.integers(0, 17, n), rng.integers(40, 200, n), rng.integers(0, 120, n),
+                         rng.integers(0, 60, n), rng.integers(0, 600, n), rng.normal(32, 7, n).round(1),
+                         rng.gamma(2, 0.25, n).round(3), rng.integers(21, 80, n)]).astype(float)
+    X[rng.random(X.shape) < 0.1] = 0
+    y = (X[:, 1] + 30 * X[:, 6] + rng.normal(0, 20, n) > 130).astype(int)
+    return X, y
+
+
+def _write_table(path, X, y, sep=",", header=True, label="last", compress=False):
+    lines = []
+    if header:
+        names = NAMES + ["Outcome"] if label == "last" else ["Outcome"] + NAMES
+        lines.append(sep.join(names))
+    for row, lab in zip(X, y):
+        cols = [f"{v:g}" for v in row]
+        lines.append(sep.join(cols + [str(lab)] if label == "last" else [str(lab)] + cols))
+    data = ("\n".join(lines) + "\n").encode()
+    with (gzip.open if compress else open)(path, "wb") as f:
+        f.write(data)
+    return str(path)
+
+
+def _write_libsvm(path, X, y):
+    with open(path, "w") as f:
+        for row, lab in zip(X, y):
+            f.write(f"{lab} " + " ".join(f"{j + 1}:{v:g}" for j, v in enumerate(row) if v != 0) + "\n")
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    d = tmp_path_factory.mktemp("tables")
+    X, y = _samples()
+    return {"X": X, "y": y, "dir": d, "csv": _write_table(d / "pima.csv", X, y),
+            "svm": _write_libsvm(d / "pima.svm", X, y)}
+
+
+def test_the_reader_matches_a_plain_python_reading(tmp_path):
+    """Every separator and label position: the graph holds the non-zero features in
+    column order, the labels the label column, as Python's own split reads them."""
+    rng = np.random.default_rng(0)
+    for sep, label in ((",", 0), ("\t", 3), (" ", -1), (";", 2), (", ", 1)):
+        M = rng.choice([0.0, 1.0, -2.5, 3e-3, 1e6, 0.125], size=(25, 5))
+        text = "\n".join(sep.join(f"{v:.9g}" for v in row) for row in M) + "\n"
+        path = tmp_path / "t.txt"
+        path.write_text(("# a comment\n" if label == 2 else "") + text)
+        g, y = loaders.load_libsvm(str(path), label_column=label + 1 if label >= 0 else "last")
+        rows = [[float(t) for t in line.replace(",", " ").replace(";", " ").split()] for line in text.splitlines()]
+        j = label % 5
+        want_y = [r[j] for r in rows]
+        want = sorted((i, c, v) for i, r in enumerate(rows) for c, v in enumerate(r[:j] + r[j + 1:]) if v != 0)
+        assert y.tolist() == want_y, sep
+        assert sorted(zip(g.src.tolist(), g.dst.tolist(), g.values.tolist())) == want, sep
+        assert (g.n_src, g.n_dst) == (25, 4)
+
+
+def test_a_table_trains_the_model_of_its_libsvm_file(data, tmp_path):
+    """Pima as Kaggle ships it (header, label 'Outcome' last) and as libsvm: one model;
+    the run says how it read the table; tab-separated and gzip on standard input too."""
+    X, y = data["X"], data["y"]
+    r = run_cli("run", "lr", data["csv"], "--out", str(tmp_path / "t"), "--epochs", "3")
+    assert r.returncode == 0, r.stderr
+    assert "read as: a dense comma-separated table of 9 columns, with a header line; labels in column 9 " \
+           "('Outcome') (by its name" in r.stdout
+    r = run_cli("run", "lr", data["svm"], "--out", str(tmp_path / "s"), "--epochs", "3")
+    assert r.returncode == 0, r.stderr
+    same = open(tmp_path / "s" / "weights.npz", "rb").read()
+    assert open(tmp_path / "t" / "weights.npz", "rb").read() == same
+    tsv = _write_table(tmp_path / "p.tsv.gz", X, y, sep="\t", header=False, label="first", compress=True)
+    with open(tsv, "rb") as f:
+        r = subprocess.run([sys.executable, "-m", "tux2.cli", "run", "lr", "-", "--out", str(tmp_path / "g"),
+                            "--epochs", "3"], stdin=f, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "tab-separated table of 9 columns; labels in column 1 (the first" in r.stdout
+    assert open(tmp_path / "g" / "weights.npz", "rb").read() == same
+    meta = json.loads(open(tmp_path / "t" / "model.json").read())
+    assert meta["feature_names"] == NAMES and meta["label_column_used"] == 9
+
+
+def test_python_fit_predict_and_workers_on_a_table(data, tmp_path):
+    """fit(path), a test table read in the training file's label column, predict on a
+    table with and without the label column, save/load; two workers give the model of
+    two partitions in one process."""
+    X, y = data["X"], data["y"]
+    test = _write_table(tmp_path / "test.csv", X[:50], y[:50])
+    bare = tmp_path / "bare.csv"
+    bare.write_text("\n".join(",".join(f"{v:g}" for v in row) for row in X[:50]) + "\n")
+    m = tux2.LogisticRegression(epochs=3).fit(data["csv"], test)
+    assert m.label_column_ == 9 and list(m.feature_names_in_) == NAMES
+    assert m.history_[-1]["test_accuracy"] == pytest.approx(m.score(test))
+    ref = tux2.LogisticRegression(epochs=3).fit(X, y)
+    np.testing.assert_array_equal(m.coef_, ref.coef_)
+    np.testing.assert_array_equal(m.predict(str(bare)), ref.predict(X[:50]))
+    m.save(tmp_path / "m")
+    back = tux2.LogisticRegression.load(tmp_path / "m")
+    assert back.label_column_ == 9 and back.score(test) == m.score(test)
+    r = run_cli("predict", str(tmp_path / "m"), test)
+    assert r.returncode == 0 and json.loads(r.stderr)["accuracy"] == pytest.approx(m.score(test)), r.stderr
+    r = run_cli("predict", str(tmp_path / "m"), str(bare))
+    assert r.returncode == 0 and "accuracy" not in json.loads(r.stderr), r.stderr
+    assert len(r.stdout.splitlines()) == 51
+    two = tux2.LogisticRegression(epochs=3).fit(data["csv"], workers=2)
+    one = tux2.LogisticRegression(epochs=3).fit(data["csv"], partitions=2)
+    np.testing.assert_array_equal(two.coef_, one.coef_)
+
+
+def test_the_label_column_by_number_name_or_last(data, tmp_path):
+    X, y = data["X"], data["y"]
+    path = _write_table(tmp_path / "cov.data", X, y + 1, header=False)       # covtype: labels 1, 2 last
+    r = run_cli("run", "lr", path, "--epochs", "1")
+    assert r.returncode == 2 and "column 1, the labels (the first), holds" in r.stderr \
+        and "--label-column N|NAME|last" in r.stderr, r.stderr
+    for spec in ("last", "9", "-1"):
+        m = tux2.LogisticRegression(epochs=2, label_column=spec).fit(path)
+        assert m.label_column_ == 9 and m.classes_.tolist() == [1, 2]
+    m = tux2.LinearSVM(epochs=2, label_column="outcome").fit(data["csv"])      # by name, any case
+    assert m.label_column_ == 9 and m.n_features_in_ == 8
+
+
+@pytest.mark.parametrize("text, args, message", [
+    ("a,b,label\n1,2,0\n3,,1\n", (), "t.csv:3: empty field in column 2 ('b')"),
+    ("a,b,label\n1,2,0\n3,NA,1\n", (), "t.csv:3: malformed value in column 2 ('b') (expected a number; a missing"),
+    ("a,b,label\n1,2,0\n3,4,1,5\n", (), "t.csv:3: 4 columns where the table has 3"),
+    ("a,b,label\n1,2,0\n3,4\n", (), "t.csv:3: 2 columns where the table has 3"),
+    ("1,2,s\n3,4,b\n", ("--label-column", "last"), "t.csv:1: a label that is no number in column 3"),
+    ("1,2,0\n3,4,inf\n", ("--label-column", "3"), "t.csv:2: NaN or infinite value in column 3"),
+    ("1,2,0\n3,4,1\n", ("--label-column", "4"), "t.csv: --label-column 4: the table has 3 columns"),
+    ("a,b,c\n1,2,0\n", ("--label-column", "d"), "t.csv: --label-column 'd' names no column (the header's names"),
+    ("1 1:2\n0 2:1\n", ("--label-column", "1"), "applies to tables of numbers"),
+    ("a,b,label\n1,2,0\n3,4,1\n5,6,2\n", (), "t.csv:4: a binary model takes two labels; a third, 2"),
+])
+def test_bad_tables_are_named_by_line_and_column(tmp_path, text, args, message):
+    path = tmp_path / "t.csv"
+    path.write_text(text)
+    r = run_cli("run", "lr", str(path), *args, "--epochs", "1")
+    assert r.returncode == 2 and message in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
+def test_info_reads_a_table_as_the_linear_models_do(data, tmp_path):
+    res = json.loads(run_cli("info", data["csv"], "--json").stdout)
+    assert res["format"] == "table" and res["labels"] == {"0": int((data["y"] == 0).sum()),
+                                                           "1": int((data["y"] == 1).sum())}
+    assert "labels in column 9 ('Outcome')" in res["read_as"] and res["sample"]["vertices_with_edges"] == 300
+    ratings = tmp_path / "r.csv"
+    ratings.write_text("userId,movieId,rating,timestamp\n1,2,3.5,964982703\n1,3,4,964981247\n")
+    assert json.loads(run_cli("info", str(ratings), "--json").stdout)["format"] == "edges"     # not a table
+
+
+def test_tables_are_told_from_other_inputs():
+    head = b"0 1:2 3:1\n1 2:1\n"
+    assert tables.table_format(head, "x") is None                     # libsvm
+    assert tables.table_format(b"0\tgo until jurong point\n1\tok lar\n", "x") is None     # labelled text
+    assert tables.table_format(b"1\n2\n", "x") is None                # one column
+    with pytest.raises(InputError, match="--label-column 0"):
+        tables.table_format(b"1,2\n3,4\n", "x", 0)

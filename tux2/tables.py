@@ -1,0 +1,215 @@
+"""Dense tables of samples for the linear models: a line of numbers per sample, the
+label in one column (UCI's and Kaggle's CSV files: HIGGS, SUSY, covtype, Pima),
+comma-, tab-, semicolon- or space-separated, with or without a header line, as
+LightGBM and xgboost read them (label in the first column unless told or named).
+
+``table_format`` tells such a file from a libsvm one by its first lines;
+``read_table`` reads it in one numba pass into the sample → feature graph of
+``tux2.io.read_libsvm``, zeros left out (a weight times 0 adds nothing)."""
+import re
+
+import numpy as np
+from numba import njit
+
+from tux2 import io
+from tux2.errors import InputError
+from tux2.graph import BipartiteGraph
+
+# header names of a label column (lower case, without '_', '-', ' ', '.')
+LABEL_NAMES = {"label", "labels", "class", "target", "y", "outcome", "response", "income", "diagnosis"}
+
+_MESSAGES = {
+    1: "malformed value in column {col} (expected a number; a missing value? impute it or leave the line out)",
+    2: "NaN or infinite value in column {col} (impute it or leave the line out)",
+    3: "{got} columns where the table has {width}",
+    4: "empty field in column {col} (two separators in a row): a missing value? impute it or leave the line out",
+    5: "a label that is no number in column {col}: write the labels as numbers (0/1, 1 … K), or pass them from "
+       "Python, fit(X, y), which takes any labels",
+}
+
+
+class TableFormat:
+    """A dense table's layout: data from byte ``start`` after ``skip`` lines (a header of
+    ``names``), ``width`` columns separated as ``mode`` says (tux2.io's SPACE or TAB),
+    the label in 0-based column ``label`` (``how``: why that one)."""
+
+    def __init__(self, edge_format, label, how):
+        self.start, self.skip, self.mode = edge_format.start, edge_format.skip, edge_format.mode
+        self.names, self.width, self.sep = edge_format.names, edge_format.width, edge_format.sep
+        self.label, self.how = label, how
+
+    def column(self, j):
+        """Column ``j`` (0-based) as a message names it: its 1-based number and header name."""
+        name = self.names[j] if self.names and j < len(self.names) and self.names[j] else None
+        return f"{j + 1}" + (f" ({name!r})" if name else "")
+
+    def feature_names(self):
+        """The header's names of the feature columns, in order (None without a header)."""
+        if not self.names or len(self.names) != self.width:
+            return None
+        return [n for j, n in enumerate(self.names) if j != self.label]
+
+    @property
+    def features(self):
+        return self.width - (self.label >= 0)
+
+    def notable(self):
+        return True
+
+    def describe(self):
+        """One phrase for a run's header and ``tux2 info``."""
+        sep = {"tab": "tab-separated", "comma": "comma-separated", "semicolon": "semicolon-separated"}.get(
+            self.sep, "space-separated")
+        labels = f"labels in column {self.column(self.label)}" if self.label >= 0 else "no labels"
+        return (f"a dense {sep} table of {self.width} columns{', with a header line' if self.names else ''}; "
+                f"{labels} ({self.how}), {self.features} features")
+
+
+def _resolve_label(label, names, width, path):
+    """(0-based label column, how it was chosen) of ``label`` (None: a header name in
+    LABEL_NAMES, else the first column; an int, 1-based, negative from the end; 'last';
+    or a header name)."""
+    if label is None:
+        named = [j for j, n in enumerate(names or ()) if io._key(n) in LABEL_NAMES]
+        if len(named) == 1:
+            return named[0], "by its name; --label-column picks another"
+        return 0, "the first; --label-column picks another"
+    spec = str(label).strip()
+    if spec.lower() == "last":
+        return width - 1, "--label-column last"
+    try:
+        j = int(spec)
+    except ValueError:
+        hits = [i for i, n in enumerate(names or ()) if n == spec] or \
+            [i for i, n in enumerate(names or ()) if io._key(n) == io._key(spec)]
+        if len(hits) != 1:
+            what = f"the header's names are {', '.join(names)}" if names else "the file has no header line"
+            raise InputError(f"--label-column {spec!r} names no column ({what})", path=path) from None
+        return hits[0], f"--label-column {spec}"
+    if not (1 <= j <= width or -width <= j <= -1):
+        raise InputError(f"--label-column {j}: the table has {width} columns (1 … {width}, or -1 for the last)",
+                         path=path)
+    return (j - 1 if j > 0 else width + j), f"--label-column {spec}"
+
+
+def table_format(head, path, label=None, features=None):
+    """The TableFormat of a file whose first bytes are ``head`` when its data lines are
+    a table of numbers (2 columns or more, numbers in half the lines of each but one at
+    most, no libsvm ``index:value`` token; a missing or malformed field is left for the
+    parser to name),
+    else None. A table of as many columns as a model's ``features`` has no labels."""
+    if label is None and not head.strip():
+        return None
+    fmt = io.edge_format(head, path)
+    if fmt.mode not in (io.SPACE, io.TAB) or fmt.matrix_market:
+        return None
+    lines = [x for x in head[fmt.start:].split(b"\n")[:21] if x.strip() and x.strip()[:1] not in (b"#", b"%")]
+    complete = lines[:-1] if len(head) >= 1 << 16 and len(lines) > 1 else lines      # the last may be cut
+    rows = [io.split_fields(x, fmt.mode) for x in complete[:20]]
+    if not rows or any(b":" in x for x in complete) or len(rows[0]) < 2:
+        return None
+    fmt.width = len(rows[0])
+    numeric = sum(sum(io.is_number(r[j]) for r in rows if j < len(r)) * 2 >= len(rows) for j in range(fmt.width))
+    if numeric < max(2, fmt.width - 1):     # one column of words may be the labels; missing values: the parser
+        return None
+    if fmt.names and len(fmt.names) != fmt.width:
+        fmt.names = None if len(fmt.names) < 2 else fmt.names
+    if features is not None and fmt.width == features:
+        return TableFormat(fmt, -1, f"none: {features} columns, the model's features")
+    return TableFormat(fmt, *_resolve_label(label, fmt.names, fmt.width, path))
+
+
+def looks_like_table(head, path):
+    """Whether a file that would also read as an edge list is more likely a table of
+    samples (``tux2 info``'s guess): 5 columns or more, a label column named, or a
+    number that is no id in its first two columns ('user item rating [time]' is not)."""
+    fmt = table_format(head, path)
+    if fmt is None:
+        return False
+    rows = [io.data_fields(x, fmt.mode) for x in head[fmt.start:].split(b"\n")[:20]]
+    ids = all(re.fullmatch(rb"[0-9]+", t.strip(b'"')) for r in rows for t in r[:2])
+    return fmt.width >= 5 or "name" in fmt.how or not ids
+
+
+@njit(cache=True, nogil=True)
+def _parse_table(buf, start, width, label, mode, out_y, out_r, out_c, out_v):
+    """Lines of ``width`` numbers from buf[start:]: the one in column ``label`` into
+    out_y, the others, when not 0, into (row, feature, value) triples (features are the
+    columns but the label's, in order). Returns (rows, nnz, err, err_line, err_pos,
+    err_col)."""
+    n = buf.shape[0]
+    pos = start
+    line = 0
+    row = 0
+    k = 0
+    while pos < n:
+        line += 1
+        p = pos
+        while p < n and io._is_sep(buf[p], mode) and buf[p] != 9 and buf[p] != 44 and buf[p] != 59:
+            p += 1
+        if p == n:
+            break
+        if buf[p] == 10 or buf[p] == 35 or buf[p] == 37:            # blank line, '#' or '%' comment
+            while p < n and buf[p] != 10:
+                p += 1
+            pos = p + 1
+            continue
+        if io._is_sep(buf[p], mode):                                # a separator before the first field
+            return row, k, 4, line, pos, 0
+        t = 0
+        while True:
+            if t >= width:
+                return row, k, 3, line, pos, t
+            v, p, err = io._parse_float(buf, p, n, mode)
+            if err:
+                return row, k, 2 if err == 4 else 1, line, pos, t
+            if t == label:
+                out_y[row] = v
+            elif v != 0.0:
+                out_r[k] = row
+                out_c[k] = t - 1 if 0 <= label < t else t
+                out_v[k] = v
+                k += 1
+            t += 1
+            hard = 0
+            while p < n and io._is_sep(buf[p], mode):
+                if buf[p] == 44 or buf[p] == 59 or buf[p] == 9:
+                    hard += 1
+                p += 1
+            if p == n or buf[p] == 10:
+                break
+            if hard > 1:
+                return row, k, 4, line, pos, t
+            if hard == 0 and mode == io.TAB:
+                return row, k, 1, line, pos, t - 1
+        if t != width:
+            return row, k, 3, line, pos, t
+        row += 1
+        pos = p + 1
+    return row, k, 0, line, pos, 0
+
+
+def read_table(path, fmt, n_features=None, type_names=("sample", "feature")):
+    """(BipartiteGraph sample → feature, labels) of the table at ``path`` laid out as
+    ``fmt`` (a TableFormat); features 0 … width − 2; errors name the line and column."""
+    raw = io.map_file(path, "table")
+    buf = np.frombuffer(raw, np.uint8)
+    lines = raw.count(b"\n") + 1
+    cap = lines * fmt.features
+    idx = np.int32 if cap < 2 ** 31 and lines < 2 ** 31 else np.int64
+    y = np.empty(lines, np.float64)
+    r, c, v = np.empty(cap, idx), np.empty(cap, np.int32), np.empty(cap, np.float64)
+    rows, k, err, line, pos, col = _parse_table(buf, fmt.start, fmt.width, fmt.label, fmt.mode, y, r, c, v)
+    if err:
+        text = io._line_text(raw, pos)
+        got = len(io.split_fields(str(text).encode(), fmt.mode, leading=True))
+        what = _MESSAGES[5 if err == 1 and col == fmt.label else err].format(col=fmt.column(col), got=got,
+                                                                             width=fmt.width)
+        raise InputError(what, path=path, line=fmt.skip + line, text=text)
+    if rows == 0:
+        raise InputError("no samples found (the table has no data lines)", path=path)
+    if n_features is not None and fmt.features > n_features:
+        raise InputError(f"{fmt.features} feature columns, beyond the {n_features} features of the model", path=path)
+    g = BipartiteGraph(r[:k].copy(), c[:k].copy(), v[:k].copy(), rows, n_features or fmt.features, type_names, path)
+    g.layout = fmt
+    return g, (y[:rows].copy() if fmt.label >= 0 else None)
