@@ -1,7 +1,7 @@
 """Input parsing speed: tux2's edge-list and libsvm parsers vs the pandas C parser and
 scikit-learn's svmlight reader, on the same files, in one run.
 
-Files: a Netflix-shaped rating list ``user item rating`` (tab separated, ratings with
+Files: a HIGGS-shaped table of samples (label and 28 features, CSV), a Netflix-shaped rating list ``user item rating`` (tab separated, ratings with
 one decimal), the same ratings in MovieLens' layout ``user item rating timestamp``
 (1-based ids; the loaders ignore the fourth column and detect the base), and a
 kdd-shaped libsvm file, written once to the cache. Each reader
@@ -50,6 +50,21 @@ def ratings_file(n_ratings, timestamps=False):
                                     zip(tr.src[lo:hi].tolist(), tr.dst[lo:hi].tolist(), tr.values[lo:hi].tolist())))
         os.replace(path + ".tmp", path)
     return path, tr.num_edges
+
+
+def table_file(rows):
+    """A HIGGS-shaped table: a 0/1 label, then 28 features written with 7 significant
+    digits, comma-separated, no header."""
+    path = os.path.join(CACHE, f"table_{rows}.csv")
+    if not os.path.exists(path):
+        rng = np.random.default_rng(28)
+        with open(path + ".tmp", "w") as f:
+            for lo in range(0, rows, 100_000):
+                X = rng.normal(size=(min(100_000, rows - lo), 28)) * rng.choice([1.0, 1.0, 1.0, 0.0], size=28)
+                y = (X[:, 0] + X[:, 1] > 0).astype(int)
+                f.write("".join(f"{a:.6e}," + ",".join(f"{v:.7g}" for v in x) + "\n" for a, x in zip(y, X)))
+        os.replace(path + ".tmp", path)
+    return path
 
 
 def main(args):
@@ -110,6 +125,19 @@ def main(args):
     for name, t in (("sklearn load_svmlight_file", t_sk), ("tux2 io.read_libsvm", t_svm)):
         emit({"bench": "io", "format": "libsvm", "reader": name, "MB": round(svm_mb, 1), "seconds": t,
               "MB_per_s": svm_mb / t, "version": sk.__version__ if name.startswith("sklearn") else None}, LOG)
+    # a dense table of samples (HIGGS' layout: label first, 28 features with 7 significant digits)
+    table = table_file(200_000 if quick else 1_000_000)
+    table_mb = os.path.getsize(table) / 1e6
+
+    def pandas_table():
+        return pd.read_csv(table, header=None, engine="c", dtype=np.float64).to_numpy()
+
+    t_pdt, dense = _best(pandas_table, repeat=2)
+    t_tab, (gt, yt) = _best(lambda: loaders.load_libsvm(table), repeat=2)
+    assert np.array_equal(yt, dense[:, 0]) and np.array_equal(gt.values, dense[:, 1:][dense[:, 1:] != 0])
+    for name, t in (("pandas read_csv (C engine)", t_pdt), ("tux2 loaders.load_libsvm (table)", t_tab)):
+        emit({"bench": "io", "format": "table", "reader": name, "MB": round(table_mb, 1), "seconds": t,
+              "MB_per_s": table_mb / t, "version": pd.__version__ if name.startswith("pandas") else None}, LOG)
     with figure("io", figsize=(7, 4)) as ax:
         if ax is not None:
             bars = [(k, mb / t) for k, t in rows.items()] + [("sklearn load_svmlight_file (libsvm)", svm_mb / t_sk),
@@ -124,15 +152,19 @@ def main(args):
            [[k, "edge list", t, mb / t] for k, t in rows.items()]
            + [[k, "edge list, 4 columns", t, mb4 / t] for k, t in rows4.items()]
            + [["sklearn load_svmlight_file", "libsvm", t_sk, svm_mb / t_sk],
-              ["tux2 io.read_libsvm", "libsvm", t_svm, svm_mb / t_svm]],
+              ["tux2 io.read_libsvm", "libsvm", t_svm, svm_mb / t_svm],
+              ["pandas read_csv (C engine)", "table (HIGGS layout)", t_pdt, table_mb / t_pdt],
+              ["tux2 loaders.load_libsvm", "table (HIGGS layout)", t_tab, table_mb / t_tab]],
            peers={"pandas": pd.__version__, "scikit-learn": sk.__version__},
            notes=[f"tux2 / pandas MB/s: **{t_pd / t_raw:.2f}×** (4-column MovieLens layout, {mb4:.0f} MB: "
-                  f"**{t_pd4 / t_raw4:.2f}×**); libsvm tux2 / sklearn: **{t_sk / t_svm:.2f}×**."],
+                  f"**{t_pd4 / t_raw4:.2f}×**); libsvm tux2 / sklearn: **{t_sk / t_svm:.2f}×**; a "
+                  f"{table_mb:.0f} MB table of samples, tux2 / pandas: **{t_pdt / t_tab:.2f}×** (the same numbers)."],
            pngs=[os.path.join(RESULTS, "io.png")])
     emit({"bench": "io", "tux2_over_pandas_MBps": t_pd / t_raw, "loader_over_pandas_MBps": t_pd / t_load,
           "four_columns_tux2_over_pandas_MBps": t_pd4 / t_raw4, "four_columns_loader_over_pandas_MBps": t_pd4 / t_load4,
           "four_columns_tux2_MBps": mb4 / t_raw4, "four_columns_pandas_MBps": mb4 / t_pd4,
           "tux2_MBps": mb / t_raw, "pandas_MBps": mb / t_pd, "libsvm_tux2_over_sklearn_MBps": t_sk / t_svm,
+          "table_tux2_over_pandas_MBps": t_pdt / t_tab, "table_MB": round(table_mb, 1),
           "MB": round(mb, 1), "lines": edges, "pandas_version": pd.__version__, "sklearn_version": sk.__version__},
          LOG)
     return 0

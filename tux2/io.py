@@ -628,19 +628,7 @@ def _parse_from(raw, fmt, path, ids=np.int32, values=np.float32):
     start, line_offset = fmt.start, fmt.skip
     refuse_decimal_commas(raw, fmt, path)
     buf = np.frombuffer(raw, dtype=np.uint8)
-    size = len(raw) - start
-    chunks = max(1, min(4 * numba.get_num_threads(), size // (1 << 20)))
-    bounds = [start]
-    for c in range(1, chunks):
-        nl = raw.find(b"\n", start + size * c // chunks)
-        if nl < 0:
-            break
-        if nl + 1 > bounds[-1]:
-            bounds.append(nl + 1)
-    bounds.append(len(raw))
-    bounds = np.unique(np.array(bounds, np.int64))
-    if len(bounds) < 2:
-        bounds = np.array([start, len(raw)], np.int64)
+    bounds = chunk_bounds(raw, start)
     # every chunk but the last ends with a newline, so its lines = its newlines
     cap = _count_newlines(buf, bounds)
     cap[-1] += 1
@@ -665,6 +653,23 @@ def _parse_from(raw, fmt, path, ids=np.int32, values=np.float32):
         s, d, v = _compact(s, d, v, offsets, k)
     total = int(k.sum())
     return s[:total], d[:total], v[:total], (cols.pop() if cols else 0)
+
+
+def chunk_bounds(raw, start):
+    """Offsets [start, …, len(raw)] cutting raw[start:] at line starts into chunks of 1 MiB
+    or more, 4 per core at most, for parsers that run a chunk per thread."""
+    size = len(raw) - start
+    chunks = max(1, min(4 * numba.get_num_threads(), size // (1 << 20)))
+    bounds = [start]
+    for c in range(1, chunks):
+        nl = raw.find(b"\n", start + size * c // chunks)
+        if nl < 0:
+            break
+        if nl + 1 > bounds[-1]:
+            bounds.append(nl + 1)
+    bounds.append(len(raw))
+    bounds = np.unique(np.array(bounds, np.int64))
+    return bounds if len(bounds) >= 2 else np.array([start, len(raw)], np.int64)
 
 
 @njit(cache=True, nogil=True, parallel=True)

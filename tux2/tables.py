@@ -9,7 +9,7 @@ LightGBM and xgboost read them (label in the first column unless told or named).
 import re
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from tux2 import io
 from tux2.errors import InputError
@@ -189,27 +189,65 @@ def _parse_table(buf, start, width, label, mode, out_y, out_r, out_c, out_v):
     return row, k, 0, line, pos, 0
 
 
+@njit(cache=True, nogil=True, parallel=True)
+def _parse_chunks(buf, bounds, width, label, mode, y, r, c, v, rows_at, at, res):
+    """_parse_table on each chunk buf[bounds[i]:bounds[i + 1]] (split at line starts) in
+    parallel: chunk i's rows from y[rows_at[i]], its triples from at[i] (rows numbered
+    within the chunk); res[i]: rows, nnz, err, line, pos."""
+    for i in prange(len(bounds) - 1):
+        n, k, err, line, pos, _ = _parse_table(buf[bounds[i]:bounds[i + 1]], 0, width, label, mode,
+                                               y[rows_at[i]:], r[at[i]:], c[at[i]:], v[at[i]:])
+        res[i, 0], res[i, 1], res[i, 2], res[i, 3], res[i, 4] = n, k, err, line, pos
+
+
+@njit(cache=True, nogil=True)
+def _compact(y, r, c, v, rows_at, at, res):
+    """Move each chunk's rows and triples to follow the previous chunks' (in place,
+    leftwards), numbering the rows across chunks. Returns (rows, nnz)."""
+    n = 0
+    k = 0
+    for i in range(res.shape[0]):
+        for j in range(res[i, 0]):
+            y[n + j] = y[rows_at[i] + j]
+        for j in range(at[i], at[i] + res[i, 1]):
+            r[k] = r[j] + n
+            c[k] = c[j]
+            v[k] = v[j]
+            k += 1
+        n += res[i, 0]
+    return n, k
+
+
 def read_table(path, fmt, n_features=None, type_names=("sample", "feature")):
-    """(BipartiteGraph sample → feature, labels) of the table at ``path`` laid out as
-    ``fmt`` (a TableFormat); features 0 … width − 2; errors name the line and column."""
+    """(BipartiteGraph sample → feature, labels or None) of the table at ``path`` laid
+    out as ``fmt`` (a TableFormat); features 0 … its features − 1; errors name the line
+    and column. Large tables are parsed in chunks on every core, with the result and
+    any error of one serial pass."""
     raw = io.map_file(path, "table")
     buf = np.frombuffer(raw, np.uint8)
-    lines = raw.count(b"\n") + 1
-    cap = lines * fmt.features
-    idx = np.int32 if cap < 2 ** 31 and lines < 2 ** 31 else np.int64
-    y = np.empty(lines, np.float64)
-    r, c, v = np.empty(cap, idx), np.empty(cap, np.int32), np.empty(cap, np.float64)
-    rows, k, err, line, pos, col = _parse_table(buf, fmt.start, fmt.width, fmt.label, fmt.mode, y, r, c, v)
-    if err:
+    bounds = io.chunk_bounds(raw, fmt.start)
+    rows_at = np.zeros(len(bounds), np.int64)
+    np.cumsum(io._count_newlines(buf, bounds), out=rows_at[1:])
+    rows_at[-1] += 1                                  # the last line may have no newline
+    at = rows_at * fmt.features
+    idx = np.int32 if at[-1] < 2 ** 31 else np.int64
+    y = np.empty(rows_at[-1], np.float64)
+    r, c, v = np.empty(at[-1], idx), np.empty(at[-1], np.int32), np.empty(at[-1], np.float64)
+    res = np.zeros((len(bounds) - 1, 5), np.int64)
+    _parse_chunks(buf, bounds, fmt.width, fmt.label, fmt.mode, y, r, c, v, rows_at, at, res)
+    if res[:, 2].any():                               # the first error in file order, as one pass finds it
+        _, _, err, line, pos, col = _parse_table(buf, fmt.start, fmt.width, fmt.label, fmt.mode, y, r, c, v)
         text = io._line_text(raw, pos)
         got = len(io.split_fields(str(text).encode(), fmt.mode, leading=True))
         what = _MESSAGES[5 if err == 1 and col == fmt.label else err].format(col=fmt.column(col), got=got,
                                                                              width=fmt.width)
         raise InputError(what, path=path, line=fmt.skip + line, text=text)
+    rows, k = _compact(y, r, c, v, rows_at, at, res)
     if rows == 0:
         raise InputError("no samples found (the table has no data lines)", path=path)
     if n_features is not None and fmt.features > n_features:
         raise InputError(f"{fmt.features} feature columns, beyond the {n_features} features of the model", path=path)
-    g = BipartiteGraph(r[:k].copy(), c[:k].copy(), v[:k].copy(), rows, n_features or fmt.features, type_names, path)
+    keep = (lambda a: a[:k]) if 2 * k >= len(v) else (lambda a: a[:k].copy())     # a sparse table: no slack kept
+    g = BipartiteGraph(keep(r), keep(c), keep(v), rows, n_features or fmt.features, type_names, path)
     g.layout = fmt
-    return g, (y[:rows].copy() if fmt.label >= 0 else None)
+    return g, (y[:rows] if fmt.label >= 0 else None)
