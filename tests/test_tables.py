@@ -145,7 +145,7 @@ def test_the_label_column_by_number_name_or_last(data, tmp_path):
     ("a,b,label\n1,2,0\n3,NA,1\n", (), "t.csv:3: malformed value in column 2 ('b') (expected a number; a missing"),
     ("a,b,label\n1,2,0\n3,4,1,5\n", (), "t.csv:3: 4 columns where the table has 3"),
     ("a,b,label\n1,2,0\n3,4\n", (), "t.csv:3: 2 columns where the table has 3"),
-    ("1,2,s\n3,4,b\n", ("--label-column", "last"), "t.csv:1: a label that is no number in column 3"),
+    ("1,s,0\n3,b,1\n", ("--label-column", "1"), "t.csv:1: malformed value in column 2"),   # words: labels only
     ("1,2,0\n3,4,inf\n", ("--label-column", "3"), "t.csv:2: NaN or infinite value in column 3"),
     ("1,2,0\n3,4,1\n", ("--label-column", "4"), "t.csv: --label-column 4: the table has 3 columns"),
     ("a,b,c\n1,2,0\n", ("--label-column", "d"), "t.csv: --label-column 'd' names no column (the header's names"),
@@ -157,6 +157,32 @@ def test_bad_tables_are_named_by_line_and_column(tmp_path, text, args, message):
     path.write_text(text)
     r = run_cli("run", "lr", str(path), *args, "--epochs", "1")
     assert r.returncode == 2 and message in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
+def test_labels_that_are_words(tmp_path):
+    """UCI's sonar ('R', 'M' last) and iris ('Iris-setosa' …, a blank line at the end):
+    the one column of words is the labels, kept as strings, as from Python's fit(X, y)."""
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(120, 6)).round(3)
+    y = np.where(X[:, 0] - X[:, 2] > 0, "R", "M")
+    path = tmp_path / "sonar.all-data"
+    path.write_text("".join(",".join(f"{v:g}" for v in x) + f",{c}\n" for x, c in zip(X, y)) + "\n")
+    m = tux2.LogisticRegression(epochs=3).fit(str(path))
+    assert m.label_column_ == 7 and m.classes_.tolist() == ["M", "R"]
+    ref = tux2.LogisticRegression(epochs=3).fit(X, y)
+    np.testing.assert_array_equal(m.coef_, ref.coef_)
+    assert m.predict(str(path)).tolist() == ref.predict(X).tolist() and m.score(str(path)) == ref.score(X, y)
+    names = np.array(["Iris-setosa", "Iris-versicolor", "Iris-virginica"])[np.arange(120) % 3]
+    tsv = tmp_path / "iris.tsv"
+    tsv.write_text("a\tb\tc\td\te\tf\tspecies\n" + "".join("\t".join(f"{v:g}" for v in x) + f'\t"{c} x" \n'
+                                                              for x, c in zip(X, names)))
+    r = run_cli("run", "softmax", str(tsv), "--epochs", "2", "--out", str(tmp_path / "sm"))
+    assert r.returncode == 0 and "labels in column 7 ('species') (the one column of words" in r.stdout, r.stderr
+    meta = json.loads(open(tmp_path / "sm" / "model.json").read())
+    assert meta["labels"] == ["Iris-setosa x", "Iris-versicolor x", "Iris-virginica x"]
+    res = json.loads(run_cli("info", str(tsv), "--json").stdout)
+    assert res["format"] == "table" and res["labels"] == {"Iris-setosa x": 40, "Iris-versicolor x": 40,
+                                                          "Iris-virginica x": 40}
 
 
 def test_info_reads_a_table_as_the_linear_models_do(data, tmp_path):

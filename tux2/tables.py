@@ -23,8 +23,6 @@ _MESSAGES = {
     2: "NaN or infinite value in column {col} (impute it or leave the line out)",
     3: "{got} columns where the table has {width}",
     4: "empty field in column {col} (two separators in a row): a missing value? impute it or leave the line out",
-    5: "a label that is no number in column {col}: write the labels as numbers (0/1, 1 … K), or pass them from "
-       "Python, fit(X, y), which takes any labels",
 }
 
 
@@ -65,14 +63,16 @@ class TableFormat:
                 f"{labels} ({self.how}), {self.features} features")
 
 
-def _resolve_label(label, names, width, path):
+def _resolve_label(label, names, width, path, words=None):
     """(0-based label column, how it was chosen) of ``label`` (None: a header name in
-    LABEL_NAMES, else the first column; an int, 1-based, negative from the end; 'last';
-    or a header name)."""
+    LABEL_NAMES, else the one column of words ``words``, else the first column; an int,
+    1-based, negative from the end; 'last'; or a header name)."""
     if label is None:
         named = [j for j, n in enumerate(names or ()) if io._key(n) in LABEL_NAMES]
         if len(named) == 1:
             return named[0], "by its name; --label-column picks another"
+        if words is not None:
+            return words, "the one column of words; --label-column picks another"
         return 0, "the first; --label-column picks another"
     spec = str(label).strip()
     if spec.lower() == "last":
@@ -109,14 +109,14 @@ def table_format(head, path, label=None, features=None):
     if not rows or any(b":" in x for x in complete) or len(rows[0]) < 2:
         return None
     fmt.width = len(rows[0])
-    numeric = sum(sum(io.is_number(r[j]) for r in rows if j < len(r)) * 2 >= len(rows) for j in range(fmt.width))
-    if numeric < max(2, fmt.width - 1):     # one column of words may be the labels; missing values: the parser
-        return None
+    words = [j for j in range(fmt.width) if sum(io.is_number(r[j]) for r in rows if j < len(r)) * 2 < len(rows)]
+    if fmt.width - len(words) < max(2, fmt.width - 1):     # one column of words may be the labels ('Iris-setosa',
+        return None                                         # 'R'); a missing value: the parser names it
     if fmt.names and len(fmt.names) != fmt.width:
         fmt.names = None if len(fmt.names) < 2 else fmt.names
     if features is not None and fmt.width == features:
         return TableFormat(fmt, -1, f"none: {features} columns, the model's features")
-    return TableFormat(fmt, *_resolve_label(label, fmt.names, fmt.width, path))
+    return TableFormat(fmt, *_resolve_label(label, fmt.names, fmt.width, path, words[0] if words else None))
 
 
 def looks_like_table(head, path):
@@ -128,20 +128,22 @@ def looks_like_table(head, path):
         return False
     rows = [io.data_fields(x, fmt.mode) for x in head[fmt.start:].split(b"\n")[:20]]
     ids = all(re.fullmatch(rb"[0-9]+", t.strip(b'"')) for r in rows for t in r[:2])
-    return fmt.width >= 5 or "name" in fmt.how or not ids
+    return fmt.width >= 5 or "name" in fmt.how or "words" in fmt.how or not ids
 
 
 @njit(cache=True, nogil=True)
-def _parse_table(buf, start, width, label, mode, out_y, out_r, out_c, out_v):
+def _parse_table(buf, start, width, label, mode, out_y, out_span, out_r, out_c, out_v):
     """Lines of ``width`` numbers from buf[start:]: the one in column ``label`` into
     out_y, the others, when not 0, into (row, feature, value) triples (features are the
-    columns but the label's, in order). Returns (rows, nnz, err, err_line, err_pos,
-    err_col)."""
+    columns but the label's, in order). The label's field may be a word: out_span[row]
+    holds its (start, length) in buf either way. Returns (rows, nnz, err, err_line,
+    err_pos, err_col, words): words 1 when a label is no number."""
     n = buf.shape[0]
     pos = start
     line = 0
     row = 0
     k = 0
+    words = 0
     while pos < n:
         line += 1
         p = pos
@@ -155,17 +157,30 @@ def _parse_table(buf, start, width, label, mode, out_y, out_r, out_c, out_v):
             pos = p + 1
             continue
         if io._is_sep(buf[p], mode):                                # a separator before the first field
-            return row, k, 4, line, pos, 0
+            return row, k, 4, line, pos, 0, words
         t = 0
         while True:
             if t >= width:
-                return row, k, 3, line, pos, t
+                return row, k, 3, line, pos, t, words
+            q = p
             v, p, err = io._parse_float(buf, p, n, mode)
-            if err:
-                return row, k, 2 if err == 4 else 1, line, pos, t
+            e = p
             if t == label:
+                if err == 3:                                        # a word ('R', 'Iris-setosa')
+                    p = q
+                    while p < n and not io._field_ends(buf[p], mode) and not (mode != io.TAB and buf[p] == 34):
+                        p += 1
+                    e = p
+                    while e > q and (buf[e - 1] == 32 or buf[e - 1] == 13 or buf[e - 1] == 34):
+                        e -= 1                                      # a TAB field's trailing spaces, quotes
+                    words = 1
+                    err = 0
                 out_y[row] = v
-            elif v != 0.0:
+                out_span[row, 0] = q
+                out_span[row, 1] = e - q
+            if err:
+                return row, k, 2 if err == 4 else 1, line, pos, t, words
+            if t != label and v != 0.0:
                 out_r[k] = row
                 out_c[k] = t - 1 if 0 <= label < t else t
                 out_v[k] = v
@@ -179,36 +194,40 @@ def _parse_table(buf, start, width, label, mode, out_y, out_r, out_c, out_v):
             if p == n or buf[p] == 10:
                 break
             if hard > 1:
-                return row, k, 4, line, pos, t
+                return row, k, 4, line, pos, t, words
             if hard == 0 and mode == io.TAB:
-                return row, k, 1, line, pos, t - 1
+                return row, k, 1, line, pos, t - 1, words
         if t != width:
-            return row, k, 3, line, pos, t
+            return row, k, 3, line, pos, t, words
         row += 1
         pos = p + 1
-    return row, k, 0, line, pos, 0
+    return row, k, 0, line, pos, 0, words
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def _parse_chunks(buf, bounds, width, label, mode, y, r, c, v, rows_at, at, res):
+def _parse_chunks(buf, bounds, width, label, mode, y, span, r, c, v, rows_at, at, res):
     """_parse_table on each chunk buf[bounds[i]:bounds[i + 1]] (split at line starts) in
     parallel: chunk i's rows from y[rows_at[i]], its triples from at[i] (rows numbered
-    within the chunk); res[i]: rows, nnz, err, line, pos."""
+    within the chunk, spans from its start); res[i]: rows, nnz, err, line, pos, words."""
     for i in prange(len(bounds) - 1):
-        n, k, err, line, pos, _ = _parse_table(buf[bounds[i]:bounds[i + 1]], 0, width, label, mode,
-                                               y[rows_at[i]:], r[at[i]:], c[at[i]:], v[at[i]:])
-        res[i, 0], res[i, 1], res[i, 2], res[i, 3], res[i, 4] = n, k, err, line, pos
+        n, k, err, line, pos, _, words = _parse_table(buf[bounds[i]:bounds[i + 1]], 0, width, label, mode,
+                                                      y[rows_at[i]:], span[rows_at[i]:], r[at[i]:], c[at[i]:],
+                                                      v[at[i]:])
+        res[i, 0], res[i, 1], res[i, 2], res[i, 3], res[i, 4], res[i, 5] = n, k, err, line, pos, words
 
 
 @njit(cache=True, nogil=True)
-def _compact(y, r, c, v, rows_at, at, res):
+def _compact(y, span, r, c, v, bounds, rows_at, at, res):
     """Move each chunk's rows and triples to follow the previous chunks' (in place,
-    leftwards), numbering the rows across chunks. Returns (rows, nnz)."""
+    leftwards), numbering the rows across chunks and the spans from the buffer's start.
+    Returns (rows, nnz)."""
     n = 0
     k = 0
     for i in range(res.shape[0]):
         for j in range(res[i, 0]):
             y[n + j] = y[rows_at[i] + j]
+            span[n + j, 0] = span[rows_at[i] + j, 0] + bounds[i]
+            span[n + j, 1] = span[rows_at[i] + j, 1]
         for j in range(at[i], at[i] + res[i, 1]):
             r[k] = r[j] + n
             c[k] = c[j]
@@ -216,6 +235,20 @@ def _compact(y, r, c, v, rows_at, at, res):
             k += 1
         n += res[i, 0]
     return n, k
+
+
+def _words(raw, span, block=1 << 20):
+    """The labels at ``span`` (start, length) rows of raw, as strings (array ops, a block
+    of rows at a time)."""
+    width = max(int(span[:, 1].max()), 1)
+    buf = np.frombuffer(raw, np.uint8)
+    cols = np.arange(width)
+    out = np.empty(len(span), f"S{width}")
+    for lo in range(0, len(span), block):
+        s = span[lo:lo + block]
+        b = np.where(cols < s[:, 1:2], buf[np.minimum(s[:, :1] + cols, len(buf) - 1)], 0).astype(np.uint8)
+        out[lo:lo + block] = b.view(f"S{width}").ravel()
+    return np.char.decode(out, "utf-8", "replace")
 
 
 def read_table(path, fmt, n_features=None, type_names=("sample", "feature")):
@@ -231,18 +264,17 @@ def read_table(path, fmt, n_features=None, type_names=("sample", "feature")):
     rows_at[-1] += 1                                  # the last line may have no newline
     at = rows_at * fmt.features
     idx = np.int32 if at[-1] < 2 ** 31 else np.int64
-    y = np.empty(rows_at[-1], np.float64)
+    y, span = np.empty(rows_at[-1], np.float64), np.empty((rows_at[-1], 2), np.int64)
     r, c, v = np.empty(at[-1], idx), np.empty(at[-1], np.int32), np.empty(at[-1], np.float64)
-    res = np.zeros((len(bounds) - 1, 5), np.int64)
-    _parse_chunks(buf, bounds, fmt.width, fmt.label, fmt.mode, y, r, c, v, rows_at, at, res)
+    res = np.zeros((len(bounds) - 1, 6), np.int64)
+    _parse_chunks(buf, bounds, fmt.width, fmt.label, fmt.mode, y, span, r, c, v, rows_at, at, res)
     if res[:, 2].any():                               # the first error in file order, as one pass finds it
-        _, _, err, line, pos, col = _parse_table(buf, fmt.start, fmt.width, fmt.label, fmt.mode, y, r, c, v)
+        _, _, err, line, pos, col, _ = _parse_table(buf, fmt.start, fmt.width, fmt.label, fmt.mode, y, span, r, c, v)
         text = io._line_text(raw, pos)
         got = len(io.split_fields(str(text).encode(), fmt.mode, leading=True))
-        what = _MESSAGES[5 if err == 1 and col == fmt.label else err].format(col=fmt.column(col), got=got,
-                                                                             width=fmt.width)
+        what = _MESSAGES[err].format(col=fmt.column(col), got=got, width=fmt.width)
         raise InputError(what, path=path, line=fmt.skip + line, text=text)
-    rows, k = _compact(y, r, c, v, rows_at, at, res)
+    rows, k = _compact(y, span, r, c, v, bounds, rows_at, at, res)
     if rows == 0:
         raise InputError("no samples found (the table has no data lines)", path=path)
     if n_features is not None and fmt.features > n_features:
@@ -250,4 +282,6 @@ def read_table(path, fmt, n_features=None, type_names=("sample", "feature")):
     keep = (lambda a: a[:k]) if 2 * k >= len(v) else (lambda a: a[:k].copy())     # a sparse table: no slack kept
     g = BipartiteGraph(keep(r), keep(c), keep(v), rows, n_features or fmt.features, type_names, path)
     g.layout = fmt
-    return g, (y[:rows] if fmt.label >= 0 else None)
+    if fmt.label < 0:
+        return g, None
+    return g, (_words(raw, span[:rows]) if res[:, 5].any() else y[:rows])     # 'R'/'M', 'Iris-setosa': strings

@@ -95,7 +95,7 @@ def describe(g, kind, labels=None):
         out["values"] = vals
     if labels is not None:
         lv, lc = np.unique(labels, return_counts=True)
-        out["labels"] = {f"{x:g}": int(c) for x, c in zip(lv[:50], lc[:50])}
+        out["labels"] = {(str(x) if isinstance(x, str) else f"{x:g}"): int(c) for x, c in zip(lv[:50], lc[:50])}
         if len(lv) > 50:
             out["labels_distinct"] = int(len(lv))
     out["density"] = float(g.num_edges / max(g.n_src * g.n_dst, 1))
