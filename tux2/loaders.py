@@ -728,7 +728,13 @@ def load_libsvm(path, zero_based=False, n_features=None, type_names=("sample", "
         if label_column is not None:
             raise InputError("--label-column (label_column=) applies to tables of numbers, a sample per line; "
                              "this file is in libsvm format, whose labels come first", path=copy)
-        g, y = io.read_libsvm(copy, zero_based=zero_based, n_features=n_features, type_names=type_names)
+        try:
+            g, y = io.read_libsvm(copy, zero_based=zero_based, n_features=n_features, type_names=type_names)
+        except InputError:
+            hint = tables.words_hint(io.read_head(copy, "input"), copy)
+            if hint is None:
+                raise
+            raise InputError(hint, path=copy) from None
 
         def where(i):
             line, text = io.edge_line(copy, int(g.src[i]))

@@ -119,6 +119,26 @@ def table_format(head, path, label=None, features=None):
     return TableFormat(fmt, *_resolve_label(label, fmt.names, fmt.width, path, words[0] if words else None))
 
 
+def words_hint(head, path):
+    """The message for a table whose columns of words are more than its labels (UCI's
+    adult: workclass, education …), which the linear models cannot read, else None."""
+    try:
+        fmt = io.edge_format(head, path)
+    except InputError:
+        return None
+    rows = [r for r in (io.data_fields(x, fmt.mode) for x in head[fmt.start:].split(b"\n")[:20]) if r]
+    if len(rows) < 1 or any(b":" in t for r in rows for t in r) or len(rows[0]) < 3:
+        return None
+    words = [j for j in range(len(rows[0])) if not all(j < len(r) and io.is_number(r[j]) for r in rows)]
+    if len(words) < 2:
+        return None
+    shown = ", ".join(f"{j + 1} {io._preview(rows[0][j].strip())}" for j in words[:4]) + (", …" if len(words) > 4
+                                                                                         else "")
+    return (f"a table with {len(words)} columns of words ({shown}): the linear models read numbers, and the labels "
+            "may be one column of words. One-hot encode the others first (pandas.get_dummies, scikit-learn's "
+            "OneHotEncoder) and fit from Python, LogisticRegression().fit(X, y), or write the numbers as CSV")
+
+
 def looks_like_table(head, path):
     """Whether a file that would also read as an edge list is more likely a table of
     samples (``tux2 info``'s guess): 5 columns or more, a label column named, or a
