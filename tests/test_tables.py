@@ -97,7 +97,7 @@ def test_a_table_trains_the_model_of_its_libsvm_file(data, tmp_path):
     assert "tab-separated table of 9 columns; labels in column 1 (the first" in r.stdout
     assert open(tmp_path / "g" / "weights.npz", "rb").read() == same
     meta = json.loads(open(tmp_path / "t" / "model.json").read())
-    assert meta["feature_names"] == NAMES and meta["label_column_used"] == 9
+    assert meta["feature_names"] == NAMES and meta["label_column_used"] == "Outcome"
 
 
 def test_python_fit_predict_and_workers_on_a_table(data, tmp_path):
@@ -109,14 +109,14 @@ def test_python_fit_predict_and_workers_on_a_table(data, tmp_path):
     bare = tmp_path / "bare.csv"
     bare.write_text("\n".join(",".join(f"{v:g}" for v in row) for row in X[:50]) + "\n")
     m = tux2.LogisticRegression(epochs=3).fit(data["csv"], test)
-    assert m.label_column_ == 9 and list(m.feature_names_in_) == NAMES
+    assert m.label_column_ == "Outcome" and list(m.feature_names_in_) == NAMES
     assert m.history_[-1]["test_accuracy"] == pytest.approx(m.score(test))
     ref = tux2.LogisticRegression(epochs=3).fit(X, y)
     np.testing.assert_array_equal(m.coef_, ref.coef_)
     np.testing.assert_array_equal(m.predict(str(bare)), ref.predict(X[:50]))
     m.save(tmp_path / "m")
     back = tux2.LogisticRegression.load(tmp_path / "m")
-    assert back.label_column_ == 9 and back.score(test) == m.score(test)
+    assert back.label_column_ == "Outcome" and back.score(test) == m.score(test)
     r = run_cli("predict", str(tmp_path / "m"), test)
     assert r.returncode == 0 and json.loads(r.stderr)["accuracy"] == pytest.approx(m.score(test)), r.stderr
     r = run_cli("predict", str(tmp_path / "m"), str(bare))
@@ -137,7 +137,7 @@ def test_the_label_column_by_number_name_or_last(data, tmp_path):
         m = tux2.LogisticRegression(epochs=2, label_column=spec).fit(path)
         assert m.label_column_ == 9 and m.classes_.tolist() == [1, 2]
     m = tux2.LinearSVM(epochs=2, label_column="outcome").fit(data["csv"])      # by name, any case
-    assert m.label_column_ == 9 and m.n_features_in_ == 8
+    assert m.label_column_ == "Outcome" and m.n_features_in_ == 8
 
 
 @pytest.mark.parametrize("text, args, message", [
@@ -159,6 +159,26 @@ def test_bad_tables_are_named_by_line_and_column(tmp_path, text, args, message):
     path.write_text(text)
     r = run_cli("run", "lr", str(path), *args, "--epochs", "1")
     assert r.returncode == 2 and message in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
+def test_pandas_row_index_is_no_feature(data, tmp_path):
+    """DataFrame.to_csv keeps the index by default: a first column with an empty header
+    name. It is skipped, so the model is the one of the file without it; predict finds
+    the labels by name in a file without the index."""
+    import pandas as pd
+    frame = pd.read_csv(data["csv"])
+    frame.to_csv(tmp_path / "idx.csv")
+    frame.drop(columns="Outcome").to_csv(tmp_path / "bare.csv")
+    r = run_cli("run", "lr", str(tmp_path / "idx.csv"), "--out", str(tmp_path / "m"), "--epochs", "3")
+    assert r.returncode == 0 and "column 1 (unnamed: pandas' row index) skipped; labels in column 10" in r.stdout
+    m = tux2.LogisticRegression(epochs=3).fit(data["csv"])
+    np.testing.assert_array_equal(tux2.LogisticRegression.load(tmp_path / "m").coef_, m.coef_)
+    r = run_cli("predict", str(tmp_path / "m"), data["csv"], "-o", str(tmp_path / "p1"))
+    assert r.returncode == 0 and json.loads(r.stdout)["accuracy"] == pytest.approx(m.score(data["csv"]))
+    r = run_cli("predict", str(tmp_path / "m"), str(tmp_path / "bare.csv"), "-o", str(tmp_path / "p2"))
+    assert r.returncode == 0 and open(tmp_path / "p1").read() == open(tmp_path / "p2").read(), r.stderr
+    r = run_cli("run", "lr", str(tmp_path / "idx.csv"), "--label-column", "1")
+    assert r.returncode == 2 and "is the row index pandas wrote" in r.stderr
 
 
 def test_labels_that_are_words(tmp_path):

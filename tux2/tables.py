@@ -31,25 +31,33 @@ class TableFormat:
     ``names``), ``width`` columns separated as ``mode`` says (tux2.io's SPACE or TAB),
     the label in 0-based column ``label`` (``how``: why that one)."""
 
-    def __init__(self, edge_format, label, how):
+    def __init__(self, edge_format, label, how, index=0):
         self.start, self.skip, self.mode = edge_format.start, edge_format.skip, edge_format.mode
         self.names, self.width, self.sep = edge_format.names, edge_format.width, edge_format.sep
         self.label, self.how = label, how
+        self.index = index          # 1: the first column is pandas' row index (its header name is empty), skipped
 
     def column(self, j):
         """Column ``j`` (0-based) as a message names it: its 1-based number and header name."""
         name = self.names[j] if self.names and j < len(self.names) and self.names[j] else None
         return f"{j + 1}" + (f" ({name!r})" if name else "")
 
+    def label_spec(self):
+        """How a test or predict table finds the labels: by the header's name for them,
+        else by position (1-based); None without labels."""
+        if self.label < 0:
+            return None
+        return self.names[self.label] if self.names and self.names[self.label] else self.label + 1
+
     def feature_names(self):
         """The header's names of the feature columns, in order (None without a header)."""
         if not self.names or len(self.names) != self.width:
             return None
-        return [n for j, n in enumerate(self.names) if j != self.label]
+        return [n for j, n in enumerate(self.names) if j != self.label and j >= self.index]
 
     @property
     def features(self):
-        return self.width - (self.label >= 0)
+        return self.width - self.index - (self.label >= 0)
 
     def notable(self):
         return True
@@ -60,7 +68,8 @@ class TableFormat:
             self.sep, "space-separated")
         labels = f"labels in column {self.column(self.label)}" if self.label >= 0 else "no labels"
         return (f"a dense {sep} table of {self.width} columns{', with a header line' if self.names else ''}; "
-                f"{labels} ({self.how}), {self.features} features")
+                + ("column 1 (unnamed: pandas' row index) skipped; " if self.index else "")
+                + f"{labels} ({self.how}), {self.features} features")
 
 
 def _resolve_label(label, names, width, path, words=None):
@@ -114,9 +123,14 @@ def table_format(head, path, label=None, features=None):
         return None                                         # 'R'); a missing value: the parser names it
     if fmt.names and len(fmt.names) != fmt.width:
         fmt.names = None if len(fmt.names) < 2 else fmt.names
-    if features is not None and fmt.width == features:
-        return TableFormat(fmt, -1, f"none: {features} columns, the model's features")
-    return TableFormat(fmt, *_resolve_label(label, fmt.names, fmt.width, path, words[0] if words else None))
+    index = int(bool(fmt.names) and not fmt.names[0] and fmt.width >= 3)    # pandas' to_csv: the row index
+    if features is not None and fmt.width - index == features:
+        return TableFormat(fmt, -1, f"none: {features} columns, the model's features", index)
+    label, how = _resolve_label(label, fmt.names, fmt.width, path, words[0] if words else None)
+    if label < index:
+        raise InputError("--label-column 1 is the row index pandas wrote (its header name is empty): the labels "
+                         "are another column", path=path)
+    return TableFormat(fmt, label, how, index)
 
 
 def words_hint(head, path):
@@ -152,10 +166,11 @@ def looks_like_table(head, path):
 
 
 @njit(cache=True, nogil=True)
-def _parse_table(buf, start, width, label, mode, out_y, out_span, out_r, out_c, out_v):
+def _parse_table(buf, start, width, label, mode, out_y, out_span, out_r, out_c, out_v, index=0):
     """Lines of ``width`` numbers from buf[start:]: the one in column ``label`` into
     out_y, the others, when not 0, into (row, feature, value) triples (features are the
-    columns but the label's, in order). The label's field may be a word: out_span[row]
+    columns but the label's and the first ``index``, which are skipped unread, in
+    order). The label's field may be a word: out_span[row]
     holds its (start, length) in buf either way. Returns (rows, nnz, err, err_line,
     err_pos, err_col, words): words 1 when a label is no number."""
     n = buf.shape[0]
@@ -183,7 +198,12 @@ def _parse_table(buf, start, width, label, mode, out_y, out_span, out_r, out_c, 
             if t >= width:
                 return row, k, 3, line, pos, t, words
             q = p
-            v, p, err = io._parse_float(buf, p, n, mode)
+            if t < index:                                           # pandas' row index: not read
+                while p < n and not io._field_ends(buf[p], mode):
+                    p += 1
+                v, err = 0.0, 0
+            else:
+                v, p, err = io._parse_float(buf, p, n, mode)
             e = p
             if t == label:
                 if err == 3:                                        # a word ('R', 'Iris-setosa')
@@ -202,7 +222,7 @@ def _parse_table(buf, start, width, label, mode, out_y, out_span, out_r, out_c, 
                 return row, k, 2 if err == 4 else 1, line, pos, t, words
             if t != label and v != 0.0:
                 out_r[k] = row
-                out_c[k] = t - 1 if 0 <= label < t else t
+                out_c[k] = t - index - (1 if 0 <= label < t else 0)
                 out_v[k] = v
                 k += 1
             t += 1
@@ -225,14 +245,14 @@ def _parse_table(buf, start, width, label, mode, out_y, out_span, out_r, out_c, 
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def _parse_chunks(buf, bounds, width, label, mode, y, span, r, c, v, rows_at, at, res):
+def _parse_chunks(buf, bounds, width, label, mode, y, span, r, c, v, rows_at, at, res, index):
     """_parse_table on each chunk buf[bounds[i]:bounds[i + 1]] (split at line starts) in
     parallel: chunk i's rows from y[rows_at[i]], its triples from at[i] (rows numbered
     within the chunk, spans from its start); res[i]: rows, nnz, err, line, pos, words."""
     for i in prange(len(bounds) - 1):
         n, k, err, line, pos, _, words = _parse_table(buf[bounds[i]:bounds[i + 1]], 0, width, label, mode,
                                                       y[rows_at[i]:], span[rows_at[i]:], r[at[i]:], c[at[i]:],
-                                                      v[at[i]:])
+                                                      v[at[i]:], index)
         res[i, 0], res[i, 1], res[i, 2], res[i, 3], res[i, 4], res[i, 5] = n, k, err, line, pos, words
 
 
@@ -287,9 +307,10 @@ def read_table(path, fmt, n_features=None, type_names=("sample", "feature")):
     y, span = np.empty(rows_at[-1], np.float64), np.empty((rows_at[-1], 2), np.int64)
     r, c, v = np.empty(at[-1], idx), np.empty(at[-1], np.int32), np.empty(at[-1], np.float64)
     res = np.zeros((len(bounds) - 1, 6), np.int64)
-    _parse_chunks(buf, bounds, fmt.width, fmt.label, fmt.mode, y, span, r, c, v, rows_at, at, res)
+    _parse_chunks(buf, bounds, fmt.width, fmt.label, fmt.mode, y, span, r, c, v, rows_at, at, res, fmt.index)
     if res[:, 2].any():                               # the first error in file order, as one pass finds it
-        _, _, err, line, pos, col, _ = _parse_table(buf, fmt.start, fmt.width, fmt.label, fmt.mode, y, span, r, c, v)
+        _, _, err, line, pos, col, _ = _parse_table(buf, fmt.start, fmt.width, fmt.label, fmt.mode, y, span, r, c, v,
+                                                    fmt.index)
         text = io._line_text(raw, pos)
         got = len(io.split_fields(str(text).encode(), fmt.mode, leading=True))
         what = _MESSAGES[err].format(col=fmt.column(col), got=got, width=fmt.width)

@@ -62,7 +62,7 @@ class Linear(Estimator):
         g, y = pair(data)
         table = g.layout if isinstance(g.layout, tables.TableFormat) else None
         names = feature_names(data[0] if isinstance(data, tuple) else data) or (table and table.feature_names())
-        label = table.label + 1 if table else None          # a test table's labels: in the same column
+        label = table and table.label_spec()          # a test table's labels: the same named or numbered column
         if table and table.how.startswith("the first") and self.loss != "softmax" and len(np.unique(y)) > 2:
             found = np.unique(y)
             raise InputError(f"column {table.column(table.label)}, the labels ({table.how.split(';')[0]}), holds "
@@ -159,7 +159,7 @@ class Linear(Estimator):
         """The weights ``coef_`` and what the fit's data says beside them: the feature
         index base, the labels, the column names of a DataFrame."""
         self.coef_, self.zero_based_, self.classes_ = coef, s.zero_based, s.labels
-        self.label_column_ = s.label_column          # a table's (1-based), for the files predict reads
+        self.label_column_ = s.label_column          # a table's (name or 1-based), for the files predict reads
         vars(self).pop("feature_names_in_", None)        # a refit on a matrix has none
         if s.feature_names is not None:
             self.feature_names_in_ = np.array(s.feature_names, dtype=object)
