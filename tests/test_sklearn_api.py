@@ -349,3 +349,15 @@ def test_a_model_loads_only_as_its_own_class(counts, tmp_path):
         with pytest.raises(ModelError, match="an 'lr' model, not "):
             cls.load(tmp_path / "lr")
     assert type(tux2.estimators.load(tmp_path / "lr")) is tux2.LogisticRegression
+
+
+def test_repr_shows_only_the_parameters_changed_from_their_defaults():
+    """As scikit-learn's print_changed_only: ``MF(k=16)``, not all 22 parameters (a
+    new-user trial); an array or list is compared by its repr (its ``==`` is no truth
+    value)."""
+    assert repr(tux2.MF()) == "MF()" and repr(tux2.MF(k=16)) == "MF(k=16)"
+    assert repr(tux2.LDA(topics=5, vocab=np.array(["a", "b"]))) == "LDA(topics=5, vocab=array(['a', 'b'], dtype='<U1'))"
+    assert repr(tux2.LDA(stop_words=["x"])) == "LDA(stop_words=['x'])"
+    assert repr(tux2.Softmax(classes=3, bias=True)) == "Softmax(classes=3)"
+    assert repr(tux2.BlockPG(reg=1.0, epochs=30)) == "BlockPG(epochs=30)"
+    assert repr(tux2.MF().set_params(k=16)) == "MF(k=16)"
