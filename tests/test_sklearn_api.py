@@ -361,3 +361,20 @@ def test_repr_shows_only_the_parameters_changed_from_their_defaults():
     assert repr(tux2.Softmax(classes=3, bias=True)) == "Softmax(classes=3)"
     assert repr(tux2.BlockPG(reg=1.0, epochs=30)) == "BlockPG(epochs=30)"
     assert repr(tux2.MF().set_params(k=16)) == "MF(k=16)"
+
+
+@pytest.mark.filterwarnings("ignore:the test log-loss ended")      # 2 epochs on 200 samples
+def test_a_hinge_model_reports_its_test_hinge_loss_not_a_log_loss(counts):
+    """A hinge model has no probabilities: its test metric is the mean hinge loss
+    (scikit-learn's hinge_loss of decision_function), not a log-loss of its scores as if
+    they were logits (LinearSVM's history_ had test_logloss); logistic models keep theirs."""
+    from sklearn.metrics import hinge_loss, log_loss
+    X, y = counts
+    train, test = (X[:200], y[:200]), (X[200:], y[200:])
+    for est in (tux2.LinearSVM(epochs=2), tux2.FM(loss="hinge", epochs=2)):
+        last = est.fit(train, test).history_[-1]
+        assert "test_logloss" not in last
+        assert last["test_hinge_loss"] == pytest.approx(hinge_loss(test[1], est.decision_function(test[0])))
+    lr = tux2.LogisticRegression(epochs=2).fit(train, test)
+    assert "test_hinge_loss" not in lr.history_[-1]
+    assert lr.history_[-1]["test_logloss"] == pytest.approx(log_loss(test[1], lr.predict_proba(test[0])))
