@@ -378,3 +378,28 @@ def test_a_hinge_model_reports_its_test_hinge_loss_not_a_log_loss(counts):
     lr = tux2.LogisticRegression(epochs=2).fit(train, test)
     assert "test_hinge_loss" not in lr.history_[-1]
     assert lr.history_[-1]["test_logloss"] == pytest.approx(log_loss(test[1], lr.predict_proba(test[0])))
+
+
+@pytest.mark.parametrize("cls", [tux2.LogisticRegression, tux2.LinearSVM, tux2.Softmax, tux2.BlockPG])
+def test_predict_gives_labels_of_the_dtype_y_had_and_so_does_a_loaded_model(counts, cls, tmp_path):
+    """``classes_`` keeps y's dtype and ``predict`` gives values of it, as scikit-learn's:
+    bools stay bools and 0.0/1.0 floats (bools and floats came back as 0/1 integers), also
+    after save and load; a libsvm file's labels, which have no dtype, stay whole numbers."""
+    X, names = counts
+    spam = names == "spam"
+    for y in (spam, spam.astype(np.float64), spam.astype(np.int32), names, spam.tolist()):
+        est = cls(epochs=1).fit(X, y)
+        want = np.asarray(y).dtype
+        assert est.classes_.dtype == want and est.predict(X).dtype == want
+        assert set(est.predict(X).tolist()) <= set(np.asarray(y).tolist())
+        est.save(tmp_path / "m")
+        back = cls.load(tmp_path / "m")
+        assert back.classes_.dtype.kind == want.kind and (back.predict(X) == est.predict(X)).all()
+        assert back.score(X, y) == est.score(X, y) == np.mean(est.predict(X) == np.asarray(y))
+    if cls is not tux2.Softmax:          # a bool model scores ±1 labels as a 0/1 model does (tux2 predict's files)
+        assert est.fit(X, spam).score(X, np.where(spam, 1, -1)) == est.score(X, spam)
+    from tux2.io import write_libsvm
+    from tux2.graph import BipartiteGraph
+    coo = X.tocoo()
+    write_libsvm(str(tmp_path / "s.svm"), BipartiteGraph(coo.row, coo.col, coo.data, *X.shape), spam.astype(float))
+    assert cls(epochs=1).fit(str(tmp_path / "s.svm")).classes_.dtype.kind == "i"
