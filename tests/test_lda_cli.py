@@ -328,6 +328,43 @@ def test_lda_transforms_a_count_matrix_as_it_fits_one_and_works_in_a_pipeline():
         lda.transform(CountVectorizer().fit_transform(["goal team coach"]))
 
 
+def test_lda_fit_reports_the_held_out_fit_of_test_documents_as_tux2_predict_does(tmp_path):
+    """``fit(docs, test)`` ignored ``test``: now the last record has the held-out log-likelihood
+    per token and perplexity of the final model, one fold-in, the numbers ``tux2 predict`` gives
+    for the saved model (unknown words left out), for texts, files and count matrices alike;
+    labels (a Pipeline's y) are refused, and a Pipeline with a classifier after LDA, which
+    hands its y to every step, still fits."""
+    import tux2
+    from sklearn.feature_extraction.text import CountVectorizer
+    from sklearn.pipeline import Pipeline
+    texts, test = _two_themes_texts(), ["banana apple melon kiwi", "coach team goal", "apple goal"]
+    lda = tux2.LDA(topics=2, iterations=10).fit(texts, test)
+    *before, last = lda.history_
+    assert not any("test_ll_per_token" in r for r in before)
+    assert "test_ll_per_token" not in tux2.LDA(topics=2, iterations=10).fit(texts).history_[-1]
+    _, ll, tokens = lda.fold_in(test)
+    assert tokens == 8 and last["test_ll_per_token"] == pytest.approx(ll / tokens, rel=1e-12)
+    assert last["test_perplexity"] == pytest.approx(np.exp(-ll / tokens), rel=1e-12)
+    lda.save(tmp_path / "m")
+    r = run_cli("predict", str(tmp_path / "m"), _write(tmp_path / "t.txt", "\n".join(test) + "\n"), "-o",
+                str(tmp_path / "theta.txt"), "--metrics", str(tmp_path / "p.json"), timeout=300)
+    assert r.returncode == 0, r.stderr
+    got = json.loads((tmp_path / "p.json").read_text())
+    assert got["ll_per_token"] == pytest.approx(last["test_ll_per_token"], abs=1e-6)
+    from_file = tux2.LDA(topics=2, iterations=10).fit(texts, str(tmp_path / "t.txt")).history_[-1]
+    assert from_file["test_ll_per_token"] == last["test_ll_per_token"]
+    cv = CountVectorizer()
+    X = cv.fit_transform(texts)
+    counts = tux2.LDA(topics=2, iterations=10).fit(X, cv.transform(test))
+    assert counts.history_[-1]["test_ll_per_token"] == pytest.approx(counts.fold_in(cv.transform(test))[1] / 8)
+    y = np.arange(len(texts)) % 2
+    with pytest.raises(InputError, match=r"^test: a held-out set of documents .* not int64 values \(labels\?\)"):
+        tux2.LDA(topics=2, iterations=1).fit(texts, y)
+    pipe = Pipeline([("counts", CountVectorizer()), ("lda", tux2.LDA(topics=2, iterations=10)),
+                     ("lr", tux2.LogisticRegression(epochs=3))])
+    assert pipe.fit(texts, y).predict(texts).shape == (len(texts),)
+
+
 def test_lda_refuses_weights_that_are_not_token_counts():
     """tf-idf weights (or any fraction) were cut to whole tokens: 0.5 became 0 and the
     error spoke of 'token count 0 at triple 0'; transform dropped them silently."""

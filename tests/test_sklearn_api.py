@@ -349,3 +349,57 @@ def test_a_model_loads_only_as_its_own_class(counts, tmp_path):
         with pytest.raises(ModelError, match="an 'lr' model, not "):
             cls.load(tmp_path / "lr")
     assert type(tux2.estimators.load(tmp_path / "lr")) is tux2.LogisticRegression
+
+
+def test_repr_shows_only_the_parameters_changed_from_their_defaults():
+    """As scikit-learn's print_changed_only: ``MF(k=16)``, not all 22 parameters (a
+    new-user trial); an array or list is compared by its repr (its ``==`` is no truth
+    value)."""
+    assert repr(tux2.MF()) == "MF()" and repr(tux2.MF(k=16)) == "MF(k=16)"
+    assert repr(tux2.LDA(topics=5, vocab=np.array(["a", "b"]))) == "LDA(topics=5, vocab=array(['a', 'b'], dtype='<U1'))"
+    assert repr(tux2.LDA(stop_words=["x"])) == "LDA(stop_words=['x'])"
+    assert repr(tux2.Softmax(classes=3, bias=True)) == "Softmax(classes=3)"
+    assert repr(tux2.BlockPG(reg=1.0, epochs=30)) == "BlockPG(epochs=30)"
+    assert repr(tux2.MF().set_params(k=16)) == "MF(k=16)"
+
+
+@pytest.mark.filterwarnings("ignore:the test log-loss ended")      # 2 epochs on 200 samples
+def test_a_hinge_model_reports_its_test_hinge_loss_not_a_log_loss(counts):
+    """A hinge model has no probabilities: its test metric is the mean hinge loss
+    (scikit-learn's hinge_loss of decision_function), not a log-loss of its scores as if
+    they were logits (LinearSVM's history_ had test_logloss); logistic models keep theirs."""
+    from sklearn.metrics import hinge_loss, log_loss
+    X, y = counts
+    train, test = (X[:200], y[:200]), (X[200:], y[200:])
+    for est in (tux2.LinearSVM(epochs=2), tux2.FM(loss="hinge", epochs=2)):
+        last = est.fit(train, test).history_[-1]
+        assert "test_logloss" not in last
+        assert last["test_hinge_loss"] == pytest.approx(hinge_loss(test[1], est.decision_function(test[0])))
+    lr = tux2.LogisticRegression(epochs=2).fit(train, test)
+    assert "test_hinge_loss" not in lr.history_[-1]
+    assert lr.history_[-1]["test_logloss"] == pytest.approx(log_loss(test[1], lr.predict_proba(test[0])))
+
+
+@pytest.mark.parametrize("cls", [tux2.LogisticRegression, tux2.LinearSVM, tux2.Softmax, tux2.BlockPG])
+def test_predict_gives_labels_of_the_dtype_y_had_and_so_does_a_loaded_model(counts, cls, tmp_path):
+    """``classes_`` keeps y's dtype and ``predict`` gives values of it, as scikit-learn's:
+    bools stay bools and 0.0/1.0 floats (bools and floats came back as 0/1 integers), also
+    after save and load; a libsvm file's labels, which have no dtype, stay whole numbers."""
+    X, names = counts
+    spam = names == "spam"
+    for y in (spam, spam.astype(np.float64), spam.astype(np.int32), names, spam.tolist()):
+        est = cls(epochs=1).fit(X, y)
+        want = np.asarray(y).dtype
+        assert est.classes_.dtype == want and est.predict(X).dtype == want
+        assert set(est.predict(X).tolist()) <= set(np.asarray(y).tolist())
+        est.save(tmp_path / "m")
+        back = cls.load(tmp_path / "m")
+        assert back.classes_.dtype.kind == want.kind and (back.predict(X) == est.predict(X)).all()
+        assert back.score(X, y) == est.score(X, y) == np.mean(est.predict(X) == np.asarray(y))
+    if cls is not tux2.Softmax:          # a bool model scores ±1 labels as a 0/1 model does (tux2 predict's files)
+        assert est.fit(X, spam).score(X, np.where(spam, 1, -1)) == est.score(X, spam)
+    from tux2.io import write_libsvm
+    from tux2.graph import BipartiteGraph
+    coo = X.tocoo()
+    write_libsvm(str(tmp_path / "s.svm"), BipartiteGraph(coo.row, coo.col, coo.data, *X.shape), spam.astype(float))
+    assert cls(epochs=1).fit(str(tmp_path / "s.svm")).classes_.dtype.kind == "i"

@@ -110,7 +110,12 @@ class Estimator:
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def __repr__(self):
-        return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in self.get_params().items())})"
+        """The parameters changed from their defaults (scikit-learn's print_changed_only), compared
+        by repr: an array's ``==`` is no truth value, and a NaN is never equal to itself."""
+        init = inspect.signature(type(self).__init__).parameters
+        changed = (f"{k}={v!r}" for k, v in self.get_params().items()
+                   if init[k].default is init[k].empty or repr(v) != repr(init[k].default))
+        return f"{type(self).__name__}({', '.join(changed)})"
 
     # ------------------------------------------------------------ training
     def fit(self, data, test=None, *, workers=1, slack=0, partitions=None, threads=None, callbacks=(),

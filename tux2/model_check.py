@@ -172,12 +172,13 @@ def check_lda(directory, meta, arrays):
 
 def _check_labels(mpath, labels, k):
     """model.json's class labels (absent: numbers the model implies): k increasing
-    numbers, or k increasing strings."""
+    numbers, k increasing strings, or false and true (a model of bool labels)."""
     if labels is None:
         return
     number = lambda x: isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)  # noqa: E731
     if not (isinstance(labels, list) and len(labels) == k and (all(map(number, labels)) or all(
-            isinstance(x, str) for x in labels)) and all(x < y for x, y in zip(labels, labels[1:]))):
+            isinstance(x, str) for x in labels) or labels == [False, True] and all(isinstance(x, bool) for x in labels))
+            and all(x < y for x, y in zip(labels, labels[1:]))):
         raise ModelError(f"{mpath}: labels must be {k} increasing numbers or strings, got {labels!r}"[:300])
 
 

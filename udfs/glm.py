@@ -634,18 +634,22 @@ def graph_scores(W, graph, fm=False):
     return fm_scores(W, X) if fm else scores(W, X)
 
 
-def classification_metrics(score, labels):
-    """accuracy, mean log-loss and ROC AUC of scores x·w against labels ±1 / 0/1."""
+def classification_metrics(score, labels, loss="logistic"):
+    """accuracy, mean log-loss and ROC AUC of scores x·w against labels ±1 / 0/1; for the
+    ``hinge`` loss, whose scores are no probabilities, the mean hinge loss in place of the
+    log-loss (scikit-learn's hinge_loss)."""
     y = np.asarray(labels) > 0
-    with np.errstate(invalid="ignore"):           # a NaN score: a NaN log-loss, as the AUC below, no warning
-        logloss = float(np.mean(np.logaddexp(0.0, -np.where(y, 1.0, -1.0) * score))) if len(y) else float("nan")
+    margin = np.where(y, 1.0, -1.0) * score
+    with np.errstate(invalid="ignore"):           # a NaN score: a NaN loss, as the AUC below, no warning
+        ell = np.maximum(0.0, 1.0 - margin) if loss == "hinge" else np.logaddexp(0.0, -margin)
+        mean_loss = float(np.mean(ell)) if len(y) else float("nan")
     acc = float(np.mean((score > 0) == y)) if len(y) else float("nan")
     pos, neg = int(y.sum()), int((~y).sum())
     auc = float("nan")
     if pos and neg and not np.isnan(score).any():
         r = average_ranks(score)
         auc = float((r[y].sum() - pos * (pos + 1) / 2) / (pos * neg))
-    return {"accuracy": acc, "logloss": logloss, "auc": auc}
+    return {"accuracy": acc, "hinge_loss" if loss == "hinge" else "logloss": mean_loss, "auc": auc}
 
 
 def average_ranks(x):
@@ -661,9 +665,9 @@ def average_ranks(x):
 
 
 def score_metrics(M, labels, loss):
-    """accuracy and log-loss (binary: and AUC) of scores M (n, K) against labels."""
+    """accuracy and log-loss, or hinge loss, (binary: and AUC) of scores M (n, K) against labels."""
     if loss != "softmax":
-        return classification_metrics(M[:, 0], labels)
+        return classification_metrics(M[:, 0], labels, loss)
     y = np.asarray(labels, np.int64)
     top = M.max(axis=1)
     lse = top + np.log(np.exp(M - top[:, None]).sum(axis=1))

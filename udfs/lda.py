@@ -508,6 +508,13 @@ def infer(word_topic, topic_totals, graph, alpha, beta, iterations=50, seed=0):
     return theta
 
 
+def fold_in(word_topic, topic_totals, graph, alpha, beta, iterations=50, seed=0):
+    """(θ as ``infer`` gives it, Σ_d Σ_w n_dw log Σ_k θ_dk φ_kw) of held-out documents: their
+    plug-in log-likelihood under the model's φ and their own folded-in θ (one inference)."""
+    theta = infer(word_topic, topic_totals, graph, alpha, beta, iterations, seed)
+    return theta, log_likelihood(topic_word_probabilities(word_topic, topic_totals, beta), theta, graph)
+
+
 def log_likelihood(phi, theta, graph, chunk=1 << 15):
     """Σ_d Σ_w n_dw log Σ_k θ_dk φ_kw over the (doc, word, count) edges of ``graph``:
     log p(w | θ, φ) of its documents under topic mixtures θ (D × K) and φ (K × V)."""

@@ -24,7 +24,8 @@ def add_parser(algos):
                         "partial margins travel), modelavg = MLlib* (local SGD, replicas averaged once per "
                         "epoch), modelsum = Petuum-style summed deltas. Without INPUT a kdd-shaped sparse "
                         "problem is generated (20k + 2k samples, 10k power-law features).")
-        add_libsvm_args(p, "accuracy, log-loss" + ("" if loss == "softmax" else " and AUC"))
+        add_libsvm_args(p, "accuracy, " + {"softmax": "log-loss", "hinge": "hinge loss and AUC"}.get(
+            loss, "log-loss" + (" (hinge loss with --loss hinge)" if name == "fm" else "") + " and AUC"))
         if name == "fm":
             p.add_argument("--loss", default="logistic", choices=FM.choices["loss"], help="loss of the output")
             p.add_argument("--factors", type=FM.bounds["factors"], default=8, help="F, latent factors per feature")

@@ -68,7 +68,9 @@ class LDA(Estimator):
     (K × V), ``doc_topic_`` (D × K), ``topic_totals_`` (K), ``alpha_`` (K: the document–topic prior, learnt every
     ``optimize_interval`` iterations past ``optimize_burn_in`` when that is > 0), ``vocab_`` (None for numeric word ids) and
     ``word_base_`` (the id base of a numeric corpus file: 1 for docword, whose word ids
-    topics and new documents then use)."""
+    topics and new documents then use). ``fit(data, test)``: held-out documents in a form
+    ``fit`` takes, whose log-likelihood per token and perplexity under the final model (one
+    fold-in, as ``score`` and ``tux2 predict``) the last record of ``history_`` holds."""
 
     algorithm = "lda"
     bounds = dict(topics=integer(1, 32767), iterations=NONNEG, alpha=PRIOR, beta=PRIOR, seed=SEED,
@@ -136,8 +138,26 @@ class LDA(Estimator):
                 raise InputError(f"vocabulary has {len(words)} words but the docword header says W = {g.n_dst}: "
                                  "the vocabulary of another corpus?", path=vocab)
         own = words is not None and self.stop_words not in ("english", "none", None)     # kept with the model
-        return Dataset(g, vocab=words, format=format, word_base=int(g.base) if words is None else 0,
+        data = Dataset(g, vocab=words, format=format, word_base=int(g.base) if words is None else 0,
                        stop=sorted(filters["stopwords"]) if own else None)
+        data.test = None if test is None else self._held_out(test, data)
+        return data
+
+    def _held_out(self, docs, data):
+        """Held-out documents in the training corpus's word ids, read as ``documents`` reads
+        new ones (by a model of that corpus's vocabulary); not labels (a Pipeline's y)."""
+        if np.ndim(docs) == 1 and io.as_texts(docs, self.text_column) is None:
+            raise InputError(f"a held-out set of documents in a form fit takes (texts, a corpus file, a document "
+                             f"× word count matrix …), not {np.asarray(docs).dtype} values (labels?): LDA learns "
+                             "from the documents alone; leave y out", path="test")
+        probe = type(self)(**self.get_params())
+        probe._set(np.zeros((1, data.train.n_dst)), [0], data.vocab, None, data.facts["word_base"], None,
+                   data.facts["stop"])
+        probe.run_ = {"format": data.facts["format"]}
+        g = probe.documents(docs)[0]
+        if not g.num_edges:
+            raise InputError("none of the held-out documents' words is in the training corpus", path="test")
+        return g
 
     def prepare(self, data, parts):
         g = data.train
@@ -151,14 +171,21 @@ class LDA(Estimator):
         return Setup(graph, prog, {"partitioner": self.partitioner,
                                    "partitioner_options": {"favorite": 0} if self.partitioner in ("bicut", "aweto")
                                    else None},
-                     tokens=tokens, vocab=data.vocab, source=data.source, format=fmt, word_base=base,
+                     tokens=tokens, vocab=data.vocab, source=data.source, format=fmt, word_base=base, test=data.test,
                      stop=data.facts.get("stop"),
                      meta={"documents": g.n_src, "words": g.n_dst, "tokens": tokens, "format": fmt,
                            "word_base": base})
 
     def record(self, eng, s):
         ctx = eng.context()
-        return {"ll": float(ctx["ll"]), "ll_per_token": float(ctx["ll_per_token"]), "alpha_sum": float(ctx["asum"])}
+        rec = {"ll": float(ctx["ll"]), "ll_per_token": float(ctx["ll_per_token"]), "alpha_sum": float(ctx["asum"])}
+        words = eng.vertex_data("word") if s.test is not None and eng.iteration == self.iterations else None
+        if words is not None:       # the final model's held-out fit, one fold-in, as tux2 predict reports it
+            K = self.topics
+            ll = lda.fold_in(lda.topic_word(words, K), lda.topic_counts(ctx, K), s.test, ctx["alpha"][:K], self.beta)[1]
+            per = ll / s.test.values.sum()
+            rec.update(test_ll_per_token=float(per), test_perplexity=float(np.exp(-per)))
+        return rec
 
     def _rates(self, s):
         return {"tokens_per_s": s.tokens}
@@ -286,6 +313,10 @@ class LDA(Estimator):
             raise InputError(f"word id beyond the model's {V} words", path=docs, line=line, text=text)
         return g, 0
 
+    def fit_transform(self, docs, y=None, **fit_params):
+        """``fit(docs).transform(docs)``; ``y`` is ignored: a Pipeline hands its labels to every step."""
+        return self.fit(docs, **fit_params).transform(docs)
+
     def transform(self, docs, iterations=50, seed=0):
         """Topic mixtures θ (D × K) of new documents: a doc → word count graph in the
         model's word ids, or what ``documents`` takes."""
@@ -316,9 +347,8 @@ class LDA(Estimator):
         tokens = float(docs.values.sum())
         if tokens == 0:
             raise ValueError("the documents hold no word of the model's vocabulary: nothing to score")
-        theta = self.transform(docs, iterations, seed)
-        phi = lda.topic_word_probabilities(self.word_topic_, self.topic_totals_, self.beta)
-        return theta, lda.log_likelihood(phi, theta, docs), tokens
+        theta, ll = lda.fold_in(self.word_topic_, self.topic_totals_, docs, self.alpha_, self.beta, iterations, seed)
+        return theta, ll, tokens
 
     def topic_words(self, n=10):
         """Per topic, the ``n`` most frequent (word, count) pairs."""

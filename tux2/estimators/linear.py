@@ -62,6 +62,7 @@ class Linear(Estimator):
         g, y = pair(data)
         table = g.layout if isinstance(g.layout, tables.TableFormat) else None
         names = feature_names(data[0] if isinstance(data, tuple) else data) or (table and table.feature_names())
+        given = data[1] if isinstance(data, tuple) and len(data) == 2 else None      # y from Python, if any
         label = table and table.label_spec()          # a test table's labels: the same named or numbered column
         if table and table.how.startswith("the first") and self.loss != "softmax" and len(np.unique(y)) > 2:
             found = np.unique(y)
@@ -76,12 +77,14 @@ class Linear(Estimator):
             if shape is None or len(shape) not in (1, 2) or shape[1:] not in ((), (1,)):
                 raise InputError(f"labels needed: {type(self).__name__} requires y to be passed, but the target y "
                                  "is None; fit(X, y), fit((X, y)) or fit(path) with a libsvm file")
-            y, test = given_labels(test, g.n_src), None
+            y, test, given = given_labels(test, g.n_src), None, test
         if isinstance(test, tuple) and len(test) == 2:
             same_columns(test[0], names, "the test X")
         t, ty = pair(test, label) if test is not None else (None, None)
+        kind = np.asarray(given).dtype if given is not None else None
         return Dataset(g, t, y, ty, zero_based=zero_based, feature_names=names, label_column=label,
-                       read_as=table and table.describe())
+                       read_as=table and table.describe(),
+                       label_dtype=kind.str if kind is not None and kind.kind in "biuf" else None)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -160,6 +163,8 @@ class Linear(Estimator):
         index base, the labels, the column names of a DataFrame."""
         self.coef_, self.zero_based_, self.classes_ = coef, s.zero_based, s.labels
         self.label_column_ = s.label_column          # a table's (name or 1-based), for the files predict reads
+        if s.label_dtype is not None and np.array_equal(s.labels.astype(s.label_dtype), s.labels):
+            self.classes_ = s.labels.astype(s.label_dtype)  # y's own (bool, 0.0/1.0, int32), as scikit-learn keeps it
         vars(self).pop("feature_names_in_", None)        # a refit on a matrix has none
         if s.feature_names is not None:
             self.feature_names_in_ = np.array(s.feature_names, dtype=object)
@@ -195,9 +200,9 @@ class Linear(Estimator):
     label_base_ = 0       # softmax: the first class's label (1 for a file labelled 1 … K)
 
     def predict(self, X):
-        """Labels, as training gave them: ±1, 0/1, 1/2, strings …"""
+        """Labels, as training gave them: ±1, 0/1, 1/2, strings, bools … (values of ``classes_``)"""
         M = self.scores(X)
-        return self.classes_[M.argmax(axis=1)] if self.loss == "softmax" else np.where(M[:, 0] > 0, *self.classes_[::-1])
+        return self.classes_[M.argmax(axis=1) if self.loss == "softmax" else (M[:, 0] > 0).astype(np.intp)]
 
     @property
     def predict_proba(self):
@@ -308,7 +313,7 @@ def binary_labels(y, test=None, source=None, test_source=None):
     if len(seen) < 2:
         raise io.sample_error(f"every label is {shown(seen[0])}: a binary model needs two", source, 0)
     pair = whole(found)
-    legal = (-1, 0, 1) if y.dtype.kind in "iuf" and pair.tolist() in ([-1, 1], [0, 1]) else tuple(pair)
+    legal = (-1, 0, 1) if y.dtype.kind in "biuf" and pair.tolist() in ([-1, 1], [0, 1]) else tuple(pair)
     signs = []
     for labels, where in ((y, source), (test, test_source)):
         if labels is None:
@@ -456,7 +461,7 @@ class GLM(Linear):
                      and data.train.num_edges else 1.0,
                      zero_based=data.facts.get("zero_based", False), label_base=base, n_classes=k, labels=labels,
                      feature_names=data.facts.get("feature_names"), label_column=data.facts.get("label_column"),
-                     read_as=data.facts.get("read_as"),
+                     read_as=data.facts.get("read_as"), label_dtype=data.facts.get("label_dtype"),
                      meta={"optimizer": optimizer, "eta": eta, "lam": lam, "batch_used": batch, "samples": g.n_src,
                            **({"label_base": base} if self.loss == "softmax" else {})})
 
@@ -657,7 +662,7 @@ class BlockPG(Linear):
                      test_labels=test_labels, perm=perm, source=data.source, counts=counts, form=form, labels=labels,
                      kappa=kappa, zero_based=data.facts.get("zero_based", False), meta={"samples": g.n_src},
                      feature_names=data.facts.get("feature_names"), label_column=data.facts.get("label_column"),
-                     read_as=data.facts.get("read_as"))
+                     read_as=data.facts.get("read_as"), label_dtype=data.facts.get("label_dtype"))
 
     def record(self, eng, s):
         ctx = eng.context()
