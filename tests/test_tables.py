@@ -97,7 +97,7 @@ def test_a_table_trains_the_model_of_its_libsvm_file(data, tmp_path):
     assert "tab-separated table of 9 columns; labels in column 1 (the first" in r.stdout
     assert open(tmp_path / "g" / "weights.npz", "rb").read() == same
     meta = json.loads(open(tmp_path / "t" / "model.json").read())
-    assert meta["feature_names"] == NAMES and meta["label_column_used"] == "Outcome"
+    assert meta["feature_names"] == NAMES and meta["label_column_used"] == ["Outcome", "last"]
 
 
 def test_python_fit_predict_and_workers_on_a_table(data, tmp_path):
@@ -109,14 +109,14 @@ def test_python_fit_predict_and_workers_on_a_table(data, tmp_path):
     bare = tmp_path / "bare.csv"
     bare.write_text("\n".join(",".join(f"{v:g}" for v in row) for row in X[:50]) + "\n")
     m = tux2.LogisticRegression(epochs=3).fit(data["csv"], test)
-    assert m.label_column_ == "Outcome" and list(m.feature_names_in_) == NAMES
+    assert m.label_column_ == ["Outcome", "last"] and list(m.feature_names_in_) == NAMES
     assert m.history_[-1]["test_accuracy"] == pytest.approx(m.score(test))
     ref = tux2.LogisticRegression(epochs=3).fit(X, y)
     np.testing.assert_array_equal(m.coef_, ref.coef_)
     np.testing.assert_array_equal(m.predict(str(bare)), ref.predict(X[:50]))
     m.save(tmp_path / "m")
     back = tux2.LogisticRegression.load(tmp_path / "m")
-    assert back.label_column_ == "Outcome" and back.score(test) == m.score(test)
+    assert back.label_column_ == ["Outcome", "last"] and back.score(test) == m.score(test)
     r = run_cli("predict", str(tmp_path / "m"), test)
     assert r.returncode == 0 and json.loads(r.stderr)["accuracy"] == pytest.approx(m.score(test)), r.stderr
     r = run_cli("predict", str(tmp_path / "m"), str(bare))
@@ -135,9 +135,9 @@ def test_the_label_column_by_number_name_or_last(data, tmp_path):
         and "--label-column N|NAME|last" in r.stderr, r.stderr
     for spec in ("last", "9", "-1"):
         m = tux2.LogisticRegression(epochs=2, label_column=spec).fit(path)
-        assert m.label_column_ == 9 and m.classes_.tolist() == [1, 2]
+        assert m.label_column_ == "last" and m.classes_.tolist() == [1, 2]
     m = tux2.LinearSVM(epochs=2, label_column="outcome").fit(data["csv"])      # by name, any case
-    assert m.label_column_ == "Outcome" and m.n_features_in_ == 8
+    assert m.label_column_ == ["Outcome", "last"] and m.n_features_in_ == 8
 
 
 @pytest.mark.parametrize("text, args, message", [
@@ -145,10 +145,11 @@ def test_the_label_column_by_number_name_or_last(data, tmp_path):
     ("a,b,label\n1,2,0\n3,NA,1\n", (), "t.csv:3: malformed value in column 2 ('b') (expected a number; a missing"),
     ("a,b,label\n1,2,0\n3,4,1,5\n", (), "t.csv:3: 4 columns where the table has 3"),
     ("a,b,label\n1,2,0\n3,4\n", (), "t.csv:3: 2 columns where the table has 3"),
-    ("1,s,0\n3,b,1\n", ("--label-column", "1"), "t.csv:1: malformed value in column 2"),   # words: labels only
+    ("1,s,0\n3,b,1\n", ("--label-column", "1"), "t.csv:1: column 2 holds words: the linear models read numbers"),
+    ("a,b,label\n1,2,0\n3,4,\n", (), "t.csv:3: empty field in column 3 ('label')"),
     ("1,2,0\n3,4,inf\n", ("--label-column", "3"), "t.csv:2: NaN or infinite value in column 3"),
-    ("1,2,0\n3,4,1\n", ("--label-column", "4"), "t.csv: --label-column 4: the table has 3 columns"),
-    ("a,b,c\n1,2,0\n", ("--label-column", "d"), "t.csv: --label-column 'd' names no column (the header's names"),
+    ("1,2,0\n3,4,1\n", ("--label-column", "4"), "(--label-column, label_column=) 4: the table has 3 columns"),
+    ("a,b,c\n1,2,0\n", ("--label-column", "d"), "'d' names no column of this file (the header's names are a, b"),
     ("1 1:2\n0 2:1\n", ("--label-column", "1"), "applies to tables of numbers"),
     ("39, State-gov, 77516, Bachelors, <=50K\n50, Private, 83311, HS-grad, >50K\n", (),     # UCI's adult
      "t.csv: a table with 3 columns of words (2 'State-gov', 4 'Bachelors', 5 '<=50K'): the linear models read"),
@@ -170,7 +171,7 @@ def test_pandas_row_index_is_no_feature(data, tmp_path):
     frame.to_csv(tmp_path / "idx.csv")
     frame.drop(columns="Outcome").to_csv(tmp_path / "bare.csv")
     r = run_cli("run", "lr", str(tmp_path / "idx.csv"), "--out", str(tmp_path / "m"), "--epochs", "3")
-    assert r.returncode == 0 and "column 1 (unnamed: pandas' row index) skipped; labels in column 10" in r.stdout
+    assert r.returncode == 0 and "skipped as row numbers: column 1 (unnamed: pandas' row index); labels in column 10" in r.stdout
     m = tux2.LogisticRegression(epochs=3).fit(data["csv"])
     np.testing.assert_array_equal(tux2.LogisticRegression.load(tmp_path / "m").coef_, m.coef_)
     r = run_cli("predict", str(tmp_path / "m"), data["csv"], "-o", str(tmp_path / "p1"))
@@ -178,7 +179,51 @@ def test_pandas_row_index_is_no_feature(data, tmp_path):
     r = run_cli("predict", str(tmp_path / "m"), str(tmp_path / "bare.csv"), "-o", str(tmp_path / "p2"))
     assert r.returncode == 0 and open(tmp_path / "p1").read() == open(tmp_path / "p2").read(), r.stderr
     r = run_cli("run", "lr", str(tmp_path / "idx.csv"), "--label-column", "1")
-    assert r.returncode == 2 and "is the row index pandas wrote" in r.stderr
+    assert r.returncode == 2 and "the label column 1 numbers the rows (pandas' row index" in r.stderr
+
+
+def test_headers_as_pandas_and_uci_write_them(data, tmp_path):
+    """Names with spaces and quoted commas (UCI's winequality: '"fixed acidity";…'), a
+    header of pandas' default names (0, 1, 2 … with and without 'label'), a byte-order
+    mark, a Kaggle 'Id' column: each gives the model of the plain file, bit for bit."""
+    import pandas as pd
+    X, y = data["X"], data["y"]
+    ref = tux2.LogisticRegression(epochs=2).fit(data["csv"])
+    frame = pd.DataFrame(X, columns=[f"{n} (unit, x)" for n in NAMES]).assign(Outcome=y)
+    frames = {"spaces.csv": frame, "int_names.csv": pd.DataFrame(np.column_stack([X, y])),
+              "int_label.csv": pd.DataFrame(X).assign(label=y),
+              "kaggle.csv": pd.DataFrame(X, columns=NAMES).assign(Outcome=y).rename_axis("Id").reset_index()}
+    for name, f in frames.items():
+        f.to_csv(tmp_path / name, index=False, sep=";" if name == "spaces.csv" else ",")
+    (tmp_path / "bom.csv").write_bytes(b"\xef\xbb\xbf" + open(data["csv"], "rb").read())
+    for name in [*frames, "bom.csv"]:
+        m = tux2.LogisticRegression(epochs=2, label_column="last" if name == "int_names.csv" else None)
+        m.fit(str(tmp_path / name))
+        np.testing.assert_array_equal(m.coef_, ref.coef_, err_msg=name)
+        assert m.n_features_in_ == 8 and m.history_[-1]["objective"] == ref.history_[-1]["objective"], name
+    r = run_cli("run", "lr", str(tmp_path / "kaggle.csv"), "--epochs", "1")
+    assert "skipped as row numbers: column 1 ('Id')" in r.stdout, r.stdout + r.stderr
+
+
+def test_tables_in_other_columns_than_fit_saw_are_refused(data, tmp_path):
+    """A predict or test table whose header orders the features otherwise, or with a
+    feature more, is refused (it would score other features); one without a header has
+    its labels where training had them."""
+    import pandas as pd
+    m = tux2.LogisticRegression(epochs=2).fit(data["csv"])
+    frame = pd.read_csv(data["csv"])
+    frame[frame.columns[::-1]].to_csv(tmp_path / "reversed.csv", index=False)
+    frame.assign(Extra=1.0).to_csv(tmp_path / "wider.csv", index=False)
+    frame.to_csv(tmp_path / "bare.csv", index=False, header=False)
+    with pytest.raises(InputError, match="not those fit saw, in its order \\('Age' where fit saw 'Pregnancies'"):
+        m.predict(str(tmp_path / "reversed.csv"))
+    with pytest.raises(InputError, match="9 feature columns where fit saw 8"):
+        m.score(str(tmp_path / "wider.csv"))
+    assert m.score(str(tmp_path / "bare.csv")) == m.score(data["csv"])
+    with pytest.raises(InputError, match="not those fit saw"):
+        tux2.LogisticRegression(epochs=1).fit(data["csv"], str(tmp_path / "reversed.csv"))
+    df = tux2.LogisticRegression(epochs=2, label_column="Outcome").fit(frame)       # a DataFrame's labels by name
+    np.testing.assert_array_equal(df.coef_, m.coef_)
 
 
 def test_labels_that_are_words(tmp_path):
@@ -190,7 +235,7 @@ def test_labels_that_are_words(tmp_path):
     path = tmp_path / "sonar.all-data"
     path.write_text("".join(",".join(f"{v:g}" for v in x) + f",{c}\n" for x, c in zip(X, y)) + "\n")
     m = tux2.LogisticRegression(epochs=3).fit(str(path))
-    assert m.label_column_ == 7 and m.classes_.tolist() == ["M", "R"]
+    assert m.label_column_ == "last" and m.classes_.tolist() == ["M", "R"]
     ref = tux2.LogisticRegression(epochs=3).fit(X, y)
     np.testing.assert_array_equal(m.coef_, ref.coef_)
     assert m.predict(str(path)).tolist() == ref.predict(X).tolist() and m.score(str(path)) == ref.score(X, y)
@@ -199,7 +244,7 @@ def test_labels_that_are_words(tmp_path):
     tsv.write_text("a\tb\tc\td\te\tf\tspecies\n" + "".join("\t".join(f"{v:g}" for v in x) + f'\t"{c} x" \n'
                                                               for x, c in zip(X, names)))
     r = run_cli("run", "softmax", str(tsv), "--epochs", "2", "--out", str(tmp_path / "sm"))
-    assert r.returncode == 0 and "labels in column 7 ('species') (the one column of words" in r.stdout, r.stderr
+    assert r.returncode == 0 and "labels in column 7 ('species') (by its name" in r.stdout, r.stderr
     meta = json.loads(open(tmp_path / "sm" / "model.json").read())
     assert meta["labels"] == ["Iris-setosa x", "Iris-versicolor x", "Iris-virginica x"]
     res = json.loads(run_cli("info", str(tsv), "--json").stdout)
@@ -222,5 +267,5 @@ def test_tables_are_told_from_other_inputs():
     assert tables.table_format(head, "x") is None                     # libsvm
     assert tables.table_format(b"0\tgo until jurong point\n1\tok lar\n", "x") is None     # labelled text
     assert tables.table_format(b"1\n2\n", "x") is None                # one column
-    with pytest.raises(InputError, match="--label-column 0"):
+    with pytest.raises(InputError, match="label_column=\\) 0: the table has 2 columns"):
         tables.table_format(b"1,2\n3,4\n", "x", 0)

@@ -15,27 +15,33 @@ from tux2 import io
 from tux2.errors import InputError
 from tux2.graph import BipartiteGraph
 
-# header names of a label column (lower case, without '_', '-', ' ', '.')
-LABEL_NAMES = {"label", "labels", "class", "target", "y", "outcome", "response", "income", "diagnosis"}
+# header names of a label column (lower case, without '_', '-', ' ', '.'), and of columns that
+# number the rows (Kaggle's 'Id', pandas' unnamed row index): skipped, never a feature
+LABEL_NAMES = {"label", "labels", "class", "target", "y", "ytrue", "outcome", "response", "income", "diagnosis",
+               "survived", "quality", "species", "churn", "isfraud", "fraud", "defaultpaymentnextmonth"}
+ID_NAMES = {"", "id", "rowid", "index", "unnamed0"}
 
 _MESSAGES = {
     1: "malformed value in column {col} (expected a number; a missing value? impute it or leave the line out)",
     2: "NaN or infinite value in column {col} (impute it or leave the line out)",
     3: "{got} columns where the table has {width}",
     4: "empty field in column {col} (two separators in a row): a missing value? impute it or leave the line out",
+    5: "column {col} holds words: the linear models read numbers; one-hot encode it first (pandas.get_dummies, "
+       "scikit-learn's OneHotEncoder) and fit from Python, or leave it out",
 }
+_MISSING = {"na", "nan", "n/a", "null", "none", "?", "-", ""}       # no header name: a missing value
 
 
 class TableFormat:
     """A dense table's layout: data from byte ``start`` after ``skip`` lines (a header of
     ``names``), ``width`` columns separated as ``mode`` says (tux2.io's SPACE or TAB),
-    the label in 0-based column ``label`` (``how``: why that one)."""
+    the label in 0-based column ``label`` (``how``: why that one; -1: none), the columns
+    ``skipped`` unread (pandas' row index, an Id column) and those of ``words``."""
 
-    def __init__(self, edge_format, label, how, index=0):
+    def __init__(self, edge_format, label, how, skipped=(), words=()):
         self.start, self.skip, self.mode = edge_format.start, edge_format.skip, edge_format.mode
         self.names, self.width, self.sep = edge_format.names, edge_format.width, edge_format.sep
-        self.label, self.how = label, how
-        self.index = index          # 1: the first column is pandas' row index (its header name is empty), skipped
+        self.label, self.how, self.skipped, self.words = label, how, tuple(skipped), tuple(words)
 
     def column(self, j):
         """Column ``j`` (0-based) as a message names it: its 1-based number and header name."""
@@ -43,21 +49,30 @@ class TableFormat:
         return f"{j + 1}" + (f" ({name!r})" if name else "")
 
     def label_spec(self):
-        """How a test or predict table finds the labels: by the header's name for them,
-        else by position (1-based); None without labels."""
+        """How a test or predict table finds the labels: [header name, position] (the name
+        in a file with a header, the position in one without), 'last' or the 1-based
+        position; None without labels."""
         if self.label < 0:
             return None
-        return self.names[self.label] if self.names and self.names[self.label] else self.label + 1
+        at = "last" if self.label == self.width - 1 else self.label + 1
+        return [self.names[self.label], at] if self.names and self.names[self.label] else at
+
+    def feature_columns(self):
+        return [j for j in range(self.width) if j != self.label and j not in self.skipped]
+
+    def feature_of(self):
+        """Per column, its feature number, or -1 (the label, a skipped column)."""
+        out = np.full(self.width, -1, np.int64)
+        out[self.feature_columns()] = np.arange(self.features)
+        return out
 
     def feature_names(self):
         """The header's names of the feature columns, in order (None without a header)."""
-        if not self.names or len(self.names) != self.width:
-            return None
-        return [n for j, n in enumerate(self.names) if j != self.label and j >= self.index]
+        return [self.names[j] for j in self.feature_columns()] if self.names else None
 
     @property
     def features(self):
-        return self.width - self.index - (self.label >= 0)
+        return len(self.feature_columns())
 
     def notable(self):
         return True
@@ -67,23 +82,29 @@ class TableFormat:
         sep = {"tab": "tab-separated", "comma": "comma-separated", "semicolon": "semicolon-separated"}.get(
             self.sep, "space-separated")
         labels = f"labels in column {self.column(self.label)}" if self.label >= 0 else "no labels"
+        skipped = ", ".join("1 (unnamed: pandas' row index)" if j == 0 and self.names and not self.names[0]
+                            else self.column(j) for j in self.skipped)
         return (f"a dense {sep} table of {self.width} columns{', with a header line' if self.names else ''}; "
-                + ("column 1 (unnamed: pandas' row index) skipped; " if self.index else "")
+                + (f"skipped as row numbers: column {skipped}; " if skipped else "")
                 + f"{labels} ({self.how}), {self.features} features")
 
 
-def _resolve_label(label, names, width, path, words=None):
+def _resolve_label(label, names, width, path, words=None, first=0):
     """(0-based label column, how it was chosen) of ``label`` (None: a header name in
-    LABEL_NAMES, else the one column of words ``words``, else the first column; an int,
-    1-based, negative from the end; 'last'; or a header name)."""
+    LABEL_NAMES, else the one column of words ``words``, else column ``first``; an int,
+    1-based, negative from the end; 'last'; a header name; or [name, position]: the name
+    when the file has a header, else the position)."""
+    if isinstance(label, (list, tuple)):
+        label = label[0] if names else label[1]
     if label is None:
         named = [j for j, n in enumerate(names or ()) if io._key(n) in LABEL_NAMES]
         if len(named) == 1:
             return named[0], "by its name; --label-column picks another"
-        if words is not None:
+        if words is not None and words in (0, width - 1):
             return words, "the one column of words; --label-column picks another"
-        return 0, "the first; --label-column picks another"
+        return first, "the first; --label-column picks another"
     spec = str(label).strip()
+    flag = "label column (--label-column, label_column=)"
     if spec.lower() == "last":
         return width - 1, "--label-column last"
     try:
@@ -93,44 +114,97 @@ def _resolve_label(label, names, width, path, words=None):
             [i for i, n in enumerate(names or ()) if io._key(n) == io._key(spec)]
         if len(hits) != 1:
             what = f"the header's names are {', '.join(names)}" if names else "the file has no header line"
-            raise InputError(f"--label-column {spec!r} names no column ({what})", path=path) from None
+            raise InputError(f"the {flag} {spec!r} names no column of this file ({what}): a number or 'last' "
+                             "picks one by position", path=path) from None
         return hits[0], f"--label-column {spec}"
     if not (1 <= j <= width or -width <= j <= -1):
-        raise InputError(f"--label-column {j}: the table has {width} columns (1 … {width}, or -1 for the last)",
+        raise InputError(f"the {flag} {j}: the table has {width} columns (1 … {width}, or -1 for the last)",
                          path=path)
     return (j - 1 if j > 0 else width + j), f"--label-column {spec}"
+
+
+def _header_names(line, fmt):
+    """A header line's names, split as its data lines are (commas, semicolons or tabs;
+    spaces only in a space-separated table), quotes removed."""
+    import csv
+    text = line.decode("utf-8", "replace").rstrip("\r").lstrip("\ufeff")
+    if fmt.mode == io.SPACE and fmt.sep == "space":
+        return [t.strip('"') for t in text.split()]
+    delim = "\t" if fmt.mode == io.TAB else ";" if fmt.sep == "semicolon" else ","
+    return [t.strip().strip("\"'") for t in next(csv.reader([text], delimiter=delim))]
+
+
+def _is_header(first, rest):
+    """Whether a first line of fields ``first`` that holds numbers is still a header: the
+    column names pandas gives a frame without names (0, 1, 2 …, maybe after an empty
+    index name or before 'label'), or a name where every line below has a number."""
+    nums = [t for t in first if io.is_number(t)]
+    if len(nums) >= 2 and all(re.fullmatch(rb"[0-9]+", t) for t in nums) and \
+            [int(t) for t in nums] == list(range(int(nums[0]), int(nums[0]) + len(nums))) and int(nums[0]) <= 1:
+        return True
+    return bool(rest) and any(
+        not io.is_number(t) and t.strip(b'"').lower().decode("utf-8", "replace") not in _MISSING and
+        re.match(rb'"?[A-Za-z_]', t) and all(j < len(r) and io.is_number(r[j]) for r in rest)
+        for j, t in enumerate(first))
+
+
+def head_of(path, n=1 << 16, lines=22):
+    """The first ``n`` bytes of a file as they are (a byte-order mark kept: the offsets of
+    ``table_format`` count it), more while they hold under ``lines`` lines (a table of
+    10,000 columns), up to 64 MiB."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(n)
+            while head.count(b"\n") < lines and len(head) < 1 << 26:
+                more = f.read(len(head))
+                if not more:
+                    break
+                head += more
+            return head
+    except OSError as e:
+        raise InputError(f"cannot read input: {e.strerror}", path=path) from None
 
 
 def table_format(head, path, label=None, features=None):
     """The TableFormat of a file whose first bytes are ``head`` when its data lines are
     a table of numbers (2 columns or more, numbers in half the lines of each but one at
     most, no libsvm ``index:value`` token; a missing or malformed field is left for the
-    parser to name),
-    else None. A table of as many columns as a model's ``features`` has no labels."""
+    parser to name), else None. A table of as many feature columns as a model's
+    ``features`` has no labels. Columns that number the rows are skipped: pandas' row
+    index (an empty header name) and one named id, index or rowid."""
     if label is None and not head.strip():
         return None
     fmt = io.edge_format(head, path)
     if fmt.mode not in (io.SPACE, io.TAB) or fmt.matrix_market:
         return None
-    lines = [x for x in head[fmt.start:].split(b"\n")[:21] if x.strip() and x.strip()[:1] not in (b"#", b"%")]
-    complete = lines[:-1] if len(head) >= 1 << 16 and len(lines) > 1 else lines      # the last may be cut
-    rows = [io.split_fields(x, fmt.mode) for x in complete[:20]]
+    lines = [x for x in head[fmt.start:].split(b"\n")[:22] if x.strip() and x.strip()[:1] not in (b"#", b"%")]
+    complete = lines[:-1] if not head.endswith(b"\n") and len(lines) > 1 else lines      # the last may be cut
+    rows = [io.split_fields(x, fmt.mode) for x in complete[:21]]
     if not rows or any(b":" in x for x in complete) or len(rows[0]) < 2:
         return None
+    header = fmt.names and head[:fmt.start].rstrip(b"\r\n").rsplit(b"\n", 1)[-1]
+    if not fmt.names and len(rows) > 1 and _is_header(io.split_fields(complete[0], fmt.mode, leading=True), rows[1:]):
+        header = complete[0]                     # '0,1,2,…' (pandas' default names), '0,1,…,27,label'
+        fmt.start = head.index(header, fmt.start) + len(header) + 1
+        fmt.skip = head[:fmt.start].count(b"\n")
+        rows = rows[1:]
+    rows = rows[:20]
     fmt.width = len(rows[0])
     words = [j for j in range(fmt.width) if sum(io.is_number(r[j]) for r in rows if j < len(r)) * 2 < len(rows)]
     if fmt.width - len(words) < max(2, fmt.width - 1):     # one column of words may be the labels ('Iris-setosa',
         return None                                         # 'R'); a missing value: the parser names it
-    if fmt.names and len(fmt.names) != fmt.width:
-        fmt.names = None if len(fmt.names) < 2 else fmt.names
-    index = int(bool(fmt.names) and not fmt.names[0] and fmt.width >= 3)    # pandas' to_csv: the row index
-    if features is not None and fmt.width - index == features:
-        return TableFormat(fmt, -1, f"none: {features} columns, the model's features", index)
-    label, how = _resolve_label(label, fmt.names, fmt.width, path, words[0] if words else None)
-    if label < index:
-        raise InputError("--label-column 1 is the row index pandas wrote (its header name is empty): the labels "
-                         "are another column", path=path)
-    return TableFormat(fmt, label, how, index)
+    fmt.names = _header_names(header, fmt) if header else None
+    if fmt.names is not None and len(fmt.names) != fmt.width:
+        fmt.names = None                                    # names that are not one per column name none
+    skipped = [j for j, n in enumerate(fmt.names or ()) if io._key(n) in ID_NAMES and (j == 0 or n)][:1]
+    if features is not None and fmt.width - len(skipped) == features:
+        return TableFormat(fmt, -1, f"none: {features} columns, the model's features", skipped, words)
+    label, how = _resolve_label(label, fmt.names, fmt.width, path, words[0] if words else None,
+                                first=1 if skipped == [0] else 0)
+    if label in skipped:
+        raise InputError(f"the label column {label + 1} numbers the rows (pandas' "
+                         "row index, an Id column): the labels are another column", path=path)
+    return TableFormat(fmt, label, how, skipped, words)
 
 
 def words_hint(head, path):
@@ -166,11 +240,11 @@ def looks_like_table(head, path):
 
 
 @njit(cache=True, nogil=True)
-def _parse_table(buf, start, width, label, mode, out_y, out_span, out_r, out_c, out_v, index=0):
+def _parse_table(buf, start, width, label, mode, out_y, out_span, out_r, out_c, out_v, feature_of):
     """Lines of ``width`` numbers from buf[start:]: the one in column ``label`` into
     out_y, the others, when not 0, into (row, feature, value) triples (features are the
-    columns but the label's and the first ``index``, which are skipped unread, in
-    order). The label's field may be a word: out_span[row]
+    columns but the label's: ``feature_of``, -1 for a column skipped unread). The
+    label's field may be a word: out_span[row]
     holds its (start, length) in buf either way. Returns (rows, nnz, err, err_line,
     err_pos, err_col, words): words 1 when a label is no number."""
     n = buf.shape[0]
@@ -198,7 +272,8 @@ def _parse_table(buf, start, width, label, mode, out_y, out_span, out_r, out_c, 
             if t >= width:
                 return row, k, 3, line, pos, t, words
             q = p
-            if t < index:                                           # pandas' row index: not read
+            f = feature_of[t]
+            if f < 0 and t != label:                                # a column of row numbers: not read
                 while p < n and not io._field_ends(buf[p], mode):
                     p += 1
                 v, err = 0.0, 0
@@ -220,9 +295,9 @@ def _parse_table(buf, start, width, label, mode, out_y, out_span, out_r, out_c, 
                 out_span[row, 1] = e - q
             if err:
                 return row, k, 2 if err == 4 else 1, line, pos, t, words
-            if t != label and v != 0.0:
+            if f >= 0 and v != 0.0:
                 out_r[k] = row
-                out_c[k] = t - index - (1 if 0 <= label < t else 0)
+                out_c[k] = f
                 out_v[k] = v
                 k += 1
             t += 1
@@ -232,6 +307,8 @@ def _parse_table(buf, start, width, label, mode, out_y, out_span, out_r, out_c, 
                     hard += 1
                 p += 1
             if p == n or buf[p] == 10:
+                if hard > 0 and t < width:                          # '…,21.0,': the last field is empty
+                    return row, k, 4, line, pos, t, words
                 break
             if hard > 1:
                 return row, k, 4, line, pos, t, words
@@ -245,14 +322,14 @@ def _parse_table(buf, start, width, label, mode, out_y, out_span, out_r, out_c, 
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def _parse_chunks(buf, bounds, width, label, mode, y, span, r, c, v, rows_at, at, res, index):
+def _parse_chunks(buf, bounds, width, label, mode, y, span, r, c, v, rows_at, at, res, feature_of):
     """_parse_table on each chunk buf[bounds[i]:bounds[i + 1]] (split at line starts) in
     parallel: chunk i's rows from y[rows_at[i]], its triples from at[i] (rows numbered
     within the chunk, spans from its start); res[i]: rows, nnz, err, line, pos, words."""
     for i in prange(len(bounds) - 1):
         n, k, err, line, pos, _, words = _parse_table(buf[bounds[i]:bounds[i + 1]], 0, width, label, mode,
                                                       y[rows_at[i]:], span[rows_at[i]:], r[at[i]:], c[at[i]:],
-                                                      v[at[i]:], index)
+                                                      v[at[i]:], feature_of)
         res[i, 0], res[i, 1], res[i, 2], res[i, 3], res[i, 4], res[i, 5] = n, k, err, line, pos, words
 
 
@@ -281,6 +358,8 @@ def _words(raw, span, block=1 << 20):
     """The labels at ``span`` (start, length) rows of raw, as strings (array ops, a block
     of rows at a time)."""
     width = max(int(span[:, 1].max()), 1)
+    if width > 256:                           # a long label: one at a time, not rows × its length
+        return np.array([bytes(raw[a:a + n]).decode("utf-8", "replace") for a, n in span.tolist()])
     buf = np.frombuffer(raw, np.uint8)
     cols = np.arange(width)
     out = np.empty(len(span), f"S{width}")
@@ -307,13 +386,16 @@ def read_table(path, fmt, n_features=None, type_names=("sample", "feature")):
     y, span = np.empty(rows_at[-1], np.float64), np.empty((rows_at[-1], 2), np.int64)
     r, c, v = np.empty(at[-1], idx), np.empty(at[-1], np.int32), np.empty(at[-1], np.float64)
     res = np.zeros((len(bounds) - 1, 6), np.int64)
-    _parse_chunks(buf, bounds, fmt.width, fmt.label, fmt.mode, y, span, r, c, v, rows_at, at, res, fmt.index)
+    feature_of = fmt.feature_of()
+    _parse_chunks(buf, bounds, fmt.width, fmt.label, fmt.mode, y, span, r, c, v, rows_at, at, res, feature_of)
     if res[:, 2].any():                               # the first error in file order, as one pass finds it
         _, _, err, line, pos, col, _ = _parse_table(buf, fmt.start, fmt.width, fmt.label, fmt.mode, y, span, r, c, v,
-                                                    fmt.index)
+                                                    feature_of)
         text = io._line_text(raw, pos)
-        got = len(io.split_fields(str(text).encode(), fmt.mode, leading=True))
-        what = _MESSAGES[err].format(col=fmt.column(col), got=got, width=fmt.width)
+        end = raw.find(b"\n", pos)
+        got = len(io.split_fields(bytes(raw[pos:end if end >= 0 else len(raw)]), fmt.mode, leading=True))
+        what = _MESSAGES[5 if err == 1 and col in fmt.words else err].format(col=fmt.column(col), got=got,
+                                                                             width=fmt.width)
         raise InputError(what, path=path, line=fmt.skip + line, text=text)
     rows, k = _compact(y, span, r, c, v, bounds, rows_at, at, res)
     if rows == 0:

@@ -34,6 +34,9 @@ def add_parser(sub):
     p.add_argument("--zero-based", default=None, action="store_true",
                    help="feature indices start at 0 (default: as the model was trained)")
     p.add_argument("--metrics", help="also write the metrics as one JSON object to this file")
+    p.add_argument("--label-column", metavar="N|NAME|last", default=None,
+                   help="linear models, a table: its labels' column (default: the training table's, by header name "
+                        "or position; none when the table has just the model's features)")
     p.add_argument("--top-k", type=COUNT, default=None, help="mf: recommend this many items per user")
     p.add_argument("--include-seen", action="store_true", help="mf --top-k: also recommend training items")
     p.add_argument("--min-ratings", type=NONNEG, default=1,
@@ -73,7 +76,7 @@ FOR_SOME = (("--top-k", "top_k", None, ("mf",)), ("--include-seen", "include_see
             ("--min-ratings", "min_ratings", 1, ("mf",)),
             ("--iterations", "iterations", 50, ("lda",)), ("--seed", "seed", 0, ("lda",)),
             ("--columns", "columns", None, ("mf",)), ("--unknown", "unknown", "baseline", ("mf",)),
-            ("--zero-based", "zero_based", None, LINEAR))
+            ("--zero-based", "zero_based", None, LINEAR), ("--label-column", "label_column", None, LINEAR))
 
 
 def predict(args):
@@ -102,7 +105,7 @@ def predict(args):
     from tux2.estimators.linear import binary_labels, class_codes, shown
     from tux2.udfs.glm import score_metrics, softmax
     zero_based = model.zero_based_ if args.zero_based is None else args.zero_based
-    graph, labels = load_samples(args.input, zero_based, "keep", label_column=model.label_column_,
+    graph, labels = load_samples(args.input, zero_based, "keep", label_column=args.label_column or model.label_column_,
                                  features=model.n_features_in_)        # a table without labels: none
     require_features(graph, args.input)      # labels alone: every score would be the same constant
     M = model.scores(graph)

@@ -50,6 +50,8 @@ class Linear(Estimator):
         with ``zero_based`` (feature indices from 0) and ``duplicates`` (a feature twice
         in one line: "error", "sum", "last", "keep"), as ``tux2 run``'s flags read them."""
         zero_based, duplicates = self.zero_based, self.duplicates
+        if self.label_column is not None and test is None and hasattr(data, "columns") and hasattr(data, "drop"):
+            data, test = data.drop(columns=self.label_column), data[self.label_column]      # a DataFrame's labels
         def pair(d, label=self.label_column):
             if isinstance(d, tuple) and len(d) == 2:
                 g = loaders.load_samples(d[0])[0]
@@ -64,23 +66,28 @@ class Linear(Estimator):
         names = feature_names(data[0] if isinstance(data, tuple) else data) or (table and table.feature_names())
         given = data[1] if isinstance(data, tuple) and len(data) == 2 else None      # y from Python, if any
         label = table and table.label_spec()          # a test table's labels: the same named or numbered column
-        if table and table.how.startswith("the first") and self.loss != "softmax" and len(np.unique(y)) > 2:
-            found = np.unique(y)
-            raise InputError(f"column {table.column(table.label)}, the labels ({table.how.split(';')[0]}), holds "
-                             f"{len(found):,} values ({', '.join(map(shown, found[:3]))}, …): a binary model takes "
-                             "two. --label-column N|NAME|last (label_column=) picks the column of the labels; "
-                             "softmax takes more than two", path=os.fspath(data))
+        found = np.unique(y) if table and table.how.startswith("the first") else ()
+        if len(found) > (100 if self.loss == "softmax" else 2):          # the first column, no labels
+            raise InputError(f"column {table.column(table.label)}, the labels (the first), holds {len(found):,} "
+                             f"values ({', '.join(map(shown, found[:3]))}, …): "
+                             + ("a binary model takes two" if self.loss != "softmax" else "as many classes?")
+                             + ". --label-column N|NAME|last (label_column=) picks the column of the labels"
+                             + ("; softmax takes more than two" if self.loss != "softmax" else ""),
+                             path=os.fspath(data))
         if y is None:
             shape = np.shape(np.asarray(test)) if test is not None else None      # array-likes too
             if shape is not None and len(shape) == 2 and shape[0] == g.n_src and shape[1] > 1:
                 raise InputError(f"y holds one label per sample, shape ({g.n_src},) or ({g.n_src}, 1); got {shape}")
             if shape is None or len(shape) not in (1, 2) or shape[1:] not in ((), (1,)):
                 raise InputError(f"labels needed: {type(self).__name__} requires y to be passed, but the target y "
-                                 "is None; fit(X, y), fit((X, y)) or fit(path) with a libsvm file")
+                                 "is None; fit(X, y), fit((X, y)), fit(path) with a libsvm file or a table, or "
+                                 "label_column= naming a DataFrame's column of labels")
             y, test, given = given_labels(test, g.n_src), None, test
         if isinstance(test, tuple) and len(test) == 2:
             same_columns(test[0], names, "the test X")
         t, ty = pair(test, label) if test is not None else (None, None)
+        if t is not None and isinstance(t.layout, tables.TableFormat):
+            same_table(t.layout, names, g.n_dst, test)
         kind = np.asarray(given).dtype if given is not None else None
         return Dataset(g, t, y, ty, zero_based=zero_based, feature_names=names, label_column=label,
                        read_as=table and table.describe(),
@@ -175,6 +182,8 @@ class Linear(Estimator):
         (a libsvm file's features beyond them count as 0)."""
         W = self.coef_                                  # before fit: the error names it
         g = self._read(X)[0]
+        if isinstance(g.layout, tables.TableFormat):    # a table's header: the features in fit's order
+            same_table(g.layout, vars(self).get("feature_names_in_"), self.n_features_in_, X)
         if not (loaders.is_path(X) or isinstance(X, BipartiteGraph)):
             if g.n_dst != self.n_features_in_:
                 raise ValueError(f"X has {g.n_dst} features, but {type(self).__name__} is expecting "
@@ -256,6 +265,22 @@ def same_columns(X, fitted, what):
         raise ValueError(f"{what}'s columns are not those fit saw (first difference: "
                          f"{next((f'{a!r} for {b!r}' for a, b in zip(names, fitted) if a != b), 'their number')}): "
                          "pass X[est.feature_names_in_]")
+
+
+def same_table(layout, fitted, features, path):
+    """InputError when a table (its TableFormat ``layout``) has other feature columns than
+    fit saw: not ``features`` of them, or header names not ``fitted`` in order (None: no
+    names to compare). Read by position, they would score other features."""
+    names = layout.feature_names()
+    where = os.fspath(path) if loaders.is_path(path) else None
+    if layout.features != features:
+        raise InputError(f"{layout.features} feature columns where fit saw {features} ({layout.describe()}): write "
+                         "the columns as in training", path=where)
+    if names is None or fitted is None or list(names) == list(fitted):
+        return
+    diff = next(f"{a!r} where fit saw {b!r}" for a, b in zip(names, fitted) if a != b)
+    raise InputError(f"the header's feature columns are not those fit saw, in its order ({diff}): read by position "
+                     "they would score other features; write the columns as in training", path=where)
 
 
 def given_labels(y, n=None):
