@@ -94,6 +94,53 @@ def test_meaningless_option_values_are_refused(capsys, files, argv, what):
     assert "epoch" not in out and "iteration" not in out
 
 
+@pytest.mark.parametrize("argv, both", [
+    (["run", "mf", "R", "--mode", "sgd", "--step", "plain"], ["--step plain", "--mode sgd"]),
+    (["run", "mf", "R", "--step", "plain"], ["--step plain", "--mode sgd"]),       # sgd by default
+    (["run", "mf", "R", "--enumerate", "user"], ["--enumerate user", "--batch-unit edge"]),
+    (["run", "mf", "R", "--no-biases", "--damping", "5"], ["--damping 5", "--no-biases"]),
+    (["run", "mf", "R", "--mode", "minibatch", "--overlap", "allow"], ["--overlap allow", "--mode minibatch"]),
+    (["run", "mf", "R", "--overlap", "allow"], ["--overlap allow", "--order strata"]),
+    (["run", "mf", "R", "--mode", "minibatch", "--blocks", "8"], ["--blocks 8", "--order blocked"]),
+    (["run", "mf", "R", "--test", "R", "--test-fraction", "0.5"], ["--test-fraction 0.5", "--test"]),
+    (["run", "mf", "--test-fraction", "0.5"], ["--test-fraction 0.5", "built-in"]),
+    (["run", "mf", "--test", "R"], ["--test", "INPUT"]),
+    (["run", "lr", "--test", "S"], ["--test", "INPUT"]),
+    (["run", "lda", "--vocab", "D"], ["--vocab", "INPUT"]),
+    (["run", "mf", "R", "--workers", "2", "--world", "3"], ["--workers 2", "--world 3"]),
+    (["run", "mf", "R", "--workers", "2", "--rank", "0", "--world", "2", "--rendezvous", "tcp://127.0.0.1:9"],
+     ["--workers 2", "--rank 0", "--rendezvous"]),
+    (["run", "lda", "D", "--optimize-burn-in", "3"], ["--optimize-burn-in 3", "--optimize-interval 0"]),
+    (["run", "lr", "S", "--driver", "--strategy", "adam"], ["--driver", "--strategy adam"]),
+])
+def test_flags_that_would_have_no_effect_together_are_refused(capsys, files, argv, both):
+    """A flag the others leave without effect (another mode's, a launcher's beside --workers)
+    was ignored without a word; now an error names both, before anything is read."""
+    argv = [{"R": str(files / "r.txt"), "D": str(files / "docs.txt"), "S": str(files / "s.svm")}.get(a, a)
+            for a in argv]
+    rc, out, err = _main(capsys, *argv, "--epochs" if "lda" not in argv else "--iterations", "1", "--quiet")
+    _refused(rc, err, *both)
+    assert len(err.strip().splitlines()) <= 2 and out == "", err
+
+
+@pytest.mark.parametrize("make, said", [
+    (lambda t: t.MF(step="plain"), "step=plain has no effect with mode=sgd: it applies only with mode=minibatch"),
+    (lambda t: t.MF(biases=False, damping=5), "damping=5 has no effect with biases=False"),
+    (lambda t: t.LogisticRegression(driver=True, strategy="adam"), "driver=True has no effect with strategy=adam"),
+])
+def test_parameters_that_would_have_no_effect_are_refused_by_fit_in_their_names(make, said):
+    import tux2
+    with pytest.raises(ValueError) as e:
+        make(tux2).fit(np.array([[0, 1, 3.0], [1, 0, 4.0]]))
+    assert said in str(e.value)
+
+
+def test_a_flag_of_another_mode_is_taken_where_it_applies(capsys, files):
+    rc, out, err = _main(capsys, "run", "mf", str(files / "r.txt"), "--mode", "minibatch", "--step", "plain",
+                         "--batch-unit", "vertex", "--enumerate", "user", "--epochs", "1", "--quiet")
+    assert rc == 0, err
+
+
 def test_partitions_far_above_the_edge_count_are_refused(capsys, files):
     rc, out, err = _main(capsys, "run", "mf", str(files / "r.txt"), "--partitions", "100000", "--epochs", "1")
     _refused(rc, err, "--partitions 100000", "edges")

@@ -79,6 +79,22 @@ class Estimator:
                                      f"{', '.join(map(repr, self.choices[name]))}; got {value!r}")
             except ValueError as e:
                 raise ValueError(f"{e}{flag_hints(type(self), name)}") from None
+        for name, other, only in self._unused():      # set where it does nothing: refused, not ignored
+            if getattr(self, name) != defaults[name].default:
+                raise ValueError(f"{self._flag(name)} has no effect with {other}"
+                                 + (f": it applies only with {only}" if only else ""))
+
+    def _unused(self):
+        """(parameter, what makes it unused, where it applies or None) for each parameter
+        that the others leave without effect: check_params refuses it set to another
+        value than its default (scikit-learn warns; a silently ignored setting misleads)."""
+        return []
+
+    def _flag(self, name):
+        """``name`` and its value as the flag of ``tux2 run`` setting them ('--step plain',
+        '--no-biases'; ``_in_python`` turns them into 'step=plain', 'biases=False')."""
+        v, flag = getattr(self, name), "--" + self.flags.get(name, (name,))[0].replace("_", "-")
+        return (flag if v else f"--no-{flag[2:]}") if isinstance(v, bool) else f"{flag} {v}"
 
     def set_params(self, **params):
         """Change parameters (before the next ``fit``); returns the estimator."""
@@ -131,7 +147,10 @@ class Estimator:
             files.check_writable(os.fspath(checkpoint), "checkpoint=", directory=True)
         if callable(callbacks) or isinstance(callbacks, (str, bytes)):
             raise TypeError(f"callbacks must be a list of functions, got {callbacks!r}: pass [f]")
-        self.check_params()
+        try:
+            self.check_params()
+        except ValueError as e:
+            raise ValueError(self._in_python(str(e))) from None
         ck = None
         if checkpoint is not None:
             params = {k: v for k, v in self.get_params().items() if k not in (self._iterations, *self._resumable)}
@@ -203,8 +222,14 @@ class Estimator:
         of a parameter becomes ``param=`` ('try --eta 0.05' → 'try eta=0.05')."""
         import re
         names = {self.flags.get(p, (p,))[0].replace("_", "-"): p for p in self.get_params()}
-        return re.sub(r"--([a-z][a-z0-9-]*)(?: (?=[\w.]))?", lambda m: f"{names[m.group(1)]}=" if m.group(1) in names
-                      else m.group(0), text)
+
+        def param(m):                   # a switch by its state: '--driver' is driver=True, '--no-biases' biases=False
+            flag, value = m.group(1), m.group(2) or ""
+            on = flag.removeprefix("no-") if flag.removeprefix("no-") in names else flag
+            if isinstance(getattr(self, names.get(on, ""), None), bool):
+                return f"{names[on]}={on == flag}{value}"
+            return f"{names[flag]}=" if flag in names else m.group(0)
+        return re.sub(r"--([a-z][a-z0-9-]*)( (?=[\w.]))?", param, text)
 
     # ------------------------------------------------------------ files
     def _meta(self):

@@ -317,6 +317,18 @@ class MF(Estimator):
     def tiled(self):
         return (self.order or ("strata" if self.mode == "sgd" else "blocked")) == "strata"
 
+    def _unused(self):
+        sgd = self.mode == "sgd"
+        order = f"--order {self.order or ('strata' if sgd else 'blocked')}"
+        return [(name, other, only) for name, used, other, only in (
+            ("step", not sgd, "--mode sgd", "--mode minibatch"),
+            ("enumerate", self.batch_unit == "vertex", f"--batch-unit {self.batch_unit}", "--batch-unit vertex"),
+            ("damping", self.biases, "--no-biases", None),
+            ("overlap", sgd and not self.tiled(), order if sgd else "--mode minibatch",
+             "--mode sgd and an --order other than strata"),
+            ("blocks", self.tiled() or self.partitioner == "stratified", order,
+             "--order strata or --partitioner stratified")) if not used]
+
     def single_clock(self):
         """One clock per epoch (per-edge SGD without --batch-size)."""
         return self.batch_size is None and self.mode == "sgd"
