@@ -94,7 +94,7 @@ def _instead(unknown, algorithm, run_parsers):
         hint = (f"use {near[0]}" if same else f"did you mean {near[0]}" if near
                 else f"tux2 run {algorithm} has no {flag}")
         hints.append(hint + (f" ({flag} is an option of tux2 run {', '.join(others)})" if others else ""))
-    return f": {'; '.join(hints)}; 'tux2 run {algorithm} --help' lists its options" if hints else ""
+    return f": {'; '.join(hints)}" if hints else ""
 
 
 def _user_names(message):

@@ -30,7 +30,7 @@ class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
 
 class Parser(argparse.ArgumentParser):
     """argparse with tux2's help (HelpFormatter, for every sub-command too) and error
-    line: ``tux2: error: …`` (after the usage), exit status 2.
+    line: ``tux2: error: …`` and a hint (``try 'tux2 run mf --help'``), exit status 2.
     A command's own parser (one without sub-commands) takes options and positionals in
     any order: ``tux2 predict model/ --top-k 10 users.txt`` (argparse alone gives an
     optional positional that follows a required one nothing when an option comes
@@ -58,9 +58,10 @@ class Parser(argparse.ArgumentParser):
         return super()._get_values(action, arg_strings)
 
     def error(self, message):
-        self.print_usage(sys.stderr)
+        """One error line and where to look (as git's and cargo's), not argparse's
+        usage of every flag (15-21 lines) in front of it."""
         where = self.prog.removeprefix("tux2").strip()       # the top-level parser: no "tux2: tux2:"
-        self.exit(2, f"tux2: error: {where + ': ' if where else ''}{message}\n")
+        self.exit(2, f"tux2: error: {where + ': ' if where else ''}{message}\ntry '{self.prog} --help'\n")
 
 
 def endpoint(text):
