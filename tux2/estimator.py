@@ -22,6 +22,7 @@ import math
 import os
 
 from tux2 import files
+from tux2.checkpoint import CheckpointError
 from tux2.errors import InputError, not_fitted
 from tux2.io import temporary_copies
 from tux2.params import NONNEG, PROCESSES, flag_hints, unknown
@@ -151,23 +152,26 @@ class Estimator:
             self.check_params()
         except ValueError as e:
             raise ValueError(self._in_python(str(e))) from None
-        ck = None
-        if checkpoint is not None:
-            params = {k: v for k, v in self.get_params().items() if k not in (self._iterations, *self._resumable)}
-            resume = os.path.exists(os.path.join(checkpoint, "LATEST"))
-            ck = checkpoint_options(os.fspath(checkpoint), 1, os.fspath(checkpoint) if resume else None,
-                                    {"algorithm": self.algorithm, **params}, workers)
-        if not isinstance(data, Dataset):
-            with temporary_copies():         # a .gz or '-' input's copy: read once, removed now
-                data = self.load_data(data, test)
-        if data.train is not None and data.train.num_edges == 0:
-            raise InputError("no edges to train on (empty data)", path=data.train.source)
-        options = dict(partitions=partitions, threads=threads, slack=slack, callbacks=callbacks, checkpoint=ck)
-        fitted = self.get_params()
-        if workers > 1:
-            fit_workers(self, data, workers, **options)
-        else:
-            train(self, data, **options)
+        try:
+            ck = None
+            if checkpoint is not None:
+                params = {k: v for k, v in self.get_params().items() if k not in (self._iterations, *self._resumable)}
+                resume = os.path.exists(os.path.join(checkpoint, "LATEST"))
+                ck = checkpoint_options(os.fspath(checkpoint), 1, os.fspath(checkpoint) if resume else None,
+                                        {"algorithm": self.algorithm, **params}, workers)
+            if not isinstance(data, Dataset):
+                with temporary_copies():         # a .gz or '-' input's copy: read once, removed now
+                    data = self.load_data(data, test)
+            if data.train is not None and data.train.num_edges == 0:
+                raise InputError("no edges to train on (empty data)", path=data.train.source)
+            options = dict(partitions=partitions, threads=threads, slack=slack, callbacks=callbacks, checkpoint=ck)
+            fitted = self.get_params()
+            if workers > 1:
+                fit_workers(self, data, workers, **options)
+            else:
+                train(self, data, **options)
+        except CheckpointError as e:       # its remedies name tux2 run's flags: here, fit's keywords
+            raise CheckpointError(self._in_python(str(e))) from None
         self._fit_params = fitted           # what save writes: a set_params after fit changes the next fit only
         return self
 
@@ -221,7 +225,8 @@ class Estimator:
         """A run's note or stop message as a Python caller reads it: each ``--flag``
         of a parameter becomes ``param=`` ('try --eta 0.05' → 'try eta=0.05')."""
         import re
-        names = {self.flags.get(p, (p,))[0].replace("_", "-"): p for p in self.get_params()}
+        names = {self.flags.get(p, (p,))[0].replace("_", "-"): p for p in self.get_params()} | \
+            {"workers": "workers", "resume": "checkpoint", "checkpoint-dir": "checkpoint"}     # fit's own keywords
 
         def param(m):                   # a switch by its state: '--driver' is driver=True, '--no-biases' biases=False
             flag, value = m.group(1), m.group(2) or ""
