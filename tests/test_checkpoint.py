@@ -229,6 +229,19 @@ def test_a_checkpoint_that_cannot_be_resumed_stops_the_run_before_its_data_is_re
         tux2.MF(k=4, epochs=2).fit(str(tmp_path / "missing.txt"), checkpoint=tmp_path / "nobias")
 
 
+@pytest.mark.parametrize("workers", [1, 2])
+def test_fit_refuses_a_checkpoint_of_other_data_alike_with_workers(tmp_path, workers):
+    """fit(workers=2) raised a plain Tux2Error where one process raises CheckpointError:
+    a worker's error comes back as its own class (runner._error_class), found in tux2.errors."""
+    import tux2
+    u, i = np.divmod(np.arange(0, 60 * 20, 3), 20)
+    r = 1.0 + (u * 7 + i) % 5
+    tux2.MF(k=2, epochs=1).fit((u, i, r), checkpoint=tmp_path / "ck", workers=workers)
+    with pytest.raises(tux2.CheckpointError, match=r"partition \d holds other edges than this run's: resume with the "
+                                                   "same input, partitioner, partitions and seed"):
+        tux2.MF(k=2, epochs=2).fit((u[:-9], i[:-9], r[:-9]), checkpoint=tmp_path / "ck", workers=workers)
+
+
 @pytest.mark.slow
 def test_resume_takes_the_same_file_and_layout_however_they_are_named(ratings, tmp_path):
     """The same file by another path (./r.txt, a symlink) and the same partitions asked

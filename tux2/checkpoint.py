@@ -32,15 +32,11 @@ import zipfile
 import numpy as np
 
 from tux2 import files
-from tux2.errors import ContextStateError, SchemaError, Tux2Error
+from tux2.errors import CheckpointError, ContextStateError, SchemaError
 from tux2.transport import barrier
 
 LATEST = "LATEST"
 _PREFIX = "ckpt-"
-
-
-class CheckpointError(Tux2Error):
-    """A checkpoint is missing, incomplete, damaged or belongs to another run."""
 
 
 def input_stats(paths):

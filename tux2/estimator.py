@@ -22,8 +22,7 @@ import math
 import os
 
 from tux2 import files
-from tux2.checkpoint import CheckpointError
-from tux2.errors import InputError, not_fitted
+from tux2.errors import CheckpointError, InputError, not_fitted
 from tux2.io import temporary_copies
 from tux2.params import NONNEG, PROCESSES, flag_hints, unknown
 from tux2.runner import Dataset, checkpoint_options, fit_workers, train
