@@ -605,7 +605,11 @@ class MF(Estimator):
             if self.seen_ is None:
                 raise InputError("the model was saved without its training ratings (seen.npz): it cannot "
                                  "tell which items have min_ratings", path="recommend")
-            known_i = np.bincount(self.seen_[1], minlength=self.n_items) >= min_ratings
+            counts = np.bincount(self.seen_[1], minlength=self.n_items)
+            known_i = counts >= min_ratings
+            if not known_i.any():           # every row would be empty, without a word
+                raise InputError(f"min_ratings={min_ratings} (--min-ratings) leaves no item to recommend: none of the "
+                                 f"{self.n_items} items has that many training ratings (the most: {counts.max()})")
         if users is None:
             u = np.flatnonzero(known_u)
             names, unk = self.user_ids(0, u), np.zeros(len(u), bool)
