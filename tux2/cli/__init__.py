@@ -225,7 +225,8 @@ def _main(argv):
 def _stopped():
     """Ctrl-C or SIGTERM (tux2.interrupt): one line, the signal's exit status."""
     code, what = interrupt.stopped()
-    print(f"tux2: {what}", file=sys.stderr)
+    if not interrupt.said_by_parent():
+        print(f"tux2: {what}", file=sys.stderr)
     return code
 
 
