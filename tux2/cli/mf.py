@@ -88,7 +88,7 @@ def load(args, est, transport, say):
             partitioner_options={"blocks": blocks} if partitioner == "stratified" else None, unknown=est.unknown,
             columns=est.columns, base=est.base)
         write_trace(args.trace, f"ingress-{transport.rank}.json", json_text(train.stats))
-        return Dataset(train, test, source=args.input, assignment=assignment, **spread,
+        return Dataset(train, test, source=args.input, assignment=assignment, **spread, held_out=not args.test,
                        read_as=loaders.describe_read(train, est.base), id_base=int(train.base))
     if transport is not None and args.input is not None:
         say(f"  note: every worker reads the whole input (distributed ingress needs numeric ids, --duplicates "
