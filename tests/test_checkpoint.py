@@ -180,7 +180,7 @@ def test_resume_of_another_algorithms_checkpoint_names_it_in_one_line(ratings, t
         r = run_cli("run", *argv, "--epochs", "2", "--quiet", "--resume", str(tmp_path / was))
         assert r.returncode == 2 and r.stderr.splitlines() == [
             f"tux2: error: {tmp_path / was}/ckpt-00000001 is a checkpoint of tux2 run {was}, not of tux2 run {now}: "
-            f"resume it with tux2 run {was} --resume {tmp_path / was}"], r.stderr
+            f"resume it with tux2 run {was}"], r.stderr
 
 
 def test_a_checkpoint_from_before_an_option_existed_is_refused_naming_the_option(ratings, tmp_path):
@@ -217,12 +217,29 @@ def test_a_checkpoint_that_cannot_be_resumed_stops_the_run_before_its_data_is_re
     tux2.MF(k=4, epochs=1).fit(ratings, checkpoint=tmp_path / "fit")
     with pytest.raises(tux2.Tux2Error, match="is a checkpoint of tux2 run mf, not of tux2 run lr"):
         tux2.LogisticRegression(epochs=2).fit(str(tmp_path / "missing.svm"), checkpoint=tmp_path / "fit")
-    with pytest.raises(tux2.Tux2Error, match="k 4 there, --k 6 now"):
+    with pytest.raises(checkpoint.CheckpointError) as e:       # in fit's words, not tux2 run's flags
         tux2.MF(k=6, epochs=2).fit(str(tmp_path / "missing.txt"), checkpoint=tmp_path / "fit")
+    assert "k=4 there, k=6 now; resume with the first k=4" in str(e.value) and "--" not in str(e.value), e.value
+    with pytest.raises(checkpoint.CheckpointError) as e:
+        tux2.MF(k=4, epochs=2).fit(str(tmp_path / "missing.txt"), checkpoint=tmp_path / "fit", workers=2)
+    assert "resume with workers=1 (this run has 2)" in str(e.value) and "--" not in str(e.value), e.value
     # a switch is named by its state, not as a flag that may not exist (lr's is --no-bias)
     tux2.MF(k=4, epochs=1, biases=False).fit(ratings, checkpoint=tmp_path / "nobias")
     with pytest.raises(tux2.Tux2Error, match="biases off there, biases on now; resume with the first run's"):
         tux2.MF(k=4, epochs=2).fit(str(tmp_path / "missing.txt"), checkpoint=tmp_path / "nobias")
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_fit_refuses_a_checkpoint_of_other_data_alike_with_workers(tmp_path, workers):
+    """fit(workers=2) raised a plain Tux2Error where one process raises CheckpointError:
+    a worker's error comes back as its own class (runner._error_class), found in tux2.errors."""
+    import tux2
+    u, i = np.divmod(np.arange(0, 60 * 20, 3), 20)
+    r = 1.0 + (u * 7 + i) % 5
+    tux2.MF(k=2, epochs=1).fit((u, i, r), checkpoint=tmp_path / "ck", workers=workers)
+    with pytest.raises(tux2.CheckpointError, match=r"partition \d holds other edges than this run's: resume with the "
+                                                   "same input, partitioner, partitions and seed"):
+        tux2.MF(k=2, epochs=2).fit((u[:-9], i[:-9], r[:-9]), checkpoint=tmp_path / "ck", workers=workers)
 
 
 @pytest.mark.slow

@@ -384,6 +384,9 @@ def test_a_test_set_that_is_the_training_file_is_noted(tmp_path):
     assert r.returncode == 0 and "note: the test set is the training file itself" in r.stdout + r.stderr, r.stderr
     r = run_cli("run", "mf", path, "--epochs", "1", "--k", "2", timeout=300)   # a part held out of the input
     assert r.returncode == 0 and "training file itself" not in r.stdout + r.stderr, r.stderr
+    r = run_cli("run", "mf", path, "--epochs", "1", "--k", "2", "--workers", "2", timeout=300)   # held out as read
+    assert r.returncode == 0 and "distributed ingress" in r.stdout, r.stdout + r.stderr
+    assert "training file itself" not in r.stdout + r.stderr, r.stdout
     import gzip
     (tmp_path / "r.txt.gz").write_bytes(gzip.compress(open(path, "rb").read()))     # two copies, one file
     r = run_cli("run", "mf", str(tmp_path / "r.txt.gz"), "--test", str(tmp_path / "r.txt.gz"), "--epochs", "1",

@@ -169,6 +169,31 @@ def test_a_ctrl_c_whose_exception_was_dropped_stops_the_run_after_an_epoch():
     assert (r.returncode, r.stderr) == (130, "tux2: interrupted\n")
 
 
+def test_ctrl_c_on_a_run_with_workers_is_one_line(tmp_path):
+    """A terminal's Ctrl-C reaches the whole process group: `tux2 run mf --workers 2`
+    printed 'tux2: terminated (SIGTERM)' for each worker (the parent's SIGTERM came
+    after the SIGINT) before its own 'tux2: interrupted'; now the parent alone says it."""
+    import signal
+    import subprocess
+    import sys
+    path = tmp_path / "r.txt"
+    path.write_text("".join(f"{u} {i} {1 + (u * i) % 5}\n" for u in range(40) for i in range(0, 30, 2)))
+    p = subprocess.Popen([sys.executable, "-m", "tux2.cli", "run", "mf", str(path), "--workers", "2", "--k", "2",
+                          "--epochs", "100000", "--timeout", "20"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, start_new_session=True)       # its own group, as a terminal's job
+    try:
+        for line in p.stdout:           # rank 0's epoch lines: both workers are training
+            if line.startswith("epoch"):
+                break
+        os.killpg(p.pid, signal.SIGINT)
+        out, err = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+    assert (p.returncode, err) == (130, "tux2: interrupted\n")
+
+
 def test_the_program_leaves_the_garbage_collector_as_it_found_it(tmp_path):
     """``main()`` (the program's own argv) holds the collector off while it starts; a
     caller that goes on afterwards — here after a command that runs no epoch — has it

@@ -106,6 +106,19 @@ def test_top_k_with_min_ratings_leaves_out_items_rated_fewer_times(ratings_file,
     assert [[t.split(":")[0] for t in ln.split()[1:]] for ln in r.stdout.splitlines()] == lists
 
 
+def test_min_ratings_that_leaves_no_item_is_an_error_naming_it(ratings_file, tmp_path):
+    """`tux2 predict MODEL --top-k 3 --min-ratings 100000` printed every user with an
+    empty list, and recommend() rows of nothing, without a word."""
+    model = MF(k=2, epochs=1).fit(str(ratings_file))
+    with pytest.raises(InputError, match=r"min_ratings=100000 \(--min-ratings\) leaves no item to recommend: none "
+                                         r"of the \d+ items has that many training ratings \(the most: \d+\)"):
+        model.recommend(k=3, min_ratings=100000)
+    model.save(tmp_path / "m")
+    r = run_cli("predict", str(tmp_path / "m"), "--top-k", "3", "--min-ratings", "100000")
+    assert r.returncode == 2 and r.stdout == "" and r.stderr.startswith("tux2: error: min_ratings=100000 "
+                                                                        "(--min-ratings) leaves no item"), r.stderr
+
+
 def test_top_k_rows_short_of_k_are_padded_with_minus_one_and_nan(tmp_path):
     """A user with fewer unseen items than k: the row ends in item -1 ("" for string ids)
     and score nan, in an array of the model's id type; predict --top-k lists the real ones."""

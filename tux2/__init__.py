@@ -7,11 +7,11 @@ The built-in algorithms are estimators: ``tux2.MF(k=50).fit(data)``.
 The public names load on first use (``import tux2`` costs no numba import, so the
 ``tux2`` command starts before it; SPEC 1's lazy loading, as scipy does it).
 """
-from tux2.errors import (DivergenceError, InputError, OverlapError, PartitionError, SchemaError, Tux2Error,
-                         UDFCompileError)
+from tux2.errors import (CheckpointError, DivergenceError, InputError, OverlapError, PartitionError, SchemaError,
+                         Tux2Error, UDFCompileError)
 from tux2.version import __version__
 
-__all__ = ["Apply", "BipartiteGraph", "BlockPG", "ContextSpec", "Dataset", "DivergenceError", "Engine", "Estimator",
+__all__ = ["Apply", "BipartiteGraph", "BlockPG", "CheckpointError", "ContextSpec", "Dataset", "DivergenceError", "Engine", "Estimator",
            "Exchange", "FM", "GlobalSync", "InputError", "LDA", "LinearSVM", "LogisticRegression", "MF",
            "MiniBatch", "OverlapError", "PartitionError", "Program", "SchemaError", "Setup", "Softmax", "Tux2Error",
            "UDFCompileError", "VertexType", "__version__"]

@@ -32,15 +32,11 @@ import zipfile
 import numpy as np
 
 from tux2 import files
-from tux2.errors import ContextStateError, SchemaError, Tux2Error
+from tux2.errors import CheckpointError, ContextStateError, SchemaError
 from tux2.transport import barrier
 
 LATEST = "LATEST"
 _PREFIX = "ckpt-"
-
-
-class CheckpointError(Tux2Error):
-    """A checkpoint is missing, incomplete, damaged or belongs to another run."""
 
 
 def input_stats(paths):
@@ -229,7 +225,7 @@ def check(directory, params, world=1, compare=None):
     if "algorithm" in diff and None not in (saved.get("algorithm"), params.get("algorithm")):     # tux2 run ALGO
         was = saved["algorithm"]
         raise CheckpointError(f"{path} is a checkpoint of tux2 run {was}, not of tux2 run {params['algorithm']}: "
-                              f"resume it with tux2 run {was} --resume {directory}")
+                              f"resume it with tux2 run {was}")
     newer = [f"--{k.replace('_', '-')}" for k in diff if k not in saved and k not in ("algorithm", "input")]
     if newer:                   # an option added since: the run it saved had no value for it to go on with
         raise CheckpointError(f"{path} was written by an earlier tux2, before {' and '.join(newer)} existed: that "

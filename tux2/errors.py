@@ -51,6 +51,11 @@ class ContextStateError(SchemaError):
     not in question)."""
 
 
+class CheckpointError(Tux2Error):
+    """A checkpoint is missing, incomplete, damaged or belongs to another run (here, not
+    in tux2.checkpoint, so that a worker's is raised as itself: runner._error_class)."""
+
+
 class UDFCompileError(Tux2Error):
     """numba could not compile a user-defined function."""
 

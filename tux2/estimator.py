@@ -22,7 +22,7 @@ import math
 import os
 
 from tux2 import files
-from tux2.errors import InputError, not_fitted
+from tux2.errors import CheckpointError, InputError, not_fitted
 from tux2.io import temporary_copies
 from tux2.params import NONNEG, PROCESSES, flag_hints, unknown
 from tux2.runner import Dataset, checkpoint_options, fit_workers, train
@@ -79,6 +79,22 @@ class Estimator:
                                      f"{', '.join(map(repr, self.choices[name]))}; got {value!r}")
             except ValueError as e:
                 raise ValueError(f"{e}{flag_hints(type(self), name)}") from None
+        for name, other, only in self._unused():      # set where it does nothing: refused, not ignored
+            if getattr(self, name) != defaults[name].default:
+                raise ValueError(f"{self._flag(name)} has no effect with {other}"
+                                 + (f": it applies only with {only}" if only else ""))
+
+    def _unused(self):
+        """(parameter, what makes it unused, where it applies or None) for each parameter
+        that the others leave without effect: check_params refuses it set to another
+        value than its default (scikit-learn warns; a silently ignored setting misleads)."""
+        return []
+
+    def _flag(self, name):
+        """``name`` and its value as the flag of ``tux2 run`` setting them ('--step plain',
+        '--no-biases'; ``_in_python`` turns them into 'step=plain', 'biases=False')."""
+        v, flag = getattr(self, name), "--" + self.flags.get(name, (name,))[0].replace("_", "-")
+        return (flag if v else f"--no-{flag[2:]}") if isinstance(v, bool) else f"{flag} {v}"
 
     def set_params(self, **params):
         """Change parameters (before the next ``fit``); returns the estimator."""
@@ -136,24 +152,30 @@ class Estimator:
             files.check_writable(os.fspath(checkpoint), "checkpoint=", directory=True)
         if callable(callbacks) or isinstance(callbacks, (str, bytes)):
             raise TypeError(f"callbacks must be a list of functions, got {callbacks!r}: pass [f]")
-        self.check_params()
-        ck = None
-        if checkpoint is not None:
-            params = {k: v for k, v in self.get_params().items() if k not in (self._iterations, *self._resumable)}
-            resume = os.path.exists(os.path.join(checkpoint, "LATEST"))
-            ck = checkpoint_options(os.fspath(checkpoint), 1, os.fspath(checkpoint) if resume else None,
-                                    {"algorithm": self.algorithm, **params}, workers)
-        if not isinstance(data, Dataset):
-            with temporary_copies():         # a .gz or '-' input's copy: read once, removed now
-                data = self.load_data(data, test)
-        if data.train is not None and data.train.num_edges == 0:
-            raise InputError("no edges to train on (empty data)", path=data.train.source)
-        options = dict(partitions=partitions, threads=threads, slack=slack, callbacks=callbacks, checkpoint=ck)
-        fitted = self.get_params()
-        if workers > 1:
-            fit_workers(self, data, workers, **options)
-        else:
-            train(self, data, **options)
+        try:
+            self.check_params()
+        except ValueError as e:
+            raise ValueError(self._in_python(str(e))) from None
+        try:
+            ck = None
+            if checkpoint is not None:
+                params = {k: v for k, v in self.get_params().items() if k not in (self._iterations, *self._resumable)}
+                resume = os.path.exists(os.path.join(checkpoint, "LATEST"))
+                ck = checkpoint_options(os.fspath(checkpoint), 1, os.fspath(checkpoint) if resume else None,
+                                        {"algorithm": self.algorithm, **params}, workers)
+            if not isinstance(data, Dataset):
+                with temporary_copies():         # a .gz or '-' input's copy: read once, removed now
+                    data = self.load_data(data, test)
+            if data.train is not None and data.train.num_edges == 0:
+                raise InputError("no edges to train on (empty data)", path=data.train.source)
+            options = dict(partitions=partitions, threads=threads, slack=slack, callbacks=callbacks, checkpoint=ck)
+            fitted = self.get_params()
+            if workers > 1:
+                fit_workers(self, data, workers, **options)
+            else:
+                train(self, data, **options)
+        except CheckpointError as e:       # its remedies name tux2 run's flags: here, fit's keywords
+            raise CheckpointError(self._in_python(str(e))) from None
         self._fit_params = fitted           # what save writes: a set_params after fit changes the next fit only
         return self
 
@@ -207,9 +229,16 @@ class Estimator:
         """A run's note or stop message as a Python caller reads it: each ``--flag``
         of a parameter becomes ``param=`` ('try --eta 0.05' → 'try eta=0.05')."""
         import re
-        names = {self.flags.get(p, (p,))[0].replace("_", "-"): p for p in self.get_params()}
-        return re.sub(r"--([a-z][a-z0-9-]*)(?: (?=[\w.]))?", lambda m: f"{names[m.group(1)]}=" if m.group(1) in names
-                      else m.group(0), text)
+        names = {self.flags.get(p, (p,))[0].replace("_", "-"): p for p in self.get_params()} | \
+            {"workers": "workers", "resume": "checkpoint", "checkpoint-dir": "checkpoint"}     # fit's own keywords
+
+        def param(m):                   # a switch by its state: '--driver' is driver=True, '--no-biases' biases=False
+            flag, value = m.group(1), m.group(2) or ""
+            on = flag.removeprefix("no-") if flag.removeprefix("no-") in names else flag
+            if isinstance(getattr(self, names.get(on, ""), None), bool):
+                return f"{names[on]}={on == flag}{value}"
+            return f"{names[flag]}=" if flag in names else m.group(0)
+        return re.sub(r"--([a-z][a-z0-9-]*)( (?=[\w.]))?", param, text)
 
     # ------------------------------------------------------------ files
     def _meta(self):

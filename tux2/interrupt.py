@@ -53,6 +53,18 @@ def stopped():
     return 128 + signal.SIGINT, "interrupted"
 
 
+# set by tux2.runtime.launch_local for the workers it starts
+LOCAL_WORKER = "TUX2_LOCAL_WORKER"
+
+
+def said_by_parent():
+    """Whether this process's stop is said by its parent: a local worker that SIGINT
+    reached (a terminal's Ctrl-C reaches every process of its group; the workers said
+    "terminated (SIGTERM)" each, from the parent's SIGTERM that followed, before the
+    parent's "interrupted")."""
+    return signal.SIGINT in SEEN and bool(os.environ.get(LOCAL_WORKER))
+
+
 def _quiet(hook, kind=lambda info: info.exc_type):
     """``hook`` (sys.unraisablehook, or sys.excepthook with ``kind`` taking its arguments)
     silent on the KeyboardInterrupt of a signal ``handler`` took."""

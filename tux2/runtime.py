@@ -21,6 +21,7 @@ import subprocess
 import sys
 import time
 
+from tux2 import interrupt
 from tux2.errors import Tux2Error
 
 ENV_RANK = ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID")
@@ -164,7 +165,8 @@ def strip_option(argv, name):
 def launch_local(argv, workers, timeout=30.0, grace=2.0):
     """Run ``tux2 <argv>`` as ``workers`` processes on loopback; return the exit code."""
     rendezvous = f"tcp://127.0.0.1:{free_port()}"
-    env = {**os.environ, "TUX2_SECRET": os.environ.get("TUX2_SECRET") or secrets.token_hex(16)}
+    env = {**os.environ, "TUX2_SECRET": os.environ.get("TUX2_SECRET") or secrets.token_hex(16),
+           interrupt.LOCAL_WORKER: "1"}
     procs = []
     for r in range(workers):
         cmd = [sys.executable, "-m", "tux2.cli", *argv, "--rank", str(r), "--world", str(workers),

@@ -94,7 +94,7 @@ def _instead(unknown, algorithm, run_parsers):
         hint = (f"use {near[0]}" if same else f"did you mean {near[0]}" if near
                 else f"tux2 run {algorithm} has no {flag}")
         hints.append(hint + (f" ({flag} is an option of tux2 run {', '.join(others)})" if others else ""))
-    return f": {'; '.join(hints)}; 'tux2 run {algorithm} --help' lists its options" if hints else ""
+    return f": {'; '.join(hints)}" if hints else ""
 
 
 def _user_names(message):
@@ -225,7 +225,8 @@ def _main(argv):
 def _stopped():
     """Ctrl-C or SIGTERM (tux2.interrupt): one line, the signal's exit status."""
     code, what = interrupt.stopped()
-    print(f"tux2: {what}", file=sys.stderr)
+    if not interrupt.said_by_parent():
+        print(f"tux2: {what}", file=sys.stderr)
     return code
 
 

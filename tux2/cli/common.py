@@ -30,7 +30,7 @@ class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
 
 class Parser(argparse.ArgumentParser):
     """argparse with tux2's help (HelpFormatter, for every sub-command too) and error
-    line: ``tux2: error: …`` (after the usage), exit status 2.
+    line: ``tux2: error: …`` and a hint (``try 'tux2 run mf --help'``), exit status 2.
     A command's own parser (one without sub-commands) takes options and positionals in
     any order: ``tux2 predict model/ --top-k 10 users.txt`` (argparse alone gives an
     optional positional that follows a required one nothing when an option comes
@@ -58,9 +58,10 @@ class Parser(argparse.ArgumentParser):
         return super()._get_values(action, arg_strings)
 
     def error(self, message):
-        self.print_usage(sys.stderr)
+        """One error line and where to look (as git's and cargo's), not argparse's
+        usage of every flag (15-21 lines) in front of it."""
         where = self.prog.removeprefix("tux2").strip()       # the top-level parser: no "tux2: tux2:"
-        self.exit(2, f"tux2: error: {where + ': ' if where else ''}{message}\n")
+        self.exit(2, f"tux2: error: {where + ': ' if where else ''}{message}\ntry '{self.prog} --help'\n")
 
 
 def endpoint(text):
@@ -290,6 +291,7 @@ def run(args, cls, load, after=None, **params):
     command's flags, ``after(args, est, say)``, and write --out on rank 0. Any error is
     sent to the other workers (ABORT) before it propagates."""
     check_outputs(args)
+    check_together(args)
     spool_inputs(args)
     named = {k: cls.flags.get(k, (k,))[0].replace("-", "_") for k in cls._param_names()}    # estimator.flags
     est = cls(**{**{k: vars(args)[a] for k, a in named.items() if a in vars(args)}, **params})
@@ -334,6 +336,30 @@ def run(args, cls, load, after=None, **params):
             if transport.dropped:
                 print(f"tux2: note: [worker {rank}] dropped {transport.dropped} malformed or foreign frames "
                       f"(first: {next(iter(transport.drop_reasons))})", file=sys.stderr, flush=True)
+
+
+def check_together(args):
+    """Flags that this run would leave without effect: an error naming them, as argparse
+    names flags that exclude each other (the estimators' own: Estimator._unused)."""
+    launcher = [f"--{k} {vars(args)[k]}" for k in ("rank", "world", "rendezvous")
+                if vars(args)[k] not in (None, args.workers if k == "world" else None)]
+    if args.workers > 1 and launcher:
+        raise Tux2Error(f"--workers {args.workers} starts its own workers on this machine; {' and '.join(launcher)} "
+                        f"{'is' if len(launcher) == 1 else 'are'} for a worker started by another launcher (mpirun, "
+                        "srun, one tux2 per host): give one or the other")
+    if vars(args).get("input") is None:             # the built-in set has its own test part
+        for key in ("test", "vocab"):
+            if vars(args).get(key):
+                raise Tux2Error(f"--{key} {vars(args)[key]} goes with an INPUT file: the built-in data set has "
+                                + ("its own test part" if key == "test" else "no words, only their numbers"))
+    fraction = vars(args).get("test_fraction", TEST_FRACTION)
+    if fraction != TEST_FRACTION and (args.test or args.input is None):
+        raise Tux2Error(f"--test-fraction {fraction} holds out a part of INPUT, which "
+                        + (f"--test {args.test} replaces: give one of them" if args.test else
+                           "the built-in data set does not have: it has its own test part"))
+
+
+TEST_FRACTION = 0.1                 # tux2 run mf --test-fraction: the held-out share of INPUT
 
 
 def collect_from_now(record=None):

@@ -1,6 +1,6 @@
 """``tux2 run mf [INPUT]``: matrix factorisation by SGD on a user–item rating graph."""
 from tux2 import ingress, loaders
-from tux2.cli.common import (COUNT, FRACTION, NONNEG, NONNEG_NUMBER, POSITIVE, SEED,
+from tux2.cli.common import (COUNT, FRACTION, NONNEG, NONNEG_NUMBER, POSITIVE, SEED, TEST_FRACTION,
                              run as run_command, add_input_args, add_run_args, add_partition_args, input_options)
 from tux2.estimators.mf import DAMPING, MF, NAMES
 from tux2.files import json_text
@@ -17,7 +17,7 @@ def add_parser(sub):
                     "Without INPUT a Netflix-shaped rating set is generated deterministically.")
     p.add_argument("input", nargs="?", help="ratings edge list; default: built-in synthetic set")
     p.add_argument("--test", help="test edge list; default: hold out --test-fraction of INPUT")
-    p.add_argument("--test-fraction", type=FRACTION, default=0.1, help="held-out share when --test is not given")
+    p.add_argument("--test-fraction", type=FRACTION, default=TEST_FRACTION, help="held-out share when --test is not given")
     p.add_argument("--ids", choices=loaders.ID_MODES, default="auto",
                    help="vertex ids: int (numbers used as they are), string (any token; mapped to dense ids, "
                         "saved with the model), auto (string when the first line's ids are not numbers)")
@@ -88,7 +88,7 @@ def load(args, est, transport, say):
             partitioner_options={"blocks": blocks} if partitioner == "stratified" else None, unknown=est.unknown,
             columns=est.columns, base=est.base)
         write_trace(args.trace, f"ingress-{transport.rank}.json", json_text(train.stats))
-        return Dataset(train, test, source=args.input, assignment=assignment, **spread,
+        return Dataset(train, test, source=args.input, assignment=assignment, **spread, held_out=not args.test,
                        read_as=loaders.describe_read(train, est.base), id_base=int(train.base))
     if transport is not None and args.input is not None:
         say(f"  note: every worker reads the whole input (distributed ingress needs numeric ids, --duplicates "

@@ -190,6 +190,9 @@ class LDA(Estimator):
     def _rates(self, s):
         return {"tokens_per_s": s.tokens}
 
+    def _unused(self):
+        return [("optimize_burn_in", "--optimize-interval 0", None)] if self.optimize_interval == 0 else []
+
     def _header(self, s, parts, world):
         return [f"tux2 {__version__} lda ({self.sampler}): {s.source}"
                 + (f" [{s.format}]" if s.format not in (None, "built-in") else ""),

@@ -9,7 +9,7 @@ import os
 import numpy as np
 
 from tux2 import files, io, loaders, tables
-from tux2.errors import InputError, Tux2Error
+from tux2.errors import InputError
 from tux2.estimator import Estimator
 from tux2.graph import BipartiteGraph
 from tux2.params import NONNEG, NONNEG_NUMBER, POSITIVE, SEED, integer, number
@@ -442,6 +442,9 @@ class GLM(Linear):
         if glm.mismatch(self.strategy, self._resolved()[0]):       # before any data is read
             raise ValueError(glm.mismatch(self.strategy, self._resolved()[0]))
 
+    def _unused(self):
+        return [("driver", f"--strategy {self.strategy}", "--strategy sendgradient")] if self.strategy != "sendgradient" else []
+
     def _resolved(self):
         # AdaGrad by default (the strategies' own update is sgd, tux2.udfs.glm): per-feature steps
         # suit power-law and unnormalised features, where plain SGD at one step size crawls. Features
@@ -452,8 +455,6 @@ class GLM(Linear):
         return optimizer, self.eta if self.eta is not None else {"adam": 0.01, "adagrad": 0.5}.get(optimizer, 1.0)
 
     def prepare(self, data, parts):
-        if self.driver and self.strategy != "sendgradient":
-            raise Tux2Error("--driver (all feature masters on one partition) goes with --strategy sendgradient")
         g, y = data.train, data.labels
         mu, counts = None, raw_counts(g.values) if self.factors and self.norm == "auto" else None
         if self.bias and not self.factors:          # dense columns centred, the intercept takes their means

@@ -317,6 +317,18 @@ class MF(Estimator):
     def tiled(self):
         return (self.order or ("strata" if self.mode == "sgd" else "blocked")) == "strata"
 
+    def _unused(self):
+        sgd = self.mode == "sgd"
+        order = f"--order {self.order or ('strata' if sgd else 'blocked')}"
+        return [(name, other, only) for name, used, other, only in (
+            ("step", not sgd, "--mode sgd", "--mode minibatch"),
+            ("enumerate", self.batch_unit == "vertex", f"--batch-unit {self.batch_unit}", "--batch-unit vertex"),
+            ("damping", self.biases, "--no-biases", None),
+            ("overlap", sgd and not self.tiled(), order if sgd else "--mode minibatch",
+             "--mode sgd and an --order other than strata"),
+            ("blocks", self.tiled() or self.partitioner == "stratified", order,
+             "--order strata or --partitioner stratified")) if not used]
+
     def single_clock(self):
         """One clock per epoch (per-edge SGD without --batch-size)."""
         return self.batch_size is None and self.mode == "sgd"
@@ -593,7 +605,11 @@ class MF(Estimator):
             if self.seen_ is None:
                 raise InputError("the model was saved without its training ratings (seen.npz): it cannot "
                                  "tell which items have min_ratings", path="recommend")
-            known_i = np.bincount(self.seen_[1], minlength=self.n_items) >= min_ratings
+            counts = np.bincount(self.seen_[1], minlength=self.n_items)
+            known_i = counts >= min_ratings
+            if not known_i.any():           # every row would be empty, without a word
+                raise InputError(f"min_ratings={min_ratings} (--min-ratings) leaves no item to recommend: none of the "
+                                 f"{self.n_items} items has that many training ratings (the most: {counts.max()})")
         if users is None:
             u = np.flatnonzero(known_u)
             names, unk = self.user_ids(0, u), np.zeros(len(u), bool)
