@@ -151,6 +151,7 @@ def test_the_label_column_by_number_name_or_last(data, tmp_path):
     ("1,2,0\n3,4,1\n", ("--label-column", "4"), "(--label-column, label_column=) 4: the table has 3 columns"),
     ("a,b,c\n1,2,0\n", ("--label-column", "d"), "'d' names no column of this file (the header's names are a, b"),
     ("1 1:2\n0 2:1\n", ("--label-column", "1"), "applies to tables of numbers"),
+    ("y;a;b\n1;2;3\n0;1,5;2\n", (), "t.csv:3: a decimal comma in a semicolon-separated line"),
     ("39, State-gov, 77516, Bachelors, <=50K\n50, Private, 83311, HS-grad, >50K\n", (),     # UCI's adult
      "t.csv: a table with 3 columns of words (2 'State-gov', 4 'Bachelors', 5 '<=50K'): the linear models read"),
     ("a,b,label\n1,2,0\n3,4,1\n5,6,2\n", (), "t.csv:4: a binary model takes two labels; a third, 2"),

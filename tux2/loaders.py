@@ -727,7 +727,7 @@ def load_libsvm(path, zero_based=False, n_features=None, type_names=("sample", "
             return g, y
         if label_column is not None:
             raise InputError("--label-column (label_column=) applies to tables of numbers, a sample per line; "
-                             "this file is in libsvm format, whose labels come first", path=copy)
+                             "this file is none (libsvm files have their labels first)", path=copy)
         try:
             g, y = io.read_libsvm(copy, zero_based=zero_based, n_features=n_features, type_names=type_names)
         except InputError:

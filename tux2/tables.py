@@ -376,6 +376,7 @@ def read_table(path, fmt, n_features=None, type_names=("sample", "feature")):
     and column. Large tables are parsed in chunks on every core, with the result and
     any error of one serial pass."""
     raw = io.map_file(path, "table")
+    io.refuse_decimal_commas(raw, fmt, path)             # '1;2,5;3': 2,5 would read as two fields
     buf = np.frombuffer(raw, np.uint8)
     bounds = io.chunk_bounds(raw, fmt.start)
     rows_at = np.zeros(len(bounds), np.int64)
