@@ -14,6 +14,7 @@ the file, the line number and the line's text; nothing is skipped silently.
 """
 import contextlib
 import itertools
+import math
 import numbers
 import os
 import re
@@ -92,6 +93,7 @@ def _used(lo, hi, cs, cd, vcol):
 
 
 _POW10 = np.array([10.0 ** i for i in range(23)])      # exact doubles: 1e0 … 1e22
+_DIGITS19, _TWO53 = np.uint64(10 ** 18), np.uint64(1 << 53)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -131,6 +133,90 @@ def _is_word(buf, pos, end, word, mode=SPACE):
     return True
 
 
+def _power_table():
+    """128-bit approximations of 5^q, q = -342 … 308, as fast_float's table holds them: (high, low) words."""
+    out = np.empty((308 + 342 + 1, 2), np.uint64)
+    for q in range(-342, 309):
+        if q >= 0:
+            p = 5 ** q
+            while p < (1 << 127):
+                p *= 2
+            while p >= (1 << 128):
+                p //= 2
+        else:
+            p5 = 5 ** -q
+            z = p5.bit_length()          # smallest z with 2^z >= p5 (p5 is no power of two)
+            b = z + 127 if q >= -27 else 2 * z + 128
+            p = (1 << b) // p5 + 1
+            while p >= (1 << 128):
+                p //= 2
+        out[q + 342, 0] = p >> 64
+        out[q + 342, 1] = p & ((1 << 64) - 1)
+    return out
+
+_P5 = _power_table()
+_M32 = np.uint64(0xFFFFFFFF)
+
+@njit(cache=True, nogil=True, inline="always")
+def _mul128(a, b):
+    """(high, low) words of the 128-bit product of uint64 a and b."""
+    a0, a1 = a & _M32, a >> np.uint64(32)
+    b0, b1 = b & _M32, b >> np.uint64(32)
+    p00 = a0 * b0
+    p01 = a0 * b1
+    p10 = a1 * b0
+    p11 = a1 * b1
+    mid = (p00 >> np.uint64(32)) + (p01 & _M32) + (p10 & _M32)
+    low = (p00 & _M32) | (mid << np.uint64(32))
+    high = p11 + (p01 >> np.uint64(32)) + (p10 >> np.uint64(32)) + (mid >> np.uint64(32))
+    return high, low
+
+@njit(cache=True, nogil=True)
+def _exact(w, q):
+    """w · 10^q correctly rounded to a double (w: uint64, the decimal's digits; q its
+    exponent): the Eisel–Lemire algorithm, exact for w of up to 19 digits."""
+    if w == np.uint64(0) or q < -342:
+        return 0.0
+    if q > 308:
+        return np.inf
+    lz = 0
+    x = w
+    while x < np.uint64(1) << np.uint64(63):
+        x <<= np.uint64(1)
+        lz += 1
+    hi5 = _P5[q + 342, 0]
+    high, low = _mul128(x, hi5)
+    if (high & np.uint64(0x1FF)) == np.uint64(0x1FF):        # 55 bits of precision are not yet sure
+        h2, l2 = _mul128(x, _P5[q + 342, 1])
+        low2 = low + h2
+        if low2 < low:
+            high += np.uint64(1)
+        low = low2
+    upper = int(high >> np.uint64(63))
+    shift = np.uint64(upper + 9)
+    m = high >> shift
+    power2 = (((152170 + 65536) * q) >> 16) + 63 + upper - lz + 1023
+    if power2 <= 0:                                          # subnormal
+        if -power2 + 1 >= 64:
+            return 0.0
+        m >>= np.uint64(-power2 + 1)
+        m += m & np.uint64(1)
+        m >>= np.uint64(1)
+        return math.ldexp(float(m), -1074)
+    if low <= np.uint64(1) and -4 <= q <= 23 and (m & np.uint64(3)) == np.uint64(1):
+        if (m << shift) == high:                             # exactly halfway: round to even
+            m &= ~np.uint64(1)
+    m += m & np.uint64(1)
+    m >>= np.uint64(1)
+    if m >= np.uint64(2) << np.uint64(52):
+        m = np.uint64(1) << np.uint64(52)
+        power2 += 1
+    if power2 >= 0x7FF:
+        return np.inf
+    m &= ~(np.uint64(1) << np.uint64(52))
+    return math.ldexp(float(m | (np.uint64(1) << np.uint64(52))), power2 - 1075)
+
+
 @njit(cache=True, nogil=True, inline="always")
 def _parse_float(buf, pos, end, mode=SPACE):
     """Return (value, new_pos, err). Decimal with optional exponent."""
@@ -143,12 +229,12 @@ def _parse_float(buf, pos, end, mode=SPACE):
         if _is_word(buf, pos, end, _NAN, mode) or _is_word(buf, pos, end, _INF, mode) or \
                 _is_word(buf, pos, end, _INFINITY, mode):
             return 0.0, pos, 4
-    mant = 0
+    mant = np.uint64(0)               # the first 19 significant digits, exactly (10^19 < 2^64)
     exp10 = 0
     digits = 0
     while pos < end and 48 <= buf[pos] <= 57:
-        if mant < 100000000000000000:
-            mant = mant * 10 + (buf[pos] - 48)
+        if mant < _DIGITS19:
+            mant = mant * np.uint64(10) + np.uint64(buf[pos] - 48)
         else:
             exp10 += 1
         digits += 1
@@ -156,8 +242,8 @@ def _parse_float(buf, pos, end, mode=SPACE):
     if pos < end and buf[pos] == 46:  # '.'
         pos += 1
         while pos < end and 48 <= buf[pos] <= 57:
-            if mant < 100000000000000000:
-                mant = mant * 10 + (buf[pos] - 48)
+            if mant < _DIGITS19:
+                mant = mant * np.uint64(10) + np.uint64(buf[pos] - 48)
                 exp10 -= 1
             digits += 1
             pos += 1
@@ -181,15 +267,13 @@ def _parse_float(buf, pos, end, mode=SPACE):
         exp10 += -e if eneg else e
     if pos < end and not _ends(buf[pos], mode):
         return 0.0, pos, 3
-    if mant == 0:
+    if mant == np.uint64(0):
         v = 0.0
-    elif mant < 9007199254740992 and -22 <= exp10 <= 22:
+    elif mant < _TWO53 and -22 <= exp10 <= 22:
         # both operands exact, so one correctly rounded operation (Clinger's fast path)
-        v = mant * _POW10[exp10] if exp10 >= 0 else mant / _POW10[-exp10]
-    elif exp10 >= 0:
-        v = mant * 10.0 ** exp10
-    else:
-        v = mant / 10.0 ** (-exp10)
+        v = float(mant) * _POW10[exp10] if exp10 >= 0 else float(mant) / _POW10[-exp10]
+    else:                             # 16 digits or more ('%.17g', '%.18e'), or a far exponent: rounded exactly
+        v = _exact(mant, exp10)
     if v != v or v == np.inf:
         return 0.0, pos, 4
     return (-v if neg else v), pos, 0
