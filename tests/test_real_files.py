@@ -599,10 +599,10 @@ def test_an_overconfident_model_gets_a_note_and_lda_models_keep_no_scratch_table
 
 
 def test_a_test_set_that_is_the_training_file_gets_its_note_and_no_note_about_new_data(tmp_path):
-    """svm at a large step on random labels: its log-loss on the training file ends above
-    ln 2. With --test the training file itself, the run said both that the test set is
-    the training data and that 'the model is overconfident on new data': only the first
-    holds. A copy under another name is new data to the run: the second note stays."""
+    """svm at a large step on random labels. With --test the training file itself, the
+    run said both that the test set is the training data and that 'the model is
+    overconfident on new data': only the first holds. On new samples its hinge loss ends
+    above the all-zero model's 1: that note stays."""
     rng = np.random.default_rng(0)
     X, y = rng.random((400, 19)) * 100, rng.choice([1, -1], 400)
     train, copy = tmp_path / "r.svm", tmp_path / "other.svm"
@@ -613,8 +613,14 @@ def test_a_test_set_that_is_the_training_file_gets_its_note_and_no_note_about_ne
     r = run_cli("run", "svm", str(train), "--test", str(train), *flags)
     assert r.returncode == 0 and "the test set is the training file itself" in r.stdout, r.stdout
     assert "overconfident" not in r.stdout, r.stdout
+    r = run_cli("run", "svm", str(train), "--test", str(copy), *flags)      # a copy: its own file, the same loss
+    assert r.returncode == 0 and "training file itself" not in r.stdout and "overconfident" not in r.stdout
+    X, y = rng.random((400, 19)) * 100, rng.choice([1, -1], 400)            # new samples: a hinge loss above 1
+    copy.write_text("".join(f"{y[i]} " + " ".join(f"{j + 1}:{X[i, j]:.3f}" for j in range(19)) + "\n"
+                            for i in range(400)))
     r = run_cli("run", "svm", str(train), "--test", str(copy), *flags)
-    assert r.returncode == 0 and "the model is overconfident on new data" in r.stdout, r.stdout
+    assert r.returncode == 0 and "note: the test hinge loss ended at" in r.stdout \
+        and "the model is overconfident on new data" in r.stdout, r.stdout
 
 
 def test_book_crossing_ratings_semicolons_and_quoted_fields(tmp_path):

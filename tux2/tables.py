@@ -139,8 +139,8 @@ def _is_header(first, rest):
     column names pandas gives a frame without names (0, 1, 2 …, maybe after an empty
     index name or before 'label'), or a name where every line below has a number."""
     nums = [t for t in first if io.is_number(t)]
-    if len(nums) >= 2 and all(re.fullmatch(rb"[0-9]+", t) for t in nums) and \
-            [int(t) for t in nums] == list(range(int(nums[0]), int(nums[0]) + len(nums))) and int(nums[0]) <= 1:
+    if len(nums) >= 3 and all(re.fullmatch(rb"[0-9]+", t) for t in nums) and \
+            [int(t) for t in nums] == list(range(len(nums))):
         return True
     return bool(rest) and any(
         not io.is_number(t) and t.strip(b'"').lower().decode("utf-8", "replace") not in _MISSING and
@@ -230,13 +230,14 @@ def words_hint(head, path):
 def looks_like_table(head, path):
     """Whether a file that would also read as an edge list is more likely a table of
     samples (``tux2 info``'s guess): 5 columns or more, a label column named, or a
-    number that is no id in its first two columns ('user item rating [time]' is not)."""
+    number that is no id (0.25) in its first two columns ('user item rating [time]' is
+    not, nor 'user x' with string ids)."""
     fmt = table_format(head, path)
     if fmt is None:
         return False
     rows = [io.data_fields(x, fmt.mode) for x in head[fmt.start:].split(b"\n")[:20]]
-    ids = all(re.fullmatch(rb"[0-9]+", t.strip(b'"')) for r in rows for t in r[:2])
-    return fmt.width >= 5 or "name" in fmt.how or "words" in fmt.how or not ids
+    ids = not any(io.is_number(t) and not re.fullmatch(rb"[0-9]+", t.strip(b'"')) for r in rows for t in r[:2])
+    return fmt.width >= 5 or "name" in fmt.how or not ids
 
 
 @njit(cache=True, nogil=True)

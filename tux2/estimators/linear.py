@@ -554,12 +554,15 @@ class GLM(Linear):
         scale = (f", or scale the feature values (now up to {s.top:g}) to about [-1, 1]"
                  if s.top > 1 and self._resolved()[0] == "sgd" else "")
         rose, worse = len(h) >= 2 and last["objective"] > 1.2 * first["objective"], last["objective"] > zero
-        test = None if getattr(s, "test_is_training", False) else last.get("test_logloss")     # not new data
-        if not (rose or worse) and test is not None and test > math.log(max(s.n_classes, 2)):
-            # the training objective fell, but the test set's probabilities are confidently wrong (an FM on
-            # raw counts or at λ = 1e-6): worse than the all-zero model's ln K
-            return [f"  note: the test log-loss ended at {test:.4g} (epoch {last['epoch']}), worse than the "
-                    f"all-zero model's {math.log(max(s.n_classes, 2)):.4g}: the model is overconfident on new data; "
+        hinge = self.loss == "hinge"            # the all-zero model's hinge loss is 1, its log-loss ln K
+        test = None if getattr(s, "test_is_training", False) else last.get("test_hinge_loss" if hinge else
+                                                                             "test_logloss")     # not new data
+        bound = 1.0 if hinge else math.log(max(s.n_classes, 2))
+        if not (rose or worse) and test is not None and test > bound:
+            # the training objective fell, but the test set's scores are confidently wrong (an FM on
+            # raw counts or at λ = 1e-6): worse than the all-zero model's
+            return [f"  note: the test {'hinge loss' if hinge else 'log-loss'} ended at {test:.4g} (epoch "
+                    f"{last['epoch']}), worse than the all-zero model's {bound:.4g}: the model is overconfident on new data; "
                     f"lower --eta (now {s.eta}; try {s.eta / 10:g}), raise --lam (now {s.lam:g})" + scale]
         if not (rose or worse):
             return []
