@@ -1,11 +1,14 @@
 """Dense tables of samples for the linear models: a line of numbers per sample, the
 label in one column (UCI's and Kaggle's CSV files: HIGGS, SUSY, covtype, Pima),
 comma-, tab-, semicolon- or space-separated, with or without a header line, as
-LightGBM and xgboost read them (label in the first column unless told or named).
+LightGBM and xgboost read them. The labels are the column a header names as such,
+else a first or last column of words (iris, sonar), else the first column, unless
+told (``label_column``); a column of row numbers (pandas' unnamed index, an Id) is
+skipped.
 
 ``table_format`` tells such a file from a libsvm one by its first lines;
-``read_table`` reads it in one numba pass into the sample → feature graph of
-``tux2.io.read_libsvm``, zeros left out (a weight times 0 adds nothing)."""
+``read_table`` reads it in one numba pass per chunk into the sample → feature graph
+of ``tux2.io.read_libsvm``, zeros left out (a weight times 0 adds nothing)."""
 import re
 
 import numpy as np
