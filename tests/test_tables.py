@@ -152,6 +152,8 @@ def test_the_label_column_by_number_name_or_last(data, tmp_path):
     ("a,b,c\n1,2,0\n", ("--label-column", "d"), "'d' names no column of this file (the header's names are a, b"),
     ("1 1:2\n0 2:1\n", ("--label-column", "1"), "applies to tables of numbers"),
     ("y;a;b\n1;2;3\n0;1,5;2\n", (), "t.csv:3: a decimal comma in a semicolon-separated line"),
+    ('a,b,label\n1,2,0\n3,4,1\n"1,5",1,0\n', (), 't.csv:4: a decimal comma in a quoted field ("1,5")'),
+    ('a,b,label\n"0,39","1,93",1\n"0,5","2,5",0\n', (), "t.csv:1: the header line has 3 names and the first data line 5"),
     ("39, State-gov, 77516, Bachelors, <=50K\n50, Private, 83311, HS-grad, >50K\n", (),     # UCI's adult
      "t.csv: a table with 3 columns of words (2 'State-gov', 4 'Bachelors', 5 '<=50K'): the linear models read"),
     ("a,b,label\n1,2,0\n3,4,1\n5,6,2\n", (), "t.csv:4: a binary model takes two labels; a third, 2"),
@@ -253,6 +255,18 @@ def test_labels_that_are_words(tmp_path):
                                                           "Iris-virginica x": 40}
 
 
+def test_both_row_numbers_skipped_and_predict_errors_name_the_file(data, tmp_path):
+    import pandas as pd
+    frame = pd.read_csv(data["csv"])
+    frame.rename_axis("Id").reset_index().to_csv(tmp_path / "both.csv")       # pandas' index, then an Id
+    m = tux2.LogisticRegression(epochs=2).fit(str(tmp_path / "both.csv"))
+    np.testing.assert_array_equal(m.coef_, tux2.LogisticRegression(epochs=2).fit(data["csv"]).coef_)
+    m.save(tmp_path / "m")
+    frame[frame.columns[::-1]].to_csv(tmp_path / "reversed.csv", index=False)
+    r = run_cli("predict", str(tmp_path / "m"), str(tmp_path / "reversed.csv"))
+    assert r.returncode == 2 and f"tux2: error: {tmp_path / 'reversed.csv'}: the header's feature columns" in r.stderr
+
+
 def test_info_reads_a_table_as_the_linear_models_do(data, tmp_path):
     res = json.loads(run_cli("info", data["csv"], "--json").stdout)
     assert res["format"] == "table" and res["labels"] == {"0": int((data["y"] == 0).sum()),
@@ -261,6 +275,14 @@ def test_info_reads_a_table_as_the_linear_models_do(data, tmp_path):
     ratings = tmp_path / "r.csv"
     ratings.write_text("userId,movieId,rating,timestamp\n1,2,3.5,964982703\n1,3,4,964981247\n")
     assert json.loads(run_cli("info", str(ratings), "--json").stdout)["format"] == "edges"     # not a table
+    rng = np.random.default_rng(1)              # ratings with more columns, named or not, and no header at all
+    rows = [(int(rng.integers(1, 900)), int(rng.integers(1, 1600)), 0.5 * int(rng.integers(1, 11)),
+             int(rng.integers(9e8, 13e8)), int(rng.integers(10, 70)), int(rng.integers(10000, 99999))) for _ in range(60)]
+    for name, head, cols in (("hdr6.csv", "user_id,item_id,rating,timestamp,age,zip\n", 6), ("nohdr.csv", "", 4),
+                             ("epinions.txt", "", 6)):
+        sep = " " if name.endswith(".txt") else ","
+        (tmp_path / name).write_text(head + "".join(sep.join(map(str, r[:cols])) + "\n" for r in rows))
+        assert json.loads(run_cli("info", str(tmp_path / name), "--json").stdout)["format"] == "edges", name
 
 
 def test_tables_are_told_from_other_inputs():

@@ -172,9 +172,12 @@ def _mul128(a, b):
     return high, low
 
 @njit(cache=True, nogil=True)
-def _exact(w, q):
+def _exact(w, q, lost=False):
     """w · 10^q correctly rounded to a double (w: uint64, the decimal's digits; q its
-    exponent): the Eisel–Lemire algorithm, exact for w of up to 19 digits."""
+    exponent): the Eisel–Lemire algorithm, exact for w of up to 19 digits. ``lost``:
+    non-zero digits followed w's, so a value w · 10^q exactly halfway between two
+    doubles is above it and rounds up (a number of over 19 digits may still be 1 ulp
+    off when they straddle a halfway point)."""
     if w == np.uint64(0) or q < -342:
         return 0.0
     if q > 308:
@@ -204,7 +207,7 @@ def _exact(w, q):
         m >>= np.uint64(1)
         return math.ldexp(float(m), -1074)
     if low <= np.uint64(1) and -4 <= q <= 23 and (m & np.uint64(3)) == np.uint64(1):
-        if (m << shift) == high:                             # exactly halfway: round to even
+        if (m << shift) == high and not lost:                # exactly halfway: round to even
             m &= ~np.uint64(1)
     m += m & np.uint64(1)
     m >>= np.uint64(1)
@@ -232,11 +235,13 @@ def _parse_float(buf, pos, end, mode=SPACE):
     mant = np.uint64(0)               # the first 19 significant digits, exactly (10^19 < 2^64)
     exp10 = 0
     digits = 0
+    lost = False                      # a non-zero digit after them
     while pos < end and 48 <= buf[pos] <= 57:
         if mant < _DIGITS19:
             mant = mant * np.uint64(10) + np.uint64(buf[pos] - 48)
         else:
             exp10 += 1
+            lost = lost or buf[pos] != 48
         digits += 1
         pos += 1
     if pos < end and buf[pos] == 46:  # '.'
@@ -245,6 +250,8 @@ def _parse_float(buf, pos, end, mode=SPACE):
             if mant < _DIGITS19:
                 mant = mant * np.uint64(10) + np.uint64(buf[pos] - 48)
                 exp10 -= 1
+            else:
+                lost = lost or buf[pos] != 48
             digits += 1
             pos += 1
     if digits == 0:
@@ -273,7 +280,7 @@ def _parse_float(buf, pos, end, mode=SPACE):
         # both operands exact, so one correctly rounded operation (Clinger's fast path)
         v = float(mant) * _POW10[exp10] if exp10 >= 0 else float(mant) / _POW10[-exp10]
     else:                             # 16 digits or more ('%.17g', '%.18e'), or a far exponent: rounded exactly
-        v = _exact(mant, exp10)
+        v = _exact(mant, exp10, lost)
     if v != v or v == np.inf:
         return 0.0, pos, 4
     return (-v if neg else v), pos, 0
@@ -1570,8 +1577,9 @@ def sniff_input(path, columns=None):
         return "edges"
     data = [x for x in head.split(b"\n")[:20] if x.strip() and x.strip()[:1] not in (b"#", b"%")]
     if data and b"::" not in data[0] and all((is_number(x.split()[0]) or _MULTI_LABEL.fullmatch(x.split()[0]))
-                                             and (b":" in x or len(x.split()) == 1) for x in data):
-        return "libsvm"
+                                             and (b":" in x or len(x.split()) == 1) for x in data) and \
+            (any(b":" in x for x in data) or all(is_number(x.split()[0]) for x in data)):
+        return "libsvm"         # (a multi-label '1,3' with no index:value anywhere is a CSV line: '522,5428,3.5')
     if sniff_corpus(path) == "docword":
         return "docword"
     fmt = edge_format(head, path, columns)

@@ -33,6 +33,7 @@ _MESSAGES = {
        "scikit-learn's OneHotEncoder) and fit from Python, or leave it out",
 }
 _MISSING = {"na", "nan", "n/a", "null", "none", "?", "-", ""}       # no header name: a missing value
+_QUOTED_COMMA = re.compile(rb'"[ ]*[-+]?[0-9]*,[0-9]+[ ]*"')
 
 
 class TableFormat:
@@ -197,9 +198,11 @@ def table_format(head, path, label=None, features=None):
     if fmt.width - len(words) < max(2, fmt.width - 1):     # one column of words may be the labels ('Iris-setosa',
         return None                                         # 'R'); a missing value: the parser names it
     fmt.names = _header_names(header, fmt) if header else None
-    if fmt.names is not None and len(fmt.names) != fmt.width:
-        fmt.names = None                                    # names that are not one per column name none
-    skipped = [j for j, n in enumerate(fmt.names or ()) if io._key(n) in ID_NAMES and (j == 0 or n)][:1]
+    if fmt.names is not None and len(fmt.names) != fmt.width:       # a quoted '"0,39"' split in two, a name more
+        raise InputError(f"the header line has {len(fmt.names)} names and the first data line {fmt.width} columns "
+                         f"(its fields: {', '.join(io._preview(t) for t in rows[0][:12])}): a table has one name per "
+                         "column", path=path, line=fmt.skip, text=header.decode("utf-8", "replace"))
+    skipped = [j for j, n in enumerate(fmt.names or ()) if io._key(n) in ID_NAMES and (j == 0 or n)]
     if features is not None and fmt.width - len(skipped) == features:
         return TableFormat(fmt, -1, f"none: {features} columns, the model's features", skipped, words)
     label, how = _resolve_label(label, fmt.names, fmt.width, path, words[0] if words else None,
@@ -232,15 +235,22 @@ def words_hint(head, path):
 
 def looks_like_table(head, path):
     """Whether a file that would also read as an edge list is more likely a table of
-    samples (``tux2 info``'s guess): 5 columns or more, a label column named, or a
+    samples (``tux2 info``'s guess): 8 columns or more (Epinions' ratings have 6), a
+    label column named (unless user and item columns are named too), or a
     number that is no id (0.25) in its first two columns ('user item rating [time]' is
     not, nor 'user x' with string ids)."""
-    fmt = table_format(head, path)
+    try:
+        fmt = table_format(head, path)
+    except InputError:                  # no table of one name per column: what the edge reader makes of it
+        return False
     if fmt is None:
         return False
     rows = [io.data_fields(x, fmt.mode) for x in head[fmt.start:].split(b"\n")[:20]]
     ids = not any(io.is_number(t) and not re.fullmatch(rb"[0-9]+", t.strip(b'"')) for r in rows for t in r[:2])
-    return fmt.width >= 5 or "name" in fmt.how or not ids
+    roles = {io.role(n) for n in fmt.names or ()}
+    if ids and {0, 1} <= roles:                   # 'user_id,item_id,rating,timestamp,age': ratings
+        return False
+    return fmt.width >= 8 or "name" in fmt.how or not ids
 
 
 @njit(cache=True, nogil=True)
@@ -381,6 +391,12 @@ def read_table(path, fmt, n_features=None, type_names=("sample", "feature")):
     any error of one serial pass."""
     raw = io.map_file(path, "table")
     io.refuse_decimal_commas(raw, fmt, path)             # '1;2,5;3': 2,5 would read as two fields
+    quoted = _QUOTED_COMMA.search(raw, fmt.start) if fmt.sep == "comma" else None
+    if quoted:                                           # '1,"0,39",2' (a spreadsheet's decimal comma)
+        line = raw.count(b"\n", 0, quoted.start()) + 1
+        raise InputError(f"a decimal comma in a quoted field ({quoted.group().decode('utf-8', 'replace')}): commas "
+                         "separate this table's fields, so it would read as two numbers; write decimal points",
+                         path=path, line=line, text=io._line_text(raw, raw.rfind(b"\n", 0, quoted.start()) + 1))
     buf = np.frombuffer(raw, np.uint8)
     bounds = io.chunk_bounds(raw, fmt.start)
     rows_at = np.zeros(len(bounds), np.int64)

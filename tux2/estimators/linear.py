@@ -183,7 +183,8 @@ class Linear(Estimator):
         W = self.coef_                                  # before fit: the error names it
         g = self._read(X)[0]
         if isinstance(g.layout, tables.TableFormat):    # a table's header: the features in fit's order
-            same_table(g.layout, vars(self).get("feature_names_in_"), self.n_features_in_, X)
+            same_table(g.layout, vars(self).get("feature_names_in_"), self.n_features_in_, X if loaders.is_path(X)
+                       else g.source)
         if not (loaders.is_path(X) or isinstance(X, BipartiteGraph)):
             if g.n_dst != self.n_features_in_:
                 raise ValueError(f"X has {g.n_dst} features, but {type(self).__name__} is expecting "
