@@ -153,6 +153,7 @@ def test_the_label_column_by_number_name_or_last(data, tmp_path):
     ("1 1:2\n0 2:1\n", ("--label-column", "1"), "applies to tables of numbers"),
     ("y;a;b\n1;2;3\n0;1,5;2\n", (), "t.csv:3: a decimal comma in a semicolon-separated line"),
     ('a,b,label\n1,2,0\n3,4,1\n"1,5",1,0\n', (), 't.csv:4: a decimal comma in a quoted field ("1,5")'),
+    ("a,b,label\n1,2,0\n3 5,4,1\n", (), "t.csv:3: a space inside column 1 ('a')'s field: only commas"),
     ('a,b,label\n"0,39","1,93",1\n"0,5","2,5",0\n', (), "t.csv:1: the header line has 3 names and the first data line 5"),
     ("39, State-gov, 77516, Bachelors, <=50K\n50, Private, 83311, HS-grad, >50K\n", (),     # UCI's adult
      "t.csv: a table with 3 columns of words (2 'State-gov', 4 'Bachelors', 5 '<=50K'): the linear models read"),
@@ -250,6 +251,11 @@ def test_labels_that_are_words(tmp_path):
     assert r.returncode == 0 and "labels in column 7 ('species') (by its name" in r.stdout, r.stderr
     meta = json.loads(open(tmp_path / "sm" / "model.json").read())
     assert meta["labels"] == ["Iris-setosa x", "Iris-versicolor x", "Iris-virginica x"]
+    spaced = tmp_path / "spaced.csv"            # a comma-separated file's quoted class names with spaces
+    spaced.write_text("a,b,c,d,e,f,species\n" + "".join(",".join(f"{v:g}" for v in x) + f', "{c.replace("-", " ")}"\n'
+                                                         for x, c in zip(X, names)))
+    sm = tux2.Softmax(epochs=2).fit(str(spaced))
+    assert sm.classes_.tolist() == ["Iris setosa", "Iris versicolor", "Iris virginica"]
     res = json.loads(run_cli("info", str(tsv), "--json").stdout)
     assert res["format"] == "table" and res["labels"] == {"Iris-setosa x": 40, "Iris-versicolor x": 40,
                                                           "Iris-virginica x": 40}

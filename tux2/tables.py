@@ -31,6 +31,8 @@ _MESSAGES = {
     4: "empty field in column {col} (two separators in a row): a missing value? impute it or leave the line out",
     5: "column {col} holds words: the linear models read numbers; one-hot encode it first (pandas.get_dummies, "
        "scikit-learn's OneHotEncoder) and fit from Python, or leave it out",
+    6: "a space inside column {col}'s field: only commas (semicolons) separate this table's fields, so it is no "
+       "number",
 }
 _MISSING = {"na", "nan", "n/a", "null", "none", "?", "-", ""}       # no header name: a missing value
 _QUOTED_COMMA = re.compile(rb'"[ ]*[-+]?[0-9]*,[0-9]+[ ]*"')
@@ -138,6 +140,19 @@ def _header_names(line, fmt):
     return [t.strip().strip("\"'") for t in next(csv.reader([text], delimiter=delim))]
 
 
+def _fields(line, fmt, leading=False):
+    """The fields of a data line as the table's parser reads them: in a comma- or
+    semicolon-separated table split at those alone (a quoted label may hold spaces),
+    trimmed of spaces and quotes, empty ones at the end dropped; else as tux2.io's
+    parsers split them."""
+    if fmt.mode != io.SPACE or fmt.sep not in ("comma", "semicolon"):
+        return io.split_fields(line, fmt.mode, leading=leading)
+    out = [f.strip(b" \r").strip(b'"') for f in line.rstrip(b"\r\n").split(b"," if fmt.sep == "comma" else b";")]
+    while out and not out[-1]:
+        out.pop()
+    return out
+
+
 def _is_header(first, rest):
     """Whether a first line of fields ``first`` that holds numbers is still a header: the
     column names pandas gives a frame without names (0, 1, 2 …, maybe after an empty
@@ -183,11 +198,11 @@ def table_format(head, path, label=None, features=None):
         return None
     lines = [x for x in head[fmt.start:].split(b"\n")[:22] if x.strip() and x.strip()[:1] not in (b"#", b"%")]
     complete = lines[:-1] if not head.endswith(b"\n") and len(lines) > 1 else lines      # the last may be cut
-    rows = [io.split_fields(x, fmt.mode) for x in complete[:21]]
+    rows = [_fields(x, fmt) for x in complete[:21]]
     if not rows or any(b":" in x for x in complete) or len(rows[0]) < 2:
         return None
     header = fmt.names and head[:fmt.start].rstrip(b"\r\n").rsplit(b"\n", 1)[-1]
-    if not fmt.names and len(rows) > 1 and _is_header(io.split_fields(complete[0], fmt.mode, leading=True), rows[1:]):
+    if not fmt.names and len(rows) > 1 and _is_header(_fields(complete[0], fmt, leading=True), rows[1:]):
         header = complete[0]                     # '0,1,2,…' (pandas' default names), '0,1,…,27,label'
         fmt.start = head.index(header, fmt.start) + len(header) + 1
         fmt.skip = head[:fmt.start].count(b"\n")
@@ -254,13 +269,14 @@ def looks_like_table(head, path):
 
 
 @njit(cache=True, nogil=True)
-def _parse_table(buf, start, width, label, mode, out_y, out_span, out_r, out_c, out_v, feature_of):
+def _parse_table(buf, start, width, label, mode, out_y, out_span, out_r, out_c, out_v, feature_of, strict=False):
     """Lines of ``width`` numbers from buf[start:]: the one in column ``label`` into
     out_y, the others, when not 0, into (row, feature, value) triples (features are the
     columns but the label's: ``feature_of``, -1 for a column skipped unread). The
-    label's field may be a word: out_span[row]
-    holds its (start, length) in buf either way. Returns (rows, nnz, err, err_line,
-    err_pos, err_col, words): words 1 when a label is no number."""
+    label's field may be a word: out_span[row] holds its (start, length) in buf either
+    way. ``strict`` (a comma- or semicolon-separated table): only those end a field, so
+    a label may hold spaces ('Iris setosa') and '1 5' is no number (error 6). Returns
+    (rows, nnz, err, err_line, err_pos, err_col, words): words 1 when a label is no number."""
     n = buf.shape[0]
     pos = start
     line = 0
@@ -288,7 +304,7 @@ def _parse_table(buf, start, width, label, mode, out_y, out_span, out_r, out_c, 
             q = p
             f = feature_of[t]
             if f < 0 and t != label:                                # a column of row numbers: not read
-                while p < n and not io._field_ends(buf[p], mode):
+                while p < n and not io._field_ends(buf[p], mode) and not (strict and buf[p] == 32):
                     p += 1
                 v, err = 0.0, 0
             else:
@@ -297,8 +313,12 @@ def _parse_table(buf, start, width, label, mode, out_y, out_span, out_r, out_c, 
             if t == label:
                 if err == 3:                                        # a word ('R', 'Iris-setosa')
                     p = q
-                    while p < n and not io._field_ends(buf[p], mode) and not (mode != io.TAB and buf[p] == 34):
-                        p += 1
+                    if strict:                                      # to the comma: 'Iris setosa'
+                        while p < n and buf[p] != 44 and buf[p] != 59 and buf[p] != 10:
+                            p += 1
+                    else:
+                        while p < n and not io._field_ends(buf[p], mode) and not (mode != io.TAB and buf[p] == 34):
+                            p += 1
                     e = p
                     while e > q and (buf[e - 1] == 32 or buf[e - 1] == 13 or buf[e - 1] == 34):
                         e -= 1                                      # a TAB field's trailing spaces, quotes
@@ -326,8 +346,8 @@ def _parse_table(buf, start, width, label, mode, out_y, out_span, out_r, out_c, 
                 break
             if hard > 1:
                 return row, k, 4, line, pos, t, words
-            if hard == 0 and mode == io.TAB:
-                return row, k, 1, line, pos, t - 1, words
+            if hard == 0 and (mode == io.TAB or strict):
+                return row, k, 6 if strict else 1, line, pos, t - 1, words
         if t != width:
             return row, k, 3, line, pos, t, words
         row += 1
@@ -336,14 +356,14 @@ def _parse_table(buf, start, width, label, mode, out_y, out_span, out_r, out_c, 
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def _parse_chunks(buf, bounds, width, label, mode, y, span, r, c, v, rows_at, at, res, feature_of):
+def _parse_chunks(buf, bounds, width, label, mode, y, span, r, c, v, rows_at, at, res, feature_of, strict):
     """_parse_table on each chunk buf[bounds[i]:bounds[i + 1]] (split at line starts) in
     parallel: chunk i's rows from y[rows_at[i]], its triples from at[i] (rows numbered
     within the chunk, spans from its start); res[i]: rows, nnz, err, line, pos, words."""
     for i in prange(len(bounds) - 1):
         n, k, err, line, pos, _, words = _parse_table(buf[bounds[i]:bounds[i + 1]], 0, width, label, mode,
                                                       y[rows_at[i]:], span[rows_at[i]:], r[at[i]:], c[at[i]:],
-                                                      v[at[i]:], feature_of)
+                                                      v[at[i]:], feature_of, strict)
         res[i, 0], res[i, 1], res[i, 2], res[i, 3], res[i, 4], res[i, 5] = n, k, err, line, pos, words
 
 
@@ -408,13 +428,14 @@ def read_table(path, fmt, n_features=None, type_names=("sample", "feature")):
     r, c, v = np.empty(at[-1], idx), np.empty(at[-1], np.int32), np.empty(at[-1], np.float64)
     res = np.zeros((len(bounds) - 1, 6), np.int64)
     feature_of = fmt.feature_of()
-    _parse_chunks(buf, bounds, fmt.width, fmt.label, fmt.mode, y, span, r, c, v, rows_at, at, res, feature_of)
+    strict = fmt.sep in ("comma", "semicolon")
+    _parse_chunks(buf, bounds, fmt.width, fmt.label, fmt.mode, y, span, r, c, v, rows_at, at, res, feature_of, strict)
     if res[:, 2].any():                               # the first error in file order, as one pass finds it
         _, _, err, line, pos, col, _ = _parse_table(buf, fmt.start, fmt.width, fmt.label, fmt.mode, y, span, r, c, v,
-                                                    feature_of)
+                                                    feature_of, strict)
         text = io._line_text(raw, pos)
         end = raw.find(b"\n", pos)
-        got = len(io.split_fields(bytes(raw[pos:end if end >= 0 else len(raw)]), fmt.mode, leading=True))
+        got = len(_fields(bytes(raw[pos:end if end >= 0 else len(raw)]), fmt, leading=True))
         what = _MESSAGES[5 if err == 1 and col in fmt.words else err].format(col=fmt.column(col), got=got,
                                                                              width=fmt.width)
         raise InputError(what, path=path, line=fmt.skip + line, text=text)
