@@ -190,7 +190,8 @@ def table_format(head, path, label=None, features=None):
     most, no libsvm ``index:value`` token; a missing or malformed field is left for the
     parser to name), else None. A table of as many feature columns as a model's
     ``features`` has no labels. Columns that number the rows are skipped: pandas' row
-    index (an empty header name) and one named id, index or rowid."""
+    index (an empty first header name) and those named id, index or rowid. A header
+    whose names are not one per column is an InputError."""
     if label is None and not head.strip():
         return None
     fmt = io.edge_format(head, path)
