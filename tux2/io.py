@@ -634,14 +634,21 @@ def check_id_space(n_ids, n_records, what, path, locate=None, remedy="pass --ids
                          path=path, line=line, text=text)
 
 
-def read_head(path, what, n=1 << 16):
-    """The first ``n`` bytes of a file (for sniffing formats and headers)."""
+def read_head(path, what, n=1 << 16, lines=0, bom=False):
+    """The first ``n`` bytes of a file (for sniffing formats and headers), more while they
+    hold under ``lines`` lines (a table of 10,000 columns), up to 64 MiB; a byte-order
+    mark dropped, or with ``bom`` kept (offsets into the file then count it)."""
     try:
         with open(path, "rb") as f:
             head = f.read(n)
+            while head.count(b"\n") < lines and len(head) < 1 << 26:
+                more = f.read(len(head))
+                if not more:
+                    break
+                head += more
     except OSError as e:
         raise InputError(f"cannot read {what}: {e.strerror}", path=path) from None
-    return head[len(BOM):] if head.startswith(BOM) else head
+    return head[len(BOM):] if head.startswith(BOM) and not bom else head
 
 
 READ_WHOLE = 1 << 26        # files up to 64 MiB are read into memory; larger ones are mapped

@@ -720,7 +720,7 @@ def load_libsvm(path, zero_based=False, n_features=None, type_names=("sample", "
     duplicate policy."""
     check_choice("duplicates", duplicates, DUPLICATES)
     with plain_file(path) as copy:
-        fmt = tables.table_format(tables.head_of(copy), copy, label_column, features)
+        fmt = tables.table_format(io.read_head(copy, "input", lines=22, bom=True), copy, label_column, features)
         if fmt is not None:
             g, y = tables.read_table(copy, fmt, n_features, type_names)
             g.source = io.display_name(os.fspath(path))

@@ -167,23 +167,6 @@ def _is_header(first, rest):
         for j, t in enumerate(first))
 
 
-def head_of(path, n=1 << 16, lines=22):
-    """The first ``n`` bytes of a file as they are (a byte-order mark kept: the offsets of
-    ``table_format`` count it), more while they hold under ``lines`` lines (a table of
-    10,000 columns), up to 64 MiB."""
-    try:
-        with open(path, "rb") as f:
-            head = f.read(n)
-            while head.count(b"\n") < lines and len(head) < 1 << 26:
-                more = f.read(len(head))
-                if not more:
-                    break
-                head += more
-            return head
-    except OSError as e:
-        raise InputError(f"cannot read input: {e.strerror}", path=path) from None
-
-
 def table_format(head, path, label=None, features=None):
     """The TableFormat of a file whose first bytes are ``head`` when its data lines are
     a table of numbers (2 columns or more, numbers in half the lines of each but one at
