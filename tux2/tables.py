@@ -137,7 +137,11 @@ def _header_names(line, fmt):
     if fmt.mode == io.SPACE and fmt.sep == "space":
         return [t.strip('"') for t in text.split()]
     delim = "\t" if fmt.mode == io.TAB else ";" if fmt.sep == "semicolon" else ","
-    return [t.strip().strip("\"'") for t in next(csv.reader([text], delimiter=delim))]
+    try:
+        names = next(csv.reader([text], delimiter=delim))
+    except csv.Error:                   # a CR or NUL inside the line: no CSV quoting to honour
+        names = text.split(delim)
+    return [t.strip().strip("\"'") for t in names]
 
 
 def _fields(line, fmt, leading=False):
