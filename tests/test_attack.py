@@ -174,6 +174,26 @@ def test_junk_an_http_post_and_forged_aborts_do_not_kill_the_run(ratings_file, r
 
 
 @pytest.mark.slow
+def test_a_peer_that_hangs_up_mid_handshake_is_not_called_refused(ratings_file, tmp_path):
+    """A connection that knows the secret and closes before its handshake ends (as a worker
+    does when it shuts down) is not a refusal: the run notes none (it once said 'refused 1
+    connection(s) that did not know the run's secret' after ordinary runs)."""
+    secret = "a-secret-both-know"
+
+    def attack(ports):
+        ctx = zmq.Context()
+        for port in ports:
+            for _ in range(20):
+                z = _push(ctx, port, secret)
+                z.close(0)
+        ctx.term()
+
+    rc, err = _attacked_run(ratings_file, tmp_path / "model", tmp_path / "trace", attack, secret=secret)
+    assert rc == 0, err
+    assert "refused" not in err, err
+
+
+@pytest.mark.slow
 def test_an_endless_multipart_message_is_never_buffered(ratings_file, tmp_path):
     """libzmq queues the parts of a multi-part message until its last part, whatever
     their number; before authentication a stranger could stream parts for ever into a

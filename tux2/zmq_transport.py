@@ -61,9 +61,10 @@ LINK_GRACE = 1.0                # seconds a peer's data port may stay unreachabl
 CHECK_EVERY = 0.05              # seconds between looks at the links while messages keep coming
 LAST_WORD_GRACE = 5.0           # seconds a refusal, the table or an ABORT may take to leave at close
 # a CURVE peer with another key: the server cannot decrypt (PROTOCOL) or ZAP refuses it (AUTH); the
-# client only sees the server hang up mid-handshake (NO_DETAIL)
-_HANDSHAKE_FAILED = (zmq.EVENT_HANDSHAKE_FAILED_AUTH | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL
-                     | zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL)
+# client only sees the server hang up mid-handshake (NO_DETAIL). A server counts the first two only:
+# NO_DETAIL there is a peer that hung up mid-handshake (a worker closing), which it did not refuse
+_REFUSED = zmq.EVENT_HANDSHAKE_FAILED_AUTH | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL
+_HANDSHAKE_FAILED = _REFUSED | zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL
 
 
 class PeerLost(Tux2Error):
@@ -290,11 +291,11 @@ class ZmqTransport:
         if why in self.drop_reasons or len(self.drop_reasons) < 8:
             self.drop_reasons[why] = self.drop_reasons.get(why, 0) + 1
 
-    def _monitor(self, sock):
+    def _monitor(self, sock, events=_REFUSED):
         """A PAIR socket reporting ``sock``'s failed handshakes (CURVE or PLAIN), or None."""
         if self._keys is None and self._plain is None:
             return None
-        return sock.get_monitor_socket(_HANDSHAKE_FAILED)
+        return sock.get_monitor_socket(events)
 
     @property
     def credential(self):
@@ -402,7 +403,7 @@ class ZmqTransport:
         deadline = time.monotonic() + deadline_s
         hello = hello_token(self._secret)
         sock = self._socket(zmq.DEALER, max_bytes=RENDEZVOUS_MAX)
-        mon = self._monitor(sock)
+        mon = self._monitor(sock, _HANDSHAKE_FAILED)
         me = [np.frombuffer(self.address.encode(), np.uint8), np.frombuffer(self._options.encode(), np.uint8)]
         failed = 0
         try:
