@@ -237,21 +237,23 @@ def tux2_cli(algo, args, timeout=3600):
     cmd = [sys.executable, "-m", "tux2.cli", "run", algo, *args, "--metrics", os.path.join(d, "m.jsonl"),
            "--trace", os.path.join(d, "trace"), "--quiet"]
     t = time.perf_counter()
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
-                       cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    wall = time.perf_counter() - t
-    if r.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd)} failed:\n{r.stderr[-2000:]}")
-    metrics = [json.loads(x) for x in open(os.path.join(d, "m.jsonl"))]
-    traces = []
-    tdir = os.path.join(d, "trace")
-    ingress = []
-    for f in sorted(os.listdir(tdir)):
-        if f.startswith("trace-"):
-            traces += [json.loads(x) for x in open(os.path.join(tdir, f))]
-        elif f.startswith("ingress-"):
-            ingress.append(json.load(open(os.path.join(tdir, f))))
-    shutil.rmtree(d, ignore_errors=True)
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+                           cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        wall = time.perf_counter() - t
+        if r.returncode != 0:
+            raise RuntimeError(f"{' '.join(cmd)} failed:\n{r.stderr[-2000:]}")
+        metrics = [json.loads(x) for x in open(os.path.join(d, "m.jsonl"))]
+        traces = []
+        tdir = os.path.join(d, "trace")
+        ingress = []
+        for f in sorted(os.listdir(tdir)):
+            if f.startswith("trace-"):
+                traces += [json.loads(x) for x in open(os.path.join(tdir, f))]
+            elif f.startswith("ingress-"):
+                ingress.append(json.load(open(os.path.join(tdir, f))))
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
     traces.sort(key=lambda t: (t["rank"], t["clock"]))
     if ingress:
         print(json.dumps({"bench": algo, "event": "ingress", "workers": ingress}), file=sys.stderr)

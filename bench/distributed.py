@@ -12,6 +12,7 @@ their test RMSEs are equal by construction; LibMF's is reported beside them.
 """
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -60,11 +61,15 @@ def together(cmds):
                               cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
              for c, d in zip(cmds, dirs)]
     out = []
-    for p, d in zip(procs, dirs):
-        _, err = p.communicate(timeout=3600)
-        if p.returncode != 0:
-            raise RuntimeError(f"concurrent run failed: {err[-1000:]}")
-        out.append([json.loads(x) for x in open(os.path.join(d, "m.jsonl"))])
+    try:
+        for p, d in zip(procs, dirs):
+            _, err = p.communicate(timeout=3600)
+            if p.returncode != 0:
+                raise RuntimeError(f"concurrent run failed: {err[-1000:]}")
+            out.append([json.loads(x) for x in open(os.path.join(d, "m.jsonl"))])
+    finally:
+        for d in dirs:
+            shutil.rmtree(d, ignore_errors=True)
     return out
 
 
