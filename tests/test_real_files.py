@@ -1102,3 +1102,26 @@ def test_a_headerless_test_file_is_read_as_the_training_header_chose_its_columns
     assert all(r.returncode == 0 for r in out), [r.stderr for r in out]
     assert "test 50;" in out[0].stdout and "not in training" not in out[0].stdout, out[0].stdout
     assert out[0].stdout.split("test_rmse")[-1].split()[0] == out[1].stdout.split("test_rmse")[-1].split()[0]
+
+
+def test_old_mac_line_endings_read_as_lines(tmp_path):
+    """Old Mac files end their lines with a CR alone (some of UCI's): every reader took
+    such a file for one line (a table 'of 60 columns of words', LDA one document)."""
+    files = {"table": "a,b,species\n1,2,x\n3,4,y\n5,6,x\n", "libsvm": "1 1:2 3:1\n0 2:1\n1 1:0.5\n",
+             "edges": "1\t2\t3\n2\t1\t4\n3\t3\t5\n", "docword": "3\n4\n5\n1 1 2\n2 3 1\n3 4 2\n1 2 1\n3 1 1\n",
+             "text": "apple banana\nmelon pear apple\nbanana melon\n"}
+    read = {"table": lambda p: loaders.load_libsvm(p), "libsvm": lambda p: loaders.load_libsvm(p),
+            "edges": lambda p: (loaders.load_edges(p),), "docword": loaders.load_corpus, "text": loaders.load_corpus}
+    for kind, text in files.items():
+        (tmp_path / f"{kind}.lf").write_text(text)
+        (tmp_path / f"{kind}.cr").write_bytes(text.replace("\n", "\r").encode())
+        (tmp_path / f"{kind}.cr.gz").write_bytes(gzip.compress(text.replace("\n", "\r").encode()))
+        want = read[kind](str(tmp_path / f"{kind}.lf"))
+        for name in (f"{kind}.cr", f"{kind}.cr.gz"):
+            got = read[kind](str(tmp_path / name))
+            assert got[0].num_edges == want[0].num_edges and np.array_equal(got[0].src, want[0].src), name
+            assert np.array_equal(got[0].dst, want[0].dst) and str(got[1:]) == str(want[1:]), name
+    (tmp_path / "bad.cr").write_bytes(b"1\t2\t3\r2\tx\t4\r")
+    with pytest.raises(InputError) as e:
+        loaders.load_edges(str(tmp_path / "bad.cr"), ids="int")
+    assert str(e.value).startswith(f"{tmp_path / 'bad.cr'}:2: malformed vertex id")

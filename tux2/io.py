@@ -438,7 +438,8 @@ def local_copy(path):
     once into a temporary file (removed at exit), whose path is returned: ``-``
     (standard input), pipes, FIFOs and devices — so the format can be sniffed and the
     file parsed, memory-mapped or split by byte ranges like any other — and gzip, bz2
-    or xz data (recognised by its first bytes), decompressed."""
+    or xz data (recognised by its first bytes), decompressed, and lines ended by a CR
+    alone (old Mac files), with newlines."""
     import shutil
     import stat
     path = os.fspath(path)
@@ -463,7 +464,7 @@ def local_copy(path):
         raise InputError(f"cannot read input: {e.strerror}", path=name) from None
     kind = next((k for magic, k in _MAGIC if head.startswith(magic)), None)
     if kind is None:
-        return _netflix_copy(path, name)
+        return _netflix_copy(_newline_copy(path, name), name)
     import bz2
     import gzip
     import lzma
@@ -476,7 +477,31 @@ def local_copy(path):
         remove_scratch(os.path.dirname(tmp))
         raise InputError(f"cannot decompress this {'xz' if kind == 'lzma' else kind} file: {e}", path=name) from None
     _spooled(tmp, name)
-    return _netflix_copy(tmp, name)
+    return _netflix_copy(_newline_copy(tmp, name), name)
+
+
+def _newline_copy(path, name):
+    """``path`` itself, or when its lines end in a CR alone (old Mac files, some of
+    UCI's) a copy with every CR a newline: the readers' kernels split lines at newlines
+    only, and would read such a file as one line. A CR with no newline in the first
+    64 KiB makes the file one; each line keeps its number for messages."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(1 << 16)
+            if b"\r" not in head or b"\n" in head:
+                return path
+            tmp = os.path.join(_spool_dir(), os.path.basename(name) if name != "-" else "stdin")
+            with open(tmp, "wb") as out:
+                out.write(head.replace(b"\r", b"\n"))
+                for block in iter(lambda: f.read(1 << 24), b""):
+                    out.write(block.replace(b"\r", b"\n"))
+    except OSError as e:
+        raise InputError(f"cannot read input: {e.strerror}", path=name) from None
+    if path in _SPOOLED:                        # a decompressed or standard-input copy: this one replaces it
+        remove_scratch(os.path.dirname(path))
+        del _SPOOLED[path]
+    _spooled(tmp, name)
+    return tmp
 
 
 # the Netflix prize's per-movie files (combined_data_N.txt): 'MOVIE:' lines, each above
