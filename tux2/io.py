@@ -1126,12 +1126,13 @@ def named_columns(names, cols):
     return (cs, cd, cv), True
 
 
-def no_edges(fmt, path):
-    """The InputError of an edge list (its EdgeFormat ``fmt``) without a data line."""
+def no_edges(fmt, path, what="edges"):
+    """The InputError of an edge list (its EdgeFormat ``fmt``), or a table of ``what``,
+    without a data line."""
     if fmt.names:
-        return InputError(f"no edges found: the file has a header line ({','.join(fmt.names)}) and no data lines",
+        return InputError(f"no {what} found: the file has a header line ({','.join(fmt.names)}) and no data lines",
                           path=path)
-    return InputError("no edges found (the file is empty or has only comments)", path=path)
+    return InputError(f"no {what} found (the file is empty or has only comments)", path=path)
 
 
 def resolve_base(base, fmt, s, d, path):

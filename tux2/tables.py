@@ -187,6 +187,8 @@ def table_format(head, path, label=None, features=None):
     lines = [x for x in head[fmt.start:].split(b"\n")[:22] if x.strip() and x.strip()[:1] not in (b"#", b"%")]
     complete = lines[:-1] if not head.endswith(b"\n") and len(lines) > 1 else lines      # the last may be cut
     rows = [_fields(x, fmt) for x in complete[:21]]
+    if not rows and fmt.names and len(fmt.names) > 1 and b":" not in head[:fmt.start]:
+        raise io.no_edges(fmt, path, "samples")          # a header alone: not a libsvm line
     if not rows or any(b":" in x for x in complete) or len(rows[0]) < 2:
         return None
     header = fmt.names and head[:fmt.start].rstrip(b"\r\n").rsplit(b"\n", 1)[-1]
