@@ -142,12 +142,17 @@ def test_the_label_column_by_number_name_or_last(data, tmp_path):
 
 @pytest.mark.parametrize("text, args, message", [
     ("a,b,label\n1,2,0\n3,,1\n", (), "t.csv:3: empty field in column 2 ('b')"),
-    ("a,b,label\n1,2,0\n3,NA,1\n", (), "t.csv:3: malformed value in column 2 ('b') (expected a number; a missing"),
+    ("a,b,label\n1,2,0\n3,NA,1\n", (), "t.csv:3: missing value 'NA' in column 2 ('b'): impute it (pandas' fillna"),
+    ("a,b,label\n1,2,0\n3,x,1\n", (), "t.csv:3: malformed value in column 2 ('b') (expected a number; a missing"),
     ("a,b,label\n1,2,0\n3,4,1,5\n", (), "t.csv:3: 4 columns where the table has 3"),
     ("a,b,label\n1,2,0\n3,4\n", (), "t.csv:3: 2 columns where the table has 3"),
     ("1,s,0\n3,b,1\n", ("--label-column", "1"), "t.csv:1: column 2 holds words: the linear models read numbers"),
-    ("a,b,label\n1,2,0\n3,4,\n", (), "t.csv:3: empty field in column 3 ('label')"),
-    ("1,2,0\n3,4,inf\n", ("--label-column", "3"), "t.csv:2: NaN or infinite value in column 3"),
+    ("a,b,label\n1,2,0\n3,4,\n", (), "t.csv:3: empty label in column 3 ('label') (two separators in a row): a "
+     "sample without its label cannot train: leave the line out"),
+    ("1,2,0\n3,4,inf\n", ("--label-column", "3"), "t.csv:2: NaN or infinite label in column 3: leave the line out"),
+    ("a,b,label\n1,2,0\n3,?,1\n", (), "t.csv:3: missing value '?' in column 2 ('b'): impute it (pandas' fillna"),
+    ("a,b,label\n1,2,0\n3,4,?\n5,6,1\n", (), "t.csv:3: missing label '?' in column 3 ('label'): a sample without"),
+    ("a,b,label\n1,2,no\n3,4,yes\n5,6,NA\n", (), "t.csv:4: missing label 'NA' in column 3 ('label'): a sample"),
     ("1,2,0\n3,4,1\n", ("--label-column", "4"), "(--label-column, label_column=) 4: the table has 3 columns"),
     ("a,b,c\n1,2,0\n", ("--label-column", "d"), "'d' names no column of this file (the header's names are a, b"),
     ("1 1:2\n0 2:1\n", ("--label-column", "1"), "applies to tables of numbers"),
@@ -299,3 +304,16 @@ def test_tables_are_told_from_other_inputs():
     assert tables.table_format(b"1\n2\n", "x") is None                # one column
     with pytest.raises(InputError, match="label_column=\\) 0: the table has 2 columns"):
         tables.table_format(b"1,2\n3,4\n", "x", 0)
+
+
+@pytest.mark.parametrize("model", [tux2.Softmax, tux2.LogisticRegression, tux2.LinearSVM, tux2.BlockPG])
+def test_a_missing_label_is_no_class(tmp_path, model):
+    """UCI marks a missing value '?': in a column of class names it became a class of its
+    own (softmax learnt and predicted '?'); every model now names its line."""
+    path = tmp_path / "iris.data"
+    rows = [f"{i % 7}.{i % 3},{i % 5}.1,{['setosa', 'virginica'][i % 2]}" for i in range(30)]
+    rows[11] = "5.1,3.5,?"
+    path.write_text("\n".join(rows) + "\n")
+    with pytest.raises(InputError) as e:
+        model(epochs=1).fit(str(path))
+    assert str(e.value).startswith(f"{path}:12: missing label '?' in column 3: a sample without its label"), e.value

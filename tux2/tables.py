@@ -33,8 +33,18 @@ _MESSAGES = {
        "scikit-learn's OneHotEncoder) and fit from Python, or leave it out",
     6: "a space inside column {col}'s field: only commas (semicolons) separate this table's fields, so it is no "
        "number",
+    7: "missing value {field} in column {col}: impute it (pandas' fillna, scikit-learn's SimpleImputer) or leave "
+       "the line out",
+}
+_NO_LABEL = "a sample without its label cannot train: leave the line out"
+_LABEL_MESSAGES = {          # the errors above in the label column, where imputing makes no sense
+    2: "NaN or infinite label in column {col}: leave the line out",
+    4: "empty label in column {col} (two separators in a row): " + _NO_LABEL,
+    7: "missing label {field} in column {col}: " + _NO_LABEL,
 }
 _MISSING = {"na", "nan", "n/a", "null", "none", "?", "-", ""}       # no header name: a missing value
+# a label that marks a missing one: UCI's '?' and pandas' spellings but 'None' (a plausible class; NaN is no word)
+_MISSING_LABELS = ["?", "NA", "N/A", "n/a", "NULL", "null", "#N/A", "#NA", "<NA>"]
 _QUOTED_COMMA = re.compile(rb'"[ ]*[-+]?[0-9]*,[0-9]+[ ]*"')
 
 
@@ -425,9 +435,12 @@ def read_table(path, fmt, n_features=None, type_names=("sample", "feature")):
                                                     feature_of, strict)
         text = io._line_text(raw, pos)
         end = raw.find(b"\n", pos)
-        got = len(_fields(bytes(raw[pos:end if end >= 0 else len(raw)]), fmt, leading=True))
-        what = _MESSAGES[5 if err == 1 and col in fmt.words else err].format(col=fmt.column(col), got=got,
-                                                                             width=fmt.width)
+        fields = _fields(bytes(raw[pos:end if end >= 0 else len(raw)]), fmt, leading=True)
+        field = fields[col] if err == 1 and col < len(fields) else None
+        err = 5 if err == 1 and col in fmt.words else 7 if field is not None and \
+            field.strip().lower().decode("utf-8", "replace") in _MISSING else err
+        what = (_LABEL_MESSAGES if col == fmt.label else _MESSAGES).get(err, _MESSAGES[err]).format(
+            col=fmt.column(col), got=len(fields), width=fmt.width, field=io._preview(field or b""))
         raise InputError(what, path=path, line=fmt.skip + line, text=text)
     rows, k = _compact(y, span, r, c, v, bounds, rows_at, at, res)
     if rows == 0:
@@ -439,4 +452,14 @@ def read_table(path, fmt, n_features=None, type_names=("sample", "feature")):
     g.layout = fmt
     if fmt.label < 0:
         return g, None
-    return g, (_words(raw, span[:rows]) if res[:, 5].any() else y[:rows])     # 'R'/'M', 'Iris-setosa': strings
+    if not res[:, 5].any():
+        return g, y[:rows]
+    labels = _words(raw, span[:rows])                   # 'R'/'M', 'Iris-setosa': strings
+    missing = np.flatnonzero(np.isin(labels, _MISSING_LABELS))
+    if len(missing):                                    # a class '?' would be learnt, and predicted
+        at = int(span[missing[0], 0])
+        start = raw.rfind(b"\n", 0, at) + 1
+        raise InputError(_LABEL_MESSAGES[7].format(field=io._preview(str(labels[missing[0]])),
+                                                   col=fmt.column(fmt.label)),
+                         path=path, line=int(np.count_nonzero(buf[:start] == 10)) + 1, text=io._line_text(raw, start))
+    return g, labels
