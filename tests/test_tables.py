@@ -317,3 +317,16 @@ def test_a_missing_label_is_no_class(tmp_path, model):
     with pytest.raises(InputError) as e:
         model(epochs=1).fit(str(path))
     assert str(e.value).startswith(f"{path}:12: missing label '?' in column 3: a sample without its label"), e.value
+
+
+@pytest.mark.parametrize("sep", [",", ";"])
+def test_a_quoted_label_may_hold_the_separator(tmp_path, sep):
+    """'"setosa, var"' in a comma-separated table was split in two and the table refused
+    as one of two columns of words; it is one label, first or last."""
+    names = [f'"setosa{sep} var"', '"virginica"']
+    for first in (False, True):
+        path = tmp_path / "t.csv"
+        path.write_text("".join(sep.join([names[i % 2]] * first + [f"{i % 5}", f"{i % 3}.5"] + [names[i % 2]] *
+                                         (not first)) + "\n" for i in range(20)))
+        m = tux2.Softmax(epochs=0).fit(str(path))
+        assert m.classes_.tolist() == [f"setosa{sep} var", "virginica"] and m.n_features_in_ == 2

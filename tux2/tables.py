@@ -46,6 +46,7 @@ _MISSING = {"na", "nan", "n/a", "null", "none", "?", "-", ""}       # no header 
 # a label that marks a missing one: UCI's '?' and pandas' spellings but 'None' (a plausible class; NaN is no word)
 _MISSING_LABELS = ["?", "NA", "N/A", "n/a", "NULL", "null", "#N/A", "#NA", "<NA>"]
 _QUOTED_COMMA = re.compile(rb'"[ ]*[-+]?[0-9]*,[0-9]+[ ]*"')
+_QUOTED_WORD = re.compile(rb'(?:^|(?<=[,;]))[ ]*"[^"\n]*[A-Za-z_][^"\n]*"')    # '"setosa, var"': one field
 
 
 class TableFormat:
@@ -156,12 +157,16 @@ def _header_names(line, fmt):
 
 def _fields(line, fmt, leading=False):
     """The fields of a data line as the table's parser reads them: in a comma- or
-    semicolon-separated table split at those alone (a quoted label may hold spaces),
+    semicolon-separated table split at those alone (a quoted label may hold spaces, and
+    the separator when it holds a letter: not a decimal comma, '"0,39"'),
     trimmed of spaces and quotes, empty ones at the end dropped; else as tux2.io's
     parsers split them."""
     if fmt.mode != io.SPACE or fmt.sep not in ("comma", "semicolon"):
         return io.split_fields(line, fmt.mode, leading=leading)
-    out = [f.strip(b" \r").strip(b'"') for f in line.rstrip(b"\r\n").split(b"," if fmt.sep == "comma" else b";")]
+    sep = b"," if fmt.sep == "comma" else b";"
+    out = [f.strip(b" \r").strip(b'"') for f in _QUOTED_WORD.sub(lambda m: m.group().replace(sep, b"\n"),
+                                                                 line.rstrip(b"\r\n")).split(sep)]
+    out = [f.replace(b"\n", sep) for f in out]
     while out and not out[-1]:
         out.pop()
     return out
@@ -275,7 +280,8 @@ def _parse_table(buf, start, width, label, mode, out_y, out_span, out_r, out_c, 
     columns but the label's: ``feature_of``, -1 for a column skipped unread). The
     label's field may be a word: out_span[row] holds its (start, length) in buf either
     way. ``strict`` (a comma- or semicolon-separated table): only those end a field, so
-    a label may hold spaces ('Iris setosa') and '1 5' is no number (error 6). Returns
+    a label may hold spaces ('Iris setosa'), quoted also the separator ('"setosa, var"'),
+    and '1 5' is no number (error 6). Returns
     (rows, nnz, err, err_line, err_pos, err_col, words): words 1 when a label is no number."""
     n = buf.shape[0]
     pos = start
@@ -314,7 +320,9 @@ def _parse_table(buf, start, width, label, mode, out_y, out_span, out_r, out_c, 
                 if err == 3:                                        # a word ('R', 'Iris-setosa')
                     p = q
                     if strict:                                      # to the comma: 'Iris setosa'
-                        while p < n and buf[p] != 44 and buf[p] != 59 and buf[p] != 10:
+                        quoted = q > 0 and buf[q - 1] == 34         # or the closing quote: '"setosa, var"'
+                        while p < n and buf[p] != 10 and (quoted or (buf[p] != 44 and buf[p] != 59)):
+                            quoted = quoted and buf[p] != 34
                             p += 1
                     else:
                         while p < n and not io._field_ends(buf[p], mode) and not (mode != io.TAB and buf[p] == 34):
