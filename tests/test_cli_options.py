@@ -110,6 +110,14 @@ def test_meaningless_option_values_are_refused(capsys, files, argv, what):
     (["run", "mf", "--test", "R"], ["--test", "INPUT"]),
     (["run", "lr", "--test", "S"], ["--test", "INPUT"]),
     (["run", "lda", "--vocab", "D"], ["--vocab", "INPUT"]),
+    (["run", "mf", "--columns", "1,2,3"], ["--columns says how INPUT is read", "built-in"]),
+    (["run", "mf", "--col=2,1", "--duplicates", "sum"], ["--columns says how INPUT is read", "built-in"]),
+    (["run", "mf", "--base", "auto"], ["--base says how INPUT is read", "built-in"]),       # its default, given
+    (["run", "mf", "--ids", "string"], ["--ids says how INPUT is read", "built-in"]),
+    (["run", "lr", "--label-column", "last"], ["--label-column says how INPUT is read", "built-in"]),
+    (["run", "softmax", "--zero-based"], ["--zero-based says how INPUT is read", "built-in"]),
+    (["run", "lda", "--stop-words", "none"], ["--stop-words says how INPUT is read", "built-in"]),
+    (["partition", "--powerlaw", "100", "-p", "2", "--columns", "1,2"], ["--columns says how INPUT", "--powerlaw"]),
     (["run", "mf", "R", "--workers", "2", "--world", "3"], ["--workers 2", "--world 3"]),
     (["run", "mf", "R", "--workers", "2", "--rank", "0", "--world", "2", "--rendezvous", "tcp://127.0.0.1:9"],
      ["--workers 2", "--rank 0", "--rendezvous"]),
@@ -121,7 +129,8 @@ def test_flags_that_would_have_no_effect_together_are_refused(capsys, files, arg
     was ignored without a word; now an error names both, before anything is read."""
     argv = [{"R": str(files / "r.txt"), "D": str(files / "docs.txt"), "S": str(files / "s.svm")}.get(a, a)
             for a in argv]
-    rc, out, err = _main(capsys, *argv, "--epochs" if "lda" not in argv else "--iterations", "1", "--quiet")
+    rc, out, err = _main(capsys, *argv, *(() if "partition" in argv else ("--epochs" if "lda" not in argv else
+                                                                          "--iterations", "1", "--quiet")))
     _refused(rc, err, *both)
     assert len(err.strip().splitlines()) <= 2 and out == "", err
 

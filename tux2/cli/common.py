@@ -44,9 +44,11 @@ class Parser(argparse.ArgumentParser):
     def parse_known_args(self, args=None, namespace=None):
         if self._intermixing or any(a.nargs in (argparse.PARSER, argparse.REMAINDER) for a in self._actions):
             return super().parse_known_args(args, namespace)
-        self._intermixing = True          # parse_known_intermixed_args calls back here, twice
+        self._intermixing, self._given = True, set()     # parse_known_intermixed_args calls back here, twice
         try:
-            return self.parse_known_intermixed_args(args, namespace)
+            found, rest = self.parse_known_intermixed_args(args, namespace)
+            found.given = frozenset(self._given)            # the flags given, at their defaults or not
+            return found, rest
         finally:
             self._intermixing = False
 
@@ -55,6 +57,8 @@ class Parser(argparse.ArgumentParser):
         it counted as not given (no model written, ``--resume ''`` a fresh start)."""
         if action.option_strings and action.dest != "title" and "" in arg_strings:
             self.error(f"argument {'/'.join(action.option_strings)}: expected a value, got an empty string")
+        if action.option_strings and self._intermixing:
+            self._given.add(action.dest)
         return super()._get_values(action, arg_strings)
 
     def error(self, message):
@@ -352,6 +356,7 @@ def check_together(args):
             if vars(args).get(key):
                 raise Tux2Error(f"--{key} {vars(args)[key]} goes with an INPUT file: the built-in data set has "
                                 + ("its own test part" if key == "test" else "no words, only their numbers"))
+        refuse_read_flags(args, "the built-in data set is read as it was made")
     fraction = vars(args).get("test_fraction", TEST_FRACTION)
     if fraction != TEST_FRACTION and (args.test or args.input is None):
         raise Tux2Error(f"--test-fraction {fraction} holds out a part of INPUT, which "
@@ -360,6 +365,18 @@ def check_together(args):
 
 
 TEST_FRACTION = 0.1                 # tux2 run mf --test-fraction: the held-out share of INPUT
+# the flags that say how INPUT (and --test) is read: nothing to do without one
+_READ_FLAGS = ("columns", "base", "ids", "duplicates", "unknown", "label_column", "zero_based", "format",
+               "text_column", "min_count", "stop_words", "max_df")
+
+
+def refuse_read_flags(args, instead):
+    """A flag of how INPUT is read given without INPUT (the data ``instead`` says how it
+    is made): an error naming it, not a setting silently ignored."""
+    given = [k for k in _READ_FLAGS if k in vars(args).get("given", ())]
+    if given:
+        raise Tux2Error(f"--{given[0].replace('_', '-')} says how INPUT is read, and there is none: {instead}; "
+                        "give an INPUT file, or leave the flag out")
 
 
 def collect_from_now(record=None):

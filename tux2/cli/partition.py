@@ -8,7 +8,7 @@ import numpy as np
 from tux2 import partitioning
 from tux2.files import json_text
 from tux2.errors import PartitionError
-from tux2.cli.common import (PARTITIONS, POSITIVE, SEED, add_input_args, input_options, integer,
+from tux2.cli.common import (PARTITIONS, POSITIVE, SEED, add_input_args, input_options, integer, refuse_read_flags,
                              spool_inputs)
 
 
@@ -109,6 +109,7 @@ def run(args):
     user_ids = None
     if args.powerlaw:
         from tux2.partitioning.powerlaw import powerlaw_graph
+        refuse_read_flags(args, "--powerlaw generates the graph")
         src, dst = powerlaw_graph(args.powerlaw, args.alpha, in_degree=not args.out_degree, seed=args.seed)
         n_src, n_dst, names = args.powerlaw, None, ("vertex",)
         what = f"power-law graph n={args.powerlaw} α={args.alpha}"
