@@ -283,9 +283,10 @@ def open_transport(args, tiled):
                    curve=args.curve, options=options, max_frame_mb=args.max_frame_mb), rank, world
 
 
-# options that may differ between the workers of one run (paths are per host)
+# options that may differ between the workers of one run (paths are per host; the flags given, as values may
+# come from a flag or its default)
 _PER_WORKER = {"func", "argv", "rank", "rendezvous", "bind", "advertise", "curve", "trace", "quiet", "workers",
-               "input", "test", "out", "metrics", "checkpoint_dir", "resume", "config", "timeout"}
+               "input", "test", "out", "metrics", "checkpoint_dir", "resume", "config", "timeout", "given"}
 
 
 def run(args, cls, load, after=None, **params):
