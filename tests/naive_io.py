@@ -55,15 +55,20 @@ def _is_number(tok):
     return tok.lower().lstrip(b"+-") in NONFINITE or NUM.fullmatch(tok) is not None
 
 
-def _row(toks, line, sep, no):
-    """(src, dst, value, columns) of a line's tokens (separated by ``sep``)."""
+def _row(toks, line, sep, no, strict=False):
+    """(src, dst, value, columns) of a line's tokens (separated by ``sep``); ``strict``
+    (the first data line has a comma or semicolon): only those and tabs separate, so a
+    run of spaces or quotes alone between the first four tokens is no separator."""
     # the separator runs between tokens: one with two commas, semicolons or tabs holds an empty field
     runs = [r for r in re.split(b"(" + sep.pattern + b")", line)[1::2]]
     runs = runs[1:] if not re.split(sep.pattern, line)[0] else runs    # a run before the first token
 
-    def empty(i):                    # the run after token i, when token i + 1 follows it
-        if len(toks) > i + 1 and sum(runs[i].count(c) for c in b",;\t") > 1:
+    def empty(i, fields=True):       # the run after token i, when token i + 1 follows it
+        hard = sum(runs[i].count(c) for c in b",;\t") if len(toks) > i + 1 else 1
+        if hard > 1 and fields:
             raise Bad("empty field", no)
+        if hard == 0 and strict:
+            raise Bad("a space inside a field", no)
     s = _id(toks[0], no)
     if len(toks) < 2:
         raise Bad("missing column", no)
@@ -72,7 +77,9 @@ def _row(toks, line, sep, no):
     if len(toks) < 3:
         return s, d, 1.0, 2
     empty(1)
-    return s, d, _number(toks[2], no, "malformed value", "NaN or infinite"), 3
+    v = _number(toks[2], no, "malformed value", "NaN or infinite")
+    empty(2, fields=False)           # (the fields after the value are not read: empty ones are no error)
+    return s, d, v, 3
 
 
 def tab_fields(line):
@@ -143,8 +150,9 @@ def edge_list(data):
         for no, line in enumerate(data.split(b"\n"), 1):
             if no > after and DECIMAL_COMMA.search(line):
                 raise Bad("a decimal comma", no)
+    strict = bool(rows) and not tab and sep is SEP and (b"," in rows[0][2] or b";" in rows[0][2])
     for no, toks, line, line_sep in rows:
-        s, d, v, cols = _tab_row(tab_fields(line), no) if tab else _row(toks, line, line_sep, no)
+        s, d, v, cols = _tab_row(tab_fields(line), no) if tab else _row(toks, line, line_sep, no, strict)
         if ncols and cols != ncols:
             raise Bad("missing value column" if cols == 2 else "a value column where", no)
         ncols = cols

@@ -40,6 +40,8 @@ def test_matrix_market_is_one_based(tmp_path):
     ("0 1 2\n4\n", 2, "missing column"),
     ("0 1 2\n4 5\n", 2, "missing value column"),
     ("0 1 2\n99999999999999999999 1 2\n", 2, "too large"),
+    ("1,2,3\n3,1 5,2\n", 2, "a space inside a field: the file is comma- or semicolon-separated"),
+    ("u;i;r\n1;2;3\n4;5;6 7\n", 3, "a space inside a field"),
 ])
 def test_bad_lines_name_file_and_line(tmp_path, text, line, what):
     p = write(tmp_path, text)
@@ -167,3 +169,15 @@ def test_numbers_are_read_as_python_reads_them(tmp_path):
     want = [float(w) for w in words]
     assert y.tolist() == want
     assert g.values.tolist() == want and g.src.tolist() == list(range(len(words)))      # libsvm keeps a 0
+
+
+def test_commas_alone_separate_a_comma_separated_file(tmp_path):
+    """'1 5' in a comma-separated rating file read as two fields (a line of 3,1,5 for
+    '3,1 5,2'), as tables no longer do; spaces around the commas, and inside the fields
+    after the ones read (a timestamp), are no fields."""
+    from tux2 import loaders
+    g = read_edge_list(write(tmp_path, "1, 2, 3\n2 ,3 ,4,2005-09-06 10:00\n"))
+    assert g.src.tolist() == [1, 2] and g.values.tolist() == [3, 4]
+    p = write(tmp_path, "1,Toy Story,5\n2,Heat,4\n")              # string ids: the same rule
+    with pytest.raises(InputError, match=f"{p}:1: a space inside a field"):
+        loaders.load_edges(p)

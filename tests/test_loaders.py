@@ -28,7 +28,8 @@ def lines_of(tokens, sep=b" "):
                     max_size=8).map(lambda ls: b"\n".join(ls))
 
 
-edge_text = st.one_of(st.binary(max_size=200), lines_of(EDGE_TOKENS), lines_of(TAB_FIELDS, b"\t"),
+edge_text = st.one_of(st.binary(max_size=200), lines_of(EDGE_TOKENS), lines_of(EDGE_TOKENS, b","),
+                      lines_of(TAB_FIELDS, b"\t"),
                       st.lists(st.sampled_from(EDGE_ALPHABET), max_size=120).map(bytes))
 
 
@@ -62,6 +63,8 @@ def _agree(parse, reference, data, path):
 @example(data=b"u;i;r\n1;2;3,5\n")
 @example(data=b"0 0 .1\n1 2 -0.5e-3\n3 4 16777217\n")
 @example(data=b"1\t2\t3 4\n")
+@example(data=b"1,2,3\n3,1 5,2\n")                   # a space inside a comma-separated field: no two fields
+@example(data=b"u;i;r\n1;2;3\n4;5;6 7\n")
 @example(data=b"u\ta\tname\tplays\n1 \t 2\t3\ta, b\n\t\n0\t4\t5\t\t\"x\" y\n")
 @example(data=b"1\t\t2\t3\n")
 @example(data=b"\t\t\t\t\x00\n0\t0\t1\t0\t\x00")       # pandas' index column: read by its own test

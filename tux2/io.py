@@ -41,6 +41,8 @@ _MESSAGES = {
     11: "vertex id too large for int32 (read again into int64)",
     13: "empty field (two separators in a row): a missing id or value? Fill it in or leave the line out",
     14: "a space inside a numeric field (the file is tab-separated: only tabs separate fields)",
+    15: "a space inside a field: the file is comma- or semicolon-separated, so only those separate its fields "
+        "('1 5' is neither a number nor two)",
     12: f"value beyond the float32 range (±{float(np.finfo(np.float32).max):.4g}) that edge values are kept in",
 }
 ID32_MAX = int(np.iinfo(np.int32).max)
@@ -291,14 +293,16 @@ NONE = -1          # value column: none (every edge 1)
 
 
 @njit(cache=True, nogil=True)
-def _parse_edges(buf, start, out_s, out_d, out_v, cs=0, cd=1, cv=OPTIONAL, mode=SPACE, id_max=ID62_MAX,
-                 value_max=np.inf):
+def _parse_edges(buf, start, out_s, out_d, out_v, cs=0, cd=1, cv=OPTIONAL, mode=SPACE, strict=False,
+                 id_max=ID62_MAX, value_max=np.inf):
     """Parse lines from buf[start:] in one pass (tokens end at a separator or the
     newline; separators as ``mode`` has them): the ids in columns ``cs``, ``cd``
     (0-based), the value in ``cv`` (OPTIONAL: the third column when the lines have one;
     NONE: no value); other columns are skipped unread. In TAB mode every tab ends a
     field (two in a row: an empty one, an error only where an id or the value is read)
-    and a read field holds one number between spaces (error 14). An id over ``id_max``
+    and a read field holds one number between spaces (error 14); ``strict`` (a comma- or
+    semicolon-separated file): spaces between two of the fields read or skipped up to the
+    last one read are error 15 ('1,1 5,3' is no line of three numbers). An id over ``id_max``
     is error 11, a value beyond ±``value_max`` error 12 (the limits of narrower output
     arrays). Returns (n_edges, ncols, err, err_line, err_pos), ncols 3 when values were
     read, else 2."""
@@ -367,6 +371,8 @@ def _parse_edges(buf, start, out_s, out_d, out_v, cs=0, cd=1, cv=OPTIONAL, mode=
                 t += hard - 1
             elif hard > 1 and t <= last:              # ',,': an empty field, not the next column
                 return k, ncols, 13, line, pos
+            elif hard == 0 and strict:                # '1 5' in a comma-separated file: no number, nor two
+                return k, ncols, 15, line, pos
         if t <= need:
             return k, ncols, 6 if cv == OPTIONAL else 9, line, pos
         cols = 3 if t > vcol and vcol >= 0 else 2
@@ -808,11 +814,11 @@ def _count_newlines(buf, bounds):
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def _parse_chunks(buf, bounds, offsets, s, d, v, res, cs, cd, cv, mode, id_max, value_max):
+def _parse_chunks(buf, bounds, offsets, s, d, v, res, cs, cd, cv, mode, strict, id_max, value_max):
     for c in prange(len(bounds) - 1):
         o = offsets[c]
         k, ncols, err, line, pos = _parse_edges(buf[bounds[c]:bounds[c + 1]], 0, s[o:], d[o:], v[o:], cs, cd, cv,
-                                                mode, id_max, value_max)
+                                                mode, strict, id_max, value_max)
         res[c, 0] = k
         res[c, 1] = ncols
         res[c, 2] = err
@@ -900,6 +906,21 @@ def split_fields(line, mode=SPACE, leading=False):
 _FIELDS = None
 
 
+def spaced_field(line, last):
+    """Whether a line of a comma- or semicolon-separated file has spaces between two
+    words of one field before the word after ``last`` (0-based; the fields up to it are
+    read): the edge parser's error 15, '1,1 5,3'."""
+    words = 0
+    for field in re.split(rb"[,;\t]", line.rstrip(b"\r\n")):
+        n = len([w for w in re.split(rb'[ \r"]+', field) if w])
+        if n > 1 and words <= last:
+            return True
+        words += n
+        if words > last:
+            return False
+    return False
+
+
 def _unquote(field):
     """A field quoted whole, as CSV writers quote (``"a b"``), without its quotes."""
     return field[1:-1] if len(field) > 1 and field[:1] == field[-1:] == b'"' else field
@@ -938,9 +959,14 @@ class EdgeFormat:
         self.by_name = False        # cols picked by the header's names (named_columns), not positions
 
     @property
+    def strict(self):
+        """Whether commas or semicolons alone separate the fields (a space inside one is an error)."""
+        return self.mode == SPACE and self.sep in ("comma", "semicolon")
+
+    @property
     def args(self):
-        """The parser's column arguments (cs, cd, cv, mode)."""
-        return (*self.cols, self.mode)
+        """The parser's column arguments (cs, cd, cv, mode, strict)."""
+        return (*self.cols, self.mode, self.strict)
 
     def _col(self, j):
         if self.names and j < len(self.names):

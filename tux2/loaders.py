@@ -550,6 +550,8 @@ def _string_edges(raw, fmt, path, type_names, maps):
 
         def fail(msg):
             raise InputError(msg, path=path, line=no, text=line.decode("utf-8", "replace").rstrip("\r"))
+        if fmt.strict and io.spaced_field(line, max(cs, cd, vcol)):
+            fail(io._MESSAGES[15])
         if not all([toks[j] for j in (cs, cd, vcol) if 0 <= j < len(toks)] if tab else toks[: max(cs, cd, vcol) + 1]):
             fail(io._MESSAGES[13])
         if len(toks) <= need:
