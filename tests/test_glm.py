@@ -885,6 +885,46 @@ def test_dense_columns_train_centred_so_a_shifted_column_gives_the_same_predicti
     assert est.history_[-1]["objective"] <= 1.01 * f_star
 
 
+def test_fm_uncentred_scores_raw_rows_as_the_centred_model_scores_centred_ones():
+    """An FM trained on x − μ, its last feature the constant 1 (μ 0): the pairwise term of
+    centred columns expands into raw pairs, linear terms and a constant, which
+    glm.uncentred(fm=True) moves into w and the constant's weight. Checked against the
+    pairs summed one by one."""
+    import scipy.sparse as sp
+    rng = np.random.default_rng(3)
+    n, d, F = 9, 5, 3
+    X = rng.normal(2.0, 1.5, (n, d))
+    mu = np.array([1.5, 0.0, 2.5, -0.7, 0.0])
+    W = rng.normal(0.0, 0.7, (d + 1, 1 + F))
+    raw = glm.fm_scores(glm.uncentred(W, mu, fm=True), sp.csr_matrix(np.column_stack([X, np.ones(n)])))[:, 0]
+    for i in range(n):
+        x = np.append(X[i] - mu, 1.0)
+        out = x @ W[:, 0] + sum(W[j, 1:] @ W[k, 1:] * x[j] * x[k] for j in range(d + 1) for k in range(j + 1, d + 1))
+        assert raw[i] == pytest.approx(out, rel=1e-12, abs=1e-12)
+
+
+def test_fm_with_an_intercept_trains_dense_columns_centred(tmp_path):
+    """FM(bias=True) trains dense columns centred, as the GLMs with an intercept do: a
+    column moved by a constant gives the same predictions on raw rows, and the saved
+    model scores the test file as the run's last epoch did. Uncentred, the columns of
+    values ~120 moved with the intercept and the run was another model."""
+    import tux2
+    from tests.conftest import clinical_rows, write_rows
+    X, y = clinical_rows()
+    X[:, 1] = np.maximum(X[:, 1], 1.0)
+    shifted = X.copy()
+    shifted[:, 1] += 50.0
+    a = tux2.FM(bias=True, epochs=3).fit(write_rows(tmp_path / "a.svm", X, y))
+    b = tux2.FM(bias=True, epochs=3).fit(write_rows(tmp_path / "b.svm", shifted, y))
+    assert a.norm_ == "none"
+    np.testing.assert_allclose(b.decision_function(shifted), a.decision_function(X), rtol=1e-6, atol=1e-8)
+    r = run_cli("run", "fm", "--bias", str(tmp_path / "a.svm"), "--test", str(tmp_path / "b.svm"), "--epochs", "3",
+                "--out", str(tmp_path / "m"), "--metrics", str(tmp_path / "m.jsonl"))
+    assert r.returncode == 0 and "dense features centred" in r.stdout, r.stdout + r.stderr
+    last = json.loads((tmp_path / "m.jsonl").read_text().splitlines()[-1])
+    assert tux2.FM.load(tmp_path / "m").score(str(tmp_path / "b.svm")) == last["test_accuracy"]
+
+
 def test_fm_on_raw_counts_scales_each_sample_to_unit_length(tmp_path):
     """An FM's output is quadratic in x: at the default η 0.5 on raw word counts (a Zipf
     bag-of-words, counts to ~500) 10 epochs ended above the all-zero model's ln 2. norm

@@ -452,13 +452,25 @@ def centre(graph, share=0.5):
                           graph.source), mu
 
 
-def uncentred(W, mu):
+def uncentred(W, mu, fm=False):
     """The weights (features + intercept, K) of the raw values from those of the values
-    ``centre`` gave (μ: None for none): the intercept, last, less μ·w."""
+    ``centre`` gave (μ: None for none): the intercept, last, less μ·w. ``fm``: W = (w, V)
+    of a factorization machine whose last row is the constant feature (μ 0). Its pairwise
+    term on x − μ is the raw one, ½(|s(x)|² − Σ|v_j|²x_j²) with s(x) = Σ v_j x_j, plus
+    x_j (|v_j|² μ_j − v_j·s_μ) (s_μ = Σ v_j μ_j) and the constant ½(|s_μ|² − Σ|v_j|²μ_j²):
+    V stays, w takes the linear part and the constant feature's weight the constant."""
     if W is None or mu is None:
         return W
     W = W.copy()
-    W[-1] -= mu @ W[:-1]
+    if not fm:
+        W[-1] -= mu @ W[:-1]
+        return W
+    w, V = W[:-1, 0].copy(), W[:, 1:]
+    s = mu @ V[:-1]
+    sq = (V[:-1] * V[:-1]).sum(axis=1)
+    W[:, 0] -= V @ s
+    W[:-1, 0] += sq * mu
+    W[-1, 0] += 0.5 * (s @ s - sq @ (mu * mu)) - w @ mu
     return W
 
 

@@ -458,9 +458,11 @@ class GLM(Linear):
     def prepare(self, data, parts):
         g, y = data.train, data.labels
         mu, counts = None, raw_counts(g.values) if self.factors and self.norm == "auto" else None
-        if self.bias and not self.factors:          # dense columns centred, the intercept takes their means
-            g, mu = glm.centre(g)
         self.norm_ = ("l2" if counts else "none") if self.norm == "auto" else self.norm
+        # dense columns centred, the intercept takes their means (an FM's too: glm.uncentred); not rows
+        # scaled to unit length, whose lengths are of the raw values
+        if self.bias and self.norm_ == "none":
+            g, mu = glm.centre(g)
         if self.norm_ == "l2":
             g = glm.unit_rows(g)
         if self.bias:                   # an intercept: the constant feature 1, last (liblinear's -B 1)
@@ -496,7 +498,7 @@ class GLM(Linear):
         ctx = eng.context()
         rec = {"objective": float(ctx["objective"]), "loss": float(ctx["loss"] / max(s.n, 1)),
                "nnz": int(ctx["nnz"]), "clock": eng.clock}
-        W = glm.uncentred(glm.weights(eng), s.mu) if s.test is not None else None
+        W = glm.uncentred(glm.weights(eng), s.mu, bool(self.factors)) if s.test is not None else None
         return {**rec, **self._test_metrics(s, W)}
 
     def _header(self, s, parts, world):
@@ -579,7 +581,7 @@ class GLM(Linear):
         return self._resolved()[1]
 
     def read_model(self, eng, s):
-        W = glm.uncentred(glm.weights(eng), s.mu)
+        W = glm.uncentred(glm.weights(eng), s.mu, bool(self.factors))
         if W is not None:           # as weights.npz holds it: a vector for one column
             self._learned(W[:, 0] if W.shape[1] == 1 else W, s)
             self.label_base_ = s.label_base
@@ -615,7 +617,8 @@ class FM(GLM):
     "l2" scales each sample to unit length (xLearn's and libffm's default), "none" keeps
     the values, "auto" (the default) is l2 when they are raw counts (``raw_counts``): at
     η 0.5 an FM on word counts ended above the all-zero model, and unit rows on dense
-    unscaled sets (UCI spam, pima) cost 6 to 10 points; ``norm_``: what the fit used."""
+    unscaled sets (UCI spam, pima) cost 6 to 10 points; ``norm_``: what the fit used. With
+    ``bias`` and unscaled rows, dense columns train centred, as for the GLMs."""
     algorithm = "fm"
 
     def __init__(self, strategy="sendgradient", optimizer=None, driver=False, penalty="l2", reg=None, batch=None,
