@@ -32,12 +32,12 @@ BOM = b"\xef\xbb\xbf"      # a UTF-8 byte-order mark at the start of a file is n
 def _id(tok, line):
     if tok.startswith(b"-"):
         raise Bad("negative vertex id", line)
+    digits = re.match(rb"\+?(\d*)", tok).group(1)
+    if digits and int(digits) > MAX_ID:         # the parser stops at the digit that overflows,
+        raise Bad("too large", line)            # before it sees what follows the digits
     if not ID.fullmatch(tok):
         raise Bad("malformed vertex id", line)
-    v = int(tok)
-    if v > MAX_ID:
-        raise Bad("too large", line)
-    return v
+    return int(tok)
 
 
 def _number(tok, line, malformed, nonfinite):

@@ -69,6 +69,7 @@ def _agree(parse, reference, data, path):
 @example(data=b"1\t\t2\t3\n")
 @example(data=b"\t\t\t\t\x00\n0\t0\t1\t0\t\x00")       # pandas' index column: read by its own test
 @example(data=b"\t\x00\t\t\t\x00\n0 \x00\t0\t0\t0\t\x00")
+@example(data=b"4611700000000000000\x00")           # too large is found before the NUL
 def test_edge_list_parser_matches_the_grammar(tmp_path, data):
     if data.startswith(b"%%MatrixMarket"):
         return
