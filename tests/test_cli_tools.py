@@ -122,6 +122,35 @@ def test_plot_writes_an_image_and_names_bad_lines(tmp_path):
     assert r.returncode == 2 and "bad.jsonl:2: not a JSON object" in r.stderr
 
 
+def test_plot_on_a_full_disk_names_its_file_and_keeps_the_old_image(tmp_path):
+    """A full disk (here the file size limit) at savefig was reported as 'standard output: File
+    too large', and left a truncated image in place of the previous one."""
+    pytest.importorskip("matplotlib")
+    import resource
+    m, out = tmp_path / "m.jsonl", tmp_path / "p.png"
+    m.write_text("".join(json.dumps({"epoch": i, "rmse": 1 / i}) + "\n" for i in range(1, 4)))
+    assert run_cli("plot", str(m), "-o", str(out)).returncode == 0
+    before = out.read_bytes()
+    r = subprocess.run([sys.executable, "-m", "tux2.cli", "plot", str(m), "-o", str(out)], capture_output=True,
+                       text=True, timeout=120,
+                       preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (len(before) // 2,) * 2))
+    assert r.returncode == 2 and f"{out}: cannot write" in r.stderr and "standard output" not in r.stderr, r.stderr
+    assert out.read_bytes() == before and sorted(os.listdir(tmp_path)) == ["m.jsonl", "p.png"]
+
+
+def test_keys_on_a_full_disk_names_the_directory_and_leaves_no_half_key(tmp_path):
+    """A full disk (here the file size limit) made 'tux2 keys DIR' report 'standard output: …' and
+    leave an empty tux2.key, which the next 'tux2 keys DIR' refused to overwrite."""
+    import resource
+    d = tmp_path / "k"
+    r = subprocess.run([sys.executable, "-m", "tux2.cli", "keys", str(d)], capture_output=True, text=True,
+                       timeout=120, preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (64, 64)))
+    assert r.returncode == 2 and r.stderr.startswith(f"tux2: error: {d}: cannot write"), r.stderr
+    assert os.listdir(d) == []
+    r = run_cli("keys", str(d))
+    assert r.returncode == 0 and sorted(os.listdir(d)) == ["tux2.key", "tux2.key_secret"], r.stderr
+
+
 @pytest.mark.slow          # 6-10 s: the default suite's budget (2026-11-26 durations)
 def test_plot_puts_epoch_and_iteration_files_on_one_axis(tmp_path):
     """An MF run's metrics (epochs) beside an LDA run's (iterations) plot together; a

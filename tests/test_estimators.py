@@ -426,6 +426,22 @@ def test_fit_arguments_are_checked_with_their_names():
     assert est.fit(X, y, workers=np.int64(1), partitions=np.int32(2)).coef_.shape == (6,)
 
 
+def test_callbacks_are_checked_before_training_and_may_be_any_iterable():
+    """callbacks=[3] failed with "'int' object is not callable" only after the data was
+    read and the first epoch trained; callbacks given as a generator were consumed by the
+    first record, so later epochs called no callback and one could not stop the run."""
+    train, _ = netflix_like(n_users=100, n_items=20, n_ratings=800, seed=0)
+    seen = []
+    with pytest.raises(TypeError, match=r"callbacks must be a list of functions, got \[3\]"):
+        tux2.MF(k=2, epochs=2).fit(train, callbacks=[3], checkpoint=None)
+    for workers in (1, 2):
+        seen.clear()
+        m = tux2.MF(k=2, epochs=5).fit(train, workers=workers,
+                                        callbacks=(f for f in [lambda r: seen.append(r["epoch"]) or r["epoch"] == 2]))
+        n = len(m.history_)     # with workers, training ends at the epoch they are in when it returns True
+        assert seen == list(range(1, n + 1)) and n >= 2 and (workers > 1 or n == 2), (workers, seen, n)
+
+
 def test_a_resumed_run_goes_on_from_the_checkpoints_history(tmp_path):
     """After a resume, history_ held only the new epochs and total_time_s started again
     at 0 (in --metrics too), so 'tux2 plot --x total_time_s' drew the halves on top of

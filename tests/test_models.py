@@ -119,6 +119,19 @@ def test_min_ratings_that_leaves_no_item_is_an_error_naming_it(ratings_file, tmp
                                                                         "(--min-ratings) leaves no item"), r.stderr
 
 
+def test_predict_metrics_is_written_or_refused_never_silently_missing(ratings_file, tmp_path):
+    """`tux2 predict MODEL PAIRS --metrics m.json` on pairs without ratings, and with --top-k,
+    exited 0 and wrote no m.json, without a word."""
+    MF(k=2, epochs=1).fit(str(ratings_file)).save(tmp_path / "m")
+    (tmp_path / "pairs.txt").write_text("user-0\titem_1\nuser-7\titem_2\n")
+    m = tmp_path / "m.json"
+    r = run_cli("predict", str(tmp_path / "m"), str(tmp_path / "pairs.txt"), "-o", str(tmp_path / "p.txt"),
+                "--metrics", str(m))
+    assert r.returncode == 0 and json.loads(m.read_text()) == {"model": "mf", "pairs": 2}, r.stderr
+    r = run_cli("predict", str(tmp_path / "m"), "--top-k", "2", "--metrics", str(tmp_path / "k.json"))
+    assert r.returncode == 2 and r.stdout == "" and r.stderr.startswith("tux2: error: --metrics: --top-k "), r.stderr
+
+
 def test_top_k_rows_short_of_k_are_padded_with_minus_one_and_nan(tmp_path):
     """A user with fewer unseen items than k: the row ends in item -1 ("" for string ids)
     and score nan, in an array of the model's id type; predict --top-k lists the real ones."""

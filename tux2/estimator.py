@@ -152,6 +152,9 @@ class Estimator:
             files.check_writable(os.fspath(checkpoint), "checkpoint=", directory=True)
         if callable(callbacks) or isinstance(callbacks, (str, bytes)):
             raise TypeError(f"callbacks must be a list of functions, got {callbacks!r}: pass [f]")
+        callbacks = list(callbacks)     # a generator: every iteration's record, not the first one's only
+        if not all(map(callable, callbacks)):       # refused now, not after the data is read and an epoch run
+            raise TypeError(f"callbacks must be a list of functions, got {callbacks!r}")
         try:
             self.check_params()
         except ValueError as e:

@@ -65,7 +65,7 @@ def plot(args):
     except ImportError:
         raise Tux2Error("tux2 plot needs matplotlib: pip install 'tux2[plot]' (or pip install matplotlib)") from None
     from matplotlib.backend_bases import FigureCanvasBase
-    from tux2.files import check_writable
+    from tux2.files import check_writable, write_atomic
     formats = FigureCanvasBase.get_supported_filetypes()
     if os.path.splitext(args.output)[1][1:].lower() not in formats:
         raise Tux2Error(f"-o {args.output!r}: name an image file ending in one of "
@@ -118,9 +118,10 @@ def plot(args):
     if args.title:
         fig.suptitle(args.title)
     os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
-    try:
+    try:       # written whole or not at all; a full disk names -o's file, not standard output
         fig.tight_layout()
-        fig.savefig(args.output, dpi=120)
+        kind = os.path.splitext(args.output)[1][1:].lower()
+        write_atomic(args.output, lambda f: fig.savefig(f, dpi=120, format=kind))
     except (ValueError, OverflowError) as e:      # matplotlib cannot scale values near the float64 limits
         raise Tux2Error(f"{args.output}: cannot draw these values ({e})") from None
     plt.close(fig)

@@ -93,6 +93,8 @@ def predict(args):
     if model.algorithm == "mf" and args.top_k is None and args.min_ratings != 1:
         raise Tux2Error("--min-ratings picks the items --top-k recommends; predictions for the pairs of INPUT "
                         "are made whatever their items' ratings")
+    if model.algorithm == "mf" and args.top_k is not None and args.metrics:       # else: exit 0, no file
+        raise Tux2Error("--metrics: --top-k recommendations have no metrics (they score pairs of INPUT)")
     spool_inputs(args)
     note_first_read(args, "libsvm" if model.algorithm in LINEAR else "edges")
     if model.algorithm == "mf":
@@ -166,7 +168,7 @@ def predict_mf(args, model):
         err = g.values - pred
         res.update(rmse=float(np.sqrt(np.mean(err ** 2))) if len(err) else None,
                    mae=float(np.mean(np.abs(err))) if len(err) else None)
-    if g.values is not None or g.unknown is not None or g.skipped:
+    if g.values is not None or g.unknown is not None or g.skipped or args.metrics:     # --metrics: a file, always
         _report(args, res)
     known = res["pairs"] - res.get("unknown_pairs", 0)
     if known == 0 and res["pairs"] + res.get("skipped_unknown", 0) > 0:        # every line: the baseline or skipped
