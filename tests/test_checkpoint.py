@@ -321,3 +321,15 @@ def test_lda_resumes_the_learnt_alpha_exactly(tmp_path):
     full, res = _arrays(tmp_path / "full", ("lda.npz",)), _arrays(tmp_path / "res", ("lda.npz",))
     _same(full, res)
     assert any("alpha" in k for k in full) and len(full) == len(res)
+
+
+def test_a_resumed_run_keeps_checkpointing_where_it_resumed_from(ratings, tmp_path, monkeypatch):
+    """--resume DIR --checkpoint-every N without --checkpoint-dir writes to DIR (it wrote to
+    ./tux2-checkpoints, so a second interruption resumed from the first one's checkpoint)."""
+    monkeypatch.chdir(tmp_path)
+    common = ["run", "mf", ratings, "--k", "4", "--batch-size", "3000", "--checkpoint-every", "1"]
+    _run(*common, "--epochs", "2", "--checkpoint-dir", str(tmp_path / "ck"))
+    assert open(tmp_path / "ck" / "LATEST").read().strip() == "ckpt-00000002"
+    _run(*common, "--epochs", "4", "--resume", str(tmp_path / "ck"))
+    assert open(tmp_path / "ck" / "LATEST").read().strip() == "ckpt-00000004"
+    assert not (tmp_path / "tux2-checkpoints").exists()

@@ -167,7 +167,8 @@ def add_checkpoint_args(p, unit):
                    help=f"save the run's state every N {unit}s (0: never), atomically: a crash never "
                         "damages the previous checkpoint")
     g.add_argument("--checkpoint-dir", metavar="DIR",
-                   help="where checkpoints go (default: OUT/checkpoints with --out, else ./tux2-checkpoints)")
+                   help="where checkpoints go (default: the --resume DIR, else OUT/checkpoints with --out, "
+                        "else ./tux2-checkpoints)")
     g.add_argument("--resume", metavar="DIR",
                    help=f"continue from the newest checkpoint in DIR, up to the total --{unit}s given; the "
                         "input and settings must be those of the interrupted run (slack 0: the same model "
@@ -175,8 +176,10 @@ def add_checkpoint_args(p, unit):
 
 
 def checkpoint_dir(args):
-    """Where --checkpoint-every writes: --checkpoint-dir, OUT/checkpoints or ./tux2-checkpoints."""
-    return args.checkpoint_dir or (os.path.join(args.out, "checkpoints") if args.out else "tux2-checkpoints")
+    """Where --checkpoint-every writes: --checkpoint-dir, the --resume DIR (a resumed run goes on
+    where it came from, as fit(checkpoint=DIR) does), OUT/checkpoints or ./tux2-checkpoints."""
+    return (args.checkpoint_dir or args.resume
+            or (os.path.join(args.out, "checkpoints") if args.out else "tux2-checkpoints"))
 
 
 def spool_inputs(args):
