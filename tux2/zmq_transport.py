@@ -573,7 +573,9 @@ class ZmqTransport:
         self.last_seen[m.sender] = time.monotonic()
         if m.kind == ABORT:
             reason = bytes(m.parts[0][2][0]).decode("utf-8", "replace") if m.parts else "no reason given"
-            raise PeerLost(f"worker {m.sender} failed: {reason}")
+            lost = PeerLost(f"worker {m.sender} failed: {reason}")
+            lost.relayed = True         # that worker says so itself (a local launch shows both on one stderr)
+            raise lost
         if m.kind == DATA:
             self._pending.setdefault(key, {})[m.sender] = m
 

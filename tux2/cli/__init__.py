@@ -193,6 +193,8 @@ def _main(argv):
               "memory than this machine has", file=sys.stderr)
         return 2
     except Tux2Error as e:
+        if getattr(e, "relayed", False) and os.environ.get(interrupt.LOCAL_WORKER):
+            return 2                # another worker of this launch failed and printed why
         message, hint = _user_names(str(e)), _hint(e, args)
         if hint.startswith("Remedies:"):    # the command line's remedies, in place of the Python ones
             message = message.split(" Remedies:")[0] + " "
