@@ -1,7 +1,9 @@
 """Edge-list loading: good files parse exactly, bad ones name file and line."""
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
+from tux2 import io
 from tux2.errors import InputError
 from tux2.io import read_edge_list
 
@@ -181,3 +183,13 @@ def test_commas_alone_separate_a_comma_separated_file(tmp_path):
     p = write(tmp_path, "1,Toy Story,5\n2,Heat,4\n")              # string ids: the same rule
     with pytest.raises(InputError, match=f"{p}:1: a space inside a field"):
         loaders.load_edges(p)
+
+
+@settings(max_examples=3000, deadline=None)
+@given(line=st.lists(st.sampled_from([b"a", b"1", b",", b";", b"\t", b" ", b'"', b":", b"\r", b"\n"]),
+                     max_size=14).map(b"".join),
+       mode=st.sampled_from([io.SPACE, io.COLON]), leading=st.booleans())
+def test_split_fields_fast_path_splits_as_the_runs_of_separators_do(line, mode, leading):
+    """split_fields splits a line of one kind of separator at it alone (the string-id reader's
+    lines, 3× faster); every line must come out as the general split by separator runs does."""
+    assert io.split_fields(line, mode, leading) == io._split_fields(line.rstrip(b"\r\n"), mode, leading)

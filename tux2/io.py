@@ -882,15 +882,28 @@ def split_fields(line, mode=SPACE, leading=False):
     name). Tokens as :func:`split_line` gives them. In TAB mode the text between tabs,
     trimmed of spaces and CR, and of the quotes around a whole field (``"1"``, not
     ``"weird al" yankovic``), but for the empty ones at the end (a blank line: none)."""
-    global _FIELDS
     if mode == TAB:
         out = [_unquote(f.strip(b" \r\n")) for f in line.split(b"\t")]
         while out and not out[-1]:
             out.pop()
         return out
+    line = line.rstrip(b"\r\n")
+    seps = [c for c in b",;\t" if c in line]
+    if not leading and len(seps) < 2 and not any(c in line for c in b' \r"' + (b":" if mode else b"")):
+        # most lines: one kind of separator, alone between the fields: split at it
+        out = line.split(bytes(seps)) if seps else [line]
+        while out and not out[-1]:
+            out.pop()
+        return out[next((i for i, t in enumerate(out) if t), len(out)):]
+    return _split_fields(line, mode, leading)
+
+
+def _split_fields(line, mode, leading):
+    """split_fields of any line, by its runs of separators."""
+    global _FIELDS
     if _FIELDS is None:
         _FIELDS = (re.compile(rb"([ \t,\r;\"]+)"), re.compile(rb"([ \t,\r;\":]+)"))
-    parts = _FIELDS[mode].split(line.rstrip(b"\r\n"))      # token, run, token, …, token ('' at the ends)
+    parts = _FIELDS[mode].split(line)      # token, run, token, …, token ('' at the ends)
     hard = [sum(run.count(c) for c in b",;\t") for run in parts[1::2]]
     out = [b""] * hard[0] if leading and len(parts) > 1 and not parts[0] else []
     seen = False
@@ -910,8 +923,11 @@ def spaced_field(line, last):
     """Whether a line of a comma- or semicolon-separated file has spaces between two
     words of one field before the word after ``last`` (0-based; the fields up to it are
     read): the edge parser's error 15, '1,1 5,3'."""
+    line = line.rstrip(b"\r\n")
+    if b" " not in line and b'"' not in line and b"\r" not in line:     # most lines: nothing to split a field
+        return False
     words = 0
-    for field in re.split(rb"[,;\t]", line.rstrip(b"\r\n")):
+    for field in re.split(rb"[,;\t]", line):
         n = len([w for w in re.split(rb'[ \r"]+', field) if w])
         if n > 1 and words <= last:
             return True
