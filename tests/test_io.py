@@ -1,7 +1,7 @@
 """Edge-list loading: good files parse exactly, bad ones name file and line."""
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import example, given, settings, strategies as st
 
 from tux2 import io
 from tux2.errors import InputError
@@ -193,3 +193,63 @@ def test_split_fields_fast_path_splits_as_the_runs_of_separators_do(line, mode, 
     """split_fields splits a line of one kind of separator at it alone (the string-id reader's
     lines, 3× faster); every line must come out as the general split by separator runs does."""
     assert io.split_fields(line, mode, leading) == io._split_fields(line.rstrip(b"\r\n"), mode, leading)
+
+
+def _string_edges_both_ways(raw, fmt):
+    """The string-id reader's result through its compiled path (None: it declined) and line by line."""
+    from tux2 import loaders
+    try:
+        io.refuse_decimal_commas(raw, fmt, "f")         # (the reader's first check, before either way)
+        fast = io.string_edges(raw, fmt)
+    except InputError:
+        fast = None
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(io, "string_edges", lambda raw, fmt: None)
+        try:
+            slow = loaders._string_edges(raw, fmt, "f", ("src", "dst"), (None, None))
+        except InputError as e:
+            slow = e
+    return fast, slow
+
+
+_FIELD = st.sampled_from([b"a", b"b1", b"1", b"2.5", b"-3e1", b"nan", b"1.2.3", b"#c", b"%", b'"q"', b'"x y"', b"",
+                          b" ", b"\xe9", b"\r", b'"', b"+", b".5", b"3 4", b"1,5"])
+_SEP = st.sampled_from([b",", b";", b"\t", b" ", b"::", b", ", b"\t\t", b",,", b" \t"])
+
+
+@settings(max_examples=2500, deadline=None)
+@given(rows=st.lists(st.lists(_FIELD, min_size=1, max_size=5), min_size=1, max_size=6), sep=_SEP,
+       ends=st.lists(st.sampled_from([b"\n", b"\r\n"]), min_size=6, max_size=6),
+       mode=st.sampled_from([io.SPACE, io.COLON, io.TAB]), sepname=st.sampled_from(["comma", "semicolon", "space"]),
+       cols=st.sampled_from([(0, 1, io.OPTIONAL), (0, 1, io.NONE), (1, 0, 2), (0, 2, 3), (2, 0, io.OPTIONAL)]))
+@example(rows=[[b"a", b"1", b"3 4"]], sep=b"\t", ends=[b"\n"] * 6, mode=io.TAB, sepname="space",
+         cols=(0, 1, io.OPTIONAL))                              # (a tab-separated '3 4' is no number)
+def test_string_id_reader_compiled_path_reads_as_the_line_by_line_one(rows, sep, ends, mode, sepname, cols):
+    """The compiled string-id reader (10× faster) must give exactly the ids, maps and values of the
+    line-by-line reader, and decline every file the latter refuses (which then names the line)."""
+    raw = b"".join(sep.join(r) + e for r, e in zip(rows, ends))
+    fmt = io.EdgeFormat(mode=mode, cols=cols, sep="tab" if mode == io.TAB else "colon" if mode == io.COLON else sepname)
+    fast, slow = _string_edges_both_ways(raw, fmt)
+    if isinstance(slow, InputError) or fast is None:
+        assert fast is None
+        return
+    s, d, v, maps, missing = slow
+    assert fast[0].tolist() == s.tolist() and fast[1].tolist() == d.tolist()
+    assert (v is None) == (fast[2] is None) and (v is None or fast[2].tolist() == v.tolist())
+    assert [[t.decode("latin-1") if b"\xe9" in t else t.decode() for t in side] for side in fast[3]] == \
+        [m.tokens.tolist() for m in maps]
+
+
+@pytest.mark.parametrize("text, cols", [
+    ('"276725";"034545104X";"0"\n"276726";"0155061224";"5"\r\n', (0, 1, io.OPTIONAL)),       # Book-Crossing
+    ('u1\t"weird al" yankovic\t12\nu2\t"abba"\t3\n', (0, 1, 2)),                               # Last.fm, R's quotes
+    ("a::b::5::978300760\nc::b::4::978300761\n", (0, 1, 2)),
+    ("# ratings\nU1, I9, 1.5\n\nU2,I9,2\n", (0, 1, io.OPTIONAL))])
+def test_string_id_reader_takes_real_files_compiled(text, cols):
+    """Real files' lines take the compiled path (it declined none of them) and read as line by line."""
+    raw = text.encode("latin-1")
+    fmt = io.edge_format(raw, "f", ",".join(str(c + 1) for c in cols if c >= 0) if cols[2] != io.OPTIONAL else None)
+    fast, slow = _string_edges_both_ways(raw, fmt)
+    assert fast is not None
+    assert fast[0].tolist() == slow[0].tolist() and fast[1].tolist() == slow[1].tolist()
+    assert [[t.decode() for t in side] for side in fast[3]] == [m.tokens.tolist() for m in slow[3]]

@@ -839,6 +839,184 @@ def _compact(s, d, v, offsets, k):
     return s, d, v
 
 
+# --------------------------------------------------------------------------- string ids
+@njit(cache=True, nogil=True, inline="always")
+def _trimmed(buf, a, b):
+    """A TAB-mode field buf[a:b] as split_fields gives it: trimmed of spaces and CR, and of
+    the quotes around a whole field."""
+    while a < b and (buf[a] == 32 or buf[a] == 13):
+        a += 1
+    while b > a and (buf[b - 1] == 32 or buf[b - 1] == 13):
+        b -= 1
+    if b - a > 1 and buf[a] == 34 and buf[b - 1] == 34:
+        a += 1
+        b -= 1
+    return a, b
+
+
+@njit(cache=True, nogil=True)
+def _string_lines(buf, start, bounds, values, cs, cd, vcol, need, mode, strict):
+    """The edge lines of buf[start:] whose ids are any tokens: ``bounds[k]`` gets the
+    (start, end) offsets of edge k's src and dst tokens, ``values[k]`` its value (columns
+    ``cs``, ``cd``, ``vcol``: -1 for none). Fields as :func:`split_fields` has them (TAB:
+    the trimmed text between tabs). Returns (edges, ncols, ok); ok is False at the first
+    line that is not a plain one (an error, an empty field read, a value that is no finite
+    number): the caller then reads the file line by line, which names it."""
+    n = buf.shape[0]
+    pos = start
+    k = 0
+    ncols = 0
+    last = max(max(cs, cd), vcol)
+    cols_read = (cs, cd, vcol)
+    fa = np.zeros(3, np.int64)                  # the src, dst and value fields of a line
+    fb = np.zeros(3, np.int64)
+    while pos < n:
+        end = pos
+        while end < n and buf[end] != 10:
+            end += 1
+        fa[:] = 0
+        fb[:] = 0
+        t = 0                                   # fields, up to the last non-empty one
+        lead = -1                               # the first token's start
+        a = pos
+        if mode == TAB:
+            f = 0
+            while a <= end:
+                b = a
+                while b < end and buf[b] != 9:
+                    b += 1
+                x, y = _trimmed(buf, a, b)
+                if y > x:
+                    t = f + 1
+                    if lead < 0:
+                        lead = x
+                for j in range(3):
+                    if f == cols_read[j]:
+                        fa[j] = x
+                        fb[j] = y
+                if t > last:
+                    break
+                f += 1
+                a = b + 1
+        else:
+            while True:
+                while a < end and _is_sep(buf[a], mode):
+                    a += 1
+                if a == end or t > last:
+                    break
+                b = a
+                while b < end and not _is_sep(buf[b], mode):
+                    b += 1
+                if lead < 0:
+                    lead = a
+                    if buf[a] == 35 or buf[a] == 37:   # a comment line
+                        break
+                for j in range(3):
+                    if t == cols_read[j]:
+                        fa[j] = a
+                        fb[j] = b
+                hard = 0                        # a comma, semicolon or tab ends a field: two, an empty one
+                c = b
+                while c < end and _is_sep(buf[c], mode):
+                    if buf[c] == 44 or buf[c] == 59 or buf[c] == 9:
+                        hard += 1
+                    c += 1
+                if c < end and ((hard > 1 and t < last) or (hard == 0 and strict)):
+                    return k, ncols, False      # ',,' before a field read; '1 5' in a comma-separated file
+                t += 1
+                a = b
+        if lead < 0 or buf[lead] == 35 or buf[lead] == 37:     # blank, or a '#'/'%' comment
+            pos = end + 1
+            continue
+        if t <= need:
+            return k, ncols, False
+        cols = 3 if vcol >= 0 and t > vcol else 2
+        if ncols == 0:
+            ncols = cols
+        elif cols != ncols:
+            return k, ncols, False
+        if fb[0] == fa[0] or fb[1] == fa[1] or (cols == 3 and fb[2] == fa[2]):
+            return k, ncols, False              # an empty field read (TAB)
+        bounds[k, 0] = fa[0]
+        bounds[k, 1] = fb[0]
+        bounds[k, 2] = fa[1]
+        bounds[k, 3] = fb[1]
+        if cols == 3:
+            x, p, err = _parse_float(buf, fa[2], fb[2], mode)
+            if err or p != fb[2]:
+                return k, ncols, False
+            values[k] = x
+        k += 1
+        pos = end + 1
+    return k, ncols, True
+
+
+@njit(cache=True, nogil=True)
+def _intern(buf, lo, hi, ids, first):
+    """Dense ids by first appearance of the tokens buf[lo[i]:hi[i]] (equal bytes, equal
+    id), in ``ids``; ``first[j]``: the i where id j first appears. Returns the ids' count.
+    A hash table of FNV-1a hashes, open addressing."""
+    m = len(lo)
+    size = 16
+    while size < 2 * m:
+        size *= 2
+    mask = np.uint64(size - 1)
+    table = np.full(size, -1, np.int64)
+    count = 0
+    for i in range(m):
+        a, b = lo[i], hi[i]
+        h = np.uint64(14695981039346656037)
+        for p in range(a, b):
+            h = (h ^ np.uint64(buf[p])) * np.uint64(1099511628211)
+        slot = np.int64(h & mask)
+        while True:
+            j = table[slot]
+            if j < 0:
+                table[slot] = count
+                first[count] = i
+                ids[i] = count
+                count += 1
+                break
+            f = first[j]
+            fa, fb = lo[f], hi[f]
+            if fb - fa == b - a:
+                same = True
+                for q in range(b - a):
+                    if buf[fa + q] != buf[a + q]:
+                        same = False
+                        break
+                if same:
+                    ids[i] = j
+                    break
+            slot = np.int64((np.uint64(slot) + np.uint64(1)) & mask)
+    return count
+
+
+def string_edges(raw, fmt):
+    """(src ids, dst ids, values or None, (src tokens, dst tokens)) of an edge list whose ids
+    are any tokens, dense by first appearance on each side (tokens: their bytes); None when
+    a line is not a plain one (the caller reads it line by line, to name it). In compiled
+    code: the fields, then a hash table per side."""
+    cs, cd, cv = fmt.cols
+    vcol = 2 if cv == OPTIONAL else cv
+    need = max(cs, cd) if cv == OPTIONAL else max(cs, cd, vcol)
+    buf = np.frombuffer(raw, dtype=np.uint8)
+    cap = int(_count_newlines(buf, np.array([fmt.start, len(buf)], np.int64))[0]) + 1
+    bounds = np.empty((cap, 4), np.int64)
+    values = np.empty(cap, np.float64)
+    k, ncols, ok = _string_lines(buf, fmt.start, bounds, values, cs, cd, vcol, need, fmt.mode, fmt.strict)
+    if not ok or k == 0:
+        return None
+    out, tokens = [], []
+    for side in (0, 1):
+        lo, hi = np.ascontiguousarray(bounds[:k, 2 * side]), np.ascontiguousarray(bounds[:k, 2 * side + 1])
+        ids, first = np.empty(k, np.int64), np.empty(k, np.int64)
+        m = _intern(buf, lo, hi, ids, first)
+        out.append(ids)
+        tokens.append([raw[a:b] for a, b in zip(lo[first[:m]].tolist(), hi[first[:m]].tolist())])
+    return out[0], out[1], values[:k] if ncols == 3 else None, tokens
+
+
 BOM = b"\xef\xbb\xbf"      # a UTF-8 byte-order mark some editors put first: skipped, never part of an id
 
 

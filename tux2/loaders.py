@@ -530,6 +530,11 @@ def _string_edges(raw, fmt, path, type_names, maps):
     ``maps``: -1 for a token not in them), values checked as the numeric parser does.
     Returns (src, dst, values or None, id maps, tokens not in the frozen maps per side)."""
     io.refuse_decimal_commas(raw, fmt, path)
+    if maps[0] is None and maps[1] is None:           # (a test or predict file: line by line)
+        fast = io.string_edges(raw, fmt)
+        if fast is not None:
+            s, d, v, tokens = fast
+            return s, d, v, tuple(IdMap(np.array([_text(t) for t in side], dtype=str)) for side in tokens), ([], [])
     index = [{k: i for i, t in enumerate(m.tokens.tolist()) for k in _id_bytes(str(t))} if m is not None else {}
              for m in maps]
     frozen = [m is not None for m in maps]
@@ -589,15 +594,17 @@ def _string_edges(raw, fmt, path, type_names, maps):
         if frozen[side] or numeric[side]:
             id_maps.append(maps[side])
             continue
-        tokens = []
-        for tok in index[side]:                  # insertion order = dense id order
-            try:
-                tokens.append(tok.decode("utf-8"))
-            except UnicodeDecodeError:          # Book-Crossing's ISBNs: Latin-1, which any bytes are
-                tokens.append(tok.decode("latin-1"))
-        id_maps.append(IdMap(np.array(tokens, dtype=str)))
+        id_maps.append(IdMap(np.array([_text(t) for t in index[side]], dtype=str)))   # (in first-seen order)
     return (np.array(src, np.int64), np.array(dst, np.int64), np.array(val, np.float64) if ncols == 3 else None,
             tuple(id_maps), missing)
+
+
+def _text(token):
+    """A string id's text: UTF-8, else Latin-1 (Book-Crossing's ISBNs), which any bytes are."""
+    try:
+        return token.decode("utf-8")
+    except UnicodeDecodeError:
+        return token.decode("latin-1")
 
 
 def _id_bytes(t):
