@@ -195,21 +195,22 @@ def test_split_fields_fast_path_splits_as_the_runs_of_separators_do(line, mode, 
     assert io.split_fields(line, mode, leading) == io._split_fields(line.rstrip(b"\r\n"), mode, leading)
 
 
-def _string_edges_both_ways(raw, fmt):
-    """The string-id reader's result through its compiled path (None: it declined) and line by line."""
+def _string_edges_both_ways(raw, fmt, maps=(None, None)):
+    """The string-id reader's results (or its error) through its compiled path and line by line, and
+    what the compiled path gave (None: it declined the file)."""
     from tux2 import loaders
-    try:
-        io.refuse_decimal_commas(raw, fmt, "f")         # (the reader's first check, before either way)
-        fast = io.string_edges(raw, fmt)
-    except InputError:
-        fast = None
-    with pytest.MonkeyPatch.context() as m:
-        m.setattr(io, "string_edges", lambda raw, fmt: None)
-        try:
-            slow = loaders._string_edges(raw, fmt, "f", ("src", "dst"), (None, None))
-        except InputError as e:
-            slow = e
-    return fast, slow
+    out, compiled = [], []
+    for threshold in (0, 1 << 62):
+        with pytest.MonkeyPatch.context() as m:
+            m.setattr(io, "STRING_COMPILED", threshold)
+            m.setattr(io, "string_edges", lambda r, f, g=io.string_edges: compiled.append(g(r, f)) or compiled[-1])
+            try:
+                s, d, v, id_maps, missing = loaders._string_edges(raw, fmt, "f", ("src", "dst"), maps)
+                out.append((s.tolist(), d.tolist(), v if v is None else v.tolist(),
+                            [m if m is None else m.tokens.tolist() for m in id_maps], missing))
+            except InputError as e:
+                out.append(str(e))
+    return out[0], out[1], compiled[0] if compiled else None
 
 
 _FIELD = st.sampled_from([b"a", b"b1", b"1", b"2.5", b"-3e1", b"nan", b"1.2.3", b"#c", b"%", b'"q"', b'"x y"', b"",
@@ -221,23 +222,21 @@ _SEP = st.sampled_from([b",", b";", b"\t", b" ", b"::", b", ", b"\t\t", b",,", b
 @given(rows=st.lists(st.lists(_FIELD, min_size=1, max_size=5), min_size=1, max_size=6), sep=_SEP,
        ends=st.lists(st.sampled_from([b"\n", b"\r\n"]), min_size=6, max_size=6),
        mode=st.sampled_from([io.SPACE, io.COLON, io.TAB]), sepname=st.sampled_from(["comma", "semicolon", "space"]),
-       cols=st.sampled_from([(0, 1, io.OPTIONAL), (0, 1, io.NONE), (1, 0, 2), (0, 2, 3), (2, 0, io.OPTIONAL)]))
+       cols=st.sampled_from([(0, 1, io.OPTIONAL), (0, 1, io.NONE), (1, 0, 2), (0, 2, 3), (2, 0, io.OPTIONAL)]),
+       maps=st.sampled_from(["none", "frozen", "numeric"]))
 @example(rows=[[b"a", b"1", b"3 4"]], sep=b"\t", ends=[b"\n"] * 6, mode=io.TAB, sepname="space",
-         cols=(0, 1, io.OPTIONAL))                              # (a tab-separated '3 4' is no number)
-def test_string_id_reader_compiled_path_reads_as_the_line_by_line_one(rows, sep, ends, mode, sepname, cols):
-    """The compiled string-id reader (10× faster) must give exactly the ids, maps and values of the
-    line-by-line reader, and decline every file the latter refuses (which then names the line)."""
+         cols=(0, 1, io.OPTIONAL), maps="none")                 # (a tab-separated '3 4' is no number)
+def test_string_id_reader_compiled_path_reads_as_the_line_by_line_one(rows, sep, ends, mode, sepname, cols, maps):
+    """The compiled string-id reader (10× faster) must give exactly the ids, maps, values and
+    unknown tokens of the line-by-line reader, through a model's maps too (a test or predict file),
+    and decline every file the latter refuses (which then names the line)."""
+    from tux2.loaders import IdMap
     raw = b"".join(sep.join(r) + e for r, e in zip(rows, ends))
     fmt = io.EdgeFormat(mode=mode, cols=cols, sep="tab" if mode == io.TAB else "colon" if mode == io.COLON else sepname)
-    fast, slow = _string_edges_both_ways(raw, fmt)
-    if isinstance(slow, InputError) or fast is None:
-        assert fast is None
-        return
-    s, d, v, maps, missing = slow
-    assert fast[0].tolist() == s.tolist() and fast[1].tolist() == d.tolist()
-    assert (v is None) == (fast[2] is None) and (v is None or fast[2].tolist() == v.tolist())
-    assert [[t.decode("latin-1") if b"\xe9" in t else t.decode() for t in side] for side in fast[3]] == \
-        [m.tokens.tolist() for m in maps]
+    given_maps = {"none": (None, None), "frozen": (IdMap(["a", "1", "x y", "é"]), IdMap(["b1", "a", "q"])),
+                  "numeric": (IdMap(["a", "b1"]), None)}[maps]
+    fast, slow, compiled = _string_edges_both_ways(raw, fmt, given_maps)
+    assert fast == slow             # (a file the line-by-line reader refuses, the compiled one must decline)
 
 
 @pytest.mark.parametrize("text, cols", [
@@ -249,7 +248,28 @@ def test_string_id_reader_takes_real_files_compiled(text, cols):
     """Real files' lines take the compiled path (it declined none of them) and read as line by line."""
     raw = text.encode("latin-1")
     fmt = io.edge_format(raw, "f", ",".join(str(c + 1) for c in cols if c >= 0) if cols[2] != io.OPTIONAL else None)
-    fast, slow = _string_edges_both_ways(raw, fmt)
-    assert fast is not None
-    assert fast[0].tolist() == slow[0].tolist() and fast[1].tolist() == slow[1].tolist()
-    assert [[t.decode() for t in side] for side in fast[3]] == [m.tokens.tolist() for m in slow[3]]
+    fast, slow, compiled = _string_edges_both_ways(raw, fmt)
+    assert compiled is not None and fast == slow
+
+
+def test_a_large_string_id_file_is_read_compiled_and_its_bad_line_named(tmp_path, monkeypatch):
+    """load_edges takes the compiled string-id reader for a large file (here: any file) with the
+    same graph as line by line; a bad line far into it is still named by the line-by-line reader."""
+    from tux2 import loaders
+    rng = np.random.default_rng(0)
+    users, items = rng.zipf(1.5, 3000) % 500, rng.zipf(1.5, 3000) % 80
+    lines = [f'"U{u}";"{i:07d}X";"{r}";13000{n}' for n, (u, i, r) in enumerate(zip(users, items, rng.integers(1, 6, 3000)))]
+    p = write(tmp_path, "\n".join(['"User-ID";"ISBN";"Book-Rating";"t"'] + lines) + "\n", "bx.csv")
+    calls = []
+    monkeypatch.setattr(io, "STRING_COMPILED", 0)
+    monkeypatch.setattr(io, "string_edges", lambda raw, fmt, f=io.string_edges: calls.append(1) or f(raw, fmt))
+    g = loaders.load_edges(p, duplicates="sum")
+    monkeypatch.setattr(io, "STRING_COMPILED", 1 << 62)
+    h = loaders.load_edges(p, duplicates="sum")
+    assert calls == [1] and g.ids[0] == h.ids[0] and g.ids[1] == h.ids[1] and g.ids[0].tokens[0] == "U" + str(users[0])
+    assert g.src.tolist() == h.src.tolist() and g.dst.tolist() == h.dst.tolist() and g.values.tolist() == h.values.tolist()
+    lines[2500] = lines[2500].replace('";"', '";;"', 1)
+    p = write(tmp_path, "\n".join(lines) + "\n", "bad.csv")
+    monkeypatch.setattr(io, "STRING_COMPILED", 0)
+    with pytest.raises(InputError, match=f"{p}:2501: .*empty field"):
+        loaders.load_edges(p, duplicates="sum")

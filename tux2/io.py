@@ -992,6 +992,10 @@ def _intern(buf, lo, hi, ids, first):
     return count
 
 
+STRING_COMPILED = 1 << 22      # string-id files of 4 MiB or more (150k lines: 1 s line by line) are read compiled:
+#                                the first compiles the reader, about 6 s once per tux2 version
+
+
 def string_edges(raw, fmt):
     """(src ids, dst ids, values or None, (src tokens, dst tokens)) of an edge list whose ids
     are any tokens, dense by first appearance on each side (tokens: their bytes); None when

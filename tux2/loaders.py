@@ -530,16 +530,15 @@ def _string_edges(raw, fmt, path, type_names, maps):
     ``maps``: -1 for a token not in them), values checked as the numeric parser does.
     Returns (src, dst, values or None, id maps, tokens not in the frozen maps per side)."""
     io.refuse_decimal_commas(raw, fmt, path)
-    if maps[0] is None and maps[1] is None:           # (a test or predict file: line by line)
-        fast = io.string_edges(raw, fmt)
-        if fast is not None:
-            s, d, v, tokens = fast
-            return s, d, v, tuple(IdMap(np.array([_text(t) for t in side], dtype=str)) for side in tokens), ([], [])
     index = [{k: i for i, t in enumerate(m.tokens.tolist()) for k in _id_bytes(str(t))} if m is not None else {}
              for m in maps]
     frozen = [m is not None for m in maps]
     # a side the model numbers densely (no map) while the other side has one: plain integers
     numeric = [m is None and any(x is not None for x in maps) for m in maps]
+    fast = io.string_edges(raw, fmt) if len(raw) - fmt.start >= io.STRING_COMPILED else None
+    fast = fast and _mapped(fast, maps, index, frozen, numeric)
+    if fast:
+        return fast
     cs, cd, cv = fmt.cols
     vcol = 2 if cv == io.OPTIONAL else cv
     need = max(cs, cd) if cv == io.OPTIONAL else max(cs, cd, cv)
@@ -597,6 +596,27 @@ def _string_edges(raw, fmt, path, type_names, maps):
         id_maps.append(IdMap(np.array([_text(t) for t in index[side]], dtype=str)))   # (in first-seen order)
     return (np.array(src, np.int64), np.array(dst, np.int64), np.array(val, np.float64) if ncols == 3 else None,
             tuple(id_maps), missing)
+
+
+def _mapped(fast, maps, index, frozen, numeric):
+    """_string_edges' result from io.string_edges' (ids by first appearance and their
+    tokens): through the frozen maps (-1 and the token where they have none), or as plain
+    integers; None for a token that is not one (line by line names it)."""
+    s, d, v, tokens = fast
+    out, id_maps, missing = [], [], ([], [])
+    for side, (ids, toks) in enumerate(zip((s, d), tokens)):
+        if numeric[side]:
+            if not all(t.isdigit() and len(t) < 19 for t in toks):
+                return None
+            ids = np.array([int(t) for t in toks], np.int64)[ids]
+        elif frozen[side]:
+            first = ids
+            ids = np.array([index[side].get(t, -1) for t in toks], np.int64)[first]
+            texts = [t.decode("utf-8", "replace") for t in toks]
+            missing[side].extend(texts[i] for i in first[ids < 0].tolist())
+        out.append(ids)
+        id_maps.append(maps[side] if frozen[side] or numeric[side] else IdMap(np.array([_text(t) for t in toks], str)))
+    return out[0], out[1], v, tuple(id_maps), missing
 
 
 def _text(token):
