@@ -3,8 +3,9 @@ scikit-learn's svmlight reader, on the same files, in one run.
 
 Files: a HIGGS-shaped table of samples (label and 28 features, CSV), a Netflix-shaped rating list ``user item rating`` (tab separated, ratings with
 one decimal), the same ratings in MovieLens' layout ``user item rating timestamp``
-(1-based ids; the loaders ignore the fourth column and detect the base), and a
-kdd-shaped libsvm file, written once to the cache. Each reader
+(1-based ids; the loaders ignore the fourth column and detect the base), the same
+ratings with string ids (``U12,I0345,4.0,874724710``: pandas also numbers the ids, with
+``factorize``), and a kdd-shaped libsvm file, written once to the cache. Each reader
 runs 3 times after a warm-up read (the file in the page cache, numba compiled); the
 best time counts. MB/s is file bytes over seconds. tux2 is timed both as the raw
 parser (``tux2.io.read_edge_list``) and as the user-facing loader with the duplicate
@@ -50,6 +51,23 @@ def ratings_file(n_ratings, timestamps=False):
                                     zip(tr.src[lo:hi].tolist(), tr.dst[lo:hi].tolist(), tr.values[lo:hi].tolist())))
         os.replace(path + ".tmp", path)
     return path, tr.num_edges
+
+
+def string_ids_file(n_ratings):
+    """The rating list with string ids, as Amazon's or Book-Crossing's: ``U12,I0345,4.0,874724710``
+    (comma-separated, a timestamp the loaders ignore)."""
+    tr, _, _ = netflix_cached(max(n_ratings // 50, 1000), max(n_ratings // 500, 200), n_ratings)
+    path = os.path.join(CACHE, f"ratings_{n_ratings}_strings.csv")
+    if not os.path.exists(path):
+        with open(path + ".tmp", "w") as f:
+            for lo in range(0, tr.num_edges, 1 << 20):
+                hi = min(lo + (1 << 20), tr.num_edges)
+                t = 874724710 + (np.arange(lo, hi) * 7919) % 400_000_000
+                f.write("".join(f"U{a},I{b:04d},{r:.1f},{s}\n" for a, b, r, s in
+                                zip(tr.src[lo:hi].tolist(), tr.dst[lo:hi].tolist(), tr.values[lo:hi].tolist(),
+                                    t.tolist())))
+        os.replace(path + ".tmp", path)
+    return path
 
 
 def table_file(rows):
@@ -113,6 +131,24 @@ def main(args):
               "MB_per_s": mb4 / t, "lines_per_s": edges / t,
               "version": pd.__version__ if name.startswith("pandas") else None}, LOG)
 
+    # string ids: pandas reads, then numbers each side's ids by first appearance (factorize), as tux2 does
+    paths = string_ids_file(n)
+    mbs = os.path.getsize(paths) / 1e6
+
+    def pandas_strings():
+        df = pd.read_csv(paths, header=None, names=["u", "i", "r", "t"], engine="c",
+                         dtype={"u": str, "i": str, "r": np.float64, "t": np.int64})
+        return pd.factorize(df["u"]), pd.factorize(df["i"]), df["r"].to_numpy()
+
+    t_pds, ((su, nu), (si, ni), sr) = _best(pandas_strings)
+    t_loads, gs = _best(lambda: loaders.load_edges(paths, duplicates="error"))
+    assert np.array_equal(gs.src, su) and np.array_equal(gs.dst, si) and np.allclose(gs.values, sr)
+    assert gs.ids[0].tokens.tolist() == nu.tolist() and gs.ids[1].tokens.tolist() == ni.tolist()
+    for name, t in (("pandas read_csv + factorize", t_pds), ("tux2 loaders.load_edges (string ids)", t_loads)):
+        emit({"bench": "io", "format": "edge list, string ids", "reader": name, "MB": round(mbs, 1), "seconds": t,
+              "MB_per_s": mbs / t, "lines_per_s": edges / t,
+              "version": pd.__version__ if name.startswith("pandas") else None}, LOG)
+
     # libsvm: sklearn's Cython reader
     g3, y, _, npz = classification_cached(100_000 if quick else 400_000, 100_000 if quick else 500_000, 32)
     from bench.glm import libsvm_cached
@@ -151,19 +187,23 @@ def main(args):
            f"({g3.n_src:,} samples, {g3.num_edges:,} non-zeros)", ["reader", "format", "seconds", "MB/s"],
            [[k, "edge list", t, mb / t] for k, t in rows.items()]
            + [[k, "edge list, 4 columns", t, mb4 / t] for k, t in rows4.items()]
+           + [["pandas read_csv + factorize", "edge list, string ids", t_pds, mbs / t_pds],
+              ["tux2 loaders.load_edges", "edge list, string ids", t_loads, mbs / t_loads]]
            + [["sklearn load_svmlight_file", "libsvm", t_sk, svm_mb / t_sk],
               ["tux2 io.read_libsvm", "libsvm", t_svm, svm_mb / t_svm],
               ["pandas read_csv (C engine)", "table (HIGGS layout)", t_pdt, table_mb / t_pdt],
               ["tux2 loaders.load_libsvm", "table (HIGGS layout)", t_tab, table_mb / t_tab]],
            peers={"pandas": pd.__version__, "scikit-learn": sk.__version__},
            notes=[f"tux2 / pandas MB/s: **{t_pd / t_raw:.2f}×** (4-column MovieLens layout, {mb4:.0f} MB: "
-                  f"**{t_pd4 / t_raw4:.2f}×**); libsvm tux2 / sklearn: **{t_sk / t_svm:.2f}×**; a "
+                  f"**{t_pd4 / t_raw4:.2f}×**; string ids, with the duplicate check, against pandas and "
+                  f"factorize: **{t_pds / t_loads:.2f}×**); libsvm tux2 / sklearn: **{t_sk / t_svm:.2f}×**; a "
                   f"{table_mb:.0f} MB table of samples, tux2 / pandas: **{t_pdt / t_tab:.2f}×** (the same numbers)."],
            pngs=[os.path.join(RESULTS, "io.png")])
     emit({"bench": "io", "tux2_over_pandas_MBps": t_pd / t_raw, "loader_over_pandas_MBps": t_pd / t_load,
           "four_columns_tux2_over_pandas_MBps": t_pd4 / t_raw4, "four_columns_loader_over_pandas_MBps": t_pd4 / t_load4,
           "four_columns_tux2_MBps": mb4 / t_raw4, "four_columns_pandas_MBps": mb4 / t_pd4,
           "tux2_MBps": mb / t_raw, "pandas_MBps": mb / t_pd, "libsvm_tux2_over_sklearn_MBps": t_sk / t_svm,
+          "string_ids_loader_over_pandas_MBps": t_pds / t_loads,
           "table_tux2_over_pandas_MBps": t_pdt / t_tab, "table_MB": round(table_mb, 1),
           "MB": round(mb, 1), "lines": edges, "pandas_version": pd.__version__, "sklearn_version": sk.__version__},
          LOG)
