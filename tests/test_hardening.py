@@ -635,3 +635,21 @@ def test_metrics_cannot_name_a_file_of_the_model_in_out(ratings, tmp_path):
     assert not out.exists()
     _ok("run", "mf", ratings, "--epochs", "1", "--out", str(out), "--metrics", str(out / "metrics.jsonl"))
     assert (out / "metrics.jsonl").read_text().count("\n") == 1 and (out / "model.json").exists()
+
+
+def test_a_deleted_working_directory_is_said_up_front(tmp_path):
+    """numba's compiler names files relative to the working directory: with it deleted, a run
+    and fit() said FileNotFoundError from inside numba (os.path.relpath), after the data was read."""
+    gone = tmp_path / "gone"
+    code = ("import os, sys; os.chdir(sys.argv[1]); os.rmdir(sys.argv[1]); import numpy as np, tux2\n"
+            "from tux2.cli import main\n"
+            "if sys.argv[2] == 'cli': sys.exit(main(['run', 'mf', '--epochs', '1', '--k', '2', '--quiet']))\n"
+            "try: tux2.MF(k=2, epochs=1).fit(np.array([[0, 1, 3.0], [1, 0, 4.0]]))\n"
+            "except tux2.Tux2Error as e: print(e)\n")
+    for how in ("cli", "fit"):
+        gone.mkdir()
+        r = subprocess.run([sys.executable, "-c", code, str(gone), how], capture_output=True, text=True, timeout=120,
+                           cwd=tmp_path)
+        said = r.stderr if how == "cli" else r.stdout
+        assert "the working directory has been deleted" in said and "Traceback" not in r.stderr, r.stderr
+        assert r.returncode == (2 if how == "cli" else 0)

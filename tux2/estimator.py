@@ -148,6 +148,7 @@ class Estimator:
                                ("slack", slack, NONNEG)):       # partitions: runner.partitions
             if v is not None or name != "threads":
                 bound.check(name, v)
+        files.check_cwd()
         if checkpoint is not None:
             files.check_writable(os.fspath(checkpoint), "checkpoint=", directory=True)
         if callable(callbacks) or isinstance(callbacks, (str, bytes)):

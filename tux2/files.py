@@ -265,6 +265,16 @@ def stdout_gone():
         sys.stdout = open(1, "w", closefd=False)
 
 
+def check_cwd():
+    """The working directory still exists (numba's compiler names its files relative to
+    it, and a relative path would name nothing): else an error saying so, up front."""
+    try:
+        os.getcwd()
+    except FileNotFoundError:
+        raise Tux2Error("the working directory has been deleted: change to an existing directory "
+                        "and start again") from None
+
+
 def check_writable(path, what, directory, inputs=()):
     """Raise FileError unless ``path`` (a directory when ``directory``, else a file)
     can be created or written: asked before training, not after it. ``inputs``: the

@@ -187,6 +187,7 @@ def _main(argv):
         set_cache_dir(None)
     who = f"[worker {args.rank}] " if getattr(args, "rank", None) is not None else ""     # names a worker's errors
     try:
+        __import__("tux2.files").files.check_cwd()
         return _flushed(args.func(args))
     except MemoryError:
         print("tux2: error: out of memory: the input or the options (--k, --topics, --partitions …) need more "
