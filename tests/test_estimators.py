@@ -316,6 +316,8 @@ def test_mf_score_takes_every_form_fit_takes():
     assert m.score(X) == pytest.approx(-rmse)
     with pytest.raises(ValueError, match="MF.score takes"):
         m.score(np.zeros((4, 2)))
+    with pytest.raises(ValueError, match="no ratings to score"):        # was nan and numpy's RuntimeWarning
+        m.score(np.zeros((0, 3)))
 
 
 def test_classifier_score_of_the_pair_fit_takes():
@@ -323,6 +325,8 @@ def test_classifier_score_of_the_pair_fit_takes():
     g, y, _ = sparse_classification(n_samples=500, n_features=100, seed=0)
     lr = tux2.LogisticRegression(epochs=3).fit((g, y))
     assert lr.score((g, y)) == lr.score(g, y) > 0.5
+    with pytest.raises(ValueError, match="no samples to score"):         # was nan
+        lr.score(np.zeros((0, 100)), np.zeros(0))
 
 
 def test_every_note_of_a_run_is_a_warning_from_fit(tmp_path):

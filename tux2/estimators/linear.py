@@ -241,6 +241,8 @@ class Linear(Estimator):
             if y is None:
                 raise InputError("labels needed: score(X, y), or score(path) with a libsvm file")
         M = self.scores(X)
+        if not len(M):
+            raise ValueError(f"{type(self).__name__}.score: no samples to score (empty data)")
         y = given_labels(y, len(M))
         if self.loss == "softmax":                  # a label of no class: a wrong prediction
             return float(np.mean(self.classes_[M.argmax(axis=1)] == y))

@@ -586,6 +586,8 @@ class MF(Estimator):
             u, i, r = (np.asarray(c) for c in rows)
             r = r.astype(np.float64)
             pred = self.predict(u, i, unknown="baseline")
+        if not len(r):                          # (scikit-learn refuses 0 samples too; nan would pass unseen)
+            raise ValueError("MF.score: no ratings to score (empty data)")
         return -float(np.sqrt(np.mean((r - pred) ** 2)))
 
     def recommend(self, users=None, k=10, exclude_seen=True, unknown=None, chunk=1024, min_ratings=1):
