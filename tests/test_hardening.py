@@ -129,6 +129,19 @@ def test_a_full_disk_keeps_the_previous_model(ratings, tmp_path):
     assert r.returncode == 0, r.stderr
 
 
+def test_a_full_disk_leaves_no_half_written_checkpoint(ratings, tmp_path):
+    """A checkpoint whose write failed left ckpt-N.partial behind until the next save; the
+    checkpoint before it stays the one resumed from."""
+    ck = str(tmp_path / "ck")
+    _ok("run", "mf", ratings, "--k", "40", "--epochs", "1", "--checkpoint-every", "1", "--checkpoint-dir", ck)
+    size = os.path.getsize(os.path.join(ck, "ckpt-00000001", "part-0.npz"))
+    r = subprocess.run([sys.executable, "-m", "tux2.cli", "run", "mf", ratings, "--k", "40", "--epochs", "3",
+                        "--resume", ck, "--checkpoint-every", "1", "--quiet"], capture_output=True, text=True,
+                       timeout=300, preexec_fn=_limited(size // 2))
+    _error(r, "cannot write", ck)
+    assert sorted(f for f in os.listdir(ck) if not f.startswith(".")) == ["LATEST", "ckpt-00000001"], os.listdir(ck)
+
+
 def test_outputs_are_checked_before_training(ratings, tmp_path):
     (tmp_path / "afile").write_text("x")
     r = run_cli("run", "mf", ratings, "--epochs", "1", "--out", str(tmp_path / "afile"))

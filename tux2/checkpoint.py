@@ -87,29 +87,34 @@ def save(directory, eng, params, transport=None, inputs=None, history=None):
     if rank == 0:           # a run killed while writing this checkpoint left files here: none may come along
         shutil.rmtree(work, ignore_errors=True)
     barrier(transport, f"ckpt-open-{eng.iteration}")
-    os.makedirs(work, exist_ok=True)
-    files.write_atomic(os.path.join(work, f"part-{rank}.npz"), lambda f: np.savez(f, **arrays))
-    barrier(transport, f"ckpt-written-{eng.iteration}")
-    if rank == 0:
-        world = getattr(transport, "world", 1) if transport is not None else 1
-        parts = [f"part-{r}.npz" for r in range(world)]
-        missing = [r for r, f in enumerate(parts) if not os.path.exists(os.path.join(work, f))]
-        if missing:
-            raise CheckpointError(f"{work}: workers {missing} wrote no file here; with several machines the "
-                                  "checkpoint directory must be shared")
-        state = {**meta, "world": world, "params": params, "inputs": inputs or {},
-                 "history": json.loads(files.json_text(history or []))}
-        files.write_dir(work, {"state.json": lambda f: f.write(json.dumps(state, indent=1).encode())},
-                        present=parts)
-        if os.path.exists(final):                    # a leftover of an earlier run at this iteration
-            shutil.rmtree(final)
-        os.replace(work, final)
-        files.fsync_dir(directory)
-        files.write_atomic(os.path.join(directory, LATEST), lambda f: f.write(name.encode() + b"\n"))
-        files.fsync_dir(directory)
-        for old in os.listdir(directory):            # only now may the previous checkpoints go
-            if old.startswith(_PREFIX) and old != name:
-                shutil.rmtree(os.path.join(directory, old), ignore_errors=True)
+    try:
+        os.makedirs(work, exist_ok=True)
+        files.write_atomic(os.path.join(work, f"part-{rank}.npz"), lambda f: np.savez(f, **arrays))
+        barrier(transport, f"ckpt-written-{eng.iteration}")
+        if rank == 0:
+            world = getattr(transport, "world", 1) if transport is not None else 1
+            parts = [f"part-{r}.npz" for r in range(world)]
+            missing = [r for r, f in enumerate(parts) if not os.path.exists(os.path.join(work, f))]
+            if missing:
+                raise CheckpointError(f"{work}: workers {missing} wrote no file here; with several machines the "
+                                      "checkpoint directory must be shared")
+            state = {**meta, "world": world, "params": params, "inputs": inputs or {},
+                     "history": json.loads(files.json_text(history or []))}
+            files.write_dir(work, {"state.json": lambda f: f.write(json.dumps(state, indent=1).encode())},
+                            present=parts)
+            if os.path.exists(final):                    # a leftover of an earlier run at this iteration
+                shutil.rmtree(final)
+            os.replace(work, final)
+            files.fsync_dir(directory)
+            files.write_atomic(os.path.join(directory, LATEST), lambda f: f.write(name.encode() + b"\n"))
+            files.fsync_dir(directory)
+            for old in os.listdir(directory):            # only now may the previous checkpoints go
+                if old.startswith(_PREFIX) and old != name:
+                    shutil.rmtree(os.path.join(directory, old), ignore_errors=True)
+    except BaseException:           # a full disk, Ctrl-C: no half-written checkpoint stays behind
+        if rank == 0:
+            shutil.rmtree(work, ignore_errors=True)
+        raise
     barrier(transport, f"ckpt-done-{eng.iteration}")
     return final
 
