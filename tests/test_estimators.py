@@ -363,7 +363,8 @@ def test_a_test_rmse_that_rises_past_its_lowest_is_noted(tmp_path):
     train, test = (tuple(np.array(x) for x in zip(*[(k[0], k[1], pairs[k]) for k in part]))
                    for part in (keys[:cut], keys[cut:]))
     with pytest.warns(RuntimeWarning, match=r"the test RMSE was lowest at epoch \d+ \(\d\.\d+\) and rose to .*: the "
-                                            r"model overfits these ratings; fewer epochs=, a larger reg= \(now 0.07\)"):
+                                            r"model overfits these ratings; fewer epochs= \(or early_stop=2\), a "
+                                            r"larger reg= \(now 0.07\)"):
         m = tux2.MF().fit(train, test)
     rmse = [r["test_rmse"] for r in m.history_]
     assert rmse[-1] >= 1.01 * min(rmse)

@@ -215,3 +215,50 @@ def test_one_mistyped_rating_is_not_taken_for_the_scale(tmp_path):
     train.values = stars.copy()
     train.values[:30] = 1.0
     assert tux2.MF(k=4, epochs=1).fit(train).history_[-1]["train_rmse"] < 2.0
+
+
+def _overfitting():
+    """Ratings on which MF without regularisation overfits: the test RMSE falls, then rises."""
+    return netflix_like(n_users=300, n_items=60, n_ratings=6000, seed=3)
+
+
+def test_early_stop_ends_training_and_keeps_the_lowest_test_rmse_model():
+    """early_stop=N ends training N evaluations after the lowest test RMSE and keeps that epoch's
+    model (checked against a run of that many epochs); without a new low it changes nothing."""
+    import tux2
+    tr, te = _overfitting()
+    full = tux2.MF(k=16, epochs=20, reg=0.0).fit(tr, te)
+    rmse = [r["test_rmse"] for r in full.history_]
+    best = int(np.argmin(rmse)) + 1
+    assert best <= 16 and rmse[-1] > rmse[best - 1]        # (the data overfit: the test needs that)
+    es = tux2.MF(k=16, epochs=20, reg=0.0, early_stop=2).fit(tr, te)
+    assert [r["epoch"] for r in es.history_] == list(range(1, best + 3))
+    upto = tux2.MF(k=16, epochs=best, reg=0.0).fit(tr, te)
+    np.testing.assert_array_equal(es.user_factors_, upto.user_factors_)
+    np.testing.assert_array_equal(es.item_bias_, upto.item_bias_)
+    assert es.score(te) == pytest.approx(-rmse[best - 1], rel=1e-6)
+    long = tux2.MF(k=16, epochs=best, reg=0.0, early_stop=5).fit(tr, te)      # ends before it could stop
+    assert len(long.history_) == best
+    np.testing.assert_array_equal(long.user_factors_, upto.user_factors_)
+
+
+@pytest.mark.slow
+def test_early_stop_is_the_same_on_two_workers(tmp_path):
+    """Rank 0 alone has the test RMSE: every worker stops at the epoch it decides, and the
+    model kept is the one-process one."""
+    import tux2
+    from tests.conftest import run_cli
+    from tux2.io import write_edge_list
+    tr, te = _overfitting()
+    paths = [str(tmp_path / n) for n in ("train.txt", "test.txt")]
+    for p, g in zip(paths, (tr, te)):
+        write_edge_list(p, g)
+    one = tux2.MF(k=16, epochs=20, reg=0.0, early_stop=2).fit(*paths)
+    two = tux2.MF(k=16, epochs=20, reg=0.0, early_stop=2).fit(*paths, workers=2)
+    assert len(two.history_) == len(one.history_) < 20
+    np.testing.assert_array_equal(two.user_factors_, one.user_factors_)
+    r = run_cli("run", "mf", paths[0], "--test", paths[1], "--k", "16", "--reg", "0", "--epochs", "20",
+                "--early-stop", "2", "--workers", "2", "--out", str(tmp_path / "m"), timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "stopped early" in r.stdout and f"the model is epoch {len(one.history_) - 2}'s" in r.stdout
+    np.testing.assert_array_equal(tux2.MF.load(str(tmp_path / "m")).user_factors_, one.user_factors_)

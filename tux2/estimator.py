@@ -229,6 +229,12 @@ class Estimator:
     def _converged(self, history):
         return None
 
+    _stops_early = False            # whether _early can stop a run (then every worker asks rank 0)
+
+    def _early(self, history, setup):
+        """Why training stops early after the last record of ``history``, or None."""
+        return None
+
     def _in_python(self, text):
         """A run's note or stop message as a Python caller reads it: each ``--flag``
         of a parameter becomes ``param=`` ('try --eta 0.05' → 'try eta=0.05')."""

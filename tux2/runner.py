@@ -387,10 +387,12 @@ def train(est, data, *, transport=None, partitions=None, threads=None, slack=0, 
                     break
                 if stop is not None:
                     halt = halt or os.path.exists(stop)
-                if transport is not None and (callbacks or stop is not None):     # every worker stops, or none
-                    halt = any(a[0][0] for a in transport.allgather(f"stop{i}", [np.array([halt], np.uint8)]))
-                if halt and i < n:
-                    say(f"  stopped by a callback after {unit} {i} of {n}")
+                early = est._early(history, setup)      # (on rank 0, which has the test metric)
+                if transport is not None and (callbacks or stop is not None or est._stops_early):
+                    halt = any(a[0][0] for a in transport.allgather(     # every worker stops, or none
+                        f"stop{i}", [np.array([halt or early is not None], np.uint8)]))
+                if (halt or early) and i < n:
+                    say(early or f"  stopped by a callback after {unit} {i} of {n}")
                     break
     finally:
         ck.close()

@@ -67,6 +67,8 @@ def add_parser(sub):
     p.add_argument("--eval-every", type=NONNEG, default=1,
                    help="compute test RMSE every N epochs (0: only after the last); with several workers "
                         "it gathers the model on rank 0")
+    p.add_argument("--early-stop", type=NONNEG, default=0, metavar="N",
+                   help="stop once the test RMSE has not fallen below its lowest for N evaluations (0: never)")
     p.set_defaults(func=run)
 
 

@@ -240,17 +240,17 @@ class MF(Estimator):
     _estimator_type = "regressor"
     bounds = dict(k=integer(1, 100_000), epochs=NONNEG, lr=POSITIVE, reg=NONNEG_NUMBER,
                   damping=number(0, loaders.FLOAT32_MAX),      # D/n is kept in float32
-                  batch_size=COUNT, blocks=integer(1, 65_536), seed=SEED, eval_every=NONNEG)
+                  batch_size=COUNT, blocks=integer(1, 65_536), seed=SEED, eval_every=NONNEG, early_stop=NONNEG)
     choices = dict(mode=("sgd", "minibatch"), batch_unit=("edge", "vertex"), enumerate=("user", "item"),
                    step=("adagrad", "plain"), biases=(True, False), order=("strata", "blocked", "shuffle", "input"),
                    overlap=("error", "allow"), duplicates=loaders.DUPLICATES, base=("auto", 0, 1),
                    unknown=loaders.UNKNOWN, ids=loaders.ID_MODES)
-    _resumable = ("eval_every",)
+    _resumable = ("eval_every", "early_stop")
     _watch, _stop = "train_rmse", "training diverged at epoch {n} (RMSE is not finite); lower --lr"
 
     def __init__(self, k=50, epochs=10, lr=None, reg=0.07, damping=DAMPING, mode="sgd", batch_size=None,
                  batch_unit="edge", enumerate="item", step="adagrad", biases=True, order=None, blocks=None, overlap="error",
-                 partitioner=None, seed=0, eval_every=1, duplicates="error", columns=None, base="auto",
+                 partitioner=None, seed=0, eval_every=1, early_stop=0, duplicates="error", columns=None, base="auto",
                  unknown="baseline", ids="auto"):
         self._keep(locals())
 
@@ -406,6 +406,8 @@ class MF(Estimator):
             U, I = vertex_model(eng, s) if evaluate else (None, None)
             rec["test_rmse"] = mf.rmse(U, I, s.test, s.mu, s.clip) if U is not None and s.test is not None \
                 and s.test.num_edges else None         # none: no test ratings (--test-fraction 0)
+            if self.early_stop and rec["test_rmse"] is not None and rec["test_rmse"] < vars(s).get("best", (np.inf,))[0]:
+                s.best = (rec["test_rmse"], i, U, I)    # the model early stopping keeps
         return rec
 
     def _rates(self, s):
@@ -428,16 +430,34 @@ class MF(Estimator):
     def _report(self, s):
         """A note when the test RMSE ended 1 % or more above its lowest, at an earlier
         epoch: the model overfits (sparse data: a median user with a handful of ratings)."""
+        if self.early_stop and "best" in vars(s) and s.best[1] < self.run_["iteration"]:
+            return [f"  the model is epoch {s.best[1]}'s, of the lowest test RMSE ({s.best[0]:.4f}; --early-stop "
+                    "keeps it)"]
         h = [(r["epoch"], r["test_rmse"]) for r in self.history_ if r.get("test_rmse") is not None]
         best = min(h, key=lambda x: x[1], default=None)
         if best is None or h[-1][1] < 1.01 * best[1]:
             return []
         return [f"  note: the test RMSE was lowest at epoch {best[0]} ({best[1]:.4f}) and rose to {h[-1][1]:.4f} "
-                f"(epoch {h[-1][0]}): the model overfits these ratings; fewer --epochs, a larger --reg (now "
-                f"{self.reg:g}) or a smaller --k (now {self.k}) fits them better"]
+                f"(epoch {h[-1][0]}): the model overfits these ratings; fewer --epochs (or --early-stop 2), a larger "
+                f"--reg (now {self.reg:g}) or a smaller --k (now {self.k}) fits them better"]
+
+    @property
+    def _stops_early(self):
+        return self.early_stop > 0
+
+    def _early(self, history, s):
+        """``early_stop`` N: the test RMSE has not fallen below its lowest for N evaluations."""
+        h = [(r["epoch"], r["test_rmse"]) for r in history if r.get("test_rmse") is not None]
+        best = min(range(len(h)), key=lambda j: h[j][1], default=None)
+        if not self.early_stop or best is None or len(h) - 1 - best < self.early_stop:
+            return None
+        return (f"  stopped early: the test RMSE has not fallen below {h[best][1]:.4f} (epoch {h[best][0]}) for "
+                f"{self.early_stop} evaluation(s) (--early-stop)")
 
     def read_model(self, eng, s):
         U, I = vertex_model(eng, s)
+        if self.early_stop and U is not None and "best" in vars(s) and s.best[1] < eng.iteration:
+            U, I = s.best[2:]           # the lowest test RMSE's, when training went on past it
         g = s.graph
         if s.ingress:                             # each worker holds some edges: the rated items, gathered
             pieces = eng.transport.allgather("seen", [g.src, g.dst])
