@@ -955,40 +955,50 @@ def _string_lines(buf, start, bounds, values, cs, cd, vcol, need, mode, strict):
 def _intern(buf, lo, hi, ids, first):
     """Dense ids by first appearance of the tokens buf[lo[i]:hi[i]] (equal bytes, equal
     id), in ``ids``; ``first[j]``: the i where id j first appears. Returns the ids' count.
-    A hash table of FNV-1a hashes, open addressing."""
+    A hash table of FNV-1a hashes, open addressing, at most half full: it grows with the
+    ids, not the lines, so that it stays in the cache."""
     m = len(lo)
-    size = 16
-    while size < 2 * m:
-        size *= 2
+    size = 1 << 12
     mask = np.uint64(size - 1)
     table = np.full(size, -1, np.int64)
+    hashes = np.empty(m, np.uint64)             # each id's
     count = 0
     for i in range(m):
         a, b = lo[i], hi[i]
         h = np.uint64(14695981039346656037)
         for p in range(a, b):
             h = (h ^ np.uint64(buf[p])) * np.uint64(1099511628211)
+        if 2 * (count + 1) > size:              # twice the room, the ids placed again
+            size *= 2
+            mask = np.uint64(size - 1)
+            table = np.full(size, -1, np.int64)
+            for j in range(count):
+                slot = np.int64(hashes[j] & mask)
+                while table[slot] >= 0:
+                    slot = (slot + 1) & (size - 1)
+                table[slot] = j
         slot = np.int64(h & mask)
         while True:
             j = table[slot]
             if j < 0:
                 table[slot] = count
+                hashes[count] = h
                 first[count] = i
                 ids[i] = count
                 count += 1
                 break
-            f = first[j]
-            fa, fb = lo[f], hi[f]
-            if fb - fa == b - a:
-                same = True
-                for q in range(b - a):
-                    if buf[fa + q] != buf[a + q]:
-                        same = False
-                        break
+            if hashes[j] == h:
+                f = first[j]
+                fa, fb = lo[f], hi[f]
+                same = fb - fa == b - a
+                q = 0
+                while same and q < b - a:
+                    same = buf[fa + q] == buf[a + q]
+                    q += 1
                 if same:
                     ids[i] = j
                     break
-            slot = np.int64((np.uint64(slot) + np.uint64(1)) & mask)
+            slot = (slot + 1) & (size - 1)
     return count
 
 
