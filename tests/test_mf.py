@@ -262,3 +262,31 @@ def test_early_stop_is_the_same_on_two_workers(tmp_path):
     assert r.returncode == 0, r.stderr
     assert "stopped early" in r.stdout and f"the model is epoch {len(one.history_) - 2}'s" in r.stdout
     np.testing.assert_array_equal(tux2.MF.load(str(tmp_path / "m")).user_factors_, one.user_factors_)
+
+
+def test_recommend_is_the_top_of_a_plain_sort():
+    """recommend's compiled top-k against sorting every item's score: seen items and items
+    without ratings left out, a user without ratings given the baseline μ + b_i, ties (equal
+    scores, here from duplicated item factors) in item order, short rows padded."""
+    import tux2
+    rng = np.random.default_rng(4)
+    n_u, n_i = 40, 30
+    rows = {(int(a), int(b)) for a, b in zip(rng.zipf(1.5, 900) % n_u, rng.zipf(1.4, 900) % n_i)}
+    rows |= {(0, j) for j in range(n_i - 3)}                      # user 0 has seen all but 3 of the items
+    u, i = np.array(sorted(rows)).T
+    m = tux2.MF(k=4, epochs=3).fit((u, i, rng.integers(1, 6, len(u)).astype(float)))
+    m.item_factors_[5], m.item_bias_[5] = m.item_factors_[3], m.item_bias_[3]      # a tie
+    users = list(range(n_u)) + [10 ** 6]                          # and one unknown user
+    names, items, scores = m.recommend(users, k=7, chunk=8)
+    known_i = np.isin(np.arange(n_i), i)
+    for row, user in enumerate(users):
+        if user == 10 ** 6:
+            s = m.mu_ + m.item_bias_
+        else:
+            s = m.user_factors_[user] @ m.item_factors_.T + m.item_bias_ + (m.mu_ + m.user_bias_[user])
+        allowed = known_i & ~np.isin(np.arange(n_i), i[u == user])
+        want = sorted((-s[j], j) for j in np.flatnonzero(allowed))[:7]
+        got = [(j, x) for j, x in zip(items[row], scores[row]) if j >= 0]
+        assert [j for j, _ in got] == [j for _, j in want], user
+        np.testing.assert_allclose([x for _, x in got], np.clip([-v for v, _ in want], *m.rating_range_))
+        assert len(got) == min(7, allowed.sum()) and np.isnan(scores[row][len(got):]).all()

@@ -610,7 +610,7 @@ class MF(Estimator):
             raise ValueError("MF.score: no ratings to score (empty data)")
         return -float(np.sqrt(np.mean((r - pred) ** 2)))
 
-    def recommend(self, users=None, k=10, exclude_seen=True, unknown=None, chunk=1024, min_ratings=1):
+    def recommend(self, users=None, k=10, exclude_seen=True, unknown=None, chunk=256, min_ratings=1):
         """Top-``k`` items per user by predicted rating, leaving out the user's training
         items and items with fewer than ``min_ratings`` training ratings (default 1:
         those nobody rated): (users, items (n × k), scores (n × k)) in the
@@ -647,25 +647,18 @@ class MF(Estimator):
         k = int(min(k, self.n_items))
         top = np.full((len(u), k), -1, np.int64)
         score = np.full((len(u), k), np.nan)
-        baseline = np.where(known_i, self.mu_ + self.item_bias_, -np.inf)
+        items = np.where(known_i, self.item_bias_, -np.inf)     # items without ratings: never recommended
         for lo in range(0, len(u), chunk):
             uu, un = u[lo: lo + chunk], unk[lo: lo + chunk]
-            S = self.user_factors_[uu] @ self.item_factors_.T + self.item_bias_[None, :] \
-                + (self.mu_ + self.user_bias_[uu])[:, None]
-            S[:, ~known_i] = -np.inf                    # items without ratings: never recommended
-            S[un] = baseline                            # a user without: the baseline
+            S = self.user_factors_[uu] @ self.item_factors_.T
+            S[un] = 0                                   # a user without ratings: the baseline μ + b_i
             if exclude_seen and self.seen_ is not None:
                 indptr, indices = self.seen_
                 for r in np.flatnonzero(~un):
                     S[r, indices[indptr[uu[r]]: indptr[uu[r] + 1]]] = -np.inf
-            part = np.argpartition(-S, k - 1, axis=1)[:, :k] if k < S.shape[1] else np.tile(np.arange(k), (len(uu), 1))
-            ps = np.take_along_axis(S, part, axis=1)
-            o = np.argsort(-ps, axis=1, kind="stable")
-            part, ps = np.take_along_axis(part, o, axis=1), np.take_along_axis(ps, o, axis=1)
-            ok = np.isfinite(ps)
-            top[lo: lo + len(uu)] = np.where(ok, part, -1)
+            top[lo: lo + len(uu)], ps = mf.top_k(S, k, self.mu_ + np.where(un, 0, self.user_bias_[uu]), items)
             clip = self.rating_range_ or (-np.inf, np.inf)        # ranked before clipping: no ties at the top
-            score[lo: lo + len(uu)] = np.where(ok, np.clip(ps, *clip), np.nan)
+            score[lo: lo + len(uu)] = np.clip(ps, *clip)
         items = self.user_ids(1, np.maximum(top, 0))
         items[top < 0] = -1 if items.dtype.kind in "iu" else ""     # no id is negative or empty
         return names, items, score
