@@ -258,7 +258,8 @@ def test_a_large_string_id_file_is_read_compiled_and_its_bad_line_named(tmp_path
     from tux2 import loaders
     rng = np.random.default_rng(0)
     users, items = rng.zipf(1.5, 3000) % 500, rng.zipf(1.5, 3000) % 80
-    lines = [f'"U{u}";"{i:07d}X";"{r}";13000{n}' for n, (u, i, r) in enumerate(zip(users, items, rng.integers(1, 6, 3000)))]
+    ratings = rng.integers(1, 6, 3000)
+    lines = [f'"U{u}";"{i:07d}X";"{r}";13000{n}' for n, (u, i, r) in enumerate(zip(users, items, ratings))]
     p = write(tmp_path, "\n".join(['"User-ID";"ISBN";"Book-Rating";"t"'] + lines) + "\n", "bx.csv")
     calls = []
     monkeypatch.setattr(io, "STRING_COMPILED", 0)
@@ -267,7 +268,8 @@ def test_a_large_string_id_file_is_read_compiled_and_its_bad_line_named(tmp_path
     monkeypatch.setattr(io, "STRING_COMPILED", 1 << 62)
     h = loaders.load_edges(p, duplicates="sum")
     assert calls == [1] and g.ids[0] == h.ids[0] and g.ids[1] == h.ids[1] and g.ids[0].tokens[0] == "U" + str(users[0])
-    assert g.src.tolist() == h.src.tolist() and g.dst.tolist() == h.dst.tolist() and g.values.tolist() == h.values.tolist()
+    assert g.src.tolist() == h.src.tolist() and g.dst.tolist() == h.dst.tolist()
+    assert g.values.tolist() == h.values.tolist()
     lines[2500] = lines[2500].replace('";"', '";;"', 1)
     p = write(tmp_path, "\n".join(lines) + "\n", "bad.csv")
     monkeypatch.setattr(io, "STRING_COMPILED", 0)

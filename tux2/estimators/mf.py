@@ -406,8 +406,9 @@ class MF(Estimator):
             U, I = vertex_model(eng, s) if evaluate else (None, None)
             rec["test_rmse"] = mf.rmse(U, I, s.test, s.mu, s.clip) if U is not None and s.test is not None \
                 and s.test.num_edges else None         # none: no test ratings (--test-fraction 0)
-            if self.early_stop and rec["test_rmse"] is not None and rec["test_rmse"] < vars(s).get("best", (np.inf,))[0]:
-                s.best = (rec["test_rmse"], i, U, I)    # the model early stopping keeps
+            now = rec["test_rmse"]
+            if self.early_stop and now is not None and now < vars(s).get("best", (np.inf,))[0]:
+                s.best = (now, i, U, I)                 # the model early stopping keeps
         return rec
 
     def _rates(self, s):
