@@ -290,3 +290,24 @@ def test_recommend_is_the_top_of_a_plain_sort():
         assert [j for j, _ in got] == [j for _, j in want], user
         np.testing.assert_allclose([x for _, x in got], np.clip([-v for v, _ in want], *m.rating_range_))
         assert len(got) == min(7, allowed.sum()) and np.isnan(scores[row][len(got):]).all()
+
+
+def test_early_stop_after_a_resume_says_which_model_it_keeps(tmp_path):
+    """A resumed run can stop on a lowest test RMSE of the checkpoint's run, whose model is gone:
+    it says so, and keeps the lowest since the resume."""
+    from tests.conftest import run_cli
+    from tux2.io import write_edge_list
+    tr, te = _overfitting()
+    paths = [str(tmp_path / n) for n in ("train.txt", "test.txt")]
+    for p, g in zip(paths, (tr, te)):
+        write_edge_list(p, g)
+    args = ["run", "mf", paths[0], "--test", paths[1], "--k", "16", "--reg", "0", "--checkpoint-dir",
+            str(tmp_path / "ck"), "--checkpoint-every", "1"]
+    r = run_cli(*args, "--epochs", "14")
+    rmse = [float(x.split("test_rmse ")[1].split()[0]) for x in r.stdout.splitlines() if x.startswith("epoch")]
+    best = int(np.argmin(rmse)) + 1
+    assert r.returncode == 0 and best <= 12, r.stdout
+    r = run_cli(*args, "--epochs", "30", "--early-stop", "2", "--resume", str(tmp_path / "ck"))
+    assert r.returncode == 0, r.stderr
+    assert f"(epoch {best}) for 2 evaluation(s) (--early-stop); that epoch came before the resume" in r.stdout
+    assert "epoch  15/30" in r.stdout and "epoch  16/30" not in r.stdout

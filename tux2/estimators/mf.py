@@ -431,10 +431,11 @@ class MF(Estimator):
     def _report(self, s):
         """A note when the test RMSE ended 1 % or more above its lowest, at an earlier
         epoch: the model overfits (sparse data: a median user with a handful of ratings)."""
-        if self.early_stop and "best" in vars(s) and s.best[1] < self.run_["iteration"]:
-            return [f"  the model is epoch {s.best[1]}'s, of the lowest test RMSE ({s.best[0]:.4f}; --early-stop "
-                    "keeps it)"]
         h = [(r["epoch"], r["test_rmse"]) for r in self.history_ if r.get("test_rmse") is not None]
+        if self.early_stop and "best" in vars(s) and s.best[1] < self.run_["iteration"]:
+            since = " since the resume" if min(x for _, x in h) < s.best[0] else ""    # (kept by the checkpoint's run)
+            return [f"  the model is epoch {s.best[1]}'s, of the lowest test RMSE{since} ({s.best[0]:.4f}; "
+                    "--early-stop keeps it)"]
         best = min(h, key=lambda x: x[1], default=None)
         if best is None or h[-1][1] < 1.01 * best[1]:
             return []
@@ -452,8 +453,10 @@ class MF(Estimator):
         best = min(range(len(h)), key=lambda j: h[j][1], default=None)
         if not self.early_stop or best is None or len(h) - 1 - best < self.early_stop:
             return None
+        kept = vars(s).get("best", (np.inf,))[0] <= h[best][1]
         return (f"  stopped early: the test RMSE has not fallen below {h[best][1]:.4f} (epoch {h[best][0]}) for "
-                f"{self.early_stop} evaluation(s) (--early-stop)")
+                f"{self.early_stop} evaluation(s) (--early-stop)" + ("" if kept else "; that epoch came before the "
+                                                                    "resume, whose lowest is the model"))
 
     def read_model(self, eng, s):
         U, I = vertex_model(eng, s)
