@@ -32,42 +32,29 @@ def _best(fn, repeat=3):
     return best, out
 
 
-def ratings_file(n_ratings, timestamps=False):
-    """The rating list as ``user item rating`` lines, or with ``timestamps`` as MovieLens'
-    ``user item rating timestamp`` (1-based ids, a 9-10 digit Unix time)."""
-    tr, _, _ = netflix_cached(max(n_ratings // 50, 1000), max(n_ratings // 500, 200), n_ratings)
-    path = os.path.join(CACHE, f"ratings_{n_ratings}{'_ts' if timestamps else ''}.tsv")
-    if not os.path.exists(path):
-        with open(path + ".tmp", "w") as f:
-            for lo in range(0, tr.num_edges, 1 << 20):
-                hi = min(lo + (1 << 20), tr.num_edges)
-                if timestamps:
-                    t = 874724710 + (np.arange(lo, hi) * 7919) % 400_000_000
-                    f.write("".join(f"{a + 1}\t{b + 1}\t{r:.1f}\t{s}\n" for a, b, r, s in
-                                    zip(tr.src[lo:hi].tolist(), tr.dst[lo:hi].tolist(), tr.values[lo:hi].tolist(),
-                                        t.tolist())))
-                else:
-                    f.write("".join(f"{a}\t{b}\t{r:.1f}\n" for a, b, r in
-                                    zip(tr.src[lo:hi].tolist(), tr.dst[lo:hi].tolist(), tr.values[lo:hi].tolist())))
-        os.replace(path + ".tmp", path)
-    return path, tr.num_edges
+_LAYOUTS = {     # file name's end, line
+    "plain": (".tsv", "{a}\t{b}\t{r:.1f}\n"),
+    "timestamps": ("_ts.tsv", "{a1}\t{b1}\t{r:.1f}\t{t}\n"),       # MovieLens: 1-based, a 9-10 digit Unix time
+    "strings": ("_strings.csv", "U{a},I{b:04d},{r:.1f},{t}\n")}       # Amazon's, Book-Crossing's: string ids
 
 
-def string_ids_file(n_ratings):
-    """The rating list with string ids, as Amazon's or Book-Crossing's: ``U12,I0345,4.0,874724710``
-    (comma-separated, a timestamp the loaders ignore)."""
+def ratings_file(n_ratings, layout="plain"):
+    """The rating list as ``user item rating`` lines; ``layout`` "timestamps": MovieLens'
+    ``user item rating timestamp`` (1-based ids); "strings": string ids,
+    ``U12,I0345,4.0,874724710`` (comma-separated, a timestamp the loaders ignore)."""
     tr, _, _ = netflix_cached(max(n_ratings // 50, 1000), max(n_ratings // 500, 200), n_ratings)
-    path = os.path.join(CACHE, f"ratings_{n_ratings}_strings.csv")
+    end, line = _LAYOUTS[layout]
+    path = os.path.join(CACHE, f"ratings_{n_ratings}{end}")
     if not os.path.exists(path):
         with open(path + ".tmp", "w") as f:
             for lo in range(0, tr.num_edges, 1 << 20):
                 hi = min(lo + (1 << 20), tr.num_edges)
                 t = 874724710 + (np.arange(lo, hi) * 7919) % 400_000_000
-                f.write("".join(f"U{a},I{b:04d},{r:.1f},{s}\n" for a, b, r, s in
+                f.write("".join(line.format(a=a, b=b, a1=a + 1, b1=b + 1, r=r, t=s) for a, b, r, s in
                                 zip(tr.src[lo:hi].tolist(), tr.dst[lo:hi].tolist(), tr.values[lo:hi].tolist(),
                                     t.tolist())))
         os.replace(path + ".tmp", path)
-    return path
+    return path, tr.num_edges
 
 
 def table_file(rows):
@@ -112,7 +99,7 @@ def main(args):
               "lines_per_s": edges / t, "version": pd.__version__ if name.startswith("pandas") else None}, LOG)
 
     # the MovieLens layout: 4 columns, 1-based ids; pandas reads all four, tux2 skips the fourth unread
-    path4, _ = ratings_file(n, timestamps=True)
+    path4, _ = ratings_file(n, "timestamps")
     mb4 = os.path.getsize(path4) / 1e6
 
     def pandas_read4():
@@ -132,7 +119,7 @@ def main(args):
               "version": pd.__version__ if name.startswith("pandas") else None}, LOG)
 
     # string ids: pandas reads, then numbers each side's ids by first appearance (factorize), as tux2 does
-    paths = string_ids_file(n)
+    paths, _ = ratings_file(n, "strings")
     mbs = os.path.getsize(paths) / 1e6
 
     def pandas_strings():
