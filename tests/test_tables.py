@@ -284,6 +284,9 @@ def test_info_reads_a_table_as_the_linear_models_do(data, tmp_path):
     assert res["format"] == "table" and res["labels"] == {"0": int((data["y"] == 0).sum()),
                                                            "1": int((data["y"] == 1).sum())}
     assert "labels in column 9 ('Outcome')" in res["read_as"] and res["sample"]["vertices_with_edges"] == 300
+    assert res["density"] == pytest.approx(np.count_nonzero(data["X"]) / data["X"].size)
+    libsvm = json.loads(run_cli("info", data["svm"], "--json").stdout)      # 1-based: no feature column 0
+    assert libsvm["density"] == res["density"] and libsvm["feature"]["ids_declared"] == 8
     ratings = tmp_path / "r.csv"
     ratings.write_text("userId,movieId,rating,timestamp\n1,2,3.5,964982703\n1,3,4,964981247\n")
     assert json.loads(run_cli("info", str(ratings), "--json").stdout)["format"] == "edges"     # not a table
