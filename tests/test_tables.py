@@ -284,6 +284,9 @@ def test_info_reads_a_table_as_the_linear_models_do(data, tmp_path):
     assert res["format"] == "table" and res["labels"] == {"0": int((data["y"] == 0).sum()),
                                                            "1": int((data["y"] == 1).sum())}
     assert "labels in column 9 ('Outcome')" in res["read_as"] and res["sample"]["vertices_with_edges"] == 300
+    assert res["density"] == pytest.approx(np.count_nonzero(data["X"]) / data["X"].size)
+    libsvm = json.loads(run_cli("info", data["svm"], "--json").stdout)      # 1-based: no feature column 0
+    assert libsvm["density"] == res["density"] and libsvm["feature"]["ids_declared"] == 8
     ratings = tmp_path / "r.csv"
     ratings.write_text("userId,movieId,rating,timestamp\n1,2,3.5,964982703\n1,3,4,964981247\n")
     assert json.loads(run_cli("info", str(ratings), "--json").stdout)["format"] == "edges"     # not a table
@@ -330,3 +333,21 @@ def test_a_quoted_label_may_hold_the_separator(tmp_path, sep):
                                          (not first)) + "\n" for i in range(20)))
         m = tux2.Softmax(epochs=0).fit(str(path))
         assert m.classes_.tolist() == [f"setosa{sep} var", "virginica"] and m.n_features_in_ == 2
+
+
+def test_a_model_of_a_table_scores_libsvm_files(data, tmp_path):
+    """A model trained on a table (labels found by the header's name) takes a libsvm test
+    file and scores one in Python and in tux2 predict, as the table itself: the table's
+    label column is no --label-column the user gave, so no error blames that flag."""
+    X, y = data["X"], data["y"]
+    test_csv = _write_table(tmp_path / "test.csv", X[:50], y[:50])
+    test_svm = _write_libsvm(tmp_path / "test.svm", X[:50], y[:50])
+    m = tux2.LogisticRegression(epochs=3).fit(data["csv"], test_svm)
+    assert m.history_[-1]["test_accuracy"] == pytest.approx(m.score(test_csv))
+    assert m.score(test_svm) == m.score(test_csv)
+    m.save(tmp_path / "m")
+    r = run_cli("predict", str(tmp_path / "m"), test_svm)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stderr)["accuracy"] == pytest.approx(m.score(test_csv))
+    r = run_cli("run", "lr", data["csv"], "--test", test_svm, "--epochs", "3")
+    assert r.returncode == 0, r.stderr

@@ -740,16 +740,19 @@ def plain_file(given):
 
 
 def load_libsvm(path, zero_based=False, n_features=None, type_names=("sample", "feature"), duplicates="error",
-                label_column=None, features=None):
+                label_column=None, features=None, table_labels=None):
     """(graph sample → feature, labels) of a libsvm file (see ``tux2.io.read_libsvm``)
     or a dense table of numbers with its labels in ``label_column`` (tux2.tables; the
     graph's ``layout`` says how it was read; none when it has a model's ``features``
-    columns); ``-`` and compressed files as
+    columns); ``table_labels``, a training table's label column, is the default of
+    ``label_column`` for a table and ignored for a libsvm file (a model trained on a
+    table scores libsvm files too); ``-`` and compressed files as
     ``plain_file`` reads them; the same feature twice in one libsvm line follows the
     duplicate policy."""
     check_choice("duplicates", duplicates, DUPLICATES)
     with plain_file(path) as copy:
-        fmt = tables.table_format(io.read_head(copy, "input", lines=22, bom=True), copy, label_column, features)
+        label = label_column if label_column is not None else table_labels
+        fmt = tables.table_format(io.read_head(copy, "input", lines=22, bom=True), copy, label, features)
         if fmt is not None:
             g, y = tables.read_table(copy, fmt, n_features, type_names)
             g.source = io.display_name(os.fspath(path))
@@ -789,7 +792,7 @@ def is_path(x):
     return isinstance(x, (str, bytes)) or hasattr(x, "__fspath__")
 
 
-def load_samples(X, zero_based=False, duplicates="error", label_column=None, features=None):
+def load_samples(X, zero_based=False, duplicates="error", label_column=None, features=None, table_labels=None):
     """(sample → feature graph, labels or None) of a linear model's input: a libsvm
     path or a table's (``load_libsvm``), a scipy.sparse or dense matrix (rows are
     samples), or a graph."""
@@ -797,7 +800,7 @@ def load_samples(X, zero_based=False, duplicates="error", label_column=None, fea
         return X, None
     if is_path(X):
         return load_libsvm(X, zero_based=zero_based, duplicates=duplicates, label_column=label_column,
-                           features=features)
+                           features=features, table_labels=table_labels)
     import scipy.sparse as sp
     M = X if sp.issparse(X) else _floats(X)
     if M.ndim != 2:             # one sample given as a row of features: scikit-learn refuses it alike

@@ -137,6 +137,7 @@ def info(args):
             one = bool(g.dst.min() > 0)
             res["feature_index_base"] = "1 (the libsvm default)" if one else "0 (pass --zero-based)"
             res[g.type_names[1]]["ids_declared"] -= one       # read 0-based: no feature 0 in a 1-based file
+            res["density"] = g.num_edges / max(g.n_src * (g.n_dst - one), 1)
         elif g.n_src:
             res["hints"].append("no features: every line has a label but no index:value pairs (tux2 run lr, svm, "
                                 "softmax, fm and blockpg stop on it)")

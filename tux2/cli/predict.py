@@ -107,7 +107,8 @@ def predict(args):
     from tux2.estimators.linear import binary_labels, class_codes, shown
     from tux2.udfs.glm import score_metrics, softmax
     zero_based = model.zero_based_ if args.zero_based is None else args.zero_based
-    graph, labels = load_samples(args.input, zero_based, "keep", label_column=args.label_column or model.label_column_,
+    graph, labels = load_samples(args.input, zero_based, "keep", label_column=args.label_column,
+                                 table_labels=model.label_column_,
                                  features=model.n_features_in_)        # a table without labels: none
     require_features(graph, args.input)      # labels alone: every score would be the same constant
     M = model.scores(graph)
