@@ -152,6 +152,7 @@ def test_unknown_test_ids_baseline_skip_error(files, tsv_model, tmp_path):
     assert r.returncode == 0 and len(r.stdout.splitlines()) == 2 and json.loads(r.stderr)["skipped_unknown"] == 3
     r = run_cli("predict", out, files["test"], "--unknown", "error")
     assert r.returncode == 2 and f"tux2: error: {files['test']}:2: unknown user id '{USERS + 5}'" in r.stderr
+    assert "--unknown skip (unknown='skip') drops such lines" in r.stderr          # the flag first, on the command line
     r = run_cli("run", "mf", files["tsv"], "--test", files["test"], "--unknown", "error", *FLAGS)
     assert r.returncode == 2 and f"{files['test']}:2: unknown user id" in r.stderr
     r = run_cli("run", "mf", files["tsv"], "--test", files["test"], "--unknown", "skip", *FLAGS)

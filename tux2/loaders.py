@@ -322,8 +322,8 @@ def _unknown(s, d, v, known, policy, type_names, where, fmt=None):
         toks = io.data_fields(text.encode("utf-8", "replace"), fmt.mode) if fmt is not None and text else []
         tok = toks[fmt.cols[side]].decode("utf-8", "replace") if toks and len(toks) > fmt.cols[side] else \
             int((s, d)[side][i])
-        raise InputError(f"unknown {type_names[side]} id {tok!r} (not in the training data); unknown='skip' "
-                         "(--unknown skip) drops such lines, 'baseline' predicts them from the known side",
+        raise InputError(f"unknown {type_names[side]} id {tok!r} (not in the training data); --unknown skip "
+                         "(unknown='skip') drops such lines, baseline predicts them from the known side's bias",
                          path=path, line=line, text=text)
     if policy == "skip":
         keep = ~either
