@@ -1,6 +1,8 @@
 """The strategy registry and what every strategy shares: the ``Assignment`` it returns,
 the ``EdgeView`` it sees, input checks (see tux2.partitioning)."""
 import inspect
+import math
+import numbers
 import time
 from dataclasses import dataclass, field
 
@@ -66,6 +68,26 @@ class EdgeView:
 _REGISTRY = {}
 
 
+def _check_options(name, core, options):
+    """Refuse an option value the core cannot use, before it turns into an overflow or a
+    NaN cast deep in a numba call: a numeric option (its default a number, or None as
+    ginger's counts) must be a finite number, below 2^62 where the default is an integer
+    or None; a pair (vertex_bytes) must be two finite numbers."""
+    params = inspect.signature(core).parameters
+    for key, value in options.items():
+        default = params[key].default if key in params else ""    # unknown: the core names it
+        if isinstance(default, (bool, str)) or default is value is None:
+            continue                                # checked by the strategy (favorite, target)
+        pair = isinstance(default, tuple)
+        values = tuple(value) if pair and isinstance(value, (tuple, list)) else (value,)
+        bound = math.inf if pair or isinstance(default, float) else 2**62
+        if (pair and len(values) != len(default)) or not all(
+                isinstance(x, numbers.Real) and not isinstance(x, bool) and abs(x) < bound for x in values):
+            what = f"{len(default)} finite numbers" if pair else "a finite number" + (
+                " below 2^62" if bound < math.inf else "")
+            raise PartitionError(f"{name} option {key} must be {what}, got {value!r}")
+
+
 def strategy(name, bipartite_only=False):
     """Register a strategy core ``core(g: EdgeView, parts, hasher, **options)
     -> (edge_part, master)`` under ``name`` and return the public function."""
@@ -76,6 +98,7 @@ def strategy(name, bipartite_only=False):
             if bipartite_only and n_dst is None:
                 raise PartitionError(f"strategy {name!r} needs a bipartite graph (two vertex types); "
                                      "give n_dst")
+            _check_options(name, core, options)
             hasher = make_hasher(hash, seed)
             t0 = time.perf_counter()
             if one:             # every edge and vertex on the one part: no strategy to run, no copies

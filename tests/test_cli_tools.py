@@ -211,6 +211,28 @@ def test_plot_refuses_a_metric_no_file_has(tmp_path):
     assert not (tmp_path / "p.png").exists()
 
 
+def test_info_reads_columns_past_the_lines_end_as_an_error_not_a_corpus(tmp_path):
+    """--columns 99,1 on a 3-column file sniffed as no edge list, and info described it
+    as 'doc word count' triples, the flag ignored and exit 0; tux2 run mf names the line."""
+    (tmp_path / "r.txt").write_text("1 2 3\n2 3 4\n3 1 5\n")
+    r = run_cli("info", str(tmp_path / "r.txt"), "--columns", "99,1")
+    assert r.returncode == 2 and "r.txt:1: missing column (fewer columns than --columns names)" in r.stderr, r.stderr
+    r = run_cli("info", str(tmp_path / "r.txt"), "--columns", "2,1", "--json")
+    assert r.returncode == 0 and json.loads(r.stdout)["format"] == "edges", r.stderr
+
+
+def test_plot_log_y_draws_a_panel_of_values_at_or_below_zero(tmp_path):
+    """--log-y on an LDA log-likelihood (all < 0) printed matplotlib's UserWarning with
+    plot.py's path ('Data has no positive values') and drew an empty panel; such a
+    panel now has a symmetric log axis."""
+    pytest.importorskip("matplotlib")
+    (tmp_path / "m.jsonl").write_text('{"iteration": 1, "ll": -900.5, "perplexity": 3.5}\n'
+                                      '{"iteration": 2, "ll": -700.25, "perplexity": 2.5}\n')
+    r = run_cli("plot", str(tmp_path / "m.jsonl"), "-o", str(tmp_path / "p.png"), "--log-y")
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    assert "2 metric(s) from 1 file(s)" in r.stdout
+
+
 @pytest.mark.slow          # 6-10 s: the default suite's budget (2026-11-26 durations)
 def test_config_file_keys_are_flags_and_the_command_line_wins(tmp_path):
     conf = tmp_path / "mf.toml"

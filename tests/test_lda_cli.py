@@ -380,6 +380,17 @@ def test_lda_refuses_weights_that_are_not_token_counts():
         lda.transform(cv.transform(["apple"]) * 1.5)
 
 
+def test_lda_refuses_a_count_a_file_could_not_hold():
+    """A count of 2^40 in a matrix (a file's line is refused over 2^24) reached the
+    sampler's token arrays: a MemoryError asking for 2 TiB, after a long wait."""
+    import scipy.sparse as sp
+    import tux2
+    X = sp.csr_matrix(np.array([[2**40, 1], [1, 2]]))
+    with pytest.raises(InputError, match=r"word 0 is 1.09951e\+12, not a token count \(a whole number from 1 to 16777216"):
+        tux2.LDA(topics=2, iterations=1).fit(X)
+    tux2.LDA(topics=2, iterations=1).fit(sp.csr_matrix(np.array([[3, 1], [1, 2]])))
+
+
 def test_a_vocabulary_of_another_corpus_or_for_a_text_corpus_is_refused(tmp_path):
     """A docword file's vocabulary has its header's W lines: one with more (vocab.nytimes.txt
     beside docword.kos.txt) labelled the topics with the wrong words, silently; a text

@@ -266,3 +266,24 @@ def test_bad_arguments_give_clear_errors():
     for name in P.available():
         a = P.partition(name, [], [], 0, 0, 2, strict=False)
         assert a.edge_part.shape == (0,) and all(len(m) == 0 for m in a.master), name
+
+
+def test_numeric_options_must_be_finite_numbers():
+    # a NaN, an infinity, a number past int64 or a word reached the numba cores as a
+    # cast that failed with ValueError/OverflowError/ZeroDivisionError (an internal error
+    # from 'tux2 partition -o theta=nan'); each is now a PartitionError naming the option
+    g = random_graph(seed=3)
+    args = (g.src, g.dst, g.n_src, g.n_dst, 3)
+    for name, key, value in [("hybrid", "theta", float("nan")), ("hybrid", "theta", 1e20),
+                             ("hybrid", "theta", "abc"), ("ginger", "theta", float("inf")),
+                             ("ginger", "interval", 1e30), ("ginger", "gamma", float("inf")),
+                             ("hdrf", "lam", float("inf")), ("hdrf", "lam", float("nan")),
+                             ("greedy", "loaders", float("nan")), ("bicut", "vertex_bytes", 0),
+                             ("aweto", "vertex_bytes", (1, float("nan"))),
+                             ("stratified", "blocks", float("nan"))]:
+        with pytest.raises(PartitionError, match=f"{name} option {key} must be"):
+            P.partition(name, *args, **{key: value})
+    # in range they still run, numpy scalars and None (ginger's default) included
+    P.partition("hdrf", *args, lam=np.float32(2.0), loaders=np.int64(2))
+    P.partition("ginger", *args, interval=None, theta=1e3)
+    P.partition("bicut", *args, vertex_bytes=[1, 2.5])

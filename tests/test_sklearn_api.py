@@ -8,6 +8,7 @@ import pytest
 import scipy.sparse as sp
 
 import tux2
+from tux2.errors import InputError
 from tux2.datasets import sparse_classification
 
 
@@ -403,3 +404,17 @@ def test_predict_gives_labels_of_the_dtype_y_had_and_so_does_a_loaded_model(coun
     coo = X.tocoo()
     write_libsvm(str(tmp_path / "s.svm"), BipartiteGraph(coo.row, coo.col, coo.data, *X.shape), spam.astype(float))
     assert cls(epochs=1).fit(str(tmp_path / "s.svm")).classes_.dtype.kind == "i"
+
+
+def test_float_ids_of_rating_rows_are_checked_not_cast():
+    """MF.fit on an (n, 3) float array (np.loadtxt's) cast its id columns with astype:
+    user 0.5 trained as user 0 and a NaN or 1e30 id as -2^63, silently; the rows' ids
+    now go through from_arrays' check, as a tuple of columns does."""
+    rows = np.array([[0.0, 1, 5], [1, 0, 3], [2, 2, 4]])
+    for bad, what in ((0.5, "0.5"), (np.nan, "nan"), (1e30, r"1e\+30 at index 1 is not an integer within int64")):
+        r = rows.copy()
+        r[1, 0] = bad
+        with pytest.raises(InputError, match=f"src id {what}"):
+            tux2.MF(k=2, epochs=1).fit(r)
+    m = tux2.MF(k=2, epochs=1).fit(rows)             # integral floats still read as ids
+    assert m.predict([0.0, 2.0], [1.0, 2.0]).shape == (2,)

@@ -910,10 +910,12 @@ def _column_ids(a, name):
     if a.dtype == object and all(type(x) is int or isinstance(x, np.integer) for x in a.tolist()):
         return _column_ids(np.array(a.tolist()), name)     # integers kept as object (a column astype(object))
     if a.dtype.kind == "f":
-        if np.all(np.isfinite(a)) and np.all(a == np.floor(a)):
+        bad = ~np.isfinite(a) | (a != np.floor(a)) | (np.abs(a) >= 2.0**63)     # 1e30 cast to -2^63
+        if not bad.any():
             return a.astype(np.int64), None
-        i = int(np.flatnonzero(~np.isfinite(a) | (a != np.floor(a)))[0])
-        raise InputError(f"{name} id {a[i].item()!r} at index {i} is not an integer", path="arrays")
+        i = int(np.flatnonzero(bad)[0])
+        raise InputError(f"{name} id {a[i].item()!r} at index {i} is not an integer"
+                         + " within int64" * bool(np.isfinite(a[i]) and a[i] == np.floor(a[i])), path="arrays")
     if a.dtype == object:
         if any(x is None or (isinstance(x, float) and x != x) for x in a.tolist()):
             i = next(i for i, x in enumerate(a.tolist()) if x is None or (isinstance(x, float) and x != x))

@@ -113,6 +113,8 @@ def info(args):
     spool_inputs(args)
     path = args.input
     kind = "csv" if args.text_column else io.sniff_input(path, args.columns) if args.format == "auto" else args.format
+    if args.format == "auto" and args.columns is not None:
+        kind = "edges"          # an edge list's columns: lines without them are named, not read as a corpus
     if args.format == "auto" and kind in ("edges", "text", "libsvm") and args.columns is None and (
             args.label_column is not None or tables.looks_like_table(io.read_head(path, "input"), path)):
         kind = "table"

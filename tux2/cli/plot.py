@@ -22,7 +22,7 @@ def add_parser(sub):
     p.add_argument("--x", choices=_X, default="auto",
                    help="x axis; auto: epoch or iteration, whichever the files have")
     p.add_argument("--y", nargs="+", help="metrics to plot (default: every metric in the files)")
-    p.add_argument("--log-y", action="store_true", help="logarithmic y axes")
+    p.add_argument("--log-y", action="store_true", help="logarithmic y axes (symmetric log on a panel with values <= 0)")
     p.add_argument("--title", help="figure title")
     p.set_defaults(func=plot)
 
@@ -110,7 +110,8 @@ def plot(args):
             from matplotlib.ticker import MaxNLocator
             ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_ylabel(m.replace("_", " "))
-        ax.set_yscale("log" if args.log_y else "linear")
+        low = min(r[m] for rows in data.values() for r in rows if _number(r.get(m)))   # a log-likelihood is < 0
+        ax.set_yscale("linear" if not args.log_y else "log" if low > 0 else "symlog")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
     for ax in list(axes.flat)[len(metrics):]:

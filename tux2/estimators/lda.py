@@ -38,11 +38,11 @@ def _counts(data, V=None):
         data = sp.csr_matrix(data)
     g = loaders.load(data, duplicates="sum")
     v = g.values if g.values is not None else np.ones(len(g.src))
-    bad = np.flatnonzero((v < 1) | (v != np.floor(v)))
+    bad = np.flatnonzero((v < 1) | (v != np.floor(v)) | (v > io.MAX_COUNT))    # 2^40 allocated 2^40 tokens
     if len(bad):
         i = int(bad[0])
         raise InputError(f"the value at document {g.src[i]}, word {g.dst[i]} is {v[i]:g}, not a token count (a "
-                         "whole number >= 1): LDA samples tokens, so give it counts (CountVectorizer's, not "
+                         f"whole number from 1 to {io.MAX_COUNT}, as in a file): LDA samples tokens, so give it counts (CountVectorizer's, not "
                          "TfidfVectorizer's)", path=g.source)
     matrix = hasattr(data, "tocoo")                     # its width is the vocabulary's, not the largest word id's
     width = data.shape[1] if matrix else g.n_dst

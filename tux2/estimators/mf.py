@@ -87,7 +87,7 @@ def user_rows(x, columns=None):
                              "item, rating)", path="arrays") from None
         if x.dtype.kind in "OUS":
             return _id_column(x[:, 0]), _id_column(x[:, 1]), r
-        return x[:, 0].astype(np.int64), x[:, 1].astype(np.int64), r
+        return x[:, 0], x[:, 1], r          # from_arrays checks float ids (0.5, NaN: no cast)
     return x
 
 
