@@ -110,7 +110,7 @@ def plot(args):
             from matplotlib.ticker import MaxNLocator
             ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_ylabel(m.replace("_", " "))
-        low = min(r[m] for rows in data.values() for r in rows if _number(r.get(m)))   # a log-likelihood is < 0
+        low = min((r[m] for rows in data.values() for r in rows if _number(r.get(m))), default=1)   # log-lik. < 0
         ax.set_yscale("linear" if not args.log_y else "log" if low > 0 else "symlog")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)

@@ -42,8 +42,8 @@ def _counts(data, V=None):
     if len(bad):
         i = int(bad[0])
         raise InputError(f"the value at document {g.src[i]}, word {g.dst[i]} is {v[i]:g}, not a token count (a "
-                         f"whole number from 1 to {io.MAX_COUNT}, as in a file): LDA samples tokens, so give it counts (CountVectorizer's, not "
-                         "TfidfVectorizer's)", path=g.source)
+                         f"whole number from 1 to {io.MAX_COUNT}, as in a file): LDA samples tokens, so give it "
+                         "counts (CountVectorizer's, not TfidfVectorizer's)", path=g.source)
     matrix = hasattr(data, "tocoo")                     # its width is the vocabulary's, not the largest word id's
     width = data.shape[1] if matrix else g.n_dst
     if V is not None and (width > V or (matrix and width != V)):
