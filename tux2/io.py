@@ -856,7 +856,7 @@ def _trimmed(buf, a, b):
 
 @njit(cache=True, nogil=True)
 def _string_lines(buf, start, bounds, values, cs, cd, vcol, need, mode, strict):
-    """The edge lines of buf[start:] whose ids are any tokens: ``bounds[k]`` gets the
+    """The edge lines of buf[start:] whose ids are any tokens: ``bounds[:, k]`` gets the
     (start, end) offsets of edge k's src and dst tokens, ``values[k]`` its value (columns
     ``cs``, ``cd``, ``vcol``: -1 for none). Fields as :func:`split_fields` has them (TAB:
     the trimmed text between tabs). Returns (edges, ncols, ok); ok is False at the first
@@ -937,10 +937,10 @@ def _string_lines(buf, start, bounds, values, cs, cd, vcol, need, mode, strict):
             return k, ncols, False
         if fb[0] == fa[0] or fb[1] == fa[1] or (cols == 3 and fb[2] == fa[2]):
             return k, ncols, False              # an empty field read (TAB)
-        bounds[k, 0] = fa[0]
-        bounds[k, 1] = fb[0]
-        bounds[k, 2] = fa[1]
-        bounds[k, 3] = fb[1]
+        bounds[0, k] = fa[0]
+        bounds[1, k] = fb[0]
+        bounds[2, k] = fa[1]
+        bounds[3, k] = fb[1]
         if cols == 3:
             x, p, err = _parse_float(buf, fa[2], fb[2], mode)
             if err or p != fb[2]:
@@ -1016,14 +1016,14 @@ def string_edges(raw, fmt):
     need = max(cs, cd) if cv == OPTIONAL else max(cs, cd, vcol)
     buf = np.frombuffer(raw, dtype=np.uint8)
     cap = int(_count_newlines(buf, np.array([fmt.start, len(buf)], np.int64))[0]) + 1
-    bounds = np.empty((cap, 4), np.int64)
+    bounds = np.empty((4, cap), np.int64)        # rows: src start, end, dst start, end
     values = np.empty(cap, np.float64)
     k, ncols, ok = _string_lines(buf, fmt.start, bounds, values, cs, cd, vcol, need, fmt.mode, fmt.strict)
     if not ok or k == 0:
         return None
     out, tokens = [], []
     for side in (0, 1):
-        lo, hi = np.ascontiguousarray(bounds[:k, 2 * side]), np.ascontiguousarray(bounds[:k, 2 * side + 1])
+        lo, hi = bounds[2 * side, :k], bounds[2 * side + 1, :k]
         ids, first = np.empty(k, np.int64), np.empty(k, np.int64)
         m = _intern(buf, lo, hi, ids, first)
         out.append(ids)
