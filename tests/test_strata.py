@@ -169,6 +169,26 @@ def test_every_form_of_the_apply_round_gives_the_same_model(skewed):
         _same(one, _model(eng))
 
 
+def test_a_clock_runs_the_tiles_no_value_in_flight_reaches_first(skewed):
+    """Between two worker processes (here: the one-phase round's messages in one), a
+    clock starts with the tiles whose replicated vertices this partition wrote in the
+    last clock, while the other's values are on their way, then takes them and runs
+    the rest: the one-partition model bit for bit, with tiles on both sides of the cut."""
+    train, _ = skewed
+    order, bounds, tile_bounds = stratified_order(train.src, train.dst, train.n_src, train.n_dst, 16, tiles=True)
+    g = train.permuted(order)
+    prog = mf.program(k=8, mu=float(g.values.mean()))
+    one = Engine(prog, g, partitions=1, strata=bounds).run(3)
+    eng = Engine(prog, g, partitions=2, partitioner="stratified", strata=bounds, tiles=tile_bounds, threads=1)
+    eng._plan_room = 0                     # no copy plans: the round goes as messages
+    eng.run(3)
+    splits = [v for k, v in eng._run_cache.items() if k[0] == "waiting"]
+    assert splits and all(early[2] + late[2] for early, late in splits)
+    assert sum(early[2] for early, _ in splits) and sum(late[2] for _, late in splits)
+    _same(_model(one), _model(eng))
+    assert eng.context()["rmse"] == pytest.approx(one.context()["rmse"], rel=1e-12)
+
+
 def _init_touch(name, data, rng):
     if name == "a":
         data["x"] = [3.0, 5.0]

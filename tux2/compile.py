@@ -677,6 +677,21 @@ def tiles_conflict(ends, stratum, tile, n):
 
 
 @njit(cache=True, nogil=True, boundscheck=False)
+def ranges_waiting(starts, perm, ends, stamp, epoch, alone, out):
+    """Per range [starts[i], starts[i + 1]) of an order's positions: out[i] = 1 when one
+    of its edges has an endpoint ``ends[e]`` not stamped ``epoch`` that has other
+    replicas (``alone`` False), whose value another worker may still be sending."""
+    for i in range(starts.shape[0] - 1):
+        if out[i]:
+            continue
+        for t in range(starts[i], starts[i + 1]):
+            v = ends[t] if perm.shape[0] == 0 else ends[perm[t]]
+            if stamp[v] != epoch and not alone[v]:
+                out[i] = 1
+                break
+
+
+@njit(cache=True, nogil=True, boundscheck=False)
 def mark_touched(los, his, n_seg, perm, ends, stamp, epoch, buf, count):
     """Append endpoints of the edges in the segments not yet stamped with ``epoch`` to buf."""
     for k in range(n_seg):

@@ -15,7 +15,7 @@ import numpy as np
 from tux2 import partitioning
 from tux2.compile import (aggregate_kernel, append_unstamped, apply_kernel, combine_kernel, compile_call, copy_rows,
                           copy_rows_between, exchange_kernel,
-                          finalize_kernel, group_by_part, mark_touched, minibatch_kernel, mirror_fanout,
+                          finalize_kernel, group_by_part, mark_touched, minibatch_kernel, mirror_fanout, ranges_waiting,
                           tiles_conflict, union_positions, view, writes_records, active_kernel, reselect_kernel)
 from tux2.config import cores, jit_disabled
 from tux2.errors import ContextStateError, DivergenceError, SchemaError
@@ -124,6 +124,8 @@ class Engine(ApplyRounds):
         self._ahead = None          # (Exchange, segments) of the next clock, when rows may wait for it
         self._flags = {}            # (partition, type) → scratch flags over local vertices
         self._held = {}             # (partition, type) → (rows synced, rows held back) of a one-phase round
+        self._deferred = []         # one-phase rounds sent in the last clock, taken during this clock's Exchange
+        self._last_range = {}       # partition → the last stratified clock's range of its edges
         self._direct_plans = {}     # partition → ({touched list key: its one-phase messages}, [room])
         self._marks = {p.rank: ({}, [p.n_edges + sum(tl.n_local for tl in p.types)]) for p in self.parts}
         self._local_plans = {}      # in-process Apply rounds: touched lists → copies between replicas
@@ -452,12 +454,16 @@ class Engine(ApplyRounds):
                 self._ahead = (mb.stages[0], nxt) if nxt is not None else None
                 for s in mb.stages:
                     self._run_stage(s, self._narrowed(s, segs, order) if id(s) in self._reselect else segs)
+                if ahead:
+                    self._last_range = {p.rank: (int(x[0][0]), int(x[1][0])) if x[2] == 1 else None
+                                        for p, x in zip(self.parts, segs)}
                 self._trace_end(mark)
                 if self.on_clock is not None:
                     self.on_clock(self)
         finally:
             self._ahead = None
             self._tiled = False
+            self._deferred = []
 
     def _run_fused(self, mb, bounds, clock_order):
         """The mini-batches of one epoch through the fused loop, in runs of clocks
@@ -584,6 +590,9 @@ class Engine(ApplyRounds):
                 if self._tracked[t] and (s.writes is None or t in self._writes[id(s)]):
                     self._mark(p, t, self._mark_key(s, t, los, his, n, perm), los, his, n, perm, ends)
 
+        if self._deferred and not self._tiled:
+            return self._exchange_around(kernel, mark, segs)
+        self._finish_deferred()
         if not self._tiled:
             def run(p):
                 los, his, n, perm = segs[self._slot[p.rank]]
@@ -607,6 +616,57 @@ class Engine(ApplyRounds):
         for p, ctx, start in scratch:
             self._fold_ctx(p, ctx, start, s)
         self._each_part(mark, [p for p in self.parts if segs[self._slot[p.rank]][2]])
+
+    def _exchange_around(self, kernel, mark, segs):
+        """An Exchange while the last clock's one-phase rounds are still out: each
+        partition first runs the tiles of its range that no value on its way can reach
+        (every replicated vertex they touch was written here in the last clock, so in a
+        stratified run no other replica wrote it), then takes the rounds' values, then
+        runs its other tiles. The tiles of a stratum share no vertex, so their order
+        changes no value: the worker computes while the other's values travel."""
+        plans = {p.rank: self._tiles_waiting(p, *segs[self._slot[p.rank]]) for p in self.parts}
+
+        def run(p, i):
+            los, his, n = plans[p.rank][i]
+            return kernel(p, los, his, n, segs[self._slot[p.rank]][3], p.ctx) if n else None
+        times = self._each_part(lambda p: run(p, 0), self.parts)
+        self._finish_deferred()
+        times += self._each_part(lambda p: run(p, 1), self.parts)
+        self._each_part(mark, [p for p in self.parts if segs[self._slot[p.rank]][2]])
+        self._part_times([x for x in times if x is not None])
+
+    def _tiles_waiting(self, p, los, his, n, perm):
+        """p's clock range as ((los, his, n) of its tiles that need no value of the
+        deferred rounds, (los, his, n) of the others). A range's split depends on the
+        last clock's touched lists, the same every epoch: kept per (last range, range)."""
+        if n != 1 or self.tiles is None:
+            return (los, his, 0), (los, his, n)
+        a, b = int(los[0]), int(his[0])
+        key = ("waiting", p.rank, self._last_range.get(p.rank), a, b)
+        got = self._run_cache.get(key)
+        if got is None:
+            starts = self._run_cache.get(("tiles", p.rank))
+            if starts is None:
+                starts = self._run_cache[("tiles", p.rank)] = np.searchsorted(p.orders[None][1], self.tiles)
+            cuts = np.r_[a, np.unique(starts[(starts > a) & (starts < b)]), b].astype(np.int64)
+            wait = np.zeros(len(cuts) - 1, np.uint8)
+            for _, t, _, _, _ in self._deferred:
+                tl = p.types[t]
+                ranges_waiting(cuts, perm, (p.ea, p.eb)[t], tl.stamp, tl.epoch, self._alone(p, t), wait)
+            got = tuple((np.ascontiguousarray(cuts[:-1][sel]), np.ascontiguousarray(cuts[1:][sel]), int(sel.sum()))
+                        for sel in (wait == 0, wait == 1))
+            self._run_cache[key] = got
+        return got
+
+    def _alone(self, p, t):
+        """Per local vertex of type t in p: True for a master without mirrors."""
+        key = ("alone", p.rank, t)
+        got = self._run_cache.get(key)
+        if got is None:
+            tl = p.types[t]
+            got = self._run_cache[key] = np.zeros(tl.n_local, np.bool_)
+            got[:tl.n_master] = tl.mm_ptr[1:] == tl.mm_ptr[:-1]
+        return got
 
     def _check_tiles(self):
         """Threads may share a partition only if, within each stratum, every vertex's

@@ -258,7 +258,19 @@ class ApplyRounds:
             out.update(msgs)
             self.min_bytes += nbytes
         self._comm(self.transport.send, self.clock, key, out)
-        inbox = self._comm(self.transport.collect, self.clock, key)
+        if self._ahead is not None and not self._tiled:      # taken during the next clock's Exchange
+            self._deferred.append((s, t, key, end, self.clock))
+            return
+        self._direct_in_all(s, t, key, end, self.clock)
+
+    def _finish_deferred(self):
+        """Take the one-phase rounds sent in the last clock (Engine._exchange_around)."""
+        rounds, self._deferred = self._deferred, []
+        for s, t, key, end, clock in rounds:
+            self._direct_in_all(s, t, key, end, clock)
+
+    def _direct_in_all(self, s, t, key, end, clock):
+        inbox = self._comm(self.transport.collect, clock, key)
         to = {}
         for (src, dst), msg in inbox.items():
             to.setdefault(dst, []).append(msg)
