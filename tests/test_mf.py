@@ -264,6 +264,19 @@ def test_early_stop_is_the_same_on_two_workers(tmp_path):
     np.testing.assert_array_equal(tux2.MF.load(str(tmp_path / "m")).user_factors_, one.user_factors_)
 
 
+def test_the_items_each_user_rated_are_saved_in_item_order_whatever_the_edge_order():
+    """seen.npz is the same file from one worker and from several (whose gathered edges
+    come in another order): each user's items ascending."""
+    from tux2.estimators.mf import seen_csr
+    train, _ = netflix_like(n_users=300, n_items=80, n_ratings=4000, seed=5)
+    indptr, items = seen_csr(train)
+    want = [sorted(train.dst[train.src == u].tolist()) for u in range(train.n_src)]
+    assert [items[a:b].tolist() for a, b in zip(indptr[:-1], indptr[1:])] == want
+    shuffled = seen_csr(train.permuted(np.random.default_rng(1).permutation(train.num_edges)))
+    np.testing.assert_array_equal(shuffled[0], indptr)
+    np.testing.assert_array_equal(shuffled[1], items)
+
+
 def test_recommend_is_the_top_of_a_plain_sort():
     """recommend's compiled top-k against sorting every item's score: seen items and items
     without ratings left out, a user without ratings given the baseline μ + b_i, ties (equal

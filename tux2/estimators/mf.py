@@ -139,10 +139,11 @@ def _id_column(c):
 
 
 def seen_csr(graph):
-    """(indptr, indices) of each user's items in a user → item graph (a counting sort:
-    each user's items in edge order)."""
-    order, indptr = group_by_part(graph.src, graph.n_src)
-    return indptr, graph.dst[order].astype(np.int32)
+    """(indptr, indices) of each user's items in a user → item graph, in item order
+    (two stable counting sorts): the same whatever the edge order (workers, partitions)."""
+    by_item, _ = group_by_part(graph.dst, graph.n_dst)
+    order, indptr = group_by_part(graph.src[by_item], graph.n_src)
+    return indptr, graph.dst[by_item[order]].astype(np.int32)
 
 
 def rating_scale(sd, mad=None):
