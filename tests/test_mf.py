@@ -227,7 +227,8 @@ def test_early_stop_ends_training_and_keeps_the_lowest_test_rmse_model():
     model (checked against a run of that many epochs); without a new low it changes nothing."""
     import tux2
     tr, te = _overfitting()
-    full = tux2.MF(k=16, epochs=20, reg=0.0).fit(tr, te)
+    with pytest.warns(RuntimeWarning, match="overfits these ratings.*early_stop=2"):
+        full = tux2.MF(k=16, epochs=20, reg=0.0).fit(tr, te)
     rmse = [r["test_rmse"] for r in full.history_]
     best = int(np.argmin(rmse)) + 1
     assert best <= 16 and rmse[-1] > rmse[best - 1]        # (the data overfit: the test needs that)
@@ -324,3 +325,31 @@ def test_early_stop_after_a_resume_says_which_model_it_keeps(tmp_path):
     assert r.returncode == 0, r.stderr
     assert f"(epoch {best}) for 2 evaluation(s) (--early-stop); that epoch came before the resume" in r.stdout
     assert "epoch  15/30" in r.stdout and "epoch  16/30" not in r.stdout
+
+
+def test_a_resumed_early_stop_run_keeps_the_model_of_the_checkpoints_best_epoch(tmp_path):
+    """With --early-stop the checkpoint keeps the lowest test RMSE's model too: a run stopped
+    past its best epoch and resumed ends with the uninterrupted run's model, bit for bit."""
+    from tests.conftest import run_cli
+    from tux2.io import write_edge_list
+    tr, te = _overfitting()
+    paths = [str(tmp_path / n) for n in ("train.txt", "test.txt")]
+    for p, g in zip(paths, (tr, te)):
+        write_edge_list(p, g)
+    args = ["run", "mf", paths[0], "--test", paths[1], "--k", "16", "--reg", "0", "--early-stop", "2"]
+    r = run_cli(*args, "--epochs", "30", "--out", str(tmp_path / "whole"))
+    assert r.returncode == 0, r.stderr
+    rmse = [float(x.split("test_rmse ")[1].split()[0]) for x in r.stdout.splitlines() if x.startswith("epoch")]
+    best = int(np.argmin(rmse)) + 1
+    assert len(rmse) == best + 2 and f"the model is epoch {best}'s" in r.stdout, r.stdout
+    ck = ["--checkpoint-dir", str(tmp_path / "ck"), "--checkpoint-every", "1"]
+    r = run_cli(*args, "--epochs", str(best + 1), *ck)          # past the best epoch, not yet stopped
+    assert r.returncode == 0, r.stderr
+    r = run_cli(*args, "--epochs", "30", "--resume", str(tmp_path / "ck"), "--out", str(tmp_path / "resumed"))
+    assert r.returncode == 0, r.stderr
+    assert f"the model is epoch {best}'s" in r.stdout and "since the resume" not in r.stdout, r.stdout
+    assert "came before the resume" not in r.stdout
+    for f in ("user.npz", "item.npz"):
+        whole, resumed = np.load(tmp_path / "whole" / f), np.load(tmp_path / "resumed" / f)
+        for key in whole.files:
+            np.testing.assert_array_equal(whole[key], resumed[key], err_msg=(f, key))

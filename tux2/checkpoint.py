@@ -73,11 +73,13 @@ def _input_changes(then, now):
     return notes or same
 
 
-def save(directory, eng, params, transport=None, inputs=None, history=None):
+def save(directory, eng, params, transport=None, inputs=None, history=None, kept=None):
     """Write ``eng``'s state (after a whole iteration) as a new checkpoint under
     ``directory``; ``params`` (JSON) identify the run and are checked on resume;
     ``inputs``: ``input_stats`` of the run's files, reported if they change;
-    ``history``: the run's metrics records so far (a resume goes on from them).
+    ``history``: the run's metrics records so far (a resume goes on from them);
+    ``kept``: rank 0's (arrays, JSON) of a model the run keeps besides the engine's
+    (early stopping's best epoch), given back by ``load``.
     Collective: every worker calls it. Returns the checkpoint's path."""
     rank = getattr(transport, "rank", 0) if transport is not None else 0
     arrays, meta = eng.state()
@@ -100,8 +102,11 @@ def save(directory, eng, params, transport=None, inputs=None, history=None):
                                       "checkpoint directory must be shared")
             state = {**meta, "world": world, "params": params, "inputs": inputs or {},
                      "history": json.loads(files.json_text(history or []))}
-            files.write_dir(work, {"state.json": lambda f: f.write(json.dumps(state, indent=1).encode())},
-                            present=parts)
+            out = {"state.json": lambda f: f.write(json.dumps(state, indent=1).encode())}
+            if kept is not None:
+                state["kept"] = json.loads(files.json_text(kept[1]))
+                out["kept.npz"] = lambda f: np.savez(f, **kept[0])
+            files.write_dir(work, out, present=parts)
             if os.path.exists(final):                    # a leftover of an earlier run at this iteration
                 shutil.rmtree(final)
             os.replace(work, final)
@@ -268,4 +273,11 @@ def load(directory, eng, params, transport=None, compare=None, inputs=None):
     except SchemaError as e:
         notes = [] if isinstance(e, ContextStateError) else _input_changes(state.get("inputs"), inputs)
         raise CheckpointError(f"{path}: {e}" + ("; input files: " + "; ".join(notes) if notes else "")) from None
+    if rank == 0 and "kept" in state:
+        _verify(path, ["kept.npz"])
+        try:
+            with np.load(os.path.join(path, "kept.npz"), allow_pickle=False) as z:
+                state["kept"] = ({k: z[k] for k in z.files}, state["kept"])
+        except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e:
+            raise CheckpointError(f"{path}/kept.npz: cannot read ({e})") from None
     return state

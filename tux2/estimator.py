@@ -235,6 +235,13 @@ class Estimator:
         """Why training stops early after the last record of ``history``, or None."""
         return None
 
+    def _kept(self, setup):
+        """(arrays, JSON) of a model the run keeps besides the engine's, for a checkpoint; or None."""
+        return None
+
+    def _take_kept(self, setup, arrays, meta):
+        """A resumed run takes back what ``_kept`` gave its checkpoint."""
+
     def _in_python(self, text):
         """A run's note or stop message as a Python caller reads it: each ``--flag``
         of a parameter becomes ``param=`` ('try --eta 0.05' → 'try eta=0.05')."""

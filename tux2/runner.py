@@ -256,6 +256,7 @@ class Checkpoints:
         self.eng, self.transport, self.dir, self.every, self.resume_dir = eng, transport, directory, every, resume
         self.params, self.inputs = params or {}, inputs or {}
         self._lock = None
+        self.kept = None                        # rank 0's (arrays, JSON) the resumed checkpoint kept besides the engine
         self._made = []                         # directories made for the checkpoints, deepest first
         if self.every and getattr(transport, "rank", 0) == 0:
             path = os.path.abspath(self.dir)
@@ -273,11 +274,12 @@ class Checkpoints:
         if say is not None:
             say(f"  resumed from {self.resume_dir} after {unit} {self.eng.iteration}")
         history = state.get("history")
+        self.kept = state.get("kept")
         return self.eng.iteration, history if isinstance(history, list) else []
 
-    def after(self, i, history=None):
+    def after(self, i, history=None, kept=None):
         if self.every and i % self.every == 0:
-            ckpt.save(self.dir, self.eng, self.params, self.transport, inputs=self.inputs, history=history)
+            ckpt.save(self.dir, self.eng, self.params, self.transport, inputs=self.inputs, history=history, kept=kept)
 
     def close(self):
         """Release the checkpoint directory (the next run may write there)."""
@@ -361,6 +363,8 @@ def train(est, data, *, transport=None, partitions=None, threads=None, slack=0, 
     ck = Checkpoints(eng, transport, **(checkpoint or {}))
     try:
         start, history = ck.resume(say, unit)      # a resume's history goes on from the checkpoint's records
+        if ck.kept is not None:
+            est._take_kept(setup, *ck.kept)
         history = [rec for rec in history if isinstance(rec, dict) and rec.get(unit, start + 1) <= start]
         if ck.resume_dir and start >= n:
             say(f"  note: the checkpoint in {ck.resume_dir} is at {unit} {start}, --{est._iterations} {n}: nothing to "
@@ -380,7 +384,7 @@ def train(est, data, *, transport=None, partitions=None, threads=None, slack=0, 
                 message = est._diverged(rec)
                 if message:
                     raise DivergenceError(message if printed else est._in_python(message))
-                ck.after(i, history)
+                ck.after(i, history, est._kept(setup) if rank == 0 else None)
                 message = est._converged(history)
                 if message:
                     say(message)

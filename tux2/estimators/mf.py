@@ -459,6 +459,14 @@ class MF(Estimator):
                 f"{self.early_stop} evaluation(s) (--early-stop)" + ("" if kept else "; that epoch came before the "
                                                                     "resume, whose lowest is the model"))
 
+    def _kept(self, s):
+        if self.early_stop and "best" in vars(s):
+            return {"user": s.best[2], "item": s.best[3]}, {"test_rmse": s.best[0], "epoch": s.best[1]}
+        return None
+
+    def _take_kept(self, s, arrays, meta):
+        s.best = (float(meta["test_rmse"]), int(meta["epoch"]), arrays["user"], arrays["item"])
+
     def read_model(self, eng, s):
         U, I = vertex_model(eng, s)
         if self.early_stop and U is not None and "best" in vars(s) and s.best[1] < eng.iteration:
