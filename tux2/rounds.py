@@ -17,7 +17,10 @@ one replica that touched a vertex straight from its arrays (a plan per stratum, 
 once); where no vertex has more than two replicas (2 workers), the round has one
 phase: each replica that wrote sends to the other. In a stratified run both hold
 back a row its partition writes again in the next clock (no other replica touches
-it before), so each row moves when its block moves on.
+it before), so each row moves when its block moves on; and between two workers a
+round's values are taken during the next clock's Exchange, which first runs the
+tiles that no value on its way can reach (Engine._exchange_around): the same values
+as BSP, with the wait for the other worker behind those tiles.
 
 Records move as the bytes of their sync fields (which lead each record), copied by
 numba loops; each phase runs per partition in the engine's threads.
