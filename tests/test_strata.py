@@ -169,18 +169,21 @@ def test_every_form_of_the_apply_round_gives_the_same_model(skewed):
         _same(one, _model(eng))
 
 
-def test_a_clock_runs_the_tiles_no_value_in_flight_reaches_first(skewed):
+@pytest.mark.parametrize("threads", [1, 4])
+def test_a_clock_runs_the_tiles_no_value_in_flight_reaches_first(skewed, threads):
     """Between two worker processes (here: the one-phase round's messages in one), a
     clock starts with the tiles whose replicated vertices this partition wrote in the
     last clock, while the other's values are on their way, then takes them and runs
-    the rest: the one-partition model bit for bit, with tiles on both sides of the cut."""
+    the rest (with threads: each part shared out): the one-partition model bit for bit,
+    with tiles on both sides of the cut."""
     train, _ = skewed
     order, bounds, tile_bounds = stratified_order(train.src, train.dst, train.n_src, train.n_dst, 16, tiles=True)
     g = train.permuted(order)
     prog = mf.program(k=8, mu=float(g.values.mean()))
     one = Engine(prog, g, partitions=1, strata=bounds).run(3)
-    eng = Engine(prog, g, partitions=2, partitioner="stratified", strata=bounds, tiles=tile_bounds, threads=1)
+    eng = Engine(prog, g, partitions=2, partitioner="stratified", strata=bounds, tiles=tile_bounds, threads=threads)
     eng._plan_room = 0                     # no copy plans: the round goes as messages
+    assert max(eng._groups) == -(-threads // 2)             # threads share each part's tiles, or not
     eng.run(3)
     splits = [v for k, v in eng._run_cache.items() if k[0] == "waiting"]
     assert splits and all(early[2] + late[2] for early, late in splits)

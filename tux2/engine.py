@@ -590,9 +590,8 @@ class Engine(ApplyRounds):
                 if self._tracked[t] and (s.writes is None or t in self._writes[id(s)]):
                     self._mark(p, t, self._mark_key(s, t, los, his, n, perm), los, his, n, perm, ends)
 
-        if self._deferred and not self._tiled:
-            return self._exchange_around(kernel, mark, segs)
-        self._finish_deferred()
+        if self._deferred:
+            return self._exchange_around(s, kernel, mark, segs)
         if not self._tiled:
             def run(p):
                 los, his, n, perm = segs[self._slot[p.rank]]
@@ -604,36 +603,54 @@ class Engine(ApplyRounds):
             work = None if self._pool is None or len(self.parts) < 2 else sum(
                 int((his[:n] - los[:n]).sum()) for los, his, n, _ in segs)
             return self._part_times([x for x in self._each_part(run, self.parts, work) if x is not None])
+        self._run_tiled(s, kernel, segs, {p.rank: self._tile_groups(p, *segs[self._slot[p.rank]][:3])
+                                          for p in self.parts})
+        self._each_part(mark, [p for p in self.parts if segs[self._slot[p.rank]][2]])
+
+    def _run_tiled(self, s, kernel, segs, groups):
+        """Each partition's ``groups`` ((los, his, n) each, sharing no vertex) in the
+        engine's threads: the first on the partition's context, the others on scratch
+        copies whose sums and deltas are added to it after."""
         jobs, scratch = [], []
         for p in self.parts:
-            los, his, n, perm = segs[self._slot[p.rank]]
-            for i, (lo, hi) in enumerate(self._tile_groups(p, los, his, n)):
+            for i, (lo, hi, n) in enumerate(groups[p.rank]):
                 ctx = p.ctx if i == 0 else self._scratch_ctx(p, i)
                 if i:
                     scratch.append((p, ctx, ctx.copy()))
-                jobs.append((p, lo, hi, 1, perm, ctx))
+                jobs.append((p, lo, hi, n, segs[self._slot[p.rank]][3], ctx))
         self._part_times(self._each_part(lambda j: kernel(*j), jobs))
         for p, ctx, start in scratch:
             self._fold_ctx(p, ctx, start, s)
-        self._each_part(mark, [p for p in self.parts if segs[self._slot[p.rank]][2]])
 
-    def _exchange_around(self, kernel, mark, segs):
+    def _exchange_around(self, s, kernel, mark, segs):
         """An Exchange while the last clock's one-phase rounds are still out: each
         partition first runs the tiles of its range that no value on its way can reach
         (every replicated vertex they touch was written here in the last clock, so in a
         stratified run no other replica wrote it), then takes the rounds' values, then
-        runs its other tiles. The tiles of a stratum share no vertex, so their order
-        changes no value: the worker computes while the other's values travel."""
+        runs its other tiles (with threads: each part cut into a range per thread). The
+        tiles of a stratum share no vertex, so their order changes no value: the worker
+        computes while the other's values travel."""
         plans = {p.rank: self._tiles_waiting(p, *segs[self._slot[p.rank]]) for p in self.parts}
-
-        def run(p, i):
-            los, his, n = plans[p.rank][i]
-            return kernel(p, los, his, n, segs[self._slot[p.rank]][3], p.ctx) if n else None
-        times = self._each_part(lambda p: run(p, 0), self.parts)
-        self._finish_deferred()
-        times += self._each_part(lambda p: run(p, 1), self.parts)
+        for i in (0, 1):
+            if i:
+                self._finish_deferred()
+            if self._tiled:
+                self._run_tiled(s, kernel, segs, {p.rank: self._spread(p, *plans[p.rank][i]) for p in self.parts})
+                continue
+            times = self._each_part(lambda p: kernel(p, *plans[p.rank][i], segs[self._slot[p.rank]][3], p.ctx)
+                                    if plans[p.rank][i][2] else None, self.parts)
+            self._part_times([x for x in times if x is not None])
         self._each_part(mark, [p for p in self.parts if segs[self._slot[p.rank]][2]])
-        self._part_times([x for x in times if x is not None])
+
+    def _spread(self, p, los, his, n):
+        """Segments (whole tiles) as up to p's share of the threads of consecutive
+        segments, of about equal edges: [(los, his, n)]."""
+        if n == 0:
+            return []
+        ends = np.cumsum(his[:n] - los[:n])
+        share = -(-int(ends[-1]) // max(self._groups[self._slot[p.rank]], 1))
+        cuts = np.unique(np.r_[0, np.searchsorted(ends, np.arange(share, int(ends[-1]), share), side="right"), n])
+        return [(los[a:b], his[a:b], int(b - a)) for a, b in zip(cuts[:-1].tolist(), cuts[1:].tolist())]
 
     def _tiles_waiting(self, p, los, his, n, perm):
         """p's clock range as ((los, his, n) of its tiles that need no value of the
@@ -686,11 +703,11 @@ class Engine(ApplyRounds):
                         "strata and tiles")
 
     def _tile_groups(self, p, los, his, n):
-        """p's clock range as up to ``_groups`` ranges of about equal edges, cut at
-        tile starts (the ranges share no vertex and run in parallel threads)."""
+        """p's clock range as up to ``_groups`` ranges (los, his, 1) of about equal edges,
+        cut at tile starts (the ranges share no vertex and run in parallel threads)."""
         groups = self._groups[self._slot[p.rank]]
         if n != 1:
-            return [(los, his)] if n else []
+            return [(los, his, n)] if n else []
         a, b = int(los[0]), int(his[0])
         key = ("groups", p.rank, a, b)
         got = self._run_cache.get(key)
@@ -706,7 +723,7 @@ class Engine(ApplyRounds):
                     if c > cuts[-1]:
                         cuts.append(c)
             cuts.append(b)
-            got = self._run_cache[key] = [(np.array([x], np.int64), np.array([y], np.int64))
+            got = self._run_cache[key] = [(np.array([x], np.int64), np.array([y], np.int64), 1)
                                           for x, y in zip(cuts[:-1], cuts[1:])]
         return got
 

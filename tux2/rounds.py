@@ -261,7 +261,7 @@ class ApplyRounds:
             out.update(msgs)
             self.min_bytes += nbytes
         self._comm(self.transport.send, self.clock, key, out)
-        if self._ahead is not None and not self._tiled:      # taken during the next clock's Exchange
+        if self._ahead is not None:             # taken during the next clock's Exchange
             self._deferred.append((s, t, key, end, self.clock))
             return
         self._direct_in_all(s, t, key, end, self.clock)
