@@ -643,8 +643,8 @@ class Engine(ApplyRounds):
         self._each_part(mark, [p for p in self.parts if segs[self._slot[p.rank]][2]])
 
     def _spread(self, p, los, his, n):
-        """Segments (whole tiles) as up to p's share of the threads of consecutive
-        segments, of about equal edges: [(los, his, n)]."""
+        """Segments (whole tiles) cut into runs of consecutive segments of about equal
+        edges, one per thread of p's (or fewer): [(los, his, n)]."""
         if n == 0:
             return []
         ends = np.cumsum(his[:n] - los[:n])
