@@ -114,7 +114,7 @@ def predict(args):
     M = model.scores(graph)
     names = [shown(x) for x in model.classes_]
     if model.loss == "softmax":                # labels as training gave them (1 … K, 0 … K-1, strings)
-        header = "# label " + " ".join(f"p{k}" for k in names) + "\n"
+        header = "# label " + " ".join(f"p_{k}" for k in names) + "\n"
         rows = (f"{names[k]} " + " ".join(f"{p:.6g}" for p in row) + "\n"
                 for k, row in zip(M.argmax(axis=1), softmax(M)))
         labels = None if labels is None else class_codes(labels, model.classes_)
