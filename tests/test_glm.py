@@ -776,7 +776,7 @@ def _iris_like(path, base, n=150, seed=4):
 @pytest.mark.parametrize("workers", ["1", "2"])
 def test_softmax_on_labels_1_to_k_has_k_classes_and_predicts_the_files_labels(tmp_path, workers):
     """Labels 1 … 3 give the 3-class model of labels 0 … 2 (not 4 classes with a phantom
-    class 0), `--classes 3` is accepted, and predict writes labels 1 … 3 (p1 p2 p3)."""
+    class 0), `--classes 3` is accepted, and predict writes labels 1 … 3 (p_1 p_2 p_3)."""
     one, zero = _iris_like(tmp_path / "iris.scale", 1), _iris_like(tmp_path / "iris0.scale", 0)
     common = ["--epochs", "5", "--optimizer", "adagrad", "--eta", "0.5", "--workers", workers, "--quiet"]
     for f, out in ((one, "m1"), (zero, "m0")):
@@ -788,7 +788,7 @@ def test_softmax_on_labels_1_to_k_has_k_classes_and_predicts_the_files_labels(tm
     p = run_cli("predict", str(tmp_path / "m1"), one, timeout=300)
     assert p.returncode == 0, p.stderr
     lines = p.stdout.splitlines()
-    assert lines[0] == "# label p1 p2 p3"
+    assert lines[0] == "# label p_1 p_2 p_3"
     predicted = np.array([int(x.split()[0]) for x in lines[1:]])
     truth = np.array([int(x.split()[0]) for x in open(one)])
     assert set(predicted) <= {1, 2, 3} and np.mean(predicted == truth) > 0.9

@@ -4,6 +4,7 @@ written whole with a checksummed manifest and read back only after checks, and a
 full disk leaves the previous model intact."""
 import json
 import os
+import re
 import resource
 import subprocess
 import sys
@@ -549,6 +550,28 @@ def test_malformed_model_directories_in_predict(tmp_path, ratings, files_, expec
         else:
             (d / name).write_text(content)
     _error(run_cli("predict", str(d), ratings), expect)
+
+
+@pytest.mark.parametrize("change, expect", [
+    ({"unknown": "bogus"}, "MF: unknown must be one of 'error', 'skip', 'baseline'; got 'bogus'"),
+    ({"mode": "weird"}, "MF: mode must be one of 'sgd', 'minibatch'; got 'weird'"),
+    ({"lr": -1}, "MF: lr must be a finite number > 0, got -1"),
+    ({"epochs": "x"}, "MF: epochs must be an integer >= 0, got 'x'"),
+])
+def test_a_bad_parameter_in_model_json_is_named_when_the_model_loads(ratings, tmp_path, change, expect):
+    """A model directory without a manifest (one saved before manifests, or edited by
+    hand) whose model.json holds a value fit refuses loaded, and failed later in predict
+    with a traceback ('unknown': 'bogus') or predicted with it (a negative lr); an old
+    directory that is otherwise valid still loads."""
+    old = tmp_path / "old"
+    MF(k=2, epochs=1).fit(ratings).save(old)
+    (old / "manifest.json").unlink()
+    MF.load(old).predict([0], [0])
+    meta = json.loads((old / "model.json").read_text())
+    (old / "model.json").write_text(json.dumps({**meta, **change}))
+    with pytest.raises(ValueError, match=f"^{old / 'model.json'}: {re.escape(expect)}"):
+        MF.load(old)
+    _error(run_cli("predict", str(old), ratings), f"tux2: error: {old / 'model.json'}: {expect}")
 
 
 def test_outputs_write_through_special_files_and_never_over_the_models_own(ratings, tmp_path):

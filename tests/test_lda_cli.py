@@ -93,6 +93,20 @@ def test_stop_words_and_max_df_filter_the_words_of_text_from_the_command_line_an
                                  ">= 2 (an integer, 1000), got 0" in r.stderr, r.stderr
 
 
+def test_info_names_the_vocabulary_lda_trains_on(tmp_path):
+    """tux2 info's vocabulary counted the stop words that tux2 run lda drops by default:
+    it now gives both, the second the one the run reports ('N words')."""
+    src = _write(tmp_path / "docs.txt", "The apples and the bananas are fruit\nTrucks drive on the roads\n"
+                                        "apples on trucks\n")
+    every, kept = (len(io.read_text_docs(src, **kw)[1]) for kw in ({}, {"stopwords": ENGLISH}))
+    assert (every, kept) == (10, 6)            # the, and, are, on
+    r = run_cli("info", src, timeout=300)
+    assert r.returncode == 0 and f"  vocabulary: {every} words (tux2 run lda: {kept}, without the 4 English stop " \
+                                 "words)\n" in r.stdout, r.stdout
+    res = json.loads(run_cli("info", src, "--json", timeout=300).stdout)
+    assert (res["vocabulary"], res["vocabulary_without_english_stop_words"]) == (every, kept)
+
+
 def test_max_df_is_a_share_as_a_float_and_a_count_of_documents_as_an_integer(tmp_path):
     """scikit-learn's max_df: a float is a share of the documents, an integer a count
     of them; --max-df took a share only ('--max-df 2' was refused). Now 2 of the 5

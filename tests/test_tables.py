@@ -267,6 +267,40 @@ def test_labels_that_are_words(tmp_path):
                                                           "Iris-virginica x": 40}
 
 
+def test_softmax_predictions_name_each_class_probability_column(tmp_path):
+    """``tux2 predict`` of a softmax model: a column ``p_CLASS`` per class, as the class
+    is written in the label column (it was ``psetosa``)."""
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(30, 2)).round(3)
+    names = np.array(["setosa", "versicolor", "virginica"])[np.arange(30) % 3]
+    path = tmp_path / "iris.csv"
+    path.write_text("a,b,species\n" + "".join(f"{x[0]:g},{x[1]:g},{c}\n" for x, c in zip(X, names)))
+    assert run_cli("run", "softmax", str(path), "--epochs", "1", "--out", str(tmp_path / "m")).returncode == 0
+    r = run_cli("predict", str(tmp_path / "m"), str(path))
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0] == "# label p_setosa p_versicolor p_virginica"
+    assert len(lines) == 31 and all(len(line.split()) == 4 and line.split()[0] in names for line in lines[1:])
+
+
+@pytest.mark.parametrize("model", ["lr", "softmax"])
+def test_class_names_with_a_space_make_the_predictions_tab_separated(tmp_path, model):
+    """A table's classes 'Iris setosa' …: predict's fields are tab-separated, as MF's
+    are for ids with a space ('Iris setosa 0.65 0.13 0.21' had one field too many)."""
+    X = np.random.default_rng(4).normal(size=(30, 2)).round(3)
+    names = np.array(["Iris setosa", "Iris versicolor", "Iris virginica"][:2 if model == "lr" else 3])
+    names = names[np.arange(30) % len(names)]
+    path = tmp_path / "iris.csv"
+    path.write_text("a,b,species\n" + "".join(f'{x[0]:g},{x[1]:g},"{c}"\n' for x, c in zip(X, names)))
+    assert run_cli("run", model, str(path), "--epochs", "1", "--out", str(tmp_path / "m")).returncode == 0
+    r = run_cli("predict", str(tmp_path / "m"), str(path))
+    assert r.returncode == 0, r.stderr
+    lines = [line.split("\t") for line in r.stdout.splitlines()]
+    assert lines[0] == (["# label", "score", "probability"] if model == "lr" else
+                        ["# label", "p_Iris setosa", "p_Iris versicolor", "p_Iris virginica"])
+    assert len(lines) == 31 and all(len(f) == len(lines[0]) and f[0] in names for f in lines[1:])
+
+
 def test_both_row_numbers_skipped_and_predict_errors_name_the_file(data, tmp_path):
     import pandas as pd
     frame = pd.read_csv(data["csv"])

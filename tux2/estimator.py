@@ -291,6 +291,10 @@ class Estimator:
         meta = model_check.read_meta(directory)
         est = cls(**{k: meta[k] for k in cls._param_names() if k in meta})
         est._restore(directory, meta)
+        try:                            # checked as fit checks them: a bad value is named here, not in predict
+            est.check_params()
+        except ValueError as e:
+            raise model_check.ModelError(f"{os.path.join(directory, 'model.json')}: {est._in_python(str(e))}") from None
         est._fit_params = est.get_params()
         est.run_ = {k: meta.get(k) for k in ("partitions", "workers", "clock", "iteration", "context", "format")}
         est.run_["source"] = meta.get("input")

@@ -13,8 +13,9 @@ from tux2 import files
 from tux2.errors import Tux2Error
 
 
-class ModelError(Tux2Error):
-    """A model directory is missing, damaged or inconsistent."""
+class ModelError(Tux2Error, ValueError):
+    """A model directory is missing, damaged or inconsistent (a ValueError, as a bad
+    parameter value given to an estimator is)."""
 
 
 def read_meta(directory):

@@ -176,6 +176,11 @@ def _main(argv):
                                   + (_instead(unknown, args.algorithm, run_parsers) if own else ""))
     except SystemExit as e:         # --help, --version: their text is still to be written
         raise SystemExit(_flushed(e.code))
+    except BrokenPipeError:           # ... or could not be (tux2.cli.common.Parser._print_message): its reader
+        __import__("tux2.files").files.stdout_gone()        # has gone (| true), as below
+        return 0
+    except OSError as e:
+        return _stdout_failed(e)
     args.argv = argv
     if sys.stdout is None:          # started with standard output closed (>&-): an error where it is the output
         if getattr(args, "prints", lambda a: None)(args):

@@ -61,6 +61,14 @@ class Parser(argparse.ArgumentParser):
             self._given.add(action.dest)
         return super()._get_values(action, arg_strings)
 
+    def _print_message(self, message, file=None):
+        """argparse drops a failed write of --help and --version (``> /dev/full`` exited 0,
+        silently): standard output's is raised, for tux2.cli's one error line."""
+        if file is None or file is not sys.stdout:      # (None: closed; argparse then writes to standard error)
+            return super()._print_message(message, file)
+        if message:
+            file.write(message)
+
     def error(self, message):
         """One error line and where to look (as git's and cargo's), not argparse's
         usage of every flag (15-21 lines) in front of it."""

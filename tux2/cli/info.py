@@ -149,8 +149,10 @@ def info(args):
                                              text_column=args.text_column)
         res = describe(g, kind)
         if vocab is not None:
+            stop_word = np.isin(np.array(vocab, dtype=object), list(ENGLISH))
             res["vocabulary"] = len(vocab)
-            stop = np.isin(np.array(vocab, dtype=object), list(ENGLISH))[g.dst]
+            res["vocabulary_without_english_stop_words"] = len(vocab) - int(stop_word.sum())    # tux2 run lda's
+            stop = stop_word[g.dst]
             tokens = float(g.values.sum()) if g.num_edges else 0.0
             res["english_stop_word_tokens"] = int(g.values[stop].sum())
             res["tokens"] = int(tokens)
@@ -188,7 +190,9 @@ def info(args):
     if "feature_index_base" in res:
         print(f"  feature index base: {res['feature_index_base']}")
     if "vocabulary" in res:
-        print(f"  vocabulary: {res['vocabulary']} words")
+        n, kept = res["vocabulary"], res["vocabulary_without_english_stop_words"]
+        print(f"  vocabulary: {n} words" + (f" (tux2 run lda: {kept}, without the {n - kept} English stop words)"
+                                            if kept < n else ""))
     if res.get("english_stop_word_tokens"):
         print(f"  English stop words: {res['english_stop_word_tokens']} of {res['tokens']} tokens "
               f"({100 * res['english_stop_word_tokens'] / res['tokens']:.1f}%), which tux2 run lda drops "

@@ -113,15 +113,16 @@ def predict(args):
     require_features(graph, args.input)      # labels alone: every score would be the same constant
     M = model.scores(graph)
     names = [shown(x) for x in model.classes_]
+    sep = _separator(names)                    # a table's class 'Iris setosa'
     if model.loss == "softmax":                # labels as training gave them (1 … K, 0 … K-1, strings)
-        header = "# label " + " ".join(f"p{k}" for k in names) + "\n"
-        rows = (f"{names[k]} " + " ".join(f"{p:.6g}" for p in row) + "\n"
+        header = f"# label{sep}" + sep.join(f"p_{k}" for k in names) + "\n"
+        rows = (f"{names[k]}{sep}" + sep.join(f"{p:.6g}" for p in row) + "\n"
                 for k, row in zip(M.argmax(axis=1), softmax(M)))
         labels = None if labels is None else class_codes(labels, model.classes_)
     else:
         prob = model.loss == "logistic"
-        header = "# label score" + (" probability" if prob else "") + "\n"
-        rows = (f"{names[int(s > 0)]} {s:.9g}" + (f" {0.5 * (1.0 + math.tanh(0.5 * s)):.6g}" if prob else "")
+        header = f"# label{sep}score" + (f"{sep}probability" if prob else "") + "\n"
+        rows = (f"{names[int(s > 0)]}{sep}{s:.9g}" + (f"{sep}{0.5 * (1.0 + math.tanh(0.5 * s)):.6g}" if prob else "")
                 + "\n" for s in M[:, 0])
         labels = None if labels is None else binary_labels(model.classes_, labels, test_source=args.input)[1]
     _write(args.output, itertools.chain([header], rows))
@@ -134,16 +135,15 @@ def predict(args):
     return 0
 
 
-def _separator(model):
-    """Tab when an id of the model holds a space (Last.fm's artist names), so that the
+def _separator(names):
+    """Tab when one of ``names`` holds a space (Last.fm's artist names), so that the
     output's fields stay apart; else a space."""
-    text = "\n".join("\n".join(m.tokens.tolist()) for m in model.ids_ if m is not None and m.tokens.dtype.kind == "U")
-    return "\t" if " " in text or "\t" in text else " "
+    return "\t" if any(" " in n or "\t" in n for n in names) else " "
 
 
 def predict_mf(args, model):
     from tux2 import loaders
-    sep = _separator(model)
+    sep = _separator(t for m in model.ids_ if m is not None and m.tokens.dtype.kind == "U" for t in m.tokens.tolist())
     if args.top_k is not None:
         users = _listed_users(args, model) if args.input else None
         names, items, score = model.recommend(users, args.top_k, exclude_seen=not args.include_seen,
