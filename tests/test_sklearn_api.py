@@ -364,7 +364,7 @@ def test_repr_shows_only_the_parameters_changed_from_their_defaults():
     assert repr(tux2.MF().set_params(k=16)) == "MF(k=16)"
 
 
-@pytest.mark.filterwarnings("ignore:the test log-loss ended")      # 2 epochs on 200 samples
+@pytest.mark.filterwarnings("ignore:the test log-loss ended", "ignore:the test hinge loss ended")   # 2 epochs, 200 samples
 def test_a_hinge_model_reports_its_test_hinge_loss_not_a_log_loss(counts):
     """A hinge model has no probabilities: its test metric is the mean hinge loss
     (scikit-learn's hinge_loss of decision_function), not a log-loss of its scores as if
