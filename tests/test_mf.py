@@ -243,6 +243,23 @@ def test_early_stop_ends_training_and_keeps_the_lowest_test_rmse_model():
     np.testing.assert_array_equal(long.user_factors_, upto.user_factors_)
 
 
+def test_early_stop_without_test_ratings_to_watch_is_refused(tmp_path):
+    """early_stop with no test set (fit without one, --test-fraction 0) or no evaluation before
+    the last epoch (eval_every=0) would train every epoch: an error, not a setting ignored."""
+    import tux2
+    from tests.conftest import run_cli
+    from tux2.errors import Tux2Error
+    from tux2.io import write_edge_list
+    tr, te = _overfitting()
+    with pytest.raises(Tux2Error, match="--early-stop 2 watches the test RMSE, and there are no test ratings"):
+        tux2.MF(k=4, epochs=3, early_stop=2).fit(tr)
+    with pytest.raises(ValueError, match="early_stop=2 has no effect with eval_every=0"):
+        tux2.MF(k=4, epochs=3, early_stop=2, eval_every=0).fit(tr, te)
+    write_edge_list(str(tmp_path / "train.txt"), tr)
+    r = run_cli("run", "mf", str(tmp_path / "train.txt"), "--test-fraction", "0", "--early-stop", "2")
+    assert r.returncode == 2 and r.stderr.startswith("tux2: error: --early-stop 2 watches the test RMSE"), r.stderr
+
+
 @pytest.mark.slow
 def test_early_stop_is_the_same_on_two_workers(tmp_path):
     """Rank 0 alone has the test RMSE: every worker stops at the epoch it decides, and the
