@@ -222,9 +222,12 @@ def _overfitting():
     return netflix_like(n_users=300, n_items=60, n_ratings=6000, seed=3)
 
 
-def test_early_stop_ends_training_and_keeps_the_lowest_test_rmse_model():
+def test_early_stop_ends_training_and_keeps_the_lowest_test_rmse_model(tmp_path):
     """early_stop=N ends training N evaluations after the lowest test RMSE and keeps that epoch's
-    model (checked against a run of that many epochs); without a new low it changes nothing."""
+    model (checked against a run of that many epochs), which model.json names (best_epoch);
+    without a new low it changes nothing."""
+    import json
+
     import tux2
     tr, te = _overfitting()
     with pytest.warns(RuntimeWarning, match="overfits these ratings.*early_stop=2"):
@@ -238,6 +241,9 @@ def test_early_stop_ends_training_and_keeps_the_lowest_test_rmse_model():
     np.testing.assert_array_equal(es.user_factors_, upto.user_factors_)
     np.testing.assert_array_equal(es.item_bias_, upto.item_bias_)
     assert es.score(te) == pytest.approx(-rmse[best - 1], rel=1e-6)
+    es.save(tmp_path / "m")
+    meta = json.loads((tmp_path / "m" / "model.json").read_text())
+    assert (meta["iteration"], meta["best_epoch"]) == (best + 2, best)
     long = tux2.MF(k=16, epochs=best, reg=0.0, early_stop=5).fit(tr, te)      # ends before it could stop
     assert len(long.history_) == best
     np.testing.assert_array_equal(long.user_factors_, upto.user_factors_)

@@ -473,8 +473,10 @@ class MF(Estimator):
 
     def read_model(self, eng, s):
         U, I = vertex_model(eng, s)
-        if self.early_stop and U is not None and "best" in vars(s) and s.best[1] < eng.iteration:
-            U, I = s.best[2:]           # the lowest test RMSE's, when training went on past it
+        if self.early_stop and "best" in vars(s):
+            s.meta["best_epoch"] = s.best[1]        # the kept model's epoch (model.json's "iteration": epochs run)
+            if U is not None and s.best[1] < eng.iteration:
+                U, I = s.best[2:]       # the lowest test RMSE's, when training went on past it
         g = s.graph
         if s.ingress:                             # each worker holds some edges: the rated items, gathered
             pieces = eng.transport.allgather("seen", [g.src, g.dst])
