@@ -31,8 +31,8 @@ def _run(code_or_path, tmp_path, timeout):
 def test_readme_python_blocks_run_and_print_what_they_show(tmp_path):
     """A ``print(…)  # TEXT`` line of a block shows TEXT: the line it prints."""
     code = "\n\n".join(readme_blocks())
-    shown = [line.split("#", 1)[1].strip() for line in code.splitlines()
-             if line.startswith("print(") and "#" in line.split(")")[-1]]
+    # the comment after the call's closing parenthesis (the printed text may hold parentheses too)
+    shown = [m.group(1).strip() for m in re.finditer(r"^print\(.*?\)\s+#(.*)$", code, re.M)]
     assert len(shown) >= 3
     printed = _run(code, tmp_path, timeout=600).splitlines()
     assert printed == shown

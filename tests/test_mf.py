@@ -222,9 +222,12 @@ def _overfitting():
     return netflix_like(n_users=300, n_items=60, n_ratings=6000, seed=3)
 
 
-def test_early_stop_ends_training_and_keeps_the_lowest_test_rmse_model():
+def test_early_stop_ends_training_and_keeps_the_lowest_test_rmse_model(tmp_path):
     """early_stop=N ends training N evaluations after the lowest test RMSE and keeps that epoch's
-    model (checked against a run of that many epochs); without a new low it changes nothing."""
+    model (checked against a run of that many epochs), which model.json names (best_epoch);
+    without a new low it changes nothing."""
+    import json
+
     import tux2
     tr, te = _overfitting()
     with pytest.warns(RuntimeWarning, match="overfits these ratings.*early_stop=2"):
@@ -238,9 +241,29 @@ def test_early_stop_ends_training_and_keeps_the_lowest_test_rmse_model():
     np.testing.assert_array_equal(es.user_factors_, upto.user_factors_)
     np.testing.assert_array_equal(es.item_bias_, upto.item_bias_)
     assert es.score(te) == pytest.approx(-rmse[best - 1], rel=1e-6)
+    es.save(tmp_path / "m")
+    meta = json.loads((tmp_path / "m" / "model.json").read_text())
+    assert (meta["iteration"], meta["best_epoch"]) == (best + 2, best)
     long = tux2.MF(k=16, epochs=best, reg=0.0, early_stop=5).fit(tr, te)      # ends before it could stop
     assert len(long.history_) == best
     np.testing.assert_array_equal(long.user_factors_, upto.user_factors_)
+
+
+def test_early_stop_without_test_ratings_to_watch_is_refused(tmp_path):
+    """early_stop with no test set (fit without one, --test-fraction 0) or no evaluation before
+    the last epoch (eval_every=0) would train every epoch: an error, not a setting ignored."""
+    import tux2
+    from tests.conftest import run_cli
+    from tux2.errors import Tux2Error
+    from tux2.io import write_edge_list
+    tr, te = _overfitting()
+    with pytest.raises(Tux2Error, match="--early-stop 2 watches the test RMSE, and there are no test ratings"):
+        tux2.MF(k=4, epochs=3, early_stop=2).fit(tr)
+    with pytest.raises(ValueError, match="early_stop=2 has no effect with eval_every=0"):
+        tux2.MF(k=4, epochs=3, early_stop=2, eval_every=0).fit(tr, te)
+    write_edge_list(str(tmp_path / "train.txt"), tr)
+    r = run_cli("run", "mf", str(tmp_path / "train.txt"), "--test-fraction", "0", "--early-stop", "2")
+    assert r.returncode == 2 and r.stderr.startswith("tux2: error: --early-stop 2 watches the test RMSE"), r.stderr
 
 
 @pytest.mark.slow

@@ -323,6 +323,7 @@ class MF(Estimator):
         order = f"--order {self.order or ('strata' if sgd else 'blocked')}"
         return [(name, other, only) for name, used, other, only in (
             ("step", not sgd, "--mode sgd", "--mode minibatch"),
+            ("early_stop", self.eval_every > 0, "--eval-every 0", "--eval-every 1 or more"),
             ("enumerate", self.batch_unit == "vertex", f"--batch-unit {self.batch_unit}", "--batch-unit vertex"),
             ("damping", self.biases, "--no-biases", None),
             ("overlap", sgd and not self.tiled(), order if sgd else "--mode minibatch",
@@ -356,6 +357,9 @@ class MF(Estimator):
             raise Tux2Error(f"{parts} partitions for {train.n_src} users: the stratified partitioner gives each "
                             "partition whole blocks of users, so some would be empty; use at most as many "
                             "partitions as users")
+        if self.early_stop and (data.test.num_edges == 0 if data.test is not None else not ingress):
+            raise Tux2Error(f"--early-stop {self.early_stop} watches the test RMSE, and there are no test ratings: "
+                            "give --test FILE or a --test-fraction above 0 (from Python: fit(data, test))")
         if ingress:                 # tux2.ingress: this worker's share, placed and ordered
             strata, tiles, degrees = train.strata, train.tiles, train.degrees
             mu, sd, mad, far, (low, high) = (data.facts[k] for k in ("mu", "sd", "mad", "far", "range"))
@@ -469,8 +473,10 @@ class MF(Estimator):
 
     def read_model(self, eng, s):
         U, I = vertex_model(eng, s)
-        if self.early_stop and U is not None and "best" in vars(s) and s.best[1] < eng.iteration:
-            U, I = s.best[2:]           # the lowest test RMSE's, when training went on past it
+        if self.early_stop and "best" in vars(s):
+            s.meta["best_epoch"] = s.best[1]        # the kept model's epoch (model.json's "iteration": epochs run)
+            if U is not None and s.best[1] < eng.iteration:
+                U, I = s.best[2:]       # the lowest test RMSE's, when training went on past it
         g = s.graph
         if s.ingress:                             # each worker holds some edges: the rated items, gathered
             pieces = eng.transport.allgather("seen", [g.src, g.dst])
