@@ -265,6 +265,28 @@ def test_early_stop_is_the_same_on_two_workers(tmp_path):
     np.testing.assert_array_equal(tux2.MF.load(str(tmp_path / "m")).user_factors_, one.user_factors_)
 
 
+@pytest.mark.slow
+def test_a_two_worker_early_stop_run_resumes_from_its_checkpoint(tmp_path):
+    """Rank 0 alone keeps the lowest test RMSE's model in a checkpoint; rank 1 must not take the
+    JSON it reads beside it for that model (it stopped with an internal TypeError). The resumed
+    run ends with the one-process model."""
+    from tests.conftest import run_cli
+    from tux2 import MF
+    from tux2.io import write_edge_list
+    tr, te = _overfitting()
+    paths = [str(tmp_path / n) for n in ("train.txt", "test.txt")]
+    for p, g in zip(paths, (tr, te)):
+        write_edge_list(p, g)
+    one = MF(k=16, epochs=30, reg=0.0, early_stop=2).fit(*paths)
+    args = ["run", "mf", *paths[:1], "--test", paths[1], "--k", "16", "--reg", "0", "--early-stop", "2",
+            "--workers", "2", "--checkpoint-dir", str(tmp_path / "ck"), "--checkpoint-every", "1"]
+    r = run_cli(*args, "--epochs", str(len(one.history_) - 1), timeout=300)         # past the best, not stopped
+    assert r.returncode == 0, r.stderr
+    r = run_cli(*args, "--epochs", "30", "--resume", str(tmp_path / "ck"), "--out", str(tmp_path / "m"), timeout=300)
+    assert r.returncode == 0, r.stderr
+    np.testing.assert_array_equal(MF.load(str(tmp_path / "m")).user_factors_, one.user_factors_)
+
+
 def test_the_items_each_user_rated_are_saved_in_item_order_whatever_the_edge_order():
     """seen.npz is the same file from one worker and from several (whose gathered edges
     come in another order): each user's items ascending."""
