@@ -4,6 +4,7 @@ import pytest
 
 from tests import naive
 from tux2 import Engine, loaders
+from tux2.errors import Tux2Error
 from tux2.datasets import netflix_like
 from tux2.graph import blocked_order, stratified_order
 from tux2.udfs import mf
@@ -241,6 +242,24 @@ def test_early_stop_ends_training_and_keeps_the_lowest_test_rmse_model():
     long = tux2.MF(k=16, epochs=best, reg=0.0, early_stop=5).fit(tr, te)      # ends before it could stop
     assert len(long.history_) == best
     np.testing.assert_array_equal(long.user_factors_, upto.user_factors_)
+
+
+def test_early_stop_without_test_ratings_to_watch_is_refused(tmp_path):
+    """early_stop with no test ratings (fit(data) alone, --test-fraction 0) or none evaluated
+    (--eval-every 0) could never stop: it trained every epoch without a word."""
+    import tux2
+    from tests.conftest import run_cli
+    from tux2.io import write_edge_list
+    tr, te = _overfitting()
+    with pytest.raises(Tux2Error, match=r"early_stop=\) watches the test RMSE.*fit\(data, test\)"):
+        tux2.MF(k=4, epochs=2, early_stop=2).fit(tr)
+    with pytest.raises(ValueError, match="early_stop=2 has no effect with eval_every=0"):
+        tux2.MF(k=4, epochs=2, early_stop=2, eval_every=0).fit(tr, te)
+    write_edge_list(str(tmp_path / "r.txt"), tr)
+    for flags, says in ((["--test-fraction", "0"], "give test ratings (--test FILE or a --test-fraction above 0"),
+                        (["--eval-every", "0"], "--early-stop 2 has no effect with --eval-every 0")):
+        r = run_cli("run", "mf", str(tmp_path / "r.txt"), "--epochs", "2", "--early-stop", "2", *flags)
+        assert r.returncode == 2 and says in r.stderr and "epoch" not in r.stdout, r.stderr
 
 
 @pytest.mark.slow

@@ -325,6 +325,7 @@ class MF(Estimator):
             ("step", not sgd, "--mode sgd", "--mode minibatch"),
             ("enumerate", self.batch_unit == "vertex", f"--batch-unit {self.batch_unit}", "--batch-unit vertex"),
             ("damping", self.biases, "--no-biases", None),
+            ("early_stop", self.eval_every > 0, "--eval-every 0", "--eval-every 1 or more"),
             ("overlap", sgd and not self.tiled(), order if sgd else "--mode minibatch",
              "--mode sgd and an --order other than strata"),
             ("blocks", self.tiled() or self.partitioner == "stratified", order,
@@ -350,6 +351,9 @@ class MF(Estimator):
     def prepare(self, data, parts):
         order, blocks, partitioner = self.schedule(parts)
         train, ingress = data.train, "assignment" in data.facts
+        if self.early_stop and not (data.test.num_edges if data.test is not None else ingress):    # (rank 0 has it)
+            raise Tux2Error(f"--early-stop {self.early_stop} (early_stop=) watches the test RMSE: give test ratings "
+                            "(--test FILE or a --test-fraction above 0; from Python: fit(data, test))")
         # whole blocks of users per partition: 1000 partitions on 200 users left 800 empty and took
         # minutes an epoch (more partitions than edges: the runner's message)
         if partitioner == "stratified" and train.n_src < parts <= train.num_edges:
