@@ -284,6 +284,28 @@ def test_early_stop_is_the_same_on_two_workers(tmp_path):
     np.testing.assert_array_equal(tux2.MF.load(str(tmp_path / "m")).user_factors_, one.user_factors_)
 
 
+def test_a_run_that_stopped_early_stays_stopped_when_resumed(tmp_path):
+    """Resuming the checkpoint of a run that early stopping ended trains nothing more (it trained
+    one more epoch, wrote its metrics and a checkpoint, and said 'for 2 evaluation(s)' after 3);
+    the model is the stopped run's."""
+    from tests.conftest import run_cli
+    from tux2 import MF
+    from tux2.io import write_edge_list
+    tr, te = _overfitting()
+    paths = [str(tmp_path / n) for n in ("train.txt", "test.txt")]
+    for p, g in zip(paths, (tr, te)):
+        write_edge_list(p, g)
+    args = ["run", "mf", paths[0], "--test", paths[1], "--k", "16", "--reg", "0", "--early-stop", "2", "--epochs", "30",
+            "--checkpoint-dir", str(tmp_path / "ck"), "--checkpoint-every", "1"]
+    r = run_cli(*args, "--out", str(tmp_path / "whole"))
+    assert r.returncode == 0 and "stopped early" in r.stdout, r.stderr
+    r = run_cli(*args, "--resume", str(tmp_path / "ck"), "--out", str(tmp_path / "resumed"))
+    assert r.returncode == 0, r.stderr
+    assert "stopped early" in r.stdout and not any(x.startswith("epoch") for x in r.stdout.splitlines()), r.stdout
+    np.testing.assert_array_equal(MF.load(str(tmp_path / "resumed")).user_factors_,
+                                  MF.load(str(tmp_path / "whole")).user_factors_)
+
+
 @pytest.mark.slow
 def test_a_two_worker_early_stop_run_resumes_from_its_checkpoint(tmp_path):
     """Rank 0 alone keeps the lowest test RMSE's model in a checkpoint; rank 1 must not take the

@@ -274,6 +274,7 @@ def load(directory, eng, params, transport=None, compare=None, inputs=None):
         notes = [] if isinstance(e, ContextStateError) else _input_changes(state.get("inputs"), inputs)
         raise CheckpointError(f"{path}: {e}" + ("; input files: " + "; ".join(notes) if notes else "")) from None
     kept = state.pop("kept", None)      # rank 0's alone (the other ranks read its JSON in state.json too)
+    state["keeps"] = kept is not None   # (every rank: whether the run kept a model besides the engine's)
     if rank == 0 and kept is not None:
         _verify(path, ["kept.npz"])
         try:
