@@ -191,6 +191,25 @@ def test_top_k_skips_a_header_line_as_rating_files_do(ratings, tmp_path):
            f"{headed}:3: malformed user id")
 
 
+def test_top_k_reads_user_ids_as_the_rating_files_readers_do(tmp_path):
+    """A user list saved with a byte-order mark and CRLF, quoted ids or Latin-1 bytes (as the
+    rating file was: Book-Crossing's) names the model's users: the mark, the quotes and the
+    bytes were part of the id, an unknown user given the baseline's items without a word."""
+    rows = [f'"u{u}";"{"caf" if u % 3 else "b"}{i}"' for u in range(8) for i in range(u % 4, 12, 2)]
+    train = tmp_path / "r.csv"
+    text = "\n".join(f"{r};{1 + (len(r) * 7) % 5}" for r in rows) + '\n"\xe9t\xe9";"b1";4\n'
+    train.write_bytes(text.encode("latin-1"))
+    _ok("run", "mf", str(train), "--epochs", "1", "--k", "2", "--out", str(tmp_path / "m"))
+    plain, odd = tmp_path / "plain.txt", tmp_path / "odd.txt"
+    plain.write_text("u1\nu2\n\u00e9t\u00e9\n", encoding="utf-8")
+    odd.write_bytes(b'\xef\xbb\xbfu1\r\n"u2"\r\n"\xe9t\xe9"\r\n')
+    want = run_cli("predict", str(tmp_path / "m"), "--top-k", "2", "--unknown", "error", str(plain))
+    assert want.returncode == 0 and len(want.stdout.splitlines()) == 3, want.stderr
+    got = run_cli("predict", str(tmp_path / "m"), "--top-k", "2", "--unknown", "error", str(odd))
+    assert got.returncode == 0, got.stderr
+    assert got.stdout == want.stdout
+
+
 def test_metrics_records_and_predictions_are_whole_under_a_full_disk(ratings, tmp_path):
     metrics = str(tmp_path / "m.jsonl")
     r = subprocess.run([sys.executable, "-m", "tux2.cli", "run", "mf", ratings, "--k", "4", "--epochs", "40",

@@ -275,3 +275,17 @@ def test_a_large_string_id_file_is_read_compiled_and_its_bad_line_named(tmp_path
     monkeypatch.setattr(io, "STRING_COMPILED", 0)
     with pytest.raises(InputError, match=f"{p}:2501: .*empty field"):
         loaders.load_edges(p, duplicates="sum")
+
+
+@pytest.mark.parametrize("text, names", [
+    (b'"user","item"\r\n"U1","I2"\r\n"U3","I2"\r\n', ["user", "item"]),       # a predict file of string ids
+    (b"userId\nU1\nU2\n", ["userId"]),                                         # a --top-k user list
+    (b"ISBN;User-ID\n034545104X;U7\n", ["ISBN", "User-ID"]),
+    (b"a,b\nU1,I2\n", None), (b"user,I9\nU1,I2\n", None), (b"item\nU1\n", None)])   # ids, not names
+def test_a_header_of_role_names_above_string_ids_is_a_header(text, names):
+    """Above string ids no line has a number to tell a header by: a first line whose every
+    token names a column's role, a user's among them, is one (it was read as the pair
+    ('user', 'item'), predicted by the baseline in predict's output)."""
+    fmt = io.edge_format(text, "f")
+    assert fmt.names == names
+    assert (fmt.start == text.index(b"\n") + 1) == (names is not None)

@@ -5,6 +5,7 @@ import pytest
 from tests import naive
 from tux2 import Engine, loaders
 from tux2.datasets import netflix_like
+from tux2.errors import Tux2Error
 from tux2.graph import blocked_order, stratified_order
 from tux2.udfs import mf
 
@@ -250,20 +251,21 @@ def test_early_stop_ends_training_and_keeps_the_lowest_test_rmse_model(tmp_path)
 
 
 def test_early_stop_without_test_ratings_to_watch_is_refused(tmp_path):
-    """early_stop with no test set (fit without one, --test-fraction 0) or no evaluation before
-    the last epoch (eval_every=0) would train every epoch: an error, not a setting ignored."""
+    """early_stop with no test ratings (fit(data) alone, --test-fraction 0) or none evaluated
+    (--eval-every 0) could never stop: it trained every epoch without a word."""
     import tux2
     from tests.conftest import run_cli
-    from tux2.errors import Tux2Error
     from tux2.io import write_edge_list
     tr, te = _overfitting()
-    with pytest.raises(Tux2Error, match="--early-stop 2 watches the test RMSE, and there are no test ratings"):
-        tux2.MF(k=4, epochs=3, early_stop=2).fit(tr)
+    with pytest.raises(Tux2Error, match=r"early_stop=\) watches the test RMSE.*fit\(data, test\)"):
+        tux2.MF(k=4, epochs=2, early_stop=2).fit(tr)
     with pytest.raises(ValueError, match="early_stop=2 has no effect with eval_every=0"):
-        tux2.MF(k=4, epochs=3, early_stop=2, eval_every=0).fit(tr, te)
-    write_edge_list(str(tmp_path / "train.txt"), tr)
-    r = run_cli("run", "mf", str(tmp_path / "train.txt"), "--test-fraction", "0", "--early-stop", "2")
-    assert r.returncode == 2 and r.stderr.startswith("tux2: error: --early-stop 2 watches the test RMSE"), r.stderr
+        tux2.MF(k=4, epochs=2, early_stop=2, eval_every=0).fit(tr, te)
+    write_edge_list(str(tmp_path / "r.txt"), tr)
+    for flags, says in ((["--test-fraction", "0"], "give test ratings (--test FILE or a --test-fraction above 0"),
+                        (["--eval-every", "0"], "--early-stop 2 has no effect with --eval-every 0")):
+        r = run_cli("run", "mf", str(tmp_path / "r.txt"), "--epochs", "2", "--early-stop", "2", *flags)
+        assert r.returncode == 2 and says in r.stderr and "epoch" not in r.stdout, r.stderr
 
 
 @pytest.mark.slow
@@ -376,3 +378,47 @@ def test_a_resumed_early_stop_run_keeps_the_model_of_the_checkpoints_best_epoch(
         whole, resumed = np.load(tmp_path / "whole" / f), np.load(tmp_path / "resumed" / f)
         for key in whole.files:
             np.testing.assert_array_equal(whole[key], resumed[key], err_msg=(f, key))
+
+
+@pytest.mark.slow
+def test_a_two_worker_early_stop_run_resumes_from_its_checkpoint(tmp_path):
+    """Rank 0 alone keeps the lowest test RMSE's model in a checkpoint; rank 1 must not take the
+    JSON it reads beside it for that model (it stopped with an internal TypeError). The resumed
+    run ends with the one-process model."""
+    from tests.conftest import run_cli
+    from tux2 import MF
+    from tux2.io import write_edge_list
+    tr, te = _overfitting()
+    paths = [str(tmp_path / n) for n in ("train.txt", "test.txt")]
+    for p, g in zip(paths, (tr, te)):
+        write_edge_list(p, g)
+    one = MF(k=16, epochs=30, reg=0.0, early_stop=2).fit(*paths)
+    args = ["run", "mf", *paths[:1], "--test", paths[1], "--k", "16", "--reg", "0", "--early-stop", "2",
+            "--workers", "2", "--checkpoint-dir", str(tmp_path / "ck"), "--checkpoint-every", "1"]
+    r = run_cli(*args, "--epochs", str(len(one.history_) - 1), timeout=300)         # past the best, not stopped
+    assert r.returncode == 0, r.stderr
+    r = run_cli(*args, "--epochs", "30", "--resume", str(tmp_path / "ck"), "--out", str(tmp_path / "m"), timeout=300)
+    assert r.returncode == 0, r.stderr
+    np.testing.assert_array_equal(MF.load(str(tmp_path / "m")).user_factors_, one.user_factors_)
+
+
+def test_a_run_that_stopped_early_stays_stopped_when_resumed(tmp_path):
+    """Resuming the checkpoint of a run that early stopping ended trains nothing more (it trained
+    one more epoch, wrote its metrics and a checkpoint, and said 'for 2 evaluation(s)' after 3);
+    the model is the stopped run's."""
+    from tests.conftest import run_cli
+    from tux2 import MF
+    from tux2.io import write_edge_list
+    tr, te = _overfitting()
+    paths = [str(tmp_path / n) for n in ("train.txt", "test.txt")]
+    for p, g in zip(paths, (tr, te)):
+        write_edge_list(p, g)
+    args = ["run", "mf", paths[0], "--test", paths[1], "--k", "16", "--reg", "0", "--early-stop", "2", "--epochs", "30",
+            "--checkpoint-dir", str(tmp_path / "ck"), "--checkpoint-every", "1"]
+    r = run_cli(*args, "--out", str(tmp_path / "whole"))
+    assert r.returncode == 0 and "stopped early" in r.stdout, r.stderr
+    r = run_cli(*args, "--resume", str(tmp_path / "ck"), "--out", str(tmp_path / "resumed"))
+    assert r.returncode == 0, r.stderr
+    assert "stopped early" in r.stdout and not any(x.startswith("epoch") for x in r.stdout.splitlines()), r.stdout
+    np.testing.assert_array_equal(MF.load(str(tmp_path / "resumed")).user_factors_,
+                                  MF.load(str(tmp_path / "whole")).user_factors_)

@@ -273,11 +273,13 @@ def load(directory, eng, params, transport=None, compare=None, inputs=None):
     except SchemaError as e:
         notes = [] if isinstance(e, ContextStateError) else _input_changes(state.get("inputs"), inputs)
         raise CheckpointError(f"{path}: {e}" + ("; input files: " + "; ".join(notes) if notes else "")) from None
-    if rank == 0 and "kept" in state:
+    kept = state.pop("kept", None)      # rank 0's alone (the other ranks read its JSON in state.json too)
+    state["keeps"] = kept is not None   # (every rank: whether the run kept a model besides the engine's)
+    if rank == 0 and kept is not None:
         _verify(path, ["kept.npz"])
         try:
             with np.load(os.path.join(path, "kept.npz"), allow_pickle=False) as z:
-                state["kept"] = ({k: z[k] for k in z.files}, state["kept"])
+                state["kept"] = ({k: z[k] for k in z.files}, kept)
         except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e:
             raise CheckpointError(f"{path}/kept.npz: cannot read ({e})") from None
     return state

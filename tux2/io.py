@@ -1271,8 +1271,9 @@ def edge_format(head, path, columns=None):
 
     The first data line is a header when none of its tokens is a number while the
     next line has a number in one of its columns, or there is no next line and it has
-    two names or more (a header alone: ``no_edges`` says so), or when ``columns`` uses
-    names."""
+    two names or more (a header alone: ``no_edges`` says so), or each token names a
+    column's role, a user's among them (``user,item`` above string ids), or when
+    ``columns`` uses names."""
     start, skip, base = _header_end(head, path)
     if base:
         fmt = EdgeFormat(start, skip, matrix_market=True)
@@ -1289,8 +1290,9 @@ def edge_format(head, path, columns=None):
         toks = split_line(first, mode)
         named = columns is not None and any(not str(x).strip().isdigit() for x in
                                             (columns.split(",") if isinstance(columns, str) else columns))
+        roles = [role(t.decode("utf-8", "replace")) for t in toks]     # (string ids: no numbers below to tell)
         header = named or (not any(is_number(t) for t in toks) and (len(toks) >= 2 if len(lines) == 1 else any(
-            is_number(t) for t in split_line(lines[1][3], mode)[:len(toks)])))
+            is_number(t) for t in split_line(lines[1][3], mode)[:len(toks)]) or (None not in roles and 0 in roles)))
         names = None
         if header:
             names = [t.decode("utf-8", "replace").strip("\"'") for t in split_fields(first, mode, leading=True)]

@@ -593,7 +593,7 @@ def _string_edges(raw, fmt, path, type_names, maps):
         if frozen[side] or numeric[side]:
             id_maps.append(maps[side])
             continue
-        id_maps.append(IdMap(np.array([_text(t) for t in index[side]], dtype=str)))   # (in first-seen order)
+        id_maps.append(IdMap(np.array([id_text(t) for t in index[side]], dtype=str)))   # (in first-seen order)
     return (np.array(src, np.int64), np.array(dst, np.int64), np.array(val, np.float64) if ncols == 3 else None,
             tuple(id_maps), missing)
 
@@ -615,11 +615,12 @@ def _mapped(fast, maps, index, frozen, numeric):
             texts = [t.decode("utf-8", "replace") for t in toks]
             missing[side].extend(texts[i] for i in first[ids < 0].tolist())
         out.append(ids)
-        id_maps.append(maps[side] if frozen[side] or numeric[side] else IdMap(np.array([_text(t) for t in toks], str)))
+        id_maps.append(maps[side] if frozen[side] or numeric[side] else
+                       IdMap(np.array([id_text(t) for t in toks], str)))
     return out[0], out[1], v, tuple(id_maps), missing
 
 
-def _text(token):
+def id_text(token):
     """A string id's text: UTF-8, else Latin-1 (Book-Crossing's ISBNs), which any bytes are."""
     try:
         return token.decode("utf-8")

@@ -257,6 +257,7 @@ class Checkpoints:
         self.params, self.inputs = params or {}, inputs or {}
         self._lock = None
         self.kept = None                        # rank 0's (arrays, JSON) the resumed checkpoint kept besides the engine
+        self.keeps = False                      # whether it kept one (on every rank)
         self._made = []                         # directories made for the checkpoints, deepest first
         if self.every and getattr(transport, "rank", 0) == 0:
             path = os.path.abspath(self.dir)
@@ -274,7 +275,7 @@ class Checkpoints:
         if say is not None:
             say(f"  resumed from {self.resume_dir} after {unit} {self.eng.iteration}")
         history = state.get("history")
-        self.kept = state.get("kept")
+        self.kept, self.keeps = state.get("kept"), state["keeps"]
         return self.eng.iteration, history if isinstance(history, list) else []
 
     def after(self, i, history=None, kept=None):
@@ -369,9 +370,12 @@ def train(est, data, *, transport=None, partitions=None, threads=None, slack=0, 
         if ck.resume_dir and start >= n:
             say(f"  note: the checkpoint in {ck.resume_dir} is at {unit} {start}, --{est._iterations} {n}: nothing to "
                 f"train; the model is the checkpoint's (--{est._iterations} above {start} trains on)")
+        stopped = est._early(history, setup) if ck.keeps and start < n else None   # the checkpoint's run stopped
+        if stopped:                                                                 # there (early stopping): it stays
+            say(stopped)
         with metrics_stream(metrics, rank, append=start, unit=unit) as write:
             before = history[-1].get("total_time_s", 0.0) if history else 0.0
-            for i, dt, total, comm in timed_epochs(eng, n, start, say, unit, before):
+            for i, dt, total, comm in timed_epochs(eng, start if stopped else n, start, say, unit, before):
                 rec = {unit: i, "time_s": round(dt, 6), "total_time_s": round(total, 6), **est.record(eng, setup)}
                 rec.setdefault("clock", eng.clock)
                 rec.update({k: count / dt if dt > 0 else None for k, count in est._rates(setup).items()})

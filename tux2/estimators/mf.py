@@ -351,15 +351,15 @@ class MF(Estimator):
     def prepare(self, data, parts):
         order, blocks, partitioner = self.schedule(parts)
         train, ingress = data.train, "assignment" in data.facts
+        if self.early_stop and not (data.test.num_edges if data.test is not None else ingress):    # (rank 0 has it)
+            raise Tux2Error(f"--early-stop {self.early_stop} (early_stop=) watches the test RMSE: give test ratings "
+                            "(--test FILE or a --test-fraction above 0; from Python: fit(data, test))")
         # whole blocks of users per partition: 1000 partitions on 200 users left 800 empty and took
         # minutes an epoch (more partitions than edges: the runner's message)
         if partitioner == "stratified" and train.n_src < parts <= train.num_edges:
             raise Tux2Error(f"{parts} partitions for {train.n_src} users: the stratified partitioner gives each "
                             "partition whole blocks of users, so some would be empty; use at most as many "
                             "partitions as users")
-        if self.early_stop and (data.test.num_edges == 0 if data.test is not None else not ingress):
-            raise Tux2Error(f"--early-stop {self.early_stop} watches the test RMSE, and there are no test ratings: "
-                            "give --test FILE or a --test-fraction above 0 (from Python: fit(data, test))")
         if ingress:                 # tux2.ingress: this worker's share, placed and ordered
             strata, tiles, degrees = train.strata, train.tiles, train.degrees
             mu, sd, mad, far, (low, high) = (data.facts[k] for k in ("mu", "sd", "mad", "far", "range"))
