@@ -648,8 +648,10 @@ class Engine(ApplyRounds):
         if n == 0:
             return []
         ends = np.cumsum(his[:n] - los[:n])
-        share = -(-int(ends[-1]) // max(self._groups[self._slot[p.rank]], 1))
-        cuts = np.unique(np.r_[0, np.searchsorted(ends, np.arange(share, int(ends[-1]), share), side="right"), n])
+        groups = max(self._groups[self._slot[p.rank]], 1)
+        share = int(ends[-1]) * np.arange(1, groups) // groups          # the segment end nearest each equal share
+        cut = np.abs(ends[:-1, None] - share).argmin(axis=0) + 1 if n > 1 else np.zeros(0, np.int64)
+        cuts = np.unique(np.r_[0, cut, n])
         return [(los[a:b], his[a:b], int(b - a)) for a, b in zip(cuts[:-1].tolist(), cuts[1:].tolist())]
 
     def _tiles_waiting(self, p, los, his, n, perm):
@@ -662,10 +664,7 @@ class Engine(ApplyRounds):
         key = ("waiting", p.rank, self._last_range.get(p.rank), a, b)
         got = self._run_cache.get(key)
         if got is None:
-            starts = self._run_cache.get(("tiles", p.rank))
-            if starts is None:
-                starts = self._run_cache[("tiles", p.rank)] = np.searchsorted(p.orders[None][1], self.tiles)
-            cuts = np.r_[a, np.unique(starts[(starts > a) & (starts < b)]), b].astype(np.int64)
+            cuts = self._tile_cuts(p, a, b)
             wait = np.zeros(len(cuts) - 1, np.uint8)
             for _, t, _, _, _ in self._deferred:
                 tl = p.types[t]
@@ -705,27 +704,23 @@ class Engine(ApplyRounds):
     def _tile_groups(self, p, los, his, n):
         """p's clock range as up to ``_groups`` ranges (los, his, 1) of about equal edges,
         cut at tile starts (the ranges share no vertex and run in parallel threads)."""
-        groups = self._groups[self._slot[p.rank]]
         if n != 1:
             return [(los, his, n)] if n else []
         a, b = int(los[0]), int(his[0])
         key = ("groups", p.rank, a, b)
         got = self._run_cache.get(key)
         if got is None:
-            starts = self._run_cache.get(("tiles", p.rank))
-            if starts is None:
-                starts = self._run_cache[("tiles", p.rank)] = np.searchsorted(p.orders[None][1], self.tiles)
-            inner = np.unique(starts[(starts > a) & (starts < b)])
-            cuts = [a]
-            for j in range(1, groups):
-                if len(inner):      # the tile start nearest to an equal share
-                    c = int(inner[np.abs(inner - (a + (b - a) * j // groups)).argmin()])
-                    if c > cuts[-1]:
-                        cuts.append(c)
-            cuts.append(b)
-            got = self._run_cache[key] = [(np.array([x], np.int64), np.array([y], np.int64), 1)
-                                          for x, y in zip(cuts[:-1], cuts[1:])]
+            cuts = self._tile_cuts(p, a, b)
+            got = self._run_cache[key] = [(lo[:1], hi[-1:], 1)      # consecutive tiles: one range
+                                          for lo, hi, _ in self._spread(p, cuts[:-1], cuts[1:], len(cuts) - 1)]
         return got
+
+    def _tile_cuts(self, p, a, b):
+        """[a, the tile starts inside (a, b), b]: p's positions [a, b) cut into its tiles."""
+        starts = self._run_cache.get(("tiles", p.rank))
+        if starts is None:
+            starts = self._run_cache[("tiles", p.rank)] = np.searchsorted(p.orders[None][1], self.tiles)
+        return np.r_[a, np.unique(starts[(starts > a) & (starts < b)]), b].astype(np.int64)
 
     def _part_times(self, times):
         if self._part_s is not None:            # --trace: each partition's Exchange seconds (summed over ranges)
