@@ -20,8 +20,8 @@ __all__ = ["Apply", "BipartiteGraph", "BlockPG", "CheckpointError", "ContextSpec
 # attributes, as the package imported them eagerly; code written then still works)
 _SUBMODULES = ("busguard", "checkpoint", "cli", "compile", "config", "datacache", "datasets", "engine", "errors",
                "estimator", "estimators", "files", "graph", "ingress", "interrupt", "io", "layout", "loaders",
-               "model_check", "params", "partitioning", "program", "rounds", "runner", "runtime", "schema", "stages",
-               "stopwords", "tables", "transport", "udfs", "version", "wire", "zmq_transport")
+               "model_check", "params", "partitioning", "program", "ranking", "rounds", "runner", "runtime",
+               "schema", "stages", "stopwords", "tables", "transport", "udfs", "version", "wire", "zmq_transport")
 
 
 def __getattr__(name):

@@ -12,7 +12,7 @@ import numpy as np
 
 from tux2 import estimators, files
 from tux2.io import display_name
-from tux2.cli.common import COUNT, NONNEG, SEED, add_input_args, integer, note_first_read, spool_inputs
+from tux2.cli.common import COUNT, NONNEG, SEED, add_input_args, integer, note_first_read, number, spool_inputs
 from tux2.errors import InputError, Tux2Error
 
 LINEAR = ("lr", "svm", "softmax", "fm", "blockpg")
@@ -41,6 +41,9 @@ def add_parser(sub):
     p.add_argument("--include-seen", action="store_true", help="mf --top-k: also recommend training items")
     p.add_argument("--min-ratings", type=NONNEG, default=1,
                    help="mf --top-k: recommend only items with at least this many training ratings")
+    p.add_argument("--relevant", type=number(), default=None, metavar="RATING",
+                   help="mf --top-k, INPUT of 'user item rating' lines: the items rated at least this are the "
+                        "relevant ones of the precision, recall, NDCG and MAP (default: every item of INPUT)")
     p.add_argument("--iterations", type=integer(1, 1_000_000), default=50,
                    help="lda: Gibbs sweeps of inference per document")
     add_input_args(p, base=False, unknown=True)
@@ -73,7 +76,7 @@ def _report(args, res):
 
 # flags that only some models take: (flag, dest, its default, the algorithms); given to another model, an error
 FOR_SOME = (("--top-k", "top_k", None, ("mf",)), ("--include-seen", "include_seen", False, ("mf",)),
-            ("--min-ratings", "min_ratings", 1, ("mf",)),
+            ("--min-ratings", "min_ratings", 1, ("mf",)), ("--relevant", "relevant", None, ("mf",)),
             ("--iterations", "iterations", 50, ("lda",)), ("--seed", "seed", 0, ("lda",)),
             ("--columns", "columns", None, ("mf",)), ("--unknown", "unknown", "baseline", ("mf",)),
             ("--zero-based", "zero_based", None, LINEAR), ("--label-column", "label_column", None, LINEAR))
@@ -93,8 +96,8 @@ def predict(args):
     if model.algorithm == "mf" and args.top_k is None and args.min_ratings != 1:
         raise Tux2Error("--min-ratings picks the items --top-k recommends; predictions for the pairs of INPUT "
                         "are made whatever their items' ratings")
-    if model.algorithm == "mf" and args.top_k is not None and args.metrics:       # else: exit 0, no file
-        raise Tux2Error("--metrics: --top-k recommendations have no metrics (they score pairs of INPUT)")
+    if model.algorithm == "mf" and args.top_k is None and args.relevant is not None:
+        raise Tux2Error("--relevant picks the items that --top-k's lists are measured against")
     spool_inputs(args)
     note_first_read(args, "libsvm" if model.algorithm in LINEAR else "edges")
     if model.algorithm == "mf":
@@ -145,12 +148,27 @@ def predict_mf(args, model):
     from tux2 import loaders
     sep = _separator(t for m in model.ids_ if m is not None and m.tokens.dtype.kind == "U" for t in m.tokens.tolist())
     if args.top_k is not None:
-        users = _listed_users(args, model) if args.input else None
-        names, items, score = model.recommend(users, args.top_k, exclude_seen=not args.include_seen,
-                                              unknown=args.unknown, min_ratings=args.min_ratings)
+        res = None
+        if args.input and _pairs(args):     # a test set: its users' lists, measured against their items
+            g = loaders.load_edges(args.input, type_names=("user", "item"), id_maps=model.ids_, known=model.known_,
+                                   unknown=args.unknown, columns=args.columns)
+            res, (names, items, score) = model.ranking_metrics(
+                (loaders.edge_ids(g, 0), loaders.edge_ids(g, 1), g.values), args.top_k, args.relevant,
+                exclude_seen=not args.include_seen, min_ratings=args.min_ratings, return_lists=True)
+        elif args.metrics or args.relevant is not None:         # else: exit 0, no file
+            raise Tux2Error(f"{'--metrics' if args.metrics else '--relevant'}: --top-k lists are measured against "
+                            "the items of INPUT's 'user item [rating]' lines, and "
+                            + ("INPUT lists users alone" if args.input else "there is no INPUT"))
+        else:
+            users = _listed_users(args, model) if args.input else None
+            names, items, score = model.recommend(users, args.top_k, exclude_seen=not args.include_seen,
+                                                  unknown=args.unknown, min_ratings=args.min_ratings)
         _write(args.output, (f"{user}" + "".join(f"{sep}{it}:{sc:.6g}" for it, sc in zip(row, srow)
                                                  if math.isfinite(sc))
                              + "\n" for user, row, srow in zip(names.tolist(), items.tolist(), score.tolist())))
+        if res is not None:
+            _report(args, {"model": "mf", **{m if m == "users" else f"{m}@{args.top_k}": v for m, v in res.items()},
+                           **({"relevant": args.relevant} if args.relevant is not None else {})})
         return 0
     if args.input is None:
         raise Tux2Error("INPUT is required: 'user item [rating]' lines, or pass --top-k")
@@ -177,6 +195,12 @@ def predict_mf(args, model):
               f"on ({loaders.describe_read(g, 'auto') or 'columns 1 and 2'}): other columns? --columns picks them "
               "(by position, or by the header's names: --columns userId,movieId,rating)", file=sys.stderr)
     return 0
+
+
+def _pairs(args):
+    """Whether --top-k's INPUT has 'user item [rating]' lines (a test set), not users alone."""
+    from tux2.io import edge_format, read_head
+    return args.columns is not None or edge_format(read_head(args.input, "the user list"), args.input).width >= 2
 
 
 def _listed_users(args, model):

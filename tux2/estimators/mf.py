@@ -681,3 +681,43 @@ class MF(Estimator):
         items = self.user_ids(1, np.maximum(top, 0))
         items[top < 0] = -1 if items.dtype.kind in "iu" else ""     # no id is negative or empty
         return names, items, score
+
+    def ranking_metrics(self, test, k=10, relevant=None, exclude_seen=True, min_ratings=1, unknown=None,
+                        return_lists=False):
+        """Precision, recall, NDCG, MAP and hit rate at ``k`` (tux2.ranking: binary
+        relevance, as Spark's RankingMetrics) of ``recommend``'s lists for the users of
+        ``test`` — a rating file, (users, items[, ratings]), rows or a DataFrame in the
+        user's ids, or a BipartiteGraph as ``fit`` takes it — against each one's test items rated at least ``relevant`` (default:
+        every test item), averaged over the users with such an item. A test item without
+        training ratings is relevant and never recommended. ``return_lists``: also
+        ``recommend``'s (users, items, scores), one row per test user in order of appearance."""
+        from tux2 import ranking
+        if loaders.is_path(test):
+            g = loaders.load_edges(test, type_names=NAMES, id_maps=self.ids_, known=self.known_, unknown="baseline",
+                                   columns=self.columns)
+            users, items, r = loaders.edge_ids(g, 0), loaders.edge_ids(g, 1), g.values
+        elif isinstance(test, BipartiteGraph):          # dense ids, as fit's test set
+            users, items, r = test.src, test.dst, test.values
+        else:
+            columns = vars(self).get("columns_", self.columns)
+            rows = test if isinstance(test, tuple) and len(test) in (2, 3) else _pairs(test) or \
+                user_rows(test if is_frame(test) else _rows3(test, "MF.ranking_metrics"), columns)
+            users, items, r = (np.asarray(c) for c in rows) if len(rows) == 3 else (*map(np.asarray, rows), None)
+        keep = np.ones(len(users), bool)
+        if relevant is not None:
+            if r is None:
+                raise InputError(f"relevant={relevant:g} (--relevant) keeps the test items rated at least that, and "
+                                 "the test pairs have no ratings", path="ranking")
+            keep = np.asarray(r, np.float64) >= relevant
+        first, row = np.unique(users, return_inverse=True, return_index=True)[1:]
+        order = np.argsort(first, kind="stable")                   # the users in order of appearance
+        listed = loaders.given_ids(self.ids_[0], users[first[order]], "MF.ranking_metrics: users")
+        names, top, score = self.recommend(listed, k, exclude_seen, unknown, min_ratings=min_ratings)
+        at = np.full(len(first), -1)
+        at[order[np.isin(listed, names)]] = np.arange(len(names))     # unknown="skip": users left out
+        keep &= at[row] >= 0
+        item = self.lookup(1, items[keep])
+        item = np.where(item < 0, self.n_items + np.arange(len(item)), item)      # relevant, never listed
+        out = ranking.at_k(np.where(top == (-1 if top.dtype.kind in "iu" else ""), -1,
+                                    self.lookup(1, top.ravel()).reshape(top.shape)), at[row][keep], item)
+        return (out, (names, top, score)) if return_lists else out

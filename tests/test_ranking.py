@@ -1,0 +1,126 @@
+"""Top-k ranking metrics (tux2.ranking, MF.ranking_metrics, `tux2 predict --top-k` on a
+test set) against their definitions written out position by position."""
+import json
+import math
+
+import numpy as np
+import pytest
+
+from tests.conftest import run_cli
+from tux2 import MF
+from tux2.ranking import at_k
+
+
+def _slow(lists, relevant, k):
+    """The metrics, one user and one position at a time (Spark's RankingMetrics)."""
+    per = {m: [] for m in ("precision", "recall", "ndcg", "map", "hit_rate")}
+    for row, rel in zip(lists, relevant):
+        if not rel:
+            continue
+        hits = [j < len(row) and row[j] in rel for j in range(k)]
+        n = sum(hits)
+        per["precision"].append(n / k)
+        per["recall"].append(n / len(rel))
+        dcg = sum(1 / math.log2(j + 2) for j in range(k) if hits[j])
+        per["ndcg"].append(dcg / sum(1 / math.log2(j + 2) for j in range(min(k, len(rel)))))
+        per["map"].append(sum(sum(hits[:j + 1]) / (j + 1) for j in range(k) if hits[j]) / min(k, len(rel)))
+        per["hit_rate"].append(float(n > 0))
+    return {m: float(np.mean(v)) for m, v in per.items()}, len(per["precision"])
+
+
+def test_metrics_of_a_list_by_hand():
+    # row 0: relevant {2, 9}, item 2 found at position 2 of 3; row 1: nothing relevant, not counted
+    got = at_k([[1, 2, 3], [4, -1, -1]], rows=[0, 0, 0], items=[2, 9, 2])
+    assert got["users"] == 1
+    assert got["precision"] == pytest.approx(1 / 3) and got["recall"] == pytest.approx(1 / 2)
+    assert got["ndcg"] == pytest.approx((1 / math.log2(3)) / (1 + 1 / math.log2(3)))
+    assert got["map"] == pytest.approx((1 / 2) / 2) and got["hit_rate"] == 1.0
+    # padding (-1) is never a hit, even where row * width + item would meet another row's item
+    assert at_k([[-1, -1]], rows=[0], items=[0])["hit_rate"] == 0.0
+
+
+def test_at_k_equals_the_definitions_on_random_lists():
+    rng = np.random.default_rng(5)
+    lists = [rng.permutation(40)[:rng.integers(0, 8)].tolist() for _ in range(60)]
+    relevant = [set(rng.choice(45, rng.integers(0, 6), replace=False).tolist()) for _ in range(60)]
+    top = np.full((60, 7), -1)
+    for r, row in enumerate(lists):
+        top[r, :len(row[:7])] = row[:7]
+    rows = [r for r, rel in enumerate(relevant) for _ in rel]
+    got = at_k(top, rows, [i for rel in relevant for i in rel])
+    want, users = _slow([row[:7] for row in lists], relevant, 7)
+    assert got["users"] == users
+    for m, v in want.items():
+        assert got[m] == pytest.approx(v, rel=1e-12), m
+
+
+@pytest.fixture(scope="module")
+def split(tmp_path_factory):
+    """A MovieLens-shaped split: 'user item rating timestamp' TSV with a header, 1-based ids,
+    Zipf item degrees, sorted by user; the test file has users and items training never saw."""
+    rng = np.random.default_rng(11)
+    u = rng.integers(1, 151, 5000)
+    i = np.minimum(rng.zipf(1.5, 5000), 200)
+    key = np.unique(u * 1000 + i, return_index=True)[1]
+    u, i = u[key], i[key]
+    r = np.clip(np.round(3.4 + 0.8 * rng.standard_normal(len(u))), 1, 5)
+    test = rng.random(len(u)) < 0.2
+    d = tmp_path_factory.mktemp("rank")
+    for name, m in (("train.tsv", ~test), ("test.tsv", test)):
+        rows = [(a, b, c, 880000000 + j) for j, (a, b, c) in enumerate(zip(u[m], i[m], r[m]))]
+        if name == "test.tsv":
+            rows += [(151, 3, 5.0, 1), (7, 777, 4.0, 2)]        # a new user; a new item
+        with open(d / name, "w") as f:
+            f.write("userId\tmovieId\trating\ttimestamp\n")
+            f.writelines(f"{a}\t{b}\t{c:g}\t{t}\n" for a, b, c, t in sorted(rows))
+    return d
+
+
+def test_mf_ranking_metrics_are_those_of_brute_force_lists(split):
+    model = MF(k=6, epochs=4).fit(str(split / "train.tsv"))
+    test = np.loadtxt(split / "test.tsv", skiprows=1)
+    tu, ti, tr = test[:, 0].astype(int), test[:, 1].astype(int), test[:, 2]
+    seen = {}
+    for a, b in np.loadtxt(split / "train.tsv", skiprows=1, usecols=(0, 1), dtype=int):
+        seen.setdefault(a, set()).add(b)
+    items = np.flatnonzero(model.known_[1])                       # ids trained (1-based file: dense = id - 1)
+    item_ids = model.user_ids(1, items)
+    for relevant in (None, 4):
+        users = list(dict.fromkeys(tu.tolist()))                  # in order of appearance
+        lists, rel = [], []
+        for a in users:
+            raw = (model.user_factors_[model.lookup(0, [a])[0]] @ model.item_factors_[items].T + model.item_bias_[items]
+                   if a in seen else model.item_bias_[items])     # a new user: the items of highest mu + b_i
+            order = [j for j in np.argsort(-raw, kind="stable") if int(item_ids[j]) not in seen.get(a, ())]
+            lists.append([int(item_ids[j]) for j in order[:5]])
+            rel.append({b for x, b, c in zip(tu, ti, tr) if x == a and (relevant is None or c >= relevant)})
+        want, n = _slow(lists, rel, 5)
+        got, (names, top, _) = model.ranking_metrics(str(split / "test.tsv"), k=5, relevant=relevant,
+                                                      return_lists=True)
+        assert names.tolist() == users and top.tolist() == lists
+        assert got["users"] == n and all(got[m] == pytest.approx(v, rel=1e-9) for m, v in want.items())
+        # the same from arrays
+        assert model.ranking_metrics((tu, ti, tr), k=5, relevant=relevant) == got
+
+
+def test_predict_top_k_on_a_test_set_writes_each_users_list_once_and_the_metrics(split, tmp_path):
+    r = run_cli("run", "mf", str(split / "train.tsv"), "--k", "6", "--epochs", "4", "--test-fraction", "0",
+                "--out", str(tmp_path / "m"), "--quiet")
+    assert r.returncode == 0, r.stderr
+    r = run_cli("predict", str(tmp_path / "m"), str(split / "test.tsv"), "--top-k", "5", "--relevant", "4",
+                "-o", str(tmp_path / "recs.txt"), "--metrics", str(tmp_path / "rank.json"))
+    assert r.returncode == 0, r.stderr
+    got = json.loads((tmp_path / "rank.json").read_text())
+    want = MF.load(tmp_path / "m").ranking_metrics(str(split / "test.tsv"), k=5, relevant=4)
+    assert got == {"model": "mf", **{m if m == "users" else f"{m}@5": v for m, v in want.items()}, "relevant": 4}
+    assert json.loads(r.stdout) == got
+    users = [ln.split()[0] for ln in (tmp_path / "recs.txt").read_text().splitlines()]
+    test_users = [ln.split("\t")[0] for ln in (split / "test.tsv").read_text().splitlines()[1:]]
+    assert users == list(dict.fromkeys(test_users))
+    # a list of users alone has no items to measure against: refused, not an exit 0 without the file
+    (tmp_path / "users.txt").write_text("1\n2\n")
+    for extra in (["--metrics", str(tmp_path / "x.json")], ["--relevant", "4"]):
+        r = run_cli("predict", str(tmp_path / "m"), str(tmp_path / "users.txt"), "--top-k", "5", *extra)
+        assert r.returncode == 2 and "INPUT lists users alone" in r.stderr, r.stderr
+    r = run_cli("predict", str(tmp_path / "m"), str(split / "test.tsv"), "--relevant", "4")
+    assert r.returncode == 2 and r.stderr.startswith("tux2: error: --relevant picks the items"), r.stderr
