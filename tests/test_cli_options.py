@@ -589,7 +589,16 @@ def test_an_output_no_one_can_create_is_refused_before_any_work(capsys, tmp_path
     (["run", "lda", "--k=5"], "--k=5: use --topics/-k (--k is an option of tux2 run mf)"),
     (["run", "mf", "--iterations", "5"], "use --epochs (--iterations is an option of tux2 run lda)"),
     (["run", "lda", "--vocabulary", "v.txt"], "did you mean --vocab\n"),
-    (["run", "lda", "--lr", "0.1"], "tux2 run lda has no --lr (--lr is an option of tux2 run mf)")])
+    (["run", "lda", "--lr", "0.1"], "tux2 run lda has no --lr (--lr is an option of tux2 run mf)"),
+    # the peers' names: LibMF/Spark's lambda and regParam, surprise's n_factors and reg_all, scikit-learn's C
+    (["run", "mf", "--lambda", "0.1"], "--lambda: use --reg\n"),
+    (["run", "mf", "--regParam", "0.1"], "--regParam: use --reg\n"),
+    (["run", "mf", "--n_factors", "20"], "--n_factors: use --k\n"),
+    (["run", "mf", "--maxIter", "5"], "--maxIter: use --epochs\n"),
+    (["run", "lr", "--lambda", "1"], "--lambda: use --lam\n"),
+    (["run", "lr", "--C", "2"], "--C: use --lam (λ = 1/C)\n"),
+    (["run", "lda", "--num_topics", "5"], "--num_topics: use --topics/-k\n"),
+    (["run", "lda", "--eta", "0.1"], "--eta: use --beta (--eta is an option of tux2 run lr")])
 def test_a_flag_of_another_algorithm_names_this_ones(capsys, argv, hint):
     """`tux2 run lda --epochs 5` (LDA counts --iterations) said only 'unrecognized
     arguments: --epochs 5' under the usage of `tux2` itself."""
