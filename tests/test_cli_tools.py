@@ -175,6 +175,20 @@ def test_plot_puts_epoch_and_iteration_files_on_one_axis(tmp_path):
     assert "lda.jsonl: no 'epoch' field (use --x with one of: iteration, clock, total_time_s)" in r.stderr
 
 
+def test_plot_leaves_out_a_metric_that_never_changes_and_says_so(tmp_path):
+    """An LDA run without --optimize-interval has alpha_sum the same in every record: it
+    drew a flat panel; now it is named as not drawn, and --y still draws it."""
+    pytest.importorskip("matplotlib")
+    (tmp_path / "l.jsonl").write_text("".join(f'{{"iteration": {i}, "ll_per_token": {-9 + 1 / i}, "alpha_sum": 2.0}}\n'
+                                              for i in range(1, 5)))
+    r = run_cli("plot", str(tmp_path / "l.jsonl"), "-o", str(tmp_path / "p.png"))
+    assert r.returncode == 0 and r.stdout.startswith("1 metric(s) from 1 file(s)"), r.stderr
+    assert "(the same in every record, so not drawn: alpha_sum; --y draws them)" in r.stdout
+    r = run_cli("plot", str(tmp_path / "l.jsonl"), "-o", str(tmp_path / "p.png"), "--y", "alpha_sum", "ll_per_token")
+    assert r.returncode == 0 and r.stdout.strip().endswith("2 metric(s) from 1 file(s) written to "
+                                                           f"{tmp_path / 'p.png'}"), r.stdout
+
+
 @pytest.mark.parametrize("lines, output, expect", [
     (b'{"epoch": 1, "rmse": 1}\n{"epoch": 2, "rmse": 1, "n": "\xff"}\n', "p.png",
      "m.jsonl:2: not UTF-8 text"),                                    # was UnicodeDecodeError

@@ -21,7 +21,7 @@ def add_parser(sub):
     p.add_argument("-o", "--output", required=True, help="image file (.png, .pdf, .svg)")
     p.add_argument("--x", choices=_X, default="auto",
                    help="x axis; auto: epoch or iteration, whichever the files have")
-    p.add_argument("--y", nargs="+", help="metrics to plot (default: every metric in the files)")
+    p.add_argument("--y", nargs="+", help="metrics to plot (default: every metric in the files that changes from record to record)")
     p.add_argument("--log-y", action="store_true", help="logarithmic y axes (symmetric log on a panel with values <= 0)")
     p.add_argument("--title", help="figure title")
     p.set_defaults(func=plot)
@@ -79,7 +79,10 @@ def plot(args):
         xkeys = dict.fromkeys(data, args.x)
     found = sorted({k for rows in data.values() for r in rows for k, v in r.items()
                     if k not in _NOT_METRICS and _number(v)})
-    metrics = args.y or found
+    # without --y, a metric that never changes (LDA's alpha_sum when α is not learnt) gets no panel
+    flat = [] if args.y else [m for m in found if len({r[m] for rows in data.values() for r in rows
+                                                        if _number(r.get(m))}) == 1]
+    metrics = args.y or [m for m in found if m not in flat] or found
     if not metrics:
         raise Tux2Error("no numeric metrics in the files")
     for path, rows in data.items():
@@ -126,5 +129,7 @@ def plot(args):
     except (ValueError, OverflowError) as e:      # matplotlib cannot scale values near the float64 limits
         raise Tux2Error(f"{args.output}: cannot draw these values ({e})") from None
     plt.close(fig)
-    print(f"{len(metrics)} metric(s) from {len(data)} file(s) written to {args.output}")
+    left = [m for m in flat if m not in metrics]
+    print(f"{len(metrics)} metric(s) from {len(data)} file(s) written to {args.output}"
+          + (f" (the same in every record, so not drawn: {', '.join(left)}; --y draws them)" if left else ""))
     return 0
