@@ -855,11 +855,13 @@ def _trimmed(buf, a, b):
 
 
 @njit(cache=True, nogil=True)
-def _string_lines(buf, start, bounds, values, cs, cd, vcol, need, mode, strict):
+def _string_lines(buf, start, bounds, values, cs, cd, vcol, need, mode, sepb):
     """The edge lines of buf[start:] whose ids are any tokens: ``bounds[:, k]`` gets the
     (start, end) offsets of edge k's src and dst tokens, ``values[k]`` its value (columns
-    ``cs``, ``cd``, ``vcol``: -1 for none). Fields as :func:`split_fields` has them (TAB:
-    the trimmed text between tabs). Returns (edges, ncols, ok); ok is False at the first
+    ``cs``, ``cd``, ``vcol``: -1 for none). Fields as :func:`id_fields` has them: with a
+    separator byte ``sepb`` (a tab; a comma or semicolon: :func:`csv_fields`, quoted ones
+    whole) the trimmed text between them, else :func:`split_fields`'s tokens. Returns
+    (edges, ncols, ok); ok is False at the first
     line that is not a plain one (an error, an empty field read, a value that is no finite
     number): the caller then reads the file line by line, which names it."""
     n = buf.shape[0]
@@ -879,11 +881,18 @@ def _string_lines(buf, start, bounds, values, cs, cd, vcol, need, mode, strict):
         t = 0                                   # fields, up to the last non-empty one
         lead = -1                               # the first token's start
         a = pos
-        if mode == TAB:
+        if sepb != 0:
             f = 0
             while a <= end:
                 b = a
-                while b < end and buf[b] != 9:
+                if sepb != 9:                   # a quoted field of a CSV file: its separators are text
+                    while b < end and (buf[b] == 32 or buf[b] == 13):
+                        b += 1
+                    if b < end and buf[b] == 34:
+                        b += 1
+                        while b < end and buf[b] != 34:
+                            b += 1
+                while b < end and buf[b] != sepb:
                     b += 1
                 x, y = _trimmed(buf, a, b)
                 if y > x:
@@ -921,8 +930,8 @@ def _string_lines(buf, start, bounds, values, cs, cd, vcol, need, mode, strict):
                     if buf[c] == 44 or buf[c] == 59 or buf[c] == 9:
                         hard += 1
                     c += 1
-                if c < end and ((hard > 1 and t < last) or (hard == 0 and strict)):
-                    return k, ncols, False      # ',,' before a field read; '1 5' in a comma-separated file
+                if c < end and hard > 1 and t < last:
+                    return k, ncols, False      # ',,' before a field read
                 t += 1
                 a = b
         if lead < 0 or buf[lead] == 35 or buf[lead] == 37:     # blank, or a '#'/'%' comment
@@ -1018,7 +1027,8 @@ def string_edges(raw, fmt):
     cap = int(_count_newlines(buf, np.array([fmt.start, len(buf)], np.int64))[0]) + 1
     bounds = np.empty((4, cap), np.int64)        # rows: src start, end, dst start, end
     values = np.empty(cap, np.float64)
-    k, ncols, ok = _string_lines(buf, fmt.start, bounds, values, cs, cd, vcol, need, fmt.mode, fmt.strict)
+    k, ncols, ok = _string_lines(buf, fmt.start, bounds, values, cs, cd, vcol, need, fmt.mode,
+                                 fmt.sep_byte[0] if fmt.strict else 9 if fmt.mode == TAB else 0)
     if not ok or k == 0:
         return None
     out, tokens = [], []
@@ -1134,13 +1144,44 @@ def _unquote(field):
     return field[1:-1] if len(field) > 1 and field[:1] == field[-1:] == b'"' else field
 
 
-def data_fields(line, mode=SPACE):
+def data_fields(line, mode=SPACE, sep=None):
     """The fields of a line as the parsers number its columns ([] for a blank or comment
-    line): :func:`split_line`'s tokens, in TAB mode :func:`split_fields`'."""
+    line): :func:`split_line`'s tokens, in TAB mode :func:`split_fields`', with a
+    separator byte ``sep`` (a comma- or semicolon-separated file's: ``EdgeFormat.fields``)
+    :func:`csv_fields`'."""
     toks = split_line(line, mode)
     if not toks or toks[0][:1] in (b"#", b"%"):
         return []
-    return split_fields(line, mode) if mode == TAB else toks
+    return csv_fields(line, sep) if sep else split_fields(line, mode) if mode == TAB else toks
+
+
+def csv_fields(line, sep=b","):
+    """The fields of a comma- (or ``sep``-) separated line as the string-id reader has
+    them: the text between separators, trimmed of spaces and CR, the quotes around a
+    whole field removed; a separator inside a quoted field is part of it (``"Heat, The"``);
+    empty fields at the end dropped. Ids may hold spaces (``Star Wars``)."""
+    line = line.rstrip(b"\r\n")
+    out, a, n = [], 0, len(line)
+    while a <= n:
+        b = a
+        while b < n and line[b] in b" \r":
+            b += 1
+        if b < n and line[b] == 34:                  # quoted: its separators are text
+            q = line.find(b'"', b + 1)
+            b = n if q < 0 else q + 1
+        e = line.find(sep, b)
+        e = n if e < 0 else e
+        out.append(_unquote(line[a:e].strip(b" \r")))
+        a = e + 1
+    while out and not out[-1]:
+        out.pop()
+    return out
+
+
+def id_fields(line, fmt):
+    """The fields of a data line as the string-id reader numbers its columns: in a
+    comma- or semicolon-separated file :func:`csv_fields`, else :func:`split_fields`."""
+    return csv_fields(line, fmt.sep_byte) if fmt.strict else split_fields(line, fmt.mode)
 
 
 def is_number(tok):
@@ -1170,6 +1211,15 @@ class EdgeFormat:
     def strict(self):
         """Whether commas or semicolons alone separate the fields (a space inside one is an error)."""
         return self.mode == SPACE and self.sep in ("comma", "semicolon")
+
+    def fields(self, line):
+        """A data line's fields as the string-id reader numbers them (:func:`data_fields`)."""
+        return data_fields(line, self.mode, self.sep_byte if self.strict else None)
+
+    @property
+    def sep_byte(self):
+        """The byte that alone separates the fields of a comma- or semicolon-separated file."""
+        return b";" if self.sep == "semicolon" else b","
 
     @property
     def args(self):
@@ -1308,6 +1358,10 @@ def edge_format(head, path, columns=None):
         sep = "colon" if mode == COLON else "tab" if mode == TAB else "comma" if b"," in data else \
             "semicolon" if b";" in data else "space"
         fmt = EdgeFormat(start, skip, False, mode, names, width, sep=sep)
+        if fmt.strict:          # only commas (semicolons) separate: 'user id' is one name, 'Star Wars' one id
+            fmt.width = len(csv_fields(data, fmt.sep_byte))
+            if names:
+                fmt.names = [t.decode("utf-8", "replace").strip("\"'") for t in csv_fields(first, fmt.sep_byte)]
         if names and not names[0] and len(names) == width >= 3:
             # pandas' to_csv: a first column without a name is the row index, not the user
             fmt.cols = (1, 2, 3 if width >= 4 else NONE)
@@ -1854,7 +1908,8 @@ def sniff_input(path, columns=None):
     fmt = edge_format(head, path, columns)
     vcol = 2 if fmt.cols[2] == OPTIONAL else fmt.cols[2]
     rows = sample_rows(head, fmt)
-    if rows and all(len(t) > max(fmt.cols[:2]) and (vcol < 0 or len(t) <= vcol or is_number(t[vcol]))
+    if rows and all(len(t) > max(fmt.cols[:2]) and (vcol < 0 or len(t) <= vcol or is_number(t[vcol])
+                                                    or is_number(t[vcol].replace(b",", b".")))      # 3,5: named
                     for t in rows):
         return "edges"
     if fmt.mode == TAB and (number_column(rows) is not None or tab_table(head, fmt)):
@@ -1867,7 +1922,7 @@ def sniff_input(path, columns=None):
 def sample_rows(head, fmt):
     """The fields of the data lines among the first 21 lines after ``fmt``'s header
     (at most 20), as the parsers in ``fmt.mode`` number the columns."""
-    return [t for t in (data_fields(x, fmt.mode) for x in head[fmt.start:].split(b"\n")[:21]) if t][:20]
+    return [t for t in (fmt.fields(x) for x in head[fmt.start:].split(b"\n")[:21]) if t][:20]
 
 
 def tab_table(head, fmt):

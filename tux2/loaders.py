@@ -319,7 +319,7 @@ def _unknown(s, d, v, known, policy, type_names, where, fmt=None):
         i = int(np.flatnonzero(either)[0])
         path, line, text = where(i)
         side = 0 if masks[0][i] else 1
-        toks = io.data_fields(text.encode("utf-8", "replace"), fmt.mode) if fmt is not None and text else []
+        toks = fmt.fields(text.encode("utf-8", "replace")) if fmt is not None and text else []
         tok = toks[fmt.cols[side]].decode("utf-8", "replace") if toks and len(toks) > fmt.cols[side] else \
             int((s, d)[side][i])
         raise InputError(f"unknown {type_names[side]} id {tok!r} (not in the training data); --unknown skip "
@@ -509,7 +509,7 @@ def numeric_ids(path, columns=None):
 
 def _first_ids_numeric(raw, fmt):
     for line in raw[fmt.start: fmt.start + (1 << 16)].split(b"\n"):
-        toks = io.data_fields(line, fmt.mode)
+        toks = io.data_fields(line, fmt.mode)       # (spaces split: '1,2 5' is a mistyped number, not an id)
         if not toks:
             continue
         return all(t.lstrip(b"+-").isdigit() for t in (toks[j] for j in fmt.cols[:2] if j < len(toks)))
@@ -542,20 +542,18 @@ def _string_edges(raw, fmt, path, type_names, maps):
     cs, cd, cv = fmt.cols
     vcol = 2 if cv == io.OPTIONAL else cv
     need = max(cs, cd) if cv == io.OPTIONAL else max(cs, cd, cv)
-    tab = fmt.mode == io.TAB            # tab-separated: empty fields are errors only where ids or values are read
+    tab = fmt.mode == io.TAB or fmt.strict      # tab-, comma-separated: empty fields are errors only where read
     missing = ([], [])                          # tokens not in frozen maps, in file order
     src, dst, val = [], [], []
     ncols = 0
     no = fmt.skip
     for no, line in enumerate(raw[fmt.start:].split(b"\n"), fmt.skip + 1):
-        toks = io.split_fields(line, fmt.mode)
+        toks = io.id_fields(line, fmt)
         if not toks or next(t for t in toks if t)[:1] in (b"#", b"%"):     # (TAB: leading fields may be empty)
             continue
 
         def fail(msg):
             raise InputError(msg, path=path, line=no, text=line.decode("utf-8", "replace").rstrip("\r"))
-        if fmt.strict and io.spaced_field(line, max(cs, cd, vcol)):
-            fail(io._MESSAGES[15])
         if not all([toks[j] for j in (cs, cd, vcol) if 0 <= j < len(toks)] if tab else toks[: max(cs, cd, vcol) + 1]):
             fail(io._MESSAGES[13])
         if len(toks) <= need:
@@ -582,7 +580,8 @@ def _string_edges(raw, fmt, path, type_names, maps):
         if cols == 3:
             x = _float_token(toks[vcol])
             if x is None:               # (TAB: '3 4' is no number, nor two fields)
-                fail(io._MESSAGES[14 if tab and _float_token(toks[vcol].split(b" ")[0]) is not None else 3])
+                fail(io._MESSAGES[(15 if fmt.strict else 14) if tab and _float_token(toks[vcol].split(b" ")[0])
+                                  is not None else 3])
             if not np.isfinite(x):
                 fail("value is NaN or infinite")
             val.append(x)

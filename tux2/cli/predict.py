@@ -208,14 +208,14 @@ def _listed_users(args, model):
     line of names (``userId``, as rating files have one). One without
     training ratings follows --unknown (baseline: the items of highest μ + b_i),
     counted on stderr; with error, it stops naming its line."""
-    from tux2.io import BOM, edge_format, read_head, split_line
+    from tux2.io import BOM, edge_format, read_head
     from tux2.loaders import id_text
     fmt = edge_format(read_head(args.input, "the user list"), args.input)
     toks, lines = [], []
     with open(args.input, "rb") as f:
         for no, raw in enumerate(f, 1):         # ids as the rating files' readers take them: quoted, Latin-1, …
-            t = split_line(raw.removeprefix(BOM) if no == 1 else raw, fmt.mode)
-            if t and t[0][:1] not in (b"#", b"%") and not (fmt.names and no <= fmt.skip):
+            t = fmt.fields(raw.removeprefix(BOM) if no == 1 else raw)
+            if t and not (fmt.names and no <= fmt.skip):
                 toks.append(id_text(t[0]))
                 lines.append((no, raw.decode("utf-8", "replace").rstrip("\r\n")))
     if not toks:
