@@ -676,12 +676,9 @@ class BlockPG(Linear):
     KAPPA_BLOCK = 1.25      # newton's default block: a sample has this many of its features in one, on average
 
     def _block(self, form, samples, features):
-        """``block_size``, else 500 (kappa) or for newton the largest power of two up to
-        512 in which a sample has on average at most KAPPA_BLOCK of its features (sparse
-        text: tens to hundreds; dense rows: 1), so the sweeps stay nearly exact coordinate
-        descent. Blocks of 1 made every feature a clock, with workers a message round each
-        (~1 M an epoch on 100k features); the data alone decides, so any number of workers
-        runs the one-process blocks and iterates."""
+        """``block_size``, else 500 (kappa) or for newton the largest power of two up to 512
+        holding KAPPA_BLOCK of a sample's features (blocks of 1: a message round per feature
+        with workers); the data alone decides, so workers run the one-process blocks."""
         if self.block_size or form != "newton":
             return self.block_size or 500
         b = 512
