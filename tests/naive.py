@@ -58,3 +58,25 @@ def sequential_sgd(graph, P, Q, mu, lr, reg, damping=None):
         Q[i] = qi - lr * (reg * qi - err * pu)
         bu[u], bi[i] = (bu[u] + lr * err) / (1 + lr * cu[u]), (bi[i] + lr * err) / (1 + lr * ci[i])
     return P, Q, bu, bi
+
+
+def top_k_lines(P, Q, bu, bi, mu, seen, users, k, clip=(-np.inf, np.inf), sep=" "):
+    """``tux2 predict MODEL USERS --top-k k``'s lines for a model of dense integer ids, one
+    user at a time, each item scored alone: μ + b_u + b_i + p_u·q_i over the items someone
+    rated that the user has not, best first, the lower item on a tie, scores clipped
+    after ranking; a user without ratings (or not in the model) gets μ + b_i over them."""
+    n_users, n_items = len(P), len(Q)
+    rated = {j for items in seen for j in items}
+    lines = []
+    for t in users:
+        u = int(t)
+        known = 0 <= u < n_users and len(seen[u]) > 0
+        cand = []
+        for j in sorted(rated):
+            if known and j in seen[u]:
+                continue
+            s = mu + bi[j] + (bu[u] + sum(float(a) * float(b) for a, b in zip(P[u], Q[j])) if known else 0.0)
+            cand.append((-s, j))
+        lines.append(t + "".join(f"{sep}{j}:{min(max(-s, clip[0]), clip[1]):.6g}" for s, j in sorted(cand)[:k])
+                     + "\n")
+    return "".join(lines)

@@ -222,6 +222,37 @@ def test_workers_give_the_single_process_weights(svm_files, tmp_path, form):
     np.testing.assert_allclose(ws[1], ws[0], rtol=1e-12, atol=1e-15)
 
 
+@pytest.mark.slow          # two worker processes
+def test_newton_default_blocks_are_the_data_s_so_workers_run_the_one_process_blocks(svm_files, tmp_path):
+    """The newton form's default block was 1 feature: with --workers 2 each feature of
+    each sweep was a round of messages (165k an epoch on 16.5k words: 105 s against 0.1 s
+    in one process). The default is now the largest power of two up to 512 in which a
+    sample has ~1 of its features (BlockPG.KAPPA_BLOCK): several on sparse rows, 1 on
+    dense ones; the data alone decides, so 2 workers take the one-process blocks and
+    give its weights up to summation order."""
+    import tux2
+    train, _ = svm_files
+    ws, blocks = [], []
+    for extra in ([], ["--workers", "2"]):
+        out = tmp_path / f"w{len(extra)}"
+        r = run_cli("run", "blockpg", train, "--form", "newton", "--lam", "0.5", "--epochs", "3", "--quiet",
+                    "--timeout", "20", *extra, "--out", str(out), timeout=300)
+        assert r.returncode == 0, r.stderr
+        ws.append(np.load(out / "weights.npz")["w"])
+        blocks.append(json.loads((out / "model.json").read_text())["block_size_used"])
+    assert blocks[0] == blocks[1] > 1
+    np.testing.assert_allclose(ws[1], ws[0], rtol=1e-12, atol=1e-15)
+    g, _ = io.read_libsvm(train)                 # the largest such block: twice it holds more of a sample
+    feat, _ = blockpg.shuffle_features(g.dst, g.n_dst)
+    kappa = [blockpg.block_counts(g.src, feat, b).mean() for b in (blocks[0], 2 * blocks[0])]
+    assert kappa[0] <= tux2.BlockPG.KAPPA_BLOCK < kappa[1]
+    rng = np.random.default_rng(0)                # dense rows: two features share every block of 2
+    dense = tmp_path / "dense.svm"
+    dense.write_text("".join(f"{rng.choice([-1, 1])} " + " ".join(f"{j}:{rng.random():.3f}" for j in range(1, 20))
+                             + "\n" for _ in range(40)))
+    assert tux2.BlockPG(form="newton", epochs=1).fit(str(dense)).block_size_ == 1
+
+
 def test_block_counts_equal_a_unique_over_sample_block_pairs():
     rng = np.random.default_rng(5)
     s, f = rng.integers(0, 300, 5000), rng.integers(0, 2000, 5000)
@@ -414,9 +445,9 @@ def test_cli_picks_the_newton_form_on_raw_counts(tmp_path):
     r = run_cli("run", "blockpg", binary, "--epochs", "1", "--out", str(tmp_path / "m2"), timeout=300)
     assert r.returncode == 0 and "features of a sample per block, too many for the kappa bound" in r.stdout, r.stdout
     meta = json.loads((tmp_path / "m2" / "model.json").read_text())
-    assert (meta["form"], meta["block_size"], meta["form_used"], meta["block_size_used"]) == ("auto", None, "newton", 1)
+    assert (meta["form"], meta["block_size"], meta["form_used"]) == ("auto", None, "newton")
     est = tux2.BlockPG(epochs=1).fit(counts)
-    assert (est.form_, est.block_size_) == ("newton", 1)
+    assert est.form_ == "newton" and est.block_size_ > 1        # sparse rows: blocks of several features
 
 
 @pytest.mark.slow          # 6-10 s: the default suite's budget (2026-11-26 durations)

@@ -267,3 +267,33 @@ def test_mf_predictions_stay_in_the_training_ratings_range_and_old_models_are_no
     np.testing.assert_allclose(old.predict(users, items), raw)
     r = run_cli("predict", str(tmp_path / "new"), str(test))
     assert r.returncode == 0 and max(float(x.split()[2]) for x in r.stdout.splitlines()[1:4]) == 5, r.stdout + r.stderr
+
+
+def test_top_k_lines_are_the_user_by_user_ones_for_a_list_with_repeats(tmp_path):
+    """`tux2 predict MODEL USERS --top-k` scores each distinct user once and writes each
+    line from it: the file is byte for byte the one a user-by-user reference writes, for a
+    list that repeats users (as a request log does), names unknown ones (the baseline),
+    one who has seen all but two items (a short line) and scores that tie (the factors are
+    quarters, so every sum is exact and ties are exact)."""
+    from tests.naive import top_k_lines
+    rng = np.random.default_rng(7)
+    n_u, n_i = 30, 20
+    rows = {(int(a), int(b)) for a, b in zip(rng.integers(0, n_u, 300), rng.integers(0, n_i - 1, 300))}
+    rows |= {(0, j) for j in range(n_i - 3)}                      # user 0: all but items 17, 18 (19: nobody's)
+    u, i = np.array(sorted(rows)).T
+    m = MF(k=3, epochs=1).fit((u, i, rng.integers(1, 6, len(u)).astype(float)))
+    for a in (m.user_factors_, m.item_factors_, m.user_bias_, m.item_bias_):
+        a[...] = rng.integers(-4, 5, a.shape) / 4                 # quarters: exact sums, many ties
+    m.mu_ = 3.0
+    m.save(tmp_path / "m")
+    users = [str(x) for x in rng.zipf(1.5, 400) % (n_u + 5)] + ["0", "1000", "0"]      # 30…34, 1000: unknown
+    (tmp_path / "users.txt").write_text("\n".join(users) + "\n")
+    r = run_cli("predict", str(tmp_path / "m"), str(tmp_path / "users.txt"), "--top-k", "6")
+    assert r.returncode == 0, r.stderr
+    seen = [set(i[u == x].tolist()) for x in range(n_u)]
+    assert r.stdout == top_k_lines(m.user_factors_, m.item_factors_, m.user_bias_, m.item_bias_, m.mu_, seen, users,
+                                   6, m.rating_range_)
+    assert len(set(users)) < len(users) and len(r.stdout.splitlines()[-1].split()) == 3     # user 0: two items
+    got_u, items, scores = m.recommend(np.array(users, dtype=np.int64), k=6)      # the Python API: the same lists
+    assert [f"{x}" + "".join(f" {j}:{s:.6g}" for j, s in zip(row, srow) if j >= 0) for x, row, srow
+            in zip(got_u.tolist(), items.tolist(), scores.tolist())] == r.stdout.splitlines()

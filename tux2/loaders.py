@@ -359,6 +359,13 @@ def dense_ids(m, x, n):
     """Dense ids of the user's ids ``x`` (numbers, or strings as a file has them) in the
     IdMap ``m`` (None: dense ids 0 … n−1 are the user's); -1 where there is none."""
     x = np.atleast_1d(np.asarray(x))
+    if x.dtype.kind == "U" and len(x) > 1:      # each distinct text once (a request log repeats its users)
+        distinct, back = np.unique(x, return_inverse=True)
+        return _dense_ids(m, distinct, n)[back.reshape(-1)]
+    return _dense_ids(m, x, n)
+
+
+def _dense_ids(m, x, n):
     if m is not None and m.tokens.dtype.kind not in "iu":            # string ids
         index = m.index
         return np.array([index.get(str(t), -1) for t in x.tolist()], np.int64)
@@ -392,14 +399,19 @@ def given_ids(m, x, what):
             a.dtype.kind == "f" and not strings and np.all(np.isfinite(a) & (a == np.round(a)))):
         return a
     kind = f"strings (such as {str(m.tokens[0])!r})" if strings and len(m) else "integers"
-    for j, t in enumerate(a.tolist()):
+
+    def bad(t):
         number = isinstance(t, numbers.Real) and not isinstance(t, (bool, np.bool_))
         if strings:
-            ok = isinstance(t, str) or (number and isinstance(t, numbers.Integral) and str(int(t)) in m.index)
-        else:
-            ok = (number and float(t).is_integer()) or (isinstance(t, str) and t.strip().lstrip("+-").isdigit())
-        if not ok:
-            raise ValueError(f"{what}: {t!r} (position {j}) is not an id of this model, whose ids are {kind}")
+            return not (isinstance(t, str) or (number and isinstance(t, numbers.Integral) and str(int(t)) in m.index))
+        return not ((number and float(t).is_integer()) or (isinstance(t, str) and t.strip().lstrip("+-").isdigit()))
+    if a.dtype.kind == "U":                     # text: each distinct id checked once
+        wrong = [t for t in np.unique(a).tolist() if bad(t)]
+        j = int(np.flatnonzero(np.isin(a, wrong))[0]) if wrong else None
+    else:
+        j = next((j for j, t in enumerate(a.tolist()) if bad(t)), None)
+    if j is not None:
+        raise ValueError(f"{what}: {a[j: j + 1].tolist()[0]!r} (position {j}) is not an id of this model, whose ids are {kind}")
     return a
 
 

@@ -189,6 +189,16 @@ def rmse(user_data, item_data, graph, mu=0.0, clip=None):
     return float(np.sqrt(np.mean(err * err)))
 
 
+@njit(cache=True, nogil=True)
+def leave_out(S, users, indptr, indices):
+    """S[r, j] = -inf for every item j of user users[r] (a CSR of each user's items);
+    none for a negative user (the baseline's row). The seen items, never densified."""
+    for r in range(S.shape[0]):
+        if users[r] >= 0:
+            for p in range(indptr[users[r]], indptr[users[r] + 1]):
+                S[r, indices[p]] = -np.inf
+
+
 @njit(cache=True, nogil=True, parallel=True)
 def top_k(S, k, row_add, col_add):
     """(columns (n × k), scores (n × k)) of the k highest finite scores S[r, j] + col_add[j]

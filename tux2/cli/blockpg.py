@@ -15,7 +15,7 @@ def add_parser(algos):
     p.add_argument("--lam", type=NONNEG_NUMBER, default=1.0, help="L1 weight lambda (= 1/C of liblinear)")
     p.add_argument("--block-size", type=BlockPG.bounds["block_size"], default=None,
                    help="features per block (mini-batch, one clock); blocks are a seeded shuffle "
-                        "(default 500; 1 with --form newton)")
+                        "(default 500; newton: up to 512, ~1 of a sample's features per block)")
     p.add_argument("--form", choices=BlockPG.choices["form"], default="auto",
                    help="kappa: a proximal step per block under the kappa bound (fast on 0/1 features); "
                         "newton: a proximal Newton step per epoch, 10 coordinate-descent sweeps and a line "

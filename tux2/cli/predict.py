@@ -155,17 +155,21 @@ def predict_mf(args, model):
             res, (names, items, score) = model.ranking_metrics(
                 (loaders.edge_ids(g, 0), loaders.edge_ids(g, 1), g.values), args.top_k, args.relevant,
                 exclude_seen=not args.include_seen, min_ratings=args.min_ratings, return_lists=True)
+            rows = np.arange(len(names))
         elif args.metrics or args.relevant is not None:         # else: exit 0, no file
             raise Tux2Error(f"{'--metrics' if args.metrics else '--relevant'}: --top-k lists are measured against "
                             "the items of INPUT's 'user item [rating]' lines, and "
                             + ("INPUT lists users alone" if args.input else "there is no INPUT"))
         else:
             users = _listed_users(args, model) if args.input else None
-            names, items, score = model.recommend(users, args.top_k, exclude_seen=not args.include_seen,
-                                                  unknown=args.unknown, min_ratings=args.min_ratings)
-        _write(args.output, (f"{user}" + "".join(f"{sep}{it}:{sc:.6g}" for it, sc in zip(row, srow)
-                                                 if math.isfinite(sc))
-                             + "\n" for user, row, srow in zip(names.tolist(), items.tolist(), score.tolist())))
+            names, rows, items, score = model.recommend_distinct(users, args.top_k, exclude_seen=not args.include_seen,
+                                                                 unknown=args.unknown, min_ratings=args.min_ratings)
+        lists = ["".join(f"{sep}{it}:{sc:.6g}" for it, sc in zip(row, srow) if math.isfinite(sc)) + "\n"
+                 for row, srow in zip(items.tolist(), score.tolist())]      # once per distinct user
+        step = 1 << 16
+        _write(args.output, ("".join(f"{user}{lists[r]}" for user, r in zip(names[lo: lo + step].tolist(),
+                                                                            rows[lo: lo + step].tolist()))
+                             for lo in range(0, len(names), step)))          # a chunk of lines at a time
         if res is not None:
             _report(args, {"model": "mf", **{m if m == "users" else f"{m}@{args.top_k}": v for m, v in res.items()},
                            **({"relevant": args.relevant} if args.relevant is not None else {})})
@@ -211,21 +215,25 @@ def _listed_users(args, model):
     from tux2.io import BOM, edge_format, read_head
     from tux2.loaders import id_text
     fmt = edge_format(read_head(args.input, "the user list"), args.input)
-    toks, lines = [], []
+    toks, nos = [], []
     with open(args.input, "rb") as f:
         for no, raw in enumerate(f, 1):         # ids as the rating files' readers take them: quoted, Latin-1, …
             t = fmt.fields(raw.removeprefix(BOM) if no == 1 else raw)
             if t and not (fmt.names and no <= fmt.skip):
                 toks.append(id_text(t[0]))
-                lines.append((no, raw.decode("utf-8", "replace").rstrip("\r\n")))
+                nos.append(no)                  # the line's text is read again only for an error
+
+    def line(i):
+        with open(args.input, "rb") as f:
+            raw = next(itertools.islice(f, nos[i] - 1, None))
+        return {"line": nos[i], "text": raw.decode("utf-8", "replace").rstrip("\r\n")}
     if not toks:
         raise InputError("no users listed", path=args.input)
     ids = model.ids_[0]
     if ids is None or ids.tokens.dtype.kind in "iu":      # as MF.recommend takes them: whole numbers
         bad = next((i for i, t in enumerate(toks) if not t.strip().lstrip("+-").isdigit()), None)
         if bad is not None:
-            raise InputError("malformed user id (the model's user ids are integers)", path=args.input,
-                             line=lines[bad][0], text=lines[bad][1])
+            raise InputError("malformed user id (the model's user ids are integers)", path=args.input, **line(bad))
     dense = model.lookup(0, toks)
     known = dense >= 0
     known[known] = model.known_[0][dense[known]]
@@ -233,7 +241,7 @@ def _listed_users(args, model):
         i = int(np.flatnonzero(~known)[0])
         raise InputError(f"unknown user {toks[i]!r} (no training ratings); --unknown skip leaves such users out, "
                          "--unknown baseline recommends the items of highest mean + item bias", path=args.input,
-                         line=lines[i][0], text=lines[i][1])
+                         **line(i))
     if not known.all():
         print(json.dumps({"model": "mf", "users": len(toks), "unknown_users": int((~known).sum()),
                           "unknown": args.unknown}), file=sys.stderr)

@@ -646,7 +646,8 @@ class BlockPG(Linear):
     block under the κ bound, fast on 0/1 values; ``form="auto"`` (the default):
     kappa when each sample's values are equal (``blockpg.even_rows``) and a sample has under 8
     features per block, else newton.
-    ``block_size`` None: 500, or 1 for newton; ``coef_``: the weights, the intercept
+    ``block_size`` None: 500 for kappa; for newton the largest power of two up to 512 in
+    which a sample has on average at most 1.25 of its features (``_newton_block``); ``coef_``: the weights, the intercept
     last with ``bias``; ``form_`` and ``block_size_``: the form and block size the fit
     used (model.json: form_used, block_size_used)."""
 
@@ -672,8 +673,18 @@ class BlockPG(Linear):
             return self.form
         return "kappa" if binary and kappa is not None and kappa < self.KAPPA_NEWTON else "newton"
 
-    def _block(self, form):
-        return self.block_size or (1 if form == "newton" else 500)
+    KAPPA_BLOCK = 1.25      # newton's default block: a sample has this many of its features in one, on average
+
+    def _block(self, form, samples, features):
+        """``block_size``, else 500 (kappa) or for newton the largest power of two up to 512
+        holding KAPPA_BLOCK of a sample's features (blocks of 1: a message round per feature
+        with workers); the data alone decides, so workers run the one-process blocks."""
+        if self.block_size or form != "newton":
+            return self.block_size or 500
+        b = 512
+        while b > 1 and len(samples) and blockpg.block_counts(samples, features, b).mean() > self.KAPPA_BLOCK:
+            b //= 2
+        return b
 
     def prepare(self, data, parts):
         g, y = data.train, data.labels
@@ -685,17 +696,18 @@ class BlockPG(Linear):
         feat, perm = blockpg.shuffle_features(g.dst, g.n_dst, seed=self.seed)
         # the kappa form's step is 1/κ of a coordinate's Newton step, κ the sample's features in the block:
         # on dense or one-hot rows (a9a: 14 of 123 features, all in one block) it crawls
-        per_edge = blockpg.block_counts(g.src, feat, self._block("kappa")) \
+        per_edge = blockpg.block_counts(g.src, feat, self._block("kappa", g.src, feat)) \
             if self.form == "auto" and binary and g.num_edges else None
         kappa = float(per_edge.mean()) if per_edge is not None else None
         form = self._form(binary, kappa)
-        prog = blockpg.program(y, g.values, g.src, feat, g.n_dst, lam=self.reg, block_size=self._block(form),
+        block = self._block(form, g.src, feat)
+        prog = blockpg.program(y, g.values, g.src, feat, g.n_dst, lam=self.reg, block_size=block,
                                shrink=self.shrink, rest=self.shrink_rest, form=form, kappa=per_edge)
         graph = BipartiteGraph(g.src, feat, None, g.n_src, g.n_dst, g.type_names, data.source)
         opts = {"favorite": 0} if self.partitioner in ("bicut", "aweto") else None
         return Setup(graph, prog, {"partitioner": self.partitioner, "partitioner_options": opts}, test=data.test,
                      test_labels=test_labels, perm=perm, source=data.source, counts=counts, form=form, labels=labels,
-                     kappa=kappa, zero_based=data.facts.get("zero_based", False), meta={"samples": g.n_src},
+                     kappa=kappa, block=block, zero_based=data.facts.get("zero_based", False), meta={"samples": g.n_src},
                      feature_names=data.facts.get("feature_names"), label_column=data.facts.get("label_column"),
                      read_as=data.facts.get("read_as"), label_dtype=data.facts.get("label_dtype"))
 
@@ -708,7 +720,7 @@ class BlockPG(Linear):
 
     def _header(self, s, parts, world):
         d = s.graph.n_dst
-        b = max(1, min(self._block(s.form), d))        # 500 on 19 features is one block of 19
+        b = max(1, min(s.block, d))        # 500 on 19 features is one block of 19
         per = "sweep" if s.form == "newton" else "epoch"
         why = ("" if self.form != "auto" else f" (auto: the values are whole numbers up to {s.counts:g})" if s.counts
                else " (auto: the values differ within a sample)" if s.kappa is None
@@ -746,7 +758,7 @@ class BlockPG(Linear):
         fw = eng.vertex_data("feature")
         if fw is not None:
             self._learned(np.asarray(fw["w"])[s.perm], s)
-        self.form_, self.block_size_ = s.form, self._block(s.form)     # what "auto" and None became
+        self.form_, self.block_size_ = s.form, s.block     # what "auto" and None became
 
     def _restore(self, directory, meta):
         super()._restore(directory, meta)

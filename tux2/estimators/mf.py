@@ -640,6 +640,13 @@ class MF(Estimator):
         the training ratings' range), the order that before clipping. ``users``: by default every user with training
         ratings; a user without follows ``unknown`` (default: the estimator's): baseline
         gets the items of highest μ + b_i, skip leaves the user out, error raises."""
+        names, rows, items, score = self.recommend_distinct(users, k, exclude_seen, unknown, chunk, min_ratings)
+        return names, items[rows], score[rows]
+
+    def recommend_distinct(self, users=None, k=10, exclude_seen=True, unknown=None, chunk=256, min_ratings=1):
+        """``recommend`` with each distinct user scored once (a list of users with repeats,
+        as a log of requests has them; every unknown user shares the baseline's list):
+        (users, rows, items, scores), user n's list is items[rows[n]], scores[rows[n]]."""
         known_u, known_i = self.known_
         NONNEG.check("MF.recommend: min_ratings", min_ratings)
         if min_ratings > 1:
@@ -661,26 +668,25 @@ class MF(Estimator):
             unk = self._unknown(0, u, names, "user", policy)
             if policy == "skip":
                 names, u, unk = names[~unk], u[~unk], unk[~unk]
-            u = np.where(unk, 0, u)
         NONNEG.check("MF.recommend: k", k)
         k = int(min(k, self.n_items))
+        u, rows = np.unique(np.where(unk, -1, u), return_inverse=True)     # -1: the baseline's row
         top = np.full((len(u), k), -1, np.int64)
         score = np.full((len(u), k), np.nan)
         items = np.where(known_i, self.item_bias_, -np.inf)     # items without ratings: never recommended
         for lo in range(0, len(u), chunk):
-            uu, un = u[lo: lo + chunk], unk[lo: lo + chunk]
-            S = self.user_factors_[uu] @ self.item_factors_.T
+            uu = u[lo: lo + chunk]
+            un = uu < 0
+            S = self.user_factors_[np.maximum(uu, 0)] @ self.item_factors_.T
             S[un] = 0                                   # a user without ratings: the baseline μ + b_i
             if exclude_seen and self.seen_ is not None:
-                indptr, indices = self.seen_
-                for r in np.flatnonzero(~un):
-                    S[r, indices[indptr[uu[r]]: indptr[uu[r] + 1]]] = -np.inf
+                mf.leave_out(S, uu, *self.seen_)
             top[lo: lo + len(uu)], ps = mf.top_k(S, k, self.mu_ + np.where(un, 0, self.user_bias_[uu]), items)
             clip = self.rating_range_ or (-np.inf, np.inf)        # ranked before clipping: no ties at the top
             score[lo: lo + len(uu)] = np.clip(ps, *clip)
         items = self.user_ids(1, np.maximum(top, 0))
         items[top < 0] = -1 if items.dtype.kind in "iu" else ""     # no id is negative or empty
-        return names, items, score
+        return names, rows.reshape(-1), items, score
 
     def ranking_metrics(self, test, k=10, relevant=None, exclude_seen=True, min_ratings=1, unknown=None,
                         return_lists=False):
