@@ -1908,6 +1908,8 @@ def sniff_input(path, columns=None):
     fmt = edge_format(head, path, columns)
     vcol = 2 if fmt.cols[2] == OPTIONAL else fmt.cols[2]
     rows = sample_rows(head, fmt)
+    if columns is None and any(str(n).lower() in TEXT_COLUMNS for n in fmt.names or ()):
+        return "text"           # 'id,text' above '1,"apple banana, melon"': a CSV corpus, not (1, 'apple banana…')
     if rows and all(len(t) > max(fmt.cols[:2]) and (vcol < 0 or len(t) <= vcol or is_number(t[vcol])
                                                     or is_number(t[vcol].replace(b",", b".")))      # 3,5: named
                     for t in rows):
