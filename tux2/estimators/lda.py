@@ -165,7 +165,7 @@ class LDA(Estimator):
         tokens = int(cnt.sum())
         prog = lda.program(src, dst, cnt, g.n_src, g.n_dst, K=self.topics, alpha=self.alpha, beta=self.beta,
                            seed=self.seed, sampler=self.sampler, optimize_interval=self.optimize_interval,
-                           optimize_burn_in=self.optimize_burn_in)
+                           optimize_burn_in=self.optimize_burn_in, clocks=lda.CLOCKS if parts > 1 else 1)
         graph = BipartiteGraph(src, dst, None, g.n_src, g.n_dst, ("doc", "word"), data.source)
         fmt, base = data.facts.get("format"), int(data.facts.get("word_base", 0))
         return Setup(graph, prog, {"partitioner": self.partitioner,
