@@ -259,7 +259,7 @@ def test_resume_takes_the_same_file_and_layout_however_they_are_named(ratings, t
 
 
 @pytest.mark.parametrize("algo, flag, data", [("mf", "--epochs", "0 0 4\n0 1 3\n1 0 2\n1 1 5\n2 1 1\n"),
-                                              ("lda", "--iterations", "a b c\nb c d\nc d a\n"),
+                                              ("lda", "--iterations", "ash bay cod\nbay cod dew\ncod dew ash\n"),
                                               ("lr", "--epochs", "1 1:1\n-1 2:1\n1 1:1 3:1\n")])
 def test_resume_at_or_past_the_asked_iterations_says_nothing_is_trained(tmp_path, capsys, algo, flag, data):
     """--resume from a checkpoint at iteration 2 with --epochs (--iterations) 2 or 1: a

@@ -39,7 +39,7 @@ def files(tmp_path_factory):
     rng = np.random.default_rng(0)
     pairs = np.unique(rng.integers(0, 30 * 12, 150))
     (d / "r.txt").write_text("".join(f"{p // 12} {p % 12} {1 + p % 5}\n" for p in pairs))
-    (d / "docs.txt").write_text("".join(" ".join(rng.choice(["a", "b", "c", "d", "e", "f"], 8)) + "\n"
+    (d / "docs.txt").write_text("".join(" ".join(rng.choice(["ash", "bay", "cod", "dew", "elm", "fig"], 8)) + "\n"
                                         for _ in range(20)))
     (d / "s.svm").write_text("".join(f"{1 if i % 2 else -1} 1:{i % 3} 2:{i % 5} 3:1\n" for i in range(30)))
     return d
@@ -506,7 +506,8 @@ def test_lda_given_a_libsvm_file_says_so(capsys, tmp_path, text):
     _refused(rc, err, f"tux2: error: {f}: it looks like a libsvm file ('label index:value …'), not text: tux2 run "
                       "lr, svm, softmax, fm or blockpg reads it (--format text reads it as text anyway)")
     assert _main(capsys, "info", str(f))[1].startswith(f"{f}: libsvm, ")
-    assert _main(capsys, "run", "lda", str(f), "--iterations", "1", "--quiet", "--format", "text")[0] == 0
+    assert _main(capsys, "run", "lda", str(f), "--iterations", "1", "--quiet", "--format", "text", "--numbers",
+                 "keep")[0] == 0
     f.write_text("alice: hi there\nbob: 12:30 then\n")      # colons in text are no libsvm
     assert _main(capsys, "run", "lda", str(f), "--iterations", "1", "--quiet")[0] == 0
     assert _main(capsys, "info", str(f))[1].startswith(f"{f}: text, ")

@@ -314,7 +314,8 @@ def test_a_rating_file_is_not_taken_for_a_text_corpus(tmp_path):
     r = run_cli("run", "lda", ratings, "--iterations", "1", timeout=300)
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert f"{ratings}: every line holds 4 numbers: a table (a rating file?), not text" in r.stderr
-    r = run_cli("run", "lda", ratings, "--format", "text", "--iterations", "1", "--quiet", timeout=300)
+    r = run_cli("run", "lda", ratings, "--format", "text", "--numbers", "keep", "--iterations", "1", "--quiet",
+                timeout=300)
     assert r.returncode == 0, r.stderr
     r = run_cli("run", "lda", _write(tmp_path / "d.txt", TEXT), "--iterations", "1", "--quiet", timeout=300)
     assert r.returncode == 0, r.stderr
@@ -738,3 +739,29 @@ def test_a_stop_word_file_edited_before_a_resume_is_named(tmp_path):
     r = run_cli("run", "lda", src, "--iterations", "4", "--resume", ck, *flags, timeout=300)
     assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
     assert f"input files: {stop}: 7 bytes then, 13 now" in r.stderr and f"{src}:" not in r.stderr, r.stderr
+
+
+def test_numbers_and_one_character_tokens_are_dropped_unless_kept(tmp_path):
+    """'1', '2', 'x', '2024' were words and filled topics of real corpora (version numbers,
+    list markers). Dropped now in training, so new text's are words the model lacks (unknown
+    words, dropped), and in info's count of what run lda trains on; --numbers keep keeps them."""
+    import tux2
+    src = _write(tmp_path / "docs.txt", "apples 1 x bananas 2024\nbananas 2 apples y\ntrucks 3 roads x\n")
+    r = run_cli("info", src, timeout=300)
+    assert r.returncode == 0 and "  vocabulary: 10 words (tux2 run lda: 4, without 6 numbers or one-character " \
+                                 "words)\n" in r.stdout, r.stdout
+    for keep, vocab in ((False, ["apples", "bananas", "trucks", "roads"]),
+                        (True, ["apples", "1", "x", "bananas", "2024", "2", "y", "trucks", "3", "roads"])):
+        out = tmp_path / f"m{keep}"
+        r = run_cli("run", "lda", src, "-k", "2", "--iterations", "2", "--out", str(out), "-q",
+                    *(["--numbers", "keep"] if keep else []), timeout=300)
+        assert r.returncode == 0, r.stderr
+        assert (out / "vocab.txt").read_text().split() == vocab
+        new = _write(tmp_path / "new.txt", "apples 7 x zebra\n")
+        r = run_cli("predict", str(out), new, timeout=300)
+        report = json.loads(r.stderr.strip().splitlines()[-1])
+        assert (report["tokens"], report["unknown_words_dropped"]) == ((1, 3) if not keep else (2, 2)), r.stderr
+        model = tux2.LDA.load(out)
+        assert model.numbers == ("keep" if keep else "drop") and model.documents(["x apples 9"])[1] == (2 if not keep else 1)
+    r = run_cli("run", "lda", _write(tmp_path / "n.txt", "1 2 x\n3 y 4\n"), "--format", "text", timeout=300)
+    assert r.returncode == 2 and "every word is a number or one character long: --numbers keep" in r.stderr, r.stderr

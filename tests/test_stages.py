@@ -219,6 +219,32 @@ def test_scratch_context_fields_are_summed_for_finalize_and_left_out_of_the_hist
     assert "hist" not in eng.history[-1] and "positive" in eng.history[-1]
 
 
+
+def count_sync(ctx):
+    ctx.syncs += 1
+
+
+def no_exchange(u, v, e, a_u, a_v, ctx):
+    pass
+
+
+def test_history_leaves_out_unrecorded_syncs_and_settings_as_they_started():
+    """GlobalSync(record=False) (LDA's sync after every mini-batch) adds no history record,
+    and a setting is left out of the records while it has its starting value (LDA's
+    lgamma tables, which would otherwise be copied at every sync)."""
+    g = random_graph(seed=2)
+    ctx = ContextSpec({"total": "f8", "count": "f8", "biggest": "f8", "mean": "f8", "table": ("f8", 3),
+                       "syncs": "i8"}, sum=("total", "count"), state=("syncs",),
+                      init={"biggest": -1e300, "table": [1.0, 2.0, 3.0]})
+    mb = MiniBatch(max(g.n_src // 3, 1), [Exchange(no_exchange), GlobalSync(finalize=count_sync, record=False)],
+                   unit="vertex", enumerate="a")
+    prog = Program(toy_types(), edge={"w": "f8"}, context=ctx, stages=[mb, GlobalSync(agg, comb, fin, over="b")],
+                   init_vertices=toy_init)
+    eng = Engine(prog, g, partitions=2, partitioner="random").run(2)
+    assert [r["iteration"] for r in eng.history] == [1, 2]
+    assert eng.history[-1]["syncs"] == 2 * (len(range(0, g.n_src, max(g.n_src // 3, 1))))
+    assert "table" not in eng.history[-1] and eng.history[-1]["biggest"] == pytest.approx(np.cos(np.arange(g.n_dst)).max())
+
 def bump_exchange(u, v, e, a_u, a_v, ctx):
     ctx.shared[0] += 1.0
 

@@ -135,6 +135,7 @@ class Engine(ApplyRounds):
         self._sync_s = 0.0
         self.global_ctx = ctx.copy()
         self.history = []           # one record per GlobalSync: clock, iteration, context fields
+        self._settings = [(f, ctx[f].tobytes()) for f in program.context.settings]   # left out while unchanged
         self.clock = 0
         self.iteration = 0
         self.on_clock = None        # called after each mini-batch clock (progress bars)
@@ -824,17 +825,23 @@ class Engine(ApplyRounds):
         if "finalize" in ks:
             ks["finalize"](view(g))
         self.global_ctx = g
-        rec = {"clock": self.clock, "iteration": self.iteration}
-        for f in g.dtype.names:
-            if f in spec.scratch:
-                continue
-            v = g[f][0]
-            rec[f] = v.tolist() if isinstance(v, np.ndarray) else v.item()
-        self.history.append(rec)
+        if s.record:
+            self._record(g)
         for c in locals_:
             c[:] = g
             for f in spec.sum:
                 c[f] = 0
+
+    def _record(self, g):
+        """A history record of the combined context; a setting as it was at the start (LDA's
+        lgamma tables) and scratch fields are left out, as they would be copied every clock."""
+        rec = {"clock": self.clock, "iteration": self.iteration}
+        same = {f for f, b in self._settings if g[f].tobytes() == b}
+        for f in g.dtype.names:
+            if f not in self.program.context.scratch and f not in same:
+                v = g[f][0]
+                rec[f] = v.tolist() if isinstance(v, np.ndarray) else v.item()
+        self.history.append(rec)
 
     # ------------------------------------------------------------------ results
     def vertex_data(self, type_name):

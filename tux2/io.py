@@ -1698,6 +1698,25 @@ def _mark_class():
     return "".join(ranges)
 
 
+def is_word(w):
+    """A token LDA keeps by default: two characters or more, not digits only ('x', '1' and
+    '2024' are not words; scikit-learn's default token pattern drops one-character tokens,
+    MALLET's keeps letters only)."""
+    return len(w) > 1 and not w.isdigit()
+
+
+def drop_numbers(g, words):
+    """(``text_docs``'s graph and vocabulary) without the tokens that are not ``is_word``,
+    the words renumbered in order."""
+    keep = np.fromiter((is_word(w) for w in words), bool, len(words))
+    if keep.all():
+        return g, words
+    e = keep[g.dst]
+    out = BipartiteGraph(g.src[e], (np.cumsum(keep) - 1)[g.dst[e]], g.values[e], g.n_src, int(keep.sum()),
+                         g.type_names, g.source)
+    return out, [w for w, k in zip(words, keep) if k]
+
+
 def read_text_docs(path, type_names=("doc", "word"), min_count=1, stopwords=(), csv=None, max_df=1.0):
     """One document per line (blank lines are empty documents, so document ids are
     line numbers − 1): ``text_docs`` of the file's lines. With ``csv`` (``csv_header``'s

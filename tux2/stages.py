@@ -96,13 +96,15 @@ class Apply(Stage):
 
 
 class GlobalSync(Stage):
-    """Aggregate over masters of type ``over``, combine contexts, finalize."""
+    """Aggregate over masters of type ``over``, combine contexts, finalize. ``record=False``
+    leaves its contexts out of the engine's history (a sync run every clock of a mini-batch)."""
     kind = "globalsync"
 
-    def __init__(self, aggregate=None, combine=None, finalize=None, over=None, name=None):
+    def __init__(self, aggregate=None, combine=None, finalize=None, over=None, name=None, record=True):
         if aggregate is not None and over is None:
             raise SchemaError("GlobalSync with an aggregate UDF needs over=<vertex type name>")
         self.aggregate, self.combine, self.finalize, self.over = aggregate, combine, finalize, over
+        self.record = bool(record)
         self.name = name or "globalsync"
 
 

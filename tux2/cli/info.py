@@ -151,7 +151,9 @@ def info(args):
         if vocab is not None:
             stop_word = np.isin(np.array(vocab, dtype=object), list(ENGLISH))
             res["vocabulary"] = len(vocab)
-            res["vocabulary_without_english_stop_words"] = len(vocab) - int(stop_word.sum())    # tux2 run lda's
+            res["vocabulary_without_english_stop_words"] = len(vocab) - int(stop_word.sum())
+            number = ~stop_word & ~np.fromiter(map(io.is_word, vocab), bool, len(vocab))
+            res["vocabulary_numbers_or_one_character"] = int(number.sum())      # tux2 run lda drops them too
             stop = stop_word[g.dst]
             tokens = float(g.values.sum()) if g.num_edges else 0.0
             res["english_stop_word_tokens"] = int(g.values[stop].sum())
@@ -190,9 +192,11 @@ def info(args):
     if "feature_index_base" in res:
         print(f"  feature index base: {res['feature_index_base']}")
     if "vocabulary" in res:
-        n, kept = res["vocabulary"], res["vocabulary_without_english_stop_words"]
-        print(f"  vocabulary: {n} words" + (f" (tux2 run lda: {kept}, without the {n - kept} English stop words)"
-                                            if kept < n else ""))
+        n, kept, num = res["vocabulary"], res["vocabulary_without_english_stop_words"], \
+            res["vocabulary_numbers_or_one_character"]
+        dropped = " and ".join(([f"the {n - kept} English stop words"] if kept < n else [])
+                               + ([f"{num} numbers or one-character words"] if num else []))
+        print(f"  vocabulary: {n} words" + (f" (tux2 run lda: {kept - num}, without {dropped})" if dropped else ""))
     if res.get("english_stop_word_tokens"):
         print(f"  English stop words: {res['english_stop_word_tokens']} of {res['tokens']} tokens "
               f"({100 * res['english_stop_word_tokens'] / res['tokens']:.1f}%), which tux2 run lda drops "

@@ -30,6 +30,10 @@ def add_parser(algos):
     p.add_argument("--stop-words", default="english", metavar="english|none|FILE",
                    help="text input: words to drop, 'english' (the, of, and, … which would fill the topics), "
                         "'none', or a file of words")
+    p.add_argument("--numbers", choices=LDA.choices["numbers"], default="drop",
+                   help="text input: tokens of digits only or of one character ('2', 'x'): drop them, as "
+                        "scikit-learn's token pattern drops one-character tokens and MALLET's keeps letters only, "
+                        "or keep them")
     p.add_argument("--max-df", type=LDA.bounds["max_df"], default=1.0,
                    help="text input: drop words in more than this share of the documents (0.5; gensim's "
                         "no_above), or in more than this many of them (an integer >= 2, 1000; '1.0' keeps all), as "

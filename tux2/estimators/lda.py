@@ -62,7 +62,8 @@ class LDA(Estimator):
     CountVectorizer's get_feature_names_out(): the names of numeric word ids),
     ``base``, ``min_count``, ``stop_words`` ('english', 'none', a file of words or a
     list; texts only), ``max_df`` (texts only: words in a larger share of the documents,
-    a float, or in more documents than an integer ``max_df``, are dropped),
+    a float, or in more documents than an integer ``max_df``, are dropped), ``numbers`` ('drop':
+    tokens of digits only or of one character, '2', 'x', are dropped, texts only; or 'keep'),
     ``duplicates`` and ``text_column`` (a CSV's or DataFrame's text column by name or
     1-based position, when it is not named text, body, …). Learned: ``word_topic_``
     (K × V), ``doc_topic_`` (D × K), ``topic_totals_`` (K), ``alpha_`` (K: the document–topic prior, learnt every
@@ -77,14 +78,15 @@ class LDA(Estimator):
                   top_words=NONNEG, min_count=COUNT, max_df=ShareOrCount(), optimize_interval=NONNEG,
                   optimize_burn_in=NONNEG)
     choices = dict(sampler=("sparse", "sync"), format=("auto", "triples", "docword", "text", "csv"), base=(0, 1),
-                   duplicates=loaders.DUPLICATES)
+                   duplicates=loaders.DUPLICATES, numbers=("drop", "keep"))
     _unit, _iterations = "iteration", "iterations"
     _resumable = ("top_words",)
     _watch, _stop = "ll", "the log-likelihood is not finite at iteration {n} (ll {value})"
 
     def __init__(self, topics=20, iterations=100, alpha=0.1, beta=0.01, sampler="sparse", partitioner="bicut",
                  seed=0, top_words=10, format="auto", vocab=None, base=None, min_count=1, duplicates="sum",
-                 stop_words="english", max_df=1.0, optimize_interval=0, optimize_burn_in=0, text_column=None):
+                 stop_words="english", max_df=1.0, optimize_interval=0, optimize_burn_in=0, text_column=None,
+                 numbers="drop"):
         self._keep(locals())
 
     def load_data(self, data, test=None):
@@ -112,8 +114,14 @@ class LDA(Estimator):
         else:
             g, format = _counts(data), "arrays"
         where = data if isinstance(data, (str, bytes)) or hasattr(data, "__fspath__") else None
+        if format in ("text", "csv") and self.numbers == "drop":        # '1', 'x' (after the table check)
+            g, words = io.drop_numbers(g, words)
+            if not g.num_edges:
+                raise InputError("every word is a number or one character long: --numbers keep (numbers='keep') "
+                                 "keeps them", path=where)
         for flag, used in (("min-count", min_count > 1), ("max-df", io.is_count(self.max_df) or self.max_df < 1),
-                           ("stop-words", self.stop_words not in ("english", "none", None))):   # a file: meant
+                           ("stop-words", self.stop_words not in ("english", "none", None)),
+                           ("numbers", self.numbers == "keep")):   # a stop-words file: meant
             if used and format not in ("text", "csv"):           # read options the format has no use for: errors
                 raise InputError(f"--{flag} ({flag.replace('-', '_')}=) filters the words of a text corpus, and "
                                  f"this one is {format}: drop those word ids before", path=where)
@@ -165,7 +173,7 @@ class LDA(Estimator):
         tokens = int(cnt.sum())
         prog = lda.program(src, dst, cnt, g.n_src, g.n_dst, K=self.topics, alpha=self.alpha, beta=self.beta,
                            seed=self.seed, sampler=self.sampler, optimize_interval=self.optimize_interval,
-                           optimize_burn_in=self.optimize_burn_in)
+                           optimize_burn_in=self.optimize_burn_in, clocks=lda.CLOCKS if parts > 1 else 1)
         graph = BipartiteGraph(src, dst, None, g.n_src, g.n_dst, ("doc", "word"), data.source)
         fmt, base = data.facts.get("format"), int(data.facts.get("word_base", 0))
         return Setup(graph, prog, {"partitioner": self.partitioner,
