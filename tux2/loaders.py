@@ -218,7 +218,13 @@ def _load_edges(path, ids, duplicates, base, type_names, id_maps, values, column
         ids = "string" if string_maps or (not encode and not _first_ids_numeric(raw, fmt)) else "int"
     used_base = 0
     if ids == "int":
-        s, d, v, ncols = io._parse_from(raw, fmt, path, values=np.float64 if values == "counts" else np.float32)
+        try:
+            s, d, v, ncols = io._parse_from(raw, fmt, path, values=np.float64 if values == "counts" else np.float32)
+        except InputError as e:     # a model's ids: its kind is fixed, none to choose (io's message offers --ids)
+            if not encode or not str(e).startswith(f"{e.path}:{e.line}: {io._MESSAGES[1]}"):
+                raise
+            raise InputError("malformed vertex id (the model was trained on integer ids)", e.path, e.line,
+                             e.text) from None
         if len(s) == 0:
             raise io.no_edges(fmt, path)
         v = v if ncols == 3 else None
