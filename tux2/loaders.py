@@ -203,13 +203,14 @@ def load_edges(path, ids="auto", duplicates="error", base="auto", type_names=("s
     try:
         return _load_edges(path, ids, duplicates, base, type_names, id_maps, values, columns, known, unknown, dense)
     except InputError as e:
-        e.args = (f"{e}{io.other_format(path, columns)}",)
+        note = io.quoted_separator(e.text)         # (said once: tux2.io.edge_format's own errors have it)
+        e.args = (f"{e}{note if note not in str(e) else ''}" if note else f"{e}{io.other_format(path, columns)}",)
         raise io.as_given(e, path, given) from None
 
 
 def _load_edges(path, ids, duplicates, base, type_names, id_maps, values, columns, known, unknown, dense):
     raw = io.map_file(path, "edge list")
-    fmt = io.edge_format(raw[:1 << 16], path, columns)
+    fmt = io.edge_format(raw[:1 << 16], path, columns, quotes=True)
     skip = fmt.skip
     encode = id_maps is not None
     maps = tuple(id_maps) if encode else (None, None)
