@@ -395,6 +395,8 @@ def given_ids(m, x, what):
     if a.ndim > 1:
         raise ValueError(f"{what} must be an id or a 1-D sequence of ids, got an array of shape {a.shape}")
     a, strings = np.atleast_1d(a), m is not None and m.tokens.dtype.kind not in "iu"
+    if a.size == 0:                             # [] is float64 to numpy: no id, of the ids' own type
+        return np.empty(0, m.tokens.dtype if m is not None else np.int64)
     if a.dtype.kind == ("U" if strings else "iu"[a.dtype.kind == "u"]) or (
             a.dtype.kind == "f" and not strings and np.all(np.isfinite(a) & (a == np.round(a)))):
         return a

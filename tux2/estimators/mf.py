@@ -662,7 +662,7 @@ class MF(Estimator):
             if policy == "skip":
                 names, u, unk = names[~unk], u[~unk], unk[~unk]
             u = np.where(unk, 0, u)
-        NONNEG.check("MF.recommend: k", k)
+        NONNEG.check("MF.recommend: k", k), COUNT.check("MF.recommend: chunk", chunk)
         k = int(min(k, self.n_items))
         top = np.full((len(u), k), -1, np.int64)
         score = np.full((len(u), k), np.nan)
