@@ -887,3 +887,16 @@ def test_a_workers_error_is_said_once_as_it_reads(tmp_path):
     assert r.returncode == 2, r.stderr
     assert f"tux2: error: [worker 1] {path}:301: malformed value" in r.stderr, r.stderr
     assert r.stderr.count("malformed value") == 1, r.stderr
+
+
+@pytest.mark.slow
+def test_an_error_every_worker_finds_in_the_whole_input_is_said_once(tmp_path):
+    """String ids: every worker reads the whole input, so each finds the bad line on its
+    own (none relays it) and each printed the same 'FILE:LINE: …' on the one stderr; the
+    launcher now prints each different failure once."""
+    path = tmp_path / "s.txt"
+    path.write_text("".join(f"u{u} i{i} {1 + (u + i) % 5}\n" for u in range(30) for i in range(10)) + "u1 i2 x\n")
+    r = run_cli("run", "mf", str(path), "--workers", "2", "--epochs", "1", "--k", "2", "-q", "--timeout", "20",
+                timeout=300)
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.count(f"{path}:301: malformed value") == 1, r.stderr

@@ -510,3 +510,17 @@ def test_only_a_callback_returning_true_stops(files):
     path = str(files / "r.txt")
     for answer, epochs in ((lambda r: np.array([1.0, 2.0]), 3), (lambda r: 1, 3), (lambda r: np.bool_(True), 1)):
         assert len(tux2.MF(k=4, epochs=3).fit(path, callbacks=[answer]).history_) == epochs
+
+
+@pytest.mark.parametrize("ids", ["int", "string"])
+def test_mf_recommend_of_no_users_is_empty_arrays_of_the_usual_types_and_chunk_is_checked(ids):
+    """recommend([]) gave the users as float64 (numpy's type of []); chunk=0 a bare
+    'range() arg 3 must not be zero'."""
+    X = [(u, i) for u in range(6) for i in range(4)]
+    X = [(f"u{u}", f"i{i}") for u, i in X] if ids == "string" else X
+    m = tux2.MF(k=2, epochs=1).fit(X, [1.0 + (n % 5) for n in range(len(X))])
+    full, empty = m.recommend([X[0][0]], 3), m.recommend([], 3)
+    assert [(a.dtype, a.shape[1:]) for a in empty] == [(a.dtype, a.shape[1:]) for a in full]
+    assert [a.shape[0] for a in empty] == [0, 0, 0]
+    with pytest.raises(ValueError, match="chunk must be an integer >= 1, got 0"):
+        m.recommend([X[0][0]], 3, chunk=0)

@@ -174,6 +174,17 @@ def test_top_k_names_the_line_of_a_non_numeric_user(ratings, tmp_path):
            f"{users}:3: malformed user id (the model's user ids are integers) (line text: 'abc')")
 
 
+def test_predict_pairs_of_words_for_a_model_of_integer_ids_name_no_flag_predict_lacks(ratings, tmp_path):
+    """'user item' words for a model trained on integer ids: the reader's hint said 'use --ids
+    string', which predict does not take (the model fixes the ids' kind); it says that kind."""
+    _ok("run", "mf", ratings, "--epochs", "1", "--k", "2", "--out", str(tmp_path / "m"))
+    pairs = tmp_path / "pairs.txt"
+    pairs.write_text("1 2\nabc 2\n")
+    r = run_cli("predict", str(tmp_path / "m"), str(pairs))
+    _error(r, f"{pairs}:2: malformed vertex id (the model was trained on integer ids) (line text: 'abc 2')")
+    assert "--ids" not in r.stderr, r.stderr
+
+
 def test_top_k_skips_a_header_line_as_rating_files_do(ratings, tmp_path):
     """pandas' to_csv writes 'userId' above the users (and a test split's 'userId,movieId,…'
     above its pairs): --top-k read it as a malformed user id; a word in a later line still is one."""

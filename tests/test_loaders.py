@@ -343,3 +343,29 @@ def test_a_fractional_float_id_is_named_as_the_user_wrote_it():
     """numpy 2's repr of a scalar ('np.float64(16.5)') is no part of the message."""
     with pytest.raises(InputError, match=r"src id 16\.5 at index 1 is not an integer"):
         loaders.load((np.array([1.0, 16.5]), np.array([2.0, 3.0]), np.array([1.0, 2.0])))
+
+
+@pytest.mark.parametrize("text, line, said", [
+    ('user,item,rating\n"a,b",x,3\nc,y,4\n', 2, "line 1 has 3 names, line 2 4 fields"),    # string ids
+    ('"a,b",x,3\nc,y,4\n', 1, "line 1 has 4 fields, line 2 3 fields"),                     # no header
+    ('"user,id",item,rating\na,x,3\nc,y,4\n', 1, "line 1 has 4 names, line 2 3 fields"),   # the header's name
+    ('"1,2",1,3\n2,1,4\n', 1, "line 1 has 4 fields, line 2 3 fields"),                     # read silently as (1, 2, 1)
+    ('user,item,rating\nc,y,4\n"Smith, J",x,3\n', 3, "malformed value (expected a number)"),    # a later line
+])
+def test_a_quoted_field_holding_a_comma_is_named_as_what_splits_its_line(tmp_path, text, line, said):
+    """A comma in a quoted field separates (README: Input): on the first data line that was
+    'malformed value' (or 'fewer columns than --columns names' under the header's line 2, or
+    no error at all, the 4th field ignored): the line and its quoted field are named."""
+    path = tmp_path / "r.csv"
+    path.write_text(text)
+    with pytest.raises(InputError) as e:
+        loaders.load_edges(str(path))
+    assert str(e.value).startswith(f"{path}:{line}: {said}"), str(e.value)
+    assert str(e.value).count("holds a ','") == 1 and "fields in tux2's reading" in str(e.value), str(e.value)
+
+
+def test_quoted_fields_without_a_separator_inside_are_read_as_before(tmp_path):
+    path = tmp_path / "r.csv"
+    path.write_text('"user","item","rating"\n"1","2","3"\n"2","1","4"\n')
+    g = loaders.load_edges(str(path))
+    assert g.num_edges == 2 and g.values.tolist() == [3.0, 4.0]

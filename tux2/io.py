@@ -1303,6 +1303,24 @@ def decimal_comma(m, path, line, text):
                       path=path, line=line, text=text)
 
 
+# a quoted field holding a comma or semicolon, which separate fields there all the same (README: Input)
+_QUOTED_FIELD = re.compile(rb'(?:^|[,;])[ ]*("[^"\n]*")')
+
+
+def quoted_separator(line, what="its"):
+    """'' or, for a line (bytes or text, not tab-separated) with a quoted field holding a
+    comma or semicolon, why it has more fields than it seems: tux2 splits there too."""
+    line = line.encode("utf-8", "replace") if isinstance(line, str) else line or b""
+    m = None if b"\t" in line else next((f for f in _QUOTED_FIELD.findall(line) if b"," in f or b";" in f), None)
+    if m is None:
+        return ""
+    sep = "," if b"," in m else ";"
+    fields = split_line(line)
+    return (f"; {what} quoted field {_preview(m, 40)} holds a '{sep}', which separates fields in tux2's "
+            f"reading, quoted or not: the line reads as {len(fields)} fields ({', '.join(_preview(f) for f in fields)}"
+            f"); write the field without '{sep}', or the file tab-separated (only tabs separate there)")
+
+
 def _data_lines(head, pos, no, mode):
     """(start, end + 1, line number, text) of the lines of head[pos:] (line ``no`` + 1 on)
     that are neither blank nor comments as the parsers in ``mode`` see them."""
@@ -1316,14 +1334,15 @@ def _data_lines(head, pos, no, mode):
         pos = end + 1
 
 
-def edge_format(head, path, columns=None):
+def edge_format(head, path, columns=None, quotes=False):
     """The :class:`EdgeFormat` of an edge-list file from its first bytes ``head``.
 
     The first data line is a header when none of its tokens is a number while the
     next line has a number in one of its columns, or there is no next line and it has
     two names or more (a header alone: ``no_edges`` says so), or each token names a
     column's role, a user's among them (``user,item`` above string ids), or when
-    ``columns`` uses names."""
+    ``columns`` uses names. ``quotes``: a first line that has more or fewer fields than
+    the next for a quoted comma or semicolon (which separates: README, Input) is an error."""
     start, skip, base = _header_end(head, path)
     if base:
         fmt = EdgeFormat(start, skip, matrix_market=True)
@@ -1355,6 +1374,12 @@ def edge_format(head, path, columns=None):
         if comma:       # '3,5' would read as two fields, 3 and 5 (the line is taken as comma-separated, so
             raise decimal_comma(comma, path, data_no, data.decode("utf-8", "replace"))   # the scan does not see it)
         width = len(split_fields(data, mode) if mode == TAB else split_line(data, mode))
+        n = [len(split_line(x[3], mode)) for x in lines]        # (the header's names, or the first data line's)
+        quoted = next((x for x in lines if quoted_separator(x[3])), None) if quotes and mode != TAB else None
+        if quoted and len(n) == 2 and n[0] != n[1]:       # '"a,b",x,3' as 4 fields, silently or as a bad value
+            raise InputError(f"line {lines[0][2]} has {n[0]} {'names' if header else 'fields'}, line {lines[1][2]} "
+                             f"{n[1]} fields" + quoted_separator(quoted[3]),
+                             path=path, line=quoted[2], text=quoted[3].decode("utf-8", "replace"))
         sep = "colon" if mode == COLON else "tab" if mode == TAB else "comma" if b"," in data else \
             "semicolon" if b";" in data else "space"
         fmt = EdgeFormat(start, skip, False, mode, names, width, sep=sep)

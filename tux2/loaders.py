@@ -203,13 +203,14 @@ def load_edges(path, ids="auto", duplicates="error", base="auto", type_names=("s
     try:
         return _load_edges(path, ids, duplicates, base, type_names, id_maps, values, columns, known, unknown, dense)
     except InputError as e:
-        e.args = (f"{e}{io.other_format(path, columns)}",)
+        note = io.quoted_separator(e.text)         # (said once: tux2.io.edge_format's own errors have it)
+        e.args = (f"{e}{note if note not in str(e) else ''}" if note else f"{e}{io.other_format(path, columns)}",)
         raise io.as_given(e, path, given) from None
 
 
 def _load_edges(path, ids, duplicates, base, type_names, id_maps, values, columns, known, unknown, dense):
     raw = io.map_file(path, "edge list")
-    fmt = io.edge_format(raw[:1 << 16], path, columns)
+    fmt = io.edge_format(raw[:1 << 16], path, columns, quotes=True)
     skip = fmt.skip
     encode = id_maps is not None
     maps = tuple(id_maps) if encode else (None, None)
@@ -218,7 +219,13 @@ def _load_edges(path, ids, duplicates, base, type_names, id_maps, values, column
         ids = "string" if string_maps or (not encode and not _first_ids_numeric(raw, fmt)) else "int"
     used_base = 0
     if ids == "int":
-        s, d, v, ncols = io._parse_from(raw, fmt, path, values=np.float64 if values == "counts" else np.float32)
+        try:
+            s, d, v, ncols = io._parse_from(raw, fmt, path, values=np.float64 if values == "counts" else np.float32)
+        except InputError as e:     # a model's ids: its kind is fixed, none to choose (io's message offers --ids)
+            if not encode or not str(e).startswith(f"{e.path}:{e.line}: {io._MESSAGES[1]}"):
+                raise
+            raise InputError("malformed vertex id (the model was trained on integer ids)", e.path, e.line,
+                             e.text) from None
         if len(s) == 0:
             raise io.no_edges(fmt, path)
         v = v if ncols == 3 else None
@@ -395,6 +402,8 @@ def given_ids(m, x, what):
     if a.ndim > 1:
         raise ValueError(f"{what} must be an id or a 1-D sequence of ids, got an array of shape {a.shape}")
     a, strings = np.atleast_1d(a), m is not None and m.tokens.dtype.kind not in "iu"
+    if a.size == 0:                             # [] is float64 to numpy: no id, of the ids' own type
+        return np.empty(0, m.tokens.dtype if m is not None else np.int64)
     if a.dtype.kind == ("U" if strings else "iu"[a.dtype.kind == "u"]) or (
             a.dtype.kind == "f" and not strings and np.all(np.isfinite(a) & (a == np.round(a)))):
         return a

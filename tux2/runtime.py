@@ -14,6 +14,7 @@ import ctypes
 import ipaddress
 import os
 import random
+import re
 import secrets
 import signal
 import socket
@@ -21,7 +22,7 @@ import subprocess
 import sys
 import time
 
-from tux2 import interrupt
+from tux2 import files, interrupt
 from tux2.errors import Tux2Error
 
 ENV_RANK = ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID")
@@ -164,18 +165,38 @@ def strip_option(argv, name):
 
 def launch_local(argv, workers, timeout=30.0, grace=2.0):
     """Run ``tux2 <argv>`` as ``workers`` processes on loopback; return the exit code."""
-    rendezvous = f"tcp://127.0.0.1:{free_port()}"
+    rendezvous, said = f"tcp://127.0.0.1:{free_port()}", files.scratch_dir("launch")
     env = {**os.environ, "TUX2_SECRET": os.environ.get("TUX2_SECRET") or secrets.token_hex(16),
-           interrupt.LOCAL_WORKER: "1"}
+           interrupt.LOCAL_WORKER: said}
     procs = []
-    for r in range(workers):
-        cmd = [sys.executable, "-m", "tux2.cli", *argv, "--rank", str(r), "--world", str(workers),
-               "--rendezvous", rendezvous, "--timeout", str(timeout)]
-        procs.append(subprocess.Popen(cmd, env=env, preexec_fn=die_with_parent))
-    first, codes = supervise(procs, grace)
-    if first is None:
-        return 0
-    return codes[first] if codes[first] > 0 else 1
+    try:
+        for r in range(workers):
+            cmd = [sys.executable, "-m", "tux2.cli", *argv, "--rank", str(r), "--world", str(workers),
+                   "--rendezvous", rendezvous, "--timeout", str(timeout)]
+            procs.append(subprocess.Popen(cmd, env=env, preexec_fn=die_with_parent))
+        first, codes = supervise(procs, grace)
+        if first is None:
+            return 0
+        lines = {}          # each different failure once: workers that read one whole input find one bad line
+        for r in [first, *range(workers)]:
+            if os.path.exists(os.path.join(said, str(r))):
+                line = open(os.path.join(said, str(r)), encoding="utf-8").read()
+                lines.setdefault(re.sub(r"\[worker \d+\] ", "", line, count=1), line)
+        if lines:
+            print(*lines.values(), sep="\n", file=sys.stderr, flush=True)
+        return codes[first] if codes[first] > 0 else 1
+    finally:
+        files.remove_scratch(said)
+
+
+def say_error(line, rank=None):
+    """Print a command's error ``line`` on stderr, or as a worker of ``launch_local``
+    (``rank``) leave it to the launcher, which prints each different one once."""
+    said = os.environ.get(interrupt.LOCAL_WORKER)
+    if rank is not None and said and os.path.isdir(said):
+        files.write_atomic(os.path.join(said, str(rank)), files.text(line))
+    else:
+        print(line, file=sys.stderr)
 
 
 def supervise(procs, grace=2.0, poll=None):

@@ -207,6 +207,7 @@ def _main(argv):
         from tux2.compile import set_cache_dir
         set_cache_dir(None)
     who = f"[worker {args.rank}] " if getattr(args, "rank", None) is not None else ""     # names a worker's errors
+    from tux2.runtime import say_error
     try:
         __import__("tux2.files").files.check_cwd()
         return _flushed(args.func(args))
@@ -220,7 +221,7 @@ def _main(argv):
         message, hint = _user_names(str(e)), _hint(e, args)
         if hint.startswith("Remedies:"):    # the command line's remedies, in place of the Python ones
             message = message.split(" Remedies:")[0] + " "
-        print(f"tux2: error: {who}{message}{hint}", file=sys.stderr)
+        say_error(f"tux2: error: {who}{message}{hint}", args.rank if who else None)
         return 2
     except BrokenPipeError:           # output piped into e.g. head, which has closed it
         from tux2.files import stdout_gone
@@ -230,7 +231,7 @@ def _main(argv):
         if e.filename is None and e.errno in STDOUT_FULL:
             return _stdout_failed(e)
         what = f"{e.filename}: {e.strerror}" if e.filename is not None and e.strerror else str(e)
-        print(f"tux2: error: {who}{_user_names(what)}", file=sys.stderr)
+        say_error(f"tux2: error: {who}{_user_names(what)}", args.rank if who else None)
         return 2
     except KeyboardInterrupt:
         return _stopped()
@@ -241,8 +242,8 @@ def _main(argv):
             #                           RuntimeError ("no compiled object yet"): the stop, not a bug
         if os.environ.get("TUX2_DEBUG"):
             raise
-        print(f"tux2: internal error: {who}{type(e).__name__}: {e}\n  this is a bug in tux2: please report it with "
-              "the command; TUX2_DEBUG=1 shows where it happened", file=sys.stderr)
+        say_error(f"tux2: internal error: {who}{type(e).__name__}: {e}\n  this is a bug in tux2: please report it "
+                  "with the command; TUX2_DEBUG=1 shows where it happened", args.rank if who else None)
         return 70                     # EX_SOFTWARE
 
 

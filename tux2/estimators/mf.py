@@ -668,7 +668,7 @@ class MF(Estimator):
             unk = self._unknown(0, u, names, "user", policy)
             if policy == "skip":
                 names, u, unk = names[~unk], u[~unk], unk[~unk]
-        NONNEG.check("MF.recommend: k", k)
+        NONNEG.check("MF.recommend: k", k), COUNT.check("MF.recommend: chunk", chunk)
         k = int(min(k, self.n_items))
         u, rows = np.unique(np.where(unk, -1, u), return_inverse=True)     # -1: the baseline's row
         top = np.full((len(u), k), -1, np.int64)
