@@ -346,22 +346,32 @@ def test_a_fractional_float_id_is_named_as_the_user_wrote_it():
 
 
 @pytest.mark.parametrize("text, line, said", [
-    ('user,item,rating\n"a,b",x,3\nc,y,4\n', 2, "line 1 has 3 names, line 2 4 fields"),    # string ids
-    ('"a,b",x,3\nc,y,4\n', 1, "line 1 has 4 fields, line 2 3 fields"),                     # no header
-    ('"user,id",item,rating\na,x,3\nc,y,4\n', 1, "line 1 has 4 names, line 2 3 fields"),   # the header's name
     ('"1,2",1,3\n2,1,4\n', 1, "line 1 has 4 fields, line 2 3 fields"),                     # read silently as (1, 2, 1)
-    ('user,item,rating\nc,y,4\n"Smith, J",x,3\n', 3, "malformed value (expected a number)"),    # a later line
+    ('u,i,r\n"1,2",1,3\n2,1,4\n', 2, "line 1 has 3 names, line 2 4 fields"),
 ])
 def test_a_quoted_field_holding_a_comma_is_named_as_what_splits_its_line(tmp_path, text, line, said):
-    """A comma in a quoted field separates (README: Input): on the first data line that was
-    'malformed value' (or 'fewer columns than --columns names' under the header's line 2, or
-    no error at all, the 4th field ignored): the line and its quoted field are named."""
+    """A comma in a quoted field of numeric ids separates (README: Input): on the first data
+    line that was no error at all, the 4th field ignored: the line and its quoted field are named."""
     path = tmp_path / "r.csv"
     path.write_text(text)
     with pytest.raises(InputError) as e:
         loaders.load_edges(str(path))
     assert str(e.value).startswith(f"{path}:{line}: {said}"), str(e.value)
     assert str(e.value).count("holds a ','") == 1 and "fields in tux2's reading" in str(e.value), str(e.value)
+
+
+@pytest.mark.parametrize("text, ids", [
+    ('user,item,rating\n"a,b",x,3\nc,y,4\n', ["a,b", "c"]),
+    ('"a,b",x,3\nc,y,4\n', ["a,b", "c"]),                                     # no header
+    ('"user,id",item,rating\na,x,3\nc,y,4\n', ["a", "c"]),                     # the header's name
+    ('user,item,rating\nc,y,4\n"Smith, J",x,3\n', ["c", "Smith, J"]),          # a later line
+])
+def test_a_quoted_comma_is_part_of_a_string_id_or_a_name_as_pandas_reads_it(tmp_path, text, ids):
+    """These were errors naming the quoted comma (lf46), and before that 'malformed value'."""
+    path = tmp_path / "r.csv"
+    path.write_text(text)
+    g = loaders.load_edges(str(path))
+    assert loaders.edge_ids(g, 0).tolist() == ids and g.values.tolist() == [3.0, 4.0][::1 if ids[0] != "c" else -1]
 
 
 def test_quoted_fields_without_a_separator_inside_are_read_as_before(tmp_path):

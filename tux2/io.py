@@ -1317,7 +1317,7 @@ def quoted_separator(line, what="its"):
     sep = "," if b"," in m else ";"
     fields = split_line(line)
     return (f"; {what} quoted field {_preview(m, 40)} holds a '{sep}', which separates fields in tux2's "
-            f"reading, quoted or not: the line reads as {len(fields)} fields ({', '.join(_preview(f) for f in fields)}"
+            f"reading of numbers, quoted or not: the line reads as {len(fields)} fields ({', '.join(_preview(f) for f in fields)}"
             f"); write the field without '{sep}', or the file tab-separated (only tabs separate there)")
 
 
@@ -1374,19 +1374,22 @@ def edge_format(head, path, columns=None, quotes=False):
         if comma:       # '3,5' would read as two fields, 3 and 5 (the line is taken as comma-separated, so
             raise decimal_comma(comma, path, data_no, data.decode("utf-8", "replace"))   # the scan does not see it)
         width = len(split_fields(data, mode) if mode == TAB else split_line(data, mode))
-        n = [len(split_line(x[3], mode)) for x in lines]        # (the header's names, or the first data line's)
-        quoted = next((x for x in lines if quoted_separator(x[3])), None) if quotes and mode != TAB else None
-        if quoted and len(n) == 2 and n[0] != n[1]:       # '"a,b",x,3' as 4 fields, silently or as a bad value
-            raise InputError(f"line {lines[0][2]} has {n[0]} {'names' if header else 'fields'}, line {lines[1][2]} "
-                             f"{n[1]} fields" + quoted_separator(quoted[3]),
-                             path=path, line=quoted[2], text=quoted[3].decode("utf-8", "replace"))
         sep = "colon" if mode == COLON else "tab" if mode == TAB else "comma" if b"," in data else \
             "semicolon" if b";" in data else "space"
         fmt = EdgeFormat(start, skip, False, mode, names, width, sep=sep)
         if fmt.strict:          # only commas (semicolons) separate: 'user id' is one name, 'Star Wars' one id
             fmt.width = len(csv_fields(data, fmt.sep_byte))
             if names:
-                fmt.names = [t.decode("utf-8", "replace").strip("\"'") for t in csv_fields(first, fmt.sep_byte)]
+                fmt.names = names = [t.decode("utf-8", "replace").strip("\"'")
+                                     for t in csv_fields(first, fmt.sep_byte)]
+        n = [len(split_line(x[3], mode)) for x in lines]        # (the header's names, or the first data line's)
+        quoted = next((x for x in lines if quoted_separator(x[3])), None) if quotes and mode != TAB else None
+        if quoted and len(n) == 2 and n[0] != n[1] and not (     # '"a,b",x,3' as 4 fields, silently or a bad value,
+                fmt.strict and len({len(csv_fields(x[3], fmt.sep_byte)) for x in lines}) == 1 and (  # but for a
+                    quoted is lines[0] and header or not all(t.isdigit() for t in split_line(quoted[3])[:2]))):
+            raise InputError(f"line {lines[0][2]} has {n[0]} {'names' if header else 'fields'}, line {lines[1][2]} "
+                             f"{n[1]} fields" + quoted_separator(quoted[3]),       # header or string ids, read whole
+                             path=path, line=quoted[2], text=quoted[3].decode("utf-8", "replace"))
         if names and not names[0] and len(names) == width >= 3:
             # pandas' to_csv: a first column without a name is the row index, not the user
             fmt.cols = (1, 2, 3 if width >= 4 else NONE)
