@@ -839,15 +839,17 @@ def test_fit_from_python_warns_where_the_cli_prints_a_note(tmp_path):
 def test_several_workers_are_told_what_each_round_costs(tmp_path):
     """On several workers a one-step strategy's every mini-batch is a round of messages
     (a9a at batch 64: 0.75 s an epoch on 2 workers, 0.011 s in one process); BlockPG's
-    newton form has one per block and sweep (20,000 features: minutes an epoch). The
-    header says so, with the flag that makes fewer; one process and few rounds say nothing."""
+    newton form has one per block and sweep (20,000 features in blocks of 1: minutes an epoch; its
+    default blocks are larger now). The header says so, with the flag that makes fewer; one
+    process and few rounds say nothing."""
     from tux2.io import write_libsvm
     g, y, _ = sparse_classification(n_samples=13_000, n_features=2_500, seed=1)
     counts = type(g)(g.src, g.dst, np.ceil(np.abs(g.values) * 3), n_src=g.n_src, n_dst=g.n_dst)
     path, cpath = str(tmp_path / "x.svm"), str(tmp_path / "counts.svm")
     write_libsvm(path, g, y)
     write_libsvm(cpath, counts, y)
-    for args, note in [(["lr", path], "204 mini-batches an epoch"), (["blockpg", cpath, "--form", "newton"], "25,000 blocks an epoch")]:
+    for args, note in [(["lr", path], "204 mini-batches an epoch"), (["blockpg", cpath, "--form", "newton", "--block-size", "1"],
+                                                                  "25,000 blocks an epoch")]:
         two = run_cli("run", *args, "--epochs", "0", "--workers", "2", "--timeout", "60")
         assert two.returncode == 0, two.stderr
         assert note in two.stdout and "round of messages" in two.stdout, two.stdout
