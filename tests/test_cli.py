@@ -109,3 +109,22 @@ def test_errors_name_the_command_lines_remedies_first(ratings_file, tmp_path):
     (tmp_path / "d.txt").write_text("1 2 3\n2 3 4\n1 2 5\n")
     r = run_cli("run", "mf", str(tmp_path / "d.txt"))
     assert r.returncode == 2 and "choose a policy with --duplicates sum|last|keep" in r.stderr, r.stderr
+
+
+def test_test_fraction_holds_out_the_same_lines_whatever_the_seed(tmp_path):
+    """--seed changed the held-out lines too, so runs of several seeds were measured on
+    different test sets; now the seed changes the model alone (as surprise's
+    train_test_split and Spark's randomSplit take a seed of their own)."""
+    rng = np.random.default_rng(4)
+    path = tmp_path / "r.tsv"
+    path.write_text("".join(f"{1 + rng.zipf(1.5) % 300}\t{1 + rng.zipf(1.6) % 80}\t{rng.integers(1, 6)}\t{t}\n"
+                            for t in range(3000)))
+    seen = []
+    for seed in ("0", "5"):
+        r = run_cli("run", "mf", str(path), "--duplicates", "last", "--k", "4", "--epochs", "2", "--seed", seed,
+                    "--out", str(tmp_path / seed), "--quiet")
+        assert r.returncode == 0, r.stderr
+        seen.append(np.load(tmp_path / seed / "seen.npz"))
+        seen[-1] = (seen[-1]["indptr"], seen[-1]["indices"])
+    assert all(np.array_equal(a, b) for a, b in zip(*seen))          # the same training lines
+    assert not np.array_equal(np.load(tmp_path / "0" / "user.npz")["p"], np.load(tmp_path / "5" / "user.npz")["p"])

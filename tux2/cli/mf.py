@@ -17,7 +17,7 @@ def add_parser(sub):
                     "Without INPUT a Netflix-shaped rating set is generated deterministically.")
     p.add_argument("input", nargs="?", help="ratings edge list; default: built-in synthetic set")
     p.add_argument("--test", help="test edge list; default: hold out --test-fraction of INPUT")
-    p.add_argument("--test-fraction", type=FRACTION, default=TEST_FRACTION, help="held-out share when --test is not given")
+    p.add_argument("--test-fraction", type=FRACTION, default=TEST_FRACTION, help="held-out share when --test is not given (the same lines whatever --seed)")
     p.add_argument("--ids", choices=loaders.ID_MODES, default="auto",
                    help="vertex ids: int (numbers used as they are), string (any token; mapped to dense ids, "
                         "saved with the model), auto (string when the first line's ids are not numbers)")
@@ -104,7 +104,7 @@ def load(args, est, transport, say):
     data = est.load_data(args.input, args.test)
     if not args.test:     # held out by a hash of each edge's line position, as a distributed run holds it out
         g = data.train
-        held = ingress.test_mask(range(g.num_edges), args.test_fraction, args.seed)
+        held = ingress.test_mask(range(g.num_edges), args.test_fraction)
         data.train, test = g.permuted(~held), g.permuted(held)
         # held-out ids without training ratings follow --unknown
         data.test = loaders.mark_unknown(test, loaders.known_ids(data.train), est.unknown)
