@@ -890,8 +890,8 @@ def _string_lines(buf, start, bounds, values, cs, cd, vcol, need, mode, sepb):
                         b += 1
                     if b < end and buf[b] == 34:
                         b += 1
-                        while b < end and buf[b] != 34:
-                            b += 1
+                        while b < end and (buf[b] != 34 or (b + 1 < end and buf[b + 1] == 34)):
+                            b += 2 if buf[b] == 34 else 1       # ("" is a quote inside it)
                 while b < end and buf[b] != sepb:
                     b += 1
                 x, y = _trimmed(buf, a, b)
@@ -1037,7 +1037,8 @@ def string_edges(raw, fmt):
         ids, first = np.empty(k, np.int64), np.empty(k, np.int64)
         m = _intern(buf, lo, hi, ids, first)
         out.append(ids)
-        tokens.append([raw[a:b] for a, b in zip(lo[first[:m]].tolist(), hi[first[:m]].tolist())])
+        tokens.append([csv_unquote(raw[a - 1:b + 1]) if fmt.strict and raw[a - 1:a] == b'"' else raw[a:b]
+                       for a, b in zip(lo[first[:m]].tolist(), hi[first[:m]].tolist())])
     return out[0], out[1], values[:k] if ncols == 3 else None, tokens
 
 
@@ -1155,10 +1156,18 @@ def data_fields(line, mode=SPACE, sep=None):
     return csv_fields(line, sep) if sep else split_fields(line, mode) if mode == TAB else toks
 
 
+def csv_unquote(field):
+    """A CSV field without the quotes around it, its doubled quotes single (RFC 4180, as
+    pandas and Python's csv read ``"The ""Great"" One"``)."""
+    inner = _unquote(field)
+    return inner.replace(b'""', b'"') if inner is not field else field
+
+
 def csv_fields(line, sep=b","):
     """The fields of a comma- (or ``sep``-) separated line as the string-id reader has
     them: the text between separators, trimmed of spaces and CR, the quotes around a
-    whole field removed; a separator inside a quoted field is part of it (``"Heat, The"``);
+    whole field removed; a separator inside a quoted field is part of it (``"Heat, The"``),
+    a doubled quote one quote;
     empty fields at the end dropped. Ids may hold spaces (``Star Wars``)."""
     line = line.rstrip(b"\r\n")
     out, a, n = [], 0, len(line)
@@ -1166,12 +1175,14 @@ def csv_fields(line, sep=b","):
         b = a
         while b < n and line[b] in b" \r":
             b += 1
-        if b < n and line[b] == 34:                  # quoted: its separators are text
+        if b < n and line[b] == 34:                  # quoted: its separators are text, "" a quote
             q = line.find(b'"', b + 1)
+            while 0 <= q < n - 1 and line[q + 1] == 34:
+                q = line.find(b'"', q + 2)
             b = n if q < 0 else q + 1
         e = line.find(sep, b)
         e = n if e < 0 else e
-        out.append(_unquote(line[a:e].strip(b" \r")))
+        out.append(csv_unquote(line[a:e].strip(b" \r")))
         a = e + 1
     while out and not out[-1]:
         out.pop()
