@@ -1778,12 +1778,14 @@ _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
 
 
 def csv_header(path, column=None):
-    """(delimiter, column names, text column) when the first line of a text corpus is
+    """(delimiter, column names, text column, header lines) when the first line of a text corpus is
     a CSV or TSV header: names only, one of them a text column's (TEXT_COLUMNS, any
     case; the first of them in that order), or a .csv/.tsv file's only column. Else
     None, or an error when it is a header of names over rows of as many fields (or of
     a .csv/.tsv file) without a text column. ``column`` (--text-column): the text
-    column's name, or its 1-based position; the first line is then the header."""
+    column's name, or its 1-based position; the first line is then the header, unless
+    the column is a position and a field of it is a number (a label or id: tomotopy's
+    ``0<TAB>text``): that line is then a row, and its fields stand for the names."""
     import csv
     head = read_head(path, "corpus")
     lines = head.split(b"\n")
@@ -1793,7 +1795,9 @@ def csv_header(path, column=None):
     delim = "\t" if "\t" in first else ","
     names = [n.strip().strip('"').strip() for n in first.split(delim)]
     if column is not None:
-        return delim, names, text_column(names, column, path, first)
+        col = text_column(names, column, path, first)
+        row = str(column).strip().isdigit() and any(is_number(n.encode()) for n in names)
+        return delim, names, col, 0 if row else 1
     if not all(_NAME.fullmatch(n) for n in names):
         return None
     low = [n.lower() for n in names]
@@ -1802,7 +1806,7 @@ def csv_header(path, column=None):
     if col is None and len(names) == 1 and named:
         col = 0
     if col is not None:
-        return delim, names, col
+        return delim, names, col, 1
     body = [x.decode("utf-8", "replace") for x in lines[1:-1 if len(head) >= 1 << 16 else None][:50]]  # whole lines
     try:
         rows = [r for r in csv.reader(body, delimiter=delim) if r]
@@ -1830,21 +1834,24 @@ def text_column(names, column, path=None, first=None):
 
 
 def _csv_texts(lines, header, path):
-    """The text column of the rows below a CSV header (``csv_header``'s answer); a row
+    """The text column of the rows below a CSV header (``csv_header``'s answer: none when
+    it says the first line is a row); a row
     with more fields than the header when the text is the last column keeps them all
     (its text held the delimiter unquoted)."""
     import csv
-    delim, names, col = header
+    delim, names, col, head = header
     reader = csv.reader(lines, delimiter=delim)
     try:
-        next(reader, None)
+        if head:
+            next(reader, None)
         for row in reader:
             if not row:
                 continue
             if len(row) == len(names) or (col == len(names) - 1 and len(row) > col):
                 yield delim.join(row[col:]) if col == len(names) - 1 else row[col]
             else:
-                raise InputError(f"{len(row)} fields, and the header names {len(names)} ({', '.join(names)})",
+                raise InputError(f"{len(row)} fields, and the header names {len(names)} ({', '.join(names)})" if head
+                                 else f"{len(row)} fields, and the first line has {len(names)}",
                                  path=path, line=reader.line_num, text=delim.join(row))
     except csv.Error as e:
         raise InputError(f"not CSV: {e}", path=path, line=reader.line_num) from None
