@@ -149,7 +149,7 @@ def predict_mf(args, model):
     sep = _separator(t for m in model.ids_ if m is not None and m.tokens.dtype.kind == "U" for t in m.tokens.tolist())
     if args.top_k is not None:
         res = None
-        if args.input and _pairs(args):     # a test set: its users' lists, measured against their items
+        if args.input and _pairs(args, model):     # a test set: its users' lists, measured against their items
             g = loaders.load_edges(args.input, type_names=("user", "item"), id_maps=model.ids_, known=model.known_,
                                    unknown=args.unknown, columns=args.columns)
             res, (names, items, score) = model.ranking_metrics(
@@ -201,26 +201,36 @@ def predict_mf(args, model):
     return 0
 
 
-def _pairs(args):
+def _pairs(args, model):
     """Whether --top-k's INPUT has 'user item [rating]' lines (a test set), not users alone."""
     from tux2.io import edge_format, read_head
-    return args.columns is not None or edge_format(read_head(args.input, "the user list"), args.input).width >= 2
+    fmt = edge_format(read_head(args.input, "the user list"), args.input)
+    return args.columns is not None or fmt.width >= 2 and not _whole_lines(fmt, model)
+
+
+def _whole_lines(fmt, model):
+    """Whether each line of a user list is one id, spaces and all: the model's user ids hold
+    spaces ('user 1') and no tab, comma or semicolon separates the file's fields."""
+    ids = model.ids_[0]
+    return fmt.sep == "space" and ids is not None and ids.tokens.dtype.kind == "U" and \
+        any(" " in t for t in ids.tokens.tolist())
 
 
 def _listed_users(args, model):
-    """The users of --top-k INPUT: the first token of each line, in order, below a header
-    line of names (``userId``, as rating files have one). One without
+    """The users of --top-k INPUT: the first token of each line (the whole line when
+    ``_whole_lines``), in order, below a header line of names (``userId``, as rating files have one). One without
     training ratings follows --unknown (baseline: the items of highest μ + b_i),
     counted on stderr; with error, it stops naming its line."""
-    from tux2.io import BOM, edge_format, read_head
+    from tux2.io import BOM, csv_unquote, edge_format, read_head
     from tux2.loaders import id_text
     fmt = edge_format(read_head(args.input, "the user list"), args.input)
+    whole = _whole_lines(fmt, model)
     toks, nos = [], []
     with open(args.input, "rb") as f:
         for no, raw in enumerate(f, 1):         # ids as the rating files' readers take them: quoted, Latin-1, …
             t = fmt.fields(raw.removeprefix(BOM) if no == 1 else raw)
             if t and not (fmt.names and no <= fmt.skip):
-                toks.append(id_text(t[0]))
+                toks.append(id_text(csv_unquote(raw.strip()) if whole else t[0]))
                 nos.append(no)                  # the line's text is read again only for an error
 
     def line(i):
