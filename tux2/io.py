@@ -1371,8 +1371,11 @@ def edge_format(head, path, columns=None, quotes=False):
         named = columns is not None and any(not str(x).strip().isdigit() for x in
                                             (columns.split(",") if isinstance(columns, str) else columns))
         roles = [role(t.decode("utf-8", "replace")) for t in toks]     # (string ids: no numbers below to tell)
+        below = lines[-1][3]                    # a CSV's fields as pandas has them: 'user,title,rating' over
+        sepb = b"," if b"," in below else b";" if b";" in below else None      # 'alice,Star Wars,5' (5 a number)
+        cells = (lambda x: csv_fields(x, sepb)) if mode == SPACE and sepb else (lambda x: split_line(x, mode))
         header = named or (not any(is_number(t) for t in toks) and (len(toks) >= 2 if len(lines) == 1 else any(
-            is_number(t) for t in split_line(lines[1][3], mode)[:len(toks)]) or (None not in roles and 0 in roles)))
+            is_number(t) for t in cells(below)[:len(cells(first))]) or (None not in roles and 0 in roles)))
         names = None
         if header:
             names = [t.decode("utf-8", "replace").strip("\"'") for t in split_fields(first, mode, leading=True)]
