@@ -152,6 +152,8 @@ def predict_mf(args, model):
         if args.input and _pairs(args, model):     # a test set: its users' lists, measured against their items
             g = loaders.load_edges(args.input, type_names=("user", "item"), id_maps=model.ids_, known=model.known_,
                                    unknown=args.unknown, columns=args.columns)
+            if g.num_edges and g.unknown is not None and g.unknown[0].all():
+                _none_known(args, g, "user")        # every list the baseline's, every metric 0
             res, (names, items, score) = model.ranking_metrics(
                 (loaders.edge_ids(g, 0), loaders.edge_ids(g, 1), g.values), args.top_k, args.relevant,
                 exclude_seen=not args.include_seen, min_ratings=args.min_ratings, return_lists=True)
@@ -195,10 +197,15 @@ def predict_mf(args, model):
         _report(args, res)
     known = res["pairs"] - res.get("unknown_pairs", 0)
     if known == 0 and res["pairs"] + res.get("skipped_unknown", 0) > 0:        # every line: the baseline or skipped
-        print(f"tux2: warning: no line of {display_name(args.input)} pairs a user and an item the model was trained "
-              f"on ({loaders.describe_read(g, 'auto') or 'columns 1 and 2'}): other columns? --columns picks them "
-              "(by position, or by the header's names: --columns userId,movieId,rating)", file=sys.stderr)
+        _none_known(args, g, "pairs a user and an item")
     return 0
+
+
+def _none_known(args, g, what):
+    from tux2 import loaders
+    print(f"tux2: warning: no line of {display_name(args.input)} {'has a ' if what == 'user' else ''}{what} the model "
+          f"was trained on ({loaders.describe_read(g, 'auto') or 'columns 1 and 2'}): other columns? --columns picks "
+          "them (by position, or by the header's names: --columns userId,movieId,rating)", file=sys.stderr)
 
 
 def _pairs(args, model):
