@@ -599,13 +599,23 @@ def test_an_output_no_one_can_create_is_refused_before_any_work(capsys, tmp_path
     (["run", "lr", "--lambda", "1"], "--lambda: use --lam\n"),
     (["run", "lr", "--C", "2"], "--C: use --lam (λ = 1/C)\n"),
     (["run", "lda", "--num_topics", "5"], "--num_topics: use --topics/-k\n"),
-    (["run", "lda", "--eta", "0.1"], "--eta: use --beta (--eta is an option of tux2 run lr")])
+    (["run", "lda", "--eta", "0.1"], "--eta: use --beta (--eta is an option of tux2 run lr"),
+    (["run", "lda", "--passes", "5"], "--passes: use --iterations\n"),                          # gensim's
+    (["run", "mf", "--lambda", "0.1", "--n_factors", "20"], "--lambda: use --reg; --n_factors: use --k\n")])
 def test_a_flag_of_another_algorithm_names_this_ones(capsys, argv, hint):
     """`tux2 run lda --epochs 5` (LDA counts --iterations) said only 'unrecognized
     arguments: --epochs 5' under the usage of `tux2` itself."""
     rc, out, err = _main(capsys, *argv)
     _refused(rc, err, f"tux2: error: run {argv[1]}: unrecognized arguments: ", hint)
     assert err.strip().splitlines()[-1] == f"try 'tux2 run {argv[1]} --help'", err
+
+
+def test_spark_als_rank_names_k(capsys, tmp_path):
+    """Spark ALS's rank is the number of factors; tux2's --rank is a worker's, so
+    `tux2 run mf r.txt --rank 20` said only that a worker needs the world size."""
+    (tmp_path / "r.txt").write_text("1 1 5\n2 1 3\n")
+    rc, out, err = _main(capsys, "run", "mf", str(tmp_path / "r.txt"), "--rank", "20")
+    _refused(rc, err, "world size", "number of factors its rank: here that is --k")
 
 
 @pytest.mark.parametrize("argv", [["run", "mf", "--k", "x"], ["run", "lda", "--bogus"], ["run"], [],

@@ -193,6 +193,17 @@ def test_commas_alone_separate_a_comma_separated_file(tmp_path):
         assert g.values[:3].tolist() == [5, 4, 3]
     with pytest.raises(InputError, match=f"{tmp_path / 'g.txt'}:1: a space inside a field"):
         loaders.load_edges(write(tmp_path, "ann,Heat,4 5\n"))
+    # a header whose names are not all roles ('title') over ids with spaces: the number below is the rating's,
+    # the third field, not the third of the tokens split at spaces too ('Star', 'Wars'); line 1 was a bad value
+    g = loaders.load_edges(write(tmp_path, "user,title,rating\nann,Star Wars,5\nbo,Heat,4\n", "t.csv"))
+    assert loaders.edge_ids(g, 1).tolist() == ["Star Wars", "Heat"] and g.values.tolist() == [5, 4]
+    # a doubled quote inside a quoted field is one quote (RFC 4180; MovieLens' titles: '"11'09""01 (2002)"',
+    # '"""Great Performances"" Cats (1998)"'), and a comma after one is still inside the field
+    rows = 'ann,"11\'09""01 (2002)",2\nbo,"""Great"" Cats, The",4\n'
+    for path in (write(tmp_path, rows, "q.csv"), write(tmp_path, rows * 150000, "qbig.csv")):   # line by line; compiled
+        g = loaders.load_edges(path, duplicates="keep")
+        assert loaders.edge_ids(g, 1)[:2].tolist() == ["11'09\"01 (2002)", '"Great" Cats, The'], path
+        assert g.values[:2].tolist() == [2, 4]
 
 
 @settings(max_examples=3000, deadline=None)
@@ -224,7 +235,8 @@ def _string_edges_both_ways(raw, fmt, maps=(None, None)):
 
 
 _FIELD = st.sampled_from([b"a", b"b1", b"1", b"2.5", b"-3e1", b"nan", b"1.2.3", b"#c", b"%", b'"q"', b'"x y"', b"",
-                          b" ", b"\xe9", b"\r", b'"', b"+", b".5", b"3 4", b"1,5", b'"H, T"', b'" a;b"', b'"u'])
+                          b" ", b"\xe9", b"\r", b'"', b"+", b".5", b"3 4", b"1,5", b'"H, T"', b'" a;b"', b'"u',
+                          b'"a""b, c"'])
 _SEP = st.sampled_from([b",", b";", b"\t", b" ", b"::", b", ", b"\t\t", b",,", b" \t"])
 
 

@@ -765,3 +765,17 @@ def test_numbers_and_one_character_tokens_are_dropped_unless_kept(tmp_path):
         assert model.numbers == ("keep" if keep else "drop") and model.documents(["x apples 9"])[1] == (2 if not keep else 1)
     r = run_cli("run", "lda", _write(tmp_path / "n.txt", "1 2 x\n3 y 4\n"), "--format", "text", timeout=300)
     assert r.returncode == 2 and "every word is a number or one character long: --numbers keep" in r.stderr, r.stderr
+
+
+def test_text_column_by_position_of_a_headerless_table_keeps_its_first_row(tmp_path):
+    """tomotopy's sample_with_md.txt is 'label<TAB>text' lines without a header: --text-column 2
+    took its first line for the header, and its first document was silently lost. A first line
+    with a number in it (a label, an id) is a row; a header of names is still none."""
+    import tux2
+    rows = "0\tzebra quokka\n1\tapple banana melon\n0\tgoal team coach\n"
+    m = tux2.LDA(topics=2, iterations=2, text_column=2).fit(_write(tmp_path / "md.txt", rows))
+    assert m.doc_topic_.shape[0] == 3 and "zebra" in m.vocab_
+    m = tux2.LDA(topics=2, iterations=2, text_column=2).fit(_write(tmp_path / "h.tsv", "label\ttext\n" + rows))
+    assert m.doc_topic_.shape[0] == 3 and "text" not in m.vocab_
+    r = run_cli("info", str(tmp_path / "md.txt"), "--text-column", "2", "--json")
+    assert r.returncode == 0 and json.loads(r.stdout)["doc"]["ids_declared"] == 3, r.stdout + r.stderr

@@ -124,3 +124,25 @@ def test_predict_top_k_on_a_test_set_writes_each_users_list_once_and_the_metrics
         assert r.returncode == 2 and "INPUT lists users alone" in r.stderr, r.stderr
     r = run_cli("predict", str(tmp_path / "m"), str(split / "test.tsv"), "--relevant", "4")
     assert r.returncode == 2 and r.stderr.startswith("tux2: error: --relevant picks the items"), r.stderr
+
+
+def test_a_user_list_of_ids_with_spaces_is_one_id_per_line_and_a_test_set_of_unknown_users_is_named(tmp_path):
+    """A model of CSV ids with spaces ('user 1', as MovieLens joined with its titles): its
+    --top-k user list 'user 1' was read as the pair (user, 1), a test set of an unknown
+    user, and gave one list for 'user' and metrics of 0. Each line is one user, quoted or not.
+    A test set of users the model lacks gave metrics without a word."""
+    rows = "".join(f"user {u},Film {(u * 7 + j) % 13},{1 + (u + j) % 5}\n" for u in range(12) for j in range(6))
+    (tmp_path / "r.csv").write_text("user,title,rating\n" + rows)
+    r = run_cli("run", "mf", str(tmp_path / "r.csv"), "--k", "4", "--epochs", "2", "--test-fraction", "0",
+                "--out", str(tmp_path / "m"))
+    assert r.returncode == 0, r.stderr
+    (tmp_path / "users.txt").write_text('user 3\n"user 10"\n')
+    r = run_cli("predict", str(tmp_path / "m"), str(tmp_path / "users.txt"), "--top-k", "2")
+    assert r.returncode == 0 and [x.split("\t")[0] for x in r.stdout.splitlines()] == ["user 3", "user 10"], r
+    assert r.stderr == "", r.stderr
+    # a test set none of whose users the model knows (other ids, other columns): every list is the
+    # baseline's (the items of highest mean + bias), said in a warning as predict's pairs say it
+    (tmp_path / "other.csv").write_text("user,title,rating\nzed,Film 1,4\nyo,Film 2,5\n")
+    r = run_cli("predict", str(tmp_path / "m"), str(tmp_path / "other.csv"), "--top-k", "2", "--relevant", "4")
+    assert r.returncode == 0 and "warning: no line of" in r.stderr and "has a user the model was trained on" \
+        in r.stderr and "ndcg@2" in r.stderr, r.stderr

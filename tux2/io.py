@@ -890,8 +890,8 @@ def _string_lines(buf, start, bounds, values, cs, cd, vcol, need, mode, sepb):
                         b += 1
                     if b < end and buf[b] == 34:
                         b += 1
-                        while b < end and buf[b] != 34:
-                            b += 1
+                        while b < end and (buf[b] != 34 or (b + 1 < end and buf[b + 1] == 34)):
+                            b += 2 if buf[b] == 34 else 1       # ("" is a quote inside it)
                 while b < end and buf[b] != sepb:
                     b += 1
                 x, y = _trimmed(buf, a, b)
@@ -1037,7 +1037,8 @@ def string_edges(raw, fmt):
         ids, first = np.empty(k, np.int64), np.empty(k, np.int64)
         m = _intern(buf, lo, hi, ids, first)
         out.append(ids)
-        tokens.append([raw[a:b] for a, b in zip(lo[first[:m]].tolist(), hi[first[:m]].tolist())])
+        tokens.append([csv_unquote(raw[a - 1:b + 1]) if fmt.strict and raw[a - 1:a] == b'"' else raw[a:b]
+                       for a, b in zip(lo[first[:m]].tolist(), hi[first[:m]].tolist())])
     return out[0], out[1], values[:k] if ncols == 3 else None, tokens
 
 
@@ -1155,10 +1156,18 @@ def data_fields(line, mode=SPACE, sep=None):
     return csv_fields(line, sep) if sep else split_fields(line, mode) if mode == TAB else toks
 
 
+def csv_unquote(field):
+    """A CSV field without the quotes around it, its doubled quotes single (RFC 4180, as
+    pandas and Python's csv read ``"The ""Great"" One"``)."""
+    inner = _unquote(field)
+    return inner.replace(b'""', b'"') if inner is not field else field
+
+
 def csv_fields(line, sep=b","):
     """The fields of a comma- (or ``sep``-) separated line as the string-id reader has
     them: the text between separators, trimmed of spaces and CR, the quotes around a
-    whole field removed; a separator inside a quoted field is part of it (``"Heat, The"``);
+    whole field removed; a separator inside a quoted field is part of it (``"Heat, The"``),
+    a doubled quote one quote;
     empty fields at the end dropped. Ids may hold spaces (``Star Wars``)."""
     line = line.rstrip(b"\r\n")
     out, a, n = [], 0, len(line)
@@ -1166,12 +1175,14 @@ def csv_fields(line, sep=b","):
         b = a
         while b < n and line[b] in b" \r":
             b += 1
-        if b < n and line[b] == 34:                  # quoted: its separators are text
+        if b < n and line[b] == 34:                  # quoted: its separators are text, "" a quote
             q = line.find(b'"', b + 1)
+            while 0 <= q < n - 1 and line[q + 1] == 34:
+                q = line.find(b'"', q + 2)
             b = n if q < 0 else q + 1
         e = line.find(sep, b)
         e = n if e < 0 else e
-        out.append(_unquote(line[a:e].strip(b" \r")))
+        out.append(csv_unquote(line[a:e].strip(b" \r")))
         a = e + 1
     while out and not out[-1]:
         out.pop()
@@ -1360,8 +1371,11 @@ def edge_format(head, path, columns=None, quotes=False):
         named = columns is not None and any(not str(x).strip().isdigit() for x in
                                             (columns.split(",") if isinstance(columns, str) else columns))
         roles = [role(t.decode("utf-8", "replace")) for t in toks]     # (string ids: no numbers below to tell)
+        below = lines[-1][3]                    # a CSV's fields as pandas has them: 'user,title,rating' over
+        sepb = b"," if b"," in below else b";" if b";" in below else None      # 'alice,Star Wars,5' (5 a number)
+        cells = (lambda x: csv_fields(x, sepb)) if mode == SPACE and sepb else (lambda x: split_line(x, mode))
         header = named or (not any(is_number(t) for t in toks) and (len(toks) >= 2 if len(lines) == 1 else any(
-            is_number(t) for t in split_line(lines[1][3], mode)[:len(toks)]) or (None not in roles and 0 in roles)))
+            is_number(t) for t in cells(below)[:len(cells(first))]) or (None not in roles and 0 in roles)))
         names = None
         if header:
             names = [t.decode("utf-8", "replace").strip("\"'") for t in split_fields(first, mode, leading=True)]
@@ -1767,12 +1781,14 @@ _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
 
 
 def csv_header(path, column=None):
-    """(delimiter, column names, text column) when the first line of a text corpus is
+    """(delimiter, column names, text column, header lines) when the first line of a text corpus is
     a CSV or TSV header: names only, one of them a text column's (TEXT_COLUMNS, any
     case; the first of them in that order), or a .csv/.tsv file's only column. Else
     None, or an error when it is a header of names over rows of as many fields (or of
     a .csv/.tsv file) without a text column. ``column`` (--text-column): the text
-    column's name, or its 1-based position; the first line is then the header."""
+    column's name, or its 1-based position; the first line is then the header, unless
+    the column is a position and a field of it is a number (a label or id: tomotopy's
+    ``0<TAB>text``): that line is then a row, and its fields stand for the names."""
     import csv
     head = read_head(path, "corpus")
     lines = head.split(b"\n")
@@ -1782,7 +1798,9 @@ def csv_header(path, column=None):
     delim = "\t" if "\t" in first else ","
     names = [n.strip().strip('"').strip() for n in first.split(delim)]
     if column is not None:
-        return delim, names, text_column(names, column, path, first)
+        col = text_column(names, column, path, first)
+        row = str(column).strip().isdigit() and any(is_number(n.encode()) for n in names)
+        return delim, names, col, 0 if row else 1
     if not all(_NAME.fullmatch(n) for n in names):
         return None
     low = [n.lower() for n in names]
@@ -1791,7 +1809,7 @@ def csv_header(path, column=None):
     if col is None and len(names) == 1 and named:
         col = 0
     if col is not None:
-        return delim, names, col
+        return delim, names, col, 1
     body = [x.decode("utf-8", "replace") for x in lines[1:-1 if len(head) >= 1 << 16 else None][:50]]  # whole lines
     try:
         rows = [r for r in csv.reader(body, delimiter=delim) if r]
@@ -1819,21 +1837,24 @@ def text_column(names, column, path=None, first=None):
 
 
 def _csv_texts(lines, header, path):
-    """The text column of the rows below a CSV header (``csv_header``'s answer); a row
+    """The text column of the rows below a CSV header (``csv_header``'s answer: none when
+    it says the first line is a row); a row
     with more fields than the header when the text is the last column keeps them all
     (its text held the delimiter unquoted)."""
     import csv
-    delim, names, col = header
+    delim, names, col, head = header
     reader = csv.reader(lines, delimiter=delim)
     try:
-        next(reader, None)
+        if head:
+            next(reader, None)
         for row in reader:
             if not row:
                 continue
             if len(row) == len(names) or (col == len(names) - 1 and len(row) > col):
                 yield delim.join(row[col:]) if col == len(names) - 1 else row[col]
             else:
-                raise InputError(f"{len(row)} fields, and the header names {len(names)} ({', '.join(names)})",
+                raise InputError(f"{len(row)} fields, and the header names {len(names)} ({', '.join(names)})" if head
+                                 else f"{len(row)} fields, and the first line has {len(names)}",
                                  path=path, line=reader.line_num, text=delim.join(row))
     except csv.Error as e:
         raise InputError(f"not CSV: {e}", path=path, line=reader.line_num) from None

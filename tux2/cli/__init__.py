@@ -67,6 +67,8 @@ def _hint(e, args):
                 "minibatch; --overlap allow sums the steps (not recommended)")
     if isinstance(e, DivergenceError) and "--" not in str(e):      # (the estimators' own stops name their flag)
         return ". On the command line: lower --lr (or --eta), or check the input values"
+    if getattr(args, "algorithm", None) == "mf" and args.rank is not None and "rank and the world size" in str(e):
+        return " (Spark's ALS calls the number of factors its rank: here that is --k)"     # --rank 20
     return ""
 
 
@@ -87,7 +89,8 @@ SAME_MEANING = (
     ("--n-epochs", "--epochs"), ("--max-iter", "--epochs"), ("--maxiter", "--epochs"), ("--num-iter", "--epochs"),
     ("--n-iter", "--epochs"), ("--iter", "--epochs"), ("--max-iter", "--iterations"),
     ("--num-iter", "--iterations"), ("--n-iter", "--iterations"), ("--iter", "--iterations"),
-    ("--num-topics", "--topics"), ("--n-topics", "--topics"), ("--n-components", "--topics"))
+    ("--num-topics", "--topics"), ("--n-topics", "--topics"), ("--n-components", "--topics"),
+    ("--passes", "--iterations"), ("--passes", "--epochs"))
 
 
 def _instead(unknown, algorithm, run_parsers):
@@ -97,7 +100,7 @@ def _instead(unknown, algorithm, run_parsers):
     import difflib
     by_name = {o: "/".join(sorted(a.option_strings, key=len, reverse=True))        # --topics/-k
                for a in run_parsers[algorithm]._actions for o in a.option_strings}
-    hints = []
+    hints, flags = [], []
     for word in unknown:
         flag = word.partition("=")[0]
         if not flag.startswith("--"):
@@ -110,6 +113,9 @@ def _instead(unknown, algorithm, run_parsers):
         hint = (f"use {near[0]}" if same else f"did you mean {near[0]}" if near
                 else f"tux2 run {algorithm} has no {flag}")
         hints.append(hint + (f" ({flag} is an option of tux2 run {', '.join(others)})" if others else ""))
+        flags.append(flag)
+    if len(hints) > 1:                                  # which hint is whose
+        hints = [f"{flag}: {hint}" for flag, hint in zip(flags, hints)]
     return f": {'; '.join(hints)}" if hints else ""
 
 

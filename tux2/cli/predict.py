@@ -149,9 +149,11 @@ def predict_mf(args, model):
     sep = _separator(t for m in model.ids_ if m is not None and m.tokens.dtype.kind == "U" for t in m.tokens.tolist())
     if args.top_k is not None:
         res = None
-        if args.input and _pairs(args):     # a test set: its users' lists, measured against their items
+        if args.input and _pairs(args, model):     # a test set: its users' lists, measured against their items
             g = loaders.load_edges(args.input, type_names=("user", "item"), id_maps=model.ids_, known=model.known_,
                                    unknown=args.unknown, columns=args.columns)
+            if g.num_edges and g.unknown is not None and g.unknown[0].all():
+                _none_known(args, g, "user")        # every list the baseline's, every metric 0
             res, (names, items, score) = model.ranking_metrics(
                 (loaders.edge_ids(g, 0), loaders.edge_ids(g, 1), g.values), args.top_k, args.relevant,
                 exclude_seen=not args.include_seen, min_ratings=args.min_ratings, return_lists=True)
@@ -195,32 +197,47 @@ def predict_mf(args, model):
         _report(args, res)
     known = res["pairs"] - res.get("unknown_pairs", 0)
     if known == 0 and res["pairs"] + res.get("skipped_unknown", 0) > 0:        # every line: the baseline or skipped
-        print(f"tux2: warning: no line of {display_name(args.input)} pairs a user and an item the model was trained "
-              f"on ({loaders.describe_read(g, 'auto') or 'columns 1 and 2'}): other columns? --columns picks them "
-              "(by position, or by the header's names: --columns userId,movieId,rating)", file=sys.stderr)
+        _none_known(args, g, "pairs a user and an item")
     return 0
 
 
-def _pairs(args):
+def _none_known(args, g, what):
+    from tux2 import loaders
+    print(f"tux2: warning: no line of {display_name(args.input)} {'has a ' if what == 'user' else ''}{what} the model "
+          f"was trained on ({loaders.describe_read(g, 'auto') or 'columns 1 and 2'}): other columns? --columns picks "
+          "them (by position, or by the header's names: --columns userId,movieId,rating)", file=sys.stderr)
+
+
+def _pairs(args, model):
     """Whether --top-k's INPUT has 'user item [rating]' lines (a test set), not users alone."""
     from tux2.io import edge_format, read_head
-    return args.columns is not None or edge_format(read_head(args.input, "the user list"), args.input).width >= 2
+    fmt = edge_format(read_head(args.input, "the user list"), args.input)
+    return args.columns is not None or fmt.width >= 2 and not _whole_lines(fmt, model)
+
+
+def _whole_lines(fmt, model):
+    """Whether each line of a user list is one id, spaces and all: the model's user ids hold
+    spaces ('user 1') and no tab, comma or semicolon separates the file's fields."""
+    ids = model.ids_[0]
+    return fmt.sep == "space" and ids is not None and ids.tokens.dtype.kind == "U" and \
+        any(" " in t for t in ids.tokens.tolist())
 
 
 def _listed_users(args, model):
-    """The users of --top-k INPUT: the first token of each line, in order, below a header
-    line of names (``userId``, as rating files have one). One without
+    """The users of --top-k INPUT: the first token of each line (the whole line when
+    ``_whole_lines``), in order, below a header line of names (``userId``, as rating files have one). One without
     training ratings follows --unknown (baseline: the items of highest μ + b_i),
     counted on stderr; with error, it stops naming its line."""
-    from tux2.io import BOM, edge_format, read_head
+    from tux2.io import BOM, csv_unquote, edge_format, read_head
     from tux2.loaders import id_text
     fmt = edge_format(read_head(args.input, "the user list"), args.input)
+    whole = _whole_lines(fmt, model)
     toks, nos = [], []
     with open(args.input, "rb") as f:
         for no, raw in enumerate(f, 1):         # ids as the rating files' readers take them: quoted, Latin-1, …
             t = fmt.fields(raw.removeprefix(BOM) if no == 1 else raw)
             if t and not (fmt.names and no <= fmt.skip):
-                toks.append(id_text(t[0]))
+                toks.append(id_text(csv_unquote(raw.strip()) if whole else t[0]))
                 nos.append(no)                  # the line's text is read again only for an error
 
     def line(i):
