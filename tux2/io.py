@@ -1373,9 +1373,10 @@ def edge_format(head, path, columns=None, quotes=False):
         roles = [role(t.decode("utf-8", "replace")) for t in toks]     # (string ids: no numbers below to tell)
         below = lines[-1][3]                    # a CSV's fields as pandas has them: 'user,title,rating' over
         sepb = b"," if b"," in below else b";" if b";" in below else None      # 'alice,Star Wars,5' (5 a number)
-        cells = (lambda x: csv_fields(x, sepb)) if mode == SPACE and sepb else (lambda x: split_line(x, mode))
-        header = named or (not any(is_number(t) for t in toks) and (len(toks) >= 2 if len(lines) == 1 else any(
-            is_number(t) for t in cells(below)[:len(cells(first))]) or (None not in roles and 0 in roles)))
+        number_below = any(is_number(t) for t in split_line(below, mode)[:len(toks)]) or (
+            mode == SPACE and sepb and any(is_number(t) for t in csv_fields(below, sepb)[:len(csv_fields(first, sepb))]))
+        header = named or (not any(is_number(t) for t in toks) and (
+            len(toks) >= 2 if len(lines) == 1 else number_below or (None not in roles and 0 in roles)))
         names = None
         if header:
             names = [t.decode("utf-8", "replace").strip("\"'") for t in split_fields(first, mode, leading=True)]
