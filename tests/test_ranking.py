@@ -8,6 +8,7 @@ import pytest
 
 from tests.conftest import run_cli
 from tux2 import MF
+from tux2.errors import InputError
 from tux2.ranking import at_k
 
 
@@ -124,3 +125,29 @@ def test_predict_top_k_on_a_test_set_writes_each_users_list_once_and_the_metrics
         assert r.returncode == 2 and "INPUT lists users alone" in r.stderr, r.stderr
     r = run_cli("predict", str(tmp_path / "m"), str(split / "test.tsv"), "--relevant", "4")
     assert r.returncode == 2 and r.stderr.startswith("tux2: error: --relevant picks the items"), r.stderr
+
+
+def test_ranking_metrics_at_k_above_the_items_and_odd_test_sets(split, tmp_path):
+    model = MF(k=4, epochs=2).fit(str(split / "train.tsv"))
+    test = np.loadtxt(split / "test.tsv", skiprows=1)
+    tu, ti = test[:, 0].astype(int), test[:, 1].astype(int)
+    # k above the model's items: precision is still hits / k (Spark), over lists cut short
+    k = model.n_items + 7
+    got, (names, top, _) = model.ranking_metrics((tu, ti), k=k, return_lists=True)
+    rel = [set(ti[tu == a].tolist()) for a in names.tolist()]
+    want, n = _slow([[b for b in row if b != -1] for row in top.tolist()], rel, k)
+    assert got["users"] == n and all(got[m] == pytest.approx(v, rel=1e-9) for m, v in want.items())
+    # a new item listed twice for a user is one relevant item, as a known item listed twice is
+    a, b = int(names[0]), int(top[0, 0])
+    once = model.ranking_metrics(([a, a], [b, 999_999]), k=3)
+    assert model.ranking_metrics(([a, a, a], [b, 999_999, 999_999]), k=3) == once
+    assert once["recall"] == 0.5
+    # k = 0 has no precision (Spark refuses it too); ratings given as None with relevant: refused
+    with pytest.raises(ValueError, match="k must be an integer >= 1"):
+        model.ranking_metrics((tu, ti), k=0)
+    with pytest.raises(InputError, match="no ratings"):
+        model.ranking_metrics((tu, ti, None), k=3, relevant=4)
+    model.save(tmp_path / "m")
+    (tmp_path / "pairs.txt").write_text("".join(f"{x} {y}\n" for x, y in zip(tu, ti)))
+    r = run_cli("predict", str(tmp_path / "m"), str(tmp_path / "pairs.txt"), "--top-k", "3", "--relevant", "4")
+    assert r.returncode == 2 and "the test pairs have no ratings" in r.stderr, r.stderr
