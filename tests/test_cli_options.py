@@ -607,6 +607,14 @@ def test_a_flag_of_another_algorithm_names_this_ones(capsys, argv, hint):
     assert err.strip().splitlines()[-1] == f"try 'tux2 run {argv[1]} --help'", err
 
 
+def test_spark_als_rank_is_named_as_the_number_of_factors(tmp_path):
+    """Spark ALS's --rank (its factors) is a worker's rank here: the refusal said only that
+    a distributed worker needs the world size."""
+    (tmp_path / "r.txt").write_text("1 1 5\n2 1 3\n")
+    r = run_cli("run", "mf", str(tmp_path / "r.txt"), "--rank", "10", "--out", str(tmp_path / "m"))
+    assert r.returncode == 2 and "the number of factors (Spark ALS's rank) is --k" in r.stderr, r.stderr
+
+
 @pytest.mark.parametrize("argv", [["run", "mf", "--k", "x"], ["run", "lda", "--bogus"], ["run"], [],
                                   ["predict"], ["run", "lr", "--strategy", "nope"]])
 def test_a_usage_error_is_one_line_and_where_to_look(capsys, argv):

@@ -46,7 +46,8 @@ def world_from(rank=None, world=None, rendezvous=None, environ=None):
         return None
     if rank is None or world is None:
         raise Tux2Error("a distributed worker needs both its rank and the world size "
-                        "(--rank/--world or a launcher's environment)")
+                        "(--rank/--world or a launcher's environment)" + ("; --rank N is a worker's number in "
+                        "such a run: the number of factors (Spark ALS's rank) is --k" if world is None else ""))
     if not 0 <= rank < world:
         raise Tux2Error(f"rank {rank} is outside a world of {world} workers")
     if world > 1 and not rendezvous:
