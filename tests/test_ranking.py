@@ -151,3 +151,22 @@ def test_ranking_metrics_at_k_above_the_items_and_odd_test_sets(split, tmp_path)
     (tmp_path / "pairs.txt").write_text("".join(f"{x} {y}\n" for x, y in zip(tu, ti)))
     r = run_cli("predict", str(tmp_path / "m"), str(tmp_path / "pairs.txt"), "--top-k", "3", "--relevant", "4")
     assert r.returncode == 2 and "the test pairs have no ratings" in r.stderr, r.stderr
+
+
+def test_top_k_user_list_of_ids_with_spaces_is_users_not_pairs(tmp_path):
+    """A user list of ids holding a space ('user 1', as predict's tab-separated output
+    names them) was read as (user, item) pairs: a test set of user 'user'."""
+    rng = np.random.default_rng(3)
+    (tmp_path / "r.csv").write_text("".join(f"user {a},item {b},{rng.integers(1, 6)}\n" for a in range(8)
+                                            for b in rng.choice(12, 5, replace=False)))
+    r = run_cli("run", "mf", str(tmp_path / "r.csv"), "--k", "3", "--epochs", "2", "--test-fraction", "0",
+                "--out", str(tmp_path / "m"), "--quiet")
+    assert r.returncode == 0, r.stderr
+    (tmp_path / "users.txt").write_text("user 1\nuser 1\n# a comment\n\nuser 3\nnobody\n")
+    r = run_cli("predict", str(tmp_path / "m"), str(tmp_path / "users.txt"), "--top-k", "3")
+    assert r.returncode == 0, r.stderr
+    names, items, _ = MF.load(tmp_path / "m").recommend(["user 1", "user 3", "nobody"], 3)
+    want = {a: [str(b) for b in row] for a, row in zip(names.tolist(), items.tolist())}
+    got = [ln.split("\t") for ln in r.stdout.splitlines()]
+    assert [f[0] for f in got] == ["user 1", "user 1", "user 3", "nobody"]
+    assert all([t.rsplit(":", 1)[0] for t in f[1:]] == want[f[0]] for f in got)

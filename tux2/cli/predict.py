@@ -149,7 +149,7 @@ def predict_mf(args, model):
     sep = _separator(t for m in model.ids_ if m is not None and m.tokens.dtype.kind == "U" for t in m.tokens.tolist())
     if args.top_k is not None:
         res = None
-        if args.input and _pairs(args):     # a test set: its users' lists, measured against their items
+        if args.input and _pairs(args, model):     # a test set: its users' lists, measured against their items
             g = loaders.load_edges(args.input, type_names=("user", "item"), id_maps=model.ids_, known=model.known_,
                                    unknown=args.unknown, columns=args.columns)
             res, (names, items, score) = model.ranking_metrics(
@@ -201,10 +201,17 @@ def predict_mf(args, model):
     return 0
 
 
-def _pairs(args):
-    """Whether --top-k's INPUT has 'user item [rating]' lines (a test set), not users alone."""
+def _pairs(args, model):
+    """Whether --top-k's INPUT has 'user item [rating]' lines (a test set), not users alone
+    (lines each a whole user id with a space, 'user 1', where no first field is a user)."""
     from tux2.io import edge_format, read_head
-    return args.columns is not None or edge_format(read_head(args.input, "the user list"), args.input).width >= 2
+    from tux2.loaders import id_text
+    head = read_head(args.input, "the user list")
+    if args.columns is not None or edge_format(head, args.input).width < 2:
+        return args.columns is not None
+    lines = [ln.strip() for ln in head.splitlines()[:200] if ln.strip() and ln.strip()[:1] not in b"#%"]
+    return model.ids_[0] is None or not ((model.lookup(0, [id_text(ln) for ln in lines]) >= 0).any() and
+                                         (model.lookup(0, [id_text(ln.split()[0]) for ln in lines]) < 0).all())
 
 
 def _listed_users(args, model):
@@ -219,8 +226,8 @@ def _listed_users(args, model):
     with open(args.input, "rb") as f:
         for no, raw in enumerate(f, 1):         # ids as the rating files' readers take them: quoted, Latin-1, …
             t = fmt.fields(raw.removeprefix(BOM) if no == 1 else raw)
-            if t and not (fmt.names and no <= fmt.skip):
-                toks.append(id_text(t[0]))
+            if t and not (fmt.names and no <= fmt.skip):      # two fields: whole lines are the ids (_pairs)
+                toks.append(id_text(t[0] if fmt.width < 2 else raw.removeprefix(BOM).strip()))
                 nos.append(no)                  # the line's text is read again only for an error
 
     def line(i):
