@@ -162,7 +162,7 @@ def test_top_k_user_list_of_ids_with_spaces_is_users_not_pairs(tmp_path):
     r = run_cli("run", "mf", str(tmp_path / "r.csv"), "--k", "3", "--epochs", "2", "--test-fraction", "0",
                 "--out", str(tmp_path / "m"), "--quiet")
     assert r.returncode == 0, r.stderr
-    (tmp_path / "users.txt").write_text("user 1\nuser 1\n# a comment\n\nuser 3\nnobody\n")
+    (tmp_path / "users.txt").write_text('user 1\nuser 1\n# a comment\n\n"user 3"\nnobody\n')
     r = run_cli("predict", str(tmp_path / "m"), str(tmp_path / "users.txt"), "--top-k", "3")
     assert r.returncode == 0, r.stderr
     names, items, _ = MF.load(tmp_path / "m").recommend(["user 1", "user 3", "nobody"], 3)

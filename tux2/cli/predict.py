@@ -209,7 +209,7 @@ def _pairs(args, model):
     head = read_head(args.input, "the user list")
     if args.columns is not None or edge_format(head, args.input).width < 2:
         return args.columns is not None
-    lines = [ln.strip() for ln in head.splitlines()[:200] if ln.strip() and ln.strip()[:1] not in b"#%"]
+    lines = [ln.strip().strip(b'"') for ln in head.splitlines()[:200] if len(ln.split()) > 1 and ln[:1] not in b"#%"]
     return model.ids_[0] is None or not ((model.lookup(0, [id_text(ln) for ln in lines]) >= 0).any() and
                                          (model.lookup(0, [id_text(ln.split()[0]) for ln in lines]) < 0).all())
 
@@ -227,7 +227,7 @@ def _listed_users(args, model):
         for no, raw in enumerate(f, 1):         # ids as the rating files' readers take them: quoted, Latin-1, …
             t = fmt.fields(raw.removeprefix(BOM) if no == 1 else raw)
             if t and not (fmt.names and no <= fmt.skip):      # two fields: whole lines are the ids (_pairs)
-                toks.append(id_text(t[0] if fmt.width < 2 else raw.removeprefix(BOM).strip()))
+                toks.append(id_text(t[0] if fmt.width < 2 else raw.removeprefix(BOM).strip().strip(b'"')))
                 nos.append(no)                  # the line's text is read again only for an error
 
     def line(i):
