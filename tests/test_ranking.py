@@ -8,6 +8,7 @@ import pytest
 
 from tests.conftest import run_cli
 from tux2 import MF
+from tux2.errors import InputError
 from tux2.ranking import at_k
 
 
@@ -146,3 +147,48 @@ def test_a_user_list_of_ids_with_spaces_is_one_id_per_line_and_a_test_set_of_unk
     r = run_cli("predict", str(tmp_path / "m"), str(tmp_path / "other.csv"), "--top-k", "2", "--relevant", "4")
     assert r.returncode == 0 and "warning: no line of" in r.stderr and "has a user the model was trained on" \
         in r.stderr and "ndcg@2" in r.stderr, r.stderr
+
+
+def test_ranking_metrics_at_k_above_the_items_and_odd_test_sets(split, tmp_path):
+    model = MF(k=4, epochs=2).fit(str(split / "train.tsv"))
+    test = np.loadtxt(split / "test.tsv", skiprows=1)
+    tu, ti = test[:, 0].astype(int), test[:, 1].astype(int)
+    # k above the model's items: precision is still hits / k (Spark), over lists cut short
+    k = model.n_items + 7
+    got, (names, top, _) = model.ranking_metrics((tu, ti), k=k, return_lists=True)
+    rel = [set(ti[tu == a].tolist()) for a in names.tolist()]
+    want, n = _slow([[b for b in row if b != -1] for row in top.tolist()], rel, k)
+    assert got["users"] == n and all(got[m] == pytest.approx(v, rel=1e-9) for m, v in want.items())
+    # a new item listed twice for a user is one relevant item, as a known item listed twice is
+    a, b = int(names[0]), int(top[0, 0])
+    once = model.ranking_metrics(([a, a], [b, 999_999]), k=3)
+    assert model.ranking_metrics(([a, a, a], [b, 999_999, 999_999]), k=3) == once
+    assert once["recall"] == 0.5
+    # k = 0 has no precision (Spark refuses it too); ratings given as None with relevant: refused
+    with pytest.raises(ValueError, match="k must be an integer >= 1"):
+        model.ranking_metrics((tu, ti), k=0)
+    with pytest.raises(InputError, match="no ratings"):
+        model.ranking_metrics((tu, ti, None), k=3, relevant=4)
+    model.save(tmp_path / "m")
+    (tmp_path / "pairs.txt").write_text("".join(f"{x} {y}\n" for x, y in zip(tu, ti)))
+    r = run_cli("predict", str(tmp_path / "m"), str(tmp_path / "pairs.txt"), "--top-k", "3", "--relevant", "4")
+    assert r.returncode == 2 and "the test pairs have no ratings" in r.stderr, r.stderr
+
+
+def test_top_k_user_list_of_ids_with_spaces_is_users_not_pairs(tmp_path):
+    """A user list of ids holding a space ('user 1', as predict's tab-separated output
+    names them) was read as (user, item) pairs: a test set of user 'user'."""
+    rng = np.random.default_rng(3)
+    (tmp_path / "r.csv").write_text("".join(f"user {a},item {b},{rng.integers(1, 6)}\n" for a in range(8)
+                                            for b in rng.choice(12, 5, replace=False)))
+    r = run_cli("run", "mf", str(tmp_path / "r.csv"), "--k", "3", "--epochs", "2", "--test-fraction", "0",
+                "--out", str(tmp_path / "m"), "--quiet")
+    assert r.returncode == 0, r.stderr
+    (tmp_path / "users.txt").write_text('user 1\nuser 1\n# a comment\n\n"user 3"\nnobody\n')
+    r = run_cli("predict", str(tmp_path / "m"), str(tmp_path / "users.txt"), "--top-k", "3")
+    assert r.returncode == 0, r.stderr
+    names, items, _ = MF.load(tmp_path / "m").recommend(["user 1", "user 3", "nobody"], 3)
+    want = {a: [str(b) for b in row] for a, row in zip(names.tolist(), items.tolist())}
+    got = [ln.split("\t") for ln in r.stdout.splitlines()]
+    assert [f[0] for f in got] == ["user 1", "user 1", "user 3", "nobody"]
+    assert all([t.rsplit(":", 1)[0] for t in f[1:]] == want[f[0]] for f in got)

@@ -20,13 +20,15 @@ def hits(top, rows, items):
     return (top >= 0) & (wanted[at] == keys) if len(wanted) else np.zeros(top.shape, bool)
 
 
-def at_k(top, rows, items):
-    """The metrics of NAMES for the lists ``top`` ((n, k) item ids, -1 where a list is
-    shorter) against the relevant (row, item) pairs ``rows``, ``items`` (repeats count
+def at_k(top, rows, items, k=None):
+    """The metrics of NAMES at ``k`` (default: the width of ``top``; above it, lists cut
+    short, as a model of fewer items has them) for the lists ``top`` ((n, width) item ids,
+    -1 where a list is shorter) against the relevant (row, item) pairs ``rows``, ``items`` (repeats count
     once; an item that can never be listed — not in the model — counts as relevant and
     missed), with ``users``, how many rows have a relevant item."""
     top = np.asarray(top, np.int64)
-    n, k = top.shape
+    n, w = top.shape
+    k = w if k is None else k
     rows, items = np.asarray(rows, np.int64), np.asarray(items, np.int64)
     pairs = np.unique(np.stack([rows, items]), axis=1) if len(rows) else np.zeros((2, 0), np.int64)
     n_rel = np.bincount(pairs[0], minlength=n)[:n]
@@ -34,11 +36,11 @@ def at_k(top, rows, items):
     counted = n_rel > 0
     if not counted.any() or k == 0:
         return {**dict.fromkeys(NAMES, None), "users": int(counted.sum())}
-    discount = 1.0 / np.log2(np.arange(2, k + 2))
     found, shortest = h.sum(axis=1), np.maximum(np.minimum(n_rel, k), 1)
+    discount = 1.0 / np.log2(np.arange(2, max(w, shortest.max()) + 2))
     per_user = {"precision": found / k,
                 "recall": found / np.maximum(n_rel, 1),
-                "ndcg": (h @ discount) / np.cumsum(discount)[shortest - 1],
-                "map": (h * np.cumsum(h, axis=1) / np.arange(1, k + 1)).sum(axis=1) / shortest,
+                "ndcg": (h @ discount[:w]) / np.cumsum(discount)[shortest - 1],
+                "map": (h * np.cumsum(h, axis=1) / np.arange(1, w + 1)).sum(axis=1) / shortest,
                 "hit_rate": (found > 0).astype(np.float64)}
     return {**{m: float(v[counted].mean()) for m, v in per_user.items()}, "users": int(counted.sum())}

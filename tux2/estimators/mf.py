@@ -708,9 +708,11 @@ class MF(Estimator):
             columns = vars(self).get("columns_", self.columns)
             rows = test if isinstance(test, tuple) and len(test) in (2, 3) else _pairs(test) or \
                 user_rows(test if is_frame(test) else _rows3(test, "MF.ranking_metrics"), columns)
-            users, items, r = (np.asarray(c) for c in rows) if len(rows) == 3 else (*map(np.asarray, rows), None)
+            users, items, r = *map(np.asarray, rows[:2]), rows[2] if len(rows) == 3 else None    # (u, i, None) too
+        COUNT.check("MF.ranking_metrics: k", k)             # precision@0 is 0/0 (Spark refuses k <= 0 too)
         keep = np.ones(len(users), bool)
         if relevant is not None:
+            number().check("MF.ranking_metrics: relevant", relevant)
             if r is None:
                 raise InputError(f"relevant={relevant:g} (--relevant) keeps the test items rated at least that, and "
                                  "the test pairs have no ratings", path="ranking")
@@ -723,7 +725,7 @@ class MF(Estimator):
         at[order[np.isin(listed, names)]] = np.arange(len(names))     # unknown="skip": users left out
         keep &= at[row] >= 0
         item = self.lookup(1, items[keep])
-        item = np.where(item < 0, self.n_items + np.arange(len(item)), item)      # relevant, never listed
+        item[item < 0] = self.n_items + np.unique(items[keep][item < 0], return_inverse=True)[1].ravel()  # never listed
         out = ranking.at_k(np.where(top == (-1 if top.dtype.kind in "iu" else ""), -1,
-                                    self.lookup(1, top.ravel()).reshape(top.shape)), at[row][keep], item)
+                                    self.lookup(1, top.ravel()).reshape(top.shape)), at[row][keep], item, k)
         return (out, (names, top, score)) if return_lists else out
