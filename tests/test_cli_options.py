@@ -599,6 +599,7 @@ def test_an_output_no_one_can_create_is_refused_before_any_work(capsys, tmp_path
     (["run", "lr", "--lambda", "1"], "--lambda: use --lam\n"),
     (["run", "lr", "--C", "2"], "--C: use --lam (λ = 1/C)\n"),
     (["run", "lda", "--num_topics", "5"], "--num_topics: use --topics/-k\n"),
+    (["run", "lda", "--Epochs", "5"], "--Epochs: use --iterations (--Epochs is an option of tux2 run mf"),
     (["run", "lda", "--eta", "0.1"], "--eta: use --beta (--eta is an option of tux2 run lr"),
     (["run", "lda", "--passes", "5"], "--passes: use --iterations\n"),                          # gensim's
     (["run", "mf", "--lambda", "0.1", "--n_factors", "20"], "--lambda: use --reg; --n_factors: use --k\n")])

@@ -109,7 +109,7 @@ def _instead(unknown, algorithm, run_parsers):
         same = [by_name[b] + "".join(note) for a, b, *note in SAME_MEANING if a == typed and b in by_name]
         near = same or [by_name[o] for o in difflib.get_close_matches(typed, by_name, 1, 0.7)]
         others = [name for name, p in run_parsers.items() if name != algorithm
-                  and any(flag in a.option_strings for a in p._actions)]
+                  and any(f in a.option_strings for a in p._actions for f in (flag, typed))]
         hint = (f"use {near[0]}" if same else f"did you mean {near[0]}" if near
                 else f"tux2 run {algorithm} has no {flag}")
         hints.append(hint + (f" ({flag} is an option of tux2 run {', '.join(others)})" if others else ""))

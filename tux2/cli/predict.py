@@ -154,6 +154,8 @@ def predict_mf(args, model):
                                    unknown=args.unknown, columns=args.columns)
             if g.num_edges and g.unknown is not None and g.unknown[0].all():
                 _none_known(args, g, "user")        # every list the baseline's, every metric 0
+            elif g.skipped and not g.num_edges:     # --unknown skip left no line: no list, no metric
+                _none_known(args, g, "pairs a user and an item")
             res, (names, items, score) = model.ranking_metrics(
                 (loaders.edge_ids(g, 0), loaders.edge_ids(g, 1), g.values), args.top_k, args.relevant,
                 exclude_seen=not args.include_seen, min_ratings=args.min_ratings, return_lists=True)

@@ -693,8 +693,9 @@ class MF(Estimator):
         """Precision, recall, NDCG, MAP and hit rate at ``k`` (tux2.ranking: binary
         relevance, as Spark's RankingMetrics) of ``recommend``'s lists for the users of
         ``test`` — a rating file, (users, items[, ratings]), rows or a DataFrame in the
-        user's ids, or a BipartiteGraph as ``fit`` takes it — against each one's test items rated at least ``relevant`` (default:
-        every test item), averaged over the users with such an item. A test item without
+        user's ids, or a BipartiteGraph as ``fit`` takes it — against each one's test items
+        rated at least ``relevant`` (default: every test item), averaged over the users with
+        such an item. A test item without
         training ratings is relevant and never recommended. ``return_lists``: also
         ``recommend``'s (users, items, scores), one row per test user in order of appearance."""
         from tux2 import ranking
