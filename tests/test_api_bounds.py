@@ -155,6 +155,12 @@ def test_empty_arrays_are_an_input_error(cls):
     (lambda t: t.LinearSVM().set_params(lam=0.1), ValueError, "(tux2 run svm --lam); its parameters are:"),
     (lambda t: t.MF(no_biases=True), TypeError, "MF has no parameter 'no_biases'; biases=False is --no-biases"),
     (lambda t: t.LDA(topic=5), TypeError, "LDA has no parameter 'topic'; its parameters are: topics,"),
+    # the peers' names (surprise's n_factors and reg_all, Spark's regParam, gensim's num_topics, scikit-learn's C)
+    (lambda t: t.MF(n_factors=20), TypeError, "MF has no parameter 'n_factors'; use k=…; its parameters are:"),
+    (lambda t: t.MF(lambda_=0.1), TypeError, "MF has no parameter 'lambda_'; use reg=…;"),
+    (lambda t: t.MF().set_params(regParam=0.1), ValueError, "MF has no parameter 'regParam'; use reg=…;"),
+    (lambda t: t.LDA(num_topics=5), TypeError, "LDA has no parameter 'num_topics'; use topics=…;"),
+    (lambda t: t.LogisticRegression(C=2), TypeError, "has no parameter 'C'; use reg=… (λ = 1/C);"),
     (lambda t: t.LogisticRegression(reg="l1").check_params(), ValueError,
      "reg must be a finite number >= 0, got 'l1'; the regulariser, 'l2' or 'l1', is penalty=… (tux2 run lr --reg)"),
 ])

@@ -101,6 +101,27 @@ NONNEG_NUMBER = number(0)           # --reg, --lam, --tol …
 FRACTION = number(0, 1, below=True)
 
 
+# flags one algorithm, or a peer, names differently: (what a user types, what ``tux2 run ALGO`` takes[, a note]);
+# the first whose flag ALGO has is named. Peers: LibMF (-l2, -k, -t), surprise (n_factors, n_epochs, lr_all,
+# reg_all), Spark ALS (maxIter, regParam), implicit (factors, regularization, iterations), scikit-learn (max_iter,
+# n_components, C), gensim and tomotopy (num_topics, eta: the topic-word prior)
+PEER_NAMES = (
+    ("--epochs", "--iterations"), ("--k", "--topics"), ("--topics", "--k"), ("--iterations", "--epochs"),
+    ("--k", "--factors"), ("--factors", "--k"), ("--lambda", "--lam"), ("--reg", "--lam"),
+    ("--lambda", "--reg"), ("--l2", "--reg"), ("--regularization", "--lam"), ("--regularization", "--reg"),
+    ("--reg-all", "--reg"), ("--reg-param", "--reg"), ("--regparam", "--reg"),
+    ("--c", "--lam", " (λ = 1/C)"),
+    ("--learning-rate", "--lr"), ("--learning-rate", "--eta"), ("--lr-all", "--lr"), ("--lr", "--eta"),
+    ("--eta", "--lr"), ("--eta", "--beta"), ("--eta0", "--eta"),
+    ("--n-factors", "--k"), ("--num-factors", "--k"), ("--dim", "--k"), ("--n-factors", "--factors"),
+    ("--num-factors", "--factors"), ("--dim", "--factors"),
+    ("--n-epochs", "--epochs"), ("--max-iter", "--epochs"), ("--maxiter", "--epochs"), ("--num-iter", "--epochs"),
+    ("--n-iter", "--epochs"), ("--iter", "--epochs"), ("--max-iter", "--iterations"),
+    ("--num-iter", "--iterations"), ("--n-iter", "--iterations"), ("--iter", "--iterations"),
+    ("--num-topics", "--topics"), ("--n-topics", "--topics"), ("--n-components", "--topics"),
+    ("--passes", "--iterations"), ("--passes", "--epochs"))
+
+
 def flag_hints(cls, name):
     """What ``name`` is when it is a ``tux2 run`` flag of another name than its
     parameter (an estimator's ``flags``): '; the L1 weight is reg=… (tux2 run blockpg --lam)'."""
@@ -108,6 +129,10 @@ def flag_hints(cls, name):
              for p, (flag, what) in cls.flags.items() if flag.replace("-", "_") == name]
     if name.startswith("no_") and name[3:] in cls._param_names():       # --no-biases
         hints.append(f"{name[3:]}=False is --no-{name[3:].replace('_', '-')}")
+    by_flag = {cls.flags.get(p, (p,))[0].replace("_", "-"): p for p in cls._param_names()}
+    typed = "--" + name.lower().rstrip("_").replace("_", "-")    # surprise's n_factors, Spark's regParam, lambda_
+    hints += [f"use {by_flag[b[2:]]}=…{''.join(note)}" for a, b, *note in PEER_NAMES
+              if a == typed and b[2:] in by_flag][:1]
     return "".join(f"; {h}" for h in hints)
 
 

@@ -7,6 +7,7 @@ import sys
 
 from tux2 import interrupt
 from tux2.errors import InputError, Tux2Error
+from tux2.params import PEER_NAMES
 from tux2.version import __version__
 
 
@@ -72,27 +73,6 @@ def _hint(e, args):
     return ""
 
 
-# flags one algorithm, or a peer, names differently: (what a user types, what ``tux2 run ALGO`` takes[, a note]);
-# the first whose flag ALGO has is named. Peers: LibMF (-l2, -k, -t), surprise (n_factors, n_epochs, lr_all,
-# reg_all), Spark ALS (maxIter, regParam), implicit (factors, regularization, iterations), scikit-learn (max_iter,
-# n_components, C), gensim and tomotopy (num_topics, eta: the topic-word prior)
-SAME_MEANING = (
-    ("--epochs", "--iterations"), ("--k", "--topics"), ("--topics", "--k"), ("--iterations", "--epochs"),
-    ("--k", "--factors"), ("--factors", "--k"), ("--lambda", "--lam"), ("--reg", "--lam"),
-    ("--lambda", "--reg"), ("--l2", "--reg"), ("--regularization", "--lam"), ("--regularization", "--reg"),
-    ("--reg-all", "--reg"), ("--reg-param", "--reg"), ("--regparam", "--reg"),
-    ("--c", "--lam", " (λ = 1/C)"),
-    ("--learning-rate", "--lr"), ("--learning-rate", "--eta"), ("--lr-all", "--lr"), ("--lr", "--eta"),
-    ("--eta", "--lr"), ("--eta", "--beta"), ("--eta0", "--eta"),
-    ("--n-factors", "--k"), ("--num-factors", "--k"), ("--dim", "--k"), ("--n-factors", "--factors"),
-    ("--num-factors", "--factors"), ("--dim", "--factors"),
-    ("--n-epochs", "--epochs"), ("--max-iter", "--epochs"), ("--maxiter", "--epochs"), ("--num-iter", "--epochs"),
-    ("--n-iter", "--epochs"), ("--iter", "--epochs"), ("--max-iter", "--iterations"),
-    ("--num-iter", "--iterations"), ("--n-iter", "--iterations"), ("--iter", "--iterations"),
-    ("--num-topics", "--topics"), ("--n-topics", "--topics"), ("--n-components", "--topics"),
-    ("--passes", "--iterations"), ("--passes", "--epochs"))
-
-
 def _instead(unknown, algorithm, run_parsers):
     """What ``tux2 run ALGO`` takes for the flags in ``unknown`` that it lacks: its own
     flag of the same meaning (LDA counts Gibbs sweeps in --iterations, not --epochs), a
@@ -106,7 +86,7 @@ def _instead(unknown, algorithm, run_parsers):
         if not flag.startswith("--"):
             continue
         typed = flag.lower().replace("_", "-")          # --n_epochs, --maxIter as the peers spell them
-        same = [by_name[b] + "".join(note) for a, b, *note in SAME_MEANING if a == typed and b in by_name]
+        same = [by_name[b] + "".join(note) for a, b, *note in PEER_NAMES if a == typed and b in by_name]
         near = same or [by_name[o] for o in difflib.get_close_matches(typed, by_name, 1, 0.7)]
         others = [name for name, p in run_parsers.items() if name != algorithm
                   and any(f in a.option_strings for a in p._actions for f in (flag, typed))]
