@@ -149,7 +149,8 @@ def predict_mf(args, model):
     sep = _separator(t for m in model.ids_ if m is not None and m.tokens.dtype.kind == "U" for t in m.tokens.tolist())
     if args.top_k is not None:
         res = None
-        if args.input and _pairs(args, model):     # a test set: its users' lists, measured against their items
+        form = _list_format(args, model) if args.input else None
+        if form and form[2]:                # a test set: its users' lists, measured against their items
             g = loaders.load_edges(args.input, type_names=("user", "item"), id_maps=model.ids_, known=model.known_,
                                    unknown=args.unknown, columns=args.columns)
             if g.num_edges and g.unknown is not None and g.unknown[0].all():
@@ -165,7 +166,7 @@ def predict_mf(args, model):
                             "the items of INPUT's 'user item [rating]' lines, and "
                             + ("INPUT lists users alone" if args.input else "there is no INPUT"))
         else:
-            users = _listed_users(args, model) if args.input else None
+            users = _listed_users(args, model, *form[:2]) if args.input else None
             names, rows, items, score = model.recommend_distinct(users, args.top_k, exclude_seen=not args.include_seen,
                                                                  unknown=args.unknown, min_ratings=args.min_ratings)
         lists = ["".join(f"{sep}{it}:{sc:.6g}" for it, sc in zip(row, srow) if math.isfinite(sc)) + "\n"
@@ -210,11 +211,13 @@ def _none_known(args, g, what):
           "them (by position, or by the header's names: --columns userId,movieId,rating)", file=sys.stderr)
 
 
-def _pairs(args, model):
-    """Whether --top-k's INPUT has 'user item [rating]' lines (a test set), not users alone."""
+def _list_format(args, model):
+    """(--top-k INPUT's EdgeFormat, whether each line is one whole id (``_whole_lines``),
+    whether it has 'user item [rating]' lines: a test set, not users alone)."""
     from tux2.io import edge_format, read_head
     fmt = edge_format(read_head(args.input, "the user list"), args.input)
-    return args.columns is not None or fmt.width >= 2 and not _whole_lines(fmt, model)
+    whole = _whole_lines(fmt, model)
+    return fmt, whole, args.columns is not None or fmt.width >= 2 and not whole
 
 
 def _whole_lines(fmt, model):
@@ -225,15 +228,13 @@ def _whole_lines(fmt, model):
         any(" " in t for t in ids.tokens.tolist())
 
 
-def _listed_users(args, model):
+def _listed_users(args, model, fmt, whole):
     """The users of --top-k INPUT: the first token of each line (the whole line when
     ``_whole_lines``), in order, below a header line of names (``userId``, as rating files have one). One without
     training ratings follows --unknown (baseline: the items of highest μ + b_i),
     counted on stderr; with error, it stops naming its line."""
-    from tux2.io import BOM, csv_unquote, edge_format, read_head
+    from tux2.io import BOM, csv_unquote
     from tux2.loaders import id_text
-    fmt = edge_format(read_head(args.input, "the user list"), args.input)
-    whole = _whole_lines(fmt, model)
     toks, nos = [], []
     with open(args.input, "rb") as f:
         for no, raw in enumerate(f, 1):         # ids as the rating files' readers take them: quoted, Latin-1, …
