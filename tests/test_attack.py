@@ -148,7 +148,10 @@ def test_junk_an_http_post_and_forged_aborts_do_not_kill_the_run(ratings_file, r
                         s.sendall(junk)
                 except ConnectionRefusedError:      # the rendezvous port, closed once every rank arrived
                     pass
-            z = _push(ctx, port, secret if knows_secret else None)
+        # every port's handshake starts now, while the run lives: a stranger's sends wait up to 1 s each,
+        # so a port attacked after the first one's (the rendezvous, closed by then) came after the run
+        pushes = [_push(ctx, port, secret if knows_secret else None) for port in ports]
+        for z in pushes:
             reason = [(0, 0, [np.frombuffer(b"forged", np.uint8)])]
             for sender in (0, 1):
                 _send(z, _forged(wire.ABORT, sender, parts=reason))
