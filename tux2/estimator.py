@@ -183,6 +183,15 @@ class Estimator:
         self._fit_params = fitted           # what save writes: a set_params after fit changes the next fit only
         return self
 
+    def start_from(self, model):
+        """Let the next ``fit`` start from what ``model`` (a fitted estimator of this class,
+        or ``load``'s) learned: its learned attributes, and ``warm_start=True``."""
+        if type(model) is not type(self):
+            raise TypeError(f"{type(self).__name__} cannot start from a {type(model).__name__}")
+        vars(self).update((k, v) for k, v in vars(model).items() if k.endswith("_") and not k.startswith("_"))
+        self.warm_start = True
+        return self
+
     def load_data(self, data, test=None):
         """A ``tux2.Dataset`` of what ``fit`` was given (default: ``tux2.loaders.load``)."""
         from tux2 import loaders
@@ -262,7 +271,8 @@ class Estimator:
         """model.json: the algorithm, its parameters, what it learned that is a number."""
         params = {k: v.item() if getattr(v, "ndim", None) == 0 and hasattr(v, "item") else v    # numpy scalars too
                   for k, v in (vars(self).get("_fit_params") or self.get_params()).items()}
-        params = {k: v for k, v in params.items() if isinstance(v, (str, int, float, bool, type(None)))}
+        params = {k: v for k, v in params.items() if isinstance(v, (str, int, float, bool, type(None)))
+                  and k != "warm_start"}       # how this fit began, not a setting of the model's next fit
         run = {k: v for k, v in self.run_.items() if k != "source"}
         if isinstance(run.get("context"), dict):        # its numbers; not a sampler's scratch tables (LDA: 50 kB)
             run["context"] = {k: v for k, v in run["context"].items() if not isinstance(v, (list, tuple, dict))

@@ -311,6 +311,8 @@ def run(args, cls, load, after=None, **params):
     spool_inputs(args)
     named = {k: cls.flags.get(k, (k,))[0].replace("-", "_") for k in cls._param_names()}    # estimator.flags
     est = cls(**{**{k: vars(args)[a] for k, a in named.items() if a in vars(args)}, **params})
+    if vars(args).get("init_model"):
+        est.start_from(cls.load(args.init_model))
     try:
         est.check_params()              # what the flags' types cannot check: options that do not go together
     except ValueError as e:

@@ -64,6 +64,10 @@ def add_parser(sub):
                         "partition's, or divergence); error stops such a run and names the remedies")
     p.add_argument("--seed", type=SEED, default=0, help="seed of initialisation, split, order and partitioning")
     add_run_args(p, "directory for the model (.npz per vertex type + model.json)", "epoch")
+    p.add_argument("--init-model", metavar="DIR",
+                   help="start from the model in DIR (--out of an earlier run): its users and items that INPUT "
+                        "has start from their factors and biases, the others as in a new model; --k must be "
+                        "the model's (warm start, to train on more ratings or for more epochs)")
     p.add_argument("--eval-every", type=NONNEG, default=1,
                    help="compute test RMSE every N epochs (0: only after the last); with several workers "
                         "it gathers the model on rank 0")

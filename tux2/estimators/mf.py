@@ -235,7 +235,9 @@ class MF(Estimator):
     ``seen_`` (each user's training items, left out of ``recommend``; ids without any
     are never scored or recommended: ``known_``) and, for a DataFrame, ``columns_`` (its
     user, item and rating columns: ``columns`` names them, default the first three;
-    ``score`` reads a DataFrame's columns of those names)."""
+    ``score`` reads a DataFrame's columns of those names). ``warm_start``: a ``fit``
+    after the first starts from what it learned (``start_from(model)``: from another
+    model's), each user and item matched by id; the others start as in a new model."""
 
     algorithm = "mf"
     _estimator_type = "regressor"
@@ -252,7 +254,7 @@ class MF(Estimator):
     def __init__(self, k=50, epochs=10, lr=None, reg=0.07, damping=DAMPING, mode="sgd", batch_size=None,
                  batch_unit="edge", enumerate="item", step="adagrad", biases=True, order=None, blocks=None, overlap="error",
                  partitioner=None, seed=0, eval_every=1, early_stop=0, duplicates="error", columns=None, base="auto",
-                 unknown="baseline", ids="auto"):
+                 unknown="baseline", ids="auto", warm_start=False):
         self._keep(locals())
 
     # ------------------------------------------------------------ data → program
@@ -393,14 +395,48 @@ class MF(Estimator):
         engine.update(strata=strata, tiles=tiles,
                       partitioner_options={"blocks": blocks} if partitioner == "stratified" else None)
         ids = data.train.ids
+        warm = self._warm(prog, ids, known, mu, scale) if self._warms() else None
         return Setup(train, prog, engine, test=data.test, evaluate=data.test is not None or ingress,
                      mu=mu, sd=sd, mad=mad, far=far, scale=scale, source=data.source, partitioner=partitioner,
                      known=known, read_as=data.facts.get("read_as"), ingress=ingress, ids=ids,
                      frame_columns=data.facts.get("frame_columns"), clip=(low, high) if low <= high else None,
-                     meta={"partitioner": partitioner, "lr": prog.context.init["lr"], "mu": mu,
+                     warm=warm, meta={"partitioner": partitioner, "lr": prog.context.init["lr"], "mu": mu,
                            "rating_scale": scale,     # "context" (mu, rmse, …) is in units of ratings / it
                            "ids": "string" if any(m is not None and m.tokens.dtype.kind not in "iu" for m in ids)
                            else "int", "id_base": data.facts.get("id_base", 0)})
+
+    def _warms(self):
+        """Whether this fit starts from the model learned before (``warm_start``, ``--init-model``)."""
+        return self.warm_start and "user_factors_" in vars(self)
+
+    def _warm(self, prog, ids, known, mu, scale):
+        """Wrap ``prog``'s initialiser so that every user and item the model learned before
+        (by its id, as ``lookup`` finds it, and with training ratings then) starts from its
+        factors and bias; the others start as in a new model. Item biases take up the
+        change of μ, so a vertex's first prediction is the old model's. Returns how many
+        of the users and items with training ratings (``known``) it gave, for the header."""
+        if self.user_factors_.shape[1] != self.k:
+            k = self.user_factors_.shape[1]
+            raise Tux2Error(f"the model to start from has k={k} factors and this fit k={self.k}: give it k={k} "
+                            f"(--k {k})")
+        rows = []
+        for side, m in enumerate(ids):
+            dense = np.arange(len(known[side]))
+            old = self.lookup(side, dense if m is None else m.decode(dense))
+            have = old >= 0
+            have[have] = self.known_[side][old[have]]
+            rows.append((np.flatnonzero(have), old[have]))
+        root = math.sqrt(scale)         # the engine's units (vertex_model): ratings / scale
+        values = {"user": (self.user_factors_ / root, self.user_bias_ / scale),
+                  "item": (self.item_factors_ / root, (self.item_bias_ + self.mu_ - mu) / scale)}
+        first, taken = prog.init_vertices, dict(zip(NAMES, rows))
+
+        def init_vertices(name, data, rng):
+            first(name, data, rng)              # the new ids' draws are those of a new model
+            to, frm = taken[name]
+            data["p"][to], data["b"][to] = values[name][0][frm], values[name][1][frm]
+        prog.init_vertices = init_vertices
+        return tuple(int(k[to].sum()) for k, (to, _) in zip(known, rows))
 
     # ------------------------------------------------------------ the run
     def record(self, eng, s):
@@ -426,7 +462,9 @@ class MF(Estimator):
             ([f"  read as: {s.read_as}"] if s.read_as else []) + \
             [f"  train {s.graph.num_edges} ratings, test {test}{unknown_note(s.test)}; {users} users × {items} items; "
              f"k={self.k}, P={parts} ({s.partitioner})" + (f", {world} workers" if world > 1 else "")
-             + (", distributed ingress" if s.ingress else "")] + spread_note(s)
+             + (", distributed ingress" if s.ingress else "")] + spread_note(s) + \
+            ([f"  started from the model learned before: {s.warm[0]} of {users} users and {s.warm[1]} of {items} "
+              "items (the others as in a new model)"] if s.warm else [])
 
     def _line(self, rec, n):
         return (f"epoch {rec['epoch']:3d}/{n}  train_rmse {rec['train_rmse']:.4f}  "

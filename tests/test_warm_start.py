@@ -1,0 +1,107 @@
+"""Warm start: ``MF(warm_start=True)``, ``MF.start_from(model)`` and ``tux2 run mf
+--init-model DIR`` start a fit from a model learned before, matched by id."""
+import json
+import re
+
+import numpy as np
+import pytest
+
+from tests.conftest import run_cli
+from tux2 import MF
+
+
+def _write(path, rows, header="userId\tmovieId\trating\ttimestamp"):
+    path.write_text(header + "\n" + "".join(f"{u}\t{i}\t{r:g}\t{t}\n" for u, i, r, t in rows))
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    """Rating files as MovieLens writes them (header, timestamps, sorted by user, Zipf item
+    degrees): string user ids; ``old`` holds a part of ``full``'s users and items, and
+    ``full`` has users and an item ``old`` lacks."""
+    rng = np.random.default_rng(3)
+    d = tmp_path_factory.mktemp("warm")
+    users = [f"u{j:03d}" for j in range(300)]
+    items = np.minimum(rng.zipf(1.5, 6000), 120)
+    rows = sorted({(users[rng.integers(300)], int(i)) for i in items})
+    rated = [(u, i, float(rng.integers(1, 6)), 978300760 + n) for n, (u, i) in enumerate(rows)]
+    old = [r for r in rated if r[0] < "u250" and r[1] != 1]         # no u250…, and not the most rated item
+    return _write(d / "old.tsv", old), _write(d / "full.tsv", rated), d
+
+
+def test_no_epochs_from_a_model_is_that_model_and_new_ids_start_as_in_a_new_model(files):
+    old_path, full_path, _ = files
+    old = MF(k=6, epochs=4).fit(old_path)
+    warm = MF(k=6, epochs=0).start_from(old).fit(full_path)
+    fresh = MF(k=6, epochs=0).fit(full_path)
+    for side, (wm, om, fm) in enumerate(((warm.user_factors_, old.user_factors_, fresh.user_factors_),
+                                         (warm.item_factors_, old.item_factors_, fresh.item_factors_))):
+        ids = warm.user_ids(side, np.arange(len(wm)))
+        at = old.lookup(side, ids)
+        had = at >= 0
+        assert had.sum() > 0 and (~had).sum() > 0
+        np.testing.assert_allclose(wm[had], om[at[had]], rtol=1e-6)
+        np.testing.assert_array_equal(wm[~had], fm[~had])
+    # the old model's predictions, μ's change taken up by the item biases
+    u, i = np.array(["u001", "u100", "u249"]), np.array([2, 3, 7])
+    np.testing.assert_allclose(warm.predict(u, i), old.predict(u, i), rtol=1e-5)
+    assert warm.mu_ != old.mu_
+
+
+def test_warm_start_continues_the_previous_fit(files):
+    _, full_path, _ = files
+    m = MF(k=6, epochs=3, warm_start=True).fit(full_path)
+    first = m.user_factors_.copy()
+    np.testing.assert_array_equal(m.set_params(epochs=0).fit(full_path).user_factors_, first)
+    m.set_params(epochs=2).fit(full_path)
+    assert m.history_[0]["train_rmse"] < MF(k=6, epochs=5).fit(full_path).history_[1]["train_rmse"]
+    assert not np.array_equal(MF(k=6, epochs=0).fit(full_path).user_factors_, first)   # warm_start=False: afresh
+
+
+def test_the_cli_starts_from_a_model_directory(files):
+    old_path, full_path, d = files
+    r = run_cli("run", "mf", old_path, "--k", "6", "--epochs", "4", "--out", str(d / "old"), "-q")
+    assert r.returncode == 0, r.stderr
+    r = run_cli("run", "mf", full_path, "--k", "6", "--epochs", "0", "--init-model", str(d / "old"),
+                "--out", str(d / "warm"))
+    assert r.returncode == 0, r.stderr
+    # every user of old.tsv (u000 … u249) and all items but the most rated one and those only u250 … rated
+    got = re.search(r"started from the model learned before: 250 of 300 users and (\d+) of (\d+) items", r.stdout)
+    assert got and int(got[2]) - 5 <= int(got[1]) < int(got[2]), r.stdout
+    old, warm = MF.load(str(d / "old")), MF.load(str(d / "warm"))
+    np.testing.assert_allclose(warm.predict(["u007"], [5]), old.predict(["u007"], [5]), rtol=1e-5)
+    assert "warm_start" not in json.loads((d / "warm" / "model.json").read_text())
+    assert not MF.load(str(d / "warm")).warm_start
+    # k is the model's; another algorithm's model; no model at all
+    r = run_cli("run", "mf", full_path, "--init-model", str(d / "old"), "-q")
+    assert r.returncode == 2 and "has k=6 factors and this fit k=50: give it k=6 (--k 6)" in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr
+    r = run_cli("run", "lda", "--iterations", "1", "--out", str(d / "lda"), "-q")
+    assert r.returncode == 0, r.stderr
+    r = run_cli("run", "mf", full_path, "--init-model", str(d / "lda"), "-q")
+    assert r.returncode == 2 and "an 'lda' model, not mf" in r.stderr, r.stderr
+    r = run_cli("run", "mf", full_path, "--init-model", str(d / "nothing"), "-q")
+    assert r.returncode == 2 and "no model.json" in r.stderr, r.stderr
+
+
+def test_start_from_takes_a_model_of_its_own_class_only(files):
+    from tux2 import LogisticRegression
+    with pytest.raises(TypeError, match="MF cannot start from a LogisticRegression"):
+        MF().start_from(LogisticRegression())
+
+
+@pytest.mark.slow
+def test_two_workers_start_from_a_model_as_one_does(files):
+    old_path, full_path, d = files
+    r = run_cli("run", "mf", old_path, "--k", "6", "--epochs", "3", "--out", str(d / "old2"), "-q")
+    assert r.returncode == 0, r.stderr
+    outs = []
+    for workers in ("1", "2"):
+        out = d / f"warm{workers}"
+        r = run_cli("run", "mf", full_path, "--k", "6", "--epochs", "3", "--init-model", str(d / "old2"),
+                    "--workers", workers, "--out", str(out), "-q", timeout=120)
+        assert r.returncode == 0, r.stderr
+        outs.append(MF.load(str(out)))
+    np.testing.assert_array_equal(outs[0].user_factors_, outs[1].user_factors_)
+    np.testing.assert_array_equal(outs[0].item_bias_, outs[1].item_bias_)
