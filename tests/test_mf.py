@@ -290,6 +290,67 @@ def test_early_stop_is_the_same_on_two_workers(tmp_path):
     np.testing.assert_array_equal(tux2.MF.load(str(tmp_path / "m")).user_factors_, one.user_factors_)
 
 
+def _diverging_file(path):
+    """Power-law ratings (Zipf 1.5 users and items, sorted by user, 1-based, a timestamp
+    column) on which MF with k=8, lr=0.45 improves for 3 epochs and diverges in the 4th."""
+    rng = np.random.default_rng(1)
+    n = 20000
+    u, i = np.minimum(rng.zipf(1.5, n), 2000), np.minimum(rng.zipf(1.5, n), 1000)
+    U, V = rng.normal(size=(2001, 3)), rng.normal(size=(1001, 3))
+    r = np.clip(np.round(3 + (U[u] * V[i]).sum(1) * 0.7 + rng.normal(0, .5, n)), 1, 5)
+    o = np.argsort(u, kind="stable")
+    with open(path, "w") as f:
+        for a, b, c, t in zip(u[o], i[o], r[o], rng.integers(10**9, 2 * 10**9, n)):
+            f.write(f"{a} {b} {c:g} {t}\n")
+    return ["--duplicates", "last", "--k", "8", "--lr", "0.45"]
+
+
+def test_divergence_after_a_kept_best_epoch_ends_with_that_model(tmp_path):
+    """early_stop keeps the best epoch's model; when a later epoch diverges the run ends
+    with that model (written by --out, exit 0, a warning naming both epochs), as Keras'
+    restore_best_weights with TerminateOnNaN does. It once stopped with an error and wrote
+    nothing. Without early_stop (no kept model) divergence stays an error."""
+    import json
+
+    import tux2
+    from tests.conftest import run_cli
+    path = str(tmp_path / "r.txt")
+    flags = _diverging_file(path)
+    r = run_cli("run", "mf", path, *flags, "--epochs", "3", "--out", str(tmp_path / "m3"))
+    assert r.returncode == 0 and "epoch   3/3" in r.stdout, r.stderr
+    want = tux2.MF.load(str(tmp_path / "m3"))
+    for workers in ("1", "2"):
+        out = tmp_path / f"m{workers}"
+        r = run_cli("run", "mf", path, *flags, "--epochs", "10", "--early-stop", "5", "--workers", workers,
+                    "--out", str(out), timeout=300)
+        assert r.returncode == 0, r.stderr
+        assert ("tux2: warning: training diverged at epoch 4 (RMSE is not finite); lower --lr. The model of epoch 3 "
+                "(test_rmse 1.") in r.stderr and "what --out writes" in r.stderr, r.stderr
+        assert "Traceback" not in r.stderr and f"model written to {out}" in r.stdout, r.stderr
+        got = tux2.MF.load(str(out))
+        np.testing.assert_array_equal(got.user_factors_, want.user_factors_)
+        np.testing.assert_array_equal(got.item_bias_, want.item_bias_)
+        meta = json.loads((out / "model.json").read_text())
+        assert (meta["best_epoch"], meta["diverged_at"]) == (3, 4)
+    r = run_cli("run", "mf", path, *flags, "--epochs", "10", "--out", str(tmp_path / "none"))
+    assert r.returncode == 2 and "diverged" in r.stderr and not (tmp_path / "none").exists(), r.stderr
+    from tux2 import ingress
+    est = tux2.MF(k=8, lr=0.45, duplicates="last", epochs=10, early_stop=5)
+    g = est.load_data(path).train                   # held out as the CLI holds out --test-fraction 0.1
+    held = ingress.test_mask(range(g.num_edges), 0.1)
+    tr, te = g.permuted(~held), loaders.mark_unknown(g.permuted(held), loaders.known_ids(g.permuted(~held)), "baseline")
+    with pytest.warns(RuntimeWarning, match=r"diverged at epoch 4 \(RMSE is not finite\); lower lr=\. The model of "
+                                            r"epoch (\d) \(test_rmse 1\.\d+\), the best that early stopping "
+                                            r"\(early_stop=\) kept, is the fitted model") as w:
+        est.fit(tr, te)
+    best = min(est.history_, key=lambda r: r["test_rmse"])["epoch"]
+    assert len(est.history_) == 3 and f"model of epoch {best} " in str(w[-1].message)
+    upto = tux2.MF(k=8, lr=0.45, duplicates="last", epochs=best).fit(tr, te)
+    np.testing.assert_array_equal(est.user_factors_, upto.user_factors_)
+    with pytest.raises(tux2.DivergenceError, match="diverged"):
+        tux2.MF(k=8, lr=0.45, duplicates="last", epochs=10).fit(tr, te)
+
+
 def test_the_items_each_user_rated_are_saved_in_item_order_whatever_the_edge_order():
     """seen.npz is the same file from one worker and from several (whose gathered edges
     come in another order): each user's items ascending."""

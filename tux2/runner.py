@@ -373,7 +373,8 @@ def train(est, data, *, transport=None, partitions=None, threads=None, slack=0, 
         stopped = est._early(history, setup) if ck.keeps and start < n else None   # the checkpoint's run stopped
         if stopped:                                                                 # there (early stopping): it stays
             say(stopped)
-        with metrics_stream(metrics, rank, append=start, unit=unit) as write:
+        with metrics_stream(metrics, rank, append=start, unit=unit) as write, \
+                _keeping_kept(est, setup, eng, transport, printed):
             before = history[-1].get("total_time_s", 0.0) if history else 0.0
             for i, dt, total, comm in timed_epochs(eng, start if stopped else n, start, say, unit, before):
                 rec = {unit: i, "time_s": round(dt, 6), "total_time_s": round(total, 6), **est.record(eng, setup)}
@@ -387,7 +388,7 @@ def train(est, data, *, transport=None, partitions=None, threads=None, slack=0, 
                 halt = _stops([cb(rec) for cb in callbacks])
                 message = est._diverged(rec)
                 if message:
-                    raise DivergenceError(message if printed else est._in_python(message))
+                    raise DivergenceError(message)      # (_keeping_kept: in Python's words from fit)
                 ck.after(i, history, est._kept(setup) if rank == 0 else None)
                 message = est._converged(history)
                 if message:
@@ -417,6 +418,44 @@ def train(est, data, *, transport=None, partitions=None, threads=None, slack=0, 
         for line in est._report(setup):
             say(line)
     return eng
+
+
+@contextlib.contextmanager
+def _keeping_kept(est, setup, eng, transport, printed):
+    """Training that diverges after the run kept a model (``est._kept``: MF's best epoch
+    under early_stop) ends with that model, as Keras' EarlyStopping(restore_best_weights)
+    with TerminateOnNaN or LightGBM's best iteration do: the run goes on to read it and
+    (the CLI) write it, with a warning naming the diverged epoch and the kept one, not an
+    error that loses it. Without a kept model divergence stays an error. Every worker
+    diverges at the same epoch (the metric is the global context's), so all of them ask
+    rank 0, which holds the kept model, whether there is one."""
+    try:
+        yield
+    except DivergenceError as e:
+        kept = est._kept(setup) if (transport is None or transport.rank == 0) else None
+        if transport is not None and transport.world > 1:
+            has = transport.allgather("diverged", [np.array([kept is not None], np.uint8)])[0][0][0]
+        else:
+            has = kept is not None
+        if not has:
+            if printed:
+                raise
+            raise DivergenceError(est._in_python(str(e))) from None
+        n, unit = eng.iteration, est._unit
+        if isinstance(getattr(setup, "meta", None), dict):
+            setup.meta["diverged_at"] = n           # (run_, model.json)
+        if kept is None:            # (a worker other than rank 0: rank 0 speaks)
+            return
+        meta = kept[1]
+        why = (est._stop.format(key=est._watch, unit=unit, n=n, value=float("nan"), est=est) if est._watch
+               else str(e))
+        scores = ", ".join(f"{k} {v:.4f}" for k, v in meta.items() if k != unit and isinstance(v, float))
+        text = (f"{why}. The model of {unit} {meta.get(unit, '?')} ({scores}), the best that early stopping (--early-stop) kept, is "
+                + ("the run's model and what --out writes" if printed else "the fitted model"))
+        if printed:
+            print(f"tux2: warning: {text}", file=sys.stderr, flush=True)
+        else:
+            warnings.warn(est._in_python(text), RuntimeWarning, stacklevel=4)
 
 
 def _stops(answers):
