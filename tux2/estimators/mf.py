@@ -151,27 +151,31 @@ def seen_csr(graph):
     return indptr, graph.dst[by_item[order]].astype(np.int32)
 
 
-def ranking_at(U, I, seen, test, k, chunk=256):
-    """tux2.ranking's metrics at ``k`` of each test user's top-k items by p_u·q_i among
-    the items with training edges and not in ``seen`` (the training CSR), against the
-    user's test items (an item without training edges: relevant, never listed); users
-    without training edges are left out. ``U``, ``I``: gathered (p, b) records in dense ids."""
+def ranking_at(U, I, seen, test, k, mu=0.0, chunk=256):
+    """tux2.ranking's metrics at ``k`` of ``MF.ranking_metrics``' lists (the top-k items by
+    μ + b_u + b_i + p_u·q_i among those with training edges and not in ``seen``, the
+    training CSR; a test user without training edges gets the baseline's, μ + b_i) against
+    each test user's items (an item without training edges: relevant, never listed).
+    ``U``, ``I``: gathered (p, b) records in dense ids; ``test`` a graph in dense ids."""
     from tux2 import ranking
     known_u, known_i = np.diff(seen[0]) > 0, np.bincount(seen[1], minlength=len(I)) > 0
     src, dst = np.asarray(test.src, np.int64), np.asarray(test.dst, np.int64)
     unk_u, unk_i = (np.zeros(len(src), bool),) * 2 if test.unknown is None else test.unknown
-    keep = ~unk_u & (src < len(U))
-    keep[keep] = known_u[src[keep]]
-    dst = np.where(unk_i | (dst >= len(I)), len(I) + dst, dst)[keep]
-    users, rows = np.unique(src[keep], return_inverse=True)
+    unk_u = unk_u | (src >= len(U))
+    unk_u[~unk_u] = ~known_u[src[~unk_u]]
+    unk_i = unk_i | (dst >= len(I))
+    unk_i[~unk_i] = ~known_i[dst[~unk_i]]
+    users, rows = np.unique(np.where(unk_u, -1, src), return_inverse=True)     # -1: the baseline's row
     top = np.empty((len(users), min(k, len(I))), np.int64)
-    col, Q = np.where(known_i, 0.0, -np.inf), np.asarray(I["p"], np.float64)
+    col, Q = np.where(known_i, np.asarray(I["b"], np.float64), -np.inf), np.asarray(I["p"], np.float64)
     for lo in range(0, len(users), chunk):
         uu = users[lo: lo + chunk]
-        S = np.asarray(U["p"][uu], np.float64) @ Q.T
+        un = uu < 0
+        S = np.asarray(U["p"][np.maximum(uu, 0)], np.float64) @ Q.T
+        S[un] = 0
         mf.leave_out(S, uu, *seen)
-        top[lo: lo + len(uu)] = mf.top_k(S, top.shape[1], np.zeros(len(uu)), col)[0]
-    return ranking.at_k(top, rows.reshape(-1), dst, k)
+        top[lo: lo + len(uu)] = mf.top_k(S, top.shape[1], mu + np.where(un, 0, U["b"][np.maximum(uu, 0)]), col)[0]
+    return ranking.at_k(top, rows.reshape(-1), np.where(unk_i, len(I) + dst, dst), k)
 
 
 def rating_scale(sd, mad=None):
@@ -470,7 +474,7 @@ class MF(Estimator):
             if self.implicit:
                 if evaluate and "seen" not in vars(s):
                     s.seen = self._seen(eng, s)             # (collective with distributed ingress)
-                m = ranking_at(U, I, s.seen, s.test, RANK_AT) if tested else {}
+                m = ranking_at(U, I, s.seen, s.test, RANK_AT, s.mu) if tested else {}
                 rec.update({f"{name}@{RANK_AT}": m.get(name) for name in ("precision", "ndcg")})
             else:
                 rec["test_rmse"] = mf.rmse(U, I, s.test, s.mu, s.clip) if tested else None
