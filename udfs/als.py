@@ -37,21 +37,21 @@ from tux2.stages import Apply, Exchange, GlobalSync, MiniBatch
 @njit(inline="always")
 def add_outer(A, y, x, k, bias, w, t):
     """A += w·[x, 1][x, 1]ᵀ (packed upper triangle, rows of [x, 1] when ``bias``),
-    y += t·[x, 1]."""
-    at = 0
+    y += t·[x, 1]. x is copied to float64 first: the row loops then vectorise."""
+    dim = k + bias
+    xs = np.empty(dim)
     for a in range(k):
-        xa = np.float64(x[a])
-        wa = w * xa
-        for b in range(a, k):
-            A[at] += wa * x[b]
-            at += 1
-        if bias:
-            A[at] += wa
-            at += 1
-        y[a] += t * xa
+        xs[a] = x[a]
     if bias:
-        A[at] += w
-        y[k] += t
+        xs[k] = 1.0
+    at = 0
+    for a in range(dim):
+        wa = w * xs[a]
+        row = A[at: at + dim - a]
+        for b in range(dim - a):
+            row[b] += wa * xs[a + b]
+        at += dim - a
+        y[a] += t * xs[a]
 
 
 @njit(inline="always")
