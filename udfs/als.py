@@ -4,7 +4,9 @@ Each epoch solves every user given the items, then every item given the users, a
 accumulate-then-Apply: an Exchange adds each edge's outer product and right-hand
 side into the accumulators of the side being solved (a packed upper triangle of its
 normal equations, float64), and an Apply at the master solves the small system by
-Cholesky. Every replica's sums reach the master before it solves, so any number of
+Cholesky. Each half enumerates the edges of the side it solves vertex by vertex
+(a MiniBatch over all of its vertices, one clock), so a vertex's accumulator stays in
+cache while its edges add to it. Every replica's sums reach the master before it solves, so any number of
 partitions, workers and threads gives the one-partition model up to the order of the
 float sums (DESIGN.md, the central invariant).
 
@@ -235,19 +237,21 @@ def program(k=50, reg=0.07, biases=True, mu=0.0, damping=None, degrees=None, imp
     user, item = types
     if not implicit:
         ctx = ContextSpec(fields=fields, sum=("loss", "n"), init=init)
-        stages = [MiniBatch(None, [Exchange(user_rows, writes=user), Apply(solve, types=user),
-                                   Exchange(item_rows, writes=item), Apply(solve, types=item),
-                                   Exchange(squared_error, writes=())]),
+        stages = [MiniBatch(None, [Exchange(user_rows, writes=user), Apply(solve, types=user)], unit="vertex",
+                            enumerate=user),
+                  MiniBatch(None, [Exchange(item_rows, writes=item), Apply(solve, types=item),
+                                   Exchange(squared_error, writes=())], unit="vertex", enumerate=item),
                   GlobalSync(finalize=rmse_finalize)]
         name = "mf-als"
     else:
         ctx = ContextSpec(fields={**fields, "objective": "f8", "gram": ("f8", (k, k)), "gsum": ("f8", (k, k))},
                           sum=("loss", "n"), scratch=("gsum",), state=("gram",), init=init)
         stages = [GlobalSync(aggregate=gram, over=item, finalize=keep_gram, record=False, name="item_gram"),
-                  MiniBatch(None, [Exchange(user_rows_implicit, writes=user), Apply(solve_implicit, types=user)]),
+                  MiniBatch(None, [Exchange(user_rows_implicit, writes=user), Apply(solve_implicit, types=user)],
+                            unit="vertex", enumerate=user),
                   GlobalSync(aggregate=gram, over=user, finalize=keep_gram, record=False, name="user_gram"),
                   MiniBatch(None, [Exchange(item_rows_implicit, writes=item), Apply(solve_implicit, types=item),
-                                   Exchange(edge_objective, writes=())]),
+                                   Exchange(edge_objective, writes=())], unit="vertex", enumerate=item),
                   GlobalSync(aggregate=gram, over=item, finalize=objective_finalize, name="objective")]
         name = "mf-als-implicit"
     return Program(vt, edge={"rating": "f4"}, context=ctx, stages=stages, init_vertices=init_vertices, name=name)

@@ -158,15 +158,16 @@ def ranking_at(U, I, seen, test, k, mu=0.0, chunk=256):
     each test user's items (an item without training edges: relevant, never listed).
     ``U``, ``I``: gathered (p, b) records in dense ids; ``test`` a graph in dense ids."""
     from tux2 import ranking
-    known_u, known_i = np.diff(seen[0]) > 0, np.bincount(seen[1], minlength=len(I)) > 0
+    n_u, n_i = len(U["p"]), len(I["p"])          # (records or dicts of arrays)
+    known_u, known_i = np.diff(seen[0]) > 0, np.bincount(seen[1], minlength=n_i) > 0
     src, dst = np.asarray(test.src, np.int64), np.asarray(test.dst, np.int64)
     unk_u, unk_i = (np.zeros(len(src), bool),) * 2 if test.unknown is None else test.unknown
-    unk_u = unk_u | (src >= len(U))
+    unk_u = unk_u | (src >= n_u)
     unk_u[~unk_u] = ~known_u[src[~unk_u]]
-    unk_i = unk_i | (dst >= len(I))
+    unk_i = unk_i | (dst >= n_i)
     unk_i[~unk_i] = ~known_i[dst[~unk_i]]
     users, rows = np.unique(np.where(unk_u, -1, src), return_inverse=True)     # -1: the baseline's row
-    top = np.empty((len(users), min(k, len(I))), np.int64)
+    top = np.empty((len(users), min(k, n_i)), np.int64)
     col, Q = np.where(known_i, np.asarray(I["b"], np.float64), -np.inf), np.asarray(I["p"], np.float64)
     for lo in range(0, len(users), chunk):
         uu = users[lo: lo + chunk]
@@ -175,7 +176,7 @@ def ranking_at(U, I, seen, test, k, mu=0.0, chunk=256):
         S[un] = 0
         mf.leave_out(S, uu, *seen)
         top[lo: lo + len(uu)] = mf.top_k(S, top.shape[1], mu + np.where(un, 0, U["b"][np.maximum(uu, 0)]), col)[0]
-    return ranking.at_k(top, rows.reshape(-1), np.where(unk_i, len(I) + dst, dst), k)
+    return ranking.at_k(top, rows.reshape(-1), np.where(unk_i, n_i + dst, dst), k)
 
 
 def rating_scale(sd, mad=None):
