@@ -6,9 +6,10 @@
   on the ratings less the training mean μ (μ added back to its predictions), and tux2
   runs ``biases=False`` (r̂ = μ + p·q), so both minimise the same weighted-λ loss
   Σ(r − μ − p·q)² + λ(Σ n_u|p_u|² + Σ n_i|q_i|²). tux2's default form (with damped
-  biases) is a third row. Spark runs local[2] (both cores), tux2 and implicit one thread.
-* Implicit: the same training pairs as events (value 1, confidence 1 + α), the test
-  pairs held out; precision@10 and NDCG@10 of each test user's held-out items, unseen
+  biases) is a third row. Spark runs local[2] (both cores), tux2 one thread and two
+  (2 partitions × 2 threads: the same model up to float order), implicit one thread.
+* Implicit: the training pairs rated 4 or 5 as events (value 1, confidence 1 + α), the
+  test pairs rated 4 or 5 held out; precision@10 and NDCG@10 of each test user's held-out items, unseen
   items ranked, computed by the same function (tux2.estimators.mf.ranking_at) from each
   system's factors. ``implicit`` takes the confidence matrix itself (its c = alpha·value):
   it is given 1 + α·r with alpha=1, Hu et al.'s c. Rows: implicit's exact solver
@@ -31,13 +32,14 @@ from bench.common import emit, ensure, machine, netflix_cached, report, version
 LOG = "als"
 
 
-def tux2_run(train, test, iters, implicit, **params):
-    """tux2 ALS on one partition: (seconds per epoch list, final metric, per-epoch metrics)."""
+def tux2_run(train, test, iters, implicit, parts=1, **params):
+    """tux2 ALS on ``parts`` partitions, a thread each: (seconds per epoch list, final
+    metric, per-epoch metrics)."""
     from tux2 import MF, Dataset, Engine
     from tux2.estimators.mf import ranking_at, seen_csr, vertex_model
     from tux2.udfs import mf
-    s = MF(mode="als", implicit=implicit, epochs=iters, **params).prepare(Dataset(train), 1)
-    eng = Engine(s.program, s.graph, partitions=1, seed=0, **s.engine)
+    s = MF(mode="als", implicit=implicit, epochs=iters, **params).prepare(Dataset(train), parts)
+    eng = Engine(s.program, s.graph, partitions=parts, threads=parts, seed=0, **s.engine)
     seen = seen_csr(train) if implicit else None
     times, curve = [], []
     for _ in range(iters):
@@ -120,7 +122,7 @@ def main(args):
     from tux2.graph import BipartiteGraph
     quick = getattr(args, "quick", False)
     n_users, n_items, n_ratings = (20_000, 2_000, 1_000_000) if quick else (100_000, 10_000, 8_000_000)
-    k, iters, reg, reg_i, alpha = 50, 10, 0.05, 0.1, 1.0
+    k, iters, reg, reg_i, alpha = 50, 10, 0.05, 0.1, 40.0
     train, test, path = netflix_cached(n_users, n_items, n_ratings)
     mu = float(train.values.mean(dtype=np.float64))
     info = {"bench": "als", "users": n_users, "items": n_items, "train_ratings": train.num_edges,
@@ -129,13 +131,16 @@ def main(args):
 
     # --- explicit
     rows, out = [], {}
-    for label, biases in (("tux2 ALS (no biases, as Spark)", False), ("tux2 ALS (damped biases, the default)", True)):
-        times, rmse, curve = tux2_run(train, test, iters, False, k=k, reg=reg, biases=biases)
+    for label, biases, parts in (("tux2 ALS (no biases, as Spark), 1 thread", False, 1),
+                                 ("tux2 ALS (no biases), 2 partitions × 2 threads", False, 2),
+                                 ("tux2 ALS (damped biases, the default), 1 thread", True, 1)):
+        times, rmse, curve = tux2_run(train, test, iters, False, parts, k=k, reg=reg, biases=biases)
         s_it = float(np.mean(times))
-        emit({"bench": "als", "system": "tux2", "explicit": True, "biases": biases, "s_per_iter": s_it,
-              "test_rmse": rmse, "test_rmse_per_iter": curve}, LOG)
+        emit({"bench": "als", "system": "tux2", "explicit": True, "biases": biases, "threads": parts,
+              "s_per_iter": s_it, "test_rmse": rmse, "test_rmse_per_iter": curve}, LOG)
         rows.append([label, "explicit", s_it, f"test RMSE {rmse:.4f}"])
         out.setdefault("tux2", (s_it, rmse))
+        out.setdefault(f"tux2_{parts}", (s_it, rmse))
     s_spark, rmse_spark, spark_v = spark_als(train, test, mu, k, reg, iters)
     if s_spark is None:
         emit({"bench": "als", "system": "spark-mllib", "skipped": rmse_spark}, LOG)
@@ -145,8 +150,11 @@ def main(args):
         rows.append([f"Spark MLlib {spark_v} ALS (local[2])", "explicit", s_spark, f"test RMSE {rmse_spark:.4f}"])
 
     # --- implicit: the training pairs as events
-    events = BipartiteGraph(train.src, train.dst, np.ones(train.num_edges, np.float32), train.n_src, train.n_dst,
-                            train.type_names)
+    def liked(g):               # the pairs rated 4 or 5, as events (MovieLens' usual implicit set)
+        keep = g.values >= 4
+        return BipartiteGraph(g.src[keep], g.dst[keep], np.ones(int(keep.sum()), np.float32), g.n_src, g.n_dst,
+                              g.type_names)
+    events, test = liked(train), liked(test)
     times, m_tux2, curve = tux2_run(events, test, iters, True, k=k, reg=reg_i, alpha=alpha)
     s_tux2_i = float(np.mean(times))
     emit({"bench": "als", "system": "tux2", "implicit": True, "s_per_iter": s_tux2_i, "alpha": alpha,
@@ -170,13 +178,14 @@ def main(args):
     report("als", "Peer: ALS, tux2 vs Spark MLlib (explicit) and implicit (implicit feedback)",
            f"{train.num_edges:,} train / {test.num_edges:,} test ratings ({n_users:,} users × {n_items:,} items), "
            f"k = {k}, {iters} iterations; explicit λ = {reg} weighted (per rating); implicit λ = {reg_i} plain, "
-           f"α = {alpha}, the training pairs as events", ["system", "feedback", "s / iteration", "quality"], rows,
+           f"α = {alpha}, the pairs rated ≥ 4 as events", ["system", "feedback", "s / iteration", "quality"], rows,
            peers={"Spark MLlib": spark_v, "implicit": version("implicit")},
            notes=[f"tux2 / Spark seconds per iteration: **{ratio_spark:.2f}×** (same model: no biases, ratings − μ)"
                   if ratio_spark else "Spark could not be had: skipped (the reason is in als.jsonl).",
                   f"tux2 / implicit (Cholesky) seconds per iteration: **{ratio_imp:.2f}×**" if ratio_imp else
                   "implicit could not be had: skipped (the reason is in als.jsonl)."])
-    emit({"bench": "als", "tux2_over_spark_s_per_iter": ratio_spark, "tux2_test_rmse": out["tux2"][1],
+    emit({"bench": "als", "tux2_over_spark_s_per_iter": ratio_spark,
+          "tux2_2threads_over_spark_s_per_iter": out["tux2_2"][0] / s_spark if s_spark else None, "tux2_test_rmse": out["tux2"][1],
           "spark_test_rmse": rmse_spark if s_spark else None, "tux2_over_implicit_s_per_iter": ratio_imp,
           "tux2_ndcg@10": m_tux2["ndcg"], "implicit_ndcg@10": peers_i[False][1]["ndcg"] if ratio_imp else None,
           "tux2_precision@10": m_tux2["precision"],

@@ -204,7 +204,7 @@ def test_cli_implicit_on_unnormalised_counts_without_a_value_column(tmp_path):
     (["--mode", "als", "--step", "plain"], "--step plain has no effect with --mode als"),
     (["--mode", "als", "--batch-size", "100"], "--batch-size 100 has no effect with --mode als"),
     (["--implicit"], "--implicit has no effect with --mode sgd: it applies only with --mode als"),
-    (["--mode", "als", "--alpha", "40"], "--alpha 40.0 has no effect with explicit ratings"),
+    (["--mode", "als", "--alpha", "5"], "--alpha 5.0 has no effect with explicit ratings"),
     (["--mode", "als", "--implicit", "--no-biases"], "--no-biases has no effect with --implicit"),
     (["--mode", "als", "--implicit", "--damping", "5"], "--damping 5.0 has no effect with --implicit"),
     (["--mode", "als", "--order", "strata"], "--order strata is per-edge SGD's schedule"),

@@ -124,19 +124,20 @@ def cholesky_solve(M, x):
 
 
 def solve(v, a, ctx):
-    k = ctx.k
+    k, y = ctx.k, a.y
     dim = k + ctx.biases
     M = unpack(a.A, dim)
     x = np.empty(dim)
     for j in range(dim):
-        x[j] = a.y[j]
+        x[j] = y[j]
     for j in range(k):
         M[j, j] += ctx.reg * a.n                # weighted-λ: λ per rating
     if ctx.biases:
         M[k, k] += ctx.reg * a.n if ctx.damp < 0 else ctx.damp
     cholesky_solve(M, x)
+    p = v.p
     for j in range(k):
-        v.p[j] = x[j]
+        p[j] = x[j]
     if ctx.biases:
         v.b = x[k]
 
@@ -164,17 +165,18 @@ def item_rows_implicit(u, v, e, a_u, a_v, ctx):
 
 
 def solve_implicit(v, a, ctx):
-    k = ctx.k
+    k, G, y = ctx.k, ctx.gram, a.y          # the record's arrays taken once: a view per access costs
     M = unpack(a.A, k)
     x = np.empty(k)
-    for j in range(k):
-        x[j] = a.y[j]
-        M[j, j] += ctx.reg
-        for i in range(k):
-            M[i, j] += ctx.gram[i, j]
+    for i in range(k):
+        x[i] = y[i]
+        for j in range(k):
+            M[i, j] += G[i, j]
+        M[i, i] += ctx.reg
     cholesky_solve(M, x)
+    p = v.p
     for j in range(k):
-        v.p[j] = x[j]
+        p[j] = x[j]
 
 
 def edge_objective(u, v, e, a_u, a_v, ctx):
@@ -188,28 +190,30 @@ def edge_objective(u, v, e, a_u, a_v, ctx):
 
 def gram(v, ctx):
     """Σ q qᵀ over the masters (upper triangle; ``keep_gram`` mirrors it)."""
-    for a in range(ctx.k):
-        pa = np.float64(v.p[a])
-        for b in range(a, ctx.k):
-            ctx.gsum[a, b] += pa * v.p[b]
+    S, p, k = ctx.gsum, v.p, ctx.k
+    for a in range(k):
+        pa = np.float64(p[a])
+        for b in range(a, k):
+            S[a, b] += pa * p[b]
 
 
 def keep_gram(ctx):
+    G, S = ctx.gram, ctx.gsum
     for a in range(ctx.k):
         for b in range(a, ctx.k):
-            ctx.gram[a, b] = ctx.gsum[a, b]
-            ctx.gram[b, a] = ctx.gsum[a, b]
+            G[a, b] = S[a, b]
+            G[b, a] = S[a, b]
 
 
 def objective_finalize(ctx):
     """Hu et al.'s objective: the edges' part + Σ_all (p·q)² = Σ (XᵀX)∘(YᵀY) + λ(|X|² + |Y|²);
     ``gram`` holds XᵀX (the users', from before the item half), ``gsum`` YᵀY's upper triangle."""
-    s = ctx.loss
+    s, G, S = ctx.loss, ctx.gram, ctx.gsum
     tr = 0.0
     for a in range(ctx.k):
-        tr += ctx.gram[a, a] + ctx.gsum[a, a]
+        tr += G[a, a] + S[a, a]
         for b in range(a, ctx.k):
-            s += ctx.gram[a, b] * ctx.gsum[a, b] * (1.0 if a == b else 2.0)
+            s += G[a, b] * S[a, b] * (1.0 if a == b else 2.0)
     ctx.objective = s + ctx.reg * tr
 
 

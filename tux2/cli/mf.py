@@ -48,8 +48,8 @@ def add_parser(sub):
                         "al., implicit's ALS, Spark's implicitPrefs); reports the objective and precision@10 / "
                         "NDCG@10 of the held-out items")
     p.add_argument("--alpha", type=MF.bounds["alpha"], default=ALPHA,
-                   help=f"--implicit: confidence slope, c = 1 + alpha·r (default {ALPHA:g}, Spark's and implicit's; "
-                        "Hu et al. used 40 on 0/1-like data)")
+                   help=f"--implicit: confidence slope, c = 1 + alpha·r (default {ALPHA:g}, Hu et al.'s, implicit's "
+                        "before 0.5; Spark's is 1)")
     p.add_argument("--batch-size", type=COUNT, default=None,
                    help="mini-batch size, one clock each (default: a stratum with sgd, 5000 edges with minibatch)")
     p.add_argument("--batch-unit", choices=MF.choices["batch_unit"], default="edge",

@@ -21,7 +21,7 @@ SPREAD = (0.8, 1.5)     # standard deviations of ratings trained in their own un
 DAMPING = 3.0           # a bias is shrunk as if its user or item had this many more ratings at the mean
 COUNT_LEVELS = 50       # distinct whole-number ratings above it: counts (refuse_counts)
 TYPICAL = 0.25          # mean |r − μ| / sd below it: the sd is a few extreme ratings', not a scale (outlying)
-ALPHA = 1.0             # implicit feedback's confidence slope, c = 1 + α·r (Spark's alpha; implicit ≥ 0.5's)
+ALPHA = 40.0            # implicit feedback's confidence slope, c = 1 + α·r (Hu et al.'s; README: measured)
 RANK_AT = 10            # implicit feedback: precision@10 and NDCG@10 of held-out items per epoch
 
 
@@ -250,9 +250,12 @@ def vertex_model(eng, s):
 
 
 class MF(Estimator):
-    """Matrix factorisation by SGD, r̂(u, i) = μ + b_u + b_i + p_u·q_i (paper §4).
+    """Matrix factorisation by SGD or ALS, r̂(u, i) = μ + b_u + b_i + p_u·q_i (paper §4).
 
-    Parameters are those of ``tux2 run mf`` (``reg`` is λ, ``damping`` D: udfs/mf.py). ``fit(data, test)``:
+    Parameters are those of ``tux2 run mf`` (``reg`` is λ, ``damping`` D: udfs/mf.py;
+    ``mode="als"``: alternating least squares, udfs/als.py; with ``implicit=True``
+    implicit feedback, Hu et al.'s r̂ = p_u·q_i, confidence 1 + ``alpha``·r, and the
+    per-epoch records hold the objective, precision@10 and NDCG@10). ``fit(data, test)``:
     ``data`` is anything ``tux2.loaders.load`` takes (a 'user item rating' file,
     (users, items, ratings) arrays with any ids, an (n, 3) array, a scipy.sparse
     matrix, a DataFrame), ``test`` the same in the same ids (test RMSE per epoch); or
