@@ -14,6 +14,7 @@ EXPERIMENTS = {   # name: (module, what it measures); `all` runs them in this or
     "setup": ("bench.setup", "before the first epoch: parse, partition, layout, compile vs np.argsort and peers"),
     "growth": ("bench.growth", "cost growth: MF time and memory per epoch, 10^5 → 10^8 edges"),
     "mf": ("bench.mf", "peer: MF vs LibMF"),
+    "als": ("bench.als", "peer: ALS vs Spark MLlib (explicit) and implicit (implicit feedback)"),
     "lda": ("bench.lda", "peer: LDA vs tomotopy"),
     "blockpg": ("bench.blockpg", "peer: BlockPG vs liblinear"),
     "blockpg_text": ("bench.blockpg_text", "BlockPG on text-like data: epochs to 1e-4 of liblinear's optimum"),

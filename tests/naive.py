@@ -80,3 +80,54 @@ def top_k_lines(P, Q, bu, bi, mu, seen, users, k, clip=(-np.inf, np.inf), sep=" 
         lines.append(t + "".join(f"{sep}{j}:{min(max(-s, clip[0]), clip[1]):.6g}" for s, j in sorted(cand)[:k])
                      + "\n")
     return "".join(lines)
+
+
+def als_explicit(graph, P, Q, mu, reg, epochs, damping=None, biases=True):
+    """Alternating least squares, one dense least-squares solve per user and per item
+    (numpy.linalg.solve of [p, b] against [q, 1]): λ·n on p (weighted-λ), D (or λ·n)
+    on b; the factors rounded to float32 after each solve, as the engine keeps them."""
+    P, Q = np.array(P, np.float32), np.array(Q, np.float32)
+    bu, bi = np.zeros(len(P), np.float32), np.zeros(len(Q), np.float32)
+    k = P.shape[1]
+    r = np.asarray(graph.values, np.float64)
+
+    def half(X, bx, Y, by, src, dst):
+        for v in np.unique(src):
+            e = src == v
+            A = np.c_[Y[dst[e]], np.ones(e.sum())] if biases else np.asarray(Y[dst[e]], np.float64)
+            t = r[e] - mu - by[dst[e]]
+            n = e.sum()
+            reg_diag = [reg * n] * k + ([reg * n if damping is None else damping] if biases else [])
+            w = np.linalg.solve(A.T @ A + np.diag(reg_diag), A.T @ t)
+            X[v] = w[:k]
+            if biases:
+                bx[v] = w[k]
+
+    for _ in range(epochs):
+        half(P, bu, Q, bi, graph.src, graph.dst)
+        half(Q, bi, P, bu, graph.dst, graph.src)
+    return P, Q, bu, bi
+
+
+def als_implicit(graph, P, Q, reg, alpha, epochs):
+    """Hu, Koren & Volinsky's ALS on the full dense matrices: C = 1 + α|R| on the
+    edges (1 elsewhere), preference 1 where an edge has R > 0, and for each user
+    p_u = (Qᵀ C_u Q + λI)⁻¹ Qᵀ C_u pref_u, then the same for each item; also
+    the objective Σ C (pref − PQᵀ)² + λ(|P|² + |Q|²) after each epoch."""
+    P, Q = np.array(P, np.float32), np.array(Q, np.float32)
+    R = np.zeros((len(P), len(Q)))
+    E = np.zeros_like(R, bool)
+    R[graph.src, graph.dst] = graph.values
+    E[graph.src, graph.dst] = True
+    C, pref = 1.0 + alpha * np.abs(R), (E & (R > 0)).astype(np.float64)
+    k, objectives = P.shape[1], []
+    for _ in range(epochs):
+        for X, Y, Cm, Pm in ((P, Q, C, pref), (Q, P, C.T, pref.T)):
+            Yd = Y.astype(np.float64)
+            for v in range(len(X)):
+                if E[v].any() if X is P else E[:, v].any():
+                    X[v] = np.linalg.solve(Yd.T @ (Cm[v][:, None] * Yd) + reg * np.eye(k), Yd.T @ (Cm[v] * Pm[v]))
+        S = P.astype(np.float64) @ Q.astype(np.float64).T
+        objectives.append(float((C * (pref - S) ** 2).sum() + reg * ((P.astype(np.float64) ** 2).sum()
+                                                                        + (Q.astype(np.float64) ** 2).sum())))
+    return P, Q, objectives

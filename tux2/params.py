@@ -119,7 +119,8 @@ PEER_NAMES = (
     ("--n-iter", "--epochs"), ("--iter", "--epochs"), ("--max-iter", "--iterations"),
     ("--num-iter", "--iterations"), ("--n-iter", "--iterations"), ("--iter", "--iterations"),
     ("--num-topics", "--topics"), ("--n-topics", "--topics"), ("--n-components", "--topics"),
-    ("--passes", "--iterations"), ("--passes", "--epochs"))
+    ("--passes", "--iterations"), ("--passes", "--epochs"), ("--implicit-prefs", "--implicit"),
+    ("--implicitprefs", "--implicit"))
 
 
 def flag_hints(cls, name):

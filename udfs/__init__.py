@@ -1,6 +1,6 @@
 """Algorithms written as tux2 programs (schema + UDFs + stage sequence)."""
 
-_MODULES = ("blockpg", "glm", "lda", "mf")
+_MODULES = ("als", "blockpg", "glm", "lda", "mf")
 
 
 def __getattr__(name):

@@ -1,20 +1,22 @@
-"""``tux2 run mf [INPUT]``: matrix factorisation by SGD on a user–item rating graph."""
+"""``tux2 run mf [INPUT]``: matrix factorisation by SGD or ALS on a user–item rating graph."""
 from tux2 import ingress, loaders
 from tux2.cli.common import (COUNT, FRACTION, NONNEG, NONNEG_NUMBER, POSITIVE, SEED, TEST_FRACTION,
                              run as run_command, add_input_args, add_run_args, add_partition_args, input_options)
-from tux2.estimators.mf import DAMPING, MF, NAMES
+from tux2.estimators.mf import ALPHA, DAMPING, MF, NAMES
 from tux2.files import json_text
 from tux2.runner import Dataset, partitions, write_trace
 
 
 def add_parser(sub):
     p = sub.add_parser(
-        "mf", help="matrix factorisation by SGD (paper §4)",
+        "mf", help="matrix factorisation by SGD (paper §4) or ALS, explicit or implicit feedback",
         description="Matrix factorisation on a user-item rating graph. INPUT is an edge list "
                     "'user item rating [more columns]' (tabs, spaces, commas, semicolons or '::', fields quoted or "
                     "not; a header line of names; '#'/'%' comments; MatrixMarket; gzip, bz2 or xz; '-' for standard "
                     "input). "
-                    "Without INPUT a Netflix-shaped rating set is generated deterministically.")
+                    "Without INPUT a Netflix-shaped rating set is generated deterministically. With --mode als "
+                    "--implicit the values are counts (plays, clicks; no value column: 1 per line) and every "
+                    "(user, item) pair counts (Hu, Koren & Volinsky 2008).")
     p.add_argument("input", nargs="?", help="ratings edge list; default: built-in synthetic set")
     p.add_argument("--test", help="test edge list; default: hold out --test-fraction of INPUT")
     p.add_argument("--test-fraction", type=FRACTION, default=TEST_FRACTION, help="held-out share when --test is not given (the same lines whatever --seed)")
@@ -29,14 +31,25 @@ def add_parser(sub):
                        note=" (default: stratified with --order strata, else bicut)")
     p.add_argument("--k", type=MF.bounds["k"], default=50, help="latent dimension")
     p.add_argument("--lr", type=POSITIVE, default=None,
-                   help="learning rate (default 0.1; 0.01 with --mode minibatch --step plain)")
-    p.add_argument("--reg", type=NONNEG_NUMBER, default=0.07, help="L2 regularisation λ of the factors, per rating")
+                   help="learning rate (default 0.1; 0.01 with --mode minibatch --step plain; none with --mode als)")
+    p.add_argument("--reg", type=NONNEG_NUMBER, default=0.07,
+                   help="L2 regularisation λ of the factors, per rating (with --mode als: λ·n_u on a user of n_u "
+                        "ratings, Spark's weighted-λ; with --implicit: plain λ, as Hu et al. and implicit)")
     p.add_argument("--damping", type=MF.bounds["damping"], default=DAMPING, metavar="D",
                    help="a bias is shrunk as if its user or item had D more ratings at the mean: b = Σ(r−r̂+b)/(n+D)")
     p.add_argument("--epochs", type=NONNEG, default=10, help="passes over the training edges")
     p.add_argument("--mode", choices=MF.choices["mode"], default="sgd",
                    help="sgd: per-edge updates in Exchange (LibMF style); minibatch: the paper's "
-                        "Exchange-accumulate + Apply form")
+                        "Exchange-accumulate + Apply form; als: alternating least squares (Spark MLlib's ALS), "
+                        "each epoch solves every user's, then every item's, least-squares problem exactly")
+    p.add_argument("--implicit", action="store_true",
+                   help="with --mode als: implicit feedback (clicks, plays, purchases): every (user, item) pair "
+                        "counts, preference 1 on an edge, 0 elsewhere, confidence 1 + alpha·r on an edge (Hu et "
+                        "al., implicit's ALS, Spark's implicitPrefs); reports the objective and precision@10 / "
+                        "NDCG@10 of the held-out items")
+    p.add_argument("--alpha", type=MF.bounds["alpha"], default=ALPHA,
+                   help=f"--implicit: confidence slope, c = 1 + alpha·r (default {ALPHA:g}, Hu et al.'s, implicit's "
+                        "before 0.5; Spark's is 1)")
     p.add_argument("--batch-size", type=COUNT, default=None,
                    help="mini-batch size, one clock each (default: a stratum with sgd, 5000 edges with minibatch)")
     p.add_argument("--batch-unit", choices=MF.choices["batch_unit"], default="edge",
@@ -69,10 +82,12 @@ def add_parser(sub):
                         "has start from their factors and biases, the others as in a new model; --k must be "
                         "the model's (warm start, to train on more ratings or for more epochs)")
     p.add_argument("--eval-every", type=NONNEG, default=1,
-                   help="compute test RMSE every N epochs (0: only after the last); with several workers "
+                   help="compute test RMSE (--implicit: precision and NDCG@10) every N epochs (0: only after the "
+                        "last); with several workers "
                         "it gathers the model on rank 0")
     p.add_argument("--early-stop", type=NONNEG, default=0, metavar="N",
-                   help="stop once the test RMSE has not fallen below its lowest for N evaluations (0: never)")
+                   help="stop once the test RMSE has not fallen below its lowest (--implicit: NDCG@10 not risen "
+                        "above its highest) for N evaluations (0: never)")
     p.set_defaults(func=run)
 
 

@@ -13,7 +13,7 @@ from tux2.estimator import Estimator
 from tux2.graph import BipartiteGraph, blocked_order, stratified_order
 from tux2.params import COUNT, NONNEG, NONNEG_NUMBER, POSITIVE, SEED, integer, number
 from tux2.runner import Dataset, Setup
-from tux2.udfs import mf
+from tux2.udfs import als, mf
 from tux2.version import __version__
 
 NAMES = ("user", "item")
@@ -21,15 +21,20 @@ SPREAD = (0.8, 1.5)     # standard deviations of ratings trained in their own un
 DAMPING = 3.0           # a bias is shrunk as if its user or item had this many more ratings at the mean
 COUNT_LEVELS = 50       # distinct whole-number ratings above it: counts (refuse_counts)
 TYPICAL = 0.25          # mean |r − μ| / sd below it: the sd is a few extreme ratings', not a scale (outlying)
+ALPHA = 40.0            # implicit feedback's confidence slope, c = 1 + α·r (Hu et al.'s; README: measured)
+RANK_AT = 10            # implicit feedback: precision@10 and NDCG@10 of held-out items per epoch
 
 
-def ratings(g, what=loaders.NO_RATINGS):
+def ratings(g, what=loaders.NO_RATINGS, implicit=False):
     """``g`` as a user → item graph, refused without a rating per edge (what load_edges
-    found about it — layout, base, unknown ids — kept)."""
-    if g.values is None:
+    found about it — layout, base, unknown ids — kept); ``implicit``: an edge without a
+    value is one event (a click, a play)."""
+    if g.values is None and not implicit:
         raise InputError(what, path=g.source)
     out = copy.copy(g)
     out.type_names = NAMES
+    if out.values is None:
+        out.values = np.ones(out.num_edges, np.float32)
     return out
 
 
@@ -146,6 +151,34 @@ def seen_csr(graph):
     return indptr, graph.dst[by_item[order]].astype(np.int32)
 
 
+def ranking_at(U, I, seen, test, k, mu=0.0, chunk=256):
+    """tux2.ranking's metrics at ``k`` of ``MF.ranking_metrics``' lists (the top-k items by
+    μ + b_u + b_i + p_u·q_i among those with training edges and not in ``seen``, the
+    training CSR; a test user without training edges gets the baseline's, μ + b_i) against
+    each test user's items (an item without training edges: relevant, never listed).
+    ``U``, ``I``: gathered (p, b) records in dense ids; ``test`` a graph in dense ids."""
+    from tux2 import ranking
+    n_u, n_i = len(U["p"]), len(I["p"])          # (records or dicts of arrays)
+    known_u, known_i = np.diff(seen[0]) > 0, np.bincount(seen[1], minlength=n_i) > 0
+    src, dst = np.asarray(test.src, np.int64), np.asarray(test.dst, np.int64)
+    unk_u, unk_i = (np.zeros(len(src), bool),) * 2 if test.unknown is None else test.unknown
+    unk_u = unk_u | (src >= n_u)
+    unk_u[~unk_u] = ~known_u[src[~unk_u]]
+    unk_i = unk_i | (dst >= n_i)
+    unk_i[~unk_i] = ~known_i[dst[~unk_i]]
+    users, rows = np.unique(np.where(unk_u, -1, src), return_inverse=True)     # -1: the baseline's row
+    top = np.empty((len(users), min(k, n_i)), np.int64)
+    col, Q = np.where(known_i, np.asarray(I["b"], np.float64), -np.inf), np.asarray(I["p"], np.float64)
+    for lo in range(0, len(users), chunk):
+        uu = users[lo: lo + chunk]
+        un = uu < 0
+        S = np.asarray(U["p"][np.maximum(uu, 0)], np.float64) @ Q.T
+        S[un] = 0
+        mf.leave_out(S, uu, *seen)
+        top[lo: lo + len(uu)] = mf.top_k(S, top.shape[1], mu + np.where(un, 0, U["b"][np.maximum(uu, 0)]), col)[0]
+    return ranking.at_k(top, rows.reshape(-1), np.where(unk_i, n_i + dst, dst), k)
+
+
 def rating_scale(sd, mad=None):
     """The power of two that ratings of standard deviation ``sd`` are trained divided by:
     1 for 0.8 ≤ sd ≤ 1.5; above, the largest that brings sd to 1.5 or below (0.75 … 1.5);
@@ -187,7 +220,8 @@ def refuse_counts(values, source):
         raise InputError(f"the ratings look like counts (plays, clicks: whole numbers from {v.min():g} to "
                          f"{v.max():g}, median {np.median(v):g}), whose few huge values make MF's squared loss "
                          "diverge: give log(1 + count) as the rating (numpy.log1p; for column N of a file, "
-                         "awk '{ $N = log(1 + $N) } 1', with -F'\\t' -v OFS='\\t' for tabs)", path=source)
+                         "awk '{ $N = log(1 + $N) } 1', with -F'\\t' -v OFS='\\t' for tabs), or train on the "
+                         "counts as implicit feedback (--mode als --implicit)", path=source)
 
 
 def spread_note(s):
@@ -216,9 +250,12 @@ def vertex_model(eng, s):
 
 
 class MF(Estimator):
-    """Matrix factorisation by SGD, r̂(u, i) = μ + b_u + b_i + p_u·q_i (paper §4).
+    """Matrix factorisation by SGD or ALS, r̂(u, i) = μ + b_u + b_i + p_u·q_i (paper §4).
 
-    Parameters are those of ``tux2 run mf`` (``reg`` is λ, ``damping`` D: udfs/mf.py). ``fit(data, test)``:
+    Parameters are those of ``tux2 run mf`` (``reg`` is λ, ``damping`` D: udfs/mf.py;
+    ``mode="als"``: alternating least squares, udfs/als.py; with ``implicit=True``
+    implicit feedback, Hu et al.'s r̂ = p_u·q_i, confidence 1 + ``alpha``·r, and the
+    per-epoch records hold the objective, precision@10 and NDCG@10). ``fit(data, test)``:
     ``data`` is anything ``tux2.loaders.load`` takes (a 'user item rating' file,
     (users, items, ratings) arrays with any ids, an (n, 3) array, a scipy.sparse
     matrix, a DataFrame), ``test`` the same in the same ids (test RMSE per epoch); or
@@ -241,21 +278,31 @@ class MF(Estimator):
 
     algorithm = "mf"
     _estimator_type = "regressor"
-    bounds = dict(k=integer(1, 100_000), epochs=NONNEG, lr=POSITIVE, reg=NONNEG_NUMBER,
+    bounds = dict(k=integer(1, 100_000), epochs=NONNEG, lr=POSITIVE, reg=NONNEG_NUMBER, alpha=NONNEG_NUMBER,
                   damping=number(0, loaders.FLOAT32_MAX),      # D/n is kept in float32
                   batch_size=COUNT, blocks=integer(1, 65_536), seed=SEED, eval_every=NONNEG, early_stop=NONNEG)
-    choices = dict(mode=("sgd", "minibatch"), batch_unit=("edge", "vertex"), enumerate=("user", "item"),
+    choices = dict(mode=("sgd", "minibatch", "als"), implicit=(False, True), batch_unit=("edge", "vertex"), enumerate=("user", "item"),
                    step=("adagrad", "plain"), biases=(True, False), order=("strata", "blocked", "shuffle", "input"),
                    overlap=("error", "allow"), duplicates=loaders.DUPLICATES, base=("auto", 0, 1),
                    unknown=loaders.UNKNOWN, ids=loaders.ID_MODES)
     _resumable = ("eval_every", "early_stop")
-    _watch, _stop = "train_rmse", "training diverged at epoch {n} (RMSE is not finite); lower --lr"
+    _stop = "training diverged at epoch {n} ({key} is not finite); lower --lr"
 
     def __init__(self, k=50, epochs=10, lr=None, reg=0.07, damping=DAMPING, mode="sgd", batch_size=None,
                  batch_unit="edge", enumerate="item", step="adagrad", biases=True, order=None, blocks=None, overlap="error",
                  partitioner=None, seed=0, eval_every=1, early_stop=0, duplicates="error", columns=None, base="auto",
-                 unknown="baseline", ids="auto", warm_start=False):
+                 unknown="baseline", ids="auto", implicit=False, alpha=ALPHA, warm_start=False):
         self._keep(locals())
+
+    @property
+    def _watch(self):
+        return "objective" if self.implicit else "train_rmse"
+
+    @property
+    def _goal(self):
+        """(the test metric early stopping and the reports watch, its sign: +1 lower is
+        better): the test RMSE, or with implicit feedback NDCG@10 of the held-out items."""
+        return (f"ndcg@{RANK_AT}", -1) if self.implicit else ("test_rmse", 1)
 
     # ------------------------------------------------------------ data → program
     def load_data(self, data, test=None):
@@ -278,7 +325,7 @@ class MF(Estimator):
             g = loaders.from_arrays(*data, duplicates=self.duplicates, dense=True)
         else:
             g = loaders.load(data, **({} if isinstance(data, BipartiteGraph) else {"duplicates": self.duplicates}))
-        train = ratings(g)
+        train = ratings(g, implicit=self.implicit)
         return Dataset(train, None if test is None else self.test_data(test, train), **facts)
 
     def test_data(self, test, train):
@@ -290,13 +337,13 @@ class MF(Estimator):
         if loaders.is_path(test):
             t = loaders.load_edges(test, type_names=NAMES, id_maps=train.ids, known=known, unknown=self.unknown,
                                    columns=loaders.columns_like(test, self.columns, train.layout))
-            return ratings(t, what=what)
+            return ratings(t, what=what, implicit=self.implicit)
         test = user_rows(test, self.columns)    # its ids are the user's, as predict takes them (not dense ids)
         if isinstance(test, tuple):
             u, i, r = (np.asarray(x) for x in test)
             dense = [loaders.dense_ids(m, x, n) for m, x, n in zip(train.ids, (u, i), train.n)]
             return loaders.in_known_ids(*dense, r, known, self.unknown, NAMES, "test", train.ids, (u, i))
-        t = ratings(loaders.load(test), what=what)
+        t = ratings(loaders.load(test), what=what, implicit=self.implicit)
         return loaders.in_known_ids(t.src, t.dst, t.values, known, self.unknown, NAMES, t.source, train.ids)
 
     def schedule(self, parts):
@@ -304,6 +351,9 @@ class MF(Estimator):
         partitioner, so every P up to ``blocks`` gives the one-partition model; the
         mini-batch form accumulates and needs no strata."""
         order = self.order or ("strata" if self.mode == "sgd" else "blocked")
+        if self.mode == "als" and order == "strata":
+            raise Tux2Error("--order strata is per-edge SGD's schedule: --mode als accumulates each vertex's normal "
+                            "equations and needs no strata; leave --order out (blocked), or use --mode sgd")
         blocks = self.blocks if self.blocks is not None else max(16, parts)   # the model depends on B only
         partitioner = self.partitioner or ("stratified" if order == "strata" else "bicut")
         if order == "strata" and self.batch_unit == "vertex":
@@ -321,14 +371,21 @@ class MF(Estimator):
         return (self.order or ("strata" if self.mode == "sgd" else "blocked")) == "strata"
 
     def _unused(self):
-        sgd = self.mode == "sgd"
+        sgd, als_ = self.mode == "sgd", self.mode == "als"
         order = f"--order {self.order or ('strata' if sgd else 'blocked')}"
+        mode = f"--mode {self.mode}"
         return [(name, other, only) for name, used, other, only in (
-            ("step", not sgd, "--mode sgd", "--mode minibatch"),
+            ("lr", not als_, "--mode als", "--mode sgd or minibatch: ALS solves each vertex exactly, with no step"),
+            ("batch_size", not als_, "--mode als", "--mode sgd or minibatch: an ALS half-epoch solves every vertex"),
+            ("batch_unit", not als_, "--mode als", "--mode sgd or minibatch"),
+            ("implicit", als_, mode, "--mode als"),
+            ("alpha", self.implicit, "explicit ratings", "--implicit"),
+            ("biases", not self.implicit, "--implicit", "explicit ratings (implicit feedback has no biases)"),
+            ("step", self.mode == "minibatch", mode, "--mode minibatch"),
             ("early_stop", self.eval_every > 0, "--eval-every 0", "--eval-every 1 or more"),
             ("enumerate", self.batch_unit == "vertex", f"--batch-unit {self.batch_unit}", "--batch-unit vertex"),
-            ("damping", self.biases, "--no-biases", None),
-            ("overlap", sgd and not self.tiled(), order if sgd else "--mode minibatch",
+            ("damping", self.biases and not self.implicit, "--implicit" if self.implicit else "--no-biases", None),
+            ("overlap", sgd and not self.tiled(), order if sgd else mode,
              "--mode sgd and an --order other than strata"),
             ("blocks", self.tiled() or self.partitioner == "stratified", order,
              "--order strata or --partitioner stratified")) if not used]
@@ -354,7 +411,8 @@ class MF(Estimator):
         order, blocks, partitioner = self.schedule(parts)
         train, ingress = data.train, "assignment" in data.facts
         if self.early_stop and not (data.test.num_edges if data.test is not None else ingress):    # (rank 0 has it)
-            raise Tux2Error(f"--early-stop {self.early_stop} (early_stop=) watches the test RMSE: give test ratings "
+            raise Tux2Error(f"--early-stop {self.early_stop} (early_stop=) watches the test "
+                            f"{'NDCG' if self.implicit else 'RMSE'}: give test ratings "
                             "(--test FILE or a --test-fraction above 0; from Python: fit(data, test))")
         # whole blocks of users per partition: 1000 partitions on 200 users left 800 empty and took
         # minutes an epoch (more partitions than edges: the runner's message)
@@ -374,9 +432,9 @@ class MF(Estimator):
             sd, mad = math.sqrt(sq / n), ab / n
             engine, degrees = {"partitioner": partitioner}, loaders.degrees(train)
         known = tuple(d > 0 for d in degrees)
-        if outlying(sd, mad):
+        if outlying(sd, mad) and not self.implicit:
             refuse_counts(train.values, data.source)
-        scale = rating_scale(sd, mad)
+        scale = rating_scale(sd, mad) if not self.implicit else 1.0     # counts are implicit feedback's input
         if scale != 1.0:            # star ratings: no copy (100M ratings would take 1.2 GB more at their peak)
             # a power of two divides float32 ratings exactly, and commutes with rounding distributed ingress's
             # float64 ones to float32: both readers train on the same values
@@ -388,10 +446,16 @@ class MF(Estimator):
             # takes one AdaGrad step per epoch, and its first one is large)
             n_enum = train.n_src if self.enumerate == "user" else train.n_dst
             batch = max(1, round(mf.MINIBATCH_SIZE * n_enum / max(train.num_edges, 1)))
-        prog = mf.program(k=self.k, mode=self.mode, lr=self.lr, reg=self.reg, batch_size=batch,
-                          batch_unit=self.batch_unit, enumerate=self.enumerate, overlap=self.overlap,
-                          step=self.step, biases=self.biases, mu=mu / scale, damping=self.damping,
-                          degrees=degrees)
+        if self.implicit:
+            mu, low, high = 0.0, 1.0, 0.0       # preference scores: no mean, no clipping to the counts' range
+        if self.mode == "als":
+            prog = als.program(k=self.k, reg=self.reg, biases=self.biases, mu=mu / scale, damping=self.damping,
+                               degrees=degrees, implicit=self.implicit, alpha=self.alpha)
+        else:
+            prog = mf.program(k=self.k, mode=self.mode, lr=self.lr, reg=self.reg, batch_size=batch,
+                              batch_unit=self.batch_unit, enumerate=self.enumerate, overlap=self.overlap,
+                              step=self.step, biases=self.biases, mu=mu / scale, damping=self.damping,
+                              degrees=degrees)
         engine.update(strata=strata, tiles=tiles,
                       partitioner_options={"blocks": blocks} if partitioner == "stratified" else None)
         ids = data.train.ids
@@ -400,7 +464,7 @@ class MF(Estimator):
                      mu=mu, sd=sd, mad=mad, far=far, scale=scale, source=data.source, partitioner=partitioner,
                      known=known, read_as=data.facts.get("read_as"), ingress=ingress, ids=ids,
                      frame_columns=data.facts.get("frame_columns"), clip=(low, high) if low <= high else None,
-                     warm=warm, meta={"partitioner": partitioner, "lr": prog.context.init["lr"], "mu": mu,
+                     warm=warm, meta={"partitioner": partitioner, "lr": prog.context.init.get("lr"), "mu": mu,
                            "rating_scale": scale,     # "context" (mu, rmse, …) is in units of ratings / it
                            "ids": "string" if any(m is not None and m.tokens.dtype.kind not in "iu" for m in ids)
                            else "int", "id_base": data.facts.get("id_base", 0)})
@@ -441,16 +505,33 @@ class MF(Estimator):
     # ------------------------------------------------------------ the run
     def record(self, eng, s):
         i = eng.iteration
-        rec = {"train_rmse": eng.context()["rmse"] * s.scale}
+        ctx = eng.context()
+        rec = {"objective": ctx["objective"]} if self.implicit else {"train_rmse": ctx["rmse"] * s.scale}
         if s.evaluate:                          # rank 0 evaluates; the gathers are collective
             evaluate = i == self.epochs or (self.eval_every > 0 and i % self.eval_every == 0)
             U, I = vertex_model(eng, s) if evaluate else (None, None)
-            rec["test_rmse"] = mf.rmse(U, I, s.test, s.mu, s.clip) if U is not None and s.test is not None \
-                and s.test.num_edges else None         # none: no test ratings (--test-fraction 0)
-            now = rec["test_rmse"]
-            if self.early_stop and now is not None and now < vars(s).get("best", (np.inf,))[0]:
-                s.best = (now, i, U, I)                 # the model early stopping keeps
+            tested = U is not None and s.test is not None and s.test.num_edges    # none: --test-fraction 0
+            if self.implicit:
+                if evaluate and "seen" not in vars(s):
+                    s.seen = self._seen(eng, s)             # (collective with distributed ingress)
+                m = ranking_at(U, I, s.seen, s.test, RANK_AT, s.mu) if tested else {}
+                rec.update({f"{name}@{RANK_AT}": m.get(name) for name in ("precision", "ndcg")})
+            else:
+                rec["test_rmse"] = mf.rmse(U, I, s.test, s.mu, s.clip) if tested else None
+            key, sign = self._goal
+            now = rec[key]
+            if self.early_stop and now is not None and sign * now < vars(s).get("best", (np.inf,))[0]:
+                s.best = (sign * now, i, U, I)          # the model early stopping keeps
         return rec
+
+    def _seen(self, eng, s):
+        """Each user's training items (CSR), gathered from every worker with distributed ingress."""
+        g = s.graph
+        if s.ingress:                             # each worker holds some edges: the rated items, gathered
+            pieces = eng.transport.allgather("seen", [g.src, g.dst])
+            g = BipartiteGraph(np.concatenate([p[0] for p in pieces]), np.concatenate([p[1] for p in pieces]),
+                               None, g.n_src, g.n_dst, NAMES)
+        return seen_csr(g)
 
     def _rates(self, s):
         return {"edges_per_s": s.graph.num_edges}
@@ -458,56 +539,78 @@ class MF(Estimator):
     def _header(self, s, parts, world):
         test = s.test.num_edges if s.test is not None else 0
         users, items = (int(k.sum()) for k in s.known)          # ids without ratings are not counted
-        return [f"tux2 {__version__} mf ({self.mode}): {s.source}"] + \
+        return [f"tux2 {__version__} mf ({self.mode}{', implicit' if self.implicit else ''}): {s.source}"] + \
             ([f"  read as: {s.read_as}"] if s.read_as else []) + \
             [f"  train {s.graph.num_edges} ratings, test {test}{unknown_note(s.test)}; {users} users × {items} items; "
              f"k={self.k}, P={parts} ({s.partitioner})" + (f", {world} workers" if world > 1 else "")
-             + (", distributed ingress" if s.ingress else "")] + spread_note(s) + \
+             + (", distributed ingress" if s.ingress else "")] + ([] if self.implicit else spread_note(s)) + \
+            ([f"  ALS: λ={self.reg:g} " + (f"(plain), confidence 1 + {self.alpha:g}·r" if self.implicit else
+                                          "per rating (weighted-λ)")] if self.mode == "als" else []) + \
             ([f"  started from the model learned before: {s.warm[0]} of {users} users and {s.warm[1]} of {items} "
               "items (the others as in a new model)"] if s.warm else [])
 
     def _line(self, rec, n):
+        if self.implicit:
+            return (f"epoch {rec['epoch']:3d}/{n}  objective {rec['objective']:.6g}  "
+                    + "".join(f"{m}@{RANK_AT} {rec[f'{m}@{RANK_AT}']:.4f}  " for m in ("precision", "ndcg")
+                              if rec.get(f"{m}@{RANK_AT}") is not None)
+                    + f"time {rec['time_s']:.3f}s  ({rec['edges_per_s'] / 1e6:.1f} M edges/s)")
         return (f"epoch {rec['epoch']:3d}/{n}  train_rmse {rec['train_rmse']:.4f}  "
                 + (f"test_rmse {rec['test_rmse']:.4f}  " if rec.get("test_rmse") is not None else "")
                 + f"time {rec['time_s']:.3f}s  ({rec['edges_per_s'] / 1e6:.1f} M edges/s)")
 
+    def _history(self, history):
+        """(epoch, value) of the test metric (``_goal``) in ``history``, signed so that lower is better."""
+        key, sign = self._goal
+        return [(r["epoch"], sign * r[key]) for r in history if r.get(key) is not None]
+
+    def _words(self):
+        """(the test metric's name, 'lowest'/'highest', 'fallen below'/'risen above', 'rose'/'fell')."""
+        if self.implicit:
+            return f"test NDCG@{RANK_AT}", "highest", "risen above", "fell"
+        return "test RMSE", "lowest", "fallen below", "rose"
+
     def _report(self, s):
-        """A note when the test RMSE ended 1 % or more above its lowest, at an earlier
+        """A note when the test metric ended 1 % or more worse than its best, at an earlier
         epoch: the model overfits (sparse data: a median user with a handful of ratings)."""
-        h = [(r["epoch"], r["test_rmse"]) for r in self.history_ if r.get("test_rmse") is not None]
+        h, sign = self._history(self.history_), self._goal[1]
+        name, best_word, _, moved = self._words()
         if self.early_stop and "best" in vars(s) and s.best[1] < self.run_["iteration"]:
             since = " since the resume" if min(x for _, x in h) < s.best[0] else ""    # (kept by the checkpoint's run)
-            return [f"  the model is epoch {s.best[1]}'s, of the lowest test RMSE{since} ({s.best[0]:.4f}; "
+            return [f"  the model is epoch {s.best[1]}'s, of the {best_word} {name}{since} ({sign * s.best[0]:.4f}; "
                     "--early-stop keeps it)"]
         best = min(h, key=lambda x: x[1], default=None)
-        if best is None or h[-1][1] < 1.01 * best[1]:
+        if best is None or h[-1][1] - best[1] < 0.01 * abs(best[1]):
             return []
-        return [f"  note: the test RMSE was lowest at epoch {best[0]} ({best[1]:.4f}) and rose to {h[-1][1]:.4f} "
-                f"(epoch {h[-1][0]}): the model overfits these ratings; fewer --epochs (or --early-stop 2), a larger "
-                f"--reg (now {self.reg:g}) or a smaller --k (now {self.k}) fits them better"]
+        return [f"  note: the {name} was {best_word} at epoch {best[0]} ({sign * best[1]:.4f}) and {moved} to "
+                f"{sign * h[-1][1]:.4f} (epoch {h[-1][0]}): the model overfits these ratings; fewer --epochs (or "
+                f"--early-stop 2), a larger --reg (now {self.reg:g}) or a smaller --k (now {self.k}) fits them better"]
 
     @property
     def _stops_early(self):
         return self.early_stop > 0
 
     def _early(self, history, s):
-        """``early_stop`` N: the test RMSE has not fallen below its lowest for N evaluations."""
-        h = [(r["epoch"], r["test_rmse"]) for r in history if r.get("test_rmse") is not None]
+        """``early_stop`` N: the test metric has not bettered its best for N evaluations."""
+        h, sign = self._history(history), self._goal[1]
+        name, best_word, moved, _ = self._words()
         best = min(range(len(h)), key=lambda j: h[j][1], default=None)
         if not self.early_stop or best is None or len(h) - 1 - best < self.early_stop:
             return None
         kept = vars(s).get("best", (np.inf,))[0] <= h[best][1]
-        return (f"  stopped early: the test RMSE has not fallen below {h[best][1]:.4f} (epoch {h[best][0]}) for "
+        return (f"  stopped early: the {name} has not {moved} {sign * h[best][1]:.4f} (epoch {h[best][0]}) for "
                 f"{self.early_stop} evaluation(s) (--early-stop)" + ("" if kept else "; that epoch came before the "
-                                                                    "resume, whose lowest is the model"))
+                                                                    f"resume, whose {best_word} is the model"))
 
     def _kept(self, s):
         if self.early_stop and "best" in vars(s):
-            return {"user": s.best[2], "item": s.best[3]}, {"test_rmse": s.best[0], "epoch": s.best[1]}
+            key, sign = self._goal
+            return {"user": s.best[2], "item": s.best[3]}, {key: sign * s.best[0], "epoch": s.best[1]}
         return None
 
     def _take_kept(self, s, arrays, meta):
-        s.best = (float(meta["test_rmse"]), int(meta["epoch"]), arrays["user"], arrays["item"])
+        key, sign = self._goal
+        s.best = (sign * float(meta[key]), int(meta["epoch"]), arrays["user"], arrays["item"])
 
     def read_model(self, eng, s):
         U, I = vertex_model(eng, s)
@@ -515,13 +618,9 @@ class MF(Estimator):
             s.meta["best_epoch"] = s.best[1]        # the kept model's epoch (model.json's "iteration": epochs run)
             if U is not None and s.best[1] < eng.iteration:
                 U, I = s.best[2:]       # the lowest test RMSE's, when training went on past it
-        g = s.graph
-        if s.ingress:                             # each worker holds some edges: the rated items, gathered
-            pieces = eng.transport.allgather("seen", [g.src, g.dst])
-            g = BipartiteGraph(np.concatenate([p[0] for p in pieces]), np.concatenate([p[1] for p in pieces]),
-                               None, g.n_src, g.n_dst, NAMES)
+        seen = s.seen if "seen" in vars(s) else self._seen(eng, s)     # (a collective with distributed ingress)
         if U is not None:
-            self._set(U, I, s.mu, s.ids, seen_csr(g), s.clip)
+            self._set(U, I, s.mu, s.ids, seen, s.clip)
             vars(self).pop("columns_", None)
             if s.frame_columns is not None:     # score() reads a DataFrame's columns of these names
                 self.columns_ = list(s.frame_columns)

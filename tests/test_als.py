@@ -1,0 +1,245 @@
+"""Alternating least squares (tux2.udfs.als, MF(mode="als")): explicit ratings against a
+dense numpy ALS, implicit feedback against Hu, Koren & Volinsky's full-matrix
+formulas, the central invariant (partitions, threads, worker processes), the CLI end
+to end on files shaped like real ones, and the options ALS refuses."""
+import json
+import os
+
+import numpy as np
+import pytest
+
+from tests import naive
+from tests.conftest import run_cli
+from tux2 import MF, Engine, loaders
+from tux2.datasets import netflix_like
+from tux2.graph import BipartiteGraph
+from tux2.udfs import als
+
+
+@pytest.fixture(scope="module")
+def ratings():
+    return netflix_like(n_users=300, n_items=80, n_ratings=6000, rank=4, seed=1)
+
+
+def counts_graph(n_users=60, n_items=40, seed=0, groups=4):
+    """Play counts: each user plays its group's items, counts heavy-tailed (1 … 10⁶, a few huge)."""
+    rng = np.random.default_rng(seed)
+    src, dst = [], []
+    for u in range(n_users):
+        g = u % groups
+        mine = np.arange(g, n_items, groups)
+        picks = rng.choice(mine, size=min(len(mine), 3 + rng.zipf(1.6) % 6), replace=False)
+        src += [u] * len(picks)
+        dst += picks.tolist()
+    src, dst = np.array(src), np.array(dst)
+    values = np.minimum(rng.zipf(1.4, len(src)), 10 ** 6).astype(np.float32)     # Last.fm-like plays
+    return BipartiteGraph(src, dst, values, n_users, n_items, ("user", "item"))
+
+
+def _init(prog, graph, seed=3):
+    eng = Engine(prog, graph, seed=seed)
+    return eng, eng.vertex_data("user")["p"].copy(), eng.vertex_data("item")["p"].copy()
+
+
+@pytest.mark.parametrize("damping,biases", [(3.0, True), (None, True), (None, False)])
+def test_explicit_als_is_the_dense_least_squares_solve(ratings, damping, biases):
+    """Each half-epoch solves every user's (then item's) [p, b] exactly: the engine's
+    packed normal equations and Cholesky give numpy.linalg.solve's answer."""
+    train, _ = ratings
+    mu = float(train.values.mean())
+    prog = als.program(k=5, reg=0.08, mu=mu, damping=damping, biases=biases, degrees=loaders.degrees(train))
+    eng, P0, Q0 = _init(prog, train)
+    eng.run(3)
+    P, Q, bu, bi = naive.als_explicit(train, P0, Q0, mu, 0.08, 3, damping=damping, biases=biases)
+    U, I = eng.vertex_data("user"), eng.vertex_data("item")
+    np.testing.assert_allclose(U["p"], P, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(I["p"], Q, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(U["b"], bu, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(I["b"], bi, rtol=1e-4, atol=1e-5)
+    if not biases:
+        assert not U["b"].any() and not I["b"].any()
+    err = train.values - (mu + bu[train.src] + bi[train.dst] + np.einsum("ij,ij->i", P[train.src], Q[train.dst]))
+    assert eng.context()["rmse"] == pytest.approx(np.sqrt(np.mean(err.astype(np.float64) ** 2)), rel=1e-5)
+
+
+def test_implicit_als_is_hu_koren_volinsky(ratings):
+    """Implicit feedback against the paper's full-matrix formulas (every pair, C = 1 + α|R|),
+    on unnormalised counts with an item nobody played: the factors and the objective."""
+    g = counts_graph()
+    g = BipartiteGraph(g.src, np.where(g.dst == 7, 8, g.dst), g.values, g.n_src, g.n_dst, g.type_names)
+    g.values[::11] = 0.0                # an edge of count 0: preference 0, confidence 1
+    key = g.src * g.n_dst + g.dst
+    _, first = np.unique(key, return_index=True)
+    g = g.permuted(np.sort(first))
+    prog = als.program(k=4, reg=0.3, implicit=True, alpha=0.5, degrees=loaders.degrees(g))
+    eng, P0, Q0 = _init(prog, g)
+    assert not Q0[7].any()                      # no edges: starts (and stays) at 0
+    eng.run(3)
+    P, Q, objectives = naive.als_implicit(g, P0, Q0, 0.3, 0.5, 3)
+    np.testing.assert_allclose(eng.vertex_data("user")["p"], P, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(eng.vertex_data("item")["p"], Q, rtol=1e-4, atol=1e-5)
+    got = [h["objective"] for h in eng.history]
+    np.testing.assert_allclose(got, objectives, rtol=1e-5)
+    assert got[0] > got[1] > got[2]
+
+
+@pytest.mark.parametrize("implicit", [False, True])
+def test_partitions_and_threads_give_the_one_partition_model(ratings, implicit):
+    train, _ = ratings
+    if implicit:
+        train = counts_graph(n_users=200, n_items=60)
+    prog = als.program(k=6, reg=0.1, mu=float(train.values.mean()), damping=3.0, implicit=implicit, alpha=2.0,
+                       degrees=loaders.degrees(train))
+    ref = Engine(prog, train, seed=4).run(3)
+    for parts, partitioner, threads in ((4, "random", None), (4, "bicut", 2), (1, "random", 2), (3, "hdrf", None)):
+        eng = Engine(prog, train, partitions=parts, partitioner=partitioner, seed=4, threads=threads).run(3)
+        if parts > 1:
+            assert sum(p.types[0].n_mirror + p.types[1].n_mirror for p in eng.parts)      # real replicas
+        for t in ("user", "item"):
+            for f in ("p", "b"):
+                np.testing.assert_allclose(eng.vertex_data(t)[f], ref.vertex_data(t)[f], rtol=1e-4, atol=1e-5,
+                                           err_msg=f"{parts} {partitioner} {threads} {t}.{f}")
+        key = "objective" if implicit else "rmse"
+        assert eng.context()[key] == pytest.approx(ref.context()[key], rel=1e-6)
+
+
+def _write(path, rows, header="userId,movieId,rating,timestamp"):
+    with open(path, "w") as f:
+        f.write(header + "\n")
+        f.writelines(f"{u},{i},{r:g},{1_500_000_000 + n}\n" for n, (u, i, r) in enumerate(rows))
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def powerlaw_file(tmp_path_factory):
+    """Star ratings of a planted rank-3 model, user and item degrees power-law (Zipf 1.5),
+    sorted by user, 1-based ids, a header and a timestamp column."""
+    rng = np.random.default_rng(7)
+    P, Q = rng.normal(0, 0.7, (400, 3)), rng.normal(0, 0.7, (150, 3))
+    u = np.minimum(rng.zipf(1.5, 9000), 400) - 1
+    i = (np.minimum(rng.zipf(1.5, 9000), 150) - 1 + rng.integers(0, 150, 9000) * (rng.random(9000) < 0.5)) % 150
+    pairs = np.unique(np.c_[u, i], axis=0)
+    r = np.clip(np.round(3.5 + np.einsum("ij,ij->i", P[pairs[:, 0]], Q[pairs[:, 1]]) + rng.normal(0, 0.3,
+                                                                                                     len(pairs))), 1, 5)
+    return _write(tmp_path_factory.mktemp("als") / "ratings.csv", zip(pairs[:, 0] + 1, pairs[:, 1] + 1, r))
+
+
+def test_cli_als_end_to_end_on_a_powerlaw_file(powerlaw_file, tmp_path):
+    out = tmp_path / "m"
+    r = run_cli("run", "mf", powerlaw_file, "--mode", "als", "--k", "4", "--epochs", "6", "--out", str(out),
+                "--metrics", str(tmp_path / "m.jsonl"))
+    assert r.returncode == 0, r.stderr
+    assert "mf (als)" in r.stdout and "weighted-λ" in r.stdout and "epoch   6/6" in r.stdout, r.stdout
+    recs = [json.loads(x) for x in open(tmp_path / "m.jsonl")]
+    assert [x["epoch"] for x in recs] == list(range(1, 7)) and all(x["test_rmse"] > 0 for x in recs)
+    m = MF.load(str(out))
+    assert m.mode == "als" and m.get_params()["lr"] is None
+    test = loaders.load_edges(powerlaw_file)
+    assert test.base == 1
+    assert recs[-1]["test_rmse"] < 0.8 * np.std(test.values)     # well below the mean's error on held-out lines
+    users, items, _ = m.recommend([1, 2], k=5)
+    assert items.shape == (2, 5) and users.tolist() == [1, 2]
+    # 1-based ids stay the user's: predicting a training line's pair by its ids
+    line = open(powerlaw_file).readlines()[1].split(",")
+    assert np.isfinite(m.predict([int(line[0])], [int(line[1])])).all()
+
+
+def test_python_api_als_fit_predict_save_load(ratings, tmp_path):
+    train, test = ratings
+    m = MF(mode="als", k=6, epochs=5, reg=0.05).fit(train, test)
+    rmse = [h["test_rmse"] for h in m.history_]
+    assert rmse[-1] < rmse[0]
+    m.save(str(tmp_path / "m"))
+    back = MF.load(str(tmp_path / "m"))
+    np.testing.assert_array_equal(back.predict(test.src[:50], test.dst[:50]), m.predict(test.src[:50], test.dst[:50]))
+    assert -m.score(test) == pytest.approx(rmse[-1], rel=1e-5)
+
+
+def test_implicit_ranks_held_out_items_above_popularity():
+    """Planted groups of items, heavy-tailed play counts given as they are (no log): ALS
+    with --implicit finds each user's held-out items better than the most played ones."""
+    g = counts_graph(n_users=600, n_items=120, seed=3, groups=6)
+    rng = np.random.default_rng(0)
+    held = rng.random(g.num_edges) < 0.2
+    train, test = g.permuted(~held), g.permuted(held)
+    m = MF(mode="als", implicit=True, k=8, epochs=6, reg=0.1, alpha=1.0).fit(train, test)
+    last = m.history_[-1]
+    assert {"objective", "precision@10", "ndcg@10"} <= set(last)
+    assert [h["objective"] for h in m.history_] == sorted([h["objective"] for h in m.history_], reverse=True)
+    # popularity: every user gets the most played items it has not seen
+    pop = MF(mode="als", implicit=True, k=1, epochs=0).fit(train, test)
+    pop.user_factors_[:] = 1.0
+    pop.item_factors_[:] = np.bincount(train.dst, minlength=train.n_dst)[:, None]
+    ours = m.ranking_metrics(test, k=10)
+    assert ours["ndcg"] == pytest.approx(last["ndcg@10"], rel=1e-9)
+    assert ours["precision"] == pytest.approx(last["precision@10"], rel=1e-9)
+    assert ours["ndcg"] > 1.5 * pop.ranking_metrics(test, k=10)["ndcg"]
+    users, items, _ = m.recommend([0], k=5)
+    assert not set(items[0]) & set(train.dst[train.src == 0].tolist())       # seen items left out
+
+
+def test_cli_implicit_on_unnormalised_counts_without_a_value_column(tmp_path):
+    """Counts that the squared loss refuses are --implicit's input; a file of 'user item'
+    lines (one play each, repeats summed by --duplicates sum) is too."""
+    g = counts_graph(n_users=300, n_items=80, seed=5)
+    path = tmp_path / "plays.tsv"
+    path.write_text("".join(f"u{u}\ta{i}\t{int(v)}\n" for u, i, v in zip(g.src, g.dst, g.values)))
+    r = run_cli("run", "mf", str(path), "--k", "4", "--epochs", "2")
+    assert r.returncode == 2 and "look like counts" in r.stderr and "--mode als --implicit" in r.stderr, r.stderr
+    r = run_cli("run", "mf", str(path), "--mode", "als", "--implicit", "--k", "4", "--epochs", "3",
+                "--early-stop", "1")
+    assert r.returncode == 0, r.stderr
+    assert "mf (als, implicit)" in r.stdout and "ndcg@10" in r.stdout and "objective" in r.stdout, r.stdout
+    assert "look like counts" not in r.stdout + r.stderr
+    events = tmp_path / "events.txt"
+    events.write_text("".join(f"{u} {i}\n" * int(min(v, 3)) for u, i, v in zip(g.src, g.dst, g.values)))
+    r = run_cli("run", "mf", str(events), "--mode", "als", "--implicit", "--duplicates", "sum", "--k", "4",
+                "--epochs", "2", "--out", str(tmp_path / "m"))
+    assert r.returncode == 0, r.stderr
+    assert MF.load(str(tmp_path / "m")).implicit is True
+
+
+@pytest.mark.parametrize("flags,says", [
+    (["--mode", "als", "--lr", "0.1"], "--lr 0.1 has no effect with --mode als"),
+    (["--mode", "als", "--step", "plain"], "--step plain has no effect with --mode als"),
+    (["--mode", "als", "--batch-size", "100"], "--batch-size 100 has no effect with --mode als"),
+    (["--implicit"], "--implicit has no effect with --mode sgd: it applies only with --mode als"),
+    (["--mode", "als", "--alpha", "5"], "--alpha 5.0 has no effect with explicit ratings"),
+    (["--mode", "als", "--implicit", "--no-biases"], "--no-biases has no effect with --implicit"),
+    (["--mode", "als", "--implicit", "--damping", "5"], "--damping 5.0 has no effect with --implicit"),
+    (["--mode", "als", "--order", "strata"], "--order strata is per-edge SGD's schedule"),
+])
+def test_options_als_does_not_use_are_refused(powerlaw_file, flags, says):
+    r = run_cli("run", "mf", powerlaw_file, "--epochs", "1", *flags)
+    assert r.returncode == 2 and says in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
+def test_resume_and_early_stop_with_als(powerlaw_file, tmp_path):
+    common = ["run", "mf", powerlaw_file, "--mode", "als", "--k", "3", "--quiet"]
+    assert run_cli(*common, "--epochs", "4", "--out", str(tmp_path / "full")).returncode == 0
+    r = run_cli(*common, "--epochs", "2", "--checkpoint-every", "1", "--checkpoint-dir", str(tmp_path / "ck"))
+    assert r.returncode == 0, r.stderr
+    r = run_cli(*common, "--epochs", "4", "--resume", str(tmp_path / "ck"), "--out", str(tmp_path / "resumed"))
+    assert r.returncode == 0, r.stderr
+    for t in ("user", "item"):
+        a, b = (np.load(os.path.join(tmp_path / d, f"{t}.npz")) for d in ("full", "resumed"))
+        np.testing.assert_array_equal(a["p"], b["p"])
+        np.testing.assert_array_equal(a["b"], b["b"])
+    r = run_cli("run", "mf", powerlaw_file, "--mode", "als", "--k", "8", "--reg", "0.001", "--epochs", "30",
+                "--early-stop", "2")
+    assert r.returncode == 0 and "stopped early: the test RMSE" in r.stdout, r.stdout + r.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("implicit", [[], ["--implicit"]], ids=["explicit", "implicit"])
+def test_two_worker_processes_give_the_one_process_model(powerlaw_file, tmp_path, implicit):
+    common = ["run", "mf", powerlaw_file, "--mode", "als", *implicit, "--k", "4", "--epochs", "3", "--quiet",
+              "--timeout", "30"]
+    r = run_cli(*common, "--out", str(tmp_path / "one"), timeout=300)
+    assert r.returncode == 0, r.stderr
+    r = run_cli(*common, "--workers", "2", "--partitions", "4", "--out", str(tmp_path / "two"), timeout=300)
+    assert r.returncode == 0, r.stderr
+    for t in ("user", "item"):
+        a, b = (np.load(os.path.join(tmp_path / d, f"{t}.npz")) for d in ("one", "two"))
+        np.testing.assert_allclose(b["p"], a["p"], rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(b["b"], a["b"], rtol=1e-4, atol=1e-5)
