@@ -196,6 +196,10 @@ def spread_note(s):
     if s.scale != 1.0:
         return [f"  ratings' standard deviation {s.sd:.4g}, unlike star ratings': trained divided by {s.scale:.4g} "
                 f"(standard deviation {s.sd / s.scale:.3g}), the units --reg and --lr apply in"]
+    if s.sd == 0:
+        return [f"  note: every training rating is {s.mu:g}: a model of one value learns nothing (it predicts "
+                "that value); presence-only lines (clicks, plays, purchases) have no rating to fit: "
+                "count them (--duplicates sum) or give a column of ratings (--columns)"]
     if outlying(s.sd, s.mad):
         return [f"  note: a rating lies {s.far:.4g} from the mean {s.mu:.4g} ({s.far / s.sd:.0f} standard "
                 "deviations): the ratings train as they are, not rescaled; check the input for mistyped values"]
@@ -480,7 +484,8 @@ class MF(Estimator):
             return [f"  the model is epoch {s.best[1]}'s, of the lowest test RMSE{since} ({s.best[0]:.4f}; "
                     "--early-stop keeps it)"]
         best = min(h, key=lambda x: x[1], default=None)
-        if best is None or h[-1][1] < 1.01 * best[1]:
+        # (a rise within the printed digits, e.g. on ratings of one value: 0.0000 to 0.0000, is none)
+        if best is None or h[-1][1] < 1.01 * best[1] or round(h[-1][1], 4) == round(best[1], 4):
             return []
         return [f"  note: the test RMSE was lowest at epoch {best[0]} ({best[1]:.4f}) and rose to {h[-1][1]:.4f} "
                 f"(epoch {h[-1][0]}): the model overfits these ratings; fewer --epochs (or --early-stop 2), a larger "
