@@ -611,6 +611,17 @@ def test_a_flag_of_another_algorithm_names_this_ones(capsys, argv, hint):
     assert err.strip().splitlines()[-1] == f"try 'tux2 run {argv[1]} --help'", err
 
 
+@pytest.mark.parametrize("algo", ["lr", "svm", "softmax", "fm"])
+def test_a_weight_given_to_the_glms_reg_names_lam(capsys, algo):
+    """--reg is λ in tux2 run mf and reg= is λ in every estimator, but the GLMs' --reg picks
+    l2 or l1: `tux2 run lr --reg 0.01` said only "invalid choice: '0.01' (choose from 'l2', 'l1')"."""
+    rc, out, err = _main(capsys, "run", algo, "--reg", "0.01")
+    _refused(rc, err, f"tux2: error: run {algo}: argument --reg: 0.01 is a weight λ: use --lam 0.01 (here --reg "
+             "picks the regulariser, l2 or l1", "")
+    rc, out, err = _main(capsys, "run", algo, "--reg", "l3")
+    _refused(rc, err, "invalid choice: 'l3' (choose from 'l2', 'l1')", "")
+
+
 def test_spark_als_rank_names_k(capsys, tmp_path):
     """Spark ALS's rank is the number of factors; tux2's --rank is a worker's, so
     `tux2 run mf r.txt --rank 20` said only that a worker needs the world size."""

@@ -483,3 +483,24 @@ def test_a_run_that_stopped_early_stays_stopped_when_resumed(tmp_path):
     assert "stopped early" in r.stdout and not any(x.startswith("epoch") for x in r.stdout.splitlines()), r.stdout
     np.testing.assert_array_equal(MF.load(str(tmp_path / "resumed")).user_factors_,
                                   MF.load(str(tmp_path / "whole")).user_factors_)
+
+
+def test_ratings_of_one_value_get_a_note_and_no_overfitting_note():
+    """A file of presences (every rating 1: user-artist lines read without their plays) says
+    that a model of one value learns nothing; its test RMSE, 0 at every epoch, is no rise,
+    so no overfitting note (it said 'lowest at epoch 1 (0.0000) and rose to 0.0000')."""
+    import warnings
+
+    import tux2
+    rng = np.random.default_rng(0)
+    users, items = rng.integers(0, 200, 3000), rng.zipf(1.5, 3000) % 300
+    pairs = np.unique(np.stack([users, items], 1), axis=0)
+    ones = np.ones(len(pairs))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        m = tux2.MF(k=8, epochs=4).fit((pairs[::2, 0], pairs[::2, 1], ones[::2]),
+                                       (pairs[1::2, 0], pairs[1::2, 1], ones[1::2]))
+    said = [str(w.message) for w in caught if w.category is RuntimeWarning]
+    assert [r["test_rmse"] for r in m.history_] == [0.0] * 4
+    assert any(s.startswith("every training rating is 1: a model of one value learns nothing") for s in said), said
+    assert not any("overfits" in s for s in said), said

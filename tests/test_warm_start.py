@@ -73,9 +73,12 @@ def test_the_cli_starts_from_a_model_directory(files):
     np.testing.assert_allclose(warm.predict(["u007"], [5]), old.predict(["u007"], [5]), rtol=1e-5)
     assert "warm_start" not in json.loads((d / "warm" / "model.json").read_text())
     assert not MF.load(str(d / "warm")).warm_start
-    # k is the model's; another algorithm's model; no model at all
-    r = run_cli("run", "mf", full_path, "--init-model", str(d / "old"), "-q")
-    assert r.returncode == 2 and "has k=6 factors and this fit k=50: give it k=6 (--k 6)" in r.stderr, r.stderr
+    # without --k, k is the model's (it was refused: 'this fit k=50'); another --k is refused; another
+    # algorithm's model; no model at all
+    r = run_cli("run", "mf", full_path, "--init-model", str(d / "old"), "--epochs", "1")
+    assert r.returncode == 0 and "k=6, P=1" in r.stdout and "started from the model" in r.stdout, r.stderr
+    r = run_cli("run", "mf", full_path, "--init-model", str(d / "old"), "--k", "8", "-q")
+    assert r.returncode == 2 and "has k=6 factors and this fit k=8: give it k=6 (--k 6)" in r.stderr, r.stderr
     assert "Traceback" not in r.stderr
     r = run_cli("run", "lda", "--iterations", "1", "--out", str(d / "lda"), "-q")
     assert r.returncode == 0, r.stderr

@@ -1,6 +1,8 @@
 """``tux2 run lr|svm|softmax|fm [INPUT]``: generalised linear models and factorization
 machines by mini-batch SGD, with the training strategy of Spark MLlib, MLlib*, Petuum,
 ColumnSGD or PS2."""
+import argparse
+
 from tux2.cli.common import (NONNEG, NONNEG_NUMBER, PARTITIONS, POSITIVE, SEED, classification_data,
                              run as run_command, add_libsvm_args, add_run_args)
 from tux2.estimators import ALGORITHMS
@@ -49,7 +51,8 @@ def add_parser(algos):
                                 "the others, as liblinear's -B 1; Spark MLlib and scikit-learn fit one too)")
         p.add_argument("--driver", action="store_true",
                        help="sendgradient only: every feature master on partition 0 (Spark's driver)")
-        p.add_argument("--reg", default="l2", choices=FM.choices["penalty"], help="regulariser R: 1/2 |W|^2 or |W|_1")
+        p.add_argument("--reg", default="l2", type=_penalty, choices=FM.choices["penalty"],
+                       help="regulariser R: 1/2 |W|^2 or |W|_1 (its weight λ is --lam)")
         p.add_argument("--lam", type=NONNEG_NUMBER, default=None,
                        help="regularisation weight lambda (default 1/n for n training samples: scikit-learn's and "
                             "liblinear's C = 1)")
@@ -74,3 +77,14 @@ def add_parser(algos):
 
 def run(args):
     return run_command(args, ALGORITHMS[args.model], classification_data)
+
+
+def _penalty(text):
+    """--reg's value: the regulariser's name. A number is λ, which tux2 run mf and the
+    estimators' ``reg=`` take there (it was 'invalid choice: 0.01 (choose from l2, l1)')."""
+    try:
+        float(text)
+    except ValueError:
+        return text
+    raise argparse.ArgumentTypeError(f"{text} is a weight λ: use --lam {text} (here --reg picks the regulariser, "
+                                     "l2 or l1; tux2 run mf's --reg and the estimators' reg= are λ)")

@@ -79,8 +79,8 @@ def add_parser(sub):
     add_run_args(p, "directory for the model (.npz per vertex type + model.json)", "epoch")
     p.add_argument("--init-model", metavar="DIR",
                    help="start from the model in DIR (--out of an earlier run): its users and items that INPUT "
-                        "has start from their factors and biases, the others as in a new model; --k must be "
-                        "the model's (warm start, to train on more ratings or for more epochs)")
+                        "has start from their factors and biases, the others as in a new model; --k is the "
+                        "model's (given, it must be) (warm start, to train on more ratings or for more epochs)")
     p.add_argument("--eval-every", type=NONNEG, default=1,
                    help="compute test RMSE (--implicit: precision and NDCG@10) every N epochs (0: only after the "
                         "last); with several workers "
@@ -92,6 +92,10 @@ def add_parser(sub):
 
 
 def run(args):
+    if args.init_model and "k" not in args.given:        # --k defaults to the model's (a model of k=20 was refused)
+        from tux2.model_check import read_meta
+        k = read_meta(args.init_model).get("k")
+        args.k = k if isinstance(k, int) and not isinstance(k, bool) and k >= 1 else args.k     # (else load names it)
     return run_command(args, MF, load, biases=not args.no_biases, **input_options(args))
 
 

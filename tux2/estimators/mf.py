@@ -230,6 +230,10 @@ def spread_note(s):
     if s.scale != 1.0:
         return [f"  ratings' standard deviation {s.sd:.4g}, unlike star ratings': trained divided by {s.scale:.4g} "
                 f"(standard deviation {s.sd / s.scale:.3g}), the units --reg and --lr apply in"]
+    if s.sd == 0:
+        return [f"  note: every training rating is {s.mu:g}: a model of one value learns nothing (it predicts "
+                "that value); presence-only lines (clicks, plays, purchases) have no rating to fit: "
+                "count them (--duplicates sum) or give a column of ratings (--columns)"]
     if outlying(s.sd, s.mad):
         return [f"  note: a rating lies {s.far:.4g} from the mean {s.mu:.4g} ({s.far / s.sd:.0f} standard "
                 "deviations): the ratings train as they are, not rescaled; check the input for mistyped values"]
@@ -580,7 +584,8 @@ class MF(Estimator):
             return [f"  the model is epoch {s.best[1]}'s, of the {best_word} {name}{since} ({sign * s.best[0]:.4f}; "
                     "--early-stop keeps it)"]
         best = min(h, key=lambda x: x[1], default=None)
-        if best is None or h[-1][1] - best[1] < 0.01 * abs(best[1]):
+        # (a rise within the printed digits, e.g. on ratings of one value: 0.0000 to 0.0000, is none)
+        if best is None or h[-1][1] - best[1] < 0.01 * abs(best[1]) or round(h[-1][1], 4) == round(best[1], 4):
             return []
         return [f"  note: the {name} was {best_word} at epoch {best[0]} ({sign * best[1]:.4f}) and {moved} to "
                 f"{sign * h[-1][1]:.4f} (epoch {h[-1][0]}): the model overfits these ratings; fewer --epochs (or "
