@@ -230,7 +230,7 @@ def test_info_reads_columns_past_the_lines_end_as_an_error_not_a_corpus(tmp_path
     as 'doc word count' triples, the flag ignored and exit 0; tux2 run mf names the line."""
     (tmp_path / "r.txt").write_text("1 2 3\n2 3 4\n3 1 5\n")
     r = run_cli("info", str(tmp_path / "r.txt"), "--columns", "99,1")
-    assert r.returncode == 2 and "r.txt:1: missing column (fewer columns than --columns names)" in r.stderr, r.stderr
+    assert r.returncode == 2 and "r.txt:1: missing column (fewer columns than named by --columns)" in r.stderr, r.stderr
     r = run_cli("info", str(tmp_path / "r.txt"), "--columns", "2,1", "--json")
     assert r.returncode == 0 and json.loads(r.stdout)["format"] == "edges", r.stderr
 

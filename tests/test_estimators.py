@@ -524,3 +524,38 @@ def test_mf_recommend_of_no_users_is_empty_arrays_of_the_usual_types_and_chunk_i
     assert [a.shape[0] for a in empty] == [0, 0, 0]
     with pytest.raises(ValueError, match="chunk must be an integer >= 1, got 0"):
         m.recommend([X[0][0]], 3, chunk=0)
+
+
+def test_data_errors_name_fit_keywords_from_python_and_flags_on_the_command_line(tmp_path):
+    """The readers' errors name the CLI's flags ('--duplicates sum|last|keep', '--columns',
+    '--ids string', '--text-column'); from fit they name the keywords instead, the error
+    itself (its class, file and line) unchanged. The command line keeps its flags."""
+    import warnings
+    (tmp_path / "dup.txt").write_text("1 1 4\n1 1 5\n2 3 1\n")
+    (tmp_path / "str.txt").write_text("a b 4\nc d 5\n")
+    (tmp_path / "t.csv").write_text("title,body\nx,y\n")
+    (tmp_path / "one.txt").write_text("1 1 4\n2 3 5\n")
+    cases = [  # (fit, CLI arguments, Python's words, the CLI's)
+        (lambda: tux2.MF(epochs=1).fit(str(tmp_path / "dup.txt")), ["mf", "dup.txt"],
+         "dup.txt:2: duplicate edge (1, 1), first at line 1; choose a policy with duplicates='sum'|'last'|'keep'",
+         "--duplicates sum|last|keep"),
+        (lambda: tux2.MF(epochs=1, columns="1,2,9").fit(str(tmp_path / "dup.txt")), ["mf", "dup.txt", "--columns", "1,2,9"],
+         "missing column (fewer columns than named by columns=)", "named by --columns"),
+        (lambda: tux2.MF(epochs=1, ids="int").fit(str(tmp_path / "str.txt")), ["mf", "str.txt", "--ids", "int"],
+         "for non-numeric ids use ids='string')", "use --ids string"),
+        (lambda: tux2.LDA(iterations=1, text_column="zz").fit(str(tmp_path / "t.csv")),
+         ["lda", "t.csv", "--text-column", "zz"], "text_column= takes a name of the header line", "--text-column (text_column=) takes"),
+        (lambda: tux2.MF(epochs=1, early_stop=2).fit(str(tmp_path / "one.txt")),
+         ["mf", "one.txt", "--early-stop", "2", "--test-fraction", "0"], "early_stop=2 watches the test RMSE", "--early-stop 2"),
+    ]
+    for fit, argv, python, cli in cases:
+        with warnings.catch_warnings(), pytest.raises(tux2.Tux2Error) as e:
+            warnings.simplefilter("ignore")
+            fit()
+        assert python in str(e.value) and "--" not in str(e.value), str(e.value)
+        r = run_cli("run", argv[0], str(tmp_path / argv[1]), *argv[2:], "--epochs" if argv[0] == "mf" else
+                    "--iterations", "1", "--quiet")
+        assert r.returncode == 2 and cli in r.stderr and "Traceback" not in r.stderr, r.stderr
+    with pytest.raises(tux2.InputError) as e:                  # the same error: file and line kept
+        tux2.MF(epochs=1).fit(str(tmp_path / "dup.txt"))
+    assert (e.value.path, e.value.line) == (str(tmp_path / "dup.txt"), 2)

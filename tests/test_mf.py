@@ -257,7 +257,7 @@ def test_early_stop_without_test_ratings_to_watch_is_refused(tmp_path):
     from tests.conftest import run_cli
     from tux2.io import write_edge_list
     tr, te = _overfitting()
-    with pytest.raises(Tux2Error, match=r"early_stop=\) watches the test RMSE.*fit\(data, test\)"):
+    with pytest.raises(Tux2Error, match=r"early_stop=2 watches the test RMSE: give test ratings \(fit\(data, test\)\)"):
         tux2.MF(k=4, epochs=2, early_stop=2).fit(tr)
     with pytest.raises(ValueError, match="early_stop=2 has no effect with eval_every=0"):
         tux2.MF(k=4, epochs=2, early_stop=2, eval_every=0).fit(tr, te)

@@ -195,3 +195,49 @@ def test_top_k_user_list_of_ids_with_spaces_is_users_not_pairs(tmp_path):
     got = [ln.split("\t") for ln in r.stdout.splitlines()]
     assert [f[0] for f in got] == ["user 1", "user 1", "user 3", "nobody"]
     assert all([t.rsplit(":", 1)[0] for t in f[1:]] == want[f[0]] for f in got)
+
+
+def test_a_one_line_user_list_of_two_names_is_users_not_a_header(tmp_path):
+    """'alice bob' alone in --top-k INPUT (two words, no number) was taken for a header
+    line: 'no edges found'. Words that are the model's user ids are never a header; lines
+    whose later words are users and no items list users (every word); an id with a space
+    ('Jane Doe', one per line) alone is one user; 'user item' lines stay a test set."""
+    rng = np.random.default_rng(2)
+    names = ["alice", "bob", "carol", "dave", "Jane Doe", "John Roe"]
+    (tmp_path / "r.csv").write_text("".join(f"{u},item{i},{rng.integers(1, 6)}\n" for u in names[:4]
+                                            for i in rng.choice(30, 8, replace=False)))
+    r = run_cli("run", "mf", str(tmp_path / "r.csv"), "--k", "3", "--epochs", "2", "--test-fraction", "0",
+                "--out", str(tmp_path / "m"), "--quiet")
+    assert r.returncode == 0, r.stderr
+    model = MF.load(tmp_path / "m")
+
+    def lists(text, extra=()):
+        (tmp_path / "u.txt").write_text(text)
+        r = run_cli("predict", str(tmp_path / "m"), str(tmp_path / "u.txt"), "--top-k", "3", *extra)
+        assert r.returncode == 0, r.stderr
+        sep = "\t" if "\t" in r.stdout else " "
+        return [ln.split(sep) for ln in r.stdout.splitlines()], r.stderr
+
+    def want(users):
+        got, items, _ = model.recommend(users, 3)
+        return [[u] + [f"{b}:" for b in row] for u, row in zip(got.tolist(), items.tolist())]
+
+    def short(rows):
+        return [[f[0]] + [t.rsplit(":", 1)[0] + ":" for t in f[1:]] for f in rows]
+
+    for text, users in (("alice bob\n", ["alice", "bob"]), ("alice carol\nbob dave\n", ["alice", "carol", "bob", "dave"]),
+                        ("userId\nalice\nbob\n", ["alice", "bob"]), ("bob\n", ["bob"])):
+        got, err = lists(text)
+        assert short(got) == want(users) and "precision" not in err, (text, got, err)
+    got, err = lists("zed bob\n")                # a new user: the baseline's list, counted
+    assert [f[0] for f in got] == ["zed", "bob"] and '"unknown_users": 1' in err, err
+    got, err = lists("alice item3\nbob item5\n")     # user, item: a test set, measured
+    assert [f[0] for f in got] == ["alice", "bob"] and "precision@3" in err, err
+    (tmp_path / "r2.csv").write_text("".join(f"{u},item{i},{rng.integers(1, 6)}\n" for u in names[4:] + ["Ann Poe"]
+                                             for i in rng.choice(30, 8, replace=False)))
+    r = run_cli("run", "mf", str(tmp_path / "r2.csv"), "--k", "3", "--epochs", "2", "--test-fraction", "0",
+                "--out", str(tmp_path / "m"), "--quiet")
+    assert r.returncode == 0, r.stderr
+    model = MF.load(tmp_path / "m")
+    got, err = lists("Jane Doe\n")              # ids with a space: the line is one user
+    assert short(got) == want(["Jane Doe"]), (got, err)

@@ -1034,7 +1034,7 @@ def test_book_crossing_latin1_isbns_and_an_x_past_the_first_lines_are_read(tmp_p
     rows = "".join(f'"{u}";"{b}";"{rng.integers(1, 11)}"\n' for u, b in pairs)
     path = tmp_path / "BX-Book-Ratings.csv"
     path.write_bytes(('"User-ID";"ISBN";"Book-Rating"\n' + rows).encode("latin-1"))
-    with pytest.raises(tux2.InputError, match=r"malformed vertex id .*--ids string, ids='string'"):
+    with pytest.raises(tux2.InputError, match=r"malformed vertex id .*use ids='string'\)"):
         tux2.MF(k=4, epochs=2).fit(str(path))                  # numeric ids in the first lines
     r = run_cli("run", "mf", str(path), "--ids", "string", "--epochs", "2", "--k", "4", "--out", str(tmp_path / "m"),
                 timeout=300)

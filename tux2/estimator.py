@@ -22,7 +22,7 @@ import math
 import os
 
 from tux2 import files
-from tux2.errors import CheckpointError, InputError, not_fitted
+from tux2.errors import CheckpointError, InputError, Tux2Error, not_fitted
 from tux2.io import temporary_copies
 from tux2.params import NONNEG, PROCESSES, flag_hints, unknown
 from tux2.runner import Dataset, checkpoint_options, fit_workers, train
@@ -180,6 +180,11 @@ class Estimator:
                 train(self, data, **options)
         except CheckpointError as e:       # its remedies name tux2 run's flags: here, fit's keywords
             raise CheckpointError(self._in_python(str(e))) from None
+        except Tux2Error as e:              # the data's errors (InputError …) name the CLI's flags too ('--columns
+            text = self._in_python(str(e))      # picks …'): the same error, in fit's keywords ('columns= …')
+            if text != str(e) and len(e.args) == 1:
+                e.args = (text,)
+            raise
         self._fit_params = fitted           # what save writes: a set_params after fit changes the next fit only
         return self
 
@@ -255,6 +260,13 @@ class Estimator:
         """A run's note or stop message as a Python caller reads it: each ``--flag``
         of a parameter becomes ``param=`` ('try --eta 0.05' → 'try eta=0.05')."""
         import re
+        # a flag beside its keyword, for both readers ('--duplicates sum (duplicates='sum')', '--text-column
+        # (text_column=)', '… (from Python: …)', '--ids string, ids='string''): the keyword alone
+        text = re.sub(r"--[a-z][a-z0-9-]*( [^\s(),;]+)? \((?:from Python: )?([a-z_]+=)([^()]*)\)",
+                      lambda m: m.group(2) + (m.group(3) or (m.group(1) or "").strip()), text)
+        text = re.sub(r"\([^()]*--[^()]*; from Python: ((?:[^()]|\([^()]*\))*)\)", r"(\1)", text)
+        text = re.sub(r"--[a-z][a-z0-9-]*(?: \w+)?, (?=[a-z_]+=)", "", text)
+        text = re.sub(r"([a-z_]+=\w+) / --[a-z][a-z0-9-]*", r"\1", text)
         names = {self.flags.get(p, (p,))[0].replace("_", "-"): p for p in self.get_params()} | \
             {"workers": "workers", "resume": "checkpoint", "checkpoint-dir": "checkpoint"}     # fit's own keywords
 

@@ -36,7 +36,7 @@ _MESSAGES = {
     6: "missing column (expected 'src dst [value]')",
     7: "vertex id too large (over 2^62)",
     8: "missing value column (other lines have 3 columns)",
-    9: "missing column (fewer columns than --columns names)",
+    9: "missing column (fewer columns than named by --columns)",
     10: "a value column where the lines before have none (the first data line has 2 columns)",
     11: "vertex id too large for int32 (read again into int64)",
     13: "empty field (two separators in a row): a missing id or value? Fill it in or leave the line out",

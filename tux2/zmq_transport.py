@@ -34,10 +34,7 @@
   handler: a connection that does not know it is refused during the handshake,
   before libzmq buffers any frame (a multi-part message that never completes
   could otherwise grow without bound). Refused handshakes are counted
-  (``refused``): on the data port the failures libzmq reports, at the rendezvous every
-  accepted connection that never passed (libzmq reports none for some strangers); both
-  monitors are read to their socket's end when the transport closes. PLAIN does not
-  encrypt: off loopback, use CURVE.
+  (``refused``). PLAIN does not encrypt: off loopback, use CURVE.
 """
 import collections
 import hashlib
@@ -68,12 +65,6 @@ LAST_WORD_GRACE = 5.0           # seconds a refusal, the table or an ABORT may t
 # NO_DETAIL there is a peer that hung up mid-handshake (a worker closing), which it did not refuse
 _REFUSED = zmq.EVENT_HANDSHAKE_FAILED_AUTH | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL
 _HANDSHAKE_FAILED = _REFUSED | zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL
-# the rendezvous counts the connections it accepted that never passed the handshake: libzmq reports
-# no failure at all for some (a peer that is no ZMTP 3 peer, e.g. an HTTP request, under ZAP), and a
-# NULL client that sees rank 0's mechanism first hangs up (NO_DETAIL) before it shows its own. Every
-# real rank passes before it can say HELLO, so none is in a handshake when the rendezvous ends
-_RENDEZVOUS = zmq.EVENT_ACCEPTED | zmq.EVENT_HANDSHAKE_SUCCEEDED | zmq.EVENT_MONITOR_STOPPED
-STOP_WAIT = LAST_WORD_GRACE + 1.0   # seconds a closed socket's monitor may take to report its end
 
 
 class PeerLost(Tux2Error):
@@ -195,8 +186,6 @@ class ZmqTransport:
         self.messages_sent = 0
         self.dropped = 0                # frames dropped as malformed, foreign or repeated
         self.refused = 0                # connections refused in the handshake (no key or wrong secret)
-        self._rv_monitor = None         # the rendezvous socket's monitor, read to its end in close
-        self._rv_counts = {zmq.EVENT_ACCEPTED: 0, zmq.EVENT_HANDSHAKE_SUCCEEDED: 0}
         self.drop_reasons = {}          # the first few reasons, with counts
         self.max_frame = int(max_frame)
         self._pending = {}
@@ -218,7 +207,7 @@ class ZmqTransport:
                 self._start_plain()
             self._options = json.dumps(options or {}, sort_keys=True, default=str)
             self.pull = self._socket(zmq.PULL, server=True, max_bytes=self.max_frame)
-            self._pull_monitor = self._monitor(self.pull, _REFUSED | zmq.EVENT_MONITOR_STOPPED)   # (read to its end)
+            self._pull_monitor = self._monitor(self.pull)
             try:
                 port = self.pull.bind_to_random_port(f"tcp://{bind_host}")
             except zmq.ZMQError as e:       # an address of another host, a name that is no interface
@@ -317,42 +306,9 @@ class ZmqTransport:
         """Failed handshakes reported on monitor ``mon`` since the last call."""
         n = 0
         while mon is not None and mon.poll(0):
-            n += recv_monitor_message(mon)["event"] != zmq.EVENT_MONITOR_STOPPED
+            recv_monitor_message(mon)
+            n += 1
         return n
-
-    @staticmethod
-    def _read_to_end(mon, count=None):
-        """Read monitor ``mon`` of a closed socket until the socket's end (MONITOR_STOPPED,
-        which libzmq sends once the socket and its connections are gone: no event comes after
-        it), at most ``STOP_WAIT`` seconds; then close it. ``count``: {event: n} to add to;
-        returns the events read that are not in it (the failures of a failures-only monitor)."""
-        other = 0
-        deadline = time.monotonic() + STOP_WAIT
-        try:
-            while True:
-                left = deadline - time.monotonic()
-                if left <= 0 or not mon.poll(int(left * 1000) + 1):
-                    break
-                event = recv_monitor_message(mon)["event"]
-                if event == zmq.EVENT_MONITOR_STOPPED:
-                    break
-                if count is not None and event in count:
-                    count[event] += 1
-                else:
-                    other += 1
-        finally:
-            mon.close()
-        return other
-
-    def _stranger_count(self):
-        """Connections the rendezvous accepted that have not passed the handshake (so far)."""
-        c = self._rv_counts
-        if self._rv_monitor is not None:
-            while self._rv_monitor.poll(0):
-                event = recv_monitor_message(self._rv_monitor)["event"]
-                if event in c:
-                    c[event] += 1
-        return max(c[zmq.EVENT_ACCEPTED] - c[zmq.EVENT_HANDSHAKE_SUCCEEDED], 0)
 
     def _rendezvous(self, address, deadline_s):
         if self.world == 1:
@@ -368,7 +324,7 @@ class ZmqTransport:
         deadline = time.monotonic() + deadline_s
         hello = hello_token(self._secret)
         sock = self._socket(zmq.ROUTER, server=True, max_bytes=RENDEZVOUS_MAX)
-        self._rv_monitor = self._monitor(sock, _RENDEZVOUS)
+        mon = self._monitor(sock)
         try:
             sock.bind(address)
         except zmq.ZMQError as e:
@@ -376,6 +332,7 @@ class ZmqTransport:
             raise Tux2Error(f"rank 0 cannot bind the rendezvous address {address}: {e}") from None
         table = {0: self.address}
         idents = {}
+        failed = 0
 
         def refuse(reason, ident=None, error=Tux2Error):
             """Tell the ranks that arrived (and ``ident``) why the run stops; the error to raise."""
@@ -389,7 +346,7 @@ class ZmqTransport:
             while len(table) < self.world:
                 left = deadline - time.monotonic()
                 if left <= 0 or not sock.poll(int(min(left, 0.5) * 1000)):
-                    failed = self._stranger_count()
+                    failed += self._handshake_failures(mon)
                     if left > 0:
                         continue
                     missing = sorted(set(range(self.world)) - set(table))
@@ -432,10 +389,12 @@ class ZmqTransport:
             for ident in idents.values():
                 sock.send_multipart([ident] + encode(TABLE, 0, 0, self.world, "table", parts, token=hello))
         finally:
+            self.refused += failed + self._handshake_failures(mon)
+            if mon is not None:
+                sock.disable_monitor()
+                mon.close()
             # the tables (or refusals) leave after the close, from the I/O thread: the context
-            # lives on, so this does not block; a failed rendezvous waits for them in ctx.destroy.
-            # Its monitor stays on to the socket's end: close() counts the strangers (handshakes
-            # that end as it closes are counted too, not lost with a monitor switched off first)
+            # lives on, so this does not block; a failed rendezvous waits for them in ctx.destroy
             sock.close(linger=int(1000 * LAST_WORD_GRACE))
         return [table[r] for r in range(self.world)]
 
@@ -721,15 +680,11 @@ class ZmqTransport:
         # the data port closes only once the messages have left: a peer sees it close when this
         # worker is done or dead, never while its last message is still on the way
         self._out.term()
-        # the data port's monitor, and the rendezvous's, are read to their socket's end: a
-        # refusal that happens as the run ends is counted, not dropped with the monitor
-        self.pull.close()
+        self.refused += self._handshake_failures(self._pull_monitor)
         if self._pull_monitor is not None:
-            self.refused += self._read_to_end(self._pull_monitor)
-        if self._rv_monitor is not None:
-            self._read_to_end(self._rv_monitor, self._rv_counts)
-            self._rv_monitor = None
-            self.refused += self._stranger_count()
+            self.pull.disable_monitor()
+            self._pull_monitor.close()
+        self.pull.close()
         if self._auth is not None:
             self._auth.stop()
         self.ctx.term()

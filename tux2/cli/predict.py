@@ -26,7 +26,7 @@ def add_parser(sub):
                                    "and AUC against the input's labels. mf: INPUT has 'user item [rating]' lines "
                                    "(in the training ids); writes 'user item prediction', and RMSE/MAE when "
                                    "ratings are given; with --top-k, the best unseen items per user of INPUT "
-                                   "(one user per line; default every user). lda: INPUT is a corpus in any "
+                                   "(one user per line, or several on a line; default every user). lda: INPUT is a corpus in any "
                                    "format 'tux2 run lda' reads; writes each document's topic mixture.")
     p.add_argument("model", help="directory written by 'tux2 run ALGO … --out DIR'")
     p.add_argument("input", nargs="?", help="data to predict for (see above); optional only for mf --top-k")
@@ -212,12 +212,45 @@ def _none_known(args, g, what):
 
 
 def _list_format(args, model):
-    """(--top-k INPUT's EdgeFormat, whether each line is one whole id (``_whole_lines``),
-    whether it has 'user item [rating]' lines: a test set, not users alone)."""
+    """(--top-k INPUT's EdgeFormat, how its lines list users (``_whole_lines``: "whole",
+    each line one id; "all": every word a user; None: the first word), whether it has 'user
+    item [rating]' lines: a test set, not users alone). Words that are the model's user ids
+    are never a header: a one-line list 'alice bob' (two names, no number: a header by the
+    rule for edge files) lists two users, and 'Jane Doe' (an id with a space) one."""
     from tux2.io import edge_format, read_head
     fmt = edge_format(read_head(args.input, "the user list"), args.input)
-    whole = _whole_lines(fmt, model)
-    return fmt, whole, args.columns is not None or fmt.width >= 2 and not whole
+    how = "whole" if _whole_lines(fmt, model) else None
+    rows = _head_rows(args.input, fmt, how) if args.columns is None else []
+    named = model.ids_[0] is not None and model.ids_[0].tokens.dtype.kind == "U"
+    header = bool(fmt.names) and not (rows and named and (model.lookup(0, rows[0]) >= 0).any())
+    if how is None and fmt.width >= 2 and named and _all_users(rows[1:] if header else rows, model):
+        how = "all"                 # 'alice bob' lines: users (the second word no item of the model's)
+    if fmt.names and not header and how is not None:
+        fmt.names = None            # the first line is a user list's, not a header of names
+    return fmt, how, args.columns is not None or fmt.width >= 2 and how is None
+
+
+def _head_rows(path, fmt, how, n=1000):
+    """The words of the first ``n`` non-empty lines of a user list (header included), as ids
+    (each line one word when ``how`` is "whole")."""
+    from tux2.io import BOM, csv_unquote
+    from tux2.loaders import id_text
+    rows = []
+    with open(path, "rb") as f:
+        for no, raw in enumerate(itertools.islice(f, n), 1):
+            t = fmt.fields(raw.removeprefix(BOM) if no == 1 else raw)
+            if t:
+                rows.append([id_text(csv_unquote(raw.removeprefix(BOM).strip()))] if how == "whole"
+                            else [id_text(x) for x in t])
+    return rows
+
+
+def _all_users(rows, model):
+    """Whether the words after the first of each line in ``rows`` are users, not items: none
+    is an item id of the model (string ids) and some are its user ids. Lines 'user item' are
+    a test set; 'user 2024-05-01' a user list with another column."""
+    later = [w for r in rows for w in r[1:]]
+    return bool(later) and not (model.lookup(1, later) >= 0).any() and (model.lookup(0, later) >= 0).any()
 
 
 def _whole_lines(fmt, model):
@@ -228,9 +261,9 @@ def _whole_lines(fmt, model):
         any(" " in t for t in ids.tokens.tolist())
 
 
-def _listed_users(args, model, fmt, whole):
+def _listed_users(args, model, fmt, how):
     """The users of --top-k INPUT: the first token of each line (the whole line when
-    ``_whole_lines``), in order, below a header line of names (``userId``, as rating files have one). One without
+    ``_whole_lines``, every token when each is a user: ``_list_format``), in order, below a header line of names (``userId``, as rating files have one). One without
     training ratings follows --unknown (baseline: the items of highest μ + b_i),
     counted on stderr; with error, it stops naming its line."""
     from tux2.io import BOM, csv_unquote
@@ -240,8 +273,9 @@ def _listed_users(args, model, fmt, whole):
         for no, raw in enumerate(f, 1):         # ids as the rating files' readers take them: quoted, Latin-1, …
             t = fmt.fields(raw.removeprefix(BOM) if no == 1 else raw)
             if t and not (fmt.names and no <= fmt.skip):
-                toks.append(id_text(csv_unquote(raw.strip()) if whole else t[0]))
-                nos.append(no)                  # the line's text is read again only for an error
+                words = [csv_unquote(raw.removeprefix(BOM).strip())] if how == "whole" else t if how == "all" else t[:1]
+                toks += [id_text(w) for w in words]
+                nos += [no] * len(words)        # the line's text is read again only for an error
 
     def line(i):
         with open(args.input, "rb") as f:
