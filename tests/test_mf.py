@@ -324,7 +324,7 @@ def test_divergence_after_a_kept_best_epoch_ends_with_that_model(tmp_path):
         r = run_cli("run", "mf", path, *flags, "--epochs", "10", "--early-stop", "5", "--workers", workers,
                     "--out", str(out), timeout=300)
         assert r.returncode == 0, r.stderr
-        assert ("tux2: warning: training diverged at epoch 4 (RMSE is not finite); lower --lr. The model of epoch 3 "
+        assert ("tux2: warning: training diverged at epoch 4 (train_rmse is not finite); lower --lr. The model of epoch 3 "
                 "(test_rmse 1.") in r.stderr and "what --out writes" in r.stderr, r.stderr
         assert "Traceback" not in r.stderr and f"model written to {out}" in r.stdout, r.stderr
         got = tux2.MF.load(str(out))
@@ -339,7 +339,7 @@ def test_divergence_after_a_kept_best_epoch_ends_with_that_model(tmp_path):
     g = est.load_data(path).train                   # held out as the CLI holds out --test-fraction 0.1
     held = ingress.test_mask(range(g.num_edges), 0.1)
     tr, te = g.permuted(~held), loaders.mark_unknown(g.permuted(held), loaders.known_ids(g.permuted(~held)), "baseline")
-    with pytest.warns(RuntimeWarning, match=r"diverged at epoch 4 \(RMSE is not finite\); lower lr=\. The model of "
+    with pytest.warns(RuntimeWarning, match=r"diverged at epoch 4 \(train_rmse is not finite\); lower lr=\. The model of "
                                             r"epoch (\d) \(test_rmse 1\.\d+\), the best that early stopping "
                                             r"\(early_stop=\) kept, is the fitted model") as w:
         est.fit(tr, te)
