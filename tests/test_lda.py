@@ -303,3 +303,23 @@ def test_four_partitions_learn_as_fast_as_one():
         return np.array(out)
     one, four = lls(1), lls(4)
     assert abs(four.mean() - one.mean()) <= one.max() - one.min()
+
+
+def test_combining_replicas_changes_in_a_kernel_equals_the_record_by_record_numpy_form(corpus, monkeypatch):
+    """An Apply(overlap="allow") round at slack 0 adds up the replicas' changes to each word's
+    counts: compiled over rows of one number type (rounds.combine_changes), the same counts,
+    topics and topic totals as field by field with numpy (the general form) on 3 partitions."""
+    from tux2 import rounds
+    s, t, c, D, V, _ = corpus
+    prog = lda.program(s, t, c, D, V, K=5, seed=2, clocks=4)
+    g = BipartiteGraph(s, t, None, D, V)
+    base = rounds._uniform_base(prog.types[1].sync_dtype, ("nk",), prog.types[1].sync_dtype.itemsize)
+    assert base == np.int32                                     # the kernel's form is the one taken
+    fast = Engine(prog, g, partitions=3, partitioner="random", seed=2, threads=1).run(4)
+    monkeypatch.setattr(rounds, "_uniform_base", lambda *a: None)
+    slow = Engine(prog, g, partitions=3, partitioner="random", seed=2, threads=1).run(4)
+    for typ in ("doc", "word"):
+        np.testing.assert_array_equal(fast.vertex_data(typ)["nk"], slow.vertex_data(typ)["nk"])
+    np.testing.assert_array_equal(fast.edge_data()["z"], slow.edge_data()["z"])
+    np.testing.assert_array_equal(fast.context()["nk"], slow.context()["nk"])
+    _check_counts(fast, c)

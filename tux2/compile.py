@@ -1125,6 +1125,21 @@ def copy_rows(dst, src, rows):
 
 
 @njit(cache=True, nogil=True, boundscheck=False)
+def combine_changes(cur, snap, rows, at, vals):
+    """A mirror's values ``vals`` into its masters' rows ``rows[at[i]]`` of ``cur``: an
+    element no replica changed yet since the sync snapshot ``snap`` takes the value,
+    one already changed adds the mirror's change (replicas' changes add up)."""
+    for i in range(at.shape[0]):
+        r = rows[at[i]]
+        for j in range(cur.shape[1]):
+            c, s = cur[r, j], snap[r, j]
+            if c != s:
+                cur[r, j] = c + (vals[i, j] - s)
+            else:
+                cur[r, j] = vals[i, j]
+
+
+@njit(cache=True, nogil=True, boundscheck=False)
 def add_rows(dst, rows, at, src):
     """dst[rows[at[i]]] += src[i]: a message's accumulators added at its masters
     (each named once per message, so the sums are numpy's fancy-index adds)."""

@@ -29,7 +29,7 @@ import time
 
 import numpy as np
 
-from tux2.compile import (add_rows, as_int32, copy_rows, copy_rows_between, fanout_rows, gather_rows, group_by_part,
+from tux2.compile import (add_rows, as_int32, combine_changes, copy_rows, copy_rows_between, fanout_rows, gather_rows, group_by_part,
                           ids_within, mirror_fanout, scatter_rows, split_touched, union_positions, view, zero_rows)
 from tux2.errors import OverlapError, SchemaError
 
@@ -70,6 +70,24 @@ def _groups(starts):
     """(group, start, end) of each non-empty group of a counting sort's ``starts``."""
     s = starts.tolist()
     return [(q, a, b) for q, (a, b) in enumerate(zip(s, s[1:])) if b > a]
+
+
+def _uniform_base(dtype, fields, end):
+    """The one numeric type of every element of ``fields`` when they fill the first
+    ``end`` bytes of ``dtype`` records with no gap, else None."""
+    base, at = None, 0
+    for f in sorted(fields, key=lambda f: dtype.fields[f][1]):
+        ft, off = dtype.fields[f][:2]
+        b = ft.base if ft.subdtype is not None else ft
+        if off != at or b.kind not in "iuf" or (base is not None and b != base):
+            return None
+        base, at = b, at + ft.itemsize
+    return base if base is not None and at == end and end % base.itemsize == 0 else None
+
+
+def _typed(block, base):
+    """An (n, end) uint8 block of sync rows as an (n, end / size) array of ``base``."""
+    return (block if block.strides[1] == 1 else np.ascontiguousarray(block)).view(base)
 
 
 def _pieces(flat, msgs):
@@ -561,6 +579,13 @@ class ApplyRounds:
                 for q, m in zip(pos, msgs):
                     col[M[q]] += m[1 + k]
             return
+        if exact and s.combine == "sum" and s.overlap != "error":
+            base = _uniform_base(tl.snapshot.dtype, sync_f, end)
+            if base is not None:            # one pass per message in a kernel, on the rows as numbers
+                cur, snap = _typed(sync_block(tl.data, end), base), _typed(sync_block(tl.snapshot, end), base)
+                for q, m in zip(pos, msgs):
+                    combine_changes(cur, snap, M, q, _typed(m[1], base))
+                return
         vals = [_records(m[1], tl.snapshot.dtype) if exact else None for m in msgs]
         snaps = [tl.snapshot[f][M] for f in sync_f]
         changes = [[(v[f] - snap[q]) if exact else m[1 + k] for q, m, v in zip(pos, msgs, vals)]
