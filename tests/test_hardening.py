@@ -584,7 +584,7 @@ def test_malformed_model_directories_in_predict(tmp_path, ratings, files_, expec
 
 @pytest.mark.parametrize("change, expect", [
     ({"unknown": "bogus"}, "MF: unknown must be one of 'error', 'skip', 'baseline'; got 'bogus'"),
-    ({"mode": "weird"}, "MF: mode must be one of 'sgd', 'minibatch'; got 'weird'"),
+    ({"mode": "weird"}, "MF: mode must be one of 'sgd', 'minibatch', 'als'; got 'weird'"),
     ({"lr": -1}, "MF: lr must be a finite number > 0, got -1"),
     ({"epochs": "x"}, "MF: epochs must be an integer >= 0, got 'x'"),
 ])
