@@ -193,6 +193,8 @@ class Estimator:
         or ``load``'s) learned: its learned attributes, and ``warm_start=True``."""
         if type(model) is not type(self):
             raise TypeError(f"{type(self).__name__} cannot start from a {type(model).__name__}")
+        if "warm_start" not in self._param_names():     # its fit would ignore the model: refused, not ignored
+            raise TypeError(f"{type(self).__name__} has no warm start (warm_start=); only MF has one")
         vars(self).update((k, v) for k, v in vars(model).items() if k.endswith("_") and not k.startswith("_"))
         self.warm_start = True
         return self
