@@ -176,9 +176,10 @@ def main(args):
     ratio_spark = out["tux2"][0] / s_spark if s_spark else None
     ratio_imp = s_tux2_i / peers_i[False][0] if False in peers_i else None
     report("als", "Peer: ALS, tux2 vs Spark MLlib (explicit) and implicit (implicit feedback)",
-           f"{train.num_edges:,} train / {test.num_edges:,} test ratings ({n_users:,} users × {n_items:,} items), "
-           f"k = {k}, {iters} iterations; explicit λ = {reg} weighted (per rating); implicit λ = {reg_i} plain, "
-           f"α = {alpha}, the pairs rated ≥ 4 as events", ["system", "feedback", "s / iteration", "quality"], rows,
+           f"{train.num_edges:,} train / {info['test_ratings']:,} test ratings ({n_users:,} users × {n_items:,} "
+           f"items), k = {k}, {iters} iterations; explicit λ = {reg} weighted (per rating); implicit λ = {reg_i} "
+           f"plain, α = {alpha}, the pairs rated ≥ 4 as events ({events.num_edges:,} train, {test.num_edges:,} "
+           "test)", ["system", "feedback", "s / iteration", "quality"], rows,
            peers={"Spark MLlib": spark_v, "implicit": version("implicit")},
            notes=[f"tux2 / Spark seconds per iteration: **{ratio_spark:.2f}×** (same model: no biases, ratings − μ)"
                   if ratio_spark else "Spark could not be had: skipped (the reason is in als.jsonl).",

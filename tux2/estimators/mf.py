@@ -290,7 +290,12 @@ class MF(Estimator):
                    overlap=("error", "allow"), duplicates=loaders.DUPLICATES, base=("auto", 0, 1),
                    unknown=loaders.UNKNOWN, ids=loaders.ID_MODES)
     _resumable = ("eval_every", "early_stop")
-    _stop = "training diverged at epoch {n} ({key} is not finite); lower --lr"
+
+    @property
+    def _stop(self):
+        if self.mode == "als":
+            return "training diverged at epoch {n} ({key} is not finite); check the input values or raise --reg"
+        return "training diverged at epoch {n} (RMSE is not finite); lower --lr"
 
     def __init__(self, k=50, epochs=10, lr=None, reg=0.07, damping=DAMPING, mode="sgd", batch_size=None,
                  batch_unit="edge", enumerate="item", step="adagrad", biases=True, order=None, blocks=None, overlap="error",
