@@ -103,7 +103,6 @@ def key_dir(text):
 
 
 PARTITIONS = integer(1, runner.MAX_PARTITIONS)    # --partitions, --parts
-THREADS = PROCESSES                 # --threads per worker
 
 
 def add_input_args(p, base=True, unknown=False):
@@ -254,7 +253,7 @@ def add_distributed_args(p):
     g.add_argument("--advertise", default=None,
                    help="host name or address the other workers use to reach this one; when unset: "
                         "the bind address, or this host's name when binding 0.0.0.0")
-    g.add_argument("--threads", type=THREADS, default=None,
+    g.add_argument("--threads", type=PROCESSES, default=None,
                    help="threads per worker (default: as many as the cores, shared out among local workers). "
                         "Per-edge SGD in strata (tux2 run mf's default): the threads share the worker's partition "
                         "tile by tile. Other runs: each thread runs some of the worker's partitions, at most one "

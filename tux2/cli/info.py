@@ -4,9 +4,11 @@ import os
 
 import numpy as np
 
+from tux2 import io, loaders, tables
 from tux2.cli.common import add_input_args, input_options, note_first_read, spool_inputs
 from tux2.errors import InputError
 from tux2.files import json_text
+from tux2.loaders import ID_MODES, layout_phrases, pair_key, renumbered
 from tux2.stopwords import ENGLISH
 
 
@@ -30,7 +32,7 @@ def add_parser(sub):
                         "'tux2 run mf' reads it, else a text corpus")
     p.add_argument("--label-column", metavar="N|NAME|last", help="a table: as in tux2 run lr")
     p.add_argument("--text-column", metavar="NAME|N", help="a CSV or TSV corpus: as in tux2 run lda")
-    p.add_argument("--ids", choices=("auto", "int", "string"), default="auto", help="edge lists: as in tux2 run")
+    p.add_argument("--ids", choices=ID_MODES, default="auto", help="edge lists: as in tux2 run")
     add_input_args(p)
     p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     p.set_defaults(func=info, prints=lambda args: "tux2 info prints its report there")
@@ -49,7 +51,6 @@ def degree_stats(deg):
 
 def describe(g, kind, labels=None):
     """The report of a loaded graph, as a dict."""
-    from tux2.loaders import layout_phrases, renumbered
     out = {"format": kind, "edges": int(g.num_edges)}
     hints = []
     for side, (name, ids, n, m) in enumerate(zip(g.type_names, (g.src, g.dst), g.n, g.ids)):
@@ -73,7 +74,6 @@ def describe(g, kind, labels=None):
     if layout_phrases(g):
         out["read_as"] = "; ".join(layout_phrases(g))
     if g.num_edges:
-        from tux2.loaders import pair_key
         key = pair_key(g.src, g.dst, g.n_dst)
         uniq, counts = np.unique(key, return_counts=True)
         dup = counts[counts > 1]
@@ -109,7 +109,6 @@ def _name(g, side, i):
 
 
 def info(args):
-    from tux2 import io, loaders, tables
     spool_inputs(args)
     path = args.input
     kind = "csv" if args.text_column else io.sniff_input(path, args.columns) if args.format == "auto" else args.format

@@ -6,7 +6,9 @@ import sys
 import numpy as np
 
 from tux2 import partitioning
-from tux2.files import json_text
+from tux2.files import check_writable, json_text
+from tux2.io import display_name
+from tux2.loaders import ID_MODES, load_edges
 from tux2.errors import PartitionError
 from tux2.cli.common import (PARTITIONS, POSITIVE, SEED, add_input_args, input_options, integer, refuse_read_flags,
                              spool_inputs)
@@ -23,7 +25,7 @@ def add_parser(sub):
                     "or '::'; a header line; gzip, bz2 or xz; '-' for standard input). Only vertices with edges count. "
                     "Strategies: " + ", ".join(partitioning.available()))
     p.add_argument("input", nargs="?", help="edge list; or use --powerlaw to generate a graph")
-    p.add_argument("--ids", choices=("auto", "int", "string"), default="auto",
+    p.add_argument("--ids", choices=ID_MODES, default="auto",
                    help="as in tux2 run (string: any token, e.g. numeric ids too sparse to index by)")
     add_input_args(p)
     p.add_argument("--parts", "-p", type=PARTITIONS, required=True, help="number of parts")
@@ -102,9 +104,6 @@ def _options(pairs, strategies):
 
 
 def run(args):
-    from tux2.files import check_writable
-    from tux2.loaders import load_edges
-
     check_writable(args.save, "--save", directory=True)
     user_ids = None
     if args.powerlaw:
@@ -114,7 +113,6 @@ def run(args):
         n_src, n_dst, names = args.powerlaw, None, ("vertex",)
         what = f"power-law graph n={args.powerlaw} α={args.alpha}"
     elif args.input:
-        from tux2.io import display_name
         spool_inputs(args)
         g = load_edges(args.input, ids=args.ids, duplicates="keep", dense=True,     # repeated edges placed like others
                        **input_options(args))
