@@ -295,7 +295,7 @@ class MF(Estimator):
     def _stop(self):
         if self.mode == "als":
             return "training diverged at epoch {n} ({key} is not finite); check the input values or raise --reg"
-        return "training diverged at epoch {n} (RMSE is not finite); lower --lr"
+        return "training diverged at epoch {n} ({key} is not finite); lower --lr"
 
     def __init__(self, k=50, epochs=10, lr=None, reg=0.07, damping=DAMPING, mode="sgd", batch_size=None,
                  batch_unit="edge", enumerate="item", step="adagrad", biases=True, order=None, blocks=None, overlap="error",
