@@ -47,50 +47,76 @@ def sync_iterations(toks, D, V, K, alpha, beta, seed, iters, start=1):
     return toks
 
 
-def sparse_iterations(toks, D, V, K, alpha, beta, seed, iters, start=1):
+def sparse_iterations(toks, D, V, K, alpha, beta, seed, iters, start=1, strata=None, tiles=None):
     """Sequential collapsed Gibbs in document order, drawing with SparseLDA's bucket
     order (word bucket q, then document bucket r, then smoothing s), all recomputed.
     The word bucket walks the word's topic list: built in topic order when the
     iteration starts, a topic dropped (the last one moved into its place) when its
-    count reaches 0 and appended when it becomes non-zero."""
-    order = sorted(range(len(toks)), key=lambda i: (toks[i][0], toks[i][2], toks[i][3]))
+    count reaches 0 and appended when it becomes non-zero.
+
+    With ``strata`` and ``tiles`` (edge positions, lda.tiled_order's): the tokens in edge
+    order; the word lists are built again when a stratum starts, and each tile samples
+    against the topic totals of its stratum's start plus its own changes, all of the
+    stratum's changes entering the totals when it ends."""
+    if strata is None:
+        order = sorted(range(len(toks)), key=lambda i: (toks[i][0], toks[i][2], toks[i][3]))
+        strata = tiles = [0, len(toks)]
+        edge = None
+    else:
+        order = list(range(len(toks)))          # tokens come in edge order
+        edge = [tk[2] for tk in toks]
     alpha = np.broadcast_to(alpha, K)
     for it in range(start, start + iters):
         nd, nw, nk = counts(toks, D, V, K)
-        topics = [[j for j in range(K) if nw[w, j] > 0] for w in range(V)]
-        for i in order:
-            d, w, e, t, k = toks[i]
-            nd[d, k] -= 1
-            nw[w, k] -= 1
-            nk[k] -= 1
-            lst = topics[w]
-            if nw[w, k] == 0:
-                pos = lst.index(k)
-                lst[pos] = lst[-1]
-                lst.pop()
-            inv = [1.0 / (nk[j] + V * beta) for j in range(K)]
-            q = [(alpha[j] + nd[d, j]) * inv[j] * nw[w, j] for j in lst]
-            r = [nd[d, j] * beta * inv[j] for j in range(K)]
-            s = [alpha[j] * beta * inv[j] for j in range(K)]
-            x = uniform(seed, it, e, t) * (sum(s) + sum(r) + sum(q))
-            k = K - 1
-            for bucket, ids in ((q, lst), (r, range(K)), (s, range(K))):
-                if x < sum(bucket):
-                    k = ids[-1]
-                    for j, mass in zip(ids, bucket):
-                        x -= mass
-                        if x < 0:
-                            k = j
-                            break
-                    break
-                x -= sum(bucket)
-            if nw[w, k] == 0:
-                lst.append(k)
-            nd[d, k] += 1
-            nw[w, k] += 1
-            nk[k] += 1
-            toks[i][4] = k
+        for a, b in zip(strata[:-1], strata[1:]):
+            topics = [[j for j in range(K) if nw[w, j] > 0] for w in range(V)]
+            start_nk, change = nk.copy(), np.zeros(K, int)
+            cuts = [x for x in tiles if a <= x <= b]
+            for ta, tb in zip(cuts[:-1], cuts[1:]):
+                nk = start_nk.copy()
+                for i in order:
+                    if edge is not None and not ta <= edge[i] < tb:
+                        continue
+                    k = _draw(toks[i], nd, nw, nk, topics, alpha, beta, V, K, seed, it, change)
+                    toks[i][4] = k
+            nk = start_nk + change
     return toks
+
+
+def _draw(tok, nd, nw, nk, topics, alpha, beta, V, K, seed, it, change):
+    d, w, e, t, k = tok
+    nd[d, k] -= 1
+    nw[w, k] -= 1
+    nk[k] -= 1
+    change[k] -= 1
+    lst = topics[w]
+    if nw[w, k] == 0:
+        pos = lst.index(k)
+        lst[pos] = lst[-1]
+        lst.pop()
+    inv = [1.0 / (nk[j] + V * beta) for j in range(K)]
+    q = [(alpha[j] + nd[d, j]) * inv[j] * nw[w, j] for j in lst]
+    r = [nd[d, j] * beta * inv[j] for j in range(K)]
+    s = [alpha[j] * beta * inv[j] for j in range(K)]
+    x = uniform(seed, it, e, t) * (sum(s) + sum(r) + sum(q))
+    k = K - 1
+    for bucket, ids in ((q, lst), (r, range(K)), (s, range(K))):
+        if x < sum(bucket):
+            k = ids[-1]
+            for j, mass in zip(ids, bucket):
+                x -= mass
+                if x < 0:
+                    k = j
+                    break
+            break
+        x -= sum(bucket)
+    if nw[w, k] == 0:
+        lst.append(k)
+    nd[d, k] += 1
+    nw[w, k] += 1
+    nk[k] += 1
+    change[k] += 1
+    return k
 
 
 def log_likelihood(nd, nw, alpha, beta):

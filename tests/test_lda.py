@@ -95,6 +95,49 @@ def test_samplers_equal_plain_python(sampler):
     assert eng.context()["ll"] == pytest.approx(naive_lda.log_likelihood(nd, nw, alpha, beta), rel=1e-9)
 
 
+def _tiled(s, t, c, D, V, blocks=4, seed=0):
+    order, strata, tiles, doc_block = lda.tiled_order(s, t, D, V, blocks, seed=seed)
+    return s[order], t[order], c[order], strata, tiles, doc_block
+
+
+@pytest.mark.parametrize("shape", [dict(D=25, V=30), dict(D=12, V=40)])     # tiles sorted by document either way
+def test_tiled_sampler_equals_plain_python(shape):
+    """The tiled schedule: each tile samples against its stratum's starting topic totals
+    plus its own changes, the word lists rebuilt per stratum (naive_lda's reference)."""
+    s, t, c, D, V, _ = planted_corpus(K=3, L=12, seed=4, **shape)
+    s, t, c, strata, tiles, blk = _tiled(s, t, c, D, V)
+    assert len(tiles) > len(strata) > 2
+    K, alpha, beta, seed = 3, 0.3, 0.05, 7
+    prog = lda.program(s, t, c, D, V, K=K, alpha=alpha, beta=beta, seed=seed, doc_block=blk)
+    eng = Engine(prog, BipartiteGraph(s, t, None, D, V), partitions=1, seed=0, strata=strata, tiles=tiles,
+                 threads=1).run(3)
+    toks = naive_lda.sparse_iterations(naive_lda.tokens(s, t, c, seed, K), D, V, K, alpha, beta, seed, 3,
+                                       strata=list(strata), tiles=list(tiles))
+    assert _engine_tokens(eng, s, c) == [tk[4] for tk in toks]
+    nd, nw, _ = naive_lda.counts(toks, D, V, K)
+    assert eng.context()["ll"] == pytest.approx(naive_lda.log_likelihood(nd, nw, alpha, beta), rel=1e-9)
+
+
+def test_tiled_sampler_gives_the_same_model_for_any_partitions_and_threads(corpus):
+    """The central invariant for the sparse sampler in tiles: a stratum's tiles share no
+    document and no word, and each starts from the stratum's topic totals, so partitions
+    (stratified) and threads up to the blocks change no count and no topic."""
+    s, t, c, strata, tiles, blk = _tiled(*corpus[:5], blocks=4, seed=3)
+    D, V = corpus[3], corpus[4]
+    prog = lda.program(s, t, c, D, V, K=5, seed=3, doc_block=blk)
+    g = BipartiteGraph(s, t, None, D, V)
+    runs = [Engine(prog, g, partitions=p, partitioner="stratified", partitioner_options={"blocks": 4}, seed=3,
+                   strata=strata, tiles=tiles, threads=th).run(5) for p, th in ((1, 1), (1, 2), (1, 4), (2, 1), (2, 2),
+                                                                               (4, 1))]
+    ref = runs[0]
+    _check_counts(ref, c)
+    for eng in runs[1:]:
+        for typ in ("doc", "word"):
+            np.testing.assert_array_equal(eng.vertex_data(typ)["nk"], ref.vertex_data(typ)["nk"])
+        np.testing.assert_array_equal(eng.edge_data()["z"], ref.edge_data()["z"])
+        np.testing.assert_array_equal(eng.context()["nk"], ref.context()["nk"])
+
+
 @pytest.mark.parametrize("sampler", ["sparse", "sync"])
 def test_a_new_number_of_topics_compiles_nothing(sampler):
     """Topic vectors have room for lda.room(K) topics and the UDFs read K from the
@@ -323,3 +366,17 @@ def test_combining_replicas_changes_in_a_kernel_equals_the_record_by_record_nump
     np.testing.assert_array_equal(fast.edge_data()["z"], slow.edge_data()["z"])
     np.testing.assert_array_equal(fast.context()["nk"], slow.context()["nk"])
     _check_counts(fast, c)
+
+
+@pytest.mark.slow
+def test_lda_default_model_is_the_same_on_one_partition_threads_and_two_real_workers(corpus):
+    """The estimator's default (sparse sampler in 8 × 8 tiles): one partition in one thread,
+    three partitions in two threads and two worker processes give one model."""
+    s, t, c, D, V, _ = corpus
+    make = lambda: tux2.LDA(topics=5, iterations=4, seed=1)
+    one = make().fit((s, t, c), threads=1)
+    assert one.history_[-1]["ll_per_token"] > one.history_[0]["ll_per_token"]
+    for other in (make().fit((s, t, c), partitions=3, threads=2), make().fit((s, t, c), workers=2)):
+        np.testing.assert_array_equal(other.word_topic_, one.word_topic_)
+        np.testing.assert_array_equal(other.doc_topic_, one.doc_topic_)
+        np.testing.assert_array_equal(other.topic_totals_, one.topic_totals_)

@@ -741,17 +741,17 @@ class Engine(ApplyRounds):
 
     def _fold_ctx(self, p, ctx, start, s):
         """Add a tile group's context record into p's: its sums, and its changes to
-        delta fields; any other field it changed could not be shared by threads."""
+        delta fields; any other field it changed, unless private to it, could not be shared by threads."""
         spec = self.program.context
         for f in spec.sum:
             p.ctx[f] += ctx[f]
         for f in spec.delta:
             p.ctx[f] += ctx[f] - start[f]
         for f in ctx.dtype.names:
-            if f not in spec.sum + spec.delta and ctx[f].tobytes() != start[f].tobytes():
+            if f not in spec.sum + spec.delta + spec.private and ctx[f].tobytes() != start[f].tobytes():
                 raise SchemaError(
                     f"Exchange {s.name!r} writes context field {f!r}, which the threads of one partition "
-                    "cannot share: declare it in ContextSpec(sum=...) or (delta=...), or run with threads=1")
+                    "cannot share: declare it in ContextSpec(sum=...), (delta=...) or (private=...), or run with threads=1")
 
     def _mark(self, p, t, key, los, his, n, perm, ends):
         """Append the vertices of type t that the segments' edges touch to the touched

@@ -84,24 +84,29 @@ class ContextSpec:
     the resuming run starts with. ``bounds``: ``{field: (lo, hi)}`` the values a
     context field may hold (counts ≥ 0, …), checked when a checkpoint is restored.
     ``scratch``: ``sum`` fields a finalize consumes (a histogram), left out of the
-    engine's per-GlobalSync history, which would otherwise keep a copy per clock."""
+    engine's per-GlobalSync history, which would otherwise keep a copy per clock.
+    ``private``: working fields of an Exchange (a cache, running totals it keeps from
+    the last GlobalSync's values): threads that share a partition's tiles each work on
+    their own copy, dropped after the clock (the next GlobalSync's finalize sets them
+    again); only ``sum`` and ``delta`` fields carry a thread's results."""
 
-    def __init__(self, fields=None, sum=(), delta=(), init=None, state=(), bounds=None, scratch=()):
+    def __init__(self, fields=None, sum=(), delta=(), init=None, state=(), bounds=None, scratch=(), private=()):
         self.fields = dict(fields or {})
         self.sum = tuple(sum) + tuple(scratch)
         self.scratch = tuple(scratch)
         self.delta = tuple(delta)
         self.state = tuple(state)
+        self.private = tuple(private)
         self.bounds = dict(bounds or {})
-        for f in self.sum + self.delta + self.state + tuple(self.bounds):
+        for f in self.sum + self.delta + self.state + self.private + tuple(self.bounds):
             if f not in self.fields:
-                raise SchemaError(f"context field {f!r} is listed as sum/delta/state/bounds but not declared")
+                raise SchemaError(f"context field {f!r} is listed as sum/delta/state/private/bounds but not declared")
         self.dtype = record_dtype(self.fields) or EMPTY
         self.init = dict(init or {})
         for f in self.init:
             if f not in self.fields:
                 raise SchemaError(f"context init names unknown field {f!r}")
-        self.settings = tuple(f for f in self.init if f not in self.sum + self.delta + self.state)
+        self.settings = tuple(f for f in self.init if f not in self.sum + self.delta + self.state + self.private)
 
     def new(self, **overrides):
         """A fresh 1-element context array with initial values."""

@@ -31,6 +31,9 @@ from numba import njit
 
 import tux2.config  # noqa: F401 (locks numba's cache files)
 from tux2.errors import InputError
+from tux2.graph import stratified_order
+from tux2.partitioning import EdgeView
+from tux2.partitioning.stratified import tiles as tile_blocks
 from tux2.program import Program
 from tux2.schema import ContextSpec, VertexType
 from tux2.stages import Apply, Exchange, GlobalSync, MiniBatch
@@ -77,18 +80,25 @@ def token_edges(docs, words, counts, per_edge=TOKENS):
 
 # --------------------------------------------------------------------------- samplers
 def sparse_gibbs(u, v, e, a_u, a_v, ctx):
-    nd, nw, nk, inv, coef, qb = u.nk, v.nk, ctx.nk, ctx.inv, ctx.coef, ctx.qbuf
+    nd, nw, nk, inv, coef, qb = u.nk, v.nk, ctx.wk, ctx.inv, ctx.coef, ctx.qbuf
     K, alpha, beta, vbeta = ctx.K, ctx.alpha, ctx.beta, ctx.vbeta
     nz = v.nz                                             # the word's topics with n_wk > 0 (unordered)
     if v.stamp != ctx.sweep:                              # first visit since a sync: counts may have
         v.stamp = ctx.sweep                               # been reconciled since the index was built
         m = 0
-        for j in range(K):
-            if nw[j] > 0:
-                nz[m] = j
-                m += 1
+        for j in range(K):                                # (no branch: n_wk > 0 is a coin toss per topic)
+            nz[m] = j
+            m += nw[j] > 0
         v.nnz = m
     if u.id != ctx.cur:                                   # a new document: its bucket and coefficients
+        if u.blk != ctx.blk:                              # a new tile, or the first document since a sync:
+            ctx.blk = u.blk                               # the topic totals as synced, the tile's changes on them
+            s = 0.0
+            for j in range(K):
+                nk[j] = ctx.nk[j]
+                inv[j] = 1.0 / (nk[j] + vbeta)
+                s += alpha[j] * beta * inv[j]
+            ctx.s = s
         ctx.cur = u.id
         r = 0.0
         for j in range(K):
@@ -103,6 +113,7 @@ def sparse_gibbs(u, v, e, a_u, a_v, ctx):
         nd[k] -= 1
         nw[k] -= 1
         nk[k] -= 1
+        ctx.dnk[k] -= 1
         inv[k] = 1.0 / (nk[k] + vbeta)
         s += alpha[k] * beta * inv[k]
         r += nd[k] * beta * inv[k]
@@ -151,6 +162,7 @@ def sparse_gibbs(u, v, e, a_u, a_v, ctx):
         nd[k] += 1
         nw[k] += 1
         nk[k] += 1
+        ctx.dnk[k] += 1
         inv[k] = 1.0 / (nk[k] + vbeta)
         s += alpha[k] * beta * inv[k]
         r += nd[k] * beta * inv[k]
@@ -278,21 +290,23 @@ def doc_log_likelihood(alpha, hist, lens, K, L):
 
 
 def settle(ctx):
-    """After the word pass: the sync sampler's count changes enter the topic summary,
-    and the word part of the log-likelihood is kept for the document pass."""
+    """After the word pass: the count changes since the last sync (``dnk``, summed over
+    partitions and threads) enter the topic totals, and the word part of the
+    log-likelihood is kept for the document pass."""
     for j in range(ctx.K):
         ctx.nk[j] += ctx.dnk[j]
+        ctx.dnk[j] = 0
     ctx.llw_keep = ctx.llw
 
 
 def refresh(ctx):
-    """After a mini-batch's Apply and topic-total sync: the smoothing bucket and 1/(Vβ + n_k)
-    from the combined n_k, and every word's topic index to be rebuilt at its next visit."""
-    s = 0.0
+    """After a mini-batch's Apply: the topic totals take every partition's and thread's
+    changes; the next document starts the sampler's working totals from them
+    (``blk`` −1), and every word's topic index is rebuilt at its next visit."""
     for j in range(ctx.K):
-        ctx.inv[j] = 1.0 / (ctx.nk[j] + ctx.vbeta)
-        s += ctx.alpha[j] * ctx.beta * ctx.inv[j]
-    ctx.s = s
+        ctx.nk[j] += ctx.dnk[j]
+        ctx.dnk[j] = 0
+    ctx.blk = -1
     ctx.cur = -1
     ctx.sweep += 1
 
@@ -318,6 +332,7 @@ def finish_iteration(ctx):
         lk += math.lgamma(ctx.nk[j] + ctx.vbeta)
     ctx.s = s
     ctx.cur = -1
+    ctx.blk = -1
     ll = K * (math.lgamma(V * ctx.beta) - V * math.lgamma(ctx.beta)) + ctx.llw_keep - lk + lz
     ctx.ll = ll
     ctx.ll_per_token = ll / max(ctx.tokens, 1.0)
@@ -339,7 +354,7 @@ def room(K, tokens=0):
 
 
 def program(src, dst, count, n_docs, n_words, K=100, alpha=0.1, beta=0.01, seed=0, sampler="sparse",
-            types=("doc", "word"), optimize_interval=0, optimize_burn_in=0, clocks=1):
+            types=("doc", "word"), optimize_interval=0, optimize_burn_in=0, clocks=1, doc_block=None):
     """LDA on token edges (``token_edges``): initial topics are drawn from the same
     hash as the sampler, so every worker can compute them. ``optimize_interval`` N > 0:
     an asymmetric α is learnt after every N-th iteration past ``optimize_burn_in``
@@ -349,7 +364,14 @@ def program(src, dst, count, n_docs, n_words, K=100, alpha=0.1, beta=0.01, seed=
     samples against the others' changes of the last mini-batch only, not of the whole
     sweep (AD-LDA's staleness, as Yahoo! LDA and LightLDA narrow it): on the Debian
     descriptions (K = 20, 100 iterations) 4 partitions reach -8.440 per token in one clock
-    per iteration and -8.388 in 8, against -8.383 ± 0.011 on one (6 seeds)."""
+    per iteration and -8.388 in 8, against -8.383 ± 0.011 on one (6 seeds).
+
+    ``doc_block`` (sparse sampler, the edges in ``tiled_order``'s order, run with its strata
+    and tiles): each document's row block. An iteration is then one clock per stratum; a
+    tile shares no document and no word with the others of its stratum, and samples
+    against the topic totals of the stratum's start plus its own changes, so the tiles
+    of a stratum can run in any number of threads, partitions or workers and give the
+    one-thread model bit for bit."""
     if sampler not in ("sparse", "sync"):
         raise ValueError(f"sampler must be 'sparse' or 'sync', got {sampler!r}")
     if K < 1 or K > 32767:
@@ -380,24 +402,26 @@ def program(src, dst, count, n_docs, n_words, K=100, alpha=0.1, beta=0.01, seed=
                          f"longest documents, or keep α symmetric")
     sync = sampler == "sync"
     acc = {"nk": ("i4", R)} if sync else {}
-    vt = [VertexType(types[0], sync={"nk": ("i4", R)}, master={"id": "i8"}, accum=acc),
+    vt = [VertexType(types[0], sync={"nk": ("i4", R)}, master={"id": "i8", "blk": "i4"}, accum=acc),
           VertexType(types[1], sync={"nk": ("i4", R)}, accum=acc,
                      local={} if sync else {"nz": ("i2", R), "nnz": "i4", "stamp": "i4"})]
     ctx = ContextSpec(
         fields={"K": "i8", "V": "i8", "D": "i8", "alpha": "f8", "beta": "f8", "vbeta": "f8", "seed": "i8",
                 "it": "i8", "sweep": "i8", "nk": ("i8", R), "dnk": ("i8", R), "inv": ("f8", R), "coef": ("f8", R),
-                "qbuf": ("f8", R), "s": "f8", "r": "f8", "cur": "i8", "llw": "f8", "lld": "f8",
+                "qbuf": ("f8", R), "s": "f8", "r": "f8", "cur": "i8", "wk": ("i8", R), "blk": "i8",
+                "llw": "f8", "lld": "f8",
                 "llw_keep": "f8", "tokens": "f8", "ll": "f8", "ll_per_token": "f8",
                 "lga": ("f8", LGAMMA_TABLE), "lgb": ("f8", LGAMMA_TABLE), "asum": "f8", "opt": "i8", "burn": "i8",
                 "L": "i8", "alpha": ("f8", R), "hist": ("i4", R * L), "lens": ("i8", L)},
-        sum=("llw", "lld", "dnk"), delta=("nk",), scratch=("hist",),
-        state=("it", "sweep", "inv", "s", "cur") + (("alpha", "asum") if L > 1 else ()),
-        bounds={"nk": (0, 2 ** 62), "it": (1, 2 ** 62), "sweep": (1, 2 ** 62), "cur": (-1, 2 ** 62), "inv": (0.0, np.inf),
+        sum=("llw", "lld", "dnk"), scratch=("hist",), private=("wk", "blk", "inv", "coef", "qbuf", "s", "r", "cur"),
+        state=("it", "sweep", "nk") + (("alpha", "asum") if L > 1 else ()),
+        bounds={"nk": (0, 2 ** 62), "it": (1, 2 ** 62), "sweep": (1, 2 ** 62), "cur": (-1, 2 ** 62), "blk": (-1, 2 ** 62),
+                "inv": (0.0, np.inf),
                 "alpha": (0.0, np.inf)},
         init={"K": K, "V": n_words, "D": n_docs, "alpha": alphas, "asum": K * alpha, "beta": beta, "vbeta": vbeta,
               "seed": seed, "opt": optimize_interval, "burn": optimize_burn_in, "L": L,
               "lens": np.bincount(lengths, minlength=L)[:L] if L > 1 else [0],
-              "it": 1, "sweep": 1, "nk": nk, "inv": inv, "s": float(np.sum(alphas * beta * inv)), "cur": -1,
+              "it": 1, "sweep": 1, "nk": nk, "wk": nk, "blk": -1, "inv": inv, "s": float(np.sum(alphas * beta * inv)), "cur": -1,
               "tokens": float(count.sum()),
               "lga": [math.lgamma(n + alpha) for n in range(LGAMMA_TABLE)],
               "lgb": [math.lgamma(n + beta) for n in range(LGAMMA_TABLE)]})
@@ -406,6 +430,7 @@ def program(src, dst, count, n_docs, n_words, K=100, alpha=0.1, beta=0.01, seed=
         if name == types[0]:
             data["nk"] = ndk
             data["id"] = np.arange(len(data))
+            data["blk"] = 0 if doc_block is None else doc_block
         else:
             data["nk"] = nwk
 
@@ -414,9 +439,12 @@ def program(src, dst, count, n_docs, n_words, K=100, alpha=0.1, beta=0.01, seed=
         edata["id"] = eid
         edata["z"] = z
 
-    stages = [Exchange(sync_gibbs if sync else sparse_gibbs, enumerate=types[0]),
+    tiled = doc_block is not None and not sync
+    stages = [Exchange(sync_gibbs if sync else sparse_gibbs, enumerate=None if tiled else types[0]),
               Apply(add_counts if sync else None, overlap="allow")]      # count changes add up
-    if clocks > 1 and not sync:
+    if tiled:                                           # a clock per stratum (Engine(strata=...))
+        stages = [MiniBatch(None, stages + [GlobalSync(finalize=refresh, record=False)], unit="edge")]
+    elif clocks > 1 and not sync:
         stages = [MiniBatch(-(-n_docs // clocks), stages + [GlobalSync(finalize=refresh, record=False)], unit="vertex",
                             enumerate=types[0])]
     stages += [GlobalSync(aggregate=ll_words, over=types[1], finalize=settle),
@@ -425,6 +453,23 @@ def program(src, dst, count, n_docs, n_words, K=100, alpha=0.1, beta=0.01, seed=
                    init_vertices=init_vertices, init_edges=init_edges, name=f"lda-{sampler}",
                    bounds={"z": (-1, K - 1), "nz": (0, K - 1), "nnz": (0, K), "nk": (0, 2 ** 31 - 1),
                            "count": (0, TOKENS), "id": (0, max(m, n_docs) - 1)})
+
+
+BLOCKS = 8          # row and column blocks of the tiled schedule: 8 tiles a stratum, 8 strata an iteration
+
+
+def tiled_order(src, dst, n_docs, n_words, blocks=BLOCKS, seed=0):
+    """The tiled schedule of ``program(doc_block=...)``: DSGD's strata of B × B tiles
+    (tux2.graph.stratified_order), each tile's edges by document, then word.
+    Returns (order, strata, tiles, doc_block): the edge order, the strata and tile
+    starts for ``Engine(strata=..., tiles=...)``, and each document's row block."""
+    src, dst = np.asarray(src, np.int64), np.asarray(dst, np.int64)
+    order, strata, tiles = stratified_order(src, dst, n_docs, n_words, blocks, seed=seed, tiles=True)
+    if n_docs < n_words:          # stratified_order sorts a tile by its larger side: here the words
+        tile = np.repeat(np.arange(len(tiles) - 1), np.diff(tiles))
+        order = order[np.lexsort((dst[order], src[order], tile))]
+    row, rb, cb = tile_blocks(EdgeView(src, dst, n_docs, n_words), blocks)
+    return order, strata, tiles, np.asarray(rb if row == 0 else cb, np.int32)
 
 
 @njit(cache=True)

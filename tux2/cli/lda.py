@@ -53,7 +53,14 @@ def add_parser(algos):
     p.add_argument("--sampler", choices=LDA.choices["sampler"], default="sparse",
                    help="sparse: SparseLDA with counts updated token by token (fast); sync: every token "
                         "drawn from the counts of the sweep's start, the same for any partitioning")
-    add_partition_args(p, mirror_free="documents")
+    p.add_argument("--blocks", type=LDA.bounds["blocks"], default=None,
+                   help="the sparse sampler's tiles: an iteration is B strata of B tiles (DSGD's schedule), the "
+                        "tiles of a stratum sharing no document and no word, so partitions, workers and threads up "
+                        "to B give the one-thread model bit for bit (default 8, or the partitions if more); 0: "
+                        "untiled (one clock an iteration; on several partitions, replicas combined 8 times an "
+                        "iteration)")
+    add_partition_args(p, default=None, note=" (default: stratified, which the tiles need on several partitions; "
+                                            "bicut with --blocks 0, keeping documents mirror-free)")
     p.add_argument("--seed", type=SEED, default=0, help="seed of the initial topics and the sampler")
     p.add_argument("--top-words", type=NONNEG, default=10, help="words per topic in topics.txt and the summary")
     add_run_args(p, "directory for lda.npz (word-topic, doc-topic counts), topics.txt, vocab.txt, model.json",

@@ -5,7 +5,7 @@ import os
 import numpy as np
 
 from tux2 import files, io, loaders
-from tux2.errors import InputError
+from tux2.errors import InputError, Tux2Error
 from tux2.estimator import Estimator
 from tux2.graph import BipartiteGraph
 from tux2.params import COUNT, NONNEG, PRIOR, SEED, ShareOrCount, integer
@@ -76,17 +76,17 @@ class LDA(Estimator):
     algorithm = "lda"
     bounds = dict(topics=integer(1, 32767), iterations=NONNEG, alpha=PRIOR, beta=PRIOR, seed=SEED,
                   top_words=NONNEG, min_count=COUNT, max_df=ShareOrCount(), optimize_interval=NONNEG,
-                  optimize_burn_in=NONNEG)
+                  optimize_burn_in=NONNEG, blocks=integer(0, 1024))
     choices = dict(sampler=("sparse", "sync"), format=("auto", "triples", "docword", "text", "csv"), base=(0, 1),
                    duplicates=loaders.DUPLICATES, numbers=("drop", "keep"))
     _unit, _iterations = "iteration", "iterations"
     _resumable = ("top_words",)
     _watch, _stop = "ll", "the log-likelihood is not finite at iteration {n} (ll {value})"
 
-    def __init__(self, topics=20, iterations=100, alpha=0.1, beta=0.01, sampler="sparse", partitioner="bicut",
+    def __init__(self, topics=20, iterations=100, alpha=0.1, beta=0.01, sampler="sparse", partitioner=None,
                  seed=0, top_words=10, format="auto", vocab=None, base=None, min_count=1, duplicates="sum",
                  stop_words="english", max_df=1.0, optimize_interval=0, optimize_burn_in=0, text_column=None,
-                 numbers="drop"):
+                 numbers="drop", blocks=None):
         self._keep(locals())
 
     def load_data(self, data, test=None):
@@ -167,20 +167,48 @@ class LDA(Estimator):
             raise InputError("none of the held-out documents' words is in the training corpus", path="test")
         return g
 
+    def tiled(self):
+        return self.sampler == "sparse" and self.blocks != 0
+
+    def _schedule(self, parts):
+        """(blocks B, partitioner): the sparse sampler runs in B × B tiles (``lda.tiled_order``)
+        on the stratified partitioner, so any partitions, workers and threads up to B give
+        the one-thread model; ``blocks=0``: the untiled schedule (one clock an iteration on
+        one partition, ``lda.CLOCKS`` mini-batches with replicas combined after each on several)."""
+        if not self.tiled():
+            return 0, self.partitioner or "bicut"
+        blocks = self.blocks or max(lda.BLOCKS, parts)
+        partitioner = self.partitioner or "stratified"
+        if parts > 1 and partitioner != "stratified":
+            raise Tux2Error(f"the tiled schedule needs --partitioner stratified (got {partitioner}): its parts own "
+                            "whole row blocks, so a stratum's tiles share no document and no word; leave "
+                            "--partitioner out, or use --blocks 0 (the untiled schedule) for other partitioners")
+        if parts > blocks:
+            raise Tux2Error(f"--blocks {blocks} for {parts} partitions: each partition owns whole row blocks; use "
+                            f"--blocks {parts} or more")
+        return blocks, partitioner
+
     def prepare(self, data, parts):
         g = data.train
         src, dst, cnt = lda.token_edges(g.src, g.dst, g.values.astype(np.int64))
         tokens = int(cnt.sum())
+        blocks, partitioner = self._schedule(parts)
+        engine, doc_block = {}, None
+        if blocks:
+            order, strata, tiles, doc_block = lda.tiled_order(src, dst, g.n_src, g.n_dst, blocks, seed=self.seed)
+            src, dst, cnt = src[order], dst[order], cnt[order]
+            engine = {"strata": strata, "tiles": tiles, "partitioner_options": {"blocks": blocks}}
         prog = lda.program(src, dst, cnt, g.n_src, g.n_dst, K=self.topics, alpha=self.alpha, beta=self.beta,
                            seed=self.seed, sampler=self.sampler, optimize_interval=self.optimize_interval,
-                           optimize_burn_in=self.optimize_burn_in, clocks=lda.CLOCKS if parts > 1 else 1)
+                           optimize_burn_in=self.optimize_burn_in, clocks=lda.CLOCKS if parts > 1 else 1,
+                           doc_block=doc_block)
         graph = BipartiteGraph(src, dst, None, g.n_src, g.n_dst, ("doc", "word"), data.source)
         fmt, base = data.facts.get("format"), int(data.facts.get("word_base", 0))
-        return Setup(graph, prog, {"partitioner": self.partitioner,
-                                   "partitioner_options": {"favorite": 0} if self.partitioner in ("bicut", "aweto")
-                                   else None},
+        if not blocks:
+            engine = {"partitioner_options": {"favorite": 0} if partitioner in ("bicut", "aweto") else None}
+        return Setup(graph, prog, {"partitioner": partitioner, **engine},
                      tokens=tokens, vocab=data.vocab, source=data.source, format=fmt, word_base=base, test=data.test,
-                     stop=data.facts.get("stop"),
+                     stop=data.facts.get("stop"), blocks=blocks, partitioner=partitioner,
                      meta={"documents": g.n_src, "words": g.n_dst, "tokens": tokens, "format": fmt,
                            "word_base": base})
 
@@ -199,14 +227,16 @@ class LDA(Estimator):
         return {"tokens_per_s": s.tokens}
 
     def _unused(self):
-        return [("optimize_burn_in", "--optimize-interval 0", None)] if self.optimize_interval == 0 else []
+        return ([("optimize_burn_in", "--optimize-interval 0", None)] if self.optimize_interval == 0 else []) \
+            + ([("blocks", "--sampler sync", "--sampler sparse")] if self.sampler == "sync" else [])
 
     def _header(self, s, parts, world):
         return [f"tux2 {__version__} lda ({self.sampler}): {s.source}"
                 + (f" [{s.format}]" if s.format not in (None, "built-in") else ""),
                 f"  {s.graph.n_src} documents, {s.graph.n_dst} words, {s.tokens} tokens; K={self.topics}, "
                 f"α={self.alpha}" + (f" (optimised every {self.optimize_interval} iterations)"
-                                     if self.optimize_interval else "") + f", β={self.beta}, P={parts} ({self.partitioner})"
+                                     if self.optimize_interval else "") + f", β={self.beta}, P={parts} ({s.partitioner}"
+                + (f", {s.blocks}×{s.blocks} tiles" if s.blocks else "") + ")"
                 + (f", {world} workers" if world > 1 else "")] + self._never_optimised()
 
     def _never_optimised(self):
