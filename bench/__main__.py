@@ -16,6 +16,7 @@ EXPERIMENTS = {   # name: (module, what it measures); `all` runs them in this or
     "mf": ("bench.mf", "peer: MF vs LibMF"),
     "als": ("bench.als", "peer: ALS vs Spark MLlib (explicit) and implicit (implicit feedback)"),
     "lda": ("bench.lda", "peer: LDA vs tomotopy"),
+    "lda_threads": ("bench.lda_threads", "LDA in tiles on 1, 2 threads and 2 workers vs untiled, at equal quality"),
     "blockpg": ("bench.blockpg", "peer: BlockPG vs liblinear"),
     "blockpg_text": ("bench.blockpg_text", "BlockPG on text-like data: epochs to 1e-4 of liblinear's optimum"),
     "glm": ("bench.glm", "peer: GLM strategies vs scikit-learn and Spark MLlib"),

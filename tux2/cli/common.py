@@ -255,7 +255,8 @@ def add_distributed_args(p):
                         "the bind address, or this host's name when binding 0.0.0.0")
     g.add_argument("--threads", type=PROCESSES, default=None,
                    help="threads per worker (default: as many as the cores, shared out among local workers). "
-                        "Per-edge SGD in strata (tux2 run mf's default): the threads share the worker's partition "
+                        "Per-edge SGD in strata (tux2 run mf's default) and LDA's tiles (tux2 run lda's default): "
+                        "the threads share the worker's partition "
                         "tile by tile. Other runs: each thread runs some of the worker's partitions, at most one "
                         "per partition, and without --partitions --threads T makes T partitions per worker")
     g.add_argument("--timeout", type=number(0, 86400, above=True), default=30.0,
