@@ -181,8 +181,8 @@ class LDA(Estimator):
         partitioner = self.partitioner or "stratified"
         if parts > 1 and partitioner != "stratified":
             raise Tux2Error(f"the tiled schedule needs --partitioner stratified (got {partitioner}): its parts own "
-                            "whole row blocks, so a stratum's tiles share no document and no word; leave "
-                            "--partitioner out, or use --blocks 0 (the untiled schedule) for other partitioners")
+                            "whole row blocks, so a stratum's tiles share no document and no word; leave out "
+                            "--partitioner, or use --blocks 0 (the untiled schedule) for other partitioners")
         if parts > blocks:
             raise Tux2Error(f"--blocks {blocks} for {parts} partitions: each partition owns whole row blocks; use "
                             f"--blocks {parts} or more")
