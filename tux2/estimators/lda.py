@@ -71,7 +71,10 @@ class LDA(Estimator):
     ``word_base_`` (the id base of a numeric corpus file: 1 for docword, whose word ids
     topics and new documents then use). ``fit(data, test)``: held-out documents in a form
     ``fit`` takes, whose log-likelihood per token and perplexity under the final model (one
-    fold-in, as ``score`` and ``tux2 predict``) the last record of ``history_`` holds."""
+    fold-in, as ``score`` and ``tux2 predict``) the last record of ``history_`` holds.
+    ``blocks`` B (default 8, or the partitions if more): the sparse sampler's tiles, B strata
+    of B a sweep, so threads, partitions and workers give one model (``_schedule``); 0: untiled.
+    ``partitioner``: default stratified (the tiles' own), bicut with ``blocks=0``."""
 
     algorithm = "lda"
     bounds = dict(topics=integer(1, 32767), iterations=NONNEG, alpha=PRIOR, beta=PRIOR, seed=SEED,
