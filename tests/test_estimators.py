@@ -5,6 +5,7 @@ import os
 import subprocess
 import sys
 import time
+import warnings
 
 import numpy as np
 import pytest
@@ -385,6 +386,11 @@ def test_a_test_set_that_is_the_training_file_is_noted(tmp_path):
     os.symlink(path, tmp_path / "link.txt")
     with pytest.warns(RuntimeWarning, match="the test set is the training file itself"):
         tux2.MF(k=2, epochs=1).fit(path, str(tmp_path / "link.txt"))
+    g = tux2.MF().load_data(path).train             # a split of one file: its parts keep the file's name
+    held = np.arange(g.num_edges) % 10 == 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        tux2.MF(k=2, epochs=1).fit(g.permuted(~held), g.permuted(held))
     r = run_cli("run", "mf", path, "--test", path, "--epochs", "1", "--k", "2", timeout=300)
     assert r.returncode == 0 and "note: the test set is the training file itself" in r.stdout + r.stderr, r.stderr
     r = run_cli("run", "mf", path, "--epochs", "1", "--k", "2", timeout=300)   # a part held out of the input

@@ -340,8 +340,8 @@ def train(est, data, *, transport=None, partitions=None, threads=None, slack=0, 
     parts = globals()["partitions"](requested, world, threads, est.tiled())
     setup = est.prepare(data, parts)
     source = setup.source if hasattr(setup, "source") else getattr(data, "source", None)
-    same = rank == 0 and not getattr(data, "facts", {}).get("held_out") and _same_files(
-        *(display_name(getattr(getattr(data, g, None), "source", None)) for g in ("train", "test")))
+    same = rank == 0 and not getattr(data, "facts", {}).get("held_out") and _same_data(
+        getattr(data, "train", None), getattr(data, "test", None))
     del data            # the data as loaded, when the caller kept no reference: the setup has what the run needs
     for line in est._header(setup, parts, world):
         say(line)
@@ -469,6 +469,16 @@ def _same_files(a, b):
         return isinstance(a, str) and isinstance(b, str) and os.path.samefile(a, b)
     except OSError:
         return False
+
+
+def _same_data(train, test):
+    """Whether the test set is the training set: read from one file, with the same edges
+    (graphs a caller split from one file keep its name as their source, and differ)."""
+    if not _same_files(*(display_name(getattr(g, "source", None)) for g in (train, test))):
+        return False
+    a, b = (getattr(g, "src", None) for g in (train, test))
+    return a is None or b is None or (len(a) == len(b) and np.array_equal(a, b)
+                                      and np.array_equal(train.dst, test.dst))
 
 
 class _Warner(Speaker):
