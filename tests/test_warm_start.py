@@ -108,3 +108,97 @@ def test_two_workers_start_from_a_model_as_one_does(files):
         outs.append(MF.load(str(out)))
     np.testing.assert_array_equal(outs[0].user_factors_, outs[1].user_factors_)
     np.testing.assert_array_equal(outs[0].item_bias_, outs[1].item_bias_)
+
+
+# ---------------------------------------------------------------- the GLMs
+import tux2                                                   # noqa: E402
+from tests.conftest import clinical_rows                      # noqa: E402
+
+
+def _glms():
+    return [lambda **k: tux2.LogisticRegression(**{"epochs": 3, **k}), lambda **k: tux2.LinearSVM(**{"epochs": 3, **k}),
+            lambda **k: tux2.Softmax(**{"epochs": 3, **k}),
+            lambda **k: tux2.FM(**{"epochs": 3, "bias": True, "norm": "none", **k})]
+
+
+@pytest.mark.parametrize("make", _glms(), ids=["lr", "svm", "softmax", "fm"])
+def test_a_glm_started_from_a_model_begins_at_its_weights(make):
+    """Dense unscaled columns train centred by the data's means (glm.centre): a warm start
+    from a model (fitted on other samples, other means) puts its raw weights into this
+    fit's centred units; zero epochs give the model's weights back, more epochs go on
+    from them, as far below a new fit's first epochs as the model was."""
+    X, y = clinical_rows(600)
+    model = make().fit(X[:480], y[:480])
+    back = make(epochs=0).start_from(model).fit(X, y)
+    np.testing.assert_allclose(back.coef_, model.coef_, rtol=1e-12, atol=1e-12)
+    assert np.abs(model.coef_).max() > 0.1
+    warm = make(epochs=1).start_from(model).fit(X, y)
+    fresh = make(epochs=1).fit(X, y)
+    assert warm.history_[0]["objective"] < fresh.history_[0]["objective"]
+    again = make(warm_start=True).fit(X[:480], y[:480])          # warm_start=True: the next fit goes on
+    assert "coef_" in vars(again.set_params(epochs=0).fit(X, y))
+    np.testing.assert_allclose(again.coef_, make().fit(X[:480], y[:480]).coef_, rtol=1e-12, atol=1e-12)
+
+
+def test_a_glm_warm_start_refuses_another_form_or_other_labels(tmp_path):
+    X, y = clinical_rows(300)
+    lr = tux2.LogisticRegression(epochs=1).fit(X, y)
+    with pytest.raises(tux2.Tux2Error, match=r"has an intercept: leave out bias=False"):
+        tux2.LogisticRegression(epochs=1, bias=False).start_from(lr).fit(X, y)
+    with pytest.raises(tux2.Tux2Error, match=r"has the labels -1, 1 and this data 0, 1: a warm start keeps"):
+        tux2.LogisticRegression(epochs=1).start_from(lr).fit(X, (y > 0).astype(int))
+    fm = tux2.FM(epochs=1, factors=4).fit(X, y)
+    with pytest.raises(tux2.Tux2Error, match=r"has 4 factors: give factors=4"):
+        tux2.FM(epochs=1).start_from(fm).fit(X, y)
+    with pytest.raises(TypeError, match="cannot start from a LinearSVM"):
+        tux2.LogisticRegression().start_from(tux2.LinearSVM(epochs=1).fit(X, y))
+    with pytest.raises(TypeError, match="BlockPG has no warm start"):
+        tux2.BlockPG().start_from(tux2.BlockPG(epochs=1).fit(X, y))
+
+
+def test_glm_init_model_on_the_command_line_and_two_workers(tmp_path):
+    """``tux2 run lr --init-model DIR`` starts from a saved model; more features in the
+    new file than in the model start at 0; fit(workers=2) starts the same way."""
+    from tux2.datasets import sparse_classification
+    from tux2.io import write_libsvm
+    g, y, _ = sparse_classification(n_samples=800, n_features=120, seed=2)
+    keep = g.dst < 100                                  # the model knows the first 100 features
+    from tux2.graph import BipartiteGraph
+    small = BipartiteGraph(g.src[keep], g.dst[keep], g.values[keep], g.n_src, 100)
+    write_libsvm(tmp_path / "small.svm", small, y)
+    write_libsvm(tmp_path / "full.svm", g, y)
+    r = run_cli("run", "lr", str(tmp_path / "small.svm"), "--epochs", "2", "--out", str(tmp_path / "m"), timeout=300)
+    assert r.returncode == 0, r.stderr
+    r = run_cli("run", "lr", str(tmp_path / "full.svm"), "--epochs", "0", "--init-model", str(tmp_path / "m"),
+                "--out", str(tmp_path / "m0"), timeout=300)
+    assert r.returncode == 0 and "started from the model learned before: 100 of 120 features (the others as in a new " \
+        "model)" in r.stdout, r.stdout + r.stderr
+    old, new = tux2.LogisticRegression.load(tmp_path / "m"), tux2.LogisticRegression.load(tmp_path / "m0")
+    np.testing.assert_allclose(new.coef_[:100], old.coef_[:100], rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(new.coef_[-1], old.coef_[-1], rtol=1e-12, atol=1e-12)    # the intercept
+    assert not new.coef_[100:120].any()
+    r = run_cli("run", "svm", str(tmp_path / "full.svm"), "--init-model", str(tmp_path / "m"), timeout=300)
+    assert r.returncode != 0 and "an 'lr' model, not svm" in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
+@pytest.mark.slow
+def test_a_glm_warm_start_on_two_workers_is_the_one_process_fit():
+    X, y = clinical_rows(400)
+    model = tux2.LogisticRegression(epochs=2).fit(X[:300], y[:300])
+    one = tux2.LogisticRegression(epochs=2).start_from(model).fit(X, y)
+    two = tux2.LogisticRegression(epochs=2).start_from(model).fit(X, y, workers=2)
+    np.testing.assert_allclose(two.coef_, one.coef_, rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("make", [lambda e: tux2.LogisticRegression(epochs=e),
+                                  lambda e: tux2.FM(epochs=e, optimizer="adam", eta=0.01),
+                                  lambda e: tux2.LinearSVM(epochs=e, strategy="modelavg")],
+                         ids=["adagrad", "fm-adam", "modelavg"])
+def test_a_glm_warm_start_goes_on_as_a_longer_fit(make, tmp_path):
+    """The step history (AdaGrad's sums of squares, Adam's moments) comes with the model,
+    saved too: 3 epochs, saved, loaded and 3 more from them are 6 epochs in one fit."""
+    from tux2.datasets import sparse_classification
+    g, y, _ = sparse_classification(n_samples=600, n_features=150, seed=3)
+    make(3).fit((g, y)).save(tmp_path / "m")
+    more = make(3).start_from(type(make(1)).load(tmp_path / "m")).fit((g, y))
+    np.testing.assert_allclose(more.coef_, make(6).fit((g, y)).coef_, rtol=1e-12, atol=1e-14)

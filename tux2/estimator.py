@@ -194,7 +194,8 @@ class Estimator:
         if type(model) is not type(self):
             raise TypeError(f"{type(self).__name__} cannot start from a {type(model).__name__}")
         if "warm_start" not in self._param_names():     # its fit would ignore the model: refused, not ignored
-            raise TypeError(f"{type(self).__name__} has no warm start (warm_start=); only MF has one")
+            raise TypeError(f"{type(self).__name__} has no warm start (warm_start=); MF and the GLMs (LogisticRegression, "
+                            "LinearSVM, Softmax, FM) have one")
         vars(self).update((k, v) for k, v in vars(model).items() if k.endswith("_") and not k.startswith("_"))
         self.warm_start = True
         return self

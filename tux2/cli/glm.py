@@ -72,6 +72,10 @@ def add_parser(algos):
                        help="number of partitions (P; default: one per worker and thread)")
         p.add_argument("--seed", type=SEED, default=0, help="seed of the sample shuffle and the partitioning")
         add_run_args(p, "directory for weights.npz, weights.txt and model.json", "epoch")
+        p.add_argument("--init-model", metavar="DIR",
+                       help="start from the weights of the model in DIR (--out of an earlier run of this command), "
+                            "features by index (warm start, to train on more samples or for more epochs); the "
+                            "labels, intercept and form must be the model's")
         p.set_defaults(func=run, model=name, **({} if name == "fm" else {"loss": loss, "factors": 0}))
 
 

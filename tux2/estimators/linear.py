@@ -9,7 +9,7 @@ import os
 import numpy as np
 
 from tux2 import files, io, loaders, tables
-from tux2.errors import InputError
+from tux2.errors import InputError, Tux2Error
 from tux2.estimator import Estimator
 from tux2.graph import BipartiteGraph
 from tux2.params import NONNEG, NONNEG_NUMBER, POSITIVE, SEED, integer, number
@@ -113,8 +113,9 @@ class Linear(Estimator):
         nz = np.flatnonzero(np.any(W != 0, axis=1))       # repr: the shortest text that reads back exactly
         lines = "".join([f"{j}:{','.join(map(repr, w))}\n" for j, w in zip((nz + base).tolist(), W[nz].tolist())])
         fm = self.algorithm == "fm"
-        return {"weights.npz": files.npz({"w": W[:, 0], "V": W[:, 1:]} if fm else
-                                         {"w": W[:, 0] if W.shape[1] == 1 else W}),
+        state = {f"step_{k}": v for k, v in vars(self).get("step_state_", {}).items()}   # a warm start's
+        return {"weights.npz": files.npz({**({"w": W[:, 0], "V": W[:, 1:]} if fm else
+                                            {"w": W[:, 0] if W.shape[1] == 1 else W}), **state}),
                 "weights.txt": files.text(lines)}
 
     def _meta(self):
@@ -135,6 +136,7 @@ class Linear(Estimator):
         model_check.check_linear(directory, meta, arrays)
         w = arrays["weights.npz"]
         self.coef_ = np.column_stack([w["w"], w["V"]]) if self.algorithm == "fm" else w["w"]
+        self.step_state_ = {k[5:]: np.asarray(v) for k, v in w.items() if k.startswith("step_")}
         self.zero_based_ = bool(meta.get("zero_based", False))
         self.label_column_ = meta.get("label_column_used")
         self.loss = meta.get("loss", self.loss)
@@ -425,17 +427,22 @@ class GLM(Linear):
     regularisation of scikit-learn's and liblinear's default C = 1; ``batch`` None is
     64 samples, or n/20 for fewer than 1,280 (0: all); ``bias`` (default
     True, as Spark MLlib, Vowpal Wabbit and scikit-learn fit one) gives every sample a
-    constant feature 1, whose weight, the intercept, is the last row of ``coef_``."""
+    constant feature 1, whose weight, the intercept, is the last row of ``coef_``.
+    ``warm_start``: a ``fit`` after the first starts from the weights it learned
+    (``start_from(model)``: from another fit's or a saved model's; ``--init-model DIR``),
+    features by index, the step sizes' history (AdaGrad's, Adam's) anew, as scikit-learn's
+    ``warm_start``; the labels must be the model's."""
 
     bounds = dict(reg=NONNEG_NUMBER, batch=NONNEG, eta=POSITIVE, decay=NONNEG_NUMBER, epochs=NONNEG, seed=SEED,
                   classes=integer(2, 100_000), factors=integer(1, 100_000), init_std=NONNEG_NUMBER)
     choices = dict(strategy=glm.STRATEGIES, optimizer=glm.OPTIMIZERS, driver=(True, False), penalty=("l2", "l1"),
-                   loss=("logistic", "hinge"), bias=(True, False), norm=("auto", "l2", "none"), **READ_CHOICES)
+                   loss=("logistic", "hinge"), bias=(True, False), norm=("auto", "l2", "none"),
+                   warm_start=(True, False), **READ_CHOICES)
     flags = dict(reg=("lam", "the regularisation weight λ"), penalty=("reg", "the regulariser, 'l2' or 'l1',"))
 
     def __init__(self, strategy="sendgradient", optimizer=None, driver=False, penalty="l2", reg=None, batch=None,
                  eta=None, decay=0.0, epochs=10, seed=0, bias=True, zero_based=False, duplicates="error",
-                 label_column=None):
+                 label_column=None, warm_start=False):
         self._keep(locals())
 
     classes, factors, init_std, norm = None, 0, 0.01, "none"       # Softmax and FM make these parameters
@@ -460,6 +467,7 @@ class GLM(Linear):
     def prepare(self, data, parts):
         g, y = data.train, data.labels
         mu, counts = None, raw_counts(g.values) if self.factors and self.norm == "auto" else None
+        norm_before = self.norm_                    # the model's, for a warm start
         self.norm_ = ("l2" if counts else "none") if self.norm == "auto" else self.norm
         # dense columns centred, the intercept takes their means (an FM's too: glm.uncentred); not rows
         # scaled to unit length, whose lengths are of the raw values
@@ -484,7 +492,8 @@ class GLM(Linear):
             g, y, self.loss, self.strategy, parts=parts, driver=self.driver, seed=self.seed, reg=self.penalty,
             lam=lam, batch=batch or None, eta=eta, decay=self.decay, classes=self.classes, evaluate=True,
             factors=self.factors, optimizer=optimizer, **({"init_std": self.init_std} if self.factors else {}))
-        return Setup(graph, prog, {"assignment": assignment, "edge_data": edata}, test=data.test,
+        warm = self._warm(prog, g.n_dst, mu, labels, norm_before) if self._warms() else None
+        return Setup(graph, prog, {"assignment": assignment, "edge_data": edata}, test=data.test, warm=warm,
                      test_labels=test_labels, n=g.n_src, nnz=data.train.num_edges + g.n_src * self.bias,
                      eta=eta, lam=lam, batch=batch, mu=mu, counts=counts,
                      source=data.source,
@@ -495,6 +504,67 @@ class GLM(Linear):
                      read_as=data.facts.get("read_as"), label_dtype=data.facts.get("label_dtype"),
                      meta={"optimizer": optimizer, "eta": eta, "lam": lam, "batch_used": batch, "samples": g.n_src,
                            **({"label_base": base} if self.loss == "softmax" else {})})
+
+    def _warms(self):
+        """Whether this fit starts from the weights learned before (``warm_start``, ``--init-model``)."""
+        return self.warm_start and "coef_" in vars(self)
+
+    def start_from(self, model):
+        super().start_from(model)
+        self._started_bias = model._bias()          # whether its weights end with an intercept
+        return self
+
+    def _warm(self, prog, d, mu, labels, norm):
+        """Wrap ``prog``'s initialiser so that the features the model learned before start
+        from its weights, in the units this fit trains in (dense columns centred by this
+        data's means μ, glm.centre: the inverse of ``glm.uncentred``); features beyond the
+        model's start as in a new model. Returns (features given, features) for the header."""
+        W = np.asarray(self.coef_, np.float64)
+        W = W.reshape(len(W), -1)
+        had, fm = vars(self).pop("_started_bias", self._bias()), self.algorithm == "fm"
+        flag = ("--bias", "leave out --bias") if fm else ("leave out --no-bias", "--no-bias")   # FM: none by default
+        why = ("an intercept" if had else "no intercept", flag[0] if had else flag[1]) if had != bool(self.bias) else \
+            (f"{W.shape[1] - 1} factors", f"--factors {W.shape[1] - 1}") if fm and W.shape[1] != 1 + self.factors else \
+            (f"samples {'scaled to unit length' if norm == 'l2' else 'as they are'}", f"--norm {norm}") \
+            if fm and self.norm_ != norm else None
+        if why is None and (len(labels) != len(self.classes_) or (np.asarray(labels) != self.classes_).any()):
+            raise Tux2Error(f"the model to start from has the labels {', '.join(map(shown, self.classes_[:6]))} and "
+                            f"this data {', '.join(map(shown, labels[:6]))}: a warm start keeps the model's labels")
+        if why is not None:
+            raise Tux2Error(f"the model to start from has {why[0]}: {why[1] if why[1].startswith('leave') else 'give ' + why[1]} "
+                            "(a warm start keeps the model's form)")
+        feats = min(len(W) - had, d - had)              # features both know; the intercept, last, to the last
+        W0 = np.zeros((d, W.shape[1]))
+        W0[:feats] = W[:feats]
+        if had:
+            W0[-1] = W[-1]
+        if mu is not None:                              # the inverse of glm.uncentred, for this data's μ
+            m = np.zeros(d - 1)
+            m[:min(len(mu), d - 1)] = mu[:d - 1]
+            if not fm:
+                W0[-1] += m @ W0[:-1]
+            else:
+                V = W0[:, 1:]
+                s, sq = m @ V[:-1], (V[:-1] * V[:-1]).sum(axis=1)
+                W0[:-1, 0] += V[:-1] @ s - sq * m
+                W0[-1, 0] += V[-1] @ s - 0.5 * (s @ s - sq @ (m * m)) + W0[:-1, 0] @ m
+        # AdaGrad's or Adam's history of the model's features goes on, as in a longer fit
+        state = vars(self).get("step_state_", {})
+        same = state.get("optimizer") is not None and str(state["optimizer"]) == self._resolved()[0]
+        state = {f: np.asarray(v) for f, v in state.items() if same and f != "optimizer" and len(v) == len(W)}
+        first = prog.init_vertices
+
+        def init_vertices(name, data, rng):
+            first(name, data, rng)
+            if name == prog.types[1].name:
+                data["w"].reshape(len(data), -1)[:] = W0
+                for f, v in state.items():
+                    if f in data.dtype.names and data[f].shape[1:] == v.shape[1:]:
+                        data[f][:feats] = v[:feats]
+                        if had:
+                            data[f][-1] = v[-1]
+        prog.init_vertices = init_vertices
+        return feats, d - had
 
     def record(self, eng, s):
         ctx = eng.context()
@@ -513,6 +583,8 @@ class GLM(Linear):
                if s.mu is not None else []) \
             + ([f"  samples scaled to unit length" + (f" (auto: the values are whole numbers up to {s.counts:g})"
                                                        if self.norm == "auto" else "")] if self.norm_ == "l2" else []) \
+            + ([f"  started from the model learned before: {s.warm[0]} of {s.warm[1]} features"
+                + (" (the others as in a new model)" if s.warm[0] < s.warm[1] else "")] if s.warm else []) \
             + self._label_notes(s) + self._rounds_note(s, world)
 
     def _rounds_note(self, s, world):
@@ -582,11 +654,17 @@ class GLM(Linear):
     def _eta(self):
         return self._resolved()[1]
 
+    STEP_STATE = ("G", "m1", "m2", "b1t", "b2t")      # AdaGrad's and Adam's per-feature history (udfs.glm)
+
     def read_model(self, eng, s):
-        W = glm.uncentred(glm.weights(eng), s.mu, bool(self.factors))
-        if W is not None:           # as weights.npz holds it: a vector for one column
-            self._learned(W[:, 0] if W.shape[1] == 1 else W, s)
-            self.label_base_ = s.label_base
+        fd = eng.vertex_data(eng.program.types[1].name)
+        if fd is None:              # (rank 0 gathers)
+            return
+        W = glm.uncentred(np.asarray(fd["w"]).reshape(len(fd), -1), s.mu, bool(self.factors))
+        self._learned(W[:, 0] if W.shape[1] == 1 else W, s)     # as weights.npz holds it: a vector for one column
+        self.label_base_ = s.label_base
+        self.step_state_ = {f: np.array(fd[f]) for f in self.STEP_STATE if f in fd.dtype.names}
+        self.step_state_["optimizer"] = np.array(self._resolved()[0])
 
 
 class LogisticRegression(GLM):
@@ -607,7 +685,7 @@ class Softmax(GLM):
 
     def __init__(self, strategy="sendgradient", optimizer=None, driver=False, penalty="l2", reg=None, batch=None,
                  eta=None, decay=0.0, epochs=10, seed=0, bias=True, classes=None, zero_based=False,
-                 duplicates="error", label_column=None):
+                 duplicates="error", label_column=None, warm_start=False):
         self._keep(locals())
 
 
@@ -625,7 +703,7 @@ class FM(GLM):
 
     def __init__(self, strategy="sendgradient", optimizer=None, driver=False, penalty="l2", reg=None, batch=None,
                  eta=None, decay=0.0, epochs=10, seed=0, bias=False, loss="logistic", factors=8, init_std=0.01,
-                 norm="auto", zero_based=False, duplicates="error", label_column=None):
+                 norm="auto", zero_based=False, duplicates="error", label_column=None, warm_start=False):
         self._keep(locals())
 
 
