@@ -2,8 +2,9 @@
 
 An edge joins a document and a word and carries up to ``TOKENS`` tokens of that
 word in that document: their count and the topic of each. Documents and words
-hold topic-count vectors; the global topic summary n_k is a ``delta`` field of
-the GlobalSync context. Documents are the favourite (mirror-free) side.
+hold topic-count vectors; the topic totals n_k live in the GlobalSync context, and
+the samplers add their changes to its ``dnk`` sum, which enters n_k at each sync
+(the sparse sampler works on its own running copy, ``wk``, between syncs).
 
 Two samplers:
 
@@ -12,7 +13,9 @@ Two samplers:
   s = Σ αβ/(Vβ + n_k), the document bucket r = Σ n_dk β/(Vβ + n_k) and the word
   bucket q = Σ (α + n_dk) n_wk/(Vβ + n_k); s and r are kept up to date token by
   token, the coefficients (α + n_dk)/(Vβ + n_k) per document. Counts change in
-  place (replicas are reconciled at Apply), as in the paper.
+  place (replicas are reconciled at Apply), as in the paper. By default the edges
+  run in tiles (``tiled_order``, ``program(doc_block=...)``), whose threads,
+  partitions and workers give one model.
 * ``sync`` — every token is drawn from the counts of the iteration start (its
   own token excluded) and count changes go to accumulators: the result does
   not depend on the partitioning (the central invariant), at the price of a
