@@ -13,8 +13,8 @@ Two samplers:
   s = Σ αβ/(Vβ + n_k), the document bucket r = Σ n_dk β/(Vβ + n_k) and the word
   bucket q = Σ (α + n_dk) n_wk/(Vβ + n_k); s and r are kept up to date token by
   token, the coefficients (α + n_dk)/(Vβ + n_k) per document. Counts change in
-  place (replicas are reconciled at Apply), as in the paper. By default the edges
-  run in tiles (``tiled_order``, ``program(doc_block=...)``), whose threads,
+  place (replicas are reconciled at Apply), as in the paper. tux2.LDA runs the edges
+  in tiles by default (``tiled_order``, ``program(doc_block=...)``), whose threads,
   partitions and workers give one model.
 * ``sync`` — every token is drawn from the counts of the iteration start (its
   own token excluded) and count changes go to accumulators: the result does
