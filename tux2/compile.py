@@ -364,18 +364,24 @@ def _forget(kernel):
 class _Compiles(event.Listener):
     n = 0
 
+    def __init__(self, first=None):
+        self.first = first
+
     def on_start(self, ev):
         self.n += 1
+        if self.n == 1 and self.first is not None:
+            self.first()
 
     def on_end(self, ev):
         pass
 
 
 @contextlib.contextmanager
-def counting_compiles():
+def counting_compiles(first=None):
     """``with counting_compiles() as c:``: c.n functions numba compiled inside the block
-    (loops, UDFs, helpers; not those loaded from the kernel cache)."""
-    counter = _Compiles()
+    (loops, UDFs, helpers; not those loaded from the kernel cache). ``first()`` is
+    called when the first of them starts compiling (a run's note that it compiles)."""
+    counter = _Compiles(first)
     with event.install_listener("numba:compile", counter):
         yield counter
 

@@ -323,6 +323,15 @@ def _compiled(n):
                                                   else "the kernel cache is off)")
 
 
+def _compile_note():
+    """On stderr as numba starts a first run's compiling (3-30 s, 100 s with --workers on
+    2 busy cores, that looked like a hang), when stderr is a terminal (someone waits; logs
+    and pipes get only results and errors, as tux2.cli.common.note_first_read)."""
+    if sys.stderr is not None and sys.stderr.isatty():
+        print("tux2: note: compiling kernels (first run of this program; later runs load them from the kernel "
+              "cache)...", file=sys.stderr, flush=True)
+
+
 # ---------------------------------------------------------------- the run
 def train(est, data, *, transport=None, partitions=None, threads=None, slack=0, say=None, metrics=None,
           checkpoint=None, trace=None, callbacks=(), stop=None):
@@ -351,7 +360,7 @@ def train(est, data, *, transport=None, partitions=None, threads=None, slack=0, 
             "prediction; hold out a part (a split the model never trains on) to measure that")
     check_partitions(parts, setup.graph.num_edges, requested, world, threads)
     t0 = time.perf_counter()
-    with counting_compiles() as compiled:
+    with counting_compiles(_compile_note if printed and rank == 0 else None) as compiled:
         eng = Engine(setup.program, setup.graph, partitions=parts, seed=getattr(est, "seed", 0), transport=transport,
                      slack=slack, threads=threads, **setup.engine)
     say(f"  layout + compile {time.perf_counter() - t0:.2f}s{_compiled(compiled.n)}"
