@@ -178,6 +178,26 @@ def test_implicit_ranks_held_out_items_above_popularity():
     assert not set(items[0]) & set(train.dst[train.src == 0].tolist())       # seen items left out
 
 
+def test_implicit_epoch_metrics_count_each_new_test_user_once(tmp_path):
+    """The per-epoch precision@10 and NDCG@10 are ranking_metrics' numbers also when the
+    test file has users without training events: each counts as one user (scored by the
+    baseline's list), not all of them together as one."""
+    g = counts_graph(n_users=200, n_items=60, seed=7, groups=4)
+    rng = np.random.default_rng(1)
+    held = rng.random(g.num_edges) < 0.2
+    new = g.src >= 160                                  # users 160..199: every event held out
+    lines = lambda m: "user\titem\tplays\n" + "".join(
+        f"{u + 1}\t{i + 1}\t{int(v)}\n" for u, i, v in zip(g.src[m], g.dst[m], g.values[m]))
+    (tmp_path / "train.tsv").write_text(lines(~held & ~new))
+    (tmp_path / "test.tsv").write_text(lines(held | new))
+    m = MF(mode="als", implicit=True, k=4, epochs=3, alpha=1.0).fit(str(tmp_path / "train.tsv"),
+                                                                     test=str(tmp_path / "test.tsv"))
+    ours = m.ranking_metrics(str(tmp_path / "test.tsv"))
+    assert ours["users"] == len(np.unique(g.src[held | new]))
+    assert ours["ndcg"] == pytest.approx(m.history_[-1]["ndcg@10"], rel=1e-9)
+    assert ours["precision"] == pytest.approx(m.history_[-1]["precision@10"], rel=1e-9)
+
+
 def test_cli_implicit_on_unnormalised_counts_without_a_value_column(tmp_path):
     """Counts that the squared loss refuses are --implicit's input; a file of 'user item'
     lines (one play each, repeats summed by --duplicates sum) is too."""

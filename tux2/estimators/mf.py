@@ -154,8 +154,9 @@ def seen_csr(graph):
 def ranking_at(U, I, seen, test, k, mu=0.0, chunk=256):
     """tux2.ranking's metrics at ``k`` of ``MF.ranking_metrics``' lists (the top-k items by
     μ + b_u + b_i + p_u·q_i among those with training edges and not in ``seen``, the
-    training CSR; a test user without training edges gets the baseline's, μ + b_i) against
-    each test user's items (an item without training edges: relevant, never listed).
+    training CSR; a test user without training edges gets the baseline's, μ + b_i, and counts
+    as one user, as in ``ranking_metrics``) against each test user's items (an item without
+    training edges: relevant, never listed).
     ``U``, ``I``: gathered (p, b) records in dense ids; ``test`` a graph in dense ids."""
     from tux2 import ranking
     n_u, n_i = len(U["p"]), len(I["p"])          # (records or dicts of arrays)
@@ -166,7 +167,15 @@ def ranking_at(U, I, seen, test, k, mu=0.0, chunk=256):
     unk_u[~unk_u] = ~known_u[src[~unk_u]]
     unk_i = unk_i | (dst >= n_i)
     unk_i[~unk_i] = ~known_i[dst[~unk_i]]
-    users, rows = np.unique(np.where(unk_u, -1, src), return_inverse=True)     # -1: the baseline's row
+    top_id = max(n_u, int(src.max(initial=0)) + 1)   # one row per test user, an unknown one by its id as written
+    key = np.where(unk_u, top_id + src, src)
+    written = getattr(test, "unknown_ids", None)
+    if test.unknown is not None and written is not None and test.unknown[0].any():
+        codes = {}
+        key[test.unknown[0]] = 2 * top_id + np.array([codes.setdefault(x, len(codes))
+                                                      for x in written[0].tolist()], np.int64)
+    ids, first, rows = np.unique(key, return_index=True, return_inverse=True)
+    users, lists = np.unique(np.where(unk_u[first], -1, src[first]), return_inverse=True)  # -1: the baseline's list
     top = np.empty((len(users), min(k, n_i)), np.int64)
     col, Q = np.where(known_i, np.asarray(I["b"], np.float64), -np.inf), np.asarray(I["p"], np.float64)
     for lo in range(0, len(users), chunk):
@@ -176,7 +185,7 @@ def ranking_at(U, I, seen, test, k, mu=0.0, chunk=256):
         S[un] = 0
         mf.leave_out(S, uu, *seen)
         top[lo: lo + len(uu)] = mf.top_k(S, top.shape[1], mu + np.where(un, 0, U["b"][np.maximum(uu, 0)]), col)[0]
-    return ranking.at_k(top, rows.reshape(-1), np.where(unk_i, n_i + dst, dst), k)
+    return ranking.at_k(top[lists.reshape(-1)], rows.reshape(-1), np.where(unk_i, n_i + dst, dst), k)
 
 
 def rating_scale(sd, mad=None):
