@@ -188,6 +188,16 @@ def ranking_at(U, I, seen, test, k, mu=0.0, chunk=256):
     return ranking.at_k(top[lists.reshape(-1)], rows.reshape(-1), np.where(unk_i, n_i + dst, dst), k)
 
 
+def popular_at(seen, test, k):
+    """``ranking_at`` of the most-popular lists: every test user gets the items it has not
+    trained on in order of their number of training edges (the lower id first on a tie),
+    the baseline a ranking metric of implicit feedback is read against."""
+    n_u, n_i = len(seen[0]) - 1, int(max(seen[1].max(initial=-1) + 1, test.n_dst))
+    counts = np.bincount(seen[1], minlength=n_i).astype(np.float64)
+    return ranking_at({"p": np.zeros((n_u, 1)), "b": np.zeros(n_u)}, {"p": np.zeros((n_i, 1)), "b": counts},
+                      seen, test, k)
+
+
 def rating_scale(sd, mad=None):
     """The power of two that ratings of standard deviation ``sd`` are trained divided by:
     1 for 0.8 ≤ sd ≤ 1.5; above, the largest that brings sd to 1.5 or below (0.75 … 1.5);
@@ -533,6 +543,8 @@ class MF(Estimator):
                 if evaluate and "seen" not in vars(s):
                     s.seen = self._seen(eng, s)             # (collective with distributed ingress)
                 m = ranking_at(U, I, s.seen, s.test, RANK_AT, s.mu) if tested else {}
+                if tested and "popular" not in vars(s):
+                    s.popular = popular_at(s.seen, s.test, RANK_AT)
                 rec.update({f"{name}@{RANK_AT}": m.get(name) for name in ("precision", "ndcg")})
             else:
                 rec["test_rmse"] = mf.rmse(U, I, s.test, s.mu, s.clip) if tested else None
@@ -589,6 +601,26 @@ class MF(Estimator):
         return "test RMSE", "lowest", "fallen below", "rose"
 
     def _report(self, s):
+        """With implicit feedback, the most-popular baseline's precision and NDCG beside the
+        model's (and a note when the model ranks below it); then ``_overfit``'s note."""
+        lines = self._overfit(s)
+        pop = vars(s).get("popular") if self.implicit else None
+        if pop is None or pop.get("ndcg") is None:
+            return lines
+        last = next((r[f"ndcg@{RANK_AT}"] for r in reversed(self.history_) if r.get(f"ndcg@{RANK_AT}") is not None),
+                    None)
+        if self.early_stop and "best" in vars(s):       # the model kept is the best epoch's
+            last = -s.best[0]
+        said = [f"  most-popular baseline (each test user's unseen items by training count): precision@{RANK_AT} "
+                f"{pop['precision']:.4f}  ndcg@{RANK_AT} {pop['ndcg']:.4f}"]
+        if last is not None and last < 0.95 * pop["ndcg"]:      # (k = 1 ranks as popularity does, within 1 %)
+            said.append(f"  note: the model's test NDCG@{RANK_AT} ({last:.4f}) is below the "
+                        f"most-popular baseline's ({pop['ndcg']:.4f}): these events say little beyond popularity, "
+                        f"or the model overfits them; a smaller --k (now {self.k}) or a larger --reg (now "
+                        f"{self.reg:g}) ranks closer to popularity")
+        return said + lines
+
+    def _overfit(self, s):
         """A note when the test metric ended 1 % or more worse than its best, at an earlier
         epoch: the model overfits (sparse data: a median user with a handful of ratings)."""
         h, sign = self._history(self.history_), self._goal[1]
