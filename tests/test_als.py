@@ -237,6 +237,17 @@ def test_a_model_below_the_most_popular_baseline_is_told():
         MF(mode="als", implicit=True, k=32, epochs=4).fit(g.permuted(~held), g.permuted(held))
 
 
+def test_implicit_recommends_the_most_popular_items_to_a_new_user():
+    """Implicit feedback has no biases, so μ + b_i ties every item: a user without events
+    gets the items most often in training (the most-popular baseline), not the lowest ids."""
+    g = counts_graph(n_users=120, n_items=40, seed=6, groups=4)
+    m = MF(mode="als", implicit=True, k=4, epochs=2).fit((g.src + 1, g.dst + 1))
+    users, items, score = m.recommend([10 ** 6], 5, unknown="baseline")
+    counts = np.bincount(g.dst, minlength=40)
+    assert items[0].tolist() == (np.argsort(-counts, kind="stable")[:5] + 1).tolist()
+    assert items[0].tolist() != [1, 2, 3, 4, 5] and (score == 0).all()
+
+
 def test_cli_implicit_on_unnormalised_counts_without_a_value_column(tmp_path):
     """Counts that the squared loss refuses are --implicit's input; a file of 'user item'
     lines (one play each, repeats summed by --duplicates sum) is too."""

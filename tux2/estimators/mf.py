@@ -151,13 +151,15 @@ def seen_csr(graph):
     return indptr, graph.dst[by_item[order]].astype(np.int32)
 
 
-def ranking_at(U, I, seen, test, k, mu=0.0, chunk=256):
+def ranking_at(U, I, seen, test, k, mu=0.0, chunk=256, cold=None):
     """tux2.ranking's metrics at ``k`` of ``MF.ranking_metrics``' lists (the top-k items by
     μ + b_u + b_i + p_u·q_i among those with training edges and not in ``seen``, the
     training CSR; a test user without training edges gets the baseline's, μ + b_i, and counts
     as one user, as in ``ranking_metrics``) against each test user's items (an item without
     training edges: relevant, never listed).
-    ``U``, ``I``: gathered (p, b) records in dense ids; ``test`` a graph in dense ids."""
+    ``U``, ``I``: gathered (p, b) records in dense ids; ``test`` a graph in dense ids.
+    ``cold``: per item, what ranks the baseline's list besides μ + b_i (implicit feedback,
+    whose b_i are 0: the training counts, as ``recommend`` ranks a user without events)."""
     from tux2 import ranking
     n_u, n_i = len(U["p"]), len(I["p"])          # (records or dicts of arrays)
     known_u, known_i = np.diff(seen[0]) > 0, np.bincount(seen[1], minlength=n_i) > 0
@@ -182,7 +184,7 @@ def ranking_at(U, I, seen, test, k, mu=0.0, chunk=256):
         uu = users[lo: lo + chunk]
         un = uu < 0
         S = np.asarray(U["p"][np.maximum(uu, 0)], np.float64) @ Q.T
-        S[un] = 0
+        S[un] = 0 if cold is None else cold
         mf.leave_out(S, uu, *seen)
         top[lo: lo + len(uu)] = mf.top_k(S, top.shape[1], mu + np.where(un, 0, U["b"][np.maximum(uu, 0)]), col)[0]
     return ranking.at_k(top[lists.reshape(-1)], rows.reshape(-1), np.where(unk_i, n_i + dst, dst), k)
@@ -542,7 +544,8 @@ class MF(Estimator):
             if self.implicit:
                 if evaluate and "seen" not in vars(s):
                     s.seen = self._seen(eng, s)             # (collective with distributed ingress)
-                m = ranking_at(U, I, s.seen, s.test, RANK_AT, s.mu) if tested else {}
+                m = ranking_at(U, I, s.seen, s.test, RANK_AT, s.mu,
+                               cold=np.bincount(s.seen[1], minlength=len(I["p"]))) if tested else {}
                 if tested and "popular" not in vars(s):
                     s.popular = popular_at(s.seen, s.test, RANK_AT)
                 rec.update({f"{name}@{RANK_AT}": m.get(name) for name in ("precision", "ndcg")})
@@ -827,7 +830,8 @@ class MF(Estimator):
         ``np.isfinite(scores)`` marks the recommendations; scores are ``predict``'s (in
         the training ratings' range), the order that before clipping. ``users``: by default every user with training
         ratings; a user without follows ``unknown`` (default: the estimator's): baseline
-        gets the items of highest μ + b_i, skip leaves the user out, error raises."""
+        gets the items of highest μ + b_i (with implicit feedback, which has no biases: the
+        items most often in training, score 0), skip leaves the user out, error raises."""
         names, rows, items, score = self.recommend_distinct(users, k, exclude_seen, unknown, chunk, min_ratings)
         return names, items[rows], score[rows]
 
@@ -862,16 +866,21 @@ class MF(Estimator):
         top = np.full((len(u), k), -1, np.int64)
         score = np.full((len(u), k), np.nan)
         items = np.where(known_i, self.item_bias_, -np.inf)     # items without ratings: never recommended
+        # implicit feedback has no biases: a user without events gets the unseen items most often in training
+        cold = np.bincount(self.seen_[1], minlength=self.n_items).astype(np.float64) \
+            if self.implicit and self.seen_ is not None else None
         for lo in range(0, len(u), chunk):
             uu = u[lo: lo + chunk]
             un = uu < 0
             S = self.user_factors_[np.maximum(uu, 0)] @ self.item_factors_.T
-            S[un] = 0                                   # a user without ratings: the baseline μ + b_i
+            S[un] = 0 if cold is None else cold        # a user without ratings: the baseline μ + b_i
             if exclude_seen and self.seen_ is not None:
                 mf.leave_out(S, uu, *self.seen_)
             top[lo: lo + len(uu)], ps = mf.top_k(S, k, self.mu_ + np.where(un, 0, self.user_bias_[uu]), items)
             clip = self.rating_range_ or (-np.inf, np.inf)        # ranked before clipping: no ties at the top
             score[lo: lo + len(uu)] = np.clip(ps, *clip)
+            if cold is not None:                        # predict's score: 0; ranked by popularity
+                score[lo: lo + len(uu)][un] = np.where(np.isfinite(ps[un]), 0.0, np.nan)
         items = self.user_ids(1, np.maximum(top, 0))
         items[top < 0] = -1 if items.dtype.kind in "iu" else ""     # no id is negative or empty
         return names, rows.reshape(-1), items, score
