@@ -47,7 +47,8 @@ def tux2_run(train, test, iters, implicit, parts=1, **params):
         eng.run(1)
         times.append(time.perf_counter() - t)
         U, I = vertex_model(eng, s)
-        curve.append(ranking_at(U, I, seen, test, 10) if implicit else mf.rmse(U, I, test, s.mu))
+        curve.append(ranking_at(U, I, seen, test, 10, cold=np.bincount(seen[1], minlength=len(I["p"])))
+                     if implicit else mf.rmse(U, I, test, s.mu))     # (cold: as MF's epochs rank new users)
     return times, curve[-1], curve
 
 
@@ -162,6 +163,12 @@ def main(args):
           "ndcg@10_per_iter": [c["ndcg"] for c in curve]}, LOG)
     rows.append(["tux2 ALS --implicit", "implicit", s_tux2_i,
                  f"P@10 {m_tux2['precision']:.4f}, NDCG@10 {m_tux2['ndcg']:.4f}"])
+    from tux2.estimators.mf import popular_at, seen_csr
+    m_pop = popular_at(seen_csr(events), test, 10)          # no model: what the metrics are read against
+    emit({"bench": "als", "system": "most-popular", "implicit": True,
+          **{f"{m}@10": m_pop[m] for m in ("precision", "ndcg")}}, LOG)
+    rows.append(["most-popular (training counts, no model)", "implicit", None,
+                 f"P@10 {m_pop['precision']:.4f}, NDCG@10 {m_pop['ndcg']:.4f}"])
     peers_i = {}
     for cg in (False, True):
         s_imp, m_imp, imp_v = implicit_als(events, test, k, reg_i, alpha, iters, cg)
@@ -189,7 +196,7 @@ def main(args):
           "tux2_2threads_over_spark_s_per_iter": out["tux2_2"][0] / s_spark if s_spark else None, "tux2_test_rmse": out["tux2"][1],
           "spark_test_rmse": rmse_spark if s_spark else None, "tux2_over_implicit_s_per_iter": ratio_imp,
           "tux2_ndcg@10": m_tux2["ndcg"], "implicit_ndcg@10": peers_i[False][1]["ndcg"] if ratio_imp else None,
-          "tux2_precision@10": m_tux2["precision"],
+          "tux2_precision@10": m_tux2["precision"], "most_popular_ndcg@10": m_pop["ndcg"],
           "implicit_precision@10": peers_i[False][1]["precision"] if ratio_imp else None,
           "train_ratings": train.num_edges}, LOG)
     return 0

@@ -178,6 +178,76 @@ def test_implicit_ranks_held_out_items_above_popularity():
     assert not set(items[0]) & set(train.dst[train.src == 0].tolist())       # seen items left out
 
 
+def test_implicit_epoch_metrics_count_each_new_test_user_once(tmp_path):
+    """The per-epoch precision@10 and NDCG@10 are ranking_metrics' numbers also when the
+    test file has users without training events: each counts as one user (scored by the
+    baseline's list), not all of them together as one."""
+    g = counts_graph(n_users=200, n_items=60, seed=7, groups=4)
+    rng = np.random.default_rng(1)
+    held = rng.random(g.num_edges) < 0.2
+    new = g.src >= 160                                  # users 160..199: every event held out
+    lines = lambda m: "user\titem\tplays\n" + "".join(
+        f"{u + 1}\t{i + 1}\t{int(v)}\n" for u, i, v in zip(g.src[m], g.dst[m], g.values[m]))
+    (tmp_path / "train.tsv").write_text(lines(~held & ~new))
+    (tmp_path / "test.tsv").write_text(lines(held | new))
+    m = MF(mode="als", implicit=True, k=4, epochs=3, alpha=1.0).fit(str(tmp_path / "train.tsv"),
+                                                                     test=str(tmp_path / "test.tsv"))
+    ours = m.ranking_metrics(str(tmp_path / "test.tsv"))
+    assert ours["users"] == len(np.unique(g.src[held | new]))
+    assert ours["ndcg"] == pytest.approx(m.history_[-1]["ndcg@10"], rel=1e-9)
+    assert ours["precision"] == pytest.approx(m.history_[-1]["precision@10"], rel=1e-9)
+
+
+def test_most_popular_baseline_is_the_numpy_one():
+    """popular_at (the baseline printed beside --implicit's metrics) against a loop over
+    users: each one's unseen items by training count, lower id first on ties, scored
+    with tux2.ranking; users 50.. have no training events (they get the same list)."""
+    from tux2 import ranking
+    from tux2.estimators.mf import popular_at, seen_csr
+    g = counts_graph(n_users=70, n_items=30, seed=2, groups=3)
+    held = (np.random.default_rng(4).random(g.num_edges) < 0.3) | (g.src >= 50)
+    train, test = g.permuted(~held), g.permuted(held)
+    counts = np.bincount(train.dst, minlength=train.n_dst)
+    users = np.unique(test.src)
+    tops = []
+    for u in users:
+        seen = set(train.dst[train.src == u].tolist())
+        ranked = [j for j in np.argsort(-counts, kind="stable") if j not in seen and counts[j] > 0]
+        tops.append((ranked + [-1] * 10)[:10])
+    rows = np.searchsorted(users, test.src)
+    want = ranking.at_k(np.array(tops), rows, test.dst, 10)
+    got = popular_at(seen_csr(train), test, 10)
+    assert got["users"] == want["users"] == len(users)
+    for name in ranking.NAMES:
+        assert got[name] == pytest.approx(want[name], rel=1e-12), name
+
+
+def test_a_model_below_the_most_popular_baseline_is_told():
+    """Events drawn by item popularity alone (Zipf), a few per user: the default-size
+    model ranks held-out events below most-popular, and fit says so (a RuntimeWarning,
+    the CLI's note)."""
+    rng = np.random.default_rng(5)
+    n_users, n_items = 400, 200
+    src = np.repeat(np.arange(n_users), 1 + rng.zipf(1.6, n_users) % 20)
+    dst = np.minimum(rng.zipf(1.4, len(src)) - 1, n_items - 1)
+    pairs = np.unique(np.stack([src, dst]), axis=1)
+    g = BipartiteGraph(pairs[0], pairs[1], np.ones(pairs.shape[1], np.float32), n_users, n_items, ("user", "item"))
+    held = rng.random(g.num_edges) < 0.2
+    with pytest.warns(RuntimeWarning, match="below the most-popular baseline"):
+        MF(mode="als", implicit=True, k=32, epochs=4).fit(g.permuted(~held), g.permuted(held))
+
+
+def test_implicit_recommends_the_most_popular_items_to_a_new_user():
+    """Implicit feedback has no biases, so μ + b_i ties every item: a user without events
+    gets the items most often in training (the most-popular baseline), not the lowest ids."""
+    g = counts_graph(n_users=120, n_items=40, seed=6, groups=4)
+    m = MF(mode="als", implicit=True, k=4, epochs=2).fit((g.src + 1, g.dst + 1))
+    users, items, score = m.recommend([10 ** 6], 5, unknown="baseline")
+    counts = np.bincount(g.dst, minlength=40)
+    assert items[0].tolist() == (np.argsort(-counts, kind="stable")[:5] + 1).tolist()
+    assert items[0].tolist() != [1, 2, 3, 4, 5] and (score == 0).all()
+
+
 def test_cli_implicit_on_unnormalised_counts_without_a_value_column(tmp_path):
     """Counts that the squared loss refuses are --implicit's input; a file of 'user item'
     lines (one play each, repeats summed by --duplicates sum) is too."""
@@ -191,6 +261,7 @@ def test_cli_implicit_on_unnormalised_counts_without_a_value_column(tmp_path):
     assert r.returncode == 0, r.stderr
     assert "mf (als, implicit)" in r.stdout and "ndcg@10" in r.stdout and "objective" in r.stdout, r.stdout
     assert "look like counts" not in r.stdout + r.stderr
+    assert "most-popular baseline (each test user's unseen items by training count): precision@10 " in r.stdout
     events = tmp_path / "events.txt"
     events.write_text("".join(f"{u} {i}\n" * int(min(v, 3)) for u, i, v in zip(g.src, g.dst, g.values)))
     r = run_cli("run", "mf", str(events), "--mode", "als", "--implicit", "--duplicates", "sum", "--k", "4",

@@ -333,3 +333,12 @@ def test_a_resumed_run_keeps_checkpointing_where_it_resumed_from(ratings, tmp_pa
     _run(*common, "--epochs", "4", "--resume", str(tmp_path / "ck"))
     assert open(tmp_path / "ck" / "LATEST").read().strip() == "ckpt-00000004"
     assert not (tmp_path / "tux2-checkpoints").exists()
+
+
+def test_resume_from_a_saved_model_names_init_model(ratings, tmp_path):
+    """--resume given a directory --out wrote (a model, no checkpoints): the error says
+    so and names --init-model, which starts from a saved model."""
+    _run("run", "mf", ratings, "--k", "4", "--epochs", "1", "--out", str(tmp_path / "m"))
+    r = run_cli("run", "mf", ratings, "--k", "4", "--epochs", "2", "--resume", str(tmp_path / "m"))
+    assert r.returncode == 2 and "it holds a model an --out wrote, not checkpoints" in r.stderr, r.stderr
+    assert f"--init-model {tmp_path / 'm'}" in r.stderr and "Traceback" not in r.stderr

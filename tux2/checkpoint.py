@@ -168,7 +168,10 @@ def latest(directory):
         name = raw.decode("ascii").strip()
     except FileNotFoundError:
         inside = os.path.join(directory, "checkpoints")         # --out's, where --checkpoint-every writes
-        hint = f"; {inside} has one (--resume {inside})" if os.path.exists(os.path.join(inside, LATEST)) else ""
+        hint = f"; {inside} has one (--resume {inside})" if os.path.exists(os.path.join(inside, LATEST)) else \
+            ("; it holds a model an --out wrote, not checkpoints (--checkpoint-every N writes those): tux2 run mf "
+             f"--init-model {directory} starts a new run from the model"
+             if os.path.exists(os.path.join(directory, "model.json")) else "")
         raise CheckpointError(f"{directory}: no checkpoint here (no {LATEST} file){hint}") from None
     except (OSError, UnicodeDecodeError) as e:
         raise CheckpointError(f"{pointer}: cannot read ({e})") from None

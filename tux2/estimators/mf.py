@@ -151,12 +151,15 @@ def seen_csr(graph):
     return indptr, graph.dst[by_item[order]].astype(np.int32)
 
 
-def ranking_at(U, I, seen, test, k, mu=0.0, chunk=256):
+def ranking_at(U, I, seen, test, k, mu=0.0, chunk=256, cold=None):
     """tux2.ranking's metrics at ``k`` of ``MF.ranking_metrics``' lists (the top-k items by
     μ + b_u + b_i + p_u·q_i among those with training edges and not in ``seen``, the
-    training CSR; a test user without training edges gets the baseline's, μ + b_i) against
-    each test user's items (an item without training edges: relevant, never listed).
-    ``U``, ``I``: gathered (p, b) records in dense ids; ``test`` a graph in dense ids."""
+    training CSR; a test user without training edges gets the baseline's, μ + b_i, and counts
+    as one user, as in ``ranking_metrics``) against each test user's items (an item without
+    training edges: relevant, never listed).
+    ``U``, ``I``: gathered (p, b) records in dense ids; ``test`` a graph in dense ids.
+    ``cold``: per item, what ranks the baseline's list besides μ + b_i (implicit feedback,
+    whose b_i are 0: the training counts, as ``recommend`` ranks a user without events)."""
     from tux2 import ranking
     n_u, n_i = len(U["p"]), len(I["p"])          # (records or dicts of arrays)
     known_u, known_i = np.diff(seen[0]) > 0, np.bincount(seen[1], minlength=n_i) > 0
@@ -166,17 +169,35 @@ def ranking_at(U, I, seen, test, k, mu=0.0, chunk=256):
     unk_u[~unk_u] = ~known_u[src[~unk_u]]
     unk_i = unk_i | (dst >= n_i)
     unk_i[~unk_i] = ~known_i[dst[~unk_i]]
-    users, rows = np.unique(np.where(unk_u, -1, src), return_inverse=True)     # -1: the baseline's row
+    top_id = max(n_u, int(src.max(initial=0)) + 1)   # one row per test user, an unknown one by its id as written
+    key = np.where(unk_u, top_id + src, src)
+    written = getattr(test, "unknown_ids", None)
+    if test.unknown is not None and written is not None and test.unknown[0].any():
+        codes = {}
+        key[test.unknown[0]] = 2 * top_id + np.array([codes.setdefault(x, len(codes))
+                                                      for x in written[0].tolist()], np.int64)
+    ids, first, rows = np.unique(key, return_index=True, return_inverse=True)
+    users, lists = np.unique(np.where(unk_u[first], -1, src[first]), return_inverse=True)  # -1: the baseline's list
     top = np.empty((len(users), min(k, n_i)), np.int64)
     col, Q = np.where(known_i, np.asarray(I["b"], np.float64), -np.inf), np.asarray(I["p"], np.float64)
     for lo in range(0, len(users), chunk):
         uu = users[lo: lo + chunk]
         un = uu < 0
         S = np.asarray(U["p"][np.maximum(uu, 0)], np.float64) @ Q.T
-        S[un] = 0
+        S[un] = 0 if cold is None else cold
         mf.leave_out(S, uu, *seen)
         top[lo: lo + len(uu)] = mf.top_k(S, top.shape[1], mu + np.where(un, 0, U["b"][np.maximum(uu, 0)]), col)[0]
-    return ranking.at_k(top, rows.reshape(-1), np.where(unk_i, n_i + dst, dst), k)
+    return ranking.at_k(top[lists.reshape(-1)], rows.reshape(-1), np.where(unk_i, n_i + dst, dst), k)
+
+
+def popular_at(seen, test, k):
+    """``ranking_at`` of the most-popular lists: every test user gets the items it has not
+    trained on in order of their number of training edges (the lower id first on a tie),
+    the baseline a ranking metric of implicit feedback is read against."""
+    n_u, n_i = len(seen[0]) - 1, int(max(seen[1].max(initial=-1) + 1, test.n_dst))
+    counts = np.bincount(seen[1], minlength=n_i).astype(np.float64)
+    return ranking_at({"p": np.zeros((n_u, 1)), "b": np.zeros(n_u)}, {"p": np.zeros((n_i, 1)), "b": counts},
+                      seen, test, k)
 
 
 def rating_scale(sd, mad=None):
@@ -523,7 +544,10 @@ class MF(Estimator):
             if self.implicit:
                 if evaluate and "seen" not in vars(s):
                     s.seen = self._seen(eng, s)             # (collective with distributed ingress)
-                m = ranking_at(U, I, s.seen, s.test, RANK_AT, s.mu) if tested else {}
+                m = ranking_at(U, I, s.seen, s.test, RANK_AT, s.mu,
+                               cold=np.bincount(s.seen[1], minlength=len(I["p"]))) if tested else {}
+                if tested and "popular" not in vars(s):
+                    s.popular = popular_at(s.seen, s.test, RANK_AT)
                 rec.update({f"{name}@{RANK_AT}": m.get(name) for name in ("precision", "ndcg")})
             else:
                 rec["test_rmse"] = mf.rmse(U, I, s.test, s.mu, s.clip) if tested else None
@@ -580,6 +604,26 @@ class MF(Estimator):
         return "test RMSE", "lowest", "fallen below", "rose"
 
     def _report(self, s):
+        """With implicit feedback, the most-popular baseline's precision and NDCG beside the
+        model's (and a note when the model ranks below it); then ``_overfit``'s note."""
+        lines = self._overfit(s)
+        pop = vars(s).get("popular") if self.implicit else None
+        if pop is None or pop.get("ndcg") is None:
+            return lines
+        last = next((r[f"ndcg@{RANK_AT}"] for r in reversed(self.history_) if r.get(f"ndcg@{RANK_AT}") is not None),
+                    None)
+        if self.early_stop and "best" in vars(s):       # the model kept is the best epoch's
+            last = -s.best[0]
+        said = [f"  most-popular baseline (each test user's unseen items by training count): precision@{RANK_AT} "
+                f"{pop['precision']:.4f}  ndcg@{RANK_AT} {pop['ndcg']:.4f}"]
+        if last is not None and last < 0.95 * pop["ndcg"]:      # (k = 1 ranks as popularity does, within 1 %)
+            said.append(f"  note: the model's test NDCG@{RANK_AT} ({last:.4f}) is below the "
+                        f"most-popular baseline's ({pop['ndcg']:.4f}): these events say little beyond popularity, "
+                        f"or the model overfits them; a smaller --k (now {self.k}) or a larger --reg (now "
+                        f"{self.reg:g}) ranks closer to popularity")
+        return said + lines
+
+    def _overfit(self, s):
         """A note when the test metric ended 1 % or more worse than its best, at an earlier
         epoch: the model overfits (sparse data: a median user with a handful of ratings)."""
         h, sign = self._history(self.history_), self._goal[1]
@@ -786,7 +830,8 @@ class MF(Estimator):
         ``np.isfinite(scores)`` marks the recommendations; scores are ``predict``'s (in
         the training ratings' range), the order that before clipping. ``users``: by default every user with training
         ratings; a user without follows ``unknown`` (default: the estimator's): baseline
-        gets the items of highest μ + b_i, skip leaves the user out, error raises."""
+        gets the items of highest μ + b_i (with implicit feedback, which has no biases: the
+        items most often in training, score 0), skip leaves the user out, error raises."""
         names, rows, items, score = self.recommend_distinct(users, k, exclude_seen, unknown, chunk, min_ratings)
         return names, items[rows], score[rows]
 
@@ -821,16 +866,21 @@ class MF(Estimator):
         top = np.full((len(u), k), -1, np.int64)
         score = np.full((len(u), k), np.nan)
         items = np.where(known_i, self.item_bias_, -np.inf)     # items without ratings: never recommended
+        # implicit feedback has no biases: a user without events gets the unseen items most often in training
+        cold = np.bincount(self.seen_[1], minlength=self.n_items).astype(np.float64) \
+            if self.implicit and self.seen_ is not None else None
         for lo in range(0, len(u), chunk):
             uu = u[lo: lo + chunk]
             un = uu < 0
             S = self.user_factors_[np.maximum(uu, 0)] @ self.item_factors_.T
-            S[un] = 0                                   # a user without ratings: the baseline μ + b_i
+            S[un] = 0 if cold is None else cold        # a user without ratings: the baseline μ + b_i
             if exclude_seen and self.seen_ is not None:
                 mf.leave_out(S, uu, *self.seen_)
             top[lo: lo + len(uu)], ps = mf.top_k(S, k, self.mu_ + np.where(un, 0, self.user_bias_[uu]), items)
             clip = self.rating_range_ or (-np.inf, np.inf)        # ranked before clipping: no ties at the top
             score[lo: lo + len(uu)] = np.clip(ps, *clip)
+            if cold is not None:                        # predict's score: 0; ranked by popularity
+                score[lo: lo + len(uu)][un] = np.where(np.isfinite(ps[un]), 0.0, np.nan)
         items = self.user_ids(1, np.maximum(top, 0))
         items[top < 0] = -1 if items.dtype.kind in "iu" else ""     # no id is negative or empty
         return names, rows.reshape(-1), items, score
