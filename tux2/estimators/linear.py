@@ -430,8 +430,9 @@ class GLM(Linear):
     constant feature 1, whose weight, the intercept, is the last row of ``coef_``.
     ``warm_start``: a ``fit`` after the first starts from the weights it learned
     (``start_from(model)``: from another fit's or a saved model's; ``--init-model DIR``),
-    features by index, the step sizes' history (AdaGrad's, Adam's) anew, as scikit-learn's
-    ``warm_start``; the labels must be the model's."""
+    features by index, AdaGrad's or Adam's per-feature history going on (``step_state_``,
+    saved with the model), so a fit continued is the longer fit; the labels, the intercept
+    and an FM's form must be the model's."""
 
     bounds = dict(reg=NONNEG_NUMBER, batch=NONNEG, eta=POSITIVE, decay=NONNEG_NUMBER, epochs=NONNEG, seed=SEED,
                   classes=integer(2, 100_000), factors=integer(1, 100_000), init_std=NONNEG_NUMBER)
@@ -522,17 +523,19 @@ class GLM(Linear):
         W = np.asarray(self.coef_, np.float64)
         W = W.reshape(len(W), -1)
         had, fm = vars(self).pop("_started_bias", self._bias()), self.algorithm == "fm"
-        flag = ("--bias", "leave out --bias") if fm else ("leave out --no-bias", "--no-bias")   # FM: none by default
-        why = ("an intercept" if had else "no intercept", flag[0] if had else flag[1]) if had != bool(self.bias) else \
-            (f"{W.shape[1] - 1} factors", f"--factors {W.shape[1] - 1}") if fm and W.shape[1] != 1 + self.factors else \
-            (f"samples {'scaled to unit length' if norm == 'l2' else 'as they are'}", f"--norm {norm}") \
-            if fm and self.norm_ != norm else None
-        if why is None and (len(labels) != len(self.classes_) or (np.asarray(labels) != self.classes_).any()):
+        why = None                                      # what of the model's form this fit lacks, and its flag
+        if had != bool(self.bias):
+            flag = ("give --bias", "leave out --bias") if fm else ("leave out --no-bias", "give --no-bias")
+            why = ("an intercept", flag[0]) if had else ("no intercept", flag[1])   # (an FM has none by default)
+        elif fm and W.shape[1] != 1 + self.factors:
+            why = (f"{W.shape[1] - 1} factors", f"give --factors {W.shape[1] - 1}")
+        elif fm and self.norm_ != norm:
+            why = (f"samples {'scaled to unit length' if norm == 'l2' else 'as they are'}", f"give --norm {norm}")
+        if why is not None:
+            raise Tux2Error(f"the model to start from has {why[0]}: {why[1]} (a warm start keeps the model's form)")
+        if len(labels) != len(self.classes_) or (np.asarray(labels) != self.classes_).any():
             raise Tux2Error(f"the model to start from has the labels {', '.join(map(shown, self.classes_[:6]))} and "
                             f"this data {', '.join(map(shown, labels[:6]))}: a warm start keeps the model's labels")
-        if why is not None:
-            raise Tux2Error(f"the model to start from has {why[0]}: {why[1] if why[1].startswith('leave') else 'give ' + why[1]} "
-                            "(a warm start keeps the model's form)")
         feats = min(len(W) - had, d - had)              # features both know; the intercept, last, to the last
         W0 = np.zeros((d, W.shape[1]))
         W0[:feats] = W[:feats]
