@@ -359,7 +359,11 @@ def test_a_fake_hello_gets_no_table_and_junk_does_not_kill_the_rendezvous(rating
                 p.kill()
                 p.communicate()
     assert [p.returncode for p in procs] == [0, 0], errs
-    assert _refused(errs[0]) > 0, errs[0]       # junk and the stranger's DEALER fail the handshake
+    # How many refusals rank 0 reports is not checked here: libzmq's monitor may report the
+    # stranger's failed handshakes after the rendezvous socket has closed (rank 0's note then
+    # says nothing; CI on 2026-11-28 saw 0), and counting accepted connections instead counted
+    # peers that hang up mid-handshake (da3491f). The refusal itself is what is checked: the
+    # intruder never hears back and the run ends with the reference model.
     _same_model(tmp_path / "model", reference)
 
 
