@@ -196,7 +196,8 @@ class LDA(Estimator):
         src, dst, cnt = lda.token_edges(g.src, g.dst, g.values.astype(np.int64))
         tokens = int(cnt.sum())
         blocks, partitioner = self._schedule(parts)
-        engine, doc_block = {}, None
+        doc_block = None
+        engine = {"partitioner_options": {"favorite": 0} if partitioner in ("bicut", "aweto") else None}
         if blocks:
             order, strata, tiles, doc_block = lda.tiled_order(src, dst, g.n_src, g.n_dst, blocks, seed=self.seed)
             src, dst, cnt = src[order], dst[order], cnt[order]
@@ -207,8 +208,6 @@ class LDA(Estimator):
                            doc_block=doc_block)
         graph = BipartiteGraph(src, dst, None, g.n_src, g.n_dst, ("doc", "word"), data.source)
         fmt, base = data.facts.get("format"), int(data.facts.get("word_base", 0))
-        if not blocks:
-            engine = {"partitioner_options": {"favorite": 0} if partitioner in ("bicut", "aweto") else None}
         return Setup(graph, prog, {"partitioner": partitioner, **engine},
                      tokens=tokens, vocab=data.vocab, source=data.source, format=fmt, word_base=base, test=data.test,
                      stop=data.facts.get("stop"), blocks=blocks, partitioner=partitioner,
