@@ -431,6 +431,46 @@ def test_a_binary_libsvm_file_labelled_1_and_2_trains(tmp_path, algo):
     assert set(np.loadtxt(tmp_path / "pred.txt", usecols=0, comments="#").tolist()) <= {1.0, 2.0}
 
 
+def test_scikit_learns_zero_based_libsvm_files_are_read_as_written(tmp_path):
+    """sklearn.datasets.dump_svmlight_file writes indices from 0: read so without a flag
+    (as load_svmlight_file's zero_based="auto"), the header saying so, the test file and
+    predict following the training file's base though index 0 is missing from them;
+    a LIBSVM-site file (from 1) stays 1-based and --one-based refuses index 0."""
+    import scipy.sparse as sp
+    import tux2
+    from sklearn.datasets import dump_svmlight_file
+    cols, y = _onehot_binary(n=500)
+    X = sp.csr_matrix((np.ones(cols.size), cols.ravel(), np.arange(0, cols.size + 1, cols.shape[1])), shape=(500, 123))
+    train, test = str(tmp_path / "train.svm"), str(tmp_path / "test.svm")
+    dump_svmlight_file(X[:400], y[:400], train)
+    keep = np.flatnonzero(~np.asarray((X[400:, 0] != 0).todense()).ravel())     # rows without feature 0
+    dump_svmlight_file(X[400:][keep], y[400:][keep], test)
+    assert " 0:" in open(train).read() and " 0:" not in open(test).read()
+    auto = tux2.LogisticRegression(epochs=3).fit(train, test)
+    given = tux2.LogisticRegression(epochs=3, zero_based=True).fit(train, test)
+    on_matrix = tux2.LogisticRegression(epochs=3).fit(X[:400], y[:400])
+    assert auto.zero_based_ and auto.get_params()["zero_based"] == "auto"
+    np.testing.assert_array_equal(auto.coef_, given.coef_)
+    np.testing.assert_array_equal(auto.coef_, on_matrix.coef_)          # column j is the file's index j
+    assert auto.history_[-1]["test_accuracy"] == given.history_[-1]["test_accuracy"] > 0.6
+    np.testing.assert_array_equal(auto.predict(test), on_matrix.predict(X[400:][keep]))
+    r = run_cli("run", "lr", train, "--test", test, "--epochs", "3", "--out", str(tmp_path / "m"))
+    assert r.returncode == 0, r.stderr
+    assert "read as: feature indices 0-based (auto: index 0 occurs" in r.stdout
+    weights = dict(line.split(":") for line in (tmp_path / "m" / "weights.txt").read_text().split())
+    assert sorted(int(k) for k in weights) == np.flatnonzero(auto.coef_).tolist()      # the file's indices (123: intercept)
+    p = run_cli("predict", str(tmp_path / "m"), test, "-o", str(tmp_path / "pred.txt"))
+    assert p.returncode == 0, p.stderr
+    np.testing.assert_array_equal(np.loadtxt(tmp_path / "pred.txt", usecols=0, comments="#"), auto.predict(test))
+    r = run_cli("run", "lr", train, "--one-based")
+    assert r.returncode == 2 and r.stderr.startswith(f"tux2: error: {train}:") and \
+        "feature index 0 in a 1-based file" in r.stderr, r.stderr
+    one = _write_libsvm(tmp_path / "a9a", cols, y)
+    assert io.read_libsvm(one, zero_based="auto")[0].base == 1
+    r = run_cli("run", "lr", one, "--epochs", "1")
+    assert r.returncode == 0 and "0-based" not in r.stdout, r.stderr
+
+
 def test_the_estimator_predicts_the_labels_it_was_fitted_on():
     import scipy.sparse as sp
     import tux2

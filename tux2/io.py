@@ -2192,10 +2192,12 @@ def reader_compiled(kind):
 
 def read_libsvm(path, zero_based=False, n_features=None, type_names=("sample", "feature")):
     """A libsvm/svmlight file: ``label idx:val idx:val ...`` per line, 1-based feature
-    indices unless ``zero_based``; ``#`` comments; ``qid:`` fields are skipped.
-    Returns (BipartiteGraph sample → feature with the values, labels). Every sample
-    is a vertex even without features; a 0 index in a 1-based file is an error that
-    names the line and suggests ``zero_based``."""
+    indices unless ``zero_based`` (True; "auto": 0-based when an index 0 occurs, as
+    scikit-learn's load_svmlight_file reads them); ``#`` comments; ``qid:`` fields
+    are skipped. Returns (BipartiteGraph sample → feature with the values, labels);
+    the graph's ``base`` is the index base it was read with. Every sample is a vertex
+    even without features; a 0 index in a 1-based file is an error that names the
+    line and suggests ``zero_based``."""
     path = os.fspath(path)
     try:
         with open(path, "rb") as f:
@@ -2220,6 +2222,8 @@ def read_libsvm(path, zero_based=False, n_features=None, type_names=("sample", "
     if rows == 0:
         raise InputError("no samples found (the file is empty or has only comments)", path=path)
     y, r, c, v = y[:rows], r[:k], c[:k], v[:k]
+    if zero_based == "auto":
+        zero_based = bool(k and c.min() == 0)
     if not zero_based and k:
         bad = np.flatnonzero(c == 0)
         if len(bad):
@@ -2240,6 +2244,7 @@ def read_libsvm(path, zero_based=False, n_features=None, type_names=("sample", "
                              f"features of the model", path=path, line=line, text=text)
         n_feat = n_features
     g = BipartiteGraph(r, c, v, rows, n_feat, type_names, path)
+    g.base = 0 if zero_based else 1
     return g, y
 
 

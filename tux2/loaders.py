@@ -760,7 +760,7 @@ def plain_file(given):
             raise io.as_given(e, path, given) from None
 
 
-def load_libsvm(path, zero_based=False, n_features=None, type_names=("sample", "feature"), duplicates="error",
+def load_libsvm(path, zero_based="auto", n_features=None, type_names=("sample", "feature"), duplicates="error",
                 label_column=None, features=None, table_labels=None):
     """(graph sample → feature, labels) of a libsvm file (see ``tux2.io.read_libsvm``)
     or a dense table of numbers with its labels in ``label_column`` (tux2.tables; the
@@ -792,7 +792,9 @@ def load_libsvm(path, zero_based=False, n_features=None, type_names=("sample", "
         def where(i):
             line, text = io.edge_line(copy, int(g.src[i]))
             return copy, line, text
-        g = dedupe(g, duplicates, where, lambda _, j: f"feature {j + (0 if zero_based else 1)} in one sample")
+        base = g.base
+        g = dedupe(g, duplicates, where, lambda _, j: f"feature {j + base} in one sample")
+        g.base = base
     g.source = io.display_name(os.fspath(path))
     return g, y
 
@@ -813,7 +815,7 @@ def is_path(x):
     return isinstance(x, (str, bytes)) or hasattr(x, "__fspath__")
 
 
-def load_samples(X, zero_based=False, duplicates="error", label_column=None, features=None, table_labels=None):
+def load_samples(X, zero_based="auto", duplicates="error", label_column=None, features=None, table_labels=None):
     """(sample → feature graph, labels or None) of a linear model's input: a libsvm
     path or a table's (``load_libsvm``), a scipy.sparse or dense matrix (rows are
     samples), or a graph."""

@@ -425,14 +425,19 @@ def _checkpoint(args, est, world):
 
 # ---------------------------------------------------------------- libsvm input (blockpg, lr, svm, softmax, fm)
 def add_libsvm_args(p, metrics):
-    """INPUT (optional: a built-in set), --test, --zero-based and --duplicates."""
+    """INPUT (optional: a built-in set), --test, --zero-based/--one-based and --duplicates."""
     p.add_argument("input", nargs="?", help="training set: libsvm, or a table of numbers (CSV, TSV …) with the "
                                             "labels in a column; default: built-in generated set")
     p.add_argument("--test", help=f"test set (as INPUT): {metrics} per epoch")
     p.add_argument("--label-column", metavar="N|NAME|last", default=None,
                    help="a table's label column: 1-based number, header name or 'last' (default: the column named "
                         "label, class, target, y … , else the first, as LightGBM and xgboost read CSV)")
-    p.add_argument("--zero-based", action="store_true", help="feature indices start at 0")
+    base = p.add_mutually_exclusive_group()
+    base.add_argument("--zero-based", action="store_const", const=True, default="auto",
+                      help="feature indices start at 0 (default: so when an index 0 occurs in INPUT, as "
+                           "scikit-learn's load_svmlight_file reads them, else at 1)")
+    base.add_argument("--one-based", dest="zero_based", action="store_const", const=False,
+                      help="feature indices start at 1: an index 0 is an error")
     p.add_argument("--duplicates", choices=DUPLICATES, default="error",
                    help="a feature twice in one line: stop naming the line, add the values, keep the last, "
                         "or keep both")
@@ -452,6 +457,6 @@ def classification_data(args, est, transport, say):
     keep = g.src < cut
     test = BipartiteGraph(g.src[~keep] - cut, g.dst[~keep], g.values[~keep], g.n_src - cut, g.n_dst, names)
     train = BipartiteGraph(g.src[keep], g.dst[keep], g.values[keep], cut, g.n_dst, names)
-    return runner.Dataset(train, test, y[:cut], y[cut:], zero_based=est.zero_based,
+    return runner.Dataset(train, test, y[:cut], y[cut:], zero_based=False,
                           source=f"built-in kdd-shaped set ({cut // 1000}k train + 2k test samples, "
                                  f"10k power-law features{f', {classes} classes' if classes > 2 else ''})")

@@ -18,7 +18,7 @@ def add_parser(algos):
         p = algos.add_parser(
             name, help=f"{title} by mini-batch SGD; --strategy picks the system it trains like",
             description=f"Minimises (1/n) sum_i loss(x_i.W, y_i) + lambda R(W) for the {title} over a libsvm "
-                        "file (1-based feature indices unless --zero-based"
+                        "file (feature indices from 1, or from 0 when an index 0 occurs"
                         + ("; any labels, each a class" if loss == "softmax" else "; any two labels: +1/-1, 1/0 …")
                         + "). Strategies: sendgradient = Spark MLlib (gradients to the feature masters; "
                         "--driver puts them all on one partition), adam = PS2 (Adam moments beside the "

@@ -136,7 +136,7 @@ def info(args):
         res = describe(g, kind, labels)
         if g.num_edges:
             one = bool(g.dst.min() > 0)
-            res["feature_index_base"] = "1 (the libsvm default)" if one else "0 (pass --zero-based)"
+            res["feature_index_base"] = "1 (the libsvm default)" if one else "0 (index 0 occurs: tux2 run reads it so)"
             res[g.type_names[1]]["ids_declared"] -= one       # read 0-based: no feature 0 in a 1-based file
             res["density"] = g.num_edges / max(g.n_src * (g.n_dst - one), 1)
         elif g.n_src:

@@ -31,7 +31,7 @@ def with_bias(graph, index=None):
     return BipartiteGraph(src, dst, val, n, max(graph.n_dst, index + 1), graph.type_names, graph.source)
 
 
-READ_CHOICES = dict(zero_based=(True, False), duplicates=loaders.DUPLICATES)     # libsvm files
+READ_CHOICES = dict(zero_based=(True, False, "auto"), duplicates=loaders.DUPLICATES)     # libsvm files
 
 
 class Linear(Estimator):
@@ -47,9 +47,12 @@ class Linear(Estimator):
     def load_data(self, data, test=None):
         """``data``: a libsvm path, (X, y), or X with ``test`` its labels y (the
         scikit-learn ``fit(X, y)``); ``test``: a libsvm path or (X, y). Files are read
-        with ``zero_based`` (feature indices from 0) and ``duplicates`` (a feature twice
+        with ``zero_based`` (True: feature indices from 0; "auto": so when an index 0
+        occurs in ``data``, else from 1; the test file in ``data``'s) and ``duplicates`` (a feature twice
         in one line: "error", "sum", "last", "keep"), as ``tux2 run``'s flags read them."""
         zero_based, duplicates = self.zero_based, self.duplicates
+        if zero_based == "auto" and vars(self).get("warm_start") and "coef_" in vars(self):   # read in the base
+            zero_based = bool(self.zero_based_)                                                # of the model started from
         if self.label_column is not None and test is None and hasattr(data, "columns") and hasattr(data, "drop"):
             data, test = data.drop(columns=self.label_column), data[self.label_column]      # a DataFrame's labels
         def pair(d, label=self.label_column, table_labels=None):
@@ -62,6 +65,11 @@ class Linear(Estimator):
             loaders.require_features(g, path)          # labels alone (lines '1', '-1 # …'): nothing to learn
             return g, y
         g, y = pair(data)
+        how = None
+        if zero_based == "auto":        # a libsvm file's base as read (the test file's too); other data: 1
+            zero_based = loaders.is_path(data) and g.layout is None and g.base == 0
+            how = "feature indices 0-based (auto: index 0 occurs; --zero-based reads so always)" if zero_based \
+                else None
         table = g.layout if isinstance(g.layout, tables.TableFormat) else None
         names = feature_names(data[0] if isinstance(data, tuple) else data) or (table and table.feature_names())
         given = data[1] if isinstance(data, tuple) and len(data) == 2 else None      # y from Python, if any
@@ -90,7 +98,7 @@ class Linear(Estimator):
             same_table(t.layout, names, g.n_dst, test)
         kind = np.asarray(given).dtype if given is not None else None
         return Dataset(g, t, y, ty, zero_based=zero_based, feature_names=names, label_column=label,
-                       read_as=table and table.describe(),
+                       read_as=(table and table.describe()) or how,
                        label_dtype=kind.str if kind is not None and kind.kind in "biuf" else None)
 
     def __sklearn_tags__(self):
@@ -442,7 +450,7 @@ class GLM(Linear):
     flags = dict(reg=("lam", "the regularisation weight λ"), penalty=("reg", "the regulariser, 'l2' or 'l1',"))
 
     def __init__(self, strategy="sendgradient", optimizer=None, driver=False, penalty="l2", reg=None, batch=None,
-                 eta=None, decay=0.0, epochs=10, seed=0, bias=True, zero_based=False, duplicates="error",
+                 eta=None, decay=0.0, epochs=10, seed=0, bias=True, zero_based="auto", duplicates="error",
                  label_column=None, warm_start=False):
         self._keep(locals())
 
@@ -687,7 +695,7 @@ class Softmax(GLM):
     algorithm, loss = "softmax", "softmax"
 
     def __init__(self, strategy="sendgradient", optimizer=None, driver=False, penalty="l2", reg=None, batch=None,
-                 eta=None, decay=0.0, epochs=10, seed=0, bias=True, classes=None, zero_based=False,
+                 eta=None, decay=0.0, epochs=10, seed=0, bias=True, classes=None, zero_based="auto",
                  duplicates="error", label_column=None, warm_start=False):
         self._keep(locals())
 
@@ -706,7 +714,7 @@ class FM(GLM):
 
     def __init__(self, strategy="sendgradient", optimizer=None, driver=False, penalty="l2", reg=None, batch=None,
                  eta=None, decay=0.0, epochs=10, seed=0, bias=False, loss="logistic", factors=8, init_std=0.01,
-                 norm="auto", zero_based=False, duplicates="error", label_column=None, warm_start=False):
+                 norm="auto", zero_based="auto", duplicates="error", label_column=None, warm_start=False):
         self._keep(locals())
 
 
@@ -739,7 +747,7 @@ class BlockPG(Linear):
     flags = dict(reg=("lam", "the L1 weight λ"))
 
     def __init__(self, reg=1.0, block_size=None, epochs=20, tol=0.0, shrink=0.9, shrink_rest=2, bias=False,
-                 partitioner="bicut", seed=0, form="auto", zero_based=False, duplicates="error", label_column=None):
+                 partitioner="bicut", seed=0, form="auto", zero_based="auto", duplicates="error", label_column=None):
         self._keep(locals())
 
     KAPPA_NEWTON = 8        # auto: newton when a sample has this many features per block on average
