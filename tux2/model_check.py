@@ -136,6 +136,9 @@ def check_mf(directory, meta, arrays):
         p = _need(path, a, "p", "f", (None, k))
         _need(path, a, "b", "f", (len(p),))
         _ids(path, a.get("ids"), len(p))
+        for key in a:                               # a warm start's AdaGrad history (models before it: none)
+            if key.startswith("step_") and key != "step_form":
+                _need(path, a, key, "f", (len(p),))
         n[name] = len(p)
     seen = arrays.get("seen.npz")
     if seen is not None:

@@ -22,6 +22,7 @@ DAMPING = 3.0           # a bias is shrunk as if its user or item had this many 
 COUNT_LEVELS = 50       # distinct whole-number ratings above it: counts (refuse_counts)
 TYPICAL = 0.25          # mean |r − μ| / sd below it: the sd is a few extreme ratings', not a scale (outlying)
 ALPHA = 40.0            # implicit feedback's confidence slope, c = 1 + α·r (Hu et al.'s; README: measured)
+STEP_STATE = ("g", "gb")        # AdaGrad's per-vertex sums of squared gradients (udfs/mf.py)
 RANK_AT = 10            # implicit feedback: precision@10 and NDCG@10 of held-out items per epoch
 
 
@@ -524,11 +525,20 @@ class MF(Estimator):
         values = {"user": (self.user_factors_ / root, self.user_bias_ / scale),
                   "item": (self.item_factors_ / root, (self.item_bias_ + self.mu_ - mu) / scale)}
         first, taken = prog.init_vertices, dict(zip(NAMES, rows))
+        # AdaGrad's history of the vertices learned before goes on, as in a longer fit, when it is
+        # this form's in these units (else it starts afresh, as a new model's does)
+        state = vars(self).get("step_state_", {})
+        if str(state.get("form")) != self._form(scale):
+            state = {}
 
         def init_vertices(name, data, rng):
             first(name, data, rng)              # the new ids' draws are those of a new model
             to, frm = taken[name]
             data["p"][to], data["b"][to] = values[name][0][frm], values[name][1][frm]
+            for f in STEP_STATE:
+                v = state.get(f"{name}_{f}")
+                if v is not None and f in data.dtype.names and len(v) == len(values[name][1]):
+                    data[f][to] = v[frm]
         prog.init_vertices = init_vertices
         return tuple(int(k[to].sum()) for k, (to, _) in zip(known, rows))
 
@@ -675,6 +685,11 @@ class MF(Estimator):
         seen = s.seen if "seen" in vars(s) else self._seen(eng, s)     # (a collective with distributed ingress)
         if U is not None:
             self._set(U, I, s.mu, s.ids, seen, s.clip)
+            # AdaGrad's per-vertex history (udfs/mf.py), in the engine's units: a warm start goes on with it
+            self.step_state_ = {f"{name}_{f}": np.array(d[f]) for name, d in zip(NAMES, (U, I))
+                                for f in STEP_STATE if f in d.dtype.names}
+            if self.step_state_:
+                self.step_state_["form"] = np.array(self._form(s.scale))
             vars(self).pop("columns_", None)
             if s.frame_columns is not None:     # score() reads a DataFrame's columns of these names
                 self.columns_ = list(s.frame_columns)
@@ -688,9 +703,17 @@ class MF(Estimator):
         self.rating_range_ = None if clip is None else tuple(float(x) for x in clip)
 
     # ------------------------------------------------------------ files
+    def _form(self, scale):
+        """What a step history is valid for: the form that made it and the units of its ratings."""
+        return f"{self.mode}{'/' + self.step if self.mode == 'minibatch' else ''}/{scale:g}"
+
     def _files(self):
+        state = vars(self).get("step_state_", {})
         out = {f"{name}.npz": files.npz({"p": p.astype(np.float32), "b": b.astype(np.float32),
-                                         "ids": loaders.save_ids(m, len(p))})
+                                         "ids": loaders.save_ids(m, len(p)),
+                                         **{f"step_{f}": state[f"{name}_{f}"] for f in STEP_STATE
+                                            if f"{name}_{f}" in state},
+                                         **({"step_form": state["form"]} if "form" in state else {})})
                for name, p, b, m in (("user", self.user_factors_, self.user_bias_, self.ids_[0]),
                                      ("item", self.item_factors_, self.item_bias_, self.ids_[1]))}
         if self.seen_ is not None:
@@ -712,6 +735,10 @@ class MF(Estimator):
                   (seen["indptr"], seen["indices"]) if seen is not None else None, meta.get("rating_range"))
         if isinstance(meta.get("frame_columns"), list):      # a DataFrame's (user, item, rating) names
             self.columns_ = meta["frame_columns"]
+        self.step_state_ = {f"{name}_{k[5:]}": np.asarray(v) for name in NAMES
+                            for k, v in arrays[f"{name}.npz"].items() if k.startswith("step_") and k != "step_form"}
+        if "step_form" in arrays["user.npz"]:
+            self.step_state_["form"] = np.asarray(arrays["user.npz"]["step_form"])
 
     # ------------------------------------------------------------ predictions
     @property
