@@ -456,7 +456,7 @@ def test_scikit_learns_zero_based_libsvm_files_are_read_as_written(tmp_path):
     np.testing.assert_array_equal(auto.predict(test), on_matrix.predict(X[400:][keep]))
     r = run_cli("run", "lr", train, "--test", test, "--epochs", "3", "--out", str(tmp_path / "m"))
     assert r.returncode == 0, r.stderr
-    assert "read as: feature indices 0-based (auto: index 0 occurs" in r.stdout
+    assert "read as: feature indices 0-based (an index 0 occurs" in r.stdout
     weights = dict(line.split(":") for line in (tmp_path / "m" / "weights.txt").read_text().split())
     assert sorted(int(k) for k in weights) == np.flatnonzero(auto.coef_).tolist()      # the file's indices (123: intercept)
     p = run_cli("predict", str(tmp_path / "m"), test, "-o", str(tmp_path / "pred.txt"))

@@ -68,7 +68,7 @@ class Linear(Estimator):
         how = None
         if zero_based == "auto":        # a libsvm file's base as read (the test file's too); other data: 1
             zero_based = loaders.is_path(data) and g.layout is None and g.base == 0
-            how = "feature indices 0-based (auto: index 0 occurs; --zero-based reads so always)" if zero_based \
+            how = "feature indices 0-based (an index 0 occurs; --one-based refuses it)" if zero_based \
                 else None
         table = g.layout if isinstance(g.layout, tables.TableFormat) else None
         names = feature_names(data[0] if isinstance(data, tuple) else data) or (table and table.feature_names())
