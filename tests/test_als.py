@@ -256,7 +256,7 @@ def test_cli_implicit_on_unnormalised_counts_without_a_value_column(tmp_path):
     path.write_text("".join(f"u{u}\ta{i}\t{int(v)}\n" for u, i, v in zip(g.src, g.dst, g.values)))
     r = run_cli("run", "mf", str(path), "--k", "4", "--epochs", "2")
     assert r.returncode == 2 and "look like counts" in r.stderr and "--mode als --implicit" in r.stderr, r.stderr
-    r = run_cli("run", "mf", str(path), "--mode", "als", "--implicit", "--k", "4", "--epochs", "3",
+    r = run_cli("run", "mf", str(path), "--implicit", "--k", "4", "--epochs", "3",     # --implicit alone: ALS
                 "--early-stop", "1")
     assert r.returncode == 0, r.stderr
     assert "mf (als, implicit)" in r.stdout and "ndcg@10" in r.stdout and "objective" in r.stdout, r.stdout
@@ -274,7 +274,7 @@ def test_cli_implicit_on_unnormalised_counts_without_a_value_column(tmp_path):
     (["--mode", "als", "--lr", "0.1"], "--lr 0.1 has no effect with --mode als"),
     (["--mode", "als", "--step", "plain"], "--step plain has no effect with --mode als"),
     (["--mode", "als", "--batch-size", "100"], "--batch-size 100 has no effect with --mode als"),
-    (["--implicit"], "--implicit has no effect with --mode sgd: it applies only with --mode als"),
+    (["--mode", "sgd", "--implicit"], "--implicit has no effect with --mode sgd: it applies only with --mode als"),
     (["--mode", "als", "--alpha", "5"], "--alpha 5.0 has no effect with explicit ratings"),
     (["--mode", "als", "--implicit", "--no-biases"], "--no-biases has no effect with --implicit"),
     (["--mode", "als", "--implicit", "--damping", "5"], "--damping 5.0 has no effect with --implicit"),

@@ -38,12 +38,13 @@ def add_parser(sub):
     p.add_argument("--damping", type=MF.bounds["damping"], default=DAMPING, metavar="D",
                    help="a bias is shrunk as if its user or item had D more ratings at the mean: b = Σ(r−r̂+b)/(n+D)")
     p.add_argument("--epochs", type=NONNEG, default=10, help="passes over the training edges")
-    p.add_argument("--mode", choices=MF.choices["mode"], default="sgd",
-                   help="sgd: per-edge updates in Exchange (LibMF style); minibatch: the paper's "
+    p.add_argument("--mode", choices=MF.choices["mode"], default=None,
+                   help="(default: sgd, or als with --implicit) sgd: per-edge updates in Exchange (LibMF style); "
+                        "minibatch: the paper's "
                         "Exchange-accumulate + Apply form; als: alternating least squares (Spark MLlib's ALS), "
                         "each epoch solves every user's, then every item's, least-squares problem exactly")
     p.add_argument("--implicit", action="store_true",
-                   help="with --mode als: implicit feedback (clicks, plays, purchases): every (user, item) pair "
+                   help="(picks --mode als) implicit feedback (clicks, plays, purchases): every (user, item) pair "
                         "counts, preference 1 on an edge, 0 elsewhere, confidence 1 + alpha·r on an edge (Hu et "
                         "al., implicit's ALS, Spark's implicitPrefs); reports the objective and precision@10 / "
                         "NDCG@10 of the held-out items")
@@ -92,6 +93,8 @@ def add_parser(sub):
 
 
 def run(args):
+    if args.mode is None:               # implicit feedback is ALS's (Hu et al.): --implicit alone asks for it
+        args.mode = "als" if args.implicit else "sgd"
     if args.init_model and "k" not in args.given:        # --k defaults to the model's (a model of k=20 was refused)
         from tux2.model_check import read_meta
         k = read_meta(args.init_model).get("k")
