@@ -1463,8 +1463,9 @@ def no_edges(fmt, path, what="edges"):
     """The InputError of an edge list (its EdgeFormat ``fmt``), or a table of ``what``,
     without a data line."""
     if fmt.names:
-        return InputError(f"no {what} found: the file has a header line ({','.join(fmt.names)}) and no data lines",
-                          path=path)
+        return InputError(f"no {what} found: the file's one line ({' '.join(fmt.names)}) reads as a header line "
+                          "(names, not numbers) and no data lines follow; if it is data, put a header line above it "
+                          + ("(e.g. 'user item rating')" if what == "edges" else "(the columns' names)"), path=path)
     return InputError(f"no {what} found (the file is empty or has only comments)", path=path)
 
 
