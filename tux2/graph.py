@@ -194,7 +194,7 @@ def _by_tile(src, dst, n_src, n_dst, blocks, tile_rank):
     return order, starts
 
 
-def stratified_order(src, dst, n_src, n_dst, blocks=16, seed=0, tiles=False):
+def stratified_order(src, dst, n_src, n_dst, blocks=16, seed=0, tiles=False, src_major=None):
     """DSGD's conflict-free edge order (tux2.partitioning.stratified): the B strata one
     after another in a seeded random order (as DSGD draws them), inside a stratum its
     tiles by row block, inside a tile LibMF's sort (larger side, then smaller side).
@@ -202,7 +202,8 @@ def stratified_order(src, dst, n_src, n_dst, blocks=16, seed=0, tiles=False):
     partitioner on any p <= B parts and ``Engine(strata=bounds)``, per-edge SGD gives
     the one-partition result bit for bit when p divides B. ``tiles=True`` returns
     (order, bounds, tile_bounds), the starts of the tiles with edges plus the end, for
-    ``Engine(tiles=...)``: threads then share a partition's tiles."""
+    ``Engine(tiles=...)``: threads then share a partition's tiles. ``src_major``: sort a
+    tile by src, then dst (True), or the other way (False), instead of the larger side first."""
     src, dst = np.asarray(src), np.asarray(dst)
     row, rb, cb = tile_blocks(EdgeView(src, dst, n_src, n_dst), blocks)
     place = np.random.default_rng(seed).permutation(blocks)          # as strata_tiles draws it
@@ -216,7 +217,7 @@ def stratified_order(src, dst, n_src, n_dst, blocks=16, seed=0, tiles=False):
         g = group[order]
         starts = np.r_[0, np.flatnonzero(g[1:] != g[:-1]) + 1, len(g)]
     del group
-    _by_pair(order, starts, *((src, dst) if n_src >= n_dst else (dst, src)))
+    _by_pair(order, starts, *((src, dst) if (n_src >= n_dst if src_major is None else src_major) else (dst, src)))
     return (order, bounds, np.union1d(bounds, starts)) if tiles else (order, bounds)
 
 

@@ -467,10 +467,7 @@ def tiled_order(src, dst, n_docs, n_words, blocks=BLOCKS, seed=0):
     Returns (order, strata, tiles, doc_block): the edge order, the strata and tile
     starts for ``Engine(strata=..., tiles=...)``, and each document's row block."""
     src, dst = np.asarray(src, np.int64), np.asarray(dst, np.int64)
-    order, strata, tiles = stratified_order(src, dst, n_docs, n_words, blocks, seed=seed, tiles=True)
-    if n_docs < n_words:          # stratified_order sorts a tile by its larger side: here the words
-        tile = np.repeat(np.arange(len(tiles) - 1), np.diff(tiles))
-        order = order[np.lexsort((dst[order], src[order], tile))]
+    order, strata, tiles = stratified_order(src, dst, n_docs, n_words, blocks, seed=seed, tiles=True, src_major=True)
     row, rb, cb = tile_blocks(EdgeView(src, dst, n_docs, n_words), blocks)
     return order, strata, tiles, np.asarray(rb if row == 0 else cb, np.int32)
 
