@@ -375,6 +375,26 @@ def test_newton_form_gives_the_same_iterates_for_any_partitioning():
         assert eng.context()["objective"] == pytest.approx(ref.context()["objective"], rel=1e-12)
 
 
+def test_newton_sweeps_send_no_weights_up_and_give_the_same_iterates():
+    """The sweeps' Exchanges only accumulate into the features (and the step's MiniBatch
+    writes them): at slack 0 the sweeps' rounds send gradient sums up and weights down,
+    no weights up, and the model is that of rounds that send them (before: every round)."""
+    X, y = _text(60, seed=4)
+    runs = {}
+    for forced in (False, True):
+        eng, _ = _engine(X, y, 1.0, 4, 2, form="newton", inner=2)
+        sweep, step = eng.program.stages[1].stages[1], eng.program.stages[-1].stages[1]
+        assert (eng._apply_deltas[(id(sweep), 1)], eng._apply_deltas[(id(step), 1)]) == (False, True)
+        assert not any(t == 0 for _, t in eng._apply_deltas)   # samples: newton_gradient writes their D, unsynced
+        if forced:
+            eng._apply_deltas = {}
+        eng.run(3)
+        runs[forced] = (eng.transport.bytes_sent, eng.vertex_data("feature")["w"], eng.context()["objective"])
+    assert runs[False][0] < 0.9 * runs[True][0], (runs[False][0], runs[True][0])
+    np.testing.assert_array_equal(runs[False][1], runs[True][1])
+    assert runs[False][2] == runs[True][2]
+
+
 def test_newton_form_options_are_checked():
     with pytest.raises(ValueError, match="form must be 'kappa' or 'newton'"):
         blockpg.program([1], [1.0], [0], [0], 1, form="cd")

@@ -447,7 +447,7 @@ def test_only_strategies_whose_exchanges_write_weights_send_them_up():
     for forced in (False, True):           # True: the old rounds, deltas always sent
         eng, _ = glm.engine(g, y, "logistic", "sendgradient", parts=2, batch=160, eta=0.5)
         if forced:
-            eng._deltas = [True, True]
+            eng._deltas, eng._apply_deltas = [True, True], {}
         eng.run(2)
         runs[forced] = (eng.transport.bytes_sent, glm.weights(eng))
     assert runs[False][0] < 0.85 * runs[True][0]    # per remote replica 32 bytes, not 40 (+ headers)

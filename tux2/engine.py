@@ -277,6 +277,7 @@ class Engine(ApplyRounds):
         # mirror's sync fields always equal its master's and rounds send no deltas up
         self._deltas = [any(writes_records(s.udf, t, p0.types[t].data.dtype)
                             for s, _ in self.program.walk() if isinstance(s, Exchange)) for t in (0, 1)]
+        self._apply_deltas = self._deltas_per_apply(p0)
         # the per-clock helpers for the index types they will see (numba compiles, or
         # loads from its cache, on a first call: here, not inside the first clock)
         i4, i8 = np.zeros(0, np.int32), _EMPTY_IDX
@@ -562,6 +563,28 @@ class Engine(ApplyRounds):
                            **({"epoch_stages": True} if epoch_stages else {}),
                            **({"clocks": clocks} if clocks is not None else {}),
                            **({"part_exchange_s": self._part_s} if self._part_s is not None else {})})
+
+    def _deltas_per_apply(self, p0):
+        """{(id(Apply), t): whether an Exchange of the Apply's own MiniBatch may change the
+        type's replica values}, when every MiniBatch whose Exchanges may change them has an
+        Apply of the type (so at slack 0 its own rounds sync them before the next
+        MiniBatch): an Apply whose MiniBatch only accumulates into the type (BlockPG's
+        sweeps) sends no values up. A type without them: its rounds take ``_deltas``."""
+        groups = {}                     # MiniBatch (or a stage outside one) → its stages
+        for s, mb in self.program.walk():
+            groups.setdefault(id(mb if mb is not None else s), []).append(s)
+        out = {}
+        for t in (0, 1):
+            dtype, own = p0.types[t].data.dtype, {}
+            for stages in groups.values():
+                writes = any(isinstance(x, Exchange) and writes_records(x.udf, t, dtype) for x in stages)
+                applies = [x for x in stages if isinstance(x, Apply) and t in self.program.apply_types(x)]
+                if writes and not applies:
+                    break
+                own.update(((id(x), t), writes) for x in applies)
+            else:
+                out.update(own)
+        return out
 
     def _run_stage(self, s, segs):
         t0 = time.perf_counter()

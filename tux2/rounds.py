@@ -125,8 +125,10 @@ class ApplyRounds:
                     tl.accum[f][M] = 0
             return
         repl = bool(sync_f)
-        deltas = repl and self._deltas[t]
         exact = self.slack == 0
+        snap = repl and self._deltas[t]         # replicas keep snapshots of the values to send changes from
+        # at slack 0, an Apply whose MiniBatch's Exchanges do not change the type's values sends none up
+        deltas = snap and (self._apply_deltas.get((id(s), t), True) if exact else True)
         end = self._sync_end[t]
         if exact and deltas and not acc_f and s.combine == "sum" and id(s) not in self._kernels:
             # a plain Apply at slack 0: replicas take the value of the one that wrote
@@ -142,7 +144,7 @@ class ApplyRounds:
             out.update(msgs)
             self.min_bytes += nbytes
         rnd = {"clock": self.clock, "stage": s, "t": t, "phase": "up", "sync": sync_f, "acc": acc_f,
-               "repl": repl, "deltas": deltas, "exact": exact, "end": end, "touched": touched,
+               "repl": repl, "deltas": deltas, "snap": snap, "exact": exact, "end": end, "touched": touched,
                "up": ("apply-up", t, self._index[id(s)]),
                "down": ("apply-down", t, self._index[id(s)])}   # several Applies of a type may share a clock
         self._comm(self.transport.send, self.clock, rnd["up"], out)
@@ -527,7 +529,7 @@ class ApplyRounds:
                 tl.accum[f][M] = 0
         if repl:
             data = sync_block(tl.data, rnd["end"])
-            if deltas:
+            if rnd["snap"]:
                 copy_rows(sync_block(tl.snapshot, rnd["end"]), data, M)
             if not (rnd["exact"] and deltas and kernel is None and s.combine == "sum" and msgs):
                 dlid, vals, starts = fanout_rows(M, tl.mm_ptr, tl.mm_part, tl.mm_lid, self.P, data)
@@ -640,7 +642,7 @@ class ApplyRounds:
         if not rnd["deltas"] or rnd["exact"]:
             # no Exchange writes these fields, or (slack 0) every change went up in this round
             scatter_rows(sync_block(tl.data, end), lid, msg[1])
-            if rnd["deltas"]:
+            if rnd["snap"]:
                 scatter_rows(sync_block(tl.snapshot, end), lid, msg[1])
             return
         vals = _records(msg[1], tl.snapshot.dtype)
