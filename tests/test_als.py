@@ -314,3 +314,28 @@ def test_two_worker_processes_give_the_one_process_model(powerlaw_file, tmp_path
         a, b = (np.load(os.path.join(tmp_path / d, f"{t}.npz")) for d in ("one", "two"))
         np.testing.assert_allclose(b["p"], a["p"], rtol=1e-4, atol=1e-5)
         np.testing.assert_allclose(b["b"], a["b"], rtol=1e-4, atol=1e-5)
+
+
+def test_a_singular_system_gets_a_least_squares_minimiser_not_noise():
+    """λ = 0 with fewer ratings than factors (or a confidence that buries the rest of the
+    system below double precision) makes the normal equations singular; the solve gives a
+    finite minimiser (numpy's lstsq residual), where a floored pivot blew rounding up to inf."""
+    rng = np.random.default_rng(0)
+    for rows, dim in ((3, 8), (1, 5), (7, 7), (30, 6)):
+        X = rng.normal(0, 0.1, (rows, dim)).astype(np.float32).astype(np.float64)
+        t = rng.normal(3, 1, rows)
+        M, z = X.T @ X, X.T @ t
+        x = z.copy()
+        als.cholesky_solve(M.copy(), x)
+        assert np.isfinite(x).all()
+        np.testing.assert_allclose(X.T @ X @ x, z, atol=1e-8 * (1 + np.abs(z).max()))     # normal equations hold
+        best = np.linalg.lstsq(X, t, rcond=None)[0]
+        assert np.sum((X @ x - t) ** 2) == pytest.approx(np.sum((X @ best - t) ** 2), rel=1e-9, abs=1e-12)
+    train, _ = netflix_like(n_users=300, n_items=80, n_ratings=2000, rank=4, seed=1)       # users of 1 rating
+    for implicit, kw in ((False, {"reg": 0.0}), (True, {"reg": 0.07, "alpha": 1e30})):
+        g = counts_graph(n_users=200, n_items=100) if implicit else train
+        prog = als.program(k=20, mu=float(g.values.mean()), implicit=implicit, degrees=loaders.degrees(g), **kw)
+        eng = Engine(prog, g, seed=3).run(2)                  # check_finite: a nan would raise DivergenceError
+        assert np.isfinite(eng.vertex_data("user")["p"]).all() and np.isfinite(eng.vertex_data("item")["p"]).all()
+    r = MF(mode="als", k=20, reg=0.0, epochs=2).fit(train)
+    assert np.isfinite(r.history_[-1]["train_rmse"]) and r.history_[-1]["train_rmse"] < 0.5
