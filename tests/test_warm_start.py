@@ -94,6 +94,42 @@ def test_start_from_takes_a_model_of_its_own_class_only(files):
         MF().start_from(LogisticRegression())
 
 
+def test_start_from_a_path_none_or_an_unfitted_model(files):
+    """A path string is the saved model (LightGBM's init_model takes a file); None starts
+    afresh; an unfitted model is refused, not silently a new model."""
+    from tux2.errors import NotFittedError
+    old_path, full_path, d = files
+    old = MF(k=6, epochs=3).fit(old_path)
+    old.save(str(d / "by_path"))
+    a = MF(k=6, epochs=0).start_from(str(d / "by_path")).fit(full_path)
+    b = MF(k=6, epochs=0).start_from(MF.load(str(d / "by_path"))).fit(full_path)
+    np.testing.assert_array_equal(a.user_factors_, b.user_factors_)
+    fresh = MF(k=6, epochs=0).fit(full_path)
+    c = MF(k=6, epochs=0).start_from(old).start_from(None).fit(full_path)
+    np.testing.assert_array_equal(c.user_factors_, fresh.user_factors_)
+    assert not np.array_equal(a.user_factors_, fresh.user_factors_)
+    with pytest.raises(NotFittedError, match="has not been fitted"):
+        MF().start_from(MF())
+
+
+def test_an_implicit_model_does_not_start_an_explicit_fit_or_back(files, tmp_path):
+    old_path, full_path, d = files
+    imp = MF(mode="als", implicit=True, k=6, epochs=2).fit(old_path)
+    with pytest.raises(Exception, match="trained on implicit feedback"):
+        MF(k=6, epochs=1).start_from(imp).fit(full_path)
+    exp = MF(k=6, epochs=1).fit(old_path)
+    with pytest.raises(Exception, match="trained on explicit ratings"):
+        MF(mode="als", implicit=True, k=6, epochs=1).start_from(exp).fit(full_path)
+    exp.set_params(mode="als", implicit=True)          # warm_start after a change of form: refused too
+    with pytest.raises(Exception, match="trained on explicit ratings"):
+        exp.set_params(warm_start=True).fit(full_path)
+    imp.save(str(tmp_path / "imp"))
+    r = run_cli("run", "mf", full_path, "--init-model", str(tmp_path / "imp"), "--epochs", "1", "-q")
+    assert r.returncode == 2 and "tux2: error: the model to start from was trained on implicit feedback" in r.stderr \
+        and "Traceback" not in r.stderr, r.stderr
+    MF(mode="als", implicit=True, k=6, epochs=1).start_from(imp).fit(full_path)      # the same form: fine
+
+
 @pytest.mark.slow
 def test_two_workers_start_from_a_model_as_one_does(files):
     old_path, full_path, d = files

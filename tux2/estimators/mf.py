@@ -3,6 +3,7 @@ where a rating set becomes an MF run: rating checks, test ids, the edge order
 (strata, blocked, shuffled), μ, the program; then predictions in the user's ids."""
 import copy
 import math
+import os
 
 import numpy as np
 
@@ -503,12 +504,28 @@ class MF(Estimator):
         """Whether this fit starts from the model learned before (``warm_start``, ``--init-model``)."""
         return self.warm_start and "user_factors_" in vars(self)
 
+    def start_from(self, model):
+        if isinstance(model, (str, os.PathLike)):
+            model = type(self).load(os.fspath(model))
+        super().start_from(model)
+        if model is not None:               # the form it was fitted in (a set_params since changes the next fit only)
+            self._started_implicit = bool(vars(model).get("_fit_params", {}).get("implicit", model.implicit))
+        return self
+
     def _warm(self, prog, ids, known, mu, scale):
         """Wrap ``prog``'s initialiser so that every user and item the model learned before
         (by its id, as ``lookup`` finds it, and with training ratings then) starts from its
         factors and bias; the others start as in a new model. Item biases take up the
         change of μ, so a vertex's first prediction is the old model's. Returns how many
         of the users and items with training ratings (``known``) it gave, for the header."""
+        was = vars(self).get("_started_implicit", vars(self).get("_fit_params", {}).get("implicit", self.implicit))
+        if was != self.implicit:           # preference scores without biases against ratings around μ: another model
+            raise Tux2Error("the model to start from was trained on " + (
+                "implicit feedback (--implicit): its factors score preferences, with no biases and no mean; this fit "
+                "is of explicit ratings: give --mode als --implicit" if was else
+                "explicit ratings: its factors and biases predict ratings around a mean; this fit is of implicit "
+                "feedback: leave out --implicit") + " (a warm start keeps the model's form)")
+        vars(self).pop("_started_implicit", None)
         if self.user_factors_.shape[1] != self.k:
             k = self.user_factors_.shape[1]
             raise Tux2Error(f"the model to start from has k={k} factors and this fit k={self.k}: give it k={k} "
