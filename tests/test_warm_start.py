@@ -176,6 +176,19 @@ def test_a_glm_started_from_a_model_begins_at_its_weights(make):
     np.testing.assert_allclose(again.coef_, make().fit(X[:480], y[:480]).coef_, rtol=1e-12, atol=1e-12)
 
 
+def test_a_glm_starts_from_a_path_and_from_none(tmp_path):
+    X, y = clinical_rows(300)
+    fm = tux2.FM(epochs=2, bias=True, norm="none").fit(X, y)
+    fm.save(str(tmp_path / "fm"))
+    a = tux2.FM(epochs=0, bias=True, norm="none").start_from(str(tmp_path / "fm")).fit(X, y)
+    np.testing.assert_allclose(a.coef_, fm.coef_, rtol=1e-12, atol=1e-12)
+    b = tux2.FM(epochs=0, bias=True, norm="none").start_from(fm).start_from(None).fit(X, y)
+    c = tux2.FM(epochs=0, bias=True, norm="none").fit(X, y)
+    np.testing.assert_array_equal(b.coef_, c.coef_)
+    with pytest.raises(tux2.errors.NotFittedError):
+        tux2.LogisticRegression().start_from(tux2.LogisticRegression())
+
+
 def test_a_glm_warm_start_refuses_another_form_or_other_labels(tmp_path):
     X, y = clinical_rows(300)
     lr = tux2.LogisticRegression(epochs=1).fit(X, y)
