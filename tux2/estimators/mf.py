@@ -813,7 +813,12 @@ class MF(Estimator):
         better"), or X's (user, item) rows and the ratings ``y``, in the user's ids as
         ``predict`` takes them, or on a rating file read
         as ``fit`` reads its test file; ids without training ratings are predicted from
-        μ and the known bias."""
+        μ and the known bias. A model of implicit feedback scores preferences, not the
+        counts: its score is NDCG@10 of ``ranking_metrics`` (the measure its runs report
+        and ``early_stop`` watches), X's items the relevant ones."""
+        if self.implicit:
+            test = X if y is None or loaders.is_path(X) else tuple(np.asarray(c) for c in _pairs(X, y))
+            return float(self.ranking_metrics(test, RANK_AT)["ndcg"])
         if loaders.is_path(X):
             g = loaders.load_edges(X, type_names=("user", "item"), id_maps=self.ids_, known=self.known_,
                                    unknown="baseline", columns=self.columns)
