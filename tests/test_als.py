@@ -364,3 +364,23 @@ def test_an_implicit_model_is_scored_by_ranking_not_by_the_counts(tmp_path):
     got = json.loads(r.stderr.strip().splitlines()[-1] if r.stderr.strip() else r.stdout.strip().splitlines()[-1])
     assert "rmse" not in got and got["ndcg@10"] == pytest.approx(last["ndcg@10"], rel=1e-9)
     assert got["precision@10"] == pytest.approx(last["precision@10"], rel=1e-9)
+
+
+def test_implicit_refuses_a_file_without_an_event_and_says_what_new_test_ids_get(tmp_path):
+    """Counts all 0 or below make every preference 0: the model would score every item 0,
+    silently; refused naming the file. The header's note on test pairs with new ids says
+    what implicit feedback does with them (no mean, no bias)."""
+    g = counts_graph(n_users=100, n_items=40, seed=2)
+    path = tmp_path / "zero.tsv"
+    path.write_text("".join(f"{u + 1}\t{i + 1}\t{-int(v) if n % 2 else 0}\n"
+                            for n, (u, i, v) in enumerate(zip(g.src, g.dst, g.values))))
+    r = run_cli("run", "mf", str(path), "--mode", "als", "--implicit", "--k", "3", "--epochs", "1")
+    assert r.returncode == 2 and f"tux2: error: {path}: no value above 0" in r.stderr and "Traceback" not in r.stderr, \
+        r.stderr
+    path.write_text("".join(f"{u + 1}\t{i + 1}\t{int(v)}\n" for u, i, v in zip(g.src, g.dst, g.values)))
+    test = tmp_path / "test.tsv"
+    test.write_text("1\t1\t3\n999\t2\t1\n")
+    r = run_cli("run", "mf", str(path), "--test", str(test), "--mode", "als", "--implicit", "--k", "3", "--epochs", "1")
+    assert r.returncode == 0, r.stderr
+    assert "(1 with a user or item not in training: a new user ranked by training counts" in r.stdout, r.stdout
+    assert "the mean and the known bias" not in r.stdout

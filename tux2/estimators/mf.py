@@ -39,11 +39,14 @@ def ratings(g, what=loaders.NO_RATINGS, implicit=False):
     return out
 
 
-def unknown_note(test):
+def unknown_note(test, implicit=False):
     """What happened to test ratings whose user or item has no training ratings."""
     if test is not None and test.skipped:
         return f" ({test.skipped} with a user or item not in training skipped: --unknown skip)"
     n = int((test.unknown[0] | test.unknown[1]).sum()) if test is not None and test.unknown is not None else 0
+    if implicit:                # no mean, no biases: a new user gets the most-popular list, a new item is never listed
+        return f" ({n} with a user or item not in training: a new user ranked by training counts, a new item never " \
+               "listed)" if n else ""
     return f" ({n} with a user or item not in training, predicted by the mean and the known bias)" if n else ""
 
 
@@ -465,6 +468,11 @@ class MF(Estimator):
         known = tuple(d > 0 for d in degrees)
         if outlying(sd, mad) and not self.implicit:
             refuse_counts(train.values, data.source)
+        if self.implicit and low <= high <= 0:     # (the range over every worker's edges with distributed ingress)
+            raise InputError(f"no value above 0 (the largest is {high:g}): with --implicit an edge of value r <= 0 "
+                             "is preference 0, so every preference would be 0 and the model would score every "
+                             "item 0; implicit feedback counts events (plays, clicks: values > 0, or no value "
+                             "column, one event per line)", path=data.source)
         scale = rating_scale(sd, mad) if not self.implicit else 1.0     # counts are implicit feedback's input
         if scale != 1.0:            # star ratings: no copy (100M ratings would take 1.2 GB more at their peak)
             # a power of two divides float32 ratings exactly, and commutes with rounding distributed ingress's
@@ -591,7 +599,7 @@ class MF(Estimator):
         users, items = (int(k.sum()) for k in s.known)          # ids without ratings are not counted
         return [f"tux2 {__version__} mf ({self.mode}{', implicit' if self.implicit else ''}): {s.source}"] + \
             ([f"  read as: {s.read_as}"] if s.read_as else []) + \
-            [f"  train {s.graph.num_edges} ratings, test {test}{unknown_note(s.test)}; {users} users × {items} items; "
+            [f"  train {s.graph.num_edges} ratings, test {test}{unknown_note(s.test, self.implicit)}; {users} users × {items} items; "
              f"k={self.k}, P={parts} ({s.partitioner})" + (f", {world} workers" if world > 1 else "")
              + (", distributed ingress" if s.ingress else "")] + ([] if self.implicit else spread_note(s)) + \
             ([f"  ALS: λ={self.reg:g} " + (f"(plain), confidence 1 + {self.alpha:g}·r" if self.implicit else
