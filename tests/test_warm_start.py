@@ -86,6 +86,12 @@ def test_the_cli_starts_from_a_model_directory(files):
     assert r.returncode == 2 and "an 'lda' model, not mf" in r.stderr, r.stderr
     r = run_cli("run", "mf", full_path, "--init-model", str(d / "nothing"), "-q")
     assert r.returncode == 2 and "no model.json" in r.stderr, r.stderr
+    (d / "noalg").mkdir()
+    meta = json.loads((d / "old" / "model.json").read_text())
+    del meta["algorithm"]
+    (d / "noalg" / "model.json").write_text(json.dumps(meta))             # no manifest: the key is what is checked
+    r = run_cli("run", "mf", full_path, "--init-model", str(d / "noalg"), "-q")
+    assert r.returncode == 2 and 'model.json: no "algorithm" key' in r.stderr and "None" not in r.stderr, r.stderr
 
 
 def test_start_from_takes_a_model_of_its_own_class_only(files):
