@@ -118,6 +118,24 @@ def test_start_from_a_path_none_or_an_unfitted_model(files):
         MF().start_from(MF())
 
 
+def test_a_start_from_a_model_of_none_of_these_ids_is_refused(files, tmp_path):
+    """Renumbered ids (here: every user and item of another number) match nothing: the
+    'warm start' would be a new model, silently but for a header line; refused."""
+    old_path, full_path, d = files
+    old = MF(k=6, epochs=1).fit(old_path)
+    lines = open(full_path).read().splitlines()
+    other = tmp_path / "other.tsv"
+    other.write_text(lines[0] + "\n" + "".join(f"x{u}\t{int(i) + 1000}\t{r}\t{t}\n"
+                                               for u, i, r, t in (x.split("\t") for x in lines[1:])))
+    with pytest.raises(Exception, match=r"no user and no item of this data is one the model to start from learned "
+                                        r"\(its users u000, u001, u002 …, items \d+, \d+, \d+ …\).*"
+                                        r"without start_from or warm_start"):
+        MF(k=6, epochs=1).start_from(old).fit(str(other))
+    old.save(str(tmp_path / "old"))
+    r = run_cli("run", "mf", str(other), "--init-model", str(tmp_path / "old"), "-q")
+    assert r.returncode == 2 and "tux2: error: no user and no item" in r.stderr and "--init-model" in r.stderr, r.stderr
+
+
 def test_an_implicit_model_does_not_start_an_explicit_fit_or_back(files, tmp_path):
     old_path, full_path, d = files
     imp = MF(mode="als", implicit=True, k=6, epochs=2).fit(old_path)

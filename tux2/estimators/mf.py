@@ -545,6 +545,13 @@ class MF(Estimator):
             have = old >= 0
             have[have] = self.known_[side][old[have]]
             rows.append((np.flatnonzero(have), old[have]))
+        if not any(len(to) for to, _ in rows) and any(k.any() for k in known):
+            shown = [", ".join(map(str, self.user_ids(side, np.flatnonzero(self.known_[side])[:3]).tolist()))
+                     for side in (0, 1)]
+            raise Tux2Error(f"no user and no item of this data is one the model to start from learned (its users "
+                            f"{shown[0]} …, items {shown[1]} …): a warm start matches them by id, so these are other "
+                            "ids (renumbered, other columns: --columns, --base), or start a new model (without "
+                            "--init-model; from Python: without start_from or warm_start)")
         root = math.sqrt(scale)         # the engine's units (vertex_model): ratings / scale
         values = {"user": (self.user_factors_ / root, self.user_bias_ / scale),
                   "item": (self.item_factors_ / root, (self.item_bias_ + self.mu_ - mu) / scale)}
