@@ -105,12 +105,72 @@ def test_the_cli_starts_from_a_model_directory(files):
     assert r.returncode == 2 and "an 'lda' model, not mf" in r.stderr, r.stderr
     r = run_cli("run", "mf", full_path, "--init-model", str(d / "nothing"), "-q")
     assert r.returncode == 2 and "no model.json" in r.stderr, r.stderr
+    (d / "noalg").mkdir()
+    meta = json.loads((d / "old" / "model.json").read_text())
+    del meta["algorithm"]
+    (d / "noalg" / "model.json").write_text(json.dumps(meta))             # no manifest: the key is what is checked
+    r = run_cli("run", "mf", full_path, "--init-model", str(d / "noalg"), "-q")
+    assert r.returncode == 2 and 'model.json: no "algorithm" key' in r.stderr and "None" not in r.stderr, r.stderr
 
 
 def test_start_from_takes_a_model_of_its_own_class_only(files):
     from tux2 import LogisticRegression
     with pytest.raises(TypeError, match="MF cannot start from a LogisticRegression"):
         MF().start_from(LogisticRegression())
+
+
+def test_start_from_a_path_none_or_an_unfitted_model(files):
+    """A path string is the saved model (LightGBM's init_model takes a file); None starts
+    afresh; an unfitted model is refused, not silently a new model."""
+    from tux2.errors import NotFittedError
+    old_path, full_path, d = files
+    old = MF(k=6, epochs=3).fit(old_path)
+    old.save(str(d / "by_path"))
+    a = MF(k=6, epochs=0).start_from(str(d / "by_path")).fit(full_path)
+    b = MF(k=6, epochs=0).start_from(MF.load(str(d / "by_path"))).fit(full_path)
+    np.testing.assert_array_equal(a.user_factors_, b.user_factors_)
+    fresh = MF(k=6, epochs=0).fit(full_path)
+    c = MF(k=6, epochs=0).start_from(old).start_from(None).fit(full_path)
+    np.testing.assert_array_equal(c.user_factors_, fresh.user_factors_)
+    assert not np.array_equal(a.user_factors_, fresh.user_factors_)
+    with pytest.raises(NotFittedError, match="has not been fitted"):
+        MF().start_from(MF())
+
+
+def test_a_start_from_a_model_of_none_of_these_ids_is_refused(files, tmp_path):
+    """Renumbered ids (here: every user and item of another number) match nothing: the
+    'warm start' would be a new model, silently but for a header line; refused."""
+    old_path, full_path, d = files
+    old = MF(k=6, epochs=1).fit(old_path)
+    lines = open(full_path).read().splitlines()
+    other = tmp_path / "other.tsv"
+    other.write_text(lines[0] + "\n" + "".join(f"x{u}\t{int(i) + 1000}\t{r}\t{t}\n"
+                                               for u, i, r, t in (x.split("\t") for x in lines[1:])))
+    with pytest.raises(Exception, match=r"no user and no item of this data is one the model to start from learned "
+                                        r"\(its users u000, u001, u002 …, items \d+, \d+, \d+ …\).*"
+                                        r"without start_from or warm_start"):
+        MF(k=6, epochs=1).start_from(old).fit(str(other))
+    old.save(str(tmp_path / "old"))
+    r = run_cli("run", "mf", str(other), "--init-model", str(tmp_path / "old"), "-q")
+    assert r.returncode == 2 and "tux2: error: no user and no item" in r.stderr and "--init-model" in r.stderr, r.stderr
+
+
+def test_an_implicit_model_does_not_start_an_explicit_fit_or_back(files, tmp_path):
+    old_path, full_path, d = files
+    imp = MF(mode="als", implicit=True, k=6, epochs=2).fit(old_path)
+    with pytest.raises(Exception, match="trained on implicit feedback"):
+        MF(k=6, epochs=1).start_from(imp).fit(full_path)
+    exp = MF(k=6, epochs=1).fit(old_path)
+    with pytest.raises(Exception, match="trained on explicit ratings"):
+        MF(mode="als", implicit=True, k=6, epochs=1).start_from(exp).fit(full_path)
+    exp.set_params(mode="als", implicit=True)          # warm_start after a change of form: refused too
+    with pytest.raises(Exception, match="trained on explicit ratings"):
+        exp.set_params(warm_start=True).fit(full_path)
+    imp.save(str(tmp_path / "imp"))
+    r = run_cli("run", "mf", full_path, "--init-model", str(tmp_path / "imp"), "--epochs", "1", "-q")
+    assert r.returncode == 2 and "tux2: error: the model to start from was trained on implicit feedback" in r.stderr \
+        and "Traceback" not in r.stderr, r.stderr
+    MF(mode="als", implicit=True, k=6, epochs=1).start_from(imp).fit(full_path)      # the same form: fine
 
 
 @pytest.mark.slow
@@ -157,6 +217,19 @@ def test_a_glm_started_from_a_model_begins_at_its_weights(make):
     again = make(warm_start=True).fit(X[:480], y[:480])          # warm_start=True: the next fit goes on
     assert "coef_" in vars(again.set_params(epochs=0).fit(X, y))
     np.testing.assert_allclose(again.coef_, make().fit(X[:480], y[:480]).coef_, rtol=1e-12, atol=1e-12)
+
+
+def test_a_glm_starts_from_a_path_and_from_none(tmp_path):
+    X, y = clinical_rows(300)
+    fm = tux2.FM(epochs=2, bias=True, norm="none").fit(X, y)
+    fm.save(str(tmp_path / "fm"))
+    a = tux2.FM(epochs=0, bias=True, norm="none").start_from(str(tmp_path / "fm")).fit(X, y)
+    np.testing.assert_allclose(a.coef_, fm.coef_, rtol=1e-12, atol=1e-12)
+    b = tux2.FM(epochs=0, bias=True, norm="none").start_from(fm).start_from(None).fit(X, y)
+    c = tux2.FM(epochs=0, bias=True, norm="none").fit(X, y)
+    np.testing.assert_array_equal(b.coef_, c.coef_)
+    with pytest.raises(tux2.errors.NotFittedError):
+        tux2.LogisticRegression().start_from(tux2.LogisticRegression())
 
 
 def test_a_glm_warm_start_refuses_another_form_or_other_labels(tmp_path):

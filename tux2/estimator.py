@@ -190,12 +190,22 @@ class Estimator:
 
     def start_from(self, model):
         """Let the next ``fit`` start from what ``model`` (a fitted estimator of this class,
-        or ``load``'s) learned: its learned attributes, and ``warm_start=True``."""
-        if type(model) is not type(self):
-            raise TypeError(f"{type(self).__name__} cannot start from a {type(model).__name__}")
+        ``load``'s, or the path of a directory ``save`` or ``--out`` wrote, as LightGBM's
+        ``init_model`` takes a file) learned: its learned attributes, and ``warm_start=True``.
+        ``None`` (LightGBM's ``init_model=None``): the next ``fit`` starts afresh."""
         if "warm_start" not in self._param_names():     # its fit would ignore the model: refused, not ignored
             raise TypeError(f"{type(self).__name__} has no warm start (warm_start=); MF and the GLMs (LogisticRegression, "
                             "LinearSVM, Softmax, FM) have one")
+        if model is None:
+            self.warm_start = False
+            return self
+        if isinstance(model, (str, os.PathLike)):
+            model = type(self).load(os.fspath(model))
+        if type(model) is not type(self):
+            raise TypeError(f"{type(self).__name__} cannot start from a {type(model).__name__}")
+        if not any(k.endswith("_") and not k.startswith("_") for k in vars(model)):     # else: a new model, silently
+            raise not_fitted(f"{type(self).__name__}.start_from: the model has not been fitted (call fit, or load a "
+                             "saved one)")
         vars(self).update((k, v) for k, v in vars(model).items() if k.endswith("_") and not k.startswith("_"))
         self.warm_start = True
         return self

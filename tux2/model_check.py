@@ -47,6 +47,9 @@ def read_model(directory, algorithm, required, optional=()):
     are checked and given as their path."""
     meta = read_meta(directory)
     algos = (algorithm,) if isinstance(algorithm, str) else tuple(algorithm)
+    if "algorithm" not in meta:             # ('an None model' said nothing)
+        raise ModelError(f"{os.path.join(directory, 'model.json')}: no \"algorithm\" key: not a model tux2 wrote "
+                         f"(a {' or '.join(algos)} model's says \"algorithm\": \"{algos[0]}\")")
     if meta.get("algorithm") not in algos:
         raise ModelError(f"{directory}: an {meta.get('algorithm')!r} model, not {' or '.join(algos)}")
     try:

@@ -64,6 +64,10 @@ def dot(p, q, k):
     return s
 
 
+PIVOT_TOL = 1e-9     # a Cholesky pivot at or below this share of its diagonal is singular: rounding of
+                     # float32 factors' products leaves ~k·1e-16 there, a genuine λ·n ≥ 1e-6 of it
+
+
 # ---------------------------------------------------------------- explicit
 def user_rows(u, v, e, a_u, a_v, ctx):
     add_outer(a_u.A, a_u.y, v.p, ctx.k, ctx.biases, 1.0, e.rating - ctx.mu - v.b)
@@ -95,16 +99,25 @@ def unpack(A, dim):
 
 @njit(inline="always")
 def cholesky_solve(M, x):
-    """x ← M⁻¹x for a symmetric positive (semi)definite M (overwritten by its factor). A
-    pivot below 1e-12 of its diagonal (a singular system: λ = 0 and fewer ratings than
-    factors) is raised to that, which leaves the unconstrained directions near 0."""
+    """x ← a minimiser of ½zᵀMz − xᵀz for a symmetric positive (semi)definite M (overwritten
+    by its factor): M⁻¹x when M is well conditioned. A pivot at or below ``PIVOT_TOL`` of its
+    diagonal (a singular system: λ = 0 and fewer ratings than factors, or a confidence so
+    large that the rest of the system is lost below double precision) is a direction the
+    earlier ones already span: its unknown is set to 0 and its column dropped, so the others
+    solve the system exactly and nothing grows from rounding noise (raising such a pivot to
+    a floor instead divided that noise by it: factors of 10⁴, then inf)."""
     n = M.shape[0]
     for j in range(n):
-        d = M[j, j]
-        floor = 1e-12 * abs(d) + 1e-300
+        d0 = M[j, j]
+        d = d0
         for t in range(j):
             d -= M[j, t] * M[j, t]
-        d = math.sqrt(max(d, floor))
+        if not d > PIVOT_TOL * abs(d0):          # (also a nan pivot)
+            M[j, j] = 0.0
+            for i in range(j + 1, n):
+                M[i, j] = 0.0
+            continue
+        d = math.sqrt(d)
         M[j, j] = d
         for i in range(j + 1, n):
             s = M[i, j]
@@ -112,11 +125,16 @@ def cholesky_solve(M, x):
                 s -= M[i, t] * M[j, t]
             M[i, j] = s / d
     for i in range(n):
+        if M[i, i] == 0.0:
+            x[i] = 0.0
+            continue
         s = x[i]
         for t in range(i):
             s -= M[i, t] * x[t]
         x[i] = s / M[i, i]
     for i in range(n - 1, -1, -1):
+        if M[i, i] == 0.0:
+            continue
         s = x[i]
         for t in range(i + 1, n):
             s -= M[t, i] * x[t]

@@ -25,7 +25,7 @@ def add_parser(sub):
                                    "probability of +1) or the class probabilities (softmax); accuracy, log-loss "
                                    "and AUC against the input's labels. mf: INPUT has 'user item [rating]' lines "
                                    "(in the training ids); writes 'user item prediction', and RMSE/MAE when "
-                                   "ratings are given; with --top-k, the best unseen items per user of INPUT "
+                                   "ratings are given (an --implicit model: precision and NDCG@10); with --top-k, the best unseen items per user of INPUT "
                                    "(one user per line, or several on a line; default every user). lda: INPUT is a corpus in any "
                                    "format 'tux2 run lda' reads; writes each document's topic mixture.")
     p.add_argument("model", help="directory written by 'tux2 run ALGO … --out DIR'")
@@ -192,7 +192,11 @@ def predict_mf(args, model):
         res["unknown_pairs"] = int((g.unknown[0] | g.unknown[1]).sum())
     if g.skipped:
         res["skipped_unknown"] = int(g.skipped)
-    if g.values is not None:
+    if g.values is not None and model.implicit:     # preference scores against counts: no error; the run's measures
+        from tux2.estimators.mf import RANK_AT
+        m = model.ranking_metrics((users, items, g.values), RANK_AT)
+        res.update({f"{name}@{RANK_AT}": m[name] for name in ("precision", "ndcg")})
+    elif g.values is not None:
         err = g.values - pred
         res.update(rmse=float(np.sqrt(np.mean(err ** 2))) if len(err) else None,
                    mae=float(np.mean(np.abs(err))) if len(err) else None)

@@ -519,8 +519,13 @@ class GLM(Linear):
         return self.warm_start and "coef_" in vars(self)
 
     def start_from(self, model):
+        if isinstance(model, (str, os.PathLike)):
+            model = type(self).load(os.fspath(model))
         super().start_from(model)
-        self._started_bias = model._bias()          # whether its weights end with an intercept
+        if model is None:
+            vars(self).pop("_started_bias", None)
+        else:
+            self._started_bias = model._bias()      # whether its weights end with an intercept
         return self
 
     def _warm(self, prog, d, mu, labels, norm):

@@ -3,6 +3,7 @@ where a rating set becomes an MF run: rating checks, test ids, the edge order
 (strata, blocked, shuffled), μ, the program; then predictions in the user's ids."""
 import copy
 import math
+import os
 
 import numpy as np
 
@@ -39,11 +40,14 @@ def ratings(g, what=loaders.NO_RATINGS, implicit=False):
     return out
 
 
-def unknown_note(test):
+def unknown_note(test, implicit=False):
     """What happened to test ratings whose user or item has no training ratings."""
     if test is not None and test.skipped:
         return f" ({test.skipped} with a user or item not in training skipped: --unknown skip)"
     n = int((test.unknown[0] | test.unknown[1]).sum()) if test is not None and test.unknown is not None else 0
+    if implicit:                # no mean, no biases: a new user gets the most-popular list, a new item is never listed
+        return f" ({n} with a user or item not in training: a new user ranked by training counts, a new item never " \
+               "listed)" if n else ""
     return f" ({n} with a user or item not in training, predicted by the mean and the known bias)" if n else ""
 
 
@@ -465,6 +469,11 @@ class MF(Estimator):
         known = tuple(d > 0 for d in degrees)
         if outlying(sd, mad) and not self.implicit:
             refuse_counts(train.values, data.source)
+        if self.implicit and low <= high <= 0:     # (the range over every worker's edges with distributed ingress)
+            raise InputError(f"no value above 0 (the largest is {high:g}): with --implicit an edge of value r <= 0 "
+                             "is preference 0, so every preference would be 0 and the model would score every "
+                             "item 0; implicit feedback counts events (plays, clicks: values > 0, or no value "
+                             "column, one event per line)", path=data.source)
         scale = rating_scale(sd, mad) if not self.implicit else 1.0     # counts are implicit feedback's input
         if scale != 1.0:            # star ratings: no copy (100M ratings would take 1.2 GB more at their peak)
             # a power of two divides float32 ratings exactly, and commutes with rounding distributed ingress's
@@ -504,12 +513,28 @@ class MF(Estimator):
         """Whether this fit starts from the model learned before (``warm_start``, ``--init-model``)."""
         return self.warm_start and "user_factors_" in vars(self)
 
+    def start_from(self, model):
+        if isinstance(model, (str, os.PathLike)):
+            model = type(self).load(os.fspath(model))
+        super().start_from(model)
+        if model is not None:               # the form it was fitted in (a set_params since changes the next fit only)
+            self._started_implicit = bool(vars(model).get("_fit_params", {}).get("implicit", model.implicit))
+        return self
+
     def _warm(self, prog, ids, known, mu, scale):
         """Wrap ``prog``'s initialiser so that every user and item the model learned before
         (by its id, as ``lookup`` finds it, and with training ratings then) starts from its
         factors and bias; the others start as in a new model. Item biases take up the
         change of μ, so a vertex's first prediction is the old model's. Returns how many
         of the users and items with training ratings (``known``) it gave, for the header."""
+        was = vars(self).get("_started_implicit", vars(self).get("_fit_params", {}).get("implicit", self.implicit))
+        if was != self.implicit:           # preference scores without biases against ratings around μ: another model
+            raise Tux2Error("the model to start from was trained on " + (
+                "implicit feedback (--implicit): its factors score preferences, with no biases and no mean; this fit "
+                "is of explicit ratings: give --mode als --implicit" if was else
+                "explicit ratings: its factors and biases predict ratings around a mean; this fit is of implicit "
+                "feedback: leave out --implicit") + " (a warm start keeps the model's form)")
+        vars(self).pop("_started_implicit", None)
         if self.user_factors_.shape[1] != self.k:
             k = self.user_factors_.shape[1]
             raise Tux2Error(f"the model to start from has k={k} factors and this fit k={self.k}: give it k={k} "
@@ -521,6 +546,13 @@ class MF(Estimator):
             have = old >= 0
             have[have] = self.known_[side][old[have]]
             rows.append((np.flatnonzero(have), old[have]))
+        if not any(len(to) for to, _ in rows) and any(k.any() for k in known):
+            shown = [", ".join(map(str, self.user_ids(side, np.flatnonzero(self.known_[side])[:3]).tolist()))
+                     for side in (0, 1)]
+            raise Tux2Error(f"no user and no item of this data is one the model to start from learned (its users "
+                            f"{shown[0]} …, items {shown[1]} …): a warm start matches them by id, so these are other "
+                            "ids (renumbered, other columns: --columns, --base), or start a new model (without "
+                            "--init-model; from Python: without start_from or warm_start)")
         root = math.sqrt(scale)         # the engine's units (vertex_model): ratings / scale
         values = {"user": (self.user_factors_ / root, self.user_bias_ / scale),
                   "item": (self.item_factors_ / root, (self.item_bias_ + self.mu_ - mu) / scale)}
@@ -584,7 +616,7 @@ class MF(Estimator):
         users, items = (int(k.sum()) for k in s.known)          # ids without ratings are not counted
         return [f"tux2 {__version__} mf ({self.mode}{', implicit' if self.implicit else ''}): {s.source}"] + \
             ([f"  read as: {s.read_as}"] if s.read_as else []) + \
-            [f"  train {s.graph.num_edges} ratings, test {test}{unknown_note(s.test)}; {users} users × {items} items; "
+            [f"  train {s.graph.num_edges} ratings, test {test}{unknown_note(s.test, self.implicit)}; {users} users × {items} items; "
              f"k={self.k}, P={parts} ({s.partitioner})" + (f", {world} workers" if world > 1 else "")
              + (", distributed ingress" if s.ingress else "")] + ([] if self.implicit else spread_note(s)) + \
             ([f"  ALS: λ={self.reg:g} " + (f"(plain), confidence 1 + {self.alpha:g}·r" if self.implicit else
@@ -823,7 +855,12 @@ class MF(Estimator):
         better"), or X's (user, item) rows and the ratings ``y``, in the user's ids as
         ``predict`` takes them, or on a rating file read
         as ``fit`` reads its test file; ids without training ratings are predicted from
-        μ and the known bias."""
+        μ and the known bias. A model of implicit feedback scores preferences, not the
+        counts: its score is NDCG@10 of ``ranking_metrics`` (the measure its runs report
+        and ``early_stop`` watches), X's items the relevant ones."""
+        if self.implicit:
+            test = X if y is None or loaders.is_path(X) else tuple(np.asarray(c) for c in _pairs(X, y))
+            return float(self.ranking_metrics(test, RANK_AT)["ndcg"])
         if loaders.is_path(X):
             g = loaders.load_edges(X, type_names=("user", "item"), id_maps=self.ids_, known=self.known_,
                                    unknown="baseline", columns=self.columns)
