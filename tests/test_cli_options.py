@@ -457,6 +457,21 @@ def test_labels_of_no_training_class_count_as_errors_and_are_reported(capsys, tm
     assert rc == 0 and res["unseen_labels"] == 2 and res["accuracy"] <= 0.5, (out, err)
 
 
+def test_a_test_file_of_other_labels_is_named_not_blamed_on_the_step(capsys, tmp_path):
+    """A binary ±1 test file against a 4-class model (classes 1 … 4): half its labels are no
+    class, the other half (+1) read as class 1 and are confidently wrong. The note says the
+    labels differ, not that --eta is too large (it had said 'overconfident; lower --eta')."""
+    train, test = tmp_path / "t.svm", tmp_path / "s.svm"
+    train.write_text("".join(f"{c} {c}:1\n" for c in (1, 2, 3, 4) for _ in range(20)))
+    test.write_text("".join(f"{y} {f}:1\n" for y, f in ((1, 3), (-1, 2)) for _ in range(10)))
+    rc, out, _ = _main(capsys, "run", "softmax", str(train), "--test", str(test), "--epochs", "10")
+    assert rc == 0 and "10 of 20 test samples have labels of no training class: is the test file labelled" in out, out
+    assert "overconfident" not in out and "lower --eta" not in out, out
+    test.write_text("".join(f"{c} {c}:1\n" for c in (1, 2, 3, 4)) + "7 1:1\n")      # one stray label
+    rc, out, _ = _main(capsys, "run", "softmax", str(train), "--test", str(test), "--epochs", "10")
+    assert rc == 0 and "is the test file labelled" not in out, out
+
+
 @pytest.mark.parametrize("text, line, looks", [
     ("3\n5\n6\n1 1 2\n1 3 1\n2 2 4\n2 5 1\n3 1 1\n3 4 2\n", 1,
      "it looks like a UCI docword file (three header lines D, W, NNZ, then 'doc word count' lines), a corpus for "

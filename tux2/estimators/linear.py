@@ -651,6 +651,14 @@ class GLM(Linear):
         test = None if getattr(s, "test_is_training", False) else last.get("test_hinge_loss" if hinge else
                                                                              "test_logloss")     # not new data
         bound = 1.0 if hinge else math.log(max(s.n_classes, 2))
+        unseen = (int((s.test_labels >= s.n_classes).sum()) if self.loss == "softmax" and s.test is not None
+                  else 0)
+        if not (rose or worse) and test is not None and test > bound and 4 * unseen >= len(s.test_labels):
+            # a quarter or more of the test labels are no training class: the test file is labelled
+            # otherwise (another set, or a binary file against a multiclass model), not a too large step
+            return [f"  note: the test log-loss ended at {test:.4g} (epoch {last['epoch']}), worse than the "
+                    f"all-zero model's {bound:.4g}, and {unseen} of {len(s.test_labels)} test samples have labels "
+                    "of no training class: is the test file labelled as the training file is?"]
         if not (rose or worse) and test is not None and test > bound:
             # the training objective fell, but the test set's scores are confidently wrong (an FM on
             # raw counts or at λ = 1e-6): worse than the all-zero model's
