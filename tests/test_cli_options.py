@@ -559,8 +559,8 @@ def test_a_header_line_alone_is_named_as_having_no_data_lines(capsys, tmp_path, 
     rc, out, err = _main(capsys, *[a.format(f=f) for a in argv])
     if argv[0] == "info" and header.startswith("user item"):
         return          # words separated by spaces: a one-document text corpus to tux2 info
-    _refused(rc, err, f"tux2: error: {f}: no edges found: the file has a header line (user,item,rating) and no data "
-                      "lines")
+    _refused(rc, err, f"tux2: error: {f}: no edges found: the file's one line (user item rating) reads as a header "
+                      "line (names, not numbers) and no data lines follow")
     assert err.count("\n") == 1 and "looks like" not in err
 
 
