@@ -294,3 +294,19 @@ def test_a_glm_warm_start_goes_on_as_a_longer_fit(make, tmp_path):
     make(3).fit((g, y)).save(tmp_path / "m")
     more = make(3).start_from(type(make(1)).load(tmp_path / "m")).fit((g, y))
     np.testing.assert_allclose(more.coef_, make(6).fit((g, y)).coef_, rtol=1e-12, atol=1e-14)
+
+
+def test_a_negative_adagrad_history_is_refused_naming_the_file(files, tmp_path):
+    """step_g is a sum of squared gradients: a negative one (a damaged or hand-edited
+    model without a manifest) made the first warm epoch NaN, blamed on --lr."""
+    _, full_path, _ = files
+    MF(k=6, epochs=2).fit(full_path).save(tmp_path / "m")
+    (tmp_path / "m" / "manifest.json").unlink()
+    z = dict(np.load(tmp_path / "m" / "user.npz"))
+    z["step_g"][3] = -1.0
+    np.savez(tmp_path / "m" / "user.npz", **z)
+    with pytest.raises(tux2.model_check.ModelError, match=r"user\.npz: step_g holds negative values"):
+        MF.load(tmp_path / "m")
+    r = run_cli("run", "mf", full_path, "--k", "6", "--epochs", "1", "--init-model", str(tmp_path / "m"))
+    assert r.returncode != 0 and "Traceback" not in r.stderr
+    assert re.search(r"^tux2: error: .*user\.npz: step_g holds negative values", r.stderr, re.M)

@@ -141,7 +141,11 @@ def check_mf(directory, meta, arrays):
         _ids(path, a.get("ids"), len(p))
         for key in a:                               # a warm start's AdaGrad history (models before it: none)
             if key.startswith("step_") and key != "step_form":
-                _need(path, a, key, "f", (len(p),))
+                g = _need(path, a, key, "f", (len(p),))
+                if g.size and g.min() < 0:      # sums of squared gradients: a negative one is NaN steps
+                    raise ModelError(f"{path}: {key} holds negative values ({float(g.min()):g}); it is AdaGrad's "
+                                     "sums of squared gradients (delete the step_* arrays to warm start without "
+                                     "them)")
         n[name] = len(p)
     seen = arrays.get("seen.npz")
     if seen is not None:
