@@ -310,3 +310,22 @@ def test_a_negative_adagrad_history_is_refused_naming_the_file(files, tmp_path):
     r = run_cli("run", "mf", full_path, "--k", "6", "--epochs", "1", "--init-model", str(tmp_path / "m"))
     assert r.returncode != 0 and "Traceback" not in r.stderr
     assert re.search(r"^tux2: error: .*user\.npz: step_g holds negative values", r.stderr, re.M)
+
+
+@pytest.mark.parametrize("damage", ["nan", "negative", "short"])
+def test_a_damaged_glm_step_history_is_refused_naming_the_file(tmp_path, damage):
+    """weights.npz's step_G (AdaGrad's sums of squared gradients), in a model without a
+    manifest: NaN or negative made the first warm epoch NaN, blamed on --lr; one of
+    another length was silently dropped."""
+    X = np.random.default_rng(4).random((200, 5))
+    y = (X[:, 0] > 0.5).astype(int)
+    tux2.LogisticRegression(epochs=2, optimizer="adagrad").fit(X, y).save(tmp_path / "m")
+    (tmp_path / "m" / "manifest.json").unlink()
+    z = dict(np.load(tmp_path / "m" / "weights.npz"))
+    if damage == "short":
+        z["step_G"] = z["step_G"][:2]
+    else:
+        z["step_G"][1] = np.nan if damage == "nan" else -1.0
+    np.savez(tmp_path / "m" / "weights.npz", **z)
+    with pytest.raises(tux2.model_check.ModelError, match=r"weights\.npz: step_G "):
+        tux2.LogisticRegression.load(tmp_path / "m")
