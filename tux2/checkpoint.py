@@ -245,6 +245,9 @@ def check(directory, params, world=1, compare=None):
                               "run cannot go on under a setting it did not have; start it again without --resume")
     if diff:
         def flag(k, v):             # a switch by its state: lr's is --no-bias, fm's --bias, mf's --no-biases
+            if k == "zero_based" and (v == "auto" or isinstance(v, bool)):      # libsvm's index base
+                return {True: "--zero-based", False: "--one-based"}.get(
+                    v, "the feature index base auto (neither --zero-based nor --one-based)")
             if isinstance(v, bool):
                 name, on = (k[3:], not v) if k.startswith("no_") else (k, v)
                 return f"{name.replace('_', '-')} {'on' if on else 'off'}"
