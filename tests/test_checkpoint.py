@@ -357,4 +357,5 @@ def test_resume_with_another_libsvm_index_base_names_the_flags(tmp_path):
     r = run_cli("run", "lr", str(data), "--epochs", "3", "--resume", str(ck), "--one-based")
     assert r.returncode != 0 and "Traceback" not in r.stderr
     assert "--zero-based auto" not in r.stderr
-    assert "the feature index base auto (neither --zero-based nor --one-based) there, --one-based now" in r.stderr
+    assert ("the feature index base auto (neither --zero-based nor --one-based) there, --one-based now; resume "
+            "without --zero-based or --one-based") in r.stderr

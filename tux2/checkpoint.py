@@ -214,8 +214,10 @@ def _remedy(diff, saved, flag):
     """How to resume: the first run's flags to repeat, where a value says it, and those to
     leave out (unset there)."""
     repeat = [flag(k, saved[k]) for k in diff
-              if isinstance(saved.get(k), (str, int, float)) and not isinstance(saved[k], bool)]
-    drop = [f"--{k.replace('_', '-')}" for k in diff if saved.get(k) is None]
+              if isinstance(saved.get(k), (str, int, float)) and not isinstance(saved[k], bool)
+              and not (k == "zero_based" and saved[k] == "auto")]
+    drop = [f"--{k.replace('_', '-')}" for k in diff if saved.get(k) is None] + (
+        ["--zero-based or --one-based"] if "zero_based" in diff and saved.get("zero_based") == "auto" else [])
     parts = (["with the first " + " ".join(repeat)] if repeat else []) + (["without " + " ".join(drop)] if drop else [])
     return " and ".join(parts) or "with the first run's settings"
 
