@@ -342,3 +342,20 @@ def test_resume_from_a_saved_model_names_init_model(ratings, tmp_path):
     r = run_cli("run", "mf", ratings, "--k", "4", "--epochs", "2", "--resume", str(tmp_path / "m"))
     assert r.returncode == 2 and "it holds a model an --out wrote, not checkpoints" in r.stderr, r.stderr
     assert f"--init-model {tmp_path / 'm'}" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_resume_with_another_libsvm_index_base_names_the_flags(tmp_path):
+    """The auto base's checkpoint resumed with --one-based: the message named a flag
+    '--zero-based auto' that does not exist ('resume with the first --zero-based auto')."""
+    rng = np.random.default_rng(5)
+    data = tmp_path / "a.svm"
+    data.write_text("".join(f"{int(rng.integers(2))} 0:1 {int(rng.integers(1, 9))}:{rng.random():.3f}\n"
+                            for _ in range(60)))
+    ck = tmp_path / "ck"
+    r = run_cli("run", "lr", str(data), "--epochs", "2", "--checkpoint-every", "1", "--checkpoint-dir", str(ck))
+    assert r.returncode == 0, r.stderr
+    r = run_cli("run", "lr", str(data), "--epochs", "3", "--resume", str(ck), "--one-based")
+    assert r.returncode != 0 and "Traceback" not in r.stderr
+    assert "--zero-based auto" not in r.stderr
+    assert ("the feature index base auto (neither --zero-based nor --one-based) there, --one-based now; resume "
+            "without --zero-based or --one-based") in r.stderr

@@ -294,3 +294,38 @@ def test_a_glm_warm_start_goes_on_as_a_longer_fit(make, tmp_path):
     make(3).fit((g, y)).save(tmp_path / "m")
     more = make(3).start_from(type(make(1)).load(tmp_path / "m")).fit((g, y))
     np.testing.assert_allclose(more.coef_, make(6).fit((g, y)).coef_, rtol=1e-12, atol=1e-14)
+
+
+def test_a_negative_adagrad_history_is_refused_naming_the_file(files, tmp_path):
+    """step_g is a sum of squared gradients: a negative one (a damaged or hand-edited
+    model without a manifest) made the first warm epoch NaN, blamed on --lr."""
+    _, full_path, _ = files
+    MF(k=6, epochs=2).fit(full_path).save(tmp_path / "m")
+    (tmp_path / "m" / "manifest.json").unlink()
+    z = dict(np.load(tmp_path / "m" / "user.npz"))
+    z["step_g"][3] = -1.0
+    np.savez(tmp_path / "m" / "user.npz", **z)
+    with pytest.raises(tux2.model_check.ModelError, match=r"user\.npz: step_g holds negative values"):
+        MF.load(tmp_path / "m")
+    r = run_cli("run", "mf", full_path, "--k", "6", "--epochs", "1", "--init-model", str(tmp_path / "m"))
+    assert r.returncode != 0 and "Traceback" not in r.stderr
+    assert re.search(r"^tux2: error: .*user\.npz: step_g holds negative values", r.stderr, re.M)
+
+
+@pytest.mark.parametrize("damage", ["nan", "negative", "short"])
+def test_a_damaged_glm_step_history_is_refused_naming_the_file(tmp_path, damage):
+    """weights.npz's step_G (AdaGrad's sums of squared gradients), in a model without a
+    manifest: NaN or negative made the first warm epoch NaN, blamed on --lr; one of
+    another length was silently dropped."""
+    X = np.random.default_rng(4).random((200, 5))
+    y = (X[:, 0] > 0.5).astype(int)
+    tux2.LogisticRegression(epochs=2, optimizer="adagrad").fit(X, y).save(tmp_path / "m")
+    (tmp_path / "m" / "manifest.json").unlink()
+    z = dict(np.load(tmp_path / "m" / "weights.npz"))
+    if damage == "short":
+        z["step_G"] = z["step_G"][:2]
+    else:
+        z["step_G"][1] = np.nan if damage == "nan" else -1.0
+    np.savez(tmp_path / "m" / "weights.npz", **z)
+    with pytest.raises(tux2.model_check.ModelError, match=r"weights\.npz: step_G "):
+        tux2.LogisticRegression.load(tmp_path / "m")

@@ -214,8 +214,10 @@ def _remedy(diff, saved, flag):
     """How to resume: the first run's flags to repeat, where a value says it, and those to
     leave out (unset there)."""
     repeat = [flag(k, saved[k]) for k in diff
-              if isinstance(saved.get(k), (str, int, float)) and not isinstance(saved[k], bool)]
-    drop = [f"--{k.replace('_', '-')}" for k in diff if saved.get(k) is None]
+              if isinstance(saved.get(k), (str, int, float)) and not isinstance(saved[k], bool)
+              and not (k == "zero_based" and saved[k] == "auto")]
+    drop = [f"--{k.replace('_', '-')}" for k in diff if saved.get(k) is None] + (
+        ["--zero-based or --one-based"] if "zero_based" in diff and saved.get("zero_based") == "auto" else [])
     parts = (["with the first " + " ".join(repeat)] if repeat else []) + (["without " + " ".join(drop)] if drop else [])
     return " and ".join(parts) or "with the first run's settings"
 
@@ -245,6 +247,9 @@ def check(directory, params, world=1, compare=None):
                               "run cannot go on under a setting it did not have; start it again without --resume")
     if diff:
         def flag(k, v):             # a switch by its state: lr's is --no-bias, fm's --bias, mf's --no-biases
+            if k == "zero_based" and (v == "auto" or isinstance(v, bool)):      # libsvm's index base
+                return {True: "--zero-based", False: "--one-based"}.get(
+                    v, "the feature index base auto (neither --zero-based nor --one-based)")
             if isinstance(v, bool):
                 name, on = (k[3:], not v) if k.startswith("no_") else (k, v)
                 return f"{name.replace('_', '-')} {'on' if on else 'off'}"
