@@ -78,6 +78,22 @@ def test_an_mf_warm_start_goes_on_as_a_longer_fit(files, tmp_path, params):
     MF(k=6, epochs=1, **other).start_from(old).fit(full_path)       # runs: the history starts afresh
 
 
+def test_a_warm_start_on_ratings_of_other_units_is_noted(files, tmp_path):
+    """Stars, then the same ratings × 1000: the history is left behind (another rating
+    scale) and the header says the model's ratings were of other units."""
+    old_path, full_path, _ = files
+    lines = open(full_path).read().splitlines()
+    scaled = [lines[0]] + ["\t".join(f[:2] + [str(float(f[2]) * 1000)] + f[3:]) for f in (x.split("\t") for x in lines[1:])]
+    (tmp_path / "x1000.tsv").write_text("\n".join(scaled) + "\n")
+    r = run_cli("run", "mf", old_path, "--k", "6", "--epochs", "2", "--out", str(tmp_path / "m"), "-q")
+    assert r.returncode == 0, r.stderr
+    r = run_cli("run", "mf", str(tmp_path / "x1000.tsv"), "--epochs", "1", "--init-model", str(tmp_path / "m"))
+    assert r.returncode == 0 and "note: the model was trained on ratings from 1 to 5, these are from 1000 to 5000" \
+        in r.stdout, r.stdout
+    r = run_cli("run", "mf", full_path, "--epochs", "1", "--init-model", str(tmp_path / "m"))
+    assert r.returncode == 0 and "note: the model was trained" not in r.stdout, r.stdout
+
+
 def test_the_cli_starts_from_a_model_directory(files):
     old_path, full_path, d = files
     r = run_cli("run", "mf", old_path, "--k", "6", "--epochs", "4", "--out", str(d / "old"), "-q")

@@ -622,7 +622,20 @@ class MF(Estimator):
             ([f"  ALS: λ={self.reg:g} " + (f"(plain), confidence 1 + {self.alpha:g}·r" if self.implicit else
                                           "per rating (weighted-λ)")] if self.mode == "als" else []) + \
             ([f"  started from the model learned before: {s.warm[0]} of {users} users and {s.warm[1]} of {items} "
-              "items (the others as in a new model)"] if s.warm else [])
+              "items (the others as in a new model)"] if s.warm else []) + self._units_note(s)
+
+    def _units_note(self, s):
+        """A warm start's note when the model's ratings and this data's are of other units
+        (ranges apart, or spans 10× apart: stars and ratings × 1000): the factors then
+        predict in the model's units, and the first epochs undo them."""
+        old, new = vars(self).get("rating_range_"), s.clip
+        if not s.warm or old is None or new is None:
+            return []
+        spans = sorted((old[1] - old[0], new[1] - new[0]))
+        if old[1] >= new[0] and new[1] >= old[0] and spans[1] <= 10 * max(spans[0], 1e-12) or spans[1] == 0:
+            return []
+        return [f"  note: the model was trained on ratings from {old[0]:g} to {old[1]:g}, these are from {new[0]:g} "
+                f"to {new[1]:g}: its factors predict in the other units (a fit from scratch may do better)"]
 
     def _line(self, rec, n):
         if self.implicit:
