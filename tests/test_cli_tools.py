@@ -47,6 +47,14 @@ def test_info_reports_counts_degrees_duplicates_and_hints(tmp_path):
     assert r.returncode == 2 and f"{p}:2:" in r.stderr
 
 
+def test_info_on_a_model_directory_says_what_it_is(tmp_path):
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / "model.json").write_text('{"algorithm": "mf"}')
+    r = run_cli("info", str(tmp_path / "m"))
+    assert r.returncode == 2 and r.stderr.startswith(f"tux2: error: {tmp_path / 'm'}: a model directory: tux2 info "
+                                                     "describes data files"), r.stderr
+
+
 def test_info_on_libsvm_and_text(tmp_path):
     (tmp_path / "a.svm").write_text("1 0:1 3:2\n-1 2:1\n1 3:1\n")
     res = json.loads(run_cli("info", str(tmp_path / "a.svm"), "--json").stdout)

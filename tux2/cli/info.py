@@ -109,6 +109,9 @@ def _name(g, side, i):
 
 
 def info(args):
+    if os.path.isdir(args.input) and os.path.isfile(os.path.join(args.input, "model.json")):
+        raise InputError("a model directory: tux2 info describes data files; the model's summary.txt and "
+                         f"model.json describe it, and 'tux2 predict {args.input} FILE' uses it", path=args.input)
     spool_inputs(args)
     path = args.input
     kind = "csv" if args.text_column else io.sniff_input(path, args.columns) if args.format == "auto" else args.format
