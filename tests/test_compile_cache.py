@@ -405,6 +405,7 @@ print(order.tolist(), start.tolist(), n.n)
 '''
 
 
+@pytest.mark.slow      # the default suite's heaviest (6-25 s); .ci/run's slow pass runs it
 def test_a_damaged_cache_file_of_a_helper_is_compiled_again_not_a_crash(tmp_path):
     """Bytes overwritten in the middle of every machine-code file numba keeps for tux2's
     own @njit(cache=True) helpers: the next process compiles them again (no traceback)

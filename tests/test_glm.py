@@ -836,6 +836,7 @@ def test_fit_from_python_warns_where_the_cli_prints_a_note(tmp_path):
             assert est.fit(f).history_[-1]["objective"] < math.log(2), est
 
 
+@pytest.mark.slow      # the default suite's heaviest (6-25 s); .ci/run's slow pass runs it
 def test_several_workers_are_told_what_each_round_costs(tmp_path):
     """On several workers a one-step strategy's every mini-batch is a round of messages
     (a9a at batch 64: 0.75 s an epoch on 2 workers, 0.011 s in one process); BlockPG's

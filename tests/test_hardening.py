@@ -604,6 +604,7 @@ def test_a_bad_parameter_in_model_json_is_named_when_the_model_loads(ratings, tm
     _error(run_cli("predict", str(old), ratings), f"tux2: error: {old / 'model.json'}: {expect}")
 
 
+@pytest.mark.slow      # the default suite's heaviest (6-25 s); .ci/run's slow pass runs it
 def test_outputs_write_through_special_files_and_never_over_the_models_own(ratings, tmp_path):
     """predict -o, --metrics and a resume's metrics rewrite went to NAME.tmp and renamed
     it over the target: a FIFO (or, as root, /dev/null) became a plain file. A device or

@@ -210,6 +210,7 @@ def test_commas_alone_separate_a_comma_separated_file(tmp_path):
 @given(line=st.lists(st.sampled_from([b"a", b"1", b",", b";", b"\t", b" ", b'"', b":", b"\r", b"\n"]),
                      max_size=14).map(b"".join),
        mode=st.sampled_from([io.SPACE, io.COLON]), leading=st.booleans())
+@pytest.mark.slow      # the default suite's heaviest (6-25 s); .ci/run's slow pass runs it
 def test_split_fields_fast_path_splits_as_the_runs_of_separators_do(line, mode, leading):
     """split_fields splits a line of one kind of separator at it alone (the string-id reader's
     lines, 3× faster); every line must come out as the general split by separator runs does."""
@@ -248,6 +249,7 @@ _SEP = st.sampled_from([b",", b";", b"\t", b" ", b"::", b", ", b"\t\t", b",,", b
        maps=st.sampled_from(["none", "frozen", "numeric"]))
 @example(rows=[[b"a", b"1", b"3 4"]], sep=b"\t", ends=[b"\n"] * 6, mode=io.TAB, sepname="space",
          cols=(0, 1, io.OPTIONAL), maps="none")                 # (a tab-separated '3 4' is no number)
+@pytest.mark.slow      # the default suite's heaviest (6-25 s); .ci/run's slow pass runs it
 def test_string_id_reader_compiled_path_reads_as_the_line_by_line_one(rows, sep, ends, mode, sepname, cols, maps):
     """The compiled string-id reader (10× faster) must give exactly the ids, maps, values and
     unknown tokens of the line-by-line reader, through a model's maps too (a test or predict file),

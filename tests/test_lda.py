@@ -240,6 +240,7 @@ def test_optimised_alpha_and_samplers_equal_plain_python(sampler):
         assert gl == pytest.approx(tl, rel=1e-9)
 
 
+@pytest.mark.slow      # the default suite's heaviest (6-25 s); .ci/run's slow pass runs it
 def test_optimised_alpha_is_the_same_for_any_partitioning():
     """α comes from integer histograms summed over partitions: bit for bit the same
     α and counts with the sync sampler for any partitioning (and from 2 real workers,

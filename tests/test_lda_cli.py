@@ -51,6 +51,7 @@ def test_text_input_writes_counts_topics_and_vocabulary(tmp_path):
     assert not (out / "word.npz").exists()                       # the model is lda.npz, written once
 
 
+@pytest.mark.slow      # the default suite's heaviest (6-25 s); .ci/run's slow pass runs it
 def test_stop_words_and_max_df_filter_the_words_of_text_from_the_command_line_and_fit(tmp_path):
     """Raw text's topics were made of 'the', 'of', 'and' (a third of the Debian
     descriptions' tokens): English stop words are dropped by default, 'none' keeps

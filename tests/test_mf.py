@@ -305,6 +305,7 @@ def _diverging_file(path):
     return ["--duplicates", "last", "--k", "8", "--lr", "0.45"]
 
 
+@pytest.mark.slow      # the default suite's heaviest (6-25 s); .ci/run's slow pass runs it
 def test_divergence_after_a_kept_best_epoch_ends_with_that_model(tmp_path):
     """early_stop keeps the best epoch's model; when a later epoch diverges the run ends
     with that model (written by --out, exit 0, a warning naming both epochs), as Keras'

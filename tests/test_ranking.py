@@ -197,6 +197,7 @@ def test_top_k_user_list_of_ids_with_spaces_is_users_not_pairs(tmp_path):
     assert all([t.rsplit(":", 1)[0] for t in f[1:]] == want[f[0]] for f in got)
 
 
+@pytest.mark.slow      # the default suite's heaviest (6-25 s); .ci/run's slow pass runs it
 def test_a_one_line_user_list_of_two_names_is_users_not_a_header(tmp_path):
     """'alice bob' alone in --top-k INPUT (two words, no number) was taken for a header
     line: 'no edges found'. Words that are the model's user ids are never a header; lines

@@ -588,6 +588,7 @@ def _netflix(rows):
     return text, edges
 
 
+@pytest.mark.slow      # the default suite's heaviest (6-25 s); .ci/run's slow pass runs it
 def test_the_netflix_prize_per_movie_format_is_read_as_the_edges_it_holds(tmp_path):
     """combined_data_1.txt ('MOVIE:' lines above 'user,rating,date' lines), plain, xz on
     standard input, from Python and on two workers: the model of the same ratings written
