@@ -139,13 +139,9 @@ def check_mf(directory, meta, arrays):
         p = _need(path, a, "p", "f", (None, k))
         _need(path, a, "b", "f", (len(p),))
         _ids(path, a.get("ids"), len(p))
-        for key in a:                               # a warm start's AdaGrad history (models before it: none)
+        for key in a:                               # a warm start's AdaGrad history: sums of squared gradients
             if key.startswith("step_") and key != "step_form":
-                g = _need(path, a, key, "f", (len(p),))
-                if g.size and g.min() < 0:      # sums of squared gradients: a negative one is NaN steps
-                    raise ModelError(f"{path}: {key} holds negative values ({float(g.min()):g}); it is AdaGrad's "
-                                     "sums of squared gradients (delete the step_* arrays to warm start without "
-                                     "them)")
+                _history(path, a, key, len(p), 0.0)
         n[name] = len(p)
     seen = arrays.get("seen.npz")
     if seen is not None:
@@ -215,20 +211,21 @@ def check_linear(directory, meta, arrays):
         _check_labels(mpath, meta.get("labels", [-1, 1]), 2)
     if meta.get("algorithm") == "fm":
         _need(path, a, "V", "f", (len(w), _int_meta(mpath, meta, "factors", 1)))
-    # a warm start's AdaGrad/Adam history (udfs.glm; models before it: none): one row per feature,
-    # finite; G and m2 are sums or averages of squared gradients, b1t and b2t powers of β in [0, 1]
+    # a warm start's AdaGrad/Adam history (udfs.glm): G and m2 are sums or averages of squared
+    # gradients, b1t and b2t powers of β in [0, 1]
     for key in a:
-        if not key.startswith("step_") or key == "step_optimizer":
-            continue
-        g = a[key]
-        if g.dtype.kind != "f" or g.ndim < 1 or g.shape[0] != len(w):
-            raise ModelError(f"{path}: {key} has shape {g.shape} and dtype {g.dtype}, expected floats with one "
-                             f"row per feature ({len(w)})")
-        if not np.all(np.isfinite(g)):
-            raise ModelError(f"{path}: {key} holds NaN or infinite values")
-        low, high = {"step_G": (0, np.inf), "step_m2": (0, np.inf), "step_b1t": (0, 1), "step_b2t": (0, 1)}.get(
-            key, (-np.inf, np.inf))
-        if g.size and (g.min() < low or g.max() > high):
-            raise ModelError(f"{path}: {key} holds values outside [{low:g}, {high:g}] ({float(g.min()):g} … "
-                             f"{float(g.max()):g}); it is the optimizer's history (delete the step_* arrays to warm "
-                             "start without them)")
+        if key.startswith("step_") and key != "step_optimizer":
+            _history(path, a, key, len(w), *{"step_G": (0.0,), "step_m2": (0.0,), "step_b1t": (0.0, 1.0),
+                                            "step_b2t": (0.0, 1.0)}.get(key, ()))
+
+
+def _history(path, arrays, key, rows, low=-np.inf, high=np.inf):
+    """A warm start's optimizer history ``arrays[key]`` (models saved before it have
+    none): floats, one row per vertex or feature (``rows``), finite, in [low, high]."""
+    g = arrays[key]
+    _need(path, arrays, key, "f", (rows,) + (None,) * (g.ndim - 1) if g.ndim else (rows,))
+    if g.size and (g.min() < low or g.max() > high):
+        what = f"negative values ({float(g.min()):g})" if g.min() < low == 0 else \
+            f"values outside [{low:g}, {high:g}] ({float(g.min()):g} … {float(g.max()):g})"
+        raise ModelError(f"{path}: {key} holds {what}; it is the optimizer's history, sums of squared gradients "
+                         "or moments (delete the step_* arrays to warm start without them)")

@@ -51,8 +51,8 @@ class Linear(Estimator):
         occurs in ``data``, else from 1; the test file in ``data``'s) and ``duplicates`` (a feature twice
         in one line: "error", "sum", "last", "keep"), as ``tux2 run``'s flags read them."""
         zero_based, duplicates = self.zero_based, self.duplicates
-        if zero_based == "auto" and vars(self).get("warm_start") and "coef_" in vars(self):   # read in the base
-            zero_based = bool(self.zero_based_)                                                # of the model started from
+        if zero_based == "auto" and self._warms():      # read in the base of the model started from
+            zero_based = bool(self.zero_based_)
         if self.label_column is not None and test is None and hasattr(data, "columns") and hasattr(data, "drop"):
             data, test = data.drop(columns=self.label_column), data[self.label_column]      # a DataFrame's labels
         def pair(d, label=self.label_column, table_labels=None):
@@ -100,6 +100,11 @@ class Linear(Estimator):
         return Dataset(g, t, y, ty, zero_based=zero_based, feature_names=names, label_column=label,
                        read_as=(table and table.describe()) or how,
                        label_dtype=kind.str if kind is not None and kind.kind in "biuf" else None)
+
+    def _warms(self):
+        """Whether this fit starts from the weights learned before (``warm_start``, ``--init-model``;
+        BlockPG has no warm start)."""
+        return bool(vars(self).get("warm_start")) and "coef_" in vars(self)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -514,9 +519,6 @@ class GLM(Linear):
                      meta={"optimizer": optimizer, "eta": eta, "lam": lam, "batch_used": batch, "samples": g.n_src,
                            **({"label_base": base} if self.loss == "softmax" else {})})
 
-    def _warms(self):
-        """Whether this fit starts from the weights learned before (``warm_start``, ``--init-model``)."""
-        return self.warm_start and "coef_" in vars(self)
 
     def start_from(self, model):
         if isinstance(model, (str, os.PathLike)):
