@@ -164,6 +164,9 @@ def test_the_label_column_by_number_name_or_last(data, tmp_path):
      "t.csv: a table with 3 columns of words (2 'State-gov', 4 'Bachelors', 5 '<=50K'): the linear models read"),
     ("a,b,label\n1,2,0\n3,4,1\n5,6,2\n", (), "t.csv:4: a binary model takes two labels; a third, 2"),
     ("a,b,label\n", (), "t.csv: no samples found: the file's one line (a b label) reads as a header line"),
+    ("a,b,label\n1,2,0\n3,4,1\n", ("--zero-based",), "t.csv: --zero-based (zero_based=True) sets the index base "
+     "of a libsvm file's features; this is a table"),
+    ("a,b,label\n1,2,0\n3,4,1\n", ("--one-based",), "t.csv: --one-based (zero_based=False) sets"),
 ])
 def test_bad_tables_are_named_by_line_and_column(tmp_path, text, args, message):
     path = tmp_path / "t.csv"

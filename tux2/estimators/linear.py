@@ -71,6 +71,10 @@ class Linear(Estimator):
             how = "feature indices 0-based (an index 0 occurs; --one-based refuses it)" if zero_based \
                 else None
         table = g.layout if isinstance(g.layout, tables.TableFormat) else None
+        if table is not None and self.zero_based != "auto":
+            raise InputError(f"--{'zero' if self.zero_based else 'one'}-based (zero_based={self.zero_based}) sets "
+                             "the index base of a libsvm file's features; this is a table, whose columns are the "
+                             "features: leave it out", path=os.fspath(data))
         names = feature_names(data[0] if isinstance(data, tuple) else data) or (table and table.feature_names())
         given = data[1] if isinstance(data, tuple) and len(data) == 2 else None      # y from Python, if any
         label = table and table.label_spec()          # a test table's labels: the same named or numbered column
