@@ -220,12 +220,7 @@ class ApplyRounds:
             for q in np.unique(mp).tolist():
                 sel = mp == q
                 writes[q].append((ml[sel], p.rank, mir[sel]))
-        pairs = {}                            # (part, writer part) → [(rows there, writer rows)]
-
-        def add(dst, w, rows, src):
-            for x in np.unique(w).tolist():
-                sel = w == x
-                pairs.setdefault((dst, x), []).append((rows[sel], src[sel]))
+        dst, wr, drows, srows = [], [], [], []  # per copy: the part it goes to, the writer, rows there and here
         for m, ws in enumerate(writes):
             if not ws:
                 continue
@@ -237,25 +232,28 @@ class ApplyRounds:
                 continue
             if np.bincount(L, minlength=tl.n_master).max() > 1:
                 return None
-            add(m, W[W != m], L[W != m], R[W != m])           # the master, where a mirror wrote
+            other = W != m                                    # the master, where a mirror wrote
+            dst.append(np.full(int(other.sum()), m, np.int64))
+            wr.append(W[other]), drows.append(L[other]), srows.append(R[other])
             rows, dlid, starts = mirror_fanout(L, tl.mm_ptr, tl.mm_part, tl.mm_lid, P)
             where = np.empty(tl.n_master, np.int64)
             where[L] = np.arange(len(L))
             k = where[rows]
-            for q, a, b in _groups(starts):
-                keep = W[k[a:b]] != q
-                add(q, W[k[a:b]][keep], dlid[a:b][keep].astype(np.int64), R[k[a:b]][keep])
-        per_part, n = {}, 0
-        for p, rows in zip(self.parts, idx):
-            copies = []
-            for (dst, w), segs in sorted(pairs.items()):
-                if dst == p.rank:
-                    d = np.concatenate([x[0] for x in segs])
-                    src = np.concatenate([x[1] for x in segs])
-                    o = np.argsort(d, kind="stable")
-                    copies.append((w, src[o], d[o]))
-                    n += len(d)
-            per_part[p.rank] = (np.sort(rows), copies)
+            q = np.repeat(np.arange(P, dtype=np.int64), np.diff(starts))     # the part of each mirror
+            keep = W[k] != q
+            dst.append(q[keep]), wr.append(W[k][keep]), drows.append(dlid[keep].astype(np.int64))
+            srows.append(R[k][keep])
+        per_part = {p.rank: (np.sort(rows), []) for p, rows in zip(self.parts, idx)}
+        n = 0
+        if dst:
+            dst, wr, drows, srows = (np.concatenate(x) for x in (dst, wr, drows, srows))
+            o = np.lexsort((drows, wr, dst))              # by part, writer, then rows there
+            dst, wr, drows, srows = dst[o], wr[o], drows[o], srows[o]
+            cuts = np.flatnonzero((np.diff(dst) != 0) | (np.diff(wr) != 0)) + 1
+            for a, b in zip(np.r_[0, cuts].tolist(), np.r_[cuts, len(dst)].tolist()):
+                if b > a and int(dst[a]) in per_part:
+                    per_part[int(dst[a])][1].append((int(wr[a]), srows[a:b], drows[a:b]))
+                    n += b - a
         return per_part, n * self._field_bytes(self.program.types[t].dtype, self.program.types[t].sync_fields)
 
     def _pairs_only(self, t):
