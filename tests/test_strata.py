@@ -343,6 +343,20 @@ def test_the_cli_says_which_partitioner_strata_need(tmp_path, skewed):
     assert r.returncode == 2 and "--batch-unit vertex" in r.stderr
 
 
+def test_more_partitions_than_the_default_blocks_say_whose_model_they_give(tmp_path, skewed):
+    """Above 16 partitions the blocks follow P: the header says so, and the model is that
+    of --blocks P on one partition (bit for bit), which is not the default one's."""
+    train, _ = skewed
+    write_edge_list(tmp_path / "r.txt", train)
+    args = ("run", "mf", str(tmp_path / "r.txt"), "--k", "4", "--epochs", "2", "--threads", "1")
+    many, same, default = (run_cli(*args, *more) for more in (("--partitions", "17"), ("--blocks", "17"), ()))
+    assert many.returncode == same.returncode == default.returncode == 0, many.stderr + same.stderr
+    assert "note: 17 partitions take 17 row and column blocks" in many.stdout
+    assert "note:" not in same.stdout and "row and column blocks" not in default.stdout
+    last = [r.stdout.strip().splitlines()[-1].split("time")[0] for r in (many, same, default)]
+    assert last[0] == last[1] != last[2], last
+
+
 def test_slack_trades_staleness_for_speed_without_false_overlaps(tmp_path, skewed):
     """With slack a worker runs ahead: a master's values then hold later clocks' changes
     and an earlier round may already have synced this round's masters. Neither counts

@@ -622,7 +622,10 @@ class MF(Estimator):
             ([f"  ALS: λ={self.reg:g} " + (f"(plain), confidence 1 + {self.alpha:g}·r" if self.implicit else
                                           "per rating (weighted-λ)")] if self.mode == "als" else []) + \
             ([f"  started from the model learned before: {s.warm[0]} of {users} users and {s.warm[1]} of {items} "
-              "items (the others as in a new model)"] if s.warm else []) + self._units_note(s)
+              "items (the others as in a new model)"] if s.warm else []) + self._units_note(s) + \
+            ([f"  note: {parts} partitions take {parts} row and column blocks (16 up to 16 partitions): the model of "
+              f"--blocks {parts} on any number of partitions, not that of --partitions 1 (--blocks 32 keeps one "
+              "model up to 32)"] if self.blocks is None and self.tiled() and parts > 16 else [])
 
     def _units_note(self, s):
         """A warm start's note when the model's ratings and this data's are of other units
