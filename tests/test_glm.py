@@ -858,6 +858,9 @@ def test_several_workers_are_told_what_each_round_costs(tmp_path):
         assert one.returncode == 0 and "round of messages" not in one.stdout, one.stdout
     few = run_cli("run", "lr", path, "--epochs", "0", "--workers", "2", "--batch", "1000", "--timeout", "60")
     assert few.returncode == 0 and "round of messages" not in few.stdout, few.stdout
+    threads = run_cli("run", "lr", path, "--epochs", "0", "--threads", "2")   # partitions in one process
+    assert threads.returncode == 0 and "204 mini-batches an epoch, each a round between the 2 partitions" in \
+        threads.stdout and "--threads 1, the default" in threads.stdout, threads.stdout
 
 
 def test_dense_columns_train_centred_so_a_shifted_column_gives_the_same_predictions(tmp_path):

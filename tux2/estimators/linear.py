@@ -607,18 +607,20 @@ class GLM(Linear):
                                                        if self.norm == "auto" else "")] if self.norm_ == "l2" else []) \
             + ([f"  started from the model learned before: {s.warm[0]} of {s.warm[1]} features"
                 + (" (the others as in a new model)" if s.warm[0] < s.warm[1] else "")] if s.warm else []) \
-            + self._label_notes(s) + self._rounds_note(s, world)
+            + self._label_notes(s) + self._rounds_note(s, world, parts)
 
-    def _rounds_note(self, s, world):
-        """On several workers, a one-step strategy's every mini-batch is a round of
-        messages: at a small batch that, not the computing, sets an epoch's time."""
+    def _rounds_note(self, s, world, parts):
+        """On several workers or partitions, a one-step strategy's every mini-batch is a
+        round between them: at a small batch that, not the computing, sets an epoch's time."""
         rounds = -(-s.n // min(s.batch or s.n, s.n))
-        if world < 2 or self.strategy in ("modelavg", "modelsum") or rounds < 200:
+        if max(world, parts) < 2 or self.strategy in ("modelavg", "modelsum") or rounds < 200:
             return []
         big = min(1000, s.n)
-        return [f"  note: {rounds:,} mini-batches an epoch, each a round of messages between the workers (~1 ms or "
-                f"more each, over the computing): --batch {big} makes {-(-s.n // big):,} (another model), "
-                "--strategy modelavg one"]
+        how = ("of messages between the workers (~1 ms or more each" if world > 1 else
+               f"between the {parts} partitions (~0.4 ms each, in Python")
+        return [f"  note: {rounds:,} mini-batches an epoch, each a round {how}, over the computing): --batch {big} "
+                f"makes {-(-s.n // big):,} (another model), --strategy modelavg one"
+                + ("" if world > 1 else ", one partition (--threads 1, the default) none")]
 
     def _label_notes(self, s):
         """The classes, unless they are 0 … K−1; a note on test labels of no class."""
