@@ -345,3 +345,94 @@ def test_a_damaged_glm_step_history_is_refused_naming_the_file(tmp_path, damage)
     np.savez(tmp_path / "m" / "weights.npz", **z)
     with pytest.raises(tux2.model_check.ModelError, match=r"weights\.npz: step_G "):
         tux2.LogisticRegression.load(tmp_path / "m")
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    """Texts from a planted 6-topic model, one document per line: ``old`` the first 300
+    documents, ``full`` all 500 (words ``old`` never saw among them)."""
+    from tux2.datasets import lda_corpus
+    d, w, c, _ = lda_corpus(n_docs=500, n_words=800, n_topics=6, doc_length=60, seed=4)
+    docs = [[] for _ in range(500)]
+    for doc, word, n in zip(d.tolist(), w.tolist(), c.tolist()):
+        docs[doc] += [f"w{word}x"] * int(n)
+    lines = [" ".join(ws) + "\n" for ws in docs]
+    out = tmp_path_factory.mktemp("lda_warm")
+    (out / "old.txt").write_text("".join(lines[:300]))
+    (out / "full.txt").write_text("".join(lines))
+    return str(out / "old.txt"), str(out / "full.txt"), out
+
+
+def test_lda_starts_from_a_model_with_its_topics_in_their_numbers(corpus):
+    """The tokens of the words the model learned take their first topics from its topics:
+    the first iteration's log-likelihood is near the model's, far above a fresh start's,
+    and each topic keeps its number (its top words are the model's topic's)."""
+    from tux2 import LDA
+    old_path, full_path, _ = corpus
+    old = LDA(topics=6, iterations=40).fit(old_path)
+    warm = LDA(topics=6, iterations=3).start_from(old).fit(full_path)
+    fresh = LDA(topics=6, iterations=3).fit(full_path)
+    first = [m.history_[0]["ll_per_token"] for m in (warm, fresh)]
+    assert first[0] > first[1] + 0.5 and first[0] > old.history_[-1]["ll_per_token"] - 0.3, (first, old.history_[-1])
+    assert set(warm.vocab_) > set(old.vocab_)               # the new documents' words are in the fit
+    for k, (a, b) in enumerate(zip(old.topic_words(10), warm.topic_words(10))):
+        same = {x for x, _ in a} & {x for x, _ in b}
+        assert len(same) >= 6, (k, a, b)
+    longer = LDA(topics=6, iterations=43).fit(old_path)      # 40 + 3 on the same corpus: as good as 43
+    again = LDA(topics=6, iterations=3).start_from(old).fit(old_path)
+    assert again.history_[-1]["ll_per_token"] > longer.history_[-1]["ll_per_token"] - 0.02
+
+
+def test_lda_warm_start_refusals_and_the_command_line(corpus, tmp_path):
+    from tux2 import LDA
+    from tux2.errors import Tux2Error
+    old_path, full_path, d = corpus
+    old = LDA(topics=6, iterations=5).fit(old_path)
+    with pytest.raises(Tux2Error, match=r"has 6 topics and this fit 4: give it topics=6"):
+        LDA(topics=4, iterations=1).start_from(old).fit(full_path)
+    with pytest.raises(Tux2Error, match=r"has words and this corpus numeric word ids"):
+        LDA(topics=6, iterations=1).start_from(old).fit(np.ones((4, 30), np.int64))
+    (tmp_path / "other.txt").write_text("alpha beta gamma\ndelta alpha beta\n")
+    with pytest.raises(Tux2Error, match=r"no word of this corpus is one the model to start from learned"):
+        LDA(topics=6, iterations=1).start_from(old).fit(str(tmp_path / "other.txt"))
+    r = run_cli("run", "lda", old_path, "--topics", "6", "--iterations", "5", "--out", str(tmp_path / "m"))
+    assert r.returncode == 0, r.stderr
+    r = run_cli("run", "lda", full_path, "--iterations", "1", "--init-model", str(tmp_path / "m"))
+    assert r.returncode == 0, r.stderr
+    n = len(LDA.load(tmp_path / "m").vocab_)
+    assert re.search(rf"started from the model learned before: {n} of \d+ words take their first topics", r.stdout)
+    assert "K=6" in r.stdout                                     # --topics defaults to the model's
+    r = run_cli("run", "lda", full_path, "--iterations", "1", "--topics", "5", "--init-model", str(tmp_path / "m"))
+    assert r.returncode == 2 and "--topics 6" in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
+def test_lda_warm_start_on_numeric_ids_threads_and_partitions(tmp_path):
+    """A docword model's ids are matched by number; partitions and threads give the
+    one-thread model bit for bit."""
+    from tux2 import LDA
+    from tux2.datasets import lda_corpus
+    d, w, c, _ = lda_corpus(n_docs=300, n_words=400, n_topics=5, doc_length=50, seed=2)
+    V = int(w.max()) + 1
+
+    def docword(path, keep):
+        rows = [(a + 1, b + 1, n) for a, b, n in zip(d.tolist(), w.tolist(), c.tolist()) if keep(a)]
+        path.write_text(f"{300}\n{V}\n{len(rows)}\n" + "".join(f"{a} {b} {n}\n" for a, b, n in rows))
+        return str(path)
+    old = LDA(topics=5, iterations=20).fit(docword(tmp_path / "docword.old.txt", lambda a: a < 200))
+    full = docword(tmp_path / "docword.full.txt", lambda a: True)
+    one = LDA(topics=5, iterations=2, blocks=4).start_from(old).fit(full, threads=1)
+    assert one.history_[0]["ll_per_token"] > LDA(topics=5, iterations=2, blocks=4).fit(full).history_[0]["ll_per_token"] + 0.3
+    many = LDA(topics=5, iterations=2, blocks=4).start_from(old).fit(full, partitions=4, threads=2)
+    np.testing.assert_array_equal(one.word_topic_, many.word_topic_)
+    assert one.word_base_ == 1
+
+
+@pytest.mark.slow      # worker processes
+def test_lda_warm_start_on_two_workers_is_the_one_process_fit(corpus):
+    from tux2 import LDA
+    old_path, full_path, _ = corpus
+    old = LDA(topics=6, iterations=5).fit(old_path)
+    one = LDA(topics=6, iterations=2).start_from(old).fit(full_path)
+    two = LDA(topics=6, iterations=2).start_from(old).fit(full_path, workers=2)
+    np.testing.assert_array_equal(one.word_topic_, two.word_topic_)
+    assert one.history_[-1]["ll"] == pytest.approx(two.history_[-1]["ll"], rel=1e-12)     # (summation order)

@@ -357,7 +357,8 @@ def room(K, tokens=0):
 
 
 def program(src, dst, count, n_docs, n_words, K=100, alpha=0.1, beta=0.01, seed=0, sampler="sparse",
-            types=("doc", "word"), optimize_interval=0, optimize_burn_in=0, clocks=1, doc_block=None):
+            types=("doc", "word"), optimize_interval=0, optimize_burn_in=0, clocks=1, doc_block=None,
+            word_topics=None):
     """LDA on token edges (``token_edges``): initial topics are drawn from the same
     hash as the sampler, so every worker can compute them. ``optimize_interval`` N > 0:
     an asymmetric α is learnt after every N-th iteration past ``optimize_burn_in``
@@ -374,7 +375,11 @@ def program(src, dst, count, n_docs, n_words, K=100, alpha=0.1, beta=0.01, seed=
     tile shares no document and no word with the others of its stratum, and samples
     against the topic totals of the stratum's start plus its own changes, so the tiles
     of a stratum can run in any number of threads, partitions or workers and give the
-    one-thread model bit for bit."""
+    one-thread model bit for bit.
+
+    ``word_topics`` (a warm start): n_words × K weights, each word's tokens' first topics
+    drawn in proportion to its row (a row of zeros, a word new to the model: at random),
+    by the same hash, so every worker draws the same."""
     if sampler not in ("sparse", "sync"):
         raise ValueError(f"sampler must be 'sparse' or 'sync', got {sampler!r}")
     if K < 1 or K > 32767:
@@ -383,9 +388,12 @@ def program(src, dst, count, n_docs, n_words, K=100, alpha=0.1, beta=0.01, seed=
     m, R = len(src), room(K, int(count.sum()))
     z = np.full((m, TOKENS), -1, np.int16)
     eid = np.arange(m, dtype=np.int64)
+    cdf = None if word_topics is None else np.cumsum(np.asarray(word_topics, np.float64), axis=1)
+    if cdf is not None and cdf.shape != (n_words, K):
+        raise ValueError(f"word_topics must be n_words × K = {n_words} × {K}, got {cdf.shape}")
     for t in range(TOKENS):
         has = count > t
-        z[has, t] = _initial_topics(eid[has], t, seed, K)
+        z[has, t] = _initial_topics(eid[has], t, seed, K, None if cdf is None else (dst[has], cdf))
     flat_k = z[z >= 0].astype(np.int64)
     rows = np.nonzero(z >= 0)[0]
     ndk = np.zeros((n_docs, R), np.int32)
@@ -478,10 +486,28 @@ def _topics(eid, t, seed, K, out):
         out[i] = int(uniform(seed, 0, eid[i], t) * K)
 
 
-def _initial_topics(eid, t, seed, K):
-    """``uniform(seed, 0, eid, t) * K`` for an array of edge ids: iteration 0's draw."""
+@njit(cache=True)
+def _warm_topics(eid, words, t, seed, cdf, out):
+    K = cdf.shape[1]
+    for i in range(eid.shape[0]):
+        u = uniform(seed, 0, eid[i], t)
+        row = cdf[words[i]]
+        if row[K - 1] > 0.0:
+            out[i] = min(np.searchsorted(row, u * row[K - 1], side="right"), K - 1)
+        else:
+            out[i] = int(u * K)
+
+
+def _initial_topics(eid, t, seed, K, warm=None):
+    """``uniform(seed, 0, eid, t) * K`` for an array of edge ids: iteration 0's draw;
+    ``warm`` = (each edge's word, cumulative word × topic weights): the same uniform draw
+    taken through the word's row (a row of zeros: as without)."""
     out = np.empty(len(eid), np.int16)
-    _topics(np.ascontiguousarray(eid, np.int64), int(t), int(seed), int(K), out)
+    eid = np.ascontiguousarray(eid, np.int64)
+    if warm is None:
+        _topics(eid, int(t), int(seed), int(K), out)
+    else:
+        _warm_topics(eid, np.ascontiguousarray(warm[0], np.int64), int(t), int(seed), warm[1], out)
     return out
 
 

@@ -65,10 +65,19 @@ def add_parser(algos):
     p.add_argument("--top-words", type=NONNEG, default=10, help="words per topic in topics.txt and the summary")
     add_run_args(p, "directory for lda.npz (word-topic, doc-topic counts), topics.txt, vocab.txt, model.json",
                     "iteration")
+    p.add_argument("--init-model", metavar="DIR",
+                   help="start from the LDA model in DIR (--out of an earlier run): the tokens of the words it "
+                        "learned take their first topics from its topics, the others at random, and topics keep "
+                        "their numbers; --topics is the model's (given, it must be) (warm start, to train on more "
+                        "documents or for more iterations)")
     p.set_defaults(func=run)
 
 
 def run(args):
+    if args.init_model and "topics" not in args.given:      # --topics defaults to the model's
+        from tux2.model_check import read_meta
+        k = read_meta(args.init_model).get("topics")
+        args.topics = k if isinstance(k, int) and not isinstance(k, bool) and k >= 1 else args.topics
     return run_command(args, LDA, load, after=more_topics)
 
 

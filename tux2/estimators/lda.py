@@ -74,7 +74,11 @@ class LDA(Estimator):
     fold-in, as ``score`` and ``tux2 predict``) the last record of ``history_`` holds.
     ``blocks`` B (default 8, or the partitions if more): the sparse sampler's tiles, B strata
     of B a sweep, so threads, partitions and workers give one model (``_schedule``); 0: untiled.
-    ``partitioner``: default stratified (the tiles' own), bicut with ``blocks=0``."""
+    ``partitioner``: default stratified (the tiles' own), bicut with ``blocks=0``.
+    ``warm_start`` (``start_from(model)``, ``--init-model DIR``): the tokens of a word the model
+    learned (by the word, or a numeric id in the file's numbering) take their first topics from the model's
+    topics of that word, the others at random; the topics keep their numbers and the sampler goes on
+    from there (to train on more documents, or for more iterations). α and β are this fit's."""
 
     algorithm = "lda"
     bounds = dict(topics=integer(1, 32767), iterations=NONNEG, alpha=PRIOR, beta=PRIOR, seed=SEED,
@@ -89,7 +93,7 @@ class LDA(Estimator):
     def __init__(self, topics=20, iterations=100, alpha=0.1, beta=0.01, sampler="sparse", partitioner=None,
                  seed=0, top_words=10, format="auto", vocab=None, base=None, min_count=1, duplicates="sum",
                  stop_words="english", max_df=1.0, optimize_interval=0, optimize_burn_in=0, text_column=None,
-                 numbers="drop", blocks=None):
+                 numbers="drop", blocks=None, warm_start=False):
         self._keep(locals())
 
     def load_data(self, data, test=None):
@@ -202,17 +206,55 @@ class LDA(Estimator):
             order, strata, tiles, doc_block = lda.tiled_order(src, dst, g.n_src, g.n_dst, blocks, seed=self.seed)
             src, dst, cnt = src[order], dst[order], cnt[order]
             engine = {"strata": strata, "tiles": tiles, "partitioner_options": {"blocks": blocks}}
+        warm = self._warm(data) if self._warms() else None
         prog = lda.program(src, dst, cnt, g.n_src, g.n_dst, K=self.topics, alpha=self.alpha, beta=self.beta,
                            seed=self.seed, sampler=self.sampler, optimize_interval=self.optimize_interval,
                            optimize_burn_in=self.optimize_burn_in, clocks=lda.CLOCKS if parts > 1 else 1,
-                           doc_block=doc_block)
+                           doc_block=doc_block, word_topics=None if warm is None else warm[0])
         graph = BipartiteGraph(src, dst, None, g.n_src, g.n_dst, ("doc", "word"), data.source)
         fmt, base = data.facts.get("format"), int(data.facts.get("word_base", 0))
         return Setup(graph, prog, {"partitioner": partitioner, **engine},
                      tokens=tokens, vocab=data.vocab, source=data.source, format=fmt, word_base=base, test=data.test,
+                     warm=None if warm is None else warm[1:],
                      stop=data.facts.get("stop"), blocks=blocks, partitioner=partitioner,
                      meta={"documents": g.n_src, "words": g.n_dst, "tokens": tokens, "format": fmt,
                            "word_base": base})
+
+    def _warms(self):
+        """Whether this fit starts from the topics learned before (``warm_start``, ``--init-model``)."""
+        return self.warm_start and "word_topic_" in vars(self)
+
+    def _warm(self, data):
+        """(corpus words × K weights of each word's first topics, words the model knew, words):
+        for a word the model learned, p(topic | word) under it, (n_kw + β)(n_k + α_k)/(n_k + Vβ);
+        a row of zeros for the others. Words are matched by themselves (text, a vocabulary) or
+        by their id in the file's numbering (docword's 1-based ids too)."""
+        K, old = self.word_topic_.shape
+        if K != self.topics:
+            raise Tux2Error(f"the model to start from has {K} topics and this fit {self.topics}: give it "
+                            f"topics={K} (--topics {K})")
+        n = data.train.n_dst
+        if (self.vocab_ is None) != (data.vocab is None):
+            raise Tux2Error("the model to start from has " + ("words" if self.vocab_ is not None else "numeric word "
+                            "ids") + " and this corpus " + ("numeric word ids" if data.vocab is None else "words")
+                            + ": a warm start matches words by themselves or ids by number (a vocabulary, --vocab, "
+                            "names numeric ids)")
+        if data.vocab is not None:
+            at = {w: i for i, w in enumerate(self.vocab_)}
+            rows = np.array([at.get(w, -1) for w in data.vocab], np.int64)
+        else:
+            rows = np.arange(n, dtype=np.int64) + int(data.facts.get("word_base", 0)) - self.word_base_
+            rows[(rows < 0) | (rows >= old)] = -1
+        have = rows >= 0
+        if not have.any():
+            shown = ", ".join(self.vocab_[:3]) if self.vocab_ is not None else f"ids {self.word_base_} …"
+            raise Tux2Error(f"no word of this corpus is one the model to start from learned (its words: {shown} …): "
+                            "start a new model (without --init-model; from Python: without start_from or warm_start)")
+        nk = np.asarray(self.topic_totals_, np.float64)
+        prior = (nk + np.asarray(self.alpha_, np.float64)) / (nk + old * self.beta)
+        weights = np.zeros((n, K))
+        weights[have] = (np.asarray(self.word_topic_, np.float64)[:, rows[have]].T + self.beta) * prior
+        return weights, int(have.sum()), n
 
     def record(self, eng, s):
         ctx = eng.context()
@@ -239,7 +281,9 @@ class LDA(Estimator):
                 f"α={self.alpha}" + (f" (optimised every {self.optimize_interval} iterations)"
                                      if self.optimize_interval else "") + f", β={self.beta}, P={parts} ({s.partitioner}"
                 + (f", {s.blocks}×{s.blocks} tiles" if s.blocks else "") + ")"
-                + (f", {world} workers" if world > 1 else "")] + self._never_optimised()
+                + (f", {world} workers" if world > 1 else "")] + self._never_optimised() \
+            + ([f"  started from the model learned before: {s.warm[0]} of {s.warm[1]} words take their first topics "
+                "from its topics (the others at random)"] if s.warm else [])
 
     def _never_optimised(self):
         """A note when no iteration learns α: the first past the burn-in that is a multiple
@@ -296,6 +340,8 @@ class LDA(Estimator):
     def _restore(self, directory, meta):
         from tux2 import model_check
         meta, found = model_check.read_model(directory, "lda", ("lda.npz",), ("vocab.txt", "stopwords.txt"))
+        if self.format not in self.choices["format"]:   # model.json's "format" is the corpus's: 'built-in', 'arrays'
+            self.format = "auto"
         model_check.check_lda(directory, meta, found)
         vocab = io.read_words(found["vocab.txt"], meta["words"], model_check.ModelError,
                               f"model.json says {meta['words']}") if "vocab.txt" in found else None
