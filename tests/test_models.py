@@ -297,3 +297,15 @@ def test_top_k_lines_are_the_user_by_user_ones_for_a_list_with_repeats(tmp_path)
     got_u, items, scores = m.recommend(np.array(users, dtype=np.int64), k=6)      # the Python API: the same lists
     assert [f"{x}" + "".join(f" {j}:{s:.6g}" for j, s in zip(row, srow) if j >= 0) for x, row, srow
             in zip(got_u.tolist(), items.tolist(), scores.tolist())] == r.stdout.splitlines()
+
+
+def test_an_lda_model_of_arrays_or_the_built_in_corpus_loads(tmp_path):
+    """model.json's "format" is the corpus's ('arrays', 'built-in'), not a value of the
+    format parameter: such a model loads (it stopped with 'format must be one of …')."""
+    from tux2 import LDA
+    counts = np.random.default_rng(0).integers(0, 3, (40, 25))
+    m = LDA(topics=3, iterations=2).fit(counts)
+    m.save(tmp_path / "m")
+    back = LDA.load(tmp_path / "m")
+    np.testing.assert_array_equal(back.word_topic_, m.word_topic_)
+    assert back.format == "auto" and back.transform(counts[:3]).shape == (3, 3)
