@@ -382,3 +382,35 @@ def test_lda_default_model_is_the_same_on_one_partition_threads_and_two_real_wor
         np.testing.assert_array_equal(other.word_topic_, one.word_topic_)
         np.testing.assert_array_equal(other.doc_topic_, one.doc_topic_)
         np.testing.assert_array_equal(other.topic_totals_, one.topic_totals_)
+
+
+def test_umass_coherence_is_tomotopys_and_a_planted_model_scores_above_random_topics(tmp_path):
+    """lda.umass against a by-hand loop of its definition (tomotopy's u_mass: on a
+    tomotopy 0.14 model's own topics and corpus it matched Coherence(coherence='u_mass')
+    to 1e-11), and fit's coherence_, history and saved model."""
+    import math
+    from tux2 import LDA
+    from tux2.datasets import lda_corpus
+    from tux2.graph import BipartiteGraph
+    d, w, c, _ = lda_corpus(n_docs=300, n_words=400, n_topics=5, doc_length=50, seed=6)
+    g = BipartiteGraph(d, w, c.astype(float), 300, int(w.max()) + 1, ("doc", "word"))
+    wt = np.random.default_rng(1).random((4, g.n_dst))
+    got = lda.umass(wt, g, 6)
+    sets = [set(w[d == i].tolist()) for i in range(300)]
+    for k in range(4):
+        top = np.argsort(-wt[k], kind="stable")[:6].tolist()
+        vals = []
+        for i in range(1, 6):
+            for j in range(i):
+                dj = sum(top[j] in s for s in sets)
+                both = sum(top[i] in s and top[j] in s for s in sets)
+                vals.append(math.log((both / 300 + 1e-12) / (dj / 300)))
+        assert got[k] == pytest.approx(np.mean(vals), rel=1e-12)
+    m = LDA(topics=5, iterations=30).fit(g)
+    assert m.coherence_.shape == (5,) and np.nanmean(m.coherence_) > np.nanmean(lda.umass(wt, g, 10)) + 1
+    assert m.history_[-1]["coherence_umass"] == pytest.approx(np.nanmean(m.coherence_))
+    np.testing.assert_allclose(m.coherence(g), m.coherence_)
+    with pytest.raises(ValueError, match="pass the documents"):
+        m.coherence(top_n=5)
+    m.save(tmp_path / "m")
+    np.testing.assert_array_equal(LDA.load(tmp_path / "m").coherence_, m.coherence_)

@@ -522,6 +522,35 @@ def topic_word(word_data, K):
     return np.ascontiguousarray(topic_counts(word_data, K).T)
 
 
+def umass(word_topic, docs, n=10, eps=1e-12):
+    """Per topic, the UMass coherence of its ``n`` most frequent words (Mimno et al. 2011, as
+    tomotopy's and gensim's ``u_mass``): the mean over word pairs (w_i, w_j), j before i in
+    the topic's order, of log((D(w_i, w_j) / D + eps) / (D(w_j) / D)), D(·) counting the
+    documents of ``docs`` (a doc → word graph in the model's word ids) that hold the words.
+    Pairs whose w_j no document holds are left out; a topic with no pair left is NaN."""
+    import scipy.sparse as sp
+    K, V = word_topic.shape
+    m = max(1, min(int(n), V))
+    top = np.argsort(-np.asarray(word_topic), axis=1, kind="stable")[:, :m]
+    keep = docs.dst < V
+    X = sp.csr_matrix((np.ones(int(keep.sum())), (docs.src[keep], docs.dst[keep])), shape=(docs.n_src, V))
+    X.data[:] = 1.0                                     # (a doc, word) pair on several edges: one document
+    used, at = np.unique(top, return_inverse=True)
+    at = at.reshape(top.shape)
+    M = X[:, used].tocsc()
+    co = (M.T @ M).toarray()
+    nd = max(docs.n_src, 1)
+    out = np.full(K, np.nan)
+    i, j = np.tril_indices(m, -1)
+    for k in range(K):
+        a, b = at[k, i], at[k, j]
+        dj = co[b, b]
+        ok = dj > 0
+        if ok.any():
+            out[k] = float(np.mean(np.log((co[a, b][ok] / nd + eps) / (dj[ok] / nd))))
+    return out
+
+
 def top_words(word_topic, n, vocab=None, base=0):
     """Per topic, the ``n`` most frequent (word, count) pairs, most frequent first;
     without ``vocab`` a word is its id in the corpus file (dense id + ``base``)."""

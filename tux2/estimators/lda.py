@@ -52,6 +52,9 @@ def _counts(data, V=None):
     return g
 
 
+COHERENCE_WORDS = 10    # the top words of a topic whose coherence fit reports (tomotopy's top_n default)
+
+
 class LDA(Estimator):
     """Latent Dirichlet allocation by collapsed Gibbs sampling (SparseLDA; paper §4).
 
@@ -68,7 +71,8 @@ class LDA(Estimator):
     1-based position, when it is not named text, body, …). Learned: ``word_topic_``
     (K × V), ``doc_topic_`` (D × K), ``topic_totals_`` (K), ``alpha_`` (K: the document–topic prior, learnt every
     ``optimize_interval`` iterations past ``optimize_burn_in`` when that is > 0), ``vocab_`` (None for numeric word ids) and
-    ``word_base_`` (the id base of a numeric corpus file: 1 for docword, whose word ids
+    ``coherence_`` (K: each topic's UMass coherence on the training documents, ``coherence``), ``word_base_``
+    (the id base of a numeric corpus file: 1 for docword, whose word ids
     topics and new documents then use). ``fit(data, test)``: held-out documents in a form
     ``fit`` takes, whose log-likelihood per token and perplexity under the final model (one
     fold-in, as ``score`` and ``tux2 predict``) the last record of ``history_`` holds.
@@ -259,8 +263,11 @@ class LDA(Estimator):
     def record(self, eng, s):
         ctx = eng.context()
         rec = {"ll": float(ctx["ll"]), "ll_per_token": float(ctx["ll_per_token"]), "alpha_sum": float(ctx["asum"])}
-        words = eng.vertex_data("word") if s.test is not None and eng.iteration == self.iterations else None
-        if words is not None:       # the final model's held-out fit, one fold-in, as tux2 predict reports it
+        words = eng.vertex_data("word") if eng.iteration == self.iterations else None
+        c = None if words is None else lda.umass(lda.topic_word(words, self.topics), s.graph, COHERENCE_WORDS)
+        if c is not None and not np.isnan(c).all():     # the final model's coherence (read_model keeps it per topic)
+            rec["coherence_umass"] = float(np.nanmean(c))
+        if words is not None and s.test is not None:   # its held-out fit, one fold-in, as tux2 predict reports it
             K = self.topics
             ll = lda.fold_in(lda.topic_word(words, K), lda.topic_counts(ctx, K), s.test, ctx["alpha"][:K], self.beta)[1]
             per = ll / s.test.values.sum()
@@ -305,6 +312,7 @@ class LDA(Estimator):
             K, ctx = self.topics, eng.context()
             self._set(lda.topic_word(words, K), lda.topic_counts(ctx, K), s.vocab, lda.topic_counts(docs, K),
                       s.word_base, np.array(ctx["alpha"][:K]), s.stop)
+            self.coherence_ = lda.umass(self.word_topic_, s.graph, COHERENCE_WORDS)
 
     def _set(self, word_topic, totals, vocab, doc_topic=None, word_base=0, alpha=None, stop=None):
         self.word_topic_, self.topic_totals_ = np.asarray(word_topic), np.asarray(totals)
@@ -314,14 +322,33 @@ class LDA(Estimator):
         self.doc_topic_, self.word_base_ = doc_topic, int(word_base)
 
     def _report(self, s):
-        return [f"topic {k:3d} ({int(self.word_topic_[k].sum())} tokens): " + " ".join(w for w, _ in ws)
-                for k, ws in enumerate(self.topic_words(self.top_words)[:10])]
+        c = vars(self).get("coherence_")
+        return [f"topic {k:3d} ({int(self.word_topic_[k].sum())} tokens" + (f", UMass {c[k]:.2f}" if c is not None
+                                                                              else "") + "): "
+                + " ".join(w for w, _ in ws) for k, ws in enumerate(self.topic_words(self.top_words)[:10])] + \
+            ([f"coherence (UMass): {np.nanmean(c):.4f}, the mean over the {len(c)} topics of their "
+              f"{COHERENCE_WORDS} most frequent words in the training documents (closer to 0 is better)"]
+             if c is not None and not np.isnan(c).all() else [])
+
+    def coherence(self, docs=None, top_n=COHERENCE_WORDS):
+        """Per topic, the UMass coherence of its ``top_n`` most frequent words (tomotopy's and
+        gensim's ``u_mass``; closer to 0 is better) in documents (what ``transform`` takes),
+        or, without ``docs``, in the training documents (``coherence_``, top 10 words)."""
+        if docs is None:
+            if top_n != COHERENCE_WORDS or "coherence_" not in vars(self):
+                raise ValueError("coherence() without documents is that of the training documents, kept for "
+                                 f"their {COHERENCE_WORDS} most frequent words by fit: pass the documents to score")
+            return self.coherence_
+        if not isinstance(docs, BipartiteGraph):
+            docs = self.documents(docs)[0]
+        return lda.umass(self.word_topic_, docs, top_n)
 
     # ------------------------------------------------------------ files
     def _files(self):
         tops = self.topic_words(self.top_words)
+        coh = vars(self).get("coherence_")
         out = {"lda.npz": files.npz({"word_topic": self.word_topic_, "topic_totals": self.topic_totals_,
-                                     "alpha": self.alpha_,
+                                     "alpha": self.alpha_, **({"coherence": coh} if coh is not None else {}),
                                      **({"doc_topic": self.doc_topic_} if self.doc_topic_ is not None else {})}),
                "topics.txt": files.text("".join(f"{k}\t{int(self.word_topic_[k].sum())}\t"
                                                 + " ".join(f"{w}:{n}" for w, n in ws) + "\n"
@@ -351,6 +378,8 @@ class LDA(Estimator):
             self.stop_words = stop
         self._set(arrays["word_topic"], arrays["topic_totals"], vocab, arrays.get("doc_topic"),
                   meta.get("word_base", 0) if vocab is None else 0, arrays.get("alpha"), stop)   # older: no alpha
+        if "coherence" in arrays:                                                           # older: none
+            self.coherence_ = arrays["coherence"]
 
     # ------------------------------------------------------------ new documents
     def documents(self, docs):
