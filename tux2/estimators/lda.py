@@ -265,6 +265,7 @@ class LDA(Estimator):
         rec = {"ll": float(ctx["ll"]), "ll_per_token": float(ctx["ll_per_token"]), "alpha_sum": float(ctx["asum"])}
         words = eng.vertex_data("word") if eng.iteration == self.iterations else None
         c = None if words is None else lda.umass(lda.topic_word(words, self.topics), s.graph, COHERENCE_WORDS)
+        s.coherence = c                                 # (read_model's, of the same words)
         if c is not None and not np.isnan(c).all():     # the final model's coherence (read_model keeps it per topic)
             rec["coherence_umass"] = float(np.nanmean(c))
         if words is not None and s.test is not None:   # its held-out fit, one fold-in, as tux2 predict reports it
@@ -312,7 +313,9 @@ class LDA(Estimator):
             K, ctx = self.topics, eng.context()
             self._set(lda.topic_word(words, K), lda.topic_counts(ctx, K), s.vocab, lda.topic_counts(docs, K),
                       s.word_base, np.array(ctx["alpha"][:K]), s.stop)
-            self.coherence_ = lda.umass(self.word_topic_, s.graph, COHERENCE_WORDS)
+            c = getattr(s, "coherence", None)
+            self.coherence_ = c if c is not None and eng.iteration == self.iterations else \
+                lda.umass(self.word_topic_, s.graph, COHERENCE_WORDS)
 
     def _set(self, word_topic, totals, vocab, doc_topic=None, word_base=0, alpha=None, stop=None):
         self.word_topic_, self.topic_totals_ = np.asarray(word_topic), np.asarray(totals)
