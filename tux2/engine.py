@@ -1177,6 +1177,11 @@ class Engine(ApplyRounds):
         for r, c in enumerate(ctxs):
             if c.dtype != g.dtype or c.shape != g.shape:
                 raise SchemaError(f"checkpoint's p{r}.ctx is {c.dtype} {c.shape}; this run needs {g.dtype} {g.shape}")
+        g = g.copy()
+        for f in spec.settings:         # no UDF changes them; their values may follow the layout (lr's local_scale)
+            g[f] = self.global_ctx[f]
+            for c in ctxs:
+                c[f] = self.global_ctx[f]
         for f in g.dtype.names:
             if f in spec.sum or f in spec.delta:
                 continue
@@ -1206,7 +1211,7 @@ class Engine(ApplyRounds):
                 if touched.size:
                     raise busy(f"partition {r} has {touched.size} {vt.name} rows touched since the last Apply")
                 snap = where[r].get(f"p{r}.t{t}.snapshot")
-                if snap is not None:
+                if snap is not None and self._deltas[t]:    # (the rounds read snapshots of these types only)
                     if len(snap) != len(data) or any(f not in dtype.names for f in snap.dtype.names or ()):
                         raise SchemaError(f"checkpoint's p{r}.t{t}.snapshot does not fit its data")
                     for f in snap.dtype.names:
@@ -1217,11 +1222,11 @@ class Engine(ApplyRounds):
                     raise SchemaError(f"checkpoint's {vt.name} vertices have two masters (partition {r})")
                 have[m] = True
                 rows[m] = data[:nm]
-                pieces.append((r, gid[nm:], data[nm:], snap))
-            for r, mirrors, data, snap in pieces:
+                pieces.append((r, gid[nm:], data[nm:]))
+            for r, mirrors, data in pieces:
                 if len(mirrors) and not have[mirrors].all():
                     raise SchemaError(f"checkpoint's partition {r} has {vt.name} mirrors of no master")
-                for f in (snap.dtype.names if snap is not None else ()):
+                for f in vt.sync_fields:
                     if np.ascontiguousarray(data[f]).tobytes() != np.ascontiguousarray(rows[f][mirrors]).tobytes():
                         raise busy(f"partition {r}'s {vt.name} mirrors differ from their masters in {f!r}")
             gathered.append((rows, have))
