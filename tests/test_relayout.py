@@ -144,7 +144,7 @@ def test_a_checkpoint_without_the_layout_ids_names_its_layout(tmp_path):
 
 
 def _header(r):
-    return [line for line in r.stderr.splitlines() if "resumed from" in line]
+    return [line for line in r.stdout.splitlines() if "resumed from" in line]
 
 
 @pytest.mark.slow
@@ -157,7 +157,7 @@ def test_a_resume_on_other_workers_ends_with_the_uninterrupted_model(ratings_pat
     r = run_cli(*common, "--workers", b, "--epochs", "4", "--resume", str(tmp_path / "ck"), "--out",
                 str(tmp_path / "res"), timeout=300)
     assert r.returncode == 0, r.stderr
-    assert f"a checkpoint of {a} worker" in _header(r)[0] and f"this run's {b} worker" in _header(r)[0], r.stderr
+    assert f"a checkpoint of {a} worker" in _header(r)[0] and f"this run's {b} worker" in _header(r)[0], r.stdout
     files = ("user.npz", "item.npz")
     _same(_arrays(tmp_path / "res", files), _arrays(tmp_path / f"full{b}", files))
     _same(_arrays(tmp_path / f"full{a}", files), _arrays(tmp_path / f"full{b}", files))
