@@ -70,11 +70,17 @@ def test_a_resume_on_other_partitions_ends_with_the_uninterrupted_model(inputs, 
     on_b = _model(make(4).fit(data, partitions=b), tmp_path / "b")
     make(2).fit(data, partitions=a, checkpoint=tmp_path / "ck")        # interrupted after iteration 2
     resumed = _model(make(4).fit(data, partitions=b, checkpoint=tmp_path / "ck"), tmp_path / "r")
+    _agrees(resumed, on_a, on_b)
+
+
+def _agrees(resumed, on_a, on_b):
+    """``resumed`` (from a checkpoint of layout A, on B) is B's uninterrupted model, bit for bit
+    where A's and B's agree bit for bit, else no further from it than A's is."""
     assert resumed.keys() == on_b.keys()
     for k in on_b:
-        if np.array_equal(on_a[k], on_b[k]):    # the layouts agree bit for bit: so does the resume
+        if np.array_equal(on_a[k], on_b[k]):
             np.testing.assert_array_equal(resumed[k], on_b[k], err_msg=k)
-        else:           # floating-point sums in another order (lr's, blockpg's gradients): no further apart
+        else:           # floating-point sums in another order (lr's, blockpg's gradients)
             gap = np.abs(on_a[k] - on_b[k]).max()
             assert 0 < gap < 1e-9 * max(1.0, np.abs(on_b[k]).max()), (k, gap)
             assert np.abs(resumed[k] - on_b[k]).max() <= 4 * gap, k
@@ -178,3 +184,19 @@ def test_two_workers_refuse_a_checkpoint_of_other_ratings(ratings_path, tmp_path
     r = run_cli(*common, "--workers", "2", "--epochs", "2", "--resume", str(tmp_path / "ck"), timeout=300)
     assert r.returncode == 2 and "differ from those the checkpoint was trained on" in r.stderr, r.stderr
     assert "Traceback" not in r.stderr
+
+
+@pytest.mark.slow
+def test_a_resume_with_another_partitioner_says_so_and_ends_with_its_model(inputs, tmp_path):
+    common = ["run", "blockpg", inputs["s"], "--lam", "0.5", "--partitions", "2"]
+    for how in ("bicut", "random"):
+        _run(*common, "--partitioner", how, "--epochs", "4", "--out", str(tmp_path / how))
+    _run(*common, "--partitioner", "bicut", "--epochs", "2", "--checkpoint-every", "2", "--checkpoint-dir",
+         str(tmp_path / "ck"))
+    r = run_cli(*common, "--partitioner", "random", "--epochs", "4", "--resume", str(tmp_path / "ck"), "--out",
+                str(tmp_path / "res"))
+    assert r.returncode == 0, r.stderr
+    assert "a checkpoint of 1 worker, 2 partitions (bicut) laid out on this run's 1 worker, 2 partitions (random)" \
+        in _header(r)[0], r.stdout
+    files = ("weights.npz",)
+    _agrees(_arrays(tmp_path / "res", files), _arrays(tmp_path / "bicut", files), _arrays(tmp_path / "random", files))

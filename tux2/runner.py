@@ -275,7 +275,7 @@ class Checkpoints:
         state = ckpt.load(self.resume_dir, self.eng, self.params, self.transport, inputs=self.inputs)
         if say is not None:
             say(f"  resumed from {self.resume_dir} after {unit} {self.eng.iteration}" + (_relaid(
-                state, self.eng, getattr(self.transport, "world", 1), time.perf_counter() - t0)
+                state, self.eng, getattr(self.transport, "world", 1), time.perf_counter() - t0, self.params)
                 if state.get("relaid") else ""))
         history = state.get("history")
         self.kept, self.keeps = state.get("kept"), state["keeps"]
@@ -299,12 +299,16 @@ class Checkpoints:
                         break
 
 
-def _relaid(state, eng, world, seconds):
+def _relaid(state, eng, world, seconds, params):
     """How a checkpoint of another layout was resumed, for the run's header."""
-    def layout(w, p):
-        return f"{w} worker{'' if w == 1 else 's'}, {p} partition{'' if p == 1 else 's'}"
-    return (f": a checkpoint of {layout(state.get('world'), state.get('partitions'))} laid out on this run's "
-            f"{layout(world, eng.P)} ({seconds:.1f} s)")
+    then = (state.get("params") or {}).get("partitioner")
+    now = params.get("partitioner")
+
+    def layout(w, p, partitioner):
+        return f"{w} worker{'' if w == 1 else 's'}, {p} partition{'' if p == 1 else 's'}" + (
+            f" ({partitioner})" if then != now and partitioner is not None else "")
+    return (f": a checkpoint of {layout(state.get('world'), state.get('partitions'), then)} laid out on this run's "
+            f"{layout(world, eng.P, now)} ({seconds:.1f} s)")
 
 
 def checkpoint_options(directory, every, resume, params, world, inputs=None):
