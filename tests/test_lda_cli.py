@@ -459,7 +459,8 @@ def test_words_keep_their_combining_marks_however_they_were_typed():
 
 def test_a_resume_with_another_input_or_worker_count_names_them_plainly(tmp_path):
     """The input is a positional, not a flag: the error said '--input A there, --input B
-    now; resume with the first --input A'; and 'written by 1 workers'."""
+    now; resume with the first --input A'; and 'written by 1 workers' (the worker count
+    may change now: the checkpoint is laid out anew, tests/test_relayout.py)."""
     a = _docword_two_themes(tmp_path / "docword.a.txt")
     b = _docword_two_themes(tmp_path / "docword.b.txt", seed=4)
     ck = str(tmp_path / "ck")
@@ -470,7 +471,7 @@ def test_a_resume_with_another_input_or_worker_count_names_them_plainly(tmp_path
     assert r.returncode == 2 and "--input" not in r.stderr
     assert f"input {a} there, input {b} now; resume with the first input {a}" in r.stderr
     r = run_cli("run", "lda", a, "-k", "2", "--iterations", "4", "--resume", ck, "--workers", "2", "-q", timeout=300)
-    assert r.returncode == 2 and "was written by 1 worker; resume with --workers 1 (this run has 2)" in r.stderr
+    assert r.returncode == 0 and "worker" not in r.stderr, r.stderr
 
 
 def test_read_options_the_corpus_format_has_no_use_for_are_errors(tmp_path):

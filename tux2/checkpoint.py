@@ -36,6 +36,8 @@ from tux2.errors import CheckpointError, ContextStateError, SchemaError
 from tux2.transport import barrier
 
 LATEST = "LATEST"
+# the settings of a run's layout: a checkpoint (of this tux2) resumes on any other
+LAYOUT = ("partitions", "partitioner")
 _PREFIX = "ckpt-"
 
 
@@ -233,10 +235,13 @@ def check(directory, params, world=1, compare=None):
     keys = compare if compare is not None else sorted(set(saved) | set(params))
     # (a checkpoint of fit() from before it recorded its algorithm: the other settings decide)
     diff = [k for k in keys if saved.get(k) != params.get(k) and (k != "algorithm" or k in saved)]
-    if state.get("world") != world:           # first: the partitions follow from the workers
+    if state.get("relayout"):           # the layout may change: the model is the same on any (DESIGN.md)
+        diff = [k for k in diff if k not in LAYOUT]
+    elif state.get("world") != world:   # an older checkpoint: first, the partitions follow from the workers
         n = state.get("world")
-        raise CheckpointError(f"{path} was written by {n} worker{'' if n == 1 else 's'}; resume with --workers "
-                              f"{n} (this run has {world})")
+        raise CheckpointError(f"{path} was written by {n} worker{'' if n == 1 else 's'} and an earlier tux2, "
+                              f"which could not resume on another layout; resume with --workers {n} "
+                              f"(this run has {world})")
     if "algorithm" in diff and None not in (saved.get("algorithm"), params.get("algorithm")):     # tux2 run ALGO
         was = saved["algorithm"]
         raise CheckpointError(f"{path} is a checkpoint of tux2 run {was}, not of tux2 run {params['algorithm']}: "
@@ -262,22 +267,38 @@ def check(directory, params, world=1, compare=None):
     return path, state
 
 
-def load(directory, eng, params, transport=None, compare=None, inputs=None):
-    """Restore ``eng`` from the newest checkpoint in ``directory`` (``check`` first).
-    ``inputs`` (``input_stats`` now) are compared with the saved ones when the
-    edges differ."""
-    rank = getattr(transport, "rank", 0) if transport is not None else 0
-    world = getattr(transport, "world", 1) if transport is not None else 1
-    path, state = check(directory, params, world, compare)
+def _read_part(path, rank):
     file = os.path.join(path, f"part-{rank}.npz")
     _verify(path, [f"part-{rank}.npz"])
     try:
         with np.load(file, allow_pickle=False) as z:
-            arrays = {k: z[k] for k in z.files}
+            return {k: z[k] for k in z.files}
     except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e:
         raise CheckpointError(f"{file}: cannot read ({e})") from None
+
+
+def load(directory, eng, params, transport=None, compare=None, inputs=None):
+    """Restore ``eng`` from the newest checkpoint in ``directory`` (``check`` first).
+    ``inputs`` (``input_stats`` now) are compared with the saved ones when the
+    edges differ. A checkpoint of another layout (workers, partitions, partitioner)
+    is read whole by every worker and laid out anew (``Engine.restore_relayout``);
+    the state returned then has ``relaid`` True."""
+    rank = getattr(transport, "rank", 0) if transport is not None else 0
+    world = getattr(transport, "world", 1) if transport is not None else 1
+    path, state = check(directory, params, world, compare)
+    saved = state["params"]
+    # another layout: other workers, partitions or partitioner (what params say: fit() does not
+    # record its partitioner, and a changed one is then refused by the same-layout checks)
+    state["relaid"] = relaid = state.get("world") != world or state.get("partitions") != eng.P or any(
+        k in saved and k in params and saved[k] != params[k] for k in LAYOUT)
     try:
-        eng.restore(arrays, state)
+        if relaid:
+            n = state.get("world")
+            if not isinstance(n, int) or n < 1:
+                raise SchemaError("checkpoint state names no number of workers")
+            eng.restore_relayout([_read_part(path, r) for r in range(n)], state)
+        else:
+            eng.restore(_read_part(path, rank), state)
     except SchemaError as e:
         notes = [] if isinstance(e, ContextStateError) else _input_changes(state.get("inputs"), inputs)
         raise CheckpointError(f"{path}: {e}" + ("; input files: " + "; ".join(notes) if notes else "")) from None

@@ -97,6 +97,7 @@ class Engine(ApplyRounds):
             program.init_edges(edge_data, rng)
         vdata = program.init_data(graph.n, rng)
         self._init_crc = _records_crc(edge_data, vdata)
+        self._vinit_crc = _records_crc(None, vdata)     # the vertex records alone (alike on every worker)
         t1 = time.perf_counter()
         if assignment is None:
             assignment = partitioning.partition(
@@ -925,13 +926,54 @@ class Engine(ApplyRounds):
             arrays[f"p{p.rank}.edata"] = p.edata
             arrays[f"p{p.rank}.eid_crc"] = np.array([zlib.crc32(p.eid.tobytes()), len(p.eid)], np.int64)
             arrays[f"p{p.rank}.ctx"] = p.ctx
+        for p in self.parts:        # what a resume on another layout needs: where each row and edge belongs
+            for t, tl in enumerate(p.types):
+                arrays[f"p{p.rank}.t{t}.gid"] = tl.gid.astype(_id_dtype(self.n[t]))
+                arrays[f"p{p.rank}.t{t}.n_master"] = np.array([tl.n_master], np.int64)
+            arrays[f"p{p.rank}.eid"] = p.eid.astype(_id_dtype(self.num_edges))
         arrays["global_ctx"] = self.global_ctx
         arrays["input_crc"] = self._input_crc()
+        arrays["input_sum"] = self._input_sum()
         arrays["init_crc"] = np.array([self._init_crc], np.int64)
+        arrays["vinit_crc"] = np.array([self._vinit_crc], np.int64)
         meta = {"clock": self.clock, "iteration": self.iteration, "min_bytes": self.min_bytes,
                 "history": self.history, "partitions": self.P, "program": self.program.name,
-                "local_parts": [p.rank for p in self.parts]}
+                "local_parts": [p.rank for p in self.parts], "relayout": 1,
+                "sharded": not isinstance(self.graph, BipartiteGraph)}
         return arrays, meta
+
+    def _input_sum(self):
+        """A layout-free checksum of this process's input edges: the sum (mod 2**64) of a
+        64-bit mix of each edge's global id, endpoints and value bits, and their count;
+        the sums of the workers' shards add up to the whole input's."""
+        g = self.graph
+        n = len(g.src)
+        eid = g.eid if not isinstance(g, BipartiteGraph) else None
+        total = np.uint64(0)
+        step = 1 << 20
+        with np.errstate(over="ignore"):
+            for lo in range(0, n, step):
+                hi = min(n, lo + step)
+                e = (np.arange(lo, hi, dtype=np.uint64) if eid is None
+                     else np.asarray(eid[lo:hi]).astype(np.uint64))
+                h = _mix64(e ^ np.uint64(0x9E3779B97F4A7C15))
+                h = _mix64(h ^ np.asarray(g.src[lo:hi]).astype(np.uint64))
+                h = _mix64(h ^ (np.asarray(g.dst[lo:hi]).astype(np.uint64) + np.uint64(0x632BE59BD9B4E019)))
+                if g.values is not None:
+                    h = _mix64(h ^ np.asarray(g.values[lo:hi]).astype(np.float64).view(np.uint64))
+                total = total + h.sum(dtype=np.uint64)
+        return np.array([total, n], np.uint64)
+
+    def _global_input_sum(self):
+        """(sum, edges) of the whole input: the workers' shards added up (a collective with
+        several workers and a sharded input; each process's own otherwise)."""
+        mine = self._input_sum()
+        world = getattr(self.transport, "world", 1)
+        if world > 1 and not isinstance(self.graph, BipartiteGraph):
+            got = self.transport.allgather("relayout-input-sum", [mine])
+            with np.errstate(over="ignore"):
+                mine = np.sum(np.stack([np.asarray(a[0], np.uint64) for a in got]), axis=0, dtype=np.uint64)
+        return int(mine[0]), int(mine[1])
 
     def _input_crc(self):
         """CRC-32 of this process's input edges: endpoints, values, count."""
@@ -979,11 +1021,12 @@ class Engine(ApplyRounds):
             if col.size and (col.min() < lo or col.max() > hi):
                 raise ContextStateError(f"checkpoint's {key}.{f} holds values outside {lo} … {hi}")
 
-    def restore(self, arrays, meta):
+    def restore(self, arrays, meta, _relaid=False):
         """Load what ``state()`` returned, into an engine built from the same program,
         input, partitioning and seed; anything else is a SchemaError, caught before any
         array is overwritten: other input edges (ids or values), arrays of another
-        dtype or shape, touched lists out of range, non-finite floats."""
+        dtype or shape, touched lists out of range, non-finite floats. (A checkpoint of
+        another layout: ``restore_relayout``.)"""
         import zlib
         if not isinstance(meta, dict) or not {"partitions", "program", "clock", "iteration", "min_bytes",
                                               "history"} <= set(meta):
@@ -991,6 +1034,14 @@ class Engine(ApplyRounds):
         if meta["partitions"] != self.P or meta["program"] != self.program.name:
             raise SchemaError(f"checkpoint of program {meta['program']!r} on {meta['partitions']} partitions; "
                               f"this run is {self.program.name!r} on {self.P}")
+        if not _relaid:
+            self._check_same_layout(arrays)
+        self._restore_checked(arrays, meta)
+
+    def _check_same_layout(self, arrays):
+        """A checkpoint of this very layout: its partitions hold these vertices and edges,
+        of this input (CRCs)."""
+        import zlib
         for p in self.parts:
             checks = [(f"p{p.rank}.eid_crc", p.eid, "edges")]
             checks += [(f"p{p.rank}.t{t}.gid_crc", tl.gid, f"{tl.vtype.name} vertices") for t, tl in enumerate(p.types)]
@@ -1020,6 +1071,8 @@ class Engine(ApplyRounds):
             raise SchemaError("the input's values or labels differ from those the checkpoint was trained on "
                               "(as the program holds them in its edge and vertex records): resume with the input "
                               "of the interrupted run")
+
+    def _restore_checked(self, arrays, meta):
         for key, (dtype, shape) in self._expected_state().items():
             a = arrays.get(key)
             if a is None:
@@ -1061,16 +1114,191 @@ class Engine(ApplyRounds):
         self.min_bytes = meta["min_bytes"]
         self.history = list(meta["history"])
 
+    def restore_relayout(self, files, meta):
+        """Load a checkpoint written on another layout (other workers, partitions or
+        partitioner): ``files`` are the arrays of every part file of it, ``meta`` its
+        state. The model is layout-free at a quiescent point (no pending accumulators or
+        touched rows, replicas equal to their masters, nothing in the contexts that
+        cannot be re-divided): each vertex's master row and each edge's record are
+        gathered by global id and placed in this engine's partitions, the sum (and
+        delta) context fields whole in partition 0. Anything else is a SchemaError
+        saying why, before any array is overwritten. Collective with several workers
+        (the input's checksum is added up over them)."""
+        if not isinstance(meta, dict) or meta.get("program") != self.program.name:
+            raise SchemaError(f"checkpoint of program {meta.get('program')!r}; this run is {self.program.name!r}")
+        P0 = meta.get("partitions")
+        if not meta.get("relayout") or not isinstance(P0, int) or P0 < 1:
+            raise SchemaError("checkpoint written by an earlier tux2, without the ids a resume on another layout "
+                              "needs: resume it on the layout that wrote it")
+        where = {}                          # old partition -> its part file's arrays
+        for arrays in files:
+            for key in arrays:
+                if key.endswith(".eid") and key.startswith("p") and key[1:-4].isdigit():
+                    where[int(key[1:-4])] = arrays
+        if sorted(where) != list(range(P0)):
+            raise SchemaError(f"checkpoint of {P0} partitions has the arrays of partitions {sorted(where)}")
+
+        def get(r, name):
+            a = where[r].get(f"p{r}.{name}")
+            if a is None:
+                raise SchemaError(f"checkpoint has no p{r}.{name}")
+            return a
+
+        sums = [np.asarray(a.get("input_sum", np.zeros(0)), np.uint64).ravel() for a in files]
+        if any(len(x) != 2 for x in sums):
+            raise SchemaError("checkpoint's input checksum is missing or malformed")
+        with np.errstate(over="ignore"):
+            saved = np.sum(np.stack(sums), axis=0, dtype=np.uint64) if meta.get("sharded") else sums[0]
+        total, edges = self._global_input_sum()
+        if int(saved[1]) != edges:
+            raise SchemaError(f"the input has {edges} edges here, the checkpoint's run had {int(saved[1])}: "
+                              "resume with the input of the interrupted run")
+        if int(saved[0]) != total:
+            raise SchemaError("the input's edges (ids or values) differ from those the checkpoint was trained on: "
+                              "resume with the input of the interrupted run")
+        whole = not meta.get("sharded") and isinstance(self.graph, BipartiteGraph)
+        key, mine = ("init_crc", self._init_crc) if whole else ("vinit_crc", self._vinit_crc)
+        if any(np.asarray(a.get(key, [-1])).ravel().tolist() != [mine] for a in files):
+            raise SchemaError("the input's values or labels differ from those the checkpoint was trained on "
+                              "(as the program holds them in its edge and vertex records): resume with the input "
+                              "of the interrupted run")
+
+        def busy(why):
+            return ContextStateError(f"checkpoint is not at a point another layout can resume ({why}; e.g. --slack > 0 "
+                               "leaves updates in flight): resume it on the layout that wrote it")
+
+        spec = self.program.context
+        glob = [a.get("global_ctx") for a in files]
+        g = glob[0]
+        if g is None or g.dtype != self.global_ctx.dtype or g.shape != self.global_ctx.shape or \
+                any(x is None or x.tobytes() != g.tobytes() for x in glob):
+            raise SchemaError("checkpoint's global_ctx is missing, of another dtype, or differs between its files")
+        ctxs = [get(r, "ctx") for r in range(P0)]
+        for r, c in enumerate(ctxs):
+            if c.dtype != g.dtype or c.shape != g.shape:
+                raise SchemaError(f"checkpoint's p{r}.ctx is {c.dtype} {c.shape}; this run needs {g.dtype} {g.shape}")
+        g = g.copy()
+        for f in spec.settings:         # no UDF changes them; their values may follow the layout (lr's local_scale)
+            g[f] = self.global_ctx[f]
+            for c in ctxs:
+                c[f] = self.global_ctx[f]
+        for f in g.dtype.names:
+            if f in spec.sum or f in spec.delta:
+                continue
+            if any(c[f].tobytes() != ctxs[0][f].tobytes() for c in ctxs):
+                raise busy(f"the partitions' context field {f!r} differs")
+        sum_f = {f: sum((c[f] for c in ctxs[1:]), ctxs[0][f].copy()) for f in spec.sum}
+        delta_f = {f: sum((c[f] - g[f] for c in ctxs[1:]), ctxs[0][f] - g[f]) for f in spec.delta}
+
+        gathered = []                       # per type: (master rows by global id, which ids have one)
+        for t, vt in enumerate(self.program.types):
+            tl0 = self.parts[0].types[t]
+            n, dtype = self.n[t], tl0.data.dtype
+            rows, have = np.zeros(n, dtype), np.zeros(n, bool)
+            pieces = []
+            for r in range(P0):
+                data, gid, nm = get(r, f"t{t}.data"), get(r, f"t{t}.gid"), get(r, f"t{t}.n_master")
+                accum, touched = get(r, f"t{t}.accum"), get(r, f"t{t}.touched")
+                if data.dtype != dtype or data.ndim != 1 or gid.ndim != 1 or gid.dtype.kind not in "iu" or \
+                        len(gid) != len(data) or nm.size != 1 or not 0 <= int(nm.ravel()[0]) <= len(gid) or \
+                        (len(gid) and (gid.min() < 0 or gid.max() >= n)):
+                    raise SchemaError(f"checkpoint's partition {r} {vt.name} rows do not fit this run "
+                                      f"({data.dtype} {data.shape}, {len(gid)} ids; this run: {dtype}, {n} vertices)")
+                nm = int(nm.ravel()[0])
+                gid = gid.astype(np.int64)
+                if accum.size and np.ascontiguousarray(accum).view(np.uint8).any():
+                    raise busy(f"partition {r} holds accumulated {vt.name} updates not applied yet")
+                if touched.size:
+                    raise busy(f"partition {r} has {touched.size} {vt.name} rows touched since the last Apply")
+                snap = where[r].get(f"p{r}.t{t}.snapshot")
+                if snap is not None and self._deltas[t]:    # (the rounds read snapshots of these types only)
+                    if len(snap) != len(data) or any(f not in dtype.names for f in snap.dtype.names or ()):
+                        raise SchemaError(f"checkpoint's p{r}.t{t}.snapshot does not fit its data")
+                    for f in snap.dtype.names:
+                        if snap[f].tobytes() != np.ascontiguousarray(data[f]).tobytes():
+                            raise busy(f"partition {r}'s {vt.name} field {f!r} changed since its last sync")
+                m = gid[:nm]
+                if have[m].any() or len(np.unique(m)) != nm:
+                    raise SchemaError(f"checkpoint's {vt.name} vertices have two masters (partition {r})")
+                have[m] = True
+                rows[m] = data[:nm]
+                pieces.append((r, gid[nm:], data[nm:]))
+            for r, mirrors, data in pieces:
+                if len(mirrors) and not have[mirrors].all():
+                    raise SchemaError(f"checkpoint's partition {r} has {vt.name} mirrors of no master")
+                for f in vt.sync_fields:
+                    if np.ascontiguousarray(data[f]).tobytes() != np.ascontiguousarray(rows[f][mirrors]).tobytes():
+                        raise busy(f"partition {r}'s {vt.name} mirrors differ from their masters in {f!r}")
+            gathered.append((rows, have))
+
+        edtype = self.parts[0].edata.dtype
+        edges_g, seen = np.zeros(self.num_edges, edtype), np.zeros(self.num_edges, bool)
+        for r in range(P0):
+            edata, eid = get(r, "edata"), get(r, "eid")
+            if edata.dtype != edtype or eid.ndim != 1 or eid.dtype.kind not in "iu" or len(eid) != len(edata) or \
+                    (len(eid) and (eid.min() < 0 or eid.max() >= self.num_edges)):
+                raise SchemaError(f"checkpoint's partition {r} edges do not fit this run")
+            eid = eid.astype(np.int64)
+            if seen[eid].any():
+                raise SchemaError(f"checkpoint's edges are in two partitions (partition {r})")
+            seen[eid] = True
+            edges_g[eid] = edata
+        if not seen.all():
+            raise SchemaError(f"checkpoint holds {int(seen.sum())} of the run's {self.num_edges} edges")
+
+        arrays = {"global_ctx": g}
+        for p in self.parts:
+            for t, tl in enumerate(p.types):
+                pre = f"p{p.rank}.t{t}."
+                rows, have = gathered[t]
+                data = tl.data.copy()           # a vertex no old partition held keeps its initial record
+                known = have[tl.gid]
+                data[known] = rows[tl.gid[known]]
+                arrays[pre + "data"] = data
+                arrays[pre + "accum"] = np.zeros_like(tl.accum)
+                if tl.snapshot is not None:
+                    snap = tl.snapshot.copy()
+                    for f in snap.dtype.names:
+                        snap[f] = data[f]
+                    arrays[pre + "snapshot"] = snap
+                arrays[pre + "touched"] = np.zeros(0, np.int64)
+            arrays[f"p{p.rank}.edata"] = edges_g[p.eid]
+            c = g.copy()
+            for f, v in sum_f.items():
+                c[f] = v if p.rank == 0 else 0
+            for f, v in delta_f.items():
+                c[f] = g[f] + v if p.rank == 0 else g[f]
+            arrays[f"p{p.rank}.ctx"] = c
+        self.restore(arrays, {**meta, "partitions": self.P}, _relaid=True)
+
     def context(self):
         """The last globally combined context as a dict."""
         return {f: (self.global_ctx[f][0].tolist()) for f in self.global_ctx.dtype.names}
+
+
+def _id_dtype(n):
+    """The smallest integer dtype holding ids 0 … n-1 (a checkpoint's gid and eid arrays)."""
+    for dt in (np.uint8, np.uint16, np.uint32):
+        if n <= np.iinfo(dt).max + 1:
+            return np.dtype(dt)
+    return np.dtype(np.int64)
+
+
+def _mix64(x):
+    """splitmix64's finalizer over a uint64 array (wrapping arithmetic)."""
+    x = x ^ (x >> np.uint64(30))
+    x = x * np.uint64(0xBF58476D1CE4E5B9)
+    x = x ^ (x >> np.uint64(27))
+    x = x * np.uint64(0x94D049BB133111EB)
+    return x ^ (x >> np.uint64(31))
 
 
 def _records_crc(edge_data, vdata):
     """CRC-32 of the edge and vertex records a program made of its input before any
     step (GLM's feature values and labels live there, not in the graph's values)."""
     import zlib
-    arrays = list(edge_data.columns.values()) if isinstance(edge_data, EdgeColumns) else [edge_data]
+    arrays = ([] if edge_data is None else
+              list(edge_data.columns.values()) if isinstance(edge_data, EdgeColumns) else [edge_data])
     crc = 0
     for a in arrays + list(vdata):
         crc = zlib.crc32(np.ascontiguousarray(a).view(np.uint8).data, crc)

@@ -271,9 +271,12 @@ class Checkpoints:
         without a checkpoint to resume; a checkpoint older than its history: (i, [])."""
         if not self.resume_dir:
             return 0, []
+        t0 = time.perf_counter()
         state = ckpt.load(self.resume_dir, self.eng, self.params, self.transport, inputs=self.inputs)
         if say is not None:
-            say(f"  resumed from {self.resume_dir} after {unit} {self.eng.iteration}")
+            say(f"  resumed from {self.resume_dir} after {unit} {self.eng.iteration}" + (_relaid(
+                state, self.eng, getattr(self.transport, "world", 1), time.perf_counter() - t0, self.params)
+                if state.get("relaid") else ""))
         history = state.get("history")
         self.kept, self.keeps = state.get("kept"), state["keeps"]
         return self.eng.iteration, history if isinstance(history, list) else []
@@ -294,6 +297,18 @@ class Checkpoints:
                         os.rmdir(d)
                     except OSError:                 # not empty: --out got other files meanwhile
                         break
+
+
+def _relaid(state, eng, world, seconds, params):
+    """How a checkpoint of another layout was resumed, for the run's header."""
+    then = (state.get("params") or {}).get("partitioner")
+    now = params.get("partitioner")
+
+    def layout(w, p, partitioner):
+        return f"{w} worker{'' if w == 1 else 's'}, {p} partition{'' if p == 1 else 's'}" + (
+            f" ({partitioner})" if then != now and partitioner is not None else "")
+    return (f": a checkpoint of {layout(state.get('world'), state.get('partitions'), then)} laid out on this run's "
+            f"{layout(world, eng.P, now)} ({seconds:.1f} s)")
 
 
 def checkpoint_options(directory, every, resume, params, world, inputs=None):

@@ -178,8 +178,8 @@ def add_checkpoint_args(p, unit):
                         "else ./tux2-checkpoints)")
     g.add_argument("--resume", metavar="DIR",
                    help=f"continue from the newest checkpoint in DIR, up to the total --{unit}s given; the "
-                        "input and settings must be those of the interrupted run (slack 0: the same model "
-                        "as an uninterrupted run)")
+                        "input and settings must be those of the interrupted run, the workers, partitions and "
+                        "threads may differ (slack 0: the same model as an uninterrupted run)")
 
 
 def checkpoint_dir(args):
