@@ -720,7 +720,7 @@ class GLM(Linear):
     def _line(self, rec, n):
         return (f"epoch {rec['epoch']:3d}/{n}  objective {rec['objective']:.6g}  "
                 + (f"test acc {rec['test_accuracy']:.4f}  " if "test_accuracy" in rec else "")
-                + (f"test rmse {rec['test_rmse']:.6g} mae {rec['test_mae']:.6g} r2 {rec['test_r2']:.4f}  "
+                + (f"test rmse {rec['test_rmse']:.6g} mae {rec['test_mae']:.6g} r2 {rec['test_r2']:.4g}  "
                    if "test_rmse" in rec else "")
                 + f"time {rec['time_s']:.3f}s")
 
@@ -762,7 +762,7 @@ class GLM(Linear):
             return []
         what = (f"rose from {first['objective']:.6g} (epoch {first['epoch']}) to" if rose else "ended at") \
             + f" {last['objective']:.6g} (epoch {last['epoch']})" \
-            + (f", worse than the all-zero model ({zero:.6g})" if worse else "")
+            + (f", worse than the {'mean predictor' if self.loss == 'squared' else 'all-zero model'} ({zero:.6g})" if worse else "")
         return [f"  note: the objective {what}: the step is too large for these features; lower --eta "
                 f"(now {s.eta})" + (" or use --optimizer adagrad or adam" if self._resolved()[0] == "sgd" else "")
                 + f"; try --eta {s.eta / 10:g}" + scale]
