@@ -372,8 +372,12 @@ def binary_labels(y, test=None, source=None, test_source=None):
     seen = found[np.argsort(first)]             # the labels in the order the file first gives them
     if len(seen) > 2:
         i = int(first[np.argsort(first)[2]])
+        real = y.dtype.kind == "f" and not (seen[:3] == np.round(seen[:3])).all()
         raise io.sample_error(f"a binary model takes two labels; a third, {shown(y[i])}, after {shown(seen[0])} "
-                              f"and {shown(seen[1])} (softmax takes more)", source, i)
+                              f"and {shown(seen[1])} (" + ("real-valued targets: regression is tux2 run linreg "
+                                                           "or fm --loss squared, LinearRegression or FM(loss="
+                                                           "'squared')" if real else "softmax takes more") + ")",
+                              source, i)
     if len(seen) < 2:
         raise io.sample_error(f"every label is {shown(seen[0])}: a binary model needs two", source, 0)
     pair = whole(found)
@@ -686,6 +690,9 @@ class GLM(Linear):
                 f"  {s.n} samples, {s.graph.n_dst - self.bias} features{' + intercept' if self.bias else ''}, "
                 f"{s.nnz - s.n * self.bias} non-zeros; lambda={s.lam:.6g}{' (1/n)' if self.reg is None else ''}, "
                 f"batch {min(s.batch or s.n, s.n)}, eta {s.eta}, P={parts}" + (f", {world} workers" if world > 1 else "")] \
+            + ([f"  targets trained as " + (f"(y - {s.ymean:.6g})" if s.ymean else "y") + f" / {s.yscale:.6g} (their "
+                + ("mean and " if s.ymean else "") + "root mean square; predictions and metrics in y's units)"]
+               if self.loss == "squared" else []) \
             + ([f"  {np.count_nonzero(s.mu)} dense features centred for training (their means go to the intercept)"]
                if s.mu is not None else []) \
             + ([f"  samples scaled to unit length" + (f" (auto: the values are whole numbers up to {s.counts:g})"
