@@ -30,7 +30,8 @@ def add_parser(algos):
                         "weights at the masters), column = ColumnSGD (features partitioned by column, "
                         "partial margins travel), modelavg = MLlib* (local SGD, replicas averaged once per "
                         "epoch), modelsum = Petuum-style summed deltas. Without INPUT a kdd-shaped sparse "
-                        "problem is generated (20k + 2k samples, 10k power-law features).")
+                        "problem is generated (20k + 2k samples, 10k power-law features"
+                        + ("; targets 100 + the planted margin + N(0, 1) noise" if loss == "squared" else "") + ").")
         add_libsvm_args(p, "RMSE, MAE and R^2" if loss == "squared" else "accuracy, " + {
             "softmax": "log-loss", "hinge": "hinge loss and AUC"}.get(
             loss, "log-loss" + (" (hinge loss with --loss hinge; RMSE, MAE and R^2 with --loss squared)"
