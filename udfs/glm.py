@@ -511,7 +511,8 @@ def mismatch(strategy, optimizer):
 
 def program(labels, samples, features, values, n_samples, n_features, loss="logistic", reg="l2", lam=1e-6,
             strategy="sendgradient", batch=1000, eta=0.1, decay=0.0, classes=None, parts=1, evaluate=False,
-            beta1=0.9, beta2=0.999, eps=1e-8, optimizer=None, factors=0, init_std=0.01, types=("sample", "feature")):
+            beta1=0.9, beta2=0.999, eps=1e-8, optimizer=None, factors=0, init_std=0.01, types=("sample", "feature"),
+            epoch=0):
     """A GLM program on edges (samples[i], features[i]) with values ``values``
     (sample ids already shuffled, see ``shuffle_samples``). ``parts`` is only used
     by the model-averaging strategies (local steps are P/B: each partition's
@@ -519,7 +520,8 @@ def program(labels, samples, features, values, n_samples, n_features, loss="logi
     puts f(W) in the context (``objective``, ``loss``, ``reg``, ``nnz``). ``factors``
     F > 0 makes it a factorization machine (binary losses; factors start as
     N(0, init_std²) draws of the engine's seed divided by max(1, the feature's largest
-    |value|), the linear weights at 0)."""
+    |value|), the linear weights at 0). ``epoch``: the epochs trained before (a warm start), where
+    the step schedule eta / (1 + decay t) goes on."""
     if loss not in LOSSES:
         raise ValueError(f"unknown loss {loss!r}; choose one of {', '.join(LOSSES)}")
     if strategy not in STRATEGIES:
@@ -556,7 +558,8 @@ def program(labels, samples, features, values, n_samples, n_features, loss="logi
                               "local_scale": "f8", "beta1": "f8", "beta2": "f8", "eps": "f8", "epoch": "f8",
                               "loss": "f8", "reg": "f8", "nnz": "f8", "objective": "f8"},
                       sum=("loss", "reg", "nnz"), state=("rate",),
-                      init={"lam": lam, "n": max(n_samples, 1), "batch": B, "eta": eta, "decay": decay, "rate": eta,
+                      init={"lam": lam, "n": max(n_samples, 1), "batch": B, "eta": eta, "decay": decay, "epoch": float(epoch),
+                            "rate": eta / (1.0 + decay * epoch),
                             "local_scale": max(int(parts), 1) / B, "beta1": beta1, "beta2": beta2, "eps": eps})
 
     def init_vertices(name, data, rng):

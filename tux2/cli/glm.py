@@ -70,7 +70,10 @@ def add_parser(algos):
                             "messages, and --batch 1000 trains faster, another model)")
         p.add_argument("--eta", type=POSITIVE, default=None,
                        help="step size (default: 0.5 for adagrad, 1.0 for sgd, 0.01 for adam)")
-        p.add_argument("--decay", type=NONNEG_NUMBER, default=0.0, help="step at epoch t is eta / (1 + decay t)")
+        p.add_argument("--decay", type=NONNEG_NUMBER, default=0.5 if loss == "squared" else 0.0,
+                       help="step at epoch t is eta / (1 + decay t)" + (" (default 0.5: a squared loss's "
+                            "gradients stay at the optimum, a constant step stalls near it)" if loss == "squared"
+                            else ""))
         p.add_argument("--epochs", type=NONNEG, default=10, help="passes over the samples")
         if loss == "softmax":
             p.add_argument("--classes", type=Softmax.bounds["classes"], default=None,

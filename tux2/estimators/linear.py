@@ -143,6 +143,7 @@ class Linear(Estimator):
                 **({"label_column_used": self.label_column_} if self.label_column_ else {}),
                 **({"norm_used": self.norm_} if self.algorithm == "fm" else {}),
                 **({"objective": float(ctx["objective"])} if "objective" in ctx else {}),
+                **({"epochs_trained": int(self.epochs_trained_)} if "epochs_trained_" in vars(self) else {}),
                 "features": int(len(self.coef_)), "samples": self.run_.get("samples"),
                 **({"target_mean": float(self.target_mean_), "target_scale": float(self.target_scale_),
                     "offset": float(self.offset_)} if self.loss == "squared" else
@@ -159,6 +160,8 @@ class Linear(Estimator):
         self.coef_ = np.column_stack([w["w"], w["V"]]) if self.algorithm == "fm" else w["w"]
         self.step_state_ = {k[5:]: np.asarray(v) for k, v in w.items() if k.startswith("step_")}
         self.zero_based_ = bool(meta.get("zero_based", False))
+        if isinstance(meta.get("epochs_trained"), int) and meta["epochs_trained"] >= 0:
+            self.epochs_trained_ = meta["epochs_trained"]
         self.label_column_ = meta.get("label_column_used")
         self.loss = meta.get("loss", self.loss)
         self.label_base_ = int(meta.get("label_base", 0))
@@ -550,7 +553,8 @@ class GLM(Linear):
         prog, graph, assignment, edata, perm = glm.setup(
             g, y, self.loss, self.strategy, parts=parts, driver=self.driver, seed=self.seed, reg=self.penalty,
             lam=lam, batch=batch or None, eta=eta, decay=self.decay, classes=self.classes, evaluate=True,
-            factors=self.factors, optimizer=optimizer, **({"init_std": self.init_std} if self.factors else {}))
+            factors=self.factors, optimizer=optimizer, **({"init_std": self.init_std} if self.factors else {}),
+            epoch=vars(self).get("epochs_trained_", 0) if self._warms() else 0)     # the step schedule goes on
         warm = self._warm(prog, g.n_dst, mu, labels, norm_before) if self._warms() else None
         if self.loss == "squared":          # what record's test metrics and read_model's weights take
             self.target_mean_, self.target_scale_ = ymean, yscale
@@ -789,6 +793,7 @@ class GLM(Linear):
         self.label_base_ = s.label_base
         self.step_state_ = {f: np.array(fd[f]) for f in self.STEP_STATE if f in fd.dtype.names}
         self.step_state_["optimizer"] = np.array(self._resolved()[0])
+        self.epochs_trained_ = int(round(float(eng.context()["epoch"])))    # a warm start's too: its decay goes on
 
 
 class LogisticRegression(GLM):
@@ -805,8 +810,18 @@ class LinearRegression(GLM):
     """Linear regression: the squared loss ½(x·w − y)² with an l2 (ridge; default λ = 1/n,
     scikit-learn's Ridge alpha = nλ = 1) or l1 (lasso) penalty; y any real numbers. The targets
     train centred and scaled (``target_mean_``, ``target_scale_``); ``coef_`` is in y's units,
-    the intercept last; ``predict`` gives the values, ``score`` R²."""
+    the intercept last; ``predict`` gives the values, ``score`` R². ``decay`` is 0.5 by default
+    (the classifiers' 0): a squared loss's gradients do not vanish at the optimum (the residuals
+    stay), so a constant step stalls in a noise ball. 10 epochs at the defaults, decay 0 → 0.5
+    (scikit-learn's Ridge): objective 9.885 → 9.095 and test RMSE 5.795 → 5.543 (5.555) on a
+    Zipf-1.4 raw-count set, 34.49 → 32.09 and 8.419 → 8.089 (8.064) on 90 dense unscaled
+    columns, 1.517 → 1.505 and 1.609 → 1.637 (1.627) on the built-in set."""
     algorithm, loss = "linreg", "squared"
+
+    def __init__(self, strategy="sendgradient", optimizer=None, driver=False, penalty="l2", reg=None, batch=None,
+                 eta=None, decay=0.5, epochs=10, seed=0, bias=True, zero_based="auto", duplicates="error",
+                 label_column=None, warm_start=False):
+        self._keep(locals())
 
 
 class Softmax(GLM):
