@@ -121,14 +121,16 @@ def test_cli_trains_predicts_and_warm_starts_as_the_longer_fit(tmp_path, files, 
 
 
 @pytest.mark.slow                     # two workers over ZeroMQ on loopback
-@pytest.mark.parametrize("strategy", ["sendgradient", "column", "modelavg"])
-def test_workers_and_threads_give_the_one_process_model(tmp_path, files, strategy):
+@pytest.mark.parametrize("model,strategy", [("linreg", "sendgradient"), ("linreg", "column"), ("linreg", "modelavg"),
+                                            ("fm", "column")])
+def test_workers_and_threads_give_the_one_process_model(tmp_path, files, model, strategy):
     train, _ = files
     ws = []
+    extra_model = ["--loss", "squared", "--factors", "3"] if model == "fm" else []
     for extra in (["--partitions", "4"], ["--workers", "2", "--partitions", "4"], ["--threads", "2", "--partitions", "4"]):
         out = tmp_path / f"m{len(ws)}"
-        r = run_cli("run", "linreg", str(train), "--strategy", strategy, "--epochs", "3", "--quiet", "--timeout", "30",
-                    "--out", str(out), *extra, timeout=300)
+        r = run_cli("run", model, *extra_model, str(train), "--strategy", strategy, "--epochs", "3", "--quiet",
+                    "--timeout", "30", "--out", str(out), *extra, timeout=300)
         assert r.returncode == 0, r.stderr
         ws.append(np.load(out / "weights.npz")["w"])
     np.testing.assert_allclose(ws[1], ws[0], rtol=1e-10, atol=1e-12)
@@ -180,3 +182,17 @@ def test_lr_on_real_valued_targets_names_regression(files):
     train, _ = files
     r = run_cli("run", "lr", str(train), "--epochs", "1")
     assert r.returncode != 0 and "tux2 run linreg" in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
+@pytest.mark.slow                     # three CLI runs, ~15 s
+def test_resume_from_a_checkpoint_gives_the_uninterrupted_model(tmp_path, files):
+    train, test = files
+    ck = tmp_path / "ck"
+    common = ["run", "linreg", str(train), "--test", str(test)]
+    r = run_cli(*common, "--epochs", "3", "--checkpoint-dir", str(ck), "--checkpoint-every", "3")
+    assert r.returncode == 0, r.stderr
+    a = run_cli(*common, "--epochs", "6", "--resume", str(ck), "--out", str(tmp_path / "a"))
+    b = run_cli(*common, "--epochs", "6", "--out", str(tmp_path / "b"))
+    assert a.returncode == 0 and b.returncode == 0, a.stderr + b.stderr
+    assert "resumed" in a.stdout
+    np.testing.assert_array_equal(np.load(tmp_path / "a" / "weights.npz")["w"], np.load(tmp_path / "b" / "weights.npz")["w"])

@@ -557,7 +557,7 @@ def program(labels, samples, features, values, n_samples, n_features, loss="logi
     ctx = ContextSpec(fields={"lam": "f8", "n": "f8", "batch": "f8", "eta": "f8", "decay": "f8", "rate": "f8",
                               "local_scale": "f8", "beta1": "f8", "beta2": "f8", "eps": "f8", "epoch": "f8",
                               "loss": "f8", "reg": "f8", "nnz": "f8", "objective": "f8"},
-                      sum=("loss", "reg", "nnz"), state=("rate",),
+                      sum=("loss", "reg", "nnz"), state=("rate", "epoch"),
                       init={"lam": lam, "n": max(n_samples, 1), "batch": B, "eta": eta, "decay": decay, "epoch": float(epoch),
                             "rate": eta / (1.0 + decay * epoch),
                             "local_scale": max(int(parts), 1) / B, "beta1": beta1, "beta2": beta2, "eps": eps})
