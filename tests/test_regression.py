@@ -168,13 +168,20 @@ def test_fm_on_user_item_one_hot_ratings_beats_the_biases_model():
 
 def test_printed_objective_is_the_objective_in_the_targets_units():
     """Without an intercept the targets only scale (y / σ), the same problem in other units: the
-    objective each epoch reports is f(coef_) on the raw targets, to rounding."""
-    from tux2 import LinearRegression
+    objective each epoch reports is f(coef_) on the raw targets, to rounding, samples without
+    features (11 of 200 here, which score 0) included, as for logistic regression."""
+    from tux2 import LinearRegression, LogisticRegression
     rng = np.random.default_rng(4)
-    X = sp.csr_matrix(rng.normal(size=(200, 8)))      # no empty row (an empty row's loss is left out, as for lr)
+    X = sp.random(200, 8, density=0.3, random_state=5, format="csr")
+    X.data = rng.normal(size=X.nnz)
+    assert (np.diff(X.indptr) == 0).sum() == 11
     y = 1000.0 * (X @ rng.normal(size=8) + rng.normal(size=200))
     est = LinearRegression(bias=False, epochs=3).fit((X, y))
     ref = glm.objective_value(est.coef_, X, y, "squared", "l2", 1.0 / 200)
+    assert est.history_[-1]["objective"] == pytest.approx(ref, rel=1e-9)
+    signs = np.where(y > np.median(y), 1.0, -1.0)
+    est = LogisticRegression(bias=False, epochs=3).fit((X, signs))
+    ref = glm.objective_value(est.coef_, X, signs, "logistic", "l2", 1.0 / 200)
     assert est.history_[-1]["objective"] == pytest.approx(ref, rel=1e-9)
 
 

@@ -768,6 +768,15 @@ def zero_objective(loss="logistic", classes=2, targets=None):
     return {"logistic": math.log(2.0), "hinge": 1.0, "softmax": math.log(classes)}[loss]
 
 
+def zero_loss(loss, labels, classes=2):
+    """Σ ℓ(0, y_i) over ``labels``: the loss of samples whose every score is 0 (samples without
+    features, which the evaluation pass's Exchange and Apply never reach)."""
+    y = np.asarray(labels, np.float64)
+    if loss == "squared":
+        return 0.5 * float(np.square(y).sum())
+    return len(y) * {"logistic": math.log(2.0), "hinge": 1.0, "softmax": math.log(max(classes, 2))}[loss]
+
+
 def gradient_value(W, X, y, loss="logistic", reg="l2", lam=1e-6, fm=False):
     """∇f(W) (a subgradient for hinge and l1), (d, K): the reference."""
     M = fm_scores(W, X) if fm else scores(W, X)

@@ -142,7 +142,8 @@ class Linear(Estimator):
         return {**super()._meta(), "loss": self.loss, "zero_based": self.zero_based_,
                 **({"label_column_used": self.label_column_} if self.label_column_ else {}),
                 **({"norm_used": self.norm_} if self.algorithm == "fm" else {}),
-                **({"objective": float(ctx["objective"])} if "objective" in ctx else {}),
+                **({"objective": float(self.history_[-1]["objective"])} if vars(self).get("history_") else
+                   {"objective": float(ctx["objective"])} if "objective" in ctx else {}),      # in y's units
                 **({"epochs_trained": int(self.epochs_trained_)} if "epochs_trained_" in vars(self) else {}),
                 "features": int(len(self.coef_)), "samples": self.run_.get("samples"),
                 **({"target_mean": float(self.target_mean_), "target_scale": float(self.target_scale_),
@@ -563,6 +564,7 @@ class GLM(Linear):
                      test_labels=test_labels, n=g.n_src, nnz=data.train.num_edges + g.n_src * self.bias,
                      eta=eta, lam=lam, batch=batch, mu=mu, counts=counts, ymean=ymean, yscale=yscale,
                      zero=glm.zero_objective(self.loss, k, y) * yscale ** 2,
+                     empty_loss=glm.zero_loss(self.loss, y[np.bincount(g.src, minlength=g.n_src) == 0], k),
                      source=data.source,
                      top=float(np.max(np.abs(data.train.values))) if data.train.values is not None
                      and data.train.num_edges else 1.0,
@@ -683,7 +685,9 @@ class GLM(Linear):
     def record(self, eng, s):
         ctx = eng.context()
         units = s.yscale ** 2               # a squared loss trains on targets / σ: its objective in y's units
-        rec = {"objective": float(ctx["objective"]) * units, "loss": float(ctx["loss"] / max(s.n, 1)) * units,
+        empty = s.empty_loss / max(s.n, 1)  # samples without features score 0: the eval pass never visits them
+        rec = {"objective": (float(ctx["objective"]) + empty) * units,
+               "loss": (float(ctx["loss"] / max(s.n, 1)) + empty) * units,
                "nnz": int(ctx["nnz"]), "clock": eng.clock}
         W = self._original(glm.weights(eng), s) if s.test is not None else None
         return {**rec, **self._test_metrics(s, W)}
