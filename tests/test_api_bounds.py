@@ -75,7 +75,7 @@ def test_fit_refuses_parameters_the_command_line_refuses(cls, params, expect):
     ("LogisticRegression", dict(penalty="elasticnet"),                  # the message said 'reg must be …'
      "LogisticRegression: penalty must be one of 'l2', 'l1'; got 'elasticnet'"),
     ("LinearSVM", dict(strategy="allreduce"), "LinearSVM: strategy must be one of 'sendgradient',"),
-    ("FM", dict(loss="squared"), "FM: loss must be one of 'logistic', 'hinge'; got 'squared'"),
+    ("FM", dict(loss="huber"), "FM: loss must be one of 'logistic', 'hinge', 'squared'; got 'huber'"),
 ])
 def test_fit_refuses_values_outside_the_choices_the_command_line_offers(cls, params, expect):
     import tux2

@@ -303,7 +303,7 @@ def _numeric_flags(argv):
 
 
 COMMANDS = {"mf": ["run", "mf", "R"], "lda": ["run", "lda", "D"], "lr": ["run", "lr", "S"],
-            "fm": ["run", "fm", "S"], "blockpg": ["run", "blockpg", "S"], "predict": ["predict", "M", "R"]}
+            "fm": ["run", "fm", "S"], "linreg": ["run", "linreg", "S"], "blockpg": ["run", "blockpg", "S"], "predict": ["predict", "M", "R"]}
 
 
 @pytest.fixture(scope="module")

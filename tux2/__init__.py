@@ -12,7 +12,7 @@ from tux2.errors import (CheckpointError, DivergenceError, InputError, OverlapEr
 from tux2.version import __version__
 
 __all__ = ["Apply", "BipartiteGraph", "BlockPG", "CheckpointError", "ContextSpec", "Dataset", "DivergenceError", "Engine", "Estimator",
-           "Exchange", "FM", "GlobalSync", "InputError", "LDA", "LinearSVM", "LogisticRegression", "MF",
+           "Exchange", "FM", "GlobalSync", "InputError", "LDA", "LinearRegression", "LinearSVM", "LogisticRegression", "MF",
            "MiniBatch", "OverlapError", "PartitionError", "Program", "SchemaError", "Setup", "Softmax", "Tux2Error",
            "UDFCompileError", "VertexType", "__version__"]
 
@@ -40,7 +40,7 @@ def __getattr__(name):
         from tux2 import runner as home
     elif name == "Estimator":
         from tux2 import estimator as home
-    elif name in ("FM", "LDA", "MF", "BlockPG", "LinearSVM", "LogisticRegression", "Softmax"):
+    elif name in ("FM", "LDA", "MF", "BlockPG", "LinearRegression", "LinearSVM", "LogisticRegression", "Softmax"):
         from tux2 import estimators as home
     elif name in _SUBMODULES:
         import importlib

@@ -5,7 +5,8 @@ combine rule and a partitioning in the MEGA model.
     minimise  f(W) = (1/n) Σ_i ℓ(x_i·W, y_i) + λ R(W),   R = ½‖W‖² (l2) or ‖W‖₁ (l1)
 
 Losses: ``logistic`` (y ±1), ``hinge`` (linear SVM, y ±1), ``softmax`` (y in 0…K−1,
-W has K columns). Samples (type 0) hold the label, the margins' accumulator and
+W has K columns), ``squared`` (regression: ℓ = ½(m − y)², y any real number; the
+estimators centre and scale y, tux2.estimators.linear). Samples (type 0) hold the label, the margins' accumulator and
 the loss derivative d_i = ∂ℓ/∂m at the current margins; features (type 1) hold the
 weights (K per feature). One mini-batch = B samples (a range of shuffled sample
 ids, ``shuffle_samples``) = one clock:
@@ -74,7 +75,7 @@ from tux2.program import Program
 from tux2.schema import ContextSpec, VertexType
 from tux2.stages import Apply, Exchange, GlobalSync, MiniBatch
 
-LOSSES = ("logistic", "hinge", "softmax")
+LOSSES = ("logistic", "hinge", "softmax", "squared")
 STRATEGIES = ("sendgradient", "modelavg", "modelsum", "column", "adam")
 ROW_STRATEGIES = ("sendgradient", "modelavg", "modelsum", "adam")
 OPTIMIZERS = ("sgd", "adagrad", "adam")
@@ -233,6 +234,16 @@ def fm_hinge_d(v, a, ctx):
     keep_sums(v.d, a.m)
 
 
+def fm_squared_d(v, a, ctx):
+    v.d[0] = fm_output(a.m) - v.y
+    keep_sums(v.d, a.m)
+
+
+def fm_squared_loss(v, a, ctx):
+    r = fm_output(a.m) - v.y
+    ctx.loss += 0.5 * r * r
+
+
 def fm_logistic_loss(v, a, ctx):
     ctx.loss += softplus(-v.y * fm_output(a.m))
 
@@ -256,6 +267,15 @@ def softmax_d(v, a, ctx):
         v.d[k] = math.exp(a.m[k] - lse) - (1.0 if k == v.y else 0.0)
 
 
+def squared_d(v, a, ctx):
+    v.d[0] = a.m[0] - v.y
+
+
+def squared_loss(v, a, ctx):
+    r = a.m[0] - v.y
+    ctx.loss += 0.5 * r * r
+
+
 def logistic_loss(v, a, ctx):
     ctx.loss += softplus(-v.y * a.m[0])
 
@@ -268,10 +288,10 @@ def softmax_loss(v, a, ctx):
     ctx.loss += logsumexp(a.m) - a.m[int(v.y)]
 
 
-DERIVATIVE = {"logistic": logistic_d, "hinge": hinge_d, "softmax": softmax_d}
-LOSS = {"logistic": logistic_loss, "hinge": hinge_loss, "softmax": softmax_loss}
-FM_DERIVATIVE = {"logistic": fm_logistic_d, "hinge": fm_hinge_d}
-FM_LOSS = {"logistic": fm_logistic_loss, "hinge": fm_hinge_loss}
+DERIVATIVE = {"logistic": logistic_d, "hinge": hinge_d, "softmax": softmax_d, "squared": squared_d}
+LOSS = {"logistic": logistic_loss, "hinge": hinge_loss, "softmax": softmax_loss, "squared": squared_loss}
+FM_DERIVATIVE = {"logistic": fm_logistic_d, "hinge": fm_hinge_d, "squared": fm_squared_d}
+FM_LOSS = {"logistic": fm_logistic_loss, "hinge": fm_hinge_loss, "squared": fm_squared_loss}
 
 
 # ---------------------------------------------------------------- updates (Apply at feature masters)
@@ -365,10 +385,16 @@ def shuffle_samples(samples, n_samples, seed=0):
 
 def labels_for(loss, labels, classes=None, source=None):
     """Labels as the program stores them: ±1 for binary losses (0/1 accepted),
-    0 … K−1 for softmax. Returns (labels, K). A bad label: tux2.io.sample_error (FILE:LINE
-    when ``source`` is the labels' libsvm file)."""
+    0 … K−1 for softmax, the real targets for ``squared``. Returns (labels, K). A bad
+    label: tux2.io.sample_error (FILE:LINE when ``source`` is the labels' libsvm file)."""
     from tux2.io import sample_error
     y = np.asarray(labels, np.float64)
+    if loss == "squared":
+        bad = ~np.isfinite(y)
+        if bad.any():
+            i = int(np.argmax(bad))
+            raise sample_error(f"regression targets must be finite numbers, got {y[i]:g}", source, i)
+        return y, 1
     if loss == "softmax":
         bad = (y < 0) | (y != np.round(y))
         if bad.any():
@@ -485,7 +511,8 @@ def mismatch(strategy, optimizer):
 
 def program(labels, samples, features, values, n_samples, n_features, loss="logistic", reg="l2", lam=1e-6,
             strategy="sendgradient", batch=1000, eta=0.1, decay=0.0, classes=None, parts=1, evaluate=False,
-            beta1=0.9, beta2=0.999, eps=1e-8, optimizer=None, factors=0, init_std=0.01, types=("sample", "feature")):
+            beta1=0.9, beta2=0.999, eps=1e-8, optimizer=None, factors=0, init_std=0.01, types=("sample", "feature"),
+            epoch=0):
     """A GLM program on edges (samples[i], features[i]) with values ``values``
     (sample ids already shuffled, see ``shuffle_samples``). ``parts`` is only used
     by the model-averaging strategies (local steps are P/B: each partition's
@@ -493,7 +520,8 @@ def program(labels, samples, features, values, n_samples, n_features, loss="logi
     puts f(W) in the context (``objective``, ``loss``, ``reg``, ``nnz``). ``factors``
     F > 0 makes it a factorization machine (binary losses; factors start as
     N(0, init_std²) draws of the engine's seed divided by max(1, the feature's largest
-    |value|), the linear weights at 0)."""
+    |value|), the linear weights at 0). ``epoch``: the epochs trained before (a warm start), where
+    the step schedule eta / (1 + decay t) goes on."""
     if loss not in LOSSES:
         raise ValueError(f"unknown loss {loss!r}; choose one of {', '.join(LOSSES)}")
     if strategy not in STRATEGIES:
@@ -507,7 +535,7 @@ def program(labels, samples, features, values, n_samples, n_features, loss="logi
         raise ValueError(mismatch(strategy, opt))
     F = int(factors)
     if F < 0 or (F and loss == "softmax"):
-        raise ValueError(f"a factorization machine needs factors >= 1 and a binary loss, got {factors}, {loss!r}")
+        raise ValueError(f"a factorization machine needs factors >= 1 and a binary or squared loss, got {factors}, {loss!r}")
     y, K = labels_for(loss, labels, classes)
     if len(y) != n_samples:
         raise ValueError(f"{len(y)} labels for {n_samples} samples")
@@ -529,8 +557,9 @@ def program(labels, samples, features, values, n_samples, n_features, loss="logi
     ctx = ContextSpec(fields={"lam": "f8", "n": "f8", "batch": "f8", "eta": "f8", "decay": "f8", "rate": "f8",
                               "local_scale": "f8", "beta1": "f8", "beta2": "f8", "eps": "f8", "epoch": "f8",
                               "loss": "f8", "reg": "f8", "nnz": "f8", "objective": "f8"},
-                      sum=("loss", "reg", "nnz"), state=("rate",),
-                      init={"lam": lam, "n": max(n_samples, 1), "batch": B, "eta": eta, "decay": decay, "rate": eta,
+                      sum=("loss", "reg", "nnz"), state=("rate", "epoch"),
+                      init={"lam": lam, "n": max(n_samples, 1), "batch": B, "eta": eta, "decay": decay, "epoch": float(epoch),
+                            "rate": eta / (1.0 + decay * epoch),
                             "local_scale": max(int(parts), 1) / B, "beta1": beta1, "beta2": beta2, "eps": eps})
 
     def init_vertices(name, data, rng):
@@ -676,8 +705,24 @@ def average_ranks(x):
     return ranks
 
 
+def regression_metrics(pred, target):
+    """RMSE, MAE and R² (1 − Σ(ŷ − y)² / Σ(y − ȳ)², scikit-learn's r2_score; NaN when y
+    is constant) of predictions against real targets."""
+    pred, target = np.asarray(pred, np.float64), np.asarray(target, np.float64)
+    if not len(target):
+        return {"rmse": float("nan"), "mae": float("nan"), "r2": float("nan")}
+    r = pred - target
+    total = float(np.square(target - target.mean()).sum())
+    with np.errstate(invalid="ignore", over="ignore"):
+        return {"rmse": float(np.sqrt(np.mean(r * r))), "mae": float(np.mean(np.abs(r))),
+                "r2": 1.0 - float(np.sum(r * r)) / total if total > 0 else float("nan")}
+
+
 def score_metrics(M, labels, loss):
-    """accuracy and log-loss, or hinge loss, (binary: and AUC) of scores M (n, K) against labels."""
+    """accuracy and log-loss, or hinge loss, (binary: and AUC) of scores M (n, K) against
+    labels; RMSE, MAE and R² of predictions M (n, 1) against targets for ``squared``."""
+    if loss == "squared":
+        return regression_metrics(M[:, 0], labels)
     if loss != "softmax":
         return classification_metrics(M[:, 0], labels, loss)
     y = np.asarray(labels, np.int64)
@@ -703,6 +748,8 @@ def objective_value(W, X, y, loss="logistic", reg="l2", lam=1e-6, fm=False):
         y = np.asarray(y, np.int64)
         top = M.max(axis=1)
         data = top + np.log(np.exp(M - top[:, None]).sum(axis=1)) - M[np.arange(len(y)), y]
+    elif loss == "squared":
+        data = 0.5 * np.square(M[:, 0] - np.asarray(y, np.float64))
     else:
         ys = np.where(np.asarray(y) > 0, 1.0, -1.0)
         m = M[:, 0]
@@ -711,11 +758,23 @@ def objective_value(W, X, y, loss="logistic", reg="l2", lam=1e-6, fm=False):
     return float(data.mean()) + lam * r
 
 
-def zero_objective(loss="logistic", classes=2):
+def zero_objective(loss="logistic", classes=2, targets=None):
     """f(0), the objective of the all-zero model (every score 0, no penalty): ln 2 per
     sample for logistic, 1 for hinge, ln K for softmax over K ``classes`` (an FM with
-    w = 0 and V = 0 scores 0 too). A trained model above it has learned less than nothing."""
+    w = 0 and V = 0 scores 0 too), ½ mean(y²) of the ``targets`` for squared. A trained
+    model above it has learned less than nothing."""
+    if loss == "squared":
+        return 0.5 * float(np.mean(np.square(targets))) if targets is not None and len(targets) else 0.0
     return {"logistic": math.log(2.0), "hinge": 1.0, "softmax": math.log(classes)}[loss]
+
+
+def zero_loss(loss, labels, classes=2):
+    """Σ ℓ(0, y_i) over ``labels``: the loss of samples whose every score is 0 (samples without
+    features, which the evaluation pass's Exchange and Apply never reach)."""
+    y = np.asarray(labels, np.float64)
+    if loss == "squared":
+        return 0.5 * float(np.square(y).sum())
+    return len(y) * {"logistic": math.log(2.0), "hinge": 1.0, "softmax": math.log(max(classes, 2))}[loss]
 
 
 def gradient_value(W, X, y, loss="logistic", reg="l2", lam=1e-6, fm=False):
@@ -726,6 +785,8 @@ def gradient_value(W, X, y, loss="logistic", reg="l2", lam=1e-6, fm=False):
     if loss == "softmax":
         D = softmax(M)
         D[np.arange(n), np.asarray(y, np.int64)] -= 1.0
+    elif loss == "squared":
+        D = (M[:, 0] - np.asarray(y, np.float64))[:, None]
     else:
         ys = np.where(np.asarray(y) > 0, 1.0, -1.0)
         m = M[:, 0]

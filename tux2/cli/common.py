@@ -446,17 +446,22 @@ def add_libsvm_args(p, metrics):
 def classification_data(args, est, transport, say):
     """The Dataset of the flags: libsvm files, or without INPUT a kdd-shaped set of
     20k train + 2k test samples over 10k power-law features (softmax: labelled with
-    ``est.classes``, default 5)."""
+    ``est.classes``, default 5; a squared loss: real targets, 100 + the planted margin + N(0, 1))."""
     classes = (est.classes or 5) if est.loss == "softmax" else 2
     if args.input is not None:
         return est.load_data(args.input, args.test)
+    import numpy as np
     from tux2.datacache import generated
     from tux2.datasets import sparse_classification
-    g, y, _ = generated(sparse_classification, n_samples=22_000, n_features=10_000, seed=args.seed, classes=classes)
+    g, y, w = generated(sparse_classification, n_samples=22_000, n_features=10_000, seed=args.seed, classes=classes)
+    if est.loss == "squared":        # regression: the planted model's margins plus N(0, 1) noise, around 100
+        rng = np.random.default_rng(args.seed)
+        y = 100.0 + np.bincount(g.src, g.values * w[g.dst], minlength=g.n_src) + rng.normal(0.0, 1.0, g.n_src)
     cut, names = 20_000, ("sample", "feature")
     keep = g.src < cut
     test = BipartiteGraph(g.src[~keep] - cut, g.dst[~keep], g.values[~keep], g.n_src - cut, g.n_dst, names)
     train = BipartiteGraph(g.src[keep], g.dst[keep], g.values[keep], cut, g.n_dst, names)
     return runner.Dataset(train, test, y[:cut], y[cut:], zero_based=False,
                           source=f"built-in kdd-shaped set ({cut // 1000}k train + 2k test samples, "
-                                 f"10k power-law features{f', {classes} classes' if classes > 2 else ''})")
+                                 f"10k power-law features{f', {classes} classes' if classes > 2 else ''}"
+                                 f"{', real-valued targets' if est.loss == 'squared' else ''})")

@@ -1,15 +1,16 @@
-"""``tux2 run lr|svm|softmax|fm [INPUT]``: generalised linear models and factorization
-machines by mini-batch SGD, with the training strategy of Spark MLlib, MLlib*, Petuum,
+"""``tux2 run lr|svm|softmax|fm|linreg [INPUT]``: generalised linear models (linreg: the
+squared loss, regression) and factorization machines (``--loss squared``: regression) by mini-batch SGD, with the training strategy of Spark MLlib, MLlib*, Petuum,
 ColumnSGD or PS2."""
 import argparse
 
 from tux2.cli.common import (NONNEG, NONNEG_NUMBER, PARTITIONS, POSITIVE, SEED, classification_data,
                              run as run_command, add_libsvm_args, add_run_args)
 from tux2.estimators import ALGORITHMS
-from tux2.estimators.linear import FM, LinearSVM, LogisticRegression, Softmax
+from tux2.estimators.linear import FM, LinearRegression, LinearSVM, LogisticRegression, Softmax
 
 TITLES = {LogisticRegression: "logistic regression", LinearSVM: "linear SVM (hinge loss)",
-          Softmax: "multinomial (softmax) regression", FM: "factorization machine (degree 2)"}
+          Softmax: "multinomial (softmax) regression", FM: "factorization machine (degree 2)",
+          LinearRegression: "linear regression (squared loss)"}
 
 
 def add_parser(algos):
@@ -19,17 +20,24 @@ def add_parser(algos):
             name, help=f"{title} by mini-batch SGD; --strategy picks the system it trains like",
             description=f"Minimises (1/n) sum_i loss(x_i.W, y_i) + lambda R(W) for the {title} over a libsvm "
                         "file (feature indices from 1, or from 0 when an index 0 occurs"
-                        + ("; any labels, each a class" if loss == "softmax" else "; any two labels: +1/-1, 1/0 …")
+                        + ("; any labels, each a class" if loss == "softmax" else
+                           "; the labels are real-valued targets, trained centred and scaled (their mean and "
+                           "root mean square), predictions in their units" if loss == "squared" else
+                           "; any two labels: +1/-1, 1/0 … (--loss squared: real-valued targets, regression)"
+                           if name == "fm" else "; any two labels: +1/-1, 1/0 …")
                         + "). Strategies: sendgradient = Spark MLlib (gradients to the feature masters; "
                         "--driver puts them all on one partition), adam = PS2 (Adam moments beside the "
                         "weights at the masters), column = ColumnSGD (features partitioned by column, "
                         "partial margins travel), modelavg = MLlib* (local SGD, replicas averaged once per "
                         "epoch), modelsum = Petuum-style summed deltas. Without INPUT a kdd-shaped sparse "
-                        "problem is generated (20k + 2k samples, 10k power-law features).")
-        add_libsvm_args(p, "accuracy, " + {"softmax": "log-loss", "hinge": "hinge loss and AUC"}.get(
-            loss, "log-loss" + (" (hinge loss with --loss hinge)" if name == "fm" else "") + " and AUC"))
+                        "problem is generated (20k + 2k samples, 10k power-law features"
+                        + ("; targets 100 + the planted margin + N(0, 1) noise" if loss == "squared" else "") + ").")
+        add_libsvm_args(p, "RMSE, MAE and R^2" if loss == "squared" else "accuracy, " + {
+            "softmax": "log-loss", "hinge": "hinge loss and AUC"}.get(
+            loss, "log-loss" + (" (hinge loss with --loss hinge; RMSE, MAE and R^2 with --loss squared)"
+                                if name == "fm" else "") + " and AUC"))
         if name == "fm":
-            p.add_argument("--loss", default="logistic", choices=FM.choices["loss"], help="loss of the output")
+            p.add_argument("--loss", default="logistic", choices=FM.choices["loss"], help="loss of the output: logistic or hinge (classification), squared (regression, libFM's -task r)")
             p.add_argument("--factors", type=FM.bounds["factors"], default=8, help="F, latent factors per feature")
             p.add_argument("--init-std", type=NONNEG_NUMBER, default=0.01,
                            help="factors start as normal draws with this standard deviation")
@@ -62,7 +70,10 @@ def add_parser(algos):
                             "messages, and --batch 1000 trains faster, another model)")
         p.add_argument("--eta", type=POSITIVE, default=None,
                        help="step size (default: 0.5 for adagrad, 1.0 for sgd, 0.01 for adam)")
-        p.add_argument("--decay", type=NONNEG_NUMBER, default=0.0, help="step at epoch t is eta / (1 + decay t)")
+        p.add_argument("--decay", type=NONNEG_NUMBER, default=0.5 if loss == "squared" else 0.0,
+                       help="step at epoch t is eta / (1 + decay t)" + (" (default 0.5: a squared loss's "
+                            "gradients stay at the optimum, a constant step stalls near it)" if loss == "squared"
+                            else ""))
         p.add_argument("--epochs", type=NONNEG, default=10, help="passes over the samples")
         if loss == "softmax":
             p.add_argument("--classes", type=Softmax.bounds["classes"], default=None,

@@ -15,7 +15,7 @@ from tux2.io import display_name
 from tux2.cli.common import COUNT, NONNEG, SEED, add_input_args, integer, note_first_read, number, spool_inputs
 from tux2.errors import InputError, Tux2Error
 
-LINEAR = ("lr", "svm", "softmax", "fm", "blockpg")
+LINEAR = ("lr", "svm", "softmax", "fm", "linreg", "blockpg")
 
 
 def add_parser(sub):
@@ -23,7 +23,8 @@ def add_parser(sub):
                        description="Classifiers (" + ", ".join(LINEAR) + "): one line per input sample (libsvm): "
                                    "the predicted label, then the score (binary models; lr and logistic fm add the "
                                    "probability of +1) or the class probabilities (softmax); accuracy, log-loss "
-                                   "and AUC against the input's labels. mf: INPUT has 'user item [rating]' lines "
+                                   "and AUC against the input's labels. Regression (linreg, fm --loss squared): the "
+                                   "predicted value; RMSE, MAE and R^2 against the input's targets. mf: INPUT has 'user item [rating]' lines "
                                    "(in the training ids); writes 'user item prediction', and RMSE/MAE when "
                                    "ratings are given (an --implicit model: precision and NDCG@10); with --top-k, the best unseen items per user of INPUT "
                                    "(one user per line, or several on a line; default every user). lda: INPUT is a corpus in any "
@@ -117,7 +118,13 @@ def predict(args):
     M = model.scores(graph)
     names = [shown(x) for x in model.classes_]
     sep = _separator(names)                    # a table's class 'Iris setosa'
-    if model.loss == "softmax":                # labels as training gave them (1 … K, 0 … K-1, strings)
+    if model.loss == "squared":                # regression: the predicted value, RMSE/MAE/R² against the targets
+        header = "# prediction\n"
+        rows = (f"{v:.9g}\n" for v in M[:, 0])
+        if labels is not None and np.asarray(labels).dtype.kind not in "biuf":
+            raise InputError(f"regression targets must be numbers, got {shown(np.asarray(labels)[0])!r}",
+                             path=args.input)
+    elif model.loss == "softmax":                # labels as training gave them (1 … K, 0 … K-1, strings)
         header = f"# label{sep}" + sep.join(f"p_{k}" for k in names) + "\n"
         rows = (f"{names[k]}{sep}" + sep.join(f"{p:.6g}" for p in row) + "\n"
                 for k, row in zip(M.argmax(axis=1), softmax(M)))

@@ -1,10 +1,10 @@
 """The built-in algorithms as estimators (tux2.estimator), exported as tux2.MF, tux2.LDA,
-tux2.BlockPG, tux2.LogisticRegression, tux2.LinearSVM, tux2.Softmax and tux2.FM."""
+tux2.BlockPG, tux2.LogisticRegression, tux2.LinearRegression, tux2.LinearSVM, tux2.Softmax and tux2.FM."""
 from tux2.estimators.lda import LDA
-from tux2.estimators.linear import FM, BlockPG, LinearSVM, LogisticRegression, Softmax
+from tux2.estimators.linear import FM, BlockPG, LinearRegression, LinearSVM, LogisticRegression, Softmax
 from tux2.estimators.mf import MF
 
-ALGORITHMS = {c.algorithm: c for c in (MF, LDA, BlockPG, LogisticRegression, LinearSVM, Softmax, FM)}
+ALGORITHMS = {c.algorithm: c for c in (MF, LDA, BlockPG, LogisticRegression, LinearSVM, Softmax, FM, LinearRegression)}
 
 
 def load(directory):
@@ -18,4 +18,4 @@ def load(directory):
     return ALGORITHMS[algorithm].load(directory)
 
 
-__all__ = ["ALGORITHMS", "BlockPG", "FM", "LDA", "LinearSVM", "LogisticRegression", "MF", "Softmax", "load"]
+__all__ = ["ALGORITHMS", "BlockPG", "FM", "LDA", "LinearRegression", "LinearSVM", "LogisticRegression", "MF", "Softmax", "load"]
