@@ -475,6 +475,7 @@ def test_malformed_accumulators_in_an_apply_message_are_an_error_not_a_wild_writ
         eng.run(1)
 
 
+@pytest.mark.slow      # two worker processes each (.ci/run's slow pass runs it)
 @pytest.mark.parametrize("strategy,model", [("column", "softmax"), ("modelavg", "lr")])
 def test_workers_give_the_single_process_weights(tmp_path, strategy, model):
     """2 worker processes (ZeroMQ on loopback) end with the weights of 3 partitions
@@ -487,8 +488,9 @@ def test_workers_give_the_single_process_weights(tmp_path, strategy, model):
     for extra in ([], ["--workers", "2"]):
         out = tmp_path / f"w{len(extra)}"
         r = _cli("run", model, str(train), "--strategy", strategy, "--batch", "64", "--eta", "1", "--epochs", "3",
-                 "--partitions", "3", "--quiet", "--timeout", "20", "--out", str(out), timeout=300)
+                 "--partitions", "3", "--quiet", "--timeout", "20", "--out", str(out), *extra, timeout=300)
         assert r.returncode == 0, r.stderr
+        assert json.loads((out / "model.json").read_text())["workers"] == (2 if extra else 1)
         ws.append(np.load(out / "weights.npz")["w"])
     np.testing.assert_allclose(ws[1], ws[0], rtol=1e-12, atol=1e-15)
 
