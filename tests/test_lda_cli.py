@@ -434,7 +434,7 @@ def test_predict_refuses_flags_another_kind_of_model_takes(tmp_path):
     docs = _write(tmp_path / "new.txt", "apples and trucks\n")
     for flag, kinds in ((["--top-k", "3"], "mf"), (["--include-seen"], "mf"), (["--min-ratings", "3"], "mf"),
                         (["--unknown", "skip"], "mf"),
-                        (["--zero-based"], "lr, svm, softmax, fm, blockpg")):
+                        (["--zero-based"], "lr, svm, softmax, fm, linreg, blockpg")):
         r = run_cli("predict", str(tmp_path / "lda"), docs, *flag, timeout=300)
         assert r.returncode == 2 and r.stdout == ""
         assert r.stderr.strip() == f"tux2: error: {flag[0]} applies to {kinds} models, and {tmp_path / 'lda'} holds an lda model"
