@@ -966,3 +966,34 @@ def test_the_too_large_step_note_quotes_the_values_as_given():
     X, y = clinical_rows()
     with pytest.warns(RuntimeWarning, match=f"scale the feature values \\(now up to {X.max():g}\\)"):
         tux2.LogisticRegression(optimizer="sgd", eta=0.1, epochs=3).fit(X, y)
+
+
+def test_tol_and_early_stop_end_training_and_early_stop_keeps_the_best_epochs_model(tmp_path):
+    """--tol stops once an epoch lowers the objective by less than tol of it; --early-stop N
+    once the test loss has not fallen below its lowest for N epochs, with the lowest's model
+    (the model of a run of that many epochs), through a checkpoint and resume too."""
+    import tux2
+    g, X, y = _problem(n=600, d=80, seed=3)
+    Xt, yt = X[:150], y[:150]
+    full = tux2.LogisticRegression(epochs=12, reg=1e-7, eta=4.0).fit(X[150:], y[150:])
+    objs = [r["objective"] for r in full.history_]
+    rel = [(a - b) / abs(a) for a, b in zip(objs, objs[1:])]          # epoch e + 2 lowers it by rel[e]
+    tol = rel[5] * (1 + 1e-9)
+    want = 2 + next(e for e, r in enumerate(rel) if r <= tol)               # the first epoch within tol
+    stopped = tux2.LogisticRegression(epochs=12, reg=1e-7, eta=4.0, tol=tol).fit(X[150:], y[150:])
+    assert len(stopped.history_) == want <= 7 and [r["objective"] for r in stopped.history_] == objs[:want]
+    early = tux2.LogisticRegression(epochs=40, reg=1e-7, eta=4.0, early_stop=2).fit((X[150:], y[150:]), (Xt, yt))
+    losses = [r["test_logloss"] for r in early.history_]
+    best = int(np.argmin(losses)) + 1
+    assert len(losses) == best + 2 < 40 and early.best_epoch_ == best
+    short = tux2.LogisticRegression(epochs=best, reg=1e-7, eta=4.0).fit((X[150:], y[150:]), (Xt, yt))
+    np.testing.assert_array_equal(early.coef_, short.coef_)
+    with pytest.raises(tux2.Tux2Error, match="watches a test loss: give test data"):
+        tux2.LogisticRegression(early_stop=2).fit(X, y)
+    # the kept model goes through a checkpoint: resumed after the best epoch, the same model
+    ck = str(tmp_path / "ck")
+    tux2.LogisticRegression(epochs=best + 1, reg=1e-7, eta=4.0, early_stop=2).fit(
+        (X[150:], y[150:]), (Xt, yt), checkpoint=ck)
+    resumed = tux2.LogisticRegression(epochs=40, reg=1e-7, eta=4.0, early_stop=2).fit(
+        (X[150:], y[150:]), (Xt, yt), checkpoint=ck)
+    np.testing.assert_array_equal(resumed.coef_, short.coef_)

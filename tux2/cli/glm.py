@@ -75,6 +75,13 @@ def add_parser(algos):
                             "gradients stay at the optimum, a constant step stalls near it)" if loss == "squared"
                             else ""))
         p.add_argument("--epochs", type=NONNEG, default=10, help="passes over the samples")
+        p.add_argument("--tol", type=NONNEG_NUMBER, default=0.0,
+                       help="stop once an epoch lowers the objective by less than this share of its value (0: "
+                            "never; scikit-learn's and liblinear's stopping tolerance)")
+        p.add_argument("--early-stop", type=NONNEG, default=0, metavar="N",
+                       help="stop once the test " + ("RMSE" if loss == "squared" else "hinge loss" if loss == "hinge"
+                                                      else "log-loss") + " has not fallen below its lowest for N "
+                            "epochs, and keep the model of the lowest (needs --test; 0: never)")
         if loss == "softmax":
             p.add_argument("--classes", type=Softmax.bounds["classes"], default=None,
                            help="K: the classes are 0..K-1, or 1..K when no label is 0, classes without samples "

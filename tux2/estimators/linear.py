@@ -492,10 +492,15 @@ class GLM(Linear):
     (``start_from(model)``: from another fit's or a saved model's; ``--init-model DIR``),
     features by index, AdaGrad's or Adam's per-feature history going on (``step_state_``,
     saved with the model), so a fit continued is the longer fit; the labels, the intercept
-    and an FM's form must be the model's."""
+    and an FM's form must be the model's. ``tol`` > 0: training stops once an epoch lowers the
+    objective by less than ``tol`` of its value (BlockPG's rule; scikit-learn's and liblinear's
+    stopping tolerance). ``early_stop`` N > 0 (with test data): training stops once the test
+    loss (log-loss; hinge loss for the hinge loss; RMSE for the squared loss) has not fallen
+    below its lowest for N epochs, and the model is that of the lowest (``best_epoch_``)."""
 
     bounds = dict(reg=NONNEG_NUMBER, batch=NONNEG, eta=POSITIVE, decay=NONNEG_NUMBER, epochs=NONNEG, seed=SEED,
-                  classes=integer(2, 100_000), factors=integer(1, 100_000), init_std=NONNEG_NUMBER)
+                  classes=integer(2, 100_000), factors=integer(1, 100_000), init_std=NONNEG_NUMBER,
+                  tol=NONNEG_NUMBER, early_stop=NONNEG)
     choices = dict(strategy=glm.STRATEGIES, optimizer=glm.OPTIMIZERS, driver=(True, False), penalty=("l2", "l1"),
                    loss=("logistic", "hinge", "squared"), bias=(True, False), norm=("auto", "l2", "none"),
                    warm_start=(True, False), **READ_CHOICES)
@@ -503,7 +508,7 @@ class GLM(Linear):
 
     def __init__(self, strategy="sendgradient", optimizer=None, driver=False, penalty="l2", reg=None, batch=None,
                  eta=None, decay=0.0, epochs=10, seed=0, bias=True, zero_based="auto", duplicates="error",
-                 label_column=None, warm_start=False):
+                 label_column=None, warm_start=False, tol=0.0, early_stop=0):
         self._keep(locals())
 
     classes, factors, init_std, norm = None, 0, 0.01, "none"       # Softmax and FM make these parameters
@@ -527,6 +532,9 @@ class GLM(Linear):
 
     def prepare(self, data, parts):
         g, y = data.train, data.labels
+        if self.early_stop and data.test is None:
+            raise Tux2Error(f"--early-stop {self.early_stop} (early_stop=) watches a test loss: "
+                            "give test data (--test FILE; from Python: fit(data, test))")
         mu, counts = None, raw_counts(g.values) if self.factors and self.norm == "auto" else None
         norm_before = self.norm_                    # the model's, for a warm start
         self.norm_ = ("l2" if counts else "none") if self.norm == "auto" else self.norm
@@ -686,6 +694,45 @@ class GLM(Linear):
         prog.init_vertices = init_vertices
         return feats, d - had
 
+    @property
+    def _watched(self):
+        """The test metric early stopping watches (lower is better)."""
+        return {"squared": "test_rmse", "hinge": "test_hinge_loss"}.get(self.loss, "test_logloss")
+
+    _stops_early = property(lambda self: self.early_stop > 0)
+
+    def _converged(self, history):
+        if self.tol > 0 and len(history) >= 2:
+            prev, now = history[-2]["objective"], history[-1]["objective"]
+            if prev - now <= self.tol * abs(prev):
+                return (f"  converged: epoch {history[-1]['epoch']} lowered the objective by less than --tol "
+                        f"{self.tol:g} of its value ({prev:.6g} to {now:.6g})")
+        return None
+
+    def _early(self, history, s):
+        """``early_stop`` N: the test loss has not fallen below its lowest for N epochs."""
+        key = self._watched
+        h = [(r["epoch"], r[key]) for r in history if r.get(key) is not None and math.isfinite(r[key])]
+        if not self.early_stop or not h:
+            return None
+        best = min(range(len(h)), key=lambda j: h[j][1])
+        if len(h) - 1 - best < self.early_stop:
+            return None
+        kept = vars(s).get("best", (np.inf,))[0] <= h[best][1]
+        name = {"test_rmse": "test RMSE", "test_hinge_loss": "test hinge loss"}.get(key, "test log-loss")
+        return (f"  stopped early: the {name} has not fallen below {h[best][1]:.6g} (epoch "
+                f"{h[best][0]}) for {self.early_stop} epoch(s) (--early-stop)"
+                + ("; the model is that epoch's" if kept else "; that epoch came before the resume, whose model "
+                   "is kept"))
+
+    def _kept(self, s):
+        if self.early_stop and "best" in vars(s):
+            return {"w": s.best[2]}, {"metric": s.best[0], "epoch": s.best[1]}
+        return None
+
+    def _take_kept(self, s, arrays, meta):
+        s.best = (float(meta["metric"]), int(meta["epoch"]), arrays["w"])
+
     def record(self, eng, s):
         ctx = eng.context()
         units = s.yscale ** 2               # a squared loss trains on targets / σ: its objective in y's units
@@ -694,7 +741,11 @@ class GLM(Linear):
                "loss": (float(ctx["loss"] / max(s.n, 1)) + empty) * units,
                "nnz": int(ctx["nnz"]), "clock": eng.clock}
         W = self._original(glm.weights(eng), s) if s.test is not None else None
-        return {**rec, **self._test_metrics(s, W)}
+        rec.update(self._test_metrics(s, W))
+        now = rec.get(self._watched)
+        if self.early_stop and now is not None and math.isfinite(now) and now < vars(s).get("best", (np.inf,))[0]:
+            s.best = (now, eng.iteration, W)             # the model early stopping keeps (rank 0's)
+        return rec
 
     def _header(self, s, parts, world):
         return [f"tux2 {__version__} {self.algorithm} ({self.loss}, {self.penalty}, strategy {self.strategy}): "
@@ -804,6 +855,13 @@ class GLM(Linear):
         self.step_state_ = {f: np.array(fd[f]) for f in self.STEP_STATE if f in fd.dtype.names}
         self.step_state_["optimizer"] = np.array(self._resolved()[0])
         self.epochs_trained_ = int(round(float(eng.context()["epoch"])))    # a warm start's too: its decay goes on
+        self.best_epoch_ = None
+        best = vars(s).get("best") if self.early_stop else None
+        if best is not None and best[1] != eng.iteration:   # early stopping keeps the lowest test loss's model
+            self._learned(best[2][:, 0] if best[2].shape[1] == 1 else best[2], s)
+            self.best_epoch_ = self.epochs_trained_ = best[1]
+            self.step_state_ = {}           # (the kept epoch's step history is not kept: a warm start begins anew)
+            s.meta["best_epoch"] = best[1]
 
 
 class LogisticRegression(GLM):
@@ -830,7 +888,7 @@ class LinearRegression(GLM):
 
     def __init__(self, strategy="sendgradient", optimizer=None, driver=False, penalty="l2", reg=None, batch=None,
                  eta=None, decay=0.5, epochs=10, seed=0, bias=True, zero_based="auto", duplicates="error",
-                 label_column=None, warm_start=False):
+                 label_column=None, warm_start=False, tol=0.0, early_stop=0):
         self._keep(locals())
 
 
@@ -842,7 +900,7 @@ class Softmax(GLM):
 
     def __init__(self, strategy="sendgradient", optimizer=None, driver=False, penalty="l2", reg=None, batch=None,
                  eta=None, decay=0.0, epochs=10, seed=0, bias=True, classes=None, zero_based="auto",
-                 duplicates="error", label_column=None, warm_start=False):
+                 duplicates="error", label_column=None, warm_start=False, tol=0.0, early_stop=0):
         self._keep(locals())
 
 
@@ -861,7 +919,7 @@ class FM(GLM):
 
     def __init__(self, strategy="sendgradient", optimizer=None, driver=False, penalty="l2", reg=None, batch=None,
                  eta=None, decay=0.0, epochs=10, seed=0, bias=False, loss="logistic", factors=8, init_std=0.01,
-                 norm="auto", zero_based="auto", duplicates="error", label_column=None, warm_start=False):
+                 norm="auto", zero_based="auto", duplicates="error", label_column=None, warm_start=False, tol=0.0, early_stop=0):
         self._keep(locals())
 
 
