@@ -414,3 +414,25 @@ def test_umass_coherence_is_tomotopys_and_a_planted_model_scores_above_random_to
         m.coherence(top_n=5)
     m.save(tmp_path / "m")
     np.testing.assert_array_equal(LDA.load(tmp_path / "m").coherence_, m.coherence_)
+
+
+def test_umass_scores_only_the_words_a_topic_holds():
+    """A topic's words are those it holds (count > 0): an empty topic or one of a single
+    word has no coherence (NaN), one of 3 words scores their 3 pairs only. Before, the
+    top 10 were padded with words of count 0 in id order, so on 'w1 w2 / w1' with 8
+    topics the 6 empty ones each scored -0.69 (brk50)."""
+    import math
+    from tux2.graph import BipartiteGraph
+    docs = [[0, 1, 2], [0, 1], [0, 3], [1, 2, 3, 4], [4]]
+    d = np.array([i for i, ws in enumerate(docs) for _ in ws])
+    w = np.array([x for ws in docs for x in ws])
+    g = BipartiteGraph(d, w, np.ones(len(d)), len(docs), 5, ("doc", "word"))
+    wt = np.array([[0, 0, 0, 0, 0], [0, 0, 7, 0, 0], [5, 3, 0, 0, 1], [1, 1, 1, 1, 1]], float)
+    got = lda.umass(wt, g, 10)
+    assert np.isnan(got[0]) and np.isnan(got[1])
+    sets = [set(ws) for ws in docs]
+
+    def pair(a, b):         # w_i = a after w_j = b in the topic's order
+        return math.log((sum(a in s and b in s for s in sets) / 5 + 1e-12) / (sum(b in s for s in sets) / 5))
+    assert got[2] == pytest.approx(np.mean([pair(1, 0), pair(4, 0), pair(4, 1)]), rel=1e-12)
+    assert got[3] == pytest.approx(np.mean([pair(a, b) for a in range(5) for b in range(a)]), rel=1e-12)

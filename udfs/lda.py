@@ -527,6 +527,8 @@ def umass(word_topic, docs, n=10, eps=1e-12):
     tomotopy's and gensim's ``u_mass``): the mean over word pairs (w_i, w_j), j before i in
     the topic's order, of log((D(w_i, w_j) / D + eps) / (D(w_j) / D)), D(·) counting the
     documents of ``docs`` (a doc → word graph in the model's word ids) that hold the words.
+    Only words the topic holds (count > 0) are its words: a topic of fewer than two has no
+    pair, and padding it with words of no count (ties, in id order) scored empty topics.
     Pairs whose w_j no document holds are left out; a topic with no pair left is NaN."""
     import scipy.sparse as sp
     K, V = word_topic.shape
@@ -542,10 +544,11 @@ def umass(word_topic, docs, n=10, eps=1e-12):
     nd = max(docs.n_src, 1)
     out = np.full(K, np.nan)
     i, j = np.tril_indices(m, -1)
+    held = (np.take_along_axis(np.asarray(word_topic), top, axis=1) > 0).sum(axis=1)
     for k in range(K):
         a, b = at[k, i], at[k, j]
         dj = co[b, b]
-        ok = dj > 0
+        ok = (dj > 0) & (i < held[k])                   # (i > j: both words held)
         if ok.any():
             out[k] = float(np.mean(np.log((co[a, b][ok] / nd + eps) / (dj[ok] / nd))))
     return out
