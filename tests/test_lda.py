@@ -436,3 +436,17 @@ def test_umass_scores_only_the_words_a_topic_holds():
         return math.log((sum(a in s and b in s for s in sets) / 5 + 1e-12) / (sum(b in s for s in sets) / 5))
     assert got[2] == pytest.approx(np.mean([pair(1, 0), pair(4, 0), pair(4, 1)]), rel=1e-12)
     assert got[3] == pytest.approx(np.mean([pair(a, b) for a in range(5) for b in range(a)]), rel=1e-12)
+
+
+def test_a_model_with_topics_of_no_coherence_loads_and_warm_starts(tmp_path):
+    """A topic of fewer than 2 words has coherence NaN, saved so in lda.npz: loading such a
+    model failed with 'coherence holds NaN or infinite values' (brk50), so did --init-model."""
+    from tests.conftest import run_cli
+    from tux2 import LDA
+    (tmp_path / "c.txt").write_text("apple pear apple\npear\napple fig\n")
+    m = LDA(topics=6, iterations=5, seed=1).fit(str(tmp_path / "c.txt"))
+    assert np.isnan(m.coherence_).any()
+    m.save(tmp_path / "m")
+    np.testing.assert_array_equal(LDA.load(tmp_path / "m").coherence_, m.coherence_)
+    r = run_cli("run", "lda", str(tmp_path / "c.txt"), "--init-model", str(tmp_path / "m"), "--iterations", "2")
+    assert r.returncode == 0, r.stderr
