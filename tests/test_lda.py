@@ -450,3 +450,17 @@ def test_a_model_with_topics_of_no_coherence_loads_and_warm_starts(tmp_path):
     np.testing.assert_array_equal(LDA.load(tmp_path / "m").coherence_, m.coherence_)
     r = run_cli("run", "lda", str(tmp_path / "c.txt"), "--init-model", str(tmp_path / "m"), "--iterations", "2")
     assert r.returncode == 0, r.stderr
+
+
+def test_umass_top_words_are_a_stable_argsorts_first_n_ties_included():
+    """umass picks each topic's top words without sorting whole rows (K = 1000 topics of
+    50,000 words: 8.3 s to argsort): the same ids, in the same order, as a stable argsort,
+    ties at the n-th count and rows of zeros included."""
+    rng = np.random.default_rng(3)
+    for _ in range(300):
+        K, V = int(rng.integers(1, 6)), int(rng.integers(1, 40))
+        wt = rng.integers(0, 4, (K, V)).astype(rng.choice([np.int32, np.float64]))
+        wt[0] = 0
+        n = int(rng.integers(1, V + 2))
+        want = np.argsort(-wt, axis=1, kind="stable")[:, :n]
+        np.testing.assert_array_equal(lda._top_ids(wt, min(n, V)), want)
