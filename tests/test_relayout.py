@@ -200,3 +200,34 @@ def test_a_resume_with_another_partitioner_says_so_and_ends_with_its_model(input
         in _header(r)[0], r.stdout
     files = ("weights.npz",)
     _agrees(_arrays(tmp_path / "res", files), _arrays(tmp_path / "bicut", files), _arrays(tmp_path / "random", files))
+
+
+
+def test_context_records_that_differ_only_in_padding_are_the_same():
+    """MF's context record has padding (an f4 before an i8); np.load fills it with whatever
+    memory held, so each part file of one checkpoint read back has its own: comparing
+    their tobytes() refused 3-worker checkpoints on another layout as 'global_ctx …
+    differs between its files' (brk50)."""
+    from tux2.engine import _same_records
+    dt = np.dtype({"names": ["k", "mu", "n"], "formats": ["<i8", "<f4", "<i8"], "offsets": [0, 8, 16],
+                   "itemsize": 24})
+    a, b = np.zeros(1, dt), np.zeros(1, dt)
+    a["k"], a["mu"], a["n"] = 4, 3.5, 7
+    b[...] = a
+    b.view(np.uint8)[12:16] = 0xAB                  # the padding only
+    assert a.tobytes() != b.tobytes() and _same_records(a, b)
+    b["mu"] = np.nextafter(np.float32(3.5), np.float32(4))
+    assert not _same_records(a, b)
+
+
+@pytest.mark.slow
+def test_a_three_worker_checkpoint_resumes_on_one_worker(ratings_path, tmp_path):
+    common = ["run", "mf", ratings_path, "--k", "4", "--timeout", "30"]
+    _run(*common, "--epochs", "4", "--out", str(tmp_path / "full"))
+    _run(*common, "--workers", "3", "--epochs", "2", "--checkpoint-every", "2", "--checkpoint-dir", str(tmp_path / "ck"))
+    r = run_cli(*common, "--epochs", "4", "--resume", str(tmp_path / "ck"), "--out", str(tmp_path / "res"),
+                timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "a checkpoint of 3 workers" in _header(r)[0], r.stdout
+    files = ("user.npz", "item.npz")
+    _same(_arrays(tmp_path / "res", files), _arrays(tmp_path / "full", files))

@@ -1171,7 +1171,7 @@ class Engine(ApplyRounds):
         glob = [a.get("global_ctx") for a in files]
         g = glob[0]
         if g is None or g.dtype != self.global_ctx.dtype or g.shape != self.global_ctx.shape or \
-                any(x is None or x.tobytes() != g.tobytes() for x in glob):
+                any(x is None or x.dtype != g.dtype or not _same_records(x, g) for x in glob):
             raise SchemaError("checkpoint's global_ctx is missing, of another dtype, or differs between its files")
         ctxs = [get(r, "ctx") for r in range(P0)]
         for r, c in enumerate(ctxs):
@@ -1274,6 +1274,14 @@ class Engine(ApplyRounds):
     def context(self):
         """The last globally combined context as a dict."""
         return {f: (self.global_ctx[f][0].tolist()) for f in self.global_ctx.dtype.names}
+
+
+def _same_records(a, b):
+    """Whether two structured arrays hold the same values, field by field and bit for bit
+    (not ``tobytes()``: the padding between aligned fields is whatever memory held, and
+    differs between the processes that wrote one checkpoint)."""
+    return a.shape == b.shape and all(np.ascontiguousarray(a[f]).tobytes() == np.ascontiguousarray(b[f]).tobytes()
+                                      for f in a.dtype.names)
 
 
 def _id_dtype(n):

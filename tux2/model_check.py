@@ -174,7 +174,7 @@ def check_lda(directory, meta, arrays):
         if (alpha <= 0).any():
             raise ModelError(f"{path}: alpha holds a number that is not positive")
     if "coherence" in a:
-        c = _need(path, a, "coherence", "f", (K,))
+        c = _need(path, a, "coherence", "f", (K,), finite=False)     # NaN: a topic of fewer than 2 words
         if (c > 1e-9).any() or np.isinf(c).any():        # a mean of logs of probabilities: <= 0, NaN for no pair
             raise ModelError(f"{path}: coherence holds a number above 0 or infinite")
     if not np.array_equal(a["word_topic"].sum(axis=1, dtype=np.int64), a["topic_totals"]):

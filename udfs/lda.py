@@ -527,28 +527,50 @@ def umass(word_topic, docs, n=10, eps=1e-12):
     tomotopy's and gensim's ``u_mass``): the mean over word pairs (w_i, w_j), j before i in
     the topic's order, of log((D(w_i, w_j) / D + eps) / (D(w_j) / D)), D(·) counting the
     documents of ``docs`` (a doc → word graph in the model's word ids) that hold the words.
+    Only words the topic holds (count > 0) are its words: a topic of fewer than two has no
+    pair, and padding it with words of no count (ties, in id order) scored empty topics.
     Pairs whose w_j no document holds are left out; a topic with no pair left is NaN."""
     import scipy.sparse as sp
-    K, V = word_topic.shape
+    wt = np.asarray(word_topic)
+    K, V = wt.shape
     m = max(1, min(int(n), V))
-    top = np.argsort(-np.asarray(word_topic), axis=1, kind="stable")[:, :m]
+    top = _top_ids(wt, m)
+    held = (np.take_along_axis(wt, top, axis=1) > 0).sum(axis=1)
     keep = docs.dst < V
     X = sp.csr_matrix((np.ones(int(keep.sum())), (docs.src[keep], docs.dst[keep])), shape=(docs.n_src, V))
     X.data[:] = 1.0                                     # (a doc, word) pair on several edges: one document
-    used, at = np.unique(top, return_inverse=True)
-    at = at.reshape(top.shape)
-    M = X[:, used].tocsc()
-    co = (M.T @ M).toarray()
+    X = X.tocsc()
     nd = max(docs.n_src, 1)
     out = np.full(K, np.nan)
     i, j = np.tril_indices(m, -1)
-    for k in range(K):
-        a, b = at[k, i], at[k, j]
-        dj = co[b, b]
-        ok = dj > 0
-        if ok.any():
-            out[k] = float(np.mean(np.log((co[a, b][ok] / nd + eps) / (dj[ok] / nd))))
+    step = max(1, 2048 // m)        # topics at a time: their words' co-occurrence counts dense, ≤ 2048² (32 MB)
+    for lo in range(0, K, step):
+        used, at = np.unique(top[lo:lo + step], return_inverse=True)
+        at = at.reshape(-1, m)
+        M = X[:, used]
+        co = (M.T @ M).toarray()
+        for k in range(lo, min(K, lo + step)):
+            a, b = at[k - lo, i], at[k - lo, j]
+            dj = co[b, b]
+            ok = (dj > 0) & (i < held[k])               # (i > j: both words held)
+            if ok.any():
+                out[k] = float(np.mean(np.log((co[a, b][ok] / nd + eps) / (dj[ok] / nd))))
     return out
+
+
+def _top_ids(wt, m):
+    """Per row of ``wt``, the ids of its ``m`` largest values, largest first, ties in id
+    order (a stable argsort's first ``m``) without sorting whole rows: K = 1000 topics of
+    V = 50,000 words took 8.3 s to argsort."""
+    if m >= wt.shape[1]:
+        return np.argsort(-wt, axis=1, kind="stable")
+    V = wt.shape[1]
+    top = np.empty((wt.shape[0], m), np.int64)
+    for k, row in enumerate(wt):
+        thr = np.partition(row, V - m)[V - m]                   # the row's m-th largest value (a row's copy)
+        cand = np.flatnonzero(row >= thr)                       # (all the ties at the m-th, in id order)
+        top[k] = cand[np.argsort(-row[cand], kind="stable")[:m]]
+    return top
 
 
 def top_words(word_topic, n, vocab=None, base=0):
