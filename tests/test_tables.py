@@ -388,3 +388,21 @@ def test_a_model_of_a_table_scores_libsvm_files(data, tmp_path):
     assert json.loads(r.stderr)["accuracy"] == pytest.approx(m.score(test_csv))
     r = run_cli("run", "lr", data["csv"], "--test", test_svm, "--epochs", "3")
     assert r.returncode == 0, r.stderr
+
+
+def test_label_column_first_picks_the_first_column_as_last_picks_the_last(tmp_path):
+    """YearPredictionMSD ships its year first in a headerless CSV: ``--label-column first``
+    reads it as ``1`` does (it used to stop with 'names no column'); a header column
+    named ``first`` is still picked by its name."""
+    path = tmp_path / "year.txt"
+    path.write_text("2001,0.5,3\n1999,0,-1.25\n2010,7,0\n")
+    g1, y1 = loaders.load_libsvm(str(path), label_column="first")
+    g2, y2 = loaders.load_libsvm(str(path), label_column=1)
+    assert y1.tolist() == y2.tolist() == [2001.0, 1999.0, 2010.0]
+    assert sorted(zip(g1.src.tolist(), g1.dst.tolist(), g1.values.tolist())) == \
+        sorted(zip(g2.src.tolist(), g2.dst.tolist(), g2.values.tolist())) == \
+        [(0, 0, 0.5), (0, 1, 3.0), (1, 1, -1.25), (2, 0, 7.0)]
+    named = tmp_path / "named.csv"
+    named.write_text("x,first,z\n1,5,2\n3,6,4\n")
+    _, y = loaders.load_libsvm(str(named), label_column="first")
+    assert y.tolist() == [5.0, 6.0]

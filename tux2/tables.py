@@ -109,8 +109,9 @@ class TableFormat:
 def _resolve_label(label, names, width, path, words=None, first=0):
     """(0-based label column, how it was chosen) of ``label`` (None: a header name in
     LABEL_NAMES, else the one column of words ``words``, else column ``first``; an int,
-    1-based, negative from the end; 'last'; a header name; or [name, position]: the name
-    when the file has a header, else the position)."""
+    1-based, negative from the end; 'first' or 'last' (unless a header column has that
+    very name); a header name; or [name, position]: the name when the file has a header,
+    else the position)."""
     if isinstance(label, (list, tuple)):
         label = label[0] if names else label[1]
     if label is None:
@@ -122,8 +123,8 @@ def _resolve_label(label, names, width, path, words=None, first=0):
         return first, "the first; --label-column picks another"
     spec = str(label).strip()
     flag = "label column (--label-column, label_column=)"
-    if spec.lower() == "last":
-        return width - 1, "--label-column last"
+    if spec.lower() in ("first", "last") and spec not in (names or ()):
+        return (0, "--label-column first") if spec.lower() == "first" else (width - 1, "--label-column last")
     try:
         j = int(spec)
     except ValueError:
@@ -131,8 +132,8 @@ def _resolve_label(label, names, width, path, words=None, first=0):
             [i for i, n in enumerate(names or ()) if io._key(n) == io._key(spec)]
         if len(hits) != 1:
             what = f"the header's names are {', '.join(names)}" if names else "the file has no header line"
-            raise InputError(f"the {flag} {spec!r} names no column of this file ({what}): a number or 'last' "
-                             "picks one by position", path=path) from None
+            raise InputError(f"the {flag} {spec!r} names no column of this file ({what}): a number, 'first' "
+                             "or 'last' picks one by position", path=path) from None
         return hits[0], f"--label-column {spec}"
     if not (1 <= j <= width or -width <= j <= -1):
         raise InputError(f"the {flag} {j}: the table has {width} columns (1 … {width}, or -1 for the last)",

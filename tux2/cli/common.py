@@ -429,7 +429,7 @@ def add_libsvm_args(p, metrics):
     p.add_argument("input", nargs="?", help="training set: libsvm, or a table of numbers (CSV, TSV …) with the "
                                             "labels in a column; default: built-in generated set")
     p.add_argument("--test", help=f"test set (as INPUT): {metrics} per epoch")
-    p.add_argument("--label-column", metavar="N|NAME|last", default=None,
+    p.add_argument("--label-column", metavar="N|NAME|first|last", default=None,
                    help="a table's label column: 1-based number, header name or 'last' (default: the column named "
                         "label, class, target, y … , else the first, as LightGBM and xgboost read CSV)")
     base = p.add_mutually_exclusive_group()

@@ -30,7 +30,7 @@ def add_parser(sub):
                         "of samples for the linear models when numbers fill 5 columns or more (or non-integers the "
                         "first two), an edge list when every line has two ids and a number (or nothing) third, as "
                         "'tux2 run mf' reads it, else a text corpus")
-    p.add_argument("--label-column", metavar="N|NAME|last", help="a table: as in tux2 run lr")
+    p.add_argument("--label-column", metavar="N|NAME|first|last", help="a table: as in tux2 run lr")
     p.add_argument("--text-column", metavar="NAME|N", help="a CSV or TSV corpus: as in tux2 run lda")
     p.add_argument("--ids", choices=ID_MODES, default="auto", help="edge lists: as in tux2 run")
     add_input_args(p)

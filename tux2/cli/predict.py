@@ -35,7 +35,7 @@ def add_parser(sub):
     p.add_argument("--zero-based", default=None, action="store_true",
                    help="feature indices start at 0 (default: as the model was trained)")
     p.add_argument("--metrics", help="also write the metrics as one JSON object to this file")
-    p.add_argument("--label-column", metavar="N|NAME|last", default=None,
+    p.add_argument("--label-column", metavar="N|NAME|first|last", default=None,
                    help="linear models, a table: its labels' column (default: the training table's, by header name "
                         "or position; none when the table has just the model's features)")
     p.add_argument("--top-k", type=COUNT, default=None, help="mf: recommend this many items per user")
