@@ -124,6 +124,7 @@ def powerlaw_file(tmp_path_factory):
     return _write(tmp_path_factory.mktemp("als") / "ratings.csv", zip(pairs[:, 0] + 1, pairs[:, 1] + 1, r))
 
 
+@pytest.mark.slow      # the default suite's heaviest (10-28 s, 2026-11-29 durations); .ci/run's slow pass runs it
 def test_cli_als_end_to_end_on_a_powerlaw_file(powerlaw_file, tmp_path):
     out = tmp_path / "m"
     r = run_cli("run", "mf", powerlaw_file, "--mode", "als", "--k", "4", "--epochs", "6", "--out", str(out),
@@ -155,6 +156,7 @@ def test_python_api_als_fit_predict_save_load(ratings, tmp_path):
     assert -m.score(test) == pytest.approx(rmse[-1], rel=1e-5)
 
 
+@pytest.mark.slow      # the default suite's heaviest (10-28 s, 2026-11-29 durations); .ci/run's slow pass runs it
 def test_implicit_ranks_held_out_items_above_popularity():
     """Planted groups of items, heavy-tailed play counts given as they are (no log): ALS
     with --implicit finds each user's held-out items better than the most played ones."""
@@ -222,6 +224,7 @@ def test_most_popular_baseline_is_the_numpy_one():
         assert got[name] == pytest.approx(want[name], rel=1e-12), name
 
 
+@pytest.mark.slow      # the default suite's heaviest (10-28 s, 2026-11-29 durations); .ci/run's slow pass runs it
 def test_a_model_below_the_most_popular_baseline_is_told():
     """Events drawn by item popularity alone (Zipf), a few per user: the default-size
     model ranks held-out events below most-popular, and fit says so (a RuntimeWarning,
@@ -285,6 +288,7 @@ def test_options_als_does_not_use_are_refused(powerlaw_file, flags, says):
     assert r.returncode == 2 and says in r.stderr and "Traceback" not in r.stderr, r.stderr
 
 
+@pytest.mark.slow      # the default suite's heaviest (10-28 s, 2026-11-29 durations); .ci/run's slow pass runs it
 def test_resume_and_early_stop_with_als(powerlaw_file, tmp_path):
     common = ["run", "mf", powerlaw_file, "--mode", "als", "--k", "3", "--quiet"]
     assert run_cli(*common, "--epochs", "4", "--out", str(tmp_path / "full")).returncode == 0
@@ -316,6 +320,7 @@ def test_two_worker_processes_give_the_one_process_model(powerlaw_file, tmp_path
         np.testing.assert_allclose(b["b"], a["b"], rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.slow      # the default suite's heaviest (10-28 s, 2026-11-29 durations); .ci/run's slow pass runs it
 def test_a_singular_system_gets_a_least_squares_minimiser_not_noise():
     """λ = 0 with fewer ratings than factors (or a confidence that buries the rest of the
     system below double precision) makes the normal equations singular; the solve gives a

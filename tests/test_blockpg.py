@@ -434,6 +434,7 @@ def _text_libsvm(path, rows, binary=False, seed=7):
     return str(path)
 
 
+@pytest.mark.slow      # the default suite's heaviest (10-28 s, 2026-11-29 durations); .ci/run's slow pass runs it
 def test_cli_picks_the_newton_form_on_raw_counts(tmp_path):
     """On raw counts the default (--form auto) is the newton form, and rightly: in 8
     epochs it is far closer to the optimum than the kappa form, whose header points to

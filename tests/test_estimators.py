@@ -43,8 +43,9 @@ CASES = {   # name: (tux2 run words, estimator, data for fit, arrays compared)
 }
 
 
-# LDA's case takes 13 s cold (2026-11-27 durations): the slow pass runs it
-@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n == "lda" else n for n in sorted(CASES)])
+# LDA's case takes 13 s cold (2026-11-27 durations), blockpg's 11 s (2026-11-29): the slow pass runs them
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in ("lda", "blockpg") else n
+                                  for n in sorted(CASES)])
 def test_cli_fit_and_two_workers_give_the_same_model(name, files, tmp_path):
     words, make, data, arrays = CASES[name]
     paths = {"R": files / "r.txt", "T": files / "t.txt", "S": files / "s.svm", "C": files / "c.txt",
@@ -377,6 +378,7 @@ def test_a_test_rmse_that_rises_past_its_lowest_is_noted(tmp_path):
     assert m.history_[-1]["test_rmse"] == min(r["test_rmse"] for r in m.history_)
 
 
+@pytest.mark.slow      # the default suite's heaviest (10-28 s, 2026-11-29 durations); .ci/run's slow pass runs it
 def test_a_test_set_that_is_the_training_file_is_noted(tmp_path):
     """--test naming the training file (a typo of the split's name, or a shortcut) gave a
     'test RMSE' that was the training fit, without a word. A copy is another file."""
