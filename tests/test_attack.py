@@ -399,7 +399,9 @@ def test_a_flood_of_refused_connections_costs_no_memory():
         flood(1000)                     # libzmq's own buffers settle
         before = rss()
         flood(6000)
-        assert rss() - before < 25 << 20, (rss() - before) >> 20
+        # pyzmq's ThreadAuthenticator kept ~12 KB a refusal: 70 MiB for these 6000; a clean-clone run of
+        # this process measured 25 MiB of other growth (libzmq, malloc arenas), so the bound sits between
+        assert rss() - before < 45 << 20, (rss() - before) >> 20
         assert gate.refusals >= 7000
         push = ctx.socket(zmq.PUSH)
         push.plain_username, push.plain_password = b"tux2", plain_password(b"the run's secret")
