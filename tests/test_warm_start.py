@@ -260,8 +260,9 @@ def test_a_glm_warm_start_refuses_another_form_or_other_labels(tmp_path):
         tux2.FM(epochs=1).start_from(fm).fit(X, y)
     with pytest.raises(TypeError, match="cannot start from a LinearSVM"):
         tux2.LogisticRegression().start_from(tux2.LinearSVM(epochs=1).fit(X, y))
-    with pytest.raises(TypeError, match="BlockPG has no warm start"):
-        tux2.BlockPG().start_from(tux2.BlockPG(epochs=1).fit(X, y))
+    own = type("Own", (tux2.Estimator,), {"__init__": lambda self, epochs=1: self._keep(locals())})
+    with pytest.raises(TypeError, match="Own has no warm start"):        # an estimator without warm_start=
+        own().start_from(lr)
 
 
 def test_glm_init_model_on_the_command_line_and_two_workers(tmp_path):
@@ -310,6 +311,72 @@ def test_a_glm_warm_start_goes_on_as_a_longer_fit(make, tmp_path):
     make(3).fit((g, y)).save(tmp_path / "m")
     more = make(3).start_from(type(make(1)).load(tmp_path / "m")).fit((g, y))
     np.testing.assert_allclose(more.coef_, make(6).fit((g, y)).coef_, rtol=1e-12, atol=1e-14)
+
+
+def _kdd(n=1000, d=300):
+    import scipy.sparse as sp
+    from tux2.datasets import sparse_classification
+    g, y, _ = sparse_classification(n_samples=n, n_features=d, seed=3)
+    return sp.csr_matrix((g.values, (g.src, g.dst)), shape=(g.n_src, g.n_dst)), y
+
+
+@pytest.mark.parametrize("form", ["kappa", "newton"])
+@pytest.mark.parametrize("bias", [False, True])
+def test_blockpg_warm_start_goes_on_as_a_longer_fit(form, bias):
+    """BlockPG starts from the model's weights with the margins X·w computed from them:
+    4 epochs and 3 more from them are 7 epochs in one fit, up to the shrinking that begins
+    anew (every feature is examined in the first epoch: the paths part by 1e-6 in the
+    objective) and the margins' summation order."""
+    X, y = _kdd()
+    first = tux2.BlockPG(epochs=4, form=form, bias=bias).fit(X, y)
+    more = tux2.BlockPG(epochs=3, form=form, bias=bias).start_from(first).fit(X, y)
+    whole = tux2.BlockPG(epochs=7, form=form, bias=bias).fit(X, y)
+    f = [r["objective"] for r in more.history_]
+    assert f[0] < first.history_[-1]["objective"]           # it goes on descending from the model, not from 0
+    assert f[-1] == pytest.approx(whole.history_[-1]["objective"], rel=1e-5)     # (seen: 2e-6 apart, or equal)
+    np.testing.assert_allclose(more.coef_, whole.coef_, atol=1e-2)
+
+
+def test_blockpg_warm_start_from_the_optimum_stays_and_a_path_reaches_the_optimum():
+    """At the optimum (newton form, converged) a warm start's first epoch is the optimum's
+    objective; from λ = 10's model a λ = 1 fit reaches λ = 1's optimum (a regularisation path)."""
+    from tux2.udfs.blockpg import objective_value
+    X, y = _kdd()
+    opt = tux2.BlockPG(epochs=30, form="newton").fit(X, y)
+    again = tux2.BlockPG(epochs=1, form="newton").start_from(opt).fit(X, y)
+    f_opt = objective_value(opt.coef_, X, y, 1.0)
+    assert again.history_[0]["objective"] == pytest.approx(f_opt, rel=1e-9)
+    high = tux2.BlockPG(reg=10.0, epochs=10, form="newton").fit(X, y)
+    path = tux2.BlockPG(epochs=30, form="newton").start_from(high).fit(X, y)
+    assert objective_value(path.coef_, X, y, 1.0) == pytest.approx(f_opt, rel=1e-7)
+
+
+def test_blockpg_warm_start_refusals_more_features_and_the_command_line(tmp_path):
+    """The model's intercept and labels must be this fit's; features beyond the model's
+    start at 0; ``tux2 run blockpg --init-model DIR`` on 1 and 2 workers is fit's model."""
+    from tux2.io import write_libsvm
+    from tux2.graph import BipartiteGraph
+    X, y = _kdd()
+    plain, with_bias = tux2.BlockPG(epochs=2).fit(X, y), tux2.BlockPG(epochs=2, bias=True).fit(X, y)
+    with pytest.raises(tux2.Tux2Error, match="has no intercept: leave out bias=True"):
+        tux2.BlockPG(epochs=1, bias=True).start_from(plain).fit(X, y)
+    with pytest.raises(tux2.Tux2Error, match="has an intercept: give bias=True"):
+        tux2.BlockPG(epochs=1).start_from(with_bias).fit(X, y)
+    with pytest.raises(tux2.Tux2Error, match="has the labels -1, 1 and this data 0, 1"):
+        tux2.BlockPG(epochs=1).start_from(plain).fit(X, (y > 0).astype(int))
+    small = tux2.BlockPG(epochs=3).fit(X[:, :200], y)           # knows the first 200 of 300 features
+    small.save(tmp_path / "m")
+    coo = X.tocoo()
+    write_libsvm(str(tmp_path / "train.svm"), BipartiteGraph(coo.row, coo.col, coo.data, *X.shape), y)
+    fit = tux2.BlockPG(epochs=2).start_from(tmp_path / "m").fit(str(tmp_path / "train.svm"))
+    assert fit.n_features_in_ == 300
+    for workers in ("1", "2"):
+        out = tmp_path / f"cli{workers}"
+        r = run_cli("run", "blockpg", str(tmp_path / "train.svm"), "--epochs", "2", "--init-model",
+                    str(tmp_path / "m"), "--workers", workers, "--out", str(out), timeout=180)
+        assert r.returncode == 0, r.stderr
+        assert "started from the model learned before: 200 of 300 features (the others as in a new model)" in r.stdout
+        np.testing.assert_allclose(np.load(out / "weights.npz")["w"], fit.coef_, rtol=1e-9, atol=1e-12)
 
 
 def test_a_negative_adagrad_history_is_refused_naming_the_file(files, tmp_path):

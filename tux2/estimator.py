@@ -194,8 +194,9 @@ class Estimator:
         ``init_model`` takes a file) learned: its learned attributes, and ``warm_start=True``.
         ``None`` (LightGBM's ``init_model=None``): the next ``fit`` starts afresh."""
         if "warm_start" not in self._param_names():     # its fit would ignore the model: refused, not ignored
-            raise TypeError(f"{type(self).__name__} has no warm start (warm_start=); MF, LDA and the GLMs "
-                            "(LogisticRegression, LinearSVM, Softmax, FM) have one")
+            raise TypeError(f"{type(self).__name__} has no warm start (warm_start=); tux2's own "
+                            "estimators (MF, LDA, BlockPG, LogisticRegression, LinearSVM, LinearRegression, Softmax, "
+                            "FM) have one")
         if model is None:
             self.warm_start = False
             return self

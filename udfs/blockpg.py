@@ -238,18 +238,20 @@ INNER = 10          # the newton form's coordinate-descent sweeps per epoch (a p
 
 
 def program(labels, values, samples, features, n_features, lam=1.0, block_size=None, h_min=1e-12,
-            shrink=0.9, rest=2, types=("sample", "feature"), form="kappa", inner=INNER, kappa=None):
+            shrink=0.9, rest=2, types=("sample", "feature"), form="kappa", inner=INNER, kappa=None, start=None):
     """BlockPG on edges (samples[i], features[i]) with values ``values`` (feature ids
     already shuffled, see ``shuffle_features``); ``labels`` ±1 (0/1 accepted) per sample.
     ``form``: "kappa" (blocks of ``block_size`` under the κ bound, above) or "newton"
     (``newton_program``: one proximal Newton step per epoch, ``inner`` sweeps over
     blocks of ``block_size`` on its quadratic model, a line search). ``kappa``: κ per
-    edge for ``block_size``, when the caller has it (``block_counts``)."""
+    edge for ``block_size``, when the caller has it (``block_counts``); ``start``: the weights
+    to begin at, by (shuffled) feature id (a warm start; default 0), the margins and the
+    edges' folded weights made to match."""
     if form not in ("kappa", "newton"):
         raise ValueError(f"BlockPG form must be 'kappa' or 'newton', got {form!r}")
     if form == "newton":
         return newton_program(labels, values, samples, features, n_features, lam, block_size or 1, inner, h_min,
-                              shrink, rest, types)
+                              shrink, rest, types, start)
     y, size, kappa, x = _inputs(labels, values, samples, features, n_features, lam, block_size, shrink, rest, kappa)
     vt = [VertexType(types[0], sync={"m": "f8"}, master={"y": "f8"}, accum={}),
           VertexType(types[1], sync={"w": "f8", "skip": "i4", "moved": "i4"}, accum={"g": "f8", "h": "f8"})]
@@ -258,11 +260,13 @@ def program(labels, values, samples, features, n_features, lam=1.0, block_size=N
                               "epoch": "i4"},
                       sum=("loss", "l1", "nnz"), init={"lam": lam, "h_min": h_min, "shrink": shrink, "rest": rest})
 
+    w, m, ws = _started(start, x, samples, features, len(y), n_features)
+
     def init_vertices(name, data, rng):
         if name == types[0]:
-            data["y"] = y
+            data["y"], data["m"] = y, m
         else:
-            data["moved"] = -1                   # (epochs count from 0)
+            data["moved"], data["w"] = -1, w     # (epochs count from 0)
 
     block = MiniBatch(size, [Exchange(gradient), Apply(proximal, types=(types[1],)),
                              Exchange(margins, writes=types[0], active=moved),
@@ -271,7 +275,20 @@ def program(labels, values, samples, features, n_features, lam=1.0, block_size=N
     stages = [block, GlobalSync(aggregate=loss, over=types[0], finalize=keep_loss),
               GlobalSync(aggregate=l1, over=types[1], finalize=objective)]
     return Program(vt, edge={"x": "f8", "ws": "f8", "kappa": "f4"}, context=ctx, stages=stages,
-                   init_vertices=init_vertices, edge_values={"x": x, "kappa": kappa}, name="blockpg")
+                   init_vertices=init_vertices, edge_values={"x": x, "kappa": kappa, **({} if ws is None else {"ws": ws})},
+                   name="blockpg")
+
+
+def _started(start, x, samples, features, n_samples, n_features):
+    """(weights, margins X·w, each edge's weight as folded into its margin) to begin at:
+    zeros (the edges' then left to the layout's zeros), or a warm start's ``start``."""
+    if start is None:
+        return 0.0, 0.0, None
+    w = np.asarray(start, np.float64)
+    if w.shape != (n_features,):
+        raise ValueError(f"BlockPG's start weights must be one per feature, shape ({n_features},); got {w.shape}")
+    ws = w[np.asarray(features)]
+    return w, np.bincount(np.asarray(samples), x * ws, minlength=n_samples), ws
 
 
 # ---- form="newton": newGLMNET's proximal Newton step (Yuan, Ho, Lin 2012), one per epoch.
@@ -384,7 +401,7 @@ def take_step(u, v, e, a_u, a_v, ctx):
 
 
 def newton_program(labels, values, samples, features, n_features, lam=1.0, block_size=1, inner=INNER, h_min=1e-12,
-                   shrink=0.9, rest=2, types=("sample", "feature")):
+                   shrink=0.9, rest=2, types=("sample", "feature"), start=None):
     """BlockPG's form="newton" (see above): ``inner`` sweeps per epoch over blocks of
     ``block_size`` features. Every stage accumulates, then applies (the step's direct
     writes are the same on all replicas, so they are averaged), so any partitioning
@@ -415,12 +432,17 @@ def newton_program(labels, values, samples, features, n_features, lam=1.0, block
                                Apply(types=(types[0],), overlap="allow")],
                         unit="vertex", enumerate=types[1], active=active)]
 
+    w, m, ws = _started(start, x, samples, features, len(y), n_features)
+
     def init_vertices(name, data, rng):
         if name == types[0]:
-            data["y"] = y
+            data["y"], data["m"], data["t"] = y, m, m
+        else:
+            data["w"], data["wt"] = w, w
 
     return Program(vt, edge={"x": "f8", "ws": "f8", "ts": "f8", "kappa": "f4"}, context=ctx, stages=stages,
-                   init_vertices=init_vertices, edge_values={"x": x, "kappa": kappa}, name="blockpg")
+                   init_vertices=init_vertices, edge_values={"x": x, "kappa": kappa, **({} if ws is None else {"ws": ws, "ts": ws})},
+                   name="blockpg")
 
 
 def objective_value(w, X, y, lam):

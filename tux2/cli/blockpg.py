@@ -36,6 +36,10 @@ def add_parser(algos):
     add_partition_args(p, mirror_free="samples")
     p.add_argument("--seed", type=SEED, default=0, help="seed of the feature shuffle and the partitioning")
     add_run_args(p, "directory for weights.npz, weights.txt (index:weight, non-zeros) and model.json", "epoch")
+    p.add_argument("--init-model", metavar="DIR",
+                   help="start from the weights of the model in DIR (--out of an earlier run of this command), "
+                        "features by index (warm start: a new lambda from the last one's optimum, more samples, "
+                        "more epochs); the labels and intercept must be the model's")
     p.set_defaults(func=run)
 
 

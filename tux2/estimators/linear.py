@@ -110,9 +110,44 @@ class Linear(Estimator):
                        label_dtype=kind.str if kind is not None and kind.kind in "biuf" else None)
 
     def _warms(self):
-        """Whether this fit starts from the weights learned before (``warm_start``, ``--init-model``;
-        BlockPG has no warm start)."""
+        """Whether this fit starts from the weights learned before (``warm_start``, ``--init-model``)."""
         return bool(vars(self).get("warm_start")) and "coef_" in vars(self)
+
+    def start_from(self, model):
+        if isinstance(model, (str, os.PathLike)):
+            model = type(self).load(os.fspath(model))
+        super().start_from(model)
+        if model is None:
+            vars(self).pop("_started_bias", None)
+        else:
+            self._started_bias = model._bias()      # whether its weights end with an intercept
+        return self
+
+    def _start_weights(self, W, had, d, labels, why=None):
+        """The model's weights W (features × columns, the intercept last when ``had``) laid out
+        for this fit's ``d`` features, features by index (those beyond the model's start at 0);
+        refused, naming the flag, when the model's intercept, labels or form (``why``: what the
+        model has, and the flag that gives it) are not this fit's. Returns (W0, features both know)."""
+        if had != bool(self.bias):                      # fm and blockpg have none by default: --bias gives one
+            flag = ("give --bias", "leave out --bias") if self.algorithm in ("fm", "blockpg") else \
+                ("leave out --no-bias", "give --no-bias")
+            why = ("an intercept", flag[0]) if had else ("no intercept", flag[1])
+        if why is not None:
+            raise Tux2Error(f"the model to start from has {why[0]}: {why[1]} (a warm start keeps the model's form)")
+        if len(labels) != len(self.classes_) or (np.asarray(labels) != self.classes_).any():
+            raise Tux2Error(f"the model to start from has the labels {', '.join(map(shown, self.classes_[:6]))} and "
+                            f"this data {', '.join(map(shown, labels[:6]))}: a warm start keeps the model's labels")
+        feats = min(len(W) - had, d - had)              # features both know; the intercept, last, to the last
+        W0 = np.zeros((d, W.shape[1]))
+        W0[:feats] = W[:feats]
+        if had:
+            W0[-1] = W[-1]
+        return W0, feats
+
+    def _started(self, s):
+        """The header's line of a warm start (``s.warm``: features given, features)."""
+        return [f"  started from the model learned before: {s.warm[0]} of {s.warm[1]} features"
+                + (" (the others as in a new model)" if s.warm[0] < s.warm[1] else "")] if s.warm else []
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -621,16 +656,6 @@ class GLM(Linear):
         return W
 
 
-    def start_from(self, model):
-        if isinstance(model, (str, os.PathLike)):
-            model = type(self).load(os.fspath(model))
-        super().start_from(model)
-        if model is None:
-            vars(self).pop("_started_bias", None)
-        else:
-            self._started_bias = model._bias()      # whether its weights end with an intercept
-        return self
-
     def _warm(self, prog, d, mu, labels, norm):
         """Wrap ``prog``'s initialiser so that the features the model learned before start
         from its weights, in the units this fit trains in (dense columns centred by this
@@ -648,24 +673,12 @@ class GLM(Linear):
                 if had:
                     W[-1] -= ymean
                 W /= yscale
-        why = None                                      # what of the model's form this fit lacks, and its flag
-        if had != bool(self.bias):
-            flag = ("give --bias", "leave out --bias") if fm else ("leave out --no-bias", "give --no-bias")
-            why = ("an intercept", flag[0]) if had else ("no intercept", flag[1])   # (an FM has none by default)
-        elif fm and W.shape[1] != 1 + self.factors:
+        why = None                                      # what of an FM's form this fit lacks, and its flag
+        if fm and W.shape[1] != 1 + self.factors:
             why = (f"{W.shape[1] - 1} factors", f"give --factors {W.shape[1] - 1}")
         elif fm and self.norm_ != norm:
             why = (f"samples {'scaled to unit length' if norm == 'l2' else 'as they are'}", f"give --norm {norm}")
-        if why is not None:
-            raise Tux2Error(f"the model to start from has {why[0]}: {why[1]} (a warm start keeps the model's form)")
-        if len(labels) != len(self.classes_) or (np.asarray(labels) != self.classes_).any():
-            raise Tux2Error(f"the model to start from has the labels {', '.join(map(shown, self.classes_[:6]))} and "
-                            f"this data {', '.join(map(shown, labels[:6]))}: a warm start keeps the model's labels")
-        feats = min(len(W) - had, d - had)              # features both know; the intercept, last, to the last
-        W0 = np.zeros((d, W.shape[1]))
-        W0[:feats] = W[:feats]
-        if had:
-            W0[-1] = W[-1]
+        W0, feats = self._start_weights(W, had, d, labels, why)
         if mu is not None:                              # the inverse of glm.uncentred, for this data's μ
             m = np.zeros(d - 1)
             m[:min(len(mu), d - 1)] = mu[:d - 1]
@@ -760,9 +773,7 @@ class GLM(Linear):
                if s.mu is not None else []) \
             + ([f"  samples scaled to unit length" + (f" (auto: the values are whole numbers up to {s.counts:g})"
                                                        if self.norm == "auto" else "")] if self.norm_ == "l2" else []) \
-            + ([f"  started from the model learned before: {s.warm[0]} of {s.warm[1]} features"
-                + (" (the others as in a new model)" if s.warm[0] < s.warm[1] else "")] if s.warm else []) \
-            + self._label_notes(s) + self._rounds_note(s, world, parts)
+            + self._started(s) + self._label_notes(s) + self._rounds_note(s, world, parts)
 
     def _rounds_note(self, s, world, parts):
         """On several workers or partitions, a one-step strategy's every mini-batch is a
@@ -943,16 +954,20 @@ class BlockPG(Linear):
     ``block_size`` None: 500 for kappa; for newton the largest power of two up to 512 in
     which a sample has on average at most 1.25 of its features (``_newton_block``); ``coef_``: the weights, the intercept
     last with ``bias``; ``form_`` and ``block_size_``: the form and block size the fit
-    used (model.json: form_used, block_size_used)."""
+    used (model.json: form_used, block_size_used). ``warm_start``: a ``fit`` after the first
+    starts from the weights it learned (``start_from(model)``; ``--init-model DIR``), features
+    by index, the margins computed from them; the labels and the intercept must be the model's.
+    From a model at the optimum the first epoch stays there; shrinking begins anew.)"""
 
     algorithm = "blockpg"
     bounds = dict(reg=NONNEG_NUMBER, block_size=integer(1, 2 ** 31 - 1), epochs=NONNEG, tol=NONNEG_NUMBER,
                   shrink=number(0, 1, below=True), shrink_rest=integer(0, 1_000_000), seed=SEED)
-    choices = dict(form=("auto", "kappa", "newton"), bias=(True, False), **READ_CHOICES)
+    choices = dict(form=("auto", "kappa", "newton"), bias=(True, False), warm_start=(True, False), **READ_CHOICES)
     flags = dict(reg=("lam", "the L1 weight λ"))
 
     def __init__(self, reg=1.0, block_size=None, epochs=20, tol=0.0, shrink=0.9, shrink_rest=2, bias=False,
-                 partitioner="bicut", seed=0, form="auto", zero_based="auto", duplicates="error", label_column=None):
+                 partitioner="bicut", seed=0, form="auto", zero_based="auto", duplicates="error", label_column=None,
+                 warm_start=False):
         self._keep(locals())
 
     KAPPA_NEWTON = 8        # auto: newton when a sample has this many features per block on average
@@ -995,12 +1010,20 @@ class BlockPG(Linear):
         kappa = float(per_edge.mean()) if per_edge is not None else None
         form = self._form(binary, kappa)
         block = self._block(form, g.src, feat)
+        start = warm = None
+        if self._warms():               # the model's weights, by feature index, in the shuffled ids
+            had = vars(self).pop("_started_bias", self._bias())
+            W0, feats = self._start_weights(np.asarray(self.coef_, np.float64).reshape(-1, 1), had, g.n_dst,
+                                            labels)
+            start = np.zeros(g.n_dst)
+            start[perm] = W0[:, 0]
+            warm = (feats, g.n_dst - had)
         prog = blockpg.program(y, g.values, g.src, feat, g.n_dst, lam=self.reg, block_size=block,
-                               shrink=self.shrink, rest=self.shrink_rest, form=form, kappa=per_edge)
+                               shrink=self.shrink, rest=self.shrink_rest, form=form, kappa=per_edge, start=start)
         graph = BipartiteGraph(g.src, feat, None, g.n_src, g.n_dst, g.type_names, data.source)
         opts = {"favorite": 0} if self.partitioner in ("bicut", "aweto") else None
         return Setup(graph, prog, {"partitioner": self.partitioner, "partitioner_options": opts}, test=data.test,
-                     test_labels=test_labels, perm=perm, source=data.source, counts=counts, form=form, labels=labels,
+                     test_labels=test_labels, perm=perm, warm=warm, source=data.source, counts=counts, form=form, labels=labels,
                      kappa=kappa, block=block, zero_based=data.facts.get("zero_based", False), meta={"samples": g.n_src},
                      feature_names=data.facts.get("feature_names"), label_column=data.facts.get("label_column"),
                      read_as=data.facts.get("read_as"), label_dtype=data.facts.get("label_dtype"))
@@ -1024,7 +1047,7 @@ class BlockPG(Linear):
         return [f"tux2 {__version__} blockpg: {s.source}"] + ([f"  read as: {s.read_as}"] if s.read_as else []) + [
                 f"  {s.graph.n_src} samples, {d} features, {s.graph.num_edges} non-zeros; lambda={self.reg}, "
                 f"{s.form} form{why}, blocks of {b} ({-(-d // b)} per {per}), P={parts} ({self.partitioner})"
-                + (f", {world} workers" if world > 1 else "")] \
+                + (f", {world} workers" if world > 1 else "")] + self._started(s) \
             + ([f"  note: the feature values are raw counts (up to {s.counts:g}), on which the kappa form's "
                 "curvature bound is loose and converges slowly; --form newton (form='newton') reaches the "
                 "optimum in far fewer epochs"] if self.form == "kappa" and s.counts else []) \
