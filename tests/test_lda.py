@@ -464,3 +464,23 @@ def test_umass_top_words_are_a_stable_argsorts_first_n_ties_included():
         n = int(rng.integers(1, V + 2))
         want = np.argsort(-wt, axis=1, kind="stable")[:, :n]
         np.testing.assert_array_equal(lda._top_ids(wt, min(n, V)), want)
+
+
+def test_documents_as_token_lists_are_texts_split_already():
+    """gensim's and tomotopy's input, lists of tokens: the tokens are kept as given (not
+    split, not lower-cased), the filters apply, and fit, transform and coherence read them as
+    they read the texts the tokens come from; a tuple of id arrays is still arrays."""
+    docs = [["Apple", "pie", "Apple"], ["goal", "team", "coach"]] * 15 + [[]]
+    tokens = tux2.LDA(topics=2, iterations=20, stop_words="none").fit(docs)
+    texts = tux2.LDA(topics=2, iterations=20, stop_words="none").fit([" ".join(d) for d in docs])
+    assert tokens.vocab_ == ["Apple", "pie", "goal", "team", "coach"]
+    assert texts.vocab_ == ["apple", "pie", "goal", "team", "coach"]
+    np.testing.assert_array_equal(tokens.word_topic_, texts.word_topic_)
+    np.testing.assert_array_equal(tokens.transform([["pie", "Apple", "new word"]]), texts.transform(["pie apple"]))
+    assert np.allclose(tokens.coherence(docs, top_n=2), texts.coherence([" ".join(d) for d in docs], top_n=2))
+    with pytest.raises(ValueError, match="no documents to count"):
+        tokens.coherence([])
+    with pytest.raises(InputError, match="the document at position 1 holds 3, not a token string"):
+        tux2.LDA(topics=2).fit([["a", "b"], ["c", 3]])
+    arrays = tux2.LDA(topics=2, iterations=2).fit(([0, 0, 1], [0, 1, 1], [2, 1, 3]))
+    assert arrays.vocab_ is None and arrays.word_topic_.shape == (2, 2)

@@ -1876,7 +1876,9 @@ def _utf8_lines(f, path):
 def as_texts(data, column=None):
     """``data`` as a list of texts when it is one (a list or tuple holding strings, or
     empty; a pandas Series, a 1-D numpy array of strings or objects; a DataFrame's text
-    column: ``column``, or named as a CSV corpus's header names it: TEXT_COLUMNS), else None."""
+    column: ``column``, or named as a CSV corpus's header names it: TEXT_COLUMNS; a list of
+    documents already split into tokens, as gensim and tomotopy take them: ``is_tokens``),
+    else None."""
     if type(data).__module__.split(".")[0] == "pandas" and getattr(data, "ndim", 0) == 2:
         low = [str(c).lower() for c in data.columns]
         col = next((low.index(t) for t in TEXT_COLUMNS if t in low), None) if column is None else \
@@ -1888,12 +1890,29 @@ def as_texts(data, column=None):
             or isinstance(data, np.ndarray) and data.ndim == 1 and data.dtype.kind in "UO"):
         data = data.tolist()
     texts = isinstance(data, (list, tuple)) and (not data or any(isinstance(t, str) for t in data))
-    return list(data) if texts else None
+    return list(data) if texts or is_tokens(data) else None
+
+
+def is_tokens(data):
+    """Whether ``data`` is a list of documents each a list (or tuple) of tokens, some of
+    them strings (gensim's and tomotopy's input; ``text_docs`` names a token that is not);
+    a tuple of id arrays is not."""
+    return (isinstance(data, list) and all(isinstance(d, (list, tuple)) for d in data)
+            and any(isinstance(w, str) for d in data for w in d))
 
 
 def _missing_text(i, t, source):
     raise InputError(f"the text at position {i} is {t!r}, not a string: drop missing texts or fill them "
                      "(Series.fillna(''))", path=source)
+
+
+def _tokens(i, doc, source):
+    bad = next((w for w in doc if not isinstance(w, str)), None)
+    if bad is not None:
+        raise InputError(f"the document at position {i} holds {bad!r}, not a token string: documents split into "
+                         "tokens are lists of strings", path=source)
+    from collections import Counter
+    return Counter(doc)
 
 
 def is_count(max_df):
@@ -1903,14 +1922,16 @@ def is_count(max_df):
 
 def text_docs(texts, type_names=("doc", "word"), min_count=1, stopwords=(), source="texts", need_words=True,
               max_df=1.0):
-    """(graph of doc–word counts, vocabulary list) of documents given as strings: word
+    """(graph of doc–word counts, vocabulary list) of documents given as strings (or as
+    lists of tokens, taken as they are: not split, not lower-cased): word
     id i is ``vocab[i]``, in order of first appearance. Words seen fewer than
     ``min_count`` times in all of them, in more than ``max_df`` of them (a share, a
     float, or a count of documents, an integer, as scikit-learn's max_df),
     and ``stopwords`` are dropped; with
     ``need_words`` (a corpus to train on), texts without any word are an error."""
     from collections import Counter
-    docs = [Counter(tokenize(t)) if isinstance(t, str) else _missing_text(i, t, source) for i, t in enumerate(texts)]
+    docs = [Counter(tokenize(t)) if isinstance(t, str) else _tokens(i, t, source) if isinstance(t, (list, tuple))
+            else _missing_text(i, t, source) for i, t in enumerate(texts)]
     total, df = Counter(), Counter()
     for c in docs:
         total.update(c)

@@ -344,6 +344,8 @@ class LDA(Estimator):
             return self.coherence_
         if not isinstance(docs, BipartiteGraph):
             docs = self.documents(docs)[0]
+        if not docs.n_src:
+            raise ValueError("coherence: no documents to count the words' co-occurrences in")
         return lda.umass(self.word_topic_, docs, top_n)
 
     # ------------------------------------------------------------ files
