@@ -40,6 +40,10 @@ def add_parser(sub):
                         "or position; none when the table has just the model's features)")
     p.add_argument("--top-k", type=COUNT, default=None, help="mf: recommend this many items per user")
     p.add_argument("--include-seen", action="store_true", help="mf --top-k: also recommend training items")
+    p.add_argument("--fold-in", metavar="RATINGS",
+                   help="mf: first fit the users of this rating file (read as 'tux2 run mf' reads its input) to "
+                        "the model's items, new users or known ones afresh, each by an exact least-squares solve "
+                        "(an ALS half-step); --top-k without INPUT then lists theirs, leaving their rated items out")
     p.add_argument("--min-ratings", type=NONNEG, default=1,
                    help="mf --top-k: recommend only items with at least this many training ratings")
     p.add_argument("--relevant", type=number(), default=None, metavar="RATING",
@@ -77,6 +81,7 @@ def _report(args, res):
 
 # flags that only some models take: (flag, dest, its default, the algorithms); given to another model, an error
 FOR_SOME = (("--top-k", "top_k", None, ("mf",)), ("--include-seen", "include_seen", False, ("mf",)),
+            ("--fold-in", "fold_in", None, ("mf",)),
             ("--min-ratings", "min_ratings", 1, ("mf",)), ("--relevant", "relevant", None, ("mf",)),
             ("--iterations", "iterations", 50, ("lda",)), ("--seed", "seed", 0, ("lda",)),
             ("--columns", "columns", None, ("mf",)), ("--unknown", "unknown", "baseline", ("mf",)),
@@ -153,6 +158,13 @@ def _separator(names):
 
 def predict_mf(args, model):
     from tux2 import loaders
+    folded = None
+    if args.fold_in:
+        if args.columns is not None:         # the fold-in file is read with them, as tux2 run mf reads its input
+            model.set_params(columns=args.columns)
+        folded, left_out = model._fold_in(args.fold_in)
+        print(files.json_text({"model": "mf", "folded_in_users": len(folded), **(
+            {"ratings_of_items_without_training_ratings": left_out} if left_out else {})}), file=sys.stderr)
     sep = _separator(t for m in model.ids_ if m is not None and m.tokens.dtype.kind == "U" for t in m.tokens.tolist())
     if args.top_k is not None:
         res = None
@@ -173,7 +185,7 @@ def predict_mf(args, model):
                             "the items of INPUT's 'user item [rating]' lines, and "
                             + ("INPUT lists users alone" if args.input else "there is no INPUT"))
         else:
-            users = _listed_users(args, model, *form[:2]) if args.input else None
+            users = _listed_users(args, model, *form[:2]) if args.input else folded
             names, rows, items, score = model.recommend_distinct(users, args.top_k, exclude_seen=not args.include_seen,
                                                                  unknown=args.unknown, min_ratings=args.min_ratings)
         lists = ["".join(f"{sep}{it}:{sc:.6g}" for it, sc in zip(row, srow) if math.isfinite(sc)) + "\n"

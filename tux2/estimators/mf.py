@@ -733,6 +733,7 @@ class MF(Estimator):
         seen = s.seen if "seen" in vars(s) else self._seen(eng, s)     # (a collective with distributed ingress)
         if U is not None:
             self._set(U, I, s.mu, s.ids, seen, s.clip)
+            self.rating_scale_ = float(s.scale)
             # AdaGrad's per-vertex history (udfs/mf.py), in the engine's units: a warm start goes on with it
             self.step_state_ = {f"{name}_{f}": np.array(d[f]) for name, d in zip(NAMES, (U, I))
                                 for f in STEP_STATE if f in d.dtype.names}
@@ -783,6 +784,8 @@ class MF(Estimator):
                   (seen["indptr"], seen["indices"]) if seen is not None else None, meta.get("rating_range"))
         if isinstance(meta.get("frame_columns"), list):      # a DataFrame's (user, item, rating) names
             self.columns_ = meta["frame_columns"]
+        scale = meta.get("rating_scale")
+        self.rating_scale_ = float(scale) if isinstance(scale, (int, float)) and 0 < scale < math.inf else 1.0
         self.step_state_ = {f"{name}_{k[5:]}": np.asarray(v) for name in NAMES
                             for k, v in arrays[f"{name}.npz"].items() if k.startswith("step_") and k != "step_form"}
         if "step_form" in arrays["user.npz"]:
@@ -964,6 +967,111 @@ class MF(Estimator):
         items = self.user_ids(1, np.maximum(top, 0))
         items[top < 0] = -1 if items.dtype.kind in "iu" else ""     # no id is negative or empty
         return names, rows.reshape(-1), items, score
+
+    rating_scale_ = 1.0         # what the ratings were divided by for training (rating_scale): λ's units
+
+    def fold_in(self, data):
+        """Add the users of ``data`` (ratings in any form ``fit`` takes, in the model's ids)
+        to the model, or refit the ones it has, from those ratings alone, the items fixed:
+        each user's factors and bias are the exact minimiser of the training loss over them
+        (one half-step of ALS: a ridge solve, λ per rating, the bias damped by D; with
+        implicit feedback Hu et al.'s solve, implicit's ``recalculate_user``). The users'
+        training items become these (``recommend`` leaves them out). Items the model has no
+        training ratings for are left out of the solve (a RuntimeWarning counts them).
+        Returns the model; ``predict``, ``recommend`` and ``save`` then cover the users."""
+        import warnings
+        left_out = self._fold_in(data)[1]
+        if left_out:
+            warnings.warn(f"MF.fold_in: {left_out} ratings are of items without training ratings, left out",
+                          RuntimeWarning, stacklevel=2)
+        return self
+
+    def _fold_in(self, data):
+        """``fold_in``: (the folded users' ids in order of appearance, the ratings left out)."""
+        self.user_factors_                  # before fit: NotFittedError
+        fitted = vars(self).get("_fit_params") or self.get_params()
+        g = self.load_data(data).train     # read as fit reads ratings, in their own ids
+        users, items = (x if m is None else m.tokens[x] for x, m in zip((g.src, g.dst), g.ids))
+        i = self.lookup(1, items)
+        ok = i >= 0
+        ok[ok] = self.known_[1][i[ok]]
+        distinct, first, back = np.unique(users, return_index=True, return_inverse=True)
+        order = np.argsort(first, kind="stable")
+        names = distinct[order]                     # every user of data, in order of appearance
+        u = self._add_users(names)
+        at = np.empty(len(order), np.int64)
+        at[order] = u                               # distinct user → its dense id
+        du, i, r = at[back.ravel()][ok], i[ok], np.asarray(g.values, np.float64)[ok]
+        o = np.argsort(du, kind="stable")
+        du, i, r = du[o], i[o], r[o]
+        starts = np.searchsorted(du, u)
+        ends = np.searchsorted(du, u, side="right")
+        Q, k = self.item_factors_, self.item_factors_.shape[1]
+        if self.implicit:
+            lam, alpha = float(fitted["reg"]), float(fitted["alpha"])
+            gram = Q.T @ Q + lam * np.eye(k)
+        for d, lo, hi in zip(u.tolist(), starts.tolist(), ends.tolist()):
+            X, t = Q[i[lo:hi]], r[lo:hi]
+            if self.implicit:
+                c = 1.0 + alpha * np.abs(t)
+                p = np.linalg.solve(gram + (X.T * (c - 1.0)) @ X, X.T @ (c * (t > 0)))
+                b = 0.0
+            else:
+                n = hi - lo
+                biases = bool(fitted["biases"])
+                A = np.column_stack([X, np.ones(n)]) if biases else X
+                damp = fitted["damping"]
+                ridge = np.full(A.shape[1], float(fitted["reg"]) * n * self.rating_scale_)
+                if biases:
+                    ridge[-1] = float(fitted["reg"]) * n if damp is None else float(damp)
+                x = np.linalg.solve(A.T @ A + np.diag(ridge), A.T @ (t - self.mu_ - self.item_bias_[i[lo:hi]]))
+                p, b = (x[:k], x[k]) if biases else (x, 0.0)
+            self.user_factors_[d], self.user_bias_[d] = p, b
+        # the users' training items: these (a model saved without seen.npz: the folded users' alone)
+        indptr, indices = self.seen_ if self.seen_ is not None else (np.zeros(self.n_users + 1, np.int64),
+                                                                     np.zeros(0, np.int64))
+        rows = np.repeat(np.arange(self.n_users), np.diff(indptr))
+        keep = ~np.isin(rows, u)
+        pairs = np.unique(np.stack([np.r_[rows[keep], du], np.r_[indices[keep], i]]), axis=1)   # by user, item
+        self.seen_ = (np.r_[0, np.cumsum(np.bincount(pairs[0], minlength=self.n_users))].astype(indptr.dtype),
+                      pairs[1].astype(indices.dtype))
+        return names, int((~ok).sum())
+
+    def _add_users(self, names):
+        """Dense ids of the user ids ``names``, those the model lacks appended (factors and
+        bias 0, no training items)."""
+        d = self.lookup(0, names)
+        new = d < 0
+        if not new.any():
+            return d
+        m = self.ids_[0]
+        kind = "i" if m is None else m.tokens.dtype.kind
+        if (kind in "iu") != (names.dtype.kind in "iu"):
+            raise InputError(f"this model's user ids are {'integers' if kind in 'iu' else 'strings'}; the new "
+                             f"users' ({names[new][0].item()!r}) are not", path="fold_in")
+        if m is None:                       # dense integer ids: the model grows to the largest
+            if (names < 0).any():
+                raise InputError("this model's user ids are dense integers 0 … n−1: new users need ids >= 0",
+                                 path="fold_in")
+            d = names.astype(np.int64)
+            grow = int(d.max()) + 1 - self.n_users
+        else:
+            d[new] = self.n_users + np.arange(int(new.sum()))
+            self.ids_ = (loaders.IdMap(np.concatenate([m.tokens, names[new].astype(m.tokens.dtype)
+                                                       if kind in "iu" else names[new].astype(str)])), self.ids_[1])
+            grow = int(new.sum())
+        if grow > 0:
+            k = self.user_factors_.shape[1]
+            self.user_factors_ = np.concatenate([self.user_factors_, np.zeros((grow, k))])
+            self.user_bias_ = np.concatenate([self.user_bias_, np.zeros(grow)])
+            state = vars(self).get("step_state_", {})      # AdaGrad's history: a new user's starts at 0
+            for key in [key for key in state if key.startswith("user_")]:
+                v = state[key]
+                state[key] = np.concatenate([v, np.zeros((grow, *v.shape[1:]), v.dtype)])
+            if self.seen_ is not None:
+                indptr, indices = self.seen_
+                self.seen_ = (np.concatenate([indptr, np.full(grow, indptr[-1], indptr.dtype)]), indices)
+        return d
 
     def ranking_metrics(self, test, k=10, relevant=None, exclude_seen=True, min_ratings=1, unknown=None,
                         return_lists=False):

@@ -1,0 +1,125 @@
+"""``MF.fold_in`` and ``tux2 predict --fold-in``: users fitted to a trained model's items
+from their ratings alone, against the least-squares problem solved by brute force."""
+import json
+
+import numpy as np
+import pytest
+
+import tux2
+from tests.conftest import run_cli
+from tux2.datasets import netflix_like
+
+
+@pytest.fixture(scope="module")
+def planted():
+    tr, _ = netflix_like(n_users=600, n_items=150, n_ratings=15000, rank=5, seed=4)
+    return tr.src, tr.dst, tr.values.astype(np.float64)
+
+
+def _ridge(model, items, ratings):
+    """argmin over (p, b) of Σ (r − μ − b_i − b − p·q_i)² + λ·s·n|p|² + D·b², by lstsq on
+    the stacked system [A; √Λ] x = [t; 0] (λ per rating in the units the ratings trained in)."""
+    params = model.get_params()
+    Q, n = model.item_factors_[items], len(items)
+    A = np.column_stack([Q, np.ones(n)]) if params["biases"] else Q
+    ridge = np.full(A.shape[1], params["reg"] * n * model.rating_scale_)
+    if params["biases"]:
+        ridge[-1] = params["damping"]
+    t = ratings - model.mu_ - model.item_bias_[items]
+    return np.linalg.lstsq(np.vstack([A, np.diag(np.sqrt(ridge))]), np.concatenate([t, np.zeros(A.shape[1])]),
+                           rcond=None)[0]
+
+
+@pytest.mark.parametrize("kw", [dict(), dict(mode="als"), dict(biases=False), dict(scale=10.0)],
+                         ids=["sgd", "als", "no-biases", "ratings-x10"])
+def test_a_folded_in_user_is_the_exact_ridge_solve(planted, kw):
+    kw = dict(kw)
+    scale = kw.pop("scale", 1.0)
+    src, dst, val = planted
+    model = tux2.MF(k=6, epochs=3, **kw).fit((src, dst, val * scale))
+    assert (model.rating_scale_ > 1) == (scale > 1)           # (ratings × 10 train divided by 16)
+    known_user = int(src[0])
+    new_items, new_r = np.array([1, 7, 20, 33]), np.array([5.0, 3.0, 4.0, 1.0]) * scale
+    mine = dst[src == known_user]
+    model.fold_in((np.r_[np.full(4, 10_000), np.full(len(mine), known_user)], np.r_[new_items, mine],
+                   np.r_[new_r, val[src == known_user] * scale]))
+    for user, items, r in ((10_000, new_items, new_r), (known_user, mine, val[src == known_user] * scale)):
+        d = model.lookup(0, [user])[0]
+        x = _ridge(model, model.lookup(1, items), r)
+        np.testing.assert_allclose(model.user_factors_[d], x[:6], rtol=1e-9, atol=1e-12)
+        assert model.user_bias_[d] == pytest.approx(x[6] if model.biases else 0.0, abs=1e-12)
+    names, top, _ = model.recommend([10_000], k=150)
+    assert not np.isin(new_items, top[0]).any()             # its fold-in items are its seen ones
+
+
+def test_implicit_fold_in_is_hu_et_al_s_solve_over_every_item(planted):
+    src, dst, val = planted
+    model = tux2.MF(k=6, epochs=3, mode="als", implicit=True).fit((src, dst, val))
+    items, counts = np.array([2, 9, 40]), np.array([3.0, 1.0, 12.0])
+    model.fold_in((np.full(3, 777), items, counts))
+    Q, lam, alpha = model.item_factors_, model.reg, model.alpha
+    c, pref = np.ones(len(Q)), np.zeros(len(Q))
+    at = model.lookup(1, items)
+    c[at], pref[at] = 1 + alpha * counts, 1.0
+    ref = np.linalg.solve(Q.T @ (Q * c[:, None]) + lam * np.eye(6), Q.T @ (c * pref))
+    np.testing.assert_allclose(model.user_factors_[model.lookup(0, [777])[0]], ref, rtol=1e-9, atol=1e-12)
+
+
+def test_users_left_out_of_training_predict_their_other_ratings_from_a_fold_in(planted):
+    """Users 500 … 599 out of training: 80 % of their ratings folded in predict the other
+    20 % far better than the baseline μ + b_i, and about as well as training on them."""
+    src, dst, val = planted
+    new = src >= 500
+    fold = new & (np.random.default_rng(0).random(len(src)) < 0.8)
+    held = new & ~fold
+    model = tux2.MF(k=10, epochs=10).fit((src[~new], dst[~new], val[~new]))
+    rmse = lambda m: float(np.sqrt(np.mean((m.predict(src[held], dst[held]) - val[held]) ** 2)))
+    baseline = rmse(model)
+    folded = rmse(model.fold_in((src[fold], dst[fold], val[fold])))
+    trained = rmse(tux2.MF(k=10, epochs=10).fit((src[~held], dst[~held], val[~held])))
+    assert folded < 0.75 * baseline and folded < 1.1 * trained, (baseline, folded, trained)
+
+
+def test_fold_in_from_a_file_of_string_ids_saves_and_the_cli_lists_the_same(tmp_path):
+    """A MovieLens-like file of string user ids: new users appended, known ones refitted,
+    items without training ratings counted and left out; the model saves and loads with
+    them; ``tux2 predict MODEL --fold-in FILE --top-k K`` lists what ``recommend`` does."""
+    rng = np.random.default_rng(5)
+    items = np.minimum(rng.zipf(1.5, 4000), 60)
+    rows = sorted({(f"u{rng.integers(200):03d}", int(i)) for i in items})
+    train = tmp_path / "train.tsv"
+    train.write_text("userId\tmovieId\trating\ttimestamp\n" + "".join(
+        f"{u}\t{i}\t{rng.integers(1, 6)}\t97830{n:04d}\n" for n, (u, i) in enumerate(rows)))
+    new = tmp_path / "new.tsv"
+    new.write_text("userId\tmovieId\trating\ttimestamp\nnew a\t1\t5\t1\nnew a\t2\t4\t2\nnew a\t9999\t3\t3\n"
+                   "u000\t3\t1\t4\n")
+    r = run_cli("run", "mf", str(train), "--k", "4", "--epochs", "3", "--out", str(tmp_path / "m"), "-q")
+    assert r.returncode == 0, r.stderr
+    model = tux2.MF.load(tmp_path / "m")
+    with pytest.warns(RuntimeWarning, match="1 ratings are of items without training ratings, left out"):
+        model.fold_in(str(new))
+    assert model.n_users == 201 and model.user_ids(0, [200])[0] == "new a"
+    model.save(tmp_path / "m2")
+    again = tux2.MF.load(tmp_path / "m2")
+    np.testing.assert_array_equal(again.user_factors_, model.user_factors_.astype(np.float32))   # (files: float32)
+    names, top, score = again.recommend(["new a", "u000"], k=5)
+    assert top.dtype.kind == "U" and not np.isin(["1", "2"], top[0]).any() and "3" not in top[1]   # (string ids)
+    r = run_cli("predict", str(tmp_path / "m"), "--fold-in", str(new), "--top-k", "5")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stderr.splitlines()[0]) == {"model": "mf", "folded_in_users": 2,
+                                                    "ratings_of_items_without_training_ratings": 1}
+    lines = r.stdout.splitlines()
+    assert [line.split("\t")[0] for line in lines] == ["new a", "u000"]
+    assert [x.split(":")[0] for x in lines[0].split("\t")[1:]] == top[0].tolist()
+
+
+def test_fold_in_refusals(planted, tmp_path):
+    src, dst, val = planted
+    model = tux2.MF(k=4, epochs=1).fit((src, dst, val))
+    with pytest.raises(tux2.InputError, match="user ids are integers; the new users' \\('x'\\) are not"):
+        model.fold_in((np.array(["x"]), np.array([1]), np.array([3.0])))
+    with pytest.raises(tux2.NotFittedError if hasattr(tux2, "NotFittedError") else Exception):
+        tux2.MF().fold_in((src, dst, val))
+    (tmp_path / "in.txt").write_text("0 1 5\n")
+    r = run_cli("predict", str(tmp_path / "nowhere"), "--fold-in", str(tmp_path / "in.txt"))
+    assert r.returncode != 0 and "Traceback" not in r.stderr
