@@ -482,5 +482,7 @@ def test_documents_as_token_lists_are_texts_split_already():
         tokens.coherence([])
     with pytest.raises(InputError, match="the document at position 1 holds 3, not a token string"):
         tux2.LDA(topics=2).fit([["a", "b"], ["c", 3]])
+    held = tux2.LDA(topics=2, iterations=2, stop_words="none").fit(docs, test=[["pie", "Apple"], ["coach"]])
+    assert held.history_[-1]["test_perplexity"] > 0               # (ragged lists: not labels)
     arrays = tux2.LDA(topics=2, iterations=2).fit(([0, 0, 1], [0, 1, 1], [2, 1, 3]))
     assert arrays.vocab_ is None and arrays.word_topic_.shape == (2, 2)

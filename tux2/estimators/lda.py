@@ -165,7 +165,7 @@ class LDA(Estimator):
     def _held_out(self, docs, data):
         """Held-out documents in the training corpus's word ids, read as ``documents`` reads
         new ones (by a model of that corpus's vocabulary); not labels (a Pipeline's y)."""
-        if np.ndim(docs) == 1 and io.as_texts(docs, self.text_column) is None:
+        if io.as_texts(docs, self.text_column) is None and np.ndim(docs) == 1:     # (token lists are ragged)
             raise InputError(f"a held-out set of documents in a form fit takes (texts, a corpus file, a document "
                              f"× word count matrix …), not {np.asarray(docs).dtype} values (labels?): LDA learns "
                              "from the documents alone; leave y out", path="test")
