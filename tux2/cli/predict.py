@@ -113,7 +113,8 @@ def predict(args):
     zero_based = model.zero_based_ if args.zero_based is None else args.zero_based
     graph, labels = load_samples(args.input, zero_based, "keep", label_column=args.label_column,
                                  table_labels=model.label_column_,
-                                 features=model.n_features_in_)        # a table without labels: none
+                                 features=model.n_features_in_,        # a table without labels: none
+                                 known_features=model.n_features_in_)
     require_features(graph, args.input)      # labels alone: every score would be the same constant
     M = model.scores(graph)
     names = [shown(x) for x in model.classes_]
