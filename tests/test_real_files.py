@@ -1168,3 +1168,28 @@ def test_old_mac_line_endings_read_as_lines(tmp_path):
     with pytest.raises(InputError) as e:
         loaders.load_edges(str(tmp_path / "bad.cr"), ids="int")
     assert str(e.value).startswith(f"{tmp_path / 'bad.cr'}:2: malformed vertex id")
+
+
+def test_amazon_ratings_only_files_name_their_column_order(tmp_path):
+    """Amazon's ratings-only CSVs (no header) are item,user,rating,timestamp: read as they
+    come, the products would be the users. The 'read as' line (and tux2 info) says so and
+    names --columns 2,1,3, which reads the reviewers as users and says nothing more."""
+    import hashlib
+    rng = np.random.default_rng(3)
+    asin = [f"B{hashlib.md5(str(j).encode()).hexdigest()[:9].upper()}" for j in range(30)] + ["0345453743", "030788743X"]
+    rev = [f"A{hashlib.sha1(str(j).encode()).hexdigest()[:13].upper()}" for j in range(80)]
+    lines = {f"{asin[int(rng.zipf(1.5)) % len(asin)]},{rev[int(rng.integers(len(rev)))]}": None for _ in range(400)}
+    path = tmp_path / "ratings_Books.csv"
+    path.write_text("".join(f"{p},{rng.integers(1, 6)}.0,{1400000000 + i}\n" for i, p in enumerate(lines)))
+    g = loaders.load_edges(str(path), type_names=("user", "item"))
+    said = loaders.describe_read(g)
+    assert "user ids look like Amazon's product ids (ASINs)" in said and "--columns 2,1,3" in said
+    swapped = loaders.load_edges(str(path), columns="2,1,3", type_names=("user", "item"))
+    assert swapped.ids[0].tokens[0].startswith("A") and "Amazon" not in loaders.describe_read(swapped)
+    res = run_cli("info", str(path), timeout=120)
+    assert res.returncode == 0 and "note: src ids look like Amazon's product ids" in res.stdout, res.stderr
+    # Book-Crossing's numeric users before ISBNs: no such note
+    bx = tmp_path / "BX-Book-Ratings.csv"
+    bx.write_text('"User-ID";"ISBN";"Book-Rating"\n' + "".join(f'"{276725 + i}";"{a}";"{i % 11}"\n'
+                                                               for i, a in enumerate(asin)))
+    assert "Amazon" not in (loaders.describe_read(loaders.load_edges(str(bx))) or "")

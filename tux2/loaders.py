@@ -30,6 +30,7 @@ import contextlib
 import math
 import numbers
 import os
+import re
 
 import numpy as np
 from numba import njit
@@ -483,6 +484,26 @@ def layout_phrases(graph):
     return parts
 
 
+_ASIN = re.compile(r"B[0-9A-Z]{9}|[0-9]{9}[0-9X]")       # Amazon's product ids (ASINs; ISBN-10s for books)
+_REVIEWER = re.compile(r"A[0-9A-Z]{9,21}")                # Amazon's reviewer ids ('A2SUAM1J3GNN3B')
+
+
+def amazon_order(graph):
+    """A phrase when the first type's ids look like Amazon's product ids (ASINs) and the
+    second's like its reviewer ids, as in Amazon's ratings-only files, laid out
+    item,user,rating,timestamp (the users then are the products); else None."""
+    ids = getattr(graph, "ids", None)
+    if not ids or len(ids) != 2 or any(m is None or m.tokens.dtype.kind != "U" for m in ids):
+        return None
+    looks = [np.mean([bool(rx.fullmatch(t)) for t in m.tokens[:200].tolist()]) for rx, m in zip((_ASIN, _REVIEWER), ids)]
+    if min(looks) < 0.9:
+        return None
+    a, b = graph.type_names
+    return (f"{a} ids look like Amazon's product ids (ASINs) and {b} ids like its reviewer ids, as Amazon's "
+            "ratings-only files lay them out (item,user,rating,timestamp): --columns 2,1,3 reads the reviewers "
+            "as the users")
+
+
 def describe_read(graph, base="auto"):
     """How an edge list was read (its layout when not plain 'src dst [value]', a 1-based
     id base and why), for a run's header; None for a plain 0-based file. ``base``: the
@@ -498,6 +519,8 @@ def describe_read(graph, base="auto"):
             parts.append(f"{name} ids numbered densely ({renumbered(m)})")
         elif m is not None and m.tokens.dtype.kind not in "iu":
             parts.append(f"{name} ids read as strings ({len(m)} distinct)")
+    if amazon_order(graph):
+        parts.append(amazon_order(graph))
     return "; ".join(parts) if parts else None
 
 
