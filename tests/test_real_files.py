@@ -1202,3 +1202,26 @@ def test_amazon_ratings_only_files_name_their_column_order(tmp_path):
     bx.write_text('"User-ID";"ISBN";"Book-Rating"\n' + "".join(f'"{276725 + i}";"{a}";"{i % 11}"\n'
                                                                for i, a in enumerate(asin)))
     assert "Amazon" not in (loaders.describe_read(loaders.load_edges(str(bx))) or "")
+
+
+def test_predict_reads_a_held_out_file_in_the_columns_the_model_was_trained_on(tmp_path):
+    """A model of Last.fm's 'user mbid name plays' lines trained with --columns 1,3,4 scored a
+    held-out file of the same lines only with --columns given again (without: 'malformed value',
+    as the plays were read from column 3); it now reads such a file as training read it, and
+    a 'user item' pairs file, narrower than those columns, by its first two."""
+    import tux2
+    text, rows = _lastfm(users=60)
+    lines = text.splitlines(keepends=True)
+    held = [line for i, line in enumerate(lines) if i % 12 == 5]
+    (tmp_path / "train.tsv").write_text("".join(line for i, line in enumerate(lines) if i % 12 != 5), encoding="utf-8")
+    (tmp_path / "held_out.tsv").write_text("".join(held), encoding="utf-8")
+    tux2.MF(k=4, epochs=2, columns="1,3,4", mode="als", implicit=True).fit(str(tmp_path / "train.tsv")) \
+        .save(str(tmp_path / "m"))
+    r = run_cli("predict", str(tmp_path / "m"), str(tmp_path / "held_out.tsv"))
+    assert r.returncode == 0, r.stderr
+    said = json.loads(r.stderr.strip().splitlines()[0])
+    assert said["pairs"] == len(held) == 20 and said.get("unknown_pairs", 0) < 20 and "ndcg@10" in said, r.stderr
+    assert r.stdout.splitlines()[1].split("\t")[:2] == [rows[5][0], rows[5][2]], r.stdout
+    (tmp_path / "pairs.tsv").write_text("".join(f"{u}\t{n}\n" for u, _, n, _ in rows[:3]), encoding="utf-8")
+    r = run_cli("predict", str(tmp_path / "m"), str(tmp_path / "pairs.tsv"))
+    assert r.returncode == 0 and len(r.stdout.splitlines()) == 4, r.stderr
