@@ -997,3 +997,38 @@ def test_tol_and_early_stop_end_training_and_early_stop_keeps_the_best_epochs_mo
     resumed = tux2.LogisticRegression(epochs=40, reg=1e-7, eta=4.0, early_stop=2).fit(
         (X[150:], y[150:]), (Xt, yt), checkpoint=ck)
     np.testing.assert_array_equal(resumed.coef_, short.coef_)
+
+
+def _hashed_rows(rng, n, top):
+    """Criteo/KDD-style libsvm lines: labels 0/1, three hashed features a line, one of them
+    near the top of a 2^20-plus index space (1-based, sorted)."""
+    lines = []
+    for _ in range(n):
+        idx = sorted({int(rng.integers(1, 50)), int(rng.integers(1000, 5000)), int(rng.integers(top - 1500, top))})
+        y = int(idx[0] % 2)
+        lines.append(f"{y} " + " ".join(f"{i}:1" for i in idx) + "\n")
+    return "".join(lines)
+
+
+def test_a_small_test_file_of_hashed_features_reads_against_the_training_set(tmp_path):
+    """A test file of a few hundred records whose hashed indices reach 2^20 + 3000 was refused
+    ('would need … vertex slots'), though the training file sized those features: the
+    sparse-index guard counts the training set's features (and a model's, for predict)."""
+    rng = np.random.default_rng(7)
+    top = (1 << 20) + 3000
+    train, test = tmp_path / "criteo.svm", tmp_path / "criteo.t.svm"
+    train.write_text(_hashed_rows(rng, 200, top) + f"1 1:1 {top}:1\n")
+    test.write_text(_hashed_rows(rng, 10, top) + f"0 2:1 {top}:1\n")
+    import tux2
+    from tux2.errors import InputError
+    lr = tux2.LogisticRegression(epochs=2).fit(str(train), str(test))
+    assert 0.5 <= lr.history_[-1]["test_accuracy"] <= 1
+    lr.save(str(tmp_path / "m"))
+    res = run_cli("predict", str(tmp_path / "m"), str(test), timeout=240)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.count("\n") == 12          # the header and the 11 samples
+    # far beyond the model's features, the guard still stands, naming the line
+    test.write_text(_hashed_rows(rng, 10, top) + f"0 2:1 {top + (1 << 22)}:1\n")
+    with pytest.raises(InputError, match="feature index") as err:
+        lr.predict(str(test))
+    assert err.value.line == 11

@@ -655,11 +655,13 @@ def id_space(n_records):
     return 16 * n_records + SPARSE_SLACK
 
 
-def check_id_space(n_ids, n_records, what, path, locate=None, remedy="pass --ids string to map ids to dense ones"):
+def check_id_space(n_ids, n_records, what, path, locate=None, remedy="pass --ids string to map ids to dense ones",
+                   known=0):
     """The one guard every loader uses before vertex arrays are sized: ``n_ids`` slots
     (the largest id + 1, or a header's count) for ``n_records`` records must stay within
-    16 × records + 2^20, else InputError (``locate()`` → (line, text) of the culprit)."""
-    if n_ids > id_space(n_records):
+    16 × records + 2^20, plus ``known`` slots that a model or a training set already sized
+    (a test file's features), else InputError (``locate()`` → (line, text) of the culprit)."""
+    if n_ids > id_space(n_records) + known:
         line, text = locate() if locate is not None else (None, None)
         raise InputError(f"{what} would need {n_ids} vertex slots for {n_records} records; {remedy}",
                          path=path, line=line, text=text)
@@ -2100,8 +2102,13 @@ def other_format(path, columns=None):
         body = sample_rows(head, fmt)
         j = number_column(body)
         if j is not None and columns is None and not all(len(t) > 2 and is_number(t[2]) for t in body):
+            # Last.fm-360K: column 2 (the artist's MusicBrainz id) is empty on some lines, the name never
+            # (1-2 % of its lines: looked for in every line of the head, not only the sample)
+            gap = any(len(t) > 2 and not t[1].strip() and t[2].strip()
+                      for t in (x.split(b"\t") for x in head[fmt.start:].split(b"\n")[:-1]))
             return (f"; the lines are tab-separated with text in column 3 and numbers in column {j + 1}: --columns "
-                    f"picks the src, dst and value columns (e.g. --columns 1,2,{j + 1}; header names work too)")
+                    f"picks the src, dst and value columns (e.g. --columns 1,{3 if gap else 2},{j + 1}"
+                    + ("; column 2 is empty on some lines" if gap else "") + "; header names work too)")
         if j is not None:
             return ""       # names and numbers in tab-separated columns are no text corpus
         width = tab_table(head, fmt)
@@ -2212,14 +2219,16 @@ def reader_compiled(kind):
         return True
 
 
-def read_libsvm(path, zero_based=False, n_features=None, type_names=("sample", "feature")):
+def read_libsvm(path, zero_based=False, n_features=None, type_names=("sample", "feature"), known_features=0):
     """A libsvm/svmlight file: ``label idx:val idx:val ...`` per line, 1-based feature
     indices unless ``zero_based`` (True; "auto": 0-based when an index 0 occurs, as
     scikit-learn's load_svmlight_file reads them); ``#`` comments; ``qid:`` fields
     are skipped. Returns (BipartiteGraph sample → feature with the values, labels);
     the graph's ``base`` is the index base it was read with. Every sample is a vertex
     even without features; a 0 index in a 1-based file is an error that names the
-    line and suggests ``zero_based``."""
+    line and suggests ``zero_based``. ``known_features``: the features a model or the
+    training set already has (a test or scored file's indices within them are never too
+    sparse: a small test file of hashed features up to 2^24 scores against the model)."""
     path = os.fspath(path)
     try:
         with open(path, "rb") as f:
@@ -2257,7 +2266,8 @@ def read_libsvm(path, zero_based=False, n_features=None, type_names=("sample", "
     if n_features is None:
         check_id_space(n_feat, k, f"feature index {n_feat - (1 if zero_based else 0)}", path,
                        lambda: edge_line(path, int(r[int(np.argmax(c))])),
-                       "renumber the features densely (e.g. by hashing them into fewer buckets)")
+                       "renumber the features densely (e.g. by hashing them into fewer buckets)",
+                       known=known_features or 0)
     if n_features is not None:
         if n_feat > n_features:
             i = int(np.argmax(c))

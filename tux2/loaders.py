@@ -30,6 +30,7 @@ import contextlib
 import math
 import numbers
 import os
+import re
 
 import numpy as np
 from numba import njit
@@ -483,6 +484,26 @@ def layout_phrases(graph):
     return parts
 
 
+_ASIN = re.compile(r"B[0-9A-Z]{9}|[0-9]{9}[0-9X]")       # Amazon's product ids (ASINs; ISBN-10s for books)
+_REVIEWER = re.compile(r"A[0-9A-Z]{9,21}")                # Amazon's reviewer ids ('A2SUAM1J3GNN3B')
+
+
+def amazon_order(graph):
+    """A phrase when the first type's ids look like Amazon's product ids (ASINs) and the
+    second's like its reviewer ids, as in Amazon's ratings-only files, laid out
+    item,user,rating,timestamp (the users then are the products); else None."""
+    ids = getattr(graph, "ids", None)
+    if not ids or len(ids) != 2 or any(m is None or m.tokens.dtype.kind != "U" for m in ids):
+        return None
+    looks = [np.mean([bool(rx.fullmatch(t)) for t in m.tokens[:200].tolist()]) for rx, m in zip((_ASIN, _REVIEWER), ids)]
+    if min(looks) < 0.9:
+        return None
+    a, b = graph.type_names
+    return (f"{a} ids look like Amazon's product ids (ASINs) and {b} ids like its reviewer ids, as Amazon's "
+            "ratings-only files lay them out (item,user,rating,timestamp): --columns 2,1,3 reads the reviewers "
+            "as the users")
+
+
 def describe_read(graph, base="auto"):
     """How an edge list was read (its layout when not plain 'src dst [value]', a 1-based
     id base and why), for a run's header; None for a plain 0-based file. ``base``: the
@@ -498,6 +519,8 @@ def describe_read(graph, base="auto"):
             parts.append(f"{name} ids numbered densely ({renumbered(m)})")
         elif m is not None and m.tokens.dtype.kind not in "iu":
             parts.append(f"{name} ids read as strings ({len(m)} distinct)")
+    if amazon_order(graph):
+        parts.append(amazon_order(graph))
     return "; ".join(parts) if parts else None
 
 
@@ -761,7 +784,7 @@ def plain_file(given):
 
 
 def load_libsvm(path, zero_based="auto", n_features=None, type_names=("sample", "feature"), duplicates="error",
-                label_column=None, features=None, table_labels=None):
+                label_column=None, features=None, table_labels=None, known_features=0):
     """(graph sample → feature, labels) of a libsvm file (see ``tux2.io.read_libsvm``)
     or a dense table of numbers with its labels in ``label_column`` (tux2.tables; the
     graph's ``layout`` says how it was read; none when it has a model's ``features``
@@ -769,7 +792,8 @@ def load_libsvm(path, zero_based="auto", n_features=None, type_names=("sample", 
     ``label_column`` for a table and ignored for a libsvm file (a model trained on a
     table scores libsvm files too); ``-`` and compressed files as
     ``plain_file`` reads them; the same feature twice in one libsvm line follows the
-    duplicate policy."""
+    duplicate policy. ``known_features``: the training set's or model's feature count, which
+    a test file's indices may reach however few its lines (``io.read_libsvm``)."""
     check_choice("duplicates", duplicates, DUPLICATES)
     with plain_file(path) as copy:
         label = label_column if label_column is not None else table_labels
@@ -782,7 +806,8 @@ def load_libsvm(path, zero_based="auto", n_features=None, type_names=("sample", 
             raise InputError("--label-column (label_column=) applies to tables of numbers, a sample per line; "
                              "this file is none (libsvm files have their labels first)", path=copy)
         try:
-            g, y = io.read_libsvm(copy, zero_based=zero_based, n_features=n_features, type_names=type_names)
+            g, y = io.read_libsvm(copy, zero_based=zero_based, n_features=n_features, type_names=type_names,
+                                  known_features=known_features)
         except InputError:
             hint = tables.words_hint(io.read_head(copy, "input"), copy)
             if hint is None:
@@ -815,7 +840,8 @@ def is_path(x):
     return isinstance(x, (str, bytes)) or hasattr(x, "__fspath__")
 
 
-def load_samples(X, zero_based="auto", duplicates="error", label_column=None, features=None, table_labels=None):
+def load_samples(X, zero_based="auto", duplicates="error", label_column=None, features=None, table_labels=None,
+                 known_features=0):
     """(sample → feature graph, labels or None) of a linear model's input: a libsvm
     path or a table's (``load_libsvm``), a scipy.sparse or dense matrix (rows are
     samples), or a graph."""
@@ -823,7 +849,7 @@ def load_samples(X, zero_based="auto", duplicates="error", label_column=None, fe
         return X, None
     if is_path(X):
         return load_libsvm(X, zero_based=zero_based, duplicates=duplicates, label_column=label_column,
-                           features=features, table_labels=table_labels)
+                           features=features, table_labels=table_labels, known_features=known_features)
     import scipy.sparse as sp
     M = X if sp.issparse(X) else _floats(X)
     if M.ndim != 2:             # one sample given as a row of features: scikit-learn refuses it alike

@@ -8,7 +8,7 @@ from tux2 import io, loaders, tables
 from tux2.cli.common import add_input_args, input_options, note_first_read, spool_inputs
 from tux2.errors import InputError
 from tux2.files import json_text
-from tux2.loaders import ID_MODES, layout_phrases, pair_key, renumbered
+from tux2.loaders import ID_MODES, amazon_order, layout_phrases, pair_key, renumbered
 from tux2.stopwords import ENGLISH
 
 
@@ -73,6 +73,8 @@ def describe(g, kind, labels=None):
                                                       "0-based") + ")")
     if layout_phrases(g):
         out["read_as"] = "; ".join(layout_phrases(g))
+    if amazon_order(g):
+        hints.append(amazon_order(g))
     if g.num_edges:
         key = pair_key(g.src, g.dst, g.n_dst)
         uniq, counts = np.unique(key, return_counts=True)

@@ -118,7 +118,8 @@ def predict(args):
     zero_based = model.zero_based_ if args.zero_based is None else args.zero_based
     graph, labels = load_samples(args.input, zero_based, "keep", label_column=args.label_column,
                                  table_labels=model.label_column_,
-                                 features=model.n_features_in_)        # a table without labels: none
+                                 features=model.n_features_in_,        # a table without labels: none
+                                 known_features=model.n_features_in_)
     require_features(graph, args.input)      # labels alone: every score would be the same constant
     M = model.scores(graph)
     names = [shown(x) for x in model.classes_]
@@ -156,6 +157,20 @@ def _separator(names):
     return "\t" if any(" " in n or "\t" in n for n in names) else " "
 
 
+def _model_columns(args, model):
+    """--columns as given, else the model's columns by position when INPUT's lines have every
+    column they name: a held-out file laid out as the training file was (Last.fm's
+    --columns 1,3,4, Amazon's 2,1,3) is read as training read it; a narrower 'user item'
+    file by its first columns."""
+    from tux2.io import edge_format, read_head
+    cols = getattr(model, "columns", None)
+    if args.columns is not None or args.input is None or not isinstance(cols, str) \
+            or not all(c.strip().isdigit() for c in cols.split(",")):
+        return args.columns
+    fmt = edge_format(read_head(args.input, "input"), args.input)
+    return cols if fmt.width >= max(int(c) for c in cols.split(",")) else None
+
+
 def predict_mf(args, model):
     from tux2 import loaders
     folded = None
@@ -165,6 +180,7 @@ def predict_mf(args, model):
         folded, left_out = model._fold_in(args.fold_in)
         print(files.json_text({"model": "mf", "folded_in_users": len(folded), **(
             {"ratings_of_items_without_training_ratings": left_out} if left_out else {})}), file=sys.stderr)
+    args.columns = _model_columns(args, model)
     sep = _separator(t for m in model.ids_ if m is not None and m.tokens.dtype.kind == "U" for t in m.tokens.tolist())
     if args.top_k is not None:
         res = None

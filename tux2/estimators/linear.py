@@ -59,12 +59,13 @@ class Linear(Estimator):
             zero_based = bool(self.zero_based_)
         if self.label_column is not None and test is None and hasattr(data, "columns") and hasattr(data, "drop"):
             data, test = data.drop(columns=self.label_column), data[self.label_column]      # a DataFrame's labels
-        def pair(d, label=self.label_column, table_labels=None):
+        def pair(d, label=self.label_column, table_labels=None, known=0):
             if isinstance(d, tuple) and len(d) == 2:
                 g = loaders.load_samples(d[0])[0]
                 y = given_labels(d[1], g.n_src)
             else:
-                g, y = loaders.load_samples(d, zero_based, duplicates, label, table_labels=table_labels)
+                g, y = loaders.load_samples(d, zero_based, duplicates, label, table_labels=table_labels,
+                                            known_features=known)
             path = os.fspath(d) if loaders.is_path(d) else None
             loaders.require_features(g, path)          # labels alone (lines '1', '-1 # …'): nothing to learn
             return g, y
@@ -101,7 +102,7 @@ class Linear(Estimator):
             y, test, given = given_labels(test, g.n_src), None, test
         if isinstance(test, tuple) and len(test) == 2:
             same_columns(test[0], names, "the test X")
-        t, ty = pair(test, None, label) if test is not None else (None, None)      # a libsvm test file too
+        t, ty = pair(test, None, label, g.n_dst) if test is not None else (None, None)      # a libsvm test file too
         if t is not None and isinstance(t.layout, tables.TableFormat):
             same_table(t.layout, names, g.n_dst, test)
         kind = np.asarray(given).dtype if given is not None else None
@@ -268,7 +269,7 @@ class Linear(Estimator):
     def _read(self, X):
         """(graph, labels or None) of samples to score, a table's in the columns fit read."""
         return loaders.load_samples(X, self.zero_based_, table_labels=self.label_column_,
-                                    features=self.n_features_in_)
+                                    features=self.n_features_in_, known_features=self.n_features_in_)
 
     def decision_function(self, X):
         """Scores (n,) of a binary model, a softmax of two classes too (the second class's
