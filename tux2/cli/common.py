@@ -184,7 +184,7 @@ def add_run_args(p, out_help, unit):
 # flags that may change between a checkpoint and its resumption (and the estimator's _iterations, _resumable)
 RESUMABLE = {"out", "metrics", "quiet", "resume", "checkpoint_every", "checkpoint_dir", "trace", "func", "argv",
              "rank", "world", "rendezvous", "bind", "advertise", "timeout", "workers", "max_frame_mb", "curve",
-             "config", "threads"}
+             "config", "threads", "straggler"}
 
 
 # the flags that name input files (their size and modification time go into checkpoints)
