@@ -67,7 +67,7 @@ def main(args):
     res, hidden = {}, {}
     for algo, (a, key, _) in runs.items():
         few = quick and algo == "blockpg"       # quick: 3 min on 2 cores
-        if quick and algo == "mf":              # 10 epochs of 0.1 s, not 4: a steadier s per epoch, a finer target
+        if quick and algo == "mf":              # 10 epochs of ~0.05 s, not 4: a steadier s per epoch, a finer target
             a = a[:a.index("--epochs") + 1] + ["10"] + a[a.index("--epochs") + 2:]
         res[algo], hidden[algo] = sweep(algo, a, key, FACTORS[-1:] if few else FACTORS, (0, 2) if few else SLACKS)
     png = plot(res, os.path.join(RESULTS, "straggler.png"))
@@ -75,7 +75,8 @@ def main(args):
     for algo, rs in res.items():
         key = runs[algo][1]
         for r in rs:
-            rows.append([algo, "none" if r["factor"] == 1.0 else f"{r['factor']:g}×", r["slack"], r["epochs_to_target"],
+            who = "none" if r["factor"] == 1.0 else f"{r['factor']:g}×"
+            rows.append([algo, who, r["slack"], r["epochs_to_target"],
                          r["seconds_to_target"], r["wait_s_to_target"], r["epoch_seconds_to_target"], r["s_per_epoch"],
                          r.get("hidden"),
                          r[key], r["test_rmse"], " ".join(map(str, r["staleness"][0])),
@@ -92,7 +93,8 @@ def main(args):
                   "s per epoch: rank 0's median epoch time after the first (an epoch ends in a GlobalSync, so it "
                   "includes waiting for the slow rank). Hidden: (E(straggler, slack 0) − E(straggler, slack s)) / "
                   "(E(straggler, slack 0) − E(none, slack 0)) with E the s per epoch (1: the straggler costs nothing "
-                  "at that slack, 0: slack does not help). Staleness: how many clocks a rank started ahead of the updates it had received."],
+                  "at that slack, 0: slack does not help). Staleness: how many clocks a rank started ahead of the "
+                  "updates it had received."],
            pngs=[png])
     emit({"bench": "straggler", "hidden": hidden,
           "seconds_to_target": {a: {f"{r['factor']:g}@{r['slack']}": r["seconds_to_target"] for r in rs}
@@ -108,10 +110,11 @@ def plot(res, path):
             base = rs[0]
             for f in sorted({r["factor"] for r in rs[1:]}):
                 pts = [r for r in rs[1:] if r["factor"] == f]
-                line, = ax.plot([r["slack"] for r in pts], [r["s_per_epoch"] for r in pts], label=f"rank 1 slowed {f:g}×")
+                line, = ax.plot([r["slack"] for r in pts], [r["s_per_epoch"] for r in pts],
+                                label=f"rank 1 slowed {f:g}×")
                 missed = [r for r in pts if r["seconds_to_target"] is None]
-                ax.plot([r["slack"] for r in pts if r not in missed], [r["s_per_epoch"] for r in pts if r not in missed],
-                        "o", color=line.get_color())
+                hit = [r for r in pts if r not in missed]
+                ax.plot([r["slack"] for r in hit], [r["s_per_epoch"] for r in hit], "o", color=line.get_color())
                 ax.plot([r["slack"] for r in missed], [r["s_per_epoch"] for r in missed], "x", ms=9,
                         color=line.get_color(), label="× : did not reach the target" if missed else None)
             ax.axhline(base["s_per_epoch"], color="grey", ls="--", lw=0.8, label="no straggler, slack 0")
