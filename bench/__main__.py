@@ -7,6 +7,8 @@ EXPERIMENTS = {   # name: (module, what it measures); `all` runs them in this or
     "layout": ("bench.layout", "Fig. 8: array vs hash-table layout, MF / LDA / BlockPG"),
     "heterogeneity": ("bench.heterogeneity", "Fig. 9: homogeneous vs typed vs master/mirror vertex data, BlockPG"),
     "slack": ("bench.slack", "Fig. 10–11: slack 0…16, time to a common objective with breakdown, MF / BlockPG"),
+    "straggler": ("bench.straggler", "one of 2 workers slowed 1.5× / 3×, slack 0…8: time to a common objective, "
+                  "staleness histograms, MF / BlockPG"),
     "minibatch": ("bench.minibatch", "Fig. 12: mini-batch size, objective vs time, MF / BlockPG"),
     "gas": ("bench.gas", "Fig. 13: MEGA vs GAS formulations of MF"),
     "ps": ("bench.ps", "Fig. 14: tux2 vs a parameter-server implementation of MF"),

@@ -63,9 +63,10 @@ def sweep(algo, args, key, slacks):
     return out
 
 
-def main(args):
+def workloads(quick):
+    """The slack experiment's two runs (also bench.straggler's): {algo: (tux2 run args without --workers and
+    --slack, the objective key, what the data is)} and facts of the MF data, for 2 workers."""
     from bench.distributed import text_files
-    quick = getattr(args, "quick", False)
     size = (20_000, 2_000, 1_000_000) if quick else (100_000, 10_000, 8_000_000)
     tr, _, m = text_files(*size)
     batch = 100_000 if quick else 400_000
@@ -74,15 +75,22 @@ def main(args):
           "--lr", "0.0005" if quick else "0.0001", "--partitioner", "bicut", "--eval-every", "0"]
     bp_input, bp_data = blockpg_input(quick)
     bp = [bp_input, "--epochs", "8" if quick else "12", "--block-size", "500", "--partitioner", "bicut"]
-    info = {"bench": "slack", "mf_ratings": m, "mf_batch": batch, **machine()}
+    mf_data = f"MF: {m:,} ratings ({size[0]:,} users × {size[1]:,} items), k=50, mini-batch {batch:,} edges"
+    return {"mf": (mf, "train_rmse", mf_data), "blockpg": (bp, "objective", f"{bp_data}, block 500 features")}, \
+        {"mf_ratings": m, "mf_batch": batch}
+
+
+def main(args):
+    quick = getattr(args, "quick", False)
+    runs, facts = workloads(quick)
+    info = {"bench": "slack", **facts, **machine()}
     emit({**info, "event": "dataset"}, LOG)
-    res = {"mf": sweep("mf", mf, "train_rmse", SLACKS), "blockpg": sweep("blockpg", bp, "objective", SLACKS)}
+    res = {a: sweep(a, args_, key, SLACKS) for a, (args_, key, _) in runs.items()}
     png = plot(res, os.path.join(RESULTS, "slack.png"))
     rows = [[a, r["slack"], r["epochs_to_target"], r["seconds_to_target"], r.get("compute_s_to_target"),
              r.get("sync_s_to_target"), r.get("wait_s_to_target"), r["final"]] for a, rs in res.items() for r in rs]
     report("slack", "Fig. 10–11 analogue: slack vs time to a common objective (2 workers)",
-           f"MF: {m:,} ratings ({size[0]:,} users × {size[1]:,} items), k=50, mini-batch {batch:,} edges; "
-           f"{bp_data}, block 500 features. Target: MF train RMSE {res['mf'][0]['target']:.4f}, BlockPG "
+           f"{runs['mf'][2]}; {runs['blockpg'][2]}. Target: MF train RMSE {res['mf'][0]['target']:.4f}, BlockPG "
            f"f = {res['blockpg'][0]['target']:.1f} (slack 0's value halfway through its epochs; — : not reached)",
            ["algorithm", "slack", "epochs to target", "time to target (s)", "compute (s)", "sync (s)", "wait (s)",
             "final objective"], rows, pngs=[png])

@@ -29,6 +29,48 @@ _EMPTY_IDX = np.zeros(0, np.int64)
 SERIAL_BELOW = 4096     # rows or edges: smaller calls run their partitions in one thread (Engine._each_part)
 
 
+class Straggler:
+    """One slow worker for experiments (``--straggler RANK:FACTOR[:JITTER]``): the
+    worker of ``rank`` takes ``factor`` times its compute per clock, each clock's factor
+    drawn uniformly from factor × [1 − jitter, 1 + jitter] (jitter 0: always factor)."""
+
+    def __init__(self, rank, factor, jitter=0.0):
+        self.rank, self.factor, self.jitter = int(rank), float(factor), float(jitter)
+        if self.rank < 0:
+            raise SchemaError(f"straggler rank must be >= 0, got {rank}")
+        if not 1.0 <= self.factor <= 1000.0:
+            raise SchemaError(f"straggler factor must be between 1 and 1000 (times its compute), got {factor}")
+        if not 0.0 <= self.jitter < 1.0:
+            raise SchemaError(f"straggler jitter must be in [0, 1) (a fraction of the factor), got {jitter}")
+
+    @classmethod
+    def parse(cls, text):
+        """``RANK:FACTOR[:JITTER]``, e.g. ``1:3`` or ``1:1.5:0.2``."""
+        parts = str(text).split(":")
+        try:
+            if len(parts) not in (2, 3):
+                raise ValueError
+            rank, factor, jitter = int(parts[0]), float(parts[1]), float(parts[2]) if len(parts) == 3 else 0.0
+        except ValueError:
+            raise SchemaError(f"expected RANK:FACTOR[:JITTER] (e.g. 1:3 or 1:1.5:0.2), got {str(text)[:80]!r}") \
+                from None
+        if not (np.isfinite(factor) and np.isfinite(jitter)):
+            raise SchemaError(f"straggler factor and jitter must be finite numbers, got {str(text)[:80]!r}")
+        return cls(rank, factor, jitter)
+
+    def clock_factors(self, seed):
+        """The factor of each clock in turn: the same sequence for the same seed."""
+        rng = np.random.default_rng((int(seed or 0) & (2**63 - 1), self.rank, 0x57A6))
+        while True:
+            yield self.factor * (1.0 + self.jitter * rng.uniform(-1.0, 1.0)) if self.jitter else self.factor
+
+    def __str__(self):
+        return f"{self.rank}:{self.factor:g}" + (f":{self.jitter:g}" if self.jitter else "")
+
+    def __repr__(self):
+        return f"Straggler({self.rank}, {self.factor:g}, {self.jitter:g})"
+
+
 class Engine(ApplyRounds):
     """Run ``program`` on ``graph`` split into ``partitions`` parts.
 
@@ -54,6 +96,17 @@ class Engine(ApplyRounds):
     (sum fields from 0, added back after the clock): the Exchange may add to sum and
     delta fields but not read them for its updates, and may write no other field.
 
+    ``straggler`` (optional, a Straggler or its text ``RANK:FACTOR[:JITTER]``): the
+    worker of that rank sleeps at the start of each clock, after the SSP gate, for
+    (factor − 1) × its previous clock's compute (each clock's factor drawn from
+    FACTOR × [1 − JITTER, 1 + JITTER], seeded by ``seed`` and the rank), as if its
+    compute were that much slower; the sleep counts as compute and is also in the
+    trace record's ``injected_s``. It changes timing only: at slack 0 the model is the
+    same. Each gated trace record has ``staleness``: at the clock's start, how many of
+    the latest clocks' Apply rounds were still incomplete here (this clock minus the
+    oldest clock whose updates from the other partitions had not all arrived; 0 at
+    slack 0, at most the slack).
+
     ``threads``: partitions of this process run their Exchanges (and fused loops) in
     this many threads; with ``tiles``, threads beyond the partitions each take a group
     of a partition's tiles. Default: the cores available, capped by the partitions
@@ -65,7 +118,8 @@ class Engine(ApplyRounds):
 
     def __init__(self, program, graph, partitions=1, partitioner="random", seed=0,
                  partitioner_options=None, edge_data=None, context=None, transport=None, slack=0,
-                 assignment=None, fuse=True, strata=None, threads=None, check_finite=True, tiles=None):
+                 assignment=None, fuse=True, strata=None, threads=None, check_finite=True, tiles=None,
+                 straggler=None):
         sharded = not isinstance(graph, BipartiteGraph)
         if sharded:                     # a worker's part of a file (the file readers load only then)
             from tux2.ingress import Shard, check_program
@@ -119,6 +173,14 @@ class Engine(ApplyRounds):
         if self.slack < 0:
             raise SchemaError(f"slack must be >= 0, got {slack}")
         self._rounds = []           # pending Apply rounds (SSP)
+        self.straggler = Straggler.parse(straggler) if isinstance(straggler, str) else straggler
+        if self.straggler is not None and not isinstance(self.straggler, Straggler):
+            raise SchemaError(f"straggler must be a Straggler or 'RANK:FACTOR[:JITTER]', got {straggler!r}")
+        self._slow = (self.straggler.clock_factors(seed) if self.straggler is not None
+                      and self.straggler.rank == getattr(self.transport, "rank", 0) else None)
+        self._last_compute = 0.0    # the previous gated clock's own compute (seconds; a straggler's delay)
+        self._injected = 0.0
+        self._staleness = None
         self._run_cache = {}        # (partition, order) → per-vertex edge runs, for active mini-batches
         self._came = {}             # (partition, type) → per master: the part whose value it took, or -1
         self._pairs = [None, None]  # per type: no vertex has more than two replicas (one-phase rounds)
@@ -539,13 +601,21 @@ class Engine(ApplyRounds):
         """Start of a clock: the SSP gate (every round of clocks <= c - s - 1 complete,
         or <= ``upto``), then marks."""
         g0 = time.perf_counter()
+        self._staleness, self._injected = None, 0.0
         if gate:
-            self._progress(self.clock - self.slack - 1 if upto is None else upto)
+            upto = self.clock - self.slack - 1 if upto is None else upto
+            self._progress(upto)
+            # this clock (the last of a fused run) minus the oldest clock whose round is still out
+            self._staleness = max(0, upto + self.slack + 1 - self._rounds[0]["clock"]) if self._rounds else 0
         self._gate_s = time.perf_counter() - g0
         self._done_ts = None
         self._part_s = {p.rank: 0.0 for p in self.parts} if self.time_parts else None
-        return (time.perf_counter(), self._sync_s, getattr(self.transport, "wait_seconds", 0.0),
+        mark = (time.perf_counter(), self._sync_s, getattr(self.transport, "wait_seconds", 0.0),
                 self.transport.bytes_sent, time.time(), self.min_bytes)
+        if gate and self._slow is not None:     # --straggler: this clock's compute, slowed (counted as compute)
+            self._injected = max(0.0, next(self._slow) - 1.0) * self._last_compute
+            time.sleep(self._injected)
+        return mark
 
     def _trace_end(self, mark, epoch_stages=False, clocks=None):
         """A clock's record; ``epoch_stages``: the stages outside the mini-batches, which
@@ -554,6 +624,8 @@ class Engine(ApplyRounds):
         wall = time.perf_counter() - t0
         sync = self._sync_s - s0
         wait = getattr(self.transport, "wait_seconds", 0.0) - w0
+        if self._staleness is not None:
+            self._last_compute = wall - sync - self._injected
         self.trace.append({"clock": self.clock, "iteration": self.iteration,
                            "rank": getattr(self.transport, "rank", 0), "compute_s": wall - sync,
                            "sync_s": sync - wait, "wait_s": wait + self._gate_s,
@@ -563,6 +635,8 @@ class Engine(ApplyRounds):
                            "done_ts": self._done_ts if self._done_ts is not None else time.time(),
                            **({"epoch_stages": True} if epoch_stages else {}),
                            **({"clocks": clocks} if clocks is not None else {}),
+                           **({"staleness": self._staleness} if self._staleness is not None else {}),
+                           **({"injected_s": self._injected} if self._slow is not None else {}),
                            **({"part_exchange_s": self._part_s} if self._part_s is not None else {})})
 
     def _deltas_per_apply(self, p0):

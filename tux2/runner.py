@@ -192,8 +192,9 @@ def _progress_bar(eng, n, start, say, unit):
 def timed_epochs(eng, n, start=0, say=None, unit="epoch", before=0.0):
     """Run iterations start+1 … n one at a time, yielding (i, seconds, total seconds
     (from ``before``: a resumed run's seconds up to ``start``),
-    {"bytes_sent", "wait_s"}) for each (wait: seconds this worker waited for others,
-    from the per-clock trace). With ``say`` on a terminal a progress bar shows the
+    {"bytes_sent", "wait_s"}, with several workers also "staleness": [clocks started 0,
+    1, 2, … clocks behind, as the trace's ``staleness``]) for each (wait: seconds this
+    worker waited for others, from the per-clock trace). With ``say`` on a terminal a progress bar shows the
     position and the current metric."""
     barrier(eng.transport, "start")       # every worker set up: the first epoch's time is its own
     bar = _progress_bar(eng, n, start, say, unit)
@@ -214,13 +215,28 @@ def timed_epochs(eng, n, start=0, say=None, unit="epoch", before=0.0):
                                        refresh=False)
                 bar[0].n = i
                 bar[0].refresh()
-            yield i, dt, total, {"bytes_sent": int(eng.transport.bytes_sent - b0),
-                                 "wait_s": round(sum(r["wait_s"] for r in eng.trace[r0:]), 6)}
+            comm = {"bytes_sent": int(eng.transport.bytes_sent - b0),
+                    "wait_s": round(sum(r["wait_s"] for r in eng.trace[r0:]), 6)}
+            if getattr(eng.transport, "world", 1) > 1:
+                comm["staleness"] = staleness_histogram(eng.trace[r0:])
+            yield i, dt, total, comm
     finally:
         if bar:
             bar[0].close()
             say.bar = None
             eng.on_clock = None
+
+
+def staleness_histogram(records):
+    """[number of clocks that started 0, 1, 2, … clocks stale] of per-clock trace
+    records (a fused run of n clocks counts n)."""
+    out = []
+    for r in records:
+        s = r.get("staleness")
+        if s is not None:
+            out += [0] * (s + 1 - len(out))
+            out[s] += r.get("clocks", 1)
+    return out
 
 
 @contextlib.contextmanager
@@ -349,14 +365,15 @@ def _compile_note():
 
 # ---------------------------------------------------------------- the run
 def train(est, data, *, transport=None, partitions=None, threads=None, slack=0, say=None, metrics=None,
-          checkpoint=None, trace=None, callbacks=(), stop=None):
+          checkpoint=None, trace=None, callbacks=(), stop=None, straggler=None):
     """Train ``est`` on ``data`` (a Dataset, or what its ``prepare`` takes) as one
     worker of ``transport`` (None: one process). ``checkpoint``: Checkpoints keywords
     (directory, every, resume, params, inputs). A callback returning True (as
     xgboost's do) ends training after that iteration, as does the file ``stop`` once it
     exists (checked by every worker after each iteration, agreed on together). Sets
     the estimator's learned state (on rank 0), ``history_`` (the metrics records) and
-    ``run_`` (facts of the run)."""
+    ``run_`` (facts of the run). ``straggler``: tux2.engine.Straggler (one worker
+    slowed, for experiments)."""
     rank, world = (transport.rank, transport.world) if transport is not None else (0, 1)
     printed = say is not None           # fit() from Python prints nothing: its notes come as warnings
     say = say or _Warner(est)
@@ -377,7 +394,7 @@ def train(est, data, *, transport=None, partitions=None, threads=None, slack=0, 
     t0 = time.perf_counter()
     with counting_compiles(_compile_note if printed and rank == 0 else None) as compiled:
         eng = Engine(setup.program, setup.graph, partitions=parts, seed=getattr(est, "seed", 0), transport=transport,
-                     slack=slack, threads=threads, **setup.engine)
+                     slack=slack, threads=threads, straggler=straggler, **setup.engine)
     say(f"  layout + compile {time.perf_counter() - t0:.2f}s{_compiled(compiled.n)}"
         + (f"; {eng.threads} threads" if eng.threads > 1 else ""))
     if threads is not None and eng.threads < threads:

@@ -85,6 +85,29 @@ def endpoint(text):
     return text
 
 
+def straggler_spec(text):
+    """argparse type: ``RANK:FACTOR[:JITTER]`` (tux2.engine.Straggler), as its canonical text."""
+    from tux2.engine import Straggler
+    from tux2.errors import SchemaError
+    try:
+        return str(Straggler.parse(text))
+    except SchemaError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def check_straggler(args, world):
+    """--straggler names a worker of this run (one of several)."""
+    if vars(args).get("straggler") is None:
+        return
+    rank = int(args.straggler.split(":")[0])
+    if world == 1:
+        raise Tux2Error(f"--straggler {args.straggler} slows one of several workers: give --workers N (or start "
+                        "the workers with a launcher)")
+    if rank >= world:
+        raise Tux2Error(f"--straggler {args.straggler}: there is no worker {rank} in a run of {world} workers "
+                        f"(ranks 0-{world - 1})")
+
+
 def key_dir(text):
     """argparse type: a directory made by ``tux2 keys DIR`` whose key files load (a
     damaged key is an error now, not a rendezvous timeout later)."""
@@ -161,7 +184,7 @@ def add_run_args(p, out_help, unit):
 # flags that may change between a checkpoint and its resumption (and the estimator's _iterations, _resumable)
 RESUMABLE = {"out", "metrics", "quiet", "resume", "checkpoint_every", "checkpoint_dir", "trace", "func", "argv",
              "rank", "world", "rendezvous", "bind", "advertise", "timeout", "workers", "max_frame_mb", "curve",
-             "config", "threads"}
+             "config", "threads", "straggler"}
 
 
 # the flags that name input files (their size and modification time go into checkpoints)
@@ -270,6 +293,11 @@ def add_distributed_args(p):
     g.add_argument("--slack", type=NONNEG, default=0,
                    help="SSP slack s: a worker may start clock c once clocks <= c-s-1 are complete "
                         "everywhere (0 = BSP: any number of workers gives the single-process result)")
+    g.add_argument("--straggler", metavar="RANK:FACTOR[:JITTER]", type=straggler_spec, default=None,
+                   help="for experiments: worker RANK runs FACTOR times slower (it sleeps (FACTOR-1) x its "
+                        "last clock's compute at the start of each clock); JITTER draws each clock's factor "
+                        "from FACTOR x [1-JITTER, 1+JITTER], seeded by --seed. Changes timing, not the "
+                        "model at --slack 0; --trace records the sleep (injected_s) and each clock's staleness")
     g.add_argument("--trace", metavar="DIR",
                    help="write each worker's per-clock record (compute/sync/wait seconds, bytes sent, "
                         "start and finish times) to DIR/trace-RANK.jsonl")
@@ -320,6 +348,7 @@ def run(args, cls, load, after=None, **params):
     if args.rank is None:
         runner.partitions(args.partitions, args.workers, args.threads)    # hopeless flags stop before any worker
     if args.workers > 1 and args.rank is None:
+        check_straggler(args, args.workers)
         from tux2.runtime import launch_local, strip_option
         argv = strip_option(args.argv, "--workers")
         if args.threads is None and est.tiled():        # the cores shared out, not each worker taking them all
@@ -327,6 +356,7 @@ def run(args, cls, load, after=None, **params):
         return launch_local(argv, args.workers, timeout=args.timeout)
     transport, rank, world = open_transport(args, est.tiled())
     try:
+        check_straggler(args, world)
         say = runner.Speaker(not args.quiet and rank == 0, record=rank == 0)    # rank 0's lines: summary.txt
         if rank == 0:
             note_first_read(args, "libsvm" if "zero_based" in vars(args) else "edges")
@@ -334,7 +364,7 @@ def run(args, cls, load, after=None, **params):
         # the data as loaded goes straight to the runner, which lets it go once the estimator has prepared it
         runner.train(est, load(args, est, transport, say), transport=transport, partitions=args.partitions,
                      threads=args.threads, slack=args.slack, say=say, metrics=args.metrics, checkpoint=checkpoint,
-                     trace=args.trace, callbacks=[collect_from_now])
+                     trace=args.trace, callbacks=[collect_from_now], straggler=args.straggler)
         if after:
             after(args, est, say)
         if args.out and rank == 0:
