@@ -21,7 +21,9 @@ Each checkpoint carries a ``manifest.json`` (``tux2.files``) with the size and
 SHA-256 of every file in it; a resume checks the files it reads against it, so a
 flipped bit or a truncated file is an error, never a different model. ``state.json``
 also records the size and modification time of the run's input files, reported when
-the input's edges differ from the checkpoint's.
+the input's edges differ from the checkpoint's, and a checksum of the test set the run
+is evaluated on (``test_sum``): its metrics history, and with it the epoch early
+stopping keeps, depend on it, so a resume with other test data is refused.
 """
 import json
 import os
@@ -32,6 +34,7 @@ import zipfile
 import numpy as np
 
 from tux2 import files
+from tux2.engine import _mix64
 from tux2.errors import CheckpointError, ContextStateError, SchemaError
 from tux2.transport import barrier
 
@@ -75,13 +78,84 @@ def _input_changes(then, now):
     return notes or same
 
 
-def save(directory, eng, params, transport=None, inputs=None, history=None, kept=None):
+def test_sum(test, labels=None, source=None):
+    """What a checkpoint records of the test set a run evaluates on (``test``: a graph in
+    the training data's dense ids; ``labels``: the GLMs' test labels), or None without
+    one: the number of edges and the sum (mod 2**64) of a 64-bit mix of each edge's
+    endpoints, value (rounded to float32, as the programs hold values, so that the
+    readers of one file agree) and, for ids the training data lacks, the id as written;
+    the labels mixed with their sample's number likewise. The edges' order does not
+    count (distributed ingress gathers a held-out share in another order); a change of
+    a value below float32's precision goes unnoticed. ``source``: how an error names it."""
+    import zlib
+    if test is None:
+        return None
+    src, dst, values = test.src, test.dst, test.values
+    n = len(src)
+    extra = np.zeros(n, np.uint64)
+    unknown, written = getattr(test, "unknown", None), getattr(test, "unknown_ids", None)
+    if unknown is not None and written is not None:
+        for side in (0, 1):                 # ids that train nothing: grouped by how they were written (ranking)
+            codes = np.array([zlib.crc32(str(t).encode()) for t in np.asarray(written[side]).tolist()], np.uint64)
+            extra[np.flatnonzero(unknown[side])] ^= codes << np.uint64(32 * side)
+    total = np.uint64(0)
+    step = 1 << 20
+    with np.errstate(over="ignore"):
+        for lo in range(0, n, step):
+            hi = min(n, lo + step)
+            h = _mix64(np.asarray(src[lo:hi]).astype(np.int64).view(np.uint64) ^ np.uint64(0x2545F4914F6CDD1D))
+            h = _mix64(h ^ (np.asarray(dst[lo:hi]).astype(np.int64).view(np.uint64) + np.uint64(0x632BE59BD9B4E019)))
+            if values is not None:
+                h = _mix64(h ^ np.asarray(values[lo:hi]).astype(np.float32).astype(np.float64).view(np.uint64))
+            h = _mix64(h ^ extra[lo:hi])
+            total = total + h.sum(dtype=np.uint64)
+        lsum = np.uint64(0)
+        if labels is not None:
+            y = np.asarray(labels)
+            y = y.astype(np.float64) if y.dtype.kind in "biuf" else \
+                np.array([zlib.crc32(str(t).encode()) for t in y.tolist()], np.float64)
+            h = _mix64(np.arange(len(y), dtype=np.uint64) ^ np.uint64(0x9E3779B97F4A7C15))
+            lsum = _mix64(h ^ y.view(np.uint64)).sum(dtype=np.uint64)
+    return {"edges": n, "sum": f"{int(total):016x}", "labels": None if labels is None else len(labels),
+            "labels_sum": f"{int(lsum):016x}", "source": source}
+
+
+def _test_changes(path, then, now, inputs_then, inputs_now):
+    """The CheckpointError of a resume whose test set differs from its checkpoint's."""
+    def named(t):
+        return t.get("source") or "the test set"
+    if then is None:
+        what, diff = f"the checkpoint's run had no test set, and this one is evaluated on {named(now)}", []
+    elif now is None:
+        what, diff = f"the checkpoint's run was evaluated on {named(then)}, and this one has no test set", []
+    else:
+        what = f"{named(now)} is not the one the checkpoint's run was evaluated on"
+        diff = [f"{then['edges']} test edges then, {now['edges']} now"] if then["edges"] != now["edges"] else []
+        if then.get("labels") != now.get("labels"):
+            diff.append(f"{then.get('labels')} test labels then, {now.get('labels')} now")
+        if not diff:
+            labels = now.get("labels") is not None
+            diff.append(f"as many test edges{' and labels' if labels else ''}, with other ids, values"
+                        + (" or labels" if labels else " or unknown ids"))
+    diff += [c for c in _input_changes(inputs_then, inputs_now) if not c.endswith("same size and modification time")]
+    return CheckpointError(f"{path}: {what}" + (f" ({'; '.join(diff)})" if diff else "")
+                           + ": the metrics history, and with it the epoch --early-stop keeps, depends on it; resume "
+                           "with that run's test data, or start again without --resume")
+
+
+def _same_test(a, b):
+    keys = ("edges", "sum", "labels", "labels_sum")
+    return (a is None) == (b is None) and (a is None or all(a.get(k) == b.get(k) for k in keys))
+
+
+def save(directory, eng, params, transport=None, inputs=None, history=None, kept=None, test=None):
     """Write ``eng``'s state (after a whole iteration) as a new checkpoint under
     ``directory``; ``params`` (JSON) identify the run and are checked on resume;
     ``inputs``: ``input_stats`` of the run's files, reported if they change;
     ``history``: the run's metrics records so far (a resume goes on from them);
     ``kept``: rank 0's (arrays, JSON) of a model the run keeps besides the engine's
-    (early stopping's best epoch), given back by ``load``.
+    (early stopping's best epoch), given back by ``load``; ``test``: rank 0's
+    ``test_sum`` of the run's test set (None: it has none), checked by ``load``.
     Collective: every worker calls it. Returns the checkpoint's path."""
     rank = getattr(transport, "rank", 0) if transport is not None else 0
     arrays, meta = eng.state()
@@ -103,7 +177,7 @@ def save(directory, eng, params, transport=None, inputs=None, history=None, kept
                 raise CheckpointError(f"{work}: workers {missing} wrote no file here; with several machines the "
                                       "checkpoint directory must be shared")
             state = {**meta, "world": world, "params": params, "inputs": inputs or {},
-                     "history": json.loads(files.json_text(history or []))}
+                     "history": json.loads(files.json_text(history or [])), "test": test}
             out = {"state.json": lambda f: f.write(json.dumps(state, indent=1).encode())}
             if kept is not None:
                 state["kept"] = json.loads(files.json_text(kept[1]))
@@ -277,15 +351,19 @@ def _read_part(path, rank):
         raise CheckpointError(f"{file}: cannot read ({e})") from None
 
 
-def load(directory, eng, params, transport=None, compare=None, inputs=None):
+def load(directory, eng, params, transport=None, compare=None, inputs=None, test=False):
     """Restore ``eng`` from the newest checkpoint in ``directory`` (``check`` first).
     ``inputs`` (``input_stats`` now) are compared with the saved ones when the
-    edges differ. A checkpoint of another layout (workers, partitions, partitioner)
+    edges differ; ``test`` (rank 0's ``test_sum`` now; False: not checked) with the
+    saved one, when the checkpoint has one (an earlier tux2's has not), before any
+    array is read. A checkpoint of another layout (workers, partitions, partitioner)
     is read whole by every worker and laid out anew (``Engine.restore_relayout``);
     the state returned then has ``relaid`` True."""
     rank = getattr(transport, "rank", 0) if transport is not None else 0
     world = getattr(transport, "world", 1) if transport is not None else 1
     path, state = check(directory, params, world, compare)
+    if test is not False and "test" in state and not _same_test(state["test"], test):
+        raise _test_changes(path, state["test"], test, state.get("inputs"), inputs)
     saved = state["params"]
     # another layout: other workers, partitions or partitioner (what params say: fit() does not
     # record its partitioner, and a changed one is then refused by the same-layout checks)
