@@ -25,6 +25,7 @@ the input's edges differ from the checkpoint's, and a checksum of the test set t
 is evaluated on (``test_sum``): its metrics history, and with it the epoch early
 stopping keeps, depend on it, so a resume with other test data is refused.
 """
+import contextlib
 import json
 import os
 import shutil
@@ -351,14 +352,129 @@ def _read_part(path, rank):
         raise CheckpointError(f"{file}: cannot read ({e})") from None
 
 
+class Member:
+    """One array of a part file, read piece by piece: ``a[lo:hi]`` reads those rows
+    (of the first axis) from the file and nothing else; ``shape``, ``dtype``,
+    ``ndim`` and ``len`` need no read. ``np.savez`` stores its arrays uncompressed,
+    so a row's bytes are at a fixed place in the file."""
+
+    def __init__(self, fd, file, name, offset, shape, dtype, fortran):
+        self.fd, self.file, self.name, self.offset = fd, file, name, offset
+        self.shape, self.dtype, self.fortran = tuple(shape), np.dtype(dtype), fortran
+        self.ndim = len(self.shape)
+        self.row = self.dtype.itemsize * int(np.prod(self.shape[1:], dtype=np.int64))
+        self.size = int(np.prod(self.shape, dtype=np.int64))
+
+    def __len__(self):
+        if not self.shape:
+            raise TypeError("len() of a 0-d array")
+        return self.shape[0]
+
+    def __getitem__(self, key):
+        if not self.shape or self.fortran or key is Ellipsis:      # read whole
+            if key is not Ellipsis and not (isinstance(key, slice) and key == slice(None)):
+                raise TypeError(f"{self.name}: only whole reads of a 0-d or Fortran-order array")
+            out = self._read(0, max(self.size, 0) * self.dtype.itemsize)
+            return out.view(self.dtype).reshape(self.shape, order="F" if self.fortran else "C")
+        if not isinstance(key, slice) or key.step not in (None, 1):
+            raise TypeError(f"{self.name}: rows are read by a slice lo:hi")
+        lo, hi, _ = key.indices(self.shape[0])
+        hi = max(lo, hi)
+        out = self._read(lo * self.row, (hi - lo) * self.row)
+        return out.view(self.dtype).reshape((hi - lo, *self.shape[1:]))
+
+    def __array__(self, dtype=None, copy=None):
+        a = self[...]
+        return a if dtype is None else a.astype(dtype)
+
+    def _read(self, at, n):
+        buf = np.empty(n, np.uint8)
+        view, done = memoryview(buf), 0
+        while done < n:
+            got = os.preadv(self.fd, [view[done:]], self.offset + at + done)
+            if got <= 0:
+                raise CheckpointError(f"{self.file}: cannot read {self.name} (the file ends early)")
+            done += got
+        return buf
+
+
+class PartFile:
+    """A checkpoint's part file opened for reading piece by piece: ``f[name]`` (and
+    ``get``) give a ``Member`` of each array, ``keys()`` their names. A context manager
+    (its file stays open until then)."""
+
+    def __init__(self, path, rank):
+        import struct
+        self.file = os.path.join(path, f"part-{rank}.npz")
+        _verify(path, [f"part-{rank}.npz"])
+        self.members = {}
+        try:
+            self.fd = os.open(self.file, os.O_RDONLY)
+        except OSError as e:
+            raise CheckpointError(f"{self.file}: cannot read ({e.strerror})") from None
+        try:
+            with open(self.file, "rb") as f, zipfile.ZipFile(f) as z:
+                for info in z.infolist():
+                    name = info.filename.removesuffix(".npy")
+                    if info.compress_type != zipfile.ZIP_STORED:       # (not what np.savez writes): read whole
+                        with z.open(info) as m:
+                            self.members[name] = np.lib.format.read_array(m, allow_pickle=False)
+                        continue
+                    f.seek(info.header_offset)
+                    head = f.read(30)
+                    if len(head) != 30 or head[:4] != b"PK\x03\x04":
+                        raise ValueError(f"{info.filename}: no local file header")
+                    start = info.header_offset + 30 + sum(struct.unpack("<HH", head[26:30]))
+                    f.seek(start)
+                    version = np.lib.format.read_magic(f)
+                    shape, fortran, dtype = (np.lib.format.read_array_header_1_0(f) if version == (1, 0) else
+                                             np.lib.format.read_array_header_2_0(f))
+                    if dtype.hasobject:
+                        raise ValueError(f"{info.filename}: Python objects (a checkpoint holds none)")
+                    m = Member(self.fd, self.file, name, f.tell(), shape, dtype, fortran)
+                    if f.tell() + m.size * dtype.itemsize > start + info.file_size:
+                        raise ValueError(f"{info.filename}: shorter than its header says")
+                    self.members[name] = m
+        except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e:
+            self.close()
+            raise CheckpointError(f"{self.file}: cannot read ({e})") from None
+
+    def keys(self):
+        return self.members.keys()
+
+    def __iter__(self):
+        return iter(self.members)
+
+    def __contains__(self, name):
+        return name in self.members
+
+    def __getitem__(self, name):
+        return self.members[name]
+
+    def get(self, name, default=None):
+        return self.members.get(name, default)
+
+    def close(self):
+        if getattr(self, "fd", None) is not None:
+            os.close(self.fd)
+            self.fd = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
 def load(directory, eng, params, transport=None, compare=None, inputs=None, test=False):
     """Restore ``eng`` from the newest checkpoint in ``directory`` (``check`` first).
     ``inputs`` (``input_stats`` now) are compared with the saved ones when the
     edges differ; ``test`` (rank 0's ``test_sum`` now; False: not checked) with the
     saved one, when the checkpoint has one (an earlier tux2's has not), before any
     array is read. A checkpoint of another layout (workers, partitions, partitioner)
-    is read whole by every worker and laid out anew (``Engine.restore_relayout``);
-    the state returned then has ``relaid`` True."""
+    is laid out anew (``Engine.restore_relayout``): every worker reads each part file
+    piece by piece (``PartFile``), keeping the rows and edges of its own partitions
+    only; the state returned then has ``relaid`` True."""
     rank = getattr(transport, "rank", 0) if transport is not None else 0
     world = getattr(transport, "world", 1) if transport is not None else 1
     path, state = check(directory, params, world, compare)
@@ -374,7 +490,8 @@ def load(directory, eng, params, transport=None, compare=None, inputs=None, test
             n = state.get("world")
             if not isinstance(n, int) or n < 1:
                 raise SchemaError("checkpoint state names no number of workers")
-            eng.restore_relayout([_read_part(path, r) for r in range(n)], state)
+            with contextlib.ExitStack() as files_:
+                eng.restore_relayout([files_.enter_context(PartFile(path, r)) for r in range(n)], state)
         else:
             eng.restore(_read_part(path, rank), state)
     except SchemaError as e:
