@@ -1218,12 +1218,18 @@ class Engine(ApplyRounds):
             step = max(1, RELAYOUT_BYTES // row)
             return ((x, min(n, x + step)) for x in range(lo, n, step))
 
-        gathered = []                       # per type: (the ids this worker holds, sorted; their rows; which have one)
-        for t, vt in enumerate(self.program.types):
+        datas = []                          # per type: this worker's partitions' rows (a vertex no old partition
+        for t, vt in enumerate(self.program.types):     # held keeps its initial record)
             tl0 = self.parts[0].types[t]
             n, dtype = self.n[t], tl0.data.dtype
             need = np.unique(np.concatenate([p.types[t].gid for p in self.parts]).astype(np.int64))
-            rows, have = np.zeros(len(need), dtype), np.zeros(len(need), bool)
+            have = np.zeros(len(need), bool)
+            rows = [p.types[t].data.copy() for p in self.parts]
+            local = []                      # per partition: the row of each needed id there, or -1
+            for p in self.parts:
+                where_ = np.full(len(need), -1, np.int32 if len(p.types[t].gid) < 1 << 31 else np.int64)
+                where_[np.searchsorted(need, p.types[t].gid)] = np.arange(len(p.types[t].gid))
+                local.append(where_)
 
             def find(ids):      # (positions in need, which ids are there)
                 at = np.minimum(np.searchsorted(need, ids), max(len(need) - 1, 0))
@@ -1263,7 +1269,10 @@ class Engine(ApplyRounds):
                         raise SchemaError(f"checkpoint's {vt.name} vertices have two masters (partition {r})")
                     have[at] = True
                     if len(at):
-                        rows[at] = data[lo:hi][ok]
+                        got = data[lo:hi][ok]
+                        for mine, where_ in zip(rows, local):
+                            i = where_[at]
+                            mine[i[i >= 0]] = got[i >= 0]
                 olds.append((r, gid, data, nm))
             for r, gid, data, nm in olds:                   # the mirrors of the masters this worker holds
                 for lo, hi in pieces(len(gid), nm, data):
@@ -1278,10 +1287,15 @@ class Engine(ApplyRounds):
                     if not have[at].all():
                         raise SchemaError(f"checkpoint's partition {r} has {vt.name} mirrors of no master")
                     mirrors = data[lo:hi][ok]
-                    for f in vt.sync_fields:
-                        if np.ascontiguousarray(mirrors[f]).tobytes() != np.ascontiguousarray(rows[f][at]).tobytes():
-                            raise busy(f"partition {r}'s {vt.name} mirrors differ from their masters in {f!r}")
-            gathered.append((need, rows, have))
+                    for mine, where_ in zip(rows, local):   # (each master row as a partition here holds it)
+                        i = where_[at]
+                        there = i >= 0
+                        for f in vt.sync_fields:
+                            if np.ascontiguousarray(mirrors[f][there]).tobytes() != \
+                                    np.ascontiguousarray(mine[f][i[there]]).tobytes():
+                                raise busy(f"partition {r}'s {vt.name} mirrors differ from their masters in {f!r}")
+            del local
+            datas.append(rows)
 
         edtype = self.parts[0].edata.dtype
         mine = np.concatenate([p.eid for p in self.parts]).astype(np.int64)      # this worker's edges, in part order
@@ -1311,15 +1325,10 @@ class Engine(ApplyRounds):
                               if held == self.num_edges else f"checkpoint holds {held} of the run's {self.num_edges} edges")
 
         arrays, first = {"global_ctx": g}, 0
-        for p in self.parts:
+        for j, p in enumerate(self.parts):
             for t, tl in enumerate(p.types):
                 pre = f"p{p.rank}.t{t}."
-                need, rows, have = gathered[t]
-                data = tl.data.copy()           # a vertex no old partition held keeps its initial record
-                at = np.searchsorted(need, tl.gid)
-                known = have[at]
-                data[known] = rows[at[known]]
-                arrays[pre + "data"] = data
+                arrays[pre + "data"] = data = datas[t][j]
                 arrays[pre + "accum"] = np.zeros_like(tl.accum)
                 if tl.snapshot is not None:
                     snap = tl.snapshot.copy()
