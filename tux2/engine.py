@@ -1298,10 +1298,12 @@ class Engine(ApplyRounds):
             datas.append(copies)
 
         edtype = self.parts[0].edata.dtype
-        mine = np.concatenate([p.eid for p in self.parts]).astype(np.int64)      # this worker's edges, in part order
-        order = np.argsort(mine, kind="stable")
-        ranked = mine[order]
-        records, seen, held = np.zeros(len(mine), edtype), np.zeros(len(mine), bool), 0
+        ids = np.int32 if self.num_edges <= np.iinfo(np.int32).max else np.int64     # (4 bytes an edge, not 8)
+        mine = np.concatenate([p.eid for p in self.parts]).astype(ids)      # this worker's edges, in part order
+        order = np.argsort(mine, kind="stable").astype(ids)
+        ranked, held_here = mine[order], len(mine)
+        del mine
+        records, seen, held = np.zeros(held_here, edtype), np.zeros(held_here, bool), 0
         for r in range(P0):
             edata, eid = get(r, "edata"), get(r, "eid")
             if edata.dtype != edtype or eid.ndim != 1 or eid.dtype.kind not in "iu" or edata.ndim != 1 or \
@@ -1309,9 +1311,10 @@ class Engine(ApplyRounds):
                 raise SchemaError(f"checkpoint's partition {r} edges do not fit this run")
             held += len(eid)
             for lo, hi in pieces(len(eid), 0, edata):
-                e = eid[lo:hi].astype(np.int64)
-                if len(e) and (e.min() < 0 or e.max() >= self.num_edges):
+                e = eid[lo:hi]
+                if len(e) and (int(e.min()) < 0 or int(e.max()) >= self.num_edges):
                     raise SchemaError(f"checkpoint's partition {r} edges do not fit this run")
+                e = e.astype(ids)           # (searchsorted of other dtypes would convert all of ranked)
                 at = np.minimum(np.searchsorted(ranked, e), max(len(ranked) - 1, 0))
                 ok = ranked[at] == e if len(ranked) else np.zeros(len(e), bool)
                 k = order[at[ok]]
