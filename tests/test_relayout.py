@@ -280,3 +280,27 @@ def test_a_relayout_read_in_small_pieces_is_the_relayout_of_whole_arrays(tmp_pat
     whole.run(1)
     pieces.run(1)
     _same(whole.state()[0], pieces.state()[0])
+
+
+def test_two_workers_refuse_a_checkpoint_only_its_layout_can_continue_with_one_reason(ratings_path, tmp_path):
+    """Each worker checks the rows it takes; the reasons are gathered, so every worker
+    stops with the same error (not a 'worker 0 failed' relayed by the other)."""
+    from tux2 import files
+    MF(k=4, epochs=1, seed=1).fit(ratings_path, partitions=3, checkpoint=tmp_path / "ck")
+    path = checkpoint.latest(str(tmp_path / "ck"))
+    part = os.path.join(path, "part-0.npz")
+    with np.load(part) as z:
+        arrays = {k: z[k] for k in z.files}
+    first = next(r for r in range(3) if len(arrays[f"p{r}.t1.gid"]) > int(arrays[f"p{r}.t1.n_master"][0]))
+    mirror = int(arrays[f"p{first}.t1.n_master"][0])
+    for key in (f"p{first}.t1.data", f"p{first}.t1.snapshot"):     # an item mirror that is not its master's copy
+        if key in arrays:
+            arrays[key]["b"][mirror] += 1.0
+    np.savez(part, **arrays)
+    manifest = json.loads(open(os.path.join(path, "manifest.json")).read())
+    manifest["files"]["part-0.npz"] = files.describe(part)
+    open(os.path.join(path, "manifest.json"), "w").write(json.dumps(manifest))
+    with pytest.raises(CheckpointError) as e:
+        MF(k=4, epochs=2, seed=1).fit(ratings_path, workers=2, checkpoint=tmp_path / "ck")
+    assert f"not at a point another layout can resume (partition {first}'s item mirrors differ from their masters " \
+           "in 'b'" in str(e.value) and "failed" not in str(e.value), e.value
