@@ -471,15 +471,21 @@ def load(directory, eng, params, transport=None, compare=None, inputs=None, test
     ``inputs`` (``input_stats`` now) are compared with the saved ones when the
     edges differ; ``test`` (rank 0's ``test_sum`` now; False: not checked) with the
     saved one, when the checkpoint has one (an earlier tux2's has not), before any
-    array is read. A checkpoint of another layout (workers, partitions, partitioner)
+    array is read, every worker raising rank 0's verdict. A checkpoint of another layout (workers, partitions, partitioner)
     is laid out anew (``Engine.restore_relayout``): every worker reads each part file
     piece by piece (``PartFile``), keeping the rows and edges of its own partitions
     only; the state returned then has ``relaid`` True."""
     rank = getattr(transport, "rank", 0) if transport is not None else 0
     world = getattr(transport, "world", 1) if transport is not None else 1
     path, state = check(directory, params, world, compare)
-    if test is not False and "test" in state and not _same_test(state["test"], test):
-        raise _test_changes(path, state["test"], test, state.get("inputs"), inputs)
+    failed = ""             # (rank 0 has the test set; every worker stops with its verdict, none waits for it)
+    if rank == 0 and test is not False and "test" in state and not _same_test(state["test"], test):
+        failed = str(_test_changes(path, state["test"], test, state.get("inputs"), inputs))
+    if world > 1:
+        said = transport.allgather("resume-test", [np.frombuffer(failed.encode(), np.uint8)])
+        failed = bytes(said[0][0]).decode()
+    if failed:
+        raise CheckpointError(failed)
     saved = state["params"]
     # another layout: other workers, partitions or partitioner (what params say: fit() does not
     # record its partitioner, and a changed one is then refused by the same-layout checks)
