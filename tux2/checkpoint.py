@@ -470,22 +470,14 @@ def load(directory, eng, params, transport=None, compare=None, inputs=None, test
     """Restore ``eng`` from the newest checkpoint in ``directory`` (``check`` first).
     ``inputs`` (``input_stats`` now) are compared with the saved ones when the
     edges differ; ``test`` (rank 0's ``test_sum`` now; False: not checked) with the
-    saved one, when the checkpoint has one (an earlier tux2's has not), before any
-    array is read, every worker raising rank 0's verdict. A checkpoint of another layout (workers, partitions, partitioner)
+    saved one, when the checkpoint has one (an earlier tux2's has not), after the
+    input's checks, every worker raising rank 0's verdict. A checkpoint of another layout (workers, partitions, partitioner)
     is laid out anew (``Engine.restore_relayout``): every worker reads each part file
     piece by piece (``PartFile``), keeping the rows and edges of its own partitions
     only; the state returned then has ``relaid`` True."""
     rank = getattr(transport, "rank", 0) if transport is not None else 0
     world = getattr(transport, "world", 1) if transport is not None else 1
     path, state = check(directory, params, world, compare)
-    failed = ""             # (rank 0 has the test set; every worker stops with its verdict, none waits for it)
-    if rank == 0 and test is not False and "test" in state and not _same_test(state["test"], test):
-        failed = str(_test_changes(path, state["test"], test, state.get("inputs"), inputs))
-    if world > 1:
-        said = transport.allgather("resume-test", [np.frombuffer(failed.encode(), np.uint8)])
-        failed = bytes(said[0][0]).decode()
-    if failed:
-        raise CheckpointError(failed)
     saved = state["params"]
     # another layout: other workers, partitions or partitioner (what params say: fit() does not
     # record its partitioner, and a changed one is then refused by the same-layout checks)
@@ -503,6 +495,16 @@ def load(directory, eng, params, transport=None, compare=None, inputs=None, test
     except SchemaError as e:
         notes = [] if isinstance(e, ContextStateError) else _input_changes(state.get("inputs"), inputs)
         raise CheckpointError(f"{path}: {e}" + ("; input files: " + "; ".join(notes) if notes else "")) from None
+    # after the input's checks (a changed input is named as such, not by the share it holds out); rank 0 has the
+    # test set, and every worker stops with its verdict
+    failed = ""
+    if rank == 0 and test is not False and "test" in state and not _same_test(state["test"], test):
+        failed = str(_test_changes(path, state["test"], test, state.get("inputs"), inputs))
+    if world > 1:
+        said = transport.allgather("resume-test", [np.frombuffer(failed.encode(), np.uint8)])
+        failed = bytes(said[0][0]).decode()
+    if failed:
+        raise CheckpointError(failed)
     kept = state.pop("kept", None)      # rank 0's alone (the other ranks read its JSON in state.json too)
     state["keeps"] = kept is not None   # (every rank: whether the run kept a model besides the engine's)
     if rank == 0 and kept is not None:
