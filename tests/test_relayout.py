@@ -231,3 +231,76 @@ def test_a_three_worker_checkpoint_resumes_on_one_worker(ratings_path, tmp_path)
     assert "a checkpoint of 3 workers" in _header(r)[0], r.stdout
     files = ("user.npz", "item.npz")
     _same(_arrays(tmp_path / "res", files), _arrays(tmp_path / "full", files))
+
+
+def test_part_files_read_piece_by_piece_hold_what_np_load_reads(tmp_path):
+    """checkpoint.PartFile: every array of a part file (structured rows, 0-d, empty,
+    2-D) as np.load reads it, whole and by any slice of rows."""
+    arrays = {"rec": np.array([(1.5, [1, 2, 3]), (2.5, [4, 5, 6]), (3.5, [7, 8, 9])],
+                              [("b", "<f4"), ("p", "<f4", (3,))]),
+              "scalar": np.array(7, np.int64), "empty": np.zeros(0, np.uint16),
+              "grid": np.arange(24, dtype=np.float64).reshape(6, 4), "fortran": np.asfortranarray(np.ones((3, 2)))}
+    d = tmp_path / "ckpt"
+    d.mkdir()
+    np.savez(d / "part-0.npz", **arrays)
+    from tux2 import files
+    files.write_dir(str(d), {}, present=["part-0.npz"])
+    with checkpoint.PartFile(str(d), 0) as f:
+        assert sorted(f.keys()) == sorted(arrays)
+        for k, a in arrays.items():
+            np.testing.assert_array_equal(np.asarray(f[k]), a, err_msg=k)
+            assert f[k].dtype == a.dtype and f[k].shape == a.shape
+            if a.ndim and k != "fortran":
+                for lo, hi in ((0, 1), (1, 3), (2, 99), (5, 2)):
+                    np.testing.assert_array_equal(f[k][lo:hi], a[lo:hi], err_msg=f"{k}[{lo}:{hi}]")
+
+
+@pytest.mark.parametrize("a, b", [(3, 2), (1, 4), (4, 3)])
+def test_a_relayout_read_in_small_pieces_is_the_relayout_of_whole_arrays(tmp_path, monkeypatch, a, b):
+    """A relayout reads each part file in pieces of RELAYOUT_BYTES (here 256: many pieces
+    per array, none larger) and lays out bit for bit the state the same arrays in memory give."""
+    import tux2.engine
+    tr, _ = netflix_like(n_users=300, n_items=60, n_ratings=4000, seed=3)
+    eng = _engine(tr, a)
+    eng.run(2)
+    checkpoint.save(tmp_path, eng, {})
+    path = checkpoint.latest(str(tmp_path))
+    meta = json.load(open(os.path.join(path, "state.json")))
+    whole = _engine(tr, b)
+    whole.restore_relayout([checkpoint._read_part(path, 0)], meta)
+    monkeypatch.setattr(tux2.engine, "RELAYOUT_BYTES", 256)
+    reads = []
+    real = checkpoint.Member._read
+    monkeypatch.setattr(checkpoint.Member, "_read", lambda self, at, n: reads.append(n) or real(self, at, n))
+    pieces = _engine(tr, b)
+    with checkpoint.PartFile(path, 0) as f:
+        pieces.restore_relayout([f], meta)
+    assert len(reads) > 50 and max(reads) <= 256 + 8 * 64, max(reads)     # (one row may be wider than a piece)
+    _same({k: v for k, v in whole.state()[0].items()}, {k: v for k, v in pieces.state()[0].items()})
+    whole.run(1)
+    pieces.run(1)
+    _same(whole.state()[0], pieces.state()[0])
+
+
+def test_two_workers_refuse_a_checkpoint_only_its_layout_can_continue_with_one_reason(ratings_path, tmp_path):
+    """Each worker checks the rows it takes; the reasons are gathered, so every worker
+    stops with the same error (not a 'worker 0 failed' relayed by the other)."""
+    from tux2 import files
+    MF(k=4, epochs=1, seed=1).fit(ratings_path, partitions=3, checkpoint=tmp_path / "ck")
+    path = checkpoint.latest(str(tmp_path / "ck"))
+    part = os.path.join(path, "part-0.npz")
+    with np.load(part) as z:
+        arrays = {k: z[k] for k in z.files}
+    first = next(r for r in range(3) if len(arrays[f"p{r}.t1.gid"]) > int(arrays[f"p{r}.t1.n_master"][0]))
+    mirror = int(arrays[f"p{first}.t1.n_master"][0])
+    for key in (f"p{first}.t1.data", f"p{first}.t1.snapshot"):     # an item mirror that is not its master's copy
+        if key in arrays:
+            arrays[key]["b"][mirror] += 1.0
+    np.savez(part, **arrays)
+    manifest = json.loads(open(os.path.join(path, "manifest.json")).read())
+    manifest["files"]["part-0.npz"] = files.describe(part)
+    open(os.path.join(path, "manifest.json"), "w").write(json.dumps(manifest))
+    with pytest.raises(CheckpointError) as e:
+        MF(k=4, epochs=2, seed=1).fit(ratings_path, workers=2, checkpoint=tmp_path / "ck")
+    assert f"not at a point another layout can resume (partition {first}'s item mirrors differ from their masters " \
+           "in 'b'" in str(e.value) and "failed" not in str(e.value), e.value

@@ -21,8 +21,11 @@ Each checkpoint carries a ``manifest.json`` (``tux2.files``) with the size and
 SHA-256 of every file in it; a resume checks the files it reads against it, so a
 flipped bit or a truncated file is an error, never a different model. ``state.json``
 also records the size and modification time of the run's input files, reported when
-the input's edges differ from the checkpoint's.
+the input's edges differ from the checkpoint's, and a checksum of the test set the run
+is evaluated on (``test_sum``): its metrics history, and with it the epoch early
+stopping keeps, depend on it, so a resume with other test data is refused.
 """
+import contextlib
 import json
 import os
 import shutil
@@ -32,6 +35,7 @@ import zipfile
 import numpy as np
 
 from tux2 import files
+from tux2.engine import _mix64
 from tux2.errors import CheckpointError, ContextStateError, SchemaError
 from tux2.transport import barrier
 
@@ -75,13 +79,84 @@ def _input_changes(then, now):
     return notes or same
 
 
-def save(directory, eng, params, transport=None, inputs=None, history=None, kept=None):
+def test_sum(test, labels=None, source=None):
+    """What a checkpoint records of the test set a run evaluates on (``test``: a graph in
+    the training data's dense ids; ``labels``: the GLMs' test labels), or None without
+    one: the number of edges and the sum (mod 2**64) of a 64-bit mix of each edge's
+    endpoints, value (rounded to float32, as the programs hold values, so that the
+    readers of one file agree) and, for ids the training data lacks, the id as written;
+    the labels mixed with their sample's number likewise. The edges' order does not
+    count (distributed ingress gathers a held-out share in another order); a change of
+    a value below float32's precision goes unnoticed. ``source``: how an error names it."""
+    import zlib
+    if test is None:
+        return None
+    src, dst, values = test.src, test.dst, test.values
+    n = len(src)
+    extra = np.zeros(n, np.uint64)
+    unknown, written = getattr(test, "unknown", None), getattr(test, "unknown_ids", None)
+    if unknown is not None and written is not None:
+        for side in (0, 1):                 # ids that train nothing: grouped by how they were written (ranking)
+            codes = np.array([zlib.crc32(str(t).encode()) for t in np.asarray(written[side]).tolist()], np.uint64)
+            extra[np.flatnonzero(unknown[side])] ^= codes << np.uint64(32 * side)
+    total = np.uint64(0)
+    step = 1 << 20
+    with np.errstate(over="ignore"):
+        for lo in range(0, n, step):
+            hi = min(n, lo + step)
+            h = _mix64(np.asarray(src[lo:hi]).astype(np.int64).view(np.uint64) ^ np.uint64(0x2545F4914F6CDD1D))
+            h = _mix64(h ^ (np.asarray(dst[lo:hi]).astype(np.int64).view(np.uint64) + np.uint64(0x632BE59BD9B4E019)))
+            if values is not None:
+                h = _mix64(h ^ np.asarray(values[lo:hi]).astype(np.float32).astype(np.float64).view(np.uint64))
+            h = _mix64(h ^ extra[lo:hi])
+            total = total + h.sum(dtype=np.uint64)
+        lsum = np.uint64(0)
+        if labels is not None:
+            y = np.asarray(labels)
+            y = y.astype(np.float64) if y.dtype.kind in "biuf" else \
+                np.array([zlib.crc32(str(t).encode()) for t in y.tolist()], np.float64)
+            h = _mix64(np.arange(len(y), dtype=np.uint64) ^ np.uint64(0x9E3779B97F4A7C15))
+            lsum = _mix64(h ^ y.view(np.uint64)).sum(dtype=np.uint64)
+    return {"edges": n, "sum": f"{int(total):016x}", "labels": None if labels is None else len(labels),
+            "labels_sum": f"{int(lsum):016x}", "source": source}
+
+
+def _test_changes(path, then, now, inputs_then, inputs_now):
+    """The CheckpointError of a resume whose test set differs from its checkpoint's."""
+    def named(t):
+        return t.get("source") or "the test set"
+    if then is None:
+        what, diff = f"the checkpoint's run had no test set, and this one is evaluated on {named(now)}", []
+    elif now is None:
+        what, diff = f"the checkpoint's run was evaluated on {named(then)}, and this one has no test set", []
+    else:
+        what = f"{named(now)} is not the one the checkpoint's run was evaluated on"
+        diff = [f"{then['edges']} test edges then, {now['edges']} now"] if then["edges"] != now["edges"] else []
+        if then.get("labels") != now.get("labels"):
+            diff.append(f"{then.get('labels')} test labels then, {now.get('labels')} now")
+        if not diff:
+            labels = now.get("labels") is not None
+            diff.append(f"as many test edges{' and labels' if labels else ''}, with other ids, values"
+                        + (" or labels" if labels else " or unknown ids"))
+    diff += [c for c in _input_changes(inputs_then, inputs_now) if not c.endswith("same size and modification time")]
+    return CheckpointError(f"{path}: {what}" + (f" ({'; '.join(diff)})" if diff else "")
+                           + ": the metrics history, and with it the epoch --early-stop keeps, depends on it; resume "
+                           "with that run's test data, or start again without --resume")
+
+
+def _same_test(a, b):
+    keys = ("edges", "sum", "labels", "labels_sum")
+    return (a is None) == (b is None) and (a is None or all(a.get(k) == b.get(k) for k in keys))
+
+
+def save(directory, eng, params, transport=None, inputs=None, history=None, kept=None, test=None):
     """Write ``eng``'s state (after a whole iteration) as a new checkpoint under
     ``directory``; ``params`` (JSON) identify the run and are checked on resume;
     ``inputs``: ``input_stats`` of the run's files, reported if they change;
     ``history``: the run's metrics records so far (a resume goes on from them);
     ``kept``: rank 0's (arrays, JSON) of a model the run keeps besides the engine's
-    (early stopping's best epoch), given back by ``load``.
+    (early stopping's best epoch), given back by ``load``; ``test``: rank 0's
+    ``test_sum`` of the run's test set (None: it has none), checked by ``load``.
     Collective: every worker calls it. Returns the checkpoint's path."""
     rank = getattr(transport, "rank", 0) if transport is not None else 0
     arrays, meta = eng.state()
@@ -103,7 +178,7 @@ def save(directory, eng, params, transport=None, inputs=None, history=None, kept
                 raise CheckpointError(f"{work}: workers {missing} wrote no file here; with several machines the "
                                       "checkpoint directory must be shared")
             state = {**meta, "world": world, "params": params, "inputs": inputs or {},
-                     "history": json.loads(files.json_text(history or []))}
+                     "history": json.loads(files.json_text(history or [])), "test": test}
             out = {"state.json": lambda f: f.write(json.dumps(state, indent=1).encode())}
             if kept is not None:
                 state["kept"] = json.loads(files.json_text(kept[1]))
@@ -277,12 +352,129 @@ def _read_part(path, rank):
         raise CheckpointError(f"{file}: cannot read ({e})") from None
 
 
-def load(directory, eng, params, transport=None, compare=None, inputs=None):
+class Member:
+    """One array of a part file, read piece by piece: ``a[lo:hi]`` reads those rows
+    (of the first axis) from the file and nothing else; ``shape``, ``dtype``,
+    ``ndim`` and ``len`` need no read. ``np.savez`` stores its arrays uncompressed,
+    so a row's bytes are at a fixed place in the file."""
+
+    def __init__(self, fd, file, name, offset, shape, dtype, fortran):
+        self.fd, self.file, self.name, self.offset = fd, file, name, offset
+        self.shape, self.dtype, self.fortran = tuple(shape), np.dtype(dtype), fortran
+        self.ndim = len(self.shape)
+        self.row = self.dtype.itemsize * int(np.prod(self.shape[1:], dtype=np.int64))
+        self.size = int(np.prod(self.shape, dtype=np.int64))
+
+    def __len__(self):
+        if not self.shape:
+            raise TypeError("len() of a 0-d array")
+        return self.shape[0]
+
+    def __getitem__(self, key):
+        if not self.shape or self.fortran or key is Ellipsis:      # read whole
+            if key is not Ellipsis and not (isinstance(key, slice) and key == slice(None)):
+                raise TypeError(f"{self.name}: only whole reads of a 0-d or Fortran-order array")
+            out = self._read(0, max(self.size, 0) * self.dtype.itemsize)
+            return out.view(self.dtype).reshape(self.shape, order="F" if self.fortran else "C")
+        if not isinstance(key, slice) or key.step not in (None, 1):
+            raise TypeError(f"{self.name}: rows are read by a slice lo:hi")
+        lo, hi, _ = key.indices(self.shape[0])
+        hi = max(lo, hi)
+        out = self._read(lo * self.row, (hi - lo) * self.row)
+        return out.view(self.dtype).reshape((hi - lo, *self.shape[1:]))
+
+    def __array__(self, dtype=None, copy=None):
+        a = self[...]
+        return a if dtype is None else a.astype(dtype)
+
+    def _read(self, at, n):
+        buf = np.empty(n, np.uint8)
+        view, done = memoryview(buf), 0
+        while done < n:
+            got = os.preadv(self.fd, [view[done:]], self.offset + at + done)
+            if got <= 0:
+                raise CheckpointError(f"{self.file}: cannot read {self.name} (the file ends early)")
+            done += got
+        return buf
+
+
+class PartFile:
+    """A checkpoint's part file opened for reading piece by piece: ``f[name]`` (and
+    ``get``) give a ``Member`` of each array, ``keys()`` their names. A context manager
+    (its file stays open until then)."""
+
+    def __init__(self, path, rank):
+        import struct
+        self.file = os.path.join(path, f"part-{rank}.npz")
+        _verify(path, [f"part-{rank}.npz"])
+        self.members = {}
+        try:
+            self.fd = os.open(self.file, os.O_RDONLY)
+        except OSError as e:
+            raise CheckpointError(f"{self.file}: cannot read ({e.strerror})") from None
+        try:
+            with open(self.file, "rb") as f, zipfile.ZipFile(f) as z:
+                for info in z.infolist():
+                    name = info.filename.removesuffix(".npy")
+                    if info.compress_type != zipfile.ZIP_STORED:       # (not what np.savez writes): read whole
+                        with z.open(info) as m:
+                            self.members[name] = np.lib.format.read_array(m, allow_pickle=False)
+                        continue
+                    f.seek(info.header_offset)
+                    head = f.read(30)
+                    if len(head) != 30 or head[:4] != b"PK\x03\x04":
+                        raise ValueError(f"{info.filename}: no local file header")
+                    start = info.header_offset + 30 + sum(struct.unpack("<HH", head[26:30]))
+                    f.seek(start)
+                    version = np.lib.format.read_magic(f)
+                    shape, fortran, dtype = (np.lib.format.read_array_header_1_0(f) if version == (1, 0) else
+                                             np.lib.format.read_array_header_2_0(f))
+                    if dtype.hasobject:
+                        raise ValueError(f"{info.filename}: Python objects (a checkpoint holds none)")
+                    m = Member(self.fd, self.file, name, f.tell(), shape, dtype, fortran)
+                    if f.tell() + m.size * dtype.itemsize > start + info.file_size:
+                        raise ValueError(f"{info.filename}: shorter than its header says")
+                    self.members[name] = m
+        except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e:
+            self.close()
+            raise CheckpointError(f"{self.file}: cannot read ({e})") from None
+
+    def keys(self):
+        return self.members.keys()
+
+    def __iter__(self):
+        return iter(self.members)
+
+    def __contains__(self, name):
+        return name in self.members
+
+    def __getitem__(self, name):
+        return self.members[name]
+
+    def get(self, name, default=None):
+        return self.members.get(name, default)
+
+    def close(self):
+        if getattr(self, "fd", None) is not None:
+            os.close(self.fd)
+            self.fd = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def load(directory, eng, params, transport=None, compare=None, inputs=None, test=False):
     """Restore ``eng`` from the newest checkpoint in ``directory`` (``check`` first).
     ``inputs`` (``input_stats`` now) are compared with the saved ones when the
-    edges differ. A checkpoint of another layout (workers, partitions, partitioner)
-    is read whole by every worker and laid out anew (``Engine.restore_relayout``);
-    the state returned then has ``relaid`` True."""
+    edges differ; ``test`` (rank 0's ``test_sum`` now; False: not checked) with the
+    saved one, when the checkpoint has one (an earlier tux2's has not), after the
+    input's checks, every worker raising rank 0's verdict. A checkpoint of another layout (workers, partitions, partitioner)
+    is laid out anew (``Engine.restore_relayout``): every worker reads each part file
+    piece by piece (``PartFile``), keeping the rows and edges of its own partitions
+    only; the state returned then has ``relaid`` True."""
     rank = getattr(transport, "rank", 0) if transport is not None else 0
     world = getattr(transport, "world", 1) if transport is not None else 1
     path, state = check(directory, params, world, compare)
@@ -296,12 +488,23 @@ def load(directory, eng, params, transport=None, compare=None, inputs=None):
             n = state.get("world")
             if not isinstance(n, int) or n < 1:
                 raise SchemaError("checkpoint state names no number of workers")
-            eng.restore_relayout([_read_part(path, r) for r in range(n)], state)
+            with contextlib.ExitStack() as files_:
+                eng.restore_relayout([files_.enter_context(PartFile(path, r)) for r in range(n)], state)
         else:
             eng.restore(_read_part(path, rank), state)
     except SchemaError as e:
         notes = [] if isinstance(e, ContextStateError) else _input_changes(state.get("inputs"), inputs)
         raise CheckpointError(f"{path}: {e}" + ("; input files: " + "; ".join(notes) if notes else "")) from None
+    # after the input's checks (a changed input is named as such, not by the share it holds out); rank 0 has the
+    # test set, and every worker stops with its verdict
+    failed = ""
+    if rank == 0 and test is not False and "test" in state and not _same_test(state["test"], test):
+        failed = str(_test_changes(path, state["test"], test, state.get("inputs"), inputs))
+    if world > 1:
+        said = transport.allgather("resume-test", [np.frombuffer(failed.encode(), np.uint8)])
+        failed = bytes(said[0][0]).decode()
+    if failed:
+        raise CheckpointError(failed)
     kept = state.pop("kept", None)      # rank 0's alone (the other ranks read its JSON in state.json too)
     state["keeps"] = kept is not None   # (every rank: whether the run kept a model besides the engine's)
     if rank == 0 and kept is not None:

@@ -1190,14 +1190,17 @@ class Engine(ApplyRounds):
 
     def restore_relayout(self, files, meta):
         """Load a checkpoint written on another layout (other workers, partitions or
-        partitioner): ``files`` are the arrays of every part file of it, ``meta`` its
-        state. The model is layout-free at a quiescent point (no pending accumulators or
-        touched rows, replicas equal to their masters, nothing in the contexts that
-        cannot be re-divided): each vertex's master row and each edge's record are
-        gathered by global id and placed in this engine's partitions, the sum (and
-        delta) context fields whole in partition 0. Anything else is a SchemaError
-        saying why, before any array is overwritten. Collective with several workers
-        (the input's checksum is added up over them)."""
+        partitioner): ``files`` hold the arrays of every part file of it (dicts of
+        arrays, or ``checkpoint.PartFile``s whose arrays are read piece by piece by
+        slicing), ``meta`` its state. The model is layout-free at a quiescent point (no
+        pending accumulators or touched rows, replicas equal to their masters, nothing
+        in the contexts that cannot be re-divided): each vertex's master row and each
+        edge's record are taken by global id and placed in this engine's partitions,
+        the sum (and delta) context fields whole in partition 0. A worker reads the
+        files in pieces of ``RELAYOUT_BYTES`` and keeps only the rows and edges of
+        its own partitions, checking those (every vertex and edge is some worker's).
+        Anything else is a SchemaError saying why, before any array is overwritten, the
+        same on every worker. Collective with several workers."""
         if not isinstance(meta, dict) or meta.get("program") != self.program.name:
             raise SchemaError(f"checkpoint of program {meta.get('program')!r}; this run is {self.program.name!r}")
         P0 = meta.get("partitions")
@@ -1218,7 +1221,7 @@ class Engine(ApplyRounds):
                 raise SchemaError(f"checkpoint has no p{r}.{name}")
             return a
 
-        sums = [np.asarray(a.get("input_sum", np.zeros(0)), np.uint64).ravel() for a in files]
+        sums = [np.asarray(_whole(a.get("input_sum", np.zeros(0))), np.uint64).ravel() for a in files]
         if any(len(x) != 2 for x in sums):
             raise SchemaError("checkpoint's input checksum is missing or malformed")
         with np.errstate(over="ignore"):
@@ -1232,22 +1235,42 @@ class Engine(ApplyRounds):
                               "resume with the input of the interrupted run")
         whole = not meta.get("sharded") and isinstance(self.graph, BipartiteGraph)
         key, mine = ("init_crc", self._init_crc) if whole else ("vinit_crc", self._vinit_crc)
-        if any(np.asarray(a.get(key, [-1])).ravel().tolist() != [mine] for a in files):
+        if any(np.asarray(_whole(a.get(key, np.array([-1])))).ravel().tolist() != [mine] for a in files):
             raise SchemaError("the input's values or labels differ from those the checkpoint was trained on "
                               "(as the program holds them in its edge and vertex records): resume with the input "
                               "of the interrupted run")
+        try:                # the same error on every worker: each checks the rows and edges it takes
+            arrays = self._relaid_arrays(get, where, files, P0)
+            failed = None
+        except SchemaError as e:
+            arrays, failed = None, e
+        world = getattr(self.transport, "world", 1)
+        if world > 1:
+            said = self.transport.allgather("relayout-checked", [np.frombuffer(
+                (("" if failed is None else ("c" if isinstance(failed, ContextStateError) else "s") + str(failed))
+                 .encode()), np.uint8)])
+            first = next((bytes(a[0]).decode() for a in said if len(a[0])), None)
+            if first is not None:
+                raise (ContextStateError if first[0] == "c" else SchemaError)(first[1:])
+        elif failed is not None:
+            raise failed
+        self.restore(arrays, {**meta, "partitions": self.P}, _relaid=True)
+
+    def _relaid_arrays(self, get, where, files, P0):
+        """``restore_relayout``'s arrays of this worker's partitions, in ``state()``'s
+        names, from the old partitions' files (``get(r, name)``), checked."""
 
         def busy(why):
             return ContextStateError(f"checkpoint is not at a point another layout can resume ({why}; e.g. --slack > 0 "
                                "leaves updates in flight): resume it on the layout that wrote it")
 
         spec = self.program.context
-        glob = [a.get("global_ctx") for a in files]
+        glob = [_whole(a.get("global_ctx")) if a.get("global_ctx") is not None else None for a in files]
         g = glob[0]
         if g is None or g.dtype != self.global_ctx.dtype or g.shape != self.global_ctx.shape or \
                 any(x is None or x.dtype != g.dtype or not _same_records(x, g) for x in glob):
             raise SchemaError("checkpoint's global_ctx is missing, of another dtype, or differs between its files")
-        ctxs = [get(r, "ctx") for r in range(P0)]
+        ctxs = [_whole(get(r, "ctx")).copy() for r in range(P0)]
         for r, c in enumerate(ctxs):
             if c.dtype != g.dtype or c.shape != g.shape:
                 raise SchemaError(f"checkpoint's p{r}.ctx is {c.dtype} {c.shape}; this run needs {g.dtype} {g.shape}")
@@ -1264,71 +1287,125 @@ class Engine(ApplyRounds):
         sum_f = {f: sum((c[f] for c in ctxs[1:]), ctxs[0][f].copy()) for f in spec.sum}
         delta_f = {f: sum((c[f] - g[f] for c in ctxs[1:]), ctxs[0][f] - g[f]) for f in spec.delta}
 
-        gathered = []                       # per type: (master rows by global id, which ids have one)
-        for t, vt in enumerate(self.program.types):
+        def pieces(n, lo=0, a=None):        # (lo, hi) of the rows read at a time: RELAYOUT_BYTES of a's, or of ids
+            row = max(8, a.dtype.itemsize * int(np.prod(a.shape[1:], dtype=np.int64)) if a is not None else 8)
+            step = max(1, RELAYOUT_BYTES // row)
+            return ((x, min(n, x + step)) for x in range(lo, n, step))
+
+        datas = []                          # per type: this worker's partitions' rows (a vertex no old partition
+        for t, vt in enumerate(self.program.types):     # held keeps its initial record)
             tl0 = self.parts[0].types[t]
             n, dtype = self.n[t], tl0.data.dtype
-            rows, have = np.zeros(n, dtype), np.zeros(n, bool)
-            pieces = []
+            need = _distinct(np.concatenate([p.types[t].gid for p in self.parts]).astype(np.int64))
+            have = np.zeros(len(need), bool)
+            copies = [p.types[t].data.copy() for p in self.parts]
+            slots = []                      # per partition: the row of each needed id there, or -1
+            for p in self.parts:
+                slot = np.full(len(need), -1, np.int32 if len(p.types[t].gid) < 1 << 31 else np.int64)
+                slot[np.searchsorted(need, p.types[t].gid)] = np.arange(len(p.types[t].gid))
+                slots.append(slot)
+
+            def find(ids):      # (positions in need, which ids are there)
+                at = np.minimum(np.searchsorted(need, ids), max(len(need) - 1, 0))
+                return at, (need[at] == ids) if len(need) else np.zeros(len(ids), bool)
+            olds = []
             for r in range(P0):
-                data, gid, nm = get(r, f"t{t}.data"), get(r, f"t{t}.gid"), get(r, f"t{t}.n_master")
+                data, gid, nm = get(r, f"t{t}.data"), get(r, f"t{t}.gid"), _whole(get(r, f"t{t}.n_master"))
                 accum, touched = get(r, f"t{t}.accum"), get(r, f"t{t}.touched")
                 if data.dtype != dtype or data.ndim != 1 or gid.ndim != 1 or gid.dtype.kind not in "iu" or \
                         len(gid) != len(data) or nm.size != 1 or not 0 <= int(nm.ravel()[0]) <= len(gid) or \
-                        (len(gid) and (gid.min() < 0 or gid.max() >= n)):
+                        accum.ndim != 1 or len(accum) != len(data) or touched.ndim != 1:
                     raise SchemaError(f"checkpoint's partition {r} {vt.name} rows do not fit this run "
                                       f"({data.dtype} {data.shape}, {len(gid)} ids; this run: {dtype}, {n} vertices)")
                 nm = int(nm.ravel()[0])
-                gid = gid.astype(np.int64)
-                if accum.size and np.ascontiguousarray(accum).view(np.uint8).any():
-                    raise busy(f"partition {r} holds accumulated {vt.name} updates not applied yet")
-                if touched.size:
-                    raise busy(f"partition {r} has {touched.size} {vt.name} rows touched since the last Apply")
+                for lo, hi in pieces(len(accum), 0, accum):
+                    if np.ascontiguousarray(accum[lo:hi]).view(np.uint8).any():
+                        raise busy(f"partition {r} holds accumulated {vt.name} updates not applied yet")
+                if len(touched):
+                    raise busy(f"partition {r} has {len(touched)} {vt.name} rows touched since the last Apply")
                 snap = where[r].get(f"p{r}.t{t}.snapshot")
                 if snap is not None and self._deltas[t]:    # (the rounds read snapshots of these types only)
-                    if len(snap) != len(data) or any(f not in dtype.names for f in snap.dtype.names or ()):
+                    if snap.ndim != 1 or len(snap) != len(data) or any(f not in dtype.names for f in snap.dtype.names or ()):
                         raise SchemaError(f"checkpoint's p{r}.t{t}.snapshot does not fit its data")
-                    for f in snap.dtype.names:
-                        if snap[f].tobytes() != np.ascontiguousarray(data[f]).tobytes():
-                            raise busy(f"partition {r}'s {vt.name} field {f!r} changed since its last sync")
-                m = gid[:nm]
-                if have[m].any() or len(np.unique(m)) != nm:
-                    raise SchemaError(f"checkpoint's {vt.name} vertices have two masters (partition {r})")
-                have[m] = True
-                rows[m] = data[:nm]
-                pieces.append((r, gid[nm:], data[nm:]))
-            for r, mirrors, data in pieces:
-                if len(mirrors) and not have[mirrors].all():
-                    raise SchemaError(f"checkpoint's partition {r} has {vt.name} mirrors of no master")
-                for f in vt.sync_fields:
-                    if np.ascontiguousarray(data[f]).tobytes() != np.ascontiguousarray(rows[f][mirrors]).tobytes():
-                        raise busy(f"partition {r}'s {vt.name} mirrors differ from their masters in {f!r}")
-            gathered.append((rows, have))
+                    for lo, hi in pieces(len(data), 0, data):
+                        s, d = snap[lo:hi], data[lo:hi]
+                        for f in snap.dtype.names:
+                            if np.ascontiguousarray(s[f]).tobytes() != np.ascontiguousarray(d[f]).tobytes():
+                                raise busy(f"partition {r}'s {vt.name} field {f!r} changed since its last sync")
+                for lo, hi in pieces(nm, 0, data):                   # the masters: their rows, where this worker holds them
+                    m = gid[lo:hi].astype(np.int64)
+                    if len(m) and (m.min() < 0 or m.max() >= n):
+                        raise SchemaError(f"checkpoint's partition {r} {vt.name} rows do not fit this run "
+                                          f"(ids beyond its {n} vertices)")
+                    at, ok = find(m)
+                    at = at[ok]
+                    if have[at].any() or _repeats(at):
+                        raise SchemaError(f"checkpoint's {vt.name} vertices have two masters (partition {r})")
+                    have[at] = True
+                    if len(at):
+                        got = data[lo:hi][ok]
+                        for copy, slot in zip(copies, slots):
+                            i = slot[at]
+                            copy[i[i >= 0]] = got[i >= 0]
+                olds.append((r, gid, data, nm))
+            for r, gid, data, nm in olds:                   # the mirrors of the masters this worker holds
+                for lo, hi in pieces(len(gid), nm, data):
+                    m = gid[lo:hi].astype(np.int64)
+                    if len(m) and (m.min() < 0 or m.max() >= n):
+                        raise SchemaError(f"checkpoint's partition {r} {vt.name} rows do not fit this run "
+                                          f"(ids beyond its {n} vertices)")
+                    at, ok = find(m)
+                    if not ok.any():
+                        continue
+                    at = at[ok]
+                    if not have[at].all():
+                        raise SchemaError(f"checkpoint's partition {r} has {vt.name} mirrors of no master")
+                    mirrors = data[lo:hi][ok]
+                    for copy, slot in zip(copies, slots):   # (each master row as a partition here holds it)
+                        i = slot[at]
+                        there = i >= 0
+                        for f in vt.sync_fields:
+                            if np.ascontiguousarray(mirrors[f][there]).tobytes() != \
+                                    np.ascontiguousarray(copy[f][i[there]]).tobytes():
+                                raise busy(f"partition {r}'s {vt.name} mirrors differ from their masters in {f!r}")
+            del slots
+            datas.append(copies)
 
         edtype = self.parts[0].edata.dtype
-        edges_g, seen = np.zeros(self.num_edges, edtype), np.zeros(self.num_edges, bool)
+        ids = np.int32 if self.num_edges <= np.iinfo(np.int32).max else np.int64     # (4 bytes an edge, not 8)
+        mine = np.concatenate([p.eid for p in self.parts]).astype(ids)      # this worker's edges, in part order
+        order = np.argsort(mine, kind="stable").astype(ids)
+        ranked, held_here = mine[order], len(mine)
+        del mine
+        records, seen, held = np.zeros(held_here, edtype), np.zeros(held_here, bool), 0
         for r in range(P0):
             edata, eid = get(r, "edata"), get(r, "eid")
-            if edata.dtype != edtype or eid.ndim != 1 or eid.dtype.kind not in "iu" or len(eid) != len(edata) or \
-                    (len(eid) and (eid.min() < 0 or eid.max() >= self.num_edges)):
+            if edata.dtype != edtype or eid.ndim != 1 or eid.dtype.kind not in "iu" or edata.ndim != 1 or \
+                    len(eid) != len(edata):
                 raise SchemaError(f"checkpoint's partition {r} edges do not fit this run")
-            eid = eid.astype(np.int64)
-            if seen[eid].any():
-                raise SchemaError(f"checkpoint's edges are in two partitions (partition {r})")
-            seen[eid] = True
-            edges_g[eid] = edata
-        if not seen.all():
-            raise SchemaError(f"checkpoint holds {int(seen.sum())} of the run's {self.num_edges} edges")
+            held += len(eid)
+            for lo, hi in pieces(len(eid), 0, edata):
+                e = eid[lo:hi]
+                if len(e) and (int(e.min()) < 0 or int(e.max()) >= self.num_edges):
+                    raise SchemaError(f"checkpoint's partition {r} edges do not fit this run")
+                e = e.astype(ids)           # (searchsorted of other dtypes would convert all of ranked)
+                at = np.minimum(np.searchsorted(ranked, e), max(len(ranked) - 1, 0))
+                ok = ranked[at] == e if len(ranked) else np.zeros(len(e), bool)
+                k = order[at[ok]]
+                if seen[k].any() or _repeats(k):
+                    raise SchemaError(f"checkpoint's edges are in two partitions (partition {r})")
+                seen[k] = True
+                if len(k):
+                    records[k] = edata[lo:hi][ok]
+        if held != self.num_edges or not seen.all():
+            raise SchemaError(f"checkpoint lacks {int((~seen).sum())} of the run's {self.num_edges} edges"
+                              if held == self.num_edges else f"checkpoint holds {held} of the run's {self.num_edges} edges")
 
-        arrays = {"global_ctx": g}
-        for p in self.parts:
+        arrays, first = {"global_ctx": g}, 0
+        for j, p in enumerate(self.parts):
             for t, tl in enumerate(p.types):
                 pre = f"p{p.rank}.t{t}."
-                rows, have = gathered[t]
-                data = tl.data.copy()           # a vertex no old partition held keeps its initial record
-                known = have[tl.gid]
-                data[known] = rows[tl.gid[known]]
-                arrays[pre + "data"] = data
+                arrays[pre + "data"] = data = datas[t][j]
                 arrays[pre + "accum"] = np.zeros_like(tl.accum)
                 if tl.snapshot is not None:
                     snap = tl.snapshot.copy()
@@ -1336,18 +1413,40 @@ class Engine(ApplyRounds):
                         snap[f] = data[f]
                     arrays[pre + "snapshot"] = snap
                 arrays[pre + "touched"] = np.zeros(0, np.int64)
-            arrays[f"p{p.rank}.edata"] = edges_g[p.eid]
+            arrays[f"p{p.rank}.edata"] = records[first:first + len(p.eid)]
+            first += len(p.eid)
             c = g.copy()
             for f, v in sum_f.items():
                 c[f] = v if p.rank == 0 else 0
             for f, v in delta_f.items():
                 c[f] = g[f] + v if p.rank == 0 else g[f]
             arrays[f"p{p.rank}.ctx"] = c
-        self.restore(arrays, {**meta, "partitions": self.P}, _relaid=True)
+        return arrays
 
     def context(self):
         """The last globally combined context as a dict."""
         return {f: (self.global_ctx[f][0].tolist()) for f in self.global_ctx.dtype.names}
+
+
+RELAYOUT_BYTES = 4 << 20       # what a relayout reads of a part file's array at a time
+
+
+def _distinct(a):
+    """The distinct values of ``a``, sorted (np.unique, by sorting: its hash table took
+    0.1 s per million ids)."""
+    a = np.sort(a)
+    return a[np.r_[True, a[1:] != a[:-1]]] if len(a) else a
+
+
+def _repeats(a):
+    """Whether a value occurs twice in ``a``."""
+    a = np.sort(a)
+    return bool((a[1:] == a[:-1]).any())
+
+
+def _whole(a):
+    """All of ``a``: an array, or a ``checkpoint.Member`` read whole."""
+    return a if isinstance(a, np.ndarray) else np.asarray(a[...])
 
 
 def _same_records(a, b):

@@ -266,11 +266,15 @@ def metrics_stream(path, rank, append=False, unit="epoch"):
 class Checkpoints:
     """Saving every ``every`` iterations into ``directory`` and resuming from
     ``resume`` for one run; ``params`` identify the run (a resume with others is
-    refused), ``inputs`` are the input files' ``checkpoint.input_stats``."""
+    refused), ``inputs`` are the input files' ``checkpoint.input_stats``; ``test``
+    (rank 0's): the test set the run evaluates on, as (graph or None, labels or None,
+    how an error names it), recorded in each checkpoint and checked on resume."""
 
-    def __init__(self, eng, transport, directory=None, every=0, resume=None, params=None, inputs=None):
+    def __init__(self, eng, transport, directory=None, every=0, resume=None, params=None, inputs=None, test=None):
         self.eng, self.transport, self.dir, self.every, self.resume_dir = eng, transport, directory, every, resume
         self.params, self.inputs = params or {}, inputs or {}
+        # (its checksum only when there are checkpoints to write or read: ~0.1 s per million test edges)
+        self.test = ckpt.test_sum(*test) if test is not None and (every or resume) else False
         self._lock = None
         self.kept = None                        # rank 0's (arrays, JSON) the resumed checkpoint kept besides the engine
         self.keeps = False                      # whether it kept one (on every rank)
@@ -288,7 +292,7 @@ class Checkpoints:
         if not self.resume_dir:
             return 0, []
         t0 = time.perf_counter()
-        state = ckpt.load(self.resume_dir, self.eng, self.params, self.transport, inputs=self.inputs)
+        state = ckpt.load(self.resume_dir, self.eng, self.params, self.transport, inputs=self.inputs, test=self.test)
         if say is not None:
             say(f"  resumed from {self.resume_dir} after {unit} {self.eng.iteration}" + (_relaid(
                 state, self.eng, getattr(self.transport, "world", 1), time.perf_counter() - t0, self.params)
@@ -299,7 +303,8 @@ class Checkpoints:
 
     def after(self, i, history=None, kept=None):
         if self.every and i % self.every == 0:
-            ckpt.save(self.dir, self.eng, self.params, self.transport, inputs=self.inputs, history=history, kept=kept)
+            ckpt.save(self.dir, self.eng, self.params, self.transport, inputs=self.inputs, history=history, kept=kept,
+                      test=self.test if self.test is not False else None)
 
     def close(self):
         """Release the checkpoint directory (the next run may write there)."""
@@ -381,8 +386,8 @@ def train(est, data, *, transport=None, partitions=None, threads=None, slack=0, 
     parts = globals()["partitions"](requested, world, threads, est.tiled())
     setup = est.prepare(data, parts)
     source = setup.source if hasattr(setup, "source") else getattr(data, "source", None)
-    same = rank == 0 and not getattr(data, "facts", {}).get("held_out") and _same_data(
-        getattr(data, "train", None), getattr(data, "test", None))
+    held_out = getattr(data, "facts", {}).get("held_out")
+    same = rank == 0 and not held_out and _same_data(getattr(data, "train", None), getattr(data, "test", None))
     del data            # the data as loaded, when the caller kept no reference: the setup has what the run needs
     for line in est._header(setup, parts, world):
         say(line)
@@ -402,7 +407,7 @@ def train(est, data, *, transport=None, partitions=None, threads=None, slack=0, 
             "a stratum has no more tiles per partition" if eng.tiles is not None else
             "a worker runs at most one thread per partition (--partitions makes more)"))
     unit, n = est._unit, getattr(est, est._iterations)
-    ck = Checkpoints(eng, transport, **(checkpoint or {}))
+    ck = Checkpoints(eng, transport, **(checkpoint or {}), test=_test_set(setup, held_out) if rank == 0 else None)
     try:
         start, history = ck.resume(say, unit)      # a resume's history goes on from the checkpoint's records
         if ck.kept is not None:
@@ -502,6 +507,17 @@ def _keeping_kept(est, setup, eng, transport, printed):
 def _stops(answers):
     """Whether a callback answered True (exactly: a returned 1, array or record is no stop)."""
     return any(a is True or (isinstance(a, np.bool_) and bool(a)) for a in answers)
+
+
+def _test_set(setup, held_out):
+    """(graph, labels, how an error names it) of the test set a run evaluates on, for
+    its checkpoints (``Checkpoints``)."""
+    test = getattr(setup, "test", None)
+    name = display_name(getattr(test, "source", None))
+    name = name if isinstance(name, str) and name not in ("arrays", "test") else None
+    name = (f"the test share held out of {name} (--test-fraction)" if held_out and name else
+            f"the test set {name}" if name else "the test set")
+    return test, getattr(setup, "test_labels", None), name
 
 
 def _same_files(a, b):
