@@ -67,6 +67,7 @@ def _run(ratings_file, d, *extra):
     return traces, metrics, model
 
 
+@pytest.mark.slow
 def test_a_straggler_changes_the_timing_not_the_model_at_slack_0(ratings_file, tmp_path):
     (tmp_path / "plain").mkdir()
     (tmp_path / "slow").mkdir()

@@ -351,6 +351,7 @@ def test_blockpg_warm_start_from_the_optimum_stays_and_a_path_reaches_the_optimu
     assert objective_value(path.coef_, X, y, 1.0) == pytest.approx(f_opt, rel=1e-7)
 
 
+@pytest.mark.slow
 def test_blockpg_warm_start_refusals_more_features_and_the_command_line(tmp_path):
     """The model's intercept and labels must be this fit's; features beyond the model's
     start at 0; ``tux2 run blockpg --init-model DIR`` on 1 and 2 workers is fit's model."""
