@@ -118,6 +118,11 @@ def test_fold_in_refusals(planted, tmp_path):
     model = tux2.MF(k=4, epochs=1).fit((src, dst, val))
     with pytest.raises(tux2.InputError, match="user ids are integers; the new users' \\('x'\\) are not"):
         model.fold_in((np.array(["x"]), np.array([1]), np.array([3.0])))
+    (tmp_path / "alice.tsv").write_text("user\titem\trating\nalice\t1\t5\n")
+    saved = tmp_path / "m"
+    model.save(saved)
+    r = run_cli("predict", str(saved), "--fold-in", str(tmp_path / "alice.tsv"), "--top-k", "3")
+    assert r.returncode == 2 and "this model's user ids are integers; the new users' ('alice') are not" in r.stderr
     with pytest.raises(tux2.NotFittedError if hasattr(tux2, "NotFittedError") else Exception):
         tux2.MF().fold_in((src, dst, val))
     (tmp_path / "in.txt").write_text("0 1 5\n")

@@ -80,7 +80,8 @@ def test_a_straggler_changes_the_timing_not_the_model_at_slack_0(ratings_file, t
     assert all(r["staleness"] == 0 for recs in gated for r in recs)        # BSP: nothing stale
     assert all("injected_s" not in r for r in traces[0])                    # rank 0 is not slowed
     slept = [r["injected_s"] for r in gated[1]]
-    assert len(slept) == len(gated[1]) >= 2 * 7 and slept[0] == 0.0 and all(s > 0 for s in slept[1:])
+    # nothing before a clock has been timed, nor after the first (its compute is the compiling's)
+    assert len(slept) == len(gated[1]) >= 2 * 7 and slept[:2] == [0.0, 0.0] and all(s > 0 for s in slept[2:])
     for r in gated[1]:
         assert r["compute_s"] >= r["injected_s"]                            # the sleep counts as compute
     for m in metrics:                                                       # rank 0's clocks of each epoch

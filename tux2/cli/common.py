@@ -295,7 +295,7 @@ def add_distributed_args(p):
                         "everywhere (0 = BSP: any number of workers gives the single-process result)")
     g.add_argument("--straggler", metavar="RANK:FACTOR[:JITTER]", type=straggler_spec, default=None,
                    help="for experiments: worker RANK runs FACTOR times slower (it sleeps (FACTOR-1) x its "
-                        "last clock's compute at the start of each clock); JITTER draws each clock's factor "
+                        "last clock's compute at the start of each clock, from its third: the first one's holds the compiling); JITTER draws each clock's factor "
                         "from FACTOR x [1-JITTER, 1+JITTER], seeded by --seed. Changes timing, not the "
                         "model at --slack 0; --trace records the sleep (injected_s) and each clock's staleness")
     g.add_argument("--trace", metavar="DIR",

@@ -1008,7 +1008,13 @@ class MF(Estimator):
         """``fold_in``: (the folded users' ids in order of appearance, the ratings left out)."""
         self.user_factors_                  # before fit: NotFittedError
         fitted = vars(self).get("_fit_params") or self.get_params()
-        g = self.load_data(data).train     # read as fit reads ratings, in their own ids
+        given = self.ids                    # read as fit reads ratings, in their own ids: strings for a model of
+        m = self.ids_[0]                    # strings ('007' stays '007'), else as they look (_add_users names a
+        self.ids = "string" if m is not None and m.tokens.dtype.kind not in "iu" else "auto"    # mismatch)
+        try:
+            g = self.load_data(data).train
+        finally:
+            self.ids = given
         users, items = (x if m is None else m.tokens[x] for x, m in zip((g.src, g.dst), g.ids))
         i = self.lookup(1, items)
         ok = i >= 0
