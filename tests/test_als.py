@@ -372,6 +372,7 @@ def test_an_implicit_model_is_scored_by_ranking_not_by_the_counts(tmp_path):
     assert got["precision@10"] == pytest.approx(last["precision@10"], rel=1e-9)
 
 
+@pytest.mark.slow
 def test_implicit_refuses_a_file_without_an_event_and_says_what_new_test_ids_get(tmp_path):
     """Counts all 0 or below make every preference 0: the model would score every item 0,
     silently; refused naming the file. The header's note on test pairs with new ids says
@@ -415,6 +416,7 @@ def _plays_file(path, n_users=400, n_artists=600, seed=5):
     return str(path), str(test)
 
 
+@pytest.mark.slow
 def test_heavy_tailed_plays_below_most_popular_name_alpha(tmp_path):
     """On play counts (a median of 9, a few in the millions) confidences 1 + 40·plays rank below
     most-popular, and the note used to suggest a smaller k or a larger λ, which rank no better

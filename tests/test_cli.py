@@ -73,6 +73,7 @@ def _strict_json(text):
     return json.loads(text, parse_constant=refuse)
 
 
+@pytest.mark.slow
 def test_metrics_without_a_value_are_null_not_nan(tmp_path, capsys):
     """Test RMSE without test ratings, AUC of a one-class test set: null in --metrics,
     model.json and predict --metrics (Python's NaN is not JSON)."""

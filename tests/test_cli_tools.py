@@ -298,6 +298,7 @@ def _on_terminal(*args):
     return out.decode("utf-8", "replace")
 
 
+@pytest.mark.slow
 def test_progress_bar_on_a_terminal_plain_lines_otherwise():
     args = ("run", "mf", "--epochs", "3", "--k", "8", "--batch-size", "60000")
     drawn = _on_terminal(*args)

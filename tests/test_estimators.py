@@ -494,6 +494,7 @@ def test_min_ratings_without_top_k_is_refused(tmp_path):
     assert r.returncode == 0, r.stderr
 
 
+@pytest.mark.slow
 def test_notes_of_a_run_on_workers_are_warnings_of_the_caller(tmp_path):
     """With workers each process printed the run's notes to stderr itself, twice, naming
     runner.py; warnings.catch_warnings in the caller recorded none. They come once, to

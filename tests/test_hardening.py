@@ -505,6 +505,7 @@ def test_mf_from_dash_a_fifo_and_gzip(ratings, tmp_path):
         in twice.stderr, twice.stderr
 
 
+@pytest.mark.slow
 def test_spooled_inputs_keep_the_given_name_in_the_header_and_model(ratings, tmp_path):
     """Standard input is <stdin> and a .gz file its own name, in the run's first line
     and model.json's "input", with one process or several (not /tmp/tux2-input-…)."""

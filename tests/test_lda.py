@@ -268,6 +268,7 @@ def test_optimised_alpha_is_the_same_from_2_real_workers():
     assert np.ptp(one.alpha_) > 0
 
 
+@pytest.mark.slow
 def test_the_learnt_alpha_is_saved_and_used_by_transform_and_old_models_load_symmetric(tmp_path):
     import json
     import os

@@ -426,6 +426,7 @@ def test_a_vocabulary_of_another_corpus_or_for_a_text_corpus_is_refused(tmp_path
         tux2.LDA(topics=2, iterations=1, vocab=str(right)).fit(_write(tmp_path / "docs.txt", TEXT))
 
 
+@pytest.mark.slow
 def test_predict_refuses_flags_another_kind_of_model_takes(tmp_path):
     """`tux2 predict lda_model/ docs.txt --top-k 3` printed the mixtures as if --top-k
     (an mf flag) were not there; an mf model ignored LDA's --iterations alike."""
@@ -678,6 +679,7 @@ def test_optimize_interval_learns_the_same_alpha_in_2_workers_and_predict_uses_i
     assert np.abs(symmetric.transform(new, iterations=20) - theta).max() > 1e-3
 
 
+@pytest.mark.slow
 def test_break_it_findings_on_stdin_alpha_notes_and_kept_stop_words(tmp_path):
     """Four findings of a break-it trial: LDA().fit('-') on text read standard input
     once and then opened '-' as a file ('No such file or directory'); an

@@ -848,6 +848,7 @@ def _model(out):
     return {n: dict(np.load(os.path.join(out, f"{n}.npz"), allow_pickle=False)) for n in ("user", "item")}
 
 
+@pytest.mark.slow
 def test_lastfm_tab_separated_names_with_spaces_read_by_run_fit_and_info(tmp_path):
     """Only tabs separate the fields of a file whose first line has one: the artist
     names' spaces, quotes, commas and semicolons are part of them. Before, the run
@@ -901,6 +902,7 @@ def test_lastfm_tab_separated_names_with_spaces_read_by_run_fit_and_info(tmp_pat
     assert r.returncode == 2 and "(e.g. --columns 1,3,4; column 2 is empty on some lines" in r.stderr, r.stderr
 
 
+@pytest.mark.slow
 def test_lastfm_with_a_header_picks_columns_by_name_and_two_workers_agree(tmp_path):
     """A header 'user<TAB>artist<TAB>name<TAB>plays' names the columns; the model is the
     one of the file without it read by positions, and two workers give one worker's."""

@@ -96,6 +96,7 @@ def test_linear_regression_beats_the_mean_and_nears_ridge(files):
     assert est._estimator_type == "regressor"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model", [["linreg"], ["fm", "--loss", "squared", "--factors", "4"]])
 def test_cli_trains_predicts_and_warm_starts_as_the_longer_fit(tmp_path, files, model):
     train, test = files

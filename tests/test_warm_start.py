@@ -94,6 +94,7 @@ def test_a_warm_start_on_ratings_of_other_units_is_noted(files, tmp_path):
     assert r.returncode == 0 and "note: the model was trained" not in r.stdout, r.stdout
 
 
+@pytest.mark.slow
 def test_the_cli_starts_from_a_model_directory(files):
     old_path, full_path, d = files
     r = run_cli("run", "mf", old_path, "--k", "6", "--epochs", "4", "--out", str(d / "old"), "-q")
