@@ -1,8 +1,10 @@
 """Does slack hide a straggler? The TuX² paper's SSP claim, reproduced with
 ``--straggler RANK:FACTOR``: 2 worker processes (the real CLI, ZeroMQ on loopback),
 rank 1 slowed 1.5× and 3× (it sleeps (factor − 1) × its last clock's compute after
-each SSP gate), slack 0, 1, 2, 4, 8, on bench.slack's workloads (mini-batch MF and
-BlockPG; quick: MF for 10 epochs, BlockPG at 3× and slack 0, 2 only).
+each SSP gate), and every rank slowed 2× ± 90 % a clock (``all:2:0.9``: slowness that
+comes and goes, each rank by its own draws), slack 0, 1, 2, 4, 8, on bench.slack's
+workloads (mini-batch MF and BlockPG; quick: MF for 10 epochs, BlockPG at 3× and the
+jittered case at slack 0, 2 only).
 
 Target and time as in bench.slack: the objective the no-straggler slack-0 run
 reaches halfway through its epochs; time to it = per-clock compute + sync + wait of
@@ -12,7 +14,7 @@ GlobalSync, so it waits for the slow rank there). Every run's final objective an
 test RMSE (MF) stand beside the no-straggler run's, with each rank's staleness
 histogram (clocks started 0, 1, … clocks ahead of the updates it had, from the trace).
 Also rank 0's median seconds per epoch. Final line: {"bench": "straggler", "hidden":
-{algo: {factor: {slack: fraction}}}, ...}: the share of the straggler's slack-0 cost
+{algo: {straggler: {slack: fraction}}}, ...}: the share of the straggler's slack-0 cost
 in seconds per epoch that slack s removes (1: fully hidden).
 """
 import os
@@ -25,17 +27,17 @@ from tux2.runner import staleness_histogram
 
 LOG = "straggler"
 SLACKS = (0, 1, 2, 4, 8)
-FACTORS = (1.5, 3.0)
-SLOW = 1                        # the rank slowed
+SPECS = ("1:1.5", "1:3", "all:2:0.9")  # rank 1 slowed 1.5× and 3×; every rank 2× ± 90 % (transient)
 
 
-def one(algo, args, key, slack, factor, target=None):
-    """One 2-worker run: its record (time to ``target`` when given) and its metrics."""
-    extra = ["--workers", "2", "--slack", str(slack)] + (["--straggler", f"{SLOW}:{factor:g}"] if factor else [])
+def one(algo, args, key, slack, spec, target=None):
+    """One 2-worker run with ``--straggler spec`` (None: none): its record (time to
+    ``target`` when given) and its metrics."""
+    extra = ["--workers", "2", "--slack", str(slack)] + (["--straggler", spec] if spec else [])
     metrics, traces, wall = tux2_cli(algo, args + extra)
     target = metrics[(len(metrics) - 1) // 2][key] if target is None else target
     ep, secs, bd = time_to(metrics, traces, key, target)
-    rec = {"bench": "straggler", "algo": algo, "factor": factor or 1.0, "slack": slack, "target": target,
+    rec = {"bench": "straggler", "algo": algo, "straggler": spec or "none", "slack": slack, "target": target,
            "epochs_to_target": ep, "seconds_to_target": secs, "wait_s_to_target": bd.get("wait_s"),
            "epoch_seconds_to_target": sum(m["time_s"] for m in metrics[:ep]) if ep else None,
            "s_per_epoch": float(np.median([m["time_s"] for m in metrics[1:]] or [metrics[0]["time_s"]])),
@@ -47,14 +49,14 @@ def one(algo, args, key, slack, factor, target=None):
     return rec
 
 
-def sweep(algo, args, key, factors, slacks):
+def sweep(algo, args, key, specs, slacks):
     base = one(algo, args, key, 0, None)
-    runs = [base] + [one(algo, args, key, s, f, base["target"]) for f in factors for s in slacks]
+    runs = [base] + [one(algo, args, key, s, f, base["target"]) for f in specs for s in slacks]
     hidden = {}
-    for f in factors:
-        at0 = next(r for r in runs if r["factor"] == f and r["slack"] == 0)["s_per_epoch"]
+    for f in specs:
+        at0 = next(r for r in runs if r["straggler"] == f and r["slack"] == 0)["s_per_epoch"]
         for r in runs:
-            if r["factor"] == f and at0 > base["s_per_epoch"]:
+            if r["straggler"] == f and at0 > base["s_per_epoch"]:
                 r["hidden"] = (at0 - r["s_per_epoch"]) / (at0 - base["s_per_epoch"])
                 hidden.setdefault(f, {})[r["slack"]] = round(r["hidden"], 3)
     return runs, hidden
@@ -69,13 +71,13 @@ def main(args):
         few = quick and algo == "blockpg"       # quick: 3 min on 2 cores
         if quick and algo == "mf":              # 10 epochs of ~0.05 s, not 4: a steadier s per epoch, a finer target
             a = a[:a.index("--epochs") + 1] + ["10"] + a[a.index("--epochs") + 2:]
-        res[algo], hidden[algo] = sweep(algo, a, key, FACTORS[-1:] if few else FACTORS, (0, 2) if few else SLACKS)
+        res[algo], hidden[algo] = sweep(algo, a, key, SPECS[1:] if few else SPECS, (0, 2) if few else SLACKS)
     png = plot(res, os.path.join(RESULTS, "straggler.png"))
     rows = []
     for algo, rs in res.items():
         key = runs[algo][1]
         for r in rs:
-            who = "none" if r["factor"] == 1.0 else f"{r['factor']:g}×"
+            who = label(r["straggler"])
             rows.append([algo, who, r["slack"], r["epochs_to_target"],
                          r["seconds_to_target"], r["wait_s_to_target"], r["epoch_seconds_to_target"], r["s_per_epoch"],
                          r.get("hidden"),
@@ -97,9 +99,18 @@ def main(args):
                   "updates it had received."],
            pngs=[png])
     emit({"bench": "straggler", "hidden": hidden,
-          "seconds_to_target": {a: {f"{r['factor']:g}@{r['slack']}": r["seconds_to_target"] for r in rs}
+          "seconds_to_target": {a: {f"{r['straggler']}@{r['slack']}": r["seconds_to_target"] for r in rs}
                                 for a, rs in res.items()}, "png": png}, LOG)
     return 0
+
+
+def label(spec):
+    """``1:3`` → "rank 1 slowed 3×", ``all:2:0.9`` → "every rank 2× ± 90 %"."""
+    if spec == "none":
+        return "none"
+    rank, factor, *jitter = spec.split(":")
+    who = "every rank" if rank == "all" else f"rank {rank} slowed"
+    return f"{who} {factor}×" + (f" ± {float(jitter[0]):.0%}".replace("%", " %") if jitter else "")
 
 
 def plot(res, path):
@@ -108,10 +119,9 @@ def plot(res, path):
             return None
         for ax, (algo, rs) in zip(axes, res.items()):
             base = rs[0]
-            for f in sorted({r["factor"] for r in rs[1:]}):
-                pts = [r for r in rs[1:] if r["factor"] == f]
-                line, = ax.plot([r["slack"] for r in pts], [r["s_per_epoch"] for r in pts],
-                                label=f"rank 1 slowed {f:g}×")
+            for f in dict.fromkeys(r["straggler"] for r in rs[1:]):
+                pts = [r for r in rs[1:] if r["straggler"] == f]
+                line, = ax.plot([r["slack"] for r in pts], [r["s_per_epoch"] for r in pts], label=label(f))
                 missed = [r for r in pts if r["seconds_to_target"] is None]
                 hit = [r for r in pts if r not in missed]
                 ax.plot([r["slack"] for r in hit], [r["s_per_epoch"] for r in hit], "o", color=line.get_color())
@@ -125,12 +135,12 @@ def plot(res, path):
             ax.legend(fontsize=8)
         ax = axes[-1]
         rs = res["mf"]
-        top = max(r["factor"] for r in rs)
-        for r in (r for r in rs if r["factor"] == top):
+        top = "1:3"
+        for r in (r for r in rs if r["straggler"] == top):
             h = np.array(r["staleness"][0], float)
             ax.plot(np.arange(len(h)), h / max(h.sum(), 1), marker="o", label=f"slack {r['slack']}")
         ax.set_xlabel("staleness at a clock's start (clocks)")
         ax.set_ylabel("share of rank 0's clocks")
-        ax.set_title(f"MF, rank 1 slowed {top:g}×: the fast rank's staleness")
+        ax.set_title(f"MF, {label(top)}: the fast rank's staleness")
         ax.legend(fontsize=8)
     return path

@@ -111,6 +111,12 @@ def test_fold_in_from_a_file_of_string_ids_saves_and_the_cli_lists_the_same(tmp_
     lines = r.stdout.splitlines()
     assert [line.split("\t")[0] for line in lines] == ["new a", "u000"]
     assert [x.split(":")[0] for x in lines[0].split("\t")[1:]] == top[0].tolist()
+    r = run_cli("predict", str(tmp_path / "m"), "--fold-in", str(new), "--out", str(tmp_path / "m3"))
+    assert r.returncode == 0 and r.stdout == "" and json.loads(r.stderr.splitlines()[0])["out"] == str(tmp_path / "m3")
+    for name in ("user_factors_", "user_bias_", "item_factors_"):
+        np.testing.assert_array_equal(getattr(tux2.MF.load(tmp_path / "m3"), name), getattr(again, name), err_msg=name)
+    r = run_cli("predict", str(tmp_path / "m"), "--out", str(tmp_path / "m4"), "--top-k", "5")
+    assert r.returncode == 2 and "--out writes the model with the users of --fold-in" in r.stderr
 
 
 def test_fold_in_refusals(planted, tmp_path):

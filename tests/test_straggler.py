@@ -48,6 +48,17 @@ def test_straggler_parse_and_its_factors_are_seeded_and_within_the_jitter():
         Straggler(0, 1.0, 1.0)
 
 
+def test_an_all_straggler_slows_every_rank_each_with_its_own_draws():
+    s = Straggler.parse("ALL:1:0.9")
+    assert s.rank is None and str(s) == "all:1:0.9" and s.slows(0) and s.slows(5)
+    assert not Straggler.parse("1:2").slows(0)
+    a, b = (list(itertools.islice(s.clock_factors(7, r), 200)) for r in (0, 1))
+    assert a != b and a == list(itertools.islice(s.clock_factors(7, 0), 200))
+    assert min(a + b) >= 0.1 and max(a + b) <= 1.9
+    with pytest.raises(SchemaError, match="all:1:0.9"):
+        Straggler.parse("every:1:0.9")
+
+
 def test_staleness_histogram_counts_clocks_and_fused_runs():
     recs = [{"staleness": 0}, {"staleness": 2}, {"epoch_stages": True}, {"staleness": 2, "clocks": 5},
             {"staleness": 1}]
@@ -68,28 +79,32 @@ def _run(ratings_file, d, *extra):
 
 
 @pytest.mark.slow
-def test_a_straggler_changes_the_timing_not_the_model_at_slack_0(ratings_file, tmp_path):
+@pytest.mark.parametrize("spec", ["1:3:0.5", "all:3:0.5"])
+def test_a_straggler_changes_the_timing_not_the_model_at_slack_0(ratings_file, tmp_path, spec):
     (tmp_path / "plain").mkdir()
     (tmp_path / "slow").mkdir()
     _, _, ref = _run(ratings_file, tmp_path / "plain")
-    traces, metrics, got = _run(ratings_file, tmp_path / "slow", "--straggler", "1:3:0.5")
+    traces, metrics, got = _run(ratings_file, tmp_path / "slow", "--straggler", spec)
     for t in ("user", "item"):
         for f in ref[t]:
             np.testing.assert_array_equal(got[t][f], ref[t][f], err_msg=f"{t}.{f}")
     gated = [[r for r in recs if "staleness" in r] for recs in traces]
     assert all(r["staleness"] == 0 for recs in gated for r in recs)        # BSP: nothing stale
-    assert all("injected_s" not in r for r in traces[0])                    # rank 0 is not slowed
-    slept = [r["injected_s"] for r in gated[1]]
-    # nothing before a clock has been timed, nor after the first (its compute is the compiling's)
-    assert len(slept) == len(gated[1]) >= 2 * 7 and slept[:2] == [0.0, 0.0] and all(s > 0 for s in slept[2:])
-    for r in gated[1]:
-        assert r["compute_s"] >= r["injected_s"]                            # the sleep counts as compute
+    if spec.startswith("1:"):
+        assert all("injected_s" not in r for r in traces[0])                # rank 0 is not slowed
+    for rank in (1,) if spec.startswith("1:") else (0, 1):
+        slept = [r["injected_s"] for r in gated[rank]]
+        # nothing before a clock has been timed, nor after the first (its compute is the compiling's)
+        assert len(slept) == len(gated[rank]) >= 2 * 7 and slept[:2] == [0.0, 0.0] and all(s > 0 for s in slept[2:])
+        for r in gated[rank]:
+            assert r["compute_s"] >= r["injected_s"]                        # the sleep counts as compute
     for m in metrics:                                                       # rank 0's clocks of each epoch
         assert m["staleness"] == [len([r for r in gated[0] if r["iteration"] == m["epoch"]])]
 
 
 def test_staleness_is_within_the_slack_and_ssp_lets_the_others_run_ahead(ratings_file, tmp_path):
     traces, metrics, _ = _run(ratings_file, tmp_path, "--slack", "2", "--straggler", "1:4")
+    assert all("injected_s" not in r for r in traces[0])                    # rank 0 is not slowed
     gated = [r for recs in traces for r in recs if "staleness" in r]
     assert all(0 <= r["staleness"] <= 2 for r in gated)
     assert max(r["staleness"] for r in gated) >= 1          # the fast worker started clocks ahead of the slow one

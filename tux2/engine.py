@@ -30,14 +30,15 @@ SERIAL_BELOW = 4096     # rows or edges: smaller calls run their partitions in o
 
 
 class Straggler:
-    """One slow worker for experiments (``--straggler RANK:FACTOR[:JITTER]``): the
-    worker of ``rank`` takes ``factor`` times its compute per clock, each clock's factor
-    drawn uniformly from factor × [1 − jitter, 1 + jitter] (jitter 0: always factor)."""
+    """A slow worker for experiments (``--straggler RANK:FACTOR[:JITTER]``): the worker of
+    ``rank`` (``None``, written ``all``: every worker, each with its own draws) takes
+    ``factor`` times its compute per clock, each clock's factor drawn uniformly from
+    factor × [1 − jitter, 1 + jitter] (jitter 0: always factor)."""
 
     def __init__(self, rank, factor, jitter=0.0):
-        self.rank, self.factor, self.jitter = int(rank), float(factor), float(jitter)
-        if self.rank < 0:
-            raise SchemaError(f"straggler rank must be >= 0, got {rank}")
+        self.rank, self.factor, self.jitter = None if rank is None else int(rank), float(factor), float(jitter)
+        if self.rank is not None and self.rank < 0:
+            raise SchemaError(f"straggler rank must be >= 0 or all, got {rank}")
         if not 1.0 <= self.factor <= 1000.0:
             raise SchemaError(f"straggler factor must be between 1 and 1000 (times its compute), got {factor}")
         if not 0.0 <= self.jitter < 1.0:
@@ -45,27 +46,32 @@ class Straggler:
 
     @classmethod
     def parse(cls, text):
-        """``RANK:FACTOR[:JITTER]``, e.g. ``1:3`` or ``1:1.5:0.2``."""
+        """``RANK:FACTOR[:JITTER]``, e.g. ``1:3``, ``1:1.5:0.2`` or ``all:1:0.9``."""
         parts = str(text).split(":")
         try:
             if len(parts) not in (2, 3):
                 raise ValueError
-            rank, factor, jitter = int(parts[0]), float(parts[1]), float(parts[2]) if len(parts) == 3 else 0.0
+            rank = None if parts[0].strip().lower() == "all" else int(parts[0])
+            factor, jitter = float(parts[1]), float(parts[2]) if len(parts) == 3 else 0.0
         except ValueError:
-            raise SchemaError(f"expected RANK:FACTOR[:JITTER] (e.g. 1:3 or 1:1.5:0.2), got {str(text)[:80]!r}") \
-                from None
+            raise SchemaError(f"expected RANK:FACTOR[:JITTER] (e.g. 1:3, 1:1.5:0.2 or all:1:0.9), "
+                              f"got {str(text)[:80]!r}") from None
         if not (np.isfinite(factor) and np.isfinite(jitter)):
             raise SchemaError(f"straggler factor and jitter must be finite numbers, got {str(text)[:80]!r}")
         return cls(rank, factor, jitter)
 
-    def clock_factors(self, seed):
-        """The factor of each clock in turn: the same sequence for the same seed."""
-        rng = np.random.default_rng((int(seed or 0) & (2**63 - 1), self.rank, 0x57A6))
+    def slows(self, rank):
+        return self.rank is None or self.rank == rank
+
+    def clock_factors(self, seed, rank=None):
+        """The factor of each clock of worker ``rank`` in turn: the same sequence for the same seed."""
+        rank = self.rank if self.rank is not None else int(rank or 0)
+        rng = np.random.default_rng((int(seed or 0) & (2**63 - 1), rank, 0x57A6))
         while True:
             yield self.factor * (1.0 + self.jitter * rng.uniform(-1.0, 1.0)) if self.jitter else self.factor
 
     def __str__(self):
-        return f"{self.rank}:{self.factor:g}" + (f":{self.jitter:g}" if self.jitter else "")
+        return f"{'all' if self.rank is None else self.rank}:{self.factor:g}" + (f":{self.jitter:g}" if self.jitter else "")
 
     def __repr__(self):
         return f"Straggler({self.rank}, {self.factor:g}, {self.jitter:g})"
@@ -97,7 +103,7 @@ class Engine(ApplyRounds):
     delta fields but not read them for its updates, and may write no other field.
 
     ``straggler`` (optional, a Straggler or its text ``RANK:FACTOR[:JITTER]``): the
-    worker of that rank sleeps at the start of each clock, after the SSP gate, for
+    worker of that rank (every worker for ``all``) sleeps at the start of each clock, after the SSP gate, for
     (factor − 1) × its previous clock's compute (each clock's factor drawn from
     FACTOR × [1 − JITTER, 1 + JITTER], seeded by ``seed`` and the rank), as if its
     compute were that much slower; the sleep counts as compute and is also in the
@@ -176,8 +182,9 @@ class Engine(ApplyRounds):
         self.straggler = Straggler.parse(straggler) if isinstance(straggler, str) else straggler
         if self.straggler is not None and not isinstance(self.straggler, Straggler):
             raise SchemaError(f"straggler must be a Straggler or 'RANK:FACTOR[:JITTER]', got {straggler!r}")
-        self._slow = (self.straggler.clock_factors(seed) if self.straggler is not None
-                      and self.straggler.rank == getattr(self.transport, "rank", 0) else None)
+        rank = getattr(self.transport, "rank", 0)
+        self._slow = (self.straggler.clock_factors(seed, rank) if self.straggler is not None
+                      and self.straggler.slows(rank) else None)
         self._last_compute = 0.0    # the previous gated clock's own compute (seconds; a straggler's delay)
         self._gated_clocks = 0      # (the first one's compute holds the compiling: 2 s against 0.01 s)
         self._injected = 0.0

@@ -99,11 +99,11 @@ def check_straggler(args, world):
     """--straggler names a worker of this run (one of several)."""
     if vars(args).get("straggler") is None:
         return
-    rank = int(args.straggler.split(":")[0])
+    rank = args.straggler.split(":")[0]
     if world == 1:
         raise Tux2Error(f"--straggler {args.straggler} slows one of several workers: give --workers N (or start "
                         "the workers with a launcher)")
-    if rank >= world:
+    if rank != "all" and int(rank) >= world:
         raise Tux2Error(f"--straggler {args.straggler}: there is no worker {rank} in a run of {world} workers "
                         f"(ranks 0-{world - 1})")
 
@@ -294,7 +294,7 @@ def add_distributed_args(p):
                    help="SSP slack s: a worker may start clock c once clocks <= c-s-1 are complete "
                         "everywhere (0 = BSP: any number of workers gives the single-process result)")
     g.add_argument("--straggler", metavar="RANK:FACTOR[:JITTER]", type=straggler_spec, default=None,
-                   help="for experiments: worker RANK runs FACTOR times slower (it sleeps (FACTOR-1) x its "
+                   help="for experiments: worker RANK (all: every worker, each with its own draws) runs FACTOR times slower (it sleeps (FACTOR-1) x its "
                         "last clock's compute at the start of each clock, from its third: the first one's holds the compiling); JITTER draws each clock's factor "
                         "from FACTOR x [1-JITTER, 1+JITTER], seeded by --seed. Changes timing, not the "
                         "model at --slack 0; --trace records the sleep (injected_s) and each clock's staleness")

@@ -44,6 +44,9 @@ def add_parser(sub):
                    help="mf: first fit the users of this rating file (read as 'tux2 run mf' reads its input) to "
                         "the model's items, new users or known ones afresh, each by an exact least-squares solve "
                         "(an ALS half-step); --top-k without INPUT then lists theirs, leaving their rated items out")
+    p.add_argument("--out", metavar="DIR",
+                   help="mf --fold-in: also write the model with the folded-in users to DIR (a model directory "
+                        "as 'tux2 run mf --out' writes; it may be MODEL itself)")
     p.add_argument("--min-ratings", type=NONNEG, default=1,
                    help="mf --top-k: recommend only items with at least this many training ratings")
     p.add_argument("--relevant", type=number(), default=None, metavar="RATING",
@@ -81,7 +84,7 @@ def _report(args, res):
 
 # flags that only some models take: (flag, dest, its default, the algorithms); given to another model, an error
 FOR_SOME = (("--top-k", "top_k", None, ("mf",)), ("--include-seen", "include_seen", False, ("mf",)),
-            ("--fold-in", "fold_in", None, ("mf",)),
+            ("--fold-in", "fold_in", None, ("mf",)), ("--out", "out", None, ("mf",)),
             ("--min-ratings", "min_ratings", 1, ("mf",)), ("--relevant", "relevant", None, ("mf",)),
             ("--iterations", "iterations", 50, ("lda",)), ("--seed", "seed", 0, ("lda",)),
             ("--columns", "columns", None, ("mf",)), ("--unknown", "unknown", "baseline", ("mf",)),
@@ -94,6 +97,7 @@ def predict(args):
                                                                  else ()))]      # the model's own files too
     files.check_writable(args.output, "-o", directory=False, inputs=ins)     # before any prediction
     files.check_writable(args.metrics, "--metrics", directory=False, inputs=ins)
+    files.check_writable(args.out, "--out", directory=True)
     model = estimators.load(args.model)
     for flag, dest, unset, algorithms in FOR_SOME:
         if getattr(args, dest) != unset and model.algorithm not in algorithms:
@@ -102,6 +106,9 @@ def predict(args):
     if model.algorithm == "mf" and args.top_k is None and args.min_ratings != 1:
         raise Tux2Error("--min-ratings picks the items --top-k recommends; predictions for the pairs of INPUT "
                         "are made whatever their items' ratings")
+    if args.out and not args.fold_in:
+        raise Tux2Error("--out writes the model with the users of --fold-in RATINGS; without them it is the model "
+                        f"{args.model} already holds")
     if model.algorithm == "mf" and args.top_k is None and args.relevant is not None:
         raise Tux2Error("--relevant picks the items that --top-k's lists are measured against")
     spool_inputs(args)
@@ -179,7 +186,12 @@ def predict_mf(args, model):
             model.set_params(columns=args.columns)
         folded, left_out = model._fold_in(args.fold_in)
         print(files.json_text({"model": "mf", "folded_in_users": len(folded), **(
-            {"ratings_of_items_without_training_ratings": left_out} if left_out else {})}), file=sys.stderr)
+            {"ratings_of_items_without_training_ratings": left_out} if left_out else {}),
+            **({"out": args.out} if args.out else {})}), file=sys.stderr)
+        if args.out:
+            model.save(args.out)
+            if args.input is None and args.top_k is None:       # folded and saved: nothing to predict
+                return 0
     args.columns = _model_columns(args, model)
     sep = _separator(t for m in model.ids_ if m is not None and m.tokens.dtype.kind == "U" for t in m.tokens.tolist())
     if args.top_k is not None:
