@@ -138,6 +138,32 @@ def test_tiled_sampler_gives_the_same_model_for_any_partitions_and_threads(corpu
         np.testing.assert_array_equal(eng.context()["nk"], ref.context()["nk"])
 
 
+def test_every_form_of_the_tiled_round_gives_the_same_model_and_rows_wait_for_their_block(corpus):
+    """Between 2 partitions a stratum's round copies rows between the replicas' arrays (one
+    process), goes in one phase (2 workers) or as master/mirror messages; in the first
+    two a word row this partition samples again in the next stratum waits (its block stays
+    here), so it moves once its block moves on: fewer bytes, the one-partition model."""
+    s, t, c, strata, tiles, blk = _tiled(*corpus[:5], blocks=4, seed=3)
+    D, V = corpus[3], corpus[4]
+    prog = lda.program(s, t, c, D, V, K=5, seed=3, doc_block=blk)
+    g = BipartiteGraph(s, t, None, D, V)
+    kw = dict(partitioner="stratified", partitioner_options={"blocks": 4}, seed=3, strata=strata, tiles=tiles)
+    ref = Engine(prog, g, partitions=1, **kw).run(3)
+    sent = {}
+    for form in ("copies", "one phase", "master/mirror"):
+        eng = Engine(prog, g, partitions=2, **kw)
+        if form != "copies":
+            eng._plan_room = 0                     # no room for copy plans: messages
+        if form == "master/mirror":
+            eng._pairs = [False, False]
+        eng.run(3)
+        sent[form] = eng.min_bytes
+        for typ in ("doc", "word"):
+            np.testing.assert_array_equal(eng.vertex_data(typ)["nk"], ref.vertex_data(typ)["nk"], err_msg=form)
+        np.testing.assert_array_equal(eng.edge_data()["z"], ref.edge_data()["z"], err_msg=form)
+    assert sent["copies"] == sent["one phase"] < 0.8 * sent["master/mirror"], sent
+
+
 @pytest.mark.parametrize("sampler", ["sparse", "sync"])
 def test_a_new_number_of_topics_compiles_nothing(sampler):
     """Topic vectors have room for lda.room(K) topics and the UDFs read K from the

@@ -509,12 +509,15 @@ class Engine(ApplyRounds):
         cut = max(self._groups) > 1 and mb.unit == "edge" and mb.active is None
         if self.fuse and id(mb) in self._fused and not self.time_parts and not cut:
             return self._run_fused(mb, bounds, self._clock_order(mb, at, len(bounds) - 1))
-        # stratified, BSP, one Exchange and its Apply per clock: a round may hold back the rows
-        # its partition writes again in the next clock (no other replica reads them before)
+        # stratified, BSP, one Exchange and its Apply per clock (then GlobalSyncs, which read no
+        # vertex): a round may hold back the rows its partition writes again in the next clock
+        # (no other replica reads them before)
+        kinds = [type(s) for s in mb.stages]
         ahead = (self.slack == 0 and self.strata is not None and mb.unit == "edge" and mb.active is None
                  and not mb.shuffle
                  and getattr(self.assignment, "strategy", "") == "stratified"
-                 and [type(s) for s in mb.stages] == [Exchange, Apply])
+                 and kinds[:2] == [Exchange, Apply] and all(k is GlobalSync for k in kinds[2:])
+                 and not any(s.over is not None for s in mb.stages[2:]))
         nxt = None
         self._tiled = cut
         try:

@@ -451,8 +451,9 @@ def program(src, dst, count, n_docs, n_words, K=100, alpha=0.1, beta=0.01, seed=
         edata["z"] = z
 
     tiled = doc_block is not None and not sync
+    # count changes add up, but a stratum's tiles share no document and no word: one replica writes each
     stages = [Exchange(sync_gibbs if sync else sparse_gibbs, enumerate=None if tiled else types[0]),
-              Apply(add_counts if sync else None, overlap="allow")]      # count changes add up
+              Apply(add_counts if sync else None, overlap="error" if tiled else "allow")]
     if tiled:                                           # a clock per stratum (Engine(strata=...))
         stages = [MiniBatch(None, stages + [GlobalSync(finalize=refresh, record=False)], unit="edge")]
     elif clocks > 1 and not sync:
