@@ -707,3 +707,22 @@ def test_an_optimizer_that_does_not_go_with_the_strategy_is_an_error_not_a_bug(t
         assert r.returncode == 2 and r.stderr.startswith("tux2: error: optimizer ") and "does not go with" in r.stderr
     with pytest.raises(ValueError, match="optimizer 'sgd' does not go with strategy 'adam'"):
         tux2.LogisticRegression(strategy="adam", optimizer="sgd").fit(None)
+
+
+def test_a_one_line_pairs_file_of_a_string_id_model_s_ids_is_data(capsys, tmp_path):
+    """'u2 i2' alone reads as a header line of names to a new file; to a model whose
+    user and item ids these are, it is the pair to predict (a line of other names
+    stays a header, refused as having no data lines)."""
+    train = tmp_path / "s.tsv"
+    train.write_text("".join(f"u{u}\ti{i}\t{1 + (u + i) % 5}\n" for u in range(1, 4) for i in range(1, 4)))
+    rc, out, err = _main(capsys, "run", "mf", str(train), "--k", "2", "--epochs", "2", "--out", str(tmp_path / "m"),
+                         "-q")
+    assert rc == 0, err
+    one = tmp_path / "one.tsv"
+    one.write_text("u2\ti3\n")
+    rc, out, err = _main(capsys, "predict", str(tmp_path / "m"), str(one))
+    assert rc == 0 and out.splitlines()[0] == "# user item prediction", err
+    assert out.splitlines()[1].startswith("u2 i3 ") and len(out.splitlines()) == 2
+    one.write_text("user\titem\n")
+    rc, out, err = _main(capsys, "predict", str(tmp_path / "m"), str(one))
+    _refused(rc, err, f"tux2: error: {one}: no edges found: the file's one line (user item) reads as a header")

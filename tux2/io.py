@@ -1347,7 +1347,7 @@ def _data_lines(head, pos, no, mode):
         pos = end + 1
 
 
-def edge_format(head, path, columns=None, quotes=False):
+def edge_format(head, path, columns=None, quotes=False, header=None):
     """The :class:`EdgeFormat` of an edge-list file from its first bytes ``head``.
 
     The first data line is a header when none of its tokens is a number while the
@@ -1355,7 +1355,8 @@ def edge_format(head, path, columns=None, quotes=False):
     two names or more (a header alone: ``no_edges`` says so), or each token names a
     column's role, a user's among them (``user,item`` above string ids), or when
     ``columns`` uses names. ``quotes``: a first line that has more or fewer fields than
-    the next for a quoted comma or semicolon (which separates: README, Input) is an error."""
+    the next for a quoted comma or semicolon (which separates: README, Input) is an error.
+    ``header=False``: the first line is data whatever it holds."""
     start, skip, base = _header_end(head, path)
     if base:
         fmt = EdgeFormat(start, skip, matrix_market=True)
@@ -1377,8 +1378,8 @@ def edge_format(head, path, columns=None, quotes=False):
         sepb = b"," if b"," in below else b";" if b";" in below else None      # 'alice,Star Wars,5' (5 a number)
         number_below = any(is_number(t) for t in split_line(below, mode)[:len(toks)]) or (
             mode == SPACE and sepb and any(is_number(t) for t in csv_fields(below, sepb)[:len(csv_fields(first, sepb))]))
-        header = named or (not any(is_number(t) for t in toks) and (
-            len(toks) >= 2 if len(lines) == 1 else number_below or (None not in roles and 0 in roles)))
+        header = header is not False and (named or (not any(is_number(t) for t in toks) and (
+            len(toks) >= 2 if len(lines) == 1 else number_below or (None not in roles and 0 in roles))))
         names = None
         if header:
             names = [t.decode("utf-8", "replace").strip("\"'") for t in split_fields(first, mode, leading=True)]

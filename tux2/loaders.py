@@ -212,10 +212,12 @@ def load_edges(path, ids="auto", duplicates="error", base="auto", type_names=("s
 def _load_edges(path, ids, duplicates, base, type_names, id_maps, values, columns, known, unknown, dense):
     raw = io.map_file(path, "edge list")
     fmt = io.edge_format(raw[:1 << 16], path, columns, quotes=True)
-    skip = fmt.skip
     encode = id_maps is not None
     maps = tuple(id_maps) if encode else (None, None)
     string_maps = any(m is not None and m.tokens.dtype.kind not in "iu" for m in maps)
+    if string_maps and fmt.names and not fmt.explicit and _known_pair(fmt, maps):
+        fmt = io.edge_format(raw[:1 << 16], path, columns, quotes=True, header=False)   # 'alice item3': data
+    skip = fmt.skip
     if ids == "auto" or encode:
         ids = "string" if string_maps or (not encode and not _first_ids_numeric(raw, fmt)) else "int"
     used_base = 0
@@ -549,6 +551,13 @@ def numeric_ids(path, columns=None):
     """Whether the first data line of an edge-list file has numeric ids (``ids="auto"``)."""
     head = io.read_head(path, "edge list")
     return _first_ids_numeric(head, io.edge_format(head, path, columns))
+
+
+def _known_pair(fmt, maps):
+    """Whether the names of a line read as a header are a user and an item of the
+    model's (string) ids: a file of one 'alice item3' line is data, not names."""
+    names = [fmt.names[j] if j < len(fmt.names) else None for j in fmt.cols[:2]]
+    return all(n is not None and m is not None and n in m.index for n, m in zip(names, maps))
 
 
 def _first_ids_numeric(raw, fmt):
