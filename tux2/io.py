@@ -1875,12 +1875,26 @@ def _utf8_lines(f, path):
                              line=no, text=raw.decode("utf-8", "backslashreplace").rstrip("\r\n")) from None
 
 
+def read_once(data):
+    """``data`` as a list when it is an iterable that is none of the forms read as a whole
+    (a generator, a ``map``, an open text file, a corpus object with ``__iter__``: gensim's and
+    tomotopy's users pass ``(line.split() for line in f)``), read here, once, so that every
+    later look sees all of it; documents that are themselves iterators become lists. Else
+    ``data`` itself (a list, a path, an array, a matrix, a DataFrame, a graph …)."""
+    from collections.abc import Iterator, Mapping
+    if (isinstance(data, (str, bytes, list, tuple, np.ndarray, Mapping, BipartiteGraph))
+            or hasattr(data, "__fspath__") or not hasattr(data, "__iter__")
+            or type(data).__module__.split(".")[0] in ("pandas", "scipy", "networkx")):
+        return data
+    return [list(d) if isinstance(d, Iterator) else d for d in data]
+
+
 def as_texts(data, column=None):
     """``data`` as a list of texts when it is one (a list or tuple holding strings, or
     empty; a pandas Series, a 1-D numpy array of strings or objects; a DataFrame's text
-    column: ``column``, or named as a CSV corpus's header names it: TEXT_COLUMNS; a list of
-    documents already split into tokens, as gensim and tomotopy take them: ``is_tokens``),
-    else None."""
+    column: ``column``, or named as a CSV corpus's header names it: TEXT_COLUMNS; documents
+    already split into tokens, as gensim and tomotopy take them: ``is_tokens``, a 2-D array
+    of strings one a row), else None. An iterator is read by ``read_once`` before."""
     if type(data).__module__.split(".")[0] == "pandas" and getattr(data, "ndim", 0) == 2:
         low = [str(c).lower() for c in data.columns]
         col = next((low.index(t) for t in TEXT_COLUMNS if t in low), None) if column is None else \
@@ -1889,18 +1903,26 @@ def as_texts(data, column=None):
             return None
         data = data.iloc[:, col]
     if (type(data).__module__.split(".")[0] == "pandas" and getattr(data, "ndim", 0) == 1
-            or isinstance(data, np.ndarray) and data.ndim == 1 and data.dtype.kind in "UO"):
+            or isinstance(data, np.ndarray) and (data.ndim == 1 and data.dtype.kind in "UO"
+                                                 or data.ndim == 2 and data.dtype.kind == "U")):
         data = data.tolist()
     texts = isinstance(data, (list, tuple)) and (not data or any(isinstance(t, str) for t in data))
     return list(data) if texts or is_tokens(data) else None
 
 
+def is_doc(d):
+    """Whether ``d`` is a document split into tokens: a list, a tuple or a 1-D numpy array
+    (``text_docs`` names a token that is not a string)."""
+    return isinstance(d, (list, tuple)) or isinstance(d, np.ndarray) and d.ndim == 1
+
+
 def is_tokens(data):
-    """Whether ``data`` is a list of documents each a list (or tuple) of tokens, some of
-    them strings (gensim's and tomotopy's input; ``text_docs`` names a token that is not);
-    a tuple of id arrays is not."""
-    return (isinstance(data, list) and all(isinstance(d, (list, tuple)) for d in data)
-            and any(isinstance(w, str) for d in data for w in d))
+    """Whether ``data`` is a list or tuple of documents each split into tokens (``is_doc``:
+    gensim's and tomotopy's input); a tuple of 2 or 3 sequences of one length is
+    ``(docs, words[, counts])`` id arrays, as ``loaders.load`` reads it."""
+    if not isinstance(data, (list, tuple)) or not data or not all(is_doc(d) for d in data):
+        return False
+    return not (isinstance(data, tuple) and len(data) in (2, 3) and len({len(d) for d in data[:2]}) == 1)
 
 
 def _missing_text(i, t, source):
@@ -1909,10 +1931,15 @@ def _missing_text(i, t, source):
 
 
 def _tokens(i, doc, source):
+    if isinstance(doc, np.ndarray):
+        doc = doc.tolist()                                  # (its np.str_ as str)
     bad = next((w for w in doc if not isinstance(w, str)), None)
     if bad is not None:
+        bow = isinstance(bad, tuple) and len(bad) == 2 and all(isinstance(x, numbers.Number) for x in bad)
         raise InputError(f"the document at position {i} holds {bad!r}, not a token string: documents split into "
-                         "tokens are lists of strings", path=source)
+                         "tokens are sequences of strings (counts go in a document × word count matrix, or a "
+                         "tuple of (docs, words, counts) arrays" + ("; gensim's (word id, count) pairs: "
+                         "gensim.matutils.corpus2csc(corpus).T is that matrix" if bow else "") + ")", path=source)
     from collections import Counter
     return Counter(doc)
 
@@ -1932,7 +1959,7 @@ def text_docs(texts, type_names=("doc", "word"), min_count=1, stopwords=(), sour
     and ``stopwords`` are dropped; with
     ``need_words`` (a corpus to train on), texts without any word are an error."""
     from collections import Counter
-    docs = [Counter(tokenize(t)) if isinstance(t, str) else _tokens(i, t, source) if isinstance(t, (list, tuple))
+    docs = [Counter(tokenize(t)) if isinstance(t, str) else _tokens(i, t, source) if is_doc(t)
             else _missing_text(i, t, source) for i, t in enumerate(texts)]
     total, df = Counter(), Counter()
     for c in docs:
@@ -1949,7 +1976,7 @@ def text_docs(texts, type_names=("doc", "word"), min_count=1, stopwords=(), sour
             j = index.get(w)
             if j is None:
                 j = index[w] = len(vocab)
-                vocab.append(w)
+                vocab.append(w if type(w) is str else str(w))       # a token list's np.str_: a plain str
             src.append(i)
             dst.append(j)
             cnt.append(n)
