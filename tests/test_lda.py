@@ -551,3 +551,16 @@ def test_what_is_no_corpus_is_named_with_what_lda_takes(make, said):
         model.transform(make())
     with pytest.raises(InputError, match=r"a 2-D array of object \(1, 2\): .*documents split into tokens"):
         tux2.LDA(topics=2, iterations=1).fit(np.array([["a", 1]], dtype=object))
+
+
+def test_token_lists_drop_stop_words_in_any_case():
+    """Stop words are lower case (as the tokenizer writes words), and token lists keep their
+    case: 'The' and 'OF' from line.split() are stop words all the same, as a stop-word
+    list's 'Pie' drops 'pie' and 'Pie'; other words keep their case, and new documents
+    are filtered as the training ones."""
+    docs = [["The", "Apple", "OF", "pie", "Pie"], ["the", "goal", "team", "of"]] * 10
+    m = tux2.LDA(topics=2, iterations=3).fit(docs)
+    assert m.vocab_ == ["Apple", "pie", "Pie", "goal", "team"]
+    own = tux2.LDA(topics=2, iterations=3, stop_words=["Pie", "THE"]).fit(docs)
+    assert own.vocab_ == ["Apple", "OF", "goal", "team", "of"]
+    assert own.documents([["Pie", "pie", "Apple", "OF", "the"]])[0].num_edges == 2

@@ -1952,7 +1952,7 @@ def is_count(max_df):
 def text_docs(texts, type_names=("doc", "word"), min_count=1, stopwords=(), source="texts", need_words=True,
               max_df=1.0):
     """(graph of doc–word counts, vocabulary list) of documents given as strings (or as
-    lists of tokens, taken as they are: not split, not lower-cased): word
+    lists of tokens, taken as they are: not split, not lower-cased, a stop word in any case): word
     id i is ``vocab[i]``, in order of first appearance. Words seen fewer than
     ``min_count`` times in all of them, in more than ``max_df`` of them (a share, a
     float, or a count of documents, an integer, as scikit-learn's max_df),
@@ -1966,7 +1966,8 @@ def text_docs(texts, type_names=("doc", "word"), min_count=1, stopwords=(), sour
         total.update(c)
         df.update(c.keys())
     stop, most = set(stopwords), max_df if is_count(max_df) else max_df * len(docs)
-    keep = {w for w, n in total.items() if n >= min_count and df[w] <= most and w not in stop}
+    keep = {w for w, n in total.items() if n >= min_count and df[w] <= most
+            and w.lower() not in stop}         # (stop words are lower case: a token list's 'The' is one)
     vocab, index = [], {}
     src, dst, cnt = [], [], []
     for i, c in enumerate(docs):
