@@ -419,7 +419,8 @@ class LDA(Estimator):
     # ------------------------------------------------------------ new documents
     def documents(self, docs):
         """(doc → word count graph in the model's word ids, tokens left out) of ``docs``:
-        a list of texts or a text file (tokenised as in training; words the model lacks
+        texts or documents split into tokens, in a list or any iterable (a generator is read
+        once), or a text file (tokenised as in training; words the model lacks
         are left out), a corpus file in the model's numeric word ids, or counts in them
         as ``fit`` takes them (CountVectorizer's matrix: a Pipeline's ``transform``)."""
         docs = io.read_once(docs)
