@@ -518,6 +518,11 @@ def test_documents_from_any_iterable_of_token_sequences():
     assert ref.score(d for d in docs[:3]) == ref.score(docs[:3])
     assert ref.perplexity(iter(docs[:3])) == ref.perplexity(docs[:3])
     np.testing.assert_array_equal(lda().fit_transform(d for d in docs), lda().fit_transform(docs))
+    used = (d for d in docs)
+    list(used)
+    for empty in (used, []):                    # a generator already read (a gensim Dictionary built from it)
+        with pytest.raises(InputError, match="no documents: an empty list, or a generator read to its end"):
+            lda().fit(empty)
 
 
 def test_token_lists_of_numpy_strings_give_plain_str_words():

@@ -1981,6 +1981,9 @@ def text_docs(texts, type_names=("doc", "word"), min_count=1, stopwords=(), sour
             src.append(i)
             dst.append(j)
             cnt.append(n)
+    if not docs and need_words and source == "texts":          # (Python's documents, not a file)
+        raise InputError("no documents: an empty list, or a generator read to its end before (it can be read "
+                         "once: make a list of it to use it again)", path=source)
     if not src and need_words:
         raise InputError("no words found (empty file, or every word was filtered out)", path=source)
     g = BipartiteGraph(np.array(src, np.int64), np.array(dst, np.int64), np.array(cnt, np.float64),
