@@ -1918,11 +1918,20 @@ def is_doc(d):
 
 def is_tokens(data):
     """Whether ``data`` is a list or tuple of documents each split into tokens (``is_doc``:
-    gensim's and tomotopy's input); a tuple of 2 or 3 sequences of one length is
-    ``(docs, words[, counts])`` id arrays, as ``loaders.load`` reads it."""
+    gensim's and tomotopy's input); a tuple of 2 or 3 sequences all of one length, the last
+    without strings, is ``(docs, words[, counts])`` id arrays, as ``loaders.load`` reads it,
+    and two of strings, which could be either, an error."""
     if not isinstance(data, (list, tuple)) or not data or not all(is_doc(d) for d in data):
         return False
-    return not (isinstance(data, tuple) and len(data) in (2, 3) and len({len(d) for d in data[:2]}) == 1)
+    if isinstance(data, tuple) and len(data) in (2, 3) and len({len(d) for d in data}) == 1:
+        if not any(isinstance(w, str) for w in data[-1]):
+            return False
+        if len(data) == 2:
+            raise InputError("a tuple of two sequences of one length holding strings: two documents split into "
+                             "tokens, or (docs, words) arrays? Documents go in a list ([doc1, doc2]); for word "
+                             "strings in (docs, words) pairs, make each document's list of tokens from them",
+                             path="documents")
+    return True
 
 
 def _missing_text(i, t, source):
