@@ -518,6 +518,7 @@ def test_documents_from_any_iterable_of_token_sequences():
     np.testing.assert_array_equal(ref.transform(tuple(docs[:2]) + (["apple"],)), ref.transform(docs[:2] + [["apple"]]))
     with pytest.raises(InputError, match=r"two documents split into tokens, or \(docs, words\) arrays\?"):
         ref.transform(tuple(docs[:2]))
+    assert lda().fit(([0, 0, 1, 2], ["apple", "pie", "apple", "pie"])).word_topic_.shape == (2, 2)   # (ids, words)
     np.testing.assert_array_equal(ref.coherence((d for d in docs), top_n=2), ref.coherence(docs, top_n=2))
     assert ref.score(d for d in docs[:3]) == ref.score(docs[:3])
     assert ref.perplexity(iter(docs[:3])) == ref.perplexity(docs[:3])

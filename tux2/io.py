@@ -1919,12 +1919,13 @@ def is_doc(d):
 def is_tokens(data):
     """Whether ``data`` is a list or tuple of documents each split into tokens (``is_doc``:
     gensim's and tomotopy's input); a tuple of 2 or 3 sequences all of one length, the last
-    without strings, is ``(docs, words[, counts])`` id arrays, as ``loaders.load`` reads it,
-    and two of strings, which could be either, an error."""
+    (or, of 2, the first) without strings, is ``(docs, words[, counts])`` id arrays, as
+    ``loaders.load`` reads it, and two of strings, which could be either, an error."""
     if not isinstance(data, (list, tuple)) or not data or not all(is_doc(d) for d in data):
         return False
     if isinstance(data, tuple) and len(data) in (2, 3) and len({len(d) for d in data}) == 1:
-        if not any(isinstance(w, str) for w in data[-1]):
+        if not any(isinstance(w, str) for w in data[-1]) or len(data) == 2 and not any(isinstance(w, str)
+                                                                                       for w in data[0]):
             return False
         if len(data) == 2:
             raise InputError("a tuple of two sequences of one length holding strings: two documents split into "
