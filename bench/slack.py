@@ -38,7 +38,7 @@ def time_to(metrics, traces, key, target):
     if hit is None:
         return None, None, {}
     ranks = sorted({t["rank"] for t in traces})
-    bd = {k: float(np.mean([sum(t[k] for t in traces if t["rank"] == r and 1 < t["clock"] and t["iteration"] <= hit)
+    bd = {k: float(np.mean([sum(t[k] for t in traces if t["rank"] == r and t.get("clock") != 1 and t["iteration"] <= hit)
                             for r in ranks])) for k in PARTS}
     return hit, sum(bd.values()), bd
 

@@ -238,10 +238,12 @@ X4 = np.random.default_rng(0).random((60, 4))
     # a TypeError ("'int' object is not iterable"; "cannot load a ndarray") or a scipy or numpy ValueError before
     (lambda t: t.LDA(stop_words=5, iterations=1).fit(["apples and pears"]),
      "stop_words is 'english', 'none', a file or a list of words, not 5"),
-    (lambda t: t.LDA(iterations=1).fit(np.array([["a", "b"], ["c", "d"]])),
-     "arrays: a 2-D array of <U1 (2, 2): LDA takes texts (a list or 1-D array, one document each) or a document × "
-     "word count matrix"),
-    (lambda t: t.LDA(iterations=1).fit(5), "cannot load a int: pass a path"),
+    (lambda t: t.LDA(iterations=1).fit(np.array([["a", 1], ["c", 2]], dtype=object)),     # (of str: token lists)
+     "arrays: a 2-D array of object (2, 2): LDA takes texts (a list or 1-D array, one document each), documents "
+     "split into tokens (a list of token lists, or a 2-D array of str, a document a row) or a document × word "
+     "count matrix"),
+    (lambda t: t.LDA(iterations=1).fit(5), "documents: an int: LDA takes texts (strings, one a document), documents "
+     "split into tokens"),
     (lambda t: t.MF(epochs=1).fit(np.array([["a", "b"], ["c", "d"]])),
      "arrays: MF.fit takes (user, item, rating) rows, (users, items, ratings), a DataFrame, a BipartiteGraph or a "
      "rating file, or X of (user, item) rows with y; got an array of shape (2, 2)"),

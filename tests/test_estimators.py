@@ -245,7 +245,7 @@ def test_score_takes_the_files_fit_takes(tmp_path):
 
 
 def test_lda_fit_on_an_empty_list_of_documents_says_so():
-    with pytest.raises(tux2.InputError, match="no words found"):
+    with pytest.raises(tux2.InputError, match="no documents: an empty list"):
         tux2.LDA(topics=2, iterations=1).fit([])
 
 

@@ -513,3 +513,90 @@ def test_documents_as_token_lists_are_texts_split_already():
     assert held.history_[-1]["test_perplexity"] > 0               # (ragged lists: not labels)
     arrays = tux2.LDA(topics=2, iterations=2).fit(([0, 0, 1], [0, 1, 1], [2, 1, 3]))
     assert arrays.vocab_ is None and arrays.word_topic_.shape == (2, 2)
+
+
+def test_documents_from_any_iterable_of_token_sequences():
+    """A generator, a map, a tuple of token lists, numpy arrays of strings (a list of them,
+    or a 2-D array a document a row) and generators of texts are read as the list of lists
+    is, each read once: fit, a held-out set, transform, coherence, score and fit_transform
+    (which would transform nothing had fit used the generator up)."""
+    docs = [["apple", "pie", "sweet"], ["banana", "bread", "sweet"], ["apple", "banana", "fruit"]] * 5
+
+    def lda():
+        return tux2.LDA(topics=2, iterations=5, stop_words="none")
+    ref = lda().fit(docs, test=docs[:3])
+    forms = {"generator": (d for d in docs), "map": map(list, docs), "tuple": tuple(docs),
+             "tuples": [tuple(d) for d in docs], "arrays": [np.array(d) for d in docs],
+             "object arrays": [np.array(d, dtype=object) for d in docs], "2-D array": np.array(docs),
+             "generator of generators": (iter(d) for d in docs), "generator of texts": (" ".join(d) for d in docs),
+             "open file": None}
+    for name, data in forms.items():
+        if name == "open file":
+            import io
+            data = io.StringIO("".join(" ".join(d) + "\n" for d in docs))
+        m = lda().fit(data, test=(np.array(d) for d in docs[:3]))
+        np.testing.assert_array_equal(m.word_topic_, ref.word_topic_, err_msg=name)
+        assert m.vocab_ == ref.vocab_ and m.history_[-1]["test_ll_per_token"] == ref.history_[-1]["test_ll_per_token"]
+    theta = ref.transform(docs[:3])
+    np.testing.assert_array_equal(ref.transform(np.array(d) for d in docs[:3]), theta)
+    np.testing.assert_array_equal(ref.transform(iter(docs[:3])), theta)
+    np.testing.assert_array_equal(ref.transform(tuple(docs[:3])), theta)     # 3 documents of one length
+    np.testing.assert_array_equal(ref.transform(tuple(docs[:2]) + (["apple"],)), ref.transform(docs[:2] + [["apple"]]))
+    with pytest.raises(InputError, match=r"two documents split into tokens, or \(docs, words\) arrays\?"):
+        ref.transform(tuple(docs[:2]))
+    assert lda().fit(([0, 0, 1, 2], ["apple", "pie", "apple", "pie"])).word_topic_.shape == (2, 2)   # (ids, words)
+    np.testing.assert_array_equal(ref.coherence((d for d in docs), top_n=2), ref.coherence(docs, top_n=2))
+    assert ref.score(d for d in docs[:3]) == ref.score(docs[:3])
+    assert ref.perplexity(iter(docs[:3])) == ref.perplexity(docs[:3])
+    np.testing.assert_array_equal(lda().fit_transform(d for d in docs), lda().fit_transform(docs))
+    used = (d for d in docs)
+    list(used)
+    for empty in (used, []):                    # a generator already read (a gensim Dictionary built from it)
+        with pytest.raises(InputError, match="no documents: an empty list, or a generator read to its end"):
+            lda().fit(empty)
+
+
+def test_token_lists_of_numpy_strings_give_plain_str_words():
+    """Tokens that are np.str_ (list(array)) are words as str: vocab_, topic_words and the
+    model's files list plain strings (numpy 2 prints np.str_('apple') otherwise)."""
+    docs = [list(np.array(d)) for d in [["apple", "pie"], ["goal", "team"]] * 10]
+    assert type(docs[0][0]) is np.str_
+    m = tux2.LDA(topics=2, iterations=3, stop_words="none").fit(docs)
+    assert m.vocab_ == ["apple", "pie", "goal", "team"] and all(type(w) is str for w in m.vocab_)
+    assert all(type(w) is str for ws in m.topic_words(4) for w, _ in ws)
+    assert "np.str_" not in repr(m.topic_words(4))
+
+
+@pytest.mark.parametrize("make, said", [
+    (lambda: [1, 2, 3], "a list of int: LDA takes texts"),
+    (lambda: np.array([1, 2, 3]), "a 1-D array of int64: LDA takes texts"),
+    (lambda: None, "None: LDA takes texts"),
+    (lambda: {"doc": "apple pie"}, "a dict: LDA takes texts"),
+    (lambda: (x for x in [1.5, 2.5]), "a list of float: LDA takes texts"),
+    (lambda: [[1, 2], [3]], "the document at position 0 holds 1, not a token string"),
+    (lambda: [["a", "b"], np.array([3, 4])], "the document at position 1 holds 3, not a token string"),
+    (lambda: [[(0, 1), (1, 2)]], r"holds \(0, 1\), not a token string.*gensim's \(word id, count\) pairs"),
+])
+def test_what_is_no_corpus_is_named_with_what_lda_takes(make, said):
+    """Input in no form of documents gets an error naming the forms LDA takes (not the edge
+    loader's list of graph forms), in fit and in transform."""
+    with pytest.raises(InputError, match=said):
+        tux2.LDA(topics=2, iterations=1).fit(make())
+    model = tux2.LDA(topics=2, iterations=1).fit([["apple", "pie"], ["goal", "team"]])
+    with pytest.raises(InputError, match=said):
+        model.transform(make())
+    with pytest.raises(InputError, match=r"a 2-D array of object \(1, 2\): .*documents split into tokens"):
+        tux2.LDA(topics=2, iterations=1).fit(np.array([["a", 1]], dtype=object))
+
+
+def test_token_lists_drop_stop_words_in_any_case():
+    """Stop words are lower case (as the tokenizer writes words), and token lists keep their
+    case: 'The' and 'OF' from line.split() are stop words all the same, as a stop-word
+    list's 'Pie' drops 'pie' and 'Pie'; other words keep their case, and new documents
+    are filtered as the training ones."""
+    docs = [["The", "Apple", "OF", "pie", "Pie"], ["the", "goal", "team", "of"]] * 10
+    m = tux2.LDA(topics=2, iterations=3).fit(docs)
+    assert m.vocab_ == ["Apple", "pie", "Pie", "goal", "team"]
+    own = tux2.LDA(topics=2, iterations=3, stop_words=["Pie", "THE"]).fit(docs)
+    assert own.vocab_ == ["Apple", "OF", "goal", "team", "of"]
+    assert own.documents([["Pie", "pie", "Apple", "OF", "the"]])[0].num_edges == 2

@@ -422,3 +422,28 @@ def test_active_needs_a_vertex_minibatch():
     from tux2.errors import SchemaError
     with pytest.raises(SchemaError, match="active"):
         MiniBatch(4, [Exchange(acc_exchange)], unit="edge", active=b_on)
+
+
+@pytest.mark.parametrize("parts", [1, 2])
+def test_epoch_stages_records_name_their_iteration_and_no_clock(parts):
+    """The stages outside the mini-batches (a GlobalSync before them and one after) get
+    trace records of their own, marked ``epoch_stages``, with the iteration they belong
+    to and no clock: they run in none, and the clock counter then holds the previous
+    iteration's last clock or this one's (which those records repeated, so two records
+    of one rank had clock 4). Every other record's clock is its own: 1, 2, … once each."""
+    g = random_graph(seed=3)
+    mb = MiniBatch(40, [Exchange(acc_exchange), Apply(apply_a, types="a"), Apply(apply_b, types="b")])
+    prog = Program(toy_types(), edge={"w": "f8"}, context=ContextSpec({"s": "f8"}, sum=("s",)),
+                   stages=[GlobalSync(), mb, GlobalSync()], init_vertices=toy_init)
+    eng = Engine(prog, g, partitions=parts, seed=5, fuse=False).run(3)
+    epoch = [r for r in eng.trace if r.get("epoch_stages")]
+    assert [r["iteration"] for r in epoch] == [1, 1, 2, 2, 3, 3] and not any("clock" in r for r in epoch)
+    clocked = [r for r in eng.trace if not r.get("epoch_stages")]
+    assert [r["clock"] for r in clocked] == list(range(1, eng.clock + 1)) and eng.clock % 3 == 0
+    assert [r["iteration"] for r in clocked] == [c * 3 // eng.clock + 1 for c in range(eng.clock)]
+    assert [bool(r.get("epoch_stages")) for r in eng.trace[:eng.clock // 3 + 2]] == \
+        [True] + [False] * (eng.clock // 3) + [True]            # before the mini-batches, they, after them
+    whole = Engine(Program(toy_types(), edge={"w": "f8"}, context=ContextSpec({"s": "f8"}, sum=("s",)),
+                           stages=[Exchange(acc_exchange), Apply(apply_a, types="a"), GlobalSync()],
+                           init_vertices=toy_init), g, partitions=parts, seed=5).run(2)
+    assert [(r["clock"], r["iteration"]) for r in whole.trace] == [(1, 1), (2, 2)]   # an iteration is a clock

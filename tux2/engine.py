@@ -630,7 +630,9 @@ class Engine(ApplyRounds):
 
     def _trace_end(self, mark, epoch_stages=False, clocks=None):
         """A clock's record; ``epoch_stages``: the stages outside the mini-batches, which
-        run after (or before) them in the same clock and get a record of their own."""
+        run after (or before) them in the iteration and get a record of their own: no
+        clock (they run in none: the engine's counter still holds the last mini-batch's,
+        or the last iteration's), the iteration saying which one they belong to."""
         t0, s0, w0, b0, start_ts, m0 = mark
         wall = time.perf_counter() - t0
         sync = self._sync_s - s0
@@ -638,7 +640,7 @@ class Engine(ApplyRounds):
         if self._staleness is not None:         # a straggler's delay: from this process's second clock on
             self._last_compute = wall - sync - self._injected if self._gated_clocks else 0.0
             self._gated_clocks += 1
-        self.trace.append({"clock": self.clock, "iteration": self.iteration,
+        self.trace.append({**({} if epoch_stages else {"clock": self.clock}), "iteration": self.iteration,
                            "rank": getattr(self.transport, "rank", 0), "compute_s": wall - sync,
                            "sync_s": sync - wait, "wait_s": wait + self._gate_s,
                            "bytes_sent": self.transport.bytes_sent - b0, "min_bytes": self.min_bytes - m0,

@@ -1876,12 +1876,26 @@ def _utf8_lines(f, path):
                              line=no, text=raw.decode("utf-8", "backslashreplace").rstrip("\r\n")) from None
 
 
+def read_once(data):
+    """``data`` as a list when it is an iterable that is none of the forms read as a whole
+    (a generator, a ``map``, an open text file, a corpus object with ``__iter__``: gensim's and
+    tomotopy's users pass ``(line.split() for line in f)``), read here, once, so that every
+    later look sees all of it; documents that are themselves iterators become lists. Else
+    ``data`` itself (a list, a path, an array, a matrix, a DataFrame, a graph …)."""
+    from collections.abc import Iterator, Mapping
+    if (isinstance(data, (str, bytes, list, tuple, np.ndarray, Mapping, BipartiteGraph))
+            or hasattr(data, "__fspath__") or not hasattr(data, "__iter__")
+            or type(data).__module__.split(".")[0] in ("pandas", "scipy", "networkx")):
+        return data
+    return [list(d) if isinstance(d, Iterator) else d for d in data]
+
+
 def as_texts(data, column=None):
     """``data`` as a list of texts when it is one (a list or tuple holding strings, or
     empty; a pandas Series, a 1-D numpy array of strings or objects; a DataFrame's text
-    column: ``column``, or named as a CSV corpus's header names it: TEXT_COLUMNS; a list of
-    documents already split into tokens, as gensim and tomotopy take them: ``is_tokens``),
-    else None."""
+    column: ``column``, or named as a CSV corpus's header names it: TEXT_COLUMNS; documents
+    already split into tokens, as gensim and tomotopy take them: ``is_tokens``, a 2-D array
+    of strings one a row), else None. An iterator is read by ``read_once`` before."""
     if type(data).__module__.split(".")[0] == "pandas" and getattr(data, "ndim", 0) == 2:
         low = [str(c).lower() for c in data.columns]
         col = next((low.index(t) for t in TEXT_COLUMNS if t in low), None) if column is None else \
@@ -1890,18 +1904,36 @@ def as_texts(data, column=None):
             return None
         data = data.iloc[:, col]
     if (type(data).__module__.split(".")[0] == "pandas" and getattr(data, "ndim", 0) == 1
-            or isinstance(data, np.ndarray) and data.ndim == 1 and data.dtype.kind in "UO"):
+            or isinstance(data, np.ndarray) and (data.ndim == 1 and data.dtype.kind in "UO"
+                                                 or data.ndim == 2 and data.dtype.kind == "U")):
         data = data.tolist()
     texts = isinstance(data, (list, tuple)) and (not data or any(isinstance(t, str) for t in data))
     return list(data) if texts or is_tokens(data) else None
 
 
+def is_doc(d):
+    """Whether ``d`` is a document split into tokens: a list, a tuple or a 1-D numpy array
+    (``text_docs`` names a token that is not a string)."""
+    return isinstance(d, (list, tuple)) or isinstance(d, np.ndarray) and d.ndim == 1
+
+
 def is_tokens(data):
-    """Whether ``data`` is a list of documents each a list (or tuple) of tokens, some of
-    them strings (gensim's and tomotopy's input; ``text_docs`` names a token that is not);
-    a tuple of id arrays is not."""
-    return (isinstance(data, list) and all(isinstance(d, (list, tuple)) for d in data)
-            and any(isinstance(w, str) for d in data for w in d))
+    """Whether ``data`` is a list or tuple of documents each split into tokens (``is_doc``:
+    gensim's and tomotopy's input); a tuple of 2 or 3 sequences all of one length, the last
+    (or, of 2, the first) without strings, is ``(docs, words[, counts])`` id arrays, as
+    ``loaders.load`` reads it, and two of strings, which could be either, an error."""
+    if not isinstance(data, (list, tuple)) or not data or not all(is_doc(d) for d in data):
+        return False
+    if isinstance(data, tuple) and len(data) in (2, 3) and len({len(d) for d in data}) == 1:
+        if not any(isinstance(w, str) for w in data[-1]) or len(data) == 2 and not any(isinstance(w, str)
+                                                                                       for w in data[0]):
+            return False
+        if len(data) == 2:
+            raise InputError("a tuple of two sequences of one length holding strings: two documents split into "
+                             "tokens, or (docs, words) arrays? Documents go in a list ([doc1, doc2]); for word "
+                             "strings in (docs, words) pairs, make each document's list of tokens from them",
+                             path="documents")
+    return True
 
 
 def _missing_text(i, t, source):
@@ -1910,10 +1942,15 @@ def _missing_text(i, t, source):
 
 
 def _tokens(i, doc, source):
+    if isinstance(doc, np.ndarray):
+        doc = doc.tolist()                                  # (its np.str_ as str)
     bad = next((w for w in doc if not isinstance(w, str)), None)
     if bad is not None:
+        bow = isinstance(bad, tuple) and len(bad) == 2 and all(isinstance(x, numbers.Number) for x in bad)
         raise InputError(f"the document at position {i} holds {bad!r}, not a token string: documents split into "
-                         "tokens are lists of strings", path=source)
+                         "tokens are sequences of strings (counts go in a document × word count matrix, or a "
+                         "tuple of (docs, words, counts) arrays" + ("; gensim's (word id, count) pairs: "
+                         "gensim.matutils.corpus2csc(corpus).T is that matrix" if bow else "") + ")", path=source)
     from collections import Counter
     return Counter(doc)
 
@@ -1926,21 +1963,22 @@ def is_count(max_df):
 def text_docs(texts, type_names=("doc", "word"), min_count=1, stopwords=(), source="texts", need_words=True,
               max_df=1.0):
     """(graph of doc–word counts, vocabulary list) of documents given as strings (or as
-    lists of tokens, taken as they are: not split, not lower-cased): word
+    lists of tokens, taken as they are: not split, not lower-cased, a stop word in any case): word
     id i is ``vocab[i]``, in order of first appearance. Words seen fewer than
     ``min_count`` times in all of them, in more than ``max_df`` of them (a share, a
     float, or a count of documents, an integer, as scikit-learn's max_df),
     and ``stopwords`` are dropped; with
     ``need_words`` (a corpus to train on), texts without any word are an error."""
     from collections import Counter
-    docs = [Counter(tokenize(t)) if isinstance(t, str) else _tokens(i, t, source) if isinstance(t, (list, tuple))
+    docs = [Counter(tokenize(t)) if isinstance(t, str) else _tokens(i, t, source) if is_doc(t)
             else _missing_text(i, t, source) for i, t in enumerate(texts)]
     total, df = Counter(), Counter()
     for c in docs:
         total.update(c)
         df.update(c.keys())
     stop, most = set(stopwords), max_df if is_count(max_df) else max_df * len(docs)
-    keep = {w for w, n in total.items() if n >= min_count and df[w] <= most and w not in stop}
+    keep = {w for w, n in total.items() if n >= min_count and df[w] <= most
+            and w.lower() not in stop}         # (stop words are lower case: a token list's 'The' is one)
     vocab, index = [], {}
     src, dst, cnt = [], [], []
     for i, c in enumerate(docs):
@@ -1950,10 +1988,13 @@ def text_docs(texts, type_names=("doc", "word"), min_count=1, stopwords=(), sour
             j = index.get(w)
             if j is None:
                 j = index[w] = len(vocab)
-                vocab.append(w)
+                vocab.append(w if type(w) is str else str(w))       # a token list's np.str_: a plain str
             src.append(i)
             dst.append(j)
             cnt.append(n)
+    if not docs and need_words and source == "texts":          # (Python's documents, not a file)
+        raise InputError("no documents: an empty list, or a generator read to its end before (it can be read "
+                         "once: make a list of it to use it again)", path=source)
     if not src and need_words:
         raise InputError("no words found (empty file, or every word was filtered out)", path=source)
     g = BipartiteGraph(np.array(src, np.int64), np.array(dst, np.int64), np.array(cnt, np.float64),

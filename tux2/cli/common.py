@@ -299,8 +299,9 @@ def add_distributed_args(p):
                         "from FACTOR x [1-JITTER, 1+JITTER], seeded by --seed. Changes timing, not the "
                         "model at --slack 0; --trace records the sleep (injected_s) and each clock's staleness")
     g.add_argument("--trace", metavar="DIR",
-                   help="write each worker's per-clock record (compute/sync/wait seconds, bytes sent, "
-                        "start and finish times) to DIR/trace-RANK.jsonl")
+                   help="write each worker's per-clock record (clock, iteration, compute/sync/wait seconds, "
+                        "bytes sent, start and finish times) to DIR/trace-RANK.jsonl; the stages of an iteration "
+                        "outside its mini-batches get a record of their own (epoch_stages, no clock)")
 
 
 def open_transport(args, tiled):

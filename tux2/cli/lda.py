@@ -29,7 +29,8 @@ def add_parser(algos):
     p.add_argument("--min-count", type=COUNT, default=1, help="text input: drop words seen fewer times")
     p.add_argument("--stop-words", default="english", metavar="english|none|FILE",
                    help="text input: words to drop, 'english' (the, of, and, … which would fill the topics), "
-                        "'none', or a file of words")
+                        "'none', or a file of words (instead of the English ones: put them in the file too "
+                        "to drop both)")
     p.add_argument("--numbers", choices=LDA.choices["numbers"], default="drop",
                    help="text input: tokens of digits only or of one character ('2', 'x'): drop them, as "
                         "scikit-learn's token pattern drops one-character tokens and MALLET's keeps letters only, "

@@ -25,6 +25,31 @@ def _refuse_numeric_table(g, words, path):
                          "document per line (--format text reads this file as text anyway)", path=path)
 
 
+DOCUMENT_FORMS = ("texts (strings, one a document), documents split into tokens (lists, tuples or arrays of strings), "
+                  "a corpus file, or a document × word count matrix (scipy.sparse, a 2-D array of counts, a tuple "
+                  "of (docs, words, counts) arrays)")
+
+
+def _refuse_non_documents(data):
+    """An error naming what LDA takes when ``data`` is in none of the forms of counts that
+    ``loaders.load`` reads (a list of numbers is no corpus; texts and token lists are
+    taken before)."""
+    counts = (isinstance(data, BipartiteGraph) or isinstance(data, tuple) and len(data) in (2, 3)
+              or isinstance(data, np.ndarray) and data.ndim == 2
+              or type(data).__module__.split(".")[0] in ("scipy", "pandas", "networkx"))
+    if counts:
+        return
+    if isinstance(data, np.ndarray):
+        what = f"a {data.ndim}-D array of {data.dtype}"
+    elif isinstance(data, (list, tuple)):
+        kinds = list(dict.fromkeys(type(x).__name__ for x in data))
+        what = f"a {type(data).__name__} of {', '.join(kinds[:3])}" + (" …" if len(kinds) > 3 else "")
+    else:
+        name = type(data).__name__
+        what = "None" if data is None else f"a{'n' if name[0] in 'aeiou' else ''} {name}"
+    raise InputError(f"{what}: LDA takes {DOCUMENT_FORMS}", path="documents")
+
+
 def _counts(data, V=None):
     """A doc → word count graph of Python objects (a scipy.sparse matrix such as
     CountVectorizer's, ``(docs, words[, counts])`` arrays, a DataFrame): every value a
@@ -34,8 +59,10 @@ def _counts(data, V=None):
         import scipy.sparse as sp
         if data.dtype.kind not in "biuf":       # scipy's 'does not support dtype <U1'
             raise InputError(f"a 2-D array of {data.dtype} {data.shape}: LDA takes texts (a list or 1-D array, "
-                             "one document each) or a document × word count matrix", path="arrays")
+                             "one document each), documents split into tokens (a list of token lists, or a 2-D "
+                             "array of str, a document a row) or a document × word count matrix", path="arrays")
         data = sp.csr_matrix(data)
+    _refuse_non_documents(data)
     g = loaders.load(data, duplicates="sum")
     v = g.values if g.values is not None else np.ones(len(g.src))
     bad = np.flatnonzero((v < 1) | (v != np.floor(v)) | (v > io.MAX_COUNT))    # 2^40 allocated 2^40 tokens
@@ -58,7 +85,9 @@ COHERENCE_WORDS = 10    # the top words of a topic whose coherence fit reports (
 class LDA(Estimator):
     """Latent Dirichlet allocation by collapsed Gibbs sampling (SparseLDA; paper §4).
 
-    ``fit(data)``: texts (a list, a pandas Series), a corpus file (UCI docword, 'doc word count'
+    ``fit(data)``: texts (a list, a pandas Series), documents split into tokens (lists, tuples or
+    arrays of strings; gensim's and tomotopy's input), either as a list or any iterable (a generator
+    is read once, ``io.read_once``), a corpus file (UCI docword, 'doc word count'
     triples, text with one document per line, a CSV's text column under its header)
     or doc → word counts in any form ``tux2.loaders.load`` takes. Files are read as ``tux2 run lda`` reads them, with
     ``format``, ``vocab`` (a file, one word per line, or a list of the words, as a
@@ -105,6 +134,7 @@ class LDA(Estimator):
         corpus's own, or ``vocab`` (a file, one word per line) for numeric ids."""
         format, vocab, base, min_count, duplicates = self.format, self.vocab, self.base, self.min_count, self.duplicates
         words, filters = None, dict(min_count=min_count, stopwords=stop_words(self.stop_words), max_df=self.max_df)
+        data, test = io.read_once(data), io.read_once(test)      # a generator of documents: read once, here
         texts = io.as_texts(data, self.text_column)
         if texts is not None:                                   # [] is an empty corpus: text_docs says so
             (g, words), format = io.text_docs(texts, **filters), "text"
@@ -389,9 +419,11 @@ class LDA(Estimator):
     # ------------------------------------------------------------ new documents
     def documents(self, docs):
         """(doc → word count graph in the model's word ids, tokens left out) of ``docs``:
-        a list of texts or a text file (tokenised as in training; words the model lacks
+        texts or documents split into tokens, in a list or any iterable (a generator is read
+        once), or a text file (tokenised as in training; words the model lacks
         are left out), a corpus file in the model's numeric word ids, or counts in them
         as ``fit`` takes them (CountVectorizer's matrix: a Pipeline's ``transform``)."""
+        docs = io.read_once(docs)
         if isinstance(docs, str) and docs != "-" and not os.path.exists(docs):
             raise InputError(f"no file {docs[:60]!r}: documents as text go in a list, one string each "
                              "(transform([text]))", path="documents")
@@ -424,10 +456,12 @@ class LDA(Estimator):
             o = o[to_model[o] >= 0]                     # by document, then word; unknown words left out
             return (BipartiteGraph(g.src[o], to_model[o], g.values[o], g.n_src, V, ("doc", "word"), g.source),
                     int(g.values.sum() - g.values[o].sum()))
+        if not path:
+            _refuse_non_documents(docs)
         if not path and self.vocab_ is not None:
             raise ValueError(f"this model was fitted on texts: it maps their words to its {V} word ids (vocab_), and "
                              "a count matrix's columns are its vectorizer's: pass the texts themselves (a list of "
-                             "strings, a pandas Series, a text file)")
+                             "strings or of token lists, a pandas Series, a text file)")
         if not path:
             return _counts(docs, V), 0
         g, _, fmt = loaders.load_corpus(docs, base=self.word_base_ or None)     # triples: the model's base
@@ -438,6 +472,7 @@ class LDA(Estimator):
 
     def fit_transform(self, docs, y=None, **fit_params):
         """``fit(docs).transform(docs)``; ``y`` is ignored: a Pipeline hands its labels to every step."""
+        docs = io.read_once(docs)                   # (a generator: read once, for both)
         return self.fit(docs, **fit_params).transform(docs)
 
     def transform(self, docs, iterations=50, seed=0):
