@@ -63,34 +63,42 @@ def test_explicit_als_is_the_dense_least_squares_solve(ratings, damping, biases)
     assert eng.context()["rmse"] == pytest.approx(np.sqrt(np.mean(err.astype(np.float64) ** 2)), rel=1e-5)
 
 
-def test_implicit_als_is_hu_koren_volinsky(ratings):
-    """Implicit feedback against the paper's full-matrix formulas (every pair, C = 1 + α|R|),
-    on unnormalised counts with an item nobody played: the factors and the objective."""
+@pytest.mark.parametrize("log_epsilon", [None, 1.0, 0.25], ids=["linear", "log", "log-eps0.25"])
+def test_implicit_als_is_hu_koren_volinsky(ratings, log_epsilon):
+    """Implicit feedback against the paper's full-matrix formulas (every pair, C = 1 + α|R|,
+    or their log scaling C = 1 + α·log(1 + |R|/ε)), on unnormalised counts with an item
+    nobody played: the factors and the objective."""
     g = counts_graph()
     g = BipartiteGraph(g.src, np.where(g.dst == 7, 8, g.dst), g.values, g.n_src, g.n_dst, g.type_names)
     g.values[::11] = 0.0                # an edge of count 0: preference 0, confidence 1
     key = g.src * g.n_dst + g.dst
     _, first = np.unique(key, return_index=True)
     g = g.permuted(np.sort(first))
-    prog = als.program(k=4, reg=0.3, implicit=True, alpha=0.5, degrees=loaders.degrees(g))
+    form = {} if log_epsilon is None else {"confidence": "log", "epsilon": log_epsilon}
+    alpha = 0.5 if log_epsilon is None else 3.0
+    prog = als.program(k=4, reg=0.3, implicit=True, alpha=alpha, degrees=loaders.degrees(g), **form)
     eng, P0, Q0 = _init(prog, g)
     assert not Q0[7].any()                      # no edges: starts (and stays) at 0
     eng.run(3)
-    P, Q, objectives = naive.als_implicit(g, P0, Q0, 0.3, 0.5, 3)
+    P, Q, objectives = naive.als_implicit(g, P0, Q0, 0.3, alpha, 3, log_epsilon=log_epsilon)
     np.testing.assert_allclose(eng.vertex_data("user")["p"], P, rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(eng.vertex_data("item")["p"], Q, rtol=1e-4, atol=1e-5)
     got = [h["objective"] for h in eng.history]
     np.testing.assert_allclose(got, objectives, rtol=1e-5)
     assert got[0] > got[1] > got[2]
+    if log_epsilon is not None:                 # the other form's model is another one: the test can fail
+        P1 = naive.als_implicit(g, P0, Q0, 0.3, alpha, 3)[0]
+        assert np.abs(P1 - P).max() > 1e-2
 
 
-@pytest.mark.parametrize("implicit", [False, True])
+@pytest.mark.parametrize("implicit", [False, True, "log"])
 def test_partitions_and_threads_give_the_one_partition_model(ratings, implicit):
     train, _ = ratings
     if implicit:
         train = counts_graph(n_users=200, n_items=60)
-    prog = als.program(k=6, reg=0.1, mu=float(train.values.mean()), damping=3.0, implicit=implicit, alpha=2.0,
-                       degrees=loaders.degrees(train))
+    form = {"confidence": "log", "epsilon": 0.5} if implicit == "log" else {}
+    prog = als.program(k=6, reg=0.1, mu=float(train.values.mean()), damping=3.0, implicit=bool(implicit), alpha=2.0,
+                       degrees=loaders.degrees(train), **form)
     ref = Engine(prog, train, seed=4).run(3)
     for parts, partitioner, threads in ((4, "random", None), (4, "bicut", 2), (1, "random", 2), (3, "hdrf", None)):
         eng = Engine(prog, train, partitions=parts, partitioner=partitioner, seed=4, threads=threads).run(3)
