@@ -432,9 +432,11 @@ def test_heavy_tailed_plays_below_most_popular_name_alpha(tmp_path):
     """On play counts (a median of 9, a few in the millions) confidences 1 + 40·plays rank below
     most-popular, and the note used to suggest a smaller k or a larger λ, which rank no better
     (Last.fm look-alike: NDCG@10 0.042 at the defaults, 0.014 at k 10, 0.042 at λ 1). It names
-    --alpha (alpha=) and 1/the median count instead, which ranks above most-popular here."""
+    --confidence log --alpha 1 and a smaller --alpha (1/the median count) instead, both of which rank
+    above the default here (and say nothing)."""
     train, test = _plays_file(tmp_path / "usersha1-artmbid-artname-plays.tsv")
-    with pytest.warns(RuntimeWarning, match=r"heavy-tailed.*the median 9\).*smaller alpha= \(now 40, 1/the median "
+    with pytest.warns(RuntimeWarning, match=r"heavy-tailed.*the median 9\).*confidence=log alpha=1 .*smaller alpha= "
+                                            r"\(now 40, 1/the median "
                                             r"count: 0\.11"):
         loud = MF(mode="als", implicit=True, columns="1,3,4", k=8).fit(train, test)
     quiet = MF(mode="als", implicit=True, columns="1,3,4", k=8, alpha=0.11)
@@ -443,3 +445,10 @@ def test_heavy_tailed_plays_below_most_popular_name_alpha(tmp_path):
         quiet.fit(train, test)
     assert not [w for w in said if "heavy-tailed" in str(w.message) or "below the most-popular" in str(w.message)]
     assert quiet.history_[-1]["ndcg@10"] > 2 * loud.history_[-1]["ndcg@10"]
+    # the note's other remedy, Hu et al.'s log scaling at alpha 1: no note, and it ranks above the default too
+    logc = MF(mode="als", implicit=True, columns="1,3,4", k=8, alpha=1.0, confidence="log")
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        logc.fit(train, test)
+    assert not [w for w in said if "heavy-tailed" in str(w.message) or "below the most-popular" in str(w.message)]
+    assert logc.history_[-1]["ndcg@10"] > 2 * loud.history_[-1]["ndcg@10"]
