@@ -17,6 +17,8 @@ EXPERIMENTS = {   # name: (module, what it measures); `all` runs them in this or
     "growth": ("bench.growth", "cost growth: MF time and memory per epoch, 10^5 → 10^8 edges"),
     "mf": ("bench.mf", "peer: MF vs LibMF"),
     "als": ("bench.als", "peer: ALS vs Spark MLlib (explicit) and implicit (implicit feedback)"),
+    "als_confidence": ("bench.als_confidence", "implicit ALS: linear vs log confidence, play counts and events, "
+                       "vs implicit"),
     "lda": ("bench.lda", "peer: LDA vs tomotopy"),
     "lda_threads": ("bench.lda_threads", "LDA in tiles on 1, 2 threads and 2 workers vs untiled, at equal quality"),
     "blockpg": ("bench.blockpg", "peer: BlockPG vs liblinear"),

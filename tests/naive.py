@@ -1,5 +1,7 @@
 """Slow, obviously-correct references for the MEGA stages (plain Python loops,
 one dict of replicas per partition, no arrays tricks)."""
+import math
+
 import numpy as np
 
 
@@ -109,9 +111,11 @@ def als_explicit(graph, P, Q, mu, reg, epochs, damping=None, biases=True):
     return P, Q, bu, bi
 
 
-def als_implicit(graph, P, Q, reg, alpha, epochs):
+def als_implicit(graph, P, Q, reg, alpha, epochs, log_epsilon=None):
     """Hu, Koren & Volinsky's ALS on the full dense matrices: C = 1 + α|R| on the
-    edges (1 elsewhere), preference 1 where an edge has R > 0, and for each user
+    edges (``log_epsilon`` ε: their log scaling, C = 1 + α·log(1 + |R|/ε)), 1 elsewhere
+    (an entry of C per pair, computed here from the dense R, not by tux2's function),
+    preference 1 where an edge has R > 0, and for each user
     p_u = (Qᵀ C_u Q + λI)⁻¹ Qᵀ C_u pref_u, then the same for each item; also
     the objective Σ C (pref − PQᵀ)² + λ(|P|² + |Q|²) after each epoch."""
     P, Q = np.array(P, np.float32), np.array(Q, np.float32)
@@ -119,7 +123,13 @@ def als_implicit(graph, P, Q, reg, alpha, epochs):
     E = np.zeros_like(R, bool)
     R[graph.src, graph.dst] = graph.values
     E[graph.src, graph.dst] = True
-    C, pref = 1.0 + alpha * np.abs(R), (E & (R > 0)).astype(np.float64)
+    if log_epsilon is None:
+        C = 1.0 + alpha * np.abs(R)
+    else:
+        C = np.ones_like(R)
+        for u, i in zip(*np.nonzero(E)):
+            C[u, i] = 1.0 + alpha * math.log(1.0 + abs(R[u, i]) / log_epsilon)
+    pref = (E & (R > 0)).astype(np.float64)
     k, objectives = P.shape[1], []
     for _ in range(epochs):
         for X, Y, Cm, Pm in ((P, Q, C, pref), (Q, P, C.T, pref.T)):

@@ -63,34 +63,42 @@ def test_explicit_als_is_the_dense_least_squares_solve(ratings, damping, biases)
     assert eng.context()["rmse"] == pytest.approx(np.sqrt(np.mean(err.astype(np.float64) ** 2)), rel=1e-5)
 
 
-def test_implicit_als_is_hu_koren_volinsky(ratings):
-    """Implicit feedback against the paper's full-matrix formulas (every pair, C = 1 + α|R|),
-    on unnormalised counts with an item nobody played: the factors and the objective."""
+@pytest.mark.parametrize("log_epsilon", [None, 1.0, 0.25], ids=["linear", "log", "log-eps0.25"])
+def test_implicit_als_is_hu_koren_volinsky(ratings, log_epsilon):
+    """Implicit feedback against the paper's full-matrix formulas (every pair, C = 1 + α|R|,
+    or their log scaling C = 1 + α·log(1 + |R|/ε)), on unnormalised counts with an item
+    nobody played: the factors and the objective."""
     g = counts_graph()
     g = BipartiteGraph(g.src, np.where(g.dst == 7, 8, g.dst), g.values, g.n_src, g.n_dst, g.type_names)
     g.values[::11] = 0.0                # an edge of count 0: preference 0, confidence 1
     key = g.src * g.n_dst + g.dst
     _, first = np.unique(key, return_index=True)
     g = g.permuted(np.sort(first))
-    prog = als.program(k=4, reg=0.3, implicit=True, alpha=0.5, degrees=loaders.degrees(g))
+    form = {} if log_epsilon is None else {"confidence": "log", "epsilon": log_epsilon}
+    alpha = 0.5 if log_epsilon is None else 3.0
+    prog = als.program(k=4, reg=0.3, implicit=True, alpha=alpha, degrees=loaders.degrees(g), **form)
     eng, P0, Q0 = _init(prog, g)
     assert not Q0[7].any()                      # no edges: starts (and stays) at 0
     eng.run(3)
-    P, Q, objectives = naive.als_implicit(g, P0, Q0, 0.3, 0.5, 3)
+    P, Q, objectives = naive.als_implicit(g, P0, Q0, 0.3, alpha, 3, log_epsilon=log_epsilon)
     np.testing.assert_allclose(eng.vertex_data("user")["p"], P, rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(eng.vertex_data("item")["p"], Q, rtol=1e-4, atol=1e-5)
     got = [h["objective"] for h in eng.history]
     np.testing.assert_allclose(got, objectives, rtol=1e-5)
     assert got[0] > got[1] > got[2]
+    if log_epsilon is not None:                 # the other form's model is another one: the test can fail
+        P1 = naive.als_implicit(g, P0, Q0, 0.3, alpha, 3)[0]
+        assert np.abs(P1 - P).max() > 1e-2
 
 
-@pytest.mark.parametrize("implicit", [False, True])
+@pytest.mark.parametrize("implicit", [False, True, "log"])
 def test_partitions_and_threads_give_the_one_partition_model(ratings, implicit):
     train, _ = ratings
     if implicit:
         train = counts_graph(n_users=200, n_items=60)
-    prog = als.program(k=6, reg=0.1, mu=float(train.values.mean()), damping=3.0, implicit=implicit, alpha=2.0,
-                       degrees=loaders.degrees(train))
+    form = {"confidence": "log", "epsilon": 0.5} if implicit == "log" else {}
+    prog = als.program(k=6, reg=0.1, mu=float(train.values.mean()), damping=3.0, implicit=bool(implicit), alpha=2.0,
+                       degrees=loaders.degrees(train), **form)
     ref = Engine(prog, train, seed=4).run(3)
     for parts, partitioner, threads in ((4, "random", None), (4, "bicut", 2), (1, "random", 2), (3, "hdrf", None)):
         eng = Engine(prog, train, partitions=parts, partitioner=partitioner, seed=4, threads=threads).run(3)
@@ -307,7 +315,8 @@ def test_resume_and_early_stop_with_als(powerlaw_file, tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("implicit", [[], ["--implicit"]], ids=["explicit", "implicit"])
+@pytest.mark.parametrize("implicit", [[], ["--implicit"], ["--implicit", "--confidence", "log", "--epsilon", "0.5"]],
+                         ids=["explicit", "implicit", "implicit-log"])
 def test_two_worker_processes_give_the_one_process_model(powerlaw_file, tmp_path, implicit):
     common = ["run", "mf", powerlaw_file, "--mode", "als", *implicit, "--k", "4", "--epochs", "3", "--quiet",
               "--timeout", "30"]
@@ -319,6 +328,8 @@ def test_two_worker_processes_give_the_one_process_model(powerlaw_file, tmp_path
         a, b = (np.load(os.path.join(tmp_path / d, f"{t}.npz")) for d in ("one", "two"))
         np.testing.assert_allclose(b["p"], a["p"], rtol=1e-4, atol=1e-5)
         np.testing.assert_allclose(b["b"], a["b"], rtol=1e-4, atol=1e-5)
+    meta = json.load(open(tmp_path / "two" / "model.json"))
+    assert (meta.get("confidence"), meta.get("epsilon")) == (("log", 0.5) if "log" in implicit else ("linear", 1.0))
 
 
 @pytest.mark.slow      # the default suite's heaviest (10-28 s, 2026-11-29 durations); .ci/run's slow pass runs it
@@ -421,9 +432,11 @@ def test_heavy_tailed_plays_below_most_popular_name_alpha(tmp_path):
     """On play counts (a median of 9, a few in the millions) confidences 1 + 40·plays rank below
     most-popular, and the note used to suggest a smaller k or a larger λ, which rank no better
     (Last.fm look-alike: NDCG@10 0.042 at the defaults, 0.014 at k 10, 0.042 at λ 1). It names
-    --alpha (alpha=) and 1/the median count instead, which ranks above most-popular here."""
+    --confidence log --alpha 1 and a smaller --alpha (1/the median count) instead, both of which rank
+    above the default here (and say nothing)."""
     train, test = _plays_file(tmp_path / "usersha1-artmbid-artname-plays.tsv")
-    with pytest.warns(RuntimeWarning, match=r"heavy-tailed.*the median 9\).*smaller alpha= \(now 40, 1/the median "
+    with pytest.warns(RuntimeWarning, match=r"heavy-tailed.*the median 9\).*confidence=log alpha=1 .*smaller alpha= "
+                                            r"\(now 40, 1/the median "
                                             r"count: 0\.11"):
         loud = MF(mode="als", implicit=True, columns="1,3,4", k=8).fit(train, test)
     quiet = MF(mode="als", implicit=True, columns="1,3,4", k=8, alpha=0.11)
@@ -432,3 +445,30 @@ def test_heavy_tailed_plays_below_most_popular_name_alpha(tmp_path):
         quiet.fit(train, test)
     assert not [w for w in said if "heavy-tailed" in str(w.message) or "below the most-popular" in str(w.message)]
     assert quiet.history_[-1]["ndcg@10"] > 2 * loud.history_[-1]["ndcg@10"]
+    # the note's other remedy, Hu et al.'s log scaling at alpha 1: no note, and it ranks above the default too
+    logc = MF(mode="als", implicit=True, columns="1,3,4", k=8, alpha=1.0, confidence="log")
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        logc.fit(train, test)
+    assert not [w for w in said if "heavy-tailed" in str(w.message) or "below the most-popular" in str(w.message)]
+    assert logc.history_[-1]["ndcg@10"] > 2 * loud.history_[-1]["ndcg@10"]
+
+
+def test_log_confidence_ranks_heavy_tailed_plays_that_carry_taste_above_linear():
+    """tux2.datasets.plays_like (counts heavy-tailed, more plays for more liked items; its seed
+    fixes it): Hu et al.'s log scaling at α 1 ranks the held-out items well above linear at
+    the default α 40, whose few huge counts outweigh the rest (README's table, at full size)."""
+    from tux2.datasets import plays_like
+    train, test = plays_like(n_users=600, n_items=800, seed=5)
+    again = plays_like(n_users=600, n_items=800, seed=5)[0]
+    assert np.array_equal(train.values, again.values) and np.array_equal(train.dst, again.dst)
+    v = train.values
+    assert v.min() >= 1 and v.max() > 1000 * np.median(v)           # heavy-tailed
+    assert not np.isin(test.src * 800 + test.dst, train.src * 800 + train.dst).any()
+    ndcg = {}
+    for form, alpha in (("linear", 40.0), ("log", 1.0)):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            m = MF(mode="als", implicit=True, confidence=form, alpha=alpha, k=8, epochs=4).fit(train, test)
+        ndcg[form] = m.history_[-1]["ndcg@10"]
+    assert ndcg["log"] > 1.5 * ndcg["linear"], ndcg

@@ -65,6 +65,41 @@ def test_implicit_fold_in_is_hu_et_al_s_solve_over_every_item(planted):
     np.testing.assert_allclose(model.user_factors_[model.lookup(0, [777])[0]], ref, rtol=1e-9, atol=1e-12)
 
 
+def test_log_confidence_fold_in_is_kept_by_the_saved_model_and_the_cli(planted, tmp_path):
+    """confidence="log": the folded-in user is Hu et al.'s solve with C = 1 + α·log(1 + r/ε),
+    from the fitted model, from the model saved and loaded, and from ``tux2 predict
+    --fold-in`` on that directory (its top-k is the one recommend gives)."""
+    src, dst, val = planted
+    model = tux2.MF(k=6, epochs=3, mode="als", implicit=True, alpha=3.0, confidence="log", epsilon=0.5)
+    model.fit((src, dst, val * 100))                     # counts up to 500
+    model.save(tmp_path / "m")
+    items, counts = np.array([2, 9, 40]), np.array([3.0, 1.0, 1200.0])
+    Q = model.item_factors_
+    c, pref = np.ones(len(Q)), np.zeros(len(Q))
+    at = model.lookup(1, items)
+    c[at], pref[at] = 1 + 3.0 * np.log(1 + counts / 0.5), 1.0
+    ref = np.linalg.solve(Q.T @ (Q * c[:, None]) + model.reg * np.eye(6), Q.T @ (c * pref))
+    c_linear = np.ones(len(Q))
+    c_linear[at] = 1 + 3.0 * counts
+    linear = np.linalg.solve(Q.T @ (Q * c_linear[:, None]) + model.reg * np.eye(6), Q.T @ (c_linear * pref))
+    assert np.abs(linear - ref).max() > 1e-3            # (the linear form's solve is another)
+    model.fold_in((np.full(3, 777), items, counts))
+    np.testing.assert_allclose(model.user_factors_[model.lookup(0, [777])[0]], ref, rtol=1e-9, atol=1e-12)
+    back = tux2.MF.load(tmp_path / "m")
+    assert (back.confidence, back.epsilon) == ("log", 0.5)
+    back.fold_in((np.full(3, 777), items, counts))
+    Qf = back.item_factors_                             # (float32 on file)
+    c32 = np.ones(len(Qf))
+    c32[at] = 1 + 3.0 * np.log(1 + counts / 0.5)
+    ref32 = np.linalg.solve(Qf.T @ (Qf * c32[:, None]) + back.reg * np.eye(6), Qf.T @ (c32 * pref))
+    np.testing.assert_allclose(back.user_factors_[back.lookup(0, [777])[0]], ref32, rtol=1e-9, atol=1e-12)
+    (tmp_path / "new.tsv").write_text("".join(f"777\t{i}\t{n:g}\n" for i, n in zip(items, counts)))
+    r = run_cli("predict", str(tmp_path / "m"), "--fold-in", str(tmp_path / "new.tsv"), "--top-k", "5")
+    assert r.returncode == 0, r.stderr
+    top = back.recommend([777], k=5)[1][0]
+    assert [x.split(":")[0] for x in r.stdout.split()[1:]] == [str(i) for i in top]
+
+
 def test_users_left_out_of_training_predict_their_other_ratings_from_a_fold_in(planted):
     """Users 500 … 599 out of training: 80 % of their ratings folded in predict the other
     20 % far better than the baseline μ + b_i, and about as well as training on them."""

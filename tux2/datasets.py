@@ -57,6 +57,42 @@ def netflix_like(n_users=20_000, n_items=2_000, n_ratings=500_000, rank=10, nois
     return train, test
 
 
+def plays_like(n_users=4_000, n_items=6_000, rank=10, taste=1.5, count_taste=1.0, tail=1.2, activity=1.5,
+               item_exponent=0.9, test_fraction=0.2, seed=0):
+    """Play counts shaped like Last.fm 360K's (user, artist, plays) whose counts carry taste.
+
+    Users and items have latent factors x_u, y_i ~ N(0, I_rank); a pair's preference score
+    is s = x_u·y_i / √rank (standard deviation 1). User u plays n_u = min(400, 5·Zipf(``activity``)
+    + 5) distinct items drawn without replacement with weight popularity_i · exp(``taste``·s)
+    (popularity (rank+1)^−``item_exponent``), and plays each ⌈A_u · exp(``count_taste``·s) · W⌉
+    times: A_u a user's own volume (lognormal), W Pareto(``tail``) (heavy-tailed: a median in
+    the tens, a few in the millions), so more plays mean a more liked item
+    (``count_taste=0``: counts say nothing of taste). Each user with 3 or more items has
+    ``test_fraction`` of them held out. Returns (train, test) BipartiteGraphs ("user",
+    "item"), float32 counts."""
+    rng = np.random.default_rng(seed)
+    logpop = -item_exponent * np.log(np.arange(1, n_items + 1, dtype=np.float64))[rng.permutation(n_items)]
+    x, y = rng.normal(0, 1, (n_users, rank)), rng.normal(0, 1, (n_items, rank))
+    n_u = np.minimum(np.minimum(400, n_items - 1), rng.zipf(activity, n_users) * 5 + 5)
+    volume = np.exp(rng.normal(1.0, 1.0, n_users))
+    parts = ([], [])
+    for u in range(n_users):
+        s = y @ x[u] / np.sqrt(rank)
+        items = np.argpartition(-(logpop + taste * s + rng.gumbel(size=n_items)), n_u[u])[:n_u[u]]  # Gumbel top-k
+        plays = np.ceil(volume[u] * np.exp(count_taste * s[items]) * (rng.pareto(tail, len(items)) + 1.0))
+        held = np.zeros(len(items), bool)
+        if len(items) >= 3:
+            held[rng.permutation(len(items))[:max(1, int(round(test_fraction * len(items))))]] = True
+        for keep, out in ((~held, parts[0]), (held, parts[1])):
+            out.append(np.c_[np.full(int(keep.sum()), u), items[keep], plays[keep]])
+    out = []
+    for rows in parts:
+        a = np.concatenate(rows)
+        out.append(BipartiteGraph(a[:, 0].astype(np.int32), a[:, 1].astype(np.int32),
+                                  np.minimum(a[:, 2], 3.4e38).astype(np.float32), n_users, n_items, ("user", "item")))
+    return out[0], out[1]
+
+
 def lda_corpus(n_docs=2_000, n_words=5_000, n_topics=20, doc_length=100, alpha=0.1, beta=0.01, seed=0):
     """A corpus drawn from a known LDA model: θ_d ~ Dir(α), φ_k ~ Dir(β), document
     lengths Poisson(doc_length) (at least 1), z ~ θ_d, w ~ φ_z.

@@ -19,7 +19,8 @@ float sums (DESIGN.md, the central invariant).
 * Implicit feedback (``implicit=True``, Hu, Koren & Volinsky 2008, as the
   ``implicit`` package and Spark's implicitPrefs): every (user, item) pair counts,
   preference 1 on an edge of value r > 0, else 0, confidence c = 1 + α|r| on an
-  edge and 1 elsewhere; minimise Σ_all c (pref − p_u·q_i)² + λ(Σ|p_u|² + Σ|q_i|²)
+  edge (``confidence="log"``: Hu et al.'s log scaling, c = 1 + α·log(1 + |r|/ε)) and 1
+  elsewhere; minimise Σ_all c (pref − p_u·q_i)² + λ(Σ|p_u|² + Σ|q_i|²)
   (plain λ, as the paper and ``implicit``). User u solves
   (YᵀY + Σ_edges (c − 1) q qᵀ + λI) p_u = Σ_edges c·pref·q: YᵀY over all items is
   a GlobalSync aggregate into the context before the user half (XᵀX before the
@@ -165,20 +166,31 @@ def rmse_finalize(ctx):
 
 
 # ---------------------------------------------------------------- implicit
+CONFIDENCE = ("linear", "log")      # c = 1 + α|r|, or Hu et al.'s log scaling c = 1 + α·log(1 + |r|/ε)
+
+
 @njit(inline="always")
-def confidence(r, alpha):
-    """(c − 1, c·pref) of an edge of value r: pref 1 when r > 0, c = 1 + α|r|."""
-    w = alpha * abs(r)
+def confidence(r, alpha, eps):
+    """(c − 1, c·pref) of an edge of value r: pref 1 when r > 0, c = 1 + α|r|, or with
+    ``eps`` > 0 (``confidence="log"``) c = 1 + α·log(1 + |r|/ε); 1 for r = 0 either way."""
+    w = alpha * (math.log1p(abs(r) / eps) if eps > 0 else abs(r))
     return w, (1.0 + w) if r > 0 else 0.0
 
 
+def confidences(r, alpha, confidence="linear", epsilon=1.0):
+    """c of edges of values ``r`` (numpy, float64): ``confidence``'s form, as ``confidence``
+    computes it per edge (fold-in, the reports)."""
+    r = np.abs(np.asarray(r, np.float64))
+    return 1.0 + alpha * (np.log1p(r / epsilon) if confidence == "log" else r)
+
+
 def user_rows_implicit(u, v, e, a_u, a_v, ctx):
-    w, t = confidence(np.float64(e.rating), ctx.alpha)
+    w, t = confidence(np.float64(e.rating), ctx.alpha, ctx.eps)
     add_outer(a_u.A, a_u.y, v.p, ctx.k, 0, w, t)
 
 
 def item_rows_implicit(u, v, e, a_u, a_v, ctx):
-    w, t = confidence(np.float64(e.rating), ctx.alpha)
+    w, t = confidence(np.float64(e.rating), ctx.alpha, ctx.eps)
     add_outer(a_v.A, a_v.y, u.p, ctx.k, 0, w, t)
 
 
@@ -199,7 +211,7 @@ def solve_implicit(v, a, ctx):
 
 def edge_objective(u, v, e, a_u, a_v, ctx):
     """An edge's c(pref − s)² less the s² that Σ_all s² counts for it."""
-    w, t = confidence(np.float64(e.rating), ctx.alpha)
+    w, t = confidence(np.float64(e.rating), ctx.alpha, ctx.eps)
     s = dot(u.p, v.p, ctx.k)
     pref = 1.0 if e.rating > 0 else 0.0
     ctx.loss += (1.0 + w) * (pref - s) * (pref - s) - s * s
@@ -237,11 +249,16 @@ def objective_finalize(ctx):
 
 # ---------------------------------------------------------------- the program
 def program(k=50, reg=0.07, biases=True, mu=0.0, damping=None, degrees=None, implicit=False, alpha=1.0,
-            init_std=0.1, types=("user", "item")):
+            confidence="linear", epsilon=1.0, init_std=0.1, types=("user", "item")):
     """The ALS program. ``mu``: the mean rating (explicit); ``damping`` D on the biases
     (None: λ per rating); ``degrees``: the (users', items') edge counts, whose
     vertices without edges start at 0 (they stay there: no edge, no solve);
-    ``alpha``: the confidence slope of implicit feedback."""
+    ``alpha``: the confidence slope of implicit feedback, ``confidence`` its form
+    (``CONFIDENCE``: linear, c = 1 + α|r|, or log, c = 1 + α·log(1 + |r|/``epsilon``))."""
+    if confidence not in CONFIDENCE:
+        raise ValueError(f"confidence must be one of {', '.join(CONFIDENCE)}; got {confidence!r}")
+    if confidence == "log" and not epsilon > 0:
+        raise ValueError(f"epsilon of log confidence must be > 0; got {epsilon!r}")
     biases = bool(biases) and not implicit
     dim = k + biases
     vt = [VertexType(n, sync={"p": ("f4", k), "b": "f4"},
@@ -253,9 +270,10 @@ def program(k=50, reg=0.07, biases=True, mu=0.0, damping=None, degrees=None, imp
             data["p"][np.asarray(degrees[types.index(name)])[:len(data)] == 0] = 0.0
 
     fields = {"k": "i8", "biases": "i8", "mu": "f8", "reg": "f8", "damp": "f8", "alpha": "f8",
-              "loss": "f8", "n": "f8", "rmse": "f8"}
+              "eps": "f8", "loss": "f8", "n": "f8", "rmse": "f8"}
     init = {"k": k, "biases": int(biases), "mu": 0.0 if implicit else mu, "reg": reg,
-            "damp": -1.0 if damping is None else damping, "alpha": alpha}
+            "damp": -1.0 if damping is None else damping, "alpha": alpha,
+            "eps": float(epsilon) if confidence == "log" else 0.0}      # 0: linear
     user, item = types
     if not implicit:
         ctx = ContextSpec(fields=fields, sum=("loss", "n"), init=init)

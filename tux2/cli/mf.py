@@ -49,8 +49,16 @@ def add_parser(sub):
                         "al., implicit's ALS, Spark's implicitPrefs); reports the objective and precision@10 / "
                         "NDCG@10 of the held-out items")
     p.add_argument("--alpha", type=MF.bounds["alpha"], default=ALPHA,
-                   help=f"--implicit: confidence slope, c = 1 + alpha·r (default {ALPHA:g}, Hu et al.'s, implicit's "
-                        "before 0.5; Spark's is 1)")
+                   help=f"--implicit: confidence slope, c = 1 + alpha·r, or with --confidence log 1 + alpha·log(1 + "
+                        f"r/epsilon) (default {ALPHA:g}, Hu et al.'s, implicit's before 0.5; Spark's is 1; heavy-tailed "
+                        "counts such as plays ranked best at --confidence log --alpha 1, README)")
+    p.add_argument("--confidence", choices=MF.choices["confidence"], default="linear",
+                   help="--implicit: how a count r becomes a confidence: linear, c = 1 + alpha·r (Hu et al.'s "
+                        "first form, implicit's and Spark's), or log, c = 1 + alpha·log(1 + r/epsilon) (Hu et al.'s "
+                        "log scaling: heavy-tailed counts such as plays, where a few huge ones would outweigh the "
+                        "rest; README: measured)")
+    p.add_argument("--epsilon", type=MF.bounds["epsilon"], default=1.0,
+                   help="--confidence log: the count scale ε of c = 1 + alpha·log(1 + r/ε) (default 1)")
     p.add_argument("--batch-size", type=COUNT, default=None,
                    help="mini-batch size, one clock each (default: a stratum with sgd, 5000 edges with minibatch)")
     p.add_argument("--batch-unit", choices=MF.choices["batch_unit"], default="edge",

@@ -284,7 +284,8 @@ class MF(Estimator):
 
     Parameters are those of ``tux2 run mf`` (``reg`` is λ, ``damping`` D: udfs/mf.py;
     ``mode="als"``: alternating least squares, udfs/als.py; with ``implicit=True``
-    implicit feedback, Hu et al.'s r̂ = p_u·q_i, confidence 1 + ``alpha``·r, and the
+    implicit feedback, Hu et al.'s r̂ = p_u·q_i, confidence 1 + ``alpha``·r (``confidence="log"``:
+    1 + ``alpha``·log(1 + r/``epsilon``), Hu et al.'s log scaling, for heavy-tailed counts), and the
     per-epoch records hold the objective, precision@10 and NDCG@10). ``fit(data, test)``:
     ``data`` is anything ``tux2.loaders.load`` takes (a 'user item rating' file,
     (users, items, ratings) arrays with any ids, an (n, 3) array, a scipy.sparse
@@ -309,12 +310,12 @@ class MF(Estimator):
     algorithm = "mf"
     _estimator_type = "regressor"
     bounds = dict(k=integer(1, 100_000), epochs=NONNEG, lr=POSITIVE, reg=NONNEG_NUMBER, alpha=NONNEG_NUMBER,
-                  damping=number(0, loaders.FLOAT32_MAX),      # D/n is kept in float32
+                  epsilon=POSITIVE, damping=number(0, loaders.FLOAT32_MAX),      # D/n is kept in float32
                   batch_size=COUNT, blocks=integer(1, 65_536), seed=SEED, eval_every=NONNEG, early_stop=NONNEG)
     choices = dict(mode=("sgd", "minibatch", "als"), implicit=(False, True), batch_unit=("edge", "vertex"), enumerate=("user", "item"),
                    step=("adagrad", "plain"), biases=(True, False), order=("strata", "blocked", "shuffle", "input"),
                    overlap=("error", "allow"), duplicates=loaders.DUPLICATES, base=("auto", 0, 1),
-                   unknown=loaders.UNKNOWN, ids=loaders.ID_MODES)
+                   unknown=loaders.UNKNOWN, ids=loaders.ID_MODES, confidence=als.CONFIDENCE)
     _resumable = ("eval_every", "early_stop")
 
     @property
@@ -326,7 +327,8 @@ class MF(Estimator):
     def __init__(self, k=50, epochs=10, lr=None, reg=0.07, damping=DAMPING, mode="sgd", batch_size=None,
                  batch_unit="edge", enumerate="item", step="adagrad", biases=True, order=None, blocks=None, overlap="error",
                  partitioner=None, seed=0, eval_every=1, early_stop=0, duplicates="error", columns=None, base="auto",
-                 unknown="baseline", ids="auto", implicit=False, alpha=ALPHA, warm_start=False):
+                 unknown="baseline", ids="auto", implicit=False, alpha=ALPHA, confidence="linear", epsilon=1.0,
+                 warm_start=False):
         self._keep(locals())
 
     @property
@@ -415,6 +417,10 @@ class MF(Estimator):
             ("batch_unit", not als_, "--mode als", "--mode sgd or minibatch"),
             ("implicit", als_, mode, "--mode als"),
             ("alpha", self.implicit, "explicit ratings", "--implicit"),
+            ("confidence", self.implicit, "explicit ratings", "--implicit"),
+            ("epsilon", self.implicit and self.confidence == "log",
+             f"--confidence {self.confidence}" if self.implicit else "explicit ratings",
+             "--implicit --confidence log"),
             ("biases", not self.implicit, "--implicit", "explicit ratings (implicit feedback has no biases)"),
             ("step", self.mode == "minibatch", mode, "--mode minibatch"),
             ("early_stop", self.eval_every > 0, "--eval-every 0", "--eval-every 1 or more"),
@@ -496,7 +502,8 @@ class MF(Estimator):
             mu, low, high = 0.0, 1.0, 0.0       # preference scores: no mean, no clipping to the counts' range
         if self.mode == "als":
             prog = als.program(k=self.k, reg=self.reg, biases=self.biases, mu=mu / scale, damping=self.damping,
-                               degrees=degrees, implicit=self.implicit, alpha=self.alpha)
+                               degrees=degrees, implicit=self.implicit, alpha=self.alpha,
+                               confidence=self.confidence if self.implicit else "linear", epsilon=self.epsilon)
         else:
             prog = mf.program(k=self.k, mode=self.mode, lr=self.lr, reg=self.reg, batch_size=batch,
                               batch_unit=self.batch_unit, enumerate=self.enumerate, overlap=self.overlap,
@@ -625,13 +632,21 @@ class MF(Estimator):
             [f"  train {s.graph.num_edges} ratings, test {test}{unknown_note(s.test, self.implicit)}; {users} users × {items} items; "
              f"k={self.k}, P={parts} ({s.partitioner})" + (f", {world} workers" if world > 1 else "")
              + (", distributed ingress" if s.ingress else "")] + ([] if self.implicit else spread_note(s)) + \
-            ([f"  ALS: λ={self.reg:g} " + (f"(plain), confidence 1 + {self.alpha:g}·r" if self.implicit else
+            ([f"  ALS: λ={self.reg:g} " + (f"(plain), confidence {self._confidence_text()}" if self.implicit else
                                           "per rating (weighted-λ)")] if self.mode == "als" else []) + \
             ([f"  started from the model learned before: {s.warm[0]} of {users} users and {s.warm[1]} of {items} "
               "items (the others as in a new model)"] if s.warm else []) + self._units_note(s) + \
             ([f"  note: {parts} partitions take {parts} row and column blocks (16 up to 16 partitions): the model of "
               f"--blocks {parts} on any number of partitions, not that of --partitions 1 (--blocks 32 keeps one "
               "model up to 32)"] if self.blocks is None and self.tiled() and parts > 16 else [])
+
+    def _confidence_text(self, alpha=None):
+        """The confidence formula as the header prints it: '1 + 40·r', '1 + 1·log(1 + r)',
+        '1 + 3·log(1 + r/0.5)'."""
+        a = f"{self.alpha if alpha is None else alpha:g}"
+        if self.confidence != "log":
+            return f"1 + {a}·r"
+        return f"1 + {a}·log(1 + r{'' if self.epsilon == 1 else f'/{self.epsilon:g}'})"
 
     def _units_note(self, s):
         """A warm start's note when the model's ratings and this data's are of other units
@@ -681,18 +696,23 @@ class MF(Estimator):
         said = [f"  most-popular baseline (each test user's unseen items by training count): precision@{RANK_AT} "
                 f"{pop['precision']:.4f}  ndcg@{RANK_AT} {pop['ndcg']:.4f}"]
         heavy = vars(s).get("heavy")
-        if last is not None and last < 0.95 * pop["ndcg"] and heavy and (
+        below = last is not None and last < 0.95 * pop["ndcg"]
+        if last is not None and heavy and self.confidence == "linear" and (
                 self.alpha * heavy["median"] > 2 if heavy["median"] else self.alpha * heavy["high"] > 100):
             # a smaller k or a larger λ does not help here (Last.fm look-alike: k 10 NDCG 0.014, λ 1 0.042,
-            # the defaults 0.042; alpha 0.1: 0.137)
+            # the defaults 0.042; alpha 0.1: 0.137); log confidence at alpha 1 ranked best on every
+            # heavy-tailed look-alike (README: 0.045 → 0.196 where plays carry taste, 0.042 → 0.138 where not)
             typical = f", 1/the median count: {1 / heavy['median']:.2g}" if heavy["median"] else ""
-            said.append(f"  note: the model's test NDCG@{RANK_AT} ({last:.4f}) is below the most-popular "
-                        f"baseline's ({pop['ndcg']:.4f}), and these counts are heavy-tailed (the largest "
-                        f"{heavy['high']:g}" + (f", the median {heavy['median']:g}" if heavy["median"] else "")
-                        + f"): confidences 1 + {self.alpha:g}·r let a few pairs outweigh the rest; a smaller "
-                        f"--alpha (now {self.alpha:g}{typical}; implicit's and Spark's default is 1) or "
-                        "log(1 + r) values weigh them evenly")
-        elif last is not None and last < 0.95 * pop["ndcg"]:      # (k = 1 ranks as popularity does, within 1 %)
+            said.append("  note: " + (f"the model's test NDCG@{RANK_AT} ({last:.4f}) is below the most-popular "
+                                      f"baseline's ({pop['ndcg']:.4f}), and " if below else "")
+                        + f"these counts are heavy-tailed (the largest {heavy['high']:g}"
+                        + (f", the median {heavy['median']:g}" if heavy["median"] else "")
+                        + f"): confidences 1 + {self.alpha:g}·r let a few pairs outweigh the rest; "
+                        "--confidence log --alpha 1 (c = 1 + log(1 + r), Hu et al.'s log scaling; it ranked best on "
+                        "heavy-tailed plays, README) or a smaller "
+                        f"--alpha (now {self.alpha:g}{typical}; implicit's and Spark's default is 1) weighs them "
+                        "evenly")
+        elif below:      # (k = 1 ranks as popularity does, within 1 %)
             said.append(f"  note: the model's test NDCG@{RANK_AT} ({last:.4f}) is below the "
                         f"most-popular baseline's ({pop['ndcg']:.4f}): these events say little beyond popularity, "
                         f"or the model overfits them; a smaller --k (now {self.k}) or a larger --reg (now "
@@ -1033,11 +1053,12 @@ class MF(Estimator):
         Q, k = self.item_factors_, self.item_factors_.shape[1]
         if self.implicit:
             lam, alpha = float(fitted["reg"]), float(fitted["alpha"])
+            form, eps = fitted.get("confidence", "linear"), float(fitted.get("epsilon", 1.0))
             gram = Q.T @ Q + lam * np.eye(k)
         for d, lo, hi in zip(u.tolist(), starts.tolist(), ends.tolist()):
             X, t = Q[i[lo:hi]], r[lo:hi]
             if self.implicit:
-                c = 1.0 + alpha * np.abs(t)
+                c = als.confidences(t, alpha, form, eps)
                 p = np.linalg.solve(gram + (X.T * (c - 1.0)) @ X, X.T @ (c * (t > 0)))
                 b = 0.0
             else:
