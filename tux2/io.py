@@ -2219,7 +2219,8 @@ def reader_compiled(kind):
         return True
 
 
-def read_libsvm(path, zero_based=False, n_features=None, type_names=("sample", "feature"), known_features=0):
+def read_libsvm(path, zero_based=False, n_features=None, type_names=("sample", "feature"), known_features=0,
+                sparse=False):
     """A libsvm/svmlight file: ``label idx:val idx:val ...`` per line, 1-based feature
     indices unless ``zero_based`` (True; "auto": 0-based when an index 0 occurs, as
     scikit-learn's load_svmlight_file reads them); ``#`` comments; ``qid:`` fields
@@ -2228,7 +2229,9 @@ def read_libsvm(path, zero_based=False, n_features=None, type_names=("sample", "
     even without features; a 0 index in a 1-based file is an error that names the
     line and suggests ``zero_based``. ``known_features``: the features a model or the
     training set already has (a test or scored file's indices within them are never too
-    sparse: a small test file of hashed features up to 2^24 scores against the model)."""
+    sparse: a small test file of hashed features up to 2^24 scores against the model). ``sparse``:
+    indices may be as sparse as they come (hashed into 2^24 or more), for a caller that
+    numbers the features densely (``tux2.loaders.dense_features``) before sizing anything."""
     path = os.fspath(path)
     try:
         with open(path, "rb") as f:
@@ -2263,7 +2266,7 @@ def read_libsvm(path, zero_based=False, n_features=None, type_names=("sample", "
                              "if the indices start at 0)", path=path, line=line, text=text)
         c -= 1
     n_feat = int(c.max()) + 1 if k else 0
-    if n_features is None:
+    if n_features is None and not sparse:
         check_id_space(n_feat, k, f"feature index {n_feat - (1 if zero_based else 0)}", path,
                        lambda: edge_line(path, int(r[int(np.argmax(c))])),
                        "renumber the features densely (e.g. by hashing them into fewer buckets)",
