@@ -199,8 +199,7 @@ class Linear(Estimator):
         seen, index = vars(self).get("features_"), {}
         if seen is not None:        # features numbered densely: their rows and indices (weights.npz's 'index')
             pick = np.concatenate([seen, [len(W) - 1]]) if self._bias() else seen
-            state = {k: (v[pick] if np.ndim(v) and len(v) == len(W) else v) for k, v in state.items()}
-            W, index = W[pick], {"index": np.asarray(seen, np.int64)}
+            W, index = W[pick], {"index": np.asarray(seen, np.int64)}      # (step_state_ holds these rows)
         return {"weights.npz": files.npz({**({"w": W[:, 0], "V": W[:, 1:]} if fm else
                                             {"w": W[:, 0] if W.shape[1] == 1 else W}), **state, **index}),
                 "weights.txt": files.text(lines)}
@@ -232,8 +231,6 @@ class Linear(Estimator):
         if "index" in w:            # sparse feature indices: the rows of the features that occurred
             seen, rows = np.asarray(w["index"], np.int64), len(self.coef_)
             n = int(meta["features"]) - (rows - len(seen))          # indices 0 … n−1, then the intercept
-            self.step_state_ = {k: (by_index(v, seen, n) if np.ndim(v) and len(v) == rows else v)
-                                for k, v in self.step_state_.items()}
             self.coef_, self.features_ = by_index(self.coef_, seen, n), seen
         self.zero_based_ = bool(meta.get("zero_based", False))
         if isinstance(meta.get("epochs_trained"), int) and meta["epochs_trained"] >= 0:
@@ -302,6 +299,10 @@ class Linear(Estimator):
                 raise ValueError(f"X has {g.n_dst} features, but {type(self).__name__} is expecting "
                                  f"{self.n_features_in_} features as input")
             same_columns(X, vars(self).get("feature_names_in_"), "X")
+        seen = vars(self).get("features_")
+        if seen is not None:        # sparse indices: the rows of the features that occurred, not every index's
+            W = np.asarray(W)[np.concatenate([seen, [len(W) - 1]]) if self._bias() else seen]
+            g = loaders.in_features(g, seen)
         return self._scores(W, g)
 
     label_column_ = None
@@ -384,7 +385,7 @@ def sparse_note(s):
     """The header's words on features numbered densely, or ''."""
     if vars(s).get("features") is None:
         return ""
-    return f" (of indices up to {s.span - (0 if s.zero_based else 1):,}, numbered densely)"
+    return f" (of indices up to {s.span - (1 if s.zero_based else 0):,}, numbered densely)"
 
 
 def by_index(A, features, span):
@@ -597,7 +598,8 @@ class GLM(Linear):
     constant feature 1, whose weight, the intercept, is the last row of ``coef_``.
     ``warm_start``: a ``fit`` after the first starts from the weights it learned
     (``start_from(model)``: from another fit's or a saved model's; ``--init-model DIR``),
-    features by index, AdaGrad's or Adam's per-feature history going on (``step_state_``,
+    features by index, AdaGrad's or Adam's per-feature history going on (``step_state_``, a row
+    per feature, or per feature of ``features_`` for sparse indices,
     saved with the model), so a fit continued is the longer fit; the labels, the intercept
     and an FM's form must be the model's. ``tol`` > 0: training stops once an epoch lowers the
     objective by less than ``tol`` of its value (BlockPG's rule; scikit-learn's and liblinear's
@@ -768,8 +770,11 @@ class GLM(Linear):
         # AdaGrad's or Adam's history of the model's features goes on, as in a longer fit
         state = vars(self).get("step_state_", {})
         same = state.get("optimizer") is not None and str(state["optimizer"]) == self._resolved()[0]
-        state = {f: np.asarray(v) for f, v in state.items() if same and f != "optimizer" and len(v) == len(W)}
+        seen = vars(self).get("features_")             # a model of sparse indices: its history holds their rows
+        n_state = len(W) if seen is None else len(seen) + had
+        state = {f: np.asarray(v) for f, v in state.items() if same and f != "optimizer" and len(v) == n_state}
         first, known = prog.init_vertices, rows >= 0
+        at = rows if seen is None else np.searchsorted(seen, rows)     # each known feature's row of the history
 
         def init_vertices(name, data, rng):
             first(name, data, rng)
@@ -777,7 +782,7 @@ class GLM(Linear):
                 data["w"].reshape(len(data), -1)[:] = W0
                 for f, v in state.items():
                     if f in data.dtype.names and data[f].shape[1:] == v.shape[1:]:
-                        data[f][:len(rows)][known] = v[rows[known]]
+                        data[f][:len(rows)][known] = v[at[known]]
                         if had:
                             data[f][-1] = v[-1]
         prog.init_vertices = init_vertices
@@ -940,8 +945,7 @@ class GLM(Linear):
         W = self._original(np.asarray(fd["w"]).reshape(len(fd), -1), s)
         self._learned(W[:, 0] if W.shape[1] == 1 else W, s)     # as weights.npz holds it: a vector for one column
         self.label_base_ = s.label_base
-        self.step_state_ = {f: by_index(np.array(fd[f]), s.features, s.span) for f in self.STEP_STATE
-                            if f in fd.dtype.names}
+        self.step_state_ = {f: np.array(fd[f]) for f in self.STEP_STATE if f in fd.dtype.names}    # features_' rows
         self.step_state_["optimizer"] = np.array(self._resolved()[0])
         self.epochs_trained_ = int(round(float(eng.context()["epoch"])))    # a warm start's too: its decay goes on
         self.best_epoch_ = None
