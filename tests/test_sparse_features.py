@@ -109,6 +109,10 @@ def test_save_load_and_warm_start_of_a_sparse_model(files, tmp_path):
     ys, xs = files["ys"][:50], [x[:4] for x in files["xs"][:50]]
     other.fit(_write(tmp_path / "few.svm", ys, xs))
     assert set(other.features_.tolist()) == {i - 1 for x in xs for i in x}
+    dense = tux2.LogisticRegression(epochs=1).fit(_write(tmp_path / "dense.svm", ys, [[1, 2 + y] for y in ys]))
+    assert "features_" not in vars(other.start_from(dense))      # the dense model's rows are its indices
+    np.testing.assert_array_equal(other.fit(str(tmp_path / "dense.svm")).coef_,
+                                  tux2.LogisticRegression(epochs=2).fit(str(tmp_path / "dense.svm")).coef_)
     from tests.test_hardening import _rewrite           # a crafted file, the manifest re-signed
     _rewrite(str(tmp_path / "m"), "weights.npz", index=files["seen"][::-1].copy())
     with pytest.raises(tux2.Tux2Error, match="index must hold increasing feature indices"):

@@ -128,6 +128,8 @@ class Linear(Estimator):
             vars(self).pop("_started_bias", None)
         else:
             self._started_bias = model._bias()      # whether its weights end with an intercept
+            if "features_" not in vars(model):      # a model of dense indices: none of an earlier fit's
+                vars(self).pop("features_", None)
         return self
 
     def _model_rows(self, n_model, features, d):
