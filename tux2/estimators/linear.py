@@ -231,8 +231,9 @@ class Linear(Estimator):
         self.step_state_ = {k[5:]: np.asarray(v) for k, v in w.items() if k.startswith("step_")}
         vars(self).pop("features_", None)
         if "index" in w:            # sparse feature indices: the rows of the features that occurred
-            seen, rows = np.asarray(w["index"], np.int64), len(self.coef_)
-            n = int(meta["features"]) - (rows - len(seen))          # indices 0 … n−1, then the intercept
+            seen, extra = np.asarray(w["index"], np.int64), len(self.coef_) - len(w["index"])
+            total = meta.get("features")                # indices 0 … n−1, then the intercept
+            n = int(total) - extra if isinstance(total, int) else int(seen[-1]) + 1 if len(seen) else 0
             self.coef_, self.features_ = by_index(self.coef_, seen, n), seen
         self.zero_based_ = bool(meta.get("zero_based", False))
         if isinstance(meta.get("epochs_trained"), int) and meta["epochs_trained"] >= 0:
