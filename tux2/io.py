@@ -648,6 +648,7 @@ def as_given(error, copy, given):
 
 # numeric ids this far beyond the number of records would make vertex arrays dwarf the data
 SPARSE_SLACK = 1 << 20
+SPARSE_INDICES = 1 << 26        # feature indices a linear model reads however sparse (a coef_ row each)
 
 
 def id_space(n_records):
@@ -2261,7 +2262,8 @@ def reader_compiled(kind):
         return True
 
 
-def read_libsvm(path, zero_based=False, n_features=None, type_names=("sample", "feature"), known_features=0):
+def read_libsvm(path, zero_based=False, n_features=None, type_names=("sample", "feature"), known_features=0,
+                sparse=False):
     """A libsvm/svmlight file: ``label idx:val idx:val ...`` per line, 1-based feature
     indices unless ``zero_based`` (True; "auto": 0-based when an index 0 occurs, as
     scikit-learn's load_svmlight_file reads them); ``#`` comments; ``qid:`` fields
@@ -2270,7 +2272,10 @@ def read_libsvm(path, zero_based=False, n_features=None, type_names=("sample", "
     even without features; a 0 index in a 1-based file is an error that names the
     line and suggests ``zero_based``. ``known_features``: the features a model or the
     training set already has (a test or scored file's indices within them are never too
-    sparse: a small test file of hashed features up to 2^24 scores against the model)."""
+    sparse: a small test file of hashed features up to 2^24 scores against the model). ``sparse``:
+    indices up to 2^26 (SPARSE_INDICES) however few the records (hashed into 2^24; KDD12's
+    54.7M), for a caller that numbers the features densely (``tux2.loaders.dense_features``)
+    and sizes by index only a model's ``coef_``."""
     path = os.fspath(path)
     try:
         with open(path, "rb") as f:
@@ -2308,8 +2313,9 @@ def read_libsvm(path, zero_based=False, n_features=None, type_names=("sample", "
     if n_features is None:
         check_id_space(n_feat, k, f"feature index {n_feat - (1 if zero_based else 0)}", path,
                        lambda: edge_line(path, int(r[int(np.argmax(c))])),
-                       "renumber the features densely (e.g. by hashing them into fewer buckets)",
-                       known=known_features or 0)
+                       "renumber the features densely (e.g. by hashing them into fewer buckets)"
+                       + (f"; up to {SPARSE_INDICES:,} indices are read however few occur" if sparse else ""),
+                       known=(known_features or 0) + (SPARSE_INDICES if sparse else 0))
     if n_features is not None:
         if n_feat > n_features:
             i = int(np.argmax(c))

@@ -741,7 +741,11 @@ def dedupe(g, policy, where, what=None):
                            g.source, g.ids)
     if policy == "keep" or g.num_edges < 2:
         return g
-    first, again = _earliest_repeat(g.src, g.dst, g.n_src, g.n_dst)
+    d, n = g.dst, g.n_dst
+    if n > 2 * g.num_edges + SPARSE_FEATURES:    # hashed feature indices up to 2^24: checked as numbered densely
+        d = np.unique(d, return_inverse=True)[1]  # (the scan's arrays by index took 268 MB and 0.8 s)
+        n = int(d.max()) + 1
+    first, again = _earliest_repeat(g.src, d, g.n_src, n)
     if again < 0:
         return g
     if policy == "error":
@@ -793,7 +797,7 @@ def plain_file(given):
 
 
 def load_libsvm(path, zero_based="auto", n_features=None, type_names=("sample", "feature"), duplicates="error",
-                label_column=None, features=None, table_labels=None, known_features=0):
+                label_column=None, features=None, table_labels=None, known_features=0, sparse=False):
     """(graph sample → feature, labels) of a libsvm file (see ``tux2.io.read_libsvm``)
     or a dense table of numbers with its labels in ``label_column`` (tux2.tables; the
     graph's ``layout`` says how it was read; none when it has a model's ``features``
@@ -802,7 +806,8 @@ def load_libsvm(path, zero_based="auto", n_features=None, type_names=("sample", 
     table scores libsvm files too); ``-`` and compressed files as
     ``plain_file`` reads them; the same feature twice in one libsvm line follows the
     duplicate policy. ``known_features``: the training set's or model's feature count, which
-    a test file's indices may reach however few its lines (``io.read_libsvm``)."""
+    a test file's indices may reach however few its lines; ``sparse``: indices however sparse,
+    for a caller that numbers them densely (``dense_features``; ``io.read_libsvm``)."""
     check_choice("duplicates", duplicates, DUPLICATES)
     with plain_file(path) as copy:
         label = label_column if label_column is not None else table_labels
@@ -816,7 +821,7 @@ def load_libsvm(path, zero_based="auto", n_features=None, type_names=("sample", 
                              "this file is none (libsvm files have their labels first)", path=copy)
         try:
             g, y = io.read_libsvm(copy, zero_based=zero_based, n_features=n_features, type_names=type_names,
-                                  known_features=known_features)
+                                  known_features=known_features, sparse=sparse)
         except InputError:
             hint = tables.words_hint(io.read_head(copy, "input"), copy)
             if hint is None:
@@ -844,13 +849,57 @@ def require_features(graph, path=None):
         raise InputError(f"no features: {what}", path=path)
 
 
+SPARSE_FEATURES = 1 << 16      # unused feature indices below which a graph keeps its numbering
+
+
+def dense_features(graph):
+    """``graph`` with its features numbered densely when their indices are sparse: more
+    than half of 0 … n_dst−1 and more than 65,536 of them unused (Criteo's or KDD12's
+    indices hashed into 2^24, of which a few hundred thousand occur). Returns (graph,
+    features): features[j] the original index of dense feature j (sorted, so the features
+    keep their order), also the new graph's ``ids[1]``; else (graph, None), the graph as
+    it is: a model then has a row per feature that occurs, not per index below the largest."""
+    d, n = graph.dst, graph.n_dst
+    if n <= SPARSE_FEATURES:
+        return graph, None
+    if n > io.id_space(len(d)):          # too far apart to count in an array: sorted
+        features, dense = np.unique(d, return_inverse=True)
+    else:
+        present = np.zeros(n, bool)      # a byte per index (counts and prefix sums: 8 each, 268 MB at 2^24)
+        present[d] = True
+        features, dense = np.flatnonzero(present), None
+    if 2 * len(features) >= n or n - len(features) <= SPARSE_FEATURES:
+        return graph, None
+    if dense is None:
+        dense = np.searchsorted(features, d)
+    g = BipartiteGraph(graph.src, dense.astype(d.dtype, copy=False), graph.values, graph.n_src, len(features),
+                       graph.type_names, graph.source, ids=(graph.ids[0], IdMap(features)))
+    g.layout, g.base = graph.layout, graph.base
+    return g, features
+
+
+def in_features(graph, features):
+    """``graph`` (a test file's samples) in the dense numbering of ``dense_features``:
+    its features among ``features`` (sorted original indices) renumbered, the others,
+    unseen in training and so of weight 0, all in one column after them (len(features)),
+    which scoring leaves out as it leaves out indices beyond a model's, after a sample's
+    length has counted them (an FM's unit rows)."""
+    k = len(features)
+    at = np.minimum(np.searchsorted(features, graph.dst), max(k - 1, 0)) if k else np.zeros(graph.num_edges, np.int64)
+    at = np.where(features[at] == graph.dst, at, k) if k else at
+    g = BipartiteGraph(graph.src, at.astype(graph.dst.dtype, copy=False), graph.values, graph.n_src, k + 1,
+                       graph.type_names, graph.source)
+    g.layout, g.base = graph.layout, graph.base
+    return g
+
+
 def is_path(x):
     """Whether ``x`` names a file (str, bytes, os.PathLike) rather than holding data."""
     return isinstance(x, (str, bytes)) or hasattr(x, "__fspath__")
 
 
 def load_samples(X, zero_based="auto", duplicates="error", label_column=None, features=None, table_labels=None,
-                 known_features=0):
+                 known_features=0, sparse=False):
     """(sample → feature graph, labels or None) of a linear model's input: a libsvm
     path or a table's (``load_libsvm``), a scipy.sparse or dense matrix (rows are
     samples), or a graph."""
@@ -858,7 +907,8 @@ def load_samples(X, zero_based="auto", duplicates="error", label_column=None, fe
         return X, None
     if is_path(X):
         return load_libsvm(X, zero_based=zero_based, duplicates=duplicates, label_column=label_column,
-                           features=features, table_labels=table_labels, known_features=known_features)
+                           features=features, table_labels=table_labels, known_features=known_features,
+                           sparse=sparse)
     import scipy.sparse as sp
     M = X if sp.issparse(X) else _floats(X)
     if M.ndim != 2:             # one sample given as a row of features: scikit-learn refuses it alike

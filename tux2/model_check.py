@@ -195,10 +195,18 @@ def _check_labels(mpath, labels, k):
 
 def check_linear(directory, meta, arrays):
     """weights.npz: w (features) or (features × classes), V (features × F) for fm;
-    finite; as many features as model.json says."""
+    finite; as many features as model.json says, or, with ``index`` (sparse feature
+    indices), a row per index (and the intercept's), the indices increasing below them."""
     mpath = os.path.join(directory, "model.json")
     path, a = os.path.join(directory, "weights.npz"), arrays["weights.npz"]
     features = _int_meta(mpath, meta, "features", 0) if "features" in meta else None
+    if "index" in a:
+        index, extra = _need(path, a, "index", "iu", (None,)), int(meta.get("bias") is True)
+        top = features - extra if features is not None else None
+        if (len(index) and (index[0] < 0 or (top is not None and index[-1] >= top))) or np.any(np.diff(index) <= 0):
+            raise ModelError(f"{path}: index must hold increasing feature indices"
+                             + (f" from 0 to {top - 1}" if top is not None else ""))
+        features = len(index) + extra
     w = a.get("w")
     if w is None:
         raise ModelError(f"{path}: has no array 'w'")

@@ -137,13 +137,22 @@ def info(args):
             res["hints"].append(f"the labels' column holds {len(np.unique(labels)):,} values: if they are in "
                                 "another, --label-column N|NAME|last picks it")
     elif kind == "libsvm":
-        g, labels = io.read_libsvm(path, zero_based=True)
+        g, labels = io.read_libsvm(path, zero_based=True, sparse=True)
+        span = g.n_dst
+        g, features = loaders.dense_features(g)     # hashed indices up to 2^24: described as the models read them
         res = describe(g, kind, labels)
         if g.num_edges:
-            one = bool(g.dst.min() > 0)
+            one = bool((features[0] if features is not None else g.dst.min()) > 0)
+            name = g.type_names[1]
             res["feature_index_base"] = "1 (the libsvm default)" if one else "0 (index 0 occurs: tux2 run reads it so)"
-            res[g.type_names[1]]["ids_declared"] -= one       # read 0-based: no feature 0 in a 1-based file
-            res["density"] = g.num_edges / max(g.n_src * (g.n_dst - one), 1)
+            res[name]["ids_declared"] = span - one      # read 0-based: no feature 0 in a 1-based file
+            res[name]["ids_without_edges"] = span - one - res[name]["vertices_with_edges"]
+            res["density"] = g.num_edges / max(g.n_src * (span - one), 1)
+            if features is not None:
+                res["hints"] = [h for h in res["hints"] if not h.startswith(f"{name} ids numbered densely")] + [
+                    f"feature indices sparse ({len(features):,} distinct of {features[0]} … {features[-1]}): the "
+                    "linear models (tux2 run lr, svm, softmax, fm, blockpg) number them densely, a model row per "
+                    "feature that occurs"]
         elif g.n_src:
             res["hints"].append("no features: every line has a label but no index:value pairs (tux2 run lr, svm, "
                                 "softmax, fm and blockpg stop on it)")

@@ -126,7 +126,7 @@ def predict(args):
     graph, labels = load_samples(args.input, zero_based, "keep", label_column=args.label_column,
                                  table_labels=model.label_column_,
                                  features=model.n_features_in_,        # a table without labels: none
-                                 known_features=model.n_features_in_)
+                                 known_features=model.n_features_in_, sparse=True)
     require_features(graph, args.input)      # labels alone: every score would be the same constant
     M = model.scores(graph)
     names = [shown(x) for x in model.classes_]
@@ -150,7 +150,10 @@ def predict(args):
         labels = None if labels is None else binary_labels(model.classes_, labels, test_source=args.input)[1]
     _write(args.output, itertools.chain([header], rows))
     unseen = int((labels >= len(names)).sum()) if model.loss == "softmax" and labels is not None else 0
-    beyond = np.unique(graph.dst[graph.dst >= len(model.coef_) - model.bias])     # scored as 0, like liblinear
+    unknown = graph.dst >= len(model.coef_) - model.bias            # scored as 0, like liblinear
+    if vars(model).get("features_") is not None:                     # or unseen by a model of sparse indices
+        unknown |= ~np.isin(graph.dst, model.features_)
+    beyond = np.unique(graph.dst[unknown])
     _report(args, {"model": model.algorithm, "samples": int(graph.n_src),
                    **(score_metrics(M, labels, model.loss) if labels is not None else {}),
                    **({"unknown_features": int(len(beyond))} if len(beyond) else {}),

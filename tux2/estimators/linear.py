@@ -59,13 +59,13 @@ class Linear(Estimator):
             zero_based = bool(self.zero_based_)
         if self.label_column is not None and test is None and hasattr(data, "columns") and hasattr(data, "drop"):
             data, test = data.drop(columns=self.label_column), data[self.label_column]      # a DataFrame's labels
-        def pair(d, label=self.label_column, table_labels=None, known=0):
+        def pair(d, label=self.label_column, table_labels=None, known=0, sparse=True):
             if isinstance(d, tuple) and len(d) == 2:
                 g = loaders.load_samples(d[0])[0]
                 y = given_labels(d[1], g.n_src)
-            else:
+            else:       # hashed indices up to 2^24 are read as they are: numbered densely below
                 g, y = loaders.load_samples(d, zero_based, duplicates, label, table_labels=table_labels,
-                                            known_features=known)
+                                            known_features=known, sparse=sparse)
             path = os.fspath(d) if loaders.is_path(d) else None
             loaders.require_features(g, path)          # labels alone (lines '1', '-1 # …'): nothing to learn
             return g, y
@@ -102,13 +102,19 @@ class Linear(Estimator):
             y, test, given = given_labels(test, g.n_src), None, test
         if isinstance(test, tuple) and len(test) == 2:
             same_columns(test[0], names, "the test X")
-        t, ty = pair(test, None, label, g.n_dst) if test is not None else (None, None)      # a libsvm test file too
+        span, features = g.n_dst, None          # sparse indices (hashed into 2^24): a row per feature that occurs
+        if table is None and names is None:
+            g, features = loaders.dense_features(g)
+        t, ty = pair(test, None, label, span, features is not None) if test is not None else (None, None)
         if t is not None and isinstance(t.layout, tables.TableFormat):
             same_table(t.layout, names, g.n_dst, test)
+        if t is not None and features is not None:      # the test set's features unseen in training weigh 0
+            t = loaders.in_features(t, features)
         kind = np.asarray(given).dtype if given is not None else None
         return Dataset(g, t, y, ty, zero_based=zero_based, feature_names=names, label_column=label,
                        read_as=(table and table.describe()) or how,
-                       label_dtype=kind.str if kind is not None and kind.kind in "biuf" else None)
+                       label_dtype=kind.str if kind is not None and kind.kind in "biuf" else None,
+                       **({"feature_span": span} if features is not None else {}))
 
     def _warms(self):
         """Whether this fit starts from the weights learned before (``warm_start``, ``--init-model``)."""
@@ -122,11 +128,26 @@ class Linear(Estimator):
             vars(self).pop("_started_bias", None)
         else:
             self._started_bias = model._bias()      # whether its weights end with an intercept
+            if "features_" not in vars(model):      # a model of dense indices: none of an earlier fit's
+                vars(self).pop("features_", None)
         return self
 
-    def _start_weights(self, W, had, d, labels, why=None):
+    def _model_rows(self, n_model, features, d):
+        """Per feature of this fit (``d``; ``features``: their indices when numbered densely, else
+        0 … d−1), its row in the model's ``coef_`` (``n_model`` features), −1 where the model has
+        none: an index beyond its features, or one its own training numbered densely without (its
+        ``features_``)."""
+        idx = np.arange(d) if features is None else np.asarray(features, np.int64)
+        known = idx < n_model
+        seen = vars(self).get("features_")
+        if seen is not None:
+            known &= np.isin(idx, seen)
+        return np.where(known, idx, -1)
+
+    def _start_weights(self, W, had, d, labels, why=None, rows=None):
         """The model's weights W (features × columns, the intercept last when ``had``) laid out
-        for this fit's ``d`` features, features by index (those beyond the model's start at 0);
+        for this fit's ``d`` features, features by index (``rows``, ``_model_rows``: the model's
+        row of each; those the model lacks start at 0);
         refused, naming the flag, when the model's intercept, labels or form (``why``: what the
         model has, and the flag that gives it) are not this fit's. Returns (W0, features both know)."""
         if had != bool(self.bias):                      # fm and blockpg have none by default: --bias gives one
@@ -138,12 +159,14 @@ class Linear(Estimator):
         if len(labels) != len(self.classes_) or (np.asarray(labels) != self.classes_).any():
             raise Tux2Error(f"the model to start from has the labels {', '.join(map(shown, self.classes_[:6]))} and "
                             f"this data {', '.join(map(shown, labels[:6]))}: a warm start keeps the model's labels")
-        feats = min(len(W) - had, d - had)              # features both know; the intercept, last, to the last
+        if rows is None:
+            rows = self._model_rows(len(W) - had, None, d - had)
+        known = rows >= 0                               # features both know; the intercept, last, to the last
         W0 = np.zeros((d, W.shape[1]))
-        W0[:feats] = W[:feats]
+        W0[:len(rows)][known] = W[rows[known]]
         if had:
             W0[-1] = W[-1]
-        return W0, feats
+        return W0, int(known.sum())
 
     def _started(self, s):
         """The header's line of a warm start (``s.warm``: features given, features)."""
@@ -166,15 +189,21 @@ class Linear(Estimator):
     def _files(self):
         """weights.npz (w: features × K, or w and V for an FM) and weights.txt: one line
         per non-zero feature, 'index:w', 'index:w_0,…,w_K-1' or 'index:w,v_1,…,v_F',
-        in the input's index base."""
+        in the input's index base. A model of sparse feature indices (``features_``) keeps in
+        weights.npz the rows of its features (and of the intercept, last) and their 0-based
+        indices, ``index``: w[i] is feature index[i]'s weight."""
         W = self.coef_.reshape(len(self.coef_), -1)
         base = 0 if self.zero_based_ else 1
         nz = np.flatnonzero(np.any(W != 0, axis=1))       # repr: the shortest text that reads back exactly
         lines = "".join([f"{j}:{','.join(map(repr, w))}\n" for j, w in zip((nz + base).tolist(), W[nz].tolist())])
         fm = self.algorithm == "fm"
         state = {f"step_{k}": v for k, v in vars(self).get("step_state_", {}).items()}   # a warm start's
+        seen, index = vars(self).get("features_"), {}
+        if seen is not None:        # features numbered densely: their rows and indices (weights.npz's 'index')
+            pick = np.concatenate([seen, [len(W) - 1]]) if self._bias() else seen
+            W, index = W[pick], {"index": np.asarray(seen, np.int64)}      # (step_state_ holds these rows)
         return {"weights.npz": files.npz({**({"w": W[:, 0], "V": W[:, 1:]} if fm else
-                                            {"w": W[:, 0] if W.shape[1] == 1 else W}), **state}),
+                                            {"w": W[:, 0] if W.shape[1] == 1 else W}), **state, **index}),
                 "weights.txt": files.text(lines)}
 
     def _meta(self):
@@ -200,6 +229,12 @@ class Linear(Estimator):
         w = arrays["weights.npz"]
         self.coef_ = np.column_stack([w["w"], w["V"]]) if self.algorithm == "fm" else w["w"]
         self.step_state_ = {k[5:]: np.asarray(v) for k, v in w.items() if k.startswith("step_")}
+        vars(self).pop("features_", None)
+        if "index" in w:            # sparse feature indices: the rows of the features that occurred
+            seen, extra = np.asarray(w["index"], np.int64), len(self.coef_) - len(w["index"])
+            total = meta.get("features")                # indices 0 … n−1, then the intercept
+            n = int(total) - extra if isinstance(total, int) else int(seen[-1]) + 1 if len(seen) else 0
+            self.coef_, self.features_ = by_index(self.coef_, seen, n), seen
         self.zero_based_ = bool(meta.get("zero_based", False))
         if isinstance(meta.get("epochs_trained"), int) and meta["epochs_trained"] >= 0:
             self.epochs_trained_ = meta["epochs_trained"]
@@ -239,8 +274,13 @@ class Linear(Estimator):
 
     def _learned(self, coef, s):
         """The weights ``coef_`` and what the fit's data says beside them: the feature
-        index base, the labels, the column names of a DataFrame."""
-        self.coef_, self.zero_based_, self.classes_ = coef, s.zero_based, s.labels
+        index base, the labels, the column names of a DataFrame; the features of sparse
+        indices (``features_``), whose rows ``coef_`` holds by index (the others 0)."""
+        seen = vars(s).get("features")              # sparse indices numbered densely: coef_ by index
+        self.coef_, self.zero_based_, self.classes_ = by_index(coef, seen, vars(s).get("span")), s.zero_based, s.labels
+        vars(self).pop("features_", None)
+        if seen is not None:
+            self.features_ = seen
         self.label_column_ = s.label_column          # a table's (name or 1-based), for the files predict reads
         if s.label_dtype is not None and np.array_equal(s.labels.astype(s.label_dtype), s.labels):
             self.classes_ = s.labels.astype(s.label_dtype)  # y's own (bool, 0.0/1.0, int32), as scikit-learn keeps it
@@ -262,6 +302,10 @@ class Linear(Estimator):
                 raise ValueError(f"X has {g.n_dst} features, but {type(self).__name__} is expecting "
                                  f"{self.n_features_in_} features as input")
             same_columns(X, vars(self).get("feature_names_in_"), "X")
+        seen = vars(self).get("features_")
+        if seen is not None:        # sparse indices: the rows of the features that occurred, not every index's
+            W = np.asarray(W)[np.concatenate([seen, [len(W) - 1]]) if self._bias() else seen]
+            g = loaders.in_features(g, seen)
         return self._scores(W, g)
 
     label_column_ = None
@@ -269,7 +313,7 @@ class Linear(Estimator):
     def _read(self, X):
         """(graph, labels or None) of samples to score, a table's in the columns fit read."""
         return loaders.load_samples(X, self.zero_based_, table_labels=self.label_column_,
-                                    features=self.n_features_in_, known_features=self.n_features_in_)
+                                    features=self.n_features_in_, known_features=self.n_features_in_, sparse=True)
 
     def decision_function(self, X):
         """Scores (n,) of a binary model, a softmax of two classes too (the second class's
@@ -328,6 +372,37 @@ class Linear(Estimator):
             return float(np.mean(self.classes_[M.argmax(axis=1)] == y))
         signs = binary_labels(self.classes_, y, test_source="score")[1]     # a third label: its error
         return float(np.mean((M[:, 0] > 0) == (signs > 0)))
+
+
+def sparse_features(data):
+    """(features, span) of a Dataset whose sparse feature indices ``load_data`` numbered
+    densely (``loaders.dense_features``): each dense feature's index, and the indices' count
+    (the largest + 1), which ``coef_`` spans; (None, None) for the others."""
+    span = data.facts.get("feature_span")
+    if span is None:
+        return None, None
+    return np.asarray(data.train.ids[1].tokens, np.int64), int(span)
+
+
+def sparse_note(s):
+    """The header's words on features numbered densely, or ''."""
+    if vars(s).get("features") is None:
+        return ""
+    return f" (of indices up to {s.span - (1 if s.zero_based else 0):,}, numbered densely)"
+
+
+def by_index(A, features, span):
+    """Rows ``A`` of densely numbered features (``features``: their indices; a row more,
+    the intercept's, last) laid out by index: ``span`` rows (and the intercept's), zeros
+    for the indices that did not occur; ``A`` itself without ``features``."""
+    if features is None or A is None:
+        return A
+    A = np.asarray(A)
+    extra = len(A) - len(features)
+    out = np.zeros((span + extra,) + A.shape[1:], A.dtype)
+    out[features] = A[:len(features)]
+    out[span:] = A[len(features):]
+    return out
 
 
 def feature_names(X):
@@ -526,7 +601,8 @@ class GLM(Linear):
     constant feature 1, whose weight, the intercept, is the last row of ``coef_``.
     ``warm_start``: a ``fit`` after the first starts from the weights it learned
     (``start_from(model)``: from another fit's or a saved model's; ``--init-model DIR``),
-    features by index, AdaGrad's or Adam's per-feature history going on (``step_state_``,
+    features by index, AdaGrad's or Adam's per-feature history going on (``step_state_``, a row
+    per feature, or per feature of ``features_`` for sparse indices,
     saved with the model), so a fit continued is the longer fit; the labels, the intercept
     and an FM's form must be the model's. ``tol`` > 0: training stops once an epoch lowers the
     objective by less than ``tol`` of its value (BlockPG's rule; scikit-learn's and liblinear's
@@ -604,7 +680,8 @@ class GLM(Linear):
             lam=lam, batch=batch or None, eta=eta, decay=self.decay, classes=self.classes, evaluate=True,
             factors=self.factors, optimizer=optimizer, **({"init_std": self.init_std} if self.factors else {}),
             epoch=vars(self).get("epochs_trained_", 0) if self._warms() else 0)     # the step schedule goes on
-        warm = self._warm(prog, g.n_dst, mu, labels, norm_before) if self._warms() else None
+        seen, span = sparse_features(data)
+        warm = self._warm(prog, g.n_dst, mu, labels, norm_before, seen) if self._warms() else None
         if self.loss == "squared":          # what record's test metrics and read_model's weights take
             self.target_mean_, self.target_scale_ = ymean, yscale
             self.offset_ = ymean if self.factors else 0.0
@@ -619,6 +696,7 @@ class GLM(Linear):
                      zero_based=data.facts.get("zero_based", False), label_base=base, n_classes=k, labels=labels,
                      feature_names=data.facts.get("feature_names"), label_column=data.facts.get("label_column"),
                      read_as=data.facts.get("read_as"), label_dtype=data.facts.get("label_dtype"),
+                     features=seen, span=span,
                      meta={"optimizer": optimizer, "eta": eta, "lam": lam, "batch_used": batch, "samples": g.n_src,
                            **({"label_base": base} if self.loss == "softmax" else {})})
 
@@ -657,11 +735,12 @@ class GLM(Linear):
         return W
 
 
-    def _warm(self, prog, d, mu, labels, norm):
+    def _warm(self, prog, d, mu, labels, norm, features=None):
         """Wrap ``prog``'s initialiser so that the features the model learned before start
         from its weights, in the units this fit trains in (dense columns centred by this
         data's means μ, glm.centre: the inverse of ``glm.uncentred``); features beyond the
-        model's start as in a new model. Returns (features given, features) for the header."""
+        model's start as in a new model (``features``: the indices of this fit's, when numbered
+        densely). Returns (features given, features) for the header."""
         W = np.array(self.coef_, np.float64)
         W = W.reshape(len(W), -1)
         had, fm = vars(self).pop("_started_bias", self._bias()), self.algorithm == "fm"
@@ -679,7 +758,8 @@ class GLM(Linear):
             why = (f"{W.shape[1] - 1} factors", f"give --factors {W.shape[1] - 1}")
         elif fm and self.norm_ != norm:
             why = (f"samples {'scaled to unit length' if norm == 'l2' else 'as they are'}", f"give --norm {norm}")
-        W0, feats = self._start_weights(W, had, d, labels, why)
+        rows = self._model_rows(len(W) - had, features, d - had)
+        W0, feats = self._start_weights(W, had, d, labels, why, rows)
         if mu is not None:                              # the inverse of glm.uncentred, for this data's μ
             m = np.zeros(d - 1)
             m[:min(len(mu), d - 1)] = mu[:d - 1]
@@ -693,8 +773,11 @@ class GLM(Linear):
         # AdaGrad's or Adam's history of the model's features goes on, as in a longer fit
         state = vars(self).get("step_state_", {})
         same = state.get("optimizer") is not None and str(state["optimizer"]) == self._resolved()[0]
-        state = {f: np.asarray(v) for f, v in state.items() if same and f != "optimizer" and len(v) == len(W)}
-        first = prog.init_vertices
+        seen = vars(self).get("features_")             # a model of sparse indices: its history holds their rows
+        n_state = len(W) if seen is None else len(seen) + had
+        state = {f: np.asarray(v) for f, v in state.items() if same and f != "optimizer" and len(v) == n_state}
+        first, known = prog.init_vertices, rows >= 0
+        at = rows if seen is None else np.searchsorted(seen, rows)     # each known feature's row of the history
 
         def init_vertices(name, data, rng):
             first(name, data, rng)
@@ -702,7 +785,7 @@ class GLM(Linear):
                 data["w"].reshape(len(data), -1)[:] = W0
                 for f, v in state.items():
                     if f in data.dtype.names and data[f].shape[1:] == v.shape[1:]:
-                        data[f][:feats] = v[:feats]
+                        data[f][:len(rows)][known] = v[at[known]]
                         if had:
                             data[f][-1] = v[-1]
         prog.init_vertices = init_vertices
@@ -764,7 +847,8 @@ class GLM(Linear):
     def _header(self, s, parts, world):
         return [f"tux2 {__version__} {self.algorithm} ({self.loss}, {self.penalty}, strategy {self.strategy}): "
                 f"{s.source}"] + ([f"  read as: {s.read_as}"] if s.read_as else []) + [
-                f"  {s.n} samples, {s.graph.n_dst - self.bias} features{' + intercept' if self.bias else ''}, "
+                f"  {s.n} samples, {s.graph.n_dst - self.bias} features{sparse_note(s)}"
+                f"{' + intercept' if self.bias else ''}, "
                 f"{s.nnz - s.n * self.bias} non-zeros; lambda={s.lam:.6g}{' (1/n)' if self.reg is None else ''}, "
                 f"batch {min(s.batch or s.n, s.n)}, eta {s.eta}, P={parts}" + (f", {world} workers" if world > 1 else "")] \
             + ([f"  targets trained as " + (f"(y - {s.ymean:.6g})" if s.ymean else "y") + f" / {s.yscale:.6g} (their "
@@ -864,7 +948,7 @@ class GLM(Linear):
         W = self._original(np.asarray(fd["w"]).reshape(len(fd), -1), s)
         self._learned(W[:, 0] if W.shape[1] == 1 else W, s)     # as weights.npz holds it: a vector for one column
         self.label_base_ = s.label_base
-        self.step_state_ = {f: np.array(fd[f]) for f in self.STEP_STATE if f in fd.dtype.names}
+        self.step_state_ = {f: np.array(fd[f]) for f in self.STEP_STATE if f in fd.dtype.names}    # features_' rows
         self.step_state_["optimizer"] = np.array(self._resolved()[0])
         self.epochs_trained_ = int(round(float(eng.context()["epoch"])))    # a warm start's too: its decay goes on
         self.best_epoch_ = None
@@ -1012,10 +1096,12 @@ class BlockPG(Linear):
         form = self._form(binary, kappa)
         block = self._block(form, g.src, feat)
         start = warm = None
+        seen, span = sparse_features(data)
         if self._warms():               # the model's weights, by feature index, in the shuffled ids
             had = vars(self).pop("_started_bias", self._bias())
-            W0, feats = self._start_weights(np.asarray(self.coef_, np.float64).reshape(-1, 1), had, g.n_dst,
-                                            labels)
+            W = np.asarray(self.coef_, np.float64).reshape(-1, 1)
+            W0, feats = self._start_weights(W, had, g.n_dst, labels,
+                                            rows=self._model_rows(len(W) - had, seen, g.n_dst - had))
             start = np.zeros(g.n_dst)
             start[perm] = W0[:, 0]
             warm = (feats, g.n_dst - had)
@@ -1026,6 +1112,7 @@ class BlockPG(Linear):
         return Setup(graph, prog, {"partitioner": self.partitioner, "partitioner_options": opts}, test=data.test,
                      test_labels=test_labels, perm=perm, warm=warm, source=data.source, counts=counts, form=form, labels=labels,
                      kappa=kappa, block=block, zero_based=data.facts.get("zero_based", False), meta={"samples": g.n_src},
+                     features=seen, span=span,
                      feature_names=data.facts.get("feature_names"), label_column=data.facts.get("label_column"),
                      read_as=data.facts.get("read_as"), label_dtype=data.facts.get("label_dtype"))
 
@@ -1046,7 +1133,8 @@ class BlockPG(Linear):
                if s.form == "newton" else f" (auto: equal values in each sample, {s.kappa:.1f} features of a "
                "sample per block)")
         return [f"tux2 {__version__} blockpg: {s.source}"] + ([f"  read as: {s.read_as}"] if s.read_as else []) + [
-                f"  {s.graph.n_src} samples, {d} features, {s.graph.num_edges} non-zeros; lambda={self.reg}, "
+                f"  {s.graph.n_src} samples, {d} features{sparse_note(s)}, {s.graph.num_edges} non-zeros; "
+                f"lambda={self.reg}, "
                 f"{s.form} form{why}, blocks of {b} ({-(-d // b)} per {per}), P={parts} ({self.partitioner})"
                 + (f", {world} workers" if world > 1 else "")] + self._started(s) \
             + ([f"  note: the feature values are raw counts (up to {s.counts:g}), on which the kappa form's "

@@ -1,0 +1,182 @@
+"""Sparse feature indices (Criteo's and KDD12's hashed into 2^24): the linear models
+number the features that occur densely (tux2.loaders.dense_features), so that a model
+has a row per feature that occurs, and lay everything a user sees back out by index.
+The reference is the same data with its indices compacted by hand."""
+import json
+
+import numpy as np
+import pytest
+
+import tux2
+from tests.conftest import run_cli
+
+H = 1 << 24
+
+
+def _rows(rng, n, fields=8, unseen=0):
+    """(labels, index lists): hashed 1-based indices up to 2^24, Zipf(1.5) popularity per
+    field, labels from the features' weights; ``unseen`` extra rare features a line."""
+    weight = {}
+    ys, xs = [], []
+    for _ in range(n):
+        ids = {(f * 2097143 + int(rng.zipf(1.5)) * 7919) % H + 1 for f in range(fields)}
+        ids |= {int(rng.integers(1, H)) + 1 for _ in range(unseen)}
+        ids = sorted(ids)
+        m = sum(weight.setdefault(i, ((i * 2654435761) % 101 - 50) / 25) for i in ids) / 2
+        ys.append(int(rng.random() < 1 / (1 + np.exp(-m))))
+        xs.append(ids)
+    return ys, xs
+
+
+def _write(path, ys, xs, index=lambda i: i):
+    path.write_text("".join(f"{y} " + " ".join(f"{index(i)}:1" for i in x) + "\n" for y, x in zip(ys, xs)))
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    """The sparse training and test files, and the same data with the training set's
+    indices compacted by hand to 1 … k (a test feature unseen in training beyond them)."""
+    d = tmp_path_factory.mktemp("sparse")
+    rng = np.random.default_rng(11)
+    ys, xs = _rows(rng, 300)
+    ty, tx = _rows(rng, 80, unseen=2)
+    seen = np.unique(np.concatenate(xs))
+    unseen = np.setdiff1d(np.concatenate(tx), seen)
+    where = {int(i): j + 1 for j, i in enumerate(seen)} | {int(i): len(seen) + 1 + j for j, i in enumerate(unseen)}
+    return dict(train=_write(d / "tr.svm", ys, xs), test=_write(d / "te.svm", ty, tx),
+                hand=_write(d / "tr_hand.svm", ys, xs, where.get), hand_test=_write(d / "te_hand.svm", ty, tx, where.get),
+                seen=seen - 1, span=int(max(max(x) for x in xs)), dir=d, ys=ys, xs=xs)
+
+
+MODELS = {"lr": lambda: tux2.LogisticRegression(epochs=3),
+          "fm": lambda: tux2.FM(epochs=3, factors=4),
+          "softmax": lambda: tux2.Softmax(epochs=3),
+          "blockpg": lambda: tux2.BlockPG(epochs=3, reg=0.5, bias=True)}
+
+
+def _by_hand(coef, seen, span):
+    """The hand-compacted model's coef_ laid out by the original indices."""
+    coef = np.asarray(coef)
+    extra = len(coef) - len(seen)
+    out = np.zeros((span + extra,) + coef.shape[1:])
+    out[seen] = coef[:len(seen)]
+    out[span:] = coef[len(seen):]
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_a_sparse_file_trains_as_its_indices_compacted_by_hand(files, name):
+    """The model of the hashed file is the model of the compacted file, row by row, coef_
+    by original index (the other indices 0); its test metrics (features unseen in training:
+    weight 0) and predictions are the compacted file's."""
+    sparse = MODELS[name]().fit(files["train"], files["test"])
+    hand = MODELS[name]().fit(files["hand"], files["hand_test"])
+    assert len(hand.coef_) == len(files["seen"]) + (name != "fm")
+    assert len(sparse.coef_) == files["span"] + (name != "fm")         # 1-based: indices 0 … span−1, intercept
+    np.testing.assert_array_equal(sparse.coef_, _by_hand(hand.coef_, files["seen"], files["span"]))
+    np.testing.assert_array_equal(sparse.features_, files["seen"])
+    def metrics(model):
+        return [{k: v for k, v in h.items() if not k.endswith("_s")} for h in model.history_]
+    assert metrics(sparse) == metrics(hand)
+    assert "test_accuracy" in sparse.history_[-1]
+    np.testing.assert_array_equal(sparse.decision_function(files["test"]),
+                                  hand.decision_function(files["hand_test"]))
+
+
+def test_save_load_and_warm_start_of_a_sparse_model(files, tmp_path):
+    """weights.npz keeps the rows of the features that occurred and their indices (not
+    2^24 rows); the loaded model is the saved one, predicts alike, and goes on as the
+    longer fit; a broken index is refused on load."""
+    m = tux2.LogisticRegression(epochs=2).fit(files["train"])
+    m.save(str(tmp_path / "m"))
+    z = np.load(tmp_path / "m" / "weights.npz")
+    np.testing.assert_array_equal(z["index"], files["seen"])
+    assert z["w"].shape == (len(files["seen"]) + 1,) and z["step_G"].shape[0] == len(files["seen"]) + 1
+    lines = (tmp_path / "m" / "weights.txt").read_text().split()
+    idx = [int(x.split(":")[0]) for x in lines]
+    assert set(idx) - {files["span"] + 1} <= set((files["seen"] + 1).tolist())   # the file's indices (1-based)
+    back = tux2.LogisticRegression.load(str(tmp_path / "m"))
+    np.testing.assert_array_equal(back.coef_, m.coef_)
+    np.testing.assert_array_equal(back.features_, m.features_)
+    np.testing.assert_array_equal(back.predict_proba(files["test"]), m.predict_proba(files["test"]))
+    longer = tux2.LogisticRegression(epochs=4).fit(files["train"])
+    back.set_params(warm_start=True, epochs=2)
+    np.testing.assert_allclose(back.fit(files["train"]).coef_, longer.coef_, rtol=1e-12, atol=1e-15)
+    # a model of another sparse file starts the features both know from its weights
+    other = tux2.LogisticRegression(epochs=1, warm_start=True)
+    other.start_from(str(tmp_path / "m"))
+    ys, xs = files["ys"][:50], [x[:4] for x in files["xs"][:50]]
+    other.fit(_write(tmp_path / "few.svm", ys, xs))
+    assert set(other.features_.tolist()) == {i - 1 for x in xs for i in x}
+    dense = tux2.LogisticRegression(epochs=1).fit(_write(tmp_path / "dense.svm", ys, [[1, 2 + y] for y in ys]))
+    assert "features_" not in vars(other.start_from(dense))      # the dense model's rows are its indices
+    np.testing.assert_array_equal(other.fit(str(tmp_path / "dense.svm")).coef_,
+                                  tux2.LogisticRegression(epochs=2).fit(str(tmp_path / "dense.svm")).coef_)
+    from tests.test_hardening import _rewrite           # a crafted file, the manifest re-signed
+    _rewrite(str(tmp_path / "m"), "weights.npz", index=files["seen"][::-1].copy())
+    with pytest.raises(tux2.Tux2Error, match="index must hold increasing feature indices"):
+        tux2.LogisticRegression.load(str(tmp_path / "m"))
+
+
+def test_a_sparse_model_resumes_from_its_checkpoint(files, tmp_path):
+    ck = str(tmp_path / "ck")
+    tux2.LogisticRegression(epochs=2).fit(files["train"], files["test"], checkpoint=ck)
+    resumed = tux2.LogisticRegression(epochs=4).fit(files["train"], files["test"], checkpoint=ck)
+    straight = tux2.LogisticRegression(epochs=4).fit(files["train"], files["test"])
+    np.testing.assert_array_equal(resumed.coef_, straight.coef_)
+    assert resumed.history_[-1]["test_logloss"] == straight.history_[-1]["test_logloss"]
+
+
+def test_a_matrix_of_2_22_columns_gives_coef_by_column(files):
+    """fit(X, y) of a scipy.sparse matrix whose columns are hashed features (as
+    load_svmlight_file gives it): the file's model, coef_ one entry per column."""
+    import scipy.sparse as sp
+    rows = np.repeat(np.arange(len(files["xs"])), [len(x) for x in files["xs"]])
+    cols = np.concatenate(files["xs"]) - 1
+    X = sp.csr_matrix((np.ones(len(cols)), (rows, cols)), shape=(len(files["xs"]), H))
+    m = tux2.LogisticRegression(epochs=2).fit(X, files["ys"])
+    f = tux2.LogisticRegression(epochs=2).fit(files["train"])
+    assert m.coef_.shape == (H + 1,) and m.n_features_in_ == H
+    np.testing.assert_array_equal(m.coef_[:files["span"]], f.coef_[:-1])
+    assert m.coef_[-1] == f.coef_[-1] and not m.coef_[files["span"]:-1].any()
+    np.testing.assert_array_equal(m.decision_function(X[:20]), f.decision_function(files["train"])[:20])
+
+
+def test_cli_info_and_predict_on_hashed_files(files, tmp_path):
+    """tux2 info described a few hundred hashed lines by refusing them ('would need … vertex
+    slots'); tux2 predict scores a test file's unseen features as 0 and counts them."""
+    res = run_cli("info", files["train"], "--json")
+    assert res.returncode == 0, res.stderr
+    info = json.loads(res.stdout)
+    assert info["feature"]["vertices_with_edges"] == len(files["seen"])
+    assert info["feature"]["ids_declared"] == files["span"]
+    assert info["feature"]["id_range"] == [int(files["seen"][0]) + 1, int(files["seen"][-1]) + 1]
+    assert any("number them densely" in h for h in info["hints"])
+    m = tux2.LogisticRegression(epochs=2).fit(files["train"])
+    m.save(str(tmp_path / "m"))
+    res = run_cli("predict", str(tmp_path / "m"), files["test"], "-o", str(tmp_path / "p.txt"))
+    assert res.returncode == 0, res.stderr
+    report = json.loads(res.stdout.strip().splitlines()[-1])
+    unseen = np.setdiff1d([int(t.split(":")[0]) - 1 for line in open(files["test"]) for t in line.split()[1:]],
+                          files["seen"])
+    assert report["unknown_features"] == len(unseen) > 0
+    scores = [float(line.split()[1]) for line in (tmp_path / "p.txt").read_text().splitlines()[1:]]
+    np.testing.assert_allclose(scores, m.decision_function(files["test"]), rtol=1e-8)
+
+
+@pytest.mark.slow       # two worker processes over ZeroMQ (~10 s; .ci/run's slow pass runs it)
+@pytest.mark.parametrize("model", ["lr", "blockpg"])
+def test_two_workers_give_the_one_process_model_of_a_sparse_file(files, tmp_path, model):
+    ws = []
+    for extra in ([], ["--workers", "2"]):
+        out = tmp_path / f"w{len(extra)}"
+        r = run_cli("run", model, files["train"], "--test", files["test"], "--epochs", "3",
+                    "--timeout", "20", "--out", str(out), *extra, timeout=300)
+        assert r.returncode == 0, r.stderr
+        assert f"{len(files['seen'])} features (of indices up to {files['span']:,}, numbered densely)" in r.stdout
+        assert json.loads((out / "model.json").read_text())["workers"] == (2 if extra else 1)
+        z = np.load(out / "weights.npz")
+        np.testing.assert_array_equal(z["index"], files["seen"])
+        ws.append(z["w"])
+    np.testing.assert_allclose(ws[1], ws[0], rtol=1e-12, atol=1e-15)
