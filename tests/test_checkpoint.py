@@ -205,6 +205,34 @@ def test_a_checkpoint_from_before_an_option_existed_is_refused_naming_the_option
             "go on under a setting it did not have; start it again without --resume"], r.stderr
 
 
+def test_a_checkpoint_from_before_confidence_resumes_at_the_value_that_trains_as_it_did(ratings, tmp_path):
+    """--confidence and --epsilon came after checkpoints: at linear and 1 a run trains as
+    before they existed, so such a checkpoint resumes (bit for bit the run that never
+    stopped); --confidence log is a setting the saved run did not have."""
+    from tux2 import files
+    ck, flags = tmp_path / "ck", ("--implicit", "--k", "4")
+    _run("run", "mf", ratings, *flags, "--epochs", "1", "--checkpoint-every", "1", "--checkpoint-dir", str(ck))
+    state = ck / "ckpt-00000001" / "state.json"
+    saved = json.loads(state.read_text())
+    for k in ("confidence", "epsilon"):
+        del saved["params"][k]                      # as tux2 wrote it before the options (and re-signed)
+    state.write_text(json.dumps(saved))
+    manifest = json.loads((state.parent / "manifest.json").read_text())
+    manifest["files"]["state.json"] = files.describe(str(state))
+    (state.parent / "manifest.json").write_text(json.dumps(manifest))
+    r = run_cli("run", "mf", ratings, *flags, "--epochs", "2", "--quiet", "--resume", str(ck),
+                "--out", str(tmp_path / "resumed"))
+    assert r.returncode == 0, r.stderr
+    _run("run", "mf", ratings, *flags, "--epochs", "2", "--out", str(tmp_path / "whole"))
+    for name in ("user", "item"):
+        a, b = (np.load(tmp_path / d / f"{name}.npz") for d in ("resumed", "whole"))
+        for f in a.files:
+            np.testing.assert_array_equal(a[f], b[f], err_msg=f"{name}.{f}")
+    r = run_cli("run", "mf", ratings, *flags, "--epochs", "2", "--quiet", "--resume", str(ck),
+                "--confidence", "log")
+    assert r.returncode == 2 and "before --confidence existed" in r.stderr, r.stderr
+
+
 def test_a_checkpoint_that_cannot_be_resumed_stops_the_run_before_its_data_is_read(ratings, tmp_path):
     """Other settings (tux2 run) or another algorithm (fit) are refused before the input
     is loaded: no header or layout line is printed, and fit does not read its data (a

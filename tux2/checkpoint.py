@@ -299,6 +299,10 @@ def _remedy(diff, saved, flag):
     return " and ".join(parts) or "with the first run's settings"
 
 
+# options added after checkpoints existed, each with the value that trains as runs did before it
+AS_BEFORE = {"confidence": "linear", "epsilon": 1.0}
+
+
 def check(directory, params, world=1, compare=None):
     """(path, state) of the newest checkpoint in ``directory`` when a run with
     ``params`` on ``world`` workers may resume it, else CheckpointError saying why:
@@ -321,6 +325,8 @@ def check(directory, params, world=1, compare=None):
         was = saved["algorithm"]
         raise CheckpointError(f"{path} is a checkpoint of tux2 run {was}, not of tux2 run {params['algorithm']}: "
                               f"resume it with tux2 run {was}")
+    # an option added since, at the value that does what runs did before it existed: the same run
+    diff = [k for k in diff if k in saved or k not in AS_BEFORE or params.get(k) != AS_BEFORE[k]]
     newer = [f"--{k.replace('_', '-')}" for k in diff if k not in saved and k not in ("algorithm", "input")]
     if newer:                   # an option added since: the run it saved had no value for it to go on with
         raise CheckpointError(f"{path} was written by an earlier tux2, before {' and '.join(newer)} existed: that "
