@@ -134,3 +134,31 @@ def test_fold_in_refusals(planted, tmp_path):
     (tmp_path / "in.txt").write_text("0 1 5\n")
     r = run_cli("predict", str(tmp_path / "nowhere"), "--fold-in", str(tmp_path / "in.txt"))
     assert r.returncode != 0 and "Traceback" not in r.stderr
+
+
+def test_predict_out_into_the_model_itself_keeps_its_summary_and_says_what_was_folded_in(tmp_path):
+    """``tux2 predict MODEL --fold-in NEW --out MODEL`` rewrites the model in place: it
+    loads and predicts for the new users, and the training run's summary.txt (which a
+    rewrite without it would delete, as a file the old manifest named) is kept, with a
+    line for the fold-in; into another directory the summary goes along the same way."""
+    rng = np.random.default_rng(11)
+    train = tmp_path / "train.csv"
+    train.write_text("user,item,rating\n" + "".join(
+        f"{u},{i},{rng.integers(1, 6)}\n" for u in range(1, 60) for i in rng.choice(30, 4, replace=False) + 1))
+    new = tmp_path / "new.csv"
+    new.write_text("500,1,5\n500,2,4\n500,77,3\n")
+    m = tmp_path / "m"
+    assert run_cli("run", "mf", str(train), "--k", "4", "--epochs", "2", "--out", str(m), "-q").returncode == 0
+    trained = (m / "summary.txt").read_text()
+    for out in (tmp_path / "m2", m):
+        r = run_cli("predict", str(m), "--fold-in", str(new), "--out", str(out))
+        assert r.returncode == 0, r.stderr
+        text = (out / "summary.txt").read_text()
+        assert text.startswith(trained) and text[len(trained):] == (
+            f"folded in 1 user from {new} (1 rating of an item without training ratings left out)\n"), text
+        assert "summary.txt" in json.loads((out / "manifest.json").read_text())["files"]
+        assert tux2.MF.load(out).n_users == 60
+    pairs = tmp_path / "pairs.csv"
+    pairs.write_text("500,3\n1,3\n")
+    r = run_cli("predict", str(m), str(pairs))
+    assert r.returncode == 0 and len(r.stdout.splitlines()) == 3, r.stderr

@@ -178,18 +178,31 @@ def _model_columns(args, model):
     return cols if fmt.width >= max(int(c) for c in cols.split(",")) else None
 
 
+def _summary(model_dir):
+    """The lines of a model directory's summary.txt (none when it has none)."""
+    try:
+        with open(os.path.join(model_dir, "summary.txt"), encoding="utf-8", errors="replace") as f:
+            return f.read().splitlines()
+    except OSError:
+        return []
+
+
 def predict_mf(args, model):
     from tux2 import loaders
     folded = None
     if args.fold_in:
+        fold_name = "<stdin>" if args.fold_in == "-" else display_name(args.fold_in)
         if args.columns is not None:         # the fold-in file is read with them, as tux2 run mf reads its input
             model.set_params(columns=args.columns)
         folded, left_out = model._fold_in(args.fold_in)
         print(files.json_text({"model": "mf", "folded_in_users": len(folded), **(
             {"ratings_of_items_without_training_ratings": left_out} if left_out else {}),
             **({"out": args.out} if args.out else {})}), file=sys.stderr)
-        if args.out:
-            model.save(args.out)
+        if args.out:                # the training run's summary.txt goes along (in place: kept), with a line for this
+            model.save(args.out, summary=_summary(args.model) + [
+                f"folded in {len(folded)} user{'s' * (len(folded) != 1)} from {fold_name}" + (
+                    f" ({left_out} rating{'s' * (left_out != 1)} of an item without training ratings left out)"
+                    if left_out else "")])
             if args.input is None and args.top_k is None:       # folded and saved: nothing to predict
                 return 0
     args.columns = _model_columns(args, model)
