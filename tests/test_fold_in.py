@@ -162,3 +162,28 @@ def test_predict_out_into_the_model_itself_keeps_its_summary_and_says_what_was_f
     pairs.write_text("500,3\n1,3\n")
     r = run_cli("predict", str(m), str(pairs))
     assert r.returncode == 0 and len(r.stdout.splitlines()) == 3, r.stderr
+
+
+def test_predict_out_refuses_an_output_file_that_is_one_of_the_model_s_files(tmp_path):
+    """-o or --metrics naming a file the model of --out is written to (``-o m2/user.npz``)
+    would overwrite it after the save: refused before anything is read or written."""
+    rng = np.random.default_rng(12)
+    train = tmp_path / "train.csv"
+    train.write_text("".join(f"{u},{i},{rng.integers(1, 6)}\n" for u in range(1, 30) for i in range(1, 6)))
+    new, pairs = tmp_path / "new.csv", tmp_path / "pairs.csv"
+    new.write_text("500,1,5\n500,2,4\n")
+    pairs.write_text("500,3\n")
+    m, m2 = tmp_path / "m", tmp_path / "m2"
+    assert run_cli("run", "mf", str(train), "--k", "2", "--epochs", "1", "--out", str(m), "-q").returncode == 0
+    for flag, name in (("-o", "user.npz"), ("--metrics", "model.json"), ("-o", "summary.txt")):
+        r = run_cli("predict", str(m), str(pairs), "--fold-in", str(new), "--out", str(m2), flag, str(m2 / name))
+        assert r.returncode == 2 and r.stderr.startswith(f"tux2: error: {m2 / name}: {flag} names a file the model "
+                                                         f"in --out {m2} is written to"), r.stderr
+        assert not m2.exists()
+    r = run_cli("predict", str(m), str(pairs), "--fold-in", str(new), "--out", str(m2), "-o", str(m2 / "pred.txt"))
+    assert r.returncode == 0 and tux2.MF.load(m2).n_users == 30 and (m2 / "pred.txt").read_text().count("500 3") == 1
+    ratings = new.read_text()
+    for flag in ("-o", "--metrics"):        # nor the ratings file of --fold-in, which is read first
+        r = run_cli("predict", str(m), "--fold-in", str(new), "--top-k", "2", flag, str(new))
+        assert r.returncode == 2 and f"names the input file {new}" in r.stderr, r.stderr
+        assert new.read_text() == ratings

@@ -93,11 +93,15 @@ FOR_SOME = (("--top-k", "top_k", None, ("mf",)), ("--include-seen", "include_see
 
 def predict(args):
     args.output = None if args.output == "-" else args.output       # -o -: standard output, as tools take it
-    ins = [args.input, *(os.path.join(args.model, f) for f in (os.listdir(args.model) if os.path.isdir(args.model)
-                                                                 else ()))]      # the model's own files too
+    ins = [args.input, args.fold_in, *(os.path.join(args.model, f) for f in (
+        os.listdir(args.model) if os.path.isdir(args.model) else ()))]      # the model's own files too
     files.check_writable(args.output, "-o", directory=False, inputs=ins)     # before any prediction
     files.check_writable(args.metrics, "--metrics", directory=False, inputs=ins)
     files.check_writable(args.out, "--out", directory=True)
+    for flag, path in (("-o", args.output), ("--metrics", args.metrics)):    # written after the model of --out
+        if path and args.out and os.path.abspath(os.path.dirname(path)) == os.path.abspath(args.out) and (
+                os.path.basename(path) in ("model.json", "manifest.json", "summary.txt") or path.endswith(".npz")):
+            raise Tux2Error(f"{path}: {flag} names a file the model in --out {args.out} is written to: name another")
     model = estimators.load(args.model)
     for flag, dest, unset, algorithms in FOR_SOME:
         if getattr(args, dest) != unset and model.algorithm not in algorithms:
