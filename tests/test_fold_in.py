@@ -187,3 +187,19 @@ def test_predict_out_refuses_an_output_file_that_is_one_of_the_model_s_files(tmp
         r = run_cli("predict", str(m), "--fold-in", str(new), "--top-k", "2", flag, str(new))
         assert r.returncode == 2 and f"names the input file {new}" in r.stderr, r.stderr
         assert new.read_text() == ratings
+
+
+def test_stdin_as_both_the_pairs_and_the_fold_in_ratings_is_refused_by_name(tmp_path):
+    """``tux2 predict MODEL - --fold-in -``: standard input is read once, so one of the two
+    would find it empty ('no edges found', naming neither flag): refused as given twice."""
+    import subprocess
+    import sys
+    train = tmp_path / "train.csv"
+    train.write_text("".join(f"{u},{i},{1 + (u * i) % 5}\n" for u in range(1, 20) for i in range(1, 6)))
+    m = tmp_path / "m"
+    assert run_cli("run", "mf", str(train), "--k", "2", "--epochs", "1", "--out", str(m), "-q").returncode == 0
+    r = subprocess.run([sys.executable, "-m", "tux2.cli", "predict", str(m), "-", "--fold-in", "-", "--out",
+                        str(tmp_path / "m2")], input="500,1,5\n500,2,4\n", capture_output=True, text=True, timeout=300)
+    assert r.returncode == 2 and r.stderr.startswith("tux2: error: <stdin>: given as both the input and --fold-in: "
+                                                     "standard input can be read only once"), r.stderr
+    assert not (tmp_path / "m2").exists()

@@ -115,6 +115,9 @@ def predict(args):
                         f"{args.model} already holds")
     if model.algorithm == "mf" and args.top_k is None and args.relevant is not None:
         raise Tux2Error("--relevant picks the items that --top-k's lists are measured against")
+    if args.input == "-" and args.fold_in == "-":      # (spool_inputs reads the input's; the fold-in would find none)
+        raise InputError("given as both the input and --fold-in: standard input can be read only once; give one "
+                         "of them as a file", path="<stdin>")
     spool_inputs(args)
     note_first_read(args, "libsvm" if model.algorithm in LINEAR else "edges")
     if model.algorithm == "mf":
