@@ -726,3 +726,23 @@ def test_a_one_line_pairs_file_of_a_string_id_model_s_ids_is_data(capsys, tmp_pa
     one.write_text("user\titem\n")
     rc, out, err = _main(capsys, "predict", str(tmp_path / "m"), str(one))
     _refused(rc, err, f"tux2: error: {one}: no edges found: the file's one line (user item) reads as a header")
+
+
+def test_a_one_line_pairs_file_of_a_new_user_and_a_known_item_is_data(capsys, tmp_path):
+    """'zed i3' alone, zed new to the model and i3 its item: a cold-start query, the pair
+    to predict (by the item's baseline), not a header line; a one-line file of names
+    neither of which is the model's, or of column names, stays a header."""
+    train = tmp_path / "s.tsv"
+    train.write_text("".join(f"u{u}\ti{i}\t{1 + (u + i) % 5}\n" for u in range(1, 4) for i in range(1, 4)))
+    rc, out, err = _main(capsys, "run", "mf", str(train), "--k", "2", "--epochs", "2", "--out", str(tmp_path / "m"),
+                         "-q")
+    assert rc == 0, err
+    one = tmp_path / "one.csv"
+    for line, pair in (("zed,i3\n", "zed i3 "), ("u2\tnew item\n", "u2 new item ")):
+        one.write_text(line)
+        rc, out, err = _main(capsys, "predict", str(tmp_path / "m"), str(one))
+        assert rc == 0 and out.splitlines()[1].startswith(pair) and len(out.splitlines()) == 2, (line, out, err)
+    for line in ("zed,nothing\n", "user,i3\n"):
+        one.write_text(line)
+        rc, out, err = _main(capsys, "predict", str(tmp_path / "m"), str(one))
+        _refused(rc, err, f"tux2: error: {one}: no edges found: the file's one line")

@@ -169,3 +169,72 @@ def test_fold_in_refusals(planted, tmp_path):
     (tmp_path / "in.txt").write_text("0 1 5\n")
     r = run_cli("predict", str(tmp_path / "nowhere"), "--fold-in", str(tmp_path / "in.txt"))
     assert r.returncode != 0 and "Traceback" not in r.stderr
+
+
+def test_predict_out_into_the_model_itself_keeps_its_summary_and_says_what_was_folded_in(tmp_path):
+    """``tux2 predict MODEL --fold-in NEW --out MODEL`` rewrites the model in place: it
+    loads and predicts for the new users, and the training run's summary.txt (which a
+    rewrite without it would delete, as a file the old manifest named) is kept, with a
+    line for the fold-in; into another directory the summary goes along the same way."""
+    rng = np.random.default_rng(11)
+    train = tmp_path / "train.csv"
+    train.write_text("user,item,rating\n" + "".join(
+        f"{u},{i},{rng.integers(1, 6)}\n" for u in range(1, 60) for i in rng.choice(30, 4, replace=False) + 1))
+    new = tmp_path / "new.csv"
+    new.write_text("500,1,5\n500,2,4\n500,77,3\n")
+    m = tmp_path / "m"
+    assert run_cli("run", "mf", str(train), "--k", "4", "--epochs", "2", "--out", str(m), "-q").returncode == 0
+    trained = (m / "summary.txt").read_text()
+    for out in (tmp_path / "m2", m):
+        r = run_cli("predict", str(m), "--fold-in", str(new), "--out", str(out))
+        assert r.returncode == 0, r.stderr
+        text = (out / "summary.txt").read_text()
+        assert text.startswith(trained) and text[len(trained):] == (
+            f"folded in 1 user from {new} (1 rating of an item without training ratings left out)\n"), text
+        assert "summary.txt" in json.loads((out / "manifest.json").read_text())["files"]
+        assert tux2.MF.load(out).n_users == 60
+    pairs = tmp_path / "pairs.csv"
+    pairs.write_text("500,3\n1,3\n")
+    r = run_cli("predict", str(m), str(pairs))
+    assert r.returncode == 0 and len(r.stdout.splitlines()) == 3, r.stderr
+
+
+def test_predict_out_refuses_an_output_file_that_is_one_of_the_model_s_files(tmp_path):
+    """-o or --metrics naming a file the model of --out is written to (``-o m2/user.npz``)
+    would overwrite it after the save: refused before anything is read or written."""
+    rng = np.random.default_rng(12)
+    train = tmp_path / "train.csv"
+    train.write_text("".join(f"{u},{i},{rng.integers(1, 6)}\n" for u in range(1, 30) for i in range(1, 6)))
+    new, pairs = tmp_path / "new.csv", tmp_path / "pairs.csv"
+    new.write_text("500,1,5\n500,2,4\n")
+    pairs.write_text("500,3\n")
+    m, m2 = tmp_path / "m", tmp_path / "m2"
+    assert run_cli("run", "mf", str(train), "--k", "2", "--epochs", "1", "--out", str(m), "-q").returncode == 0
+    for flag, name in (("-o", "user.npz"), ("--metrics", "model.json"), ("-o", "summary.txt")):
+        r = run_cli("predict", str(m), str(pairs), "--fold-in", str(new), "--out", str(m2), flag, str(m2 / name))
+        assert r.returncode == 2 and r.stderr.startswith(f"tux2: error: {m2 / name}: {flag} names a file the model "
+                                                         f"in --out {m2} is written to"), r.stderr
+        assert not m2.exists()
+    r = run_cli("predict", str(m), str(pairs), "--fold-in", str(new), "--out", str(m2), "-o", str(m2 / "pred.txt"))
+    assert r.returncode == 0 and tux2.MF.load(m2).n_users == 30 and (m2 / "pred.txt").read_text().count("500 3") == 1
+    ratings = new.read_text()
+    for flag in ("-o", "--metrics"):        # nor the ratings file of --fold-in, which is read first
+        r = run_cli("predict", str(m), "--fold-in", str(new), "--top-k", "2", flag, str(new))
+        assert r.returncode == 2 and f"names the input file {new}" in r.stderr, r.stderr
+        assert new.read_text() == ratings
+
+
+def test_stdin_as_both_the_pairs_and_the_fold_in_ratings_is_refused_by_name(tmp_path):
+    """``tux2 predict MODEL - --fold-in -``: standard input is read once, so one of the two
+    would find it empty ('no edges found', naming neither flag): refused as given twice."""
+    import subprocess
+    import sys
+    train = tmp_path / "train.csv"
+    train.write_text("".join(f"{u},{i},{1 + (u * i) % 5}\n" for u in range(1, 20) for i in range(1, 6)))
+    m = tmp_path / "m"
+    assert run_cli("run", "mf", str(train), "--k", "2", "--epochs", "1", "--out", str(m), "-q").returncode == 0
+    r = subprocess.run([sys.executable, "-m", "tux2.cli", "predict", str(m), "-", "--fold-in", "-", "--out",
+                        str(tmp_path / "m2")], input="500,1,5\n500,2,4\n", capture_output=True, text=True, timeout=300)
+    assert r.returncode == 2 and r.stderr.startswith("tux2: error: <stdin>: given as both the input and --fold-in: "
+                                                     "standard input can be read only once"), r.stderr
+    assert not (tmp_path / "m2").exists()

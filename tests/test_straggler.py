@@ -29,6 +29,7 @@ def test_a_bad_straggler_spec_is_one_error_line(spec, says):
 
 @pytest.mark.parametrize("flags, says", [
     (["--straggler", "1:3"], "slows one of several workers: give --workers N"),
+    (["--straggler", "all:2:0.5"], "slows each of several workers by its own draws: give --workers N"),
     (["--workers", "2", "--straggler", "2:3"], "there is no worker 2 in a run of 2 workers (ranks 0-1)")])
 def test_a_straggler_outside_the_run_is_an_error_before_any_worker_starts(ratings_file, flags, says):
     r = run_cli("run", "mf", ratings_file, *flags, "--epochs", "1", timeout=120)

@@ -215,7 +215,7 @@ def _load_edges(path, ids, duplicates, base, type_names, id_maps, values, column
     encode = id_maps is not None
     maps = tuple(id_maps) if encode else (None, None)
     string_maps = any(m is not None and m.tokens.dtype.kind not in "iu" for m in maps)
-    if string_maps and fmt.names and not fmt.explicit and _known_pair(fmt, maps):
+    if string_maps and fmt.names and not fmt.explicit and _known_pair(fmt, maps, raw):
         fmt = io.edge_format(raw[:1 << 16], path, columns, quotes=True, header=False)   # 'alice item3': data
     skip = fmt.skip
     if ids == "auto" or encode:
@@ -553,11 +553,17 @@ def numeric_ids(path, columns=None):
     return _first_ids_numeric(head, io.edge_format(head, path, columns))
 
 
-def _known_pair(fmt, maps):
+def _known_pair(fmt, maps, raw):
     """Whether the names of a line read as a header are a user and an item of the
-    model's (string) ids: a file of one 'alice item3' line is data, not names."""
+    model's (string) ids: a file of one 'alice item3' line is data, not names; so is a
+    file of one line of which one is the model's and neither names a column ('zed item3',
+    a new user's pair: by the item's baseline)."""
     names = [fmt.names[j] if j < len(fmt.names) else None for j in fmt.cols[:2]]
-    return all(n is not None and m is not None and n in m.index for n, m in zip(names, maps))
+    if any(n is None or m is None for n, m in zip(names, maps)):
+        return False
+    known = [n in m.index for n, m in zip(names, maps)]
+    return all(known) or (any(known) and all(io.role(n) is None for n in names)
+                          and not bytes(raw[fmt.start: fmt.start + 4096]).strip())
 
 
 def _first_ids_numeric(raw, fmt):

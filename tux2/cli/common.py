@@ -101,7 +101,9 @@ def check_straggler(args, world):
         return
     rank = args.straggler.split(":")[0]
     if world == 1:
-        raise Tux2Error(f"--straggler {args.straggler} slows one of several workers: give --workers N (or start "
+        raise Tux2Error(f"--straggler {args.straggler} slows "
+                        f"{'each of several workers by its own draws' if rank == 'all' else 'one of several workers'}"
+                        ": give --workers N (or start "
                         "the workers with a launcher)")
     if rank != "all" and int(rank) >= world:
         raise Tux2Error(f"--straggler {args.straggler}: there is no worker {rank} in a run of {world} workers "

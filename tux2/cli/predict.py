@@ -93,11 +93,15 @@ FOR_SOME = (("--top-k", "top_k", None, ("mf",)), ("--include-seen", "include_see
 
 def predict(args):
     args.output = None if args.output == "-" else args.output       # -o -: standard output, as tools take it
-    ins = [args.input, *(os.path.join(args.model, f) for f in (os.listdir(args.model) if os.path.isdir(args.model)
-                                                                 else ()))]      # the model's own files too
+    ins = [args.input, args.fold_in, *(os.path.join(args.model, f) for f in (
+        os.listdir(args.model) if os.path.isdir(args.model) else ()))]      # the model's own files too
     files.check_writable(args.output, "-o", directory=False, inputs=ins)     # before any prediction
     files.check_writable(args.metrics, "--metrics", directory=False, inputs=ins)
     files.check_writable(args.out, "--out", directory=True)
+    for flag, path in (("-o", args.output), ("--metrics", args.metrics)):    # written after the model of --out
+        if path and args.out and os.path.abspath(os.path.dirname(path)) == os.path.abspath(args.out) and (
+                os.path.basename(path) in ("model.json", "manifest.json", "summary.txt") or path.endswith(".npz")):
+            raise Tux2Error(f"{path}: {flag} names a file the model in --out {args.out} is written to: name another")
     model = estimators.load(args.model)
     for flag, dest, unset, algorithms in FOR_SOME:
         if getattr(args, dest) != unset and model.algorithm not in algorithms:
@@ -111,6 +115,9 @@ def predict(args):
                         f"{args.model} already holds")
     if model.algorithm == "mf" and args.top_k is None and args.relevant is not None:
         raise Tux2Error("--relevant picks the items that --top-k's lists are measured against")
+    if args.input == "-" and args.fold_in == "-":      # (spool_inputs reads the input's; the fold-in would find none)
+        raise InputError("given as both the input and --fold-in: standard input can be read only once; give one "
+                         "of them as a file", path="<stdin>")
     spool_inputs(args)
     note_first_read(args, "libsvm" if model.algorithm in LINEAR else "edges")
     if model.algorithm == "mf":
@@ -181,18 +188,31 @@ def _model_columns(args, model):
     return cols if fmt.width >= max(int(c) for c in cols.split(",")) else None
 
 
+def _summary(model_dir):
+    """The lines of a model directory's summary.txt (none when it has none)."""
+    try:
+        with open(os.path.join(model_dir, "summary.txt"), encoding="utf-8", errors="replace") as f:
+            return f.read().splitlines()
+    except OSError:
+        return []
+
+
 def predict_mf(args, model):
     from tux2 import loaders
     folded = None
     if args.fold_in:
+        fold_name = "<stdin>" if args.fold_in == "-" else display_name(args.fold_in)
         if args.columns is not None:         # the fold-in file is read with them, as tux2 run mf reads its input
             model.set_params(columns=args.columns)
         folded, left_out = model._fold_in(args.fold_in)
         print(files.json_text({"model": "mf", "folded_in_users": len(folded), **(
             {"ratings_of_items_without_training_ratings": left_out} if left_out else {}),
             **({"out": args.out} if args.out else {})}), file=sys.stderr)
-        if args.out:
-            model.save(args.out)
+        if args.out:                # the training run's summary.txt goes along (in place: kept), with a line for this
+            model.save(args.out, summary=_summary(args.model) + [
+                f"folded in {len(folded)} user{'s' * (len(folded) != 1)} from {fold_name}" + (
+                    f" ({left_out} rating{'s' * (left_out != 1)} of an item without training ratings left out)"
+                    if left_out else "")])
             if args.input is None and args.top_k is None:       # folded and saved: nothing to predict
                 return 0
     args.columns = _model_columns(args, model)
