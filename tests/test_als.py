@@ -454,6 +454,7 @@ def test_heavy_tailed_plays_below_most_popular_name_alpha(tmp_path):
     assert logc.history_[-1]["ndcg@10"] > 2 * loud.history_[-1]["ndcg@10"]
 
 
+@pytest.mark.slow
 def test_log_confidence_ranks_heavy_tailed_plays_that_carry_taste_above_linear():
     """tux2.datasets.plays_like (counts heavy-tailed, more plays for more liked items; its seed
     fixes it): Hu et al.'s log scaling at α 1 ranks the held-out items well above linear at
