@@ -64,7 +64,8 @@ def test_explicit_als_is_the_dense_least_squares_solve(ratings, damping, biases)
     assert eng.context()["rmse"] == pytest.approx(np.sqrt(np.mean(err.astype(np.float64) ** 2)), rel=1e-5)
 
 
-@pytest.mark.parametrize("log_epsilon", [None, 1.0, 0.25, 1e-307], ids=["linear", "log", "log-eps0.25", "log-eps1e-307"])
+@pytest.mark.parametrize("log_epsilon", [None, 1.0, 0.25, 1e-307],
+                         ids=["linear", "log", "log-eps0.25", "log-eps1e-307"])
 def test_implicit_als_is_hu_koren_volinsky(ratings, log_epsilon):
     """Implicit feedback against the paper's full-matrix formulas (every pair, C = 1 + α|R|,
     or their log scaling C = 1 + α·log(1 + |R|/ε)), on unnormalised counts with an item

@@ -152,7 +152,7 @@ def test_cli_info_and_predict_on_hashed_files(files, tmp_path):
     assert info["feature"]["vertices_with_edges"] == len(files["seen"])
     assert info["feature"]["ids_declared"] == files["span"]
     assert info["feature"]["id_range"] == [int(files["seen"][0]) + 1, int(files["seen"][-1]) + 1]
-    assert any("number them densely" in h for h in info["hints"])
+    assert any("number them densely" in h and "linreg" in h for h in info["hints"])      # all six models
     m = tux2.LogisticRegression(epochs=2).fit(files["train"])
     m.save(str(tmp_path / "m"))
     res = run_cli("predict", str(tmp_path / "m"), files["test"], "-o", str(tmp_path / "p.txt"))

@@ -151,11 +151,11 @@ def info(args):
             if features is not None:
                 res["hints"] = [h for h in res["hints"] if not h.startswith(f"{name} ids numbered densely")] + [
                     f"feature indices sparse ({len(features):,} distinct of {features[0]} … {features[-1]}): the "
-                    "linear models (tux2 run lr, svm, softmax, fm, blockpg) number them densely, a model row per "
-                    "feature that occurs"]
+                    "linear models (tux2 run lr, svm, softmax, fm, linreg, blockpg) number them densely, a model "
+                    "row per feature that occurs"]
         elif g.n_src:
             res["hints"].append("no features: every line has a label but no index:value pairs (tux2 run lr, svm, "
-                                "softmax, fm and blockpg stop on it)")
+                                "softmax, fm, linreg and blockpg stop on it)")
     elif kind in ("docword", "triples", "text", "csv"):
         # a sniffed text file is read as run lda reads it: a CSV header is no document
         g, vocab, kind = loaders.load_corpus(path, args.format, duplicates="keep",
