@@ -139,7 +139,8 @@ def info(args):
     elif kind == "libsvm":
         g, labels = io.read_libsvm(path, zero_based=True, sparse=True)
         span = g.n_dst
-        g, features = loaders.dense_features(g)     # hashed indices up to 2^24: described as the models read them
+        one = int(bool(g.num_edges) and g.dst.min() > 0)     # a 1-based file: training has no slot for index 0
+        g, features = loaders.dense_features(g, one)     # hashed indices up to 2^24: described as the models read them
         res = describe(g, kind, labels)
         if g.num_edges:
             one = bool((features[0] if features is not None else g.dst.min()) > 0)
