@@ -128,7 +128,8 @@ def als_implicit(graph, P, Q, reg, alpha, epochs, log_epsilon=None):
     else:
         C = np.ones_like(R)
         for u, i in zip(*np.nonzero(E)):
-            C[u, i] = 1.0 + alpha * math.log(1.0 + abs(R[u, i]) / log_epsilon)
+            # log(1 + r/ε) as log(r + ε) − log(ε): finite where r/ε overflows (ε = 1e-310)
+            C[u, i] = 1.0 + alpha * (math.log(abs(R[u, i]) + log_epsilon) - math.log(log_epsilon))
     pref = (E & (R > 0)).astype(np.float64)
     k, objectives = P.shape[1], []
     for _ in range(epochs):

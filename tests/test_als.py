@@ -3,6 +3,7 @@ dense numpy ALS, implicit feedback against Hu, Koren & Volinsky's full-matrix
 formulas, the central invariant (partitions, threads, worker processes), the CLI end
 to end on files shaped like real ones, and the options ALS refuses."""
 import json
+import math
 import os
 import warnings
 
@@ -63,7 +64,8 @@ def test_explicit_als_is_the_dense_least_squares_solve(ratings, damping, biases)
     assert eng.context()["rmse"] == pytest.approx(np.sqrt(np.mean(err.astype(np.float64) ** 2)), rel=1e-5)
 
 
-@pytest.mark.parametrize("log_epsilon", [None, 1.0, 0.25], ids=["linear", "log", "log-eps0.25"])
+@pytest.mark.parametrize("log_epsilon", [None, 1.0, 0.25, 1e-307],
+                         ids=["linear", "log", "log-eps0.25", "log-eps1e-307"])
 def test_implicit_als_is_hu_koren_volinsky(ratings, log_epsilon):
     """Implicit feedback against the paper's full-matrix formulas (every pair, C = 1 + α|R|,
     or their log scaling C = 1 + α·log(1 + |R|/ε)), on unnormalised counts with an item
@@ -89,6 +91,21 @@ def test_implicit_als_is_hu_koren_volinsky(ratings, log_epsilon):
     if log_epsilon is not None:                 # the other form's model is another one: the test can fail
         P1 = naive.als_implicit(g, P0, Q0, 0.3, alpha, 3)[0]
         assert np.abs(P1 - P).max() > 1e-2
+
+
+def test_log_confidence_of_a_tiny_epsilon_is_finite():
+    """c = 1 + α·log(1 + r/ε) where r/ε overflows float64 (ε = 1e-307 and a count of 10⁶; ε = 1e-280
+    and one near float32's largest): log(r) − log(ε), finite, not the inf that stopped training as
+    'diverged' (fold-in and the reports use this function, training the kernel the test above
+    checks). A subnormal ε (1e-310, whose reciprocal overflows) is refused, as LDA's priors are."""
+    r = np.array([0.0, 1.0, 1e6, 3e38])
+    for eps in (1e-307, 1e-280, 0.5):
+        c = als.confidences(r, 2.0, "log", eps)
+        assert np.isfinite(c).all()
+        want = [1.0 + 2.0 * (math.log(x + eps) - math.log(eps)) for x in r]
+        np.testing.assert_allclose(c, want, rtol=1e-12)
+    with pytest.raises(ValueError, match="epsilon must be a finite number >= 2.2"):
+        MF(mode="als", implicit=True, confidence="log", epsilon=1e-310).fit(counts_graph())
 
 
 @pytest.mark.parametrize("implicit", [False, True, "log"])

@@ -108,8 +108,8 @@ def test_info_on_a_libsvm_file_of_labels_alone(tmp_path):
         "  sample: 0 with edges of 3",
         "  feature: 0 with edges of 0",
         "  labels: {'-1': 1, '1': 2}",
-        "  note: no features: every line has a label but no index:value pairs (tux2 run lr, svm, softmax, fm and "
-        "blockpg stop on it)"], r.stdout
+        "  note: no features: every line has a label but no index:value pairs (tux2 run lr, svm, softmax, fm, linreg "
+        "and blockpg stop on it)"], r.stdout
     r = run_cli("run", "lr", str(tmp_path / "labels.svm"))
     assert r.returncode == 2 and "no features: every line has a label but no index:value pairs" in r.stderr
 

@@ -576,6 +576,8 @@ def test_token_lists_of_numpy_strings_give_plain_str_words():
     (lambda: [[1, 2], [3]], "the document at position 0 holds 1, not a token string"),
     (lambda: [["a", "b"], np.array([3, 4])], "the document at position 1 holds 3, not a token string"),
     (lambda: [[(0, 1), (1, 2)]], r"holds \(0, 1\), not a token string.*gensim's \(word id, count\) pairs"),
+    (lambda: [["apple", None, "pie"]], "the document at position 0 holds None, not a token string"),   # was an
+    (lambda: (d for d in [["a"], np.array(["b", None], dtype=object)]), "position 1 holds None"),    # AttributeError
 ])
 def test_what_is_no_corpus_is_named_with_what_lda_takes(make, said):
     """Input in no form of documents gets an error naming the forms LDA takes (not the edge

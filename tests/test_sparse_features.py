@@ -152,7 +152,7 @@ def test_cli_info_and_predict_on_hashed_files(files, tmp_path):
     assert info["feature"]["vertices_with_edges"] == len(files["seen"])
     assert info["feature"]["ids_declared"] == files["span"]
     assert info["feature"]["id_range"] == [int(files["seen"][0]) + 1, int(files["seen"][-1]) + 1]
-    assert any("number them densely" in h for h in info["hints"])
+    assert any("number them densely" in h and "linreg" in h for h in info["hints"])      # all six models
     m = tux2.LogisticRegression(epochs=2).fit(files["train"])
     m.save(str(tmp_path / "m"))
     res = run_cli("predict", str(tmp_path / "m"), files["test"], "-o", str(tmp_path / "p.txt"))
@@ -180,3 +180,22 @@ def test_two_workers_give_the_one_process_model_of_a_sparse_file(files, tmp_path
         np.testing.assert_array_equal(z["index"], files["seen"])
         ws.append(z["w"])
     np.testing.assert_allclose(ws[1], ws[0], rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.parametrize("extra, dense", [(0, False), (1, True)])
+def test_tux2_info_says_what_training_does_at_the_threshold(tmp_path, extra, dense):
+    """A 1-based file whose indices leave exactly 65,536 unused (not renumbered) or 65,537
+    (renumbered): tux2 info's note agrees with the model's numbering. It counted the slot
+    of index 0 too (it reads every file 0-based), so it promised dense numbering one index early."""
+    top = 11 + (1 << 16) + extra          # 11 distinct 1-based indices: 1 … 10 and top
+    rng = np.random.default_rng(0)
+    lines = [f"{i % 2} " + " ".join(f"{j}:1" for j in sorted(rng.choice(10, 3, replace=False) + 1))
+             + (f" {top}:1" if i % 5 == 0 else "") for i in range(200)]
+    path = tmp_path / "edge.svm"
+    path.write_text("\n".join(lines) + "\n")
+    res = run_cli("info", str(path), "--json")
+    assert res.returncode == 0, res.stderr
+    hinted = any("number them densely" in h for h in json.loads(res.stdout)["hints"])
+    model = tux2.LogisticRegression(epochs=1).fit(str(path))
+    assert ("features_" in vars(model)) == dense
+    assert hinted == dense

@@ -1945,8 +1945,9 @@ def _missing_text(i, t, source):
 def _tokens(i, doc, source):
     if isinstance(doc, np.ndarray):
         doc = doc.tolist()                                  # (its np.str_ as str)
-    bad = next((w for w in doc if not isinstance(w, str)), None)
-    if bad is not None:
+    at = next((k for k, w in enumerate(doc) if not isinstance(w, str)), None)      # (a token None is one too)
+    if at is not None:
+        bad = doc[at]
         bow = isinstance(bad, tuple) and len(bad) == 2 and all(isinstance(x, numbers.Number) for x in bad)
         raise InputError(f"the document at position {i} holds {bad!r}, not a token string: documents split into "
                          "tokens are sequences of strings (counts go in a document × word count matrix, or a "

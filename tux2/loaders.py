@@ -858,15 +858,17 @@ def require_features(graph, path=None):
 SPARSE_FEATURES = 1 << 16      # unused feature indices below which a graph keeps its numbering
 
 
-def dense_features(graph):
+def dense_features(graph, skip=0):
     """``graph`` with its features numbered densely when their indices are sparse: more
     than half of 0 … n_dst−1 and more than 65,536 of them unused (Criteo's or KDD12's
     indices hashed into 2^24, of which a few hundred thousand occur). Returns (graph,
     features): features[j] the original index of dense feature j (sorted, so the features
     keep their order), also the new graph's ``ids[1]``; else (graph, None), the graph as
-    it is: a model then has a row per feature that occurs, not per index below the largest."""
+    it is: a model then has a row per feature that occurs, not per index below the largest.
+    ``skip``: leading indices not counted (1: a 1-based file read 0-based, as tux2 info
+    reads it, whose index 0 training has no slot for), so that the decision is training's."""
     d, n = graph.dst, graph.n_dst
-    if n <= SPARSE_FEATURES:
+    if n - skip <= SPARSE_FEATURES:
         return graph, None
     if n > io.id_space(len(d)):          # too far apart to count in an array: sorted
         features, dense = np.unique(d, return_inverse=True)
@@ -874,7 +876,7 @@ def dense_features(graph):
         present = np.zeros(n, bool)      # a byte per index (counts and prefix sums: 8 each, 268 MB at 2^24)
         present[d] = True
         features, dense = np.flatnonzero(present), None
-    if 2 * len(features) >= n or n - len(features) <= SPARSE_FEATURES:
+    if 2 * len(features) >= n - skip or n - skip - len(features) <= SPARSE_FEATURES:
         return graph, None
     if dense is None:
         dense = np.searchsorted(features, d)

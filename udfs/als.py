@@ -169,11 +169,21 @@ def rmse_finalize(ctx):
 CONFIDENCE = ("linear", "log")      # c = 1 + α|r|, or Hu et al.'s log scaling c = 1 + α·log(1 + |r|/ε)
 
 
+LOG_RATIO_CUT = 1e300       # above this r/ε, log1p(r/ε) is log(r) − log(ε) to the last bit
+
+
+@njit(inline="always")
+def log_ratio(a, eps):
+    """log(1 + a/ε) for a ≥ 0, ε > 0, finite where a/ε overflows float64 (ε = 1e-310)."""
+    q = a / eps
+    return math.log1p(q) if q < LOG_RATIO_CUT else math.log(a) - math.log(eps)
+
+
 @njit(inline="always")
 def confidence(r, alpha, eps):
     """(c − 1, c·pref) of an edge of value r: pref 1 when r > 0, c = 1 + α|r|, or with
     ``eps`` > 0 (``confidence="log"``) c = 1 + α·log(1 + |r|/ε); 1 for r = 0 either way."""
-    w = alpha * (math.log1p(abs(r) / eps) if eps > 0 else abs(r))
+    w = alpha * (log_ratio(abs(r), eps) if eps > 0 else abs(r))
     return w, (1.0 + w) if r > 0 else 0.0
 
 
@@ -181,7 +191,11 @@ def confidences(r, alpha, confidence="linear", epsilon=1.0):
     """c of edges of values ``r`` (numpy, float64): ``confidence``'s form, as ``confidence``
     computes it per edge (fold-in, the reports)."""
     r = np.abs(np.asarray(r, np.float64))
-    return 1.0 + alpha * (np.log1p(r / epsilon) if confidence == "log" else r)
+    if confidence != "log":
+        return 1.0 + alpha * r
+    q = r / epsilon
+    with np.errstate(divide="ignore"):          # log(0) in the branch that q < cut takes
+        return 1.0 + alpha * np.where(q < LOG_RATIO_CUT, np.log1p(q), np.log(r) - np.log(epsilon))
 
 
 def user_rows_implicit(u, v, e, a_u, a_v, ctx):

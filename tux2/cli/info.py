@@ -139,7 +139,8 @@ def info(args):
     elif kind == "libsvm":
         g, labels = io.read_libsvm(path, zero_based=True, sparse=True)
         span = g.n_dst
-        g, features = loaders.dense_features(g)     # hashed indices up to 2^24: described as the models read them
+        one = int(bool(g.num_edges) and g.dst.min() > 0)     # a 1-based file: training has no slot for index 0
+        g, features = loaders.dense_features(g, one)     # hashed indices up to 2^24: described as the models read them
         res = describe(g, kind, labels)
         if g.num_edges:
             one = bool((features[0] if features is not None else g.dst.min()) > 0)
@@ -151,11 +152,11 @@ def info(args):
             if features is not None:
                 res["hints"] = [h for h in res["hints"] if not h.startswith(f"{name} ids numbered densely")] + [
                     f"feature indices sparse ({len(features):,} distinct of {features[0]} … {features[-1]}): the "
-                    "linear models (tux2 run lr, svm, softmax, fm, blockpg) number them densely, a model row per "
-                    "feature that occurs"]
+                    "linear models (tux2 run lr, svm, softmax, fm, linreg, blockpg) number them densely, a model "
+                    "row per feature that occurs"]
         elif g.n_src:
             res["hints"].append("no features: every line has a label but no index:value pairs (tux2 run lr, svm, "
-                                "softmax, fm and blockpg stop on it)")
+                                "softmax, fm, linreg and blockpg stop on it)")
     elif kind in ("docword", "triples", "text", "csv"):
         # a sniffed text file is read as run lda reads it: a CSV header is no document
         g, vocab, kind = loaders.load_corpus(path, args.format, duplicates="keep",

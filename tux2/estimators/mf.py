@@ -12,7 +12,7 @@ from tux2.compile import group_by_part
 from tux2.errors import InputError, Tux2Error
 from tux2.estimator import Estimator
 from tux2.graph import BipartiteGraph, blocked_order, stratified_order
-from tux2.params import COUNT, NONNEG, NONNEG_NUMBER, POSITIVE, SEED, integer, number
+from tux2.params import COUNT, NONNEG, NONNEG_NUMBER, POSITIVE, PRIOR, SEED, integer, number
 from tux2.runner import Dataset, Setup
 from tux2.udfs import als, mf
 from tux2.version import __version__
@@ -310,7 +310,7 @@ class MF(Estimator):
     algorithm = "mf"
     _estimator_type = "regressor"
     bounds = dict(k=integer(1, 100_000), epochs=NONNEG, lr=POSITIVE, reg=NONNEG_NUMBER, alpha=NONNEG_NUMBER,
-                  epsilon=POSITIVE, damping=number(0, loaders.FLOAT32_MAX),      # D/n is kept in float32
+                  epsilon=PRIOR, damping=number(0, loaders.FLOAT32_MAX),      # D/n is kept in float32
                   batch_size=COUNT, blocks=integer(1, 65_536), seed=SEED, eval_every=NONNEG, early_stop=NONNEG)
     choices = dict(mode=("sgd", "minibatch", "als"), implicit=(False, True), batch_unit=("edge", "vertex"), enumerate=("user", "item"),
                    step=("adagrad", "plain"), biases=(True, False), order=("strata", "blocked", "shuffle", "input"),
