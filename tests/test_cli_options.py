@@ -709,15 +709,20 @@ def test_an_optimizer_that_does_not_go_with_the_strategy_is_an_error_not_a_bug(t
         tux2.LogisticRegression(strategy="adam", optimizer="sgd").fit(None)
 
 
-def test_a_one_line_pairs_file_of_a_string_id_model_s_ids_is_data(capsys, tmp_path):
-    """'u2 i2' alone reads as a header line of names to a new file; to a model whose
-    user and item ids these are, it is the pair to predict (a line of other names
-    stays a header, refused as having no data lines)."""
+def _string_id_model(capsys, tmp_path):
+    """A model in tmp_path/m of users u1-u3 and items i1-i3 (string ids)."""
     train = tmp_path / "s.tsv"
     train.write_text("".join(f"u{u}\ti{i}\t{1 + (u + i) % 5}\n" for u in range(1, 4) for i in range(1, 4)))
     rc, out, err = _main(capsys, "run", "mf", str(train), "--k", "2", "--epochs", "2", "--out", str(tmp_path / "m"),
                          "-q")
     assert rc == 0, err
+
+
+def test_a_one_line_pairs_file_of_a_string_id_model_s_ids_is_data(capsys, tmp_path):
+    """'u2 i2' alone reads as a header line of names to a new file; to a model whose
+    user and item ids these are, it is the pair to predict (a line of other names
+    stays a header, refused as having no data lines)."""
+    _string_id_model(capsys, tmp_path)
     one = tmp_path / "one.tsv"
     one.write_text("u2\ti3\n")
     rc, out, err = _main(capsys, "predict", str(tmp_path / "m"), str(one))
@@ -732,11 +737,7 @@ def test_a_one_line_pairs_file_of_a_new_user_and_a_known_item_is_data(capsys, tm
     """'zed i3' alone, zed new to the model and i3 its item: a cold-start query, the pair
     to predict (by the item's baseline), not a header line; a one-line file of names
     neither of which is the model's, or of column names, stays a header."""
-    train = tmp_path / "s.tsv"
-    train.write_text("".join(f"u{u}\ti{i}\t{1 + (u + i) % 5}\n" for u in range(1, 4) for i in range(1, 4)))
-    rc, out, err = _main(capsys, "run", "mf", str(train), "--k", "2", "--epochs", "2", "--out", str(tmp_path / "m"),
-                         "-q")
-    assert rc == 0, err
+    _string_id_model(capsys, tmp_path)
     one = tmp_path / "one.csv"
     for line, pair in (("zed,i3\n", "zed i3 "), ("u2\tnew item\n", "u2 new item ")):
         one.write_text(line)
