@@ -318,8 +318,15 @@ def test_predict_warns_when_no_pair_is_known_under_the_columns_read(files, tsv_m
     r = run_cli("predict", tsv_model[2], str(anonymous), "-o", str(tmp_path / "p.txt"))
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["unknown_pairs"] == 50
-    assert f"tux2: warning: no line of {anonymous} pairs a user and an item the model was trained on" in r.stderr
+    # (the film column holds the model's items, so the warning names the user column, and new users too)
+    assert f"tux2: warning: no line of {anonymous} has a user the model was trained on" in r.stderr
+    assert "new users get the baseline's predictions (--unknown)" in r.stderr
     assert "--columns userId,movieId,rating" in r.stderr
+    # neither column's ids are the model's: other columns, plainly
+    (tmp_path / "neither.tsv").write_text("99999\t88888\n99998\t88887\n")
+    r = run_cli("predict", tsv_model[2], str(tmp_path / "neither.tsv"), "-o", str(tmp_path / "p.txt"))
+    assert r.returncode == 0 and "pairs a user and an item the model was trained on" in r.stderr \
+        and "other columns? --columns" in r.stderr, r.stderr
     r = run_cli("predict", tsv_model[2], str(anonymous), "-o", str(tmp_path / "p.txt"), "--unknown", "skip")
     assert r.returncode == 0 and "tux2: warning: no line of" in r.stderr
     for path, extra in ((anonymous, ("--columns", "3,2,4")), (swapped, ())):

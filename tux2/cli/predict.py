@@ -279,10 +279,26 @@ def predict_mf(args, model):
 
 
 def _none_known(args, g, what):
+    """Warn that no line has a known ``what``: other columns (no id of either column is
+    the model's), or, where one side's ids are the model's, new users or items (cold
+    start, which --unknown scores) or a column that is not the side's."""
     from tux2 import loaders
-    print(f"tux2: warning: no line of {display_name(args.input)} {'has a ' if what == 'user' else ''}{what} the model "
-          f"was trained on ({loaders.describe_read(g, 'auto') or 'columns 1 and 2'}): other columns? --columns picks "
-          "them (by position, or by the header's names: --columns userId,movieId,rating)", file=sys.stderr)
+    read = loaders.describe_read(g, 'auto') or 'columns 1 and 2'
+    pick = "--columns picks them (by position, or by the header's names: --columns userId,movieId,rating)"
+    head = f"tux2: warning: no line of {display_name(args.input)}"
+    if g.unknown is None or (g.unknown[0].all() and g.unknown[1].all()):
+        print(f"{head} {'has a ' if what == 'user' else ''}{what} the model was trained on ({read}): other columns? "
+              + pick, file=sys.stderr)
+        return
+    side = "user" if what == "user" or g.unknown[0].all() else "item" if g.unknown[1].all() else None
+    if side is None:                # each side has known ids, never on one line
+        print(f"{head} pairs a user and an item the model was trained on ({read}): each is scored by the "
+              "baseline (--unknown)", file=sys.stderr)
+        return
+    print(f"{head} has {'an' if side == 'item' else 'a'} {side} the model was trained on ({read}), though its "
+          f"{'items' if side == 'user' else 'users'} are the model's: new {side}s get the baseline's "
+          f"{'lists' if what == 'user' else 'predictions'} (--unknown); if that column is not the {side}s', "
+          + pick, file=sys.stderr)
 
 
 def _list_format(args, model):
