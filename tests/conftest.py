@@ -5,8 +5,18 @@ import sys
 # The tests keep their compiled loops and data sets apart from the user's (a tux2 run
 # after the tests still starts from the user's own cache, as the README tells it); a
 # TUX2_CACHE_DIR already set is kept. Before tux2 is imported: it reads it then.
-os.environ.setdefault("TUX2_CACHE_DIR", os.path.join(
-    os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "tux2-tests"))
+_CACHE_HOME = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+os.environ.setdefault("TUX2_CACHE_DIR", os.path.join(_CACHE_HOME, "tux2-tests"))
+# The hundreds of command lines the tests start are Python processes: where the shell says
+# PYTHONDONTWRITEBYTECODE (as some CI images do), each would compile the project's modules
+# from source again (~0.5 s a command here; a user's Python keeps their bytecode). They
+# are compiled once here, into the source tree's __pycache__ (git ignores it), and read
+# from there; nothing else is written (a run under a file-size limit could leave a cut one).
+import compileall  # noqa: E402
+
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+for _pkg in ("tux2", "udfs", "partitioning", "bench"):
+    compileall.compile_dir(os.path.join(_ROOT, _pkg), quiet=2)
 
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
