@@ -117,7 +117,9 @@ def _rows3(X, what="MF.score"):
         raise InputError(f"{what} takes (user, item, rating) rows, (users, items, ratings), a DataFrame, a "
                          f"BipartiteGraph or a rating file{', or X of (user, item) rows with y' * (what == 'MF.fit')}"
                          f"; got an array of shape {a.shape}" + (" (three columns stacked as rows? pass them as a "
-                                                                  "tuple)" if a.shape[:1] == (3,) else ""),
+                                                                  "tuple)" if a.shape[:1] == (3,) else "")
+                         + (" (events without ratings, clicks or plays: MF(implicit=True) takes (user, item) rows, "
+                            "one event each)" if what == "MF.fit" and a.ndim == 2 and a.shape[1] == 2 else ""),
                          path="arrays")
     return a[:, :3]
 
@@ -144,6 +146,16 @@ def _pairs(X, y=None):
     if r.ndim != 1 or len(r) != len(cols[0]):
         raise ValueError(f"X has {len(cols[0])} (user, item) rows but y has shape {r.shape}: one rating per row")
     return (*cols, r)
+
+
+def _events(x, columns=None):
+    """Implicit feedback's (users, items) of x's (user, item) rows — an (n, 2) array, a
+    list of pairs, a two-column DataFrame (``columns`` not given) — each row one event,
+    as a file's 'user item' lines are; None for anything else."""
+    if not (is_frame(x) or isinstance(x, (np.ndarray, list))) or (is_frame(x) and (columns is not None
+                                                                                 or len(x.columns) != 2)):
+        return None
+    return _pairs(x)
 
 
 def _id_column(c):
@@ -372,6 +384,8 @@ class MF(Estimator):
         xy = _pairs(data, test) if is_y else None
         if xy is not None:              # scikit-learn's fit(X, y): X's rows (user, item), y the ratings
             data, test = xy, None
+        elif self.implicit and _events(data, self.columns) is not None:     # fit(X): one event per row
+            data = _events(data, self.columns)
         facts = {"frame_columns": frame_columns(data, self.columns)} if is_frame(data) else {}
         if is_frame(test) and facts and set(facts["frame_columns"]) <= set(test.columns):
             test = user_rows(test, facts["frame_columns"])      # by the training frame's names, not position
@@ -397,6 +411,11 @@ class MF(Estimator):
             t = loaders.load_edges(test, type_names=NAMES, id_maps=train.ids, known=known, unknown=self.unknown,
                                    columns=loaders.columns_like(test, self.columns, train.layout))
             return ratings(t, what=what, implicit=self.implicit)
+        pairs = _events(test, self.columns) if self.implicit else None
+        if pairs is None and self.implicit and isinstance(test, tuple) and len(test) == 2:
+            pairs = test
+        if pairs is not None:                   # implicit feedback's (user, item) events: one each
+            test = (*pairs, np.ones(len(pairs[0]), np.float32))
         test = user_rows(test, self.columns)    # its ids are the user's, as predict takes them (not dense ids)
         if isinstance(test, tuple):
             u, i, r = (np.asarray(x) for x in test)
