@@ -233,6 +233,32 @@ def test_a_checkpoint_from_before_confidence_resumes_at_the_value_that_trains_as
     assert r.returncode == 2 and "before --confidence existed" in r.stderr, r.stderr
 
 
+def test_a_checkpoint_of_mode_als_implicit_resumes_with_implicit_alone(ratings, tmp_path):
+    """--implicit alone trains by ALS (the estimator's mode=None); its checkpoints record
+    --mode als, as those tux2 wrote when the command line resolved the mode itself, so a
+    checkpoint of --mode als --implicit resumes with --implicit alone (bit for bit the
+    run that never stopped) and one of --implicit alone with --mode als --implicit."""
+    flags = ("--implicit", "--k", "4")
+    _run("run", "mf", ratings, "--mode", "als", *flags, "--epochs", "1", "--checkpoint-every", "1",
+         "--checkpoint-dir", str(tmp_path / "ck"))
+    r = run_cli("run", "mf", ratings, *flags, "--epochs", "2", "--quiet", "--resume", str(tmp_path / "ck"),
+                "--out", str(tmp_path / "resumed"))
+    assert r.returncode == 0, r.stderr
+    _run("run", "mf", ratings, *flags, "--epochs", "2", "--out", str(tmp_path / "whole"),
+         "--checkpoint-every", "1", "--checkpoint-dir", str(tmp_path / "ck2"))
+    for name in ("user", "item"):
+        a, b = (np.load(tmp_path / d / f"{name}.npz") for d in ("resumed", "whole"))
+        for f in a.files:
+            np.testing.assert_array_equal(a[f], b[f], err_msg=f"{name}.{f}")
+    state = json.loads((tmp_path / "ck2" / "ckpt-00000002" / "state.json").read_text())
+    assert state["params"]["mode"] == "als"
+    for d in ("resumed", "whole"):
+        assert json.loads((tmp_path / d / "model.json").read_text())["mode"] == "als"
+    _run("run", "mf", ratings, "--mode", "als", *flags, "--epochs", "3", "--resume", str(tmp_path / "ck2"))
+    r = run_cli("run", "mf", ratings, "--epochs", "3", "--quiet", "--resume", str(tmp_path / "ck2"))
+    assert r.returncode == 2 and "--mode als there, --mode sgd now" in r.stderr, r.stderr
+
+
 def test_a_checkpoint_that_cannot_be_resumed_stops_the_run_before_its_data_is_read(ratings, tmp_path):
     """Other settings (tux2 run) or another algorithm (fit) are refused before the input
     is loaded: no header or layout line is printed, and fit does not read its data (a

@@ -96,6 +96,13 @@ class Estimator:
         v, flag = getattr(self, name), "--" + self.flags.get(name, (name,))[0].replace("_", "-")
         return (flag if v else f"--no-{flag[2:]}") if isinstance(v, bool) else f"{flag} {v}"
 
+    def _params_used(self, params):
+        """``params`` (``get_params()``'s) as a fit uses them: a parameter whose default
+        the others decide (MF's ``mode=None``: ALS with ``implicit=True``, else SGD) at the
+        value they decide. model.json and checkpoints record these, so a model or
+        checkpoint says how it was trained; ``get_params`` keeps what was given."""
+        return params
+
     def set_params(self, **params):
         """Change parameters (before the next ``fit``); returns the estimator."""
         for k, v in params.items():
@@ -163,7 +170,8 @@ class Estimator:
         try:
             ck = None
             if checkpoint is not None:
-                params = {k: v for k, v in self.get_params().items() if k not in (self._iterations, *self._resumable)}
+                params = {k: v for k, v in self._params_used(self.get_params()).items()
+                          if k not in (self._iterations, *self._resumable)}
                 resume = os.path.exists(os.path.join(checkpoint, "LATEST"))
                 ck = checkpoint_options(os.fspath(checkpoint), 1, os.fspath(checkpoint) if resume else None,
                                         {"algorithm": self.algorithm, **params}, workers)
@@ -296,7 +304,7 @@ class Estimator:
     def _meta(self):
         """model.json: the algorithm, its parameters, what it learned that is a number."""
         params = {k: v.item() if getattr(v, "ndim", None) == 0 and hasattr(v, "item") else v    # numpy scalars too
-                  for k, v in (vars(self).get("_fit_params") or self.get_params()).items()}
+                  for k, v in self._params_used(vars(self).get("_fit_params") or self.get_params()).items()}
         params = {k: v for k, v in params.items() if isinstance(v, (str, int, float, bool, type(None)))
                   and k != "warm_start"}       # how this fit began, not a setting of the model's next fit
         run = {k: v for k, v in self.run_.items() if k != "source"}

@@ -471,6 +471,8 @@ def in_known_ids(src, dst, values, known, policy="baseline", type_names=("src", 
                          path=source)
     g = BipartiteGraph(s, d, v, len(known[0]), len(known[1]), type_names, source, ids)
     g.unknown, g.skipped = unk, skipped
+    if unk is not None:     # the unknown ids as given, as load_edges keeps them: a ranking counts each new user once
+        g.unknown_ids = [np.asarray(w)[m] for w, m in zip(written if written is not None else (src, dst), unk)]
     return g
 
 

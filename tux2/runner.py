@@ -79,6 +79,10 @@ class Dataset:
                     arrays[f"{name}_ids{side}"] = save_ids(m, g.n[side])
                 if g.unknown is not None:          # edges whose user or item the training data lacks
                     arrays[f"{name}_unknown{side}"] = g.unknown[side]
+                if g.unknown_ids is not None:      # their ids as written: a ranking counts each new user once
+                    w = np.asarray(g.unknown_ids[side])
+                    arrays[f"{name}_unknown_ids{side}"] = w if w.dtype.kind != "O" else np.array(
+                        [str(x) for x in w.tolist()], dtype=str)
         arrays.update({k: np.asarray(getattr(self, k)) for k in self.ARRAYS if getattr(self, k) is not None})
         if self.vocab is not None:
             arrays["vocab"] = np.array(self.vocab, dtype=str)
@@ -100,6 +104,8 @@ class Dataset:
             g.skipped = m.get("skipped", 0)
             if m.get("unknown"):
                 g.unknown = (a[f"{name}_unknown0"], a[f"{name}_unknown1"])
+            if f"{name}_unknown_ids0" in a:
+                g.unknown_ids = [a[f"{name}_unknown_ids0"], a[f"{name}_unknown_ids1"]]
         vocab = a["vocab"].tolist() if "vocab" in a else None
         return cls(graphs["train"], graphs.get("test"), a.get("labels"), a.get("test_labels"), vocab, meta["source"],
                    **meta["facts"])

@@ -448,6 +448,13 @@ def _checkpoint(args, est, world):
     resumable = RESUMABLE | {est._iterations, *est._resumable}
     params = {k: setting(k, v) for k, v in sorted(vars(args).items())
               if k not in resumable and isinstance(v, (str, int, float, bool, type(None)))}
+    # a flag whose default the others decide (mf's --mode) at the value they decide, as checkpoints of fit() and
+    # of earlier runs (--mode als) hold it
+    given = est.get_params()
+    for k, v in est._params_used(given).items():
+        flag = est.flags.get(k, (k,))[0].replace("-", "_")
+        if v != given[k] and flag in params:
+            params[flag] = v
     # the partitions the run has, however they were asked for (--partitions, or workers × threads)
     params["partitions"] = runner.partitions(args.partitions, world, args.threads, est.tiled())
     named = [p for p in (vars(args).get(k) for k in (*INPUT_FILES, "stop_words"))      # not stdin's copy; a

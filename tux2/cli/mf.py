@@ -14,8 +14,8 @@ def add_parser(sub):
                     "'user item rating [more columns]' (tabs, spaces, commas, semicolons or '::', fields quoted or "
                     "not; a header line of names; '#'/'%' comments; MatrixMarket; gzip, bz2 or xz; '-' for standard "
                     "input). "
-                    "Without INPUT a Netflix-shaped rating set is generated deterministically. With --mode als "
-                    "--implicit the values are counts (plays, clicks; no value column: 1 per line) and every "
+                    "Without INPUT a Netflix-shaped rating set is generated deterministically. With --implicit "
+                    "(ALS: --mode als) the values are counts (plays, clicks; no value column: 1 per line) and every "
                     "(user, item) pair counts (Hu, Koren & Volinsky 2008).")
     p.add_argument("input", nargs="?", help="ratings edge list; default: built-in synthetic set")
     p.add_argument("--test", help="test edge list; default: hold out --test-fraction of INPUT")
@@ -101,8 +101,6 @@ def add_parser(sub):
 
 
 def run(args):
-    if args.mode is None:               # implicit feedback is ALS's (Hu et al.): --implicit alone asks for it
-        args.mode = "als" if args.implicit else "sgd"
     if args.init_model and "k" not in args.given:        # --k defaults to the model's (a model of k=20 was refused)
         from tux2.model_check import read_meta
         k = read_meta(args.init_model).get("k")

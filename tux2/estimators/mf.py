@@ -27,6 +27,14 @@ STEP_STATE = ("g", "gb")        # AdaGrad's per-vertex sums of squared gradients
 RANK_AT = 10            # implicit feedback: precision@10 and NDCG@10 of held-out items per epoch
 
 
+def auto_mode(mode, implicit):
+    """The training mode of ``mode`` (``MF(mode=)``, ``--mode``): as given, or for None (the
+    default) ALS with implicit feedback (Hu et al.'s solve; SGD has no implicit form here)
+    and per-edge SGD for ratings. The one place the default is decided: the estimator,
+    the CLI, model.json and checkpoints all take it from here."""
+    return mode if mode is not None else "als" if implicit else "sgd"
+
+
 def ratings(g, what=loaders.NO_RATINGS, implicit=False):
     """``g`` as a user → item graph, refused without a rating per edge (what load_edges
     found about it — layout, base, unknown ids — kept); ``implicit``: an edge without a
@@ -109,7 +117,9 @@ def _rows3(X, what="MF.score"):
         raise InputError(f"{what} takes (user, item, rating) rows, (users, items, ratings), a DataFrame, a "
                          f"BipartiteGraph or a rating file{', or X of (user, item) rows with y' * (what == 'MF.fit')}"
                          f"; got an array of shape {a.shape}" + (" (three columns stacked as rows? pass them as a "
-                                                                  "tuple)" if a.shape[:1] == (3,) else ""),
+                                                                  "tuple)" if a.shape[:1] == (3,) else "")
+                         + (" (events without ratings, clicks or plays: MF(implicit=True) takes (user, item) rows, "
+                            "one event each)" if what == "MF.fit" and a.ndim == 2 and a.shape[1] == 2 else ""),
                          path="arrays")
     return a[:, :3]
 
@@ -136,6 +146,16 @@ def _pairs(X, y=None):
     if r.ndim != 1 or len(r) != len(cols[0]):
         raise ValueError(f"X has {len(cols[0])} (user, item) rows but y has shape {r.shape}: one rating per row")
     return (*cols, r)
+
+
+def _events(x, columns=None):
+    """Implicit feedback's (users, items) of x's (user, item) rows — an (n, 2) array, a
+    list of pairs, a two-column DataFrame (``columns`` not given) — each row one event,
+    as a file's 'user item' lines are; None for anything else."""
+    if not (is_frame(x) or isinstance(x, (np.ndarray, list))) or (is_frame(x) and (columns is not None
+                                                                                 or len(x.columns) != 2)):
+        return None
+    return _pairs(x)
 
 
 def _id_column(c):
@@ -283,7 +303,10 @@ class MF(Estimator):
     """Matrix factorisation by SGD or ALS, r̂(u, i) = μ + b_u + b_i + p_u·q_i (paper §4).
 
     Parameters are those of ``tux2 run mf`` (``reg`` is λ, ``damping`` D: udfs/mf.py;
-    ``mode="als"``: alternating least squares, udfs/als.py; with ``implicit=True``
+    ``mode``: "sgd" (per-edge SGD), "minibatch" (the paper's Exchange-accumulate + Apply)
+    or "als" (alternating least squares, udfs/als.py); None, the default, is "als" with
+    ``implicit=True`` and "sgd" otherwise, as ``tux2 run mf`` picks it (``get_params`` keeps
+    None; ``run_["mode"]``, model.json and checkpoints hold the mode used); ``implicit=True``:
     implicit feedback, Hu et al.'s r̂ = p_u·q_i, confidence 1 + ``alpha``·r (``confidence="log"``:
     1 + ``alpha``·log(1 + r/``epsilon``), Hu et al.'s log scaling, for heavy-tailed counts), and the
     per-epoch records hold the objective, precision@10 and NDCG@10). ``fit(data, test)``:
@@ -319,12 +342,23 @@ class MF(Estimator):
     _resumable = ("eval_every", "early_stop")
 
     @property
+    def _mode(self):
+        """The mode this fit trains in (``auto_mode``: ``mode``, or by ``implicit`` when None);
+        ``get_params`` keeps ``mode`` as given."""
+        return auto_mode(self.mode, self.implicit)
+
+    def _params_used(self, params):
+        if "mode" not in params:
+            return params
+        return {**params, "mode": auto_mode(params["mode"], params.get("implicit", False))}
+
+    @property
     def _stop(self):
-        if self.mode == "als":
+        if self._mode == "als":
             return "training diverged at epoch {n} ({key} is not finite); check the input values or raise --reg"
         return "training diverged at epoch {n} ({key} is not finite); lower --lr"
 
-    def __init__(self, k=50, epochs=10, lr=None, reg=0.07, damping=DAMPING, mode="sgd", batch_size=None,
+    def __init__(self, k=50, epochs=10, lr=None, reg=0.07, damping=DAMPING, mode=None, batch_size=None,
                  batch_unit="edge", enumerate="item", step="adagrad", biases=True, order=None, blocks=None, overlap="error",
                  partitioner=None, seed=0, eval_every=1, early_stop=0, duplicates="error", columns=None, base="auto",
                  unknown="baseline", ids="auto", implicit=False, alpha=ALPHA, confidence="linear", epsilon=1.0,
@@ -350,6 +384,8 @@ class MF(Estimator):
         xy = _pairs(data, test) if is_y else None
         if xy is not None:              # scikit-learn's fit(X, y): X's rows (user, item), y the ratings
             data, test = xy, None
+        elif self.implicit and _events(data, self.columns) is not None:     # fit(X): one event per row
+            data = _events(data, self.columns)
         facts = {"frame_columns": frame_columns(data, self.columns)} if is_frame(data) else {}
         if is_frame(test) and facts and set(facts["frame_columns"]) <= set(test.columns):
             test = user_rows(test, facts["frame_columns"])      # by the training frame's names, not position
@@ -375,6 +411,11 @@ class MF(Estimator):
             t = loaders.load_edges(test, type_names=NAMES, id_maps=train.ids, known=known, unknown=self.unknown,
                                    columns=loaders.columns_like(test, self.columns, train.layout))
             return ratings(t, what=what, implicit=self.implicit)
+        pairs = _events(test, self.columns) if self.implicit else None
+        if pairs is None and self.implicit and isinstance(test, tuple) and len(test) == 2:
+            pairs = test
+        if pairs is not None:                   # implicit feedback's (user, item) events: one each
+            test = (*pairs, np.ones(len(pairs[0]), np.float32))
         test = user_rows(test, self.columns)    # its ids are the user's, as predict takes them (not dense ids)
         if isinstance(test, tuple):
             u, i, r = (np.asarray(x) for x in test)
@@ -387,8 +428,8 @@ class MF(Estimator):
         """(order, blocks, partitioner): per-edge SGD runs in strata on the stratified
         partitioner, so every P up to ``blocks`` gives the one-partition model; the
         mini-batch form accumulates and needs no strata."""
-        order = self.order or ("strata" if self.mode == "sgd" else "blocked")
-        if self.mode == "als" and order == "strata":
+        order = self.order or ("strata" if self._mode == "sgd" else "blocked")
+        if self._mode == "als" and order == "strata":
             raise Tux2Error("--order strata is per-edge SGD's schedule: --mode als accumulates each vertex's normal "
                             "equations and needs no strata; leave --order out (blocked), or use --mode sgd")
         blocks = self.blocks if self.blocks is not None else max(16, parts)   # the model depends on B only
@@ -405,16 +446,17 @@ class MF(Estimator):
         return order, blocks, partitioner
 
     def tiled(self):
-        return (self.order or ("strata" if self.mode == "sgd" else "blocked")) == "strata"
+        return (self.order or ("strata" if self._mode == "sgd" else "blocked")) == "strata"
 
     def _unused(self):
-        sgd, als_ = self.mode == "sgd", self.mode == "als"
+        sgd, als_ = self._mode == "sgd", self._mode == "als"
         order = f"--order {self.order or ('strata' if sgd else 'blocked')}"
-        mode = f"--mode {self.mode}"
+        mode = f"--mode {self._mode}" + (" (the default with --implicit)" if self.mode is None and self.implicit
+                                         else "")
         return [(name, other, only) for name, used, other, only in (
-            ("lr", not als_, "--mode als", "--mode sgd or minibatch: ALS solves each vertex exactly, with no step"),
-            ("batch_size", not als_, "--mode als", "--mode sgd or minibatch: an ALS half-epoch solves every vertex"),
-            ("batch_unit", not als_, "--mode als", "--mode sgd or minibatch"),
+            ("lr", not als_, mode, "--mode sgd or minibatch: ALS solves each vertex exactly, with no step"),
+            ("batch_size", not als_, mode, "--mode sgd or minibatch: an ALS half-epoch solves every vertex"),
+            ("batch_unit", not als_, mode, "--mode sgd or minibatch"),
             ("implicit", als_, mode, "--mode als"),
             ("alpha", self.implicit, "explicit ratings", "--implicit"),
             ("confidence", self.implicit, "explicit ratings", "--implicit"),
@@ -422,7 +464,7 @@ class MF(Estimator):
              f"--confidence {self.confidence}" if self.implicit else "explicit ratings",
              "--implicit --confidence log"),
             ("biases", not self.implicit, "--implicit", "explicit ratings (implicit feedback has no biases)"),
-            ("step", self.mode == "minibatch", mode, "--mode minibatch"),
+            ("step", self._mode == "minibatch", mode, "--mode minibatch"),
             ("early_stop", self.eval_every > 0, "--eval-every 0", "--eval-every 1 or more"),
             ("enumerate", self.batch_unit == "vertex", f"--batch-unit {self.batch_unit}", "--batch-unit vertex"),
             ("damping", self.biases and not self.implicit, "--implicit" if self.implicit else "--no-biases", None),
@@ -433,7 +475,7 @@ class MF(Estimator):
 
     def single_clock(self):
         """One clock per epoch (per-edge SGD without --batch-size)."""
-        return self.batch_size is None and self.mode == "sgd"
+        return self.batch_size is None and self._mode == "sgd"
 
     def order_edges(self, train, order, blocks):
         """(train in the global edge order, strata bounds or None, tile bounds or None)."""
@@ -493,19 +535,19 @@ class MF(Estimator):
             train = copy.copy(train)
             train.values = np.asarray(train.values, np.float32) / np.float32(scale)
         batch = self.batch_size
-        if batch is None and self.mode == "minibatch" and self.batch_unit == "vertex":
+        if batch is None and self._mode == "minibatch" and self.batch_unit == "vertex":
             # about MINIBATCH_SIZE edges' worth of the enumerated vertices (a whole epoch in one step
             # takes one AdaGrad step per epoch, and its first one is large)
             n_enum = train.n_src if self.enumerate == "user" else train.n_dst
             batch = max(1, round(mf.MINIBATCH_SIZE * n_enum / max(train.num_edges, 1)))
         if self.implicit:
             mu, low, high = 0.0, 1.0, 0.0       # preference scores: no mean, no clipping to the counts' range
-        if self.mode == "als":
+        if self._mode == "als":
             prog = als.program(k=self.k, reg=self.reg, biases=self.biases, mu=mu / scale, damping=self.damping,
                                degrees=degrees, implicit=self.implicit, alpha=self.alpha,
                                confidence=self.confidence if self.implicit else "linear", epsilon=self.epsilon)
         else:
-            prog = mf.program(k=self.k, mode=self.mode, lr=self.lr, reg=self.reg, batch_size=batch,
+            prog = mf.program(k=self.k, mode=self._mode, lr=self.lr, reg=self.reg, batch_size=batch,
                               batch_unit=self.batch_unit, enumerate=self.enumerate, overlap=self.overlap,
                               step=self.step, biases=self.biases, mu=mu / scale, damping=self.damping,
                               degrees=degrees)
@@ -517,7 +559,8 @@ class MF(Estimator):
                      mu=mu, sd=sd, mad=mad, far=far, scale=scale, source=data.source, partitioner=partitioner,
                      known=known, read_as=data.facts.get("read_as"), ingress=ingress, ids=ids,
                      frame_columns=data.facts.get("frame_columns"), clip=(low, high) if low <= high else None,
-                     warm=warm, meta={"partitioner": partitioner, "lr": prog.context.init.get("lr"), "mu": mu,
+                     warm=warm, meta={"mode": self._mode, "partitioner": partitioner,
+                           "lr": prog.context.init.get("lr"), "mu": mu,
                            "rating_scale": scale,     # "context" (mu, rmse, …) is in units of ratings / it
                            "ids": "string" if any(m is not None and m.tokens.dtype.kind not in "iu" for m in ids)
                            else "int", "id_base": data.facts.get("id_base", 0)})
@@ -627,13 +670,13 @@ class MF(Estimator):
     def _header(self, s, parts, world):
         test = s.test.num_edges if s.test is not None else 0
         users, items = (int(k.sum()) for k in s.known)          # ids without ratings are not counted
-        return [f"tux2 {__version__} mf ({self.mode}{', implicit' if self.implicit else ''}): {s.source}"] + \
+        return [f"tux2 {__version__} mf ({self._mode}{', implicit' if self.implicit else ''}): {s.source}"] + \
             ([f"  read as: {s.read_as}"] if s.read_as else []) + \
             [f"  train {s.graph.num_edges} ratings, test {test}{unknown_note(s.test, self.implicit)}; {users} users × {items} items; "
              f"k={self.k}, P={parts} ({s.partitioner})" + (f", {world} workers" if world > 1 else "")
              + (", distributed ingress" if s.ingress else "")] + ([] if self.implicit else spread_note(s)) + \
             ([f"  ALS: λ={self.reg:g} " + (f"(plain), confidence {self._confidence_text()}" if self.implicit else
-                                          "per rating (weighted-λ)")] if self.mode == "als" else []) + \
+                                          "per rating (weighted-λ)")] if self._mode == "als" else []) + \
             ([f"  started from the model learned before: {s.warm[0]} of {users} users and {s.warm[1]} of {items} "
               "items (the others as in a new model)"] if s.warm else []) + self._units_note(s) + \
             ([f"  note: {parts} partitions take {parts} row and column blocks (16 up to 16 partitions): the model of "
@@ -792,7 +835,7 @@ class MF(Estimator):
     # ------------------------------------------------------------ files
     def _form(self, scale):
         """What a step history is valid for: the form that made it and the units of its ratings."""
-        return f"{self.mode}{'/' + self.step if self.mode == 'minibatch' else ''}/{scale:g}"
+        return f"{self._mode}{'/' + self.step if self._mode == 'minibatch' else ''}/{scale:g}"
 
     def _files(self):
         state = vars(self).get("step_state_", {})
