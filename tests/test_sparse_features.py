@@ -3,6 +3,7 @@ number the features that occur densely (tux2.loaders.dense_features), so that a 
 has a row per feature that occurs, and lay everything a user sees back out by index.
 The reference is the same data with its indices compacted by hand."""
 import json
+import os
 
 import numpy as np
 import pytest
@@ -199,3 +200,92 @@ def test_tux2_info_says_what_training_does_at_the_threshold(tmp_path, extra, den
     model = tux2.LogisticRegression(epochs=1).fit(str(path))
     assert ("features_" in vars(model)) == dense
     assert hinted == dense
+
+
+def _small_sparse(tmp_path, n=200, top=300_000, seed=5):
+    """A 1-based file of hashed indices up to ``top`` (few of them occur: numbered densely)
+    and a test file with features unseen in training."""
+    rng = np.random.default_rng(seed)
+    def rows(m):
+        xs = [sorted({int(f * 37_501 + rng.zipf(1.5) * 97) % top + 1 for f in range(6)}) for _ in range(m)]
+        return [int(sum(i % 7 for i in x) % 2) for x in xs], xs
+    return _write(tmp_path / "s.svm", *rows(n)), _write(tmp_path / "s.t.svm", *rows(60))
+
+
+def _as_dense_model(directory, model):
+    """Rewrite a saved model of sparse indices as a model written before weights.npz had
+    ``index``: a row per index (the intercept's last), model.json's features that count."""
+    from tests.test_hardening import _rewrite_meta
+    from tux2 import files
+    W = np.asarray(model.coef_)
+    path = os.path.join(directory, "weights.npz")
+    np.savez(path, **({"w": W[:, 0], "V": W[:, 1:]} if model.algorithm == "fm" else {"w": W}))
+    m = json.load(open(os.path.join(directory, "manifest.json")))
+    m["files"]["weights.npz"] = files.describe(path)
+    json.dump(m, open(os.path.join(directory, "manifest.json"), "w"))
+    _rewrite_meta(directory, features=len(W))
+
+
+@pytest.mark.filterwarnings("ignore:the test log-loss ended at")        # 3 epochs at the default eta
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_the_model_stays_compact_and_coef_is_laid_out_on_demand(tmp_path, name):
+    """A model of sparse indices keeps a row per feature that occurred (``weights_``), no
+    array by index; ``coef_`` is made from it, read-only, the old by-index layout (as a
+    model written before weights.npz had ``index`` loads: coef_ its rows). That dense
+    model and the compact one score alike (predict, predict_proba, decision_function,
+    score, tux2 predict); clone and get_params see no fitted state."""
+    train, test = _small_sparse(tmp_path)
+    m = MODELS[name]().fit(train, test)
+    seen, span, extra = m.features_, m.n_features_in_, int(name != "fm")
+    assert span == seen[-1] + 1 > 200_000 and len(seen) < 2000
+    assert m.weights_.shape[0] == len(seen) + extra
+    assert "coef_" not in vars(m)
+    assert all(np.size(v) < span for v in vars(m).values() if isinstance(v, np.ndarray)), \
+        "an array by index is kept"
+    coef = m.coef_
+    assert len(coef) == span + extra and not coef.flags.writeable
+    with pytest.raises(ValueError):
+        coef[0] = 1.0
+    with pytest.raises(AttributeError):
+        m.coef_ = coef
+    np.testing.assert_array_equal(coef, _by_hand(m.weights_, seen, span))
+    m.save(str(tmp_path / "m"))
+    z = np.load(tmp_path / "m" / "weights.npz")
+    np.testing.assert_array_equal(z["index"], seen)
+    _as_dense_model(str(tmp_path / "m"), m)
+    old = type(m).load(str(tmp_path / "m"))
+    assert "features_" not in vars(old) and old.n_features_in_ == span
+    np.testing.assert_array_equal(old.coef_, coef)
+    for how in ("decision_function", "predict", "predict_proba"):
+        np.testing.assert_allclose(getattr(old, how)(test), getattr(m, how)(test), rtol=1e-12, atol=1e-15)
+    assert old.score(test) == m.score(test)
+    from sklearn.base import clone
+    c = clone(m)
+    assert c.get_params() == m.get_params() and "weights_" not in vars(c)
+    with pytest.raises(AttributeError, match="coef_"):
+        c.coef_
+    np.testing.assert_array_equal(c.fit(train, test).coef_, coef)
+    m.save(str(tmp_path / "compact"))
+    if name not in ("fm", "softmax"):            # tux2 predict: the models of more than a column (a process each)
+        return
+    res = [run_cli("predict", str(tmp_path / d), test, "-o", str(tmp_path / f"p{i}.txt"))
+           for i, d in enumerate(["m", "compact"])]
+    assert all(r.returncode == 0 for r in res), [r.stderr for r in res]
+    assert (tmp_path / "p0.txt").read_text() == (tmp_path / "p1.txt").read_text()
+    reports = [json.loads(r.stdout.splitlines()[-1]) for r in res]
+    assert reports[1].pop("unknown_features") > 0        # (the dense model cannot tell the indices unseen in training)
+    assert reports[0].pop("unknown_features", 0) == 0 and reports[0] == reports[1]
+
+
+def test_an_index_beyond_2_26_is_refused_in_features_with_a_way_out(tmp_path):
+    """The refusal of an index too large for a linear model says what to do with the features
+    (hash them into fewer buckets), not how many 'vertex slots' it would need."""
+    path = _write(tmp_path / "far.svm", [1, 0], [[1, 100_000_000], [2]])
+    with pytest.raises(tux2.InputError) as e:
+        tux2.LogisticRegression(epochs=1).fit(path)
+    text = str(e.value)
+    assert "feature index 100,000,000 is beyond the indices a linear model reads" in text
+    assert "hash the features into fewer buckets" in text and "vertex" not in text
+    r = run_cli("run", "lr", path)
+    assert r.returncode != 0 and r.stderr.startswith("tux2: error: ") and "fewer buckets" in r.stderr
+    assert "Traceback" not in r.stderr

@@ -232,7 +232,7 @@ def test_a_glm_started_from_a_model_begins_at_its_weights(make):
     fresh = make(epochs=1).fit(X, y)
     assert warm.history_[0]["objective"] < fresh.history_[0]["objective"]
     again = make(warm_start=True).fit(X[:480], y[:480])          # warm_start=True: the next fit goes on
-    assert "coef_" in vars(again.set_params(epochs=0).fit(X, y))
+    assert "weights_" in vars(again.set_params(epochs=0).fit(X, y))
     np.testing.assert_allclose(again.coef_, make().fit(X[:480], y[:480]).coef_, rtol=1e-12, atol=1e-12)
 
 

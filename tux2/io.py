@@ -648,7 +648,7 @@ def as_given(error, copy, given):
 
 # numeric ids this far beyond the number of records would make vertex arrays dwarf the data
 SPARSE_SLACK = 1 << 20
-SPARSE_INDICES = 1 << 26        # feature indices a linear model reads however sparse (a coef_ row each)
+SPARSE_INDICES = 1 << 26        # feature indices a linear model reads however sparse (coef_, on demand, a row each)
 
 
 def id_space(n_records):
@@ -2276,7 +2276,7 @@ def read_libsvm(path, zero_based=False, n_features=None, type_names=("sample", "
     sparse: a small test file of hashed features up to 2^24 scores against the model). ``sparse``:
     indices up to 2^26 (SPARSE_INDICES) however few the records (hashed into 2^24; KDD12's
     54.7M), for a caller that numbers the features densely (``tux2.loaders.dense_features``)
-    and sizes by index only a model's ``coef_``."""
+    and sizes by index only a model's ``coef_``, on demand."""
     path = os.fspath(path)
     try:
         with open(path, "rb") as f:
@@ -2311,12 +2311,19 @@ def read_libsvm(path, zero_based=False, n_features=None, type_names=("sample", "
                              "if the indices start at 0)", path=path, line=line, text=text)
         c -= 1
     n_feat = int(c.max()) + 1 if k else 0
-    if n_features is None:
-        check_id_space(n_feat, k, f"feature index {n_feat - (1 if zero_based else 0)}", path,
-                       lambda: edge_line(path, int(r[int(np.argmax(c))])),
-                       "renumber the features densely (e.g. by hashing them into fewer buckets)"
-                       + (f"; up to {SPARSE_INDICES:,} indices are read however few occur" if sparse else ""),
-                       known=(known_features or 0) + (SPARSE_INDICES if sparse else 0))
+    limit = id_space(k) + (known_features or 0) + (SPARSE_INDICES if sparse else 0)
+    if n_features is None and n_feat > limit:       # said in features, not in the vertex slots of check_id_space
+        line, text = edge_line(path, int(r[int(np.argmax(c))]))
+        top = n_feat - (1 if zero_based else 0)
+        raise InputError(f"feature index {top:,} is beyond the indices "
+                         + ("a linear model reads" if sparse else f"a file of {k:,} values may reach")
+                         + f", up to {limit - (1 if zero_based else 0):,} ("
+                         + ("2^26 = 67,108,864 however few features occur, more for larger files)" if sparse
+                            else "16 a value, + 2^20)")
+                         + ": hash the features into fewer buckets (2^24 = 16,777,216, as Criteo's and KDD12's, "
+                         "or fewer), or number the distinct features 1, 2, 3 …"
+                         + ("; only the features that occur take memory, not the indices below them" if sparse
+                            else ""), path=path, line=line, text=text)
     if n_features is not None:
         if n_feat > n_features:
             i = int(np.argmax(c))

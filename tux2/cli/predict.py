@@ -157,7 +157,7 @@ def predict(args):
         labels = None if labels is None else binary_labels(model.classes_, labels, test_source=args.input)[1]
     _write(args.output, itertools.chain([header], rows))
     unseen = int((labels >= len(names)).sum()) if model.loss == "softmax" and labels is not None else 0
-    unknown = graph.dst >= len(model.coef_) - model.bias            # scored as 0, like liblinear
+    unknown = graph.dst >= model.n_features_in_                      # scored as 0, like liblinear
     if vars(model).get("features_") is not None:                     # or unseen by a model of sparse indices
         unknown |= ~np.isin(graph.dst, model.features_)
     beyond = np.unique(graph.dst[unknown])

@@ -36,8 +36,11 @@ READ_CHOICES = dict(zero_based=(True, False, "auto"), duplicates=loaders.DUPLICA
 
 class Linear(Estimator):
     """What the linear models share: libsvm or matrix input with labels, test
-    metrics per epoch, weights files, and predictions from the learned ``coef_``
-    (one weight per feature for a binary model; features × K for softmax, features × (1 + F) for an FM)."""
+    metrics per epoch, weights files, and predictions from the learned weights
+    (one per feature for a binary model; features × K for softmax, features × (1 + F) for an FM).
+    The model is kept compact: ``weights_`` holds a row per feature that occurred in training
+    (``features_``, their indices, when sparse indices were numbered densely; else a row per
+    index), the intercept's last; ``coef_`` lays them out by index on demand."""
 
     loss = "logistic"
     bias = False
@@ -118,7 +121,7 @@ class Linear(Estimator):
 
     def _warms(self):
         """Whether this fit starts from the weights learned before (``warm_start``, ``--init-model``)."""
-        return bool(vars(self).get("warm_start")) and "coef_" in vars(self)
+        return bool(vars(self).get("warm_start")) and "weights_" in vars(self)
 
     def start_from(self, model):
         if isinstance(model, (str, os.PathLike)):
@@ -132,17 +135,19 @@ class Linear(Estimator):
                 vars(self).pop("features_", None)
         return self
 
-    def _model_rows(self, n_model, features, d):
+    def _model_rows(self, features, d):
         """Per feature of this fit (``d``; ``features``: their indices when numbered densely, else
-        0 … d−1), its row in the model's ``coef_`` (``n_model`` features), −1 where the model has
-        none: an index beyond its features, or one its own training numbered densely without (its
+        0 … d−1), its row in the model's ``weights_``, −1 where the model has none: an index
+        beyond its ``n_features_in_``, or one its own training numbered densely without (its
         ``features_``)."""
         idx = np.arange(d) if features is None else np.asarray(features, np.int64)
-        known = idx < n_model
         seen = vars(self).get("features_")
-        if seen is not None:
-            known &= np.isin(idx, seen)
-        return np.where(known, idx, -1)
+        if seen is None:
+            return np.where(idx < self.n_features_in_, idx, -1)
+        if not len(seen):
+            return np.full(len(idx), -1)
+        at = np.minimum(np.searchsorted(seen, idx), len(seen) - 1)
+        return np.where(seen[at] == idx, at, -1)
 
     def _start_weights(self, W, had, d, labels, why=None, rows=None):
         """The model's weights W (features × columns, the intercept last when ``had``) laid out
@@ -160,7 +165,7 @@ class Linear(Estimator):
             raise Tux2Error(f"the model to start from has the labels {', '.join(map(shown, self.classes_[:6]))} and "
                             f"this data {', '.join(map(shown, labels[:6]))}: a warm start keeps the model's labels")
         if rows is None:
-            rows = self._model_rows(len(W) - had, None, d - had)
+            rows = self._model_rows(None, d - had)
         known = rows >= 0                               # features both know; the intercept, last, to the last
         W0 = np.zeros((d, W.shape[1]))
         W0[:len(rows)][known] = W[rows[known]]
@@ -192,16 +197,15 @@ class Linear(Estimator):
         in the input's index base. A model of sparse feature indices (``features_``) keeps in
         weights.npz the rows of its features (and of the intercept, last) and their 0-based
         indices, ``index``: w[i] is feature index[i]'s weight."""
-        W = self.coef_.reshape(len(self.coef_), -1)
+        W = self.weights_.reshape(len(self.weights_), -1)
         base = 0 if self.zero_based_ else 1
+        at = self._indices()                            # each row's index (the intercept's: n_features_in_)
         nz = np.flatnonzero(np.any(W != 0, axis=1))       # repr: the shortest text that reads back exactly
-        lines = "".join([f"{j}:{','.join(map(repr, w))}\n" for j, w in zip((nz + base).tolist(), W[nz].tolist())])
+        lines = "".join([f"{j}:{','.join(map(repr, w))}\n" for j, w in zip((at[nz] + base).tolist(), W[nz].tolist())])
         fm = self.algorithm == "fm"
         state = {f"step_{k}": v for k, v in vars(self).get("step_state_", {}).items()}   # a warm start's
-        seen, index = vars(self).get("features_"), {}
-        if seen is not None:        # features numbered densely: their rows and indices (weights.npz's 'index')
-            pick = np.concatenate([seen, [len(W) - 1]]) if self._bias() else seen
-            W, index = W[pick], {"index": np.asarray(seen, np.int64)}      # (step_state_ holds these rows)
+        seen = vars(self).get("features_")      # features numbered densely: their indices (step_state_ holds their rows)
+        index = {} if seen is None else {"index": np.asarray(seen, np.int64)}
         return {"weights.npz": files.npz({**({"w": W[:, 0], "V": W[:, 1:]} if fm else
                                             {"w": W[:, 0] if W.shape[1] == 1 else W}), **state, **index}),
                 "weights.txt": files.text(lines)}
@@ -214,10 +218,10 @@ class Linear(Estimator):
                 **({"objective": float(self.history_[-1]["objective"])} if vars(self).get("history_") else
                    {"objective": float(ctx["objective"])} if "objective" in ctx else {}),      # in y's units
                 **({"epochs_trained": int(self.epochs_trained_)} if "epochs_trained_" in vars(self) else {}),
-                "features": int(len(self.coef_)), "samples": self.run_.get("samples"),
+                "features": self._n_rows(), "samples": self.run_.get("samples"),
                 **({"target_mean": float(self.target_mean_), "target_scale": float(self.target_scale_),
                     "offset": float(self.offset_)} if self.loss == "squared" else
-                   {"classes": int(self.coef_.shape[1]) if self.loss == "softmax" else 2,
+                   {"classes": int(self.weights_.shape[1]) if self.loss == "softmax" else 2,
                     "labels": self.classes_.tolist()}),
                 **({"feature_names": [str(c) for c in self.feature_names_in_]}
                    if "feature_names_in_" in vars(self) else {})}
@@ -227,14 +231,15 @@ class Linear(Estimator):
         meta, arrays = model_check.read_model(directory, self.algorithm, ("weights.npz",))
         model_check.check_linear(directory, meta, arrays)
         w = arrays["weights.npz"]
-        self.coef_ = np.column_stack([w["w"], w["V"]]) if self.algorithm == "fm" else w["w"]
+        self.weights_ = np.column_stack([w["w"], w["V"]]) if self.algorithm == "fm" else w["w"]
         self.step_state_ = {k[5:]: np.asarray(v) for k, v in w.items() if k.startswith("step_")}
         vars(self).pop("features_", None)
-        if "index" in w:            # sparse feature indices: the rows of the features that occurred
-            seen, extra = np.asarray(w["index"], np.int64), len(self.coef_) - len(w["index"])
+        n = None                    # a model of dense indices (models written before 'index' too): a row each
+        if "index" in w:            # sparse feature indices: the rows of the features that occurred, kept so
+            seen, extra = np.asarray(w["index"], np.int64), len(self.weights_) - len(w["index"])
             total = meta.get("features")                # indices 0 … n−1, then the intercept
             n = int(total) - extra if isinstance(total, int) else int(seen[-1]) + 1 if len(seen) else 0
-            self.coef_, self.features_ = by_index(self.coef_, seen, n), seen
+            self.features_ = seen
         self.zero_based_ = bool(meta.get("zero_based", False))
         if isinstance(meta.get("epochs_trained"), int) and meta["epochs_trained"] >= 0:
             self.epochs_trained_ = meta["epochs_trained"]
@@ -242,6 +247,7 @@ class Linear(Estimator):
         self.loss = meta.get("loss", self.loss)
         self.label_base_ = int(meta.get("label_base", 0))
         self.bias = bool(meta.get("bias", False))         # models written before GLMs had an intercept: none
+        self.n_features_in_ = n if n is not None else len(self.weights_) - self.bias
         self.norm_ = "l2" if meta.get("norm_used") == "l2" else "none"
         if self.loss == "squared":
             self.offset_ = float(meta.get("offset", 0.0))
@@ -250,7 +256,7 @@ class Linear(Estimator):
         if self.loss == "squared":
             labels = []
         elif labels is None:
-            labels = np.arange(self.coef_.shape[1]) + self.label_base_ if self.loss == "softmax" else [-1, 1]
+            labels = np.arange(self.weights_.shape[1]) + self.label_base_ if self.loss == "softmax" else [-1, 1]
         self.classes_ = np.array(labels)
         if isinstance(meta.get("feature_names"), list):     # a DataFrame's columns: predict checks them
             self.feature_names_in_ = np.array(meta["feature_names"], dtype=object)
@@ -268,19 +274,45 @@ class Linear(Estimator):
 
     # ------------------------------------------------------------ predictions
     @property
-    def n_features_in_(self):
-        """The number of features fit saw (columns of X; the intercept is not one)."""
-        return len(self.coef_) - self._bias()
+    def coef_(self):
+        """The weights by feature index, as scikit-learn's linear models give them: one per
+        index 0 … ``n_features_in_``−1 (a binary model's vector; features × K for softmax,
+        features × (1 + F), (w, V), for an FM), the intercept's last. Read-only, made on
+        demand from ``weights_``: for a model of sparse indices (``features_``) a new array
+        each time, zero at the indices that did not occur and not writeable (2^24 hashed
+        indices are 134 MB a column: keep it, or use ``weights_`` and ``features_``); else
+        ``weights_`` itself."""
+        W = self.weights_                           # before fit: AttributeError, whose message names coef_
+        seen = vars(self).get("features_")
+        if seen is None:
+            return W
+        out = by_index(W, seen, self.n_features_in_)
+        out.flags.writeable = False                 # a write would change a copy, not the model
+        return out
+
+    def _indices(self):
+        """Each row of ``weights_``'s index in ``coef_`` (the intercept's last)."""
+        seen, n = vars(self).get("features_"), len(self.weights_)
+        if seen is None:
+            return np.arange(n)
+        return np.concatenate([np.asarray(seen, np.int64), self.n_features_in_ + np.arange(n - len(seen))])
+
+    def _n_rows(self):
+        """``len(coef_)``, without making it: the indices and the intercept."""
+        seen = vars(self).get("features_")
+        return int(len(self.weights_) if seen is None else self.n_features_in_ + len(self.weights_) - len(seen))
 
     def _learned(self, coef, s):
-        """The weights ``coef_`` and what the fit's data says beside them: the feature
-        index base, the labels, the column names of a DataFrame; the features of sparse
-        indices (``features_``), whose rows ``coef_`` holds by index (the others 0)."""
-        seen = vars(s).get("features")              # sparse indices numbered densely: coef_ by index
-        self.coef_, self.zero_based_, self.classes_ = by_index(coef, seen, vars(s).get("span")), s.zero_based, s.labels
+        """The weights and what the fit's data says beside them: the feature index base,
+        the labels, the column names of a DataFrame; ``weights_`` a row per feature the
+        training graph has (for sparse indices numbered densely, ``features_``, their indices,
+        and ``n_features_in_`` the indices' count, which ``coef_`` spans)."""
+        seen = vars(s).get("features")              # sparse indices numbered densely
+        self.weights_, self.zero_based_, self.classes_ = np.asarray(coef), s.zero_based, s.labels
         vars(self).pop("features_", None)
+        self.n_features_in_ = len(coef) - bool(self.bias)       # this fit's intercept (_fit_params: the last fit's)
         if seen is not None:
-            self.features_ = seen
+            self.features_, self.n_features_in_ = seen, int(s.span)
         self.label_column_ = s.label_column          # a table's (name or 1-based), for the files predict reads
         if s.label_dtype is not None and np.array_equal(s.labels.astype(s.label_dtype), s.labels):
             self.classes_ = s.labels.astype(s.label_dtype)  # y's own (bool, 0.0/1.0, int32), as scikit-learn keeps it
@@ -292,7 +324,7 @@ class Linear(Estimator):
         """Scores (n, K) of the samples of X: a libsvm path, a matrix (rows are
         samples) or a sample → feature graph. A matrix must have the columns fit saw
         (a libsvm file's features beyond them count as 0)."""
-        W = self.coef_                                  # before fit: the error names it
+        W = self.weights_ if "weights_" in vars(self) else self.coef_   # before fit: the error names coef_
         g = self._read(X)[0]
         if isinstance(g.layout, tables.TableFormat):    # a table's header: the features in fit's order
             same_table(g.layout, vars(self).get("feature_names_in_"), self.n_features_in_, X if loaders.is_path(X)
@@ -303,8 +335,7 @@ class Linear(Estimator):
                                  f"{self.n_features_in_} features as input")
             same_columns(X, vars(self).get("feature_names_in_"), "X")
         seen = vars(self).get("features_")
-        if seen is not None:        # sparse indices: the rows of the features that occurred, not every index's
-            W = np.asarray(W)[np.concatenate([seen, [len(W) - 1]]) if self._bias() else seen]
+        if seen is not None:        # sparse indices: the features that occurred, in weights_' rows
             g = loaders.in_features(g, seen)
         return self._scores(W, g)
 
@@ -741,7 +772,7 @@ class GLM(Linear):
         data's means μ, glm.centre: the inverse of ``glm.uncentred``); features beyond the
         model's start as in a new model (``features``: the indices of this fit's, when numbered
         densely). Returns (features given, features) for the header."""
-        W = np.array(self.coef_, np.float64)
+        W = np.array(self.weights_, np.float64)        # the model's rows (features_' when sparse)
         W = W.reshape(len(W), -1)
         had, fm = vars(self).pop("_started_bias", self._bias()), self.algorithm == "fm"
         if self.loss == "squared":                      # the inverse of _original: in the trained units
@@ -758,7 +789,7 @@ class GLM(Linear):
             why = (f"{W.shape[1] - 1} factors", f"give --factors {W.shape[1] - 1}")
         elif fm and self.norm_ != norm:
             why = (f"samples {'scaled to unit length' if norm == 'l2' else 'as they are'}", f"give --norm {norm}")
-        rows = self._model_rows(len(W) - had, features, d - had)
+        rows = self._model_rows(features, d - had)
         W0, feats = self._start_weights(W, had, d, labels, why, rows)
         if mu is not None:                              # the inverse of glm.uncentred, for this data's μ
             m = np.zeros(d - 1)
@@ -773,11 +804,9 @@ class GLM(Linear):
         # AdaGrad's or Adam's history of the model's features goes on, as in a longer fit
         state = vars(self).get("step_state_", {})
         same = state.get("optimizer") is not None and str(state["optimizer"]) == self._resolved()[0]
-        seen = vars(self).get("features_")             # a model of sparse indices: its history holds their rows
-        n_state = len(W) if seen is None else len(seen) + had
-        state = {f: np.asarray(v) for f, v in state.items() if same and f != "optimizer" and len(v) == n_state}
+        state = {f: np.asarray(v) for f, v in state.items() if same and f != "optimizer" and len(v) == len(W)}
         first, known = prog.init_vertices, rows >= 0
-        at = rows if seen is None else np.searchsorted(seen, rows)     # each known feature's row of the history
+        at = rows                                       # each known feature's row of the history (W's rows)
 
         def init_vertices(name, data, rng):
             first(name, data, rng)
@@ -1099,9 +1128,8 @@ class BlockPG(Linear):
         seen, span = sparse_features(data)
         if self._warms():               # the model's weights, by feature index, in the shuffled ids
             had = vars(self).pop("_started_bias", self._bias())
-            W = np.asarray(self.coef_, np.float64).reshape(-1, 1)
-            W0, feats = self._start_weights(W, had, g.n_dst, labels,
-                                            rows=self._model_rows(len(W) - had, seen, g.n_dst - had))
+            W = np.asarray(self.weights_, np.float64).reshape(-1, 1)       # the model's rows
+            W0, feats = self._start_weights(W, had, g.n_dst, labels, rows=self._model_rows(seen, g.n_dst - had))
             start = np.zeros(g.n_dst)
             start[perm] = W0[:, 0]
             warm = (feats, g.n_dst - had)
