@@ -556,6 +556,67 @@ def test_documents_from_any_iterable_of_token_sequences():
             lda().fit(empty)
 
 
+def test_new_documents_none_at_all_are_the_error_fit_gives():
+    """transform, score, perplexity and fold_in of no documents (a generator read before,
+    [], a matrix of 0 rows, an empty graph) stop as fit does, as scikit-learn's transform of
+    0 rows does: transform gave a (0, K) array, silently, for an exhausted generator."""
+    import scipy.sparse as sp
+    from tux2.graph import BipartiteGraph
+    docs = [["apple", "pie", "sweet"], ["goal", "team", "coach"]] * 5
+    texts = tux2.LDA(topics=2, iterations=3, stop_words="none").fit(docs)
+    counts = tux2.LDA(topics=2, iterations=3).fit(sp.csr_matrix(np.ones((4, 3))))
+    used = (d for d in docs)
+    list(used)
+    for model, empty in ((texts, used), (texts, []), (texts, iter([])), (texts, np.array([], str)),
+                         (counts, sp.csr_matrix((0, 3))), (counts, BipartiteGraph([], [], [], 0, 3))):
+        for call in (model.transform, model.score, model.perplexity, model.fold_in):
+            with pytest.raises(InputError, match="no documents: an empty list, or a generator read to its end"):
+                call(empty)
+    assert texts.transform([[]]).shape == (1, 2) and counts.transform(sp.csr_matrix((1, 3))).shape == (1, 2)
+
+
+def test_docs_and_word_strings_arrays_keep_the_words_as_the_vocabulary(tmp_path):
+    """(doc ids, words[, counts]) arrays whose words are strings: the words are the model's
+    vocabulary (sorted, as loaders.from_arrays numbers them), as a text corpus's are; the
+    model is the one fitted on the same counts as a matrix named by vocab=; new documents
+    as such arrays, texts or token lists map by word, unknown words left out. Before,
+    vocab_ was None and topics showed the words' ids ('0', '3'); a matrix to a model whose
+    vocab= named its columns was refused as if it had been fitted on texts."""
+    import scipy.sparse as sp
+    docs = [["pie", "apple", "pie"], ["team", "goal"], ["apple", "melon"]] * 10
+    d = np.array([i for i, ws in enumerate(docs) for _ in ws])
+    w = np.array([x for ws in docs for x in ws])
+    words = sorted(set(w.tolist()))
+    X = sp.csr_matrix((np.ones(len(d)), (d, [words.index(x) for x in w])), shape=(len(docs), len(words)))
+
+    def lda(**kw):
+        return tux2.LDA(topics=2, iterations=10, **kw)
+    named = lda(vocab=words).fit(X)
+    assert named.transform(X).shape == (len(docs), 2)             # its columns are the model's word ids
+    for form in ((d, w), (d.tolist(), w.tolist()), (d, w, np.ones(len(d), int)), (d, w.astype(object))):
+        m = lda().fit(form)
+        assert m.vocab_ == words and m.run_["format"] == "arrays of words"
+        np.testing.assert_array_equal(m.word_topic_, named.word_topic_)
+        assert {x for ws in m.topic_words(3) for x, _ in ws} == set(words)
+    theta = m.transform([["pie", "apple"], ["goal", "unknown"]])
+    np.testing.assert_array_equal(m.transform(([0, 0, 1, 1], ["pie", "apple", "goal", "unknown"])), theta)
+    np.testing.assert_array_equal(m.transform(["pie apple", "goal unknown"]), theta)
+    with pytest.raises(ValueError, match="fitted on arrays of words: .* pass the words themselves"):
+        m.transform(X)
+    with pytest.raises(InputError, match="numeric word ids .*these documents' words are strings"):
+        lda().fit((d, [words.index(x) for x in w])).transform(([0], ["pie"]))
+    with pytest.raises(InputError, match="a vocabulary names numeric word ids, and this corpus has words"):
+        lda(vocab=words).fit((d, w))
+    m.save(tmp_path / "m")
+    back = tux2.LDA.load(tmp_path / "m")
+    assert back.vocab_ == words and np.array_equal(back.transform(["pie apple", "goal unknown"]), theta)
+    (tmp_path / "ids.txt").write_text("0 1 2\n")
+    with pytest.raises(InputError, match="a triples corpus, and this model was fitted on arrays of words"):
+        back.transform(str(tmp_path / "ids.txt"))
+    warm = lda(warm_start=True).start_from(m).fit(["pie apple apple", "goal team"] * 5)
+    assert warm.vocab_ == ["pie", "apple", "goal", "team"]
+
+
 def test_token_lists_of_numpy_strings_give_plain_str_words():
     """Tokens that are np.str_ (list(array)) are words as str: vocab_, topic_words and the
     model's files list plain strings (numpy 2 prints np.str_('apple') otherwise)."""

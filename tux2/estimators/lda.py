@@ -73,12 +73,21 @@ def _counts(data, V=None):
                          "counts (CountVectorizer's, not TfidfVectorizer's)", path=g.source)
     matrix = hasattr(data, "tocoo")                     # its width is the vocabulary's, not the largest word id's
     width = data.shape[1] if matrix else g.n_dst
-    if V is not None and (width > V or (matrix and width != V)):
+    if V is not None and _word_names(g) is None and (width > V or (matrix and width != V)):
         raise InputError(f"the documents have {width} word columns but the model has {V} words: transform them "
                          "with the vectorizer (the vocabulary) the model was fitted on", path=g.source)
     return g
 
 
+def _word_names(g):
+    """The words of counts whose word column holds strings ((docs, words[, counts]) arrays,
+    loaded as ``from_arrays`` numbers them, in sorted order): the corpus's vocabulary, as a
+    text corpus's; None for numeric word ids."""
+    m = g.ids[1]
+    return None if m is None or m.tokens.dtype.kind not in "US" else [str(w) for w in m.tokens.tolist()]
+
+
+WORD_ARRAYS = "arrays of words"     # the format of (docs, words[, counts]) arrays whose words are strings
 COHERENCE_WORDS = 10    # the top words of a topic whose coherence fit reports (tomotopy's top_n default)
 
 
@@ -154,6 +163,8 @@ class LDA(Estimator):
                              "texts, fit(df['COLUMN']))", path="DataFrame")
         else:
             g, format = _counts(data), "arrays"
+            words = _word_names(g)          # (docs, words) of strings: the words are the model's vocabulary
+            format = "arrays" if words is None else WORD_ARRAYS
         where = data if isinstance(data, (str, bytes)) or hasattr(data, "__fspath__") else None
         if format in ("text", "csv") and self.numbers == "drop":        # '1', 'x' (after the table check)
             g, words = io.drop_numbers(g, words)
@@ -165,15 +176,15 @@ class LDA(Estimator):
                            ("numbers", self.numbers == "keep")):   # a stop-words file: meant
             if used and format not in ("text", "csv"):           # read options the format has no use for: errors
                 raise InputError(f"--{flag} ({flag.replace('-', '_')}=) filters the words of a text corpus, and "
-                                 f"this one is {format}: drop those word ids before", path=where)
+                                 f"this one is {format}: drop those words before", path=where)
         if base is not None and format != "triples":
             raise InputError(f"--base (base=) is the id base of 'doc word count' triples, and this corpus is {format}"
                              + (" (1-based by the format)" if format == "docword" else ""), path=where)
         listed = vocab is not None and not isinstance(vocab, (str, bytes)) and not hasattr(vocab, "__fspath__")
         given = listed or bool(vocab)
         if words is not None and given:
-            raise InputError("a vocabulary names numeric word ids, and this text corpus has words of its own: leave "
-                             "out --vocab (vocab=)", path=None if listed else vocab)
+            raise InputError(f"a vocabulary names numeric word ids, and this {'text ' * (format != WORD_ARRAYS)}corpus "
+                             "has words of its own: leave out --vocab (vocab=)", path=None if listed else vocab)
         if words is None and listed:        # the words themselves (a CountVectorizer's get_feature_names_out())
             words = [str(w) for w in vocab]
             if len(words) < g.n_dst:
@@ -436,10 +447,13 @@ class LDA(Estimator):
         V = self.word_topic_.shape[1]
         texts, path = io.as_texts(docs, self.text_column), loaders.is_path(docs)
         kind = io.sniff_corpus(docs) if path else None                  # (text: or CSV)
-        text = (getattr(self, "run_", None) or {}).get("format") in ("text", "csv")    # else numeric (or --vocab's)
-        if path and kind != "text" and text:
-            raise InputError(f"a {kind} corpus, and this model was fitted on text: its word ids are its own words' "
-                             "(vocab.txt), not this file's; give the new documents as text", path=docs)
+        fmt = (getattr(self, "run_", None) or {}).get("format")
+        text = fmt in ("text", "csv")                       # else numeric (or --vocab's), or WORD_ARRAYS
+        own, fitted = text or fmt == WORD_ARRAYS, "texts" if text else "arrays of words"  # word ids: its words' own
+        if path and kind != "text" and own:
+            raise InputError(f"a {kind} corpus, and this model was fitted on {'text' if text else fitted}: its word "
+                             "ids are its own words' (vocab.txt), not this file's; give the new documents as text",
+                             path=docs)
         if texts is not None or kind == "text":
             if self.vocab_ is None:
                 raise InputError("this model has numeric word ids (no vocabulary), and these documents are text: "
@@ -450,25 +464,45 @@ class LDA(Estimator):
                     else stop_words(self.stop_words if text and self.stop_words in ("english", "none") else None))
             g, words = (io.read_text_docs(docs, stopwords=stop, csv=io.csv_header(docs, self.text_column)) if path
                         else io.text_docs(texts, stopwords=stop, need_words=False))
-            index = {w: i for i, w in enumerate(self.vocab_)}
-            to_model = np.array([index.get(w, -1) for w in words], np.int64)[g.dst]
-            o = np.lexsort((to_model, g.src))
-            o = o[to_model[o] >= 0]                     # by document, then word; unknown words left out
-            return (BipartiteGraph(g.src[o], to_model[o], g.values[o], g.n_src, V, ("doc", "word"), g.source),
-                    int(g.values.sum() - g.values[o].sum()))
+            return self._in_model_words(g, words)
         if not path:
             _refuse_non_documents(docs)
-        if not path and self.vocab_ is not None:
-            raise ValueError(f"this model was fitted on texts: it maps their words to its {V} word ids (vocab_), and "
-                             "a count matrix's columns are its vectorizer's: pass the texts themselves (a list of "
-                             "strings or of token lists, a pandas Series, a text file)")
-        if not path:
-            return _counts(docs, V), 0
+            g = _counts(docs, V)
+            named = _word_names(g)
+            if named is not None and self.vocab_ is None:
+                raise InputError("this model has numeric word ids (no vocabulary), and these documents' words are "
+                                 "strings: pass the word ids the model was fitted on", path=g.source)
+            if named is not None:
+                return self._in_model_words(g, named)
+            if own:
+                raise ValueError(f"this model was fitted on {fitted}: it maps their words to its {V} word ids (vocab_), "
+                                 "and a count matrix's columns are its vectorizer's: pass the "
+                                 + ("texts themselves (a list of strings or of token lists, a pandas Series, a text "
+                                    "file)" if text else "words themselves ((docs, words[, counts]) arrays, texts)"))
+            return g, 0
         g, _, fmt = loaders.load_corpus(docs, base=self.word_base_ or None)     # triples: the model's base
         if g.n_dst > V:
             line, text = io.edge_line(docs, int(np.argmax(g.dst)), 3 if fmt == "docword" else 0)
             raise InputError(f"word id beyond the model's {V} words", path=docs, line=line, text=text)
         return g, 0
+
+    def _in_model_words(self, g, words):
+        """(``g``, doc → word counts in ids of its own ``words``, in the model's word ids
+        (``vocab_``), tokens left out): words the model lacks are left out."""
+        index = {w: i for i, w in enumerate(self.vocab_)}
+        to_model = np.array([index.get(w, -1) for w in words], np.int64)[g.dst]
+        o = np.lexsort((to_model, g.src))
+        o = o[to_model[o] >= 0]                     # by document, then word; unknown words left out
+        return (BipartiteGraph(g.src[o], to_model[o], g.values[o], g.n_src, self.word_topic_.shape[1],
+                               ("doc", "word"), g.source), int(g.values.sum() - g.values[o].sum()))
+
+    def _new_documents(self, docs):
+        """``docs`` as ``documents`` reads them (a doc → word graph as it is); none at all is
+        the error ``fit`` gives, not a (0, K) result: an exhausted generator is the likely cause."""
+        g = docs if isinstance(docs, BipartiteGraph) else self.documents(docs)[0]
+        if not g.n_src:
+            raise InputError(io.NO_DOCUMENTS, path=g.source)
+        return g
 
     def fit_transform(self, docs, y=None, **fit_params):
         """``fit(docs).transform(docs)``; ``y`` is ignored: a Pipeline hands its labels to every step."""
@@ -477,9 +511,9 @@ class LDA(Estimator):
 
     def transform(self, docs, iterations=50, seed=0):
         """Topic mixtures θ (D × K) of new documents: a doc → word count graph in the
-        model's word ids, or what ``documents`` takes."""
-        if not isinstance(docs, BipartiteGraph):
-            docs = self.documents(docs)[0]
+        model's word ids, or what ``documents`` takes; no documents at all (an empty list, a
+        generator read before) is an error, as in ``fit`` (scikit-learn's too)."""
+        docs = self._new_documents(docs)
         return lda.infer(self.word_topic_, self.topic_totals_, docs, self.alpha_, self.beta, iterations, seed)
 
     def score(self, docs, y=None, iterations=50, seed=0):
@@ -500,8 +534,7 @@ class LDA(Estimator):
     def fold_in(self, docs, iterations=50, seed=0):
         """(θ as ``transform`` gives it, ``score``, tokens scored) of documents, with one
         inference."""
-        if not isinstance(docs, BipartiteGraph):
-            docs = self.documents(docs)[0]
+        docs = self._new_documents(docs)
         tokens = float(docs.values.sum())
         if tokens == 0:
             raise ValueError("the documents hold no word of the model's vocabulary: nothing to score")
