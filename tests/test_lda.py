@@ -479,6 +479,65 @@ def test_a_model_with_topics_of_no_coherence_loads_and_warm_starts(tmp_path):
     assert r.returncode == 0, r.stderr
 
 
+def _gensim_umass(top, sets):
+    """gensim's u_mass of one topic's top word ids on documents (sets of word ids), as its
+    log_conditional_probability loops: s_one_pre pairs, w_star in no document scoring 0.0,
+    the mean of the pairs' values; no pair: None (gensim's np.mean([]), NaN)."""
+    import math
+    D, vals = len(sets), []
+    for i in range(1, len(top)):
+        for j in range(i):
+            star = sum(top[j] in s for s in sets)
+            both = sum(top[i] in s and top[j] in s for s in sets)
+            vals.append(math.log((both / D + 1e-12) / (star / D)) if star else 0.0)
+    return sum(vals) / len(vals) if vals else None
+
+
+def test_umass_on_other_documents_is_gensims_and_topics_of_no_pair_are_left_out_of_the_mean(tmp_path):
+    """On documents that lack some top words (coherence(docs) of new ones), a pair whose
+    w_j no document holds scores 0 as in gensim; before it was left out, and a topic whose
+    every pair was so was NaN. A topic of fewer than 2 words has no pair: NaN, left out of
+    every mean (the report says so instead of 'UMass nan'); the model loader took values
+    only up to 1e-9, while log(1 + εD) > 1e-9 for D > 1000 documents (a pair whose words are
+    in the same documents only) and refused such a model."""
+    from tests.conftest import run_cli
+    docs = [[0, 1, 2], [0, 1], [0, 3], [1, 2, 3, 4], [4]]
+    d = np.array([i for i, ws in enumerate(docs) for _ in ws])
+    w = np.array([x for ws in docs for x in ws])
+    g = BipartiteGraph(d, w, np.ones(len(d)), len(docs), 7, ("doc", "word"))
+    wt = np.array([[0, 0, 0, 0, 0, 6, 5], [4, 0, 0, 0, 0, 3, 0], [5, 3, 0, 0, 1, 0, 2], [0, 0, 0, 0, 0, 0, 8]],
+                  float)       # words 5, 6 in no document
+    sets = [set(ws) for ws in docs]
+    got = lda.umass(wt, g, 10)
+    for k in range(3):
+        top = [int(x) for x in np.argsort(-wt[k], kind="stable") if wt[k, x] > 0]
+        assert got[k] == pytest.approx(_gensim_umass(top, sets), rel=1e-12, abs=1e-300), k
+    assert got[0] == 0.0 and np.isnan(got[3]) and lda.mean_umass(got) == pytest.approx(np.mean(got[:3]))
+    assert lda.mean_umass([np.nan, np.nan]) is None
+    np.testing.assert_array_equal(lda.umass(wt, g, 1), [np.nan] * 4)      # top_n=1: no pair (gensim: NaN)
+    big = BipartiteGraph(np.r_[0, 0, np.arange(1, 20000)], np.r_[0, 1, np.full(19999, 2)], np.ones(20001), 20000, 3,
+                         ("doc", "word"))
+    c = lda.umass(np.array([[5, 5, 0], [0, 0, 9]]), big)
+    assert c[0] == pytest.approx(np.log1p(1e-12 * 20000)) and c[0] > 1e-9
+    m = tux2.LDA(topics=2, iterations=2).fit(big)
+    m.coherence_ = c
+    m.save(tmp_path / "m")
+    np.testing.assert_array_equal(tux2.LDA.load(tmp_path / "m").coherence_, c)
+    (tmp_path / "one.txt").write_text("apple apple\napple\n" * 3)
+    r = run_cli("run", "lda", str(tmp_path / "one.txt"), "--topics", "2", "--iterations", "3")
+    assert r.returncode == 0, r.stderr
+    assert "nan" not in r.stdout and r.stdout.count("no UMass: <2 words") == 2, r.stdout
+    assert "coherence (UMass): none, no topic holds 2 words" in r.stdout
+    (tmp_path / "c.txt").write_text("apple pear apple\npear fig\napple fig pear\nkiwi plum\n" * 3 + "lone\n")
+    r = run_cli("run", "lda", str(tmp_path / "c.txt"), "--topics", "8", "--iterations", "5", "--out",
+                str(tmp_path / "c"))
+    c = np.load(tmp_path / "c" / "lda.npz")["coherence"]
+    assert r.returncode == 0 and np.isnan(c).any() and not np.isnan(c).all(), r.stdout
+    assert "nan" not in r.stdout and r.stdout.count("no UMass: <2 words") == np.isnan(c).sum()
+    n = int((~np.isnan(c)).sum())
+    assert f"coherence (UMass): {np.nanmean(c):.4f}, the mean over the {n} of 8 topics holding 2 words" in r.stdout
+
+
 def test_umass_top_words_are_a_stable_argsorts_first_n_ties_included():
     """umass picks each topic's top words without sorting whole rows (K = 1000 topics of
     50,000 words: 8.3 s to argsort): the same ids, in the same order, as a stable argsort,

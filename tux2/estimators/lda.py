@@ -307,8 +307,8 @@ class LDA(Estimator):
         words = eng.vertex_data("word") if eng.iteration == self.iterations else None
         c = None if words is None else lda.umass(lda.topic_word(words, self.topics), s.graph, COHERENCE_WORDS)
         s.coherence = c                                 # (read_model's, of the same words)
-        if c is not None and not np.isnan(c).all():     # the final model's coherence (read_model keeps it per topic)
-            rec["coherence_umass"] = float(np.nanmean(c))
+        if c is not None and lda.mean_umass(c) is not None:   # the final model's (read_model keeps it per topic)
+            rec["coherence_umass"] = lda.mean_umass(c)
         if words is not None and s.test is not None:   # its held-out fit, one fold-in, as tux2 predict reports it
             K = self.topics
             ll = lda.fold_in(lda.topic_word(words, K), lda.topic_counts(ctx, K), s.test, ctx["alpha"][:K], self.beta)[1]
@@ -367,17 +367,24 @@ class LDA(Estimator):
 
     def _report(self, s):
         c = vars(self).get("coherence_")
-        return [f"topic {k:3d} ({int(self.word_topic_[k].sum())} tokens" + (f", UMass {c[k]:.2f}" if c is not None
-                                                                              else "") + "): "
-                + " ".join(w for w, _ in ws) for k, ws in enumerate(self.topic_words(self.top_words)[:10])] + \
-            ([f"coherence (UMass): {np.nanmean(c):.4f}, the mean over the {len(c)} topics of their "
-              f"{COHERENCE_WORDS} most frequent words in the training documents (closer to 0 is better)"]
-             if c is not None and not np.isnan(c).all() else [])
+        lines = [f"topic {k:3d} ({int(self.word_topic_[k].sum())} tokens"
+                 + ("" if c is None else f", UMass {c[k]:.2f}" if not np.isnan(c[k]) else ", no UMass: <2 words")
+                 + "): " + " ".join(w for w, _ in ws) for k, ws in enumerate(self.topic_words(self.top_words)[:10])]
+        if c is None:
+            return lines
+        mean, n = lda.mean_umass(c), int((~np.isnan(c)).sum())
+        of = f"the {len(c)} topics" if n == len(c) else f"the {n} of {len(c)} topics holding 2 words or more"
+        return lines + [f"coherence (UMass): {mean:.4f}, the mean over {of} of their {COHERENCE_WORDS} most frequent "
+                        "words in the training documents (closer to 0 is better)" if n else
+                        "coherence (UMass): none, no topic holds 2 words (a pair to score)"]
 
     def coherence(self, docs=None, top_n=COHERENCE_WORDS):
         """Per topic, the UMass coherence of its ``top_n`` most frequent words (tomotopy's and
         gensim's ``u_mass``; closer to 0 is better) in documents (what ``transform`` takes),
-        or, without ``docs``, in the training documents (``coherence_``, top 10 words)."""
+        or, without ``docs``, in the training documents (``coherence_``, top 10 words). A
+        topic holding fewer than 2 words (or ``top_n=1``) has no pair to score: NaN, which the
+        mean fit reports (``tux2.udfs.lda.mean_umass``) leaves out; a pair whose second word
+        no document holds scores 0, as in gensim."""
         if docs is None:
             if top_n != COHERENCE_WORDS or "coherence_" not in vars(self):
                 raise ValueError("coherence() without documents is that of the training documents, kept for "
