@@ -674,6 +674,13 @@ def test_docs_and_word_strings_arrays_keep_the_words_as_the_vocabulary(tmp_path)
         back.transform(str(tmp_path / "ids.txt"))
     warm = lda(warm_start=True).start_from(m).fit(["pie apple apple", "goal team"] * 5)
     assert warm.vocab_ == ["pie", "apple", "goal", "team"]
+    pd = pytest.importorskip("pandas")
+    rows = pd.DataFrame({"doc": [f"d{i:02d}" for i in d], "word": w, "count": 1})     # long form, string doc ids
+    np.testing.assert_array_equal(lda().fit(rows).word_topic_, named.word_topic_)   # was refused as texts
+    np.testing.assert_array_equal(m.transform(pd.DataFrame({"doc": [0, 0, 1, 1], "word": ["pie", "apple", "goal",
+                                                                                         "unknown"]})), theta)
+    with pytest.raises(InputError, match="a DataFrame with text .*no column named text"):
+        lda().fit(pd.DataFrame({"id": [1, 2], "blurb": ["apple pie", "goal team"]}))
 
 
 def test_token_lists_of_numpy_strings_give_plain_str_words():

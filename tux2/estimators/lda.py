@@ -79,6 +79,18 @@ def _counts(data, V=None):
     return g
 
 
+def _word_rows(df):
+    """Whether a DataFrame is (doc, word[, count]) rows, read as such arrays: 2 or 3 columns,
+    the second of single words (strings without whitespace: a column of texts has it), the
+    third not strings."""
+    if getattr(df, "ndim", 0) != 2 or df.shape[1] not in (2, 3):
+        return False
+    kinds = [t.kind for t in df.dtypes]
+    if kinds[1] not in "OSU" or len(kinds) == 3 and kinds[2] in "OSU":
+        return False
+    return not df.iloc[:, 1].astype(str).str.contains(r"\s").any()
+
+
 def _word_names(g):
     """The words of counts whose word column holds strings ((docs, words[, counts]) arrays,
     loaded as ``from_arrays`` numbers them, in sorted order): the corpus's vocabulary, as a
@@ -157,10 +169,12 @@ class LDA(Estimator):
                     raise InputError("it looks like a libsvm file ('label index:value …'), not text: tux2 run lr, "
                                      "svm, softmax, fm or blockpg reads it (--format text reads it as text anyway)",
                                      path=data)
-        elif type(data).__module__.split(".")[0] == "pandas" and any(t.kind in "OSU" for t in data.dtypes):
+        elif (type(data).__module__.split(".")[0] == "pandas" and any(t.kind in "OSU" for t in data.dtypes)
+              and not _word_rows(data)):
             raise InputError(f"a DataFrame with text (columns {', '.join(map(str, data.columns))}) and no column "
                              f"named {', '.join(io.TEXT_COLUMNS[:3])}, …: text_column='COLUMN' picks it (or pass the "
-                             "texts, fit(df['COLUMN']))", path="DataFrame")
+                             "texts, fit(df['COLUMN']); (doc, word[, count]) rows have a word, no spaces, in the second "
+                             "column)", path="DataFrame")
         else:
             g, format = _counts(data), "arrays"
             words = _word_names(g)          # (docs, words) of strings: the words are the model's vocabulary
