@@ -680,7 +680,9 @@ def test_docs_and_word_strings_arrays_keep_the_words_as_the_vocabulary(tmp_path)
     np.testing.assert_array_equal(m.transform(pd.DataFrame({"doc": [0, 0, 1, 1], "word": ["pie", "apple", "goal",
                                                                                          "unknown"]})), theta)
     with pytest.raises(InputError, match="a DataFrame with text .*no column named text"):
-        lda().fit(pd.DataFrame({"id": [1, 2], "blurb": ["apple pie", "goal team"]}))
+        lda().fit(pd.DataFrame({"id": [1, 2], "word": ["apple pie", "goal team"]}))     # texts, not words
+    with pytest.raises(InputError, match="a DataFrame with text .*no column named text"):
+        lda().fit(pd.DataFrame({"id": [1, 2], "Title": ["apple", "goal"], "label": [0, 1]}))  # no word column
 
 
 def test_token_lists_of_numpy_strings_give_plain_str_words():

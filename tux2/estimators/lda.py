@@ -79,11 +79,14 @@ def _counts(data, V=None):
     return g
 
 
+WORD_COLUMNS = ("word", "words", "token", "tokens", "term", "terms")
+
+
 def _word_rows(df):
     """Whether a DataFrame is (doc, word[, count]) rows, read as such arrays: 2 or 3 columns,
-    the second of single words (strings without whitespace: a column of texts has it), the
-    third not strings."""
-    if getattr(df, "ndim", 0) != 2 or df.shape[1] not in (2, 3):
+    the second named as a word column (WORD_COLUMNS) and holding single words (strings
+    without whitespace), the third not strings."""
+    if getattr(df, "ndim", 0) != 2 or df.shape[1] not in (2, 3) or str(df.columns[1]).lower() not in WORD_COLUMNS:
         return False
     kinds = [t.kind for t in df.dtypes]
     if kinds[1] not in "OSU" or len(kinds) == 3 and kinds[2] in "OSU":
@@ -173,8 +176,8 @@ class LDA(Estimator):
               and not _word_rows(data)):
             raise InputError(f"a DataFrame with text (columns {', '.join(map(str, data.columns))}) and no column "
                              f"named {', '.join(io.TEXT_COLUMNS[:3])}, …: text_column='COLUMN' picks it (or pass the "
-                             "texts, fit(df['COLUMN']); (doc, word[, count]) rows have a word, no spaces, in the second "
-                             "column)", path="DataFrame")
+                             "texts, fit(df['COLUMN']); (doc, word[, count]) rows name their second column 'word')",
+                             path="DataFrame")
         else:
             g, format = _counts(data), "arrays"
             words = _word_names(g)          # (docs, words) of strings: the words are the model's vocabulary
