@@ -479,6 +479,65 @@ def test_a_model_with_topics_of_no_coherence_loads_and_warm_starts(tmp_path):
     assert r.returncode == 0, r.stderr
 
 
+def _gensim_umass(top, sets):
+    """gensim's u_mass of one topic's top word ids on documents (sets of word ids), as its
+    log_conditional_probability loops: s_one_pre pairs, w_star in no document scoring 0.0,
+    the mean of the pairs' values; no pair: None (gensim's np.mean([]), NaN)."""
+    import math
+    D, vals = len(sets), []
+    for i in range(1, len(top)):
+        for j in range(i):
+            star = sum(top[j] in s for s in sets)
+            both = sum(top[i] in s and top[j] in s for s in sets)
+            vals.append(math.log((both / D + 1e-12) / (star / D)) if star else 0.0)
+    return sum(vals) / len(vals) if vals else None
+
+
+def test_umass_on_other_documents_is_gensims_and_topics_of_no_pair_are_left_out_of_the_mean(tmp_path):
+    """On documents that lack some top words (coherence(docs) of new ones), a pair whose
+    w_j no document holds scores 0 as in gensim; before it was left out, and a topic whose
+    every pair was so was NaN. A topic of fewer than 2 words has no pair: NaN, left out of
+    every mean (the report says so instead of 'UMass nan'); the model loader took values
+    only up to 1e-9, while log(1 + εD) > 1e-9 for D > 1000 documents (a pair whose words are
+    in the same documents only) and refused such a model."""
+    from tests.conftest import run_cli
+    docs = [[0, 1, 2], [0, 1], [0, 3], [1, 2, 3, 4], [4]]
+    d = np.array([i for i, ws in enumerate(docs) for _ in ws])
+    w = np.array([x for ws in docs for x in ws])
+    g = BipartiteGraph(d, w, np.ones(len(d)), len(docs), 7, ("doc", "word"))
+    wt = np.array([[0, 0, 0, 0, 0, 6, 5], [4, 0, 0, 0, 0, 3, 0], [5, 3, 0, 0, 1, 0, 2], [0, 0, 0, 0, 0, 0, 8]],
+                  float)       # words 5, 6 in no document
+    sets = [set(ws) for ws in docs]
+    got = lda.umass(wt, g, 10)
+    for k in range(3):
+        top = [int(x) for x in np.argsort(-wt[k], kind="stable") if wt[k, x] > 0]
+        assert got[k] == pytest.approx(_gensim_umass(top, sets), rel=1e-12, abs=1e-300), k
+    assert got[0] == 0.0 and np.isnan(got[3]) and lda.mean_umass(got) == pytest.approx(np.mean(got[:3]))
+    assert lda.mean_umass([np.nan, np.nan]) is None
+    np.testing.assert_array_equal(lda.umass(wt, g, 1), [np.nan] * 4)      # top_n=1: no pair (gensim: NaN)
+    big = BipartiteGraph(np.r_[0, 0, np.arange(1, 20000)], np.r_[0, 1, np.full(19999, 2)], np.ones(20001), 20000, 3,
+                         ("doc", "word"))
+    c = lda.umass(np.array([[5, 5, 0], [0, 0, 9]]), big)
+    assert c[0] == pytest.approx(np.log1p(1e-12 * 20000)) and c[0] > 1e-9
+    m = tux2.LDA(topics=2, iterations=2).fit(big)
+    m.coherence_ = c
+    m.save(tmp_path / "m")
+    np.testing.assert_array_equal(tux2.LDA.load(tmp_path / "m").coherence_, c)
+    (tmp_path / "one.txt").write_text("apple apple\napple\n" * 3)
+    r = run_cli("run", "lda", str(tmp_path / "one.txt"), "--topics", "2", "--iterations", "3")
+    assert r.returncode == 0, r.stderr
+    assert "nan" not in r.stdout and r.stdout.count("no UMass: <2 words") == 2, r.stdout
+    assert "coherence (UMass): none, no topic holds 2 words" in r.stdout
+    (tmp_path / "c.txt").write_text("apple pear apple\npear fig\napple fig pear\nkiwi plum\n" * 3 + "lone\n")
+    r = run_cli("run", "lda", str(tmp_path / "c.txt"), "--topics", "8", "--iterations", "5", "--out",
+                str(tmp_path / "c"))
+    c = np.load(tmp_path / "c" / "lda.npz")["coherence"]
+    assert r.returncode == 0 and np.isnan(c).any() and not np.isnan(c).all(), r.stdout
+    assert "nan" not in r.stdout and r.stdout.count("no UMass: <2 words") == np.isnan(c).sum()
+    n = int((~np.isnan(c)).sum())
+    assert f"coherence (UMass): {np.nanmean(c):.4f}, the mean over the {n} of 8 topics holding 2 words" in r.stdout
+
+
 def test_umass_top_words_are_a_stable_argsorts_first_n_ties_included():
     """umass picks each topic's top words without sorting whole rows (K = 1000 topics of
     50,000 words: 8.3 s to argsort): the same ids, in the same order, as a stable argsort,
@@ -554,6 +613,76 @@ def test_documents_from_any_iterable_of_token_sequences():
     for empty in (used, []):                    # a generator already read (a gensim Dictionary built from it)
         with pytest.raises(InputError, match="no documents: an empty list, or a generator read to its end"):
             lda().fit(empty)
+
+
+def test_new_documents_none_at_all_are_the_error_fit_gives():
+    """transform, score, perplexity and fold_in of no documents (a generator read before,
+    [], a matrix of 0 rows, an empty graph) stop as fit does, as scikit-learn's transform of
+    0 rows does: transform gave a (0, K) array, silently, for an exhausted generator."""
+    import scipy.sparse as sp
+    from tux2.graph import BipartiteGraph
+    docs = [["apple", "pie", "sweet"], ["goal", "team", "coach"]] * 5
+    texts = tux2.LDA(topics=2, iterations=3, stop_words="none").fit(docs)
+    counts = tux2.LDA(topics=2, iterations=3).fit(sp.csr_matrix(np.ones((4, 3))))
+    used = (d for d in docs)
+    list(used)
+    for model, empty in ((texts, used), (texts, []), (texts, iter([])), (texts, np.array([], str)),
+                         (counts, sp.csr_matrix((0, 3))), (counts, BipartiteGraph([], [], [], 0, 3))):
+        for call in (model.transform, model.score, model.perplexity, model.fold_in):
+            with pytest.raises(InputError, match="no documents: an empty list, or a generator read to its end"):
+                call(empty)
+    assert texts.transform([[]]).shape == (1, 2) and counts.transform(sp.csr_matrix((1, 3))).shape == (1, 2)
+
+
+def test_docs_and_word_strings_arrays_keep_the_words_as_the_vocabulary(tmp_path):
+    """(doc ids, words[, counts]) arrays whose words are strings: the words are the model's
+    vocabulary (sorted, as loaders.from_arrays numbers them), as a text corpus's are; the
+    model is the one fitted on the same counts as a matrix named by vocab=; new documents
+    as such arrays, texts or token lists map by word, unknown words left out. Before,
+    vocab_ was None and topics showed the words' ids ('0', '3'); a matrix to a model whose
+    vocab= named its columns was refused as if it had been fitted on texts."""
+    import scipy.sparse as sp
+    docs = [["pie", "apple", "pie"], ["team", "goal"], ["apple", "melon"]] * 10
+    d = np.array([i for i, ws in enumerate(docs) for _ in ws])
+    w = np.array([x for ws in docs for x in ws])
+    words = sorted(set(w.tolist()))
+    X = sp.csr_matrix((np.ones(len(d)), (d, [words.index(x) for x in w])), shape=(len(docs), len(words)))
+
+    def lda(**kw):
+        return tux2.LDA(topics=2, iterations=10, **kw)
+    named = lda(vocab=words).fit(X)
+    assert named.transform(X).shape == (len(docs), 2)             # its columns are the model's word ids
+    for form in ((d, w), (d.tolist(), w.tolist()), (d, w, np.ones(len(d), int)), (d, w.astype(object))):
+        m = lda().fit(form)
+        assert m.vocab_ == words and m.run_["format"] == "arrays of words"
+        np.testing.assert_array_equal(m.word_topic_, named.word_topic_)
+        assert {x for ws in m.topic_words(3) for x, _ in ws} == set(words)
+    theta = m.transform([["pie", "apple"], ["goal", "unknown"]])
+    np.testing.assert_array_equal(m.transform(([0, 0, 1, 1], ["pie", "apple", "goal", "unknown"])), theta)
+    np.testing.assert_array_equal(m.transform(["pie apple", "goal unknown"]), theta)
+    with pytest.raises(ValueError, match="fitted on arrays of words: .* pass the words themselves"):
+        m.transform(X)
+    with pytest.raises(InputError, match="numeric word ids .*these documents' words are strings"):
+        lda().fit((d, [words.index(x) for x in w])).transform(([0], ["pie"]))
+    with pytest.raises(InputError, match="a vocabulary names numeric word ids, and this corpus has words"):
+        lda(vocab=words).fit((d, w))
+    m.save(tmp_path / "m")
+    back = tux2.LDA.load(tmp_path / "m")
+    assert back.vocab_ == words and np.array_equal(back.transform(["pie apple", "goal unknown"]), theta)
+    (tmp_path / "ids.txt").write_text("0 1 2\n")
+    with pytest.raises(InputError, match="a triples corpus, and this model was fitted on arrays of words"):
+        back.transform(str(tmp_path / "ids.txt"))
+    warm = lda(warm_start=True).start_from(m).fit(["pie apple apple", "goal team"] * 5)
+    assert warm.vocab_ == ["pie", "apple", "goal", "team"]
+    pd = pytest.importorskip("pandas")
+    rows = pd.DataFrame({"doc": [f"d{i:02d}" for i in d], "word": w, "count": 1})     # long form, string doc ids
+    np.testing.assert_array_equal(lda().fit(rows).word_topic_, named.word_topic_)   # was refused as texts
+    np.testing.assert_array_equal(m.transform(pd.DataFrame({"doc": [0, 0, 1, 1], "word": ["pie", "apple", "goal",
+                                                                                         "unknown"]})), theta)
+    with pytest.raises(InputError, match="a DataFrame with text .*no column named text"):
+        lda().fit(pd.DataFrame({"id": [1, 2], "word": ["apple pie", "goal team"]}))     # texts, not words
+    with pytest.raises(InputError, match="a DataFrame with text .*no column named text"):
+        lda().fit(pd.DataFrame({"id": [1, 2], "Title": ["apple", "goal"], "label": [0, 1]}))  # no word column
 
 
 def test_token_lists_of_numpy_strings_give_plain_str_words():

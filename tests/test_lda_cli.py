@@ -566,7 +566,8 @@ def test_lda_fits_a_dataframe_by_its_text_column():
     assert np.array_equal(a.transform(df), b.transform(texts))
     with pytest.raises(InputError, match=r"^DataFrame: a DataFrame with text \(columns id, Title, label\) and no "
                                          r"column named text, body, content, …: text_column='COLUMN' picks it "
-                                         r"\(or pass the texts, fit\(df\['COLUMN'\]\)\)"):
+                                         r"\(or pass the texts, fit\(df\['COLUMN'\]\); \(doc, word\[, count\]\) "
+                                         r"rows name their second column 'word'\)"):
         tux2.LDA().fit(df.drop(columns="Text"))
     with pytest.raises(InputError, match="^DataFrame: value column 'Title' is not numeric: 't' at row 0"):
         loaders.load(df[["id", "label", "Title"]])

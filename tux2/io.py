@@ -1877,6 +1877,10 @@ def _utf8_lines(f, path):
                              line=no, text=raw.decode("utf-8", "backslashreplace").rstrip("\r\n")) from None
 
 
+NO_DOCUMENTS = ("no documents: an empty list, or a generator read to its end before (it can be read once: make a "
+                "list of it to use it again)")
+
+
 def read_once(data):
     """``data`` as a list when it is an iterable that is none of the forms read as a whole
     (a generator, a ``map``, an open text file, a corpus object with ``__iter__``: gensim's and
@@ -1931,8 +1935,9 @@ def is_tokens(data):
             return False
         if len(data) == 2:
             raise InputError("a tuple of two sequences of one length holding strings: two documents split into "
-                             "tokens, or (docs, words) arrays? Documents go in a list ([doc1, doc2]); for word "
-                             "strings in (docs, words) pairs, make each document's list of tokens from them",
+                             "tokens, or (docs, words) arrays? Documents go in a list ([doc1, doc2]); (docs, "
+                             "words) arrays of word strings take integer document ids, or counts too: (docs, words, "
+                             "counts)",
                              path="documents")
     return True
 
@@ -1995,8 +2000,7 @@ def text_docs(texts, type_names=("doc", "word"), min_count=1, stopwords=(), sour
             dst.append(j)
             cnt.append(n)
     if not docs and need_words and source == "texts":          # (Python's documents, not a file)
-        raise InputError("no documents: an empty list, or a generator read to its end before (it can be read "
-                         "once: make a list of it to use it again)", path=source)
+        raise InputError(NO_DOCUMENTS, path=source)
     if not src and need_words:
         raise InputError("no words found (empty file, or every word was filtered out)", path=source)
     g = BipartiteGraph(np.array(src, np.int64), np.array(dst, np.int64), np.array(cnt, np.float64),

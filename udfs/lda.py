@@ -528,9 +528,10 @@ def umass(word_topic, docs, n=10, eps=1e-12):
     tomotopy's and gensim's ``u_mass``): the mean over word pairs (w_i, w_j), j before i in
     the topic's order, of log((D(w_i, w_j) / D + eps) / (D(w_j) / D)), D(·) counting the
     documents of ``docs`` (a doc → word graph in the model's word ids) that hold the words.
-    Only words the topic holds (count > 0) are its words: a topic of fewer than two has no
-    pair, and padding it with words of no count (ties, in id order) scored empty topics.
-    Pairs whose w_j no document holds are left out; a topic with no pair left is NaN."""
+    Only words the topic holds (count > 0) are its words: a topic of fewer than two (or
+    ``n`` = 1) has no pair and no coherence, NaN, which every mean leaves out (``mean_umass``;
+    padding it with words of no count, ties in id order, scored empty topics). A pair whose
+    w_j no document holds scores 0, as in gensim's ``log_conditional_probability``."""
     import scipy.sparse as sp
     wt = np.asarray(word_topic)
     K, V = wt.shape
@@ -553,10 +554,19 @@ def umass(word_topic, docs, n=10, eps=1e-12):
         for k in range(lo, min(K, lo + step)):
             a, b = at[k - lo, i], at[k - lo, j]
             dj = co[b, b]
-            ok = (dj > 0) & (i < held[k])               # (i > j: both words held)
-            if ok.any():
-                out[k] = float(np.mean(np.log((co[a, b][ok] / nd + eps) / (dj[ok] / nd))))
+            pair = i < held[k]                          # (i > j: both words held)
+            if pair.any():
+                seen = dj[pair] > 0                     # (w_j in no document: 0, gensim's value)
+                logs = np.log((co[a, b][pair][seen] / nd + eps) / (dj[pair][seen] / nd))
+                out[k] = float(logs.sum() / pair.sum())
     return out
+
+
+def mean_umass(c):
+    """The mean of topics' UMass coherences (``umass``) over the topics that have one;
+    None when none has (every topic holds fewer than two words)."""
+    c = np.asarray(c, np.float64)
+    return float(np.mean(c[~np.isnan(c)])) if (~np.isnan(c)).any() else None
 
 
 def _top_ids(wt, m):

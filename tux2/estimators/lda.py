@@ -73,12 +73,36 @@ def _counts(data, V=None):
                          "counts (CountVectorizer's, not TfidfVectorizer's)", path=g.source)
     matrix = hasattr(data, "tocoo")                     # its width is the vocabulary's, not the largest word id's
     width = data.shape[1] if matrix else g.n_dst
-    if V is not None and (width > V or (matrix and width != V)):
+    if V is not None and _word_names(g) is None and (width > V or (matrix and width != V)):
         raise InputError(f"the documents have {width} word columns but the model has {V} words: transform them "
                          "with the vectorizer (the vocabulary) the model was fitted on", path=g.source)
     return g
 
 
+WORD_COLUMNS = ("word", "words", "token", "tokens", "term", "terms")
+
+
+def _word_rows(df):
+    """Whether a DataFrame is (doc, word[, count]) rows, read as such arrays: 2 or 3 columns,
+    the second named as a word column (WORD_COLUMNS) and holding single words (strings
+    without whitespace), the third not strings."""
+    if getattr(df, "ndim", 0) != 2 or df.shape[1] not in (2, 3) or str(df.columns[1]).lower() not in WORD_COLUMNS:
+        return False
+    kinds = [t.kind for t in df.dtypes]
+    if kinds[1] not in "OSU" or len(kinds) == 3 and kinds[2] in "OSU":
+        return False
+    return not df.iloc[:, 1].astype(str).str.contains(r"\s").any()
+
+
+def _word_names(g):
+    """The words of counts whose word column holds strings ((docs, words[, counts]) arrays,
+    loaded as ``from_arrays`` numbers them, in sorted order): the corpus's vocabulary, as a
+    text corpus's; None for numeric word ids."""
+    m = g.ids[1]
+    return None if m is None or m.tokens.dtype.kind not in "US" else [str(w) for w in m.tokens.tolist()]
+
+
+WORD_ARRAYS = "arrays of words"     # the format of (docs, words[, counts]) arrays whose words are strings
 COHERENCE_WORDS = 10    # the top words of a topic whose coherence fit reports (tomotopy's top_n default)
 
 
@@ -148,12 +172,16 @@ class LDA(Estimator):
                     raise InputError("it looks like a libsvm file ('label index:value …'), not text: tux2 run lr, "
                                      "svm, softmax, fm or blockpg reads it (--format text reads it as text anyway)",
                                      path=data)
-        elif type(data).__module__.split(".")[0] == "pandas" and any(t.kind in "OSU" for t in data.dtypes):
+        elif (type(data).__module__.split(".")[0] == "pandas" and any(t.kind in "OSU" for t in data.dtypes)
+              and not _word_rows(data)):
             raise InputError(f"a DataFrame with text (columns {', '.join(map(str, data.columns))}) and no column "
                              f"named {', '.join(io.TEXT_COLUMNS[:3])}, …: text_column='COLUMN' picks it (or pass the "
-                             "texts, fit(df['COLUMN']))", path="DataFrame")
+                             "texts, fit(df['COLUMN']); (doc, word[, count]) rows name their second column 'word')",
+                             path="DataFrame")
         else:
             g, format = _counts(data), "arrays"
+            words = _word_names(g)          # (docs, words) of strings: the words are the model's vocabulary
+            format = "arrays" if words is None else WORD_ARRAYS
         where = data if isinstance(data, (str, bytes)) or hasattr(data, "__fspath__") else None
         if format in ("text", "csv") and self.numbers == "drop":        # '1', 'x' (after the table check)
             g, words = io.drop_numbers(g, words)
@@ -165,15 +193,15 @@ class LDA(Estimator):
                            ("numbers", self.numbers == "keep")):   # a stop-words file: meant
             if used and format not in ("text", "csv"):           # read options the format has no use for: errors
                 raise InputError(f"--{flag} ({flag.replace('-', '_')}=) filters the words of a text corpus, and "
-                                 f"this one is {format}: drop those word ids before", path=where)
+                                 f"this one is {format}: drop those words before", path=where)
         if base is not None and format != "triples":
             raise InputError(f"--base (base=) is the id base of 'doc word count' triples, and this corpus is {format}"
                              + (" (1-based by the format)" if format == "docword" else ""), path=where)
         listed = vocab is not None and not isinstance(vocab, (str, bytes)) and not hasattr(vocab, "__fspath__")
         given = listed or bool(vocab)
         if words is not None and given:
-            raise InputError("a vocabulary names numeric word ids, and this text corpus has words of its own: leave "
-                             "out --vocab (vocab=)", path=None if listed else vocab)
+            raise InputError(f"a vocabulary names numeric word ids, and this {'text ' * (format != WORD_ARRAYS)}corpus "
+                             "has words of its own: leave out --vocab (vocab=)", path=None if listed else vocab)
         if words is None and listed:        # the words themselves (a CountVectorizer's get_feature_names_out())
             words = [str(w) for w in vocab]
             if len(words) < g.n_dst:
@@ -296,8 +324,8 @@ class LDA(Estimator):
         words = eng.vertex_data("word") if eng.iteration == self.iterations else None
         c = None if words is None else lda.umass(lda.topic_word(words, self.topics), s.graph, COHERENCE_WORDS)
         s.coherence = c                                 # (read_model's, of the same words)
-        if c is not None and not np.isnan(c).all():     # the final model's coherence (read_model keeps it per topic)
-            rec["coherence_umass"] = float(np.nanmean(c))
+        if c is not None and lda.mean_umass(c) is not None:   # the final model's (read_model keeps it per topic)
+            rec["coherence_umass"] = lda.mean_umass(c)
         if words is not None and s.test is not None:   # its held-out fit, one fold-in, as tux2 predict reports it
             K = self.topics
             ll = lda.fold_in(lda.topic_word(words, K), lda.topic_counts(ctx, K), s.test, ctx["alpha"][:K], self.beta)[1]
@@ -356,17 +384,24 @@ class LDA(Estimator):
 
     def _report(self, s):
         c = vars(self).get("coherence_")
-        return [f"topic {k:3d} ({int(self.word_topic_[k].sum())} tokens" + (f", UMass {c[k]:.2f}" if c is not None
-                                                                              else "") + "): "
-                + " ".join(w for w, _ in ws) for k, ws in enumerate(self.topic_words(self.top_words)[:10])] + \
-            ([f"coherence (UMass): {np.nanmean(c):.4f}, the mean over the {len(c)} topics of their "
-              f"{COHERENCE_WORDS} most frequent words in the training documents (closer to 0 is better)"]
-             if c is not None and not np.isnan(c).all() else [])
+        lines = [f"topic {k:3d} ({int(self.word_topic_[k].sum())} tokens"
+                 + ("" if c is None else f", UMass {c[k]:.2f}" if not np.isnan(c[k]) else ", no UMass: <2 words")
+                 + "): " + " ".join(w for w, _ in ws) for k, ws in enumerate(self.topic_words(self.top_words)[:10])]
+        if c is None:
+            return lines
+        mean, n = lda.mean_umass(c), int((~np.isnan(c)).sum())
+        of = f"the {len(c)} topics" if n == len(c) else f"the {n} of {len(c)} topics holding 2 words or more"
+        return lines + [f"coherence (UMass): {mean:.4f}, the mean over {of} of their {COHERENCE_WORDS} most frequent "
+                        "words in the training documents (closer to 0 is better)" if n else
+                        "coherence (UMass): none, no topic holds 2 words (a pair to score)"]
 
     def coherence(self, docs=None, top_n=COHERENCE_WORDS):
         """Per topic, the UMass coherence of its ``top_n`` most frequent words (tomotopy's and
         gensim's ``u_mass``; closer to 0 is better) in documents (what ``transform`` takes),
-        or, without ``docs``, in the training documents (``coherence_``, top 10 words)."""
+        or, without ``docs``, in the training documents (``coherence_``, top 10 words). A
+        topic holding fewer than 2 words (or ``top_n=1``) has no pair to score: NaN, which the
+        mean fit reports (``tux2.udfs.lda.mean_umass``) leaves out; a pair whose second word
+        no document holds scores 0, as in gensim."""
         if docs is None:
             if top_n != COHERENCE_WORDS or "coherence_" not in vars(self):
                 raise ValueError("coherence() without documents is that of the training documents, kept for "
@@ -436,10 +471,13 @@ class LDA(Estimator):
         V = self.word_topic_.shape[1]
         texts, path = io.as_texts(docs, self.text_column), loaders.is_path(docs)
         kind = io.sniff_corpus(docs) if path else None                  # (text: or CSV)
-        text = (getattr(self, "run_", None) or {}).get("format") in ("text", "csv")    # else numeric (or --vocab's)
-        if path and kind != "text" and text:
-            raise InputError(f"a {kind} corpus, and this model was fitted on text: its word ids are its own words' "
-                             "(vocab.txt), not this file's; give the new documents as text", path=docs)
+        fmt = (getattr(self, "run_", None) or {}).get("format")
+        text = fmt in ("text", "csv")                       # else numeric (or --vocab's), or WORD_ARRAYS
+        own, fitted = text or fmt == WORD_ARRAYS, "texts" if text else "arrays of words"  # word ids: its words' own
+        if path and kind != "text" and own:
+            raise InputError(f"a {kind} corpus, and this model was fitted on {'text' if text else fitted}: its word "
+                             "ids are its own words' (vocab.txt), not this file's; give the new documents as text",
+                             path=docs)
         if texts is not None or kind == "text":
             if self.vocab_ is None:
                 raise InputError("this model has numeric word ids (no vocabulary), and these documents are text: "
@@ -450,25 +488,45 @@ class LDA(Estimator):
                     else stop_words(self.stop_words if text and self.stop_words in ("english", "none") else None))
             g, words = (io.read_text_docs(docs, stopwords=stop, csv=io.csv_header(docs, self.text_column)) if path
                         else io.text_docs(texts, stopwords=stop, need_words=False))
-            index = {w: i for i, w in enumerate(self.vocab_)}
-            to_model = np.array([index.get(w, -1) for w in words], np.int64)[g.dst]
-            o = np.lexsort((to_model, g.src))
-            o = o[to_model[o] >= 0]                     # by document, then word; unknown words left out
-            return (BipartiteGraph(g.src[o], to_model[o], g.values[o], g.n_src, V, ("doc", "word"), g.source),
-                    int(g.values.sum() - g.values[o].sum()))
+            return self._in_model_words(g, words)
         if not path:
             _refuse_non_documents(docs)
-        if not path and self.vocab_ is not None:
-            raise ValueError(f"this model was fitted on texts: it maps their words to its {V} word ids (vocab_), and "
-                             "a count matrix's columns are its vectorizer's: pass the texts themselves (a list of "
-                             "strings or of token lists, a pandas Series, a text file)")
-        if not path:
-            return _counts(docs, V), 0
+            g = _counts(docs, V)
+            named = _word_names(g)
+            if named is not None and self.vocab_ is None:
+                raise InputError("this model has numeric word ids (no vocabulary), and these documents' words are "
+                                 "strings: pass the word ids the model was fitted on", path=g.source)
+            if named is not None:
+                return self._in_model_words(g, named)
+            if own:
+                raise ValueError(f"this model was fitted on {fitted}: it maps their words to its {V} word ids (vocab_), "
+                                 "and a count matrix's columns are its vectorizer's: pass the "
+                                 + ("texts themselves (a list of strings or of token lists, a pandas Series, a text "
+                                    "file)" if text else "words themselves ((docs, words[, counts]) arrays, texts)"))
+            return g, 0
         g, _, fmt = loaders.load_corpus(docs, base=self.word_base_ or None)     # triples: the model's base
         if g.n_dst > V:
             line, text = io.edge_line(docs, int(np.argmax(g.dst)), 3 if fmt == "docword" else 0)
             raise InputError(f"word id beyond the model's {V} words", path=docs, line=line, text=text)
         return g, 0
+
+    def _in_model_words(self, g, words):
+        """(``g``, doc → word counts in ids of its own ``words``, in the model's word ids
+        (``vocab_``), tokens left out): words the model lacks are left out."""
+        index = {w: i for i, w in enumerate(self.vocab_)}
+        to_model = np.array([index.get(w, -1) for w in words], np.int64)[g.dst]
+        o = np.lexsort((to_model, g.src))
+        o = o[to_model[o] >= 0]                     # by document, then word; unknown words left out
+        return (BipartiteGraph(g.src[o], to_model[o], g.values[o], g.n_src, self.word_topic_.shape[1],
+                               ("doc", "word"), g.source), int(g.values.sum() - g.values[o].sum()))
+
+    def _new_documents(self, docs):
+        """``docs`` as ``documents`` reads them (a doc → word graph as it is); none at all is
+        the error ``fit`` gives, not a (0, K) result: an exhausted generator is the likely cause."""
+        g = docs if isinstance(docs, BipartiteGraph) else self.documents(docs)[0]
+        if not g.n_src:
+            raise InputError(io.NO_DOCUMENTS, path=g.source)
+        return g
 
     def fit_transform(self, docs, y=None, **fit_params):
         """``fit(docs).transform(docs)``; ``y`` is ignored: a Pipeline hands its labels to every step."""
@@ -477,9 +535,9 @@ class LDA(Estimator):
 
     def transform(self, docs, iterations=50, seed=0):
         """Topic mixtures θ (D × K) of new documents: a doc → word count graph in the
-        model's word ids, or what ``documents`` takes."""
-        if not isinstance(docs, BipartiteGraph):
-            docs = self.documents(docs)[0]
+        model's word ids, or what ``documents`` takes; no documents at all (an empty list, a
+        generator read before) is an error, as in ``fit`` (scikit-learn's too)."""
+        docs = self._new_documents(docs)
         return lda.infer(self.word_topic_, self.topic_totals_, docs, self.alpha_, self.beta, iterations, seed)
 
     def score(self, docs, y=None, iterations=50, seed=0):
@@ -500,8 +558,7 @@ class LDA(Estimator):
     def fold_in(self, docs, iterations=50, seed=0):
         """(θ as ``transform`` gives it, ``score``, tokens scored) of documents, with one
         inference."""
-        if not isinstance(docs, BipartiteGraph):
-            docs = self.documents(docs)[0]
+        docs = self._new_documents(docs)
         tokens = float(docs.values.sum())
         if tokens == 0:
             raise ValueError("the documents hold no word of the model's vocabulary: nothing to score")
