@@ -20,7 +20,8 @@ def _data(seed=0, n=300, d=5, classes=2):
 @pytest.mark.parametrize("make, classes", [(lambda: tux2.LogisticRegression(epochs=3), 2),
                                            (lambda: tux2.LinearSVM(epochs=3), 2),
                                            (lambda: tux2.Softmax(epochs=3), 3),
-                                           (lambda: tux2.LinearRegression(epochs=3), 0)])
+                                           (lambda: tux2.LinearRegression(epochs=3), 0),
+                                           (lambda: tux2.BlockPG(bias=True, reg=0.01), 2)])
 def test_intercept_is_coef_last_row(make, classes):
     X, y = _data(classes=classes)
     est = make().fit(X, y)
