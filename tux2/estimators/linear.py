@@ -290,6 +290,20 @@ class Linear(Estimator):
         out.flags.writeable = False                 # a write would change a copy, not the model
         return out
 
+    @property
+    def intercept_(self):
+        """The intercept, scikit-learn's name for it: ``coef_``'s last row when the model has
+        one (``bias``), else 0; a float for a binary or regression model, (K,) for softmax.
+        ``coef_`` keeps it as its last row (the weight files' layout). An FM has none
+        (``hasattr`` is False): its constant feature has factors too."""
+        W = self.weights_                           # before fit: AttributeError, as coef_
+        if getattr(self, "algorithm", None) == "fm":
+            raise AttributeError("an FM has no intercept_: its constant feature (bias=True) has factors "
+                                 "too; its row (w, V) is coef_'s last")
+        if not self._bias():
+            return 0.0 if W.ndim == 1 else np.zeros(W.shape[1])
+        return float(W[-1]) if W.ndim == 1 else np.array(W[-1], dtype=np.float64)
+
     def _indices(self):
         """Each row of ``weights_``'s index in ``coef_`` (the intercept's last)."""
         seen, n = vars(self).get("features_"), len(self.weights_)

@@ -647,6 +647,8 @@ class MF(Estimator):
                 if tested and "popular" not in vars(s):
                     s.popular = popular_at(s.seen, s.test, RANK_AT)
                 rec.update({f"{name}@{RANK_AT}": m.get(name) for name in ("precision", "ndcg")})
+                if tested:      # the baseline the run prints, for Python and --metrics readers too
+                    rec.update({f"popular_{name}@{RANK_AT}": s.popular.get(name) for name in ("precision", "ndcg")})
             else:
                 rec["test_rmse"] = mf.rmse(U, I, s.test, s.mu, s.clip) if tested else None
             key, sign = self._goal

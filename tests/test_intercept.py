@@ -1,0 +1,65 @@
+"""``intercept_`` (scikit-learn's name) is coef_'s last row: the scores are X·coef_[:-1] + intercept_."""
+import numpy as np
+import pytest
+
+import tux2
+
+
+def _data(seed=0, n=300, d=5, classes=2):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    X[:, 0] = rng.normal(120.0, 10.0, n)        # a dense, uncentred column: trained centred, written raw
+    z = X[:, 1] - 0.5 * X[:, 2] + 0.01 * (X[:, 0] - 120)
+    if classes == 0:
+        return X, 3.0 + z + rng.normal(0, 0.1, n)
+    if classes == 2:
+        return X, (z > 0.3).astype(int)
+    return X, np.digitize(z, np.quantile(z, np.linspace(0, 1, classes + 1)[1:-1]))
+
+
+@pytest.mark.parametrize("make, classes", [(lambda: tux2.LogisticRegression(epochs=3), 2),
+                                           (lambda: tux2.LinearSVM(epochs=3), 2),
+                                           (lambda: tux2.Softmax(epochs=3), 3),
+                                           (lambda: tux2.LinearRegression(epochs=3), 0),
+                                           (lambda: tux2.BlockPG(bias=True, reg=0.01), 2)])
+def test_intercept_is_coef_last_row(make, classes):
+    X, y = _data(classes=classes)
+    est = make().fit(X, y)
+    coef = np.asarray(est.coef_, np.float64)
+    scores = est.predict(X) if classes == 0 else est.scores(X)
+    scores = scores if classes == 3 else np.ravel(scores)
+    manual = X @ coef[:-1] + est.intercept_
+    assert np.allclose(scores, manual, atol=1e-6 * (1 + np.abs(manual).max()))
+    assert np.array_equal(np.atleast_1d(est.intercept_), np.atleast_1d(coef[-1]))
+    assert est.intercept_ != 0 if classes != 3 else np.any(est.intercept_ != 0)
+
+
+def test_without_bias_the_intercept_is_zero():
+    X, y = _data()
+    lr = tux2.LogisticRegression(epochs=2, bias=False).fit(X, y)
+    assert lr.intercept_ == 0.0 and len(lr.coef_) == X.shape[1]
+    sm = tux2.Softmax(epochs=2, bias=False).fit(*_data(classes=3))
+    assert np.array_equal(sm.intercept_, np.zeros(3))
+
+
+def test_fm_has_none_and_unfitted_raises():
+    X, y = _data()
+    fm = tux2.FM(epochs=2).fit(X, y)
+    assert not hasattr(fm, "intercept_")
+    assert not hasattr(tux2.LogisticRegression(), "intercept_")
+
+
+def test_hashed_indices(tmp_path):
+    """A model of sparse indices (features_ numbered densely): the intercept is weights_'s last row."""
+    rng = np.random.default_rng(1)
+    feats = np.sort(rng.choice(2 ** 20, 40, replace=False)) + 1
+    w = rng.normal(size=40)
+    lines = []
+    for _ in range(400):
+        j = np.sort(rng.choice(40, 6, replace=False))
+        y = int(w[j].sum() + rng.normal() > 0.5)
+        lines.append(f"{y} " + " ".join(f"{feats[k]}:1" for k in j))
+    (tmp_path / "h.svm").write_text("\n".join(lines) + "\n")
+    lr = tux2.LogisticRegression(epochs=3).fit(str(tmp_path / "h.svm"))
+    assert lr.features_ is not None and len(lr.weights_) == 41
+    assert lr.intercept_ == float(lr.weights_[-1]) == float(lr.coef_[-1]) != 0
