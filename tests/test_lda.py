@@ -662,6 +662,11 @@ def test_docs_and_word_strings_arrays_keep_the_words_as_the_vocabulary(tmp_path)
     np.testing.assert_array_equal(m.transform(["pie apple", "goal unknown"]), theta)
     with pytest.raises(ValueError, match="fitted on arrays of words: .* pass the words themselves"):
         m.transform(X)
+    # none at all in that form: fit's 'no documents', not 'pass the words themselves' (they were words)
+    for empty in ((np.array([], int), np.array([], str)), ([], []), (np.zeros(0, int), np.zeros(0, object))):
+        for call in (m.transform, m.score):
+            with pytest.raises(InputError, match="no documents"):
+                call(empty)
     with pytest.raises(InputError, match="numeric word ids .*these documents' words are strings"):
         lda().fit((d, [words.index(x) for x in w])).transform(([0], ["pie"]))
     with pytest.raises(InputError, match="a vocabulary names numeric word ids, and this corpus has words"):
