@@ -41,8 +41,9 @@ from tux2.errors import InputError
 from tux2.graph import BipartiteGraph
 
 DUPLICATES = ("error", "sum", "last", "keep")
-NO_RATINGS = ("MF needs a rating column: expected 'user item rating'; for a line per play or click, --duplicates sum "
-              "(duplicates='sum') counts each pair's lines")
+NO_RATINGS = ("MF needs a rating column: expected 'user item rating'; a line per play or click is implicit feedback: "
+              "--implicit (implicit=True) takes each line as one event (ALS), and --duplicates sum (duplicates='sum') "
+              "adds up a pair's repeated lines")
 FLOAT32_MAX = float(np.finfo(np.float32).max)
 ID_MODES = ("auto", "int", "string")
 
