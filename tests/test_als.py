@@ -644,6 +644,11 @@ def test_implicit_fit_takes_user_item_rows_one_event_each(counts_files, tmp_path
                              pd.DataFrame({"user": Xt[:, 0], "item": Xt[:, 1]})),
                 clone(m).fit((X[:, 0], X[:, 1]), (Xt[:, 0], Xt[:, 1])),
                 clone(m).fit(np.c_[X, np.ones(len(X))], np.c_[Xt, np.ones(len(Xt))]),
+                # columns= naming two of a frame's (a timestamp besides): events too (was 'MF needs user, item
+                # and rating columns')
+                clone(m).set_params(columns="user,item").fit(
+                    pd.DataFrame({"ts": 7, "user": X[:, 0], "item": X[:, 1]}),
+                    pd.DataFrame({"ts": 7, "user": Xt[:, 0], "item": Xt[:, 1]})),
                 clone(m).fit(X, Xt, workers=2)]
     for f in fits:
         np.testing.assert_array_equal(f.user_factors_, ref.user_factors_)

@@ -257,6 +257,20 @@ def test_a_checkpoint_of_mode_als_implicit_resumes_with_implicit_alone(ratings, 
     _run("run", "mf", ratings, "--mode", "als", *flags, "--epochs", "3", "--resume", str(tmp_path / "ck2"))
     r = run_cli("run", "mf", ratings, "--epochs", "3", "--quiet", "--resume", str(tmp_path / "ck2"))
     assert r.returncode == 2 and "--mode als there, --mode sgd now" in r.stderr, r.stderr
+    # the remedy names the switch too: '--mode als' alone would be refused again (implicit off)
+    assert "resume with the first --k 4 --mode als and the first run's implicit on" in r.stderr, r.stderr
+
+
+def test_the_remedy_of_a_refused_resume_names_the_switches_that_differ(ratings, tmp_path):
+    """A checkpoint of explicit ratings (mode sgd) resumed with implicit=True (mode als by
+    default) said 'resume with the first mode=sgd' alone: that fit is refused again, as
+    implicit=True has no effect with mode=sgd. The remedy names the switch's state too."""
+    import tux2
+    tux2.MF(k=4, epochs=1).fit(ratings, checkpoint=tmp_path / "ck")
+    with pytest.raises(checkpoint.CheckpointError) as e:
+        tux2.MF(k=4, epochs=2, implicit=True).fit(ratings, checkpoint=tmp_path / "ck")
+    assert "mode=sgd there, mode=als now; resume with the first mode=sgd and the first run's implicit off" \
+        in str(e.value), e.value
 
 
 def test_a_checkpoint_that_cannot_be_resumed_stops_the_run_before_its_data_is_read(ratings, tmp_path):

@@ -59,6 +59,10 @@ def test_missing_rating_column(tmp_path):
     p.write_text("0 1\n1 0\n")
     r = run_cli("run", "mf", str(p))
     assert r.returncode == 2 and "needs a rating column" in r.stderr
+    # the remedy of events is --implicit (ALS by default), not --duplicates sum alone: that trains squared loss on
+    # counts, every one 1 in a file of distinct pairs (a model of nothing)
+    assert "--implicit (implicit=True) takes each line as one event" in r.stderr, r.stderr
+    assert run_cli("run", "mf", str(p), "--implicit", "--k", "2", "--epochs", "1", "--quiet").returncode == 0
 
 
 def test_help_shows_defaults():

@@ -477,6 +477,22 @@ def test_a_model_with_topics_of_no_coherence_loads_and_warm_starts(tmp_path):
     np.testing.assert_array_equal(LDA.load(tmp_path / "m").coherence_, m.coherence_)
     r = run_cli("run", "lda", str(tmp_path / "c.txt"), "--init-model", str(tmp_path / "m"), "--iterations", "2")
     assert r.returncode == 0, r.stderr
+    # the loader's limit is 1e-3 (log(1 + εD) > 0 for large D): a value up to it loads, one above is named so
+    # (the message said 'above 0', which 5e-4 is and loads)
+    import json
+    from tux2 import files
+    for value, ok in ((5e-4, True), (1e-3, True), (2e-3, False)):
+        arrays = dict(np.load(tmp_path / "m" / "lda.npz"))
+        arrays["coherence"] = np.r_[np.nan, np.full(len(m.coherence_) - 1, value)]
+        np.savez(tmp_path / "m" / "lda.npz", **arrays)
+        manifest = json.loads((tmp_path / "m" / "manifest.json").read_text())
+        manifest["files"]["lda.npz"] = files.describe(tmp_path / "m" / "lda.npz")
+        (tmp_path / "m" / "manifest.json").write_text(json.dumps(manifest))
+        if ok:
+            assert np.nanmax(LDA.load(tmp_path / "m").coherence_) == value
+        else:
+            with pytest.raises(Exception, match="coherence holds a number above 1e-3 or infinite"):
+                LDA.load(tmp_path / "m")
 
 
 def _gensim_umass(top, sets):
@@ -662,6 +678,11 @@ def test_docs_and_word_strings_arrays_keep_the_words_as_the_vocabulary(tmp_path)
     np.testing.assert_array_equal(m.transform(["pie apple", "goal unknown"]), theta)
     with pytest.raises(ValueError, match="fitted on arrays of words: .* pass the words themselves"):
         m.transform(X)
+    # none at all in that form: fit's 'no documents', not 'pass the words themselves' (they were words)
+    for empty in ((np.array([], int), np.array([], str)), ([], []), (np.zeros(0, int), np.zeros(0, object))):
+        for call in (m.transform, m.score):
+            with pytest.raises(InputError, match="no documents"):
+                call(empty)
     with pytest.raises(InputError, match="numeric word ids .*these documents' words are strings"):
         lda().fit((d, [words.index(x) for x in w])).transform(([0], ["pie"]))
     with pytest.raises(InputError, match="a vocabulary names numeric word ids, and this corpus has words"):

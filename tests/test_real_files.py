@@ -329,6 +329,15 @@ def test_predict_warns_when_no_pair_is_known_under_the_columns_read(files, tsv_m
         and "other columns? --columns" in r.stderr, r.stderr
     r = run_cli("predict", tsv_model[2], str(anonymous), "-o", str(tmp_path / "p.txt"), "--unknown", "skip")
     assert r.returncode == 0 and "tux2: warning: no line of" in r.stderr
+    # skipped, every line's item the model's: as without skip, the user column named (was 'other columns?')
+    assert f"no line of {anonymous} has a user the model was trained on" in r.stderr, r.stderr
+    assert "the lines of new users were skipped (--unknown skip" in r.stderr and "other columns?" not in r.stderr
+    r = run_cli("predict", tsv_model[2], str(anonymous), "--top-k", "3", "--unknown", "skip", "-o",
+                str(tmp_path / "p.txt"))
+    assert r.returncode == 0 and "the lines of new users were skipped" in r.stderr, r.stderr
+    r = run_cli("predict", tsv_model[2], str(tmp_path / "neither.tsv"), "--unknown", "skip", "-o",
+                str(tmp_path / "p.txt"))
+    assert r.returncode == 0 and "other columns? --columns" in r.stderr, r.stderr
     for path, extra in ((anonymous, ("--columns", "3,2,4")), (swapped, ())):
         r = run_cli("predict", tsv_model[2], str(path), *extra, "-o", str(tmp_path / "p.txt"))
         assert r.returncode == 0 and "warning" not in r.stderr and json.loads(r.stdout)["rmse"] < 1.5

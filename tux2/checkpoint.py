@@ -295,7 +295,13 @@ def _remedy(diff, saved, flag):
               and not (k == "zero_based" and saved[k] == "auto")]
     drop = [f"--{k.replace('_', '-')}" for k in diff if saved.get(k) is None] + (
         ["--zero-based or --one-based"] if "zero_based" in diff and saved.get("zero_based") == "auto" else [])
-    parts = (["with the first " + " ".join(repeat)] if repeat else []) + (["without " + " ".join(drop)] if drop else [])
+    # a switch by its state, as the message names it (lr's is --no-bias, fm's --bias): left out, repeating
+    # the values alone would be refused again (--mode als of a run with --implicit)
+    states = [flag(k, saved[k]) for k in diff if isinstance(saved.get(k), bool)]
+    parts = (["with the first " + " ".join(repeat)] if repeat else []) + \
+        (["the first run's " + ", ".join(states)] if states else []) + (["without " + " ".join(drop)] if drop else [])
+    if parts and parts[0].startswith("the first"):
+        parts[0] = "with " + parts[0]
     return " and ".join(parts) or "with the first run's settings"
 
 

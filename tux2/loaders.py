@@ -41,8 +41,9 @@ from tux2.errors import InputError
 from tux2.graph import BipartiteGraph
 
 DUPLICATES = ("error", "sum", "last", "keep")
-NO_RATINGS = ("MF needs a rating column: expected 'user item rating'; for a line per play or click, --duplicates sum "
-              "(duplicates='sum') counts each pair's lines")
+NO_RATINGS = ("MF needs a rating column: expected 'user item rating'; a line per play or click is implicit feedback: "
+              "--implicit (implicit=True) takes each line as one event (ALS), and --duplicates sum (duplicates='sum') "
+              "adds up a pair's repeated lines")
 FLOAT32_MAX = float(np.finfo(np.float32).max)
 ID_MODES = ("auto", "int", "string")
 
@@ -251,8 +252,8 @@ def _load_edges(path, ids, duplicates, base, type_names, id_maps, values, column
     unk = None
     if encode:
         encoded = (s, d)
-        s, d, v, unk, skipped = _unknown(s, d, v, known, unknown, type_names,
-                                         lambda i: (path, *io.edge_line(path, i, skip)), fmt)
+        s, d, v, unk, skipped, skipped_sides = _unknown(s, d, v, known, unknown, type_names,
+                                                        lambda i: (path, *io.edge_line(path, i, skip)), fmt)
         unknown_ids = None
         if unk is not None:                      # the ids as written, for outputs
             unknown_ids = []
@@ -284,6 +285,7 @@ def _load_edges(path, ids, duplicates, base, type_names, id_maps, values, column
     g.layout, g.base = fmt, used_base
     if encode:
         g.unknown, g.skipped, g.unknown_ids = unk, skipped, unknown_ids
+        g.skipped_sides = skipped_sides     # (--unknown skip: whether every skipped line's user, item was new)
     if encode:
         return g
     out = dedupe(g, duplicates, lambda i: (path, *io.edge_line(path, i, skip)))
@@ -314,7 +316,8 @@ def _encode_ints(a, m, known):
 def _unknown(s, d, v, known, policy, type_names, where, fmt=None):
     """Ids read in a model's ids: -1 (not in its maps) or without training edges
     (``known``) are unknown; ``policy`` error/skip/baseline (see load_edges).
-    Returns (src, dst, values, (src mask, dst mask) or None, edges skipped)."""
+    Returns (src, dst, values, (src mask, dst mask) or None, edges skipped, and for those
+    skipped per side whether each had that side's id unknown, else None)."""
     masks = []
     for a, k in zip((s, d), known or (None, None)):
         bad = a < 0
@@ -324,7 +327,7 @@ def _unknown(s, d, v, known, policy, type_names, where, fmt=None):
         masks.append(bad)
     either = masks[0] | masks[1]
     if not either.any():
-        return s, d, v, None, 0
+        return s, d, v, None, 0, None
     if policy == "error":
         i = int(np.flatnonzero(either)[0])
         path, line, text = where(i)
@@ -337,9 +340,10 @@ def _unknown(s, d, v, known, policy, type_names, where, fmt=None):
                          path=path, line=line, text=text)
     if policy == "skip":
         keep = ~either
-        return s[keep], d[keep], (v[keep] if v is not None else None), None, int(either.sum())
+        return s[keep], d[keep], (v[keep] if v is not None else None), None, int(either.sum()), \
+            tuple(bool(m[either].all()) for m in masks)
     s, d = np.where(masks[0], 0, s), np.where(masks[1], 0, d)
-    return s, d, v, (masks[0], masks[1]), 0
+    return s, d, v, (masks[0], masks[1]), 0, None
 
 
 def edge_ids(graph, side):
@@ -459,8 +463,8 @@ def in_known_ids(src, dst, values, known, policy="baseline", type_names=("src", 
     s, d = (np.array(a, np.int64) for a in (src, dst))
     for a, k in zip((s, d), known):
         a[a >= len(k)] = -1
-    s, d, v, unk, skipped = _unknown(s, d, values, known, "baseline" if policy == "error" else policy, type_names,
-                                     None)
+    s, d, v, unk, skipped, _ = _unknown(s, d, values, known, "baseline" if policy == "error" else policy,
+                                        type_names, None)
     if policy == "error" and unk is not None:
         i = int(np.flatnonzero(unk[0] | unk[1])[0])
         side = 0 if unk[0][i] else 1

@@ -176,7 +176,8 @@ def check_lda(directory, meta, arrays):
     if "coherence" in a:
         c = _need(path, a, "coherence", "f", (K,), finite=False)     # NaN: a topic of fewer than 2 words
         if (c > 1e-3).any() or np.isinf(c).any():   # means of log((D(a,b)/D + ε)/(D(b)/D)) <= log(1 + εD): NaN, no pair
-            raise ModelError(f"{path}: coherence holds a number above 0 or infinite")
+            raise ModelError(f"{path}: coherence holds a number above 1e-3 or infinite (UMass scores are "
+                             "means of logarithms of at most 1 + εD, about 0)")
     if not np.array_equal(a["word_topic"].sum(axis=1, dtype=np.int64), a["topic_totals"]):
         raise ModelError(f"{path}: topic_totals are not the sums of word_topic's rows")
 

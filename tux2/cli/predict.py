@@ -286,18 +286,23 @@ def _none_known(args, g, what):
     read = loaders.describe_read(g, 'auto') or 'columns 1 and 2'
     pick = "--columns picks them (by position, or by the header's names: --columns userId,movieId,rating)"
     head = f"tux2: warning: no line of {display_name(args.input)}"
-    if g.unknown is None or (g.unknown[0].all() and g.unknown[1].all()):
+    # per side, whether no line's id is the model's (--unknown skip: of the lines it skipped, none being left)
+    new = (g.unknown[0].all(), g.unknown[1].all()) if g.unknown is not None else \
+        getattr(g, "skipped_sides", None) if g.skipped and not g.num_edges else None
+    if new is None or all(new):
         print(f"{head} {'has a ' if what == 'user' else ''}{what} the model was trained on ({read}): other columns? "
               + pick, file=sys.stderr)
         return
-    side = "user" if what == "user" or g.unknown[0].all() else "item" if g.unknown[1].all() else None
+    side = "user" if what == "user" or new[0] else "item" if new[1] else None
     if side is None:                # each side has known ids, never on one line
         print(f"{head} pairs a user and an item the model was trained on ({read}): each is scored by the "
               "baseline (--unknown)", file=sys.stderr)
         return
     print(f"{head} has {'an' if side == 'item' else 'a'} {side} the model was trained on ({read}), though its "
-          f"{'items' if side == 'user' else 'users'} are the model's: new {side}s get the baseline's "
-          f"{'lists' if what == 'user' else 'predictions'} (--unknown); if that column is not the {side}s', "
+          f"{'items' if side == 'user' else 'users'} are the model's: "
+          + (f"the lines of new {side}s were skipped (--unknown skip; baseline predicts them)" if g.unknown is None
+             else f"new {side}s get the baseline's {'lists' if what == 'user' else 'predictions'} (--unknown)")
+          + f"; if that column is not the {side}s', "
           + pick, file=sys.stderr)
 
 

@@ -498,7 +498,7 @@ class LDA(Estimator):
                                  "strings: pass the word ids the model was fitted on", path=g.source)
             if named is not None:
                 return self._in_model_words(g, named)
-            if own:
+            if own and g.n_src:         # (none at all: the 'no documents' error, whatever their form)
                 raise ValueError(f"this model was fitted on {fitted}: it maps their words to its {V} word ids (vocab_), "
                                  "and a count matrix's columns are its vectorizer's: pass the "
                                  + ("texts themselves (a list of strings or of token lists, a pandas Series, a text "

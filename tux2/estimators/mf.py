@@ -74,13 +74,7 @@ def frame_columns(df, columns=None):
         (cs, cd, cv), _ = io.named_columns([str(c) for c in cols], (0, 1, io.OPTIONAL))
         picked = [cols[j] for j in (cs, cd, 2 if cv == io.OPTIONAL else cv) if 0 <= j < len(cols)]
     else:
-        picked = [c.strip() if isinstance(c, str) else c
-                  for c in (columns.split(",") if isinstance(columns, str) else columns)]
-        picked = [cols[int(c) - 1] if c not in cols and str(c).isdigit() and 0 < int(c) <= len(cols) else c
-                  for c in picked]
-        missing = [c for c in picked if c not in cols]
-        if missing:
-            raise InputError(f"no column {missing[0]!r} (columns: {cols})", path="DataFrame")
+        picked = _picked(df, columns)
     if len(picked) < 3:
         raise InputError(f"MF needs user, item and rating columns; the DataFrame has {cols}", path="DataFrame")
     rating = df[picked[2]]
@@ -124,6 +118,20 @@ def _rows3(X, what="MF.score"):
     return a[:, :3]
 
 
+def _picked(df, columns):
+    """The DataFrame columns ``columns`` names (names or 1-based positions), an InputError
+    naming one it lacks."""
+    cols = list(df.columns)
+    picked = [c.strip() if isinstance(c, str) else c for c in (columns.split(",") if isinstance(columns, str)
+                                                                else columns)]
+    picked = [cols[int(c) - 1] if c not in cols and str(c).isdigit() and 0 < int(c) <= len(cols) else c
+              for c in picked]
+    missing = [c for c in picked if c not in cols]
+    if missing:
+        raise InputError(f"no column {missing[0]!r} (columns: {cols})", path="DataFrame")
+    return picked
+
+
 def _pairs(X, y=None):
     """(users, items) of X's rows of (user, item) pairs — an (n, 2) array, a list of
     pairs, a two-column DataFrame — and with ``y`` the ratings after them: scikit-learn's
@@ -152,8 +160,10 @@ def _events(x, columns=None):
     """Implicit feedback's (users, items) of x's (user, item) rows — an (n, 2) array, a
     list of pairs, a two-column DataFrame (``columns`` not given) — each row one event,
     as a file's 'user item' lines are; None for anything else."""
-    if not (is_frame(x) or isinstance(x, (np.ndarray, list))) or (is_frame(x) and (columns is not None
-                                                                                 or len(x.columns) != 2)):
+    if is_frame(x) and columns is not None:         # columns= naming two of them: (user, item) events
+        picked = _picked(x, columns)
+        return tuple(x[c].to_numpy() for c in picked) if len(picked) == 2 else None
+    if not (is_frame(x) or isinstance(x, (np.ndarray, list))) or (is_frame(x) and len(x.columns) != 2):
         return None
     return _pairs(x)
 
