@@ -160,7 +160,7 @@ def _model(est, path):
     return _arrays(path, sorted(f for f in os.listdir(path) if f.endswith(".npz")))
 
 
-@pytest.mark.parametrize("name", sorted(FIT))
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n == "lda" else n for n in sorted(FIT)])
 def test_fit_refuses_a_changed_test_file_and_resumes_the_same_one(data, tmp_path, name):
     make, train, test = FIT[name]
     train, test = str(data / train), str(tmp_path / test)

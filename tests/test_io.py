@@ -173,6 +173,7 @@ def test_numbers_are_read_as_python_reads_them(tmp_path):
     assert g.values.tolist() == want and g.src.tolist() == list(range(len(words)))      # libsvm keeps a 0
 
 
+@pytest.mark.slow      # (9 s warm, 40 s from a cold cache: the default pass keeps under 10 minutes)
 def test_commas_alone_separate_a_comma_separated_file(tmp_path):
     """'1 5' in a comma-separated rating file read as two fields (a line of 3,1,5 for
     '3,1 5,2'), as tables no longer do; spaces around the commas, and inside the fields

@@ -748,6 +748,7 @@ def test_a_stop_word_file_edited_before_a_resume_is_named(tmp_path):
     assert f"input files: {stop}: 7 bytes then, 13 now" in r.stderr and f"{src}:" not in r.stderr, r.stderr
 
 
+@pytest.mark.slow      # (7 s warm, 21 s cold)
 def test_numbers_and_one_character_tokens_are_dropped_unless_kept(tmp_path):
     """'1', '2', 'x', '2024' were words and filled topics of real corpora (version numbers,
     list markers). Dropped now in training, so new text's are words the model lacks (unknown
