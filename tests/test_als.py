@@ -399,6 +399,17 @@ def test_an_implicit_model_is_scored_by_ranking_not_by_the_counts(tmp_path):
     got = json.loads(r.stderr.strip().splitlines()[-1] if r.stderr.strip() else r.stdout.strip().splitlines()[-1])
     assert "rmse" not in got and got["ndcg@10"] == pytest.approx(last["ndcg@10"], rel=1e-9)
     assert got["precision@10"] == pytest.approx(last["precision@10"], rel=1e-9)
+    # new users: their warnings say what an implicit model's baseline gives (score 0, the most
+    # popular items), not an explicit model's mean and biases
+    (tmp_path / "new.tsv").write_text("9001\t1\t3\n9002\t2\t1\n")
+    (tmp_path / "new.txt").write_text("9001\n9002\n")
+    r = run_cli("predict", str(tmp_path / "m"), str(tmp_path / "new.tsv"), "-o", str(tmp_path / "p.txt"))
+    assert r.returncode == 0 and "new users get the baseline's predictions, score 0" in r.stderr, r.stderr
+    r = run_cli("predict", str(tmp_path / "m"), str(tmp_path / "new.txt"), "--top-k", "3")
+    assert r.returncode == 0 and "every list is the baseline's, the most popular items" in r.stderr, r.stderr
+    r = run_cli("predict", str(tmp_path / "m"), str(tmp_path / "new.txt"), "--top-k", "3", "--unknown", "error")
+    assert r.returncode != 0 and "--unknown baseline recommends the most popular items" in r.stderr \
+        and "mean" not in r.stderr, r.stderr
 
 
 @pytest.mark.slow

@@ -152,6 +152,14 @@ def test_a_user_list_of_ids_with_spaces_is_one_id_per_line_and_a_test_set_of_unk
     r = run_cli("predict", str(tmp_path / "m"), str(tmp_path / "other.csv"), "--top-k", "2", "--unknown", "skip")
     assert r.returncode == 0 and "has a user the model was trained on" in r.stderr \
         and "the lines of new users were skipped (--unknown skip" in r.stderr, r.stderr
+    # a user list none of whose users the model knows: every list the baseline's, said (it was
+    # counted in a JSON line alone); with skip, no list
+    (tmp_path / "strangers.txt").write_text("zed\nyo\n")
+    r = run_cli("predict", str(tmp_path / "m"), str(tmp_path / "strangers.txt"), "--top-k", "2")
+    assert r.returncode == 0 and len(r.stdout.splitlines()) == 2 and "no user listed in" in r.stderr \
+        and "every list is the baseline's, the items of highest mean + item bias" in r.stderr, r.stderr
+    r = run_cli("predict", str(tmp_path / "m"), str(tmp_path / "strangers.txt"), "--top-k", "2", "--unknown", "skip")
+    assert r.returncode == 0 and r.stdout == "" and "none is listed (--unknown skip)" in r.stderr, r
 
 
 def test_ranking_metrics_at_k_above_the_items_and_odd_test_sets(split, tmp_path):

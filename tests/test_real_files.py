@@ -320,7 +320,7 @@ def test_predict_warns_when_no_pair_is_known_under_the_columns_read(files, tsv_m
     assert json.loads(r.stdout)["unknown_pairs"] == 50
     # (the film column holds the model's items, so the warning names the user column, and new users too)
     assert f"tux2: warning: no line of {anonymous} has a user the model was trained on" in r.stderr
-    assert "new users get the baseline's predictions (--unknown)" in r.stderr
+    assert "new users get the baseline's predictions, the mean plus the known side's bias (--unknown)" in r.stderr
     assert "--columns userId,movieId,rating" in r.stderr
     # neither column's ids are the model's: other columns, plainly
     (tmp_path / "neither.tsv").write_text("99999\t88888\n99998\t88887\n")

@@ -336,7 +336,8 @@ def _unknown(s, d, v, known, policy, type_names, where, fmt=None):
         tok = toks[fmt.cols[side]].decode("utf-8", "replace") if toks and len(toks) > fmt.cols[side] else \
             int((s, d)[side][i])
         raise InputError(f"unknown {type_names[side]} id {tok!r} (not in the training data); --unknown skip "
-                         "(unknown='skip') drops such lines, baseline predicts them from the known side's bias",
+                         "(unknown='skip') drops such lines, baseline scores them as a new user or item (MF: the mean "
+                         "plus the known side's bias; implicit feedback: 0)",
                          path=path, line=line, text=text)
     if policy == "skip":
         keep = ~either

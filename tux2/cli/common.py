@@ -146,7 +146,8 @@ def add_input_args(p, base=True, unknown=False):
         from tux2.loaders import UNKNOWN
         p.add_argument("--unknown", choices=UNKNOWN, default="baseline",
                        help="a user or item of the test or predict input without training ratings: baseline "
-                            "predicts the global mean plus the known side's bias (counted and reported), skip "
+                            "predicts the global mean plus the known side's bias (implicit feedback: score 0, "
+                            "the most popular items for a new user's list; counted and reported), skip "
                             "leaves the line out, error stops naming it")
 
 

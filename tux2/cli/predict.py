@@ -224,9 +224,9 @@ def predict_mf(args, model):
             g = loaders.load_edges(args.input, type_names=("user", "item"), id_maps=model.ids_, known=model.known_,
                                    unknown=args.unknown, columns=args.columns)
             if g.num_edges and g.unknown is not None and g.unknown[0].all():
-                _none_known(args, g, "user")        # every list the baseline's, every metric 0
+                _none_known(args, g, "user", model.implicit)    # every list the baseline's, every metric 0
             elif g.skipped and not g.num_edges:     # --unknown skip left no line: no list, no metric
-                _none_known(args, g, "pairs a user and an item")
+                _none_known(args, g, "pairs a user and an item", model.implicit)
             res, (names, items, score) = model.ranking_metrics(
                 (loaders.edge_ids(g, 0), loaders.edge_ids(g, 1), g.values), args.top_k, args.relevant,
                 exclude_seen=not args.include_seen, min_ratings=args.min_ratings, return_lists=True)
@@ -274,11 +274,18 @@ def predict_mf(args, model):
         _report(args, res)
     known = res["pairs"] - res.get("unknown_pairs", 0)
     if known == 0 and res["pairs"] + res.get("skipped_unknown", 0) > 0:        # every line: the baseline or skipped
-        _none_known(args, g, "pairs a user and an item")
+        _none_known(args, g, "pairs a user and an item", model.implicit)
     return 0
 
 
-def _none_known(args, g, what):
+def _baseline(what, implicit):
+    """What --unknown baseline gives a new user: a list ("user") or a prediction."""
+    if what == "user":
+        return "the most popular items" if implicit else "the items of highest mean + item bias"
+    return "score 0, implicit feedback having no biases" if implicit else "the mean plus the known side's bias"
+
+
+def _none_known(args, g, what, implicit=False):
     """Warn that no line has a known ``what``: other columns (no id of either column is
     the model's), or, where one side's ids are the model's, new users or items (cold
     start, which --unknown scores) or a column that is not the side's."""
@@ -301,7 +308,8 @@ def _none_known(args, g, what):
     print(f"{head} has {'an' if side == 'item' else 'a'} {side} the model was trained on ({read}), though its "
           f"{'items' if side == 'user' else 'users'} are the model's: "
           + (f"the lines of new {side}s were skipped (--unknown skip; baseline predicts them)" if g.unknown is None
-             else f"new {side}s get the baseline's {'lists' if what == 'user' else 'predictions'} (--unknown)")
+             else f"new {side}s get the baseline's {'lists' if what == 'user' else 'predictions'}, "
+             f"{_baseline(what if side == 'user' else 'pair', implicit)} (--unknown)")
           + f"; if that column is not the {side}s', "
           + pick, file=sys.stderr)
 
@@ -389,11 +397,16 @@ def _listed_users(args, model, fmt, how):
     if not known.all() and args.unknown == "error":
         i = int(np.flatnonzero(~known)[0])
         raise InputError(f"unknown user {toks[i]!r} (no training ratings); --unknown skip leaves such users out, "
-                         "--unknown baseline recommends the items of highest mean + item bias", path=args.input,
+                         f"--unknown baseline recommends {_baseline('user', model.implicit)}", path=args.input,
                          **line(i))
     if not known.all():
         print(json.dumps({"model": "mf", "users": len(toks), "unknown_users": int((~known).sum()),
                           "unknown": args.unknown}), file=sys.stderr)
+    if not known.any():         # every list the same (or none): most likely not the model's users
+        print(f"tux2: warning: no user listed in {display_name(args.input)} is one the model was trained on: "
+              + ("none is listed (--unknown skip)" if args.unknown == "skip" else
+                 f"every list is the baseline's, {_baseline('user', model.implicit)} (--unknown)")
+              + "; if the users are in another column, --columns picks it", file=sys.stderr)
     return np.array(toks)
 
 
