@@ -198,3 +198,20 @@ def libsvm(data):
     if not labels:
         raise Bad("no samples found", None)
     return labels, rows, cols, vals
+
+
+def tail_filtered(data, min_count):
+    """(libsvm text without the features that have fewer than ``min_count`` non-zero
+    entries in all of ``data``, their indices as written, sorted): parameter-server's
+    tail feature filter, counted in a dict."""
+    labels, rows, cols, vals = libsvm(data)
+    count = {}
+    for j, v in zip(cols, vals):
+        if v != 0:
+            count[j] = count.get(j, 0) + 1
+    kept = sorted(j for j, c in count.items() if c >= min_count)
+    lines = [[repr(y)] for y in labels]
+    for i, j, v in zip(rows, cols, vals):
+        if count.get(j, 0) >= min_count:
+            lines[i].append(f"{j}:{v!r}")
+    return "".join(" ".join(line) + "\n" for line in lines), kept

@@ -5,7 +5,9 @@ Files (the fast numba parsers live in ``tux2.io``):
 * edge lists ``src dst [value]`` (space, tab or comma; ``#``/``%`` comments; a
   MatrixMarket header; 0- or 1-based): :func:`load_edges`;
 * libsvm: :func:`load_libsvm` (:func:`load_samples` takes a matrix of samples too;
-  :func:`require_features` rejects a training set without a single feature);
+  :func:`require_features` rejects a training set without a single feature;
+  :func:`dense_features` numbers sparse indices densely, :func:`frequent_features` drops
+  the rare ones);
   UCI docword, ``doc word count`` triples and plain text, one document per line:
   :func:`load_corpus`.
 
@@ -891,6 +893,40 @@ def dense_features(graph, skip=0):
                        graph.type_names, graph.source, ids=(graph.ids[0], IdMap(features)))
     g.layout, g.base = graph.layout, graph.base
     return g, features
+
+
+def frequent_features(graph, min_count, path=None):
+    """``graph`` (training samples) without the features that have fewer than ``min_count``
+    non-zero entries (parameter-server's tail feature filter; Vowpal Wabbit's, xLearn's
+    likewise): the others numbered densely, as ``dense_features`` numbers sparse indices.
+    Returns (graph, features), features[j] the original index of kept feature j (sorted;
+    also the new graph's ``ids[1]``), which ``in_features`` reads test samples in: a dropped
+    feature is then one unseen in training, of weight 0. Every feature dropped: InputError
+    naming the largest count there is (``path``: the training file). ``graph.tail`` of the
+    result: (features that occur, entries) of ``graph``, for a run's header."""
+    d, n = graph.dst, graph.n_dst
+    nz = d if graph.values is None else d[np.asarray(graph.values) != 0]
+    if n <= 2 * len(d) + SPARSE_FEATURES:           # a count per index (8 bytes each)
+        counts = np.bincount(nz, minlength=n)
+        kept = np.flatnonzero(counts >= min_count)
+        top = int(counts.max()) if n else 0
+    else:                                           # hashed indices up to 2^24: the ones that occur, sorted
+        ids, counts = np.unique(nz, return_counts=True)
+        kept = ids[counts >= min_count]
+        top = int(counts.max()) if len(counts) else 0
+    if not len(kept):
+        raise InputError(f"no feature has {min_count} or more non-zero entries in the training samples (the most "
+                         f"frequent has {top}): --min-count {min_count} (min_count={min_count}) leaves nothing to "
+                         "learn; a smaller one keeps some", path=path)
+    at = np.searchsorted(kept, d)
+    keep = at < len(kept)
+    keep[keep] = kept[at[keep]] == d[keep]
+    g = BipartiteGraph(graph.src[keep], at[keep].astype(d.dtype, copy=False),
+                       None if graph.values is None else graph.values[keep], graph.n_src, len(kept),
+                       graph.type_names, graph.source, ids=(graph.ids[0], IdMap(kept)))
+    g.layout, g.base = graph.layout, graph.base
+    g.tail = (int(np.count_nonzero(counts)), graph.num_edges)      # features that occur, entries: before the filter
+    return g, kept
 
 
 def in_features(graph, features):

@@ -466,7 +466,7 @@ def _checkpoint(args, est, world):
 
 # ---------------------------------------------------------------- libsvm input (blockpg, lr, svm, softmax, fm)
 def add_libsvm_args(p, metrics):
-    """INPUT (optional: a built-in set), --test, --zero-based/--one-based and --duplicates."""
+    """INPUT (optional: a built-in set), --test, --zero-based/--one-based, --duplicates and --min-count."""
     p.add_argument("input", nargs="?", help="training set: libsvm, or a table of numbers (CSV, TSV …) with the "
                                             "labels in a column; default: built-in generated set")
     p.add_argument("--test", help=f"test set (as INPUT): {metrics} per epoch")
@@ -482,6 +482,11 @@ def add_libsvm_args(p, metrics):
     p.add_argument("--duplicates", choices=DUPLICATES, default="error",
                    help="a feature twice in one line: stop naming the line, add the values, keep the last, "
                         "or keep both")
+    p.add_argument("--min-count", type=COUNT, default=1, metavar="N",
+                   help="drop the features with fewer than N non-zero entries in INPUT (the tail of hashed or raw "
+                        "sparse features, as parameter-server's tail filter and Vowpal Wabbit's): they get no "
+                        "weight, and in --test and predictions they count as features unseen in training "
+                        "(default 1: keep every feature)")
 
 
 def classification_data(args, est, transport, say):

@@ -12,7 +12,7 @@ from tux2 import files, io, loaders, tables
 from tux2.errors import InputError, Tux2Error
 from tux2.estimator import Estimator
 from tux2.graph import BipartiteGraph
-from tux2.params import NONNEG, NONNEG_NUMBER, POSITIVE, SEED, integer, number
+from tux2.params import COUNT, NONNEG, NONNEG_NUMBER, POSITIVE, SEED, integer, number
 from tux2.runner import Dataset, Setup
 from tux2.udfs import blockpg, glm
 from tux2.version import __version__
@@ -40,7 +40,10 @@ class Linear(Estimator):
     (one per feature for a binary model; features × K for softmax, features × (1 + F) for an FM).
     The model is kept compact: ``weights_`` holds a row per feature that occurred in training
     (``features_``, their indices, when sparse indices were numbered densely; else a row per
-    index), the intercept's last; ``coef_`` lays them out by index on demand."""
+    index), the intercept's last; ``coef_`` lays them out by index on demand. ``min_count`` N > 1
+    drops the features with fewer than N non-zero entries in the training data
+    (``loaders.frequent_features``): ``features_`` holds the others, and in scored input a
+    dropped feature is one unseen in training, of weight 0."""
 
     loss = "logistic"
     bias = False
@@ -56,7 +59,8 @@ class Linear(Estimator):
         scikit-learn ``fit(X, y)``); ``test``: a libsvm path or (X, y). Files are read
         with ``zero_based`` (True: feature indices from 0; "auto": so when an index 0
         occurs in ``data``, else from 1; the test file in ``data``'s) and ``duplicates`` (a feature twice
-        in one line: "error", "sum", "last", "keep"), as ``tux2 run``'s flags read them."""
+        in one line: "error", "sum", "last", "keep"), as ``tux2 run``'s flags read them; the training
+        data's features with fewer than ``min_count`` non-zero entries dropped (``--min-count``)."""
         zero_based, duplicates = self.zero_based, self.duplicates
         if zero_based == "auto" and self._warms():      # read in the base of the model started from
             zero_based = bool(self.zero_based_)
@@ -105,19 +109,23 @@ class Linear(Estimator):
             y, test, given = given_labels(test, g.n_src), None, test
         if isinstance(test, tuple) and len(test) == 2:
             same_columns(test[0], names, "the test X")
-        span, features = g.n_dst, None          # sparse indices (hashed into 2^24): a row per feature that occurs
-        if table is None and names is None:
+        span, features, tail = g.n_dst, None, None  # sparse indices (hashed into 2^24): a row per feature that occurs
+        if self.min_count > 1:          # the tail dropped: a row per feature seen min_count times or more
+            path = os.fspath(data) if loaders.is_path(data) else None
+            g, features = loaders.frequent_features(g, self.min_count, path)
+            tail = (self.min_count, g.tail[0], g.tail[1])
+        elif table is None and names is None:
             g, features = loaders.dense_features(g)
         t, ty = pair(test, None, label, span, features is not None) if test is not None else (None, None)
         if t is not None and isinstance(t.layout, tables.TableFormat):
-            same_table(t.layout, names, g.n_dst, test)
+            same_table(t.layout, names, span, test)
         if t is not None and features is not None:      # the test set's features unseen in training weigh 0
             t = loaders.in_features(t, features)
         kind = np.asarray(given).dtype if given is not None else None
         return Dataset(g, t, y, ty, zero_based=zero_based, feature_names=names, label_column=label,
                        read_as=(table and table.describe()) or how,
                        label_dtype=kind.str if kind is not None and kind.kind in "biuf" else None,
-                       **({"feature_span": span} if features is not None else {}))
+                       **({"feature_span": span} if features is not None else {}), **({"tail": tail} if tail else {}))
 
     def _warms(self):
         """Whether this fit starts from the weights learned before (``warm_start``, ``--init-model``)."""
@@ -430,9 +438,15 @@ def sparse_features(data):
 
 
 def sparse_note(s):
-    """The header's words on features numbered densely, or ''."""
+    """The header's words on features numbered densely (and on those ``min_count`` dropped), or ''."""
     if vars(s).get("features") is None:
         return ""
+    tail = vars(s).get("tail")
+    if tail:
+        n, occur, entries = tail
+        return (f" (--min-count {n} dropped {occur - len(s.features):,} of the {occur:,} that occur, seen fewer "
+                f"times, and their {entries - s.kept_entries:,} non-zeros; of indices up to "
+                f"{s.span - (1 if s.zero_based else 0):,})")
     return f" (of indices up to {s.span - (1 if s.zero_based else 0):,}, numbered densely)"
 
 
@@ -657,7 +671,7 @@ class GLM(Linear):
 
     bounds = dict(reg=NONNEG_NUMBER, batch=NONNEG, eta=POSITIVE, decay=NONNEG_NUMBER, epochs=NONNEG, seed=SEED,
                   classes=integer(2, 100_000), factors=integer(1, 100_000), init_std=NONNEG_NUMBER,
-                  tol=NONNEG_NUMBER, early_stop=NONNEG)
+                  tol=NONNEG_NUMBER, early_stop=NONNEG, min_count=COUNT)
     choices = dict(strategy=glm.STRATEGIES, optimizer=glm.OPTIMIZERS, driver=(True, False), penalty=("l2", "l1"),
                    loss=("logistic", "hinge", "squared"), bias=(True, False), norm=("auto", "l2", "none"),
                    warm_start=(True, False), **READ_CHOICES)
@@ -665,7 +679,7 @@ class GLM(Linear):
 
     def __init__(self, strategy="sendgradient", optimizer=None, driver=False, penalty="l2", reg=None, batch=None,
                  eta=None, decay=0.0, epochs=10, seed=0, bias=True, zero_based="auto", duplicates="error",
-                 label_column=None, warm_start=False, tol=0.0, early_stop=0):
+                 min_count=1, label_column=None, warm_start=False, tol=0.0, early_stop=0):
         self._keep(locals())
 
     classes, factors, init_std, norm = None, 0, 0.01, "none"       # Softmax and FM make these parameters
@@ -741,7 +755,7 @@ class GLM(Linear):
                      zero_based=data.facts.get("zero_based", False), label_base=base, n_classes=k, labels=labels,
                      feature_names=data.facts.get("feature_names"), label_column=data.facts.get("label_column"),
                      read_as=data.facts.get("read_as"), label_dtype=data.facts.get("label_dtype"),
-                     features=seen, span=span,
+                     features=seen, span=span, tail=data.facts.get("tail"), kept_entries=data.train.num_edges,
                      meta={"optimizer": optimizer, "eta": eta, "lam": lam, "batch_used": batch, "samples": g.n_src,
                            **({"label_base": base} if self.loss == "softmax" else {})})
 
@@ -1027,7 +1041,7 @@ class LinearRegression(GLM):
 
     def __init__(self, strategy="sendgradient", optimizer=None, driver=False, penalty="l2", reg=None, batch=None,
                  eta=None, decay=0.5, epochs=10, seed=0, bias=True, zero_based="auto", duplicates="error",
-                 label_column=None, warm_start=False, tol=0.0, early_stop=0):
+                 min_count=1, label_column=None, warm_start=False, tol=0.0, early_stop=0):
         self._keep(locals())
 
 
@@ -1039,7 +1053,7 @@ class Softmax(GLM):
 
     def __init__(self, strategy="sendgradient", optimizer=None, driver=False, penalty="l2", reg=None, batch=None,
                  eta=None, decay=0.0, epochs=10, seed=0, bias=True, classes=None, zero_based="auto",
-                 duplicates="error", label_column=None, warm_start=False, tol=0.0, early_stop=0):
+                 duplicates="error", min_count=1, label_column=None, warm_start=False, tol=0.0, early_stop=0):
         self._keep(locals())
 
 
@@ -1058,7 +1072,7 @@ class FM(GLM):
 
     def __init__(self, strategy="sendgradient", optimizer=None, driver=False, penalty="l2", reg=None, batch=None,
                  eta=None, decay=0.0, epochs=10, seed=0, bias=False, loss="logistic", factors=8, init_std=0.01,
-                 norm="auto", zero_based="auto", duplicates="error", label_column=None, warm_start=False, tol=0.0, early_stop=0):
+                 norm="auto", zero_based="auto", duplicates="error", min_count=1, label_column=None, warm_start=False, tol=0.0, early_stop=0):
         self._keep(locals())
 
 
@@ -1089,13 +1103,13 @@ class BlockPG(Linear):
 
     algorithm = "blockpg"
     bounds = dict(reg=NONNEG_NUMBER, block_size=integer(1, 2 ** 31 - 1), epochs=NONNEG, tol=NONNEG_NUMBER,
-                  shrink=number(0, 1, below=True), shrink_rest=integer(0, 1_000_000), seed=SEED)
+                  shrink=number(0, 1, below=True), shrink_rest=integer(0, 1_000_000), seed=SEED, min_count=COUNT)
     choices = dict(form=("auto", "kappa", "newton"), bias=(True, False), warm_start=(True, False), **READ_CHOICES)
     flags = dict(reg=("lam", "the L1 weight λ"))
 
     def __init__(self, reg=1.0, block_size=None, epochs=20, tol=0.0, shrink=0.9, shrink_rest=2, bias=False,
                  partitioner="bicut", seed=0, form="auto", zero_based="auto", duplicates="error", label_column=None,
-                 warm_start=False):
+                 warm_start=False, min_count=1):
         self._keep(locals())
 
     KAPPA_NEWTON = 8        # auto: newton when a sample has this many features per block on average
@@ -1154,7 +1168,7 @@ class BlockPG(Linear):
         return Setup(graph, prog, {"partitioner": self.partitioner, "partitioner_options": opts}, test=data.test,
                      test_labels=test_labels, perm=perm, warm=warm, source=data.source, counts=counts, form=form, labels=labels,
                      kappa=kappa, block=block, zero_based=data.facts.get("zero_based", False), meta={"samples": g.n_src},
-                     features=seen, span=span,
+                     features=seen, span=span, tail=data.facts.get("tail"), kept_entries=data.train.num_edges,
                      feature_names=data.facts.get("feature_names"), label_column=data.facts.get("label_column"),
                      read_as=data.facts.get("read_as"), label_dtype=data.facts.get("label_dtype"))
 
