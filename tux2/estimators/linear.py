@@ -1051,7 +1051,8 @@ class FM(GLM):
     ``factors`` F and a logistic, hinge or squared ``loss`` (regression: libFM's ``-task r``; the
     targets train centred and scaled, their mean is ``offset_``, as libFM's w0); ``coef_`` is (w, V): features × (1 + F).
     No intercept by default: ``bias=True``'s constant feature gets factors too, which on
-    a9a-shaped one-hot rows ended 10 epochs at 0.469 against 0.395 without it. ``norm``:
+    a9a-shaped one-hot rows ended 10 epochs at 0.469 against 0.395 without it (at η 0.5 and
+    the rows as they are; at today's defaults test log-loss 0.3481 against 0.3475). ``norm``:
     "l2" scales each sample to unit length (xLearn's and libffm's default), "none" keeps
     the values, "auto" (the default) is l2 when they are raw counts (``raw_counts``) or
     one-hot rows (every value 1, ``binary_rows``): at η 0.5 an FM on word counts ended above
