@@ -289,3 +289,36 @@ def test_an_index_beyond_2_26_is_refused_in_features_with_a_way_out(tmp_path):
     r = run_cli("run", "lr", path)
     assert r.returncode != 0 and r.stderr.startswith("tux2: error: ") and "fewer buckets" in r.stderr
     assert "Traceback" not in r.stderr
+
+
+def _ctr_rows(rng, n, fields=20):
+    """Criteo-like rows: per field a Zipf(1.4 … 1.8) value hashed into 2^24 (1-based), every
+    value 1; the logit has main effects of 4 fields' top values and a rank-2 interaction among
+    4 others, about a fifth positive. (labels 0/1, (n, fields) indices)."""
+    vals = np.minimum(rng.zipf(np.linspace(1.4, 1.8, fields), (n, fields)), 10 ** 6)
+    planted = np.random.default_rng(5)
+    top = np.minimum(vals[:, :8], 20)
+    m = planted.normal(0, 0.7, (4, 21))[np.arange(4), top[:, :4]].sum(1)
+    U = planted.normal(0, 0.6, (4, 21, 2))[np.arange(4), top[:, 4:]]
+    m += 0.5 * (np.square(U.sum(1)).sum(1) - np.square(U).sum((1, 2))) - 1.3
+    y = (rng.random(n) < 1 / (1 + np.exp(-m))).astype(int)
+    return y, np.sort((np.arange(fields) * 2654435761 + vals * 40503) % H + 1, 1)
+
+
+def test_the_default_fm_beats_the_constant_and_lr_on_held_out_hashed_rows(tmp_path):
+    """On one-hot hashed CTR rows (2,000 training samples, ~3,500 distinct features, most seen
+    once) the default FM overfitted: AdaGrad's first step moves every factor of a feature by ±η,
+    and 20 one-hot features a row make 190 pairwise products, so 10 epochs at the old defaults
+    (eta 0.5, the rows as they are) ended at test log-loss 1.09 against the constant
+    predictor's 0.466. The defaults now scale one-hot rows to unit length (libffm's and xLearn's
+    instance-wise normalisation) and step at eta 0.1: 0.441, below LogisticRegression's 0.493."""
+    rng = np.random.default_rng(0)
+    (y, x), (ty, tx) = _ctr_rows(rng, 2000), _ctr_rows(rng, 1000)
+    train, test = _write(tmp_path / "tr.svm", y, x), _write(tmp_path / "te.svm", ty, tx)
+    p = np.mean(y)
+    constant = -np.mean(np.where(np.array(ty) == 1, np.log(p), np.log(1 - p)))
+    fm = tux2.FM().fit(train, test)
+    assert fm.norm_ == "l2"
+    lr = tux2.LogisticRegression().fit(train, test)
+    assert fm.history_[-1]["test_logloss"] < constant - 0.01
+    assert fm.history_[-1]["test_logloss"] < lr.history_[-1]["test_logloss"]

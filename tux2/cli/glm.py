@@ -43,7 +43,8 @@ def add_parser(algos):
                            help="factors start as normal draws with this standard deviation")
             p.add_argument("--norm", default="auto", choices=FM.choices["norm"],
                            help="l2: each sample scaled to unit length (xLearn's default); none: the values as "
-                                "they are; auto: l2 when they are raw counts (whole numbers, some 4 or more)")
+                                "they are; auto: l2 when they are raw counts (whole numbers, some 4 or more) or one-hot "
+                                "rows (every value 1: hashed categorical features, as Criteo's)")
         p.add_argument("--strategy", default="sendgradient", choices=FM.choices["strategy"], help="training strategy")
         p.add_argument("--optimizer", choices=FM.choices["optimizer"], default=None,
                        help="the update (default: adam for --strategy adam, else adagrad). column and sendgradient "
@@ -69,7 +70,8 @@ def add_parser(algos):
                             "samples: at least 20 steps an epoch; on several workers each batch is a round of "
                             "messages, and --batch 1000 trains faster, another model)")
         p.add_argument("--eta", type=POSITIVE, default=None,
-                       help="step size (default: 0.5 for adagrad, 1.0 for sgd, 0.01 for adam)")
+                       help="step size (default: " + ("0.1" if name == "fm" else "0.5") + " for adagrad, 1.0 for sgd, "
+                            "0.01 for adam)")
         p.add_argument("--decay", type=NONNEG_NUMBER, default=0.5 if loss == "squared" else 0.0,
                        help="step at epoch t is eta / (1 + decay t)" + (" (default 0.5: a squared loss's "
                             "gradients stay at the optimum, a constant step stalls near it)" if loss == "squared"
