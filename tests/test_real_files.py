@@ -101,6 +101,32 @@ def test_every_form_of_the_same_ratings_gives_the_same_model(files, tsv_model, t
         assert "header userId,movieId,rating,timestamp; columns userId,movieId,rating (1,2,3) of 4" in stdout
 
 
+def test_integer_ids_written_as_floats_are_the_integers(files, tsv_model, tmp_path):
+    """pandas writes an integer column as '1.0' once it held a NaN (or after a merge): those
+    ids were read as strings, so every pair of an integer test file was a new user and item
+    (the run measured the global mean, exit 0). They are the integers, in run, info and
+    predict, and the model is the integer file's; '1.5' stays a string id."""
+    floats = tmp_path / "floats.csv"
+    floats.write_text("userId,movieId,rating,timestamp\n" + "".join(f"{u}.0,{i}.0,{r},{t}\n" for u, i, r, t in ROWS))
+    stdout, model = _train(str(floats), tmp_path / "m", "--test", files["test"])
+    _same(model, tsv_model[1])
+    assert "ids written as whole-number floats (1.0) read as integers" in stdout
+    assert f"test {len(TEST_ROWS)} (3 with a user or item not in training" in stdout
+    res = json.loads(run_cli("info", str(floats), "--json").stdout)
+    assert res["format"] == "edges" and res["src"]["id_range"] == [1, USERS], res
+    # an integer model predicts a test file of float-written ids: the same pairs known
+    test = tmp_path / "t.csv"
+    test.write_text("".join(f"{u}.0,{i}.00,{r}\n" for u, i, r, _ in TEST_ROWS))
+    a = run_cli("predict", tsv_model[2], files["test"], "-o", str(tmp_path / "a.txt"))
+    b = run_cli("predict", tsv_model[2], str(test), "-o", str(tmp_path / "b.txt"))
+    assert a.returncode == b.returncode == 0 and json.loads(a.stdout) == json.loads(b.stdout), (a, b)
+    assert (tmp_path / "a.txt").read_text() == (tmp_path / "b.txt").read_text()
+    # an id that is no whole number keeps the file a file of string ids
+    (tmp_path / "half.tsv").write_text("1.0\t2.0\t4\n1.5\t3.0\t5\n2.0\t2.0\t3\n")
+    g = loaders.load_edges(str(tmp_path / "half.tsv"))
+    assert g.ids[0].tokens.tolist() == ["1.0", "1.5", "2.0"] and not g.whole_float_ids
+
+
 def test_columns_pick_and_swap(files, tmp_path):
     stdout, model = _train(files["csv"], tmp_path / "m", "--columns", "movieId,userId,rating")
     assert "columns movieId,userId,rating (2,1,3) of 4; column timestamp ignored" in stdout

@@ -221,12 +221,17 @@ def _load_edges(path, ids, duplicates, base, type_names, id_maps, values, column
     if string_maps and fmt.names and not fmt.explicit and _known_pair(fmt, maps, raw):
         fmt = io.edge_format(raw[:1 << 16], path, columns, quotes=True, header=False)   # 'alice item3': data
     skip = fmt.skip
+    whole = None        # ids written as whole-number floats ('1.0', as pandas writes them): read as integers
+    if ids != "string" and not string_maps and _first_ids_whole(raw, fmt):
+        whole = _whole_number_ids(raw, fmt, path, type_names)
+        ids = "int" if whole is not None else ids
     if ids == "auto" or encode:
         ids = "string" if string_maps or (not encode and not _first_ids_numeric(raw, fmt)) else "int"
     used_base = 0
     if ids == "int":
         try:
-            s, d, v, ncols = io._parse_from(raw, fmt, path, values=np.float64 if values == "counts" else np.float32)
+            s, d, v, ncols = whole + (2 + (whole[2] is not None),) if whole is not None else \
+                io._parse_from(raw, fmt, path, values=np.float64 if values == "counts" else np.float32)
         except InputError as e:     # a model's ids: its kind is fixed, none to choose (io's message offers --ids)
             if not encode or not str(e).startswith(f"{e.path}:{e.line}: {io._MESSAGES[1]}"):
                 raise
@@ -284,15 +289,44 @@ def _load_edges(path, ids, duplicates, base, type_names, id_maps, values, column
                              "edge values of edge lists are stored in", path=path, line=line, text=text)
     s, d, v = narrow(s, d, v)
     g = BipartiteGraph(s, d, v, n[0], n[1], type_names, path, ids=maps)
-    g.layout, g.base = fmt, used_base
+    g.layout, g.base, g.whole_float_ids = fmt, used_base, whole is not None
     if encode:
         g.unknown, g.skipped, g.unknown_ids = unk, skipped, unknown_ids
         g.skipped_sides = skipped_sides     # (--unknown skip: whether every skipped line's user, item was new)
     if encode:
         return g
     out = dedupe(g, duplicates, lambda i: (path, *io.edge_line(path, i, skip)))
-    out.layout, out.base = fmt, used_base
+    out.layout, out.base, out.whole_float_ids = fmt, used_base, g.whole_float_ids
     return out
+
+
+_WHOLE = re.compile(rb"[0-9]{1,18}\.0*")
+
+
+def _first_ids_whole(raw, fmt):
+    """Whether the first data line's ids are whole numbers, one at least written as a float
+    ('1.0'; pandas writes an integer column so once it held a NaN)."""
+    for line in raw[fmt.start: fmt.start + (1 << 16)].split(b"\n"):
+        toks = io.data_fields(line, fmt.mode)
+        if not toks:
+            continue
+        ids = [io.csv_unquote(toks[j]) for j in fmt.cols[:2] if j < len(toks)]
+        return len(ids) == 2 and all(t.isdigit() or _WHOLE.fullmatch(t) for t in ids) and \
+            not all(t.isdigit() for t in ids)
+    return False
+
+
+def _whole_number_ids(raw, fmt, path, type_names):
+    """(src, dst, values or None) of a file whose ids are all whole numbers, some written as
+    floats ('1.0'), as integers; None when one is not (a string id: the file is read so)."""
+    s, d, v, maps, _ = _string_edges(raw, fmt, path, type_names, (None, None))
+    out = []
+    for a, m in zip((s, d), maps):
+        toks = [t.encode() for t in m.tokens.tolist()]
+        if not all(len(t) < 19 and t.isdigit() or _WHOLE.fullmatch(t) for t in toks):
+            return None
+        out.append(np.array([int(t.split(b".")[0]) for t in toks], np.int64)[a])
+    return out[0], out[1], v
 
 
 def narrow(src, dst, values):
@@ -525,6 +559,8 @@ def describe_read(graph, base="auto"):
         how = "MatrixMarket" if layout is not None and layout.matrix_market else \
             "auto: no id 0 on either side; --base 0 reads them as 0-based" if base == "auto" else "--base 1"
         parts.append(f"ids 1-based ({how})")
+    if getattr(graph, "whole_float_ids", False):
+        parts.append("ids written as whole-number floats (1.0) read as integers")
     for name, m in zip(graph.type_names, graph.ids):
         if renumbered(m):
             parts.append(f"{name} ids numbered densely ({renumbered(m)})")

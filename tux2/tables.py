@@ -258,8 +258,8 @@ def looks_like_table(head, path):
     """Whether a file that would also read as an edge list is more likely a table of
     samples (``tux2 info``'s guess): 8 columns or more (Epinions' ratings have 6), a
     label column named (unless user and item columns are named too), or a
-    number that is no id (0.25) in its first two columns ('user item rating [time]' is
-    not, nor 'user x' with string ids)."""
+    number that is no id (0.25; '3.0' is pandas' way of writing 3) in its first two
+    columns ('user item rating [time]' is not, nor 'user x' with string ids)."""
     try:
         fmt = table_format(head, path)
     except InputError:                  # no table of one name per column: what the edge reader makes of it
@@ -267,7 +267,7 @@ def looks_like_table(head, path):
     if fmt is None:
         return False
     rows = [io.data_fields(x, fmt.mode) for x in head[fmt.start:].split(b"\n")[:20]]
-    ids = not any(io.is_number(t) and not re.fullmatch(rb"[0-9]+", t.strip(b'"')) for r in rows for t in r[:2])
+    ids = not any(io.is_number(t) and not re.fullmatch(rb"[0-9]+(\.0*)?", t.strip(b'"')) for r in rows for t in r[:2])
     roles = {io.role(n) for n in fmt.names or ()}
     if ids and {0, 1} <= roles:                   # 'user_id,item_id,rating,timestamp,age': ratings
         return False
