@@ -261,6 +261,7 @@ def test_lda_takes_texts_in_a_pandas_series_and_names_a_missing_one():
     m = tux2.LDA(topics=2, iterations=3, seed=0).fit(pd.Series(TEXTS))
     ref = tux2.LDA(topics=2, iterations=3, seed=0).fit(TEXTS)
     assert (m.word_topic_ == ref.word_topic_).all() and m.vocab_ == ref.vocab_
+    assert m.components_ is m.word_topic_ and m.components_.shape == (2, len(m.vocab_))     # scikit-learn's name
     assert np.allclose(m.transform(pd.Series(["apple", "goal"])), ref.transform(["apple", "goal"]))
     for docs in (TEXTS + [None], pd.Series(TEXTS + [np.nan]), pd.Series(TEXTS + [None], dtype="string")):
         with pytest.raises(tux2.InputError, match="the text at position 10 is .*not a string"):
@@ -285,16 +286,18 @@ def test_lda_transform_of_one_empty_text_is_the_prior_as_in_a_batch_and_counts_n
 
 def test_a_fitted_estimator_asked_for_an_attribute_it_lacks_does_not_say_it_is_unfitted(tmp_path):
     """`lda.components_` (scikit-learn's name) after fit said 'this LDA is not fitted
-    yet (no components_): call fit first'; a loaded model said it too."""
+    yet (no components_): call fit first'; a loaded model said it too. (LDA now has
+    components_, ``word_topic_``; scikit-learn's exp_dirichlet_component_ it lacks.)"""
     from tux2.errors import NotFittedError
     with pytest.raises(NotFittedError, match="not fitted yet"):
         tux2.LDA().word_topic_
     lda = tux2.LDA(topics=2, iterations=1).fit(["apple banana", "goal team"])
     lda.save(str(tmp_path / "m"))
     for est in (lda, tux2.LDA.load(str(tmp_path / "m"))):
-        with pytest.raises(AttributeError, match="'LDA' object has no attribute 'components_'; it learned .*"
-                                                 "word_topic_") as e:
-            est.components_
+        with pytest.raises(AttributeError, match="'LDA' object has no attribute 'exp_dirichlet_component_'; it "
+                                                 "learned .*word_topic_") as e:
+            est.exp_dirichlet_component_
+        assert est.components_ is est.word_topic_
         assert not isinstance(e.value, NotFittedError)
 
 

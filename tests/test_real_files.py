@@ -306,6 +306,9 @@ def test_the_python_estimator_reads_them_as_the_cli_does(files, tsv_model):
     m = tux2.MF(k=4, epochs=3, columns="userId,movieId,rating").fit(files["csv"], files["test"])
     for side, name in ((0, "user"), (1, "item")):
         np.testing.assert_array_equal(m.ids_[side].tokens, tsv_model[1][name]["ids"])
+        # the ids as an array and as a sequence (a pandas index of the factors' rows)
+        np.testing.assert_array_equal(np.asarray(m.ids_[side]), tsv_model[1][name]["ids"])
+        assert list(m.ids_[side]) == tsv_model[1][name]["ids"].tolist()
     np.testing.assert_array_equal(m.user_factors_.astype(np.float32), tsv_model[1]["user"]["p"])
     two = tux2.MF(k=4, epochs=3).fit(files["tsv"], files["test"], workers=2)
     assert [r["test_rmse"] for r in two.history_] == [r["test_rmse"] for r in m.history_]

@@ -63,6 +63,13 @@ class IdMap:
     def __len__(self):
         return len(self.tokens)
 
+    def __array__(self, dtype=None, copy=None):
+        """The ids themselves: ``np.asarray(model.ids_[0])``, ``pd.Index(model.ids_[0])``."""
+        return self.tokens if dtype is None else self.tokens.astype(dtype)
+
+    def __iter__(self):
+        return iter(self.tokens.tolist())
+
     def __eq__(self, other):
         return isinstance(other, IdMap) and np.array_equal(self.tokens, other.tokens)
 

@@ -375,6 +375,12 @@ class LDA(Estimator):
             self.coherence_ = c if c is not None and eng.iteration == self.iterations else \
                 lda.umass(self.word_topic_, s.graph, COHERENCE_WORDS)
 
+    @property
+    def components_(self):
+        """scikit-learn's name for the topic–word pseudo-counts (K × V): ``word_topic_``
+        (add ``beta`` for the posterior's Dirichlet parameters)."""
+        return self.word_topic_
+
     def _set(self, word_topic, totals, vocab, doc_topic=None, word_base=0, alpha=None, stop=None):
         self.word_topic_, self.topic_totals_ = np.asarray(word_topic), np.asarray(totals)
         self.alpha_ = np.full(len(totals), float(self.alpha)) if alpha is None else np.asarray(alpha, np.float64)

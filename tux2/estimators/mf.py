@@ -332,7 +332,7 @@ class MF(Estimator):
     ``predict``: nan; ``recommend``: the user left out) or "error". ``ids`` of a file:
     "auto" (strings when the first lines' ids are not numbers), "int" or "string".
     Learned: ``user_factors_``, ``item_factors_``, ``user_bias_``, ``item_bias_``,
-    ``mu_``, ``ids_`` (the two IdMaps, None where dense ids are the user's) and
+    ``mu_``, ``ids_`` (the two IdMaps: ``np.asarray(ids_[0])`` holds the users' ids in row order; None where dense ids are the user's) and
     ``seen_`` (each user's training items, left out of ``recommend``; ids without any
     are never scored or recommended: ``known_``) and, for a DataFrame, ``columns_`` (its
     user, item and rating columns: ``columns`` names them, default the first three;
