@@ -948,6 +948,8 @@ class GLM(Linear):
     def _line(self, rec, n):
         return (f"epoch {rec['epoch']:3d}/{n}  objective {rec['objective']:.6g}  "
                 + (f"test acc {rec['test_accuracy']:.4f}  " if "test_accuracy" in rec else "")
+                + (f"logloss {rec['test_logloss']:.4f}  " if "test_logloss" in rec else "")
+                + (f"auc {rec['test_auc']:.4f}  " if "test_auc" in rec else "")
                 + (f"test rmse {rec['test_rmse']:.6g} mae {rec['test_mae']:.6g} r2 {rec['test_r2']:.4g}  "
                    if "test_rmse" in rec else "")
                 + f"time {rec['time_s']:.3f}s")
