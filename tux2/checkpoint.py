@@ -306,7 +306,7 @@ def _remedy(diff, saved, flag):
 
 
 # options added after checkpoints existed, each with the value that trains as runs did before it
-AS_BEFORE = {"confidence": "linear", "epsilon": 1.0}
+AS_BEFORE = {"confidence": "linear", "epsilon": 1.0, "solver": "cholesky", "cg_steps": 3}
 
 
 def check(directory, params, world=1, compare=None):

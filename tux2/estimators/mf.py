@@ -22,6 +22,7 @@ SPREAD = (0.8, 1.5)     # standard deviations of ratings trained in their own un
 DAMPING = 3.0           # a bias is shrunk as if its user or item had this many more ratings at the mean
 COUNT_LEVELS = 50       # distinct whole-number ratings above it: counts (refuse_counts)
 TYPICAL = 0.25          # mean |r − μ| / sd below it: the sd is a few extreme ratings', not a scale (outlying)
+SOLVER, CG_STEPS = "cholesky", 3      # implicit feedback's solver (udfs/als.py) and its conjugate-gradient steps
 ALPHA = 40.0            # implicit feedback's confidence slope, c = 1 + α·r (Hu et al.'s; README: measured)
 STEP_STATE = ("g", "gb")        # AdaGrad's per-vertex sums of squared gradients (udfs/mf.py)
 RANK_AT = 10            # implicit feedback: precision@10 and NDCG@10 of held-out items per epoch
@@ -344,11 +345,12 @@ class MF(Estimator):
     _estimator_type = "regressor"
     bounds = dict(k=integer(1, 100_000), epochs=NONNEG, lr=POSITIVE, reg=NONNEG_NUMBER, alpha=NONNEG_NUMBER,
                   epsilon=PRIOR, damping=number(0, loaders.FLOAT32_MAX),      # D/n is kept in float32
-                  batch_size=COUNT, blocks=integer(1, 65_536), seed=SEED, eval_every=NONNEG, early_stop=NONNEG)
+                  batch_size=COUNT, blocks=integer(1, 65_536), seed=SEED, eval_every=NONNEG, early_stop=NONNEG,
+                  cg_steps=integer(1, 1_000))
     choices = dict(mode=("sgd", "minibatch", "als"), implicit=(False, True), batch_unit=("edge", "vertex"), enumerate=("user", "item"),
                    step=("adagrad", "plain"), biases=(True, False), order=("strata", "blocked", "shuffle", "input"),
                    overlap=("error", "allow"), duplicates=loaders.DUPLICATES, base=("auto", 0, 1),
-                   unknown=loaders.UNKNOWN, ids=loaders.ID_MODES, confidence=als.CONFIDENCE)
+                   unknown=loaders.UNKNOWN, ids=loaders.ID_MODES, confidence=als.CONFIDENCE, solver=als.SOLVERS)
     _resumable = ("eval_every", "early_stop")
 
     @property
@@ -372,7 +374,7 @@ class MF(Estimator):
                  batch_unit="edge", enumerate="item", step="adagrad", biases=True, order=None, blocks=None, overlap="error",
                  partitioner=None, seed=0, eval_every=1, early_stop=0, duplicates="error", columns=None, base="auto",
                  unknown="baseline", ids="auto", implicit=False, alpha=ALPHA, confidence="linear", epsilon=1.0,
-                 warm_start=False):
+                 solver=SOLVER, cg_steps=CG_STEPS, warm_start=False):
         self._keep(locals())
 
     @property
@@ -473,6 +475,9 @@ class MF(Estimator):
             ("epsilon", self.implicit and self.confidence == "log",
              f"--confidence {self.confidence}" if self.implicit else "explicit ratings",
              "--implicit --confidence log"),
+            ("solver", self.implicit, "explicit ratings", "--implicit (explicit ratings are solved by Cholesky)"),
+            ("cg_steps", self.implicit and self.solver == "cg",
+             f"--solver {self.solver}" if self.implicit else "explicit ratings", "--implicit --solver cg"),
             ("biases", not self.implicit, "--implicit", "explicit ratings (implicit feedback has no biases)"),
             ("step", self._mode == "minibatch", mode, "--mode minibatch"),
             ("early_stop", self.eval_every > 0, "--eval-every 0", "--eval-every 1 or more"),
@@ -555,7 +560,8 @@ class MF(Estimator):
         if self._mode == "als":
             prog = als.program(k=self.k, reg=self.reg, biases=self.biases, mu=mu / scale, damping=self.damping,
                                degrees=degrees, implicit=self.implicit, alpha=self.alpha,
-                               confidence=self.confidence if self.implicit else "linear", epsilon=self.epsilon)
+                               confidence=self.confidence if self.implicit else "linear", epsilon=self.epsilon,
+                               solver=self.solver, cg_steps=self.cg_steps)
         else:
             prog = mf.program(k=self.k, mode=self._mode, lr=self.lr, reg=self.reg, batch_size=batch,
                               batch_unit=self.batch_unit, enumerate=self.enumerate, overlap=self.overlap,
@@ -687,7 +693,9 @@ class MF(Estimator):
             [f"  train {s.graph.num_edges} ratings, test {test}{unknown_note(s.test, self.implicit)}; {users} users × {items} items; "
              f"k={self.k}, P={parts} ({s.partitioner})" + (f", {world} workers" if world > 1 else "")
              + (", distributed ingress" if s.ingress else "")] + ([] if self.implicit else spread_note(s)) + \
-            ([f"  ALS: λ={self.reg:g} " + (f"(plain), confidence {self._confidence_text()}" if self.implicit else
+            ([f"  ALS: λ={self.reg:g} " + (f"(plain), confidence {self._confidence_text()}, "
+                                          + (f"{self.cg_steps} conjugate-gradient steps per solve" if self.solver == "cg"
+                                             else "exact solves (Cholesky)") if self.implicit else
                                           "per rating (weighted-λ)")] if self._mode == "als" else []) + \
             ([f"  started from the model learned before: {s.warm[0]} of {users} users and {s.warm[1]} of {items} "
               "items (the others as in a new model)"] if s.warm else []) + self._units_note(s) + \
