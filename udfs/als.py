@@ -423,7 +423,8 @@ def program(k=50, reg=0.07, biases=True, mu=0.0, damping=None, degrees=None, imp
         stages = [GlobalSync(aggregate=gram, over=item, finalize=keep_gram, record=False, name="item_gram"),
                   MiniBatch(None, users, unit="vertex", enumerate=user),
                   GlobalSync(aggregate=gram, over=user, finalize=keep_gram, record=False, name="user_gram"),
-                  MiniBatch(None, items + [Exchange(edge_objective, writes=())], unit="vertex", enumerate=item),
+                  MiniBatch(None, items + [Exchange(edge_objective, writes=())], unit="vertex",
+                            enumerate=user if cg else item),
                   GlobalSync(aggregate=gram, over=item, finalize=objective_finalize, name="objective")]
         name = "mf-als-implicit" + ("-cg" if cg else "")
     return Program(vt, edge={"rating": "f4"}, context=ctx, stages=stages, init_vertices=init_vertices, name=name)
