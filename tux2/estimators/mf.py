@@ -22,7 +22,7 @@ SPREAD = (0.8, 1.5)     # standard deviations of ratings trained in their own un
 DAMPING = 3.0           # a bias is shrunk as if its user or item had this many more ratings at the mean
 COUNT_LEVELS = 50       # distinct whole-number ratings above it: counts (refuse_counts)
 TYPICAL = 0.25          # mean |r − μ| / sd below it: the sd is a few extreme ratings', not a scale (outlying)
-SOLVER, CG_STEPS = "cholesky", 3      # implicit feedback's solver (udfs/als.py) and its conjugate-gradient steps
+CG_STEPS = 3            # conjugate-gradient steps per solve of implicit feedback's systems (implicit's default)
 ALPHA = 40.0            # implicit feedback's confidence slope, c = 1 + α·r (Hu et al.'s; README: measured)
 STEP_STATE = ("g", "gb")        # AdaGrad's per-vertex sums of squared gradients (udfs/mf.py)
 RANK_AT = 10            # implicit feedback: precision@10 and NDCG@10 of held-out items per epoch
@@ -34,6 +34,14 @@ def auto_mode(mode, implicit):
     and per-edge SGD for ratings. The one place the default is decided: the estimator,
     the CLI, model.json and checkpoints all take it from here."""
     return mode if mode is not None else "als" if implicit else "sgd"
+
+
+def auto_solver(solver, implicit):
+    """The ALS solver of ``solver`` (``MF(solver=)``, ``--solver``): as given, or for None (the
+    default) conjugate gradient with implicit feedback (as ``implicit``'s default: the same
+    ranking after the same epochs, README: measured) and Cholesky for ratings (their only
+    solver). Like ``auto_mode``, the one place the default is decided."""
+    return solver if solver is not None else "cg" if implicit else "cholesky"
 
 
 def ratings(g, what=loaders.NO_RATINGS, implicit=False):
@@ -320,7 +328,10 @@ class MF(Estimator):
     None; ``run_["mode"]``, model.json and checkpoints hold the mode used); ``implicit=True``:
     implicit feedback, Hu et al.'s r̂ = p_u·q_i, confidence 1 + ``alpha``·r (``confidence="log"``:
     1 + ``alpha``·log(1 + r/``epsilon``), Hu et al.'s log scaling, for heavy-tailed counts), and the
-    per-epoch records hold the objective, precision@10 and NDCG@10). ``fit(data, test)``:
+    per-epoch records hold the objective, precision@10 and NDCG@10; ``solver``: "cg", ``cg_steps``
+    conjugate-gradient steps per solve, or "cholesky", the exact solve; None, the default, is
+    "cg" with ``implicit=True``, as in ``implicit``, and "cholesky" for ratings, their only one).
+    ``fit(data, test)``:
     ``data`` is anything ``tux2.loaders.load`` takes (a 'user item rating' file,
     (users, items, ratings) arrays with any ids, an (n, 3) array, a scipy.sparse
     matrix, a DataFrame), ``test`` the same in the same ids (test RMSE per epoch); or
@@ -359,10 +370,14 @@ class MF(Estimator):
         ``get_params`` keeps ``mode`` as given."""
         return auto_mode(self.mode, self.implicit)
 
+    @property
+    def _solver(self):
+        return auto_solver(self.solver, self.implicit)
+
     def _params_used(self, params):
-        if "mode" not in params:
-            return params
-        return {**params, "mode": auto_mode(params["mode"], params.get("implicit", False))}
+        implicit = params.get("implicit", False)
+        return {**params, **({"mode": auto_mode(params["mode"], implicit)} if "mode" in params else {}),
+                **({"solver": auto_solver(params["solver"], implicit)} if "solver" in params else {})}
 
     @property
     def _stop(self):
@@ -374,7 +389,7 @@ class MF(Estimator):
                  batch_unit="edge", enumerate="item", step="adagrad", biases=True, order=None, blocks=None, overlap="error",
                  partitioner=None, seed=0, eval_every=1, early_stop=0, duplicates="error", columns=None, base="auto",
                  unknown="baseline", ids="auto", implicit=False, alpha=ALPHA, confidence="linear", epsilon=1.0,
-                 solver=SOLVER, cg_steps=CG_STEPS, warm_start=False):
+                 solver=None, cg_steps=CG_STEPS, warm_start=False):
         self._keep(locals())
 
     @property
@@ -475,9 +490,10 @@ class MF(Estimator):
             ("epsilon", self.implicit and self.confidence == "log",
              f"--confidence {self.confidence}" if self.implicit else "explicit ratings",
              "--implicit --confidence log"),
-            ("solver", self.implicit, "explicit ratings", "--implicit (explicit ratings are solved by Cholesky)"),
-            ("cg_steps", self.implicit and self.solver == "cg",
-             f"--solver {self.solver}" if self.implicit else "explicit ratings", "--implicit --solver cg"),
+            ("solver", self.implicit or self.solver == "cholesky", "explicit ratings",
+             "--implicit (explicit ratings are solved by Cholesky)"),
+            ("cg_steps", self.implicit and self._solver == "cg",
+             f"--solver {self._solver}" if self.implicit else "explicit ratings", "--implicit --solver cg"),
             ("biases", not self.implicit, "--implicit", "explicit ratings (implicit feedback has no biases)"),
             ("step", self._mode == "minibatch", mode, "--mode minibatch"),
             ("early_stop", self.eval_every > 0, "--eval-every 0", "--eval-every 1 or more"),
@@ -561,7 +577,7 @@ class MF(Estimator):
             prog = als.program(k=self.k, reg=self.reg, biases=self.biases, mu=mu / scale, damping=self.damping,
                                degrees=degrees, implicit=self.implicit, alpha=self.alpha,
                                confidence=self.confidence if self.implicit else "linear", epsilon=self.epsilon,
-                               solver=self.solver, cg_steps=self.cg_steps)
+                               solver=self._solver, cg_steps=self.cg_steps)
         else:
             prog = mf.program(k=self.k, mode=self._mode, lr=self.lr, reg=self.reg, batch_size=batch,
                               batch_unit=self.batch_unit, enumerate=self.enumerate, overlap=self.overlap,
@@ -694,7 +710,7 @@ class MF(Estimator):
              f"k={self.k}, P={parts} ({s.partitioner})" + (f", {world} workers" if world > 1 else "")
              + (", distributed ingress" if s.ingress else "")] + ([] if self.implicit else spread_note(s)) + \
             ([f"  ALS: λ={self.reg:g} " + (f"(plain), confidence {self._confidence_text()}, "
-                                          + (f"{self.cg_steps} conjugate-gradient steps per solve" if self.solver == "cg"
+                                          + (f"{self.cg_steps} conjugate-gradient steps per solve" if self._solver == "cg"
                                              else "exact solves (Cholesky)") if self.implicit else
                                           "per rating (weighted-λ)")] if self._mode == "als" else []) + \
             ([f"  started from the model learned before: {s.warm[0]} of {users} users and {s.warm[1]} of {items} "
