@@ -414,7 +414,8 @@ def test_resume_and_early_stop_with_als(powerlaw_file, tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("implicit", [[], ["--implicit"], ["--implicit", "--confidence", "log", "--epsilon", "0.5"],
-                                      ["--implicit", "--confidence", "log", "--epsilon", "0.5", "--solver", "cholesky"]],
+                                      ["--implicit", "--confidence", "log", "--epsilon", "0.5", "--solver",
+                                       "cholesky"]],
                          ids=["explicit", "implicit", "implicit-log", "implicit-cholesky"])
 def test_two_worker_processes_give_the_one_process_model(powerlaw_file, tmp_path, implicit):
     common = ["run", "mf", powerlaw_file, "--mode", "als", *implicit, "--k", "4", "--epochs", "3", "--quiet",

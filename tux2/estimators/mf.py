@@ -709,15 +709,18 @@ class MF(Estimator):
             [f"  train {s.graph.num_edges} ratings, test {test}{unknown_note(s.test, self.implicit)}; {users} users × {items} items; "
              f"k={self.k}, P={parts} ({s.partitioner})" + (f", {world} workers" if world > 1 else "")
              + (", distributed ingress" if s.ingress else "")] + ([] if self.implicit else spread_note(s)) + \
-            ([f"  ALS: λ={self.reg:g} " + (f"(plain), confidence {self._confidence_text()}, "
-                                          + (f"{self.cg_steps} conjugate-gradient steps per solve" if self._solver == "cg"
-                                             else "exact solves (Cholesky)") if self.implicit else
+            ([f"  ALS: λ={self.reg:g} " + (f"(plain), confidence {self._confidence_text()}, {self._solver_text()}"
+                                          if self.implicit else
                                           "per rating (weighted-λ)")] if self._mode == "als" else []) + \
             ([f"  started from the model learned before: {s.warm[0]} of {users} users and {s.warm[1]} of {items} "
               "items (the others as in a new model)"] if s.warm else []) + self._units_note(s) + \
             ([f"  note: {parts} partitions take {parts} row and column blocks (16 up to 16 partitions): the model of "
               f"--blocks {parts} on any number of partitions, not that of --partitions 1 (--blocks 32 keeps one "
               "model up to 32)"] if self.blocks is None and self.tiled() and parts > 16 else [])
+
+    def _solver_text(self):
+        return f"{self.cg_steps} conjugate-gradient steps per solve" if self._solver == "cg" else \
+            "exact solves (Cholesky)"
 
     def _confidence_text(self, alpha=None):
         """The confidence formula as the header prints it: '1 + 40·r', '1 + 1·log(1 + r)',
