@@ -12,12 +12,16 @@
   test pairs rated 4 or 5 held out; precision@10 and NDCG@10 of each test user's held-out items, unseen
   items ranked, computed by the same function (tux2.estimators.mf.ranking_at) from each
   system's factors. ``implicit`` takes the confidence matrix itself (its c = alpha·value):
-  it is given 1 + α·r with alpha=1, Hu et al.'s c. Rows: implicit's exact solver
-  (use_cg=False, Cholesky, as tux2) and its default conjugate gradient.
+  it is given 1 + α·r with alpha=1, Hu et al.'s c. Rows: tux2's and implicit's exact solver
+  (Cholesky; implicit's use_cg=False) and their conjugate gradient (3 steps per solve from
+  the last epoch's factors: tux2's ``solver="cg"``, implicit's default), each beside the other.
 
 Seconds per iteration: (t(N iterations) − t(1 iteration)) / (N − 1) for the peers, whose
-fit includes setup; tux2's is engine.run(1), timed per epoch. Final line:
-{"bench": "als", "tux2_over_spark_s_per_iter": …, "tux2_over_implicit_s_per_iter": …, quality beside}.
+fit includes setup; tux2's is engine.run(1), timed per epoch (implicit rows: the mean over the
+epochs after the first, whose time includes the kernels' first calls, as the peers' leave out
+their first iteration). Final line:
+{"bench": "als", "tux2_over_spark_s_per_iter": …, "tux2_over_implicit_s_per_iter": … (Cholesky against
+Cholesky), "tux2_cg_over_implicit_cg_s_per_iter": …, quality beside}.
 """
 import os
 import shutil
@@ -156,13 +160,17 @@ def main(args):
         return BipartiteGraph(g.src[keep], g.dst[keep], np.ones(int(keep.sum()), np.float32), g.n_src, g.n_dst,
                               g.type_names)
     events, test = liked(train), liked(test)
-    times, m_tux2, curve = tux2_run(events, test, iters, True, k=k, reg=reg_i, alpha=alpha)
-    s_tux2_i = float(np.mean(times))
-    emit({"bench": "als", "system": "tux2", "implicit": True, "s_per_iter": s_tux2_i, "alpha": alpha,
-          "reg": reg_i, **{f"{m}@10": m_tux2[m] for m in ("precision", "ndcg")},
-          "ndcg@10_per_iter": [c["ndcg"] for c in curve]}, LOG)
-    rows.append(["tux2 ALS --implicit", "implicit", s_tux2_i,
-                 f"P@10 {m_tux2['precision']:.4f}, NDCG@10 {m_tux2['ndcg']:.4f}"])
+    tux2_i = {}
+    for solver in ("cholesky", "cg"):
+        times, m_tux2, curve = tux2_run(events, test, iters, True, k=k, reg=reg_i, alpha=alpha, solver=solver)
+        s_tux2_i = float(np.mean(times[1:]))      # (the first epoch's includes the kernels' first calls)
+        tux2_i[solver] = (s_tux2_i, m_tux2)
+        emit({"bench": "als", "system": "tux2", "implicit": True, "solver": solver, "s_per_iter": s_tux2_i,
+              "alpha": alpha, "reg": reg_i, **{f"{m}@10": m_tux2[m] for m in ("precision", "ndcg")},
+              "ndcg@10_per_iter": [c["ndcg"] for c in curve]}, LOG)
+        rows.append([f"tux2 ALS --implicit --solver {solver}" + (" (3 steps)" if solver == "cg" else "") +
+                     ", 1 thread", "implicit", s_tux2_i,
+                     f"P@10 {m_tux2['precision']:.4f}, NDCG@10 {m_tux2['ndcg']:.4f}"])
     from tux2.estimators.mf import popular_at, seen_csr
     m_pop = popular_at(seen_csr(events), test, 10)          # no model: what the metrics are read against
     emit({"bench": "als", "system": "most-popular", "implicit": True,
@@ -181,7 +189,9 @@ def main(args):
         rows.append([f"implicit {imp_v} ALS ({'conjugate gradient' if cg else 'Cholesky'}, 1 thread)", "implicit",
                      s_imp, f"P@10 {m_imp['precision']:.4f}, NDCG@10 {m_imp['ndcg']:.4f}"])
     ratio_spark = out["tux2"][0] / s_spark if s_spark else None
+    s_tux2_i, m_tux2 = tux2_i["cholesky"]
     ratio_imp = s_tux2_i / peers_i[False][0] if False in peers_i else None
+    ratio_cg = tux2_i["cg"][0] / peers_i[True][0] if True in peers_i else None
     report("als", "Peer: ALS, tux2 vs Spark MLlib (explicit) and implicit (implicit feedback)",
            f"{train.num_edges:,} train / {info['test_ratings']:,} test ratings ({n_users:,} users × {n_items:,} "
            f"items), k = {k}, {iters} iterations; explicit λ = {reg} weighted (per rating); implicit λ = {reg_i} "
@@ -190,7 +200,8 @@ def main(args):
            peers={"Spark MLlib": spark_v, "implicit": version("implicit")},
            notes=[f"tux2 / Spark seconds per iteration: **{ratio_spark:.2f}×** (same model: no biases, ratings − μ)"
                   if ratio_spark else "Spark could not be had: skipped (the reason is in als.jsonl).",
-                  f"tux2 / implicit (Cholesky) seconds per iteration: **{ratio_imp:.2f}×**" if ratio_imp else
+                  f"tux2 / implicit seconds per iteration: Cholesky **{ratio_imp:.2f}×**, conjugate gradient "
+                  f"**{ratio_cg:.2f}×**" if ratio_imp and ratio_cg else
                   "implicit could not be had: skipped (the reason is in als.jsonl)."])
     emit({"bench": "als", "tux2_over_spark_s_per_iter": ratio_spark,
           "tux2_2threads_over_spark_s_per_iter": out["tux2_2"][0] / s_spark if s_spark else None, "tux2_test_rmse": out["tux2"][1],
@@ -198,5 +209,7 @@ def main(args):
           "tux2_ndcg@10": m_tux2["ndcg"], "implicit_ndcg@10": peers_i[False][1]["ndcg"] if ratio_imp else None,
           "tux2_precision@10": m_tux2["precision"], "most_popular_ndcg@10": m_pop["ndcg"],
           "implicit_precision@10": peers_i[False][1]["precision"] if ratio_imp else None,
+          "tux2_cg_over_implicit_cg_s_per_iter": ratio_cg, "tux2_cg_ndcg@10": tux2_i["cg"][1]["ndcg"],
+          "implicit_cg_ndcg@10": peers_i[True][1]["ndcg"] if ratio_cg else None,
           "train_ratings": train.num_edges}, LOG)
     return 0

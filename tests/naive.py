@@ -111,6 +111,41 @@ def als_explicit(graph, P, Q, mu, reg, epochs, damping=None, biases=True):
     return P, Q, bu, bi
 
 
+def als_implicit_cg(graph, P, Q, reg, alpha, epochs, steps):
+    """Hu et al.'s ALS (linear confidence) with each user's and item's system
+    M = Yᵀ C_u Y + λI (dense, from the full C) solved by ``steps`` textbook conjugate-gradient
+    steps from its factors of the last epoch (float32, as the model keeps them), stopping
+    where r·r < 1e-20; the vertices without edges are left alone."""
+    P, Q = np.array(P, np.float32), np.array(Q, np.float32)
+    R = np.zeros((len(P), len(Q)))
+    E = np.zeros_like(R, bool)
+    R[graph.src, graph.dst] = graph.values
+    E[graph.src, graph.dst] = True
+    C, pref = 1.0 + alpha * np.abs(R), (E & (R > 0)).astype(np.float64)
+    k = P.shape[1]
+    for _ in range(epochs):
+        for X, Y, Cm, Pm, Em in ((P, Q, C, pref, E), (Q, P, C.T, pref.T, E.T)):
+            Yd = Y.astype(np.float64)
+            for v in range(len(X)):
+                if not Em[v].any():
+                    continue
+                M = Yd.T @ (Cm[v][:, None] * Yd) + reg * np.eye(k)
+                x = X[v].astype(np.float64)
+                r = Yd.T @ (Cm[v] * Pm[v]) - M @ x
+                d, rs = r.copy(), r @ r
+                for _ in range(steps if rs >= 1e-20 else 0):
+                    Md = M @ d
+                    a = rs / (d @ Md)
+                    x = (x + a * d).astype(np.float32).astype(np.float64)
+                    r = r - a * Md
+                    rs, rs0 = r @ r, rs
+                    if rs < 1e-20:
+                        break
+                    d = r + rs / rs0 * d
+                X[v] = x
+    return P, Q
+
+
 def als_implicit(graph, P, Q, reg, alpha, epochs, log_epsilon=None):
     """Hu, Koren & Volinsky's ALS on the full dense matrices: C = 1 + α|R| on the
     edges (``log_epsilon`` ε: their log scaling, C = 1 + α·log(1 + |R|/ε)), 1 elsewhere

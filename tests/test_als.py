@@ -94,6 +94,83 @@ def test_implicit_als_is_hu_koren_volinsky(ratings, log_epsilon):
         assert np.abs(P1 - P).max() > 1e-2
 
 
+def few_counts_graph(n_users=60, n_items=40):
+    """counts_graph with its plays capped at 20: confidences 1 … 11 at α = 0.5, systems that a
+    few conjugate-gradient steps solve well (raw plays of 10⁴ make them so ill-conditioned
+    that the steps' rounding, e.g. the order of a vertex's sums over its partitions, shows
+    at 1e-3 of the factors)."""
+    g = counts_graph(n_users, n_items)
+    g.values = np.minimum(g.values, 20).astype(np.float32)
+    return g
+
+
+@pytest.mark.parametrize("steps", [1, 3])
+def test_implicit_cg_is_textbook_conjugate_gradient(steps):
+    """solver="cg": each half-epoch takes ``steps`` conjugate-gradient steps on every
+    user's (then item's) dense system Yᵀ C_u Y + λI from its factors of the last epoch,
+    the numpy reference's; an item nobody played stays at 0; the objective is reported
+    as the exact solver's is."""
+    g = few_counts_graph()
+    g = BipartiteGraph(g.src, np.where(g.dst == 7, 8, g.dst), g.values, g.n_src, g.n_dst, g.type_names)
+    _, first = np.unique(g.src * g.n_dst + g.dst, return_index=True)
+    g = g.permuted(np.sort(first))
+    prog = als.program(k=4, reg=0.3, implicit=True, alpha=0.5, degrees=loaders.degrees(g), solver="cg",
+                       cg_steps=steps)
+    eng, P0, Q0 = _init(prog, g)
+    eng.run(3)
+    P, Q = naive.als_implicit_cg(g, P0, Q0, 0.3, 0.5, 3, steps)
+    U, I = eng.vertex_data("user")["p"], eng.vertex_data("item")["p"]
+    np.testing.assert_allclose(U, P, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(I, Q, rtol=1e-4, atol=1e-5)
+    assert not I[7].any()
+    Px = naive.als_implicit(g, P0, Q0, 0.3, 0.5, 3)[0]       # the exact solve's model is another: it can fail
+    assert np.abs(Px - P).max() > 1e-2
+    S = U.astype(np.float64) @ I.astype(np.float64).T         # Σ_all c (pref − s)² + λ(|P|² + |Q|²)
+    C = np.ones_like(S)
+    C[g.src, g.dst] = 1.0 + 0.5 * g.values
+    pref = np.zeros_like(S)
+    pref[g.src, g.dst] = g.values > 0
+    want = (C * (pref - S) ** 2).sum() + 0.3 * ((U.astype(np.float64) ** 2).sum() + (I.astype(np.float64) ** 2).sum())
+    assert eng.context()["objective"] == pytest.approx(want, rel=1e-5)
+
+
+def test_implicit_cg_of_k_steps_is_the_exact_solve():
+    """k conjugate-gradient steps solve a k-dimensional system (up to rounding): the model of
+    solver="cholesky", and fewer steps are not."""
+    g = few_counts_graph()
+    common = dict(k=4, reg=0.3, implicit=True, alpha=0.5, degrees=loaders.degrees(g))
+    exact = Engine(als.program(**common), g, seed=3).run(3)
+    for steps, close in ((4, True), (8, True), (2, False)):
+        eng = Engine(als.program(**common, solver="cg", cg_steps=steps), g, seed=3).run(3)
+        for t in ("user", "item"):
+            diff = np.abs(eng.vertex_data(t)["p"] - exact.vertex_data(t)["p"]).max()
+            assert (diff < 1e-4) == close, (steps, t, diff)
+        if close:
+            assert eng.context()["objective"] == pytest.approx(exact.context()["objective"], rel=1e-6)
+
+
+def test_implicit_cg_on_partitions_and_threads_gives_the_one_partition_model():
+    """Each CG step's M·d sums every replica's edges at the master, and its Apply gives the
+    mirrors the new direction before the next step's Exchange reads it."""
+    g = few_counts_graph(n_users=200, n_items=60)
+    prog = als.program(k=6, reg=0.1, implicit=True, alpha=0.5, degrees=loaders.degrees(g), solver="cg", cg_steps=3)
+    ref = Engine(prog, g, seed=4).run(3)
+    for parts, partitioner, threads in ((4, "random", None), (2, "bicut", 2), (3, "hdrf", None)):
+        eng = Engine(prog, g, partitions=parts, partitioner=partitioner, seed=4, threads=threads).run(3)
+        assert sum(p.types[0].n_mirror + p.types[1].n_mirror for p in eng.parts)      # real replicas
+        for t in ("user", "item"):
+            np.testing.assert_allclose(eng.vertex_data(t)["p"], ref.vertex_data(t)["p"], rtol=1e-4, atol=1e-5,
+                                       err_msg=f"{parts} {partitioner} {threads} {t}")
+        assert eng.context()["objective"] == pytest.approx(ref.context()["objective"], rel=1e-6)
+
+
+def test_solver_options_are_checked():
+    with pytest.raises(ValueError, match="solver must be one of cholesky, cg"):
+        als.program(k=3, implicit=True, solver="lu")
+    with pytest.raises(ValueError, match="cg_steps must be an integer >= 1"):
+        als.program(k=3, implicit=True, solver="cg", cg_steps=0)
+
+
 def test_log_confidence_of_a_tiny_epsilon_is_finite():
     """c = 1 + α·log(1 + r/ε) where r/ε overflows float64 (ε = 1e-307 and a count of 10⁶; ε = 1e-280
     and one near float32's largest): log(r) − log(ε), finite, not the inf that stopped training as
@@ -309,6 +386,9 @@ def test_cli_implicit_on_unnormalised_counts_without_a_value_column(tmp_path):
     (["--mode", "als", "--implicit", "--no-biases"], "--no-biases has no effect with --implicit"),
     (["--mode", "als", "--implicit", "--damping", "5"], "--damping 5.0 has no effect with --implicit"),
     (["--mode", "als", "--order", "strata"], "--order strata is per-edge SGD's schedule"),
+    (["--mode", "als", "--solver", "cg"], "--solver cg has no effect with explicit ratings"),
+    (["--implicit", "--solver", "cholesky", "--cg-steps", "5"],
+     "--cg-steps 5 has no effect with --solver cholesky: it applies only with --implicit --solver cg"),
 ])
 def test_options_als_does_not_use_are_refused(powerlaw_file, flags, says):
     r = run_cli("run", "mf", powerlaw_file, "--epochs", "1", *flags)
@@ -333,8 +413,10 @@ def test_resume_and_early_stop_with_als(powerlaw_file, tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("implicit", [[], ["--implicit"], ["--implicit", "--confidence", "log", "--epsilon", "0.5"]],
-                         ids=["explicit", "implicit", "implicit-log"])
+@pytest.mark.parametrize("implicit", [[], ["--implicit"], ["--implicit", "--confidence", "log", "--epsilon", "0.5"],
+                                      ["--implicit", "--confidence", "log", "--epsilon", "0.5", "--solver",
+                                       "cholesky"]],
+                         ids=["explicit", "implicit", "implicit-log", "implicit-cholesky"])
 def test_two_worker_processes_give_the_one_process_model(powerlaw_file, tmp_path, implicit):
     common = ["run", "mf", powerlaw_file, "--mode", "als", *implicit, "--k", "4", "--epochs", "3", "--quiet",
               "--timeout", "30"]
@@ -348,6 +430,7 @@ def test_two_worker_processes_give_the_one_process_model(powerlaw_file, tmp_path
         np.testing.assert_allclose(b["b"], a["b"], rtol=1e-4, atol=1e-5)
     meta = json.load(open(tmp_path / "two" / "model.json"))
     assert (meta.get("confidence"), meta.get("epsilon")) == (("log", 0.5) if "log" in implicit else ("linear", 1.0))
+    assert meta.get("solver") == ("cg" if implicit and "cholesky" not in implicit else "cholesky")
 
 
 @pytest.mark.slow      # the default suite's heaviest (10-28 s, 2026-11-29 durations); .ci/run's slow pass runs it

@@ -233,6 +233,36 @@ def test_a_checkpoint_from_before_confidence_resumes_at_the_value_that_trains_as
     assert r.returncode == 2 and "before --confidence existed" in r.stderr, r.stderr
 
 
+def test_a_checkpoint_from_before_solver_resumes_with_solver_cholesky(ratings, tmp_path):
+    """Implicit feedback trained by Cholesky before --solver existed; its default is cg since.
+    Such a checkpoint (no 'solver' in its params) resumed without --solver is refused naming
+    the flag that trains as it did, and resumes with it (bit for bit the run that never stopped)."""
+    from tux2 import files
+    ck, flags = tmp_path / "ck", ("--implicit", "--k", "4")
+    _run("run", "mf", ratings, *flags, "--solver", "cholesky", "--epochs", "1", "--checkpoint-every", "1",
+         "--checkpoint-dir", str(ck))
+    state = ck / "ckpt-00000001" / "state.json"
+    saved = json.loads(state.read_text())
+    for k in ("solver", "cg_steps"):
+        del saved["params"][k]                      # as tux2 wrote it before the options (and re-signed)
+    state.write_text(json.dumps(saved))
+    manifest = json.loads((state.parent / "manifest.json").read_text())
+    manifest["files"]["state.json"] = files.describe(str(state))
+    (state.parent / "manifest.json").write_text(json.dumps(manifest))
+    r = run_cli("run", "mf", ratings, *flags, "--epochs", "2", "--quiet", "--resume", str(ck))
+    assert r.returncode == 2 and r.stderr.splitlines() == [
+        f"tux2: error: {state.parent} was written by an earlier tux2, before --solver existed, which trained as "
+        "--solver cholesky does: resume with --solver cholesky"], r.stderr
+    r = run_cli("run", "mf", ratings, *flags, "--solver", "cholesky", "--epochs", "2", "--quiet", "--resume", str(ck),
+                "--out", str(tmp_path / "resumed"))
+    assert r.returncode == 0, r.stderr
+    _run("run", "mf", ratings, *flags, "--solver", "cholesky", "--epochs", "2", "--out", str(tmp_path / "whole"))
+    for name in ("user", "item"):
+        a, b = (np.load(tmp_path / d / f"{name}.npz") for d in ("resumed", "whole"))
+        for f in a.files:
+            np.testing.assert_array_equal(a[f], b[f], err_msg=f"{name}.{f}")
+
+
 def test_a_checkpoint_of_mode_als_implicit_resumes_with_implicit_alone(ratings, tmp_path):
     """--implicit alone trains by ALS (the estimator's mode=None); its checkpoints record
     --mode als, as those tux2 wrote when the command line resolved the mode itself, so a
@@ -258,7 +288,8 @@ def test_a_checkpoint_of_mode_als_implicit_resumes_with_implicit_alone(ratings, 
     r = run_cli("run", "mf", ratings, "--epochs", "3", "--quiet", "--resume", str(tmp_path / "ck2"))
     assert r.returncode == 2 and "--mode als there, --mode sgd now" in r.stderr, r.stderr
     # the remedy names the switch too: '--mode als' alone would be refused again (implicit off)
-    assert "resume with the first --k 4 --mode als and the first run's implicit on" in r.stderr, r.stderr
+    # (--solver follows implicit as --mode does: cg with it, cholesky without)
+    assert "resume with the first --k 4 --mode als --solver cg and the first run's implicit on" in r.stderr, r.stderr
 
 
 def test_the_remedy_of_a_refused_resume_names_the_switches_that_differ(ratings, tmp_path):
@@ -269,7 +300,8 @@ def test_the_remedy_of_a_refused_resume_names_the_switches_that_differ(ratings, 
     tux2.MF(k=4, epochs=1).fit(ratings, checkpoint=tmp_path / "ck")
     with pytest.raises(checkpoint.CheckpointError) as e:
         tux2.MF(k=4, epochs=2, implicit=True).fit(ratings, checkpoint=tmp_path / "ck")
-    assert "mode=sgd there, mode=als now; resume with the first mode=sgd and the first run's implicit off" \
+    assert "mode=sgd there, mode=als now, solver=cholesky there, solver=cg now; resume with the first mode=sgd " \
+        "solver=cholesky and the first run's implicit off" \
         in str(e.value), e.value
 
 

@@ -305,8 +305,9 @@ def _remedy(diff, saved, flag):
     return " and ".join(parts) or "with the first run's settings"
 
 
-# options added after checkpoints existed, each with the value that trains as runs did before it
-AS_BEFORE = {"confidence": "linear", "epsilon": 1.0, "min_count": 1}
+# options added after checkpoints existed, each with the value that trains as runs did before it (--solver's
+# default of implicit feedback is cg since: a checkpoint without it resumes with --solver cholesky)
+AS_BEFORE = {"confidence": "linear", "epsilon": 1.0, "solver": "cholesky", "cg_steps": 3, "min_count": 1}
 
 
 def check(directory, params, world=1, compare=None):
@@ -334,6 +335,10 @@ def check(directory, params, world=1, compare=None):
     # an option added since, at the value that does what runs did before it existed: the same run
     diff = [k for k in diff if k in saved or k not in AS_BEFORE or params.get(k) != AS_BEFORE[k]]
     newer = [f"--{k.replace('_', '-')}" for k in diff if k not in saved and k not in ("algorithm", "input")]
+    same = [f"--{k.replace('_', '-')} {AS_BEFORE[k]}" for k in diff if k not in saved and k in AS_BEFORE]
+    if same:                    # an option added since, whose default now differs from what runs did before
+        raise CheckpointError(f"{path} was written by an earlier tux2, before {' and '.join(newer)} existed, which "
+                              f"trained as {' '.join(same)} does: resume with {' '.join(same)}")
     if newer:                   # an option added since: the run it saved had no value for it to go on with
         raise CheckpointError(f"{path} was written by an earlier tux2, before {' and '.join(newer)} existed: that "
                               "run cannot go on under a setting it did not have; start it again without --resume")

@@ -22,6 +22,7 @@ SPREAD = (0.8, 1.5)     # standard deviations of ratings trained in their own un
 DAMPING = 3.0           # a bias is shrunk as if its user or item had this many more ratings at the mean
 COUNT_LEVELS = 50       # distinct whole-number ratings above it: counts (refuse_counts)
 TYPICAL = 0.25          # mean |r − μ| / sd below it: the sd is a few extreme ratings', not a scale (outlying)
+CG_STEPS = 3            # conjugate-gradient steps per solve of implicit feedback's systems (implicit's default)
 ALPHA = 40.0            # implicit feedback's confidence slope, c = 1 + α·r (Hu et al.'s; README: measured)
 STEP_STATE = ("g", "gb")        # AdaGrad's per-vertex sums of squared gradients (udfs/mf.py)
 RANK_AT = 10            # implicit feedback: precision@10 and NDCG@10 of held-out items per epoch
@@ -33,6 +34,14 @@ def auto_mode(mode, implicit):
     and per-edge SGD for ratings. The one place the default is decided: the estimator,
     the CLI, model.json and checkpoints all take it from here."""
     return mode if mode is not None else "als" if implicit else "sgd"
+
+
+def auto_solver(solver, implicit):
+    """The ALS solver of ``solver`` (``MF(solver=)``, ``--solver``): as given, or for None (the
+    default) conjugate gradient with implicit feedback (as ``implicit``'s default: the same
+    ranking after the same epochs, README: measured) and Cholesky for ratings (their only
+    solver). Like ``auto_mode``, the one place the default is decided."""
+    return solver if solver is not None else "cg" if implicit else "cholesky"
 
 
 def ratings(g, what=loaders.NO_RATINGS, implicit=False):
@@ -319,7 +328,10 @@ class MF(Estimator):
     None; ``run_["mode"]``, model.json and checkpoints hold the mode used); ``implicit=True``:
     implicit feedback, Hu et al.'s r̂ = p_u·q_i, confidence 1 + ``alpha``·r (``confidence="log"``:
     1 + ``alpha``·log(1 + r/``epsilon``), Hu et al.'s log scaling, for heavy-tailed counts), and the
-    per-epoch records hold the objective, precision@10 and NDCG@10). ``fit(data, test)``:
+    per-epoch records hold the objective, precision@10 and NDCG@10; ``solver``: "cg", ``cg_steps``
+    conjugate-gradient steps per solve, or "cholesky", the exact solve; None, the default, is
+    "cg" with ``implicit=True``, as in ``implicit``, and "cholesky" for ratings, their only one).
+    ``fit(data, test)``:
     ``data`` is anything ``tux2.loaders.load`` takes (a 'user item rating' file,
     (users, items, ratings) arrays with any ids, an (n, 3) array, a scipy.sparse
     matrix, a DataFrame), ``test`` the same in the same ids (test RMSE per epoch); or
@@ -344,11 +356,12 @@ class MF(Estimator):
     _estimator_type = "regressor"
     bounds = dict(k=integer(1, 100_000), epochs=NONNEG, lr=POSITIVE, reg=NONNEG_NUMBER, alpha=NONNEG_NUMBER,
                   epsilon=PRIOR, damping=number(0, loaders.FLOAT32_MAX),      # D/n is kept in float32
-                  batch_size=COUNT, blocks=integer(1, 65_536), seed=SEED, eval_every=NONNEG, early_stop=NONNEG)
+                  batch_size=COUNT, blocks=integer(1, 65_536), seed=SEED, eval_every=NONNEG, early_stop=NONNEG,
+                  cg_steps=integer(1, 1_000))
     choices = dict(mode=("sgd", "minibatch", "als"), implicit=(False, True), batch_unit=("edge", "vertex"), enumerate=("user", "item"),
                    step=("adagrad", "plain"), biases=(True, False), order=("strata", "blocked", "shuffle", "input"),
                    overlap=("error", "allow"), duplicates=loaders.DUPLICATES, base=("auto", 0, 1),
-                   unknown=loaders.UNKNOWN, ids=loaders.ID_MODES, confidence=als.CONFIDENCE)
+                   unknown=loaders.UNKNOWN, ids=loaders.ID_MODES, confidence=als.CONFIDENCE, solver=als.SOLVERS)
     _resumable = ("eval_every", "early_stop")
 
     @property
@@ -357,10 +370,14 @@ class MF(Estimator):
         ``get_params`` keeps ``mode`` as given."""
         return auto_mode(self.mode, self.implicit)
 
+    @property
+    def _solver(self):
+        return auto_solver(self.solver, self.implicit)
+
     def _params_used(self, params):
-        if "mode" not in params:
-            return params
-        return {**params, "mode": auto_mode(params["mode"], params.get("implicit", False))}
+        implicit = params.get("implicit", False)
+        return {**params, **({"mode": auto_mode(params["mode"], implicit)} if "mode" in params else {}),
+                **({"solver": auto_solver(params["solver"], implicit)} if "solver" in params else {})}
 
     @property
     def _stop(self):
@@ -372,7 +389,7 @@ class MF(Estimator):
                  batch_unit="edge", enumerate="item", step="adagrad", biases=True, order=None, blocks=None, overlap="error",
                  partitioner=None, seed=0, eval_every=1, early_stop=0, duplicates="error", columns=None, base="auto",
                  unknown="baseline", ids="auto", implicit=False, alpha=ALPHA, confidence="linear", epsilon=1.0,
-                 warm_start=False):
+                 solver=None, cg_steps=CG_STEPS, warm_start=False):
         self._keep(locals())
 
     @property
@@ -473,6 +490,10 @@ class MF(Estimator):
             ("epsilon", self.implicit and self.confidence == "log",
              f"--confidence {self.confidence}" if self.implicit else "explicit ratings",
              "--implicit --confidence log"),
+            ("solver", self.implicit or self.solver == "cholesky", "explicit ratings",
+             "--implicit (explicit ratings are solved by Cholesky)"),
+            ("cg_steps", self.implicit and self._solver == "cg",
+             f"--solver {self._solver}" if self.implicit else "explicit ratings", "--implicit --solver cg"),
             ("biases", not self.implicit, "--implicit", "explicit ratings (implicit feedback has no biases)"),
             ("step", self._mode == "minibatch", mode, "--mode minibatch"),
             ("early_stop", self.eval_every > 0, "--eval-every 0", "--eval-every 1 or more"),
@@ -555,7 +576,8 @@ class MF(Estimator):
         if self._mode == "als":
             prog = als.program(k=self.k, reg=self.reg, biases=self.biases, mu=mu / scale, damping=self.damping,
                                degrees=degrees, implicit=self.implicit, alpha=self.alpha,
-                               confidence=self.confidence if self.implicit else "linear", epsilon=self.epsilon)
+                               confidence=self.confidence if self.implicit else "linear", epsilon=self.epsilon,
+                               solver=self._solver, cg_steps=self.cg_steps)
         else:
             prog = mf.program(k=self.k, mode=self._mode, lr=self.lr, reg=self.reg, batch_size=batch,
                               batch_unit=self.batch_unit, enumerate=self.enumerate, overlap=self.overlap,
@@ -687,13 +709,18 @@ class MF(Estimator):
             [f"  train {s.graph.num_edges} ratings, test {test}{unknown_note(s.test, self.implicit)}; {users} users × {items} items; "
              f"k={self.k}, P={parts} ({s.partitioner})" + (f", {world} workers" if world > 1 else "")
              + (", distributed ingress" if s.ingress else "")] + ([] if self.implicit else spread_note(s)) + \
-            ([f"  ALS: λ={self.reg:g} " + (f"(plain), confidence {self._confidence_text()}" if self.implicit else
+            ([f"  ALS: λ={self.reg:g} " + (f"(plain), confidence {self._confidence_text()}, {self._solver_text()}"
+                                          if self.implicit else
                                           "per rating (weighted-λ)")] if self._mode == "als" else []) + \
             ([f"  started from the model learned before: {s.warm[0]} of {users} users and {s.warm[1]} of {items} "
               "items (the others as in a new model)"] if s.warm else []) + self._units_note(s) + \
             ([f"  note: {parts} partitions take {parts} row and column blocks (16 up to 16 partitions): the model of "
               f"--blocks {parts} on any number of partitions, not that of --partitions 1 (--blocks 32 keeps one "
               "model up to 32)"] if self.blocks is None and self.tiled() and parts > 16 else [])
+
+    def _solver_text(self):
+        return f"{self.cg_steps} conjugate-gradient steps per solve" if self._solver == "cg" else \
+            "exact solves (Cholesky)"
 
     def _confidence_text(self, alpha=None):
         """The confidence formula as the header prints it: '1 + 40·r', '1 + 1·log(1 + r)',
