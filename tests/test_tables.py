@@ -406,3 +406,156 @@ def test_label_column_first_picks_the_first_column_as_last_picks_the_last(tmp_pa
     named.write_text("x,first,z\n1,5,2\n3,6,4\n")
     _, y = loaders.load_libsvm(str(named), label_column="first")
     assert y.tolist() == [5.0, 6.0]
+
+
+# --------------------------------------------------------------------------- DataFrames with their labels
+# A DataFrame is the table its to_csv writes: its label column is found by the rule a file's is
+# (tables.resolve_label: label_column=, else a column named as labels are), in training, test,
+# score and predict data; scikit-learn's fit(X, y) reads X as it is.
+
+@pytest.fixture(scope="module")
+def cancer(tmp_path_factory):
+    """scikit-learn's breast cancer set as a frame (30 features, 'target' last), its CSV
+    file, and both split 400 / 169."""
+    from sklearn.datasets import load_breast_cancer
+    df = load_breast_cancer(as_frame=True).frame
+    d = tmp_path_factory.mktemp("cancer")
+    paths = {}
+    for name, part in (("all", df), ("train", df[:400]), ("test", df[400:])):
+        part.to_csv(d / f"{name}.csv", index=False)
+        paths[name] = str(d / f"{name}.csv")
+    return df, paths
+
+
+@pytest.mark.parametrize("model", [tux2.LogisticRegression, tux2.LinearSVM, tux2.Softmax, tux2.FM,
+                                   tux2.LinearRegression, tux2.BlockPG])
+def test_a_frame_with_its_labels_trains_the_model_of_its_csv_file(cancer, model):
+    """fit(df) finds 'target' by its name as fit(path) does (it raised 'labels needed'), and
+    label_column= takes it too: the model of the CSV file and of fit(X, y), bit for bit."""
+    df, paths = cancer
+    ref = model(epochs=2).fit(paths["all"])
+    for m in (model(epochs=2).fit(df), model(epochs=2, label_column="target").fit(df),
+              model(epochs=2, label_column="last").fit(df), model(epochs=2).fit(df.drop(columns="target"), df.target)):
+        np.testing.assert_array_equal(m.coef_, ref.coef_)
+        assert m.n_features_in_ == 30 and list(m.feature_names_in_) == list(df.columns[:-1])
+    assert model(epochs=2).fit(df).label_column_ == ref.label_column_ == ["target", "last"]
+
+
+@pytest.mark.parametrize("given", [None, "target"])
+def test_test_score_and_predict_take_frames_with_and_without_the_label_column(cancer, tmp_path, given):
+    """Test data, score, predict, predict_proba and decision_function take a frame with its
+    label column (dropped from X; the labels of test and score) and without it, as they take
+    the CSV files: fit(df[:400], df[400:]) raised 'set label_column=' with it set, score(df)
+    'labels needed', predict(df) 'X has 31 features'. The model saved predicts the CSV file."""
+    df, paths = cancer
+    train, test, bare = df[:400], df[400:], df[400:].drop(columns="target")
+    m = tux2.LogisticRegression(epochs=3, label_column=given).fit(train, test)
+    ref = tux2.LogisticRegression(epochs=3).fit(paths["train"], paths["test"])
+    np.testing.assert_array_equal(m.coef_, ref.coef_)
+    assert m.history_[-1]["test_accuracy"] == ref.history_[-1]["test_accuracy"]
+    assert m.history_[-1]["test_logloss"] == ref.history_[-1]["test_logloss"]
+    assert m.score(test) == m.score(bare, test.target) == ref.score(paths["test"]) == m.history_[-1]["test_accuracy"]
+    assert m.predict(test).tolist() == m.predict(bare).tolist() == ref.predict(paths["test"]).tolist()
+    np.testing.assert_array_equal(m.predict_proba(test), m.predict_proba(bare))
+    np.testing.assert_array_equal(m.decision_function(test), ref.decision_function(paths["test"]))
+    assert m.predict(test[:3]).tolist() == m.predict(bare[:3]).tolist()       # a frame's few rows
+    m.save(tmp_path / "m")
+    back = tux2.LogisticRegression.load(tmp_path / "m")
+    assert back.score(test) == back.score(paths["test"]) == m.score(test)
+    np.testing.assert_array_equal(back.predict(bare), m.predict(paths["test"]))
+    fit_then = tux2.LogisticRegression(epochs=3, label_column=given).fit(train)
+    assert fit_then.score(test) == tux2.LogisticRegression(epochs=3).fit(paths["train"]).score(paths["test"])
+    sk = tux2.LogisticRegression(epochs=3).fit(train.drop(columns="target"), train.target)   # fit(X, y): predict(df)
+    assert sk.predict(test).tolist() == sk.predict(bare).tolist() and sk.score(test) == fit_then.score(test)
+
+
+def test_a_frame_label_column_anywhere_and_by_number(cancer):
+    """A label column first or inside, picked by its name or a 1-based number as for a file
+    (a column's own name first: pandas' integer column names), is the same model; test and
+    predict frames find it by its name wherever it is."""
+    import pandas as pd
+    df, _ = cancer
+    ref = tux2.LogisticRegression(epochs=2).fit(df)
+    moved = df[["target"] + list(df.columns[:-1])]
+    inside = df[list(df.columns[:5]) + ["target"] + list(df.columns[5:-1])]
+    np.testing.assert_array_equal(tux2.LogisticRegression(epochs=2).fit(moved).coef_, ref.coef_)
+    np.testing.assert_array_equal(tux2.LogisticRegression(epochs=2, label_column=1).fit(moved).coef_, ref.coef_)
+    m = tux2.LogisticRegression(epochs=2, label_column=6).fit(inside)
+    assert m.label_column_ == ["target", 6]
+    np.testing.assert_array_equal(m.coef_[[*range(5), *range(5, 31)]], ref.coef_)     # the same columns
+    assert m.predict(df).tolist() == ref.predict(df).tolist()      # the label by its name, not its position
+    numbered = pd.DataFrame(df.to_numpy())                          # columns 0 … 30: 30 is the labels
+    by_name = tux2.LogisticRegression(epochs=2, label_column=30).fit(numbered)
+    np.testing.assert_array_equal(by_name.coef_, ref.coef_)
+    assert by_name.score(numbered) == ref.score(df)
+    with pytest.raises(InputError, match="labels needed"):          # no column named as labels: no guess
+        tux2.LogisticRegression(epochs=2).fit(numbered)
+
+
+def test_softmax_string_classes_and_a_regression_target_in_a_frame(tmp_path):
+    """Softmax's classes as strings in a frame's 'species' column; LinearRegression's target
+    named as such ('quality'), or any column by label_column=: the models of fit(X, y) and
+    of the CSV files, their test metrics and scores from frames with the column."""
+    import pandas as pd
+    rng = np.random.default_rng(11)
+    X = rng.normal(size=(300, 5)).round(4)
+    kinds = np.array(["setosa", "versicolor", "virginica"])[np.argmax(X[:, :3] + rng.normal(0, .3, (300, 3)), 1)]
+    iris = pd.DataFrame(X, columns=list("abcde")).assign(species=kinds)
+    iris[:200].to_csv(tmp_path / "iris.csv", index=False)
+    m = tux2.Softmax(epochs=3).fit(iris[:200], iris[200:])
+    ref = tux2.Softmax(epochs=3).fit(X[:200], kinds[:200])
+    np.testing.assert_array_equal(m.coef_, ref.coef_)
+    np.testing.assert_array_equal(m.coef_, tux2.Softmax(epochs=3).fit(str(tmp_path / "iris.csv")).coef_)
+    assert m.classes_.tolist() == ["setosa", "versicolor", "virginica"]
+    assert m.history_[-1]["test_accuracy"] == m.score(iris[200:]) == ref.score(X[200:], kinds[200:])
+    assert m.predict(iris[200:]).tolist() == ref.predict(X[200:]).tolist()
+    np.testing.assert_array_equal(m.predict_proba(iris[200:].drop(columns="species")), ref.predict_proba(X[200:]))
+    t = X @ [1.5, -2, 0.5, 0, 3] + rng.normal(0, 0.1, 300)
+    wine = pd.DataFrame(X, columns=list("abcde")).assign(quality=t)
+    wine[:200].to_csv(tmp_path / "wine.csv", index=False)
+    r = tux2.LinearRegression(epochs=5).fit(wine[:200], wine[200:])
+    ref = tux2.LinearRegression(epochs=5).fit(X[:200], t[:200])
+    np.testing.assert_array_equal(r.coef_, ref.coef_)
+    np.testing.assert_array_equal(r.coef_, tux2.LinearRegression(epochs=5).fit(str(tmp_path / "wine.csv")).coef_)
+    assert r.history_[-1]["test_rmse"] == pytest.approx(np.sqrt(np.mean((ref.predict(X[200:]) - t[200:]) ** 2)))
+    assert r.score(wine[200:]) == ref.score(X[200:], t[200:]) > 0.9
+    np.testing.assert_array_equal(r.predict(wine[200:]), ref.predict(X[200:]))
+    house = wine.rename(columns={"quality": "MedHouseVal"})        # no label name: label_column= names it
+    h = tux2.LinearRegression(epochs=5, label_column="MedHouseVal").fit(house[:200])
+    np.testing.assert_array_equal(h.coef_, ref.coef_)
+    assert h.score(house[200:]) == r.score(wine[200:])
+    with pytest.raises(InputError, match="labels needed"):
+        tux2.LinearRegression(epochs=5).fit(house)
+
+
+def test_frame_label_errors_are_named(cancer):
+    """A label_column no column of the frame has, a test frame without the label column, a
+    score without labels, label_column naming a column of X when y is given too: InputErrors
+    that say what to do. fit(X, y) reads X as it is, a column named 'target' a feature."""
+    df, _ = cancer
+    with pytest.raises(InputError, match="label_column=\\) 'outcome' names no column of this DataFrame \\(its col"):
+        tux2.LogisticRegression(epochs=1, label_column="outcome").fit(df)
+    with pytest.raises(InputError, match="the test DataFrame has no labels: its columns are the 30 features, "
+                                         "without the label column 'target'"):
+        tux2.LogisticRegression(epochs=1).fit(df[:400], df[400:].drop(columns="target"))
+    m = tux2.LogisticRegression(epochs=1).fit(df)
+    with pytest.raises(InputError, match="labels needed: .* a DataFrame with its label column \\('target', as fit"):
+        m.score(df.drop(columns="target"))
+    with pytest.raises(InputError, match="label_column='target' names a column of X, and y is given too"):
+        tux2.LogisticRegression(epochs=1, label_column="target").fit(df, df.target)
+    leak = tux2.LogisticRegression(epochs=1).fit(df, df.target)        # scikit-learn's fit(X, y): X as given
+    assert leak.n_features_in_ == 31 and leak.label_column_ is None
+    with pytest.raises(ValueError, match="X has 30 features, but LogisticRegression is expecting 31"):
+        leak.predict(df.drop(columns="target"))
+
+
+def test_a_table_of_pandas_default_names_scores_its_own_file(data, tmp_path):
+    """A header of pandas' default names (0 … 8, the labels '8' last): the model's label
+    column ['8', 'last'] finds '8' by that very name in a test or predict file (it read
+    '8' as position 8, took column '7' for the labels and refused the file)."""
+    import pandas as pd
+    X, y = data["X"], data["y"]
+    path = tmp_path / "int_names.csv"
+    pd.DataFrame(np.column_stack([X, y])).to_csv(path, index=False)
+    m = tux2.LogisticRegression(epochs=2, label_column="last").fit(str(path))
+    assert m.label_column_ == ["8", "last"] and m.score(str(path)) == m.score(X, y)

@@ -992,6 +992,40 @@ def is_path(x):
     return isinstance(x, (str, bytes)) or hasattr(x, "__fspath__")
 
 
+def is_frame(X):
+    """Whether ``X`` is a DataFrame (pandas' or alike: named columns, ``drop``)."""
+    return hasattr(X, "columns") and hasattr(X, "drop") and hasattr(X, "iloc") and getattr(X, "ndim", 2) == 2
+
+
+def frame_labels(X, label_column=None, table_labels=None, features=None):
+    """(X without its label column, its labels or None, the label spec, how it was found)
+    of DataFrame ``X``, the column found as a table file's (``tables.resolve_label``, as
+    ``load_libsvm`` reads a file): the column ``label_column`` names (a column's own name,
+    else as for a file: a 1-based number, 'first', 'last', a name in any case), else
+    ``table_labels`` (a training table's spec: its name), else the one column named as labels
+    are (target, label, class …: tables.LABEL_NAMES), else the one column of words, first or
+    last. A frame of the model's ``features`` columns has no labels, as such a file has none.
+    Unlike a file without a header, no first column by default: a frame names its columns.
+    The spec, [name, position], reads the same column of a test or predict frame or file."""
+    cols = list(X.columns)
+    if features is not None and len(cols) == features:
+        return X, None, None, None
+    label = label_column if label_column is not None else table_labels
+    names = [str(c) for c in cols]
+    j = next((i for i, c in enumerate(cols) if c == label), None) if label is not None and \
+        not isinstance(label, (list, tuple)) else None
+    if j is not None:
+        how = f"label_column={label!r}"
+    else:
+        words = [i for i, t in enumerate(X.dtypes) if getattr(t, "kind", "O") not in "biufc"]
+        j, how = tables.resolve_label(label, names, len(cols), None, words[0] if len(words) == 1 else None,
+                                      first=None, of="DataFrame")
+        if j < 0:
+            return X, None, None, None
+    spec = [names[j], "last" if j == len(cols) - 1 else j + 1]
+    return X.iloc[:, [i for i in range(len(cols)) if i != j]], X.iloc[:, j], spec, how
+
+
 def load_samples(X, zero_based="auto", duplicates="error", label_column=None, features=None, table_labels=None,
                  known_features=0, sparse=False):
     """(sample → feature graph, labels or None) of a linear model's input: a libsvm

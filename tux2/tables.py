@@ -106,13 +106,16 @@ class TableFormat:
                 + f"{labels} ({self.how}), {self.features} features")
 
 
-def _resolve_label(label, names, width, path, words=None, first=0):
+def resolve_label(label, names, width, path, words=None, first=0, of="file"):
     """(0-based label column, how it was chosen) of ``label`` (None: a header name in
-    LABEL_NAMES, else the one column of words ``words``, else column ``first``; an int,
-    1-based, negative from the end; 'first' or 'last' (unless a header column has that
-    very name); a header name; or [name, position]: the name when the file has a header,
-    else the position)."""
+    LABEL_NAMES, else the one column of words ``words``, else column ``first``, or
+    (-1, None) when ``first`` is None; an int, 1-based, negative from the end; 'first' or
+    'last' (unless a header column has that very name); a header name; or [name, position]:
+    the name when the file has a header, else the position). The one rule of a table's
+    labels, a file's and a DataFrame's (``of``: "DataFrame", ``names`` its columns)."""
     if isinstance(label, (list, tuple)):
+        if names and names.count(label[0]) == 1:        # the very name, though it reads as a number ('30')
+            return names.index(label[0]), f"--label-column {label[0]}"
         label = label[0] if names else label[1]
     if label is None:
         named = [j for j, n in enumerate(names or ()) if io._key(n) in LABEL_NAMES]
@@ -120,6 +123,8 @@ def _resolve_label(label, names, width, path, words=None, first=0):
             return named[0], "by its name; --label-column picks another"
         if words is not None and words in (0, width - 1):
             return words, "the one column of words; --label-column picks another"
+        if first is None:
+            return -1, None
         return first, "the first; --label-column picks another"
     spec = str(label).strip()
     flag = "label column (--label-column, label_column=)"
@@ -131,8 +136,9 @@ def _resolve_label(label, names, width, path, words=None, first=0):
         hits = [i for i, n in enumerate(names or ()) if n == spec] or \
             [i for i, n in enumerate(names or ()) if io._key(n) == io._key(spec)]
         if len(hits) != 1:
-            what = f"the header's names are {', '.join(names)}" if names else "the file has no header line"
-            raise InputError(f"the {flag} {spec!r} names no column of this file ({what}): a number, 'first' "
+            listed = "its columns are" if of == "DataFrame" else "the header's names are"
+            what = f"{listed} {', '.join(names)}" if names else "the file has no header line"
+            raise InputError(f"the {flag} {spec!r} names no column of this {of} ({what}): a number, 'first' "
                              "or 'last' picks one by position", path=path) from None
         return hits[0], f"--label-column {spec}"
     if not (1 <= j <= width or -width <= j <= -1):
@@ -226,7 +232,7 @@ def table_format(head, path, label=None, features=None):
     skipped = [j for j, n in enumerate(fmt.names or ()) if io._key(n) in ID_NAMES and (j == 0 or n)]
     if features is not None and fmt.width - len(skipped) == features:
         return TableFormat(fmt, -1, f"none: {features} columns, the model's features", skipped, words)
-    label, how = _resolve_label(label, fmt.names, fmt.width, path, words[0] if words else None,
+    label, how = resolve_label(label, fmt.names, fmt.width, path, words[0] if words else None,
                                 first=1 if skipped == [0] else 0)
     if label in skipped:
         raise InputError(f"the label column {label + 1} numbers the rows (pandas' "

@@ -64,8 +64,15 @@ class Linear(Estimator):
         zero_based, duplicates = self.zero_based, self.duplicates
         if zero_based == "auto" and self._warms():      # read in the base of the model started from
             zero_based = bool(self.zero_based_)
-        if self.label_column is not None and test is None and hasattr(data, "columns") and hasattr(data, "drop"):
-            data, test = data.drop(columns=self.label_column), data[self.label_column]      # a DataFrame's labels
+        frame = None            # a DataFrame's label column, found as a table file's: (spec, how, columns)
+        if loaders.is_frame(data) and not labels_only(test):
+            X, labels, spec, found = loaders.frame_labels(data, self.label_column)
+            if labels is not None:
+                data, frame = (X, labels), (spec, found, len(data.columns))
+        elif loaders.is_frame(data) and self.label_column is not None and \
+                any(c == self.label_column for c in data.columns):
+            raise InputError(f"label_column={self.label_column!r} names a column of X, and y is given too: "
+                             "fit(X, y) with X without it, or fit(X) to take the labels from that column")
         def pair(d, label=self.label_column, table_labels=None, known=0, sparse=True):
             if isinstance(d, tuple) and len(d) == 2:
                 g = loaders.load_samples(d[0])[0]
@@ -89,7 +96,7 @@ class Linear(Estimator):
                              "features: leave it out", path=os.fspath(data))
         names = feature_names(data[0] if isinstance(data, tuple) else data) or (table and table.feature_names())
         given = data[1] if isinstance(data, tuple) and len(data) == 2 else None      # y from Python, if any
-        label = table and table.label_spec()          # a test table's labels: the same named or numbered column
+        label = table.label_spec() if table else frame and frame[0]     # a test table's or frame's labels
         found = np.unique(y) if table and table.how.startswith("the first") else ()
         if self.loss != "squared" and len(found) > (100 if self.loss == "softmax" else 2):          # the first column, no labels
             raise InputError(f"column {table.column(table.label)}, the labels (the first), holds {len(found):,} "
@@ -104,9 +111,12 @@ class Linear(Estimator):
                 raise InputError(f"y holds one label per sample, shape ({g.n_src},) or ({g.n_src}, 1); got {shape}")
             if shape is None or len(shape) not in (1, 2) or shape[1:] not in ((), (1,)):
                 raise InputError(f"labels needed: {type(self).__name__} requires y to be passed, but the target y "
-                                 "is None; fit(X, y), fit((X, y)), fit(path) with a libsvm file or a table, or "
-                                 "label_column= naming a DataFrame's column of labels")
+                                 "is None; fit(X, y), fit((X, y)), fit(path) with a libsvm file or a table, or a "
+                                 "DataFrame with its labels: a column named as such (target, label, class …) or "
+                                 "label_column= naming it")
             y, test, given = given_labels(test, g.n_src), None, test
+        if loaders.is_frame(test):          # test data as a DataFrame: its labels in the training data's column
+            test = frame_test_data(test, label, g.n_dst)
         if isinstance(test, tuple) and len(test) == 2:
             same_columns(test[0], names, "the test X")
         span, features, tail = g.n_dst, None, None  # sparse indices (hashed into 2^24): a row per feature that occurs
@@ -123,7 +133,7 @@ class Linear(Estimator):
             t = loaders.in_features(t, features)
         kind = np.asarray(given).dtype if given is not None else None
         return Dataset(g, t, y, ty, zero_based=zero_based, feature_names=names, label_column=label,
-                       read_as=(table and table.describe()) or how,
+                       read_as=(table and table.describe()) or (frame and describe_frame(*frame)) or how,
                        label_dtype=kind.str if kind is not None and kind.kind in "biuf" else None,
                        **({"feature_span": span} if features is not None else {}), **({"tail": tail} if tail else {}))
 
@@ -347,6 +357,7 @@ class Linear(Estimator):
         samples) or a sample → feature graph. A matrix must have the columns fit saw
         (a libsvm file's features beyond them count as 0)."""
         W = self.weights_ if "weights_" in vars(self) else self.coef_   # before fit: the error names coef_
+        X = self._frame(X)[0]
         g = self._read(X)[0]
         if isinstance(g.layout, tables.TableFormat):    # a table's header: the features in fit's order
             same_table(g.layout, vars(self).get("feature_names_in_"), self.n_features_in_, X if loaders.is_path(X)
@@ -362,6 +373,13 @@ class Linear(Estimator):
         return self._scores(W, g)
 
     label_column_ = None
+
+    def _frame(self, X):
+        """(X, labels or None) of samples to score: a DataFrame's label column (found as a
+        table file's, in the column fit read: ``loaders.frame_labels``) apart; other X as it is."""
+        if not loaders.is_frame(X) or "n_features_in_" not in vars(self):
+            return X, None
+        return loaders.frame_labels(X, table_labels=self.label_column_, features=self.n_features_in_)[:2]
 
     def _read(self, X):
         """(graph, labels or None) of samples to score, a table's in the columns fit read."""
@@ -410,9 +428,12 @@ class Linear(Estimator):
         if y is None and isinstance(X, tuple) and len(X) == 2:
             X, y = X
         if y is None:
-            X, y = self._read(X)
+            X, y = self._frame(X) if loaders.is_frame(X) else (X, self._read(X)[1])
             if y is None:
-                raise InputError("labels needed: score(X, y), or score(path) with a libsvm file")
+                raise InputError("labels needed: score(X, y), score(path) with a libsvm file or a table, or "
+                                 "a DataFrame with its label column (" + (
+                                     f"{self.label_column_[0]!r}, as fit's" if isinstance(self.label_column_, list)
+                                     else "named as labels are: target, label, class …") + ")")
         M = self.scores(X)
         if not len(M):
             raise ValueError(f"{type(self).__name__}.score: no samples to score (empty data)")
@@ -462,6 +483,32 @@ def by_index(A, features, span):
     out[features] = A[:len(features)]
     out[span:] = A[len(features):]
     return out
+
+
+def labels_only(test):
+    """Whether ``test``, beside a DataFrame, is its labels y (scikit-learn's ``fit(X, y)``):
+    an array-like of one column, not test data (a path, (X, y), a frame of columns, a graph)."""
+    if test is None or loaders.is_path(test) or isinstance(test, (tuple, BipartiteGraph)):
+        return False
+    return not loaders.is_frame(test) or len(test.columns) == 1
+
+
+def frame_test_data(test, label, features):
+    """(X, y) of a test DataFrame: its label column found as the training data's (``label``,
+    its spec; ``loaders.frame_labels``); InputError when it has none."""
+    X, y, _, _ = loaders.frame_labels(test, table_labels=label, features=features)
+    if y is None:
+        raise InputError("the test DataFrame has no labels: " + (
+            f"its columns are the {features} features, without the label column {label[0]!r} the training "
+            "data had" if label else "no column is named as labels are (target, label, class …) nor picked by "
+            "label_column=") + "; or test=(X, y)")
+    return X, y
+
+
+def describe_frame(spec, how, width):
+    """A DataFrame's read as a run's header says it: where its labels were found."""
+    return (f"a DataFrame of {width} columns; labels in column {width if spec[1] == 'last' else spec[1]} "
+            f"({spec[0]!r}) ({how}), {width - 1} features")
 
 
 def feature_names(X):
