@@ -200,8 +200,8 @@ def confidences(r, alpha, confidence="linear", epsilon=1.0):
     r = np.abs(np.asarray(r, np.float64))
     if confidence != "log":
         return 1.0 + alpha * r
-    q = r / epsilon
-    with np.errstate(divide="ignore"):          # log(0) in the branch that q < cut takes
+    with np.errstate(divide="ignore", over="ignore"):   # log(0) in the branch that q < cut takes; r/ε beyond
+        q = r / epsilon                                 # float64 (ε = 1e-307): the other branch's
         return 1.0 + alpha * np.where(q < LOG_RATIO_CUT, np.log1p(q), np.log(r) - np.log(epsilon))
 
 
