@@ -246,7 +246,9 @@ def predict_mf(args, model):
                                                                             rows[lo: lo + step].tolist()))
                              for lo in range(0, len(names), step)))          # a chunk of lines at a time
         if res is not None:
-            _report(args, {"model": "mf", **{m if m == "users" else f"{m}@{args.top_k}": v for m, v in res.items()},
+            _below_popular(res, f"NDCG@{args.top_k}")      # (before the metrics: their JSON line stays the last)
+            _report(args, {"model": "mf", **{m if m == "users" else f"{m}@{args.top_k}": v for m, v in res.items()
+                                             if v is not None or not m.startswith("popular_")},
                            **({"relevant": args.relevant} if args.relevant is not None else {})})
         return 0
     if args.input is None:
@@ -265,7 +267,8 @@ def predict_mf(args, model):
     if g.values is not None and model.implicit:     # preference scores against counts: no error; the run's measures
         from tux2.estimators.mf import RANK_AT
         m = model.ranking_metrics((users, items, g.values), RANK_AT)
-        res.update({f"{name}@{RANK_AT}": m[name] for name in ("precision", "ndcg")})
+        res.update({f"{name}@{RANK_AT}": m[name] for name in ("precision", "ndcg", "popular_precision", "popular_ndcg")
+                    if m[name] is not None or not name.startswith("popular_")})
     elif g.values is not None:
         err = g.values - pred
         res.update(rmse=float(np.sqrt(np.mean(err ** 2))) if len(err) else None,
@@ -276,6 +279,15 @@ def predict_mf(args, model):
     if known == 0 and res["pairs"] + res.get("skipped_unknown", 0) > 0:        # every line: the baseline or skipped
         _none_known(args, g, "pairs a user and an item", model.implicit)
     return 0
+
+
+def _below_popular(res, name):
+    """A note on stderr when the model's lists rank below the most-popular baseline's
+    (``MF.ranking_metrics``' popular_ndcg, beside its own in the metrics line)."""
+    ours, pop = res.get("ndcg"), res.get("popular_ndcg")
+    if ours is not None and pop is not None and ours < 0.95 * pop:
+        print(f"tux2: warning: the model's {name} ({ours:.4f}) is below the most-popular baseline's ({pop:.4f}, "
+              "each user's unseen items by training count): these lists rank worse than popularity", file=sys.stderr)
 
 
 def _baseline(what, implicit):

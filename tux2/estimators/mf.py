@@ -26,6 +26,9 @@ CG_STEPS = 3            # conjugate-gradient steps per solve of implicit feedbac
 ALPHA = 40.0            # implicit feedback's confidence slope, c = 1 + α·r (Hu et al.'s; README: measured)
 STEP_STATE = ("g", "gb")        # AdaGrad's per-vertex sums of squared gradients (udfs/mf.py)
 RANK_AT = 10            # implicit feedback: precision@10 and NDCG@10 of held-out items per epoch
+BASELINE_DAMPING = 5.0  # the bias baseline's D (bias_baseline): fixed, so --reg or --damping never move the yardstick
+BASELINE_PASSES = 4     # its alternating solves: test RMSE within 1e-5 of 200 passes' (built-in set, a power-law file)
+COLD_SHARE = 0.9        # this share of test or predicted pairs with an unknown user or item measures cold start: a note
 
 
 def auto_mode(mode, implicit):
@@ -71,6 +74,33 @@ def unknown_note(test, implicit=False):
         return f" ({n} with a user or item not in training: a new user ranked by training counts, a new item never " \
                "listed)" if n else ""
     return f" ({n} with a user or item not in training, predicted by the mean and the known bias)" if n else ""
+
+
+def cold_note(test, implicit=False):
+    """The header's note when COLD_SHARE or more of the test pairs have a user or item not
+    in training (``unknown_note`` counts them): the test metric then measures cold start."""
+    if test is None:
+        return []
+    unknown = test.skipped or (int((test.unknown[0] | test.unknown[1]).sum()) if test.unknown is not None else 0)
+    total = test.num_edges + test.skipped
+    if not total or unknown < COLD_SHARE * total:
+        return []
+    return [f"  note: {unknown / total:.0%} of the test pairs have a user or item not in training, so the test "
+            + ("metrics measure" if implicit else "RMSE measures") + " cold start, not the model; check the test "
+            "file's ids and columns (--columns, --base), or hold out ratings of the training users"]
+
+
+def cold_warning(unknown, what, stacklevel=2):
+    """A RuntimeWarning when COLD_SHARE or more of 10 or more pairs (``unknown``: a mask)
+    have a user or item without training ratings: ``what`` then measures cold start (a
+    split by user, as scikit-learn's cross_val_score makes of a user-sorted file)."""
+    import warnings
+    n, k = len(unknown), int(np.count_nonzero(unknown))
+    if n >= 10 and k >= COLD_SHARE * n:
+        warnings.warn(f"{what}: {k} of the {n} pairs ({k / n:.0%}) have a user or item without training ratings, "
+                      "predicted by the baseline (the mean and the known side's bias), not the factors: a cold-start "
+                      "measure; ids of another numbering, or a split by user (cross_val_score on a file sorted by "
+                      "user: KFold(shuffle=True))?", RuntimeWarning, stacklevel=stacklevel + 1)
 
 
 def is_frame(x):
@@ -192,12 +222,48 @@ def _id_column(c):
     return c
 
 
-def seen_csr(graph):
-    """(indptr, indices) of each user's items in a user → item graph, in item order
-    (two stable counting sorts): the same whatever the edge order (workers, partitions)."""
+def csr_order(graph):
+    """(the edges of a user → item graph by user, then item: a permutation; indptr of each
+    user's edges), by two stable counting sorts: the same whatever the edge order (workers,
+    partitions)."""
     by_item, _ = group_by_part(graph.dst, graph.n_dst)
     order, indptr = group_by_part(graph.src[by_item], graph.n_src)
-    return indptr, graph.dst[by_item[order]].astype(np.int32)
+    return by_item[order], indptr
+
+
+def seen_csr(graph):
+    """(indptr, indices) of each user's items in a user → item graph, in item order."""
+    perm, indptr = csr_order(graph)
+    return indptr, graph.dst[perm].astype(np.int32)
+
+
+def bias_baseline(graph, damping=BASELINE_DAMPING, passes=BASELINE_PASSES, scale=1.0):
+    """(μ, b_u, b_i) of the bias baseline r̂ = μ + b_u + b_i of a user → item rating graph
+    (its values times ``scale``): μ the mean rating, the biases the least-squares fit of
+    Σ(r − μ − b_u − b_i)² + D(Σb_u² + Σb_i²), D = ``damping``, by ``passes`` alternating
+    exact solves, b_i = Σ_u(r − μ − b_u)/(n_i + D), then b_u = Σ_i(r − μ − b_i)/(n_u + D)
+    (Koren's baseline estimates; surprise's BaselineOnly, LensKit's Bias). Summed in
+    (user, item) order, so any edge order (partitions, workers) gives the same numbers."""
+    perm, _ = csr_order(graph)
+    u, i = graph.src[perm], graph.dst[perm]
+    r = np.asarray(graph.values, np.float64)[perm] * scale
+    mu = float(r.mean()) if len(r) else 0.0
+    # (n + D: a vertex without ratings, whose sum is 0, divides by at least 1)
+    d_u = np.maximum(np.bincount(u, minlength=graph.n_src) + damping, 1.0)
+    d_i = np.maximum(np.bincount(i, minlength=graph.n_dst) + damping, 1.0)
+    b_u = np.zeros(graph.n_src)
+    for _ in range(passes):
+        b_i = np.bincount(i, r - mu - b_u[u], minlength=graph.n_dst) / d_i
+        b_u = np.bincount(u, r - mu - b_i[i], minlength=graph.n_src) / d_u
+    return mu, b_u, (b_i if passes else np.zeros(graph.n_dst))
+
+
+def baseline_rmse(graph, test, clip=None, scale=1.0):
+    """The test RMSE of ``bias_baseline`` fitted on ``graph``, as the model's is measured
+    (udfs/mf.rmse: an unknown user or item adds no bias; predictions clipped to ``clip``)."""
+    mu, b_u, b_i = bias_baseline(graph, scale=scale)
+    return mf.rmse({"p": np.zeros((len(b_u), 1)), "b": b_u}, {"p": np.zeros((len(b_i), 1)), "b": b_i}, test, mu,
+                   clip)
 
 
 def ranking_at(U, I, seen, test, k, mu=0.0, chunk=256, cold=None):
@@ -694,7 +760,11 @@ class MF(Estimator):
                 if tested:      # the baseline the run prints, for Python and --metrics readers too
                     rec.update({f"popular_{name}@{RANK_AT}": s.popular.get(name) for name in ("precision", "ndcg")})
             else:
+                if evaluate and "baseline" not in vars(s):
+                    s.baseline = self._baseline(eng, s)     # (collective with distributed ingress)
                 rec["test_rmse"] = mf.rmse(U, I, s.test, s.mu, s.clip) if tested else None
+                if tested and s.baseline is not None:   # the baseline the run prints, for Python and --metrics too
+                    rec["baseline_rmse"] = s.baseline
             key, sign = self._goal
             now = rec[key]
             if self.early_stop and now is not None and sign * now < vars(s).get("best", (np.inf,))[0]:
@@ -710,6 +780,17 @@ class MF(Estimator):
                                None, g.n_src, g.n_dst, NAMES)
         return seen_csr(g)
 
+    def _baseline(self, eng, s):
+        """The bias baseline's test RMSE (``baseline_rmse``) on this worker's test set (None
+        without one), from every training rating (gathered with distributed ingress)."""
+        g = s.graph
+        if s.ingress:
+            pieces = eng.transport.allgather("baseline", [g.src, g.dst, g.values])
+            g = BipartiteGraph(*(np.concatenate([p[j] for p in pieces]) for j in range(3)), g.n_src, g.n_dst, NAMES)
+        if s.test is None or not s.test.num_edges or not g.num_edges:
+            return None
+        return baseline_rmse(g, s.test, s.clip, s.scale)
+
     def _rates(self, s):
         return {"edges_per_s": s.graph.num_edges}
 
@@ -720,7 +801,8 @@ class MF(Estimator):
             ([f"  read as: {s.read_as}"] if s.read_as else []) + \
             [f"  train {s.graph.num_edges} ratings, test {test}{unknown_note(s.test, self.implicit)}; {users} users × {items} items; "
              f"k={self.k}, P={parts} ({s.partitioner})" + (f", {world} workers" if world > 1 else "")
-             + (", distributed ingress" if s.ingress else "")] + ([] if self.implicit else spread_note(s)) + \
+             + (", distributed ingress" if s.ingress else "")] + cold_note(s.test, self.implicit) + \
+            ([] if self.implicit else spread_note(s)) + \
             ([f"  ALS: λ={self.reg:g} " + (f"(plain), confidence {self._confidence_text()}, {self._solver_text()}"
                                           if self.implicit else
                                           "per rating (weighted-λ)")] if self._mode == "als" else []) + \
@@ -778,10 +860,13 @@ class MF(Estimator):
         return "test RMSE", "lowest", "fallen below", "rose"
 
     def _report(self, s):
-        """With implicit feedback, the most-popular baseline's precision and NDCG beside the
-        model's (and a note when the model ranks below it); then ``_overfit``'s note."""
+        """Explicit ratings: the bias baseline's test RMSE (``_against_baseline``); implicit
+        feedback: the most-popular baseline's precision and NDCG beside the model's (and a
+        note when the model ranks below it); then ``_overfit``'s note."""
         lines = self._overfit(s)
-        pop = vars(s).get("popular") if self.implicit else None
+        if not self.implicit:
+            return self._against_baseline(s, overfits=bool(lines)) + lines
+        pop = vars(s).get("popular")
         if pop is None or pop.get("ndcg") is None:
             return lines
         last = next((r[f"ndcg@{RANK_AT}"] for r in reversed(self.history_) if r.get(f"ndcg@{RANK_AT}") is not None),
@@ -813,6 +898,26 @@ class MF(Estimator):
                         f"or the model overfits them; a smaller --k (now {self.k}) or a larger --reg (now "
                         f"{self.reg:g}) ranks closer to popularity")
         return said + lines
+
+    def _against_baseline(self, s, overfits=False):
+        """The bias baseline's test RMSE after the last epoch, and a note when the model's
+        is not below it (factors that learned nothing, or worse: a large λ, too few epochs;
+        ``overfits``: ``_overfit``'s note follows, naming the remedies of the other way)."""
+        base = vars(s).get("baseline")
+        if base is None:
+            return []
+        last = next((r["test_rmse"] for r in reversed(self.history_) if r.get("test_rmse") is not None), None)
+        if self.early_stop and "best" in vars(s):       # the model kept is the best epoch's
+            last = s.best[0]
+        said = [f"  bias baseline (mean + user and item biases damped by D = {BASELINE_DAMPING:g}, no factors): "
+                f"test_rmse {base:.4f}"]
+        if last is not None and not last < base:
+            said.append(f"  note: the model's test RMSE ({last:.4f}) is not below the bias baseline's ({base:.4f}): "
+                        "it predicts these ratings no better than the biases alone" + (
+                            "; it overfits them (below)" if overfits else f"; try more --epochs (now {self.epochs}), "
+                            f"a smaller --reg (now {self.reg:g})" + (" or --mode als (exact solves, no step size)"
+                                                                     if self._mode != "als" else "")))
+        return said
 
     def _overfit(self, s):
         """A note when the test metric ended 1 % or more worse than its best, at an earlier
@@ -973,7 +1078,11 @@ class MF(Estimator):
         """Predicted ratings for the pairs (users[i], items[i]), in the user's ids, or for
         the (user, item) rows of ``users`` alone (scikit-learn's ``predict(X)``). A user
         or item without training ratings follows ``unknown`` (default: the estimator's):
-        baseline μ + the known side's bias, skip nan, error an InputError."""
+        baseline μ + the known side's bias, skip nan, error an InputError; when 90 % or
+        more of 10 or more pairs have one, a RuntimeWarning gives the share (cold start)."""
+        return self._predict(users, items, unknown, "MF.predict")
+
+    def _predict(self, users, items, unknown, what):
         known = vars(self).get("columns_")
         if items is None and is_frame(users) and known is not None and set(known[:2]) <= set(users.columns):
             users, items = (users[c].to_numpy() for c in known[:2])      # by name, as fit read them
@@ -990,6 +1099,7 @@ class MF(Estimator):
         if len(u) != len(i):
             raise ValueError(f"{len(u)} users but {len(i)} items")
         masks = (self._unknown(0, u, users, "user", policy), self._unknown(1, i, items, "item", policy))
+        cold_warning(masks[0] | masks[1], what, stacklevel=3)
         pred = self.score_dense(np.where(masks[0], 0, u), np.where(masks[1], 0, i), masks)
         if policy == "skip":
             pred[masks[0] | masks[1]] = np.nan
@@ -1007,18 +1117,21 @@ class MF(Estimator):
         better"), or X's (user, item) rows and the ratings ``y``, in the user's ids as
         ``predict`` takes them, or on a rating file read
         as ``fit`` reads its test file; ids without training ratings are predicted from
-        μ and the known bias. A model of implicit feedback scores preferences, not the
-        counts: its score is NDCG@10 of ``ranking_metrics`` (the measure its runs report
-        and ``early_stop`` watches), X's items the relevant ones."""
+        μ and the known bias (90 % or more of the pairs: a RuntimeWarning, as ``predict``'s).
+        A model of implicit feedback scores preferences, not the counts: its score is
+        NDCG@10 of ``ranking_metrics`` (the measure its runs report and ``early_stop``
+        watches), X's items the relevant ones."""
         if self.implicit:
             test = X if y is None or loaders.is_path(X) else tuple(np.asarray(c) for c in _pairs(X, y))
-            return float(self.ranking_metrics(test, RANK_AT)["ndcg"])
+            return float(self.ranking_metrics(test, RANK_AT, popular=False)["ndcg"])
         if loaders.is_path(X):
             g = loaders.load_edges(X, type_names=("user", "item"), id_maps=self.ids_, known=self.known_,
                                    unknown="baseline", columns=self.columns)
             if g.values is None:
                 raise InputError("no rating column to score against: expected 'user item rating' lines", path=X)
             r, pred = g.values, self.score_dense(g.src, g.dst, g.unknown)
+            if g.unknown is not None:
+                cold_warning(g.unknown[0] | g.unknown[1], "MF.score")
         elif isinstance(X, BipartiteGraph):   # dense ids, as fit's test set: ids without ratings by the baseline
             if X.values is None:
                 raise ValueError("MF.score: the graph has no ratings to score against")
@@ -1026,12 +1139,13 @@ class MF(Estimator):
             masks = tuple(self._unknown(side, d, d, "", "baseline") for side, d in enumerate(dense))
             r = np.asarray(X.values, np.float64)
             pred = self.score_dense(*(np.where(m, 0, x) for m, x in zip(masks, dense)), masks)
+            cold_warning(masks[0] | masks[1], "MF.score")
         else:                       # X's (user, item) rows and y; (users, items, ratings); rows; a DataFrame by name
             rows = _pairs(X, y) if y is not None else X if isinstance(X, tuple) and len(X) == 3 else \
                 user_rows(X if is_frame(X) else _rows3(X), vars(self).get("columns_", self.columns))
             u, i, r = (np.asarray(c) for c in rows)
             r = r.astype(np.float64)
-            pred = self.predict(u, i, unknown="baseline")
+            pred = self._predict(u, i, "baseline", "MF.score")
         if not len(r):                          # (scikit-learn refuses 0 samples too; nan would pass unseen)
             raise ValueError("MF.score: no ratings to score (empty data)")
         return -float(np.sqrt(np.mean((r - pred) ** 2)))
@@ -1213,15 +1327,36 @@ class MF(Estimator):
                 self.seen_ = (np.concatenate([indptr, np.full(grow, indptr[-1], indptr.dtype)]), indices)
         return d
 
+    def _popular_lists(self, users, k, exclude_seen=True, min_ratings=1, chunk=256):
+        """The most-popular baseline's lists for ``users`` (the user's ids), as ``recommend``
+        would list them were every score a training count: dense item ids (n × k, -1 where a
+        list is shorter), the items most often in training first (the lower id on a tie)."""
+        counts = np.bincount(self.seen_[1], minlength=self.n_items).astype(np.float64)
+        col = np.where(counts >= max(min_ratings, 1), counts, -np.inf)
+        u = self.lookup(0, users)
+        u[u >= 0] = np.where(self.known_[0][u[u >= 0]], u[u >= 0], -1)     # a user without ratings: nothing seen
+        top = np.empty((len(u), k), np.int64)
+        for lo in range(0, len(u), chunk):
+            uu = u[lo: lo + chunk]
+            S = np.zeros((len(uu), self.n_items))
+            if exclude_seen:
+                mf.leave_out(S, uu, *self.seen_)
+            top[lo: lo + len(uu)] = mf.top_k(S, k, np.zeros(len(uu)), col)[0]
+        return top
+
     def ranking_metrics(self, test, k=10, relevant=None, exclude_seen=True, min_ratings=1, unknown=None,
-                        return_lists=False):
+                        return_lists=False, popular=True):
         """Precision, recall, NDCG, MAP and hit rate at ``k`` (tux2.ranking: binary
         relevance, as Spark's RankingMetrics) of ``recommend``'s lists for the users of
         ``test`` — a rating file, (users, items[, ratings]), rows or a DataFrame in the
         user's ids, or a BipartiteGraph as ``fit`` takes it — against each one's test items
         rated at least ``relevant`` (default: every test item), averaged over the users with
         such an item. A test item without
-        training ratings is relevant and never recommended. ``return_lists``: also
+        training ratings is relevant and never recommended. Beside them, ``popular_precision``
+        and ``popular_ndcg``: the most-popular baseline's, each user's lists the items by
+        training count under the same rules (seen items left out with ``exclude_seen``,
+        ``min_ratings``); None for a model saved without its training ratings, or with
+        ``popular=False``. ``return_lists``: also
         ``recommend``'s (users, items, scores), one row per test user in order of appearance."""
         from tux2 import ranking
         if loaders.is_path(test):
@@ -1254,4 +1389,8 @@ class MF(Estimator):
         item[item < 0] = self.n_items + np.unique(items[keep][item < 0], return_inverse=True)[1].ravel()  # never listed
         out = ranking.at_k(np.where(top == (-1 if top.dtype.kind in "iu" else ""), -1,
                                     self.lookup(1, top.ravel()).reshape(top.shape)), at[row][keep], item, k)
+        pop = self._popular_lists(names, top.shape[1], exclude_seen, min_ratings) \
+            if popular and self.seen_ is not None else None
+        pop = ranking.at_k(pop, at[row][keep], item, k) if pop is not None else {}
+        out.update(popular_precision=pop.get("precision"), popular_ndcg=pop.get("ndcg"))
         return (out, (names, top, score)) if return_lists else out
