@@ -61,13 +61,15 @@ def add_parser(sub):
 
 def _write(path, lines):
     """The predictions (an iterable of lines) to standard output, or to ``path`` whole
-    or not at all (a full disk or an error never leaves a cut-off file under it)."""
+    or not at all (a full disk or an error never leaves a cut-off file under it). A reader
+    that exits (``| head``) has what it wanted: the rest go nowhere, and the metrics after
+    them are still reported (stderr, --metrics FILE)."""
     if not path:
         try:
             sys.stdout.writelines(lines)
             sys.stdout.flush()
         except BrokenPipeError:     # `| head` has what it wanted
-            raise
+            files.stdout_gone()
         except OSError as e:
             files.stdout_gone()     # what is still buffered goes nowhere, not into another error at exit
             raise Tux2Error(f"cannot write the predictions to standard output: {e.strerror}; give -o FILE") from None
