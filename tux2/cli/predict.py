@@ -167,6 +167,13 @@ def predict(args):
                    **(score_metrics(M, labels, model.loss) if labels is not None else {}),
                    **({"unknown_features": int(len(beyond))} if len(beyond) else {}),
                    **({"unseen_labels": unseen} if unseen else {})})
+    if unknown.all():           # (require_features: some) every score the same constant, as for MF's new users
+        n, mc = len(beyond), getattr(model, "min_count", 1)
+        print(f"tux2: warning: no feature of {display_name(args.input)} is one the model has a weight for "
+              f"({n} feature{'s' * (n != 1)}: unseen in training" + (f" or dropped by its --min-count {mc}" if mc > 1
+                                                                      else "")
+              + "): every line scores as an empty one (the intercept's); features numbered or hashed otherwise "
+              "than in training?", file=sys.stderr)
     return 0
 
 
