@@ -132,7 +132,8 @@ def predict(args):
     from tux2.estimators.linear import binary_labels, class_codes, shown
     from tux2.udfs.glm import score_metrics, softmax
     zero_based = model.zero_based_ if args.zero_based is None else args.zero_based
-    graph, labels = load_samples(args.input, zero_based, "keep", label_column=args.label_column,
+    graph, labels = load_samples(args.input, zero_based, "keep" if model.duplicates == "error" else model.duplicates,
+                                 label_column=args.label_column,        # (a repeated feature: as training read it)
                                  table_labels=model.label_column_,
                                  features=model.n_features_in_,        # a table without labels: none
                                  known_features=model.n_features_in_, sparse=True)
