@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
+import tux2
 from tests.conftest import run_cli
 from tux2.datasets import sparse_classification
 from tux2.udfs import glm
@@ -1037,3 +1038,24 @@ def test_a_small_test_file_of_hashed_features_reads_against_the_training_set(tmp
     alone = tmp_path / "alone.svm"
     alone.write_text(rows + "0 2:1\n")
     np.testing.assert_array_equal(lr.decision_function(str(test)), lr.decision_function(str(alone)))
+
+
+@pytest.mark.parametrize("policy, kept", [("last", "1 1:2 2:1\n0 2:1 3:1\n1 1:1\n0 3:2\n"),
+                                          ("sum", "1 1:3 2:1\n0 2:1 3:1\n1 1:1\n0 3:2\n")])
+def test_a_model_scores_repeated_features_as_its_duplicates_policy_read_them(tmp_path, policy, kept):
+    """A model trained with duplicates='last' (or 'sum') scores a line with a feature twice as
+    training read it: predict()/decision_function raised 'choose a policy with --duplicates'
+    and tux2 predict kept both entries (1:1 1:1 scored as 1:2 under 'last')."""
+    dup = tmp_path / "dup.svm"
+    dup.write_text("1 1:1 1:2 2:1\n0 2:1 3:1\n1 1:1\n0 3:2 3:2\n" if policy == "last" else
+                   "1 1:1 1:2 2:1\n0 2:1 3:1\n1 1:1\n0 3:1 3:1\n")
+    hand = tmp_path / "hand.svm"
+    hand.write_text(kept)
+    m = tux2.LogisticRegression(duplicates=policy, epochs=3).fit(str(dup))
+    want = m.decision_function(str(hand))
+    np.testing.assert_allclose(m.decision_function(str(dup)), want, rtol=1e-12)
+    m.save(tmp_path / "m")
+    r = run_cli("predict", str(tmp_path / "m"), str(dup))
+    assert r.returncode == 0, r.stderr
+    got = [float(ln.split()[1]) for ln in r.stdout.splitlines()[1:]]
+    np.testing.assert_allclose(got, want, rtol=1e-8)

@@ -256,3 +256,23 @@ def test_help_and_builtin_set():
     assert r.returncode == 0 and "--min-count N" in r.stdout
     r = run_cli("run", "lr", "--min-count", "2")
     assert r.returncode == 2 and "--min-count says how INPUT is read" in r.stderr, r.stderr
+
+
+def test_predict_input_of_dropped_features_alone_warns(hashed, tmp_path):
+    """tux2 predict of a file whose every feature the model has no weight for (dropped by
+    --min-count, or unseen in training) scores each line with the intercept alone: a
+    warning says so, as for an MF test set of new users; the predictions are still written.
+    It was counted in the JSON line alone."""
+    out = tmp_path / "m"
+    assert run_cli("run", "lr", hashed["train"], "--epochs", "1", "--min-count", "3", "--out", str(out)).returncode == 0
+    m = tux2.LogisticRegression.load(str(out))
+    dropped = sorted({int(t.split(":")[0]) for ln in open(hashed["train"]) for t in ln.split()[1:]}
+                     - set((m.features_ + 1).tolist()))[:3]
+    rare = tmp_path / "rare.svm"
+    rare.write_text(f"1 {dropped[0]}:1 {dropped[1]}:1\n0 {dropped[2]}:1\n")
+    r = run_cli("predict", str(out), str(rare))
+    assert r.returncode == 0 and len(r.stdout.splitlines()) == 3, r.stderr
+    assert f"tux2: warning: no feature of {rare} is one the model has a weight for (3 features: unseen in " \
+           "training or dropped by its --min-count 3): every line scores as an empty one" in r.stderr, r.stderr
+    r = run_cli("predict", str(out), hashed["test"])
+    assert r.returncode == 0 and "warning" not in r.stderr, r.stderr

@@ -107,3 +107,19 @@ def test_partition_with_its_assignments_saved_works_with_standard_output_closed(
     err = p.communicate(timeout=300)[1]
     assert p.returncode == 0 and "Traceback" not in err, err
     assert sorted(os.listdir(tmp_path / "a")) == ["hdrf.npz", "random.npz"]
+
+
+def test_predictions_to_a_reader_that_exits_still_write_the_metrics(ratings_file, tmp_path):
+    """``tux2 predict MODEL FILE --metrics m.json | head -1``: the predictions the reader no
+    longer takes go nowhere, and the metrics are still written (the JSON line on stderr and
+    --metrics FILE): the pipe's close ended the command before them, status 0, losing them."""
+    MF(k=2, epochs=1).fit(ratings_file).save(tmp_path / "m")
+    metrics = tmp_path / "metrics.json"
+    r, w = os.pipe()
+    os.close(r)                     # the reader has gone before the first line: every write fails (EPIPE)
+    p = _start("predict", str(tmp_path / "m"), ratings_file, "--metrics", str(metrics), stdout=w)
+    os.close(w)
+    err = p.communicate(timeout=300)[1]
+    assert p.returncode == 0 and "Traceback" not in err, err
+    assert '"rmse"' in err, err
+    assert '"rmse"' in metrics.read_text()

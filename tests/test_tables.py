@@ -163,6 +163,11 @@ def test_the_label_column_by_number_name_or_last(data, tmp_path):
     ("39, State-gov, 77516, Bachelors, <=50K\n50, Private, 83311, HS-grad, >50K\n", (),     # UCI's adult
      "t.csv: a table with 3 columns of words (2 'State-gov', 4 'Bachelors', 5 '<=50K'): the linear models read"),
     ("a,b,label\n1,2,0\n3,4,1\n5,6,2\n", (), "t.csv:4: a binary model takes two labels; a third, 2"),
+    # the first data line's last value missing (pandas' to_csv of a NaN there): that line's field, not the
+    # header's names ('the header line has 3 names and the first data line 2 columns') nor the next line's
+    ("label,a,b\n1,0.5,\n0,2,1\n", (), "t.csv:2: empty field in column 3 ('b') at the end of the line: a missing"),
+    ("label\ta\tb\n1\t0.5\t\n0\t2\t1\n", (), "t.csv:2: empty field in column 3 ('b') at the end of the line"),
+    ("1,0.5,\n0,2,1\n1,3,1\n", (), "t.csv:1: empty field in column 3 at the end of the line: a missing value?"),
     ("a,b,label\n", (), "t.csv: no samples found: the file's one line (a b label) reads as a header line"),
     ("a,b,label\n1,2,0\n3,4,1\n", ("--zero-based",), "t.csv: --zero-based (zero_based=True) sets the index base "
      "of a libsvm file's features; this is a table"),

@@ -162,21 +162,38 @@ def _header_names(line, fmt):
     return [t.strip().strip("\"'") for t in names]
 
 
-def _fields(line, fmt, leading=False):
+def _fields(line, fmt, leading=False, trailing=False):
     """The fields of a data line as the table's parser reads them: in a comma- or
     semicolon-separated table split at those alone (a quoted label may hold spaces, and
     the separator when it holds a letter: not a decimal comma, '"0,39"'),
-    trimmed of spaces and quotes, empty ones at the end dropped; else as tux2.io's
-    parsers split them."""
+    trimmed of spaces and quotes, empty ones at the end dropped (kept with ``trailing``);
+    else as tux2.io's parsers split them."""
+    if fmt.mode == io.TAB and trailing:
+        return [f.strip(b" \r") for f in line.rstrip(b"\r\n").split(b"\t")]
     if fmt.mode != io.SPACE or fmt.sep not in ("comma", "semicolon"):
         return io.split_fields(line, fmt.mode, leading=leading)
     sep = b"," if fmt.sep == "comma" else b";"
     out = [f.strip(b" \r").strip(b'"') for f in _QUOTED_WORD.sub(lambda m: m.group().replace(sep, b"\n"),
                                                                  line.rstrip(b"\r\n")).split(sep)]
     out = [f.replace(b"\n", sep) for f in out]
-    while out and not out[-1]:
+    while out and not out[-1] and not trailing:
         out.pop()
     return out
+
+
+def _empty_at_end(line, number, names, width, fmt, path):
+    """A first data line whose last fields are empty (pandas' to_csv of a missing value in
+    the last column: '1,0.5,'), so fewer than the ``width`` of the header's ``names`` or of
+    the lines below: that error, naming the line, rather than one of the header's names or
+    of the next line's columns. (A header that ends in a separator too: no missing value.)"""
+    if fmt.mode == io.SPACE and fmt.sep not in ("comma", "semicolon"):
+        return                          # spaces at the end of a line are no field
+    n = len(_fields(line, fmt))
+    if n < width <= len(_fields(line, fmt, trailing=True)) and (not names or all(names[n:width])):
+        name = f" ({names[n]!r})" if names else ""
+        raise InputError(f"empty field in column {n + 1}{name} at the end of the line: a missing value? impute it "
+                         "or leave the line out", path=path, line=number,
+                         text=line.decode("utf-8", "replace").rstrip("\r"))
 
 
 def _is_header(first, rest):
@@ -206,8 +223,11 @@ def table_format(head, path, label=None, features=None):
     fmt = io.edge_format(head, path)
     if fmt.mode not in (io.SPACE, io.TAB) or fmt.matrix_market:
         return None
-    lines = [x for x in head[fmt.start:].split(b"\n")[:22] if x.strip() and x.strip()[:1] not in (b"#", b"%")]
-    complete = lines[:-1] if not head.endswith(b"\n") and len(lines) > 1 else lines      # the last may be cut
+    numbered = [(fmt.skip + 1 + i, x) for i, x in enumerate(head[fmt.start:].split(b"\n")[:22])
+                if x.strip() and x.strip()[:1] not in (b"#", b"%")]           # (line number, line)
+    if not head.endswith(b"\n") and len(numbered) > 1:
+        numbered = numbered[:-1]                                            # the last may be cut
+    complete = [x for _, x in numbered]
     rows = [_fields(x, fmt) for x in complete[:21]]
     if not rows and fmt.names and len(fmt.names) > 1 and b":" not in head[:fmt.start]:
         raise io.no_edges(fmt, path, "samples")          # a header alone: not a libsvm line
@@ -218,13 +238,17 @@ def table_format(head, path, label=None, features=None):
         header = complete[0]                     # '0,1,2,…' (pandas' default names), '0,1,…,27,label'
         fmt.start = head.index(header, fmt.start) + len(header) + 1
         fmt.skip = head[:fmt.start].count(b"\n")
-        rows = rows[1:]
+        rows, numbered = rows[1:], numbered[1:]
     rows = rows[:20]
+    names = _header_names(header, fmt) if header else None
+    below = {len(r) for r in rows[1:]}          # the width the header, or else every line below, gives
+    _empty_at_end(numbered[0][1], numbered[0][0], names,
+                  len(names) if names else below.pop() if len(below) == 1 else 0, fmt, path)
     fmt.width = len(rows[0])
     words = [j for j in range(fmt.width) if sum(io.is_number(r[j]) for r in rows if j < len(r)) * 2 < len(rows)]
     if fmt.width - len(words) < max(2, fmt.width - 1):     # one column of words may be the labels ('Iris-setosa',
         return None                                         # 'R'); a missing value: the parser names it
-    fmt.names = _header_names(header, fmt) if header else None
+    fmt.names = names
     if fmt.names is not None and len(fmt.names) != fmt.width:       # a quoted '"0,39"' split in two, a name more
         raise InputError(f"the header line has {len(fmt.names)} names and the first data line {fmt.width} columns "
                          f"(its fields: {', '.join(io._preview(t) for t in rows[0][:12])}): a table has one name per "

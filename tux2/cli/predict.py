@@ -61,13 +61,15 @@ def add_parser(sub):
 
 def _write(path, lines):
     """The predictions (an iterable of lines) to standard output, or to ``path`` whole
-    or not at all (a full disk or an error never leaves a cut-off file under it)."""
+    or not at all (a full disk or an error never leaves a cut-off file under it). A reader
+    that exits (``| head``) has what it wanted: the rest go nowhere, and the metrics after
+    them are still reported (stderr, --metrics FILE)."""
     if not path:
         try:
             sys.stdout.writelines(lines)
             sys.stdout.flush()
         except BrokenPipeError:     # `| head` has what it wanted
-            raise
+            files.stdout_gone()
         except OSError as e:
             files.stdout_gone()     # what is still buffered goes nowhere, not into another error at exit
             raise Tux2Error(f"cannot write the predictions to standard output: {e.strerror}; give -o FILE") from None
@@ -130,7 +132,8 @@ def predict(args):
     from tux2.estimators.linear import binary_labels, class_codes, shown
     from tux2.udfs.glm import score_metrics, softmax
     zero_based = model.zero_based_ if args.zero_based is None else args.zero_based
-    graph, labels = load_samples(args.input, zero_based, "keep", label_column=args.label_column,
+    graph, labels = load_samples(args.input, zero_based, "keep" if model.duplicates == "error" else model.duplicates,
+                                 label_column=args.label_column,        # (a repeated feature: as training read it)
                                  table_labels=model.label_column_,
                                  features=model.n_features_in_,        # a table without labels: none
                                  known_features=model.n_features_in_, sparse=True)
@@ -165,6 +168,13 @@ def predict(args):
                    **(score_metrics(M, labels, model.loss) if labels is not None else {}),
                    **({"unknown_features": int(len(beyond))} if len(beyond) else {}),
                    **({"unseen_labels": unseen} if unseen else {})})
+    if unknown.all():           # (require_features: some) every score the same constant, as for MF's new users
+        n, mc = len(beyond), getattr(model, "min_count", 1)
+        print(f"tux2: warning: no feature of {display_name(args.input)} is one the model has a weight for "
+              f"({n} feature{'s' * (n != 1)}: unseen in training" + (f" or dropped by its --min-count {mc}" if mc > 1
+                                                                      else "")
+              + "): every line scores as an empty one (the intercept's); features numbered or hashed otherwise "
+              "than in training?", file=sys.stderr)
     return 0
 
 

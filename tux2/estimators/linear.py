@@ -382,8 +382,9 @@ class Linear(Estimator):
         return loaders.frame_labels(X, table_labels=self.label_column_, features=self.n_features_in_)[:2]
 
     def _read(self, X):
-        """(graph, labels or None) of samples to score, a table's in the columns fit read."""
-        return loaders.load_samples(X, self.zero_based_, table_labels=self.label_column_,
+        """(graph, labels or None) of samples to score, a table's in the columns fit read, a
+        feature twice in a line as fit read it (``duplicates``)."""
+        return loaders.load_samples(X, self.zero_based_, self.duplicates, table_labels=self.label_column_,
                                     features=self.n_features_in_, known_features=self.n_features_in_, sparse=True)
 
     def decision_function(self, X):
