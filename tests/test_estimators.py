@@ -83,8 +83,8 @@ def test_a_fitted_model_saves_and_loads_as_the_cli_writes_it(files, tmp_path):
     m = tux2.MF(k=3, epochs=2).fit(str(files / "r.txt"))
     m.save(tmp_path / "m")
     back = tux2.MF.load(tmp_path / "m")
-    # model.json keeps the values the run used (mode=None: "sgd" for ratings)
-    resolved = {"mode": "sgd", "lr": 0.1, "partitioner": "stratified", "ids": "int"}
+    # model.json keeps the values the run used (mode=None: "sgd" for ratings, solver=None: "cholesky")
+    resolved = {"mode": "sgd", "solver": "cholesky", "lr": 0.1, "partitioner": "stratified", "ids": "int"}
     assert back.get_params() == {**m.get_params(), **resolved} and back.mu_ == m.mu_
     np.testing.assert_array_equal(back.predict([0, 5], [1, 2]), m.predict([0, 5], [1, 2]))
     assert back.recommend([0], k=3)[1].tolist() == m.recommend([0], k=3)[1].tolist()
