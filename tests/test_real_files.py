@@ -247,6 +247,10 @@ def test_info_reads_what_the_run_commands_read(files):
     assert res["src"]["id_range"][1] == ITEMS and res["edges"] == len(ROWS) and "values" not in res
     res = json.loads(run_cli("info", files["dat"], "--json").stdout)
     assert res["format"] == "edges" and res["values"]["max"] == 5
+    # a compressed file: its size, and the size of what it holds (said as such)
+    res = json.loads(run_cli("info", files["gz"], "--json").stdout)
+    assert res["compressed_bytes"] == os.path.getsize(files["gz"]) and res["bytes"] == os.path.getsize(files["tsv"])
+    assert "MB decompressed)" in run_cli("info", files["gz"]).stdout.splitlines()[0]
 
 
 def test_partition_warns_on_imbalance_and_hdrf_balances_item_sorted_ratings(files, tmp_path):

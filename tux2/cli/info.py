@@ -114,6 +114,7 @@ def info(args):
     if os.path.isdir(args.input) and os.path.isfile(os.path.join(args.input, "model.json")):
         raise InputError("a model directory: tux2 info describes data files; the model's summary.txt and "
                          f"model.json describe it, and 'tux2 predict {args.input} FILE' uses it", path=args.input)
+    given = args.input
     spool_inputs(args)
     path = args.input
     kind = "csv" if args.text_column else io.sniff_input(path, args.columns) if args.format == "auto" else args.format
@@ -176,10 +177,14 @@ def info(args):
         g = loaders.load_edges(path, ids=args.ids, duplicates="keep", dense=True, **input_options(args))
         res = describe(g, "edges")
     res = {"input": io.display_name(path), "bytes": os.path.getsize(path), **res}
+    if path != given and os.path.isfile(given):     # compressed: the file's size, and what it holds
+        res["compressed_bytes"] = os.path.getsize(given)
     if args.json:
         print(json_text(res))
         return 0
-    print(f"{res['input']}: {res['format']}, {res['bytes'] / 1e6:.1f} MB, {res['edges']} edges "
+    size = f"{res['bytes'] / 1e6:.1f} MB" if "compressed_bytes" not in res else \
+        f"{res['compressed_bytes'] / 1e6:.1f} MB ({res['bytes'] / 1e6:.1f} MB decompressed)"
+    print(f"{res['input']}: {res['format']}, {size}, {res['edges']} edges "
           f"(density {res['density']:.3g})")
     if "read_as" in res:
         print(f"  read as: {res['read_as']}")

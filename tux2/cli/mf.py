@@ -60,7 +60,8 @@ def add_parser(sub):
     p.add_argument("--epsilon", type=MF.bounds["epsilon"], default=1.0,
                    help="--confidence log: the count scale ε of c = 1 + alpha·log(1 + r/ε) (default 1)")
     p.add_argument("--solver", choices=MF.choices["solver"], default=None,
-                   help="--implicit: how each user's and item's least-squares system is solved: cg (the default), "
+                   help="--implicit: how each user's and item's least-squares system is solved: cg (the default, "
+                        "but cholesky where the largest confidence exceeds 1e5, raw counts in the millions), "
                         "--cg-steps conjugate-gradient steps from the last epoch's factors (Takács et al. 2011, "
                         "implicit's default; O(n·k) each), or cholesky, exactly (O(n·k²) to form the system, O(k³) "
                         "to factor it); the same ranking after the same epochs, cg ~3x faster (README: measured)")
