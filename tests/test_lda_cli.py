@@ -532,7 +532,7 @@ def test_a_csv_corpus_is_its_text_column_under_the_header(tmp_path):
         t.replace("\n", " ") for t in texts) + "\n"))
     assert one.vocab_ == ref.vocab_
     r = run_cli("run", "lda", str(tmp_path / "docs.csv"), "-k", "2", "--iterations", "1")
-    assert r.returncode == 0 and "docs.csv [csv]" in r.stdout and f"3 documents, {len(ref.vocab_)} words," in r.stdout
+    assert r.returncode == 0 and "docs.csv [csv, text column 'text']" in r.stdout and f"3 documents, {len(ref.vocab_)} words," in r.stdout
 
 
 def test_what_is_not_a_csv_header_is_text_and_a_csv_without_text_column_is_an_error(tmp_path):

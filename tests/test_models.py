@@ -309,3 +309,14 @@ def test_an_lda_model_of_arrays_or_the_built_in_corpus_loads(tmp_path):
     back = LDA.load(tmp_path / "m")
     np.testing.assert_array_equal(back.word_topic_, m.word_topic_)
     assert back.format == "auto" and back.transform(counts[:3]).shape == (3, 3)
+
+
+def test_a_model_path_that_is_no_directory_is_named_as_such(tmp_path):
+    """tux2 predict of a mistyped model path said 'no model.json here', as for a directory
+    without one; a missing path and a file are now said as what they are."""
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "f.txt").write_text("1 2 3\n")
+    for path, what in ((tmp_path / "nope", "no such directory"), (tmp_path / "f.txt", "a file, not a model directory"),
+                       (tmp_path / "empty", "no model.json here")):
+        r = run_cli("predict", str(path), str(tmp_path / "f.txt"))
+        assert r.returncode != 0 and r.stderr.startswith(f"tux2: error: {path}: {what};"), r.stderr

@@ -22,7 +22,9 @@ def read_meta(directory):
     """model.json of a model directory (its manifest entry checked first)."""
     path = os.path.join(directory, "model.json")
     if not os.path.exists(path):
-        raise ModelError(f"{directory}: no model.json here; pass the directory given to 'tux2 run … --out'")
+        what = "no model.json here" if os.path.isdir(directory) else \
+            "a file, not a model directory" if os.path.exists(directory) else "no such directory"
+        raise ModelError(f"{directory}: {what}; pass the directory given to 'tux2 run … --out'")
     for name in ("model.json", files.MANIFEST):            # a FIFO there would block the read for good
         if os.path.exists(os.path.join(directory, name)) and not os.path.isfile(os.path.join(directory, name)):
             raise ModelError(f"{os.path.join(directory, name)}: not a regular file")

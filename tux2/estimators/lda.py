@@ -158,6 +158,7 @@ class LDA(Estimator):
         corpus's own, or ``vocab`` (a file, one word per line) for numeric ids."""
         format, vocab, base, min_count, duplicates = self.format, self.vocab, self.base, self.min_count, self.duplicates
         words, filters = None, dict(min_count=min_count, stopwords=stop_words(self.stop_words), max_df=self.max_df)
+        column = None
         data, test = io.read_once(data), io.read_once(test)      # a generator of documents: read once, here
         texts = io.as_texts(data, self.text_column)
         if texts is not None:                                   # [] is an empty corpus: text_docs says so
@@ -166,6 +167,9 @@ class LDA(Estimator):
             sniffed = format == "auto"
             g, words, format = loaders.load_corpus(data, format, base=base, duplicates=duplicates,
                                                    text_column=self.text_column, **filters)
+            if format == "csv" and os.path.isfile(data):       # the header names the column read
+                _, names, col, _ = io.csv_header(data, self.text_column)
+                column = names[col]
             if sniffed and format == "text":
                 _refuse_numeric_table(g, words, data)
                 if data != "-" and io.sniff_input(data) == "libsvm":   # ('-' was read once, into the corpus)        # as tux2 info reads it: words would be '3', '1'
@@ -215,7 +219,7 @@ class LDA(Estimator):
                 raise InputError(f"vocabulary has {len(words)} words but the docword header says W = {g.n_dst}: "
                                  "the vocabulary of another corpus?", path=vocab)
         own = words is not None and self.stop_words not in ("english", "none", None)     # kept with the model
-        data = Dataset(g, vocab=words, format=format, word_base=int(g.base) if words is None else 0,
+        data = Dataset(g, vocab=words, format=format, column=column, word_base=int(g.base) if words is None else 0,
                        stop=sorted(filters["stopwords"]) if own else None)
         data.test = None if test is None else self._held_out(test, data)
         return data
@@ -277,6 +281,7 @@ class LDA(Estimator):
         fmt, base = data.facts.get("format"), int(data.facts.get("word_base", 0))
         return Setup(graph, prog, {"partitioner": partitioner, **engine},
                      tokens=tokens, vocab=data.vocab, source=data.source, format=fmt, word_base=base, test=data.test,
+                     column=data.facts.get("column"),
                      warm=None if warm is None else warm[1:],
                      stop=data.facts.get("stop"), blocks=blocks, partitioner=partitioner,
                      meta={"documents": g.n_src, "words": g.n_dst, "tokens": tokens, "format": fmt,
@@ -342,7 +347,8 @@ class LDA(Estimator):
 
     def _header(self, s, parts, world):
         return [f"tux2 {__version__} lda ({self.sampler}): {s.source}"
-                + (f" [{s.format}]" if s.format not in (None, "built-in") else ""),
+                + (f" [{s.format}" + (f", text column '{s.column}'" if vars(s).get("column") else "") + "]"
+                   if s.format not in (None, "built-in") else ""),
                 f"  {s.graph.n_src} documents, {s.graph.n_dst} words, {s.tokens} tokens; K={self.topics}, "
                 f"α={self.alpha}" + (f" (optimised every {self.optimize_interval} iterations)"
                                      if self.optimize_interval else "") + f", β={self.beta}, P={parts} ({s.partitioner}"
