@@ -121,7 +121,7 @@ def test_the_cli_starts_from_a_model_directory(files):
     r = run_cli("run", "mf", full_path, "--init-model", str(d / "lda"), "-q")
     assert r.returncode == 2 and "an 'lda' model, not mf" in r.stderr, r.stderr
     r = run_cli("run", "mf", full_path, "--init-model", str(d / "nothing"), "-q")
-    assert r.returncode == 2 and "no model.json" in r.stderr, r.stderr
+    assert r.returncode == 2 and "nothing: no such directory" in r.stderr, r.stderr
     (d / "noalg").mkdir()
     meta = json.loads((d / "old" / "model.json").read_text())
     del meta["algorithm"]
