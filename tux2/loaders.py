@@ -313,14 +313,8 @@ _WHOLE = re.compile(rb"[0-9]{1,18}\.0*")
 def _first_ids_whole(raw, fmt):
     """Whether the first data line's ids are whole numbers, one at least written as a float
     ('1.0'; pandas writes an integer column so once it held a NaN)."""
-    for line in raw[fmt.start: fmt.start + (1 << 16)].split(b"\n"):
-        toks = io.data_fields(line, fmt.mode)
-        if not toks:
-            continue
-        ids = [io.csv_unquote(toks[j]) for j in fmt.cols[:2] if j < len(toks)]
-        return len(ids) == 2 and all(t.isdigit() or _WHOLE.fullmatch(t) for t in ids) and \
-            not all(t.isdigit() for t in ids)
-    return False
+    ids = [io.csv_unquote(t) for t in _first_ids(raw, fmt) or ()]
+    return len(ids) == 2 and all(t.isdigit() or _WHOLE.fullmatch(t) for t in ids) and not all(t.isdigit() for t in ids)
 
 
 def _whole_number_ids(raw, fmt, path, type_names):
@@ -618,13 +612,18 @@ def _known_pair(fmt, maps, raw):
                           and not bytes(raw[fmt.start: fmt.start + 4096]).strip())
 
 
-def _first_ids_numeric(raw, fmt):
+def _first_ids(raw, fmt):
+    """The id fields of the first data line (None: no data line in the first 64 kB)."""
     for line in raw[fmt.start: fmt.start + (1 << 16)].split(b"\n"):
         toks = io.data_fields(line, fmt.mode)       # (spaces split: '1,2 5' is a mistyped number, not an id)
-        if not toks:
-            continue
-        return all(t.lstrip(b"+-").isdigit() for t in (toks[j] for j in fmt.cols[:2] if j < len(toks)))
-    return True
+        if toks:
+            return [toks[j] for j in fmt.cols[:2] if j < len(toks)]
+    return None
+
+
+def _first_ids_numeric(raw, fmt):
+    ids = _first_ids(raw, fmt)
+    return ids is None or all(t.lstrip(b"+-").isdigit() for t in ids)
 
 
 def _check_dense(path, skip, columns, n_edges):

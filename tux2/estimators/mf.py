@@ -103,11 +103,6 @@ def cold_warning(unknown, what, stacklevel=2):
                       "user: KFold(shuffle=True))?", RuntimeWarning, stacklevel=stacklevel + 1)
 
 
-def is_frame(x):
-    """Whether ``x`` is a pandas DataFrame (without importing pandas)."""
-    return type(x).__module__.split(".")[0] == "pandas" and hasattr(x, "columns")
-
-
 def frame_columns(df, columns=None):
     """The (user, item, rating) column names of a DataFrame: ``columns`` (names or
     1-based positions, "userId,movieId,rating" or a list, as for files), else those
@@ -132,7 +127,7 @@ def user_rows(x, columns=None):
     """(users, items, ratings) of a DataFrame's columns (``frame_columns``) or of an (n, 3)
     array's (user, item, rating) rows: ids as integers, or as they are in an array of
     strings or objects (a DataFrame's .values with string ids); anything else as it is."""
-    if is_frame(x):
+    if loaders.is_frame(x):
         return tuple(x[c].to_numpy() for c in frame_columns(x, columns))
     if isinstance(x, np.ndarray) and x.ndim == 2 and x.shape[1] == 3:
         try:
@@ -182,7 +177,7 @@ def _pairs(X, y=None):
     ``fit(X, y)``, ``predict(X)`` and ``score(X, y)``; y 1-D or a column. None when X is
     no such table and there is no y."""
     try:
-        a = X if is_frame(X) else np.asarray(X) if not isinstance(X, list) else np.asarray(X, dtype=object)
+        a = X if loaders.is_frame(X) else np.asarray(X) if not isinstance(X, list) else np.asarray(X, dtype=object)
     except ValueError:              # ragged rows
         a = None
     if np.ndim(a) != 2 or np.shape(a)[1] != 2:
@@ -190,7 +185,7 @@ def _pairs(X, y=None):
             return None
         raise ValueError(f"with ratings y, X holds (user, item) rows (an (n, 2) array or a two-column DataFrame); "
                          f"got {type(X).__name__} of shape {np.shape(a)}")
-    cols = [X[c].to_numpy() for c in X.columns] if is_frame(X) else [_id_column(a[:, j]) for j in (0, 1)]
+    cols = [X[c].to_numpy() for c in X.columns] if loaders.is_frame(X) else [_id_column(a[:, j]) for j in (0, 1)]
     if y is None:
         return tuple(cols)
     r = np.asarray(y, np.float64)
@@ -204,10 +199,10 @@ def _events(x, columns=None):
     """Implicit feedback's (users, items) of x's (user, item) rows — an (n, 2) array, a
     list of pairs, a two-column DataFrame (``columns`` not given) — each row one event,
     as a file's 'user item' lines are; None for anything else."""
-    if is_frame(x) and columns is not None:         # columns= naming two of them: (user, item) events
+    if loaders.is_frame(x) and columns is not None:         # columns= naming two of them: (user, item) events
         picked = _picked(x, columns)
         return tuple(x[c].to_numpy() for c in picked) if len(picked) == 2 else None
-    if not (is_frame(x) or isinstance(x, (np.ndarray, list))) or (is_frame(x) and len(x.columns) != 2):
+    if not (loaders.is_frame(x) or isinstance(x, (np.ndarray, list))) or (loaders.is_frame(x) and len(x.columns) != 2):
         return None
     return _pairs(x)
 
@@ -249,8 +244,8 @@ def bias_baseline(graph, damping=BASELINE_DAMPING, passes=BASELINE_PASSES, scale
     r = np.asarray(graph.values, np.float64)[perm] * scale
     mu = float(r.mean()) if len(r) else 0.0
     # (n + D: a vertex without ratings, whose sum is 0, divides by at least 1)
-    d_u = np.maximum(np.bincount(u, minlength=graph.n_src) + damping, 1.0)
-    d_i = np.maximum(np.bincount(i, minlength=graph.n_dst) + damping, 1.0)
+    n_u, n_i = loaders.degrees(graph)
+    d_u, d_i = np.maximum(n_u + damping, 1.0), np.maximum(n_i + damping, 1.0)
     b_u = np.zeros(graph.n_src)
     for _ in range(passes):
         b_i = np.bincount(i, r - mu - b_u[u], minlength=graph.n_dst) / d_i
@@ -487,8 +482,8 @@ class MF(Estimator):
             data, test = xy, None
         elif self.implicit and _events(data, self.columns) is not None:     # fit(X): one event per row
             data = _events(data, self.columns)
-        facts = {"frame_columns": frame_columns(data, self.columns)} if is_frame(data) else {}
-        if is_frame(test) and facts and set(facts["frame_columns"]) <= set(test.columns):
+        facts = {"frame_columns": frame_columns(data, self.columns)} if loaders.is_frame(data) else {}
+        if loaders.is_frame(test) and facts and set(facts["frame_columns"]) <= set(test.columns):
             test = user_rows(test, facts["frame_columns"])      # by the training frame's names, not position
         data = user_rows(_rows3(data, "MF.fit") if isinstance(data, (np.ndarray, list)) else data, self.columns)
         if loaders.is_path(data):
@@ -1084,7 +1079,7 @@ class MF(Estimator):
 
     def _predict(self, users, items, unknown, what):
         known = vars(self).get("columns_")
-        if items is None and is_frame(users) and known is not None and set(known[:2]) <= set(users.columns):
+        if items is None and loaders.is_frame(users) and known is not None and set(known[:2]) <= set(users.columns):
             users, items = (users[c].to_numpy() for c in known[:2])      # by name, as fit read them
         if items is None:
             rows = _pairs(users)
@@ -1142,7 +1137,7 @@ class MF(Estimator):
             cold_warning(masks[0] | masks[1], "MF.score")
         else:                       # X's (user, item) rows and y; (users, items, ratings); rows; a DataFrame by name
             rows = _pairs(X, y) if y is not None else X if isinstance(X, tuple) and len(X) == 3 else \
-                user_rows(X if is_frame(X) else _rows3(X), vars(self).get("columns_", self.columns))
+                user_rows(X if loaders.is_frame(X) else _rows3(X), vars(self).get("columns_", self.columns))
             u, i, r = (np.asarray(c) for c in rows)
             r = r.astype(np.float64)
             pred = self._predict(u, i, "baseline", "MF.score")
@@ -1368,7 +1363,7 @@ class MF(Estimator):
         else:
             columns = vars(self).get("columns_", self.columns)
             rows = test if isinstance(test, tuple) and len(test) in (2, 3) else _pairs(test) or \
-                user_rows(test if is_frame(test) else _rows3(test, "MF.ranking_metrics"), columns)
+                user_rows(test if loaders.is_frame(test) else _rows3(test, "MF.ranking_metrics"), columns)
             users, items, r = *map(np.asarray, rows[:2]), rows[2] if len(rows) == 3 else None    # (u, i, None) too
         COUNT.check("MF.ranking_metrics: k", k)             # precision@0 is 0/0 (Spark refuses k <= 0 too)
         keep = np.ones(len(users), bool)
