@@ -146,6 +146,40 @@ def test_ctrl_c_while_the_program_starts_is_a_line_not_a_traceback(delay):
     assert (r.returncode, r.stderr) == (130, "tux2: interrupted\n")
 
 
+def test_a_ctrl_c_during_numbas_compile_is_remembered_not_raised_inside_it():
+    """Raised inside numba's compile or cache load, a KeyboardInterrupt can leave a
+    half-linked function whose first call crashes the process (SIGSEGV seen in CI, Ctrl-C
+    0.3 s into ``tux2 run mf``). The program's handler remembers a signal that lands
+    there; the function compiles whole and ``check`` raises it afterwards."""
+    import subprocess
+    import sys
+    code = ("import os, signal, threading, time\n"
+            "from tux2 import interrupt\n"
+            "from numba import njit\n"
+            "interrupt.install()\n"
+            "@njit\n"
+            "def f(a):\n"
+            "    s = 0.0\n"
+            "    for x in a:\n"
+            "        s += x * x\n"
+            "    return s\n"
+            "from numba.core import compiler\n"
+            "compile = compiler.compile_extra\n"
+            "def signalled(*a, **k):        # the signal lands inside the compile (called by numba's), for certain\n"
+            "    os.kill(os.getpid(), signal.SIGINT)\n"
+            "    time.sleep(0.1)\n"
+            "    return compile(*a, **k)\n"
+            "compiler.compile_extra = signalled\n"
+            "import numpy as np\n"
+            "print(f(np.arange(4.0)), interrupt.SEEN)\n"
+            "try:\n"
+            "    interrupt.check()\n"
+            "except KeyboardInterrupt:\n"
+            "    print('raised')\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert (r.returncode, r.stdout, r.stderr) == (0, "14.0 [2]\nraised\n", "")
+
+
 def test_a_ctrl_c_whose_exception_was_dropped_stops_the_run_after_an_epoch():
     """A KeyboardInterrupt raised inside a callback from C is printed and dropped by
     Python (seen in CI: a 100000-epoch run went on after Ctrl-C during numba's compile).

@@ -196,7 +196,9 @@ def _main(argv):
     from tux2.runtime import say_error
     try:
         __import__("tux2.files").files.check_cwd()
-        return _flushed(args.func(args))
+        status = args.func(args)
+        interrupt.check()       # a Ctrl-C remembered during numba's work (tux2.interrupt) ends as one
+        return _flushed(status)
     except MemoryError:
         print("tux2: error: out of memory: the input or the options (--k, --topics, --partitions …) need more "
               "memory than this machine has", file=sys.stderr)
