@@ -1,4 +1,6 @@
 """Edge-list loading: good files parse exactly, bad ones name file and line."""
+import re
+
 import numpy as np
 import pytest
 from hypothesis import example, given, settings, strategies as st
@@ -314,3 +316,18 @@ def test_a_header_of_role_names_above_string_ids_is_a_header(text, names):
     fmt = io.edge_format(text, "f")
     assert fmt.names == names
     assert (fmt.start == text.index(b"\n") + 1) == (names is not None)
+
+
+@pytest.mark.parametrize("text, line, column", [
+    ("user,item,rating\n1,2,\n1,3,4\n", 2, "column 3 ('rating')"),   # pandas' to_csv of a missing first rating
+    ("1,2,\n1,3,4\n", 1, "column 3"), ("1;2;\n1;3;4\n", 1, "column 3")])
+def test_a_first_data_line_ending_in_an_empty_field_is_named(tmp_path, text, line, column):
+    """A first data line whose last field is empty had the next line named, as one with
+    a value column where the lines before had none. A file whose every line ends in a
+    separator still reads."""
+    p = write(tmp_path, text, "r.csv")
+    from tux2 import loaders
+    with pytest.raises(InputError, match=rf"{p}:{line}: empty field in {re.escape(column)} at the end of the line"):
+        loaders.load_edges(p)
+    g = loaders.load_edges(write(tmp_path, "1,2,5,\n1,3,4,\n", "every.csv"))
+    assert sorted(g.values.tolist()) == [4.0, 5.0]
