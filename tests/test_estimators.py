@@ -199,6 +199,25 @@ def test_a_script_without_a_main_guard_fits_with_two_workers(tmp_path):
     assert r.returncode == 0 and r.stdout.count("script ran") == 1 and "accuracy" in r.stdout, r.stdout + r.stderr
 
 
+def test_an_estimator_class_of_an_interactive_session_is_refused_before_workers_start(tmp_path):
+    """A Program's class defined in a notebook, ``python -c`` or a script on standard input
+    cannot be imported by worker processes (multiprocessing's spawn looked for a file
+    '<stdin>' in each and printed its tracebacks): one clear error, before any starts."""
+    import subprocess
+    import sys
+    script = ("import numpy as np, tux2\n"
+              "class TinyMF(tux2.MF):\n"
+              "    pass\n"
+              "TinyMF(k=2, epochs=1).fit(np.array([[0, 0, 5.0], [1, 1, 3.0]]), workers=2)\n")
+    r = subprocess.run([sys.executable, "-"], input=script, capture_output=True, text=True, timeout=300,
+                       cwd=tmp_path)
+    assert r.returncode == 1 and "FileNotFoundError" not in r.stderr and "spawn" not in r.stderr, r.stderr
+    assert r.stderr.strip().splitlines()[-1] == (
+        "tux2.errors.Tux2Error: TinyMF is defined in an interactive session (a notebook, python -c, standard "
+        "input), from which worker processes cannot import it: define the class in a module (a .py file beside "
+        "the notebook) and import it, or fit with workers=1"), r.stderr
+
+
 def test_fit_with_a_checkpoint_resumes_where_it_stopped(files, tmp_path):
     ck = tmp_path / "ck"
     straight = tux2.MF(k=3, epochs=4).fit(str(files / "r.txt"))

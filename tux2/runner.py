@@ -659,6 +659,11 @@ def _start(est, job):
     import pickle
     import subprocess
     if type(est).__module__ in ("__main__", "__mp_main__"):
+        script = getattr(sys.modules["__main__"], "__file__", None)
+        if not (script and os.path.isfile(script)):
+            raise Tux2Error(f"{type(est).__name__} is defined in an interactive session (a notebook, python -c, "
+                            "standard input), from which worker processes cannot import it: define the class in a "
+                            "module (a .py file beside the notebook) and import it, or fit with workers=1")
         import multiprocessing
         spawn = multiprocessing.get_context("spawn")
         procs = [spawn.Process(target=_worker, args=(est, r, job), name=f"tux2-worker-{r}", daemon=True)
