@@ -232,31 +232,65 @@ def seen_csr(graph):
     return indptr, graph.dst[perm].astype(np.int32)
 
 
-def bias_baseline(graph, damping=BASELINE_DAMPING, passes=BASELINE_PASSES, scale=1.0):
+def bias_baseline(graph, damping=BASELINE_DAMPING, passes=BASELINE_PASSES, scale=1.0, gather=None):
     """(μ, b_u, b_i) of the bias baseline r̂ = μ + b_u + b_i of a user → item rating graph
     (its values times ``scale``): μ the mean rating, the biases the least-squares fit of
     Σ(r − μ − b_u − b_i)² + D(Σb_u² + Σb_i²), D = ``damping``, by ``passes`` alternating
     exact solves, b_i = Σ_u(r − μ − b_u)/(n_i + D), then b_u = Σ_i(r − μ − b_i)/(n_u + D)
-    (Koren's baseline estimates; surprise's BaselineOnly, LensKit's Bias). Summed in
-    (user, item) order, so any edge order (partitions, workers) gives the same numbers."""
-    perm, _ = csr_order(graph)
-    u, i = graph.src[perm], graph.dst[perm]
-    r = np.asarray(graph.values, np.float64)[perm] * scale
-    mu = float(r.mean()) if len(r) else 0.0
+    (Koren's baseline estimates; surprise's BaselineOnly, LensKit's Bias); None without
+    ratings. ``gather``: a
+    transport's allgather, when ``graph`` is this worker's share of the ratings (distributed
+    ingress): the workers then exchange per-vertex sums, never the ratings. The sums are of
+    fixed-point integers (``_fixed``), exact in any order, so any split of the edges —
+    partitions, workers — gives the same numbers."""
+    tags = iter(range(1 << 30))
+
+    def every(*local):              # per array, the workers' in rank order
+        pieces = [local] if gather is None else gather(f"baseline-{next(tags)}", list(local))
+        return [[p[j] for p in pieces] for j in range(len(local))]
+
+    def total(*local):              # per array, its sum over the workers' (exact: integers)
+        return [sum(x) for x in every(*local)]
+    u, i = graph.src, graph.dst
+    r = np.asarray(graph.values, np.float64) * scale
+    tops, counts = every(np.array([np.abs(r).max(initial=0.0)]), np.array([len(r)], np.int64))
+    top, count = max(t[0] for t in tops), sum(c[0] for c in counts)
+    if not count:
+        return None
+    n_u, n_i = total(*loaders.degrees(graph))
+    # terms |r − μ − b| < 4·max|r|: units of 2^−bits leave their sum over every edge inside int64
+    # (bits < 0 for ratings near the float32 limit)
+    bits = int(min(60 - np.ceil(np.log2(4 * top * count + 1)), 52))
+    mu = total(np.array([_fixed(r, bits).sum()]))[0][0] / 2.0 ** bits / count
     # (n + D: a vertex without ratings, whose sum is 0, divides by at least 1)
-    n_u, n_i = loaders.degrees(graph)
     d_u, d_i = np.maximum(n_u + damping, 1.0), np.maximum(n_i + damping, 1.0)
-    b_u = np.zeros(graph.n_src)
+    b_u, b_i = np.zeros(graph.n_src), np.zeros(graph.n_dst)
     for _ in range(passes):
-        b_i = np.bincount(i, r - mu - b_u[u], minlength=graph.n_dst) / d_i
-        b_u = np.bincount(u, r - mu - b_i[i], minlength=graph.n_src) / d_u
-    return mu, b_u, (b_i if passes else np.zeros(graph.n_dst))
+        b_i = total(_fixed_sums(i, r - mu - b_u[u], graph.n_dst, bits))[0] / 2.0 ** bits / d_i
+        b_u = total(_fixed_sums(u, r - mu - b_i[i], graph.n_src, bits))[0] / 2.0 ** bits / d_u
+    return mu, b_u, b_i
 
 
-def baseline_rmse(graph, test, clip=None, scale=1.0):
+def _fixed(x, bits):
+    """``x`` as integers in units of 2^−bits (int64): their sums are exact in any order."""
+    return np.rint(np.ldexp(x, bits)).astype(np.int64)
+
+
+def _fixed_sums(index, x, n, bits):
+    """Per id 0 … n−1, the fixed-point sum of the ``x`` whose ``index`` it is."""
+    out = np.zeros(n, np.int64)
+    np.add.at(out, index, _fixed(x, bits))
+    return out
+
+
+def baseline_rmse(graph, test, clip=None, scale=1.0, gather=None):
     """The test RMSE of ``bias_baseline`` fitted on ``graph``, as the model's is measured
-    (udfs/mf.rmse: an unknown user or item adds no bias; predictions clipped to ``clip``)."""
-    mu, b_u, b_i = bias_baseline(graph, scale=scale)
+    (udfs/mf.rmse: an unknown user or item adds no bias; predictions clipped to ``clip``);
+    None without test ratings or without training ratings (on any worker)."""
+    fit = bias_baseline(graph, scale=scale, gather=gather)
+    if fit is None or test is None or not test.num_edges:
+        return None
+    mu, b_u, b_i = fit
     return mf.rmse({"p": np.zeros((len(b_u), 1)), "b": b_u}, {"p": np.zeros((len(b_i), 1)), "b": b_i}, test, mu,
                    clip)
 
@@ -777,14 +811,10 @@ class MF(Estimator):
 
     def _baseline(self, eng, s):
         """The bias baseline's test RMSE (``baseline_rmse``) on this worker's test set (None
-        without one), from every training rating (gathered with distributed ingress)."""
-        g = s.graph
-        if s.ingress:
-            pieces = eng.transport.allgather("baseline", [g.src, g.dst, g.values])
-            g = BipartiteGraph(*(np.concatenate([p[j] for p in pieces]) for j in range(3)), g.n_src, g.n_dst, NAMES)
-        if s.test is None or not s.test.num_edges or not g.num_edges:
-            return None
-        return baseline_rmse(g, s.test, s.clip, s.scale)
+        without one), from every training rating (with distributed ingress, every worker's
+        sums per vertex)."""
+        gather = eng.transport.allgather if s.ingress else None
+        return baseline_rmse(s.graph, s.test, s.clip, s.scale, gather)     # (collective: every worker takes part)
 
     def _rates(self, s):
         return {"edges_per_s": s.graph.num_edges}
