@@ -1,4 +1,5 @@
-"""``intercept_`` (scikit-learn's name) is coef_'s last row: the scores are X·coef_[:-1] + intercept_."""
+"""``coef_`` and ``intercept_`` as scikit-learn's: the features' weights and the intercept apart
+(weights_' last row), the scores X·coef_ᵀ + intercept_, and SelectFromModel works."""
 import numpy as np
 import pytest
 
@@ -22,16 +23,30 @@ def _data(seed=0, n=300, d=5, classes=2):
                                            (lambda: tux2.Softmax(epochs=3), 3),
                                            (lambda: tux2.LinearRegression(epochs=3), 0),
                                            (lambda: tux2.BlockPG(bias=True, reg=0.01), 2)])
-def test_intercept_is_coef_last_row(make, classes):
+def test_coef_has_the_features_and_the_intercept_is_apart(make, classes):
     X, y = _data(classes=classes)
     est = make().fit(X, y)
     coef = np.asarray(est.coef_, np.float64)
+    assert coef.shape == ((3, X.shape[1]) if classes == 3 else (X.shape[1],))      # scikit-learn's shapes
     scores = est.predict(X) if classes == 0 else est.scores(X)
     scores = scores if classes == 3 else np.ravel(scores)
-    manual = X @ coef[:-1] + est.intercept_
+    manual = X @ coef.T + est.intercept_
     assert np.allclose(scores, manual, atol=1e-6 * (1 + np.abs(manual).max()))
-    assert np.array_equal(np.atleast_1d(est.intercept_), np.atleast_1d(coef[-1]))
+    assert np.array_equal(np.atleast_1d(est.intercept_), np.atleast_1d(est.weights_[-1]))
     assert est.intercept_ != 0 if classes != 3 else np.any(est.intercept_ != 0)
+
+
+@pytest.mark.parametrize("make, classes", [(lambda: tux2.LogisticRegression(epochs=5), 2),
+                                           (lambda: tux2.Softmax(epochs=5), 3)])
+def test_select_from_model_keeps_the_informative_features(make, classes):
+    """scikit-learn's SelectFromModel reads coef_ (classes by rows) against n_features_in_:
+    with the intercept in coef_ it failed ('boolean index did not match')."""
+    from sklearn.feature_selection import SelectFromModel
+    X, y = _data(classes=classes)
+    X[:, 0] = (X[:, 0] - 120) / 10
+    sel = SelectFromModel(make()).fit(X, y)
+    assert sel.get_support().tolist() == [False, True, True, False, False], sel.estimator_.coef_
+    assert sel.transform(X).shape == (len(X), 2)
 
 
 def test_without_bias_the_intercept_is_zero():
@@ -62,4 +77,5 @@ def test_hashed_indices(tmp_path):
     (tmp_path / "h.svm").write_text("\n".join(lines) + "\n")
     lr = tux2.LogisticRegression(epochs=3).fit(str(tmp_path / "h.svm"))
     assert lr.features_ is not None and len(lr.weights_) == 41
-    assert lr.intercept_ == float(lr.weights_[-1]) == float(lr.coef_[-1]) != 0
+    assert lr.intercept_ == float(lr.weights_[-1]) != 0 and lr.coef_.shape == (lr.n_features_in_,) == (feats[-1],)
+    assert lr.coef_[feats - 1].tolist() == lr.weights_[:-1].tolist()

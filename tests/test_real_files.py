@@ -507,7 +507,8 @@ def test_scikit_learns_zero_based_libsvm_files_are_read_as_written(tmp_path):
     assert r.returncode == 0, r.stderr
     assert "read as: feature indices 0-based (an index 0 occurs" in r.stdout
     weights = dict(line.split(":") for line in (tmp_path / "m" / "weights.txt").read_text().split())
-    assert sorted(int(k) for k in weights) == np.flatnonzero(auto.coef_).tolist()      # the file's indices (123: intercept)
+    assert sorted(int(k) for k in weights) == np.flatnonzero(auto.coef_).tolist() + [len(auto.coef_)]  # the file's
+    #                                                                                   indices, the intercept's last
     p = run_cli("predict", str(tmp_path / "m"), test, "-o", str(tmp_path / "pred.txt"))
     assert p.returncode == 0, p.stderr
     np.testing.assert_array_equal(np.loadtxt(tmp_path / "pred.txt", usecols=0, comments="#"), auto.predict(test))
@@ -560,7 +561,7 @@ def test_logistic_regression_fits_an_intercept_by_default_on_w8a_shaped_rows():
     lr = tux2.LogisticRegression().fit(X[:4000], y[:4000])
     acc = lr.score(X[4000:], y[4000:])
     without = tux2.LogisticRegression(bias=False).fit(X[:4000], y[:4000]).score(X[4000:], y[4000:])
-    assert lr.coef_.shape == (d + 1,) and lr.coef_[-1] < -1           # the intercept, last: few positives
+    assert lr.coef_.shape == (d,) and lr.intercept_ < -1              # few positives
     # without it 0.955, below always guessing the majority class (0.975); scikit-learn's default 0.9755
     assert acc >= without + 0.01 and acc >= (y[4000:] == -1).mean() - 0.005, (acc, without)
 

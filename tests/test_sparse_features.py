@@ -56,6 +56,13 @@ MODELS = {"lr": lambda: tux2.LogisticRegression(epochs=3),
           "blockpg": lambda: tux2.BlockPG(epochs=3, reg=0.5, bias=True)}
 
 
+def _full(model):
+    """The model's rows by index, the intercept's (or an FM's constant feature's) last: the
+    weight files' layout, coef_ with them (coef_ itself is the features', classes by rows)."""
+    from tux2.estimators.linear import by_index
+    return by_index(model.weights_, vars(model).get("features_"), model.n_features_in_)
+
+
 def _by_hand(coef, seen, span):
     """The hand-compacted model's coef_ laid out by the original indices."""
     coef = np.asarray(coef)
@@ -73,9 +80,9 @@ def test_a_sparse_file_trains_as_its_indices_compacted_by_hand(files, name):
     weight 0) and predictions are the compacted file's."""
     sparse = MODELS[name]().fit(files["train"], files["test"])
     hand = MODELS[name]().fit(files["hand"], files["hand_test"])
-    assert len(hand.coef_) == len(files["seen"]) + (name != "fm")
-    assert len(sparse.coef_) == files["span"] + (name != "fm")         # 1-based: indices 0 … span−1, intercept
-    np.testing.assert_array_equal(sparse.coef_, _by_hand(hand.coef_, files["seen"], files["span"]))
+    assert len(_full(hand)) == len(files["seen"]) + (name != "fm")
+    assert len(_full(sparse)) == files["span"] + (name != "fm")         # 1-based: indices 0 … span−1, intercept
+    np.testing.assert_array_equal(_full(sparse), _by_hand(_full(hand), files["seen"], files["span"]))
     np.testing.assert_array_equal(sparse.features_, files["seen"])
     def metrics(model):
         return [{k: v for k, v in h.items() if not k.endswith("_s")} for h in model.history_]
@@ -138,9 +145,9 @@ def test_a_matrix_of_2_22_columns_gives_coef_by_column(files):
     X = sp.csr_matrix((np.ones(len(cols)), (rows, cols)), shape=(len(files["xs"]), H))
     m = tux2.LogisticRegression(epochs=2).fit(X, files["ys"])
     f = tux2.LogisticRegression(epochs=2).fit(files["train"])
-    assert m.coef_.shape == (H + 1,) and m.n_features_in_ == H
-    np.testing.assert_array_equal(m.coef_[:files["span"]], f.coef_[:-1])
-    assert m.coef_[-1] == f.coef_[-1] and not m.coef_[files["span"]:-1].any()
+    assert m.coef_.shape == (H,) and m.n_features_in_ == H
+    np.testing.assert_array_equal(m.coef_[:files["span"]], f.coef_)
+    assert m.intercept_ == f.intercept_ and not m.coef_[files["span"]:].any()
     np.testing.assert_array_equal(m.decision_function(X[:20]), f.decision_function(files["train"])[:20])
 
 
@@ -217,7 +224,7 @@ def _as_dense_model(directory, model):
     ``index``: a row per index (the intercept's last), model.json's features that count."""
     from tests.test_hardening import _rewrite_meta
     from tux2 import files
-    W = np.asarray(model.coef_)
+    W = _full(model)
     path = os.path.join(directory, "weights.npz")
     np.savez(path, **({"w": W[:, 0], "V": W[:, 1:]} if model.algorithm == "fm" else {"w": W}))
     m = json.load(open(os.path.join(directory, "manifest.json")))
@@ -243,12 +250,14 @@ def test_the_model_stays_compact_and_coef_is_laid_out_on_demand(tmp_path, name):
     assert all(np.size(v) < span for v in vars(m).values() if isinstance(v, np.ndarray)), \
         "an array by index is kept"
     coef = m.coef_
-    assert len(coef) == span + extra and not coef.flags.writeable
+    assert not coef.flags.writeable
     with pytest.raises(ValueError):
         coef[0] = 1.0
     with pytest.raises(AttributeError):
         m.coef_ = coef
-    np.testing.assert_array_equal(coef, _by_hand(m.weights_, seen, span))
+    laid = _by_hand(m.weights_, seen, span)
+    np.testing.assert_array_equal(coef, laid[:span].T if name == "softmax" else laid[:span])
+    assert len(laid) == span + extra
     m.save(str(tmp_path / "m"))
     z = np.load(tmp_path / "m" / "weights.npz")
     np.testing.assert_array_equal(z["index"], seen)

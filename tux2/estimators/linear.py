@@ -40,7 +40,7 @@ class Linear(Estimator):
     (one per feature for a binary model; features × K for softmax, features × (1 + F) for an FM).
     The model is kept compact: ``weights_`` holds a row per feature that occurred in training
     (``features_``, their indices, when sparse indices were numbered densely; else a row per
-    index), the intercept's last; ``coef_`` lays them out by index on demand. ``min_count`` N > 1
+    index), the intercept's last; ``coef_`` lays out the features' by index on demand. ``min_count`` N > 1
     drops the features with fewer than N non-zero entries in the training data
     (``loaders.frequent_features``): ``features_`` holds the others, and in scored input a
     dropped feature is one unseen in training, of weight 0."""
@@ -294,30 +294,35 @@ class Linear(Estimator):
     @property
     def coef_(self):
         """The weights by feature index, as scikit-learn's linear models give them: one per
-        index 0 … ``n_features_in_``−1 (a binary model's vector; features × K for softmax,
-        features × (1 + F), (w, V), for an FM), the intercept's last. Read-only, made on
-        demand from ``weights_``: for a model of sparse indices (``features_``) a new array
-        each time, zero at the indices that did not occur and not writeable (2^24 hashed
-        indices are 134 MB a column: keep it, or use ``weights_`` and ``features_``); else
-        ``weights_`` itself."""
+        index 0 … ``n_features_in_``−1, without the intercept (``intercept_``), so
+        ``X @ coef_.T + intercept_`` are the scores and ``SelectFromModel`` works: a
+        binary or regression model's vector, (K, features) for softmax (its classes by
+        rows), features × (1 + F), (w, V), for an FM (the constant feature's row, whose
+        factors meet every feature's, is ``weights_``' last with bias=True). Read-only, made on demand
+        from ``weights_``: for a model of sparse indices (``features_``) a new array each
+        time, zero at the indices that did not occur (2^24 hashed indices are 134 MB a
+        column: keep it, or use ``weights_`` and ``features_``); else a view of it."""
         W = self.weights_                           # before fit: AttributeError, whose message names coef_
         seen = vars(self).get("features_")
-        if seen is None:
-            return W
-        out = by_index(W, seen, self.n_features_in_)
-        out.flags.writeable = False                 # a write would change a copy, not the model
+        out = W if seen is None else by_index(W, seen, self.n_features_in_)
+        out = out[:self.n_features_in_]
+        if self.loss == "softmax":
+            out = out.T
+        if seen is not None or out.flags.writeable:
+            out = out.view()
+            out.flags.writeable = False             # a write would change a copy, or the model behind its back
         return out
 
     @property
     def intercept_(self):
         """The intercept, scikit-learn's name for it: ``coef_``'s last row when the model has
         one (``bias``), else 0; a float for a binary or regression model, (K,) for softmax.
-        ``coef_`` keeps it as its last row (the weight files' layout). An FM has none
+        ``weights_`` keeps it as its last row (the weight files' layout). An FM has none
         (``hasattr`` is False): its constant feature has factors too."""
         W = self.weights_                           # before fit: AttributeError, as coef_
         if getattr(self, "algorithm", None) == "fm":
             raise AttributeError("an FM has no intercept_: its constant feature (bias=True) has factors "
-                                 "too; its row (w, V) is coef_'s last")
+                                 "too; its row (w, V) is weights_' last")
         if not self._bias():
             return 0.0 if W.ndim == 1 else np.zeros(W.shape[1])
         return float(W[-1]) if W.ndim == 1 else np.array(W[-1], dtype=np.float64)
@@ -1161,8 +1166,8 @@ class BlockPG(Linear):
     kappa when each sample's values are equal (``blockpg.even_rows``) and a sample has under 8
     features per block, else newton.
     ``block_size`` None: 500 for kappa; for newton the largest power of two up to 512 in
-    which a sample has on average at most 1.25 of its features (``_newton_block``); ``coef_``: the weights, the intercept
-    last with ``bias``; ``form_`` and ``block_size_``: the form and block size the fit
+    which a sample has on average at most 1.25 of its features (``_newton_block``); ``coef_``: the weights (``intercept_``
+    with ``bias``); ``form_`` and ``block_size_``: the form and block size the fit
     used (model.json: form_used, block_size_used). ``warm_start``: a ``fit`` after the first
     starts from the weights it learned (``start_from(model)``; ``--init-model DIR``), features
     by index, the margins computed from them; the labels and the intercept must be the model's.
