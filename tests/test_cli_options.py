@@ -616,6 +616,7 @@ def test_an_output_no_one_can_create_is_refused_before_any_work(capsys, tmp_path
     (["run", "mf", "--n_factors", "20"], "--n_factors: use --k\n"),
     (["run", "mf", "--maxIter", "5"], "--maxIter: use --epochs\n"),
     (["run", "lr", "--lambda", "1"], "--lambda: use --lam\n"),
+    (["run", "mf", "--lam", "0.1"], "--lam: use --reg (--lam is an option of tux2 run blockpg"),     # the GLMs' λ
     (["run", "lr", "--C", "2"], "--C: use --lam (λ = 1/C)\n"),
     (["run", "lda", "--num_topics", "5"], "--num_topics: use --topics/-k\n"),
     (["run", "lda", "--Epochs", "5"], "--Epochs: use --iterations (--Epochs is an option of tux2 run mf"),
