@@ -128,6 +128,7 @@ def test_predict_metrics_is_written_or_refused_never_silently_missing(ratings_fi
     r = run_cli("predict", str(tmp_path / "m"), str(tmp_path / "pairs.txt"), "-o", str(tmp_path / "p.txt"),
                 "--metrics", str(m))
     assert r.returncode == 0 and json.loads(m.read_text()) == {"model": "mf", "pairs": 2}, r.stderr
+    assert m.read_text().endswith("}\n"), m.read_text()     # a text line, as run's --metrics lines (wc -l, cat a b)
     r = run_cli("predict", str(tmp_path / "m"), "--top-k", "2", "--metrics", str(tmp_path / "k.json"))
     assert r.returncode == 2 and r.stdout == "" and r.stderr.startswith("tux2: error: --metrics: --top-k "), r.stderr
 
