@@ -264,6 +264,9 @@ X4 = np.random.default_rng(0).random((60, 4))
     (lambda t: t.LogisticRegression(epochs=1).fit([["1", "2"], ["3", "x"]], [0, 1]),
      "matrix: X holds 'x' at row 1, column 1: features are numbers; encode categories first"),
     (lambda t: t.BlockPG(epochs=1).fit(np.array([["a", "b"], ["c", "d"]]), [0, 1]), "matrix: X holds 'a' at row 0"),
+    (lambda t: t.LogisticRegression(epochs=1).fit(__import__("pandas").DataFrame({"age": [1., 2.], "city": ["x", "y"]}),
+                                                  [0, 1]),                  # it was numpy's "could not convert string"
+     "matrix: X holds 'x' at row 0, column 1 ('city'): features are numbers; encode categories first"),
     (lambda t: t.LogisticRegression(epochs=1).fit(X4, np.c_[X4[:, 0] > .5, X4[:, 1] > .5]),
      "y holds one label per sample, shape (60,) or (60, 1); got (60, 2)"),       # it said 'y is None'
     (lambda t: t.LogisticRegression(epochs=1).fit(X4, X4[:, 0] > .5).predict([["a", 1, 1, 1]]), "X holds 'a'"),
