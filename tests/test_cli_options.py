@@ -495,6 +495,16 @@ def test_mf_given_a_corpus_says_what_it_looks_like(capsys, tmp_path, text, line,
     assert ("[worker " in err) == (workers == "2"), err
 
 
+def test_a_vowpal_wabbit_file_is_named_so(capsys, tmp_path):
+    """A VW user's 'label | feature …' lines were only 'feature index is not a non-negative
+    integer'; the message now also says which format it looks like and what tux2 reads."""
+    f = tmp_path / "train.vw"
+    f.write_text("1 | price:0.23 sqft:0.25\n-1 'tag |f a b c\n")
+    rc, out, err = _main(capsys, "run", "lr", str(f), "-q")
+    _refused(rc, err, f"{f}:1: feature index is not a non-negative integer; this looks like Vowpal Wabbit's "
+             "format ('label | feature …'), which tux2 does not read: write 'label index:value …'")
+
+
 def test_a_multi_label_libsvm_line_is_named_so_not_a_malformed_feature(capsys, tmp_path):
     """LIBSVM's multi-label sets (scene, yeast, rcv1-multilabel) write 'l1,l2 index:value
     …': tux2 called the labels a malformed feature, and tux2 info a text corpus. Now
