@@ -763,3 +763,12 @@ def test_a_one_line_pairs_file_of_a_new_user_and_a_known_item_is_data(capsys, tm
         one.write_text(line)
         rc, out, err = _main(capsys, "predict", str(tmp_path / "m"), str(one))
         _refused(rc, err, f"tux2: error: {one}: no edges found: the file's one line")
+
+
+@pytest.mark.parametrize("algo", ["lr", "svm", "softmax", "fm", "linreg", "blockpg"])
+def test_the_linear_models_help_says_they_read_tables_too(capsys, algo):
+    """Their descriptions said 'over a libsvm file' only, though a CSV table with a header
+    (labels in a named column) trains as well."""
+    rc, out, err = _main(capsys, "run", algo, "--help")
+    out = " ".join(out.split())
+    assert rc == 0 and "over a libsvm file or a table of numbers (CSV, TSV" in out, out[:600]
