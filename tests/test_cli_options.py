@@ -633,10 +633,11 @@ def test_an_output_no_one_can_create_is_refused_before_any_work(capsys, tmp_path
     (["run", "lda", "--eta", "0.1"], "--eta: use --beta (--eta is an option of tux2 run lr"),
     (["run", "lda", "--passes", "5"], "--passes: use --iterations\n"),                          # gensim's
     (["run", "mf", "--lambda", "0.1", "--n_factors", "20"], "--lambda: use --reg; --n_factors: use --k\n"),
-    # LibMF's single-dash flags: -k factors, -t iterations, -l2 λ, -p the validation set, -s threads
+    # LibMF's single-dash flags: -k factors, -t iterations, -l2 λ, -s threads (not -p, its validation set: in
+    # tux2 run lr, -p would more likely mean --partitions)
     (["run", "mf", "r.txt", "-k", "20"], "-k 20: use --k (-k is an option of tux2 run lda)\n"),
     (["run", "mf", "r.txt", "-t", "20", "-l2", "0.05"], "-t: use --epochs; -l2: use --reg\n"),
-    (["run", "mf", "r.txt", "-p", "t.txt"], "-p t.txt: use --test\n"),
+    (["run", "lr", "d.svm", "-p", "4"], "-p 4: tux2 run lr has no -p\n"),
     (["run", "lda", "d.txt", "-t", "20"], "-t 20: use --iterations\n")])
 def test_a_flag_of_another_algorithm_names_this_ones(capsys, argv, hint):
     """`tux2 run lda --epochs 5` (LDA counts --iterations) said only 'unrecognized

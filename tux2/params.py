@@ -120,7 +120,7 @@ PEER_NAMES = (
     ("--num-iter", "--iterations"), ("--n-iter", "--iterations"), ("--iter", "--iterations"),
     ("--num-topics", "--topics"), ("--n-topics", "--topics"), ("--n-components", "--topics"),
     ("--passes", "--iterations"), ("--passes", "--epochs"), ("--implicit-prefs", "--implicit"),
-    ("--implicitprefs", "--implicit"), ("--t", "--epochs"), ("--t", "--iterations"), ("--p", "--test"),
+    ("--implicitprefs", "--implicit"), ("--t", "--epochs"), ("--t", "--iterations"),
     ("--s", "--threads"))
 
 
