@@ -780,3 +780,33 @@ def test_implicit_fit_takes_user_item_rows_one_event_each(counts_files, tmp_path
         MF(implicit=True).fit(np.r_[X, [[1, 2], [1, 2]]])
     with pytest.raises(InputError, match=r"shape \(\d+, 2\).*MF\(implicit=True\) takes \(user, item\) rows"):
         MF().fit(X)
+
+
+def test_similar_items_and_users_are_the_cosines_of_their_factors():
+    """implicit's similar_items / similar_users: the k nearest by the cosine of the factors,
+    in the model's ids, the item itself and items without training events left out; an
+    item the model has no events for is an error naming it."""
+    import tux2
+    from tux2.errors import InputError
+    rng = np.random.default_rng(3)
+    # two tastes: users 0-29 play items a0-a9, users 30-59 items b0-b9
+    rows = [(f"u{u}", f"{'a' if u < 30 else 'b'}{j}", int(rng.integers(1, 20)))
+            for u in range(60) for j in rng.choice(10, 6, replace=False)]
+    m = tux2.MF(implicit=True, k=4, epochs=8, seed=1).fit(rows)
+    names, similar, cos = m.similar_items(["a3", "b7"], k=5)
+    assert list(names) == ["a3", "b7"] and similar.shape == cos.shape == (2, 5)
+    assert all(s.startswith("a") for s in similar[0]) and all(s.startswith("b") for s in similar[1]), similar
+    assert "a3" not in similar[0] and "b7" not in similar[1]
+    F = m.item_factors_.astype(np.float64)
+    d = m.lookup(1, ["a3"])[0]
+    want = F @ F[d] / (np.linalg.norm(F, axis=1) * np.linalg.norm(F[d]))
+    want[d] = -np.inf
+    order = np.argsort(-want, kind="stable")[:5]
+    assert list(similar[0]) == list(m.user_ids(1, order))
+    np.testing.assert_allclose(cos[0], want[order], rtol=1e-6)
+    assert np.all(np.diff(cos, axis=1) <= 0)
+    names, similar, cos = m.similar_users(["u1"], k=3)
+    assert all(int(s[1:]) < 30 for s in similar[0]) and "u1" not in similar[0]
+    assert m.similar_items("a3", k=100)[1].shape == (1, 19)        # every other item, at most
+    with pytest.raises(InputError, match="unknown item 'nope'"):
+        m.similar_items(["nope"])

@@ -159,6 +159,7 @@ def test_empty_arrays_are_an_input_error(cls):
     (lambda t: t.MF(n_factors=20), TypeError, "MF has no parameter 'n_factors'; use k=…; its parameters are:"),
     (lambda t: t.MF(lambda_=0.1), TypeError, "MF has no parameter 'lambda_'; use reg=…;"),
     (lambda t: t.MF().set_params(regParam=0.1), ValueError, "MF has no parameter 'regParam'; use reg=…;"),
+    (lambda t: t.MF(lam=0.1), TypeError, "MF has no parameter 'lam'; use reg=…;"),          # the GLMs' --lam
     (lambda t: t.LDA(num_topics=5), TypeError, "LDA has no parameter 'num_topics'; use topics=…;"),
     (lambda t: t.LogisticRegression(C=2), TypeError, "has no parameter 'C'; use reg=… (λ = 1/C);"),
     (lambda t: t.LogisticRegression(reg="l1").check_params(), ValueError,
@@ -169,6 +170,16 @@ def test_an_unknown_keyword_names_the_parameters_and_the_flag_it_may_be(make, ki
     with pytest.raises(kind) as e:
         make(tux2)
     assert expect in str(e.value)
+
+
+@pytest.mark.parametrize("cls", ["LogisticRegression", "LinearRegression", "FM", "LinearSVM"])
+def test_the_glms_lam_names_reg_and_not_their_penalty(cls):
+    """MF's λ is --reg, the GLMs' --lam, so lam → reg was added for MF; a GLM, whose --reg is
+    its penalty, must not be told 'use penalty=…' for lam (its own flag's hint says reg=…)."""
+    import tux2
+    with pytest.raises(TypeError) as e:
+        getattr(tux2, cls)(lam=0.1)
+    assert "is reg=…" in str(e.value) and "penalty=…" not in str(e.value), str(e.value)
 
 
 @pytest.mark.slow
@@ -253,6 +264,9 @@ X4 = np.random.default_rng(0).random((60, 4))
     (lambda t: t.LogisticRegression(epochs=1).fit([["1", "2"], ["3", "x"]], [0, 1]),
      "matrix: X holds 'x' at row 1, column 1: features are numbers; encode categories first"),
     (lambda t: t.BlockPG(epochs=1).fit(np.array([["a", "b"], ["c", "d"]]), [0, 1]), "matrix: X holds 'a' at row 0"),
+    (lambda t: t.LogisticRegression(epochs=1).fit(__import__("pandas").DataFrame({"age": [1., 2.], "city": ["x", "y"]}),
+                                                  [0, 1]),                  # it was numpy's "could not convert string"
+     "matrix: X holds 'x' at row 0, column 1 ('city'): features are numbers; encode categories first"),
     (lambda t: t.LogisticRegression(epochs=1).fit(X4, np.c_[X4[:, 0] > .5, X4[:, 1] > .5]),
      "y holds one label per sample, shape (60,) or (60, 1); got (60, 2)"),       # it said 'y is None'
     (lambda t: t.LogisticRegression(epochs=1).fit(X4, X4[:, 0] > .5).predict([["a", 1, 1, 1]]), "X holds 'a'"),

@@ -495,6 +495,16 @@ def test_mf_given_a_corpus_says_what_it_looks_like(capsys, tmp_path, text, line,
     assert ("[worker " in err) == (workers == "2"), err
 
 
+def test_a_vowpal_wabbit_file_is_named_so(capsys, tmp_path):
+    """A VW user's 'label | feature …' lines were only 'feature index is not a non-negative
+    integer'; the message now also says which format it looks like and what tux2 reads."""
+    f = tmp_path / "train.vw"
+    f.write_text("1 | price:0.23 sqft:0.25\n-1 'tag |f a b c\n")
+    rc, out, err = _main(capsys, "run", "lr", str(f), "-q")
+    _refused(rc, err, f"{f}:1: feature index is not a non-negative integer; this looks like Vowpal Wabbit's "
+             "format ('label | feature …'), which tux2 does not read: write 'label index:value …'")
+
+
 def test_a_multi_label_libsvm_line_is_named_so_not_a_malformed_feature(capsys, tmp_path):
     """LIBSVM's multi-label sets (scene, yeast, rcv1-multilabel) write 'l1,l2 index:value
     …': tux2 called the labels a malformed feature, and tux2 info a text corpus. Now
@@ -616,12 +626,19 @@ def test_an_output_no_one_can_create_is_refused_before_any_work(capsys, tmp_path
     (["run", "mf", "--n_factors", "20"], "--n_factors: use --k\n"),
     (["run", "mf", "--maxIter", "5"], "--maxIter: use --epochs\n"),
     (["run", "lr", "--lambda", "1"], "--lambda: use --lam\n"),
+    (["run", "mf", "--lam", "0.1"], "--lam: use --reg (--lam is an option of tux2 run blockpg"),     # the GLMs' λ
     (["run", "lr", "--C", "2"], "--C: use --lam (λ = 1/C)\n"),
     (["run", "lda", "--num_topics", "5"], "--num_topics: use --topics/-k\n"),
     (["run", "lda", "--Epochs", "5"], "--Epochs: use --iterations (--Epochs is an option of tux2 run mf"),
     (["run", "lda", "--eta", "0.1"], "--eta: use --beta (--eta is an option of tux2 run lr"),
     (["run", "lda", "--passes", "5"], "--passes: use --iterations\n"),                          # gensim's
-    (["run", "mf", "--lambda", "0.1", "--n_factors", "20"], "--lambda: use --reg; --n_factors: use --k\n")])
+    (["run", "mf", "--lambda", "0.1", "--n_factors", "20"], "--lambda: use --reg; --n_factors: use --k\n"),
+    # LibMF's single-dash flags: -k factors, -t iterations, -l2 λ, -s threads (not -p, its validation set: in
+    # tux2 run lr, -p would more likely mean --partitions)
+    (["run", "mf", "r.txt", "-k", "20"], "-k 20: use --k (-k is an option of tux2 run lda)\n"),
+    (["run", "mf", "r.txt", "-t", "20", "-l2", "0.05"], "-t: use --epochs; -l2: use --reg\n"),
+    (["run", "lr", "d.svm", "-p", "4"], "-p 4: tux2 run lr has no -p\n"),
+    (["run", "lda", "d.txt", "-t", "20"], "-t 20: use --iterations\n")])
 def test_a_flag_of_another_algorithm_names_this_ones(capsys, argv, hint):
     """`tux2 run lda --epochs 5` (LDA counts --iterations) said only 'unrecognized
     arguments: --epochs 5' under the usage of `tux2` itself."""
@@ -747,3 +764,12 @@ def test_a_one_line_pairs_file_of_a_new_user_and_a_known_item_is_data(capsys, tm
         one.write_text(line)
         rc, out, err = _main(capsys, "predict", str(tmp_path / "m"), str(one))
         _refused(rc, err, f"tux2: error: {one}: no edges found: the file's one line")
+
+
+@pytest.mark.parametrize("algo", ["lr", "svm", "softmax", "fm", "linreg", "blockpg"])
+def test_the_linear_models_help_says_they_read_tables_too(capsys, algo):
+    """Their descriptions said 'over a libsvm file' only, though a CSV table with a header
+    (labels in a named column) trains as well."""
+    rc, out, err = _main(capsys, "run", algo, "--help")
+    out = " ".join(out.split())
+    assert rc == 0 and "over a libsvm file or a table of numbers (CSV, TSV" in out, out[:600]

@@ -128,6 +128,7 @@ def test_predict_metrics_is_written_or_refused_never_silently_missing(ratings_fi
     r = run_cli("predict", str(tmp_path / "m"), str(tmp_path / "pairs.txt"), "-o", str(tmp_path / "p.txt"),
                 "--metrics", str(m))
     assert r.returncode == 0 and json.loads(m.read_text()) == {"model": "mf", "pairs": 2}, r.stderr
+    assert m.read_text().endswith("}\n"), m.read_text()     # a text line, as run's --metrics lines (wc -l, cat a b)
     r = run_cli("predict", str(tmp_path / "m"), "--top-k", "2", "--metrics", str(tmp_path / "k.json"))
     assert r.returncode == 2 and r.stdout == "" and r.stderr.startswith("tux2: error: --metrics: --top-k "), r.stderr
 
@@ -320,3 +321,16 @@ def test_a_model_path_that_is_no_directory_is_named_as_such(tmp_path):
                        (tmp_path / "empty", "no model.json here")):
         r = run_cli("predict", str(path), str(tmp_path / "f.txt"))
         assert r.returncode != 0 and r.stderr.startswith(f"tux2: error: {path}: {what};"), r.stderr
+
+
+def test_a_model_written_without_its_held_out_ratings_says_so(ratings_file, tmp_path):
+    """`tux2 run mf r.txt --out m` trains on the 90 % left after the default --test-fraction
+    hold-out, where MF().fit(r.txt) trains on all: its --top-k lists may hold items a user
+    rated in the held-out 10 %. The run says so, and how to train on everything."""
+    r = run_cli("run", "mf", str(ratings_file), "--epochs", "1", "--k", "2", "--out", str(tmp_path / "m"))
+    assert r.returncode == 0, r.stderr
+    assert "note: the model leaves out the 10% of INPUT held out" in r.stdout, r.stdout
+    assert "--test-fraction 0 trains on every rating" in r.stdout
+    for more in (["--test-fraction", "0"], ["--test", str(ratings_file)]):
+        r = run_cli("run", "mf", str(ratings_file), "--epochs", "1", "--k", "2", "--out", str(tmp_path / "n"), *more)
+        assert r.returncode == 0 and "held out" not in r.stdout, r.stdout

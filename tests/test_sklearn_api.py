@@ -418,3 +418,20 @@ def test_float_ids_of_rating_rows_are_checked_not_cast():
             tux2.MF(k=2, epochs=1).fit(r)
     m = tux2.MF(k=2, epochs=1).fit(rows)             # integral floats still read as ids
     assert m.predict([0.0, 2.0], [1.0, 2.0]).shape == (2,)
+
+
+def test_lda_names_its_topic_columns_for_scikit_learns_pipelines():
+    """A Pipeline or ColumnTransformer with an LDA step could not say what its output
+    columns are (scikit-learn's own LDA names them latentdirichletallocation0 …)."""
+    pytest.importorskip("sklearn")
+    import pandas as pd
+    from sklearn.compose import make_column_transformer
+    from sklearn.pipeline import make_pipeline
+    docs = ["apple banana melon"] * 10 + ["goal team coach"] * 10
+    pipe = make_pipeline(tux2.LDA(topics=3, iterations=5)).fit(docs)
+    assert list(pipe.get_feature_names_out()) == ["lda0", "lda1", "lda2"]
+    frame = pd.DataFrame({"body": docs, "n": range(20)})
+    ct = make_column_transformer((tux2.LDA(topics=2, iterations=5), "body"), ("passthrough", ["n"])).fit(frame)
+    assert list(ct.get_feature_names_out()) == ["lda__lda0", "lda__lda1", "passthrough__n"]
+    with pytest.raises(tux2.errors.NotFittedError):
+        tux2.LDA().get_feature_names_out()

@@ -2314,7 +2314,11 @@ def read_libsvm(path, zero_based=False, n_features=None, type_names=("sample", "
             raise InputError(f"a multi-label line (labels {labels}): tux2 takes one label per line; write the "
                              "line once per label, or one file per label (one-vs-rest, a binary model each)",
                              path=path, line=err_line, text=text)
-        raise InputError(_LIBSVM_MESSAGES[err], path=path, line=err_line, text=text)
+        why = _LIBSVM_MESSAGES[err]
+        if err in (3, 4) and re.search(r"(^|\s)\S*\|", text):          # 'label [weight] [tag]|namespace feature …'
+            why += ("; this looks like Vowpal Wabbit's format ('label | feature …'), which tux2 does not read: "
+                    "write 'label index:value …' (libsvm), numbering or hashing the features, or a table")
+        raise InputError(why, path=path, line=err_line, text=text)
     if rows == 0:
         raise InputError("no samples found (the file is empty or has only comments)", path=path)
     y, r, c, v = y[:rows], r[:k], c[:k], v[:k]

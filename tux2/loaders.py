@@ -1066,19 +1066,22 @@ def _floats(X):
     """X as a float64 array; pandas' missing values (pd.NA of a nullable column) read as
     NaN, so that load_samples names them by row and column as it names NaN; an entry
     that is no number (a string) an InputError naming it."""
-    if type(X).__module__.split(".")[0] != "pandas":
-        try:
-            return np.asarray(X, np.float64)
-        except (TypeError, ValueError):
-            bad = non_number(X) if np.ndim(np.asarray(X, dtype=object)) == 2 else None
-            where = f" at row {bad[0][0]}, column {bad[0][1]}" if bad else ""
-            raise InputError((f"X holds {bad[1]!r}{where}" if bad else "X is not a matrix of numbers") +
-                             ": features are numbers; encode categories first (e.g. "
-                             "sklearn.preprocessing.OneHotEncoder)", path="matrix") from None
+    frame = type(X).__module__.split(".")[0] == "pandas"
     try:
-        return X.to_numpy(np.float64, na_value=np.nan)
-    except TypeError:           # pd.NA in an object column: to_numpy replaces it only when it builds objects
-        return np.asarray(X.to_numpy(object, na_value=np.nan), np.float64)
+        if not frame:
+            return np.asarray(X, np.float64)
+        try:
+            return X.to_numpy(np.float64, na_value=np.nan)
+        except TypeError:       # pd.NA in an object column: to_numpy replaces it only when it builds objects
+            return np.asarray(X.to_numpy(object, na_value=np.nan), np.float64)
+    except (TypeError, ValueError):
+        A = X.to_numpy(object) if frame else X
+        bad = non_number(A) if np.ndim(np.asarray(A, dtype=object)) == 2 else None
+        name = f" ({X.columns[bad[0][1]]!r})" if bad and frame else ""       # a DataFrame's column by its name too
+        where = f" at row {bad[0][0]}, column {bad[0][1]}{name}" if bad else ""
+        raise InputError((f"X holds {bad[1]!r}{where}" if bad else "X is not a matrix of numbers") +
+                         ": features are numbers; encode categories first (e.g. "
+                         "sklearn.preprocessing.OneHotEncoder)", path="matrix") from None
 
 
 def load_corpus(path, fmt="auto", base=None, min_count=1, type_names=("doc", "word"), duplicates="sum", stopwords=(),

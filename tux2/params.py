@@ -108,7 +108,7 @@ FRACTION = number(0, 1, below=True)
 PEER_NAMES = (
     ("--epochs", "--iterations"), ("--k", "--topics"), ("--topics", "--k"), ("--iterations", "--epochs"),
     ("--k", "--factors"), ("--factors", "--k"), ("--lambda", "--lam"), ("--reg", "--lam"),
-    ("--lambda", "--reg"), ("--l2", "--reg"), ("--regularization", "--lam"), ("--regularization", "--reg"),
+    ("--lambda", "--reg"), ("--lam", "--reg"), ("--l2", "--reg"), ("--regularization", "--lam"), ("--regularization", "--reg"),
     ("--reg-all", "--reg"), ("--reg-param", "--reg"), ("--regparam", "--reg"),
     ("--c", "--lam", " (λ = 1/C)"),
     ("--learning-rate", "--lr"), ("--learning-rate", "--eta"), ("--lr-all", "--lr"), ("--lr", "--eta"),
@@ -120,7 +120,8 @@ PEER_NAMES = (
     ("--num-iter", "--iterations"), ("--n-iter", "--iterations"), ("--iter", "--iterations"),
     ("--num-topics", "--topics"), ("--n-topics", "--topics"), ("--n-components", "--topics"),
     ("--passes", "--iterations"), ("--passes", "--epochs"), ("--implicit-prefs", "--implicit"),
-    ("--implicitprefs", "--implicit"))
+    ("--implicitprefs", "--implicit"), ("--t", "--epochs"), ("--t", "--iterations"),
+    ("--s", "--threads"))
 
 
 def flag_hints(cls, name):
@@ -132,8 +133,9 @@ def flag_hints(cls, name):
         hints.append(f"{name[3:]}=False is --no-{name[3:].replace('_', '-')}")
     by_flag = {cls.flags.get(p, (p,))[0].replace("_", "-"): p for p in cls._param_names()}
     typed = "--" + name.lower().rstrip("_").replace("_", "-")    # surprise's n_factors, Spark's regParam, lambda_
-    hints += [f"use {by_flag[b[2:]]}=…{''.join(note)}" for a, b, *note in PEER_NAMES
-              if a == typed and b[2:] in by_flag][:1]
+    if not hints:                       # a flag of this estimator's own (lr's --lam) is named above, never a peer's
+        hints = [f"use {by_flag[b[2:]]}=…{''.join(note)}" for a, b, *note in PEER_NAMES
+                 if a == typed and b[2:] in by_flag][:1]
     return "".join(f"; {h}" for h in hints)
 
 

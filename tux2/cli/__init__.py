@@ -83,10 +83,12 @@ def _instead(unknown, algorithm, run_parsers):
     hints, flags = [], []
     for word in unknown:
         flag = word.partition("=")[0]
-        if not flag.startswith("--"):
+        if not flag.startswith("-") or _number(flag):
             continue
-        typed = flag.lower().replace("_", "-")          # --n_epochs, --maxIter as the peers spell them
+        typed = "--" + flag.lstrip("-").lower().replace("_", "-")   # --n_epochs, --maxIter, LibMF's -k and -l2
         same = [by_name[b] + "".join(note) for a, b, *note in PEER_NAMES if a == typed and b in by_name]
+        if not same and flag != typed and typed in by_name:        # -k for --k
+            same = [by_name[typed]]
         near = same or [by_name[o] for o in difflib.get_close_matches(typed, by_name, 1, 0.7)]
         others = [name for name, p in run_parsers.items() if name != algorithm
                   and any(f in a.option_strings for a in p._actions for f in (flag, typed))]
@@ -97,6 +99,13 @@ def _instead(unknown, algorithm, run_parsers):
     if len(hints) > 1:                                  # which hint is whose
         hints = [f"{flag}: {hint}" for flag, hint in zip(flags, hints)]
     return f": {'; '.join(hints)}" if hints else ""
+
+
+def _number(word):
+    try:
+        return float(word) == float(word)
+    except ValueError:
+        return False
 
 
 def _user_names(message):

@@ -8,8 +8,9 @@ def add_parser(algos):
     p = algos.add_parser(
         "blockpg", help="L1 logistic regression by block proximal gradient (paper §4, Fig. 7)",
         description="Minimises sum_i log(1 + exp(-y_i x_i.w)) + lambda |w|_1 (liblinear's L1 objective "
-                    "with C = 1/lambda) over a libsvm file: labels +1/-1 or 1/0, feature indices "
-                    "from 1, or from 0 when an index 0 occurs. Without INPUT a kdd-shaped sparse problem is generated "
+                    "with C = 1/lambda) over a libsvm file or a table of numbers (CSV, TSV …, labels in a column a "
+                    "header names or in --label-column): labels +1/-1 or 1/0, libsvm feature indices from 1, or "
+                    "from 0 when an index 0 occurs. Without INPUT a kdd-shaped sparse problem is generated "
                     "(20k samples, 10k power-law features).")
     add_libsvm_args(p, "accuracy, log-loss and AUC")
     p.add_argument("--lam", type=NONNEG_NUMBER, default=1.0, help="L1 weight lambda (= 1/C of liblinear)")

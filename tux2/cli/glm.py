@@ -19,7 +19,8 @@ def add_parser(algos):
         p = algos.add_parser(
             name, help=f"{title} by mini-batch SGD; --strategy picks the system it trains like",
             description=f"Minimises (1/n) sum_i loss(x_i.W, y_i) + lambda R(W) for the {title} over a libsvm "
-                        "file (feature indices from 1, or from 0 when an index 0 occurs"
+                        "file or a table of numbers (CSV, TSV …, labels in a column a header names or in "
+                        "--label-column; libsvm feature indices from 1, or from 0 when an index 0 occurs"
                         + ("; any labels, each a class" if loss == "softmax" else
                            "; the labels are real-valued targets, trained centred and scaled (their mean and "
                            "root mean square), predictions in their units" if loss == "squared" else

@@ -114,7 +114,15 @@ def run(args):
         from tux2.model_check import read_meta
         k = read_meta(args.init_model).get("k")
         args.k = k if isinstance(k, int) and not isinstance(k, bool) and k >= 1 else args.k     # (else load names it)
-    return run_command(args, MF, load, biases=not args.no_biases, **input_options(args))
+    return run_command(args, MF, load, after=held_out_note, biases=not args.no_biases, **input_options(args))
+
+
+def held_out_note(args, est, say):
+    """--out of a run that held out a share of INPUT: the model lacks those ratings (MF().fit(INPUT) has them)."""
+    if args.out and args.input is not None and not args.test and args.test_fraction > 0:
+        say(f"  note: the model leaves out the {args.test_fraction * 100:g}% of INPUT held out to test it "
+            "(--test-fraction), so its --top-k lists may hold items a user rated there; --test-fraction 0 trains on "
+            "every rating")
 
 
 def load(args, est, transport, say):

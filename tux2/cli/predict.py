@@ -81,7 +81,7 @@ def _report(args, res):
     """Metrics: a JSON line on stderr when predictions go to stdout, else on stdout."""
     print(files.json_text(res), file=sys.stdout if args.output else sys.stderr)
     if args.metrics:
-        files.write_atomic(args.metrics, files.text(files.json_text(res)))
+        files.write_atomic(args.metrics, files.text(files.json_text(res) + "\n"))
 
 
 # flags that only some models take: (flag, dest, its default, the algorithms); given to another model, an error

@@ -387,6 +387,11 @@ class LDA(Estimator):
         (add ``beta`` for the posterior's Dirichlet parameters)."""
         return self.word_topic_
 
+    def get_feature_names_out(self, input_features=None):
+        """The names of ``transform``'s columns, one per topic (``lda0`` …), as scikit-learn's
+        transformers name theirs, for a Pipeline's or ColumnTransformer's output."""
+        return np.array([f"lda{k}" for k in range(len(self.topic_totals_))], dtype=object)
+
     def _set(self, word_topic, totals, vocab, doc_topic=None, word_base=0, alpha=None, stop=None):
         self.word_topic_, self.topic_totals_ = np.asarray(word_topic), np.asarray(totals)
         self.alpha_ = np.full(len(totals), float(self.alpha)) if alpha is None else np.asarray(alpha, np.float64)

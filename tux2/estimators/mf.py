@@ -1240,6 +1240,40 @@ class MF(Estimator):
         items[top < 0] = -1 if items.dtype.kind in "iu" else ""     # no id is negative or empty
         return names, rows.reshape(-1), items, score
 
+    def similar_items(self, items, k=10, chunk=256):
+        """The ``k`` items nearest each of ``items`` by the cosine of their factors, as
+        ``implicit``'s ``similar_items`` (biases left out; the item itself and items without
+        training ratings too): (items, similar (n × k), cosines (n × k)) in the user's ids,
+        nearest first. An item without training ratings is an InputError naming it."""
+        return self._similar(1, items, k, chunk)
+
+    def similar_users(self, users, k=10, chunk=256):
+        """``similar_items`` for users: the ``k`` users nearest each of ``users``."""
+        return self._similar(0, users, k, chunk)
+
+    def _similar(self, side, given, k, chunk):
+        what = ("user", "item")[side]
+        names = loaders.given_ids(self.ids_[side], given, f"MF.similar_{what}s: {what}s")
+        d = self.lookup(side, names)
+        unknown = self._unknown(side, d, names, what, "baseline")
+        if unknown.any():
+            raise InputError(f"unknown {what} {names[unknown][:1].tolist()[0]!r}: without training ratings it has "
+                             "no factors to compare", path=f"MF.similar_{what}s")
+        NONNEG.check(f"MF.similar_{what}s: k", k), COUNT.check(f"MF.similar_{what}s: chunk", chunk)
+        F = (self.user_factors_, self.item_factors_)[side].astype(np.float64)
+        F /= np.maximum(np.linalg.norm(F, axis=1), np.finfo(np.float64).tiny)[:, None]
+        known = self.known_[side]
+        k = int(min(k, known.sum() - 1))
+        top, cos = np.zeros((len(d), k), np.int64), np.zeros((len(d), k))
+        for lo in range(0, len(d), chunk):
+            dd = d[lo: lo + chunk]
+            S = F[dd] @ F.T
+            S[:, ~known] = -np.inf
+            S[np.arange(len(dd)), dd] = -np.inf                 # not itself
+            top[lo: lo + len(dd)] = np.argsort(-S, axis=1, kind="stable")[:, :k]
+            cos[lo: lo + len(dd)] = np.take_along_axis(S, top[lo: lo + len(dd)], 1)
+        return names, self.user_ids(side, top), cos
+
     rating_scale_ = 1.0         # what the ratings were divided by for training (rating_scale): λ's units
 
     def fold_in(self, data):
