@@ -323,14 +323,36 @@ def test_a_model_path_that_is_no_directory_is_named_as_such(tmp_path):
         assert r.returncode != 0 and r.stderr.startswith(f"tux2: error: {path}: {what};"), r.stderr
 
 
+def _seen_pairs(model):
+    """(dense user, dense item) pairs of a model's seen.npz."""
+    z = np.load(model / "seen.npz")
+    return set(zip(np.repeat(np.arange(len(z["indptr"]) - 1), np.diff(z["indptr"])).tolist(), z["indices"].tolist()))
+
+
 def test_a_model_written_without_its_held_out_ratings_says_so(ratings_file, tmp_path):
     """`tux2 run mf r.txt --out m` trains on the 90 % left after the default --test-fraction
-    hold-out, where MF().fit(r.txt) trains on all: its --top-k lists may hold items a user
-    rated in the held-out 10 %. The run says so, and how to train on everything."""
+    hold-out, where MF().fit(r.txt) trains on all. The run says so, and how to train on
+    everything; the held-out ratings are the user's all the same: seen.npz has them, so
+    --top-k leaves them out (it recommended items a user rated there)."""
     r = run_cli("run", "mf", str(ratings_file), "--epochs", "1", "--k", "2", "--out", str(tmp_path / "m"))
     assert r.returncode == 0, r.stderr
     assert "note: the model leaves out the 10% of INPUT held out" in r.stdout, r.stdout
+    lines = open(ratings_file).read().splitlines()           # no pair twice; every id has training ratings
+    assert len(_seen_pairs(tmp_path / "m")) == len(lines) == 5385
     assert "--test-fraction 0 trains on every rating" in r.stdout
     for more in (["--test-fraction", "0"], ["--test", str(ratings_file)]):
         r = run_cli("run", "mf", str(ratings_file), "--epochs", "1", "--k", "2", "--out", str(tmp_path / "n"), *more)
         assert r.returncode == 0 and "held out" not in r.stdout, r.stdout
+
+
+@pytest.mark.slow
+def test_two_workers_keep_the_held_out_ratings_as_seen_too(tmp_path):
+    """As above, with distributed ingress: each worker holds out its share of the lines."""
+    rng = np.random.default_rng(0)
+    pairs = np.unique(np.c_[rng.zipf(1.4, 5000) % 200, rng.integers(0, 50, 5000)], axis=0)
+    np.savetxt(tmp_path / "r.txt", np.c_[pairs, rng.integers(1, 6, len(pairs))], fmt="%d")
+    r = run_cli("run", "mf", str(tmp_path / "r.txt"), "--epochs", "1", "--k", "2", "--workers", "2",
+                "--out", str(tmp_path / "m"), timeout=300)
+    assert r.returncode == 0 and "distributed ingress" in r.stdout, r.stdout + r.stderr
+    seen, rated = _seen_pairs(tmp_path / "m"), set(map(tuple, pairs.tolist()))     # (0-based ids: dense as written)
+    assert seen <= rated and len(seen) > 0.97 * len(rated), (len(seen), len(rated))    # (was 90 %: training alone)

@@ -121,7 +121,7 @@ def held_out_note(args, est, say):
     """--out of a run that held out a share of INPUT: the model lacks those ratings (MF().fit(INPUT) has them)."""
     if args.out and args.input is not None and not args.test and args.test_fraction > 0:
         say(f"  note: the model leaves out the {args.test_fraction * 100:g}% of INPUT held out to test it "
-            "(--test-fraction), so its --top-k lists may hold items a user rated there; --test-fraction 0 trains on "
+            "(--test-fraction; its --top-k lists leave them out all the same); --test-fraction 0 trains on "
             "every rating")
 
 

@@ -697,6 +697,7 @@ class MF(Estimator):
         return Setup(train, prog, engine, test=data.test, evaluate=data.test is not None or ingress, heavy=heavy,
                      mu=mu, sd=sd, mad=mad, far=far, scale=scale, source=data.source, partitioner=partitioner,
                      known=known, read_as=data.facts.get("read_as"), ingress=ingress, ids=ids,
+                     held_out=bool(data.facts.get("held_out")),
                      frame_columns=data.facts.get("frame_columns"), clip=(low, high) if low <= high else None,
                      warm=warm, meta={"mode": self._mode, "partitioner": partitioner,
                            "lr": prog.context.init.get("lr"), "mu": mu,
@@ -801,13 +802,20 @@ class MF(Estimator):
         return rec
 
     def _seen(self, eng, s):
-        """Each user's training items (CSR), gathered from every worker with distributed ingress."""
-        g = s.graph
+        """Each user's items in the input (CSR): its training ratings and, when a share of the
+        input was held out to test (--test-fraction), those of known users and items too: the
+        user rated them, so recommend leaves them out as well. Gathered from every worker
+        with distributed ingress."""
+        g, src, dst = s.graph, [s.graph.src], [s.graph.dst]
+        t = s.test if vars(s).get("held_out") else None
+        if t is not None and t.num_edges:
+            known = np.ones(t.num_edges, bool) if t.unknown is None else ~(t.unknown[0] | t.unknown[1])
+            src.append(t.src[known])
+            dst.append(t.dst[known])
         if s.ingress:                             # each worker holds some edges: the rated items, gathered
-            pieces = eng.transport.allgather("seen", [g.src, g.dst])
-            g = BipartiteGraph(np.concatenate([p[0] for p in pieces]), np.concatenate([p[1] for p in pieces]),
-                               None, g.n_src, g.n_dst, NAMES)
-        return seen_csr(g)
+            pieces = eng.transport.allgather("seen", [np.concatenate(src), np.concatenate(dst)])
+            src, dst = [p[0] for p in pieces], [p[1] for p in pieces]
+        return seen_csr(BipartiteGraph(np.concatenate(src), np.concatenate(dst), None, g.n_src, g.n_dst, NAMES))
 
     def _baseline(self, eng, s):
         """The bias baseline's test RMSE (``baseline_rmse``) on this worker's test set (None
