@@ -339,6 +339,10 @@ def test_a_model_written_without_its_held_out_ratings_says_so(ratings_file, tmp_
     assert "note: the model leaves out the 10% of INPUT held out" in r.stdout, r.stdout
     lines = open(ratings_file).read().splitlines()           # no pair twice; every id has training ratings
     assert len(_seen_pairs(tmp_path / "m")) == len(lines) == 5385
+    # the run's ranking metrics rank the held-out items among the unseen: training items alone are left out
+    r = run_cli("run", "mf", str(ratings_file), "--implicit", "--epochs", "2", "--k", "4", "--out", str(tmp_path / "i"))
+    assert r.returncode == 0, r.stderr
+    assert len(_seen_pairs(tmp_path / "i")) == 5385 and float(r.stdout.split("ndcg@10 ")[1].split()[0]) > 0.05, r.stdout
     assert "--test-fraction 0 trains on every rating" in r.stdout
     for more in (["--test-fraction", "0"], ["--test", str(ratings_file)]):
         r = run_cli("run", "mf", str(ratings_file), "--epochs", "1", "--k", "2", "--out", str(tmp_path / "n"), *more)

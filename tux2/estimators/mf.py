@@ -801,13 +801,14 @@ class MF(Estimator):
                 s.best = (sign * now, i, U, I)          # the model early stopping keeps
         return rec
 
-    def _seen(self, eng, s):
-        """Each user's items in the input (CSR): its training ratings and, when a share of the
-        input was held out to test (--test-fraction), those of known users and items too: the
-        user rated them, so recommend leaves them out as well. Gathered from every worker
-        with distributed ingress."""
+    def _seen(self, eng, s, held=False):
+        """Each user's training items (CSR) and, with ``held`` when a share of the input was
+        held out to test (--test-fraction), those of known users and items there too: the
+        model's, for the user rated them, so recommend leaves them out as well (the run's
+        ranking metrics rank them: training items alone). Gathered from every worker with
+        distributed ingress."""
         g, src, dst = s.graph, [s.graph.src], [s.graph.dst]
-        t = s.test if vars(s).get("held_out") else None
+        t = s.test if held and vars(s).get("held_out") else None
         if t is not None and t.num_edges:
             known = np.ones(t.num_edges, bool) if t.unknown is None else ~(t.unknown[0] | t.unknown[1])
             src.append(t.src[known])
@@ -1001,7 +1002,8 @@ class MF(Estimator):
             s.meta["best_epoch"] = s.best[1]        # the kept model's epoch (model.json's "iteration": epochs run)
             if U is not None and s.best[1] < eng.iteration:
                 U, I = s.best[2:]       # the lowest test RMSE's, when training went on past it
-        seen = s.seen if "seen" in vars(s) else self._seen(eng, s)     # (a collective with distributed ingress)
+        # (collectives with distributed ingress)
+        seen = self._seen(eng, s, held=True) if vars(s).get("held_out") or "seen" not in vars(s) else s.seen
         if U is not None:
             self._set(U, I, s.mu, s.ids, seen, s.clip)
             self.rating_scale_ = float(s.scale)
