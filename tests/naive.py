@@ -42,23 +42,36 @@ def run_direct_write(exchange, state, edges_by_part, combine="sum"):
     return A, B
 
 
-def sequential_sgd(graph, P, Q, mu, lr, reg, damping=None):
-    """One epoch of plain per-edge SGD MF (biased, no adaptive step) in the graph's edge
-    order, in float64: (P, Q, user biases, item biases), biases starting at zero. A
-    bias's step is implicit in its regulariser c: λ per rating, or with ``damping`` D,
-    D/n for a vertex of n ratings (½D·b² over its n edges)."""
+def sequential_sgd(graph, P, Q, mu, lr, reg, damping=None, epochs=1, adaptive=False):
+    """``epochs`` of per-edge SGD MF (biased) in the graph's edge order, in float64:
+    (P, Q, user biases, item biases), biases starting at zero. A bias's step is implicit
+    in its regulariser c: λ per rating, or with ``damping`` D, D/n for a vertex of n
+    ratings (½D·b² over its n edges). ``adaptive``: LibMF's AdaGrad steps, η/√G with
+    G (from 1) += |∂p|²/k for the factors and a sum of its own, G_b += (c·b − err)², for
+    each bias; without it every step is η."""
     P, Q = P.astype(np.float64), Q.astype(np.float64)
     bu, bi = np.zeros(graph.n_src), np.zeros(graph.n_dst)
     cu, ci = ((np.full(n, reg) for n in (graph.n_src, graph.n_dst)) if damping is None else
               (damping / np.maximum(np.bincount(a, minlength=n), 1)
                for a, n in ((graph.src, graph.n_src), (graph.dst, graph.n_dst))))
-    for e in range(graph.num_edges):
-        u, i, r = graph.src[e], graph.dst[e], np.float32(graph.values[e])
-        err = r - (mu + bu[u] + bi[i] + P[u] @ Q[i])
-        pu, qi = P[u].copy(), Q[i].copy()
-        P[u] = pu - lr * (reg * pu - err * qi)
-        Q[i] = qi - lr * (reg * qi - err * pu)
-        bu[u], bi[i] = (bu[u] + lr * err) / (1 + lr * cu[u]), (bi[i] + lr * err) / (1 + lr * ci[i])
+    gu, gi, gbu, gbi = np.ones(graph.n_src), np.ones(graph.n_dst), np.ones(graph.n_src), np.ones(graph.n_dst)
+    k = P.shape[1]
+    for _ in range(epochs):
+        for e in range(graph.num_edges):
+            u, i, r = graph.src[e], graph.dst[e], np.float32(graph.values[e])
+            err = r - (mu + bu[u] + bi[i] + P[u] @ Q[i])
+            pu, qi = P[u].copy(), Q[i].copy()
+            dp, dq = reg * pu - err * qi, reg * qi - err * pu
+            P[u] = pu - lr / np.sqrt(gu[u]) * dp
+            Q[i] = qi - lr / np.sqrt(gi[i]) * dq
+            eu, ei = lr / np.sqrt(gbu[u]), lr / np.sqrt(gbi[i])
+            dbu, dbi = cu[u] * bu[u] - err, ci[i] * bi[i] - err
+            bu[u], bi[i] = (bu[u] + eu * err) / (1 + eu * cu[u]), (bi[i] + ei * err) / (1 + ei * ci[i])
+            if adaptive:
+                gu[u] += dp @ dp / k
+                gi[i] += dq @ dq / k
+                gbu[u] += dbu * dbu
+                gbi[i] += dbi * dbi
     return P, Q, bu, bi
 
 

@@ -49,6 +49,27 @@ def test_no_epochs_from_a_model_is_that_model_and_new_ids_start_as_in_a_new_mode
     assert warm.mu_ != old.mu_
 
 
+def test_an_sgd_model_saved_without_the_biases_sums_loads_and_warm_starts(files, tmp_path):
+    """A per-edge SGD model saved before each bias had an AdaGrad sum of its own holds
+    step_g but no step_gb: it loads, predicts as saved and warm starts, its factors going
+    on with their sums and its biases' starting afresh (at 1, a new vertex's)."""
+    _, full_path, _ = files
+    m = MF(k=6, epochs=3).fit(full_path)
+    assert {"user_g", "user_gb", "item_g", "item_gb", "form"} <= set(m.step_state_)
+    m.save(tmp_path / "new")
+    del m.step_state_["user_gb"], m.step_state_["item_gb"]
+    m.save(tmp_path / "old")                # what tux2 wrote before: the same files, no step_gb
+    assert "step_gb" not in np.load(tmp_path / "old" / "user.npz") and "step_g" in np.load(tmp_path / "old" / "user.npz")
+    old, new = MF.load(tmp_path / "old"), MF.load(tmp_path / "new")
+    assert "user_gb" not in old.step_state_ and "user_gb" in new.step_state_
+    np.testing.assert_array_equal(old.predict(["u001", "u002"], [1, 2]), m.predict(["u001", "u002"], [1, 2]))
+    went_on, longer = (MF(k=6, epochs=2).start_from(x).fit(full_path) for x in (old, new))
+    np.testing.assert_array_equal(longer.item_bias_, MF(k=6, epochs=5).fit(full_path).item_bias_)
+    assert np.all(np.isfinite(went_on.item_bias_)) and not np.array_equal(went_on.item_bias_, longer.item_bias_)
+    assert np.all(went_on.step_state_["item_gb"] >= 1)
+    assert went_on.history_[-1]["train_rmse"] < 1.01 * longer.history_[-1]["train_rmse"], (went_on.history_, longer.history_)
+
+
 def test_warm_start_continues_the_previous_fit(files):
     _, full_path, _ = files
     m = MF(k=6, epochs=3, warm_start=True).fit(full_path)
