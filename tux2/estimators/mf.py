@@ -130,6 +130,8 @@ def user_rows(x, columns=None):
     if loaders.is_frame(x):
         return tuple(x[c].to_numpy() for c in frame_columns(x, columns))
     if isinstance(x, np.ndarray) and x.ndim == 2 and x.shape[1] == 3:
+        if x.dtype.kind == "c":             # from_arrays refuses complex numbers (a cast drops the imaginary part)
+            return x[:, 0], x[:, 1], x[:, 2]
         try:
             r = np.asarray(x[:, 2], np.float64)
         except (TypeError, ValueError):
