@@ -291,3 +291,19 @@ def test_uint64_ids_beyond_int64_are_found_and_too_large_ids_are_unknown():
     unknown = m.predict([7], [items[0]])
     assert (big != unknown).all()
     assert m.predict([2**70], [items[0]]) == m.predict([float(2**64)], [items[0]]) == unknown
+
+
+def test_a_rating_beyond_float32_from_python_is_named_by_its_edge():
+    """A file's reader names the line; from arrays it was a SchemaError about the context's 'mu'."""
+    import tux2
+    r = np.linspace(1, 5, 12)
+    r[3] = 1e300
+    with pytest.raises(tux2.InputError, match=r"arrays: rating 1e\+300 at edge 3 is beyond the float32 range"):
+        tux2.MF(k=2, epochs=1).fit((np.arange(12) % 4, np.arange(12) // 4, r))
+
+
+@pytest.mark.parametrize("X", [X4 + 1j, __import__("scipy.sparse").sparse.csr_matrix(X4 + 1j)])
+def test_complex_features_are_refused_not_cast(X):
+    import tux2
+    with pytest.raises(tux2.InputError, match="matrix: X holds complex numbers"):
+        tux2.LogisticRegression(epochs=1).fit(X, X4[:, 0] > .5)

@@ -1043,6 +1043,8 @@ def load_samples(X, zero_based="auto", duplicates="error", label_column=None, fe
                            features=features, table_labels=table_labels, known_features=known_features,
                            sparse=sparse)
     import scipy.sparse as sp
+    if np.iscomplexobj(X):                      # a cast would drop the imaginary parts
+        raise InputError("X holds complex numbers: features are real numbers", path="matrix")
     M = X if sp.issparse(X) else _floats(X)
     if M.ndim != 2:             # one sample given as a row of features: scikit-learn refuses it alike
         raise InputError(f"X must be 2-D, samples × features; got shape {M.shape}. Reshape your data: "

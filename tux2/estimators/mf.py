@@ -58,6 +58,11 @@ def ratings(g, what=loaders.NO_RATINGS, implicit=False):
     value is one event (a click, a play)."""
     if g.values is None and not implicit:
         raise InputError(what, path=g.source)
+    if g.values is not None and len(g.values):      # a file's reader refuses them naming the line
+        i = int(np.argmax(np.abs(g.values)))
+        if abs(g.values[i]) > loaders.FLOAT32_MAX:
+            raise InputError(f"rating {g.values[i]:g} at edge {i} is beyond the float32 range "
+                             f"(±{loaders.FLOAT32_MAX:.4g}) ratings are kept in", path=g.source)
     out = copy.copy(g)
     out.type_names = NAMES
     if out.values is None:
