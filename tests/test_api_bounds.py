@@ -307,3 +307,12 @@ def test_complex_features_are_refused_not_cast(X):
     import tux2
     with pytest.raises(tux2.InputError, match="matrix: X holds complex numbers"):
         tux2.LogisticRegression(epochs=1).fit(X, X4[:, 0] > .5)
+
+
+@pytest.mark.parametrize("n", [-1, 2.5, True])
+def test_topic_words_refuses_a_count_that_is_no_count(n):
+    """topic_words(-1) sliced each topic's rarest word off; 2.5 was a TypeError of numpy's slicing."""
+    import tux2
+    m = tux2.LDA(topics=2, iterations=2).fit(["apple banana melon"] * 5 + ["goal team coach"] * 5)
+    with pytest.raises(ValueError, match=f"LDA.topic_words: n must be an integer >= 0, got {n}"):
+        m.topic_words(n)
