@@ -276,3 +276,57 @@ def test_wrong_types_from_python_are_input_errors_that_say_what_is_wrong(fit, ex
     with pytest.raises(tux2.InputError) as e:
         fit(tux2)
     assert expect in str(e.value)
+
+
+@pytest.mark.parametrize("data, expect", [
+    (np.array([[1, 2, 3 + 1j], [3, 4, 5]]), "src ids are complex numbers"),        # the imaginary parts were dropped
+    (([1, 2], [3, 4], [1 + 2j, 3]), "arrays: edge value (1+2j) at edge 0 is not a real number"),
+    (([1, 2], [3, 4], ["a", "b"]), "arrays: edge value 'a' at edge 0 is not a real number"),    # numpy's ValueError
+    (([1, 2], [3, 4], [None, 2]), "arrays: edge value None at edge 0 is not a real number"),
+    (__import__("pandas").Series([1, 2, 3]), "cannot load a Series"),                     # an AttributeError
+])
+def test_ratings_that_are_no_real_numbers_are_refused(data, expect):
+    import tux2
+    with pytest.raises(tux2.InputError) as e:
+        tux2.MF(k=2, epochs=1).fit(data)
+    assert expect in str(e.value)
+
+
+def test_uint64_ids_beyond_int64_are_found_and_too_large_ids_are_unknown():
+    """64-bit hashes as ids: the user 2^64 − 1 was cast to int64 (−1) when predicted, so it
+    was unknown and got the baseline; an id beyond any integer type raised OverflowError."""
+    import tux2
+    rng = np.random.default_rng(0)
+    users = np.array([2**64 - 1, 2**63, 5], np.uint64)[rng.integers(0, 3, 60)]
+    items = rng.integers(1, 30, 60).astype(np.uint64)
+    users, items = np.unique(np.c_[users, items], axis=0).T
+    m = tux2.MF(k=2, epochs=5, duplicates="sum").fit((users, items, rng.uniform(1, 5, len(users))))
+    big = m.predict([2**64 - 1, 2**63], [items[0], items[0]])
+    unknown = m.predict([7], [items[0]])
+    assert (big != unknown).all()
+    assert m.predict([2**70], [items[0]]) == m.predict([float(2**64)], [items[0]]) == unknown
+
+
+def test_a_rating_beyond_float32_from_python_is_named_by_its_edge():
+    """A file's reader names the line; from arrays it was a SchemaError about the context's 'mu'."""
+    import tux2
+    r = np.linspace(1, 5, 12)
+    r[3] = 1e300
+    with pytest.raises(tux2.InputError, match=r"arrays: rating 1e\+300 at edge 3 is beyond the float32 range"):
+        tux2.MF(k=2, epochs=1).fit((np.arange(12) % 4, np.arange(12) // 4, r))
+
+
+@pytest.mark.parametrize("X", [X4 + 1j, __import__("scipy.sparse").sparse.csr_matrix(X4 + 1j)])
+def test_complex_features_are_refused_not_cast(X):
+    import tux2
+    with pytest.raises(tux2.InputError, match="matrix: X holds complex numbers"):
+        tux2.LogisticRegression(epochs=1).fit(X, X4[:, 0] > .5)
+
+
+@pytest.mark.parametrize("n", [-1, 2.5, True])
+def test_topic_words_refuses_a_count_that_is_no_count(n):
+    """topic_words(-1) sliced each topic's rarest word off; 2.5 was a TypeError of numpy's slicing."""
+    import tux2
+    m = tux2.LDA(topics=2, iterations=2).fit(["apple banana melon"] * 5 + ["goal team coach"] * 5)
+    with pytest.raises(ValueError, match=f"LDA.topic_words: n must be an integer >= 0, got {n}"):
+        m.topic_words(n)

@@ -23,6 +23,10 @@ def test_info_value_moments_near_the_float32_limit(tmp_path):
     assert r.returncode == 0 and r.stderr == "", r.stderr
     vals = json.loads(r.stdout)["values"]
     assert vals["std"] == pytest.approx(2.776e38, rel=1e-3) and (vals["min"], vals["max"]) == (-3.4e38, 3.4e38)
+    (tmp_path / "a.svm").write_text("1 1:1e300 2:1\n-1 1:-1e300\n")     # float64: std inf and an overflow warning
+    r = run_cli("info", str(tmp_path / "a.svm"), "--json")
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    assert json.loads(r.stdout)["values"]["std"] == pytest.approx(1e300 * (2 / 3) ** 0.5, rel=1e-6)
     path.write_text("0 0 10.3711\n1 1 -3.15089\n")       # min and max read as written, not as float32 digits
     vals = json.loads(run_cli("info", str(path), "--json").stdout)["values"]
     assert (vals["min"], vals["max"]) == (-3.15089, 10.3711)

@@ -3,6 +3,7 @@ killed or stopped mid-run, workers that disagree (options, CURVE keys); stray
 traffic is in test_attack.py. Every subprocess has a timeout."""
 import contextlib
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -900,3 +901,32 @@ def test_an_error_every_worker_finds_in_the_whole_input_is_said_once(tmp_path):
                 timeout=300)
     assert r.returncode == 2, r.stderr
     assert r.stderr.count(f"{path}:301: malformed value") == 1, r.stderr
+
+
+KILL_FROM_A_CALLBACK = """
+import os, signal, warnings
+import tux2
+from tux2.datasets import netflix_like
+warnings.simplefilter("ignore")
+
+def kill_a_worker(record):
+    if record["epoch"] == 2:
+        me = os.getpid()
+        kids = [k for t in os.listdir(f"/proc/{me}/task") for k in open(f"/proc/{me}/task/{t}/children").read().split()]
+        os.kill(int(kids[-1]), signal.SIGKILL)
+
+try:
+    tux2.MF(k=4, epochs=100000).fit(netflix_like(n_users=300, n_items=50, n_ratings=5000)[0], workers=2,
+                                    callbacks=[kill_a_worker])
+except tux2.Tux2Error as e:
+    print(e)
+"""
+
+
+@pytest.mark.slow
+def test_fit_with_a_killed_worker_raises_naming_the_signal_and_prints_nothing():
+    """fit(workers=2) printed 'tux2: error: worker 1 died (SIGKILL)' on stderr (fit prints
+    nothing) and raised '[worker 1] died with exit status -9'."""
+    r = subprocess.run([sys.executable, "-c", KILL_FROM_A_CALLBACK], capture_output=True, text=True, timeout=180)
+    assert re.fullmatch(r"\[worker [01]\] died \(SIGKILL\)\n", r.stdout), r.stdout + r.stderr
+    assert r.stderr == "", r.stderr

@@ -721,3 +721,10 @@ def test_a_deleted_working_directory_is_said_up_front(tmp_path):
         said = r.stderr if how == "cli" else r.stdout
         assert "the working directory has been deleted" in said and "Traceback" not in r.stderr, r.stderr
         assert r.returncode == (2 if how == "cli" else 0)
+
+
+def test_resume_from_a_file_or_a_missing_directory_says_which(ratings, tmp_path):
+    """--resume FILE said 'FILE/LATEST: cannot read ([Errno 20] Not a directory …)'."""
+    for path, what in ((ratings, "a file, not a checkpoint directory"), (tmp_path / "none", "no such directory")):
+        r = run_cli("run", "mf", ratings, "--epochs", "2", "--resume", str(path))
+        assert r.returncode == 2 and r.stderr == f"tux2: error: {path}: {what}\n", r.stderr

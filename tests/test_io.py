@@ -209,6 +209,17 @@ def test_commas_alone_separate_a_comma_separated_file(tmp_path):
         assert g.values[:2].tolist() == [2, 4]
 
 
+def test_a_quote_the_first_data_line_does_not_close_is_named(tmp_path):
+    """A line break inside quotes (pandas writes one) or a missing quote on the first data
+    line: its width was taken as the file's and a later, good line was named."""
+    from tux2 import loaders
+    for text, line in (('user,item,rating\nann,"Star\nWars",5\nbo,Heat,4\n', 2), ('ann;"Star Wars;5\nbo;Heat;4\n', 1)):
+        with pytest.raises(InputError, match=f"o.csv:{line}: a quoted field does not close on this line"):
+            loaders.load_edges(write(tmp_path, text, "o.csv"))
+    g = loaders.load_edges(write(tmp_path, 'ann,12" pizza,5\nbo,Heat,4\n', "inch.csv"))     # a quote inside a field
+    assert loaders.edge_ids(g, 1).tolist() == ['12" pizza', "Heat"]
+
+
 @settings(max_examples=3000, deadline=None)
 @given(line=st.lists(st.sampled_from([b"a", b"1", b",", b";", b"\t", b" ", b'"', b":", b"\r", b"\n"]),
                      max_size=14).map(b"".join),

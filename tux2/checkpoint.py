@@ -234,6 +234,9 @@ def _complete(path):
 def latest(directory):
     """Path of the newest complete checkpoint in ``directory`` (a checkpoint's own
     directory is accepted too). ``LATEST`` must name a checkpoint beside it."""
+    if not os.path.isdir(directory):
+        raise CheckpointError(f"{directory}: " + ("a file, not a checkpoint directory" if os.path.exists(directory)
+                                                  else "no such directory"))
     if os.path.exists(os.path.join(directory, "state.json")):
         if not _complete(directory):
             raise CheckpointError(f"{directory}: incomplete checkpoint (no {files.MANIFEST})")

@@ -1192,6 +1192,13 @@ def csv_fields(line, sep=b","):
     return out
 
 
+def open_quote(line, sep=b","):
+    """Whether a comma- (``sep``-) separated line opens a quoted field it does not close:
+    an odd count of quotes, one of them starting a field (``12" pizza`` has its quote
+    inside a field)."""
+    return line.count(b'"') % 2 == 1 and re.search(rb'(^|' + re.escape(sep) + rb')[ \t]*"', line) is not None
+
+
 def id_fields(line, fmt):
     """The fields of a data line as the string-id reader numbers its columns: in a
     comma- or semicolon-separated file :func:`csv_fields`, else :func:`split_fields`."""
@@ -1397,6 +1404,11 @@ def edge_format(head, path, columns=None, quotes=False, header=None):
             "semicolon" if b";" in data else "space"
         fmt = EdgeFormat(start, skip, False, mode, names, width, sep=sep)
         if fmt.strict:          # only commas (semicolons) separate: 'user id' is one name, 'Star Wars' one id
+            for no, text in ((lines[0][2], first), (data_no, data)):    # (else a later line was named)
+                if open_quote(text, fmt.sep_byte):
+                    raise InputError("a quoted field does not close on this line: a missing quote, or a line break "
+                                     "inside quotes, which pandas reads on over the next line (tux2 reads a rating "
+                                     "a line)", path=path, line=no, text=text.decode("utf-8", "replace"))
             fmt.width = len(csv_fields(data, fmt.sep_byte))
             if names:
                 fmt.names = names = [t.decode("utf-8", "replace").strip("\"'")

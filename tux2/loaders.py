@@ -108,10 +108,16 @@ class IdMap:
     def lookup(self, values):
         """Dense ids of integer ids (an int array), -1 where the map has none: vectorised,
         for maps of integer ids (a 1-based file's 1 … n, a model's)."""
-        values = np.asarray(values, np.int64)
-        t = self.tokens
+        values, t = np.asarray(values), self.tokens
+        if values.dtype.kind not in "iu":
+            values = values.astype(np.int64)
         if t.dtype.kind not in "iu":
             return np.full(len(values), -1, np.int64)
+        if values.dtype != t.dtype:             # uint64 ids (64-bit hashes) and int64 ones: cast only those that fit
+            info = np.iinfo(t.dtype)
+            fits = (values >= info.min) & (values <= info.max)
+            values = np.where(fits, values, 0).astype(t.dtype)
+            return np.where(fits, self.lookup(values), -1)
         if self._sorted is None:
             self._sorted = np.argsort(t, kind="stable")
         order = self._sorted
@@ -422,7 +428,7 @@ def _dense_ids(m, x, n):
         index = m.index
         return np.array([index.get(str(t), -1) for t in x.tolist()], np.int64)
     if x.dtype.kind in "iu":
-        ints = x.astype(np.int64)
+        ints = x if m is not None else x.astype(np.int64)     # uint64 ids stay whole for a map of them
     else:                                   # strings, floats, objects: integers where they are ones
         ints = np.array([_integer(t) for t in x.tolist()], np.int64)
     if m is not None:
@@ -472,10 +478,10 @@ def given_ids(m, x, what):
 def _integer(t):
     if isinstance(t, (bool, np.bool_)):
         return -1
-    if isinstance(t, (int, np.integer)):
-        return int(t)
     if isinstance(t, (float, np.floating)):
-        return int(t) if float(t).is_integer() else -1
+        t = int(t) if float(t).is_integer() else -1
+    if isinstance(t, (int, np.integer)):
+        return int(t) if -(1 << 63) <= int(t) < 1 << 63 else -1         # none of the model's beyond int64
     t = str(t).strip()
     return int(t) if t.lstrip("+-").isdigit() and abs(int(t)) < 1 << 62 else -1
 
@@ -1037,6 +1043,8 @@ def load_samples(X, zero_based="auto", duplicates="error", label_column=None, fe
                            features=features, table_labels=table_labels, known_features=known_features,
                            sparse=sparse)
     import scipy.sparse as sp
+    if np.iscomplexobj(X):                      # a cast would drop the imaginary parts
+        raise InputError("X holds complex numbers: features are real numbers", path="matrix")
     M = X if sp.issparse(X) else _floats(X)
     if M.ndim != 2:             # one sample given as a row of features: scikit-learn refuses it alike
         raise InputError(f"X must be 2-D, samples × features; got shape {M.shape}. Reshape your data: "
@@ -1145,6 +1153,9 @@ def _column_ids(a, name):
         return inverse.astype(np.int64).ravel(), IdMap(tokens)
     if a.dtype.kind in "iu" or len(a) == 0:
         return a.astype(np.int64), None
+    if a.dtype.kind == "c":
+        raise InputError(f"{name} ids are complex numbers ({a[0].item()!r} at index 0): ids are integers or strings",
+                         path="arrays")
     if a.dtype == object and all(type(x) is int or isinstance(x, np.integer) for x in a.tolist()):
         return _column_ids(np.array(a.tolist()), name)     # integers kept as object (a column astype(object))
     if a.dtype.kind == "f":
@@ -1182,7 +1193,7 @@ def from_arrays(src, dst, values=None, n_src=None, n_dst=None, type_names=("src"
     if len(s) != len(d):
         raise InputError(f"{len(s)} {type_names[0]} ids but {len(d)} {type_names[1]} ids", path=source)
     if values is not None:
-        values = np.asarray(values, dtype=np.float64)
+        values = _edge_values(values, source)
     if ms is not None:
         n_src = len(ms)
     if md is not None:
@@ -1191,6 +1202,18 @@ def from_arrays(src, dst, values=None, n_src=None, n_dst=None, type_names=("src"
         _check_dense(None, 0, (s, d), len(s))
     g = BipartiteGraph(s, d, values, n_src, n_dst, type_names, source, ids=(ms, md))
     return dedupe(g, duplicates, lambda i: (source, None, f"edge {i}"))
+
+
+def _edge_values(values, source):
+    """Per-edge ``values`` as float64; text or complex numbers (whose imaginary part a cast
+    would drop) an InputError naming the first."""
+    a = np.asarray(values)
+    bad = (np.flatnonzero(np.imag(a) != 0) if a.dtype.kind == "c" else
+           [] if a.dtype.kind in "biuf" else [i for i, x in enumerate(a.ravel().tolist()) if not _is_number(x)])
+    if len(bad):
+        i = int(bad[0])
+        raise InputError(f"edge value {a.ravel().tolist()[i]!r} at edge {i} is not a real number", path=source)
+    return np.real(a).astype(np.float64)
 
 
 def from_scipy(matrix, type_names=("row", "column"), duplicates="error"):
@@ -1292,7 +1315,7 @@ def load(data, **options):
     mod = type(data).__module__.split(".")[0]
     if mod == "scipy":
         return from_scipy(data, **options)
-    if mod == "pandas":
+    if mod == "pandas" and hasattr(data, "columns"):
         return from_pandas(data, **options)
     if mod == "networkx":
         return from_networkx(data, **options)

@@ -580,7 +580,7 @@ def fit_workers(est, data, workers, *, partitions=None, threads=None, slack=0, c
     multiprocessing's spawn, which runs the script again in every worker."""
     import pickle
     import secrets
-    from tux2.runtime import free_port, supervise
+    from tux2.runtime import died, free_port, supervise
     partitions_ = globals()["partitions"](partitions, workers, threads, est.tiled())
     if threads is None and est.tiled():         # the cores shared out, not each worker taking them all
         threads = max(1, cores() // workers)
@@ -605,13 +605,12 @@ def fit_workers(est, data, workers, *, partitions=None, threads=None, slack=0, c
             for line in whole.splitlines():
                 if _stops([cb(json.loads(line)) for cb in callbacks]):
                     open(job["stop"], "w").close()      # the workers end training after the iteration they are in
-        first, codes = supervise(procs, grace, poll=tail)
+        first, codes = supervise(procs, grace, poll=tail, quiet=True)     # fit prints nothing: the error says it
         tail()
         _rewarn(tmp)
         if first is not None:
             path = os.path.join(tmp, f"error-{first}.txt")
-            why = open(path, encoding="utf-8").read() if os.path.exists(path) else \
-                f"died with exit status {codes[first]}"
+            why = open(path, encoding="utf-8").read() if os.path.exists(path) else died(codes[first])
             if not os.path.exists(path) and type(est).__module__ == "__main__":
                 why += (f" ({type(est).__name__} is defined in the script, which multiprocessing runs again in "
                         "every worker: put the script's work under 'if __name__ == \"__main__\":', or define the "

@@ -199,11 +199,17 @@ def say_error(line, rank=None):
         print(line, file=sys.stderr)
 
 
-def supervise(procs, grace=2.0, poll=None):
+def died(code):
+    """How a worker process that exited with ``code`` ended: 'died (SIGKILL)' for a signal."""
+    return f"died ({signal.Signals(-code).name})" if code < 0 else f"died with exit status {code}"
+
+
+def supervise(procs, grace=2.0, poll=None, quiet=False):
     """Wait for worker processes (``poll()`` → exit status or None, ``kill()``,
-    ``terminate()``, ``wait()``): when one fails, name it if it died of a signal, give the others
-    ``grace`` seconds to stop on their own, then kill the rest. ``poll``: called
-    between checks. Returns (rank of the first failure or None, exit statuses)."""
+    ``terminate()``, ``wait()``): when one fails, name it on stderr (unless ``quiet``) if it
+    died of a signal, give the others ``grace`` seconds to stop on their own, then kill the
+    rest. ``poll``: called between checks. Returns (rank of the first failure or None, exit
+    statuses)."""
     codes = [None] * len(procs)
     first = deadline = None
     try:
@@ -213,9 +219,9 @@ def supervise(procs, grace=2.0, poll=None):
                     codes[r] = p.poll()
                     if codes[r] != 0 and first is None:
                         first, deadline = r, time.monotonic() + grace
-                        if codes[r] < 0:        # a worker that dies cannot say so itself
-                            print(f"tux2: error: worker {r} died ({signal.Signals(-codes[r]).name}); "
-                                  f"stopping the other workers", file=sys.stderr, flush=True)
+                        if codes[r] < 0 and not quiet:      # a worker that dies cannot say so itself
+                            print(f"tux2: error: worker {r} {died(codes[r])}; stopping the other workers",
+                                  file=sys.stderr, flush=True)
             if deadline is not None and time.monotonic() > deadline:
                 for r, p in enumerate(procs):
                     if codes[r] is None:

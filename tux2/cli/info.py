@@ -88,9 +88,10 @@ def describe(g, kind, labels=None):
                          "--duplicates sum, last or keep is given")
     if g.values is not None and g.num_edges:
         v = g.values             # float32 from files: the moments are taken in float64 (no overflow near ±3.4e38)
+        scale = float(np.abs(v).max()) or 1.0       # libsvm's float64 values: 1e300 squared would overflow
         # min and max as the file writes them (str: float32's shortest digits, not 10.371100425720215)
         vals = {"min": float(str(v.min())), "max": float(str(v.max())), "mean": float(v.mean(dtype=np.float64)),
-                "std": float(v.std(dtype=np.float64))}
+                "std": scale * float((v / scale).std(dtype=np.float64))}
         distinct, counts = np.unique(v, return_counts=True)
         if len(distinct) <= 20:
             vals["histogram"] = {f"{x:g}": int(c) for x, c in zip(distinct, counts)}

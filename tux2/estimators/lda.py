@@ -584,4 +584,5 @@ class LDA(Estimator):
 
     def topic_words(self, n=10):
         """Per topic, the ``n`` most frequent (word, count) pairs."""
+        NONNEG.check("LDA.topic_words: n", n)       # (-1 sliced off each topic's rarest word)
         return lda.top_words(self.word_topic_, n, self.vocab_, self.word_base_)

@@ -58,6 +58,11 @@ def ratings(g, what=loaders.NO_RATINGS, implicit=False):
     value is one event (a click, a play)."""
     if g.values is None and not implicit:
         raise InputError(what, path=g.source)
+    if g.values is not None and len(g.values):      # a file's reader refuses them naming the line
+        i = int(np.argmax(np.abs(g.values)))
+        if abs(g.values[i]) > loaders.FLOAT32_MAX:
+            raise InputError(f"rating {g.values[i]:g} at edge {i} is beyond the float32 range "
+                             f"(±{loaders.FLOAT32_MAX:.4g}) ratings are kept in", path=g.source)
     out = copy.copy(g)
     out.type_names = NAMES
     if out.values is None:
@@ -130,6 +135,8 @@ def user_rows(x, columns=None):
     if loaders.is_frame(x):
         return tuple(x[c].to_numpy() for c in frame_columns(x, columns))
     if isinstance(x, np.ndarray) and x.ndim == 2 and x.shape[1] == 3:
+        if x.dtype.kind == "c":             # from_arrays refuses complex numbers (a cast drops the imaginary part)
+            return x[:, 0], x[:, 1], x[:, 2]
         try:
             r = np.asarray(x[:, 2], np.float64)
         except (TypeError, ValueError):
