@@ -228,6 +228,31 @@ def test_ctrl_c_on_a_run_with_workers_is_one_line(tmp_path):
     assert (p.returncode, err) == (130, "tux2: interrupted\n")
 
 
+def test_sigterm_to_the_parent_of_a_run_with_workers_is_one_line(tmp_path):
+    """SIGTERM to `tux2 run mf --workers 2` alone (kill PID): the parent stops its workers
+    as a Ctrl-C would, and it alone says why; each worker said 'tux2: terminated (SIGTERM)'
+    too, three lines for one stop."""
+    import signal
+    import subprocess
+    import sys
+    path = tmp_path / "r.txt"
+    path.write_text("".join(f"{u} {i} {1 + (u * i) % 5}\n" for u in range(40) for i in range(0, 30, 2)))
+    p = subprocess.Popen([sys.executable, "-m", "tux2.cli", "run", "mf", str(path), "--workers", "2", "--k", "2",
+                          "--epochs", "100000", "--timeout", "20"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, start_new_session=True)
+    try:
+        for line in p.stdout:           # rank 0's epoch lines: both workers are training
+            if line.startswith("epoch"):
+                break
+        p.send_signal(signal.SIGTERM)
+        out, err = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+    assert (p.returncode, err) == (143, "tux2: terminated (SIGTERM)\n")
+
+
 def test_the_program_leaves_the_garbage_collector_as_it_found_it(tmp_path):
     """``main()`` (the program's own argv) holds the collector off while it starts; a
     caller that goes on afterwards — here after a command that runs no epoch — has it

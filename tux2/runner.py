@@ -703,8 +703,11 @@ class _Proc:
     def kill(self):
         self.p.kill()
 
-    def terminate(self):
-        self.p.terminate()
+    def send_signal(self, signum):
+        try:
+            os.kill(self.p.pid, signum)
+        except ProcessLookupError:      # it ended meanwhile
+            pass
 
     def wait(self):
         self.p.join()

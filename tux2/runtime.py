@@ -206,7 +206,7 @@ def died(code):
 
 def supervise(procs, grace=2.0, poll=None, quiet=False):
     """Wait for worker processes (``poll()`` → exit status or None, ``kill()``,
-    ``terminate()``, ``wait()``): when one fails, name it on stderr (unless ``quiet``) if it
+    ``send_signal()``, ``wait()``): when one fails, name it on stderr (unless ``quiet``) if it
     died of a signal, give the others ``grace`` seconds to stop on their own, then kill the
     rest. ``poll``: called between checks. Returns (rank of the first failure or None, exit
     statuses)."""
@@ -233,8 +233,8 @@ def supervise(procs, grace=2.0, poll=None, quiet=False):
     except BaseException:                     # Ctrl-C, SIGTERM: the workers go too
         for p in procs:
             if p.poll() is None:
-                p.terminate()
-        # a worker takes SIGTERM as Ctrl-C (tux2.interrupt), which it may act on only after its
+                p.send_signal(signal.SIGINT)  # as a terminal's Ctrl-C: the parent alone says why (interrupt)
+        # a worker takes it as Ctrl-C (tux2.interrupt), which it may act on only after its
         # first epoch when it came while numba compiled: killed after ``grace`` seconds
         deadline = time.monotonic() + grace
         while any(p.poll() is None for p in procs) and time.monotonic() < deadline:
