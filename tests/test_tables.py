@@ -189,7 +189,7 @@ def test_pandas_row_index_is_no_feature(data, tmp_path):
     frame.to_csv(tmp_path / "idx.csv")
     frame.drop(columns="Outcome").to_csv(tmp_path / "bare.csv")
     r = run_cli("run", "lr", str(tmp_path / "idx.csv"), "--out", str(tmp_path / "m"), "--epochs", "3")
-    assert r.returncode == 0 and "skipped as row numbers: column 1 (unnamed: pandas' row index); labels in column 10" in r.stdout
+    assert r.returncode == 0 and "skipped as row numbers or ids: column 1 (unnamed: pandas' row index); labels in column 10" in r.stdout
     m = tux2.LogisticRegression(epochs=3).fit(data["csv"])
     np.testing.assert_array_equal(tux2.LogisticRegression.load(tmp_path / "m").coef_, m.coef_)
     r = run_cli("predict", str(tmp_path / "m"), data["csv"], "-o", str(tmp_path / "p1"))
@@ -220,7 +220,30 @@ def test_headers_as_pandas_and_uci_write_them(data, tmp_path):
         np.testing.assert_array_equal(m.coef_, ref.coef_, err_msg=name)
         assert m.n_features_in_ == 8 and m.history_[-1]["objective"] == ref.history_[-1]["objective"], name
     r = run_cli("run", "lr", str(tmp_path / "kaggle.csv"), "--epochs", "1")
-    assert "skipped as row numbers: column 1 ('Id')" in r.stdout, r.stdout + r.stderr
+    assert "skipped as row numbers or ids: column 1 ('Id')" in r.stdout, r.stdout + r.stderr
+
+
+def test_an_id_column_of_distinct_whole_numbers_is_no_feature(data, tmp_path):
+    """Titanic's 'PassengerId', a bank's 'CustomerId', 'customer_id': named as some thing's
+    id and distinct whole numbers, an identifier, skipped as 'Id' is (it trained as a
+    feature, of values in the millions). 'paid' and a 'store_id' that repeats are features."""
+    import pandas as pd
+    X, y = data["X"], data["y"]
+    ref = tux2.LogisticRegression(epochs=2).fit(data["csv"])
+    n = len(y)
+    for name in ("PassengerId", "CustomerId", "customer_id", "user ID"):
+        f = pd.DataFrame(X, columns=NAMES).assign(Outcome=y)
+        f.insert(0, name, 15_600_000 + np.random.default_rng(0).permutation(n))
+        f.to_csv(tmp_path / "ids.csv", index=False)
+        m = tux2.LogisticRegression(epochs=2).fit(str(tmp_path / "ids.csv"))
+        np.testing.assert_array_equal(m.coef_, ref.coef_, err_msg=name)
+    for name, values in (("paid", np.arange(n)), ("store_id", np.arange(n) % 7)):
+        f = pd.DataFrame(X, columns=NAMES).assign(Outcome=y)
+        f.insert(0, name, values)
+        f.to_csv(tmp_path / "kept.csv", index=False)
+        assert tux2.LogisticRegression(epochs=2).fit(str(tmp_path / "kept.csv")).n_features_in_ == 9, name
+    r = run_cli("run", "lr", str(tmp_path / "ids.csv"), "--epochs", "1")
+    assert "skipped as row numbers or ids: column 1 ('user ID')" in r.stdout, r.stdout + r.stderr
 
 
 def test_tables_in_other_columns_than_fit_saw_are_refused(data, tmp_path):

@@ -23,6 +23,9 @@ from tux2.graph import BipartiteGraph
 LABEL_NAMES = {"label", "labels", "class", "target", "y", "ytrue", "outcome", "response", "income", "diagnosis",
                "survived", "quality", "species", "churn", "isfraud", "fraud", "defaultpaymentnextmonth"}
 ID_NAMES = {"", "id", "rowid", "index", "unnamed0"}
+# ... and a column named as some thing's id ('PassengerId', 'customer_id', 'user ID'; not 'paid',
+# 'valid') whose values in the first lines are distinct whole numbers: an identifier, no feature
+_ID_SUFFIX = re.compile(r"(?:[_\-\s.](?:id|ID|Id)|(?<=[a-z])(?:Id|ID))$")
 
 _MESSAGES = {
     1: "malformed value in column {col} (expected a number; a missing value? impute it or leave the line out)",
@@ -102,7 +105,7 @@ class TableFormat:
         skipped = ", ".join("1 (unnamed: pandas' row index)" if j == 0 and self.names and not self.names[0]
                             else self.column(j) for j in self.skipped)
         return (f"a dense {sep} table of {self.width} columns{', with a header line' if self.names else ''}; "
-                + (f"skipped as row numbers: column {skipped}; " if skipped else "")
+                + (f"skipped as row numbers or ids: column {skipped}; " if skipped else "")
                 + f"{labels} ({self.how}), {self.features} features")
 
 
@@ -216,7 +219,8 @@ def table_format(head, path, label=None, features=None):
     most, no libsvm ``index:value`` token; a missing or malformed field is left for the
     parser to name), else None. A table of as many feature columns as a model's
     ``features`` has no labels. Columns that number the rows are skipped: pandas' row
-    index (an empty first header name) and those named id, index or rowid. A header
+    index (an empty first header name), those named id, index or rowid, and an id
+    column (``_ID_SUFFIX``) of distinct whole numbers in the first lines. A header
     whose names are not one per column is an InputError."""
     if label is None and not head.strip():
         return None
@@ -253,7 +257,8 @@ def table_format(head, path, label=None, features=None):
         raise InputError(f"the header line has {len(fmt.names)} names and the first data line {fmt.width} columns "
                          f"(its fields: {', '.join(io._preview(t) for t in rows[0][:12])}): a table has one name per "
                          "column", path=path, line=fmt.skip, text=header.decode("utf-8", "replace"))
-    skipped = [j for j, n in enumerate(fmt.names or ()) if io._key(n) in ID_NAMES and (j == 0 or n)]
+    skipped = [j for j, n in enumerate(fmt.names or ()) if io._key(n) in ID_NAMES and (j == 0 or n)
+               or _ID_SUFFIX.search(n.strip()) and _distinct_whole([r[j] for r in rows if j < len(r)])]
     if features is not None and fmt.width - len(skipped) == features:
         return TableFormat(fmt, -1, f"none: {features} columns, the model's features", skipped, words)
     label, how = resolve_label(label, fmt.names, fmt.width, path, words[0] if words else None,
@@ -262,6 +267,13 @@ def table_format(head, path, label=None, features=None):
         raise InputError(f"the label column {label + 1} numbers the rows (pandas' "
                          "row index, an Id column): the labels are another column", path=path)
     return TableFormat(fmt, label, how, skipped, words)
+
+
+def _distinct_whole(values):
+    """Whether ``values`` (a column's fields in the first lines, two or more) are distinct
+    whole numbers."""
+    values = [v.strip().strip(b'"') for v in values]
+    return len(values) > 1 and len(set(values)) == len(values) and all(v.isdigit() for v in values)
 
 
 def words_hint(head, path):
