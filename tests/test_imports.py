@@ -203,10 +203,14 @@ def test_a_ctrl_c_whose_exception_was_dropped_stops_the_run_after_an_epoch():
     assert (r.returncode, r.stderr) == (130, "tux2: interrupted\n")
 
 
-def test_ctrl_c_on_a_run_with_workers_is_one_line(tmp_path):
+@pytest.mark.parametrize("to_group, signum, said", [
+    (True, "SIGINT", (130, "tux2: interrupted\n")), (False, "SIGTERM", (143, "tux2: terminated (SIGTERM)\n"))])
+def test_a_stopped_run_with_workers_is_one_line(tmp_path, to_group, signum, said):
     """A terminal's Ctrl-C reaches the whole process group: `tux2 run mf --workers 2`
     printed 'tux2: terminated (SIGTERM)' for each worker (the parent's SIGTERM came
-    after the SIGINT) before its own 'tux2: interrupted'; now the parent alone says it."""
+    after the SIGINT) before its own 'tux2: interrupted'. SIGTERM to the parent alone
+    (kill PID) printed that line three times: the parent stopped its workers by SIGTERM
+    too. Now the parent stops them as a Ctrl-C would, and it alone says why."""
     import signal
     import subprocess
     import sys
@@ -219,38 +223,13 @@ def test_ctrl_c_on_a_run_with_workers_is_one_line(tmp_path):
         for line in p.stdout:           # rank 0's epoch lines: both workers are training
             if line.startswith("epoch"):
                 break
-        os.killpg(p.pid, signal.SIGINT)
+        (os.killpg if to_group else os.kill)(p.pid, getattr(signal, signum))
         out, err = p.communicate(timeout=120)
     finally:
         if p.poll() is None:
             os.killpg(p.pid, signal.SIGKILL)
             p.wait()
-    assert (p.returncode, err) == (130, "tux2: interrupted\n")
-
-
-def test_sigterm_to_the_parent_of_a_run_with_workers_is_one_line(tmp_path):
-    """SIGTERM to `tux2 run mf --workers 2` alone (kill PID): the parent stops its workers
-    as a Ctrl-C would, and it alone says why; each worker said 'tux2: terminated (SIGTERM)'
-    too, three lines for one stop."""
-    import signal
-    import subprocess
-    import sys
-    path = tmp_path / "r.txt"
-    path.write_text("".join(f"{u} {i} {1 + (u * i) % 5}\n" for u in range(40) for i in range(0, 30, 2)))
-    p = subprocess.Popen([sys.executable, "-m", "tux2.cli", "run", "mf", str(path), "--workers", "2", "--k", "2",
-                          "--epochs", "100000", "--timeout", "20"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         text=True, start_new_session=True)
-    try:
-        for line in p.stdout:           # rank 0's epoch lines: both workers are training
-            if line.startswith("epoch"):
-                break
-        p.send_signal(signal.SIGTERM)
-        out, err = p.communicate(timeout=120)
-    finally:
-        if p.poll() is None:
-            os.killpg(p.pid, signal.SIGKILL)
-            p.wait()
-    assert (p.returncode, err) == (143, "tux2: terminated (SIGTERM)\n")
+    assert (p.returncode, err) == said
 
 
 def test_the_program_leaves_the_garbage_collector_as_it_found_it(tmp_path):

@@ -184,7 +184,7 @@ def launch_local(argv, workers, timeout=30.0, grace=2.0):
                 lines.setdefault(re.sub(r"\[worker \d+\] ", "", line, count=1), line)
         if lines:
             print(*lines.values(), sep="\n", file=sys.stderr, flush=True)
-        return codes[first] if codes[first] > 0 else 1
+        return codes[first] if codes[first] > 0 else 2       # killed by a signal: an error, as the others
     finally:
         files.remove_scratch(said)
 
