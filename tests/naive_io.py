@@ -151,6 +151,12 @@ def edge_list(data):
             if no > after and DECIMAL_COMMA.search(line):
                 raise Bad("a decimal comma", no)
     strict = bool(rows) and not tab and sep is SEP and (b"," in rows[0][2] or b";" in rows[0][2])
+    # a first data line ending in its separator ('1,2,') with fewer fields than the header or the next line
+    wider = len([t for t in sep.split(data.split(b"\n")[after - 1]) if t]) if after else \
+        len(rows[1][1]) if len(rows) > 1 else 0
+    if strict and rows[0][2].rstrip(b"\r ").endswith(b"," if b"," in rows[0][2] else b";") and \
+            len(rows[0][1]) < wider:
+        raise Bad("empty field", rows[0][0])
     for no, toks, line, line_sep in rows:
         s, d, v, cols = _tab_row(tab_fields(line), no) if tab else _row(toks, line, line_sep, no, strict)
         if ncols and cols != ncols:

@@ -57,6 +57,10 @@ def _agree(parse, reference, data, path):
 @SETTINGS
 @given(data=edge_text)
 @example(data=b"0 1 0e400\n")
+@example(data=b"1,2,\n1,3,4\n")                      # a first line's empty last field: named at its line
+@example(data=b"a;b;c\n1;2;\n1;3;4\n")
+@example(data=b"5000000000000000000 \x00,\n1,2\n")
+@example(data=b"1,2,5,\n1,3,4,\n")
 @example(data=b"4611686018427387904 0\n")
 @example(data=b"0 1 n\n")
 @example(data=b"0 0 1e-1")

@@ -1414,7 +1414,8 @@ def edge_format(head, path, columns=None, quotes=False, header=None):
                 fmt.names = names = [t.decode("utf-8", "replace").strip("\"'")
                                      for t in csv_fields(first, fmt.sep_byte)]
         n = [len(split_line(x[3], mode)) for x in lines]        # (the header's names, or the first data line's)
-        _empty_at_end(data, data_no, len(names) if names else n[-1], fmt, path)
+        if len(n) > 1:          # the data line against the header, or the first data line against the next
+            _empty_at_end(data, data_no, *((n[1], n[0]) if header else n), fmt, path)
         quoted = next((x for x in lines if quoted_separator(x[3])), None) if quotes and mode != TAB else None
         if quoted and len(n) == 2 and n[0] != n[1] and not (     # '"a,b",x,3' as 4 fields, silently or a bad value,
                 fmt.strict and len({len(csv_fields(x[3], fmt.sep_byte)) for x in lines}) == 1 and (  # but for a
@@ -1432,14 +1433,14 @@ def edge_format(head, path, columns=None, quotes=False, header=None):
     return fmt
 
 
-def _empty_at_end(data, number, wider, fmt, path):
+def _empty_at_end(data, number, have, wider, fmt, path):
     """A first data line ending in a comma or semicolon ('1,2,': pandas' to_csv of a missing
-    rating) with fewer fields than the header names, or than the line below has (``wider``):
-    the empty field's error, at its line, not the next line's (a file whose every line ends
-    in a separator has as many fields on each)."""
-    if fmt.sep in ("comma", "semicolon") and data.rstrip(b"\r ").endswith(fmt.sep_byte) and fmt.width < wider:
-        raise InputError(f"empty field in column {fmt.width + 1}"
-                         + (f" ({fmt.names[fmt.width]!r})" if fmt.names and len(fmt.names) > fmt.width else "")
+    rating) with ``have`` fields, fewer than the header names or the next line has
+    (``wider``): the empty field's error, at its line, not the next line's (a file whose
+    every line ends in a separator has as many fields on each)."""
+    if fmt.sep in ("comma", "semicolon") and data.rstrip(b"\r ").endswith(fmt.sep_byte) and have < wider:
+        raise InputError(f"empty field in column {have + 1}"
+                         + (f" ({fmt.names[have]!r})" if fmt.names and len(fmt.names) > have else "")
                          + " at the end of the line: a missing value? Fill it in or leave the line out",
                          path=path, line=number, text=data.decode("utf-8", "replace").rstrip("\r"))
 

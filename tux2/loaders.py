@@ -1043,7 +1043,7 @@ def load_samples(X, zero_based="auto", duplicates="error", label_column=None, fe
                            features=features, table_labels=table_labels, known_features=known_features,
                            sparse=sparse)
     import scipy.sparse as sp
-    if np.iscomplexobj(X):                      # a cast would drop the imaginary parts
+    if _is_complex(X):                          # a cast would drop the imaginary parts
         raise InputError("X holds complex numbers: features are real numbers", path="matrix")
     M = X if sp.issparse(X) else _floats(X)
     if M.ndim != 2:             # one sample given as a row of features: scikit-learn refuses it alike
@@ -1068,6 +1068,22 @@ def non_number(a):
         except (TypeError, ValueError):
             return tuple(int(j) for j in np.unravel_index(i, a.shape)), t
     return None
+
+
+def _is_complex(X):
+    """Whether X (a matrix, sparse matrix, DataFrame, nested lists) holds complex numbers,
+    asked without numpy's array functions, which an array-like may refuse (scikit-learn's
+    input checks' does: np.iscomplexobj raised its TypeError)."""
+    dtypes = getattr(X, "dtypes", None)
+    if dtypes is not None and not isinstance(dtypes, np.dtype):     # a DataFrame's, per column
+        return any(getattr(d, "kind", "") == "c" for d in dtypes)
+    dtype = getattr(X, "dtype", None)
+    if dtype is None:
+        try:
+            dtype = np.asarray(X).dtype
+        except (TypeError, ValueError):         # ragged rows: the conversion below names them
+            return False
+    return getattr(dtype, "kind", "") == "c"
 
 
 def _floats(X):
