@@ -760,12 +760,13 @@ def test_a_worker_that_was_stopped_reports_that_its_peers_gave_up_on_it():
 
 
 def test_the_launcher_stopped_kills_a_worker_that_does_not_stop_in_its_grace():
-    """The launcher, stopped (Ctrl-C, SIGTERM), terminates its workers and waited for
-    them without end; a worker takes SIGTERM as Ctrl-C and may act on it only after an
-    epoch (a numba compile drops it). Now it is killed after the grace period."""
+    """The launcher, stopped (Ctrl-C, SIGTERM), stops its workers (as Ctrl-C does) and
+    waited for them without end; a worker may act on it only after an epoch (a numba
+    compile defers it). Now it is killed after the grace period."""
     from tux2.runtime import supervise
     stubborn = subprocess.Popen([sys.executable, "-c", "import signal, time\n"
                                  "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+                                 "signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
                                  "print('ready', flush=True)\ntime.sleep(60)\n"], stdout=subprocess.PIPE, text=True)
     try:
         assert stubborn.stdout.readline() == "ready\n"
