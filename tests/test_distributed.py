@@ -802,6 +802,24 @@ def _pair(**options):
             t.close()
 
 
+def test_an_allgather_tag_used_twice_is_two_rounds():
+    """Rank 0 sends both rounds before rank 1 has taken the first: under one tag its second
+    message overwrote the first in rank 1's box, which then waited for ever (an implicit run
+    with workers gathered its 'seen' pairs twice and hung)."""
+    with _pair(timeout=20) as ts:
+        got = {}
+
+        def rounds(rank, delay):
+            time.sleep(delay)       # rank 1 late: rank 0's two rounds are sent by then
+            got[rank] = [ts[rank].allgather("t", [np.array([10 * rank + n])])[1 - rank][0][0] for n in range(2)]
+        threads = [threading.Thread(target=rounds, args=(r, 0.5 * r), daemon=True) for r in (0, 1)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join(30)
+        assert got == {0: [10, 11], 1: [0, 1]}
+
+
 def test_a_lost_worker_is_named_with_the_timeout_as_given():
     """--timeout 0.3 (below the heartbeat's second: any wait loses the peer) said 'nothing
     heard from it for 0s'."""

@@ -189,6 +189,7 @@ class ZmqTransport:
         self.drop_reasons = {}          # the first few reasons, with counts
         self.max_frame = int(max_frame)
         self._pending = {}
+        self._gathers = {}              # allgather's calls per tag: each call a round of its own
         self._local = {}
         self._done = collections.deque(maxlen=4096)
         self._done_set = set()
@@ -620,9 +621,13 @@ class ZmqTransport:
         return self.collect(clock, tag)
 
     def allgather(self, tag, arrays, clock=-1):
-        """[arrays of every worker] in rank order (a setup-time collective)."""
+        """[arrays of every worker] in rank order (a setup-time collective). A tag used
+        again is another round: a fast worker's second message no longer lands in a slower
+        peer's box before it took the first (which then waited for ever; seen: an implicit
+        run with workers gathered its 'seen' pairs twice)."""
+        n = self._gathers[tag] = self._gathers.get(tag, -1) + 1
         out = {(self.rank, r): list(arrays) for r in range(self.world)}
-        inbox = self.alltoall(clock, tag, out)
+        inbox = self.alltoall(clock, tag if not n else f"{tag}#{n}", out)
         return [inbox[(r, self.rank)] for r in range(self.world)]
 
     def allreduce_context(self, clock, local_contexts, fold, tag="ctx"):
