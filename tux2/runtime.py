@@ -174,7 +174,8 @@ def launch_local(argv, workers, timeout=30.0, grace=2.0):
             cmd = [sys.executable, "-m", "tux2.cli", *argv, "--rank", str(r), "--world", str(workers),
                    "--rendezvous", rendezvous, "--timeout", str(timeout)]
             procs.append(subprocess.Popen(cmd, env=env, preexec_fn=die_with_parent))
-        first, codes = supervise(procs, grace)
+        # stopped, it stops them as a terminal's Ctrl-C would: it alone says why (tux2.interrupt)
+        first, codes = supervise(procs, grace, stop=signal.SIGINT)
         if first is None:
             return 0
         lines = {}          # each different failure once: workers that read one whole input find one bad line
@@ -204,12 +205,12 @@ def died(code):
     return f"died ({signal.Signals(-code).name})" if code < 0 else f"died with exit status {code}"
 
 
-def supervise(procs, grace=2.0, poll=None, quiet=False):
+def supervise(procs, grace=2.0, poll=None, quiet=False, stop=signal.SIGTERM):
     """Wait for worker processes (``poll()`` → exit status or None, ``kill()``,
     ``send_signal()``, ``wait()``): when one fails, name it on stderr (unless ``quiet``) if it
     died of a signal, give the others ``grace`` seconds to stop on their own, then kill the
-    rest. ``poll``: called between checks. Returns (rank of the first failure or None, exit
-    statuses)."""
+    rest. ``poll``: called between checks. Stopped itself (Ctrl-C, SIGTERM), it sends them
+    ``stop``. Returns (rank of the first failure or None, exit statuses)."""
     codes = [None] * len(procs)
     first = deadline = None
     try:
@@ -233,7 +234,7 @@ def supervise(procs, grace=2.0, poll=None, quiet=False):
     except BaseException:                     # Ctrl-C, SIGTERM: the workers go too
         for p in procs:
             if p.poll() is None:
-                p.send_signal(signal.SIGINT)  # as a terminal's Ctrl-C: the parent alone says why (interrupt)
+                p.send_signal(stop)
         # a worker takes it as Ctrl-C (tux2.interrupt), which it may act on only after its
         # first epoch when it came while numba compiled: killed after ``grace`` seconds
         deadline = time.monotonic() + grace
