@@ -1439,10 +1439,15 @@ def _empty_at_end(data, number, have, wider, fmt, path):
     (``wider``): the empty field's error, at its line, not the next line's (a file whose
     every line ends in a separator has as many fields on each)."""
     if fmt.sep in ("comma", "semicolon") and data.rstrip(b"\r ").endswith(fmt.sep_byte) and have < wider:
-        raise InputError(f"empty field in column {have + 1}"
-                         + (f" ({fmt.names[have]!r})" if fmt.names and len(fmt.names) > have else "")
-                         + " at the end of the line: a missing value? Fill it in or leave the line out",
-                         path=path, line=number, text=data.decode("utf-8", "replace").rstrip("\r"))
+        raise empty_at_end(have, fmt.names, number, data, path)
+
+
+def empty_at_end(have, names, number, line, path):
+    """The error of a first data line whose field ``have`` (0-based) and those after it are
+    empty at the end of the line (an edge list's or a table's: tux2.tables)."""
+    name = f" ({names[have]!r})" if names and len(names) > have else ""
+    return InputError(f"empty field in column {have + 1}{name} at the end of the line: a missing value? Fill it in "
+                      "or leave the line out", path=path, line=number, text=line.decode("utf-8", "replace").rstrip("\r"))
 
 
 # header names of the src, dst and value columns (lower case, without '_', '-', ' ', '.'):

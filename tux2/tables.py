@@ -193,10 +193,7 @@ def _empty_at_end(line, number, names, width, fmt, path):
         return                          # spaces at the end of a line are no field
     n = len(_fields(line, fmt))
     if n < width <= len(_fields(line, fmt, trailing=True)) and (not names or all(names[n:width])):
-        name = f" ({names[n]!r})" if names else ""
-        raise InputError(f"empty field in column {n + 1}{name} at the end of the line: a missing value? impute it "
-                         "or leave the line out", path=path, line=number,
-                         text=line.decode("utf-8", "replace").rstrip("\r"))
+        raise io.empty_at_end(n, names, number, line, path)
 
 
 def _is_header(first, rest):
