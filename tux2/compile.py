@@ -1079,6 +1079,16 @@ def place_shift(n_keys, n_edges):
     return max(0, int(n_keys).bit_length() - 10)
 
 
+# --------------------------------------------------------------------------- fixed-point sums
+@njit(cache=True, nogil=True, boundscheck=False)
+def residual_fixed_sums(index, r, mu, other, b, scale, out):
+    """out[index[e]] += rint((r[e] − mu − b[other[e]]) · scale) for every edge e: the bias
+    baseline's per-vertex sums of residuals in fixed point (``scale`` a power of two, so
+    the product is exact as numpy's ldexp), int64 sums exact in any order."""
+    for e in range(index.shape[0]):
+        out[index[e]] += np.int64(np.rint((r[e] - mu - b[other[e]]) * scale))
+
+
 # --------------------------------------------------------------------------- replica rows
 # An Apply round moves the sync bytes of whole records (rounds.sync_block views: n × bytes);
 # these loops copy them without numpy's per-row fancy-indexing overhead.

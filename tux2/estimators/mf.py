@@ -8,7 +8,7 @@ import os
 import numpy as np
 
 from tux2 import files, io, loaders
-from tux2.compile import group_by_part
+from tux2.compile import group_by_part, residual_fixed_sums
 from tux2.errors import InputError, Tux2Error
 from tux2.estimator import Estimator
 from tux2.graph import BipartiteGraph, blocked_order, stratified_order
@@ -273,8 +273,8 @@ def bias_baseline(graph, damping=BASELINE_DAMPING, passes=BASELINE_PASSES, scale
     d_u, d_i = np.maximum(n_u + damping, 1.0), np.maximum(n_i + damping, 1.0)
     b_u, b_i = np.zeros(graph.n_src), np.zeros(graph.n_dst)
     for _ in range(passes):
-        b_i = total(_fixed_sums(i, r - mu - b_u[u], graph.n_dst, bits))[0] / 2.0 ** bits / d_i
-        b_u = total(_fixed_sums(u, r - mu - b_i[i], graph.n_src, bits))[0] / 2.0 ** bits / d_u
+        b_i = total(_fixed_sums(i, r, mu, u, b_u, graph.n_dst, bits))[0] / 2.0 ** bits / d_i
+        b_u = total(_fixed_sums(u, r, mu, i, b_i, graph.n_src, bits))[0] / 2.0 ** bits / d_u
     return mu, b_u, b_i
 
 
@@ -283,10 +283,11 @@ def _fixed(x, bits):
     return np.rint(np.ldexp(x, bits)).astype(np.int64)
 
 
-def _fixed_sums(index, x, n, bits):
-    """Per id 0 … n−1, the fixed-point sum of the ``x`` whose ``index`` it is."""
+def _fixed_sums(index, r, mu, other, b, n, bits):
+    """Per id 0 … n−1, the fixed-point sum of r − μ − b[other] over the edges whose
+    ``index`` it is (``_fixed``'s units, in one compiled pass)."""
     out = np.zeros(n, np.int64)
-    np.add.at(out, index, _fixed(x, bits))
+    residual_fixed_sums(index, r, mu, other, b, 2.0 ** bits, out)
     return out
 
 
