@@ -42,13 +42,15 @@ class Setup:
 
 class Dataset:
     """The data of one fit, as every worker reads it: train and test graphs, labels,
-    a vocabulary, where it came from. ``save``/``load`` move it to worker processes
-    as one .npz (no pickles)."""
+    a vocabulary, where it came from, the training samples' ``weights`` (None: 1 each).
+    ``save``/``load`` move it to worker processes as one .npz (no pickles)."""
 
-    GRAPHS, ARRAYS = ("train", "test"), ("labels", "test_labels")
+    GRAPHS, ARRAYS = ("train", "test"), ("labels", "test_labels", "weights")
 
-    def __init__(self, train, test=None, labels=None, test_labels=None, vocab=None, source=None, **facts):
+    def __init__(self, train, test=None, labels=None, test_labels=None, vocab=None, source=None, weights=None,
+                 **facts):
         self.train, self.test, self.labels, self.test_labels = train, test, labels, test_labels
+        self.weights = weights
         self.vocab, self.source = vocab, source if source is not None else getattr(train, "source", "arrays")
         self.facts = facts                       # small JSON-able extras (format, zero_based …)
 
@@ -108,7 +110,7 @@ class Dataset:
                 g.unknown_ids = [a[f"{name}_unknown_ids0"], a[f"{name}_unknown_ids1"]]
         vocab = a["vocab"].tolist() if "vocab" in a else None
         return cls(graphs["train"], graphs.get("test"), a.get("labels"), a.get("test_labels"), vocab, meta["source"],
-                   **meta["facts"])
+                   a.get("weights"), **meta["facts"])
 
 
 # ---------------------------------------------------------------- partitions
