@@ -15,7 +15,8 @@ TITLES = {LogisticRegression: "logistic regression", LinearSVM: "linear SVM (hin
 
 def add_parser(algos):
     for cls, title in TITLES.items():
-        name, loss = cls.algorithm, cls.loss
+        # (LogisticRegression's loss is a property: logistic, or softmax once fit sees more than two labels)
+        name, loss = cls.algorithm, "logistic" if cls is LogisticRegression else cls.loss
         p = algos.add_parser(
             name, help=f"{title} by mini-batch SGD; --strategy picks the system it trains like",
             description=f"Minimises (1/n) sum_i loss(x_i.W, y_i) + lambda R(W) for the {title} over a libsvm "
@@ -25,7 +26,9 @@ def add_parser(algos):
                            "; the labels are real-valued targets, trained centred and scaled (their mean and "
                            "root mean square), predictions in their units" if loss == "squared" else
                            "; any two labels: +1/-1, 1/0 … (--loss squared: real-valued targets, regression)"
-                           if name == "fm" else "; any two labels: +1/-1, 1/0 …")
+                           if name == "fm" else "; any labels: two for the logistic model, more for the "
+                           "multinomial (softmax) one, as scikit-learn's LogisticRegression" if name == "lr"
+                           else "; any two labels: +1/-1, 1/0 …")
                         + "). Strategies: sendgradient = Spark MLlib (gradients to the feature masters; "
                         "--driver puts them all on one partition), adam = PS2 (Adam moments beside the "
                         "weights at the masters), column = ColumnSGD (features partitioned by column, "
