@@ -201,7 +201,7 @@ def test_weights_survive_a_checkpoint_and_a_resume_with_others_is_refused(tmp_pa
     (np.r_[np.ones(9), np.nan], r"sample_weight\[9\] is nan"),
     (np.ones(9), r"sample_weight has shape \(9,\); 10 samples need one weight each"),
     (np.ones((10, 2)), r"shape \(10, 2\)"),
-    (np.zeros(10), "every sample_weight is 0"),
+    (np.zeros(10), "the sample weights are all zero"),
     (np.array(["a"] * 10), "sample_weight must hold numbers"),
 ])
 def test_bad_sample_weights_are_refused_by_name(weights, message):
@@ -244,13 +244,13 @@ def test_class_weight_is_the_per_sample_weight_scikit_learn_makes_of_it(make, da
 
 def test_bad_class_weights_are_refused_by_name():
     X, y = binary(n=20)
-    with pytest.raises(ValueError, match="class_weight names the class 7, which the training labels"):
+    with pytest.raises(ValueError, match="the class weights name the class 7, which the training labels"):
         tux2.LogisticRegression(epochs=1, class_weight={7: 2.0}).fit(X, y)
     with pytest.raises(ValueError, match="class_weight must be None, 'balanced' or a dict"):
         tux2.LogisticRegression(class_weight="auto").fit(X, y)
     with pytest.raises(ValueError, match=r"class_weight\[1\] must be a finite number >= 0"):
         tux2.LinearSVM(class_weight={1: -1}).fit(X, y)
-    with pytest.raises(ValueError, match="every sample weight 0"):
+    with pytest.raises(ValueError, match="give every sample weight zero"):
         tux2.LogisticRegression(class_weight={0: 0, 1: 0}).fit(X, y)
     with pytest.raises(TypeError, match="class_weight"):
         tux2.LinearRegression(class_weight="balanced")
@@ -276,3 +276,21 @@ def test_class_weight_with_clone_grid_search_and_a_checkpoint(tmp_path):
     np.testing.assert_array_equal(resumed.weights_, straight.weights_)
     with pytest.raises(CheckpointError, match="class"):
         clone(est).set_params(epochs=5, class_weight={1: 6.0}).fit(X, y, checkpoint=tmp_path / "ck")
+
+
+def test_cli_class_weight_trains_the_model_of_the_python_parameter(tmp_path):
+    X, y = binary(n=100)
+    f = tmp_path / "d.svm"
+    f.write_text("".join(f"{c} " + " ".join(f"{j + 1}:{v!r}" for j, v in enumerate(row.tolist()) if v) + "\n"
+                         for c, row in zip(y, X)))
+    r = run_cli("run", "lr", str(f), "--epochs", "2", "--class-weight", "balanced", "--out", str(tmp_path / "m"))
+    assert r.returncode == 0 and "samples weighted (class_weight 'balanced'): mean 1" in r.stdout, r.stderr
+    model = tux2.LogisticRegression.load(tmp_path / "m")
+    ours = tux2.LogisticRegression(epochs=2, class_weight="balanced").fit(str(f))
+    np.testing.assert_array_equal(model.weights_, ours.weights_)
+    r = run_cli("run", "svm", str(f), "--epochs", "1", "--class-weight", "1:2,0:0.5")
+    assert r.returncode == 0 and "samples weighted (class_weight)" in r.stdout, r.stderr
+    for bad, message in (("7", "'7': give 'balanced' or LABEL:WEIGHT pairs"),
+                         ("7:1", "the class weights name the class 7, which the training labels (0, 1) do not have")):
+        r = run_cli("run", "lr", str(f), "--epochs", "1", "--class-weight", bad)
+        assert r.returncode == 2 and message in r.stderr and "Traceback" not in r.stderr, r.stderr

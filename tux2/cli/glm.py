@@ -88,6 +88,10 @@ def add_parser(algos):
                        help="stop once the test " + ("RMSE" if loss == "squared" else "hinge loss" if loss == "hinge"
                                                       else "log-loss") + " has not fallen below its lowest for N "
                             "epochs, and keep the model of the lowest (needs --test; 0: never)")
+        if name in ("lr", "svm", "softmax"):
+            p.add_argument("--class-weight", type=_class_weight, default=None, metavar="balanced|LABEL:W,…",
+                           help="weigh each sample's loss by its class's weight: 'balanced' (n / (K x the class's "
+                                "count), as scikit-learn's) or LABEL:W pairs (1:5 or spam:2,ham:1; other classes 1)")
         if loss == "softmax":
             p.add_argument("--classes", type=Softmax.bounds["classes"], default=None,
                            help="K: the classes are 0..K-1, or 1..K when no label is 0, classes without samples "
@@ -105,6 +109,28 @@ def add_parser(algos):
 
 def run(args):
     return run_command(args, ALGORITHMS[args.model], classification_data)
+
+
+def _class_weight(text):
+    """--class-weight's value: 'balanced', or {label: weight} of LABEL:W pairs (a label that
+    reads as a number is one, as a libsvm file's labels are)."""
+    if text == "balanced":
+        return text
+    out = {}
+    for pair in text.split(","):
+        label, sep, weight = pair.rpartition(":")
+        try:
+            w = float(weight)
+        except ValueError:
+            w = None
+        if not sep or not label or w is None:
+            raise argparse.ArgumentTypeError(f"{pair!r}: give 'balanced' or LABEL:WEIGHT pairs, as 1:5,-1:1")
+        try:
+            key = float(label)
+        except ValueError:
+            key = label
+        out[key] = w
+    return out
 
 
 def _penalty(text):

@@ -608,7 +608,7 @@ def sample_weights(w, n):
         i = int(np.argmax(bad))
         raise ValueError(f"sample_weight[{i}] is {w[i]}: weights must be finite numbers >= 0")
     if n and not w.any():
-        raise ValueError("every sample_weight is 0: nothing to learn from")
+        raise ValueError("the sample weights are all zero: nothing to learn from")
     return w
 
 
@@ -616,7 +616,7 @@ def class_weights(class_weight, codes, labels):
     """Per sample, the weight ``class_weight`` gives its class (``codes``: class numbers into
     ``labels``), or None for None: "balanced" is scikit-learn's n / (K · the class's count), K the
     classes that have samples; a dict maps labels to weights, 1 for the others (a label of no
-    class: ValueError naming it)."""
+    class: InputError naming it)."""
     if class_weight is None:
         return None
     codes = np.asarray(codes, np.intp)
@@ -628,7 +628,7 @@ def class_weights(class_weight, codes, labels):
         for key, weight in class_weight.items():
             at = np.flatnonzero(labels == key) if (isinstance(key, str) == (labels.dtype.kind in "US")) else []
             if not len(at):
-                raise ValueError(f"class_weight names the class {key!r}, which the training labels "
+                raise InputError(f"the class weights name the class {shown(key)}, which the training labels "
                                  f"({', '.join(map(shown, labels[:6]))}{' …' if len(labels) > 6 else ''}) do not have")
             each[at[0]] = weight
     return each[codes]
@@ -866,7 +866,7 @@ class GLM(Linear):
         if data.weights is not None:
             weights = data.weights if weights is None else weights * data.weights
         if weights is not None and not weights.any():
-            raise ValueError(f"class_weight={self.class_weight!r} gives every sample weight 0: nothing to learn from")
+            raise InputError("the class weights give every sample weight zero: nothing to learn from")
         if self.loss == "squared":
             ymean, yscale = self._target_units(y, weights)
             y = (y - ymean) / yscale
