@@ -172,12 +172,17 @@ def test_weights_survive_partitions_and_threads(strategy):
 
 
 @pytest.mark.slow
-def test_weights_survive_two_worker_processes():
-    X, y = binary(n=200)
+@pytest.mark.parametrize("data", [binary, three_classes])
+def test_weights_survive_two_worker_processes(data):
+    """fit(workers=2) with sample_weight and class_weight: the one-process model (the multinomial
+    one for three labels: multinomial_ comes back from the workers)."""
+    X, y = data(n=200)
     s = np.random.default_rng(7).uniform(0, 2, len(y))
-    one = tux2.LogisticRegression(epochs=3, batch=50).fit(X, y, sample_weight=s)
-    two = tux2.LogisticRegression(epochs=3, batch=50).fit(X, y, sample_weight=s, workers=2)
+    make = lambda: tux2.LogisticRegression(epochs=3, batch=50, class_weight="balanced")      # noqa: E731
+    one = make().fit(X, y, sample_weight=s)
+    two = make().fit(X, y, sample_weight=s, workers=2)
     np.testing.assert_allclose(two.weights_, one.weights_, rtol=1e-10, atol=1e-13)
+    assert two.multinomial_ == (data is three_classes) and two.coef_.shape == one.coef_.shape
     plain = tux2.LogisticRegression(epochs=3, batch=50).fit(X, y, workers=2)
     assert np.abs(plain.weights_ - one.weights_).max() > 1e-3
 

@@ -628,8 +628,8 @@ def class_weights(class_weight, codes, labels):
         for key, weight in class_weight.items():
             at = np.flatnonzero(labels == key) if (isinstance(key, str) == (labels.dtype.kind in "US")) else []
             if not len(at):
-                raise InputError(f"the class weights name the class {shown(key)}, which the training labels "
-                                 f"({', '.join(map(shown, labels[:6]))}{' …' if len(labels) > 6 else ''}) do not have")
+                raise InputError(f"the class weights name the class {shown(key)}, which the training labels ("
+                                 f"{', '.join(map(shown, labels[:6]))}{' …' if len(labels) > 6 else ''}) do not have")
             each[at[0]] = weight
     return each[codes]
 
@@ -1102,9 +1102,10 @@ class GLM(Linear):
         k, names = s.n_classes, s.labels
         unseen = int((s.test_labels >= k).sum()) if s.test is not None else 0
         plain = names.dtype.kind == "i" and (names == np.arange(k)).all()
-        return ([f"  {k} classes: the multinomial (softmax) model, as tux2 run softmax and scikit-learn's "
-                 "LogisticRegression fit it"] if self.algorithm == "lr" else []) + ([] if plain else [f"  {k} classes: {', '.join(map(shown, names[:8]))}{' …' if k > 8 else ''}, "
-                                  "as predictions write them"]) \
+        multinomial = [f"  {k} classes: the multinomial (softmax) model, as tux2 run softmax and scikit-learn's "
+                       "LogisticRegression fit it"] if self.algorithm == "lr" else []
+        return multinomial + ([] if plain else [f"  {k} classes: {', '.join(map(shown, names[:8]))}"
+                                                f"{' …' if k > 8 else ''}, as predictions write them"]) \
             + ([f"  note: {unseen} test samples have labels of no training class: counted as errors and left "
                 "out of the test log-loss"] if unseen else [])
 
@@ -1235,9 +1236,7 @@ class Softmax(GLM):
     """Multinomial (softmax) regression over the K labels the training data has, sorted
     as ``classes_`` (numbers or strings); ``classes`` K numbers them 0 … K−1, or 1 … K
     when no label is 0 (``label_base``), classes without samples included."""
-    algorithm, loss = "softmax", "softmax"
-
-    multiclass = True
+    algorithm, loss, multiclass = "softmax", "softmax", True
 
     def __init__(self, strategy="sendgradient", optimizer=None, driver=False, penalty="l2", reg=None, batch=None,
                  eta=None, decay=0.0, epochs=10, seed=0, bias=True, classes=None, zero_based="auto",
