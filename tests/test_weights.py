@@ -299,3 +299,35 @@ def test_cli_class_weight_trains_the_model_of_the_python_parameter(tmp_path):
                          ("7:1", "the class weights name the class 7, which the training labels (0, 1) do not have")):
         r = run_cli("run", "lr", str(f), "--epochs", "1", "--class-weight", bad)
         assert r.returncode == 2 and message in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
+UNCOMPILED = """
+import sys
+import numpy as np
+import tux2
+from tests.test_weights import weighted_models
+np.save(sys.argv[1], weighted_models())
+"""
+
+
+def weighted_models():
+    """The weights of a weighted multinomial LogisticRegression (class_weight too) and FM."""
+    X, y = three_classes(n=60)
+    s = np.random.default_rng(0).uniform(0, 2, len(y))
+    m = tux2.LogisticRegression(epochs=2, batch=20, class_weight="balanced").fit(X, y, sample_weight=s)
+    f = tux2.FM(factors=2, epochs=2, batch=20).fit(X, (y > 0).astype(int), sample_weight=s)
+    return np.concatenate([m.weights_.ravel(), f.weights_.ravel()])
+
+
+def test_the_weighted_udfs_run_uncompiled_as_the_reference(tmp_path):
+    """The weighted derivative and loss closures (udfs.glm.weighted_derivative, weighted_loss) run
+    as plain Python under NUMBA_DISABLE_JIT=1 and give the compiled model to float order."""
+    import os
+    import subprocess
+    import sys
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = {**os.environ, "NUMBA_DISABLE_JIT": "1", "PYTHONPATH": os.pathsep.join([root, *sys.path])}
+    r = subprocess.run([sys.executable, "-c", UNCOMPILED, str(tmp_path / "w.npy")], env=env, capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    np.testing.assert_allclose(np.load(tmp_path / "w.npy"), weighted_models(), rtol=1e-10, atol=1e-13)
