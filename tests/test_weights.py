@@ -331,3 +331,17 @@ def test_the_weighted_udfs_run_uncompiled_as_the_reference(tmp_path):
                        text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     np.testing.assert_allclose(np.load(tmp_path / "w.npy"), weighted_models(), rtol=1e-10, atol=1e-13)
+
+
+def test_a_fits_notes_name_the_line_that_called_fit():
+    """GLM.fit (sample_weight) is one more of tux2's frames above the run: its notes still name
+    the caller's line, not linear.py (warnings' stacklevel counts the frames)."""
+    import warnings
+    X, y = binary(n=100)
+    for workers in (1, 2):
+        with warnings.catch_warnings(record=True) as got:
+            warnings.simplefilter("always")
+            tux2.LogisticRegression(epochs=2, eta=500.0, reg=1e-9).fit(X * 100, y, sample_weight=np.ones(100),
+                                                                        workers=workers)
+        notes = [w for w in got if "lower eta=" in str(w.message)]
+        assert notes and all(w.filename == __file__ for w in notes), [(w.filename, str(w.message)[:60]) for w in got]

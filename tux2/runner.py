@@ -509,7 +509,7 @@ def _keeping_kept(est, setup, eng, transport, printed):
         if printed:
             print(f"tux2: warning: {text}", file=sys.stderr, flush=True)
         else:
-            warnings.warn(est._in_python(text), RuntimeWarning, stacklevel=4)
+            warnings.warn(est._in_python(text), RuntimeWarning, stacklevel=_caller_level())
 
 
 def _stops(answers):
@@ -557,7 +557,7 @@ class _Warner(Speaker):
     def __call__(self, *parts):
         line = " ".join(str(p) for p in parts).strip()
         if line.startswith("note: "):
-            warnings.warn(self.est._in_python(line.removeprefix("note: ")), RuntimeWarning, stacklevel=4)
+            warnings.warn(self.est._in_python(line.removeprefix("note: ")), RuntimeWarning, stacklevel=_caller_level())
 
 
 def abort_reason(e):
@@ -731,7 +731,20 @@ def _rewarn(directory):
         return
     for name, message in notes:
         cls = {"UserWarning": UserWarning}.get(name, RuntimeWarning)
-        warnings.warn(message, cls, stacklevel=4)
+        warnings.warn(message, cls, stacklevel=_caller_level())
+
+
+_TUX2 = os.path.dirname(os.path.abspath(__file__))
+
+
+def _caller_level():
+    """warnings.warn's stacklevel, from the function that calls this, of the first frame outside
+    tux2 (and contextlib): the line that called fit, however many of tux2's frames lie between
+    (an estimator's own fit, as GLM's with sample_weight, adds one)."""
+    f, level = sys._getframe(2), 2
+    while f is not None and (f.f_code.co_filename.startswith(_TUX2) or f.f_code.co_filename == contextlib.__file__):
+        f, level = f.f_back, level + 1
+    return level
 
 
 def _worker(est, rank, job):
