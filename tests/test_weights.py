@@ -158,6 +158,20 @@ def test_weighted_softmax_reaches_scikit_learns_optimum():
     assert f(ours.coef_) == pytest.approx(f(sk.coef_), rel=1e-12)
 
 
+def test_weighted_linear_regression_is_scikit_learns_weighted_ridge():
+    """(1/n) Σ s_i ½ r_i² + λ/2 ‖w‖² is Ridge's Σ s_i r_i² + α ‖w‖² at α = nλ (no intercept; tux2 trains
+    on y / σ, σ the weighted root mean square, and scales back)."""
+    from sklearn.linear_model import Ridge
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(200, 5))
+    y = X @ np.arange(1.0, 6.0) + rng.normal(size=200) + 3
+    s = rng.uniform(0, 3, 200)
+    sk = Ridge(alpha=1.0, fit_intercept=False, tol=1e-14).fit(X, y, sample_weight=s)
+    ours = tux2.LinearRegression(bias=False, batch=0, optimizer="sgd", eta=1.0, decay=0.0, epochs=1000).fit(
+        X, y, sample_weight=s)
+    np.testing.assert_allclose(ours.coef_, sk.coef_, atol=1e-10)
+
+
 @pytest.mark.parametrize("strategy", ["sendgradient", "column", "adam"])
 def test_weights_survive_partitions_and_threads(strategy):
     """The central invariant with weights: any partitions or threads give the one-partition model."""
