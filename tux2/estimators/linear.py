@@ -807,15 +807,16 @@ class GLM(Linear):
                 raise ValueError(f"{type(self).__name__}: class_weight[{key!r}] must be a finite number >= 0; "
                                  f"got {w!r}")
 
-    def fit(self, data, test=None, *, sample_weight=None, **options):
-        """``Estimator.fit`` (``workers``, ``partitions``, ``threads``, ``slack``, ``callbacks``,
-        ``checkpoint``) with ``sample_weight``: a weight s_i >= 0 per training sample (a number:
+    def fit(self, data, test=None, *, sample_weight=None, workers=1, slack=0, partitions=None, threads=None,
+            callbacks=(), checkpoint=None):
+        """``Estimator.fit`` with ``sample_weight``: a weight s_i >= 0 per training sample (a number:
         the same for each), whose loss counts s_i times, as scikit-learn's (a weight 2 is the
         sample twice; λ's default stays 1/n for the n samples given). It travels with the data
         to every worker; a checkpoint resumes only with the same weights."""
         self._sample_weight = sample_weight         # load_data reads it: this fit's, no parameter
         try:
-            return super().fit(data, test, **options)
+            return super().fit(data, test, workers=workers, slack=slack, partitions=partitions, threads=threads,
+                               callbacks=callbacks, checkpoint=checkpoint)
         finally:
             vars(self).pop("_sample_weight", None)
 
