@@ -201,7 +201,7 @@ def test_cli_bad_labels_and_input(tmp_path):
     f.write_text("1 1:1\n# a comment\n3 2:1\n-1 1:1\n")
     r = run_cli("run", "blockpg", str(f), timeout=300)
     assert r.returncode == 2 and f"{f}:4: a binary model takes two labels; a third, -1, after 1 and 3 (softmax " \
-        "takes more) (line text: '-1 1:1')" in r.stderr
+        "and lr take more: tux2.Softmax, tux2.LogisticRegression) (line text: '-1 1:1')" in r.stderr
     f.write_text("1 1:1\n1 2:x\n")
     r = run_cli("run", "blockpg", str(f), timeout=300)
     assert r.returncode == 2 and f"{f}:2: malformed feature value" in r.stderr and "Traceback" not in r.stderr

@@ -420,7 +420,7 @@ def test_an_empty_option_value_is_an_error_not_a_default(argv):
 
 
 @pytest.mark.parametrize("algo, text, line, what", [
-    ("lr", "1 1:1\n\n-1 2:1\n2 1:1 2:1\n", 4, "a binary model takes two labels; a third, 2, after 1 and -1"),
+    ("fm", "1 1:1\n\n-1 2:1\n2 1:1 2:1\n", 4, "a binary model takes two labels; a third, 2, after 1 and -1"),
     ("svm", "1 1:1\n0.5 2:1\n-1 1:1\n", 3, "a binary model takes two labels; a third, -1, after 1 and 0.5"),
     ("blockpg", "1 1:1\n-1 2:1\n2 1:1\n", 3, "a binary model takes two labels; a third, 2, after 1 and -1"),
 ])

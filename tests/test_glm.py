@@ -358,7 +358,7 @@ def test_cli_trains_and_writes_the_model(tmp_path):
 def test_cli_rejects_bad_labels(tmp_path):
     bad = tmp_path / "bad.svm"
     bad.write_text("1 1:0.5\n3 2:1\n-1 1:1\n")          # two labels are a binary problem (1/3 is); a third is not
-    r = _cli("run", "lr", str(bad), "--epochs", "1")
+    r = _cli("run", "svm", str(bad), "--epochs", "1")       # (lr fits K labels: the multinomial model)
     assert r.returncode != 0 and f"{bad}:3: a binary model takes two labels; a third, -1, after 1 and 3" in r.stderr
 
 

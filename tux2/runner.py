@@ -42,13 +42,15 @@ class Setup:
 
 class Dataset:
     """The data of one fit, as every worker reads it: train and test graphs, labels,
-    a vocabulary, where it came from. ``save``/``load`` move it to worker processes
-    as one .npz (no pickles)."""
+    a vocabulary, where it came from, the training samples' ``weights`` (None: 1 each).
+    ``save``/``load`` move it to worker processes as one .npz (no pickles)."""
 
-    GRAPHS, ARRAYS = ("train", "test"), ("labels", "test_labels")
+    GRAPHS, ARRAYS = ("train", "test"), ("labels", "test_labels", "weights")
 
-    def __init__(self, train, test=None, labels=None, test_labels=None, vocab=None, source=None, **facts):
+    def __init__(self, train, test=None, labels=None, test_labels=None, vocab=None, source=None, weights=None,
+                 **facts):
         self.train, self.test, self.labels, self.test_labels = train, test, labels, test_labels
+        self.weights = weights
         self.vocab, self.source = vocab, source if source is not None else getattr(train, "source", "arrays")
         self.facts = facts                       # small JSON-able extras (format, zero_based …)
 
@@ -108,7 +110,7 @@ class Dataset:
                 g.unknown_ids = [a[f"{name}_unknown_ids0"], a[f"{name}_unknown_ids1"]]
         vocab = a["vocab"].tolist() if "vocab" in a else None
         return cls(graphs["train"], graphs.get("test"), a.get("labels"), a.get("test_labels"), vocab, meta["source"],
-                   **meta["facts"])
+                   a.get("weights"), **meta["facts"])
 
 
 # ---------------------------------------------------------------- partitions
@@ -507,7 +509,7 @@ def _keeping_kept(est, setup, eng, transport, printed):
         if printed:
             print(f"tux2: warning: {text}", file=sys.stderr, flush=True)
         else:
-            warnings.warn(est._in_python(text), RuntimeWarning, stacklevel=4)
+            warnings.warn(est._in_python(text), RuntimeWarning, stacklevel=_caller_level())
 
 
 def _stops(answers):
@@ -555,7 +557,7 @@ class _Warner(Speaker):
     def __call__(self, *parts):
         line = " ".join(str(p) for p in parts).strip()
         if line.startswith("note: "):
-            warnings.warn(self.est._in_python(line.removeprefix("note: ")), RuntimeWarning, stacklevel=4)
+            warnings.warn(self.est._in_python(line.removeprefix("note: ")), RuntimeWarning, stacklevel=_caller_level())
 
 
 def abort_reason(e):
@@ -729,7 +731,20 @@ def _rewarn(directory):
         return
     for name, message in notes:
         cls = {"UserWarning": UserWarning}.get(name, RuntimeWarning)
-        warnings.warn(message, cls, stacklevel=4)
+        warnings.warn(message, cls, stacklevel=_caller_level())
+
+
+_TUX2 = os.path.dirname(os.path.abspath(__file__))
+
+
+def _caller_level():
+    """warnings.warn's stacklevel, from the function that calls this, of the first frame outside
+    tux2 (and contextlib): the line that called fit, however many of tux2's frames lie between
+    (an estimator's own fit, as GLM's with sample_weight, adds one)."""
+    f, level = sys._getframe(2), 2
+    while f is not None and (f.f_code.co_filename.startswith(_TUX2) or f.f_code.co_filename == contextlib.__file__):
+        f, level = f.f_back, level + 1
+    return level
 
 
 def _worker(est, rank, job):

@@ -2,7 +2,10 @@
 companion papers' systems train them — each system is a stage sequence, a
 combine rule and a partitioning in the MEGA model.
 
-    minimise  f(W) = (1/n) Σ_i ℓ(x_i·W, y_i) + λ R(W),   R = ½‖W‖² (l2) or ‖W‖₁ (l1)
+    minimise  f(W) = (1/n) Σ_i s_i ℓ(x_i·W, y_i) + λ R(W),   R = ½‖W‖² (l2) or ‖W‖₁ (l1)
+
+with sample weights s_i (1 unless given: scikit-learn's ``sample_weight``, C Σ s_i ℓ_i + R at
+C = 1/(nλ); a weight 2 is the sample twice, n counting the samples as given).
 
 Losses: ``logistic`` (y ±1), ``hinge`` (linear SVM, y ±1), ``softmax`` (y in 0…K−1,
 W has K columns), ``squared`` (regression: ℓ = ½(m − y)², y any real number; the
@@ -66,6 +69,7 @@ the papers' step. An FM's factors v_j start as N(0, init_std²) / s_j, so that v
 starts alike for every feature (without that, values up to 7,000 made the first
 interactions ~10³ and the FM diverged).
 """
+import functools
 import math
 
 import numpy as np
@@ -294,6 +298,34 @@ FM_DERIVATIVE = {"logistic": fm_logistic_d, "hinge": fm_hinge_d, "squared": fm_s
 FM_LOSS = {"logistic": fm_logistic_loss, "hinge": fm_hinge_loss, "squared": fm_squared_loss}
 
 
+# ---------------------------------------------------------------- sample weights (closure factories, memoised)
+@functools.cache
+def weighted_derivative(deriv, k):
+    """The sample Apply ``deriv`` with d_i's first ``k`` entries times the sample's weight s_i:
+    d_i = s_i ℓ'(m_i), so sample i counts s_i times in every gradient (an FM's kept sums Σ x v,
+    d[1:], stay as they are)."""
+    inner = njit(inline="always")(deriv)
+
+    def weighted_d(v, a, ctx):
+        inner(v, a, ctx)
+        for j in range(k):
+            v.d[j] *= v.s
+    return weighted_d
+
+
+@functools.cache
+def weighted_loss(loss):
+    """The evaluation Apply ``loss`` adding s_i ℓ(m_i, y_i) in place of ℓ(m_i, y_i)."""
+    inner = njit(inline="always")(loss)
+
+    def weighted_l(v, a, ctx):
+        before = ctx.loss
+        ctx.loss = 0.0
+        inner(v, a, ctx)
+        ctx.loss = before + v.s * ctx.loss
+    return weighted_l
+
+
 # ---------------------------------------------------------------- updates (Apply at feature masters)
 def sgd_l2(v, a, ctx):
     r = ctx.lam * ctx.n / v.deg * a.c
@@ -412,9 +444,10 @@ def labels_for(loss, labels, classes=None, source=None):
     return np.where(y > 0, 1.0, -1.0), 1
 
 
-def feature_scale(features, values, n_features):
+def feature_scale(features, values, n_features, weights=None):
     """1 / max(1, the root mean square of each feature's values over the samples that
-    hold it): the factor of its AdaGrad and Adam steps and of an FM's first factors."""
+    hold it, each sample ``weights`` times (per edge; None: once)): the factor of its AdaGrad
+    and Adam steps and of an FM's first factors."""
     if values is None:
         return np.ones(n_features)
     # in units of the feature's largest |value|, whose square does not overflow: the squares of
@@ -423,8 +456,10 @@ def feature_scale(features, values, n_features):
     top = np.zeros(n_features)
     np.maximum.at(top, features, a)
     unit = np.where(top > 0, top, 1.0)
-    count = np.maximum(np.bincount(features, minlength=n_features), 1)
-    rms = unit * np.sqrt(np.bincount(features, weights=np.square(a / unit[features]), minlength=n_features) / count)
+    w = np.ones(len(a)) if weights is None else weights
+    count = np.bincount(features, weights=w, minlength=n_features)
+    count = np.where(count > 0, count, 1.0)
+    rms = unit * np.sqrt(np.bincount(features, weights=w * np.square(a / unit[features]), minlength=n_features) / count)
     return 1.0 / np.maximum(rms, 1.0)
 
 
@@ -439,7 +474,7 @@ def unit_rows(graph):
     return BipartiteGraph(graph.src, graph.dst, out, graph.n_src, graph.n_dst, graph.type_names, graph.source)
 
 
-def centre(graph, share=0.5):
+def centre(graph, share=0.5, weights=None):
     """The columns that at least ``share`` of the samples hold (dense columns: an age, a
     glucose level, a pixel), centred: x_ij − μ_j, μ_j the column's mean over all samples,
     their missing zeros made edges of value −μ_j. Returns (graph, μ) with μ_j = 0 for the
@@ -448,7 +483,8 @@ def centre(graph, share=0.5):
     penalty (on b, now the centred one) and the conditioning differ: an uncentred column
     of values ~120 moves with the intercept, and AdaGrad's diagonal steps crawl along that
     valley (UCI breast cancer: 10 epochs ended at 0.26, the optimum is 0.11). A column
-    that holds a sample twice (a duplicate feature kept) is left as it is."""
+    that holds a sample twice (a duplicate feature kept) is left as it is. ``weights`` (per
+    sample): μ_j is the weighted mean, each sample counted as often as it weighs."""
     from tux2.graph import BipartiteGraph
     n, d = graph.n_src, graph.n_dst
     if graph.values is None or not graph.num_edges:
@@ -466,7 +502,7 @@ def centre(graph, share=0.5):
         has[src[at]] = True
         if has.sum() < len(at):                  # a duplicate: shifting each copy would shift the sample twice
             continue
-        mu[j] = vals[at].sum() / n
+        mu[j] = vals[at].sum() / n if weights is None else (weights[src[at]] * vals[at]).sum() / weights.sum()
         missing = np.flatnonzero(~has)
         new_src.append(missing)
         new_dst.append(np.full(len(missing), j))
@@ -512,7 +548,7 @@ def mismatch(strategy, optimizer):
 def program(labels, samples, features, values, n_samples, n_features, loss="logistic", reg="l2", lam=1e-6,
             strategy="sendgradient", batch=1000, eta=0.1, decay=0.0, classes=None, parts=1, evaluate=False,
             beta1=0.9, beta2=0.999, eps=1e-8, optimizer=None, factors=0, init_std=0.01, types=("sample", "feature"),
-            epoch=0):
+            epoch=0, weights=None):
     """A GLM program on edges (samples[i], features[i]) with values ``values``
     (sample ids already shuffled, see ``shuffle_samples``). ``parts`` is only used
     by the model-averaging strategies (local steps are P/B: each partition's
@@ -521,7 +557,8 @@ def program(labels, samples, features, values, n_samples, n_features, loss="logi
     F > 0 makes it a factorization machine (binary losses; factors start as
     N(0, init_std²) draws of the engine's seed divided by max(1, the feature's largest
     |value|), the linear weights at 0). ``epoch``: the epochs trained before (a warm start), where
-    the step schedule eta / (1 + decay t) goes on."""
+    the step schedule eta / (1 + decay t) goes on. ``weights``: each sample's weight s_i (by
+    engine sample id; None: every s_i 1, and no weight field)."""
     if loss not in LOSSES:
         raise ValueError(f"unknown loss {loss!r}; choose one of {', '.join(LOSSES)}")
     if strategy not in STRATEGIES:
@@ -544,12 +581,16 @@ def program(labels, samples, features, values, n_samples, n_features, loss="logi
     deg = np.maximum(np.bincount(features, minlength=n_features), 1).astype(np.float64)
     local = strategy in ("modelavg", "modelsum")
     wk = ("f8", K + F)                     # FM: (w_j, v_j1 … v_jF); K = 1
-    sample = VertexType(types[0], sync={"d": wk}, master={"y": "f8"}, accum={"m": ("f8", K + 2 * F)})
+    sample = VertexType(types[0], sync={"d": wk}, master={"y": "f8", **({"s": "f8"} if weights is not None else {})},
+                        accum={"m": ("f8", K + 2 * F)})
     fmaster = {"m1": wk, "m2": wk, "b1t": "f8", "b2t": "f8"} if opt == "adam" else {}
     flocal = {"deg": "f8"}
     if opt == "adagrad":                   # one-step: beside the master's weight; local: per replica
         (flocal if local else fmaster)["G"] = wk
-    scale = feature_scale(features, values, n_features)
+    if weights is not None and len(weights) != n_samples:
+        raise ValueError(f"{len(weights)} weights for {n_samples} samples")
+    scale = feature_scale(features, values, n_features,
+                          None if weights is None else np.asarray(weights, np.float64)[np.asarray(samples, np.int64)])
     if opt != "sgd":
         flocal["scale"] = "f8"
     feature = VertexType(types[1], sync={"w": wk}, master=fmaster, local=flocal,
@@ -565,6 +606,8 @@ def program(labels, samples, features, values, n_samples, n_features, loss="logi
     def init_vertices(name, data, rng):
         if name == types[0]:
             data["y"] = y
+            if weights is not None:
+                data["s"] = weights
         else:
             data["deg"] = deg
             if opt != "sgd":
@@ -577,6 +620,8 @@ def program(labels, samples, features, values, n_samples, n_features, loss="logi
 
     margin_x, deriv, grad, loss_f = ((fm_margin, FM_DERIVATIVE[loss], fm_gradient, FM_LOSS[loss]) if F else
                                      (margin, DERIVATIVE[loss], gradient, LOSS[loss]))
+    if weights is not None:
+        deriv, loss_f = weighted_derivative(deriv, 1 if F else K), weighted_loss(loss_f)
     if local:
         step = {(0, "sgd", "l2"): local_step_l2, (0, "sgd", "l1"): local_step_l1,
                 (0, "adagrad", "l2"): local_adagrad_l2, (0, "adagrad", "l1"): local_adagrad_l1,
@@ -601,7 +646,8 @@ def program(labels, samples, features, values, n_samples, n_features, loss="logi
     else:
         stages += [GlobalSync(finalize=next_epoch)]
     return Program((sample, feature), edge={"x": "f8"}, context=ctx, stages=stages,
-                   init_vertices=init_vertices, name=f"{'fm' if F else 'glm'}-{loss}-{strategy}")
+                   init_vertices=init_vertices,
+                   name=f"{'fm' if F else 'glm'}-{loss}-{strategy}{'-weighted' if weights is not None else ''}")
 
 
 def partitioning(strategy):
@@ -611,17 +657,22 @@ def partitioning(strategy):
     return "bicut", {"favorite": 0}
 
 
-def setup(graph, labels, loss="logistic", strategy="sendgradient", parts=1, driver=False, seed=0, **options):
+def setup(graph, labels, loss="logistic", strategy="sendgradient", parts=1, driver=False, seed=0, weights=None,
+          **options):
     """Shuffle the samples and build the strategy's program and partitioning:
     (program, graph, assignment, edge data, perm) with perm[old sample id] = engine
-    sample id."""
+    sample id. ``weights``: the samples' weights (None: 1 each)."""
     from tux2 import partitioning as parting
     from tux2.graph import BipartiteGraph
     samples, perm = shuffle_samples(graph.src, graph.n_src, seed=seed)
     y = np.empty(graph.n_src)
     y[perm] = np.asarray(labels, np.float64)
+    s = None
+    if weights is not None:
+        s = np.empty(graph.n_src)
+        s[perm] = np.asarray(weights, np.float64)
     prog = program(y, samples, graph.dst, graph.values, graph.n_src, graph.n_dst, loss=loss, strategy=strategy,
-                   parts=parts, **options)
+                   parts=parts, weights=s, **options)
     g = BipartiteGraph(samples, graph.dst, None, graph.n_src, graph.n_dst, tuple(t.name for t in prog.types))
     name, opts = partitioning(strategy)
     assignment = parting.partition(name, g.src, g.dst, g.n_src, g.n_dst, parts, seed=seed, strict=False, **opts)
@@ -705,17 +756,20 @@ def average_ranks(x):
     return ranks
 
 
-def regression_metrics(pred, target):
+def regression_metrics(pred, target, weights=None):
     """RMSE, MAE and R² (1 − Σ(ŷ − y)² / Σ(y − ȳ)², scikit-learn's r2_score; NaN when y
-    is constant) of predictions against real targets."""
+    is constant) of predictions against real targets; each sample ``weights`` times (the
+    weighted means, as scikit-learn's ``sample_weight``)."""
     pred, target = np.asarray(pred, np.float64), np.asarray(target, np.float64)
     if not len(target):
         return {"rmse": float("nan"), "mae": float("nan"), "r2": float("nan")}
+    s = None if weights is None else np.asarray(weights, np.float64)
     r = pred - target
-    total = float(np.square(target - target.mean()).sum())
+    mean = lambda x: np.average(x, weights=s)       # noqa: E731 (np.mean without weights)
+    total = float(np.sum(np.square(target - mean(target)) * (1.0 if s is None else s)))
     with np.errstate(invalid="ignore", over="ignore"):
-        return {"rmse": float(np.sqrt(np.mean(r * r))), "mae": float(np.mean(np.abs(r))),
-                "r2": 1.0 - float(np.sum(r * r)) / total if total > 0 else float("nan")}
+        return {"rmse": float(np.sqrt(mean(r * r))), "mae": float(mean(np.abs(r))),
+                "r2": 1.0 - float(np.sum(r * r * (1.0 if s is None else s))) / total if total > 0 else float("nan")}
 
 
 def score_metrics(M, labels, loss):
@@ -739,9 +793,9 @@ def softmax(M):
     return P / P.sum(axis=1, keepdims=True)
 
 
-def objective_value(W, X, y, loss="logistic", reg="l2", lam=1e-6, fm=False):
+def objective_value(W, X, y, loss="logistic", reg="l2", lam=1e-6, fm=False, weights=None):
     """f(W) for a scipy.sparse X: the reference the programs are checked against
-    (``fm``: W = (w, V) of a factorization machine)."""
+    (``fm``: W = (w, V) of a factorization machine; ``weights``: each sample's s_i)."""
     M = fm_scores(W, X) if fm else scores(W, X)
     W = np.asarray(W).reshape(X.shape[1], -1)
     if loss == "softmax":
@@ -755,26 +809,34 @@ def objective_value(W, X, y, loss="logistic", reg="l2", lam=1e-6, fm=False):
         m = M[:, 0]
         data = np.logaddexp(0.0, -ys * m) if loss == "logistic" else np.maximum(0.0, 1.0 - ys * m)
     r = 0.5 * float((W * W).sum()) if reg == "l2" else float(np.abs(W).sum())
+    if weights is not None:
+        data = data * np.asarray(weights, np.float64)
     return float(data.mean()) + lam * r
 
 
-def zero_objective(loss="logistic", classes=2, targets=None):
+def zero_objective(loss="logistic", classes=2, targets=None, weights=None):
     """f(0), the objective of the all-zero model (every score 0, no penalty): ln 2 per
     sample for logistic, 1 for hinge, ln K for softmax over K ``classes`` (an FM with
-    w = 0 and V = 0 scores 0 too), ½ mean(y²) of the ``targets`` for squared. A trained
+    w = 0 and V = 0 scores 0 too), ½ mean(y²) of the ``targets`` for squared; each sample
+    ``weights`` times (the mean weight times as much for the others). A trained
     model above it has learned less than nothing."""
     if loss == "squared":
-        return 0.5 * float(np.mean(np.square(targets))) if targets is not None and len(targets) else 0.0
-    return {"logistic": math.log(2.0), "hinge": 1.0, "softmax": math.log(classes)}[loss]
+        if targets is None or not len(targets):
+            return 0.0
+        sq = np.square(targets)
+        return 0.5 * float(np.mean(sq if weights is None else sq * weights))
+    mean = 1.0 if weights is None or not len(weights) else float(np.mean(weights))
+    return mean * {"logistic": math.log(2.0), "hinge": 1.0, "softmax": math.log(classes)}[loss]
 
 
-def zero_loss(loss, labels, classes=2):
-    """Σ ℓ(0, y_i) over ``labels``: the loss of samples whose every score is 0 (samples without
-    features, which the evaluation pass's Exchange and Apply never reach)."""
+def zero_loss(loss, labels, classes=2, weights=None):
+    """Σ s_i ℓ(0, y_i) over ``labels`` (``weights`` s_i; None: 1): the loss of samples whose every
+    score is 0 (samples without features, which the evaluation pass's Exchange and Apply never reach)."""
     y = np.asarray(labels, np.float64)
+    s = np.ones(len(y)) if weights is None else np.asarray(weights, np.float64)
     if loss == "squared":
-        return 0.5 * float(np.square(y).sum())
-    return len(y) * {"logistic": math.log(2.0), "hinge": 1.0, "softmax": math.log(max(classes, 2))}[loss]
+        return 0.5 * float((s * np.square(y)).sum())
+    return float(s.sum()) * {"logistic": math.log(2.0), "hinge": 1.0, "softmax": math.log(max(classes, 2))}[loss]
 
 
 def gradient_value(W, X, y, loss="logistic", reg="l2", lam=1e-6, fm=False):

@@ -15,7 +15,8 @@ TITLES = {LogisticRegression: "logistic regression", LinearSVM: "linear SVM (hin
 
 def add_parser(algos):
     for cls, title in TITLES.items():
-        name, loss = cls.algorithm, cls.loss
+        # (LogisticRegression's loss is a property: logistic, or softmax once fit sees more than two labels)
+        name, loss = cls.algorithm, "logistic" if cls is LogisticRegression else cls.loss
         p = algos.add_parser(
             name, help=f"{title} by mini-batch SGD; --strategy picks the system it trains like",
             description=f"Minimises (1/n) sum_i loss(x_i.W, y_i) + lambda R(W) for the {title} over a libsvm "
@@ -25,7 +26,9 @@ def add_parser(algos):
                            "; the labels are real-valued targets, trained centred and scaled (their mean and "
                            "root mean square), predictions in their units" if loss == "squared" else
                            "; any two labels: +1/-1, 1/0 … (--loss squared: real-valued targets, regression)"
-                           if name == "fm" else "; any two labels: +1/-1, 1/0 …")
+                           if name == "fm" else "; any labels: two for the logistic model, more for the "
+                           "multinomial (softmax) one, as scikit-learn's LogisticRegression" if name == "lr"
+                           else "; any two labels: +1/-1, 1/0 …")
                         + "). Strategies: sendgradient = Spark MLlib (gradients to the feature masters; "
                         "--driver puts them all on one partition), adam = PS2 (Adam moments beside the "
                         "weights at the masters), column = ColumnSGD (features partitioned by column, "
@@ -85,6 +88,10 @@ def add_parser(algos):
                        help="stop once the test " + ("RMSE" if loss == "squared" else "hinge loss" if loss == "hinge"
                                                       else "log-loss") + " has not fallen below its lowest for N "
                             "epochs, and keep the model of the lowest (needs --test; 0: never)")
+        if name in ("lr", "svm", "softmax"):
+            p.add_argument("--class-weight", type=_class_weight, default=None, metavar="balanced|LABEL:W,…",
+                           help="weigh each sample's loss by its class's weight: 'balanced' (n / (K x the class's "
+                                "count), as scikit-learn's) or LABEL:W pairs (1:5 or spam:2,ham:1; other classes 1)")
         if loss == "softmax":
             p.add_argument("--classes", type=Softmax.bounds["classes"], default=None,
                            help="K: the classes are 0..K-1, or 1..K when no label is 0, classes without samples "
@@ -102,6 +109,28 @@ def add_parser(algos):
 
 def run(args):
     return run_command(args, ALGORITHMS[args.model], classification_data)
+
+
+def _class_weight(text):
+    """--class-weight's value: 'balanced', or {label: weight} of LABEL:W pairs (a label that
+    reads as a number is one, as a libsvm file's labels are)."""
+    if text == "balanced":
+        return text
+    out = {}
+    for pair in text.split(","):
+        label, sep, weight = pair.rpartition(":")
+        try:
+            w = float(weight)
+        except ValueError:
+            w = None
+        if not sep or not label or w is None:
+            raise argparse.ArgumentTypeError(f"{pair!r}: give 'balanced' or LABEL:WEIGHT pairs, as 1:5,-1:1")
+        try:
+            key = float(label)
+        except ValueError:
+            key = label
+        out[key] = w
+    return out
 
 
 def _penalty(text):

@@ -46,6 +46,7 @@ class Linear(Estimator):
     dropped feature is one unseen in training, of weight 0."""
 
     loss = "logistic"
+    multiclass = False  # whether fit takes more than two labels (Softmax; LogisticRegression: the multinomial model)
     bias = False
     offset_ = 0.0       # squared loss: a constant every prediction adds (an FM's target mean; 0 for the GLMs)
 
@@ -98,12 +99,15 @@ class Linear(Estimator):
         given = data[1] if isinstance(data, tuple) and len(data) == 2 else None      # y from Python, if any
         label = table.label_spec() if table else frame and frame[0]     # a test table's or frame's labels
         found = np.unique(y) if table and table.how.startswith("the first") else ()
-        if self.loss != "squared" and len(found) > (100 if self.loss == "softmax" else 2):          # the first column, no labels
+        # the first column, no labels? (a guess: lr takes more classes from a column named so or picked)
+        if self.loss != "squared" and len(found) > (100 if self.algorithm == "softmax" else 2):
             raise InputError(f"column {table.column(table.label)}, the labels (the first), holds {len(found):,} "
                              f"values ({', '.join(map(shown, found[:3]))}, …): "
-                             + ("a binary model takes two" if self.loss != "softmax" else "as many classes?")
+                             + ("as many classes?" if self.algorithm == "softmax" else "a binary model takes two"
+                                if not self.multiclass else "as many classes, from a guess?")
                              + ". --label-column N|NAME|last (label_column=) picks the column of the labels"
-                             + ("; softmax takes more than two" if self.loss != "softmax" else ""),
+                             + ("; softmax takes more than two" if not self.multiclass else
+                                "; --label-column first takes these as the classes" if self.algorithm == "lr" else ""),
                              path=os.fspath(data))
         if y is None:
             shape = np.shape(np.asarray(test)) if test is not None else None      # array-likes too
@@ -132,7 +136,8 @@ class Linear(Estimator):
         if t is not None and features is not None:      # the test set's features unseen in training weigh 0
             t = loaders.in_features(t, features)
         kind = np.asarray(given).dtype if given is not None else None
-        return Dataset(g, t, y, ty, zero_based=zero_based, feature_names=names, label_column=label,
+        weights = sample_weights(vars(self).get("_sample_weight"), g.n_src)      # GLM.fit's sample_weight
+        return Dataset(g, t, y, ty, weights=weights, zero_based=zero_based, feature_names=names, label_column=label,
                        read_as=(table and table.describe()) or (frame and describe_frame(*frame)) or how,
                        label_dtype=kind.str if kind is not None and kind.kind in "biuf" else None,
                        **({"feature_span": span} if features is not None else {}), **({"tail": tail} if tail else {}))
@@ -200,7 +205,7 @@ class Linear(Estimator):
         tags = super().__sklearn_tags__()
         if tags.classifier_tags is None:        # a regressor
             return tags
-        tags.classifier_tags.multi_class = self.loss == "softmax"      # the others take two labels
+        tags.classifier_tags.multi_class = self.multiclass      # the others take two labels
         return tags
 
     def _test_metrics(self, s, W):
@@ -426,11 +431,13 @@ class Linear(Estimator):
         p = 0.5 * (1.0 + np.tanh(0.5 * M[:, 0]))
         return np.column_stack([1 - p, p])
 
-    def score(self, X, y=None):
+    def score(self, X, y=None, sample_weight=None):
         """Accuracy on (X, y) (labels as training gave them, or ±1 and 0/1 for a ±1 or
         0/1 model; a binary model refuses a third label, softmax counts it wrong); R² for a
         squared-loss model (1 − Σ(ŷ − y)² / Σ(y − ȳ)², as scikit-learn's regressors' score);
-        without ``y``, X is a libsvm file and its labels are y, or the (X, y) pair fit takes."""
+        without ``y``, X is a libsvm file and its labels are y, or the (X, y) pair fit takes.
+        ``sample_weight``: each sample counted as often as it weighs (the weighted accuracy
+        and R², as scikit-learn's)."""
         if y is None and isinstance(X, tuple) and len(X) == 2:
             X, y = X
         if y is None:
@@ -444,14 +451,15 @@ class Linear(Estimator):
         if not len(M):
             raise ValueError(f"{type(self).__name__}.score: no samples to score (empty data)")
         y = given_labels(y, len(M))
+        s = sample_weights(sample_weight, len(M))
         if self.loss == "squared":
             if y.dtype.kind != "f":
                 raise ValueError("regression targets must be numbers")
-            return glm.regression_metrics(M[:, 0], y)["r2"]
+            return glm.regression_metrics(M[:, 0], y, s)["r2"]
         if self.loss == "softmax":                  # a label of no class: a wrong prediction
-            return float(np.mean(self.classes_[M.argmax(axis=1)] == y))
+            return float(np.average(self.classes_[M.argmax(axis=1)] == y, weights=s))
         signs = binary_labels(self.classes_, y, test_source="score")[1]     # a third label: its error
-        return float(np.mean((M[:, 0] > 0) == (signs > 0)))
+        return float(np.average((M[:, 0] > 0) == (signs > 0), weights=s))
 
 
 def sparse_features(data):
@@ -584,6 +592,48 @@ def given_labels(y, n=None):
     return y
 
 
+def sample_weights(w, n):
+    """``sample_weight`` as float64 (n,) (a number: that weight for every sample), or None
+    for None: finite, none negative, not all 0. ValueError naming the first bad one."""
+    if w is None:
+        return None
+    w = np.asarray(w)
+    if w.dtype.kind not in "biuf":
+        raise ValueError(f"sample_weight must hold numbers, not {w.dtype}")
+    w = np.full(n, float(w)) if w.ndim == 0 else w.astype(np.float64)
+    if w.shape != (n,):
+        raise ValueError(f"sample_weight has shape {w.shape}; {n} samples need one weight each, shape ({n},)")
+    bad = ~np.isfinite(w) | (w < 0)
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise ValueError(f"sample_weight[{i}] is {w[i]}: weights must be finite numbers >= 0")
+    if n and not w.any():
+        raise ValueError("the sample weights are all zero: nothing to learn from")
+    return w
+
+
+def class_weights(class_weight, codes, labels):
+    """Per sample, the weight ``class_weight`` gives its class (``codes``: class numbers into
+    ``labels``), or None for None: "balanced" is scikit-learn's n / (K · the class's count), K the
+    classes that have samples; a dict maps labels to weights, 1 for the others (a label of no
+    class: InputError naming it)."""
+    if class_weight is None:
+        return None
+    codes = np.asarray(codes, np.intp)
+    count = np.bincount(codes, minlength=len(labels))
+    if isinstance(class_weight, str):           # "balanced" (check_params)
+        each = len(codes) / (np.count_nonzero(count) * np.where(count > 0, count, 1))
+    else:
+        each = np.ones(len(labels))
+        for key, weight in class_weight.items():
+            at = np.flatnonzero(labels == key) if (isinstance(key, str) == (labels.dtype.kind in "US")) else []
+            if not len(at):
+                raise InputError(f"the class weights name the class {shown(key)}, which the training labels ("
+                                 f"{', '.join(map(shown, labels[:6]))}{' …' if len(labels) > 6 else ''}) do not have")
+            each[at[0]] = weight
+    return each[codes]
+
+
 def shown(label):
     """A label as messages and prediction files write it: 1, not 1.0; 1000000, not 1e+06."""
     if isinstance(label, (str, np.str_)):
@@ -607,7 +657,8 @@ def binary_labels(y, test=None, source=None, test_source=None):
         raise io.sample_error(f"a binary model takes two labels; a third, {shown(y[i])}, after {shown(seen[0])} "
                               f"and {shown(seen[1])} (" + ("real-valued targets: regression is tux2 run linreg "
                                                            "or fm --loss squared, LinearRegression or FM(loss="
-                                                           "'squared')" if real else "softmax takes more") + ")",
+                                                           "'squared')" if real else "softmax and lr take more: "
+                                                           "tux2.Softmax, tux2.LogisticRegression") + ")",
                               source, i)
     if len(seen) < 2:
         raise io.sample_error(f"every label is {shown(seen[0])}: a binary model needs two", source, 0)
@@ -720,7 +771,11 @@ class GLM(Linear):
     objective by less than ``tol`` of its value (BlockPG's rule; scikit-learn's and liblinear's
     stopping tolerance). ``early_stop`` N > 0 (with test data): training stops once the test
     loss (log-loss; hinge loss for the hinge loss; RMSE for the squared loss) has not fallen
-    below its lowest for N epochs, and the model is that of the lowest (``best_epoch_``)."""
+    below its lowest for N epochs, and the model is that of the lowest (``best_epoch_``).
+    ``fit(X, y, sample_weight=s)`` counts sample i's loss s_i times, f(W) = (1/n) Σ s_i ℓ_i + λ R(W),
+    as scikit-learn's (C Σ s_i ℓ_i + R at C = 1/(nλ)); ``class_weight`` (LogisticRegression,
+    LinearSVM, Softmax: None, "balanced" or {label: weight}, as scikit-learn's) multiplies it by
+    the weight of the sample's class, "balanced" being n / (K · the class's count)."""
 
     bounds = dict(reg=NONNEG_NUMBER, batch=NONNEG, eta=POSITIVE, decay=NONNEG_NUMBER, epochs=NONNEG, seed=SEED,
                   classes=integer(2, 100_000), factors=integer(1, 100_000), init_std=NONNEG_NUMBER,
@@ -732,16 +787,48 @@ class GLM(Linear):
 
     def __init__(self, strategy="sendgradient", optimizer=None, driver=False, penalty="l2", reg=None, batch=None,
                  eta=None, decay=0.0, epochs=10, seed=0, bias=True, zero_based="auto", duplicates="error",
-                 min_count=1, label_column=None, warm_start=False, tol=0.0, early_stop=0):
+                 min_count=1, label_column=None, warm_start=False, tol=0.0, early_stop=0, class_weight=None):
         self._keep(locals())
 
     classes, factors, init_std, norm = None, 0, 0.01, "none"       # Softmax and FM make these parameters
+    class_weight = None                     # LogisticRegression, LinearSVM and Softmax make it a parameter
     ADAGRAD_ETA = 0.5                       # AdaGrad's default step (FM: 0.1)
 
     def check_params(self):
         super().check_params()
         if glm.mismatch(self.strategy, self._resolved()[0]):       # before any data is read
             raise ValueError(glm.mismatch(self.strategy, self._resolved()[0]))
+        cw = self.class_weight
+        if not (cw is None or (isinstance(cw, str) and cw == "balanced") or isinstance(cw, dict)):
+            raise ValueError(f"{type(self).__name__}: class_weight must be None, 'balanced' or a dict "
+                             f"{{label: weight}}; got {cw!r}")
+        for key, w in (cw.items() if isinstance(cw, dict) else ()):
+            if isinstance(w, bool) or not isinstance(w, (int, float, np.number)) or not (math.isfinite(w) and w >= 0):
+                raise ValueError(f"{type(self).__name__}: class_weight[{key!r}] must be a finite number >= 0; "
+                                 f"got {w!r}")
+
+    def fit(self, data, test=None, *, sample_weight=None, workers=1, slack=0, partitions=None, threads=None,
+            callbacks=(), checkpoint=None):
+        """``Estimator.fit`` with ``sample_weight``: a weight s_i >= 0 per training sample (a number:
+        the same for each), whose loss counts s_i times, as scikit-learn's (a weight 2 is the
+        sample twice; λ's default stays 1/n for the n samples given). It travels with the data
+        to every worker; a checkpoint resumes only with the same weights."""
+        self._sample_weight = sample_weight         # load_data reads it: this fit's, no parameter
+        try:
+            return super().fit(data, test, workers=workers, slack=slack, partitions=partitions, threads=threads,
+                               callbacks=callbacks, checkpoint=checkpoint)
+        finally:
+            vars(self).pop("_sample_weight", None)
+
+    def _params_used(self, params):
+        cw = params.get("class_weight")
+        if isinstance(cw, dict):        # as JSON keeps it (checkpoints): (label, weight) pairs, sorted
+            params = {**params, "class_weight": sorted([shown(k), float(w)] for k, w in cw.items())}
+        return super()._params_used(params)
+
+    def _choose_loss(self, labels):
+        """Set the loss of a fit on ``labels``: the class's own (LogisticRegression's is the
+        multinomial one for more than two labels)."""
 
     def _unused(self):
         return [("driver", f"--strategy {self.strategy}", "--strategy sendgradient")] if self.strategy != "sendgradient" else []
@@ -757,6 +844,7 @@ class GLM(Linear):
 
     def prepare(self, data, parts):
         g, y = data.train, data.labels
+        self._choose_loss(y)
         if self.early_stop and data.test is None:
             raise Tux2Error(f"--early-stop {self.early_stop} (early_stop=) watches a test loss: "
                             "give test data (--test FILE; from Python: fit(data, test))")
@@ -764,25 +852,33 @@ class GLM(Linear):
         one_hot = bool(self.factors) and self.norm == "auto" and not counts and binary_rows(g.values)
         norm_before = self.norm_                    # the model's, for a warm start
         self.norm_ = ("l2" if counts or one_hot else "none") if self.norm == "auto" else self.norm
-        # dense columns centred, the intercept takes their means (an FM's too: glm.uncentred); not rows
-        # scaled to unit length, whose lengths are of the raw values
-        if self.bias and self.norm_ == "none":
-            g, mu = glm.centre(g)
-        if self.norm_ == "l2":
-            g = glm.unit_rows(g)
-        if self.bias:                   # an intercept: the constant feature 1, last (liblinear's -B 1)
-            g = with_bias(g)
         where = (data.source, getattr(data.test, "source", None))
         ymean, yscale = 0.0, 1.0
         if self.loss == "squared":
             y, test_labels = regression_targets(y, data.test_labels, *where)
-            labels, k = np.array([]), 1
-            ymean, yscale = self._target_units(y)
-            y = (y - ymean) / yscale
+            labels, k, codes = np.array([]), 1, None
         elif self.loss == "softmax":
             y, test_labels, labels, k = class_labels(y, data.test_labels, self.classes, *where)
+            codes = y
         else:
             (y, test_labels, labels), k = binary_labels(y, data.test_labels, *where), 1
+            codes = y > 0
+        weights = class_weights(self.class_weight, codes, labels) if codes is not None else None
+        if data.weights is not None:
+            weights = data.weights if weights is None else weights * data.weights
+        if weights is not None and not weights.any():
+            raise InputError("the class weights give every sample weight zero: nothing to learn from")
+        if self.loss == "squared":
+            ymean, yscale = self._target_units(y, weights)
+            y = (y - ymean) / yscale
+        # dense columns centred, the intercept takes their means (an FM's too: glm.uncentred); not rows
+        # scaled to unit length, whose lengths are of the raw values
+        if self.bias and self.norm_ == "none":
+            g, mu = glm.centre(g, weights=weights)
+        if self.norm_ == "l2":
+            g = glm.unit_rows(g)
+        if self.bias:                   # an intercept: the constant feature 1, last (liblinear's -B 1)
+            g = with_bias(g)
         base = int(self.loss == "softmax" and labels.dtype.kind == "i" and (labels == np.arange(1, k + 1)).all())
         optimizer, eta = self._resolved()
         lam = self.reg if self.reg is not None else 1.0 / max(g.n_src, 1)
@@ -793,17 +889,19 @@ class GLM(Linear):
             g, y, self.loss, self.strategy, parts=parts, driver=self.driver, seed=self.seed, reg=self.penalty,
             lam=lam, batch=batch or None, eta=eta, decay=self.decay, classes=self.classes, evaluate=True,
             factors=self.factors, optimizer=optimizer, **({"init_std": self.init_std} if self.factors else {}),
+            weights=weights,
             epoch=vars(self).get("epochs_trained_", 0) if self._warms() else 0)     # the step schedule goes on
         seen, span = sparse_features(data)
         warm = self._warm(prog, g.n_dst, mu, labels, norm_before, seen) if self._warms() else None
         if self.loss == "squared":          # what record's test metrics and read_model's weights take
             self.target_mean_, self.target_scale_ = ymean, yscale
             self.offset_ = ymean if self.factors else 0.0
+        empty = np.bincount(g.src, minlength=g.n_src) == 0      # samples without features (and intercept)
         return Setup(graph, prog, {"assignment": assignment, "edge_data": edata}, test=data.test, warm=warm,
                      test_labels=test_labels, n=g.n_src, nnz=data.train.num_edges + g.n_src * self.bias,
                      eta=eta, lam=lam, batch=batch, mu=mu, counts=counts, one_hot=one_hot, ymean=ymean, yscale=yscale,
-                     zero=glm.zero_objective(self.loss, k, y) * yscale ** 2,
-                     empty_loss=glm.zero_loss(self.loss, y[np.bincount(g.src, minlength=g.n_src) == 0], k),
+                     zero=glm.zero_objective(self.loss, k, y, weights) * yscale ** 2,
+                     empty_loss=glm.zero_loss(self.loss, y[empty], k, None if weights is None else weights[empty]),
                      source=data.source,
                      top=float(np.max(np.abs(data.train.values))) if data.train.values is not None
                      and data.train.num_edges else 1.0,
@@ -811,23 +909,26 @@ class GLM(Linear):
                      feature_names=data.facts.get("feature_names"), label_column=data.facts.get("label_column"),
                      read_as=data.facts.get("read_as"), label_dtype=data.facts.get("label_dtype"),
                      features=seen, span=span, tail=data.facts.get("tail"), kept_entries=data.train.num_edges,
+                     weights=None if weights is None else (float(weights.mean()), float(weights.min()),
+                                                           float(weights.max())),
                      meta={"optimizer": optimizer, "eta": eta, "lam": lam, "batch_used": batch, "samples": g.n_src,
                            **({"label_base": base} if self.loss == "softmax" else {})})
 
-    def _target_units(self, y):
+    def _target_units(self, y, weights=None):
         """(ȳ, σ) of a squared loss's targets: training fits (y − ȳ) / σ, so that the steps' defaults
         suit targets in any units (years ~2000, prices ~10⁵: AdaGrad's steps are ±η per weight);
         ȳ is the mean with an intercept (the GLMs' bias, an FM's offset; libFM's w0 starts there too),
         else 0, σ the root mean square of y − ȳ (1 when that is 0). For the GLM the minimiser is the
         same in either units (loss and penalty both scale by σ²), up to the intercept's penalty, now
         on its centred value (an unpenalised-like intercept, as scikit-learn's Ridge). A warm start
-        keeps the model's (ȳ, σ), so a fit continued is the longer fit."""
+        keeps the model's (ȳ, σ), so a fit continued is the longer fit. ``weights``: the means
+        weighted, each sample counted as often as it weighs."""
         if self._warms() and "target_scale_" in vars(self):
             return float(self.target_mean_), float(self.target_scale_)
         if not len(y):
             return 0.0, 1.0
-        mean = float(np.mean(y)) if (self.bias or self.factors) else 0.0
-        scale = float(np.sqrt(np.mean(np.square(y - mean))))
+        mean = float(np.average(y, weights=weights)) if (self.bias or self.factors) else 0.0
+        scale = float(np.sqrt(np.average(np.square(y - mean), weights=weights)))
         return mean, scale if scale > 0 and np.isfinite(scale) else 1.0
 
     def _original(self, W, s):
@@ -971,7 +1072,16 @@ class GLM(Linear):
             + ([f"  samples scaled to unit length" + (f" (auto: the values are whole numbers up to {s.counts:g})"
                                                        if s.counts else " (auto: one-hot rows, every value 1)"
                                                        if s.one_hot else "")] if self.norm_ == "l2" else []) \
+            + ([f"  samples weighted ({self._weighting()}): mean {s.weights[0]:.4g}, from {s.weights[1]:.4g} to "
+                f"{s.weights[2]:.4g}"] if s.weights else []) \
             + self._started(s) + self._label_notes(s) + self._rounds_note(s, world, parts)
+
+    def _weighting(self):
+        """What weighs the samples, as the header says it."""
+        cw = self.class_weight
+        by = ([] if cw is None else [f"class_weight {cw!r}" if isinstance(cw, str) else "class_weight"]) \
+            + (["sample_weight"] if vars(self).get("_sample_weight") is not None else [])
+        return " × ".join(by) or "sample_weight"
 
     def _rounds_note(self, s, world, parts):
         """On several workers or partitions, a one-step strategy's every mini-batch is a
@@ -993,8 +1103,10 @@ class GLM(Linear):
         k, names = s.n_classes, s.labels
         unseen = int((s.test_labels >= k).sum()) if s.test is not None else 0
         plain = names.dtype.kind == "i" and (names == np.arange(k)).all()
-        return ([] if plain else [f"  {k} classes: {', '.join(map(shown, names[:8]))}{' …' if k > 8 else ''}, "
-                                  "as predictions write them"]) \
+        multinomial = [f"  {k} classes: the multinomial (softmax) model, as tux2 run softmax and scikit-learn's "
+                       "LogisticRegression fit it"] if self.algorithm == "lr" else []
+        return multinomial + ([] if plain else [f"  {k} classes: {', '.join(map(shown, names[:8]))}"
+                                                f"{' …' if k > 8 else ''}, as predictions write them"]) \
             + ([f"  note: {unseen} test samples have labels of no training class: counted as errors and left "
                 "out of the test log-loss"] if unseen else [])
 
@@ -1017,7 +1129,7 @@ class GLM(Linear):
         if not h:
             return []
         first, last = h[0], h[-1]
-        zero = s.zero if self.loss == "squared" else glm.zero_objective(self.loss, s.n_classes)
+        zero = s.zero
         # AdaGrad's and Adam's steps, and an FM's first factors, are already in each feature's units
         # (udfs.glm): scaling the values changes nothing for them
         scale = (f", or scale the feature values (now up to {s.top:g}) to about [-1, 1]"
@@ -1076,12 +1188,30 @@ class GLM(Linear):
 
 
 class LogisticRegression(GLM):
-    """Binary logistic regression (any two labels: ±1, 0/1, 'ham'/'spam' …)."""
-    algorithm, loss = "lr", "logistic"
+    """Logistic regression: binary for two labels (any two: ±1, 0/1, 'ham'/'spam' …); for K > 2
+    labels the multinomial (softmax) model that ``Softmax`` fits, as scikit-learn's
+    LogisticRegression does (``multinomial_`` True; ``classes_``, ``coef_`` (K, features),
+    ``intercept_`` (K,), ``predict_proba`` (n, K), ``decision_function`` (n, K))."""
+    algorithm, multiclass = "lr", True
+
+    @property
+    def loss(self):
+        """'logistic', or 'softmax' for a model of more than two classes (``multinomial_``)."""
+        return "softmax" if vars(self).get("multinomial_") else "logistic"
+
+    @loss.setter
+    def loss(self, value):          # a saved model's (model.json's loss)
+        self.multinomial_ = value == "softmax"
+
+    def _choose_loss(self, labels):
+        # real-valued targets are no classes (scikit-learn's 'continuous'): the binary model's error names regression
+        y = np.asarray(labels)
+        real = y.dtype.kind == "f" and not np.array_equal(y, np.round(y))
+        self.multinomial_ = not real and len(np.unique(y)) > 2
 
 
 class LinearSVM(GLM):
-    """Linear SVM: the hinge loss (any two labels)."""
+    """Linear SVM: the hinge loss (any two labels; for more, Softmax or LogisticRegression)."""
     algorithm, loss = "svm", "hinge"
 
 
@@ -1107,11 +1237,12 @@ class Softmax(GLM):
     """Multinomial (softmax) regression over the K labels the training data has, sorted
     as ``classes_`` (numbers or strings); ``classes`` K numbers them 0 … K−1, or 1 … K
     when no label is 0 (``label_base``), classes without samples included."""
-    algorithm, loss = "softmax", "softmax"
+    algorithm, loss, multiclass = "softmax", "softmax", True
 
     def __init__(self, strategy="sendgradient", optimizer=None, driver=False, penalty="l2", reg=None, batch=None,
                  eta=None, decay=0.0, epochs=10, seed=0, bias=True, classes=None, zero_based="auto",
-                 duplicates="error", min_count=1, label_column=None, warm_start=False, tol=0.0, early_stop=0):
+                 duplicates="error", min_count=1, label_column=None, warm_start=False, tol=0.0, early_stop=0,
+                 class_weight=None):
         self._keep(locals())
 
 
