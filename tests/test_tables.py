@@ -436,6 +436,31 @@ def test_label_column_first_picks_the_first_column_as_last_picks_the_last(tmp_pa
     assert y.tolist() == [5.0, 6.0]
 
 
+def test_a_label_name_beside_a_feature_named_as_some_set_labels_is_the_label(tmp_path):
+    """A Kaggle table with an 'income' feature (UCI adult's label name) and its labels in
+    'target': 'target' is the label column, in a file and a DataFrame (the two names made
+    the rule fall back to the first column, the Id-less 'age', and the run stopped at its
+    72 values). Two generic names ('label', 'class') are ambiguous: an error naming them."""
+    import pandas as pd
+    rng = np.random.default_rng(0)
+    n = 60
+    df = pd.DataFrame({"age": rng.integers(18, 90, n), "income": rng.lognormal(10, 1, n).round(2),
+                       "target": rng.integers(0, 2, n), "visits": rng.integers(0, 9, n)})
+    path = tmp_path / "train.csv"
+    df.to_csv(path, index=False)
+    g, y = loaders.load_libsvm(str(path))
+    assert y.tolist() == df.target.tolist() and g.n_dst == 3
+    r = run_cli("run", "lr", str(path), "--epochs", "1")
+    assert r.returncode == 0 and "labels in column 3 ('target') (by its name" in r.stdout, r.stderr
+    m = tux2.LogisticRegression(epochs=1).fit(df)
+    assert m.label_column_ == ["target", 3] and list(m.feature_names_in_) == ["age", "income", "visits"]
+    both = tmp_path / "both.csv"
+    df.rename(columns={"income": "class", "target": "label"}).to_csv(both, index=False)
+    r = run_cli("run", "lr", str(both), "--epochs", "1")
+    assert r.returncode == 2 and "columns 2 ('class') and 3 ('label') are both named as labels are: " \
+                                 "--label-column NAME" in r.stderr, r.stderr
+
+
 # --------------------------------------------------------------------------- DataFrames with their labels
 # A DataFrame is the table its to_csv writes: its label column is found by the rule a file's is
 # (tables.resolve_label: label_column=, else a column named as labels are), in training, test,

@@ -20,8 +20,11 @@ from tux2.graph import BipartiteGraph
 
 # header names of a label column (lower case, without '_', '-', ' ', '.'), and of columns that
 # number the rows (Kaggle's 'Id', pandas' unnamed row index): skipped, never a feature
-LABEL_NAMES = {"label", "labels", "class", "target", "y", "ytrue", "outcome", "response", "income", "diagnosis",
-               "survived", "quality", "species", "churn", "isfraud", "fraud", "defaultpaymentnextmonth"}
+# a column of the second kind is the label of one public set ('income' of UCI's adult) but a feature beside a
+# column of the first ('income' and 'target' of a Kaggle table)
+GENERIC_LABEL_NAMES = {"label", "labels", "class", "target", "y", "ytrue", "outcome", "response"}
+LABEL_NAMES = GENERIC_LABEL_NAMES | {"income", "diagnosis", "survived", "quality", "species", "churn", "isfraud",
+                                     "fraud", "defaultpaymentnextmonth"}
 ID_NAMES = {"", "id", "rowid", "index", "unnamed0"}
 # ... and a column named as some thing's id ('PassengerId', 'customer_id', 'user ID'; not 'paid',
 # 'valid') whose values in the first lines are distinct whole numbers: an identifier, no feature
@@ -111,10 +114,11 @@ class TableFormat:
 
 def resolve_label(label, names, width, path, words=None, first=0, of="file"):
     """(0-based label column, how it was chosen) of ``label`` (None: a header name in
-    LABEL_NAMES, else the one column of words ``words``, else column ``first``, or
-    (-1, None) when ``first`` is None; an int, 1-based, negative from the end; 'first' or
-    'last' (unless a header column has that very name); a header name; or [name, position]:
-    the name when the file has a header, else the position). The one rule of a table's
+    LABEL_NAMES, the one in GENERIC_LABEL_NAMES among several (several: an error), else
+    the one column of words ``words``, else column ``first``, or (-1, None) when ``first``
+    is None; an int, 1-based, negative from the end; 'first' or 'last' (unless a header
+    column has that very name); a header name; or [name, position]: the name when the
+    file has a header, else the position). The one rule of a table's
     labels, a file's and a DataFrame's (``of``: "DataFrame", ``names`` its columns)."""
     if isinstance(label, (list, tuple)):
         if names and names.count(label[0]) == 1:        # the very name, though it reads as a number ('30')
@@ -122,8 +126,14 @@ def resolve_label(label, names, width, path, words=None, first=0, of="file"):
         label = label[0] if names else label[1]
     if label is None:
         named = [j for j, n in enumerate(names or ()) if io._key(n) in LABEL_NAMES]
+        if len(named) > 1:
+            named = [j for j in named if io._key(names[j]) in GENERIC_LABEL_NAMES] or named
         if len(named) == 1:
             return named[0], "by its name; --label-column picks another"
+        if named:
+            cols = [f"{j + 1} ({names[j]!r})" for j in named]
+            raise InputError(f"columns {', '.join(cols[:-1])} and {cols[-1]} are {'both' if len(cols) == 2 else 'all'} named as labels are: "
+                             "--label-column NAME (label_column=) says which holds them", path=path)
         if words is not None and words in (0, width - 1):
             return words, "the one column of words; --label-column picks another"
         if first is None:
