@@ -51,6 +51,7 @@ _LABEL_MESSAGES = {          # the errors above in the label column, where imput
 _MISSING = {"na", "nan", "n/a", "null", "none", "?", "-", ""}       # no header name: a missing value
 # a label that marks a missing one: UCI's '?' and pandas' spellings but 'None' (a plausible class; NaN is no word)
 _MISSING_LABELS = ["?", "NA", "N/A", "n/a", "NULL", "null", "#N/A", "#NA", "<NA>"]
+_TRUE, _FALSE = np.frombuffer(b"true", np.uint8), np.frombuffer(b"false", np.uint8)
 _QUOTED_COMMA = re.compile(rb'"[ ]*[-+]?[0-9]*,[0-9]+[ ]*"')
 _QUOTED_WORD = re.compile(rb'(?:^|(?<=[,;]))[ ]*"[^"\n]*[A-Za-z_][^"\n]*"')    # '"setosa, var"': one field
 
@@ -257,8 +258,9 @@ def table_format(head, path, label=None, features=None):
                   len(names) if names else below.pop() if len(below) == 1 else 0, fmt, path)
     fmt.width = len(rows[0])
     words = [j for j in range(fmt.width) if sum(io.is_number(r[j]) for r in rows if j < len(r)) * 2 < len(rows)]
-    if fmt.width - len(words) < max(2, fmt.width - 1):     # one column of words may be the labels ('Iris-setosa',
-        return None                                         # 'R'); a missing value: the parser names it
+    flags = [j for j in words if all(j < len(r) and _is_flag(r[j]) for r in rows)]   # True/False: 1/0 but as labels
+    if fmt.width - len(words) + len(flags) < max(2, fmt.width - 1):    # one column of words may be the labels
+        return None                                         # ('Iris-setosa', 'R'); a missing value: the parser names it
     fmt.names = names
     if fmt.names is not None and len(fmt.names) != fmt.width:       # a quoted '"0,39"' split in two, a name more
         raise InputError(f"the header line has {len(fmt.names)} names and the first data line {fmt.width} columns "
@@ -274,6 +276,23 @@ def table_format(head, path, label=None, features=None):
         raise InputError(f"the label column {label + 1} numbers the rows (pandas' "
                          "row index, an Id column): the labels are another column", path=path)
     return TableFormat(fmt, label, how, skipped, words)
+
+
+def _is_flag(field):
+    """Whether a field is True or False in any case, as pandas writes booleans (get_dummies' columns)."""
+    return field.strip().strip(b'"').lower() in (b"true", b"false")
+
+
+@njit(cache=True, nogil=True)
+def _parse_value(buf, pos, end, mode):
+    """tux2.io._parse_float's (value, new_pos, err) of a feature's field, True and False
+    (any case) 1 and 0."""
+    v, p, err = io._parse_float(buf, pos, end, mode)
+    if err == 3 and io._is_word(buf, pos, end, _TRUE, mode):
+        return 1.0, pos + 4, 0
+    if err == 3 and io._is_word(buf, pos, end, _FALSE, mode):
+        return 0.0, pos + 5, 0
+    return v, p, err
 
 
 def _distinct_whole(values):
@@ -363,8 +382,10 @@ def _parse_table(buf, start, width, label, mode, out_y, out_span, out_r, out_c, 
                 while p < n and not io._field_ends(buf[p], mode) and not (strict and buf[p] == 32):
                     p += 1
                 v, err = 0.0, 0
-            else:
+            elif t == label:
                 v, p, err = io._parse_float(buf, p, n, mode)
+            else:
+                v, p, err = _parse_value(buf, p, n, mode)
             e = p
             if t == label:
                 if err == 3:                                        # a word ('R', 'Iris-setosa')
