@@ -454,6 +454,20 @@ class Linear(Estimator):
         return float(np.mean((M[:, 0] > 0) == (signs > 0)))
 
 
+def unknown_test_entries(train, test):
+    """(test non-zeros on features without a training non-zero, test non-zeros, such features)
+    of sample → feature graphs ``train`` and ``test`` (0s without test data). A test feature
+    beyond the training span, or in the dense numbering's column of unseen ones (len(features),
+    loaders.in_features), or of no training entry, weighs 0."""
+    if test is None or not test.num_edges:
+        return 0, 0, 0
+    deg = np.bincount(train.dst, minlength=train.n_dst)
+    d = np.asarray(test.dst, np.int64)
+    unknown = d >= train.n_dst
+    unknown[~unknown] = deg[d[~unknown]] == 0
+    return int(unknown.sum()), int(test.num_edges), int(len(np.unique(d[unknown])))
+
+
 def sparse_features(data):
     """(features, span) of a Dataset whose sparse feature indices ``load_data`` numbered
     densely (``loaders.dense_features``): each dense feature's index, and the indices' count
@@ -795,6 +809,7 @@ class GLM(Linear):
             factors=self.factors, optimizer=optimizer, **({"init_std": self.init_std} if self.factors else {}),
             epoch=vars(self).get("epochs_trained_", 0) if self._warms() else 0)     # the step schedule goes on
         seen, span = sparse_features(data)
+        alien = unknown_test_entries(data.train, data.test)
         warm = self._warm(prog, g.n_dst, mu, labels, norm_before, seen) if self._warms() else None
         if self.loss == "squared":          # what record's test metrics and read_model's weights take
             self.target_mean_, self.target_scale_ = ymean, yscale
@@ -811,7 +826,7 @@ class GLM(Linear):
                      feature_names=data.facts.get("feature_names"), label_column=data.facts.get("label_column"),
                      read_as=data.facts.get("read_as"), label_dtype=data.facts.get("label_dtype"),
                      features=seen, span=span, tail=data.facts.get("tail"), kept_entries=data.train.num_edges,
-                     meta={"optimizer": optimizer, "eta": eta, "lam": lam, "batch_used": batch, "samples": g.n_src,
+                     alien=alien, meta={"optimizer": optimizer, "eta": eta, "lam": lam, "batch_used": batch, "samples": g.n_src,
                            **({"label_base": base} if self.loss == "softmax" else {})})
 
     def _target_units(self, y):
@@ -971,7 +986,16 @@ class GLM(Linear):
             + ([f"  samples scaled to unit length" + (f" (auto: the values are whole numbers up to {s.counts:g})"
                                                        if s.counts else " (auto: one-hot rows, every value 1)"
                                                        if s.one_hot else "")] if self.norm_ == "l2" else []) \
-            + self._started(s) + self._label_notes(s) + self._rounds_note(s, world, parts)
+            + self._started(s) + self._label_notes(s) + self._alien_note(s) + self._rounds_note(s, world, parts)
+
+    @staticmethod
+    def _alien_note(s):
+        """A line when a tenth or more of the test set's non-zeros are on features the
+        training data has none of (another set's test file, or another feature numbering)."""
+        entries, of, features = s.alien
+        return [f"  test: {entries:,} of its {of:,} non-zeros are on {features:,} features the training data has "
+                "none of" + (" (or too few of: --min-count)" if s.tail else "") + " (weight 0)"] \
+            if entries and 10 * entries >= of else []
 
     def _rounds_note(self, s, world, parts):
         """On several workers or partitions, a one-step strategy's every mini-batch is a
@@ -1035,6 +1059,12 @@ class GLM(Linear):
             return [f"  note: the test log-loss ended at {test:.4g} (epoch {last['epoch']}), worse than the "
                     f"all-zero model's {bound:.4g}, and {unseen} of {len(s.test_labels)} test samples have labels "
                     "of no training class: is the test file labelled as the training file is?"]
+        if not (rose or worse) and test is not None and test > bound and 4 * s.alien[0] >= s.alien[1]:
+            # a quarter of the test non-zeros or more weigh 0: another set's features, not a too large step
+            return [f"  note: the test {'hinge loss' if hinge else 'log-loss'} ended at {test:.4g} (epoch "
+                    f"{last['epoch']}), worse than the all-zero model's {bound:.4g}, and {s.alien[0]:,} of the "
+                    f"{s.alien[1]:,} test non-zeros are on features the training data has none of: is the test file "
+                    "of the training file's features?"]
         if not (rose or worse) and test is not None and test > bound:
             # the training objective fell, but the test set's scores are confidently wrong (an FM on
             # raw counts or at λ = 1e-6): worse than the all-zero model's
