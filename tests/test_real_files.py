@@ -740,6 +740,13 @@ def test_a_test_file_of_other_features_is_named_as_such_not_as_a_too_large_step(
         "features?" in r.stdout and "lower --eta" not in r.stdout, r.stdout
     r = run_cli("run", "lr", str(train), "--test", str(train), "--epochs", "1")
     assert r.returncode == 0 and "none of (weight 0)" not in r.stdout, r.stdout
+    r = run_cli("run", "lr", str(train), "--epochs", "1", "--out", str(tmp_path / "m"))
+    assert r.returncode == 0, r.stderr
+    r = run_cli("predict", str(tmp_path / "m"), str(other))
+    assert r.returncode == 0 and f"tux2: warning: {other}: " in r.stderr and "of its 40,000 non-zeros are on " \
+        "features the model has no weight for" in r.stderr, r.stderr
+    r = run_cli("predict", str(tmp_path / "m"), str(train))
+    assert r.returncode == 0 and "warning" not in r.stderr, r.stderr
 
 
 def test_book_crossing_ratings_semicolons_and_quoted_fields(tmp_path):
