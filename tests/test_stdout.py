@@ -123,3 +123,15 @@ def test_predictions_to_a_reader_that_exits_still_write_the_metrics(ratings_file
     assert p.returncode == 0 and "Traceback" not in err, err
     assert '"rmse"' in err, err
     assert '"rmse"' in metrics.read_text()
+
+
+@pytest.mark.parametrize("target", ["/dev/stdout", "/dev/stderr"])
+def test_metrics_to_a_pipe(ratings_file, target):
+    """--metrics /dev/stdout (or /dev/stderr) read through a pipe, as `| jq` or a notebook's
+    subprocess reads it: one JSON line per epoch. It stopped with 'tux2: error: [Errno 29]
+    Illegal seek' (each record's start was asked of the file, to cut a torn one back)."""
+    p = subprocess.run([sys.executable, "-m", "tux2.cli", "run", "mf", ratings_file, "--epochs", "2", "--quiet",
+                        "--metrics", target], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    lines = (p.stdout if target == "/dev/stdout" else p.stderr).splitlines()
+    assert [int(line.split(",")[0].split(":")[1]) for line in lines] == [1, 2], lines
