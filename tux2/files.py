@@ -298,6 +298,8 @@ def check_writable(path, what, directory, inputs=()):
                             "data: name another file")
         if not os.access(path, os.W_OK):
             raise FileError(f"{path}: {what} is not writable")
+        if not directory and not os.path.isfile(path):     # /dev/stdout, a FIFO: written in place
+            return
         _probe(path if os.path.isdir(path) else os.path.dirname(path), path, what)
         return
     parent = os.path.dirname(path)
