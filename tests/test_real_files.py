@@ -717,6 +717,38 @@ def test_a_test_set_that_is_the_training_file_gets_its_note_and_no_note_about_ne
         and "the model is overconfident on new data" in r.stdout, r.stdout
 
 
+def test_a_test_file_of_other_features_is_named_as_such_not_as_a_too_large_step(tmp_path):
+    """An a9a-like training file (123 one-hot features) with the test file of another set
+    (features 1 … 3000, nearly all unseen in training): the run said only 'the model is
+    overconfident on new data; lower --eta', which no step size mends. The header now counts
+    the test's non-zeros on features training has none of, and the closing note asks whether
+    the test file is of the training file's features."""
+    rng = np.random.default_rng(0)
+    w = rng.normal(0, 1, 123)
+
+    def rows(n, d, k):
+        X = [np.sort(rng.choice(d, k, replace=False)) for _ in range(n)]
+        y = [1 if w[x[x < 123]].sum() + rng.normal() > 0 else -1 for x in X]
+        return "".join(f"{l} " + " ".join(f"{j + 1}:1" for j in x) + "\n" for l, x in zip(y, X))
+    train, other = tmp_path / "a9a", tmp_path / "other.svm"
+    train.write_text(rows(2000, 123, 14))
+    other.write_text(rows(1000, 3000, 40))
+    r = run_cli("run", "lr", str(train), "--test", str(other), "--epochs", "3", "--eta", "5", "--lam", "1e-7")
+    assert r.returncode == 0, r.stderr
+    assert "features the training data has none of (weight 0)" in r.stdout, r.stdout
+    assert "worse than the all-zero model's" in r.stdout and "is the test file of the training file's " \
+        "features?" in r.stdout and "lower --eta" not in r.stdout, r.stdout
+    r = run_cli("run", "lr", str(train), "--test", str(train), "--epochs", "1")
+    assert r.returncode == 0 and "none of (weight 0)" not in r.stdout, r.stdout
+    r = run_cli("run", "lr", str(train), "--epochs", "1", "--out", str(tmp_path / "m"))
+    assert r.returncode == 0, r.stderr
+    r = run_cli("predict", str(tmp_path / "m"), str(other))
+    assert r.returncode == 0 and f"tux2: warning: {other}: " in r.stderr and "of its 40,000 non-zeros are on " \
+        "features the model has no weight for" in r.stderr, r.stderr
+    r = run_cli("predict", str(tmp_path / "m"), str(train))
+    assert r.returncode == 0 and "warning" not in r.stderr, r.stderr
+
+
 def test_book_crossing_ratings_semicolons_and_quoted_fields(tmp_path):
     """BX-Book-Ratings.csv as published: '"User-ID";"ISBN";"Book-Rating"', every field
     quoted, ';' between them, ISBNs with letters. Before, tux2 called it

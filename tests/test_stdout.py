@@ -123,3 +123,17 @@ def test_predictions_to_a_reader_that_exits_still_write_the_metrics(ratings_file
     assert p.returncode == 0 and "Traceback" not in err, err
     assert '"rmse"' in err, err
     assert '"rmse"' in metrics.read_text()
+
+
+@pytest.mark.parametrize("target", ["/dev/stdout", "/dev/stderr", "-"])
+def test_metrics_to_a_pipe(ratings_file, target, tmp_path):
+    """--metrics /dev/stdout (or /dev/stderr) read through a pipe, as `| jq` or a notebook's
+    subprocess reads it: one JSON line per epoch. It stopped with 'tux2: error: [Errno 29]
+    Illegal seek' (each record's start was asked of the file, to cut a torn one back).
+    '--metrics -' is standard output, as tux2 predict's '-o -' (it wrote a file named '-')."""
+    p = subprocess.run([sys.executable, "-m", "tux2.cli", "run", "mf", ratings_file, "--epochs", "2", "--quiet",
+                        "--metrics", target], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert not os.path.exists(tmp_path / "-")
+    lines = (p.stderr if target == "/dev/stderr" else p.stdout).splitlines()
+    assert [int(line.split(",")[0].split(":")[1]) for line in lines] == [1, 2], lines

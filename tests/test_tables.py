@@ -435,6 +435,61 @@ def test_label_column_first_picks_the_first_column_as_last_picks_the_last(tmp_pa
     assert y.tolist() == [5.0, 6.0]
 
 
+def test_a_label_name_beside_a_feature_named_as_some_set_labels_is_the_label(tmp_path):
+    """A Kaggle table with an 'income' feature (UCI adult's label name) and its labels in
+    'target': 'target' is the label column, in a file and a DataFrame (the two names made
+    the rule fall back to the first column, the Id-less 'age', and the run stopped at its
+    72 values). Two generic names ('label', 'class') are ambiguous: an error naming them."""
+    import pandas as pd
+    rng = np.random.default_rng(0)
+    n = 60
+    df = pd.DataFrame({"age": rng.integers(18, 90, n), "income": rng.lognormal(10, 1, n).round(2),
+                       "target": rng.integers(0, 2, n), "visits": rng.integers(0, 9, n)})
+    path = tmp_path / "train.csv"
+    df.to_csv(path, index=False)
+    g, y = loaders.load_libsvm(str(path))
+    assert y.tolist() == df.target.tolist() and g.n_dst == 3
+    r = run_cli("run", "lr", str(path), "--epochs", "1")
+    assert r.returncode == 0 and "labels in column 3 ('target') (by its name" in r.stdout, r.stderr
+    m = tux2.LogisticRegression(epochs=1).fit(df)
+    assert m.label_column_ == ["target", 3] and list(m.feature_names_in_) == ["age", "income", "visits"]
+    both = tmp_path / "both.csv"
+    df.rename(columns={"income": "class", "target": "label"}).to_csv(both, index=False)
+    r = run_cli("run", "lr", str(both), "--epochs", "1")
+    assert r.returncode == 2 and "columns 2 ('class') and 3 ('label') are both named as labels are: " \
+                                 "--label-column NAME" in r.stderr, r.stderr
+
+
+def test_pandas_get_dummies_true_false_columns_read_as_1_and_0(tmp_path):
+    """pandas.get_dummies, which the 'column holds words' error recommends, writes True and
+    False (pandas >= 2): such columns read as 1 and 0, the model of the 0/1 file bit for bit
+    (they were refused as 'a table with 3 columns of words'), in a test file and tux2
+    predict too; a label column of True/False stays the class names it was."""
+    import pandas as pd
+    rng = np.random.default_rng(1)
+    n = 80
+    df = pd.DataFrame({"Id": np.arange(1, n + 1), "age": rng.integers(18, 90, n),
+                       "color": rng.choice(["red", "green", "blue"], n), "target": rng.integers(0, 2, n)})
+    bools, ints = tmp_path / "bools.csv", tmp_path / "ints.csv"
+    pd.get_dummies(df, columns=["color"]).to_csv(bools, index=False)
+    pd.get_dummies(df, columns=["color"], dtype=int).to_csv(ints, index=False)
+    assert "True" in bools.read_text() and "False" in bools.read_text()
+    for args in ([], ["--test", str(bools)]):
+        a = run_cli("run", "lr", str(bools), "--epochs", "2", "--out", str(tmp_path / "b"), *args)
+        assert a.returncode == 0, a.stderr
+        b = run_cli("run", "lr", str(ints), "--epochs", "2", "--out", str(tmp_path / "i"), *args)
+        assert b.returncode == 0, b.stderr
+        assert (tmp_path / "b" / "weights.npz").read_bytes() == (tmp_path / "i" / "weights.npz").read_bytes()
+    p = run_cli("predict", str(tmp_path / "i"), str(bools))
+    assert p.returncode == 0 and p.stdout == run_cli("predict", str(tmp_path / "i"), str(ints)).stdout, p.stderr
+    labels = tmp_path / "labels.csv"
+    labels.write_text("a,b,survived\n1,True,True\n2,False,False\n3,True,False\n4,False,True\n")
+    g, y = loaders.load_libsvm(str(labels))
+    assert y.tolist() == ["True", "False", "False", "True"]
+    assert sorted(zip(g.src.tolist(), g.dst.tolist(), g.values.tolist())) == \
+        [(0, 0, 1.0), (0, 1, 1.0), (1, 0, 2.0), (2, 0, 3.0), (2, 1, 1.0), (3, 0, 4.0)]
+
+
 # --------------------------------------------------------------------------- DataFrames with their labels
 # A DataFrame is the table its to_csv writes: its label column is found by the rule a file's is
 # (tables.resolve_label: label_column=, else a column named as labels are), in training, test,

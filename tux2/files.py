@@ -108,15 +108,20 @@ def discard(path):
 def write_whole(f, path, data):
     """Append ``data`` (one record: a JSON line) to the unbuffered binary file ``f``
     whole or not at all: after a failed or short write the file is cut back to where
-    the record began, so a full disk never leaves half a record that parses."""
-    start = f.tell()
+    the record began, so a full disk never leaves half a record that parses (a pipe,
+    which cannot seek, as it is)."""
+    try:
+        start = f.tell()
+    except OSError:             # a pipe (--metrics /dev/stdout | jq): its reader has what was written
+        start = None
     try:
         n = f.write(data)
         if n != len(data):
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
     except OSError as e:
         try:
-            f.truncate(start)
+            if start is not None:
+                f.truncate(start)
         except OSError:
             pass
         raise write_error(path, e) from None
@@ -293,6 +298,8 @@ def check_writable(path, what, directory, inputs=()):
                             "data: name another file")
         if not os.access(path, os.W_OK):
             raise FileError(f"{path}: {what} is not writable")
+        if not directory and not os.path.isfile(path):     # /dev/stdout, a FIFO: written in place
+            return
         _probe(path if os.path.isdir(path) else os.path.dirname(path), path, what)
         return
     parent = os.path.dirname(path)

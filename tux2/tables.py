@@ -20,8 +20,11 @@ from tux2.graph import BipartiteGraph
 
 # header names of a label column (lower case, without '_', '-', ' ', '.'), and of columns that
 # number the rows (Kaggle's 'Id', pandas' unnamed row index): skipped, never a feature
-LABEL_NAMES = {"label", "labels", "class", "target", "y", "ytrue", "outcome", "response", "income", "diagnosis",
-               "survived", "quality", "species", "churn", "isfraud", "fraud", "defaultpaymentnextmonth"}
+# a column of the second kind is the label of one public set ('income' of UCI's adult) but a feature beside a
+# column of the first ('income' and 'target' of a Kaggle table)
+GENERIC_LABEL_NAMES = {"label", "labels", "class", "target", "y", "ytrue", "outcome", "response"}
+LABEL_NAMES = GENERIC_LABEL_NAMES | {"income", "diagnosis", "survived", "quality", "species", "churn", "isfraud",
+                                     "fraud", "defaultpaymentnextmonth"}
 ID_NAMES = {"", "id", "rowid", "index", "unnamed0"}
 # ... and a column named as some thing's id ('PassengerId', 'customer_id', 'user ID'; not 'paid',
 # 'valid') whose values in the first lines are distinct whole numbers: an identifier, no feature
@@ -48,6 +51,7 @@ _LABEL_MESSAGES = {          # the errors above in the label column, where imput
 _MISSING = {"na", "nan", "n/a", "null", "none", "?", "-", ""}       # no header name: a missing value
 # a label that marks a missing one: UCI's '?' and pandas' spellings but 'None' (a plausible class; NaN is no word)
 _MISSING_LABELS = ["?", "NA", "N/A", "n/a", "NULL", "null", "#N/A", "#NA", "<NA>"]
+_TRUE, _FALSE = np.frombuffer(b"true", np.uint8), np.frombuffer(b"false", np.uint8)
 _QUOTED_COMMA = re.compile(rb'"[ ]*[-+]?[0-9]*,[0-9]+[ ]*"')
 _QUOTED_WORD = re.compile(rb'(?:^|(?<=[,;]))[ ]*"[^"\n]*[A-Za-z_][^"\n]*"')    # '"setosa, var"': one field
 
@@ -111,10 +115,11 @@ class TableFormat:
 
 def resolve_label(label, names, width, path, words=None, first=0, of="file"):
     """(0-based label column, how it was chosen) of ``label`` (None: a header name in
-    LABEL_NAMES, else the one column of words ``words``, else column ``first``, or
-    (-1, None) when ``first`` is None; an int, 1-based, negative from the end; 'first' or
-    'last' (unless a header column has that very name); a header name; or [name, position]:
-    the name when the file has a header, else the position). The one rule of a table's
+    LABEL_NAMES, the one in GENERIC_LABEL_NAMES among several (several: an error), else
+    the one column of words ``words``, else column ``first``, or (-1, None) when ``first``
+    is None; an int, 1-based, negative from the end; 'first' or 'last' (unless a header
+    column has that very name); a header name; or [name, position]: the name when the
+    file has a header, else the position). The one rule of a table's
     labels, a file's and a DataFrame's (``of``: "DataFrame", ``names`` its columns)."""
     if isinstance(label, (list, tuple)):
         if names and names.count(label[0]) == 1:        # the very name, though it reads as a number ('30')
@@ -122,8 +127,14 @@ def resolve_label(label, names, width, path, words=None, first=0, of="file"):
         label = label[0] if names else label[1]
     if label is None:
         named = [j for j, n in enumerate(names or ()) if io._key(n) in LABEL_NAMES]
+        if len(named) > 1:
+            named = [j for j in named if io._key(names[j]) in GENERIC_LABEL_NAMES] or named
         if len(named) == 1:
             return named[0], "by its name; --label-column picks another"
+        if named:
+            cols = [f"{j + 1} ({names[j]!r})" for j in named]
+            raise InputError(f"columns {', '.join(cols[:-1])} and {cols[-1]} are {'both' if len(cols) == 2 else 'all'} named as labels are: "
+                             "--label-column NAME (label_column=) says which holds them", path=path)
         if words is not None and words in (0, width - 1):
             return words, "the one column of words; --label-column picks another"
         if first is None:
@@ -247,8 +258,9 @@ def table_format(head, path, label=None, features=None):
                   len(names) if names else below.pop() if len(below) == 1 else 0, fmt, path)
     fmt.width = len(rows[0])
     words = [j for j in range(fmt.width) if sum(io.is_number(r[j]) for r in rows if j < len(r)) * 2 < len(rows)]
-    if fmt.width - len(words) < max(2, fmt.width - 1):     # one column of words may be the labels ('Iris-setosa',
-        return None                                         # 'R'); a missing value: the parser names it
+    flags = [j for j in words if all(j < len(r) and _is_flag(r[j]) for r in rows)]   # True/False: 1/0 but as labels
+    if fmt.width - len(words) + len(flags) < max(2, fmt.width - 1):    # one column of words may be the labels
+        return None                                         # ('Iris-setosa', 'R'); a missing value: the parser names it
     fmt.names = names
     if fmt.names is not None and len(fmt.names) != fmt.width:       # a quoted '"0,39"' split in two, a name more
         raise InputError(f"the header line has {len(fmt.names)} names and the first data line {fmt.width} columns "
@@ -264,6 +276,23 @@ def table_format(head, path, label=None, features=None):
         raise InputError(f"the label column {label + 1} numbers the rows (pandas' "
                          "row index, an Id column): the labels are another column", path=path)
     return TableFormat(fmt, label, how, skipped, words)
+
+
+def _is_flag(field):
+    """Whether a field is True or False in any case, as pandas writes booleans (get_dummies' columns)."""
+    return field.strip().strip(b'"').lower() in (b"true", b"false")
+
+
+@njit(cache=True, nogil=True)
+def _parse_value(buf, pos, end, mode):
+    """tux2.io._parse_float's (value, new_pos, err) of a feature's field, True and False
+    (any case) 1 and 0."""
+    v, p, err = io._parse_float(buf, pos, end, mode)
+    if err == 3 and io._is_word(buf, pos, end, _TRUE, mode):
+        return 1.0, pos + 4, 0
+    if err == 3 and io._is_word(buf, pos, end, _FALSE, mode):
+        return 0.0, pos + 5, 0
+    return v, p, err
 
 
 def _distinct_whole(values):
@@ -353,8 +382,10 @@ def _parse_table(buf, start, width, label, mode, out_y, out_span, out_r, out_c, 
                 while p < n and not io._field_ends(buf[p], mode) and not (strict and buf[p] == 32):
                     p += 1
                 v, err = 0.0, 0
-            else:
+            elif t == label:
                 v, p, err = io._parse_float(buf, p, n, mode)
+            else:
+                v, p, err = _parse_value(buf, p, n, mode)
             e = p
             if t == label:
                 if err == 3:                                        # a word ('R', 'Iris-setosa')

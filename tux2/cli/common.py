@@ -250,6 +250,8 @@ def check_outputs(args):
     """--out, --metrics, --trace and the checkpoint directory can be written: asked
     before any data is read, so a typo never costs a training run."""
     from tux2.files import check_writable
+    if args.metrics == "-":         # standard output, as tux2 predict's -o - (a file named '-' before)
+        args.metrics = "/dev/stdout"
     check_writable(args.out, "--out", directory=True)
     check_writable(args.metrics, "--metrics", directory=False, inputs=[vars(args).get(k) for k in INPUT_FILES])
     check_writable(args.trace, "--trace", directory=True)

@@ -175,6 +175,11 @@ def predict(args):
                                                                       else "")
               + "): every line scores as an empty one (the intercept's); features numbered or hashed otherwise "
               "than in training?", file=sys.stderr)
+    elif 2 * unknown.sum() >= len(unknown) and getattr(model, "min_count", 1) == 1:     # (not what --min-count drops)
+        print(f"tux2: warning: {display_name(args.input)}: {int(unknown.sum()):,} of its {len(unknown):,} non-zeros "
+              f"are on features the model has no weight for ({len(beyond):,} features unseen in training; they "
+              "weigh 0): the test file of another set, or features numbered otherwise than in training?",
+              file=sys.stderr)
     return 0
 
 

@@ -462,6 +462,20 @@ class Linear(Estimator):
         return float(np.average((M[:, 0] > 0) == (signs > 0), weights=s))
 
 
+def unknown_test_entries(train, test):
+    """(test non-zeros on features without a training non-zero, test non-zeros, such features)
+    of sample → feature graphs ``train`` and ``test`` (0s without test data). A test feature
+    beyond the training span, or in the dense numbering's column of unseen ones (len(features),
+    loaders.in_features), or of no training entry, weighs 0."""
+    if test is None or not test.num_edges:
+        return 0, 0, 0
+    deg = np.bincount(train.dst, minlength=train.n_dst)
+    d = np.asarray(test.dst, np.int64)
+    unknown = d >= train.n_dst
+    unknown[~unknown] = deg[d[~unknown]] == 0
+    return int(unknown.sum()), int(test.num_edges), int(len(np.unique(d[unknown])))
+
+
 def sparse_features(data):
     """(features, span) of a Dataset whose sparse feature indices ``load_data`` numbered
     densely (``loaders.dense_features``): each dense feature's index, and the indices' count
@@ -892,6 +906,7 @@ class GLM(Linear):
             weights=weights,
             epoch=vars(self).get("epochs_trained_", 0) if self._warms() else 0)     # the step schedule goes on
         seen, span = sparse_features(data)
+        alien = unknown_test_entries(data.train, data.test)
         warm = self._warm(prog, g.n_dst, mu, labels, norm_before, seen) if self._warms() else None
         if self.loss == "squared":          # what record's test metrics and read_model's weights take
             self.target_mean_, self.target_scale_ = ymean, yscale
@@ -911,8 +926,8 @@ class GLM(Linear):
                      features=seen, span=span, tail=data.facts.get("tail"), kept_entries=data.train.num_edges,
                      weights=None if weights is None else (float(weights.mean()), float(weights.min()),
                                                            float(weights.max())),
-                     meta={"optimizer": optimizer, "eta": eta, "lam": lam, "batch_used": batch, "samples": g.n_src,
-                           **({"label_base": base} if self.loss == "softmax" else {})})
+                     alien=alien, meta={"optimizer": optimizer, "eta": eta, "lam": lam, "batch_used": batch,
+                                        "samples": g.n_src, **({"label_base": base} if self.loss == "softmax" else {})})
 
     def _target_units(self, y, weights=None):
         """(ȳ, σ) of a squared loss's targets: training fits (y − ȳ) / σ, so that the steps' defaults
@@ -1074,7 +1089,16 @@ class GLM(Linear):
                                                        if s.one_hot else "")] if self.norm_ == "l2" else []) \
             + ([f"  samples weighted ({self._weighting()}): mean {s.weights[0]:.4g}, from {s.weights[1]:.4g} to "
                 f"{s.weights[2]:.4g}"] if s.weights else []) \
-            + self._started(s) + self._label_notes(s) + self._rounds_note(s, world, parts)
+            + self._started(s) + self._label_notes(s) + self._alien_note(s) + self._rounds_note(s, world, parts)
+
+    @staticmethod
+    def _alien_note(s):
+        """A line when a tenth or more of the test set's non-zeros are on features the
+        training data has none of (another set's test file, or another feature numbering)."""
+        entries, of, features = s.alien
+        return [f"  test: {entries:,} of its {of:,} non-zeros are on {features:,} features the training data has "
+                "none of" + (" (or too few of: --min-count)" if s.tail else "") + " (weight 0)"] \
+            if entries and 10 * entries >= of else []
 
     def _weighting(self):
         """What weighs the samples, as the header says it."""
@@ -1147,6 +1171,12 @@ class GLM(Linear):
             return [f"  note: the test log-loss ended at {test:.4g} (epoch {last['epoch']}), worse than the "
                     f"all-zero model's {bound:.4g}, and {unseen} of {len(s.test_labels)} test samples have labels "
                     "of no training class: is the test file labelled as the training file is?"]
+        if not (rose or worse) and test is not None and test > bound and 4 * s.alien[0] >= s.alien[1]:
+            # a quarter of the test non-zeros or more weigh 0: another set's features, not a too large step
+            return [f"  note: the test {'hinge loss' if hinge else 'log-loss'} ended at {test:.4g} (epoch "
+                    f"{last['epoch']}), worse than the all-zero model's {bound:.4g}, and {s.alien[0]:,} of the "
+                    f"{s.alien[1]:,} test non-zeros are on features the training data has none of: is the test file "
+                    "of the training file's features?"]
         if not (rose or worse) and test is not None and test > bound:
             # the training objective fell, but the test set's scores are confidently wrong (an FM on
             # raw counts or at λ = 1e-6): worse than the all-zero model's
