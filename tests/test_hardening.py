@@ -728,3 +728,40 @@ def test_resume_from_a_file_or_a_missing_directory_says_which(ratings, tmp_path)
     for path, what in ((ratings, "a file, not a checkpoint directory"), (tmp_path / "none", "no such directory")):
         r = run_cli("run", "mf", ratings, "--epochs", "2", "--resume", str(path))
         assert r.returncode == 2 and r.stderr == f"tux2: error: {path}: {what}\n", r.stderr
+
+
+_DEEP = "[" * 5000 + "]" * 5000                 # past Python's recursion limit: json raises RecursionError
+
+
+def test_json_nested_too_deep_is_an_error_in_words_wherever_tux2_reads_json(ratings, tmp_path):
+    """A metrics file, model.json, a manifest or a checkpoint's state.json holding JSON nested
+    5000 deep, and a data file whose first line is such JSON, raised RecursionError:
+    'tux2: internal error'. Each is now the error a damaged file of its kind gets."""
+    model = tmp_path / "m"
+    _ok("run", "mf", ratings, "--k", "2", "--epochs", "1", "--out", str(model),
+        "--checkpoint-every", "1")
+    (tmp_path / "deep.jsonl").write_text('{"epoch": 1, "x": ' + _DEEP + "}\n")
+    bad_json = tmp_path / "bad_json"
+    bad_json.mkdir()
+    (bad_json / "model.json").write_text(_DEEP)
+    bad_manifest = tmp_path / "bad_manifest"
+    bad_manifest.mkdir()
+    for f in os.listdir(model):
+        if os.path.isfile(model / f):
+            (bad_manifest / f).write_bytes((model / f).read_bytes())
+    (bad_manifest / "manifest.json").write_text(_DEEP)
+    state = next((model / "checkpoints").glob("ckpt-*")) / "state.json"
+    state.write_text(_DEEP)
+    corpus = tmp_path / "docs.txt"
+    corpus.write_text('{"a": ' + _DEEP + "}\n" + "apple banana melon\n" * 20)
+    for args, expect in [(("plot", str(tmp_path / "deep.jsonl"), "-o", str(tmp_path / "p.png")),
+                          "deep.jsonl:1: not a JSON object"),
+                         (("predict", str(bad_json), ratings), "model.json: cannot read"),
+                         (("predict", str(bad_manifest), ratings), "manifest.json: damaged"),
+                         (("run", "mf", ratings, "--k", "2", "--epochs", "2", "--resume",
+                           str(model / "checkpoints")), "state.json"),
+                         (("run", "lda", str(corpus), "--iterations", "1"), None)]:
+        r = run_cli(*args)
+        assert "internal error" not in r.stderr and "Traceback" not in r.stderr, (args, r.stderr)
+        if expect is not None:
+            assert r.returncode == 2 and expect in r.stderr, (args, r.stderr)

@@ -221,7 +221,7 @@ def read_manifest(directory, required=True):
         if not required:
             return None
         raise FileError(f"{directory}: no {MANIFEST} (incomplete, or not written by tux2)") from None
-    except (OSError, ValueError, KeyError, TypeError, UnicodeDecodeError) as e:
+    except (OSError, ValueError, KeyError, TypeError, UnicodeDecodeError, RecursionError) as e:
         raise FileError(f"{path}: damaged ({e})") from None
     for name in files:
         if os.path.basename(name) != name or name in ("", ".", ".."):

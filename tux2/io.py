@@ -2133,7 +2133,7 @@ def json_keys(head):
         return None
     try:
         obj = json.loads(first)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     return [str(k) for k in obj] if isinstance(obj, dict) else None
 

@@ -35,7 +35,7 @@ def read_meta(directory):
     try:
         with open(path, "rb") as f:
             meta = json.loads(f.read().decode("utf-8"))
-    except (OSError, ValueError, UnicodeDecodeError) as e:
+    except (OSError, ValueError, UnicodeDecodeError, RecursionError) as e:
         raise ModelError(f"{path}: cannot read ({e})") from None
     if not isinstance(meta, dict):
         raise ModelError(f"{path}: not a model description (a JSON object)")
