@@ -588,6 +588,7 @@ def test_malformed_model_directories_in_predict(tmp_path, ratings, files_, expec
     ({"mode": "weird"}, "MF: mode must be one of 'sgd', 'minibatch', 'als'; got 'weird'"),
     ({"lr": -1}, "MF: lr must be a finite number > 0, got -1"),
     ({"epochs": "x"}, "MF: epochs must be an integer >= 0, got 'x'"),
+    ({"mu": -2 ** 1100}, f"mu must be a finite number, got {-2 ** 1100}"),   # was np.isfinite's TypeError
 ])
 def test_a_bad_parameter_in_model_json_is_named_when_the_model_loads(ratings, tmp_path, change, expect):
     """A model directory without a manifest (one saved before manifests, or edited by
@@ -765,3 +766,29 @@ def test_json_nested_too_deep_is_an_error_in_words_wherever_tux2_reads_json(rati
         assert "internal error" not in r.stderr and "Traceback" not in r.stderr, (args, r.stderr)
         if expect is not None:
             assert r.returncode == 2 and expect in r.stderr, (args, r.stderr)
+
+
+@pytest.mark.parametrize("algorithm", [[], {}, ["mf"], 1])
+def test_a_model_json_naming_no_algorithm_by_a_string_is_refused_in_words(ratings, tmp_path, algorithm):
+    """'algorithm': [] in a hand-edited model.json (no manifest) was 'tux2: internal error:
+    TypeError: unhashable type: 'list'' in tux2 predict and tux2.load."""
+    import tux2
+    old = tmp_path / "old"
+    MF(k=2, epochs=1).fit(ratings).save(old)
+    (old / "manifest.json").unlink()
+    meta = json.loads((old / "model.json").read_text())
+    (old / "model.json").write_text(json.dumps({**meta, "algorithm": algorithm}))
+    expect = f"{old}: model.json names algorithm {algorithm!r}; tux2 knows mf, lda"
+    with pytest.raises(ValueError, match=re.escape(expect)):
+        tux2.estimators.load(old)
+    _error(run_cli("predict", str(old), ratings), f"tux2: error: {expect}")
+
+
+def test_a_model_json_mu_beyond_int64_but_finite_loads(ratings, tmp_path):
+    """'mu': 2**70 is a finite double; np.isfinite raised TypeError on it ('tux2: internal error')."""
+    old = tmp_path / "old"
+    MF(k=2, epochs=1).fit(ratings).save(old)
+    (old / "manifest.json").unlink()
+    meta = json.loads((old / "model.json").read_text())
+    (old / "model.json").write_text(json.dumps({**meta, "mu": 2 ** 70}))
+    assert MF.load(old).mu_ == 2.0 ** 70
