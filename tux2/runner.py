@@ -673,8 +673,19 @@ def _start(est, job):
     path = os.path.join(job["dir"], "job.pkl")      # our own, in our private directory
     files.write_atomic(path, lambda f: pickle.dump((est, job), f))
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}   # where this process imports from
-    code = "from tux2.runner import _worker_main; _worker_main({!r}, {})"
-    return [subprocess.Popen([sys.executable, "-c", code.format(path, r)], env=env) for r in range(job["world"])]
+    # A terminal's Ctrl-C reaches the workers too: one still starting printed KeyboardInterrupt's
+    # traceback (importing tux2 and numba) or 'Fatal Python error' (in site). They start with SIGINT
+    # blocked (inherited through exec) and ignore it from their first line; the caller alone answers
+    # it, stopping them by SIGTERM (runtime.supervise).
+    code = ("import signal; signal.signal(signal.SIGINT, signal.SIG_IGN); "
+            "signal.pthread_sigmask(signal.SIG_UNBLOCK, {{signal.SIGINT}}); "
+            "from tux2.runner import _worker_main; _worker_main({!r}, {})")
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        return [subprocess.Popen([sys.executable, "-c", code.format(path, r)], env=env)
+                for r in range(job["world"])]
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
 
 
 def _worker_main(path, rank):
