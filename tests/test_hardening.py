@@ -792,3 +792,34 @@ def test_a_model_json_mu_beyond_int64_but_finite_loads(ratings, tmp_path):
     meta = json.loads((old / "model.json").read_text())
     (old / "model.json").write_text(json.dumps({**meta, "mu": 2 ** 70}))
     assert MF.load(old).mu_ == 2.0 ** 70
+
+
+def test_runs_writing_one_out_directory_at_once_leave_one_whole_model(tmp_path):
+    """Four 'tux2 run mf --out cc' at once: three failed after training with 'cc/user.npz.tmp:
+    No such file or directory' (the runs shared the temporary names) and the fourth left a
+    directory whose user.npz was another run's, refused by its own manifest. A model directory
+    is now written under a lock on it: the writers take turns, the last one's model stands
+    whole. Here four threads write models of their own into one directory 25 times each."""
+    import threading
+    from tux2 import files
+    out = tmp_path / "cc"
+    errors = []
+
+    def writer(w):
+        try:
+            for i in range(25):
+                body = np.full(5000 + 100 * w, w * 1000 + i, np.int64)
+                files.write_dir(str(out), {"user.npz": lambda f, b=body: np.savez(f, p=b),
+                                           "model.json": files.text(json.dumps({"writer": w, "i": i}))})
+        except Exception as e:      # noqa: BLE001 - reported below
+            errors.append(e)
+    threads = [threading.Thread(target=writer, args=(w,)) for w in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert not errors, errors
+    files.verify(str(out))
+    meta = json.loads((out / "model.json").read_text())
+    assert np.load(out / "user.npz")["p"][0] == meta["writer"] * 1000 + meta["i"]
+    assert sorted(os.listdir(out)) == ["manifest.json", "model.json", "user.npz"]

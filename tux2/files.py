@@ -15,6 +15,7 @@ that looks whole, and reads back only after checking them.
 
 Write errors name the file (``tux2: error: FILE: No space left on device``).
 """
+import contextlib
 import errno
 import fcntl
 import hashlib
@@ -176,6 +177,30 @@ def write_dir(directory, files, present=None):
     except OSError as e:
         check_writable(directory, "the output", directory=True)     # names a file in the way
         raise write_error(directory, e) from None
+    with _locked(directory):
+        return _write_dir(directory, files, present)
+
+
+@contextlib.contextmanager
+def _locked(directory):
+    """An exclusive ``flock`` on ``directory`` itself while the context lasts: two runs
+    given one --out take turns (they shared the temporary names: one's rename found its
+    file gone, and the directory could end with one run's manifest over another's file).
+    Where the file system has no such locks (some NFS), nothing is held."""
+    try:
+        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        yield
+        return
+    try:
+        with contextlib.suppress(OSError):
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _write_dir(directory, files, present):
     try:
         old = read_manifest(directory, required=False) or {}
     except FileError:               # damaged: nothing in it is known to be ours
