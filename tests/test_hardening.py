@@ -823,3 +823,34 @@ def test_runs_writing_one_out_directory_at_once_leave_one_whole_model(tmp_path):
     meta = json.loads((out / "model.json").read_text())
     assert np.load(out / "user.npz")["p"][0] == meta["writer"] * 1000 + meta["i"]
     assert sorted(os.listdir(out)) == ["manifest.json", "model.json", "user.npz"]
+
+
+def test_writes_of_one_output_file_at_once_all_succeed(tmp_path):
+    """Six 'tux2 predict m big.txt -o same.txt' at once: five failed with 'same.txt.tmp: No such
+    file or directory' (one temporary name for all). Each writer now stages under a name of its
+    own; the file ends as one writer's whole. A crashed writer's staged file in a model
+    directory goes with the next write there."""
+    import threading
+    from tux2 import files
+    out, errors = str(tmp_path / "same.txt"), []
+
+    def writer(w):
+        try:
+            for _ in range(50):
+                files.write_atomic(out, files.text(f"{w}\n" * (1000 + w)))
+        except Exception as e:      # noqa: BLE001 - reported below
+            errors.append(e)
+    threads = [threading.Thread(target=writer, args=(w,)) for w in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert not errors, errors
+    lines = open(out).read().splitlines()
+    assert len(set(lines)) == 1 and len(lines) == 1000 + int(lines[0])
+    assert os.listdir(tmp_path) == ["same.txt"]
+    model = tmp_path / "m"
+    model.mkdir()
+    (model / "user.npz.4242-17.tmp").write_bytes(b"PK half a file")
+    files.write_dir(str(model), {"model.json": files.text("{}")})
+    assert sorted(os.listdir(model)) == ["manifest.json", "model.json"]

@@ -25,6 +25,7 @@ import os
 import re
 import stat
 import sys
+import threading
 import zlib
 
 import numpy as np
@@ -83,8 +84,10 @@ def write_error(path, e):
 
 
 def _write_tmp(path, write):
-    """``write(file)`` into path.tmp and fsync it; returns the temporary name."""
-    tmp = path + ".tmp"
+    """``write(file)`` into a temporary name beside ``path`` of this process and thread (two
+    'tux2 predict -o P' at once shared P.tmp: all but one failed 'P.tmp: No such file or
+    directory') and fsync it; returns the temporary name."""
+    tmp = f"{path}.{os.getpid()}-{threading.get_ident()}.tmp"
     try:
         with open(tmp, "wb") as f:
             write(f)
@@ -124,7 +127,7 @@ def write_whole(f, path, data):
 
 
 def write_atomic(path, write):
-    """``write(file)`` into path.tmp, fsync, rename over ``path``; into ``path`` itself
+    """``write(file)`` into a temporary name, fsync, rename over ``path``; into ``path`` itself
     when that is no regular file (/dev/null, /dev/stdout, a FIFO): a rename would put
     a file in the device's place."""
     try:
@@ -200,7 +203,13 @@ def _locked(directory):
         os.close(fd)
 
 
+_STAGED = re.compile(r".+\.\d+-\d+\.tmp")     # _write_tmp's names
+
+
 def _write_dir(directory, files, present):
+    for name in os.listdir(directory):          # a crashed writer's: under the lock, no one else's
+        if _STAGED.fullmatch(name):
+            discard(os.path.join(directory, name))
     try:
         old = read_manifest(directory, required=False) or {}
     except FileError:               # damaged: nothing in it is known to be ours
