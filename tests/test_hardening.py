@@ -854,3 +854,18 @@ def test_writes_of_one_output_file_at_once_all_succeed(tmp_path):
     (model / "user.npz.4242-17.tmp").write_bytes(b"PK half a file")
     files.write_dir(str(model), {"model.json": files.text("{}")})
     assert sorted(os.listdir(model)) == ["manifest.json", "model.json"]
+
+
+def test_a_trace_that_cannot_be_written_loses_no_model(ratings, tmp_path):
+    """--trace DIR is written after the last epoch: a full disk there ('tux2: error:
+    DIR/trace-0.jsonl: cannot write: No space left on device', exit 2) lost the trained
+    model, which --out never wrote. The trace is a diagnostic: now a warning, and the
+    model is written."""
+    trace, out = tmp_path / "trace", tmp_path / "m"
+    trace.mkdir()
+    os.symlink("/dev/full", trace / "trace-0.jsonl")
+    r = run_cli("run", "mf", ratings, "--k", "2", "--epochs", "2", "--trace", str(trace), "--out", str(out), "-q")
+    assert r.returncode == 0, r.stderr
+    assert r.stderr == (f"tux2: warning: --trace: {trace / 'trace-0.jsonl'}: cannot write: No space left on device "
+                        "(the disk is full); the run goes on to its model\n"), r.stderr
+    MF.load(out)

@@ -458,7 +458,13 @@ def train(est, data, *, transport=None, partitions=None, threads=None, slack=0, 
     finally:
         ck.close()
     if trace:                           # (thousands of clocks: JSON only when asked for)
-        write_trace(trace, f"trace-{rank}.jsonl", "".join(files.json_text(rec) + "\n" for rec in eng.trace))
+        try:
+            write_trace(trace, f"trace-{rank}.jsonl", "".join(files.json_text(rec) + "\n" for rec in eng.trace))
+        except files.FileError as e:    # a diagnostic: the trained model is still the run's to keep (--out)
+            if printed:
+                print(f"tux2: warning: --trace: {e}; the run goes on to its model", file=sys.stderr, flush=True)
+            else:
+                warnings.warn(f"trace: {e}; the model is fitted all the same", RuntimeWarning, stacklevel=2)
     if n == 0 and not start:
         say(f"0 {unit}s: nothing trained")
     est.read_model(eng, setup)
