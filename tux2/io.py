@@ -1929,8 +1929,10 @@ def _utf8_lines(f, path):
         try:
             yield raw.decode("utf-8")
         except UnicodeDecodeError as e:
-            raise InputError(f"not UTF-8 text ({e.reason} at byte {e.start} of the line)", path=path,
-                             line=no, text=raw.decode("utf-8", "backslashreplace").rstrip("\r\n")) from None
+            # (quoted with U+FFFD where a byte is not UTF-8: backslashreplace's '\\xe9' was quoted again, '\\\\xe9')
+            raise InputError(f"not UTF-8 text ({e.reason} at byte {e.start} of the line; a Latin-1 file converts with "
+                             f"iconv -f LATIN1 -t UTF-8)", path=path, line=no,
+                             text=raw.decode("utf-8", "replace").rstrip("\r\n")) from None
 
 
 NO_DOCUMENTS = ("no documents: an empty list, or a generator read to its end before (it can be read once: make a "
