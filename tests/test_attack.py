@@ -428,3 +428,45 @@ def test_a_flood_of_refused_connections_costs_no_memory():
         gate.stop()
         pull.close()
         ctx.term()
+
+
+def test_a_hello_of_deeply_nested_options_is_dropped_not_fatal():
+    """A run without a secret: a stranger's HELLO whose options are JSON nested 100 000
+    deep raised RecursionError out of rank 0's rendezvous ('tux2: internal error'), where
+    any other malformed HELLO is dropped. Now it is dropped and counted, and the real
+    rank 1 still joins."""
+    import threading
+    from tux2.zmq_transport import ZmqTransport, hello_token
+    rv = f"tcp://127.0.0.1:{free_port()}"
+    got = {}
+
+    def rank0():
+        try:
+            got[0] = ZmqTransport(0, 2, rv, parts=2, timeout=5, connect_timeout=30)
+        except BaseException as e:              # noqa: B902 - reported below, in the test's thread
+            got["error"] = e
+    th = threading.Thread(target=rank0)
+    th.start()
+    ctx = zmq.Context()
+    fake = ctx.socket(zmq.DEALER)
+    fake.setsockopt(zmq.LINGER, 1000)
+    try:
+        fake.connect(rv)
+        deep = b"[" * 100_000 + b"]" * 100_000
+        addr = b"tcp://127.0.0.1:1"
+        fake.send_multipart(wire.encode(wire.HELLO, 0, 1, 2, "hello", [(1, 0, [np.frombuffer(addr, np.uint8),
+                                                                               np.frombuffer(deep, np.uint8)])],
+                                        token=hello_token(b"")))
+        time.sleep(0.5)
+        assert th.is_alive(), got
+        one = ZmqTransport(1, 2, rv, parts=2, timeout=5, connect_timeout=30)
+        th.join(30)
+        assert 0 in got, got
+        assert got[0].drop_reasons == {"options in a HELLO nested too deep": 1}, got[0].drop_reasons
+        one.close()
+    finally:
+        fake.close()
+        ctx.term()
+        th.join(30)
+        if 0 in got:
+            got[0].close()

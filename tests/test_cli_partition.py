@@ -119,3 +119,14 @@ def test_balance_warning_never_suggests_the_option_just_given(tmp_path):
     few.write_text("1 1\n2 2\n1 2\n")
     r = run_cli("partition", str(few), "--parts", "2", "-s", "random")
     assert "warning: random" in r.stderr and "--strategy random" not in r.stderr, r.stderr
+
+
+def test_input_and_powerlaw_together_are_refused(tmp_path):
+    """'tux2 partition FILE --powerlaw N' partitioned the generated graph and said nothing of
+    FILE (its report's title alone named the power-law graph)."""
+    ok = tmp_path / "ok.txt"
+    ok.write_text("0 1\n1 2\n")
+    r = run_cli("partition", str(ok), "--powerlaw", "100", "--parts", "2")
+    assert r.returncode == 2 and r.stdout == "", (r.stdout, r.stderr)
+    assert r.stderr.startswith(f"tux2: error: give an INPUT edge list or --powerlaw N, not both ({ok} and "
+                               "--powerlaw 100)"), r.stderr

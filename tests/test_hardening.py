@@ -588,6 +588,7 @@ def test_malformed_model_directories_in_predict(tmp_path, ratings, files_, expec
     ({"mode": "weird"}, "MF: mode must be one of 'sgd', 'minibatch', 'als'; got 'weird'"),
     ({"lr": -1}, "MF: lr must be a finite number > 0, got -1"),
     ({"epochs": "x"}, "MF: epochs must be an integer >= 0, got 'x'"),
+    ({"mu": -2 ** 1100}, f"mu must be a finite number, got {-2 ** 1100}"),   # was np.isfinite's TypeError
 ])
 def test_a_bad_parameter_in_model_json_is_named_when_the_model_loads(ratings, tmp_path, change, expect):
     """A model directory without a manifest (one saved before manifests, or edited by
@@ -728,3 +729,143 @@ def test_resume_from_a_file_or_a_missing_directory_says_which(ratings, tmp_path)
     for path, what in ((ratings, "a file, not a checkpoint directory"), (tmp_path / "none", "no such directory")):
         r = run_cli("run", "mf", ratings, "--epochs", "2", "--resume", str(path))
         assert r.returncode == 2 and r.stderr == f"tux2: error: {path}: {what}\n", r.stderr
+
+
+_DEEP = "[" * 5000 + "]" * 5000                 # past Python's recursion limit: json raises RecursionError
+
+
+def test_json_nested_too_deep_is_an_error_in_words_wherever_tux2_reads_json(ratings, tmp_path):
+    """A metrics file, model.json, a manifest or a checkpoint's state.json holding JSON nested
+    5000 deep, and a data file whose first line is such JSON, raised RecursionError:
+    'tux2: internal error'. Each is now the error a damaged file of its kind gets."""
+    model = tmp_path / "m"
+    _ok("run", "mf", ratings, "--k", "2", "--epochs", "1", "--out", str(model),
+        "--checkpoint-every", "1")
+    (tmp_path / "deep.jsonl").write_text('{"epoch": 1, "x": ' + _DEEP + "}\n")
+    bad_json = tmp_path / "bad_json"
+    bad_json.mkdir()
+    (bad_json / "model.json").write_text(_DEEP)
+    bad_manifest = tmp_path / "bad_manifest"
+    bad_manifest.mkdir()
+    for f in os.listdir(model):
+        if os.path.isfile(model / f):
+            (bad_manifest / f).write_bytes((model / f).read_bytes())
+    (bad_manifest / "manifest.json").write_text(_DEEP)
+    state = next((model / "checkpoints").glob("ckpt-*")) / "state.json"
+    state.write_text(_DEEP)
+    corpus = tmp_path / "docs.txt"
+    corpus.write_text('{"a": ' + _DEEP + "}\n" + "apple banana melon\n" * 20)
+    for args, expect in [(("plot", str(tmp_path / "deep.jsonl"), "-o", str(tmp_path / "p.png")),
+                          "deep.jsonl:1: not a JSON object"),
+                         (("predict", str(bad_json), ratings), "model.json: cannot read"),
+                         (("predict", str(bad_manifest), ratings), "manifest.json: damaged"),
+                         (("run", "mf", ratings, "--k", "2", "--epochs", "2", "--resume",
+                           str(model / "checkpoints")), "state.json"),
+                         (("run", "lda", str(corpus), "--iterations", "1"), None)]:
+        r = run_cli(*args)
+        assert "internal error" not in r.stderr and "Traceback" not in r.stderr, (args, r.stderr)
+        if expect is not None:
+            assert r.returncode == 2 and expect in r.stderr, (args, r.stderr)
+
+
+@pytest.mark.parametrize("algorithm", [[], {}, ["mf"], 1])
+def test_a_model_json_naming_no_algorithm_by_a_string_is_refused_in_words(ratings, tmp_path, algorithm):
+    """'algorithm': [] in a hand-edited model.json (no manifest) was 'tux2: internal error:
+    TypeError: unhashable type: 'list'' in tux2 predict and tux2.load."""
+    import tux2
+    old = tmp_path / "old"
+    MF(k=2, epochs=1).fit(ratings).save(old)
+    (old / "manifest.json").unlink()
+    meta = json.loads((old / "model.json").read_text())
+    (old / "model.json").write_text(json.dumps({**meta, "algorithm": algorithm}))
+    expect = f"{old}: model.json names algorithm {algorithm!r}; tux2 knows mf, lda"
+    with pytest.raises(ValueError, match=re.escape(expect)):
+        tux2.estimators.load(old)
+    _error(run_cli("predict", str(old), ratings), f"tux2: error: {expect}")
+
+
+def test_a_model_json_mu_beyond_int64_but_finite_loads(ratings, tmp_path):
+    """'mu': 2**70 is a finite double; np.isfinite raised TypeError on it ('tux2: internal error')."""
+    old = tmp_path / "old"
+    MF(k=2, epochs=1).fit(ratings).save(old)
+    (old / "manifest.json").unlink()
+    meta = json.loads((old / "model.json").read_text())
+    (old / "model.json").write_text(json.dumps({**meta, "mu": 2 ** 70}))
+    assert MF.load(old).mu_ == 2.0 ** 70
+
+
+def test_runs_writing_one_out_directory_at_once_leave_one_whole_model(tmp_path):
+    """Four 'tux2 run mf --out cc' at once: three failed after training with 'cc/user.npz.tmp:
+    No such file or directory' (the runs shared the temporary names) and the fourth left a
+    directory whose user.npz was another run's, refused by its own manifest. A model directory
+    is now written under a lock on it: the writers take turns, the last one's model stands
+    whole. Here four threads write models of their own into one directory 25 times each."""
+    import threading
+    from tux2 import files
+    out = tmp_path / "cc"
+    errors = []
+
+    def writer(w):
+        try:
+            for i in range(25):
+                body = np.full(5000 + 100 * w, w * 1000 + i, np.int64)
+                files.write_dir(str(out), {"user.npz": lambda f, b=body: np.savez(f, p=b),
+                                           "model.json": files.text(json.dumps({"writer": w, "i": i}))})
+        except Exception as e:      # noqa: BLE001 - reported below
+            errors.append(e)
+    threads = [threading.Thread(target=writer, args=(w,)) for w in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert not errors, errors
+    files.verify(str(out))
+    meta = json.loads((out / "model.json").read_text())
+    assert np.load(out / "user.npz")["p"][0] == meta["writer"] * 1000 + meta["i"]
+    assert sorted(os.listdir(out)) == ["manifest.json", "model.json", "user.npz"]
+
+
+def test_writes_of_one_output_file_at_once_all_succeed(tmp_path):
+    """Six 'tux2 predict m big.txt -o same.txt' at once: five failed with 'same.txt.tmp: No such
+    file or directory' (one temporary name for all). Each writer now stages under a name of its
+    own; the file ends as one writer's whole. A crashed writer's staged file in a model
+    directory goes with the next write there."""
+    import threading
+    from tux2 import files
+    out, errors = str(tmp_path / "same.txt"), []
+
+    def writer(w):
+        try:
+            for _ in range(50):
+                files.write_atomic(out, files.text(f"{w}\n" * (1000 + w)))
+        except Exception as e:      # noqa: BLE001 - reported below
+            errors.append(e)
+    threads = [threading.Thread(target=writer, args=(w,)) for w in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert not errors, errors
+    lines = open(out).read().splitlines()
+    assert len(set(lines)) == 1 and len(lines) == 1000 + int(lines[0])
+    assert os.listdir(tmp_path) == ["same.txt"]
+    model = tmp_path / "m"
+    model.mkdir()
+    (model / "user.npz.4242-17.tmp").write_bytes(b"PK half a file")
+    files.write_dir(str(model), {"model.json": files.text("{}")})
+    assert sorted(os.listdir(model)) == ["manifest.json", "model.json"]
+
+
+def test_a_trace_that_cannot_be_written_loses_no_model(ratings, tmp_path):
+    """--trace DIR is written after the last epoch: a full disk there ('tux2: error:
+    DIR/trace-0.jsonl: cannot write: No space left on device', exit 2) lost the trained
+    model, which --out never wrote. The trace is a diagnostic: now a warning, and the
+    model is written."""
+    trace, out = tmp_path / "trace", tmp_path / "m"
+    trace.mkdir()
+    os.symlink("/dev/full", trace / "trace-0.jsonl")
+    r = run_cli("run", "mf", ratings, "--k", "2", "--epochs", "2", "--trace", str(trace), "--out", str(out), "-q")
+    assert r.returncode == 0, r.stderr
+    assert r.stderr == (f"tux2: warning: --trace: {trace / 'trace-0.jsonl'}: cannot write: No space left on device "
+                        "(the disk is full); the run goes on to its model\n"), r.stderr
+    MF.load(out)

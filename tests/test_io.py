@@ -342,3 +342,29 @@ def test_a_first_data_line_ending_in_an_empty_field_is_named(tmp_path, text, lin
         loaders.load_edges(p)
     g = loaders.load_edges(write(tmp_path, "1,2,5,\n1,3,4,\n", "every.csv"))
     assert sorted(g.values.tolist()) == [4.0, 5.0]
+
+
+@pytest.mark.parametrize("encoding, code", [("utf-16", "UTF-16"), ("utf-16-le", "UTF-16LE"),
+                                            ("utf-16-be", "UTF-16BE"), ("utf-32", "UTF-16")])
+@pytest.mark.parametrize("gz", [False, True], ids=["plain", "gzip"])
+def test_utf16_text_is_named_with_the_way_to_convert_it(tmp_path, encoding, code, gz):
+    """A rating file saved as Windows' 'Unicode' (UTF-16, as PowerShell's '>' writes it)
+    was refused at line 1 as 'malformed value (expected a number)', quoting NUL bytes; a
+    corpus as 'not UTF-8 text'. Now every reader's entry says it is UTF-16 and how to
+    convert it."""
+    import gzip
+    from tux2 import loaders
+    data = "1 2 3\n2 3 4\n".encode(encoding)
+    path = tmp_path / ("r.txt.gz" if gz else "r.txt")
+    path.write_bytes(gzip.compress(data) if gz else data)
+    with pytest.raises(InputError, match=rf"^{path}: {code} \(or UTF-32\) text, and tux2 reads UTF-8 .*"
+                                         rf"{'gzip -dc ' + str(path) + ' | ' if gz else ''}iconv -f {code} -t UTF-8"):
+        loaders.load_edges(str(path))
+
+
+def test_ascii_and_latin1_inputs_are_not_taken_for_utf16(tmp_path):
+    from tux2 import loaders
+    for i, text in enumerate([b"1 2 3\n", b"1\t2\t3\n", b"alice,b\xe9b\xe9,5\n", b"a b\n" * 3]):
+        path = tmp_path / f"f{i}.txt"
+        path.write_bytes(text)
+        assert len(loaders.load_edges(str(path), duplicates="sum").src) >= 1

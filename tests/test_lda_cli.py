@@ -787,3 +787,16 @@ def test_text_column_by_position_of_a_headerless_table_keeps_its_first_row(tmp_p
     assert m.doc_topic_.shape[0] == 3 and "text" not in m.vocab_
     r = run_cli("info", str(tmp_path / "md.txt"), "--text-column", "2", "--json")
     assert r.returncode == 0 and json.loads(r.stdout)["doc"]["ids_declared"] == 3, r.stdout + r.stderr
+
+
+def test_a_latin1_corpus_is_quoted_once_and_named_with_its_conversion(tmp_path):
+    """A Latin-1 corpus's line was quoted escaped twice ('caf\\\\xe9': backslashreplace, then
+    repr) and nothing said how to read it. Now the quote shows the undecodable bytes as U+FFFD
+    and the message the iconv line."""
+    f = tmp_path / "latin.txt"
+    f.write_bytes(b"caf\xe9 na\xefve\nhello world\n")
+    r = run_cli("run", "lda", str(f), "--iterations", "1")
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.startswith(f"tux2: error: {f}:1: not UTF-8 text (invalid continuation byte at byte 3 of the "
+                               "line; a Latin-1 file converts with iconv -f LATIN1 -t UTF-8) (line text: "
+                               "'caf\ufffd na\ufffdve')"), r.stderr

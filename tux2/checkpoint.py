@@ -272,7 +272,7 @@ def _read_state(path):
         if not isinstance(state, dict) or not isinstance(state.get("params"), dict):
             raise ValueError("not a checkpoint state")
         return state
-    except (OSError, ValueError, UnicodeDecodeError) as e:
+    except (OSError, ValueError, UnicodeDecodeError, RecursionError) as e:
         raise CheckpointError(f"{file}: cannot read ({e})") from None
 
 

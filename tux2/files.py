@@ -15,6 +15,7 @@ that looks whole, and reads back only after checking them.
 
 Write errors name the file (``tux2: error: FILE: No space left on device``).
 """
+import contextlib
 import errno
 import fcntl
 import hashlib
@@ -24,6 +25,7 @@ import os
 import re
 import stat
 import sys
+import threading
 import zlib
 
 import numpy as np
@@ -82,8 +84,10 @@ def write_error(path, e):
 
 
 def _write_tmp(path, write):
-    """``write(file)`` into path.tmp and fsync it; returns the temporary name."""
-    tmp = path + ".tmp"
+    """``write(file)`` into a temporary name beside ``path`` of this process and thread (two
+    'tux2 predict -o P' at once shared P.tmp: all but one failed 'P.tmp: No such file or
+    directory') and fsync it; returns the temporary name."""
+    tmp = f"{path}.{os.getpid()}-{threading.get_ident()}.tmp"
     try:
         with open(tmp, "wb") as f:
             write(f)
@@ -128,7 +132,7 @@ def write_whole(f, path, data):
 
 
 def write_atomic(path, write):
-    """``write(file)`` into path.tmp, fsync, rename over ``path``; into ``path`` itself
+    """``write(file)`` into a temporary name, fsync, rename over ``path``; into ``path`` itself
     when that is no regular file (/dev/null, /dev/stdout, a FIFO): a rename would put
     a file in the device's place."""
     try:
@@ -181,6 +185,36 @@ def write_dir(directory, files, present=None):
     except OSError as e:
         check_writable(directory, "the output", directory=True)     # names a file in the way
         raise write_error(directory, e) from None
+    with _locked(directory):
+        return _write_dir(directory, files, present)
+
+
+@contextlib.contextmanager
+def _locked(directory):
+    """An exclusive ``flock`` on ``directory`` itself while the context lasts: two runs
+    given one --out take turns (they shared the temporary names: one's rename found its
+    file gone, and the directory could end with one run's manifest over another's file).
+    Where the file system has no such locks (some NFS), nothing is held."""
+    try:
+        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        yield
+        return
+    try:
+        with contextlib.suppress(OSError):
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+_STAGED = re.compile(r".+\.\d+-\d+\.tmp")     # _write_tmp's names
+
+
+def _write_dir(directory, files, present):
+    for name in os.listdir(directory):          # a crashed writer's: under the lock, no one else's
+        if _STAGED.fullmatch(name):
+            discard(os.path.join(directory, name))
     try:
         old = read_manifest(directory, required=False) or {}
     except FileError:               # damaged: nothing in it is known to be ours
@@ -226,7 +260,7 @@ def read_manifest(directory, required=True):
         if not required:
             return None
         raise FileError(f"{directory}: no {MANIFEST} (incomplete, or not written by tux2)") from None
-    except (OSError, ValueError, KeyError, TypeError, UnicodeDecodeError) as e:
+    except (OSError, ValueError, KeyError, TypeError, UnicodeDecodeError, RecursionError) as e:
         raise FileError(f"{path}: damaged ({e})") from None
     for name in files:
         if os.path.basename(name) != name or name in ("", ".", ".."):

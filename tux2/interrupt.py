@@ -51,6 +51,7 @@ def install():
                 signal.signal(signal.SIGTERM, handler) if term is signal.SIG_DFL else None, sys.excepthook)
     sys.unraisablehook = _quiet(previous[1])
     sys.excepthook = _quiet(previous[3], lambda kind, value, tb: kind)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})     # a local worker starts with it blocked
     return previous
 
 

@@ -470,6 +470,7 @@ def local_copy(path):
         raise InputError(f"cannot read input: {e.strerror}", path=name) from None
     kind = next((k for magic, k in _MAGIC if head.startswith(magic)), None)
     if kind is None:
+        _refuse_utf16(head, name, None)
         return _netflix_copy(_newline_copy(path, name), name)
     import bz2
     import gzip
@@ -483,7 +484,31 @@ def local_copy(path):
         remove_scratch(os.path.dirname(tmp))
         raise InputError(f"cannot decompress this {'xz' if kind == 'lzma' else kind} file: {e}", path=name) from None
     _spooled(tmp, name)
+    with open(tmp, "rb") as f:
+        _refuse_utf16(f.read(8), name, kind)
     return _netflix_copy(_newline_copy(tmp, name), name)
+
+
+def _refuse_utf16(head, name, compressed):
+    """An InputError when ``head`` (a file's first bytes, decompressed) is UTF-16 or UTF-32
+    text (a byte-order mark, or ASCII with every other byte zero: Windows' 'Unicode' text,
+    what PowerShell's ``>`` writes), which every reader would otherwise refuse line by
+    line as malformed ids or words. ``compressed``: the kind ``local_copy`` decompressed."""
+    import shlex
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")):
+        code = "UTF-16"                         # iconv reads the mark
+    elif len(head) >= 8 and any(head) and not any(head[1::2]):
+        code = "UTF-16LE"
+    elif len(head) >= 8 and any(head) and not any(head[0::2]):
+        code = "UTF-16BE"
+    else:
+        return
+    src = "" if name == "-" else shlex.quote(name)
+    iconv = f"iconv -f {code} -t UTF-8"
+    how = (f"{ {'gzip': 'gzip', 'bz2': 'bzip2', 'lzma': 'xz'}[compressed]} -dc {src} | {iconv}" if compressed
+           else f"{iconv} {src}".rstrip())
+    raise InputError(f"{code} (or UTF-32) text, and tux2 reads UTF-8 (or Latin-1): convert it first, "
+                     f"e.g. {how} > converted.txt", path="<stdin>" if name == "-" else name)
 
 
 def _newline_copy(path, name):
@@ -1904,8 +1929,10 @@ def _utf8_lines(f, path):
         try:
             yield raw.decode("utf-8")
         except UnicodeDecodeError as e:
-            raise InputError(f"not UTF-8 text ({e.reason} at byte {e.start} of the line)", path=path,
-                             line=no, text=raw.decode("utf-8", "backslashreplace").rstrip("\r\n")) from None
+            # (quoted with U+FFFD where a byte is not UTF-8: backslashreplace's '\\xe9' was quoted again, '\\\\xe9')
+            raise InputError(f"not UTF-8 text ({e.reason} at byte {e.start} of the line; a Latin-1 file converts with "
+                             f"iconv -f LATIN1 -t UTF-8)", path=path, line=no,
+                             text=raw.decode("utf-8", "replace").rstrip("\r\n")) from None
 
 
 NO_DOCUMENTS = ("no documents: an empty list, or a generator read to its end before (it can be read once: make a "
@@ -2133,7 +2160,7 @@ def json_keys(head):
         return None
     try:
         obj = json.loads(first)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     return [str(k) for k in obj] if isinstance(obj, dict) else None
 

@@ -35,7 +35,7 @@ def read_meta(directory):
     try:
         with open(path, "rb") as f:
             meta = json.loads(f.read().decode("utf-8"))
-    except (OSError, ValueError, UnicodeDecodeError) as e:
+    except (OSError, ValueError, UnicodeDecodeError, RecursionError) as e:
         raise ModelError(f"{path}: cannot read ({e})") from None
     if not isinstance(meta, dict):
         raise ModelError(f"{path}: not a model description (a JSON object)")
@@ -106,12 +106,20 @@ def _int_meta(path, meta, key, low=0):
     return v
 
 
+def _finite(x):
+    """A JSON number that is a finite double: not a bool, nan, inf or an integer beyond
+    the double range (2**70 made np.isfinite raise TypeError, 10**400 float() OverflowError)."""
+    try:
+        return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+    except OverflowError:
+        return False
+
+
 def _float_meta(path, meta, key, positive=False):
     """A finite number; ``positive``: also at least the smallest normal double (a
     subnormal prior such as 1e-320 overflows 1/beta)."""
     v = meta.get(key)
-    if not isinstance(v, (int, float)) or isinstance(v, bool) or not np.isfinite(v) or \
-            (positive and v < np.finfo(np.float64).tiny):
+    if not _finite(v) or (positive and v < np.finfo(np.float64).tiny):
         raise ModelError(f"{path}: {key} must be a finite{' positive (normal)' if positive else ''} number, "
                          f"got {v!r}")
     return float(v)
@@ -189,8 +197,7 @@ def _check_labels(mpath, labels, k):
     numbers, k increasing strings, or false and true (a model of bool labels)."""
     if labels is None:
         return
-    number = lambda x: isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)  # noqa: E731
-    if not (isinstance(labels, list) and len(labels) == k and (all(map(number, labels)) or all(
+    if not (isinstance(labels, list) and len(labels) == k and (all(map(_finite, labels)) or all(
             isinstance(x, str) for x in labels) or labels == [False, True] and all(isinstance(x, bool) for x in labels))
             and all(x < y for x, y in zip(labels, labels[1:]))):
         raise ModelError(f"{mpath}: labels must be {k} increasing numbers or strings, got {labels!r}"[:300])

@@ -460,7 +460,13 @@ def train(est, data, *, transport=None, partitions=None, threads=None, slack=0, 
     finally:
         ck.close()
     if trace:                           # (thousands of clocks: JSON only when asked for)
-        write_trace(trace, f"trace-{rank}.jsonl", "".join(files.json_text(rec) + "\n" for rec in eng.trace))
+        try:
+            write_trace(trace, f"trace-{rank}.jsonl", "".join(files.json_text(rec) + "\n" for rec in eng.trace))
+        except files.FileError as e:    # a diagnostic: the trained model is still the run's to keep (--out)
+            if printed:
+                print(f"tux2: warning: --trace: {e}; the run goes on to its model", file=sys.stderr, flush=True)
+            else:
+                warnings.warn(f"trace: {e}; the model is fitted all the same", RuntimeWarning, stacklevel=2)
     if n == 0 and not start:
         say(f"0 {unit}s: nothing trained")
     est.read_model(eng, setup)
@@ -675,8 +681,19 @@ def _start(est, job):
     path = os.path.join(job["dir"], "job.pkl")      # our own, in our private directory
     files.write_atomic(path, lambda f: pickle.dump((est, job), f))
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}   # where this process imports from
-    code = "from tux2.runner import _worker_main; _worker_main({!r}, {})"
-    return [subprocess.Popen([sys.executable, "-c", code.format(path, r)], env=env) for r in range(job["world"])]
+    # A terminal's Ctrl-C reaches the workers too: one still starting printed KeyboardInterrupt's
+    # traceback (importing tux2 and numba) or 'Fatal Python error' (in site). They start with SIGINT
+    # blocked (inherited through exec) and ignore it from their first line; the caller alone answers
+    # it, stopping them by SIGTERM (runtime.supervise).
+    code = ("import signal; signal.signal(signal.SIGINT, signal.SIG_IGN); "
+            "signal.pthread_sigmask(signal.SIG_UNBLOCK, {{signal.SIGINT}}); "
+            "from tux2.runner import _worker_main; _worker_main({!r}, {})")
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        return [subprocess.Popen([sys.executable, "-c", code.format(path, r)], env=env)
+                for r in range(job["world"])]
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
 
 
 def _worker_main(path, rank):

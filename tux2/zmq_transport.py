@@ -366,7 +366,10 @@ class ZmqTransport:
                     if m.kind != HELLO or m.sender == 0 or len(m.parts) != 1 or len(m.parts[0][2]) != 2:
                         raise WireError(f"unexpected {m!r} during rendezvous")
                     addr = bytes(m.parts[0][2][0]).decode("ascii")
-                    opts = json.loads(bytes(m.parts[0][2][1]).decode("utf-8"))
+                    try:
+                        opts = json.loads(bytes(m.parts[0][2][1]).decode("utf-8"))
+                    except RecursionError:          # JSON nested deeper than Python's stack: a stranger's
+                        raise WireError("options in a HELLO nested too deep") from None
                     if not isinstance(opts, dict):
                         raise WireError("options in a HELLO are not a table")
                 except (WireError, UnicodeDecodeError, ValueError) as e:

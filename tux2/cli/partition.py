@@ -106,6 +106,9 @@ def _options(pairs, strategies):
 def run(args):
     check_writable(args.save, "--save", directory=True)
     user_ids = None
+    if args.powerlaw and args.input:
+        raise PartitionError(f"give an INPUT edge list or --powerlaw N, not both ({args.input} and "
+                        f"--powerlaw {args.powerlaw})")
     if args.powerlaw:
         from tux2.partitioning.powerlaw import powerlaw_graph
         refuse_read_flags(args, "--powerlaw generates the graph")

@@ -45,6 +45,9 @@ def read_metrics(path):
                 raise InputError("not UTF-8 text", path=path, line=no, text=line.strip()[:80]) from None
             except json.JSONDecodeError as e:
                 raise InputError(f"not a JSON object ({e.msg})", path=path, line=no, text=line.strip()[:80]) from None
+            except RecursionError:
+                raise InputError("not a JSON object (nested too deep)", path=path, line=no,
+                                 text=line.strip()[:80]) from None
             if not isinstance(rec, dict):
                 raise InputError("not a JSON object", path=path, line=no, text=line.strip()[:80])
             rows.append(rec)

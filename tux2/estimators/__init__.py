@@ -12,7 +12,7 @@ def load(directory):
     estimator of its algorithm."""
     from tux2.model_check import ModelError, read_meta
     algorithm = read_meta(directory).get("algorithm")
-    if algorithm not in ALGORITHMS:
+    if not isinstance(algorithm, str) or algorithm not in ALGORITHMS:
         raise ModelError(f"{directory}: model.json names algorithm {algorithm!r}; tux2 knows "
                          f"{', '.join(ALGORITHMS)}")
     return ALGORITHMS[algorithm].load(directory)
