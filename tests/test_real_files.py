@@ -582,8 +582,10 @@ def test_a_third_label_zero_beside_plus_and_minus_one_is_named(tmp_path):
     y = y.copy()
     y[::3] = 0
     path = _write_libsvm(tmp_path / "three", cols, y)
-    r = run_cli("run", "lr", path, "--epochs", "1")
+    r = run_cli("run", "svm", path, "--epochs", "1")
     assert r.returncode != 0 and "third" in r.stderr, r.stderr
+    r = run_cli("run", "lr", path, "--epochs", "1")     # lr fits the multinomial model, and says so
+    assert r.returncode == 0 and "3 classes: the multinomial (softmax) model" in r.stdout, r.stdout + r.stderr
 
 
 def test_predict_writes_seven_digit_labels_as_the_file_has_them(tmp_path):
