@@ -800,7 +800,6 @@ def test_runs_writing_one_out_directory_at_once_leave_one_whole_model(tmp_path):
     directory whose user.npz was another run's, refused by its own manifest. A model directory
     is now written under a lock on it: the writers take turns, the last one's model stands
     whole. Here four threads write models of their own into one directory 25 times each."""
-    import threading
     from tux2 import files
     out = tmp_path / "cc"
     errors = []
@@ -813,11 +812,7 @@ def test_runs_writing_one_out_directory_at_once_leave_one_whole_model(tmp_path):
                                            "model.json": files.text(json.dumps({"writer": w, "i": i}))})
         except Exception as e:      # noqa: BLE001 - reported below
             errors.append(e)
-    threads = [threading.Thread(target=writer, args=(w,)) for w in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(120)
+    _at_once(writer, 4)
     assert not errors, errors
     files.verify(str(out))
     meta = json.loads((out / "model.json").read_text())
@@ -825,12 +820,21 @@ def test_runs_writing_one_out_directory_at_once_leave_one_whole_model(tmp_path):
     assert sorted(os.listdir(out)) == ["manifest.json", "model.json", "user.npz"]
 
 
+def _at_once(writer, n):
+    """writer(0) … writer(n − 1) in threads at once, each given two minutes."""
+    import threading
+    threads = [threading.Thread(target=writer, args=(w,)) for w in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+
+
 def test_writes_of_one_output_file_at_once_all_succeed(tmp_path):
     """Six 'tux2 predict m big.txt -o same.txt' at once: five failed with 'same.txt.tmp: No such
     file or directory' (one temporary name for all). Each writer now stages under a name of its
     own; the file ends as one writer's whole. A crashed writer's staged file in a model
     directory goes with the next write there."""
-    import threading
     from tux2 import files
     out, errors = str(tmp_path / "same.txt"), []
 
@@ -840,11 +844,7 @@ def test_writes_of_one_output_file_at_once_all_succeed(tmp_path):
                 files.write_atomic(out, files.text(f"{w}\n" * (1000 + w)))
         except Exception as e:      # noqa: BLE001 - reported below
             errors.append(e)
-    threads = [threading.Thread(target=writer, args=(w,)) for w in range(6)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(120)
+    _at_once(writer, 6)
     assert not errors, errors
     lines = open(out).read().splitlines()
     assert len(set(lines)) == 1 and len(lines) == 1000 + int(lines[0])
