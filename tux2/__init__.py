@@ -21,7 +21,8 @@ __all__ = ["Apply", "BipartiteGraph", "BlockPG", "CheckpointError", "ContextSpec
 _SUBMODULES = ("busguard", "checkpoint", "cli", "compile", "config", "datacache", "datasets", "engine", "errors",
                "estimator", "estimators", "files", "graph", "ingress", "interrupt", "io", "layout", "loaders",
                "model_check", "params", "partitioning", "program", "ranking", "rounds", "runner", "runtime",
-               "schema", "sigbus", "stages", "stopwords", "tables", "transport", "udfs", "version", "wire", "zmq_transport")
+               "schema", "sigbus", "stages", "stopwords", "tables", "transport", "udfs", "version", "wire",
+               "zmq_transport")
 
 
 def __getattr__(name):

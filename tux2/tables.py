@@ -133,8 +133,8 @@ def resolve_label(label, names, width, path, words=None, first=0, of="file"):
             return named[0], "by its name; --label-column picks another"
         if named:
             cols = [f"{j + 1} ({names[j]!r})" for j in named]
-            raise InputError(f"columns {', '.join(cols[:-1])} and {cols[-1]} are {'both' if len(cols) == 2 else 'all'} named as labels are: "
-                             "--label-column NAME (label_column=) says which holds them", path=path)
+            raise InputError(f"columns {', '.join(cols[:-1])} and {cols[-1]} are {'both' if len(cols) == 2 else 'all'} "
+                             "named as labels are: --label-column NAME (label_column=) says which holds them", path=path)
         if words is not None and words in (0, width - 1):
             return words, "the one column of words; --label-column picks another"
         if first is None:
