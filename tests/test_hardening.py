@@ -869,3 +869,26 @@ def test_a_trace_that_cannot_be_written_loses_no_model(ratings, tmp_path):
     assert r.stderr == (f"tux2: warning: --trace: {trace / 'trace-0.jsonl'}: cannot write: No space left on device "
                         "(the disk is full); the run goes on to its model\n"), r.stderr
     MF.load(out)
+
+
+def test_out_dash_is_refused_not_a_directory_named_dash(ratings, tmp_path):
+    """--out - wrote the model into a directory named '-' (as -o - is standard output, a user
+    may mean that); a model is files in a directory, so '-' is refused before training."""
+    for flag in ("--out", "--trace"):
+        _error(run_cli("run", "mf", ratings, "--epochs", "1", flag, "-", cwd=tmp_path),
+               f"{flag} names a directory to write files into; '-' (standard output) cannot hold them")
+    assert not (tmp_path / "-").exists()
+
+
+def test_another_kind_of_model_is_named_with_its_article(ratings, tmp_path):
+    """'an 'blockpg' model': the words among the algorithms' names take 'a'."""
+    from tux2 import model_check
+    from tux2.model_check import ModelError
+    MF(k=2, epochs=1).fit(ratings).save(tmp_path / "m")
+    with pytest.raises(ModelError, match="an 'mf' model, not blockpg"):
+        model_check.read_model(str(tmp_path / "m"), "blockpg", ())
+    meta = json.loads((tmp_path / "m" / "model.json").read_text())
+    (tmp_path / "m" / "manifest.json").unlink()
+    (tmp_path / "m" / "model.json").write_text(json.dumps({**meta, "algorithm": "softmax"}))
+    with pytest.raises(ModelError, match="a 'softmax' model, not mf"):
+        model_check.read_model(str(tmp_path / "m"), "mf", ())

@@ -320,6 +320,9 @@ def check_writable(path, what, directory, inputs=()):
     command's input files, which an output file must not be (it would overwrite them)."""
     if not path:
         return
+    if directory and path == "-":           # (a directory named '-' is ./-)
+        raise FileError(f"{what} names a directory to write files into; '-' (standard output) cannot hold them: "
+                        "name a directory")
     path = os.path.abspath(path)
     if os.path.exists(path):
         if directory and not os.path.isdir(path):

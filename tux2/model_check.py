@@ -53,7 +53,9 @@ def read_model(directory, algorithm, required, optional=()):
         raise ModelError(f"{os.path.join(directory, 'model.json')}: no \"algorithm\" key: not a model tux2 wrote "
                          f"(a {' or '.join(algos)} model's says \"algorithm\": \"{algos[0]}\")")
     if meta.get("algorithm") not in algos:
-        raise ModelError(f"{directory}: an {meta.get('algorithm')!r} model, not {' or '.join(algos)}")
+        algo = meta.get("algorithm")            # (lr, lda, mf, fm, svm read letter by letter: 'an')
+        article = "an" if algo in ("lr", "lda", "mf", "fm", "svm") else "a"
+        raise ModelError(f"{directory}: {article} {algo!r} model, not {' or '.join(algos)}")
     try:
         manifest = files.read_manifest(directory, required=False)
     except files.FileError as e:
