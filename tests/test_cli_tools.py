@@ -134,6 +134,21 @@ def test_plot_writes_an_image_and_names_bad_lines(tmp_path):
     assert r.returncode == 2 and "bad.jsonl:2: not a JSON object" in r.stderr
 
 
+def test_plot_reads_standard_input_as_dash(tmp_path):
+    """'tux2 run … --metrics - | tux2 plot - -o p.png': plot took '-' for a file name ('-: cannot
+    read metrics: No such file'), where every other command reads standard input."""
+    pytest.importorskip("matplotlib")
+    r = run_cli("run", "mf", "--epochs", "2", "--k", "2", "--metrics", "-", "--quiet")
+    assert r.returncode == 0 and r.stdout.count("\n") == 2, r.stderr
+    out = tmp_path / "p.png"
+    p = subprocess.run([sys.executable, "-m", "tux2.cli", "plot", "-", "-o", str(out)], input=r.stdout,
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0 and out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", p.stderr
+    p = subprocess.run([sys.executable, "-m", "tux2.cli", "plot", "-", "-o", str(out)], input='{"epoch": 1,\n',
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 2 and p.stderr.startswith("tux2: error: <stdin>:1: not a JSON object"), p.stderr
+
+
 def test_plot_on_a_full_disk_names_its_file_and_keeps_the_old_image(tmp_path):
     """A full disk (here the file size limit) at savefig was reported as 'standard output: File
     too large', and left a truncated image in place of the previous one."""

@@ -1,8 +1,10 @@
 """``tux2 plot METRICS.jsonl … -o out.png``: the curves of one or more ``--metrics``
 streams, one panel per metric, one line per file."""
+import contextlib
 import json
 import math
 import os
+import sys
 
 from tux2.errors import InputError, Tux2Error
 
@@ -17,7 +19,7 @@ def add_parser(sub):
                        description="One panel per metric (all numeric fields except bookkeeping, or --y), one "
                                    "line per file, against epochs/iterations or training time. Needs matplotlib "
                                    "(pip install 'tux2[plot]').")
-    p.add_argument("files", nargs="+", metavar="METRICS.jsonl", help="files written by tux2 run … --metrics")
+    p.add_argument("files", nargs="+", metavar="METRICS.jsonl", help="files written by tux2 run … --metrics (-: standard input)")
     p.add_argument("-o", "--output", required=True, help="image file (.png, .pdf, .svg)")
     p.add_argument("--x", choices=_X, default="auto",
                    help="x axis; auto: epoch or iteration, whichever the files have")
@@ -28,13 +30,16 @@ def add_parser(sub):
 
 
 def read_metrics(path):
-    """The records of a JSONL metrics file; a bad line is an InputError with its number."""
+    """The records of a JSONL metrics file ('-': standard input, as the other commands read
+    it); a bad line is an InputError with its number."""
     rows = []
     try:
-        f = open(path, "rb")
+        f = contextlib.nullcontext(sys.stdin.buffer) if path == "-" else open(path, "rb")
     except OSError as e:
         raise InputError(f"cannot read metrics: {e.strerror}", path=path) from None
-    with f:
+    if path == "-":
+        path = "<stdin>"
+    with f as f:
         for no, raw in enumerate(f, 1):
             line = raw.decode("utf-8", "replace")
             if not line.strip():
