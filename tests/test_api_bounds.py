@@ -284,6 +284,9 @@ def test_wrong_types_from_python_are_input_errors_that_say_what_is_wrong(fit, ex
     (([1, 2], [3, 4], ["a", "b"]), "arrays: edge value 'a' at edge 0 is not a real number"),    # numpy's ValueError
     (([1, 2], [3, 4], [None, 2]), "arrays: edge value None at edge 0 is not a real number"),
     (__import__("pandas").Series([1, 2, 3]), "cannot load a Series"),                     # an AttributeError
+    ((np.array([object(), 1], dtype=object), [3, 4], [1.0, 2.0]),      # was the id '<object object at 0x…>'
+     "id at index 0 is <object object at"),
+    ((np.array([[1, 2], 1], dtype=object), [3, 4], [1.0, 2.0]), "id at index 0 is [1, 2] (of type list)"),
 ])
 def test_ratings_that_are_no_real_numbers_are_refused(data, expect):
     import tux2

@@ -1185,6 +1185,13 @@ def _column_ids(a, name):
         if any(x is None or (isinstance(x, float) and x != x) for x in a.tolist()):
             i = next(i for i, x in enumerate(a.tolist()) if x is None or (isinstance(x, float) and x != x))
             raise InputError(f"{name} id at index {i} is missing ({a[i]!r})", path="arrays")
+        # an object()'s or a list's text ('<object object at 0x…>') is no id it could be given by again
+        odd = next((i for i, x in enumerate(a.tolist()) if not isinstance(x, (str, bytes, int, float, np.generic))),
+                   None)
+        if odd is not None:
+            x = a[odd]
+            raise InputError(f"{name} id at index {odd} is {repr(x)[:40]} (of type {type(x).__name__}): ids are "
+                             "integers or strings", path="arrays")
         a = a.astype(str)
     tokens, inverse = np.unique(a, return_inverse=True)
     return inverse.astype(np.int64).ravel(), IdMap(tokens)
