@@ -164,10 +164,7 @@ def predict(args):
     if vars(model).get("features_") is not None:                     # or unseen by a model of sparse indices
         unknown |= ~np.isin(graph.dst, model.features_)
     beyond = np.unique(graph.dst[unknown])
-    _report(args, {"model": model.algorithm, "samples": int(graph.n_src),
-                   **(score_metrics(M, labels, model.loss) if labels is not None else {}),
-                   **({"unknown_features": int(len(beyond))} if len(beyond) else {}),
-                   **({"unseen_labels": unseen} if unseen else {})})
+    # (the warnings before the metrics line, which stays stderr's last: tail -1 reads it)
     if unknown.all():           # (require_features: some) every score the same constant, as for MF's new users
         n, mc = len(beyond), getattr(model, "min_count", 1)
         print(f"tux2: warning: no feature of {display_name(args.input)} is one the model has a weight for "
@@ -180,6 +177,10 @@ def predict(args):
               f"are on features the model has no weight for ({len(beyond):,} features unseen in training; they "
               "weigh 0): the test file of another set, or features numbered otherwise than in training?",
               file=sys.stderr)
+    _report(args, {"model": model.algorithm, "samples": int(graph.n_src),
+                   **(score_metrics(M, labels, model.loss) if labels is not None else {}),
+                   **({"unknown_features": int(len(beyond))} if len(beyond) else {}),
+                   **({"unseen_labels": unseen} if unseen else {})})
     return 0
 
 
