@@ -16,6 +16,7 @@ raises it at the end of the epoch.
 SIGTERM (kill, a job scheduler) is taken alike: a worker stopped by it tells its peers,
 which else waited --timeout for it, and the program exits 143 saying so; a second
 SIGTERM before the first was acted on ends the program at once, as SIGTERM did."""
+import contextlib
 import os
 import signal
 import sys
@@ -68,6 +69,18 @@ def stopped():
     if SEEN and SEEN[-1] == signal.SIGTERM:
         return 128 + signal.SIGTERM, "terminated (SIGTERM)"
     return 128 + signal.SIGINT, "interrupted"
+
+
+@contextlib.contextmanager
+def sigint_blocked():
+    """SIGINT blocked in this thread while the context lasts. Worker processes started in it
+    inherit the block through exec, so a terminal's Ctrl-C waits until they take it (``install``
+    unblocks it) instead of a traceback while they import."""
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
 
 
 # set by tux2.runtime.launch_local for the workers it starts

@@ -688,12 +688,9 @@ def _start(est, job):
     code = ("import signal; signal.signal(signal.SIGINT, signal.SIG_IGN); "
             "signal.pthread_sigmask(signal.SIG_UNBLOCK, {{signal.SIGINT}}); "
             "from tux2.runner import _worker_main; _worker_main({!r}, {})")
-    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-    try:
+    with interrupt.sigint_blocked():
         return [subprocess.Popen([sys.executable, "-c", code.format(path, r)], env=env)
                 for r in range(job["world"])]
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
 
 
 def _worker_main(path, rank):

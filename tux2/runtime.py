@@ -173,14 +173,11 @@ def launch_local(argv, workers, timeout=30.0, grace=2.0):
         # A terminal's Ctrl-C reaches the workers too: one still starting (Python's site, the imports
         # before tux2.cli.main) printed KeyboardInterrupt's traceback. They start with SIGINT blocked
         # (inherited through exec) until tux2.interrupt.install takes it, which then acts on it.
-        mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-        try:
+        with interrupt.sigint_blocked():
             for r in range(workers):
                 cmd = [sys.executable, "-m", "tux2.cli", *argv, "--rank", str(r), "--world", str(workers),
                        "--rendezvous", rendezvous, "--timeout", str(timeout)]
                 procs.append(subprocess.Popen(cmd, env=env, preexec_fn=die_with_parent))
-        finally:
-            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         # stopped, it stops them as a terminal's Ctrl-C would: it alone says why (tux2.interrupt)
         first, codes = supervise(procs, grace, stop=signal.SIGINT)
         if first is None:
