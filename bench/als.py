@@ -162,7 +162,8 @@ def main(args):
     events, test = liked(train), liked(test)
     tux2_i = {}
     for solver in ("cholesky", "cg"):
-        times, m_tux2, curve = tux2_run(events, test, iters, True, k=k, reg=reg_i, alpha=alpha, solver=solver)
+        times, m_tux2, curve = tux2_run(events, test, iters, True, k=k, reg=reg_i, alpha=alpha,
+                                          confidence="linear", solver=solver)     # implicit's c = 1 + α·r
         s_tux2_i = float(np.mean(times[1:]))      # (the first epoch's includes the kernels' first calls)
         tux2_i[solver] = (s_tux2_i, m_tux2)
         emit({"bench": "als", "system": "tux2", "implicit": True, "solver": solver, "s_per_iter": s_tux2_i,

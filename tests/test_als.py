@@ -180,8 +180,9 @@ def test_the_default_solver_is_exact_where_confidences_span_too_much_for_a_few_c
     solver="cholesky", and model.json says which ran. Counts under it: cg, as solver="cg"."""
     g = counts_graph(seed=2)
     assert als.confidences([g.values.max()], 40.0)[0] > CG_MAX_CONFIDENCE
-    auto = MF(implicit=True, k=4, epochs=2, seed=1).fit(g)
-    exact = MF(implicit=True, k=4, epochs=2, seed=1, solver="cholesky").fit(g)
+    linear = dict(confidence="linear", alpha=40.0)      # (the default log confidence stays far below it)
+    auto = MF(implicit=True, k=4, epochs=2, seed=1, **linear).fit(g)
+    exact = MF(implicit=True, k=4, epochs=2, seed=1, solver="cholesky", **linear).fit(g)
     np.testing.assert_array_equal(auto.user_factors_, exact.user_factors_)
     assert auto._params_used(auto.get_params())["solver"] == "cholesky" and auto.get_params()["solver"] is None
     small = copy.copy(g)
@@ -450,7 +451,8 @@ def test_two_worker_processes_give_the_one_process_model(powerlaw_file, tmp_path
         np.testing.assert_allclose(b["p"], a["p"], rtol=1e-4, atol=1e-5)
         np.testing.assert_allclose(b["b"], a["b"], rtol=1e-4, atol=1e-5)
     meta = json.load(open(tmp_path / "two" / "model.json"))
-    assert (meta.get("confidence"), meta.get("epsilon")) == (("log", 0.5) if "log" in implicit else ("linear", 1.0))
+    assert (meta.get("confidence"), meta.get("epsilon"), meta.get("alpha")) == (
+        ("log", 0.5 if "0.5" in implicit else 1.0, 1.0) if implicit else ("linear", 1.0, 40.0))   # (NO_CONFIDENCE)
     assert meta.get("solver") == ("cg" if implicit and "cholesky" not in implicit else "cholesky")
 
 
@@ -562,24 +564,24 @@ def _plays_file(path, n_users=400, n_artists=600, seed=5):
 
 @pytest.mark.slow
 def test_heavy_tailed_plays_below_most_popular_name_alpha(tmp_path):
-    """On play counts (a median of 9, a few in the millions) confidences 1 + 40·plays rank below
-    most-popular, and the note used to suggest a smaller k or a larger λ, which rank no better
-    (Last.fm look-alike: NDCG@10 0.042 at the defaults, 0.014 at k 10, 0.042 at λ 1). It names
-    --confidence log --alpha 1 and a smaller --alpha (1/the median count) instead, both of which rank
-    above the default here (and say nothing)."""
+    """On play counts (a median of 9, a few in the millions) confidences 1 + 40·plays (Hu et al.'s
+    linear form, the default before log) rank below most-popular, and the note used to suggest a
+    smaller k or a larger λ, which rank no better (Last.fm look-alike: NDCG@10 0.042 at linear α 40,
+    0.014 at k 10, 0.042 at λ 1). It names --confidence log --alpha 1 (the defaults) and a smaller
+    --alpha (1/the median count) instead, both of which rank above linear α 40 here (and say nothing)."""
     train, test = _plays_file(tmp_path / "usersha1-artmbid-artname-plays.tsv")
     with pytest.warns(RuntimeWarning, match=r"heavy-tailed.*the median 9\).*confidence=log alpha=1 .*smaller alpha= "
                                             r"\(now 40, 1/the median "
                                             r"count: 0\.11"):
-        loud = MF(mode="als", implicit=True, columns="1,3,4", k=8).fit(train, test)
-    quiet = MF(mode="als", implicit=True, columns="1,3,4", k=8, alpha=0.11)
+        loud = MF(mode="als", implicit=True, columns="1,3,4", k=8, confidence="linear", alpha=40).fit(train, test)
+    quiet = MF(mode="als", implicit=True, columns="1,3,4", k=8, confidence="linear", alpha=0.11)
     with warnings.catch_warnings(record=True) as said:
         warnings.simplefilter("always")
         quiet.fit(train, test)
     assert not [w for w in said if "heavy-tailed" in str(w.message) or "below the most-popular" in str(w.message)]
     assert quiet.history_[-1]["ndcg@10"] > 2 * loud.history_[-1]["ndcg@10"]
-    # the note's other remedy, Hu et al.'s log scaling at alpha 1: no note, and it ranks above the default too
-    logc = MF(mode="als", implicit=True, columns="1,3,4", k=8, alpha=1.0, confidence="log")
+    # the note's other remedy, Hu et al.'s log scaling at alpha 1, the defaults: no note, and it ranks above too
+    logc = MF(mode="als", implicit=True, columns="1,3,4", k=8)
     with warnings.catch_warnings(record=True) as said:
         warnings.simplefilter("always")
         logc.fit(train, test)
@@ -637,7 +639,7 @@ def test_implicit_alone_is_als_from_python_as_on_the_command_line(counts_files, 
     r = run_cli("run", "mf", train, "--test", test, "--implicit", "--k", "4", "--epochs", "3",
                 "--out", str(tmp_path / "cli"))
     assert r.returncode == 0, r.stderr
-    assert "mf (als, implicit)" in r.stdout and "confidence 1 + 40·r" in r.stdout, r.stdout
+    assert "mf (als, implicit)" in r.stdout and "confidence 1 + 1·log(1 + r)" in r.stdout, r.stdout
     auto = MF(implicit=True, k=4, epochs=3)
     assert repr(auto) == "MF(k=4, epochs=3, implicit=True)"
     with warnings.catch_warnings():
@@ -792,7 +794,9 @@ def test_similar_items_and_users_are_the_cosines_of_their_factors():
     # two tastes: users 0-29 play items a0-a9, users 30-59 items b0-b9
     rows = [(f"u{u}", f"{'a' if u < 30 else 'b'}{j}", int(rng.integers(1, 20)))
             for u in range(60) for j in rng.choice(10, 6, replace=False)]
-    m = tux2.MF(implicit=True, k=4, epochs=8, seed=1).fit(rows)
+    # (linear confidences 41-801: the toy's two tastes fully apart in 8 epochs; the default log ones, 1.7-4,
+    # put one item of the other taste fifth)
+    m = tux2.MF(implicit=True, k=4, epochs=8, seed=1, confidence="linear", alpha=40).fit(rows)
     names, similar, cos = m.similar_items(["a3", "b7"], k=5)
     assert list(names) == ["a3", "b7"] and similar.shape == cos.shape == (2, 5)
     assert all(s.startswith("a") for s in similar[0]) and all(s.startswith("b") for s in similar[1]), similar

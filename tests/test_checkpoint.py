@@ -208,9 +208,10 @@ def test_a_checkpoint_from_before_an_option_existed_is_refused_naming_the_option
 def test_a_checkpoint_from_before_confidence_resumes_at_the_value_that_trains_as_it_did(ratings, tmp_path):
     """--confidence and --epsilon came after checkpoints: at linear and 1 a run trains as
     before they existed, so such a checkpoint resumes (bit for bit the run that never
-    stopped); --confidence log is a setting the saved run did not have."""
+    stopped); --confidence log is a setting the saved run did not have. Runs then had
+    --alpha 40 by default: a resume at today's defaults (log, α 1) is refused naming both."""
     from tux2 import files
-    ck, flags = tmp_path / "ck", ("--implicit", "--k", "4")
+    ck, flags = tmp_path / "ck", ("--implicit", "--k", "4", "--confidence", "linear", "--alpha", "40")
     _run("run", "mf", ratings, *flags, "--epochs", "1", "--checkpoint-every", "1", "--checkpoint-dir", str(ck))
     state = ck / "ckpt-00000001" / "state.json"
     saved = json.loads(state.read_text())
@@ -220,6 +221,9 @@ def test_a_checkpoint_from_before_confidence_resumes_at_the_value_that_trains_as
     manifest = json.loads((state.parent / "manifest.json").read_text())
     manifest["files"]["state.json"] = files.describe(str(state))
     (state.parent / "manifest.json").write_text(json.dumps(manifest))
+    r = run_cli("run", "mf", ratings, *flags[:3], "--epochs", "2", "--quiet", "--resume", str(ck))
+    assert r.returncode == 2 and r.stderr.endswith("trained as --confidence linear does: resume with "
+                                                   "--confidence linear --alpha 40\n"), r.stderr
     r = run_cli("run", "mf", ratings, *flags, "--epochs", "2", "--quiet", "--resume", str(ck),
                 "--out", str(tmp_path / "resumed"))
     assert r.returncode == 0, r.stderr
@@ -289,7 +293,9 @@ def test_a_checkpoint_of_mode_als_implicit_resumes_with_implicit_alone(ratings, 
     assert r.returncode == 2 and "--mode als there, --mode sgd now" in r.stderr, r.stderr
     # the remedy names the switch too: '--mode als' alone would be refused again (implicit off)
     # (--solver follows implicit as --mode does: cg with it, cholesky without)
-    assert "resume with the first --k 4 --mode als --solver cg and the first run's implicit on" in r.stderr, r.stderr
+    # (and the confidence the implicit run had: an explicit run records mf.NO_CONFIDENCE)
+    assert "resume with the first --alpha 1.0 --confidence log --k 4 --mode als --solver cg and the first run's " \
+        "implicit on" in r.stderr, r.stderr
 
 
 def test_the_remedy_of_a_refused_resume_names_the_switches_that_differ(ratings, tmp_path):
@@ -303,6 +309,9 @@ def test_the_remedy_of_a_refused_resume_names_the_switches_that_differ(ratings, 
     assert "mode=sgd there, mode=als now, solver=cholesky there, solver=cg now; resume with the first mode=sgd " \
         "solver=cholesky and the first run's implicit off" \
         in str(e.value), e.value
+    # as it says (alpha and confidence, which explicit ratings record as mf.NO_CONFIDENCE, are not named:
+    # alpha=40 would be refused as having no effect there)
+    tux2.MF(k=4, epochs=2, mode="sgd", solver="cholesky").fit(ratings, checkpoint=tmp_path / "ck")
 
 
 def test_a_checkpoint_that_cannot_be_resumed_stops_the_run_before_its_data_is_read(ratings, tmp_path):

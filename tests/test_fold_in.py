@@ -60,7 +60,8 @@ def test_implicit_fold_in_is_hu_et_al_s_solve_over_every_item(planted):
     Q, lam, alpha = model.item_factors_, model.reg, model.alpha
     c, pref = np.ones(len(Q)), np.zeros(len(Q))
     at = model.lookup(1, items)
-    c[at], pref[at] = 1 + alpha * counts, 1.0
+    assert model.confidence == "log" and model.epsilon == 1.0           # the defaults: c = 1 + α·log(1 + r)
+    c[at], pref[at] = 1 + alpha * np.log(1 + counts), 1.0
     ref = np.linalg.solve(Q.T @ (Q * c[:, None]) + lam * np.eye(6), Q.T @ (c * pref))
     np.testing.assert_allclose(model.user_factors_[model.lookup(0, [777])[0]], ref, rtol=1e-9, atol=1e-12)
 

@@ -360,3 +360,25 @@ def test_two_workers_keep_the_held_out_ratings_as_seen_too(tmp_path):
     assert r.returncode == 0 and "distributed ingress" in r.stdout, r.stdout + r.stderr
     seen, rated = _seen_pairs(tmp_path / "m"), set(map(tuple, pairs.tolist()))     # (0-based ids: dense as written)
     assert seen <= rated and len(seen) > 0.97 * len(rated), (len(seen), len(rated))    # (was 90 %: training alone)
+
+
+def test_explicit_models_and_checkpoints_keep_the_confidence_they_always_recorded(tmp_path):
+    """Log confidence at α 1 became implicit feedback's default after models and checkpoints of
+    explicit ratings had recorded linear and 40 (settings without effect there). Such a
+    model.json still loads (with the defaults it has now), a model.json or checkpoint of an
+    explicit fit records what they did (so an old checkpoint resumes), and a setting that has
+    no effect is still refused when given."""
+    from tux2.estimators.mf import NO_CONFIDENCE
+    g = netflix_like(300, 60, 3000, seed=2)[0]
+    src, dst, val = g.src, g.dst, g.values
+    m = MF(k=3, epochs=1).fit((src, dst, val), checkpoint=str(tmp_path / "ck"))
+    m.save(str(tmp_path / "m"))
+    meta = json.loads((tmp_path / "m" / "model.json").read_text())
+    assert {k: meta[k] for k in NO_CONFIDENCE} == NO_CONFIDENCE == {"alpha": 40.0, "confidence": "linear"}
+    state = json.loads(next((tmp_path / "ck").glob("ckpt-*/state.json")).read_text())
+    assert {k: state["params"][k] for k in NO_CONFIDENCE} == NO_CONFIDENCE
+    back = MF.load(str(tmp_path / "m"))
+    assert (back.alpha, back.confidence) == (1.0, "log")        # (the defaults: they do nothing here)
+    np.testing.assert_array_equal(back.predict(src[:50], dst[:50]), m.predict(src[:50], dst[:50]))
+    with pytest.raises(ValueError, match="alpha=40 has no effect with explicit ratings"):
+        MF(alpha=40).fit((src, dst, val))

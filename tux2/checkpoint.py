@@ -310,6 +310,9 @@ def _remedy(diff, saved, flag):
 
 # options added after checkpoints existed, each with the value that trains as runs did before it (--solver's
 # default of implicit feedback is cg since: a checkpoint without it resumes with --solver cholesky)
+# mf's settings of implicit feedback alone (an explicit run records them as mf.NO_CONFIDENCE): a remedy that
+# turns implicit feedback off does not name them (they would be refused there, as having no effect)
+IMPLICIT_ONLY = ("alpha", "confidence")
 AS_BEFORE = {"confidence": "linear", "epsilon": 1.0, "solver": "cholesky", "cg_steps": 3, "min_count": 1,
              "class_weight": None}
 
@@ -338,11 +341,18 @@ def check(directory, params, world=1, compare=None):
                               f"resume it with tux2 run {was}")
     # an option added since, at the value that does what runs did before it existed: the same run
     diff = [k for k in diff if k in saved or k not in AS_BEFORE or params.get(k) != AS_BEFORE[k]]
+    if saved.get("implicit") is False and "implicit" in diff:       # back to explicit ratings: these follow
+        diff = [k for k in diff if k not in IMPLICIT_ONLY]
     newer = [f"--{k.replace('_', '-')}" for k in diff if k not in saved and k not in ("algorithm", "input")]
     same = [f"--{k.replace('_', '-')} {AS_BEFORE[k]}" for k in diff if k not in saved and k in AS_BEFORE]
     if same:                    # an option added since, whose default now differs from what runs did before
+        # (and the saved values of the others that differ: an implicit run's --alpha 40 beside --confidence linear)
+        also = [f"--{k.replace('_', '-')} {saved[k]:g}" if isinstance(saved[k], float) else
+                f"--{k.replace('_', '-')} {saved[k]}" for k in diff
+                if k in saved and k != "input" and isinstance(saved[k], (str, int, float)) and
+                not isinstance(saved[k], bool)]
         raise CheckpointError(f"{path} was written by an earlier tux2, before {' and '.join(newer)} existed, which "
-                              f"trained as {' '.join(same)} does: resume with {' '.join(same)}")
+                              f"trained as {' '.join(same)} does: resume with {' '.join(same + also)}")
     if newer:                   # an option added since: the run it saved had no value for it to go on with
         raise CheckpointError(f"{path} was written by an earlier tux2, before {' and '.join(newer)} existed: that "
                               "run cannot go on under a setting it did not have; start it again without --resume")

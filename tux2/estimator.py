@@ -334,6 +334,10 @@ class Estimator:
         from tux2 import model_check
         meta = model_check.read_meta(directory)
         est = cls(**{k: meta[k] for k in cls._param_names() if k in meta})
+        defaults = inspect.signature(cls.__init__).parameters
+        for _pass in range(2):      # recorded where it had no effect (an explicit MF's alpha 40): its default now
+            for name, *_why in est._unused():
+                setattr(est, name, defaults[name].default)
         est._restore(directory, meta)
         try:                            # checked as fit checks them: a bad value is named here, not in predict
             est.check_params()

@@ -23,7 +23,11 @@ DAMPING = 3.0           # a bias is shrunk as if its user or item had this many 
 COUNT_LEVELS = 50       # distinct whole-number ratings above it: counts (refuse_counts)
 TYPICAL = 0.25          # mean |r − μ| / sd below it: the sd is a few extreme ratings', not a scale (outlying)
 CG_STEPS = 3            # conjugate-gradient steps per solve of implicit feedback's systems (implicit's default)
-ALPHA = 40.0            # implicit feedback's confidence slope, c = 1 + α·r (Hu et al.'s; README: measured)
+ALPHA = 1.0             # implicit feedback's confidence c = 1 + α·log(1 + r/ε), Hu et al.'s log scaling, at
+CONFIDENCE = "log"      # Spark's and implicit's α: real plays and events ranked best so (README: measured)
+# explicit ratings have no confidence: their model.json and checkpoints keep these as every run recorded them
+# before the defaults above (linear, α 40), so a checkpoint of an explicit run from then resumes
+NO_CONFIDENCE = {"alpha": 40.0, "confidence": "linear"}
 STEP_STATE = ("g", "gb")        # AdaGrad's per-vertex sums of squared gradients (udfs/mf.py)
 RANK_AT = 10            # implicit feedback: precision@10 and NDCG@10 of held-out items per epoch
 BASELINE_DAMPING = 5.0  # the bias baseline's D (bias_baseline): fixed, so --reg or --damping never move the yardstick
@@ -434,8 +438,8 @@ class MF(Estimator):
     or "als" (alternating least squares, udfs/als.py); None, the default, is "als" with
     ``implicit=True`` and "sgd" otherwise, as ``tux2 run mf`` picks it (``get_params`` keeps
     None; ``run_["mode"]``, model.json and checkpoints hold the mode used); ``implicit=True``:
-    implicit feedback, Hu et al.'s r̂ = p_u·q_i, confidence 1 + ``alpha``·r (``confidence="log"``:
-    1 + ``alpha``·log(1 + r/``epsilon``), Hu et al.'s log scaling, for heavy-tailed counts), and the
+    implicit feedback, Hu et al.'s r̂ = p_u·q_i, confidence 1 + ``alpha``·log(1 + r/``epsilon``) (Hu
+    et al.'s log scaling, the default; ``confidence="linear"``: 1 + ``alpha``·r, their first form), and the
     per-epoch records hold the objective, precision@10 and NDCG@10; ``solver``: "cg", ``cg_steps``
     conjugate-gradient steps per solve, or "cholesky", the exact solve; None, the default, is
     "cg" with ``implicit=True``, as in ``implicit``, and "cholesky" for ratings, their only one).
@@ -488,7 +492,8 @@ class MF(Estimator):
         implicit = params.get("implicit", False)
         solver = vars(self).get("_data_solver") if params.get("solver") is None else None
         return {**params, **({"mode": auto_mode(params["mode"], implicit)} if "mode" in params else {}),
-                **({"solver": solver or auto_solver(params["solver"], implicit)} if "solver" in params else {})}
+                **({"solver": solver or auto_solver(params["solver"], implicit)} if "solver" in params else {}),
+                **({k: v for k, v in NO_CONFIDENCE.items() if k in params} if not implicit else {})}
 
     @property
     def _stop(self):
@@ -499,7 +504,7 @@ class MF(Estimator):
     def __init__(self, k=50, epochs=10, lr=None, reg=0.07, damping=DAMPING, mode=None, batch_size=None,
                  batch_unit="edge", enumerate="item", step="adagrad", biases=True, order=None, blocks=None, overlap="error",
                  partitioner=None, seed=0, eval_every=1, early_stop=0, duplicates="error", columns=None, base="auto",
-                 unknown="baseline", ids="auto", implicit=False, alpha=ALPHA, confidence="linear", epsilon=1.0,
+                 unknown="baseline", ids="auto", implicit=False, alpha=ALPHA, confidence=CONFIDENCE, epsilon=1.0,
                  solver=None, cg_steps=CG_STEPS, warm_start=False):
         self._keep(locals())
 
@@ -922,18 +927,17 @@ class MF(Estimator):
         if last is not None and heavy and self.confidence == "linear" and (
                 self.alpha * heavy["median"] > 2 if heavy["median"] else self.alpha * heavy["high"] > 100):
             # a smaller k or a larger λ does not help here (Last.fm look-alike: k 10 NDCG 0.014, λ 1 0.042,
-            # the defaults 0.042; alpha 0.1: 0.137); log confidence at alpha 1 ranked best on every
-            # heavy-tailed look-alike (README: 0.045 → 0.196 where plays carry taste, 0.042 → 0.138 where not)
+            # linear α 40 0.042; alpha 0.1: 0.137); log confidence at alpha 1 ranked best on every heavy-tailed
+            # look-alike and on real Last.fm plays (README: hetrec-2k 0.025 → 0.204)
             typical = f", 1/the median count: {1 / heavy['median']:.2g}" if heavy["median"] else ""
             said.append("  note: " + (f"the model's test NDCG@{RANK_AT} ({last:.4f}) is below the most-popular "
                                       f"baseline's ({pop['ndcg']:.4f}), and " if below else "")
                         + f"these counts are heavy-tailed (the largest {heavy['high']:g}"
                         + (f", the median {heavy['median']:g}" if heavy["median"] else "")
                         + f"): confidences 1 + {self.alpha:g}·r let a few pairs outweigh the rest; "
-                        "--confidence log --alpha 1 (c = 1 + log(1 + r), Hu et al.'s log scaling; it ranked best on "
-                        "heavy-tailed plays, README) or a smaller "
-                        f"--alpha (now {self.alpha:g}{typical}; implicit's and Spark's default is 1) weighs them "
-                        "evenly")
+                        "--confidence log --alpha 1 (the defaults: c = 1 + log(1 + r), Hu et al.'s log scaling; it "
+                        "ranked best on real plays, README) or a smaller "
+                        f"--alpha (now {self.alpha:g}{typical}) weighs them evenly")
         elif below:      # (k = 1 ranks as popularity does, within 1 %)
             said.append(f"  note: the model's test NDCG@{RANK_AT} ({last:.4f}) is below the "
                         f"most-popular baseline's ({pop['ndcg']:.4f}): these events say little beyond popularity, "
