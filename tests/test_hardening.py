@@ -820,6 +820,32 @@ def test_runs_writing_one_out_directory_at_once_leave_one_whole_model(tmp_path):
     assert sorted(os.listdir(out)) == ["manifest.json", "model.json", "user.npz"]
 
 
+def test_loads_while_runs_write_the_model_read_one_whole_model(ratings, tmp_path):
+    """tux2 predict (and load) read a model directory without the writers' lock: a load
+    between a save's renames read one model's model.json beside another's arrays, refused by
+    the manifest. A load now holds a shared lock on the directory: here two threads save
+    models of k 2 and k 3 into one directory while two others load it; every load is whole."""
+    from tux2 import estimators
+    two, three = (MF(k=k, epochs=1).fit(ratings) for k in (2, 3))
+    out, errors, ks = tmp_path / "m", [], set()
+    two.save(out)
+
+    def worker(w):
+        try:
+            for _ in range(10):
+                if w < 2:
+                    (two, three)[w].save(out)
+                else:
+                    m = estimators.load(out) if w == 2 else MF.load(out)
+                    assert m.user_factors_.shape[1] == m.k
+                    ks.add(m.k)
+        except Exception as e:      # noqa: BLE001 - reported below
+            errors.append(e)
+    _at_once(worker, 4)
+    assert not errors, errors
+    assert ks <= {2, 3}
+
+
 def _at_once(writer, n):
     """writer(0) … writer(n − 1) in threads at once, each given two minutes."""
     import threading

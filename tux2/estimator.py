@@ -331,6 +331,11 @@ class Estimator:
     def load(cls, directory):
         """The model in ``directory`` (``save`` or ``tux2 run … --out``), its files
         checked against the manifest and its arrays against model.json."""
+        with files.locked(directory, shared=True):      # a writer's rename of the next model waits
+            return cls._load(directory)
+
+    @classmethod
+    def _load(cls, directory):
         from tux2 import model_check
         meta = model_check.read_meta(directory)
         est = cls(**{k: meta[k] for k in cls._param_names() if k in meta})

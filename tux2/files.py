@@ -185,16 +185,18 @@ def write_dir(directory, files, present=None):
     except OSError as e:
         check_writable(directory, "the output", directory=True)     # names a file in the way
         raise write_error(directory, e) from None
-    with _locked(directory):
+    with locked(directory):
         return _write_dir(directory, files, present)
 
 
 @contextlib.contextmanager
-def _locked(directory):
+def locked(directory, shared=False):
     """An exclusive ``flock`` on ``directory`` itself while the context lasts: two runs
     given one --out take turns (they shared the temporary names: one's rename found its
     file gone, and the directory could end with one run's manifest over another's file).
-    Where the file system has no such locks (some NFS), nothing is held."""
+    ``shared``: a reader's (``load``, ``tux2 predict``), which waits for a writer, so it
+    never reads one model's model.json beside another's arrays. Where the file system has
+    no such locks (some NFS), or ``directory`` is none, nothing is held."""
     try:
         fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
     except OSError:
@@ -202,7 +204,7 @@ def _locked(directory):
         return
     try:
         with contextlib.suppress(OSError):
-            fcntl.flock(fd, fcntl.LOCK_EX)
+            fcntl.flock(fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
         yield
     finally:
         os.close(fd)
