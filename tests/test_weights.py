@@ -209,8 +209,13 @@ def test_weights_survive_a_checkpoint_and_a_resume_with_others_is_refused(tmp_pa
     resumed = tux2.LogisticRegression(epochs=4).fit(X, y, sample_weight=s, checkpoint=tmp_path / "ck")
     np.testing.assert_array_equal(resumed.weights_, straight.weights_)
     assert [r["epoch"] for r in resumed.history_] == [1, 2, 3, 4]
-    with pytest.raises(CheckpointError, match="labels differ"):
+    with pytest.raises(CheckpointError, match=r"the samples' weights differ from those the checkpoint was trained on "
+                                              r"\(150 weights summing to .* then and now, to 10 digits: other values"):
         tux2.LogisticRegression(epochs=5).fit(X, y, sample_weight=s[::-1].copy(), checkpoint=tmp_path / "ck")
+    with pytest.raises(CheckpointError, match=r"150 weights summing to [0-9.]+ then, 150 weights summing to [0-9.]+ now"):
+        tux2.LogisticRegression(epochs=5).fit(X, y, sample_weight=2 * s, checkpoint=tmp_path / "ck")
+    with pytest.raises(CheckpointError, match="values or labels differ"):     # the labels, not the weights
+        tux2.LogisticRegression(epochs=5).fit(X, 1 - y, sample_weight=s, checkpoint=tmp_path / "ck")
     with pytest.raises(CheckpointError, match="weighted"):          # another program: no weights now
         tux2.LogisticRegression(epochs=5).fit(X, y, checkpoint=tmp_path / "ck")
 
