@@ -302,6 +302,40 @@ def test_class_weight_with_clone_grid_search_and_a_checkpoint(tmp_path):
         clone(est).set_params(epochs=5, class_weight={1: 6.0}).fit(X, y, checkpoint=tmp_path / "ck")
 
 
+def _edit_model_json(directory, edit):
+    """Change a saved model's model.json with ``edit(meta)`` and re-sign its manifest, as an
+    older tux2's file (or a crafted one) would be."""
+    from tux2 import files
+    path = directory / "model.json"
+    meta = json.loads(path.read_text())
+    edit(meta)
+    path.write_text(json.dumps(meta))
+    manifest = json.loads((directory / "manifest.json").read_text())
+    manifest["files"]["model.json"] = files.describe(str(path))
+    (directory / "manifest.json").write_text(json.dumps(manifest))
+
+
+def test_a_saved_model_keeps_its_class_weight_dict(tmp_path):
+    """model.json holds a dict class_weight as [label, weight] pairs (JSON keys are strings only);
+    load gives the dict back, number labels as numbers. Models written before it load (None)."""
+    from tux2.model_check import ModelError
+    X, y = binary(n=60)
+    for cw, labels in (({1: 5.0, np.int64(0): 2}, y), ({"spam": 3.0}, np.where(y == 1, "spam", "ham")), ("balanced", y)):
+        fitted = tux2.LogisticRegression(epochs=1, class_weight=cw).fit(X, labels)
+        fitted.save(tmp_path / "m")
+        back = tux2.LogisticRegression.load(tmp_path / "m")
+        resolved = {"optimizer": "adagrad", "eta": 0.5, "zero_based": False}    # None/'auto' as the fit made them
+        assert back.class_weight == cw and back.get_params() == {**fitted.get_params(), **resolved}
+        assert [type(k) for k in back.class_weight] == [type(k.item() if isinstance(k, np.generic) else k)
+                                                        for k in cw] if isinstance(cw, dict) else True
+        np.testing.assert_array_equal(back.predict_proba(X), fitted.predict_proba(X))
+    _edit_model_json(tmp_path / "m", lambda meta: meta.pop("class_weight"))        # an older tux2's model
+    assert tux2.LogisticRegression.load(tmp_path / "m").class_weight is None
+    _edit_model_json(tmp_path / "m", lambda meta: meta.update(class_weight=[["spam"]]))
+    with pytest.raises(ModelError, match="class_weight must be None, 'balanced' or a dict"):
+        tux2.LogisticRegression.load(tmp_path / "m")
+
+
 def test_cli_class_weight_trains_the_model_of_the_python_parameter(tmp_path):
     X, y = binary(n=100)
     f = tmp_path / "d.svm"
@@ -312,8 +346,9 @@ def test_cli_class_weight_trains_the_model_of_the_python_parameter(tmp_path):
     model = tux2.LogisticRegression.load(tmp_path / "m")
     ours = tux2.LogisticRegression(epochs=2, class_weight="balanced").fit(str(f))
     np.testing.assert_array_equal(model.weights_, ours.weights_)
-    r = run_cli("run", "svm", str(f), "--epochs", "1", "--class-weight", "1:2,0:0.5")
+    r = run_cli("run", "svm", str(f), "--epochs", "1", "--class-weight", "1:2,0:0.5", "--out", str(tmp_path / "s"))
     assert r.returncode == 0 and "samples weighted (class_weight)" in r.stdout, r.stderr
+    assert tux2.LinearSVM.load(tmp_path / "s").class_weight == {1: 2.0, 0: 0.5}      # written with the model
     for bad, message in (("7", "'7': give 'balanced' or LABEL:WEIGHT pairs"),
                          ("7:1", "the class weights name the class 7, which the training labels (0, 1) do not have")):
         r = run_cli("run", "lr", str(f), "--epochs", "1", "--class-weight", bad)

@@ -333,7 +333,7 @@ class Estimator:
         checked against the manifest and its arrays against model.json."""
         from tux2 import model_check
         meta = model_check.read_meta(directory)
-        est = cls(**{k: meta[k] for k in cls._param_names() if k in meta})
+        est = cls(**cls._saved_params(meta))
         est._restore(directory, meta)
         try:                            # checked as fit checks them: a bad value is named here, not in predict
             est.check_params()
@@ -344,6 +344,12 @@ class Estimator:
         est.run_["source"] = meta.get("input")
         est.history_ = []
         return est
+
+    @classmethod
+    def _saved_params(cls, meta):
+        """The parameters model.json (``meta``, as ``_meta`` wrote it) holds, as ``get_params`` gives
+        them; those it lacks (a model written before them) keep their defaults."""
+        return {k: meta[k] for k in cls._param_names() if k in meta}
 
     def _restore(self, directory, meta):
         """Read the learned state back from a model directory (every built-in

@@ -834,6 +834,26 @@ class GLM(Linear):
         finally:
             vars(self).pop("_sample_weight", None)
 
+    def _meta(self):
+        """model.json; a dict ``class_weight`` as its [label, weight] pairs (JSON's keys are strings
+        only, and labels may be numbers), which ``load`` makes the dict again."""
+        cw = (vars(self).get("_fit_params") or self.get_params()).get("class_weight")
+        if not isinstance(cw, dict):
+            return super()._meta()
+        plain = lambda x: x.item() if isinstance(x, np.generic) else x       # noqa: E731 (numpy's scalars: JSON's)
+        return {**super()._meta(), "class_weight": [[plain(k), float(w)] for k, w in cw.items()]}
+
+    @classmethod
+    def _saved_params(cls, meta):
+        params = super()._saved_params(meta)
+        cw = params.get("class_weight")
+        if isinstance(cw, list):            # _meta's pairs (a malformed list: check_params names it)
+            try:
+                params["class_weight"] = {k: w for k, w in cw}
+            except (TypeError, ValueError):
+                pass
+        return params
+
     def _params_used(self, params):
         cw = params.get("class_weight")
         if isinstance(cw, dict):        # as JSON keeps it (checkpoints): (label, weight) pairs, sorted
