@@ -337,7 +337,7 @@ def _remedy(diff, saved, flag):
 # options added after checkpoints existed, each with the value that trains as runs did before it (--solver's
 # default of implicit feedback is cg since: a checkpoint without it resumes with --solver cholesky)
 AS_BEFORE = {"confidence": "linear", "epsilon": 1.0, "solver": "cholesky", "cg_steps": 3, "min_count": 1,
-             "class_weight": None}
+             "class_weight": None, "weight_column": None}
 
 
 def check(directory, params, world=1, compare=None):

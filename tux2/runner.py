@@ -42,15 +42,16 @@ class Setup:
 
 class Dataset:
     """The data of one fit, as every worker reads it: train and test graphs, labels,
-    a vocabulary, where it came from, the training samples' ``weights`` (None: 1 each).
-    ``save``/``load`` move it to worker processes as one .npz (no pickles)."""
+    a vocabulary, where it came from, the training and test samples' ``weights`` and
+    ``test_weights`` (None: 1 each). ``save``/``load`` move it to worker processes as one .npz
+    (no pickles)."""
 
-    GRAPHS, ARRAYS = ("train", "test"), ("labels", "test_labels", "weights")
+    GRAPHS, ARRAYS = ("train", "test"), ("labels", "test_labels", "weights", "test_weights")
 
     def __init__(self, train, test=None, labels=None, test_labels=None, vocab=None, source=None, weights=None,
-                 **facts):
+                 test_weights=None, **facts):
         self.train, self.test, self.labels, self.test_labels = train, test, labels, test_labels
-        self.weights = weights
+        self.weights, self.test_weights = weights, test_weights
         self.vocab, self.source = vocab, source if source is not None else getattr(train, "source", "arrays")
         self.facts = facts                       # small JSON-able extras (format, zero_based …)
 
@@ -110,7 +111,7 @@ class Dataset:
                 g.unknown_ids = [a[f"{name}_unknown_ids0"], a[f"{name}_unknown_ids1"]]
         vocab = a["vocab"].tolist() if "vocab" in a else None
         return cls(graphs["train"], graphs.get("test"), a.get("labels"), a.get("test_labels"), vocab, meta["source"],
-                   a.get("weights"), **meta["facts"])
+                   a.get("weights"), a.get("test_weights"), **meta["facts"])
 
 
 # ---------------------------------------------------------------- partitions
