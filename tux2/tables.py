@@ -388,8 +388,9 @@ def looks_like_table(head, path):
 def _parse_table(buf, start, width, label, mode, out_y, out_span, out_r, out_c, out_v, feature_of, strict, weight,
                  out_w):
     """Lines of ``width`` numbers from buf[start:]: the one in column ``label`` into
-    out_y, the one in column ``weight`` (-1: none) into out_w, the others, when not 0, into (row, feature, value) triples (features are the
-    columns but the label's: ``feature_of``, -1 for a column skipped unread). The
+    out_y, the one in column ``weight`` (-1: none) into out_w, the others, when not 0,
+    into (row, feature, value) triples (features are the columns but the label's and the
+    weight's: ``feature_of``, -1 for a column skipped unread). The
     label's field may be a word: out_span[row] holds its (start, length) in buf either
     way. ``strict`` (a comma- or semicolon-separated table): only those end a field, so
     a label may hold spaces ('Iris setosa'), quoted also the separator ('"setosa, var"'),
@@ -551,8 +552,8 @@ def read_table(path, fmt, n_features=None, type_names=("sample", "feature")):
     """(BipartiteGraph sample → feature, labels or None) of the table at ``path`` laid
     out as ``fmt`` (a TableFormat); features 0 … its features − 1; errors name the line
     and column. The graph's ``sample_weights``: the weight column's values (``fmt.weight``;
-    None without one), none NaN, infinite or negative. Large tables are parsed in chunks on every core, with the result and
-    any error of one serial pass."""
+    None without one), none NaN, infinite or negative. Large tables are parsed in chunks on
+    every core, with the result and any error of one serial pass."""
     raw = io.map_file(path, "table")
     io.refuse_decimal_commas(raw, fmt, path)             # '1;2,5;3': 2,5 would read as two fields
     quoted = _QUOTED_COMMA.search(raw, fmt.start) if fmt.sep == "comma" else None
