@@ -503,6 +503,10 @@ def test_weight_column_by_number_in_a_headerless_table_and_in_a_dataframe(tmp_pa
     f = weighted_table(tmp_path / "h.csv", X, y, w, header=False)
     ours = tux2.Softmax(epochs=2, weight_column=3, label_column="last").fit(str(f))
     np.testing.assert_array_equal(ours.weights_, ref.weights_)
+    assert ours.score(str(f)) == pytest.approx(ref.score(X, y, sample_weight=w), rel=1e-12)    # by number there too
+    plain = tmp_path / "plain.csv"          # the features alone: no labels, no weights
+    plain.write_text("".join(",".join(map(repr, row)) + "\n" for row in X.tolist()))
+    np.testing.assert_array_equal(ours.predict(str(plain)), ref.predict(X))
     df = pd.DataFrame(X, columns=[f"x{j}" for j in range(X.shape[1])]).assign(w=w, target=y)
     framed = tux2.Softmax(epochs=2, weight_column="w").fit(df)
     np.testing.assert_array_equal(framed.weights_, ref.weights_)
