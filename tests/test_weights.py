@@ -209,8 +209,14 @@ def test_weights_survive_a_checkpoint_and_a_resume_with_others_is_refused(tmp_pa
     resumed = tux2.LogisticRegression(epochs=4).fit(X, y, sample_weight=s, checkpoint=tmp_path / "ck")
     np.testing.assert_array_equal(resumed.weights_, straight.weights_)
     assert [r["epoch"] for r in resumed.history_] == [1, 2, 3, 4]
-    with pytest.raises(CheckpointError, match="labels differ"):
+    with pytest.raises(CheckpointError, match=r"the samples' weights differ from those the checkpoint was trained on "
+                                              r"\(150 weights summing to .* then and now, to 10 digits: other values"):
         tux2.LogisticRegression(epochs=5).fit(X, y, sample_weight=s[::-1].copy(), checkpoint=tmp_path / "ck")
+    with pytest.raises(CheckpointError, match=r"150 weights summing to [0-9.]+ then, 150 weights summing to [0-9.]+ "
+                                              r"now"):
+        tux2.LogisticRegression(epochs=5).fit(X, y, sample_weight=2 * s, checkpoint=tmp_path / "ck")
+    with pytest.raises(CheckpointError, match="values or labels differ"):     # the labels, not the weights
+        tux2.LogisticRegression(epochs=5).fit(X, 1 - y, sample_weight=s, checkpoint=tmp_path / "ck")
     with pytest.raises(CheckpointError, match="weighted"):          # another program: no weights now
         tux2.LogisticRegression(epochs=5).fit(X, y, checkpoint=tmp_path / "ck")
 
@@ -297,18 +303,54 @@ def test_class_weight_with_clone_grid_search_and_a_checkpoint(tmp_path):
         clone(est).set_params(epochs=5, class_weight={1: 6.0}).fit(X, y, checkpoint=tmp_path / "ck")
 
 
+def _edit_model_json(directory, edit):
+    """Change a saved model's model.json with ``edit(meta)`` and re-sign its manifest, as an
+    older tux2's file (or a crafted one) would be."""
+    from tux2 import files
+    path = directory / "model.json"
+    meta = json.loads(path.read_text())
+    edit(meta)
+    path.write_text(json.dumps(meta))
+    manifest = json.loads((directory / "manifest.json").read_text())
+    manifest["files"]["model.json"] = files.describe(str(path))
+    (directory / "manifest.json").write_text(json.dumps(manifest))
+
+
+def test_a_saved_model_keeps_its_class_weight_dict(tmp_path):
+    """model.json holds a dict class_weight as [label, weight] pairs (JSON keys are strings only);
+    load gives the dict back, number labels as numbers. Models written before it load (None)."""
+    from tux2.model_check import ModelError
+    X, y = binary(n=60)
+    for cw, labels in (({1: 5.0, np.int64(0): 2}, y), ({"spam": 3.0}, np.where(y == 1, "spam", "ham")),
+                       ("balanced", y)):
+        fitted = tux2.LogisticRegression(epochs=1, class_weight=cw).fit(X, labels)
+        fitted.save(tmp_path / "m")
+        back = tux2.LogisticRegression.load(tmp_path / "m")
+        resolved = {"optimizer": "adagrad", "eta": 0.5, "zero_based": False}    # None/'auto' as the fit made them
+        assert back.class_weight == cw and back.get_params() == {**fitted.get_params(), **resolved}
+        assert [type(k) for k in back.class_weight] == [type(k.item() if isinstance(k, np.generic) else k)
+                                                        for k in cw] if isinstance(cw, dict) else True
+        np.testing.assert_array_equal(back.predict_proba(X), fitted.predict_proba(X))
+    _edit_model_json(tmp_path / "m", lambda meta: meta.pop("class_weight"))        # an older tux2's model
+    assert tux2.LogisticRegression.load(tmp_path / "m").class_weight is None
+    _edit_model_json(tmp_path / "m", lambda meta: meta.update(class_weight=[["spam"]]))
+    with pytest.raises(ModelError, match="class_weight must be None, 'balanced' or a dict"):
+        tux2.LogisticRegression.load(tmp_path / "m")
+
+
 def test_cli_class_weight_trains_the_model_of_the_python_parameter(tmp_path):
     X, y = binary(n=100)
     f = tmp_path / "d.svm"
     f.write_text("".join(f"{c} " + " ".join(f"{j + 1}:{v!r}" for j, v in enumerate(row.tolist()) if v) + "\n"
                          for c, row in zip(y, X)))
     r = run_cli("run", "lr", str(f), "--epochs", "2", "--class-weight", "balanced", "--out", str(tmp_path / "m"))
-    assert r.returncode == 0 and "samples weighted (class_weight 'balanced'): mean 1" in r.stdout, r.stderr
+    assert r.returncode == 0 and "samples weighted (class_weight 'balanced'): sum 100, mean 1," in r.stdout, r.stderr
     model = tux2.LogisticRegression.load(tmp_path / "m")
     ours = tux2.LogisticRegression(epochs=2, class_weight="balanced").fit(str(f))
     np.testing.assert_array_equal(model.weights_, ours.weights_)
-    r = run_cli("run", "svm", str(f), "--epochs", "1", "--class-weight", "1:2,0:0.5")
+    r = run_cli("run", "svm", str(f), "--epochs", "1", "--class-weight", "1:2,0:0.5", "--out", str(tmp_path / "s"))
     assert r.returncode == 0 and "samples weighted (class_weight)" in r.stdout, r.stderr
+    assert tux2.LinearSVM.load(tmp_path / "s").class_weight == {1: 2.0, 0: 0.5}      # written with the model
     for bad, message in (("7", "'7': give 'balanced' or LABEL:WEIGHT pairs"),
                          ("7:1", "the class weights name the class 7, which the training labels (0, 1) do not have")):
         r = run_cli("run", "lr", str(f), "--epochs", "1", "--class-weight", bad)
@@ -359,3 +401,197 @@ def test_a_fits_notes_name_the_line_that_called_fit():
                                                                         workers=workers)
         notes = [w for w in got if "lower eta=" in str(w.message)]
         assert notes and all(w.filename == __file__ for w in notes), [(w.filename, str(w.message)[:60]) for w in got]
+
+
+# ---------------------------------------------------------------- a table's weight column (--weight-column)
+def weighted_table(path, X, y, w, header=True):
+    """A CSV table of ``X`` with the weights ``w`` as its third column, named 'w', and the labels
+    last, named 'target'."""
+    lines = ["x0,x1,w," + ",".join(f"x{j}" for j in range(2, X.shape[1])) + ",target\n"] if header else []
+    for row, s, c in zip(X.tolist(), w.tolist(), y.tolist()):
+        fields = [repr(v) for v in row]
+        fields.insert(2, repr(s))
+        lines.append(",".join(fields) + f",{c}\n")
+    path.write_text("".join(lines))
+    return path
+
+
+def test_weight_column_trains_the_model_of_sample_weight(tmp_path):
+    """A table's weight column (weight_column=, --weight-column) is fit's sample_weight: the same
+    model bit for bit on one partition, to float order on three or two threads; the run's header
+    says so; it is saved with the model, and score, predict and tux2 predict take the column out
+    of a table's features and weigh their metrics by it (scikit-learn's with sample_weight)."""
+    from sklearn.metrics import accuracy_score, log_loss, roc_auc_score
+    X, y = binary(n=120)
+    w = np.random.default_rng(12).uniform(0, 3, len(y))
+    w[3] = 0.0
+    f = weighted_table(tmp_path / "t.csv", X, y, w)
+    ref = tux2.LogisticRegression(epochs=3).fit(X, y, sample_weight=w)
+    ours = tux2.LogisticRegression(epochs=3, weight_column="w").fit(str(f))
+    np.testing.assert_array_equal(ours.weights_, ref.weights_)
+    assert ours.n_features_in_ == X.shape[1] and list(ours.feature_names_in_) == ["x0", "x1"] + [
+        f"x{j}" for j in range(2, X.shape[1])]
+    for kw in ({"partitions": 3}, {"threads": 2}):
+        other = tux2.LogisticRegression(epochs=3, weight_column="w").fit(str(f), **kw)
+        np.testing.assert_allclose(other.weights_, ref.weights_, rtol=1e-10, atol=1e-13)
+    assert ours.score(str(f)) == ref.score(X, y, sample_weight=w) != ref.score(X, y)
+    with pytest.warns(RuntimeWarning, match="the test set is the training file itself"):     # a test table's weigh
+        tested = tux2.LogisticRegression(epochs=3, weight_column="w").fit(str(f), str(f))
+    assert tested.history_[-1]["test_accuracy"] == pytest.approx(ref.score(X, y, sample_weight=w), rel=1e-12)
+    plain = tmp_path / "plain.csv"          # a table of the features alone: predicted, no weights
+    plain.write_text("".join(",".join(map(repr, row)) + "\n" for row in X.tolist()))
+    np.testing.assert_array_equal(ours.predict_proba(str(plain)), ref.predict_proba(X))
+    r = run_cli("run", "lr", str(f), "--epochs", "3", "--weight-column", "w", "--out", str(tmp_path / "m"))
+    assert r.returncode == 0, r.stderr
+    assert "sample weights in column 3 ('w'), 6 features" in r.stdout, r.stdout
+    assert f"samples weighted (weight column 3 ('w')): sum {w.sum():.6g}, mean {w.mean():.4g}, from 0 to " \
+           f"{w.max():.4g}" in r.stdout, r.stdout
+    model = tux2.LogisticRegression.load(tmp_path / "m")
+    np.testing.assert_array_equal(model.weights_, ref.weights_)
+    assert model.weight_column == "w"
+    assert json.loads((tmp_path / "m" / "model.json").read_text())["weight_column"] == "w"
+    assert model.score(str(f)) == ours.score(str(f))
+
+
+def test_weighted_metrics_are_scikit_learns():
+    """The metrics of test sets and tux2 predict, each sample weighing its weight (ties in the AUC too)."""
+    from sklearn.metrics import accuracy_score, log_loss, roc_auc_score
+    rng = np.random.default_rng(16)
+    score, y, w = np.round(rng.normal(size=300), 1), rng.integers(0, 2, 300), rng.uniform(0, 2, 300)
+    m = glm.score_metrics(score[:, None], y, "logistic", w)
+    p = 1 / (1 + np.exp(-score))
+    assert m["accuracy"] == pytest.approx(accuracy_score(y, score > 0, sample_weight=w), rel=1e-12)
+    assert m["logloss"] == pytest.approx(log_loss(y, p, sample_weight=w), rel=1e-9)
+    assert m["auc"] == pytest.approx(roc_auc_score(y, score, sample_weight=w), rel=1e-12)
+    assert glm.score_metrics(score[:, None], y, "logistic", np.ones(300))["auc"] == pytest.approx(
+        glm.score_metrics(score[:, None], y, "logistic")["auc"], rel=1e-12)
+    M, k = rng.normal(size=(300, 3)), rng.integers(0, 3, 300)
+    m = glm.score_metrics(M, k, "softmax", w)
+    assert m["accuracy"] == pytest.approx(accuracy_score(k, M.argmax(axis=1), sample_weight=w), rel=1e-12)
+    assert m["logloss"] == pytest.approx(log_loss(k, glm.softmax(M), sample_weight=w), rel=1e-9)
+
+
+@pytest.mark.slow
+def test_tux2_predict_takes_the_weight_column_out_and_weighs_its_metrics(tmp_path):
+    from sklearn.metrics import accuracy_score, log_loss, roc_auc_score
+    X, y = binary(n=120)
+    w = np.random.default_rng(12).uniform(0, 3, len(y))
+    f = weighted_table(tmp_path / "t.csv", X, y, w)
+    ref = tux2.LogisticRegression(epochs=3).fit(X, y, sample_weight=w)
+    tux2.LogisticRegression(epochs=3, weight_column="w").fit(str(f)).save(tmp_path / "m")
+    r = run_cli("predict", str(tmp_path / "m"), str(f), "-o", str(tmp_path / "p.txt"))
+    assert r.returncode == 0, r.stderr
+    metrics = json.loads(r.stdout.splitlines()[-1])
+    p = ref.predict_proba(X)[:, 1]
+    assert metrics["weighted"] == "by column 3 ('w')"
+    assert metrics["accuracy"] == pytest.approx(accuracy_score(y, p > 0.5, sample_weight=w), rel=1e-12)
+    assert metrics["logloss"] == pytest.approx(log_loss(y, p, sample_weight=w), rel=1e-9)
+    assert metrics["auc"] == pytest.approx(roc_auc_score(y, p, sample_weight=w), rel=1e-12)
+    f.write_text(f.read_text().replace(",target\n", "\n").replace(",0\n", "\n").replace(",1\n", "\n"))
+    r = run_cli("predict", str(tmp_path / "m"), str(f), "-o", str(tmp_path / "p2.txt"))       # no labels: no metrics
+    assert r.returncode == 0 and (tmp_path / "p2.txt").read_text() == (tmp_path / "p.txt").read_text(), r.stderr
+    f.write_text(f.read_text().replace(f",{float(w[4])!r},", ",-1.0,"))
+    r = run_cli("predict", str(tmp_path / "m"), str(f), "-o", str(tmp_path / "p3.txt"))
+    assert r.returncode == 2 and f"{f}:6: negative weight -1 in column 3 ('w')" in r.stderr, r.stderr
+
+
+def test_weight_column_by_number_in_a_headerless_table_and_in_a_dataframe(tmp_path):
+    import pandas as pd
+    X, y = three_classes(n=90)
+    w = np.random.default_rng(13).uniform(0.5, 2, len(y))
+    ref = tux2.Softmax(epochs=2).fit(X, y, sample_weight=w)
+    f = weighted_table(tmp_path / "h.csv", X, y, w, header=False)
+    ours = tux2.Softmax(epochs=2, weight_column=3, label_column="last").fit(str(f))
+    np.testing.assert_array_equal(ours.weights_, ref.weights_)
+    assert ours.score(str(f)) == pytest.approx(ref.score(X, y, sample_weight=w), rel=1e-12)    # by number there too
+    plain = tmp_path / "plain.csv"          # the features alone: no labels, no weights
+    plain.write_text("".join(",".join(map(repr, row)) + "\n" for row in X.tolist()))
+    np.testing.assert_array_equal(ours.predict(str(plain)), ref.predict(X))
+    df = pd.DataFrame(X, columns=[f"x{j}" for j in range(X.shape[1])]).assign(w=w, target=y)
+    framed = tux2.Softmax(epochs=2, weight_column="w").fit(df)
+    np.testing.assert_array_equal(framed.weights_, ref.weights_)
+    assert list(framed.feature_names_in_) == [f"x{j}" for j in range(X.shape[1])]
+    assert framed.score(df) == pytest.approx(ref.score(X, y, sample_weight=w), rel=1e-12)
+    np.testing.assert_array_equal(framed.predict(df), ref.predict(X))
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda t: t.replace(",2.5,", ",-2.5,", 1), r"t.csv:3: negative weight -2.5 in column 3 \('w'\): weights are "
+                                                r"finite numbers >= 0 \(line text: "),
+    (lambda t: t.replace(",2.5,", ",nan,", 1), r"t.csv:3: NaN or infinite weight in column 3 \('w'\)"),
+    (lambda t: t.replace(",2.5,", ",,", 1), r"t.csv:3: empty weight in column 3 \('w'\)"),
+    (lambda t: t.replace(",2.5,", ",NA,", 1), r"t.csv:3: missing weight 'NA' in column 3 \('w'\)"),
+    (lambda t: t.replace(",2.5,", ",heavy,", 1), r"t.csv:3: malformed weight in column 3 \('w'\)"),
+    (lambda t: t.replace(",1.0,", ",0.0,").replace(",2.5,", ",0.0,"), r"t.csv: every weight in column 3 \('w'\) is 0"),
+    (lambda t: t.replace("x0,x1,w", "x0,x1,v"), r"t.csv: the weight column \(weight_column=\) 'w' "
+                                                r"names no column of this file \(the header's names are x0, x1, v"),
+])
+def test_bad_weights_in_a_table_are_named_by_file_and_line(tmp_path, edit, message):
+    X, y = binary(n=6)
+    w = np.array([1.0, 2.5, 1.0, 1.0, 1.0, 1.0])
+    f = weighted_table(tmp_path / "t.csv", X, y, w)
+    f.write_text(edit(f.read_text()))
+    with pytest.raises(tux2.errors.InputError, match=message):
+        tux2.LogisticRegression(epochs=1, weight_column="w").fit(str(f))
+
+
+@pytest.mark.slow
+def test_weight_column_errors_on_the_command_line(tmp_path):
+    X, y = binary(n=6)
+    f = weighted_table(tmp_path / "t.csv", X, y, np.array([1.0, -1.0, 1.0, 1.0, 1.0, 1.0]))
+    r = run_cli("run", "linreg", str(f), "--epochs", "1", "--weight-column", "w")
+    assert r.returncode == 2 and f"tux2: error: {f}:3: negative weight -1 in column 3 ('w')" in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr
+    svm = tmp_path / "d.svm"
+    svm.write_text("1 1:0.5\n-1 2:1\n")
+    r = run_cli("run", "svm", str(svm), "--epochs", "1", "--weight-column", "2")
+    assert r.returncode == 2 and f"tux2: error: {svm}: --weight-column 2 (weight_column=) names a column of a table" \
+        in r.stderr, r.stderr
+    r = run_cli("run", "lr", "--epochs", "1", "--weight-column", "2")
+    assert r.returncode == 2 and "--weight-column says how INPUT is read, and there is none" in r.stderr, r.stderr
+
+
+def test_weight_column_errors_for_libsvm_files_matrices_and_labels(tmp_path):
+    X, y = binary(n=6)
+    f = weighted_table(tmp_path / "t.csv", X, y, np.ones(6))
+    with pytest.raises(tux2.errors.InputError, match=r"t.csv: column 8 \('target'\) is both the label column \(by its "
+                                                     r"name.*\) and the weight column"):
+        tux2.LogisticRegression(epochs=1, weight_column="target").fit(str(f))
+    svm = tmp_path / "d.svm"
+    svm.write_text("1 1:0.5\n-1 2:1\n")
+    with pytest.raises(tux2.errors.InputError, match="weight_column=2 names a column of a table of numbers; this is a "
+                                                     "libsvm file, whose lines have no place for a weight: write the "
+                                                     r"samples as a table .*fit\(X, y, sample_weight=w\)"):
+        tux2.LinearSVM(epochs=1, weight_column=2).fit(str(svm))
+    with pytest.raises(tux2.errors.InputError, match="weight_column='w' and sample_weight= both give"):
+        tux2.FM(epochs=1, weight_column="w").fit(str(f), sample_weight=np.ones(6))
+    with pytest.raises(tux2.errors.InputError, match=r"names a column of a table file or a DataFrame; this X is a "
+                                                     r"matrix: fit\(X, y, sample_weight=w\)"):
+        tux2.LogisticRegression(epochs=1, weight_column="w").fit(X, y)
+
+
+def test_a_resume_with_another_weight_column_says_the_weights_differ(tmp_path):
+    X, y = binary(n=80)
+    w = np.random.default_rng(14).uniform(0, 2, len(y))
+    f = weighted_table(tmp_path / "t.csv", X, y, w)
+    tux2.LogisticRegression(epochs=1, weight_column="w").fit(str(f), checkpoint=tmp_path / "ck")
+    weighted_table(f, X, y, w[::-1].copy())
+    with pytest.raises(CheckpointError, match="the samples' weights differ from those the checkpoint was trained on"):
+        tux2.LogisticRegression(epochs=2, weight_column="w").fit(str(f), checkpoint=tmp_path / "ck")
+
+
+@pytest.mark.slow
+def test_weight_column_on_partitions_threads_and_workers_is_the_one_process_model(tmp_path):
+    """The central invariant through the command line: --partitions 3, --threads 2 and --workers 2
+    with --weight-column give fit(X, y, sample_weight=w)'s model, to float order."""
+    X, y = three_classes(n=200)
+    w = np.random.default_rng(15).uniform(0, 3, len(y))
+    w[5] = 0.0
+    f = weighted_table(tmp_path / "t.csv", X, y, w)
+    ref = tux2.LogisticRegression(epochs=3, batch=32).fit(X, y, sample_weight=w)
+    for extra in (["--partitions", "3"], ["--threads", "2"], ["--workers", "2"]):
+        out = tmp_path / extra[0].strip("-")
+        r = run_cli("run", "lr", str(f), "--epochs", "3", "--batch", "32", "--weight-column", "w", "--out", str(out),
+                    *extra)
+        assert r.returncode == 0, r.stderr
+        np.testing.assert_allclose(tux2.LogisticRegression.load(out).weights_, ref.weights_, rtol=1e-10, atol=1e-13)

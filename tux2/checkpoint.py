@@ -23,7 +23,9 @@ flipped bit or a truncated file is an error, never a different model. ``state.js
 also records the size and modification time of the run's input files, reported when
 the input's edges differ from the checkpoint's, and a checksum of the test set the run
 is evaluated on (``test_sum``): its metrics history, and with it the epoch early
-stopping keeps, depend on it, so a resume with other test data is refused.
+stopping keeps, depend on it, so a resume with other test data is refused. The
+training samples' weights are summed up too (``weights_sum``), so that a resume with
+other weights says so, not only that the input's values or labels differ.
 """
 import contextlib
 import json
@@ -36,7 +38,7 @@ import numpy as np
 
 from tux2 import files
 from tux2.engine import _mix64
-from tux2.errors import CheckpointError, ContextStateError, SchemaError
+from tux2.errors import CheckpointError, ContextStateError, RecordsError, SchemaError
 from tux2.transport import barrier
 
 LATEST = "LATEST"
@@ -121,6 +123,28 @@ def test_sum(test, labels=None, source=None):
             "labels_sum": f"{int(lsum):016x}", "source": source}
 
 
+def weights_sum(weights):
+    """What a checkpoint records of the training samples' weights (None: 1 each): their
+    number, sum and CRC-32 (every worker holds them all, in the samples' order)."""
+    import zlib
+    if weights is None:
+        return None
+    w = np.ascontiguousarray(weights, np.float64)
+    return {"samples": len(w), "sum": float(w.sum()), "crc": f"{zlib.crc32(w.view(np.uint8).data):08x}"}
+
+
+def _weights_changed(then, now):
+    """The reason of a resume whose input records differ, when the samples' weights are
+    what differs (``weights_sum`` then and now), else None."""
+    if then == now or then is None or now is None:     # (unweighted against weighted: another program)
+        return None
+    said = lambda w: f"{w['samples']} weights summing to {w['sum']:.10g}"     # noqa: E731
+    how = f"{said(then)} then, {said(now)} now" if said(then) != said(now) else \
+        f"{said(now)} then and now, to 10 digits: other values, or in another order"
+    return (f"the samples' weights differ from those the checkpoint was trained on ({how}): resume with the "
+            "weights of the interrupted run (--weight-column, fit's sample_weight=)")
+
+
 def _test_changes(path, then, now, inputs_then, inputs_now):
     """The CheckpointError of a resume whose test set differs from its checkpoint's."""
     def named(t):
@@ -149,15 +173,16 @@ def _same_test(a, b):
     return (a is None) == (b is None) and (a is None or all(a.get(k) == b.get(k) for k in keys))
 
 
-def save(directory, eng, params, transport=None, inputs=None, history=None, kept=None, test=None):
+def save(directory, eng, params, transport=None, inputs=None, history=None, kept=None, test=None, weights=None):
     """Write ``eng``'s state (after a whole iteration) as a new checkpoint under
     ``directory``; ``params`` (JSON) identify the run and are checked on resume;
     ``inputs``: ``input_stats`` of the run's files, reported if they change;
     ``history``: the run's metrics records so far (a resume goes on from them);
     ``kept``: rank 0's (arrays, JSON) of a model the run keeps besides the engine's
     (early stopping's best epoch), given back by ``load``; ``test``: rank 0's
-    ``test_sum`` of the run's test set (None: it has none), checked by ``load``.
-    Collective: every worker calls it. Returns the checkpoint's path."""
+    ``test_sum`` of the run's test set (None: it has none), checked by ``load``;
+    ``weights``: the ``weights_sum`` of the training samples' weights. Collective: every
+    worker calls it. Returns the checkpoint's path."""
     rank = getattr(transport, "rank", 0) if transport is not None else 0
     arrays, meta = eng.state()
     name = f"{_PREFIX}{eng.iteration:08d}"
@@ -178,7 +203,8 @@ def save(directory, eng, params, transport=None, inputs=None, history=None, kept
                 raise CheckpointError(f"{work}: workers {missing} wrote no file here; with several machines the "
                                       "checkpoint directory must be shared")
             state = {**meta, "world": world, "params": params, "inputs": inputs or {},
-                     "history": json.loads(files.json_text(history or [])), "test": test}
+                     "history": json.loads(files.json_text(history or [])), "test": test,
+                     "weights": weights}
             out = {"state.json": lambda f: f.write(json.dumps(state, indent=1).encode())}
             if kept is not None:
                 state["kept"] = json.loads(files.json_text(kept[1]))
@@ -314,7 +340,7 @@ def _remedy(diff, saved, flag):
 # turns implicit feedback off does not name them (they would be refused there, as having no effect)
 IMPLICIT_ONLY = ("alpha", "confidence")
 AS_BEFORE = {"confidence": "linear", "epsilon": 1.0, "solver": "cholesky", "cg_steps": 3, "min_count": 1,
-             "class_weight": None}
+             "class_weight": None, "weight_column": None}
 
 
 def check(directory, params, world=1, compare=None):
@@ -497,12 +523,14 @@ class PartFile:
         self.close()
 
 
-def load(directory, eng, params, transport=None, compare=None, inputs=None, test=False):
+def load(directory, eng, params, transport=None, compare=None, inputs=None, test=False, weights=None):
     """Restore ``eng`` from the newest checkpoint in ``directory`` (``check`` first).
     ``inputs`` (``input_stats`` now) are compared with the saved ones when the
     edges differ; ``test`` (rank 0's ``test_sum`` now; False: not checked) with the
     saved one, when the checkpoint has one (an earlier tux2's has not), after the
-    input's checks, every worker raising rank 0's verdict. A checkpoint of another layout (workers, partitions, partitioner)
+    input's checks, every worker raising rank 0's verdict; ``weights`` (``weights_sum`` now) with
+    the saved one when the input's records differ, to say so when the weights are what differs.
+    A checkpoint of another layout (workers, partitions, partitioner)
     is laid out anew (``Engine.restore_relayout``): every worker reads each part file
     piece by piece (``PartFile``), keeping the rows and edges of its own partitions
     only; the state returned then has ``relaid`` True."""
@@ -525,7 +553,8 @@ def load(directory, eng, params, transport=None, compare=None, inputs=None, test
             eng.restore(_read_part(path, rank), state)
     except SchemaError as e:
         notes = [] if isinstance(e, ContextStateError) else _input_changes(state.get("inputs"), inputs)
-        raise CheckpointError(f"{path}: {e}" + ("; input files: " + "; ".join(notes) if notes else "")) from None
+        why = _weights_changed(state.get("weights"), weights) if isinstance(e, RecordsError) else None
+        raise CheckpointError(f"{path}: {why or e}" + ("; input files: " + "; ".join(notes) if notes else "")) from None
     # after the input's checks (a changed input is named as such, not by the share it holds out); rank 0 has the
     # test set, and every worker stops with its verdict
     failed = ""

@@ -18,7 +18,7 @@ from tux2.compile import (aggregate_kernel, append_unstamped, apply_kernel, comb
                           finalize_kernel, group_by_part, mark_touched, minibatch_kernel, mirror_fanout, ranges_waiting,
                           tiles_conflict, union_positions, view, writes_records, active_kernel, reselect_kernel)
 from tux2.config import cores, jit_disabled
-from tux2.errors import ContextStateError, DivergenceError, SchemaError
+from tux2.errors import ContextStateError, DivergenceError, RecordsError, SchemaError
 from tux2.graph import BipartiteGraph
 from tux2.layout import EdgeColumns, build_partitions, is_replicated, vertex_runs
 from tux2.rounds import ApplyRounds, sync_block
@@ -1156,7 +1156,7 @@ class Engine(ApplyRounds):
                               "on: resume with the input of the interrupted run")
         saved_init = arrays.get("init_crc")             # (none in a checkpoint of an older tux2)
         if saved_init is not None and np.asarray(saved_init).ravel().tolist() != [self._init_crc]:
-            raise SchemaError("the input's values or labels differ from those the checkpoint was trained on "
+            raise RecordsError("the input's values or labels differ from those the checkpoint was trained on "
                               "(as the program holds them in its edge and vertex records): resume with the input "
                               "of the interrupted run")
 
@@ -1250,7 +1250,7 @@ class Engine(ApplyRounds):
         whole = not meta.get("sharded") and isinstance(self.graph, BipartiteGraph)
         key, mine = ("init_crc", self._init_crc) if whole else ("vinit_crc", self._vinit_crc)
         if any(np.asarray(_whole(a.get(key, np.array([-1])))).ravel().tolist() != [mine] for a in files):
-            raise SchemaError("the input's values or labels differ from those the checkpoint was trained on "
+            raise RecordsError("the input's values or labels differ from those the checkpoint was trained on "
                               "(as the program holds them in its edge and vertex records): resume with the input "
                               "of the interrupted run")
         try:                # the same error on every worker: each checks the rows and edges it takes

@@ -51,6 +51,12 @@ class ContextStateError(SchemaError):
     not in question)."""
 
 
+class RecordsError(SchemaError):
+    """A checkpoint's records of the input (the values and labels a program holds in its
+    edge and vertex records, GLM's sample weights among them) are not this run's, its
+    edges being the same."""
+
+
 class CheckpointError(Tux2Error):
     """A checkpoint is missing, incomplete, damaged or belongs to another run (here, not
     in tux2.checkpoint, so that a worker's is raised as itself: runner._error_class)."""

@@ -338,7 +338,7 @@ class Estimator:
     def _load(cls, directory):
         from tux2 import model_check
         meta = model_check.read_meta(directory)
-        est = cls(**{k: meta[k] for k in cls._param_names() if k in meta})
+        est = cls(**cls._saved_params(meta))
         defaults = inspect.signature(cls.__init__).parameters
         for _pass in range(2):      # recorded where it had no effect (an explicit MF's alpha 40): its default now
             for name, *_why in est._unused():
@@ -353,6 +353,12 @@ class Estimator:
         est.run_["source"] = meta.get("input")
         est.history_ = []
         return est
+
+    @classmethod
+    def _saved_params(cls, meta):
+        """The parameters model.json (``meta``, as ``_meta`` wrote it) holds, as ``get_params`` gives
+        them; those it lacks (a model written before them) keep their defaults."""
+        return {k: meta[k] for k in cls._param_names() if k in meta}
 
     def _restore(self, directory, meta):
         """Read the learned state back from a model directory (every built-in

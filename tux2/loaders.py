@@ -860,7 +860,8 @@ def plain_file(given):
 
 
 def load_libsvm(path, zero_based="auto", n_features=None, type_names=("sample", "feature"), duplicates="error",
-                label_column=None, features=None, table_labels=None, known_features=0, sparse=False):
+                label_column=None, features=None, table_labels=None, known_features=0, sparse=False,
+                weight_column=None, table_weights=None):
     """(graph sample → feature, labels) of a libsvm file (see ``tux2.io.read_libsvm``)
     or a dense table of numbers with its labels in ``label_column`` (tux2.tables; the
     graph's ``layout`` says how it was read; none when it has a model's ``features``
@@ -870,11 +871,17 @@ def load_libsvm(path, zero_based="auto", n_features=None, type_names=("sample", 
     ``plain_file`` reads them; the same feature twice in one libsvm line follows the
     duplicate policy. ``known_features``: the training set's or model's feature count, which
     a test file's indices may reach however few its lines; ``sparse``: indices however sparse,
-    for a caller that numbers them densely (``dense_features``; ``io.read_libsvm``)."""
+    for a caller that numbers them densely (``dense_features``; ``io.read_libsvm``).
+    ``weight_column``: a table's column of sample weights (``tables.table_format``; the
+    graph's ``sample_weights``), which a libsvm file has no place for (an InputError naming
+    the ways there are); ``table_weights``: the training table's, taken out of a test or scored
+    table when it has that column (a libsvm file: none)."""
     check_choice("duplicates", duplicates, DUPLICATES)
     with plain_file(path) as copy:
         label = label_column if label_column is not None else table_labels
-        fmt = tables.table_format(io.read_head(copy, "input", lines=22, bom=True), copy, label, features)
+        fmt = tables.table_format(io.read_head(copy, "input", lines=22, bom=True), copy, label, features,
+                                  weight_column if weight_column is not None else table_weights,
+                                  weight_required=weight_column is not None)
         if fmt is not None:
             g, y = tables.read_table(copy, fmt, n_features, type_names)
             g.source = io.display_name(os.fspath(path))
@@ -882,6 +889,12 @@ def load_libsvm(path, zero_based="auto", n_features=None, type_names=("sample", 
         if label_column is not None:
             raise InputError("--label-column (label_column=) applies to tables of numbers, a sample per line; "
                              "this file is none (libsvm files have their labels first)", path=copy)
+        if weight_column is not None:
+            raise InputError(f"--weight-column {weight_column} (weight_column=) names a column of a table of numbers; "
+                             "this is a libsvm file, whose lines have no place for a weight: write the samples as a "
+                             "table (CSV with a header: label, weight and feature columns), or from Python "
+                             "fit(X, y, sample_weight=w) (X, y = sklearn.datasets.load_svmlight_file(path))",
+                             path=copy)
         try:
             g, y = io.read_libsvm(copy, zero_based=zero_based, n_features=n_features, type_names=type_names,
                                   known_features=known_features, sparse=sparse)
@@ -1032,7 +1045,7 @@ def frame_labels(X, label_column=None, table_labels=None, features=None):
 
 
 def load_samples(X, zero_based="auto", duplicates="error", label_column=None, features=None, table_labels=None,
-                 known_features=0, sparse=False):
+                 known_features=0, sparse=False, weight_column=None, table_weights=None):
     """(sample → feature graph, labels or None) of a linear model's input: a libsvm
     path or a table's (``load_libsvm``), a scipy.sparse or dense matrix (rows are
     samples), or a graph."""
@@ -1041,7 +1054,7 @@ def load_samples(X, zero_based="auto", duplicates="error", label_column=None, fe
     if is_path(X):
         return load_libsvm(X, zero_based=zero_based, duplicates=duplicates, label_column=label_column,
                            features=features, table_labels=table_labels, known_features=known_features,
-                           sparse=sparse)
+                           sparse=sparse, weight_column=weight_column, table_weights=table_weights)
     import scipy.sparse as sp
     if _is_complex(X):                          # a cast would drop the imaginary parts
         raise InputError("X holds complex numbers: features are real numbers", path="matrix")

@@ -42,15 +42,16 @@ class Setup:
 
 class Dataset:
     """The data of one fit, as every worker reads it: train and test graphs, labels,
-    a vocabulary, where it came from, the training samples' ``weights`` (None: 1 each).
-    ``save``/``load`` move it to worker processes as one .npz (no pickles)."""
+    a vocabulary, where it came from, the training and test samples' ``weights`` and
+    ``test_weights`` (None: 1 each). ``save``/``load`` move it to worker processes as one .npz
+    (no pickles)."""
 
-    GRAPHS, ARRAYS = ("train", "test"), ("labels", "test_labels", "weights")
+    GRAPHS, ARRAYS = ("train", "test"), ("labels", "test_labels", "weights", "test_weights")
 
     def __init__(self, train, test=None, labels=None, test_labels=None, vocab=None, source=None, weights=None,
-                 **facts):
+                 test_weights=None, **facts):
         self.train, self.test, self.labels, self.test_labels = train, test, labels, test_labels
-        self.weights = weights
+        self.weights, self.test_weights = weights, test_weights
         self.vocab, self.source = vocab, source if source is not None else getattr(train, "source", "arrays")
         self.facts = facts                       # small JSON-able extras (format, zero_based …)
 
@@ -110,7 +111,7 @@ class Dataset:
                 g.unknown_ids = [a[f"{name}_unknown_ids0"], a[f"{name}_unknown_ids1"]]
         vocab = a["vocab"].tolist() if "vocab" in a else None
         return cls(graphs["train"], graphs.get("test"), a.get("labels"), a.get("test_labels"), vocab, meta["source"],
-                   a.get("weights"), **meta["facts"])
+                   a.get("weights"), a.get("test_weights"), **meta["facts"])
 
 
 # ---------------------------------------------------------------- partitions
@@ -276,11 +277,14 @@ class Checkpoints:
     ``resume`` for one run; ``params`` identify the run (a resume with others is
     refused), ``inputs`` are the input files' ``checkpoint.input_stats``; ``test``
     (rank 0's): the test set the run evaluates on, as (graph or None, labels or None,
-    how an error names it), recorded in each checkpoint and checked on resume."""
+    how an error names it), recorded in each checkpoint and checked on resume; ``weights``:
+    the training samples' weights (None: 1 each), which a resume with others names."""
 
-    def __init__(self, eng, transport, directory=None, every=0, resume=None, params=None, inputs=None, test=None):
+    def __init__(self, eng, transport, directory=None, every=0, resume=None, params=None, inputs=None, test=None,
+                 weights=None):
         self.eng, self.transport, self.dir, self.every, self.resume_dir = eng, transport, directory, every, resume
         self.params, self.inputs = params or {}, inputs or {}
+        self.weights = ckpt.weights_sum(weights) if every or resume else None
         # (its checksum only when there are checkpoints to write or read: ~0.1 s per million test edges)
         self.test = ckpt.test_sum(*test) if test is not None and (every or resume) else False
         self._lock = None
@@ -300,7 +304,8 @@ class Checkpoints:
         if not self.resume_dir:
             return 0, []
         t0 = time.perf_counter()
-        state = ckpt.load(self.resume_dir, self.eng, self.params, self.transport, inputs=self.inputs, test=self.test)
+        state = ckpt.load(self.resume_dir, self.eng, self.params, self.transport, inputs=self.inputs, test=self.test,
+                          weights=self.weights)
         if say is not None:
             say(f"  resumed from {self.resume_dir} after {unit} {self.eng.iteration}" + (_relaid(
                 state, self.eng, getattr(self.transport, "world", 1), time.perf_counter() - t0, self.params)
@@ -312,7 +317,7 @@ class Checkpoints:
     def after(self, i, history=None, kept=None):
         if self.every and i % self.every == 0:
             ckpt.save(self.dir, self.eng, self.params, self.transport, inputs=self.inputs, history=history, kept=kept,
-                      test=self.test if self.test is not False else None)
+                      test=self.test if self.test is not False else None, weights=self.weights)
 
     def close(self):
         """Release the checkpoint directory (the next run may write there)."""
@@ -395,6 +400,7 @@ def train(est, data, *, transport=None, partitions=None, threads=None, slack=0, 
     setup = est.prepare(data, parts)
     source = setup.source if hasattr(setup, "source") else getattr(data, "source", None)
     held_out = getattr(data, "facts", {}).get("held_out")
+    weights = getattr(data, "weights", None)
     same = rank == 0 and not held_out and _same_data(getattr(data, "train", None), getattr(data, "test", None))
     del data            # the data as loaded, when the caller kept no reference: the setup has what the run needs
     for line in est._header(setup, parts, world):
@@ -415,7 +421,8 @@ def train(est, data, *, transport=None, partitions=None, threads=None, slack=0, 
             "a stratum has no more tiles per partition" if eng.tiles is not None else
             "a worker runs at most one thread per partition (--partitions makes more)"))
     unit, n = est._unit, getattr(est, est._iterations)
-    ck = Checkpoints(eng, transport, **(checkpoint or {}), test=_test_set(setup, held_out) if rank == 0 else None)
+    ck = Checkpoints(eng, transport, **(checkpoint or {}), test=_test_set(setup, held_out) if rank == 0 else None,
+                     weights=weights)
     try:
         start, history = ck.resume(say, unit)      # a resume's history goes on from the checkpoint's records
         if ck.kept is not None:

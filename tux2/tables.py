@@ -4,7 +4,8 @@ comma-, tab-, semicolon- or space-separated, with or without a header line, as
 LightGBM and xgboost read them. The labels are the column a header names as such,
 else a first or last column of words (iris, sonar), else the first column, unless
 told (``label_column``); a column of row numbers (pandas' unnamed index, an Id) is
-skipped.
+skipped. A column of sample weights (``weight_column``, as LightGBM's) is read apart
+from the features, as the labels are.
 
 ``table_format`` tells such a file from a libsvm one by its first lines;
 ``read_table`` reads it in one numba pass per chunk into the sample → feature graph
@@ -43,6 +44,13 @@ _MESSAGES = {
        "the line out",
 }
 _NO_LABEL = "a sample without its label cannot train: leave the line out"
+_WEIGHT_MESSAGES = {         # the errors above in the weight column (--weight-column)
+    1: "malformed weight in column {col}: the weight column holds numbers >= 0",
+    2: "NaN or infinite weight in column {col}: weights are finite numbers >= 0",
+    4: "empty weight in column {col} (two separators in a row): give the sample a weight (1: as the others, 0: "
+       "left out)",
+    7: "missing weight {field} in column {col}: give the sample a weight (1: as the others, 0: left out)",
+}
 _LABEL_MESSAGES = {          # the errors above in the label column, where imputing makes no sense
     2: "NaN or infinite label in column {col}: leave the line out",
     4: "empty label in column {col} (two separators in a row): " + _NO_LABEL,
@@ -59,13 +67,15 @@ _QUOTED_WORD = re.compile(rb'(?:^|(?<=[,;]))[ ]*"[^"\n]*[A-Za-z_][^"\n]*"')    #
 class TableFormat:
     """A dense table's layout: data from byte ``start`` after ``skip`` lines (a header of
     ``names``), ``width`` columns separated as ``mode`` says (tux2.io's SPACE or TAB),
-    the label in 0-based column ``label`` (``how``: why that one; -1: none), the columns
-    ``skipped`` unread (pandas' row index, an Id column) and those of ``words``."""
+    the label in 0-based column ``label`` (``how``: why that one; -1: none), the samples'
+    weights in column ``weight`` (-1: none), the columns ``skipped`` unread (pandas' row
+    index, an Id column) and those of ``words``."""
 
-    def __init__(self, edge_format, label, how, skipped=(), words=()):
+    def __init__(self, edge_format, label, how, skipped=(), words=(), weight=-1):
         self.start, self.skip, self.mode = edge_format.start, edge_format.skip, edge_format.mode
         self.names, self.width, self.sep = edge_format.names, edge_format.width, edge_format.sep
         self.label, self.how, self.skipped, self.words = label, how, tuple(skipped), tuple(words)
+        self.weight = weight
 
     def column(self, j):
         """Column ``j`` (0-based) as a message names it: its 1-based number and header name."""
@@ -82,7 +92,7 @@ class TableFormat:
         return [self.names[self.label], at] if self.names and self.names[self.label] else at
 
     def feature_columns(self):
-        return [j for j in range(self.width) if j != self.label and j not in self.skipped]
+        return [j for j in range(self.width) if j not in (self.label, self.weight) and j not in self.skipped]
 
     def feature_of(self):
         """Per column, its feature number, or -1 (the label, a skipped column)."""
@@ -110,7 +120,9 @@ class TableFormat:
                             else self.column(j) for j in self.skipped)
         return (f"a dense {sep} table of {self.width} columns{', with a header line' if self.names else ''}; "
                 + (f"skipped as row numbers or ids: column {skipped}; " if skipped else "")
-                + f"{labels} ({self.how}), {self.features} features")
+                + f"{labels} ({self.how}), "
+                + (f"sample weights in column {self.column(self.weight)}, " if self.weight >= 0 else "")
+                + f"{self.features} features")
 
 
 def resolve_label(label, names, width, path, words=None, first=0, of="file"):
@@ -140,25 +152,37 @@ def resolve_label(label, names, width, path, words=None, first=0, of="file"):
         if first is None:
             return -1, None
         return first, "the first; --label-column picks another"
-    spec = str(label).strip()
-    flag = "label column (--label-column, label_column=)"
+    return named_column(label, names, width, path, "label", of), f"--label-column {str(label).strip()}"
+
+
+def named_column(spec, names, width, path, what="label", of="file", required=True):
+    """The 0-based column ``spec`` names: a 1-based number (negative from the end), 'first'
+    or 'last' (unless a header column has that very name), or a header name (in any case);
+    ``what`` column (--label-column, --weight-column) as the error names it. A name of no
+    column: InputError, or -1 when not ``required``."""
+    spec = str(spec).strip()
+    flag = f"{what} column (--{what}-column, {what}_column=)"
     if spec.lower() in ("first", "last") and spec not in (names or ()):
-        return (0, "--label-column first") if spec.lower() == "first" else (width - 1, "--label-column last")
+        return 0 if spec.lower() == "first" else width - 1
     try:
         j = int(spec)
     except ValueError:
         hits = [i for i, n in enumerate(names or ()) if n == spec] or \
             [i for i, n in enumerate(names or ()) if io._key(n) == io._key(spec)]
-        if len(hits) != 1:
-            listed = "its columns are" if of == "DataFrame" else "the header's names are"
-            what = f"{listed} {', '.join(names)}" if names else "the file has no header line"
-            raise InputError(f"the {flag} {spec!r} names no column of this {of} ({what}): a number, 'first' "
-                             "or 'last' picks one by position", path=path) from None
-        return hits[0], f"--label-column {spec}"
+        if len(hits) == 1:
+            return hits[0]
+        if not required:
+            return -1
+        listed = "its columns are" if of == "DataFrame" else "the header's names are"
+        known = f"{listed} {', '.join(names)}" if names else "the file has no header line"
+        raise InputError(f"the {flag} {spec!r} names no column of this {of} ({known}): a number, 'first' "
+                         "or 'last' picks one by position", path=path) from None
     if not (1 <= j <= width or -width <= j <= -1):
+        if not required:
+            return -1
         raise InputError(f"the {flag} {j}: the table has {width} columns (1 … {width}, or -1 for the last)",
                          path=path)
-    return (j - 1 if j > 0 else width + j), f"--label-column {spec}"
+    return j - 1 if j > 0 else width + j
 
 
 def _header_names(line, fmt):
@@ -221,7 +245,7 @@ def _is_header(first, rest):
         for j, t in enumerate(first))
 
 
-def table_format(head, path, label=None, features=None):
+def table_format(head, path, label=None, features=None, weight=None, weight_required=True):
     """The TableFormat of a file whose first bytes are ``head`` when its data lines are
     a table of numbers (2 columns or more, numbers in half the lines of each but one at
     most, no libsvm ``index:value`` token; a missing or malformed field is left for the
@@ -229,7 +253,11 @@ def table_format(head, path, label=None, features=None):
     ``features`` has no labels. Columns that number the rows are skipped: pandas' row
     index (an empty first header name), those named id, index or rowid, and an id
     column (``_ID_SUFFIX``) of distinct whole numbers in the first lines. A header
-    whose names are not one per column is an InputError."""
+    whose names are not one per column is an InputError. ``weight``: the column of the
+    samples' weights (``named_column``'s spec), read apart from the features; not
+    ``weight_required`` (a test table's), only when it has that column, and in a table to score
+    (``features`` given) only when named in its header or a column more than the features and
+    labels."""
     if label is None and not head.strip():
         return None
     fmt = io.edge_format(head, path)
@@ -270,12 +298,26 @@ def table_format(head, path, label=None, features=None):
                or _ID_SUFFIX.search(n.strip()) and _distinct_whole([r[j] for r in rows if j < len(r)])]
     if features is not None and fmt.width - len(skipped) == features:
         return TableFormat(fmt, -1, f"none: {features} columns, the model's features", skipped, words)
+    w = -1
+    if weight is not None and (features is None or fmt.names or fmt.width - len(skipped) >= features + 2):
+        w = named_column(weight, fmt.names, fmt.width, path, "weight", required=weight_required and features is None)
+        skipped = [j for j in skipped if j != w]            # the column named so holds weights, whatever its name
+        if w in words:
+            raise InputError(f"the weight column {w + 1}{f' ({fmt.names[w]!r})' if fmt.names else ''} holds words: "
+                             "weights are numbers >= 0", path=path)
+    if features is not None and fmt.width - len(skipped) - (w >= 0) == features:
+        return TableFormat(fmt, -1, f"none: {features} columns, the model's features", skipped, words, w)
+    first = 1 if skipped == [0] else 0
     label, how = resolve_label(label, fmt.names, fmt.width, path, words[0] if words else None,
-                                first=1 if skipped == [0] else 0)
+                               first=first + (first == w))
     if label in skipped:
         raise InputError(f"the label column {label + 1} numbers the rows (pandas' "
                          "row index, an Id column): the labels are another column", path=path)
-    return TableFormat(fmt, label, how, skipped, words)
+    if label == w:
+        raise InputError(f"column {w + 1}{f' ({fmt.names[w]!r})' if fmt.names else ''} is both the label column "
+                         f"({how}) and the weight column "
+                         "(--weight-column): the weights are another column", path=path)
+    return TableFormat(fmt, label, how, skipped, words, w)
 
 
 def _is_flag(field):
@@ -343,10 +385,12 @@ def looks_like_table(head, path):
 
 
 @njit(cache=True, nogil=True)
-def _parse_table(buf, start, width, label, mode, out_y, out_span, out_r, out_c, out_v, feature_of, strict=False):
+def _parse_table(buf, start, width, label, mode, out_y, out_span, out_r, out_c, out_v, feature_of, strict, weight,
+                 out_w):
     """Lines of ``width`` numbers from buf[start:]: the one in column ``label`` into
-    out_y, the others, when not 0, into (row, feature, value) triples (features are the
-    columns but the label's: ``feature_of``, -1 for a column skipped unread). The
+    out_y, the one in column ``weight`` (-1: none) into out_w, the others, when not 0,
+    into (row, feature, value) triples (features are the columns but the label's and the
+    weight's: ``feature_of``, -1 for a column skipped unread). The
     label's field may be a word: out_span[row] holds its (start, length) in buf either
     way. ``strict`` (a comma- or semicolon-separated table): only those end a field, so
     a label may hold spaces ('Iris setosa'), quoted also the separator ('"setosa, var"'),
@@ -378,11 +422,11 @@ def _parse_table(buf, start, width, label, mode, out_y, out_span, out_r, out_c, 
                 return row, k, 3, line, pos, t, words
             q = p
             f = feature_of[t]
-            if f < 0 and t != label:                                # a column of row numbers: not read
+            if f < 0 and t != label and t != weight:                # a column of row numbers: not read
                 while p < n and not io._field_ends(buf[p], mode) and not (strict and buf[p] == 32):
                     p += 1
                 v, err = 0.0, 0
-            elif t == label:
+            elif t == label or t == weight:
                 v, p, err = io._parse_float(buf, p, n, mode)
             else:
                 v, p, err = _parse_value(buf, p, n, mode)
@@ -408,6 +452,8 @@ def _parse_table(buf, start, width, label, mode, out_y, out_span, out_r, out_c, 
                 out_span[row, 1] = e - q
             if err:
                 return row, k, 2 if err == 4 else 1, line, pos, t, words
+            if t == weight:
+                out_w[row] = v
             if f >= 0 and v != 0.0:
                 out_r[k] = row
                 out_c[k] = f
@@ -435,27 +481,30 @@ def _parse_table(buf, start, width, label, mode, out_y, out_span, out_r, out_c, 
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def _parse_chunks(buf, bounds, width, label, mode, y, span, r, c, v, rows_at, at, res, feature_of, strict):
+def _parse_chunks(buf, bounds, width, label, mode, y, span, r, c, v, rows_at, at, res, feature_of, strict, weight,
+                  w):
     """_parse_table on each chunk buf[bounds[i]:bounds[i + 1]] (split at line starts) in
-    parallel: chunk i's rows from y[rows_at[i]], its triples from at[i] (rows numbered
-    within the chunk, spans from its start); res[i]: rows, nnz, err, line, pos, words."""
+    parallel: chunk i's rows from y[rows_at[i]] (and w[rows_at[i]]), its triples from at[i] (rows
+    numbered within the chunk, spans from its start); res[i]: rows, nnz, err, line, pos, words."""
     for i in prange(len(bounds) - 1):
         n, k, err, line, pos, _, words = _parse_table(buf[bounds[i]:bounds[i + 1]], 0, width, label, mode,
                                                       y[rows_at[i]:], span[rows_at[i]:], r[at[i]:], c[at[i]:],
-                                                      v[at[i]:], feature_of, strict)
+                                                      v[at[i]:], feature_of, strict, weight, w[rows_at[i]:])
         res[i, 0], res[i, 1], res[i, 2], res[i, 3], res[i, 4], res[i, 5] = n, k, err, line, pos, words
 
 
 @njit(cache=True, nogil=True)
-def _compact(y, span, r, c, v, bounds, rows_at, at, res):
-    """Move each chunk's rows and triples to follow the previous chunks' (in place,
-    leftwards), numbering the rows across chunks and the spans from the buffer's start.
-    Returns (rows, nnz)."""
+def _compact(y, span, r, c, v, bounds, rows_at, at, res, w):
+    """Move each chunk's rows (labels, spans, weights when ``w`` has room) and triples to
+    follow the previous chunks' (in place, leftwards), numbering the rows across chunks and
+    the spans from the buffer's start. Returns (rows, nnz)."""
     n = 0
     k = 0
     for i in range(res.shape[0]):
         for j in range(res[i, 0]):
             y[n + j] = y[rows_at[i] + j]
+            if w.shape[0] > 0:
+                w[n + j] = w[rows_at[i] + j]
             span[n + j, 0] = span[rows_at[i] + j, 0] + bounds[i]
             span[n + j, 1] = span[rows_at[i] + j, 1]
         for j in range(at[i], at[i] + res[i, 1]):
@@ -483,11 +532,28 @@ def _words(raw, span, block=1 << 20):
     return np.char.decode(out, "utf-8", "replace")
 
 
+def _row_start(raw, fmt, span, i):
+    """The offset in ``raw`` of data row ``i``'s line: its label's line (``span``), or without
+    labels the line found by counting the data lines as the parser does (blank and comment
+    lines not; for a message only)."""
+    if fmt.label >= 0:
+        return raw.rfind(b"\n", 0, int(span[i, 0])) + 1
+    pos, row = fmt.start, -1
+    while True:
+        head = raw[pos:pos + 64].lstrip(b" \t\r")
+        if head[:1] not in (b"\n", b"#", b"%", b""):
+            row += 1
+            if row == i:
+                return pos
+        pos = raw.find(b"\n", pos) + 1
+
+
 def read_table(path, fmt, n_features=None, type_names=("sample", "feature")):
     """(BipartiteGraph sample → feature, labels or None) of the table at ``path`` laid
     out as ``fmt`` (a TableFormat); features 0 … its features − 1; errors name the line
-    and column. Large tables are parsed in chunks on every core, with the result and
-    any error of one serial pass."""
+    and column. The graph's ``sample_weights``: the weight column's values (``fmt.weight``;
+    None without one), none NaN, infinite or negative. Large tables are parsed in chunks on
+    every core, with the result and any error of one serial pass."""
     raw = io.map_file(path, "table")
     io.refuse_decimal_commas(raw, fmt, path)             # '1;2,5;3': 2,5 would read as two fields
     quoted = _QUOTED_COMMA.search(raw, fmt.start) if fmt.sep == "comma" else None
@@ -508,27 +574,39 @@ def read_table(path, fmt, n_features=None, type_names=("sample", "feature")):
     res = np.zeros((len(bounds) - 1, 6), np.int64)
     feature_of = fmt.feature_of()
     strict = fmt.sep in ("comma", "semicolon")
-    _parse_chunks(buf, bounds, fmt.width, fmt.label, fmt.mode, y, span, r, c, v, rows_at, at, res, feature_of, strict)
+    w = np.empty(rows_at[-1] if fmt.weight >= 0 else 0, np.float64)
+    _parse_chunks(buf, bounds, fmt.width, fmt.label, fmt.mode, y, span, r, c, v, rows_at, at, res, feature_of, strict,
+                  fmt.weight, w)
     if res[:, 2].any():                               # the first error in file order, as one pass finds it
         _, _, err, line, pos, col, _ = _parse_table(buf, fmt.start, fmt.width, fmt.label, fmt.mode, y, span, r, c, v,
-                                                    feature_of, strict)
+                                                    feature_of, strict, fmt.weight, w)
         text = io._line_text(raw, pos)
         end = raw.find(b"\n", pos)
         fields = _fields(bytes(raw[pos:end if end >= 0 else len(raw)]), fmt, leading=True)
         field = fields[col] if err == 1 and col < len(fields) else None
         err = 5 if err == 1 and col in fmt.words else 7 if field is not None and \
             field.strip().lower().decode("utf-8", "replace") in _MISSING else err
-        what = (_LABEL_MESSAGES if col == fmt.label else _MESSAGES).get(err, _MESSAGES[err]).format(
+        what = (_LABEL_MESSAGES if col == fmt.label else _WEIGHT_MESSAGES if col == fmt.weight else _MESSAGES).get(
+            err, _MESSAGES[err]).format(
             col=fmt.column(col), got=len(fields), width=fmt.width, field=io._preview(field or b""))
         raise InputError(what, path=path, line=fmt.skip + line, text=text)
-    rows, k = _compact(y, span, r, c, v, bounds, rows_at, at, res)
+    rows, k = _compact(y, span, r, c, v, bounds, rows_at, at, res, w)
     if rows == 0:
         raise InputError("no samples found (the table has no data lines)", path=path)
+    weights = None
+    if fmt.weight >= 0:
+        weights = w[:rows].copy()
+        bad = np.flatnonzero(weights < 0)
+        if len(bad):                                    # (NaN and infinite ones: the parser's errors above)
+            start = _row_start(raw, fmt, span, int(bad[0]))
+            raise InputError(f"negative weight {weights[bad[0]]:g} in column {fmt.column(fmt.weight)}: weights are "
+                             "finite numbers >= 0", path=path, line=int(np.count_nonzero(buf[:start] == 10)) + 1,
+                             text=io._line_text(raw, start))
     if n_features is not None and fmt.features > n_features:
         raise InputError(f"{fmt.features} feature columns, beyond the {n_features} features of the model", path=path)
     keep = (lambda a: a[:k]) if 2 * k >= len(v) else (lambda a: a[:k].copy())     # a sparse table: no slack kept
     g = BipartiteGraph(keep(r), keep(c), keep(v), rows, n_features or fmt.features, type_names, path)
-    g.layout = fmt
+    g.layout, g.sample_weights = fmt, weights
     if fmt.label < 0:
         return g, None
     if not res[:, 5].any():

@@ -726,22 +726,41 @@ def graph_scores(W, graph, fm=False):
     return fm_scores(W, X) if fm else scores(W, X)
 
 
-def classification_metrics(score, labels, loss="logistic"):
+def classification_metrics(score, labels, loss="logistic", weights=None):
     """accuracy, mean log-loss and ROC AUC of scores x·w against labels ±1 / 0/1; for the
     ``hinge`` loss, whose scores are no probabilities, the mean hinge loss in place of the
-    log-loss (scikit-learn's hinge_loss)."""
+    log-loss (scikit-learn's hinge_loss). ``weights``: each sample counted as often as it
+    weighs (scikit-learn's ``sample_weight``; the AUC's pairs weigh w_pos · w_neg)."""
     y = np.asarray(labels) > 0
     margin = np.where(y, 1.0, -1.0) * score
+    s = None if weights is None else np.asarray(weights, np.float64)
+    some = len(y) and (s is None or s.sum() > 0)
     with np.errstate(invalid="ignore"):           # a NaN score: a NaN loss, as the AUC below, no warning
         ell = np.maximum(0.0, 1.0 - margin) if loss == "hinge" else np.logaddexp(0.0, -margin)
-        mean_loss = float(np.mean(ell)) if len(y) else float("nan")
-    acc = float(np.mean((score > 0) == y)) if len(y) else float("nan")
-    pos, neg = int(y.sum()), int((~y).sum())
+        mean_loss = float(np.average(ell, weights=s)) if some else float("nan")
+    acc = float(np.average((score > 0) == y, weights=s)) if some else float("nan")
     auc = float("nan")
-    if pos and neg and not np.isnan(score).any():
+    if s is not None:
+        if (s[y] > 0).any() and (s[~y] > 0).any() and not np.isnan(score).any():
+            auc = weighted_auc(score, y, s)
+    elif y.any() and not y.all() and not np.isnan(score).any():
+        pos, neg = int(y.sum()), int((~y).sum())
         r = average_ranks(score)
         auc = float((r[y].sum() - pos * (pos + 1) / 2) / (pos * neg))
     return {"accuracy": acc, "hinge_loss" if loss == "hinge" else "logloss": mean_loss, "auc": auc}
+
+
+def weighted_auc(score, positive, weights):
+    """ROC AUC with each sample weighing ``weights`` (scikit-learn's roc_auc_score with
+    sample_weight): Σ over (positive, negative) pairs of w_p w_n [s_p > s_n] (½ for a tie),
+    over (Σ w_p)(Σ w_n)."""
+    order = np.argsort(score, kind="stable")
+    xs, pos, w = np.asarray(score)[order], positive[order], weights[order]
+    starts = np.flatnonzero(np.r_[True, xs[1:] != xs[:-1]])     # runs of equal scores
+    wp = np.add.reduceat(np.where(pos, w, 0.0), starts)
+    wn = np.add.reduceat(np.where(pos, 0.0, w), starts)
+    below = np.cumsum(wn) - wn                                   # negative weight under each run
+    return float((wp * (below + 0.5 * wn)).sum() / (wp.sum() * wn.sum()))
 
 
 def average_ranks(x):
@@ -772,19 +791,23 @@ def regression_metrics(pred, target, weights=None):
                 "r2": 1.0 - float(np.sum(r * r * (1.0 if s is None else s))) / total if total > 0 else float("nan")}
 
 
-def score_metrics(M, labels, loss):
+def score_metrics(M, labels, loss, weights=None):
     """accuracy and log-loss, or hinge loss, (binary: and AUC) of scores M (n, K) against
-    labels; RMSE, MAE and R² of predictions M (n, 1) against targets for ``squared``."""
+    labels; RMSE, MAE and R² of predictions M (n, 1) against targets for ``squared``;
+    ``weights``: each sample counted as often as it weighs (None: once)."""
     if loss == "squared":
-        return regression_metrics(M[:, 0], labels)
+        return regression_metrics(M[:, 0], labels, weights)
     if loss != "softmax":
-        return classification_metrics(M[:, 0], labels, loss)
+        return classification_metrics(M[:, 0], labels, loss, weights)
     y = np.asarray(labels, np.int64)
+    s = None if weights is None else np.asarray(weights, np.float64)
     top = M.max(axis=1)
     lse = top + np.log(np.exp(M - top[:, None]).sum(axis=1))
-    inside = y < M.shape[1]
-    ll = float(np.mean(lse[inside] - M[np.flatnonzero(inside), y[inside]])) if inside.any() else float("nan")
-    return {"accuracy": float(np.mean(M.argmax(axis=1) == y)) if len(y) else float("nan"), "logloss": ll}
+    inside = (y < M.shape[1]) & (True if s is None else s > 0)
+    ll = float(np.average(lse[inside] - M[np.flatnonzero(inside), y[inside]], weights=None if s is None else
+                          s[inside])) if inside.any() else float("nan")
+    return {"accuracy": float(np.average(M.argmax(axis=1) == y, weights=s)) if len(y) and (s is None or s.sum() > 0)
+            else float("nan"), "logloss": ll}
 
 
 def softmax(M):

@@ -416,7 +416,8 @@ def check_together(args):
 
 TEST_FRACTION = 0.1                 # tux2 run mf --test-fraction: the held-out share of INPUT
 # the flags that say how INPUT (and --test) is read: nothing to do without one
-_READ_FLAGS = ("columns", "base", "ids", "duplicates", "unknown", "label_column", "zero_based", "format",
+_READ_FLAGS = ("columns", "base", "ids", "duplicates", "unknown", "label_column", "weight_column", "zero_based",
+               "format",
                "text_column", "min_count", "stop_words", "max_df", "numbers")
 
 

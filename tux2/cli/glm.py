@@ -88,6 +88,11 @@ def add_parser(algos):
                        help="stop once the test " + ("RMSE" if loss == "squared" else "hinge loss" if loss == "hinge"
                                                       else "log-loss") + " has not fallen below its lowest for N "
                             "epochs, and keep the model of the lowest (needs --test; 0: never)")
+        p.add_argument("--weight-column", metavar="N|NAME", default=None,
+                       help="a table's column of sample weights (header name or 1-based number), read apart from "
+                            "the features as the labels are: each sample's loss counts as often as it weighs "
+                            "(LightGBM's weight_column; fit's sample_weight=); finite numbers >= 0. A test or "
+                            "predicted table's weigh its metrics. libsvm files have no place for them: write a table")
         if name in ("lr", "svm", "softmax"):
             p.add_argument("--class-weight", type=_class_weight, default=None, metavar="balanced|LABEL:W,…",
                            help="weigh each sample's loss by its class's weight: 'balanced' (n / (K x the class's "

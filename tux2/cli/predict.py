@@ -136,7 +136,9 @@ def predict(args):
                                  label_column=args.label_column,        # (a repeated feature: as training read it)
                                  table_labels=model.label_column_,
                                  features=model.n_features_in_,        # a table without labels: none
-                                 known_features=model.n_features_in_, sparse=True)
+                                 known_features=model.n_features_in_, sparse=True,
+                                 table_weights=getattr(model, "weight_column", None))     # not a feature: the weights
+    weights = vars(graph).get("sample_weights")     # (of the metrics)
     require_features(graph, args.input)      # labels alone: every score would be the same constant
     M = model.scores(graph)
     names = [shown(x) for x in model.classes_]
@@ -178,7 +180,9 @@ def predict(args):
               "weigh 0): the test file of another set, or features numbered otherwise than in training?",
               file=sys.stderr)
     _report(args, {"model": model.algorithm, "samples": int(graph.n_src),
-                   **(score_metrics(M, labels, model.loss) if labels is not None else {}),
+                   **({"weighted": f"by column {graph.layout.column(graph.layout.weight)}"}
+                      if weights is not None and labels is not None else {}),
+                   **(score_metrics(M, labels, model.loss, weights) if labels is not None else {}),
                    **({"unknown_features": int(len(beyond))} if len(beyond) else {}),
                    **({"unseen_labels": unseen} if unseen else {})})
     return 0

@@ -46,6 +46,7 @@ class Linear(Estimator):
     dropped feature is one unseen in training, of weight 0."""
 
     loss = "logistic"
+    weight_column = None    # the GLMs' parameter: a table's or DataFrame's column of sample weights
     multiclass = False  # whether fit takes more than two labels (Softmax; LogisticRegression: the multinomial model)
     bias = False
     offset_ = 0.0       # squared loss: a constant every prediction adds (an FM's target mean; 0 for the GLMs)
@@ -65,6 +66,16 @@ class Linear(Estimator):
         zero_based, duplicates = self.zero_based, self.duplicates
         if zero_based == "auto" and self._warms():      # read in the base of the model started from
             zero_based = bool(self.zero_based_)
+        given_weights, wcol = vars(self).get("_sample_weight"), self.weight_column     # GLM.fit's, GLM's
+        if wcol is not None and given_weights is not None:
+            raise InputError(f"weight_column={wcol!r} and sample_weight= both give the samples' weights: give one")
+        if wcol is not None and loaders.is_frame(data):     # a DataFrame's weight column: taken out, as its labels
+            data, given_weights = frame_weights(data, wcol)
+            test = frame_weights(test, wcol, required=False)[0] if loaders.is_frame(test) else test
+        elif wcol is not None and not loaders.is_path(data):
+            raise InputError(f"weight_column={wcol!r} names a column of a table file or a DataFrame; this X is "
+                             f"{'a graph' if isinstance(data, BipartiteGraph) else 'a matrix'}: fit(X, y, "
+                             "sample_weight=w)")
         frame = None            # a DataFrame's label column, found as a table file's: (spec, how, columns)
         if loaders.is_frame(data) and not labels_only(test):
             X, labels, spec, found = loaders.frame_labels(data, self.label_column)
@@ -74,17 +85,24 @@ class Linear(Estimator):
                 any(c == self.label_column for c in data.columns):
             raise InputError(f"label_column={self.label_column!r} names a column of X, and y is given too: "
                              "fit(X, y) with X without it, or fit(X) to take the labels from that column")
-        def pair(d, label=self.label_column, table_labels=None, known=0, sparse=True):
+        def pair(d, label=self.label_column, table_labels=None, known=0, sparse=True, weights=(wcol, None)):
             if isinstance(d, tuple) and len(d) == 2:
                 g = loaders.load_samples(d[0])[0]
                 y = given_labels(d[1], g.n_src)
             else:       # hashed indices up to 2^24 are read as they are: numbered densely below
                 g, y = loaders.load_samples(d, zero_based, duplicates, label, table_labels=table_labels,
-                                            known_features=known, sparse=sparse)
+                                            known_features=known, sparse=sparse, weight_column=weights[0],
+                                            table_weights=weights[1])
             path = os.fspath(d) if loaders.is_path(d) else None
             loaders.require_features(g, path)          # labels alone (lines '1', '-1 # …'): nothing to learn
             return g, y
         g, y = pair(data)
+        column_weights = vars(g).get("sample_weights")      # a table's weight column (tables.read_table)
+        if column_weights is not None:
+            if not column_weights.any():
+                raise InputError(f"every weight in column {g.layout.column(g.layout.weight)} is 0: nothing to learn "
+                                 "from", path=os.fspath(data))
+            given_weights = column_weights
         how = None
         if zero_based == "auto":        # a libsvm file's base as read (the test file's too); other data: 1
             zero_based = loaders.is_path(data) and g.layout is None and g.base == 0
@@ -130,14 +148,18 @@ class Linear(Estimator):
             tail = (self.min_count, g.tail[0], g.tail[1])
         elif table is None and names is None:
             g, features = loaders.dense_features(g)
-        t, ty = pair(test, None, label, span, features is not None) if test is not None else (None, None)
+        t, ty = pair(test, None, label, span, features is not None, (None, wcol)) if test is not None else (None, None)
+        test_weights = vars(t).get("sample_weights") if t is not None else None      # weighted test metrics
         if t is not None and isinstance(t.layout, tables.TableFormat):
             same_table(t.layout, names, span, test)
         if t is not None and features is not None:      # the test set's features unseen in training weigh 0
             t = loaders.in_features(t, features)
         kind = np.asarray(given).dtype if given is not None else None
-        weights = sample_weights(vars(self).get("_sample_weight"), g.n_src)      # GLM.fit's sample_weight
+        weights = sample_weights(given_weights, g.n_src)      # GLM.fit's sample_weight, or the weight column's
         return Dataset(g, t, y, ty, weights=weights, zero_based=zero_based, feature_names=names, label_column=label,
+                       test_weights=test_weights,
+                       **({"weighted_by": f"weight column {g.layout.column(g.layout.weight)}"}
+                          if column_weights is not None else {}),
                        read_as=(table and table.describe()) or (frame and describe_frame(*frame)) or how,
                        label_dtype=kind.str if kind is not None and kind.kind in "biuf" else None,
                        **({"feature_span": span} if features is not None else {}), **({"tail": tail} if tail else {}))
@@ -211,7 +233,7 @@ class Linear(Estimator):
     def _test_metrics(self, s, W):
         if s.test is None or W is None:
             return {}
-        metrics = glm.score_metrics(self._scores(W, s.test), s.test_labels, self.loss)
+        metrics = glm.score_metrics(self._scores(W, s.test), s.test_labels, self.loss, vars(s).get("test_weights"))
         return {f"test_{k}": v for k, v in metrics.items()}
 
     def _files(self):
@@ -368,7 +390,7 @@ class Linear(Estimator):
         (a libsvm file's features beyond them count as 0)."""
         W = self.weights_ if "weights_" in vars(self) else self.coef_   # before fit: the error names coef_
         X = self._frame(X)[0]
-        g = self._read(X)[0]
+        g = self._read(X)[0]            # (a table's weight column: not a feature)
         if isinstance(g.layout, tables.TableFormat):    # a table's header: the features in fit's order
             same_table(g.layout, vars(self).get("feature_names_in_"), self.n_features_in_, X if loaders.is_path(X)
                        else g.source)
@@ -385,17 +407,29 @@ class Linear(Estimator):
     label_column_ = None
 
     def _frame(self, X):
-        """(X, labels or None) of samples to score: a DataFrame's label column (found as a
-        table file's, in the column fit read: ``loaders.frame_labels``) apart; other X as it is."""
+        """(X, labels or None, weights or None) of samples to score: a DataFrame's label column
+        (found as a table file's, in the column fit read: ``loaders.frame_labels``) and weight
+        column (``weight_column``'s, when it has more columns than the features) apart; other X as it is."""
         if not loaders.is_frame(X) or "n_features_in_" not in vars(self):
-            return X, None
-        return loaders.frame_labels(X, table_labels=self.label_column_, features=self.n_features_in_)[:2]
+            return X, None, None
+        w = None
+        if self.weight_column is not None and len(X.columns) > self.n_features_in_:
+            X, w = frame_weights(X, self.weight_column, required=False)
+        return (*loaders.frame_labels(X, table_labels=self.label_column_, features=self.n_features_in_)[:2], w)
 
     def _read(self, X):
         """(graph, labels or None) of samples to score, a table's in the columns fit read, a
         feature twice in a line as fit read it (``duplicates``)."""
         return loaders.load_samples(X, self.zero_based_, self.duplicates, table_labels=self.label_column_,
-                                    features=self.n_features_in_, known_features=self.n_features_in_, sparse=True)
+                                    features=self.n_features_in_, known_features=self.n_features_in_, sparse=True,
+                                    table_weights=self.weight_column)
+
+    def _one_weighting(self, given, column):
+        """``score``'s weights: ``sample_weight`` or the weight column's; refused both."""
+        if given is not None and column is not None:
+            raise ValueError(f"score: the weight column ({self.weight_column!r}) and sample_weight= both give the "
+                             "samples' weights: give one")
+        return column if column is not None else given
 
     def decision_function(self, X):
         """Scores (n,) of a binary model, a softmax of two classes too (the second class's
@@ -437,16 +471,23 @@ class Linear(Estimator):
         squared-loss model (1 − Σ(ŷ − y)² / Σ(y − ȳ)², as scikit-learn's regressors' score);
         without ``y``, X is a libsvm file and its labels are y, or the (X, y) pair fit takes.
         ``sample_weight``: each sample counted as often as it weighs (the weighted accuracy
-        and R², as scikit-learn's)."""
+        and R², as scikit-learn's); a file's or DataFrame's weight column (``weight_column``) gives
+        them too."""
         if y is None and isinstance(X, tuple) and len(X) == 2:
             X, y = X
+        column = None           # the weights of a file's or DataFrame's weight column (weight_column)
+        if loaders.is_frame(X):
+            X, labels, column = self._frame(X)
+            y = labels if y is None else y
+        elif y is None:
+            g, y = self._read(X)
+            column = vars(g).get("sample_weights")
+        sample_weight = self._one_weighting(sample_weight, column)
         if y is None:
-            X, y = self._frame(X) if loaders.is_frame(X) else (X, self._read(X)[1])
-            if y is None:
-                raise InputError("labels needed: score(X, y), score(path) with a libsvm file or a table, or "
-                                 "a DataFrame with its label column (" + (
-                                     f"{self.label_column_[0]!r}, as fit's" if isinstance(self.label_column_, list)
-                                     else "named as labels are: target, label, class …") + ")")
+            raise InputError("labels needed: score(X, y), score(path) with a libsvm file or a table, or "
+                             "a DataFrame with its label column (" + (
+                                 f"{self.label_column_[0]!r}, as fit's" if isinstance(self.label_column_, list)
+                                 else "named as labels are: target, label, class …") + ")")
         M = self.scores(X)
         if not len(M):
             raise ValueError(f"{type(self).__name__}.score: no samples to score (empty data)")
@@ -531,6 +572,23 @@ def frame_test_data(test, label, features):
             "data had" if label else "no column is named as labels are (target, label, class …) nor picked by "
             "label_column=") + "; or test=(X, y)")
     return X, y
+
+
+def frame_weights(X, spec, required=True):
+    """(DataFrame ``X`` without its weight column, the weights) of the column ``spec`` names (its
+    own name, else as a table's: a 1-based number, 'last', a name in any case); (X, None) when
+    it has none and they are not ``required`` (a test frame)."""
+    cols = list(X.columns)
+    j = next((i for i, c in enumerate(cols) if c == spec), None)
+    if j is None:
+        j = tables.named_column(spec, [str(c) for c in cols], len(cols), None, "weight", of="DataFrame",
+                                required=required)
+    if j < 0:
+        return X, None
+    w = X.iloc[:, j]
+    if getattr(w.dtype, "kind", "O") not in "biuf":
+        raise InputError(f"the weight column {cols[j]!r} holds {w.dtype} values: weights are numbers >= 0")
+    return X.iloc[:, [i for i in range(len(cols)) if i != j]], w.to_numpy()
 
 
 def describe_frame(spec, how, width):
@@ -789,7 +847,11 @@ class GLM(Linear):
     ``fit(X, y, sample_weight=s)`` counts sample i's loss s_i times, f(W) = (1/n) Σ s_i ℓ_i + λ R(W),
     as scikit-learn's (C Σ s_i ℓ_i + R at C = 1/(nλ)); ``class_weight`` (LogisticRegression,
     LinearSVM, Softmax: None, "balanced" or {label: weight}, as scikit-learn's) multiplies it by
-    the weight of the sample's class, "balanced" being n / (K · the class's count)."""
+    the weight of the sample's class, "balanced" being n / (K · the class's count).
+    ``weight_column`` (``--weight-column``, LightGBM's ``weight_column``): the column of a table
+    file or DataFrame that holds the samples' weights (a header name or 1-based number), read
+    apart from the features as the labels are; a test or scored table's, when it has it, weighs
+    the metrics (as ``score(X, y, sample_weight=)``)."""
 
     bounds = dict(reg=NONNEG_NUMBER, batch=NONNEG, eta=POSITIVE, decay=NONNEG_NUMBER, epochs=NONNEG, seed=SEED,
                   classes=integer(2, 100_000), factors=integer(1, 100_000), init_std=NONNEG_NUMBER,
@@ -801,7 +863,8 @@ class GLM(Linear):
 
     def __init__(self, strategy="sendgradient", optimizer=None, driver=False, penalty="l2", reg=None, batch=None,
                  eta=None, decay=0.0, epochs=10, seed=0, bias=True, zero_based="auto", duplicates="error",
-                 min_count=1, label_column=None, warm_start=False, tol=0.0, early_stop=0, class_weight=None):
+                 min_count=1, label_column=None, warm_start=False, tol=0.0, early_stop=0, class_weight=None,
+                 weight_column=None):
         self._keep(locals())
 
     classes, factors, init_std, norm = None, 0, 0.01, "none"       # Softmax and FM make these parameters
@@ -833,6 +896,26 @@ class GLM(Linear):
                                callbacks=callbacks, checkpoint=checkpoint)
         finally:
             vars(self).pop("_sample_weight", None)
+
+    def _meta(self):
+        """model.json; a dict ``class_weight`` as its [label, weight] pairs (JSON's keys are strings
+        only, and labels may be numbers), which ``load`` makes the dict again."""
+        cw = (vars(self).get("_fit_params") or self.get_params()).get("class_weight")
+        if not isinstance(cw, dict):
+            return super()._meta()
+        plain = lambda x: x.item() if isinstance(x, np.generic) else x       # noqa: E731 (numpy's scalars: JSON's)
+        return {**super()._meta(), "class_weight": [[plain(k), float(w)] for k, w in cw.items()]}
+
+    @classmethod
+    def _saved_params(cls, meta):
+        params = super()._saved_params(meta)
+        cw = params.get("class_weight")
+        if isinstance(cw, list):            # _meta's pairs (a malformed list: check_params names it)
+            try:
+                params["class_weight"] = {k: w for k, w in cw}
+            except (TypeError, ValueError):
+                pass
+        return params
 
     def _params_used(self, params):
         cw = params.get("class_weight")
@@ -924,8 +1007,9 @@ class GLM(Linear):
                      feature_names=data.facts.get("feature_names"), label_column=data.facts.get("label_column"),
                      read_as=data.facts.get("read_as"), label_dtype=data.facts.get("label_dtype"),
                      features=seen, span=span, tail=data.facts.get("tail"), kept_entries=data.train.num_edges,
-                     weights=None if weights is None else (float(weights.mean()), float(weights.min()),
-                                                           float(weights.max())),
+                     weights=None if weights is None else (float(weights.sum()), float(weights.mean()),
+                                                           float(weights.min()), float(weights.max())),
+                     weighted_by=data.facts.get("weighted_by"), test_weights=data.test_weights,
                      alien=alien, meta={"optimizer": optimizer, "eta": eta, "lam": lam, "batch_used": batch,
                                         "samples": g.n_src, **({"label_base": base} if self.loss == "softmax" else {})})
 
@@ -1087,8 +1171,8 @@ class GLM(Linear):
             + ([f"  samples scaled to unit length" + (f" (auto: the values are whole numbers up to {s.counts:g})"
                                                        if s.counts else " (auto: one-hot rows, every value 1)"
                                                        if s.one_hot else "")] if self.norm_ == "l2" else []) \
-            + ([f"  samples weighted ({self._weighting()}): mean {s.weights[0]:.4g}, from {s.weights[1]:.4g} to "
-                f"{s.weights[2]:.4g}"] if s.weights else []) \
+            + ([f"  samples weighted ({self._weighting(s)}): sum {s.weights[0]:.6g}, mean {s.weights[1]:.4g}, from "
+                f"{s.weights[2]:.4g} to {s.weights[3]:.4g}"] if s.weights else []) \
             + self._started(s) + self._label_notes(s) + self._alien_note(s) + self._rounds_note(s, world, parts)
 
     @staticmethod
@@ -1100,11 +1184,12 @@ class GLM(Linear):
                 "none of" + (" (or too few of: --min-count)" if s.tail else "") + " (weight 0)"] \
             if entries and 10 * entries >= of else []
 
-    def _weighting(self):
+    def _weighting(self, s):
         """What weighs the samples, as the header says it."""
         cw = self.class_weight
         by = ([] if cw is None else [f"class_weight {cw!r}" if isinstance(cw, str) else "class_weight"]) \
-            + (["sample_weight"] if vars(self).get("_sample_weight") is not None else [])
+            + (["sample_weight"] if vars(self).get("_sample_weight") is not None else []) \
+            + ([s.weighted_by] if s.weighted_by else [])
         return " × ".join(by) or "sample_weight"
 
     def _rounds_note(self, s, world, parts):
@@ -1259,7 +1344,7 @@ class LinearRegression(GLM):
 
     def __init__(self, strategy="sendgradient", optimizer=None, driver=False, penalty="l2", reg=None, batch=None,
                  eta=None, decay=0.5, epochs=10, seed=0, bias=True, zero_based="auto", duplicates="error",
-                 min_count=1, label_column=None, warm_start=False, tol=0.0, early_stop=0):
+                 min_count=1, label_column=None, warm_start=False, tol=0.0, early_stop=0, weight_column=None):
         self._keep(locals())
 
 
@@ -1272,7 +1357,7 @@ class Softmax(GLM):
     def __init__(self, strategy="sendgradient", optimizer=None, driver=False, penalty="l2", reg=None, batch=None,
                  eta=None, decay=0.0, epochs=10, seed=0, bias=True, classes=None, zero_based="auto",
                  duplicates="error", min_count=1, label_column=None, warm_start=False, tol=0.0, early_stop=0,
-                 class_weight=None):
+                 class_weight=None, weight_column=None):
         self._keep(locals())
 
 
@@ -1299,7 +1384,8 @@ class FM(GLM):
 
     def __init__(self, strategy="sendgradient", optimizer=None, driver=False, penalty="l2", reg=None, batch=None,
                  eta=None, decay=0.0, epochs=10, seed=0, bias=False, loss="logistic", factors=8, init_std=0.01,
-                 norm="auto", zero_based="auto", duplicates="error", min_count=1, label_column=None, warm_start=False, tol=0.0, early_stop=0):
+                 norm="auto", zero_based="auto", duplicates="error", min_count=1, label_column=None, warm_start=False,
+                 tol=0.0, early_stop=0, weight_column=None):
         self._keep(locals())
 
 
