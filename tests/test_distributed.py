@@ -601,7 +601,7 @@ def test_sigterm_to_a_worker_started_by_hand_stops_its_peers_at_once(ratings_fil
     procs, errs, elapsed = _stop_one_mid_run(ratings_file, 2, 60, lambda p: p.terminate())
     assert [p.returncode for p in procs] == [2, 143], errs
     assert elapsed < 25, (elapsed, errs)           # not --timeout 60: told at once (seconds on a busy machine)
-    assert errs[1].endswith("tux2: terminated (SIGTERM)\n"), errs
+    assert errs[1].endswith("tux2: [worker 1] terminated (SIGTERM)\n"), errs
     assert "tux2: error: [worker 0] worker 1 failed: terminated (SIGTERM)" in errs[0], errs
     assert "Traceback" not in errs[0] + errs[1]
 
@@ -782,6 +782,28 @@ def test_the_launcher_stopped_kills_a_worker_that_does_not_stop_in_its_grace():
         if stubborn.poll() is None:
             stubborn.kill()
         stubborn.communicate()
+
+
+def test_the_launcher_names_a_worker_stopped_by_a_signal_though_its_peer_ended_first(capsys):
+    """SIGTERM to one worker of 'tux2 run --workers 2': its peer, losing it, could end (exit
+    status 2) before it did, and the run exited 2 or 143 by timing. The failure the launcher
+    names is now the worker stopped by the signal, whichever ended first; a worker killed is
+    said so. (Real processes: one ends at once with status 2, the other a moment later.)"""
+    from tux2.runtime import supervise
+    for late in (143, -signal.SIGKILL):
+        code = f"import sys, time\ntime.sleep(0.4)\nsys.exit({late})" if late > 0 else \
+            "import os, signal, time\ntime.sleep(0.4)\nos.kill(os.getpid(), signal.SIGKILL)"
+        procs = [subprocess.Popen([sys.executable, "-c", "import sys\nsys.exit(2)"]),
+                 subprocess.Popen([sys.executable, "-c", code])]
+        try:
+            first, codes = supervise(procs, grace=10.0)
+        finally:
+            for p in procs:
+                if p.poll() is None:
+                    p.kill()
+                p.wait()
+        assert (first, codes) == (1, [2, late])
+    assert capsys.readouterr().err == ("tux2: error: worker 1 died (SIGKILL); stopping the other workers\n")
 
 
 @contextlib.contextmanager

@@ -209,24 +209,36 @@ def died(code):
     return f"died ({signal.Signals(-code).name})" if code < 0 else f"died with exit status {code}"
 
 
+def by_signal(code):
+    """Whether a worker's exit status ``code`` is a signal's: killed (< 0), or stopped by
+    SIGTERM or SIGINT, which tux2 takes and exits with 128 + the signal's number."""
+    return code < 0 or code in (128 + signal.SIGTERM, 128 + signal.SIGINT)
+
+
 def supervise(procs, grace=2.0, poll=None, quiet=False, stop=signal.SIGTERM):
     """Wait for worker processes (``poll()`` → exit status or None, ``kill()``,
     ``send_signal()``, ``wait()``): when one fails, name it on stderr (unless ``quiet``) if it
     died of a signal, give the others ``grace`` seconds to stop on their own, then kill the
     rest. ``poll``: called between checks. Stopped itself (Ctrl-C, SIGTERM), it sends them
-    ``stop``. Returns (rank of the first failure or None, exit statuses)."""
+    ``stop``. Returns (rank of the failure or None, exit statuses): the first to fail, or one
+    stopped by a signal (``by_signal``) before the others were killed."""
     codes = [None] * len(procs)
     first = deadline = None
     try:
         while any(c is None for c in codes):
-            for r, p in enumerate(procs):
-                if codes[r] is None and p.poll() is not None:
-                    codes[r] = p.poll()
-                    if codes[r] != 0 and first is None:
-                        first, deadline = r, time.monotonic() + grace
-                        if codes[r] < 0 and not quiet:      # a worker that dies cannot say so itself
-                            print(f"tux2: error: worker {r} {died(codes[r])}; stopping the other workers",
-                                  file=sys.stderr, flush=True)
+            ended = [r for r, p in enumerate(procs) if codes[r] is None and p.poll() is not None]
+            for r in ended:
+                codes[r] = procs[r].poll()
+            failed = [r for r in ended if codes[r] != 0]
+            if failed and (first is None or not by_signal(codes[first])):
+                # a worker stopped from outside (killed, SIGTERM) and the peers that lost it (exit status 2),
+                # which may end first: the signal's is the failure, whatever the order of the ranks' ends
+                was = first
+                first = min(failed if was is None else [was, *failed], key=lambda r: (not by_signal(codes[r]), r))
+                deadline = deadline if was is not None else time.monotonic() + grace
+                if first != was and codes[first] < 0 and not quiet:     # a worker that dies cannot say so itself
+                    print(f"tux2: error: worker {first} {died(codes[first])}; stopping the other workers",
+                          file=sys.stderr, flush=True)
             if deadline is not None and time.monotonic() > deadline:
                 for r, p in enumerate(procs):
                     if codes[r] is None:

@@ -231,10 +231,10 @@ def _main(argv):
         say_error(f"tux2: error: {who}{_user_names(what)}", args.rank if who else None)
         return 2
     except KeyboardInterrupt:
-        return _stopped()
+        return _stopped(who)
     except Exception as e:            # a bug of tux2's own: said in one line, the traceback on request
         if interrupt.SEEN and not os.environ.get("TUX2_DEBUG"):
-            return _stopped()         # Ctrl-C or SIGTERM raised inside C (numba's compile, a Cython call) comes
+            return _stopped(who)      # Ctrl-C or SIGTERM raised inside C (numba's compile, a Cython call) comes
             #                           out as SystemError ("returned a result with an exception set") or
             #                           RuntimeError ("no compiled object yet"): the stop, not a bug
         if os.environ.get("TUX2_DEBUG"):
@@ -244,11 +244,12 @@ def _main(argv):
         return 70                     # EX_SOFTWARE
 
 
-def _stopped():
-    """Ctrl-C or SIGTERM (tux2.interrupt): one line, the signal's exit status."""
+def _stopped(who=""):
+    """Ctrl-C or SIGTERM (tux2.interrupt): one line, the signal's exit status; ``who``: the
+    worker it stopped ('[worker 1] ': a SIGTERM sent to one worker names it)."""
     code, what = interrupt.stopped()
     if not interrupt.said_by_parent():
-        print(f"tux2: {what}", file=sys.stderr)
+        print(f"tux2: {who}{what}", file=sys.stderr)
     return code
 
 
