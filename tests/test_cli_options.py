@@ -170,6 +170,17 @@ def test_strata_partitions_above_the_user_count_are_refused(capsys, tmp_path):
     assert rc == 0, err
 
 
+@pytest.mark.parametrize("mode", ["sgd", "als"])
+def test_a_test_fraction_that_holds_out_every_rating_is_refused(capsys, files, mode):
+    """--test-fraction 0.9999 of 150 ratings leaves none to train on: sgd stopped with the
+    engine's 'tiles must be non-decreasing edge positions from 0 to 0', als trained
+    'train_rmse 0.0000' and exited 0, both after a note that 'every training rating is 0'."""
+    rc, out, err = _main(capsys, "run", "mf", str(files / "r.txt"), "--test-fraction", "0.9999", "--epochs", "1",
+                         "--mode", mode)
+    _refused(rc, err, "r.txt: no edges left to train on", "--test-fraction")
+    assert "every training rating" not in out + err and "epoch" not in out, out
+
+
 @pytest.mark.slow          # 6-10 s: the default suite's budget (2026-11-26 durations)
 def test_partitions_from_threads_or_workers_are_held_to_the_edge_count(capsys, files, tmp_path):
     """P that follows from --threads or --workers meets the same limit as --partitions
