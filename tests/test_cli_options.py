@@ -199,6 +199,40 @@ def test_partitions_from_threads_or_workers_are_held_to_the_edge_count(capsys, f
     assert "4 partitions (--workers 4 × --threads 1) for 3 edges" in r.stderr, r.stderr
 
 
+@pytest.mark.parametrize("argv, said", [
+    (["run", "mf", "R", "--columns", "99999999999999999999,2"], "positions count from 1 to 2147483647"),
+    (["info", "R", "--columns", "2147483648,1"], "positions count from 1 to 2147483647"),
+    (["run", "mf", "R", "--columns", "\u00b2,1"], "'\u00b2' is a name, but the file has no header line"),
+    (["predict", "M", "R", "--columns", "1,99999999999999999999"], "positions count from 1 to 2147483647"),
+])
+def test_a_column_position_past_int64_or_of_other_digits_is_refused(capsys, files, mf_model, argv, said):
+    """--columns 99999999999999999999,2 reached the compiled reader ('Int value is too
+    large', exit 70: 'this is a bug in tux2'); '\u00b2' is str.isdigit(), and int('\u00b2') raised."""
+    argv = [{"R": str(files / "r.txt"), "M": str(mf_model)}.get(a, a) for a in argv]
+    rc, out, err = _main(capsys, *argv, *(["--epochs", "1"] if argv[0] == "run" else []))
+    _refused(rc, err, said)
+
+
+def test_ids_and_text_columns_of_other_digits_are_named_not_a_bug(capsys, files, mf_model, tmp_path):
+    """'\u00b2' (superscript two) passed str.isdigit() and then int() raised: tux2 predict
+    --top-k on a users file with it, MF.predict and MF.recommend, lda --text-column."""
+    users = tmp_path / "users.txt"
+    users.write_text("\u00b2\n")
+    rc, out, err = _main(capsys, "predict", str(mf_model), str(users), "--top-k", "2")
+    _refused(rc, err, "users.txt:1: malformed user id")
+    from tux2 import MF
+    model = MF.load(str(mf_model))
+    with pytest.raises(ValueError, match="'\u00b2' .position 0. is not an id of this model"):
+        model.predict([["\u00b2", "1"]])
+    with pytest.raises(ValueError, match="'\u00b2' .position 0. is not an id of this model"):
+        model.recommend(["\u00b2"], k=2)
+    assert model.recommend(["1"], k=2)[1].shape == (1, 2)
+    docs = tmp_path / "d.csv"
+    docs.write_text("id,text\n1,apple banana cherry\n2,dog eagle apple\n")
+    rc, out, err = _main(capsys, "run", "lda", str(docs), "--text-column", "\u00b2", "--iterations", "1")
+    _refused(rc, err, "no text column '\u00b2' among the 2 columns")
+
+
 # ------------------------------------------------------------------ item 10, 12: data problems
 def test_utf8_bom_is_skipped(capsys, tmp_path):
     p = tmp_path / "bom.txt"
