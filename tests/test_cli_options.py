@@ -75,6 +75,7 @@ def files(tmp_path_factory):
     (["run", "lr", "S", "--eta", "-1"], "--eta"),
     (["run", "lr", "S", "--decay", "-1"], "--decay"),
     (["run", "fm", "S", "--factors", "-1"], "--factors"),
+    (["run", "lr", "S", "--class-weight", "1:1,1.0:5"], "the class 1.0 is given twice"),
     (["run", "mf", "R", "--rank", "1", "--world", "2", "--rendezvous", "garbage"], "--rendezvous"),
     # integers past int64 (or past what a partition table, a thread pool, an i4 field holds)
     (["run", "mf", "R", "--partitions", str(2 ** 70)], "--partitions: must be >= 1 and <= 1048576"),
