@@ -75,6 +75,7 @@ def files(tmp_path_factory):
     (["run", "lr", "S", "--eta", "-1"], "--eta"),
     (["run", "lr", "S", "--decay", "-1"], "--decay"),
     (["run", "fm", "S", "--factors", "-1"], "--factors"),
+    (["run", "lr", "S", "--class-weight", "1:1,1.0:5"], "the class 1.0 is given twice"),
     (["run", "mf", "R", "--rank", "1", "--world", "2", "--rendezvous", "garbage"], "--rendezvous"),
     # integers past int64 (or past what a partition table, a thread pool, an i4 field holds)
     (["run", "mf", "R", "--partitions", str(2 ** 70)], "--partitions: must be >= 1 and <= 1048576"),
@@ -170,6 +171,17 @@ def test_strata_partitions_above_the_user_count_are_refused(capsys, tmp_path):
     assert rc == 0, err
 
 
+@pytest.mark.parametrize("mode", ["sgd", "als"])
+def test_a_test_fraction_that_holds_out_every_rating_is_refused(capsys, files, mode):
+    """--test-fraction 0.9999 of 150 ratings leaves none to train on: sgd stopped with the
+    engine's 'tiles must be non-decreasing edge positions from 0 to 0', als trained
+    'train_rmse 0.0000' and exited 0, both after a note that 'every training rating is 0'."""
+    rc, out, err = _main(capsys, "run", "mf", str(files / "r.txt"), "--test-fraction", "0.9999", "--epochs", "1",
+                         "--mode", mode)
+    _refused(rc, err, "r.txt: no edges left to train on", "--test-fraction")
+    assert "every training rating" not in out + err and "epoch" not in out, out
+
+
 @pytest.mark.slow          # 6-10 s: the default suite's budget (2026-11-26 durations)
 def test_partitions_from_threads_or_workers_are_held_to_the_edge_count(capsys, files, tmp_path):
     """P that follows from --threads or --workers meets the same limit as --partitions
@@ -186,6 +198,40 @@ def test_partitions_from_threads_or_workers_are_held_to_the_edge_count(capsys, f
     r = run_cli("run", "mf", str(three), "--workers", "4", "--epochs", "1", "--timeout", "20", timeout=240)
     assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
     assert "4 partitions (--workers 4 × --threads 1) for 3 edges" in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("argv, said", [
+    (["run", "mf", "R", "--columns", "99999999999999999999,2"], "positions count from 1 to 2147483647"),
+    (["info", "R", "--columns", "2147483648,1"], "positions count from 1 to 2147483647"),
+    (["run", "mf", "R", "--columns", "\u00b2,1"], "'\u00b2' is a name, but the file has no header line"),
+    (["predict", "M", "R", "--columns", "1,99999999999999999999"], "positions count from 1 to 2147483647"),
+])
+def test_a_column_position_past_int64_or_of_other_digits_is_refused(capsys, files, mf_model, argv, said):
+    """--columns 99999999999999999999,2 reached the compiled reader ('Int value is too
+    large', exit 70: 'this is a bug in tux2'); '\u00b2' is str.isdigit(), and int('\u00b2') raised."""
+    argv = [{"R": str(files / "r.txt"), "M": str(mf_model)}.get(a, a) for a in argv]
+    rc, out, err = _main(capsys, *argv, *(["--epochs", "1"] if argv[0] == "run" else []))
+    _refused(rc, err, said)
+
+
+def test_ids_and_text_columns_of_other_digits_are_named_not_a_bug(capsys, files, mf_model, tmp_path):
+    """'\u00b2' (superscript two) passed str.isdigit() and then int() raised: tux2 predict
+    --top-k on a users file with it, MF.predict and MF.recommend, lda --text-column."""
+    users = tmp_path / "users.txt"
+    users.write_text("\u00b2\n")
+    rc, out, err = _main(capsys, "predict", str(mf_model), str(users), "--top-k", "2")
+    _refused(rc, err, "users.txt:1: malformed user id")
+    from tux2 import MF
+    model = MF.load(str(mf_model))
+    with pytest.raises(ValueError, match="'\u00b2' .position 0. is not an id of this model"):
+        model.predict([["\u00b2", "1"]])
+    with pytest.raises(ValueError, match="'\u00b2' .position 0. is not an id of this model"):
+        model.recommend(["\u00b2"], k=2)
+    assert model.recommend(["1"], k=2)[1].shape == (1, 2)
+    docs = tmp_path / "d.csv"
+    docs.write_text("id,text\n1,apple banana cherry\n2,dog eagle apple\n")
+    rc, out, err = _main(capsys, "run", "lda", str(docs), "--text-column", "\u00b2", "--iterations", "1")
+    _refused(rc, err, "no text column '\u00b2' among the 2 columns")
 
 
 # ------------------------------------------------------------------ item 10, 12: data problems

@@ -460,6 +460,11 @@ def test_fit_arguments_are_checked_with_their_names():
             est.fit(X, y, **kw)
     with pytest.raises(TypeError, match=r"callbacks must be a list .*pass \[f\]"):
         est.fit(X, y, callbacks=lambda rec: None)
+    # callbacks=5 said "'int' object is not iterable", checkpoint=5 "expected str, bytes or os.PathLike object"
+    with pytest.raises(TypeError, match=r"callbacks must be a list of functions, got 5"):
+        est.fit(X, y, callbacks=5)
+    with pytest.raises(TypeError, match=r"checkpoint must be a directory's path, got 5"):
+        est.fit(X, y, checkpoint=5)
     assert est.fit(X, y, workers=np.int64(1), partitions=np.int32(2)).coef_.shape == (X.shape[1],)
 
 

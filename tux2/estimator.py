@@ -17,6 +17,7 @@ writes. A subclass fills in three hooks:
 ``fit(data, workers=N)`` runs those hooks in N processes over ZeroMQ; ``save(dir)``
 and ``load(dir)`` write and read the directory ``tux2 run … --out`` writes.
 """
+from collections.abc import Iterable
 import inspect
 import math
 import os
@@ -157,9 +158,13 @@ class Estimator:
                 bound.check(name, v)
         files.check_cwd()
         if checkpoint is not None:
+            if not isinstance(checkpoint, (str, os.PathLike)):
+                raise TypeError(f"checkpoint must be a directory's path, got {checkpoint!r}")
             files.check_writable(os.fspath(checkpoint), "checkpoint=", directory=True)
         if callable(callbacks) or isinstance(callbacks, (str, bytes)):
             raise TypeError(f"callbacks must be a list of functions, got {callbacks!r}: pass [f]")
+        if not isinstance(callbacks, Iterable):
+            raise TypeError(f"callbacks must be a list of functions, got {callbacks!r}")
         callbacks = list(callbacks)     # a generator: every iteration's record, not the first one's only
         if not all(map(callable, callbacks)):       # refused now, not after the data is read and an epoch run
             raise TypeError(f"callbacks must be a list of functions, got {callbacks!r}")

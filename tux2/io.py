@@ -1239,6 +1239,14 @@ def is_number(tok):
     return _NUMBER.fullmatch(tok) is not None
 
 
+def is_whole(text, signed=False):
+    """Whether ``text`` (a str) is a whole number int() reads: ASCII digits ('²' and '١'
+    are str.isdigit() too, and int('²') a ValueError), a sign first when ``signed``."""
+    t = str(text).strip()
+    t = t.lstrip("+-") if signed else t
+    return t.isascii() and t.isdigit()
+
+
 class EdgeFormat:
     """How an edge-list file is laid out, from its first bytes (:func:`edge_format`):
     data start at byte ``start`` after ``skip`` lines (a byte-order mark, a MatrixMarket
@@ -1299,6 +1307,9 @@ class EdgeFormat:
         return out
 
 
+MAX_COLUMN = 2**31 - 1      # the largest --columns position
+
+
 def parse_columns(spec, names, path=None):
     """(src, dst, value) 0-based columns of a ``--columns`` spec: ``"1,2,3"`` (1-based
     positions), header names ``"user,item,rating"``, or a sequence of either; two
@@ -1309,9 +1320,9 @@ def parse_columns(spec, names, path=None):
                          "header names)", path=path)
     out = []
     for it in items:
-        if it.isdigit():
-            if int(it) < 1:
-                raise InputError(f"columns {spec!r}: positions count from 1", path=path)
+        if is_whole(it):                          # ('²': a name)
+            if not 1 <= int(it) <= MAX_COLUMN:       # (past int64 the readers' compiled loops cannot take it)
+                raise InputError(f"columns {spec!r}: positions count from 1 to {MAX_COLUMN}", path=path)
             out.append(int(it) - 1)
             continue
         lower = [n.lower() for n in names or ()]
@@ -1861,7 +1872,7 @@ def csv_header(path, column=None):
     names = [n.strip().strip('"').strip() for n in first.split(delim)]
     if column is not None:
         col = text_column(names, column, path, first)
-        row = str(column).strip().isdigit() and any(is_number(n.encode()) for n in names)
+        row = is_whole(column) and any(is_number(n.encode()) for n in names)
         return delim, names, col, 0 if row else 1
     if not all(_NAME.fullmatch(n) for n in names):
         return None
@@ -1887,7 +1898,7 @@ def csv_header(path, column=None):
 def text_column(names, column, path=None, first=None):
     """The 0-based index of the text column ``column`` (a name, any case when no name
     matches exactly, or a 1-based position) among a header's ``names``."""
-    if isinstance(column, int) and not isinstance(column, bool) or str(column).strip().isdigit():
+    if isinstance(column, int) and not isinstance(column, bool) or is_whole(column):
         i = int(column) - 1
         if 0 <= i < len(names):
             return i

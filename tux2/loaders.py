@@ -464,7 +464,7 @@ def given_ids(m, x, what):
         number = isinstance(t, numbers.Real) and not isinstance(t, (bool, np.bool_))
         if strings:
             return not (isinstance(t, str) or (number and isinstance(t, numbers.Integral) and str(int(t)) in m.index))
-        return not ((number and float(t).is_integer()) or (isinstance(t, str) and t.strip().lstrip("+-").isdigit()))
+        return not ((number and float(t).is_integer()) or (isinstance(t, str) and io.is_whole(t, signed=True)))
     if a.dtype.kind == "U":                     # text: each distinct id checked once
         wrong = [t for t in np.unique(a).tolist() if bad(t)]
         j = int(np.flatnonzero(np.isin(a, wrong))[0]) if wrong else None
@@ -483,7 +483,7 @@ def _integer(t):
     if isinstance(t, (int, np.integer)):
         return int(t) if -(1 << 63) <= int(t) < 1 << 63 else -1         # none of the model's beyond int64
     t = str(t).strip()
-    return int(t) if t.lstrip("+-").isdigit() and abs(int(t)) < 1 << 62 else -1
+    return int(t) if io.is_whole(t, signed=True) and abs(int(t)) < 1 << 62 else -1
 
 
 def mark_unknown(graph, known, policy="baseline"):

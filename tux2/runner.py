@@ -24,7 +24,7 @@ from tux2 import files, interrupt
 from tux2.compile import cache_dir, cache_unwritable, counting_compiles
 from tux2.config import cores
 from tux2.engine import Engine
-from tux2.errors import DivergenceError, PartitionError, Tux2Error
+from tux2.errors import DivergenceError, InputError, PartitionError, Tux2Error
 from tux2.graph import BipartiteGraph
 from tux2.io import display_name
 from tux2.transport import barrier
@@ -403,6 +403,10 @@ def train(est, data, *, transport=None, partitions=None, threads=None, slack=0, 
     weights = getattr(data, "weights", None)
     same = rank == 0 and not held_out and _same_data(getattr(data, "train", None), getattr(data, "test", None))
     del data            # the data as loaded, when the caller kept no reference: the setup has what the run needs
+    if setup.graph.num_edges == 0:      # (fit's own empty data is refused before; this is what the split left)
+        raise InputError("no edges left to train on: " + (
+            "the held-out test share took every one; a smaller --test-fraction keeps some" if held_out else
+            "the data has none"), path=source)
     for line in est._header(setup, parts, world):
         say(line)
     setup.test_is_training = same           # est._report leaves out what holds of new data only

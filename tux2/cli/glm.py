@@ -134,6 +134,8 @@ def _class_weight(text):
             key = float(label)
         except ValueError:
             key = label
+        if key in out:              # (1:1,1:5 took the last weight and said nothing)
+            raise argparse.ArgumentTypeError(f"{text!r}: the class {label} is given twice")
         out[key] = w
     return out
 

@@ -11,7 +11,7 @@ import sys
 import numpy as np
 
 from tux2 import estimators, files
-from tux2.io import display_name
+from tux2.io import display_name, is_whole
 from tux2.cli.common import COUNT, NONNEG, SEED, add_input_args, integer, note_first_read, number, spool_inputs
 from tux2.errors import InputError, Tux2Error
 
@@ -420,7 +420,7 @@ def _listed_users(args, model, fmt, how):
         raise InputError("no users listed", path=args.input)
     ids = model.ids_[0]
     if ids is None or ids.tokens.dtype.kind in "iu":      # as MF.recommend takes them: whole numbers
-        bad = next((i for i, t in enumerate(toks) if not t.strip().lstrip("+-").isdigit()), None)
+        bad = next((i for i, t in enumerate(toks) if not is_whole(t, signed=True)), None)
         if bad is not None:
             raise InputError("malformed user id (the model's user ids are integers)", path=args.input, **line(bad))
     dense = model.lookup(0, toks)
