@@ -155,6 +155,32 @@ def test_fold_in_from_a_file_of_string_ids_saves_and_the_cli_lists_the_same(tmp_
     assert r.returncode == 2 and "--out writes the model with the users of --fold-in" in r.stderr
 
 
+def test_a_fold_in_user_without_known_items_or_with_fewer_ratings_than_factors_at_reg_0(planted, tmp_path):
+    """A user none of whose items the model knows (the system is all zeros) and, at λ = 0, one
+    with fewer ratings than factors (singular) ended fold_in and 'tux2 predict --fold-in' in
+    LinAlgError ('internal error', exit 70). The first gets zero factors and bias (the baseline
+    predicts it), the second the least-squares solution of least norm (brute force here)."""
+    src, dst, val = planted
+    model = tux2.MF(k=4, epochs=2).fit((src, dst, val))
+    with pytest.warns(RuntimeWarning, match="1 ratings are of items without training ratings"):
+        model.fold_in(([9999], [9999], [3.0]))
+    d = model.lookup(0, [9999])[0]
+    assert not model.user_factors_[d].any() and model.user_bias_[d] == 0
+    assert model.predict([9999], [int(dst[0])])[0] == pytest.approx(
+        model.mu_ + model.item_bias_[model.lookup(1, [int(dst[0])])[0]], abs=1e-6)
+    flat = tux2.MF(k=4, epochs=2, reg=0.0, biases=False).fit((src, dst, val))
+    flat.fold_in(([8888], [int(dst[0])], [4.0]))
+    q = flat.item_factors_[flat.lookup(1, [int(dst[0])])[0]].astype(np.float64)
+    expect = np.linalg.pinv(q[None, :]) @ [4.0 - flat.mu_ - flat.item_bias_[flat.lookup(1, [int(dst[0])])[0]]]
+    np.testing.assert_allclose(flat.user_factors_[flat.lookup(0, [8888])[0]], expect, rtol=1e-5, atol=1e-6)
+    model.save(tmp_path / "m")
+    (tmp_path / "new.txt").write_text("9999 9999 3\n")
+    (tmp_path / "users.txt").write_text("9999\n")
+    r = run_cli("predict", str(tmp_path / "m"), str(tmp_path / "users.txt"), "--fold-in", str(tmp_path / "new.txt"),
+                "--top-k", "2")
+    assert r.returncode == 0 and "Traceback" not in r.stderr and "internal error" not in r.stderr, r.stderr
+
+
 def test_fold_in_refusals(planted, tmp_path):
     src, dst, val = planted
     model = tux2.MF(k=4, epochs=1).fit((src, dst, val))

@@ -379,6 +379,16 @@ def rating_scale(sd, mad=None):
     return scale
 
 
+def _solve(M, y):
+    """x of M x = y; where M is singular (a fold-in user none of whose items the model knows:
+    M = 0; λ = 0 and fewer ratings than factors) the least-squares x of least norm: 0 for
+    a user without known items, whom the baseline then predicts."""
+    try:
+        return np.linalg.solve(M, y)
+    except np.linalg.LinAlgError:
+        return np.linalg.lstsq(M, y, rcond=None)[0]
+
+
 def outlying(sd, mad):
     """Whether a standard deviation ``sd`` is that of a few extreme ratings: their mean
     distance from the mean, ``mad``, below TYPICAL sd (k equal outliers among n ratings
@@ -1349,7 +1359,7 @@ class MF(Estimator):
             X, t = Q[i[lo:hi]], r[lo:hi]
             if self.implicit:
                 c = als.confidences(t, alpha, form, eps)
-                p = np.linalg.solve(gram + (X.T * (c - 1.0)) @ X, X.T @ (c * (t > 0)))
+                p = _solve(gram + (X.T * (c - 1.0)) @ X, X.T @ (c * (t > 0)))
                 b = 0.0
             else:
                 n = hi - lo
@@ -1359,7 +1369,7 @@ class MF(Estimator):
                 ridge = np.full(A.shape[1], float(fitted["reg"]) * n * self.rating_scale_)
                 if biases:
                     ridge[-1] = float(fitted["reg"]) * n if damp is None else float(damp)
-                x = np.linalg.solve(A.T @ A + np.diag(ridge), A.T @ (t - self.mu_ - self.item_bias_[i[lo:hi]]))
+                x = _solve(A.T @ A + np.diag(ridge), A.T @ (t - self.mu_ - self.item_bias_[i[lo:hi]]))
                 p, b = (x[:k], x[k]) if biases else (x, 0.0)
             self.user_factors_[d], self.user_bias_[d] = p, b
         # the users' training items: these (a model saved without seen.npz: the folded users' alone)
