@@ -232,6 +232,10 @@ def test_ids_and_text_columns_of_other_digits_are_named_not_a_bug(capsys, files,
     docs.write_text("id,text\n1,apple banana cherry\n2,dog eagle apple\n")
     rc, out, err = _main(capsys, "run", "lda", str(docs), "--text-column", "\u00b2", "--iterations", "1")
     _refused(rc, err, "no text column '\u00b2' among the 2 columns")
+    import pandas as pd
+    frame = pd.DataFrame({"u": [1, 2, 3], "i": [1, 2, 1], "r": [3.0, 4.0, 5.0]})
+    with pytest.raises(ValueError, match="no column '\u00b2'"):        # MF(columns=) of a DataFrame
+        MF(columns="\u00b2,i,r", k=2, epochs=1).fit(frame)
 
 
 # ------------------------------------------------------------------ item 10, 12: data problems

@@ -174,7 +174,7 @@ def _picked(df, columns):
     cols = list(df.columns)
     picked = [c.strip() if isinstance(c, str) else c for c in (columns.split(",") if isinstance(columns, str)
                                                                 else columns)]
-    picked = [cols[int(c) - 1] if c not in cols and str(c).isdigit() and 0 < int(c) <= len(cols) else c
+    picked = [cols[int(c) - 1] if c not in cols and io.is_whole(c) and 0 < int(c) <= len(cols) else c
               for c in picked]
     missing = [c for c in picked if c not in cols]
     if missing:
