@@ -382,3 +382,12 @@ def test_explicit_models_and_checkpoints_keep_the_confidence_they_always_recorde
     np.testing.assert_array_equal(back.predict(src[:50], dst[:50]), m.predict(src[:50], dst[:50]))
     with pytest.raises(ValueError, match="alpha=40 has no effect with explicit ratings"):
         MF(alpha=40).fit((src, dst, val))
+
+
+def test_mf_score_refuses_a_rating_that_is_not_finite():
+    """fit refuses a NaN rating; score returned nan for one, saying nothing."""
+    g = netflix_like(300, 60, 3000, seed=1)[0]
+    m = MF(k=2, epochs=1).fit(g)
+    with pytest.raises(ValueError, match="rating nan at row 1 is not finite"):
+        m.score(np.array([[int(g.src[0]), int(g.dst[0]), 3.0], [int(g.src[1]), int(g.dst[1]), np.nan]]))
+    assert np.isfinite(m.score(np.c_[g.src[:20], g.dst[:20], g.values[:20]]))

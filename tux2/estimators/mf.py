@@ -1205,6 +1205,9 @@ class MF(Estimator):
             pred = self._predict(u, i, "baseline", "MF.score")
         if not len(r):                          # (scikit-learn refuses 0 samples too; nan would pass unseen)
             raise ValueError("MF.score: no ratings to score (empty data)")
+        bad = np.flatnonzero(~np.isfinite(r))
+        if len(bad):                            # as fit refuses them: a score of nan said nothing of where
+            raise ValueError(f"MF.score: rating {r[bad[0]]:g} at row {bad[0]} is not finite")
         return -float(np.sqrt(np.mean((r - pred) ** 2)))
 
     def recommend(self, users=None, k=10, exclude_seen=True, unknown=None, chunk=256, min_ratings=1):
