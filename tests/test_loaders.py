@@ -1,5 +1,7 @@
 """Loaders: property tests against the plain-Python grammar (tests/naive_io.py), string
 ids, duplicate policies, and the Python-object loaders."""
+import re
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, example, given, reject, settings, strategies as st
@@ -192,7 +194,7 @@ def test_duplicate_error_names_both_lines(tmp_path):
         loaders.load_edges(path)
     assert ei.value.line == 5 and "first at line 2" in str(ei.value) and "(ann, x)" in str(ei.value)
     with pytest.raises(InputError, match=r"in.txt:5: duplicate edge \(1, 3\), first at line 3"):
-        mm = b"%%MatrixMarket matrix coordinate real general\n2 2 3\n1 3 1\n2 1 1\n1 3 5\n"
+        mm = b"%%MatrixMarket matrix coordinate real general\n2 3 3\n1 3 1\n2 1 1\n1 3 5\n"
         loaders.load_edges(_write(tmp_path, mm), base=1)
 
 
@@ -384,3 +386,31 @@ def test_quoted_fields_without_a_separator_inside_are_read_as_before(tmp_path):
     path.write_text('"user","item","rating"\n"1","2","3"\n"2","1","4"\n')
     g = loaders.load_edges(str(path))
     assert g.num_edges == 2 and g.values.tolist() == [3.0, 4.0]
+
+
+@pytest.mark.parametrize("distributed", [False, True], ids=["one process", "distributed ingress"])
+def test_a_matrix_market_file_is_checked_against_its_banner_and_size_line(tmp_path, distributed):
+    """The size line was skipped unread and the banner's form unchecked: a file cut short, an
+    entry beyond the declared rows, and a symmetric matrix (half its entries) trained as given.
+    Each is now an error naming the line, the same from one process and from workers."""
+    from tests.conftest import run_cli
+    head = b"%%MatrixMarket matrix coordinate real general\n"
+    cases = {b"% c\n3 3 5\n1 1 5\n2 2 3\n3 1 4\n": ":3: the size line says 5 entries and the file has 3",
+             b"2 2 3\n1 1 5\n2 2 3\n3 2 4\n": ":2: row id 3 is beyond the size line's 2 rows",
+             b"3 2 3\n1 1 5\n2 2 3\n3 3 4\n": ":2: column id 3 is beyond the size line's 2 columns",
+             b"3 3\n1 1 5\n": ":2: MatrixMarket size line '3 3': expected 'rows columns entries'"}
+    cases[b"3 3 2\n1 1 5\n2 1 3\n", "symmetric"] = \
+        ":1: a MatrixMarket symmetric matrix: tux2 reads coordinate matrices in general form"
+    cases[b"3 3 3\n1 1 5\n2 1 3\n3 2 4\n"] = None
+    for body, said in cases.items():
+        body, form = body if isinstance(body, tuple) else (body, "general")
+        path = _write(tmp_path, head.replace(b"general", form.encode()) + body)
+        if distributed:
+            r = run_cli("run", "mf", path, "--k", "2", "--epochs", "1", "-q", "--workers", "2", timeout=120)
+            assert (r.returncode, r.stderr) == (0, "") if said is None else \
+                r.returncode == 2 and f"in.txt{said}" in r.stderr, r.stderr
+        elif said is None:
+            assert loaders.load_edges(path).num_edges == 3
+        else:
+            with pytest.raises(InputError, match=re.escape(f"in.txt{said}")):
+                loaders.load_edges(path)

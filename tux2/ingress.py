@@ -22,7 +22,7 @@ import numpy as np
 from tux2 import partitioning
 from tux2.errors import InputError, PartitionError, SchemaError
 from tux2.graph import strata_tiles
-from tux2.io import edge_format, id_space, no_edges, read_edge_range, read_head, resolve_base
+from tux2.io import check_matrix_market, edge_format, id_space, no_edges, read_edge_range, read_head, resolve_base
 from tux2.loaders import NO_RATINGS, IdMap, columns_like, deviations, load_edges, mark_unknown, numbered
 from tux2.partitioning import Assignment, EdgeView
 from tux2.partitioning.hashing import Hasher
@@ -124,6 +124,8 @@ def load(transport, path, partitions, partitioner="bicut", seed=0, test_path=Non
     allstats = _rows(transport, "ingress-stats", stats)
     # the id base, decided on the whole file as tux2.io.resolve_base does
     fmt = edge_format(read_head(path, "edge list"), path, columns)
+    if allstats[:, 0].sum():            # (the largest ids as written: the maxima are 1 past them)
+        check_matrix_market(fmt, path, int(allstats[:, 0].sum()), *(int(allstats[:, c].max()) - 1 for c in (1, 2)))
     lows = allstats[:, 4:6].min(axis=0)
     base = resolve_base(base, fmt, lows[:1], lows[1:], path) if allstats[:, 0].sum() else 0
     if base:

@@ -1075,9 +1075,24 @@ BOM = b"\xef\xbb\xbf"      # a UTF-8 byte-order mark some editors put first: ski
 
 def _header_end(head, path):
     """(offset where edges start, lines before it, default id base) from the file's first bytes."""
+    return _matrix_market(head, path)[:3]
+
+
+def _matrix_market(head, path):
+    """(offset where edges start, lines before it, default id base, (rows, columns,
+    entries) of a MatrixMarket size line or None). A MatrixMarket banner other than a
+    coordinate matrix in general form (``array``, ``symmetric``, ``complex``) is an error:
+    read as a general one its entries would be other numbers (half a symmetric matrix)."""
     bom = len(BOM) if head.startswith(BOM) else 0
     if not head.startswith(b"%%MatrixMarket", bom):
-        return bom, 0, 0
+        return bom, 0, 0, None
+    banner = head[bom:head.find(b"\n", bom) if b"\n" in head[bom:] else len(head)].decode("latin-1").lower().split()
+    wrong = [w for w, ok in zip(banner[2:5], (("coordinate",), ("real", "integer", "pattern", "double"),
+                                               ("general",))) if w not in ok]
+    if wrong:
+        raise InputError(f"a MatrixMarket {wrong[0]} matrix: tux2 reads coordinate matrices in general form "
+                         "(real, integer or pattern entries, each written out: a symmetric matrix's other "
+                         f"half too), the banner '%%MatrixMarket matrix coordinate real general'", path=path, line=1)
     pos, lines = bom, 0
     while True:
         nl = head.find(b"\n", pos)
@@ -1087,7 +1102,26 @@ def _header_end(head, path):
         lines += 1
         pos = nl + 1
         if text and not text.startswith(b"%"):
-            return pos, lines, 1
+            size = text.split()
+            if len(size) != 3 or not all(is_whole(t.decode("latin-1")) for t in size):
+                raise InputError(f"MatrixMarket size line {text[:60].decode('latin-1')!r}: expected 'rows columns "
+                                 "entries', three whole numbers", path=path, line=lines)
+            return pos, lines, 1, tuple(int(t) for t in size)
+
+
+def check_matrix_market(fmt, path, entries, rows, cols):
+    """InputError when a MatrixMarket file's ``entries`` (data lines read) or its largest row
+    and column ids (1-based, as written) disagree with its size line (``fmt.size``): a file cut
+    short, or another matrix's size line."""
+    size = getattr(fmt, "size", None)
+    if size is None:
+        return
+    if entries != size[2]:
+        raise InputError(f"the size line says {size[2]} entries and the file has {entries}: cut short, or "
+                         "another matrix's size line", path=path, line=fmt.skip)
+    for name, largest, n in (("row", rows, size[0]), ("column", cols, size[1])):
+        if largest > n:
+            raise InputError(f"{name} id {largest} is beyond the size line's {n} {name}s", path=path, line=fmt.skip)
 
 
 _SPLIT = None
@@ -1401,9 +1435,10 @@ def edge_format(head, path, columns=None, quotes=False, header=None):
     ``columns`` uses names. ``quotes``: a first line that has more or fewer fields than
     the next for a quoted comma or semicolon (which separates: README, Input) is an error.
     ``header=False``: the first line is data whatever it holds."""
-    start, skip, base = _header_end(head, path)
+    start, skip, base, size = _matrix_market(head, path)
     if base:
         fmt = EdgeFormat(start, skip, matrix_market=True)
+        fmt.size = size
         if columns is not None:
             fmt.cols, fmt.explicit = parse_columns(columns, None, path), True
         return fmt

@@ -252,6 +252,7 @@ def _load_edges(path, ids, duplicates, base, type_names, id_maps, values, column
                              e.text) from None
         if len(s) == 0:
             raise io.no_edges(fmt, path)
+        io.check_matrix_market(fmt, path, len(s), int(s.max()), int(d.max()))
         v = v if ncols == 3 else None
         if encode:
             written = (s, d)
