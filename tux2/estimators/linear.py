@@ -1436,7 +1436,9 @@ class BlockPG(Linear):
 
     def _line(self, rec, n):
         return (f"epoch {rec['epoch']:3d}/{n}  objective {rec['objective']:.6g}  non-zeros {rec['nnz']}  "
-                + (f"test acc {rec['test_accuracy']:.4f} auc {rec['test_auc']:.4f}  " if "test_auc" in rec else "")
+                + (f"test acc {rec['test_accuracy']:.4f}  " if "test_accuracy" in rec else "")
+                + (f"logloss {rec['test_logloss']:.4f}  " if "test_logloss" in rec else "")
+                + (f"auc {rec['test_auc']:.4f}  " if "test_auc" in rec else "")
                 + f"time {rec['time_s']:.3f}s")
 
     def _converged(self, history):
