@@ -133,6 +133,13 @@ def test_the_label_column_by_number_name_or_last(data, tmp_path):
     r = run_cli("run", "lr", path, "--epochs", "1")
     assert r.returncode == 2 and "column 1, the labels (the first), holds" in r.stderr \
         and "--label-column N|NAME|last" in r.stderr, r.stderr
+    # a rating file given to lr (a new user's try): said so, and one punctuation mark ('from a guess?.')
+    ratings = tmp_path / "ratings.tsv"
+    ratings.write_text("user\titem\trating\ttimestamp\n" + "".join(f"{u}\t{i}\t{1 + (u * i) % 5}\t88{u}{i}\n"
+                                                                  for u in range(1, 30) for i in (3, 7, 9)))
+    r = run_cli("run", "lr", str(ratings), "--epochs", "1")
+    assert r.returncode == 2 and "from a guess? --label-column" in r.stderr and "?." not in r.stderr \
+        and "the header names users and items, as a rating file's: tux2 run mf reads it" in r.stderr, r.stderr
     for spec in ("last", "9", "-1"):
         m = tux2.LogisticRegression(epochs=2, label_column=spec).fit(path)
         assert m.label_column_ == "last" and m.classes_.tolist() == [1, 2]
