@@ -2131,9 +2131,11 @@ def sniff_input(path, columns=None):
     rows = sample_rows(head, fmt)
     if columns is None and any(str(n).lower() in TEXT_COLUMNS for n in fmt.names or ()):
         return "text"           # 'id,text' above '1,"apple banana, melon"': a CSV corpus, not (1, 'apple banana…')
-    if rows and all(len(t) > max(fmt.cols[:2]) and (vcol < 0 or len(t) <= vcol or is_number(t[vcol])
-                                                    or is_number(t[vcol].replace(b",", b".")))      # 3,5: named
-                    for t in rows):
+    valued = vcol >= 0 and any(len(t) > vcol for t in rows)
+    prose = not valued and any(len(f.split()) > 12 for t in rows for f in t[:2])   # no ids: text with a comma
+    if rows and not prose and all(len(t) > max(fmt.cols[:2]) and (vcol < 0 or len(t) <= vcol or is_number(t[vcol])
+                                                                  or is_number(t[vcol].replace(b",", b".")))  # 3,5
+                                  for t in rows):
         return "edges"
     if fmt.mode == TAB and (number_column(rows) is not None or tab_table(head, fmt)):
         return "edges"
