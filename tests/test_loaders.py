@@ -390,6 +390,21 @@ def test_a_column_not_read_may_hold_spaces_in_a_comma_separated_file(tmp_path, t
         loaders.load_edges(str(path))
 
 
+@pytest.mark.parametrize("ids", ["int", "string"])
+@pytest.mark.parametrize("sep", [",", ";"])
+def test_an_empty_field_in_a_column_not_read_is_no_error(tmp_path, ids, sep):
+    """pandas' to_csv writes a missing timestamp as an empty field: 'userId,movieId,timestamp,rating'
+    over '1,10,,4' stopped a file of numeric ids with 'empty field' (a tab-separated file and one of
+    string ids read it); an empty field that is read stays the error."""
+    path = tmp_path / "r.csv"
+    path.write_text("userId,movieId,timestamp,rating\n1,10,,4\n2,20,964982703,3\n".replace(",", sep))
+    g = loaders.load_edges(str(path), ids=ids)
+    assert [str(x) for x in loaders.edge_ids(g, 0)] == ["1", "2"] and g.values.tolist() == [4.0, 3.0]
+    path.write_text("userId,movieId,timestamp,rating\n1,10,,4\n2,,964982703,3\n".replace(",", sep))
+    with pytest.raises(InputError, match="r.csv:3: empty field"):
+        loaders.load_edges(str(path), ids=ids)
+
+
 @pytest.mark.parametrize("text, ids", [
     ('user,item,rating\n"a,b",x,3\nc,y,4\n', ["a,b", "c"]),
     ('"a,b",x,3\nc,y,4\n', ["a,b", "c"]),                                     # no header

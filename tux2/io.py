@@ -304,7 +304,7 @@ def _parse_edges(buf, start, out_s, out_d, out_v, cs=0, cd=1, cv=OPTIONAL, mode=
     semicolon-separated file): spaces between two of the fields read up to the last one read
     are error 15 ('1,1 5,3' is no line of three numbers), while a field not read runs to its
     comma or semicolon, or when quoted to its closing quote, spaces, commas and all
-    ('1,2,Toy Story,4', '1,2,"Heat, The",4'). An id over ``id_max``
+    ('1,2,Toy Story,4', '1,2,"Heat, The",4'), and may be empty ('1,2,,4'; one read: error 13). An id over ``id_max``
     is error 11, a value beyond ±``value_max`` error 12 (the limits of narrower output
     arrays). Returns (n_edges, ncols, err, err_line, err_pos), ncols 3 when values were
     read, else 2."""
@@ -380,7 +380,9 @@ def _parse_edges(buf, start, out_s, out_d, out_v, cs=0, cd=1, cv=OPTIONAL, mode=
                     return k, ncols, 13, line, pos    # an empty field where an id or the value is read
                 t += hard - 1
             elif hard > 1 and t <= last:              # ',,': an empty field, not the next column
-                return k, ncols, 13, line, pos
+                if not strict or _used(t, t + hard - 1, cs, cd, vcol):
+                    return k, ncols, 13, line, pos    # (in a column not read, as pandas' NaN: skipped)
+                t += hard - 1
             elif hard == 0 and strict:                # '1 5' in a comma-separated file: no number, nor two
                 return k, ncols, 15, line, pos
         if t <= need:
