@@ -196,6 +196,16 @@ def test_cli_trains_to_the_liblinear_optimum_and_writes_weights(svm_files, tmp_p
     assert lines[-1]["test_accuracy"] > 0.6 and 0.5 < lines[-1]["test_auc"] <= 1.0
 
 
+def test_cli_epoch_line_shows_the_test_logloss(svm_files):
+    """Each epoch's line gives the test accuracy, log-loss and AUC, as README says and
+    the lr line does (the log-loss was in --metrics alone)."""
+    train, test = svm_files
+    r = run_cli("run", "blockpg", train, "--test", test, "--epochs", "2", timeout=300)
+    assert r.returncode == 0, r.stderr
+    line = next(x for x in r.stdout.splitlines() if x.startswith("epoch   2/2"))
+    assert " test acc " in line and " logloss " in line and " auc " in line, line
+
+
 def test_cli_bad_labels_and_input(tmp_path):
     f = tmp_path / "m.svm"
     f.write_text("1 1:1\n# a comment\n3 2:1\n-1 1:1\n")

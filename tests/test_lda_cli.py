@@ -96,6 +96,21 @@ def test_stop_words_and_max_df_filter_the_words_of_text_from_the_command_line_an
                                  ">= 2 (an integer, 1000), got 0" in r.stderr, r.stderr
 
 
+def test_info_reads_prose_with_one_comma_a_line_as_text(tmp_path):
+    """A corpus whose first lines each hold one comma read in tux2 info as an edge list of
+    two string ids, 'The cat sat on …' and 'and …' (tux2 run lda read it as text): fields of
+    prose (over 12 words) are no ids. Short string ids stay an edge list, as does a long
+    title beside a rating."""
+    line = ("The Python software butter data server cook network flour apple computer linux kernel code, "
+            "and it is the day\n")
+    src = _write(tmp_path / "docs.txt", line * 5)
+    assert io.sniff_input(src) == "text"
+    r = run_cli("info", src, timeout=300)
+    assert r.returncode == 0 and r.stdout.startswith(f"{src}: text,") and "vocabulary:" in r.stdout, r.stdout
+    assert io.sniff_input(_write(tmp_path / "ids.csv", "alice,Star Wars\nbob,The Godfather\n")) == "edges"
+    assert io.sniff_input(_write(tmp_path / "r.csv", ("bob," + line.replace(",", "").strip() + ",4\n") * 3)) == "edges"
+
+
 def test_info_names_the_vocabulary_lda_trains_on(tmp_path):
     """tux2 info's vocabulary counted the stop words that tux2 run lda drops by default:
     it now gives both, the second the one the run reports ('N words')."""

@@ -133,6 +133,13 @@ def test_the_label_column_by_number_name_or_last(data, tmp_path):
     r = run_cli("run", "lr", path, "--epochs", "1")
     assert r.returncode == 2 and "column 1, the labels (the first), holds" in r.stderr \
         and "--label-column N|NAME|last" in r.stderr, r.stderr
+    # a rating file given to lr (a new user's try): said so, and one punctuation mark ('from a guess?.')
+    ratings = tmp_path / "ratings.tsv"
+    ratings.write_text("user\titem\trating\ttimestamp\n" + "".join(f"{u}\t{i}\t{1 + (u * i) % 5}\t88{u}{i}\n"
+                                                                  for u in range(1, 30) for i in (3, 7, 9)))
+    r = run_cli("run", "lr", str(ratings), "--epochs", "1")
+    assert r.returncode == 2 and "from a guess? --label-column" in r.stderr and "?." not in r.stderr \
+        and "the header names users and items, as a rating file's: tux2 run mf reads it" in r.stderr, r.stderr
     for spec in ("last", "9", "-1"):
         m = tux2.LogisticRegression(epochs=2, label_column=spec).fit(path)
         assert m.label_column_ == "last" and m.classes_.tolist() == [1, 2]
@@ -162,6 +169,11 @@ def test_the_label_column_by_number_name_or_last(data, tmp_path):
     ('a,b,label\n"0,39","1,93",1\n"0,5","2,5",0\n', (), "t.csv:1: the header line has 3 names and the first data line 5"),
     ("39, State-gov, 77516, Bachelors, <=50K\n50, Private, 83311, HS-grad, >50K\n", (),     # UCI's adult
      "t.csv: a table with 3 columns of words (2 'State-gov', 4 'Bachelors', 5 '<=50K'): the linear models read"),
+    # Kaggle's Titanic: a quoted name holds a comma and spaces (it was split into 'Braund', 'Mr.', 'Owen' …, shown
+    # as 7 columns of words), and a missing age is no word
+    ('PassengerId,Survived,Name,Sex,Age,Fare\n1,0,"Braund, Mr. Owen Harris",male,22,7.25\n'
+     '2,1,"Cumings, Mrs. John",female,,71.28\n', (),
+     "t.csv: a table with 2 columns of words (3 ('Name'), 4 ('Sex')): the linear models read"),
     # the first data line's last value missing (pandas' to_csv of a NaN there): that line's field, not the
     # header's names ('the header line has 3 names and the first data line 2 columns') nor the next line's
     ("label,a,b\n1,0.5,\n0,2,1\n", (), "t.csv:2: empty field in column 3 ('b') at the end of the line: a missing"),

@@ -301,8 +301,10 @@ def _parse_edges(buf, start, out_s, out_d, out_v, cs=0, cd=1, cv=OPTIONAL, mode=
     NONE: no value); other columns are skipped unread. In TAB mode every tab ends a
     field (two in a row: an empty one, an error only where an id or the value is read)
     and a read field holds one number between spaces (error 14); ``strict`` (a comma- or
-    semicolon-separated file): spaces between two of the fields read or skipped up to the
-    last one read are error 15 ('1,1 5,3' is no line of three numbers). An id over ``id_max``
+    semicolon-separated file): spaces between two of the fields read up to the last one read
+    are error 15 ('1,1 5,3' is no line of three numbers), while a field not read runs to its
+    comma or semicolon, or when quoted to its closing quote, spaces, commas and all
+    ('1,2,Toy Story,4', '1,2,"Heat, The",4'), and may be empty ('1,2,,4'; one read: error 13). An id over ``id_max``
     is error 11, a value beyond ±``value_max`` error 12 (the limits of narrower output
     arrays). Returns (n_edges, ncols, err, err_line, err_pos), ncols 3 when values were
     read, else 2."""
@@ -349,6 +351,14 @@ def _parse_edges(buf, start, out_s, out_d, out_v, cs=0, cd=1, cv=OPTIONAL, mode=
                 d, p, err = _parse_int(buf, p, n, mode)
             elif t == vcol:
                 v, p, err = _parse_float(buf, p, n, mode)
+            elif strict:                              # a field not read, spaces and all, as pandas skips a
+                err = 0                               # title ('1,2,Toy Story,4', '1,2,"Heat, The",4')
+                if p > 0 and buf[p - 1] == 34:        # quoted: to its closing quote ('""' is one quote)
+                    while p < n and buf[p] != 10 and (buf[p] != 34 or (p + 1 < n and buf[p + 1] == 34)):
+                        p += 2 if buf[p] == 34 else 1
+                else:                                 # to its comma or semicolon
+                    while p < n and buf[p] != 44 and buf[p] != 59 and buf[p] != 10:
+                        p += 1
             else:
                 err = 0
                 while p < n and not _field_ends(buf[p], mode):
@@ -370,7 +380,9 @@ def _parse_edges(buf, start, out_s, out_d, out_v, cs=0, cd=1, cv=OPTIONAL, mode=
                     return k, ncols, 13, line, pos    # an empty field where an id or the value is read
                 t += hard - 1
             elif hard > 1 and t <= last:              # ',,': an empty field, not the next column
-                return k, ncols, 13, line, pos
+                if not strict or _used(t, t + hard - 1, cs, cd, vcol):
+                    return k, ncols, 13, line, pos    # (in a column not read, as pandas' NaN: skipped)
+                t += hard - 1
             elif hard == 0 and strict:                # '1 5' in a comma-separated file: no number, nor two
                 return k, ncols, 15, line, pos
         if t <= need:
@@ -1436,6 +1448,7 @@ def edge_format(head, path, columns=None, quotes=False, header=None):
     the next for a quoted comma or semicolon (which separates: README, Input) is an error.
     ``header=False``: the first line is data whatever it holds."""
     start, skip, base, size = _matrix_market(head, path)
+    refuse = None       # a line split by a quoted comma: an error once the columns read are known
     if base:
         fmt = EdgeFormat(start, skip, matrix_market=True)
         fmt.size = size
@@ -1488,12 +1501,15 @@ def edge_format(head, path, columns=None, quotes=False, header=None):
         if len(n) > 1:          # the data line against the header, or the first data line against the next
             _empty_at_end(data, data_no, *((n[1], n[0]) if header else n), fmt, path)
         quoted = next((x for x in lines if quoted_separator(x[3])), None) if quotes and mode != TAB else None
+        even = fmt.strict and len({len(csv_fields(x[3], fmt.sep_byte)) for x in lines}) == 1
         if quoted and len(n) == 2 and n[0] != n[1] and not (     # '"a,b",x,3' as 4 fields, silently or a bad value,
-                fmt.strict and len({len(csv_fields(x[3], fmt.sep_byte)) for x in lines}) == 1 and (  # but for a
-                    quoted is lines[0] and header or not all(t.isdigit() for t in split_line(quoted[3])[:2]))):
-            raise InputError(f"line {lines[0][2]} has {n[0]} {'names' if header else 'fields'}, line {lines[1][2]} "
-                             f"{n[1]} fields" + quoted_separator(quoted[3]),       # header or string ids, read whole
-                             path=path, line=quoted[2], text=quoted[3].decode("utf-8", "replace"))
+                even and (quoted is lines[0] and header or       # but for a header or string ids, read whole
+                          not all(t.isdigit() for t in split_line(quoted[3])[:2]))):
+            refuse = InputError(f"line {lines[0][2]} has {n[0]} {'names' if header else 'fields'}, line "
+                                f"{lines[1][2]} {n[1]} fields" + quoted_separator(quoted[3]),
+                                path=path, line=quoted[2], text=quoted[3].decode("utf-8", "replace"))
+            # ... or in a column not read ('1,10,"Heat, The",4' by 1,2,4), which the parser skips whole
+            refuse = (refuse, lines[1:] if header else lines) if even else refuse
         if names and not names[0] and len(names) == width >= 3:
             # pandas' to_csv: a first column without a name is the row index, not the user
             fmt.cols = (1, 2, 3 if width >= 4 else NONE)
@@ -1501,6 +1517,14 @@ def edge_format(head, path, columns=None, quotes=False, header=None):
             fmt.cols, fmt.by_name = named_columns(names, fmt.cols)
     if columns is not None:
         fmt.cols, fmt.explicit = parse_columns(columns, fmt.names, path), True
+    if isinstance(refuse, tuple):
+        refuse, data = refuse
+        cs, cd, cv = fmt.cols
+        read = {cs, cd, 2 if cv == OPTIONAL else cv}
+        refuse = refuse if any(i in read for x in data for i, f in enumerate(csv_fields(x[3], fmt.sep_byte))
+                               if fmt.sep_byte in f) else None
+    if refuse is not None:
+        raise refuse
     return fmt
 
 
@@ -2155,9 +2179,11 @@ def sniff_input(path, columns=None):
     rows = sample_rows(head, fmt)
     if columns is None and any(str(n).lower() in TEXT_COLUMNS for n in fmt.names or ()):
         return "text"           # 'id,text' above '1,"apple banana, melon"': a CSV corpus, not (1, 'apple banana…')
-    if rows and all(len(t) > max(fmt.cols[:2]) and (vcol < 0 or len(t) <= vcol or is_number(t[vcol])
-                                                    or is_number(t[vcol].replace(b",", b".")))      # 3,5: named
-                    for t in rows):
+    valued = vcol >= 0 and any(len(t) > vcol for t in rows)
+    prose = not valued and any(len(f.split()) > 12 for t in rows for f in t[:2])   # no ids: text with a comma
+    if rows and not prose and all(len(t) > max(fmt.cols[:2]) and (vcol < 0 or len(t) <= vcol or is_number(t[vcol])
+                                                                  or is_number(t[vcol].replace(b",", b".")))  # 3,5
+                                  for t in rows):
         return "edges"
     if fmt.mode == TAB and (number_column(rows) is not None or tab_table(head, fmt)):
         return "edges"

@@ -351,14 +351,17 @@ def words_hint(head, path):
         fmt = io.edge_format(head, path)
     except InputError:
         return None
-    rows = [r for r in (io.data_fields(x, fmt.mode) for x in head[fmt.start:].split(b"\n")[:20]) if r]
+    # (fields as the reader splits them: a quoted '"Braund, Mr. Owen Harris"' is one; an empty one no word)
+    rows = [r for r in (fmt.fields(x) for x in head[fmt.start:].split(b"\n")[:20]) if r]
     if len(rows) < 1 or any(b":" in t for r in rows for t in r) or len(rows[0]) < 3:
         return None
-    words = [j for j in range(len(rows[0])) if not all(j < len(r) and io.is_number(r[j]) for r in rows)]
+    words = [j for j in range(len(rows[0]))
+             if not all(j < len(r) and (io.is_number(r[j]) or not r[j].strip()) for r in rows)]
     if len(words) < 2:
         return None
-    shown = ", ".join(f"{j + 1} {io._preview(rows[0][j].strip())}" for j in words[:4]) + (", …" if len(words) > 4
-                                                                                         else "")
+    names = fmt.names if fmt.names and len(fmt.names) == len(rows[0]) else None
+    shown = ", ".join(f"{j + 1} ({names[j]!r})" if names else f"{j + 1} {io._preview(rows[0][j].strip())}"
+                      for j in words[:4]) + (", …" if len(words) > 4 else "")
     return (f"a table with {len(words)} columns of words ({shown}): the linear models read numbers, and the labels "
             "may be one column of words. One-hot encode the others first (pandas.get_dummies, scikit-learn's "
             "OneHotEncoder) and fit from Python, LogisticRegression().fit(X, y), or write the numbers as CSV")

@@ -119,13 +119,16 @@ class Linear(Estimator):
         found = np.unique(y) if table and table.how.startswith("the first") else ()
         # the first column, no labels? (a guess: lr takes more classes from a column named so or picked)
         if self.loss != "squared" and len(found) > (100 if self.algorithm == "softmax" else 2):
+            ratings = {0, 1} <= {io.role(n) for n in table.names or ()}     # 'user,item,rating,timestamp'
             raise InputError(f"column {table.column(table.label)}, the labels (the first), holds {len(found):,} "
                              f"values ({', '.join(map(shown, found[:3]))}, …): "
-                             + ("as many classes?" if self.algorithm == "softmax" else "a binary model takes two"
-                                if not self.multiclass else "as many classes, from a guess?")
-                             + ". --label-column N|NAME|last (label_column=) picks the column of the labels"
+                             + ("as many classes? " if self.algorithm == "softmax" else "a binary model takes two. "
+                                if not self.multiclass else "as many classes, from a guess? ")
+                             + "--label-column N|NAME|last (label_column=) picks the column of the labels"
                              + ("; softmax takes more than two" if not self.multiclass else
-                                "; --label-column first takes these as the classes" if self.algorithm == "lr" else ""),
+                                "; --label-column first takes these as the classes" if self.algorithm == "lr" else "")
+                             + ("; the header names users and items, as a rating file's: tux2 run mf reads it"
+                                if ratings else ""),
                              path=os.fspath(data))
         if y is None:
             shape = np.shape(np.asarray(test)) if test is not None else None      # array-likes too
@@ -1522,7 +1525,9 @@ class BlockPG(Linear):
 
     def _line(self, rec, n):
         return (f"epoch {rec['epoch']:3d}/{n}  objective {rec['objective']:.6g}  non-zeros {rec['nnz']}  "
-                + (f"test acc {rec['test_accuracy']:.4f} auc {rec['test_auc']:.4f}  " if "test_auc" in rec else "")
+                + (f"test acc {rec['test_accuracy']:.4f}  " if "test_accuracy" in rec else "")
+                + (f"logloss {rec['test_logloss']:.4f}  " if "test_logloss" in rec else "")
+                + (f"auc {rec['test_auc']:.4f}  " if "test_auc" in rec else "")
                 + f"time {rec['time_s']:.3f}s")
 
     def _converged(self, history):
