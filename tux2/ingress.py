@@ -170,6 +170,9 @@ def load(transport, path, partitions, partitioner="bicut", seed=0, test_path=Non
     s, d, v = s[~held], d[~held], v[~held]
     counts = _rows(transport, "ingress-train", np.array([len(s)], np.int64))[:, 0]
     n_train = int(counts.sum())
+    if n_train == 0:                    # (every worker: the counts are all of theirs)
+        raise InputError("no edges left to train on: the held-out test share took every one; a smaller "
+                         "--test-fraction keeps some", path=path)
     pos = int(counts[:rank].sum()) + np.arange(len(s), dtype=np.int64)     # file order among training edges
     # the mean and spread of the ratings as they train (float32), the single process's: E[r²] − μ² lost the
     # spread to rounding (sd 6e-8, a rescaling by 7e-8, for ratings all 3.7; 90.5 for 91.1 with 1e9 + 64·stars)

@@ -403,7 +403,9 @@ def train(est, data, *, transport=None, partitions=None, threads=None, slack=0, 
     weights = getattr(data, "weights", None)
     same = rank == 0 and not held_out and _same_data(getattr(data, "train", None), getattr(data, "test", None))
     del data            # the data as loaded, when the caller kept no reference: the setup has what the run needs
-    if setup.graph.num_edges == 0:      # (fit's own empty data is refused before; this is what the split left)
+    # (fit's own empty data is refused before; this is what the split left; distributed ingress's share of a
+    # worker may be empty where the whole is not: tux2.ingress says it of the whole)
+    if setup.graph.num_edges == 0 and not getattr(setup, "ingress", False):
         raise InputError("no edges left to train on: " + (
             "the held-out test share took every one; a smaller --test-fraction keeps some" if held_out else
             "the data has none"), path=source)
