@@ -2174,7 +2174,12 @@ def sniff_input(path, columns=None):
         return "libsvm"         # (a multi-label '1,3' with no index:value anywhere is a CSV line: '522,5428,3.5')
     if sniff_corpus(path) == "docword":
         return "docword"
-    fmt = edge_format(head, path, columns)
+    try:
+        fmt = edge_format(head, path, columns)
+    except InputError:      # prose whose quotation runs on into the next paragraph (an odd number of '"'s)
+        if columns is None and any(len(x.split()) > 12 for x in data[:3]):
+            return "text"
+        raise
     vcol = 2 if fmt.cols[2] == OPTIONAL else fmt.cols[2]
     rows = sample_rows(head, fmt)
     if columns is None and any(str(n).lower() in TEXT_COLUMNS for n in fmt.names or ()):
