@@ -428,7 +428,8 @@ def test_quoted_fields_without_a_separator_inside_are_read_as_before(tmp_path):
     assert g.num_edges == 2 and g.values.tolist() == [3.0, 4.0]
 
 
-@pytest.mark.parametrize("distributed", [False, True], ids=["one process", "distributed ingress"])
+@pytest.mark.parametrize("distributed", [False, pytest.param(True, marks=pytest.mark.slow)],
+                         ids=["one process", "distributed ingress"])
 def test_a_matrix_market_file_is_checked_against_its_banner_and_size_line(tmp_path, distributed):
     """The size line was skipped unread and the banner's form unchecked: a file cut short, an
     entry beyond the declared rows, and a symmetric matrix (half its entries) trained as given.
