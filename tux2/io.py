@@ -2177,7 +2177,7 @@ def sniff_input(path, columns=None):
     try:
         fmt = edge_format(head, path, columns)
     except InputError:      # prose whose quotation runs on into the next paragraph (an odd number of '"'s)
-        if columns is None and any(len(x.split()) > 12 for x in data[:3]):
+        if columns is None and any(map(is_prose, data[:3])):
             return "text"
         raise
     vcol = 2 if fmt.cols[2] == OPTIONAL else fmt.cols[2]
@@ -2185,7 +2185,7 @@ def sniff_input(path, columns=None):
     if columns is None and any(str(n).lower() in TEXT_COLUMNS for n in fmt.names or ()):
         return "text"           # 'id,text' above '1,"apple banana, melon"': a CSV corpus, not (1, 'apple banana…')
     valued = vcol >= 0 and any(len(t) > vcol for t in rows)
-    prose = not valued and any(len(f.split()) > 12 for t in rows for f in t[:2])   # no ids: text with a comma
+    prose = not valued and any(is_prose(f) for t in rows for f in t[:2])   # no ids: text with a comma
     if rows and not prose and all(len(t) > max(fmt.cols[:2]) and (vcol < 0 or len(t) <= vcol or is_number(t[vcol])
                                                                   or is_number(t[vcol].replace(b",", b".")))  # 3,5
                                   for t in rows):
@@ -2203,9 +2203,17 @@ def sample_rows(head, fmt):
     return [t for t in (fmt.fields(x) for x in head[fmt.start:].split(b"\n")[:21]) if t][:20]
 
 
+PROSE_WORDS = 12        # a field of more words than this is prose (a document), no id, name or number
+
+
+def is_prose(field):
+    """Whether a line's ``field`` (bytes) is prose: more than PROSE_WORDS words."""
+    return len(field.split()) > PROSE_WORDS
+
+
 def tab_table(head, fmt):
     """The number of columns (3 or more) of tab-separated lines that all have as many,
-    none of them prose (over 12 words) and none named as a text corpus's (TEXT_COLUMNS)
+    none of them prose (``is_prose``) and none named as a text corpus's (TEXT_COLUMNS)
     by a header: a table such as Last.fm-1K's ``user time artist-mbid artist track-mbid
     track``, not a text corpus; else 0. Empty fields count (Last.fm leaves mbids out)."""
     lines = [x.rstrip(b"\r") for x in head[fmt.start:].split(b"\n")[:21]]
@@ -2213,7 +2221,7 @@ def tab_table(head, fmt):
     widths = {x.count(b"\t") + 1 for x in lines}
     if len(lines) < 2 or len(widths) != 1 or any(str(n).lower() in TEXT_COLUMNS for n in fmt.names or ()):
         return 0
-    prose = any(len(f.split()) > 12 for x in lines for f in x.split(b"\t"))
+    prose = any(is_prose(f) for x in lines for f in x.split(b"\t"))
     return 0 if prose or widths.pop() < 3 else lines[0].count(b"\t") + 1
 
 
