@@ -30,8 +30,8 @@ def _unnormalised(g, X):
     return g, sp.csr_matrix(X @ sp.diags(c))
 
 
-def _loop_objective(W, X, y, loss, reg, lam):
-    """f(W) one sample at a time, in plain Python: the slow reference."""
+def _loop_objective(W, X, y, loss, reg, lam, free=None):
+    """f(W) one sample at a time, in plain Python: the slow reference (row ``free`` unpenalised)."""
     X = X.tocsr()
     W = np.asarray(W).reshape(X.shape[1], -1)
     total = 0.0
@@ -46,27 +46,30 @@ def _loop_objective(W, X, y, loss, reg, lam):
         else:
             yy = 1.0 if y[i] > 0 else -1.0
             total += np.log1p(np.exp(-yy * m[0])) if loss == "logistic" else max(0.0, 1.0 - yy * m[0])
-    r = 0.5 * sum(v * v for v in W.ravel()) if reg == "l2" else sum(abs(v) for v in W.ravel())
+    rows = [W[j] for j in range(W.shape[0]) if j != free]
+    r = sum(0.5 * v * v if reg == "l2" else abs(v) for row in rows for v in row)
     return total / X.shape[0] + lam * r
 
 
 @pytest.mark.parametrize("loss,classes", [("logistic", 2), ("hinge", 2), ("softmax", 4)])
 @pytest.mark.parametrize("reg", ["l2", "l1"])
-def test_reference_objective_and_gradient(loss, classes, reg):
+@pytest.mark.parametrize("free", [None, 24])
+def test_reference_objective_and_gradient(loss, classes, reg, free):
     g, X, y = _problem(classes, n=60, d=25)
     rng = np.random.default_rng(1)
     W = rng.normal(0, 0.7, (X.shape[1], 1 if classes == 2 else classes))
     lam = 0.03
-    f = glm.objective_value(W, X, y, loss, reg, lam)
-    assert f == pytest.approx(_loop_objective(W, X, y, loss, reg, lam), rel=1e-12)
-    G = glm.gradient_value(W, X, y, loss, reg, lam)
+    f = glm.objective_value(W, X, y, loss, reg, lam, free=free)
+    assert f == pytest.approx(_loop_objective(W, X, y, loss, reg, lam, free), rel=1e-12)
+    G = glm.gradient_value(W, X, y, loss, reg, lam, free=free)
     if loss == "hinge":
         return                                     # a subgradient: not checked by differences
     for j, k in [(0, 0), (3, W.shape[1] - 1), (7, 0), (11, W.shape[1] // 2)]:
         h = 1e-6
         E = np.zeros_like(W)
         E[j, k] = h
-        num = (glm.objective_value(W + E, X, y, loss, reg, lam) - glm.objective_value(W - E, X, y, loss, reg, lam))
+        num = (glm.objective_value(W + E, X, y, loss, reg, lam, free=free) -
+               glm.objective_value(W - E, X, y, loss, reg, lam, free=free))
         assert G[j, k] == pytest.approx(num / (2 * h), rel=1e-5, abs=1e-9)
 
 
@@ -82,17 +85,48 @@ def test_full_batch_steps_are_gradient_steps(loss, classes, reg, strategy, parts
     _check_gradient_steps(eng, np.zeros((X.shape[1], 1 if classes == 2 else classes)), X, y, loss, reg, lam, eta)
 
 
-def _check_gradient_steps(eng, W, X, y, loss, reg, lam, eta, fm=False, epochs=3):
-    """Each full-batch epoch of ``eng`` is the numpy reference's step from W."""
+def _check_gradient_steps(eng, W, X, y, loss, reg, lam, eta, fm=False, epochs=3, free=None):
+    """Each full-batch epoch of ``eng`` is the numpy reference's step from W (row ``free`` unpenalised)."""
     for _ in range(epochs):
         eng.run(1)
         Gd = glm.gradient_value(W, X, y, loss, "l2", 0.0, fm=fm)
+        t = np.full((W.shape[0], 1), eta * lam)
+        if free is not None:
+            t[free] = 0.0
         if reg == "l2":
-            W = W - eta * (Gd + lam * W)
+            W = W - eta * Gd - t * W
         else:
             Z = W - eta * Gd
-            W = np.sign(Z) * np.maximum(np.abs(Z) - eta * lam, 0.0)
+            W = np.sign(Z) * np.maximum(np.abs(Z) - t, 0.0)
         np.testing.assert_allclose(glm.weights(eng), W, rtol=1e-10, atol=1e-13)
+
+
+def _with_intercept(g, X):
+    """The problem with a constant feature 1 last, every sample's intercept."""
+    from tux2.graph import BipartiteGraph
+    n, d = X.shape
+    g = BipartiteGraph(np.concatenate([g.src, np.arange(n)]), np.concatenate([g.dst, np.full(n, d)]),
+                       np.concatenate([g.values, np.ones(n)]), n, d + 1)
+    return g, sp.hstack([X, np.ones((n, 1))]).tocsr()
+
+
+@pytest.mark.parametrize("reg", ["l2", "l1"])
+@pytest.mark.parametrize("strategy,parts", [("sendgradient", 1), ("column", 3)])
+def test_the_intercept_is_not_penalised(reg, strategy, parts):
+    """free = the constant feature: its steps carry no λ term (scikit-learn's lbfgs, MLlib), the others'
+    do, and the in-engine objective leaves it out of R."""
+    g, X, y = _problem(2, n=200)
+    g, X = _with_intercept(g, X)
+    y = np.where(np.arange(len(y)) % 5 == 0, y, 1)          # mostly one class: an intercept far from 0
+    lam, eta, free = 0.05, 0.5, X.shape[1] - 1
+    eng, _ = glm.engine(g, y, "logistic", strategy, parts=parts, batch=None, eta=eta, lam=lam, reg=reg, free=free,
+                        evaluate=True)
+    _check_gradient_steps(eng, np.zeros((X.shape[1], 1)), X, y, "logistic", reg, lam, eta, free=free)
+    W = glm.weights(eng)
+    assert W[free, 0] > 0.1
+    f = glm.objective_value(W, X, y, "logistic", reg, lam, free=free)
+    assert eng.context()["objective"] == pytest.approx(f, rel=1e-10)
+    assert f < glm.objective_value(W, X, y, "logistic", reg, lam)
 
 
 def _sklearn_optimum(X, y, lam):
@@ -341,13 +375,11 @@ def test_cli_trains_and_writes_the_model(tmp_path):
     import scipy.sparse as sp
     X = sp.hstack([X, np.ones((X.shape[0], 1))]).tocsr()
     acc = np.mean(glm.scores(W, X).argmax(axis=1) == y)
-    # dense columns train centred (glm.centre): the objective penalises the intercept of x − μ, b + μ·w
-    dense = np.asarray((X[:, :-1] != 0).mean(axis=0)).ravel() >= 0.5
-    mu = np.where(dense, np.asarray(X[:, :-1].mean(axis=0)).ravel(), 0.0)
-    Wc = W.copy()
-    Wc[-1] += mu @ W[:-1]
-    f = glm.objective_value(Wc, sp.csr_matrix(X.toarray() - np.append(mu, 0.0)), y, "softmax", "l2", 1e-2)
+    # dense columns train centred (glm.centre), and the intercept, unpenalised, takes their means back:
+    # the printed objective is the raw model's
+    f = glm.objective_value(W, X, y, "softmax", "l2", 1e-2, free=-1)
     assert recs[-1]["objective"] == pytest.approx(f, rel=1e-9)
+    assert f < glm.objective_value(W, X, y, "softmax", "l2", 1e-2)     # the intercept is not penalised
     assert recs[-1]["test_accuracy"] == pytest.approx(acc)
     meta = json.load(open(out / "model.json"))
     assert meta["algorithm"] == "softmax" and meta["classes"] == 3

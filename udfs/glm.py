@@ -20,8 +20,10 @@ ids, ``shuffle_samples``) = one clock:
 * Apply at the features: the update.
 
 The regulariser is spread over the samples that hold a feature: a batch edge of
-feature j adds λ (n / n_j) ∂R/∂w_j, so a mini-batch gradient is an unbiased estimate
-of ∇f and touches only the batch's features, and a full batch is exactly ∇f.
+feature j adds λ (n / n_j) ∂R/∂w_j (the feature's ``pen``), so a mini-batch gradient is an
+unbiased estimate of ∇f and touches only the batch's features, and a full batch is exactly ∇f.
+An intercept (``free``: the constant feature every sample holds) has ``pen`` 0: R leaves it
+out, as scikit-learn's lbfgs, Spark MLlib and glmnet do (liblinear's ``-B 1`` penalises it).
 
 A factorization machine (``factors=F`` > 0, binary losses) is the same stage
 sequence with a wider record: feature j holds w_j = (linear weight, v_j1 … v_jF),
@@ -130,14 +132,14 @@ def gradient(u, v, e, a_u, a_v, ctx):
 
 def local_step_l2(u, v, e, a_u, a_v, ctx):
     s = ctx.rate * ctx.local_scale
-    r = ctx.lam * ctx.n / v.deg
+    r = ctx.lam * v.pen
     for k in range(v.w.shape[0]):
         v.w[k] -= s * (e.x * u.d[k] + r * v.w[k])
 
 
 def local_step_l1(u, v, e, a_u, a_v, ctx):
     s = ctx.rate * ctx.local_scale
-    t = s * ctx.lam * ctx.n / v.deg
+    t = s * ctx.lam * v.pen
     for k in range(v.w.shape[0]):
         v.w[k] = soft(v.w[k] - s * e.x * u.d[k], t)
 
@@ -145,7 +147,7 @@ def local_step_l1(u, v, e, a_u, a_v, ctx):
 def local_adagrad_l2(u, v, e, a_u, a_v, ctx):
     # AdaGrad per replica (G: that replica's sum of squared gradients); the step
     # η/√G is scale-free, so no local_scale
-    r = ctx.lam * ctx.n / v.deg
+    r = ctx.lam * v.pen
     for k in range(v.w.shape[0]):
         g = e.x * u.d[k] + r * v.w[k]
         v.G[k] += g * g
@@ -153,7 +155,7 @@ def local_adagrad_l2(u, v, e, a_u, a_v, ctx):
 
 
 def local_adagrad_l1(u, v, e, a_u, a_v, ctx):
-    t = ctx.lam * ctx.n / v.deg
+    t = ctx.lam * v.pen
     for k in range(v.w.shape[0]):
         g = e.x * u.d[k]
         v.G[k] += g * g
@@ -183,7 +185,7 @@ def fm_gradient(u, v, e, a_u, a_v, ctx):
 
 def fm_local_step_l2(u, v, e, a_u, a_v, ctx):
     s = ctx.rate * ctx.local_scale
-    r = ctx.lam * ctx.n / v.deg
+    r = ctx.lam * v.pen
     d = u.d[0]
     v.w[0] -= s * (e.x * d + r * v.w[0])
     for f in range(1, v.w.shape[0]):
@@ -192,7 +194,7 @@ def fm_local_step_l2(u, v, e, a_u, a_v, ctx):
 
 def fm_local_step_l1(u, v, e, a_u, a_v, ctx):
     s = ctx.rate * ctx.local_scale
-    t = s * ctx.lam * ctx.n / v.deg
+    t = s * ctx.lam * v.pen
     d = u.d[0]
     v.w[0] = soft(v.w[0] - s * e.x * d, t)
     for f in range(1, v.w.shape[0]):
@@ -200,7 +202,7 @@ def fm_local_step_l1(u, v, e, a_u, a_v, ctx):
 
 
 def fm_local_adagrad_l2(u, v, e, a_u, a_v, ctx):
-    r = ctx.lam * ctx.n / v.deg
+    r = ctx.lam * v.pen
     d = u.d[0]
     for f in range(v.w.shape[0]):
         g = (e.x * d if f == 0 else d * e.x * (u.d[f] - v.w[f] * e.x)) + r * v.w[f]
@@ -209,7 +211,7 @@ def fm_local_adagrad_l2(u, v, e, a_u, a_v, ctx):
 
 
 def fm_local_adagrad_l1(u, v, e, a_u, a_v, ctx):
-    t = ctx.lam * ctx.n / v.deg
+    t = ctx.lam * v.pen
     d = u.d[0]
     for f in range(v.w.shape[0]):
         g = e.x * d if f == 0 else d * e.x * (u.d[f] - v.w[f] * e.x)
@@ -328,13 +330,13 @@ def weighted_loss(loss):
 
 # ---------------------------------------------------------------- updates (Apply at feature masters)
 def sgd_l2(v, a, ctx):
-    r = ctx.lam * ctx.n / v.deg * a.c
+    r = ctx.lam * v.pen * a.c
     for k in range(v.w.shape[0]):
         v.w[k] -= ctx.rate * (a.g[k] + r * v.w[k]) / ctx.batch
 
 
 def sgd_l1(v, a, ctx):
-    t = ctx.rate * ctx.lam * ctx.n / v.deg * a.c / ctx.batch
+    t = ctx.rate * ctx.lam * v.pen * a.c / ctx.batch
     for k in range(v.w.shape[0]):
         v.w[k] = soft(v.w[k] - ctx.rate * a.g[k] / ctx.batch, t)
 
@@ -342,7 +344,7 @@ def sgd_l1(v, a, ctx):
 def adam_l2(v, a, ctx):
     v.b1t *= ctx.beta1                     # β^t kept as running products: no pow per feature
     v.b2t *= ctx.beta2
-    r = ctx.lam * ctx.n / v.deg * a.c
+    r = ctx.lam * v.pen * a.c
     c1 = 1.0 - v.b1t
     c2 = 1.0 - v.b2t
     for k in range(v.w.shape[0]):
@@ -362,11 +364,11 @@ def adam_l1(v, a, ctx):
         v.m1[k] = ctx.beta1 * v.m1[k] + (1.0 - ctx.beta1) * g
         v.m2[k] = ctx.beta2 * v.m2[k] + (1.0 - ctx.beta2) * g * g
         step = ctx.rate * v.scale / (math.sqrt(v.m2[k] / c2) + ctx.eps)
-        v.w[k] = soft(v.w[k] - step * v.m1[k] / c1, step * ctx.lam * ctx.n / v.deg * a.c / ctx.batch)
+        v.w[k] = soft(v.w[k] - step * v.m1[k] / c1, step * ctx.lam * v.pen * a.c / ctx.batch)
 
 
 def adagrad_l2(v, a, ctx):
-    r = ctx.lam * ctx.n / v.deg * a.c
+    r = ctx.lam * v.pen * a.c
     for k in range(v.w.shape[0]):
         g = (a.g[k] + r * v.w[k]) / ctx.batch
         v.G[k] += g * g
@@ -378,20 +380,22 @@ def adagrad_l1(v, a, ctx):
         g = a.g[k] / ctx.batch
         v.G[k] += g * g
         s = ctx.rate * v.scale / (math.sqrt(v.G[k]) + ctx.eps)
-        v.w[k] = soft(v.w[k] - s * g, s * ctx.lam * ctx.n / v.deg * a.c / ctx.batch)
+        v.w[k] = soft(v.w[k] - s * g, s * ctx.lam * v.pen * a.c / ctx.batch)
 
 
 # ---------------------------------------------------------------- GlobalSync
 def regulariser_l2(v, ctx):
     for k in range(v.w.shape[0]):
-        ctx.reg += 0.5 * v.w[k] * v.w[k]
+        if v.pen > 0.0:
+            ctx.reg += 0.5 * v.w[k] * v.w[k]
         if v.w[k] != 0.0:
             ctx.nnz += 1.0
 
 
 def regulariser_l1(v, ctx):
     for k in range(v.w.shape[0]):
-        ctx.reg += abs(v.w[k])
+        if v.pen > 0.0:
+            ctx.reg += abs(v.w[k])
         if v.w[k] != 0.0:
             ctx.nnz += 1.0
 
@@ -548,7 +552,7 @@ def mismatch(strategy, optimizer):
 def program(labels, samples, features, values, n_samples, n_features, loss="logistic", reg="l2", lam=1e-6,
             strategy="sendgradient", batch=1000, eta=0.1, decay=0.0, classes=None, parts=1, evaluate=False,
             beta1=0.9, beta2=0.999, eps=1e-8, optimizer=None, factors=0, init_std=0.01, types=("sample", "feature"),
-            epoch=0, weights=None):
+            epoch=0, weights=None, free=None):
     """A GLM program on edges (samples[i], features[i]) with values ``values``
     (sample ids already shuffled, see ``shuffle_samples``). ``parts`` is only used
     by the model-averaging strategies (local steps are P/B: each partition's
@@ -558,7 +562,8 @@ def program(labels, samples, features, values, n_samples, n_features, loss="logi
     N(0, init_std²) draws of the engine's seed divided by max(1, the feature's largest
     |value|), the linear weights at 0). ``epoch``: the epochs trained before (a warm start), where
     the step schedule eta / (1 + decay t) goes on. ``weights``: each sample's weight s_i (by
-    engine sample id; None: every s_i 1, and no weight field)."""
+    engine sample id; None: every s_i 1, and no weight field). ``free``: the feature whose weights
+    are not penalised (the intercept's constant feature; None: every one is)."""
     if loss not in LOSSES:
         raise ValueError(f"unknown loss {loss!r}; choose one of {', '.join(LOSSES)}")
     if strategy not in STRATEGIES:
@@ -578,13 +583,16 @@ def program(labels, samples, features, values, n_samples, n_features, loss="logi
         raise ValueError(f"{len(y)} labels for {n_samples} samples")
     B = int(batch or n_samples or 1)
     features = np.asarray(features, np.int64)
-    deg = np.maximum(np.bincount(features, minlength=n_features), 1).astype(np.float64)
+    # λ's weight per edge of each feature: n / n_j (the penalty spread over the samples holding it)
+    pen = max(n_samples, 1) / np.maximum(np.bincount(features, minlength=n_features), 1).astype(np.float64)
+    if free is not None:
+        pen[free] = 0.0
     local = strategy in ("modelavg", "modelsum")
     wk = ("f8", K + F)                     # FM: (w_j, v_j1 … v_jF); K = 1
     sample = VertexType(types[0], sync={"d": wk}, master={"y": "f8", **({"s": "f8"} if weights is not None else {})},
                         accum={"m": ("f8", K + 2 * F)})
     fmaster = {"m1": wk, "m2": wk, "b1t": "f8", "b2t": "f8"} if opt == "adam" else {}
-    flocal = {"deg": "f8"}
+    flocal = {"pen": "f8"}
     if opt == "adagrad":                   # one-step: beside the master's weight; local: per replica
         (flocal if local else fmaster)["G"] = wk
     if weights is not None and len(weights) != n_samples:
@@ -609,7 +617,7 @@ def program(labels, samples, features, values, n_samples, n_features, loss="logi
             if weights is not None:
                 data["s"] = weights
         else:
-            data["deg"] = deg
+            data["pen"] = pen
             if opt != "sgd":
                 data["scale"] = scale
             if F:
@@ -816,9 +824,10 @@ def softmax(M):
     return P / P.sum(axis=1, keepdims=True)
 
 
-def objective_value(W, X, y, loss="logistic", reg="l2", lam=1e-6, fm=False, weights=None):
+def objective_value(W, X, y, loss="logistic", reg="l2", lam=1e-6, fm=False, weights=None, free=None):
     """f(W) for a scipy.sparse X: the reference the programs are checked against
-    (``fm``: W = (w, V) of a factorization machine; ``weights``: each sample's s_i)."""
+    (``fm``: W = (w, V) of a factorization machine; ``weights``: each sample's s_i; ``free``:
+    the row of W that R leaves out, an intercept's)."""
     M = fm_scores(W, X) if fm else scores(W, X)
     W = np.asarray(W).reshape(X.shape[1], -1)
     if loss == "softmax":
@@ -831,7 +840,8 @@ def objective_value(W, X, y, loss="logistic", reg="l2", lam=1e-6, fm=False, weig
         ys = np.where(np.asarray(y) > 0, 1.0, -1.0)
         m = M[:, 0]
         data = np.logaddexp(0.0, -ys * m) if loss == "logistic" else np.maximum(0.0, 1.0 - ys * m)
-    r = 0.5 * float((W * W).sum()) if reg == "l2" else float(np.abs(W).sum())
+    P = penalised(W, free)
+    r = 0.5 * float((P * P).sum()) if reg == "l2" else float(np.abs(P).sum())
     if weights is not None:
         data = data * np.asarray(weights, np.float64)
     return float(data.mean()) + lam * r
@@ -862,8 +872,17 @@ def zero_loss(loss, labels, classes=2, weights=None):
     return float(s.sum()) * {"logistic": math.log(2.0), "hinge": 1.0, "softmax": math.log(max(classes, 2))}[loss]
 
 
-def gradient_value(W, X, y, loss="logistic", reg="l2", lam=1e-6, fm=False):
-    """∇f(W) (a subgradient for hinge and l1), (d, K): the reference."""
+def penalised(W, free=None):
+    """W (d, K) with row ``free`` (the intercept's; None: none) zeroed: the weights R covers."""
+    if free is None:
+        return W
+    P = np.array(W, np.float64)
+    P[free] = 0.0
+    return P
+
+
+def gradient_value(W, X, y, loss="logistic", reg="l2", lam=1e-6, fm=False, free=None):
+    """∇f(W) (a subgradient for hinge and l1), (d, K): the reference (``free`` as objective_value's)."""
     M = fm_scores(W, X) if fm else scores(W, X)
     W = np.asarray(W).reshape(X.shape[1], -1)
     n = X.shape[0]
@@ -882,4 +901,5 @@ def gradient_value(W, X, y, loss="logistic", reg="l2", lam=1e-6, fm=False):
         G = np.column_stack([np.asarray(X.T @ D) / n, Gv])
     else:
         G = np.asarray(X.T @ D) / n
-    return G + lam * (W if reg == "l2" else np.sign(W))
+    P = penalised(W, free)
+    return G + lam * (P if reg == "l2" else np.sign(P))

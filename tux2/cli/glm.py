@@ -60,8 +60,8 @@ def add_parser(algos):
                            help="an intercept: every sample gets a constant feature 1 (with factors of its own)")
         else:
             p.add_argument("--no-bias", dest="bias", action="store_false",
-                           help="no intercept (by default every sample gets a constant feature 1, penalised like "
-                                "the others, as liblinear's -B 1; Spark MLlib and scikit-learn fit one too)")
+                           help="no intercept (by default every sample gets a constant feature 1 whose weight is "
+                                "not penalised, as scikit-learn's and Spark MLlib's intercepts)")
         p.add_argument("--driver", action="store_true",
                        help="sendgradient only: every feature master on partition 0 (Spark's driver)")
         p.add_argument("--reg", default="l2", type=_penalty, choices=FM.choices["penalty"],

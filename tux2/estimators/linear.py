@@ -977,7 +977,7 @@ class GLM(Linear):
             g, mu = glm.centre(g, weights=weights)
         if self.norm_ == "l2":
             g = glm.unit_rows(g)
-        if self.bias:                   # an intercept: the constant feature 1, last (liblinear's -B 1)
+        if self.bias:                   # an intercept: the constant feature 1, last, unpenalised but in an FM
             g = with_bias(g)
         base = int(self.loss == "softmax" and labels.dtype.kind == "i" and (labels == np.arange(1, k + 1)).all())
         optimizer, eta = self._resolved()
@@ -989,7 +989,7 @@ class GLM(Linear):
             g, y, self.loss, self.strategy, parts=parts, driver=self.driver, seed=self.seed, reg=self.penalty,
             lam=lam, batch=batch or None, eta=eta, decay=self.decay, classes=self.classes, evaluate=True,
             factors=self.factors, optimizer=optimizer, **({"init_std": self.init_std} if self.factors else {}),
-            weights=weights,
+            weights=weights, free=g.n_dst - 1 if self.bias and not self.factors else None,   # the intercept
             epoch=vars(self).get("epochs_trained_", 0) if self._warms() else 0)     # the step schedule goes on
         seen, span = sparse_features(data)
         alien = unknown_test_entries(data.train, data.test)
@@ -1021,8 +1021,8 @@ class GLM(Linear):
         suit targets in any units (years ~2000, prices ~10⁵: AdaGrad's steps are ±η per weight);
         ȳ is the mean with an intercept (the GLMs' bias, an FM's offset; libFM's w0 starts there too),
         else 0, σ the root mean square of y − ȳ (1 when that is 0). For the GLM the minimiser is the
-        same in either units (loss and penalty both scale by σ²), up to the intercept's penalty, now
-        on its centred value (an unpenalised-like intercept, as scikit-learn's Ridge). A warm start
+        same in either units (loss and penalty both scale by σ²; the intercept is not penalised, as
+        scikit-learn's Ridge's). A warm start
         keeps the model's (ȳ, σ), so a fit continued is the longer fit. ``weights``: the means
         weighted, each sample counted as often as it weighs."""
         if self._warms() and "target_scale_" in vars(self):
