@@ -302,13 +302,6 @@ def _read_state(path):
         raise CheckpointError(f"{file}: cannot read ({e})") from None
 
 
-def read_params(directory):
-    """The run parameters a checkpoint was written with."""
-    path = latest(directory)
-    _verify(path, ["state.json"])
-    return _read_state(path)["params"]
-
-
 def _verify(path, names):
     try:
         files.verify(path, names)

@@ -1196,24 +1196,6 @@ def _split_fields(line, mode, leading):
 _FIELDS = None
 
 
-def spaced_field(line, last):
-    """Whether a line of a comma- or semicolon-separated file has spaces between two
-    words of one field before the word after ``last`` (0-based; the fields up to it are
-    read): the edge parser's error 15, '1,1 5,3'."""
-    line = line.rstrip(b"\r\n")
-    if b" " not in line and b'"' not in line and b"\r" not in line:     # most lines: nothing to split a field
-        return False
-    words = 0
-    for field in re.split(rb"[,;\t]", line):
-        n = len([w for w in re.split(rb'[ \r"]+', field) if w])
-        if n > 1 and words <= last:
-            return True
-        words += n
-        if words > last:
-            return False
-    return False
-
-
 def _unquote(field):
     """A field quoted whole, as CSV writers quote (``"a b"``), without its quotes."""
     return field[1:-1] if len(field) > 1 and field[:1] == field[-1:] == b'"' else field
@@ -1763,14 +1745,6 @@ def check_counts(v, path, skip_lines=0, what="count"):
         line, text = edge_line(path, int(big[0]), skip_lines)
         raise InputError(f"{what} {v[big[0]]:.15g} is too large for one pair (at most {MAX_COUNT})", path=path,
                          line=line, text=text)
-
-
-def read_triples(path, type_names=("doc", "word"), base=None):
-    """``doc word count`` lines (0-based ids by default; MatrixMarket header: 1-based)."""
-    g = read_edge_list(path, base=base, type_names=type_names, values=np.float64)
-    check_counts(g.values, path)
-    g.values = g.values.astype(np.float32)
-    return g
 
 
 def read_docword(path, type_names=("doc", "word")):
