@@ -30,7 +30,8 @@ from tux2.graph import BipartiteGraph
 
 _MESSAGES = {
     1: "malformed vertex id (expected a non-negative integer; for non-numeric ids use --ids string, ids='string')",
-    2: "negative vertex id",
+    2: "negative vertex id (integer ids are 0 or more; --ids string, ids='string', reads any token as an id, "
+       "-1 too, as MF().fit takes arrays of any integers)",
     3: "malformed value (expected a number)",
     4: "value is NaN or infinite",
     6: "missing column (expected 'src dst [value]')",
