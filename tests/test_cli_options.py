@@ -198,6 +198,21 @@ def test_partitions_from_threads_or_workers_are_held_to_the_edge_count(capsys, f
     r = run_cli("run", "mf", str(three), "--workers", "4", "--epochs", "1", "--timeout", "20", timeout=240)
     assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
     assert "4 partitions (--workers 4 × --threads 1) for 3 edges" in r.stderr, r.stderr
+    from tux2.config import cores
+    assert ("--workers 4 on this machine's" in r.stderr) == (cores() < 4), r.stderr
+
+
+def test_more_local_workers_than_memory_holds_are_refused_before_any_starts(capsys, tmp_path):
+    """--workers 1000 on a 2-core machine started 1000 processes of ~150 MB each (trial
+    leftover); it is refused at once, naming the memory and the launcher for several hosts."""
+    from tux2.cli.common import WORKER_MB, available_memory
+    three = tmp_path / "three.txt"
+    three.write_text("0 0 1\n1 1 2\n2 0 3\n")
+    n = 1024
+    if available_memory() is None or n * WORKER_MB << 20 <= available_memory():
+        pytest.skip("this machine has the memory for 1024 workers")
+    rc, out, err = _main(capsys, "run", "mf", str(three), "--workers", str(n), "--epochs", "1")
+    _refused(rc, err, f"--workers {n} starts {n} processes on this machine", "launcher")
 
 
 @pytest.mark.parametrize("argv, said", [
