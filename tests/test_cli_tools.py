@@ -353,3 +353,16 @@ def test_a_bug_of_tux2s_own_is_one_line_not_a_traceback(tmp_path):
     r = subprocess.run([sys.executable, "-c", code, str(tmp_path / "r.txt")], capture_output=True, text=True,
                        timeout=120, env={**os.environ, "TUX2_DEBUG": "1"})
     assert r.returncode == 1 and "Traceback" in r.stderr and "KeyError" in r.stderr
+
+
+def test_predict_makes_missing_directories_of_its_outputs_as_plot_and_run_do(tmp_path):
+    """plot -o and run --metrics make DIR/missing/ for their files; predict -o and --metrics
+    passed the check and then stopped on 'cannot write: No such file or directory' (trial leftover)."""
+    import tux2
+    from tux2 import cli
+    ratings = tmp_path / "r.txt"
+    ratings.write_text("".join(f"{u} {i} {(u + i) % 5 + 1}\n" for u in range(6) for i in range(5)))
+    tux2.MF(k=2, epochs=1).fit(str(ratings)).save(tmp_path / "model")
+    out, metrics = tmp_path / "a" / "b" / "p.txt", tmp_path / "c" / "m.json"
+    assert cli.main(["predict", str(tmp_path / "model"), str(ratings), "-o", str(out), "--metrics", str(metrics)]) == 0
+    assert len(out.read_text().splitlines()) == 31 and "rmse" in json.loads(metrics.read_text())
