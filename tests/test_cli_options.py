@@ -70,6 +70,7 @@ def files(tmp_path_factory):
     (["run", "lda", "D", "--iterations", "-1"], "--iterations"),
     (["run", "lda", "D", "--min-count", "-1"], "--min-count"),
     (["run", "lda", "D", "--top-words", "-1"], "--top-words"),
+    (["run", "lda", "D", "--top-words", "0"], "--top-words: must be >= 1"),     # (printed empty topic lines)
     (["run", "blockpg", "S", "--epochs", "-1"], "--epochs"),
     (["run", "blockpg", "S", "--tol", "nan"], "--tol"),
     (["run", "lr", "S", "--eta", "-1"], "--eta"),

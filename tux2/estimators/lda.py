@@ -139,7 +139,7 @@ class LDA(Estimator):
 
     algorithm = "lda"
     bounds = dict(topics=integer(1, 32767), iterations=NONNEG, alpha=PRIOR, beta=PRIOR, seed=SEED,
-                  top_words=NONNEG, min_count=COUNT, max_df=ShareOrCount(), optimize_interval=NONNEG,
+                  top_words=COUNT, min_count=COUNT, max_df=ShareOrCount(), optimize_interval=NONNEG,
                   optimize_burn_in=NONNEG, blocks=integer(0, 1024))
     choices = dict(sampler=("sparse", "sync"), format=("auto", "triples", "docword", "text", "csv"), base=(0, 1),
                    duplicates=loaders.DUPLICATES, numbers=("drop", "keep"))
