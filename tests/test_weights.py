@@ -10,7 +10,7 @@ import pytest
 import scipy.sparse as sp
 
 import tux2
-from tux2.errors import CheckpointError
+from tux2.errors import CheckpointError, InputError
 from tux2.udfs import glm
 from tests.conftest import run_cli
 
@@ -355,6 +355,19 @@ def test_cli_class_weight_trains_the_model_of_the_python_parameter(tmp_path):
                          ("7:1", "the class weights name the class 7, which the training labels (0, 1) do not have")):
         r = run_cli("run", "lr", str(f), "--epochs", "1", "--class-weight", bad)
         assert r.returncode == 2 and message in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
+
+def test_a_class_weight_key_of_another_type_than_the_labels_is_shown_as_given():
+    """{'1': 5} for labels 0, 1 said 'the class 1, which the training labels (0, 1) do not
+    have' (trial leftover): the key is shown as given, with its type and the labels'."""
+    X, y = binary(n=40)
+    with pytest.raises(InputError, match=r"the class '1' \(of type str\), and the training labels are numbers "
+                                         r"\(0, 1\)"):
+        tux2.LogisticRegression(epochs=1, class_weight={"1": 5}).fit(X, y)
+    with pytest.raises(InputError, match=r"the class 1 \(of type int\), and the training labels are strings "
+                                         r"\('a', 'b'\)"):
+        tux2.LogisticRegression(epochs=1, class_weight={1: 5}).fit(X, np.where(y == 1, "b", "a"))
 
 
 UNCOMPILED = """
