@@ -91,6 +91,10 @@ def files(tmp_path_factory):
     (["predict", "R", "D", "--iterations", str(2 ** 70)], "--iterations"),
     (["partition", "--powerlaw", str(2 ** 70), "--parts", "2"], "--powerlaw"),
     (["partition", "R", "--parts", str(2 ** 70)], "--parts"),
+    # no option name: argparse said 'ambiguous option: --=1 could match --help, --version' (trial leftover)
+    (["run", "mf", "R", "--=1"], "'--=1' has no option name before its '='"),
+    (["predict", "R", "D", "-="], "'-=' has no option name before its '='"),
+    (["run", "mf", "R", "---out=x"], "---out=x: use --out\n"),     # (said '---out is an option of tux2 run lda, …')
 ])
 def test_meaningless_option_values_are_refused(capsys, files, argv, what):
     argv = [{"R": str(files / "r.txt"), "D": str(files / "docs.txt"), "S": str(files / "s.svm")}.get(a, a)
