@@ -466,6 +466,19 @@ def test_weight_column_trains_the_model_of_sample_weight(tmp_path):
     assert model.score(str(f)) == ours.score(str(f))
 
 
+def test_score_of_a_weighted_table_and_its_labels_weighs_them_by_its_column(tmp_path):
+    """score(path, y) ignored the table's weight column that score(path), a DataFrame's
+    score(df, y) and tux2 predict's metrics weigh by (trial leftover)."""
+    X, y = binary(n=80)
+    w = np.random.default_rng(5).uniform(0, 3, len(y))
+    f = weighted_table(tmp_path / "t.csv", X, y, w)
+    ours = tux2.LogisticRegression(epochs=2, weight_column="w").fit(str(f))
+    ref = tux2.LogisticRegression(epochs=2).fit(X, y, sample_weight=w)
+    assert ours.score(str(f), y) == ours.score(str(f)) == ref.score(X, y, sample_weight=w) != ref.score(X, y)
+    with pytest.raises(ValueError, match="the weight column .* and sample_weight= both give"):
+        ours.score(str(f), y, sample_weight=w)
+
+
 def test_weighted_metrics_are_scikit_learns():
     """The metrics of test sets and tux2 predict, each sample weighing its weight (ties in the AUC too)."""
     from sklearn.metrics import accuracy_score, log_loss, roc_auc_score

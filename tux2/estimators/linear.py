@@ -482,8 +482,9 @@ class Linear(Estimator):
         if loaders.is_frame(X):
             X, labels, column = self._frame(X)
             y = labels if y is None else y
-        elif y is None:
-            g, y = self._read(X)
+        elif y is None or loaders.is_path(X):      # a file's weight column weighs y given too, as a DataFrame's
+            g, labels = self._read(X)
+            y = labels if y is None else y
             column = vars(g).get("sample_weights")
         sample_weight = self._one_weighting(sample_weight, column)
         if y is None:
