@@ -210,7 +210,8 @@ def test_partitions_from_threads_or_workers_are_held_to_the_edge_count(capsys, f
 def test_more_local_workers_than_memory_holds_are_refused_before_any_starts(capsys, tmp_path):
     """--workers 1000 on a 2-core machine started 1000 processes of ~150 MB each (trial
     leftover); it is refused at once, naming the memory and the launcher for several hosts."""
-    from tux2.cli.common import WORKER_MB, available_memory
+    import tux2
+    from tux2.runner import WORKER_MB, available_memory
     three = tmp_path / "three.txt"
     three.write_text("0 0 1\n1 1 2\n2 0 3\n")
     n = 1024
@@ -218,6 +219,8 @@ def test_more_local_workers_than_memory_holds_are_refused_before_any_starts(caps
         pytest.skip("this machine has the memory for 1024 workers")
     rc, out, err = _main(capsys, "run", "mf", str(three), "--workers", str(n), "--epochs", "1")
     _refused(rc, err, f"--workers {n} starts {n} processes on this machine", "launcher")
+    with pytest.raises(tux2.Tux2Error, match=f"workers= {n} starts {n} processes on this machine"):
+        tux2.MF(k=2, epochs=1).fit(str(three), workers=n)
 
 
 @pytest.mark.parametrize("argv, said", [

@@ -334,35 +334,6 @@ _PER_WORKER = {"func", "argv", "rank", "rendezvous", "bind", "advertise", "curve
                "input", "test", "out", "metrics", "checkpoint_dir", "resume", "config", "timeout", "given"}
 
 
-WORKER_MB = 150        # one worker process's memory before any data: Python, numpy, numba, ZeroMQ (measured RSS)
-
-
-def available_memory():
-    """Bytes of memory this machine can still give (MemAvailable), None if unknown."""
-    try:
-        with open("/proc/meminfo") as f:
-            return next(int(x.split()[1]) * 1024 for x in f if x.startswith("MemAvailable:"))
-    except (OSError, StopIteration, ValueError, IndexError):
-        return None
-
-
-def check_local_workers(n):
-    """``--workers N`` starts N processes on this machine: more than its memory holds
-    (WORKER_MB each, before any data) is refused, more than its cores warned about (they
-    take turns: 20k ratings, 3 epochs, 2 cores: 1.5 s on 1 worker, 25 s on 16). Several
-    machines run a worker each, started by a launcher (--rank, --world), not --workers."""
-    free = available_memory()
-    if free is not None and n * WORKER_MB << 20 > free:
-        raise Tux2Error(f"--workers {n} starts {n} processes on this machine, about {WORKER_MB} MB each before any "
-                        f"data ({n * WORKER_MB / 1024:.1f} GB), and it has {free / 2**30:.1f} GB available: use "
-                        f"at most {cores()} (its cores); on several machines start one worker per host with a "
-                        "launcher (--rank, --world: README, Running on several workers)")
-    if n > cores():
-        print(f"tux2: warning: --workers {n} on this machine's {cores()} cores: the workers take turns on them, "
-              f"slower than {cores()} (--threads shares the cores within a worker); on several machines start "
-              "one worker per host with a launcher (--rank, --world)", file=sys.stderr, flush=True)
-
-
 def run(args, cls, load, after=None, **params):
     """``tux2 run ALGO``: launch ``--workers`` local processes, or as one worker train
     the estimator ``cls`` (its parameters: the flags of the same names, and ``params``)
@@ -384,7 +355,9 @@ def run(args, cls, load, after=None, **params):
         runner.partitions(args.partitions, args.workers, args.threads)    # hopeless flags stop before any worker
     if args.workers > 1 and args.rank is None:
         check_straggler(args, args.workers)
-        check_local_workers(args.workers)
+        slow = runner.local_workers(args.workers, "--workers")
+        if slow:
+            print(f"tux2: warning: {slow}", file=sys.stderr, flush=True)
         from tux2.runtime import launch_local, strip_option
         argv = strip_option(args.argv, "--workers")
         if args.threads is None and est.tiled():        # the cores shared out, not each worker taking them all
