@@ -70,6 +70,7 @@ def files(tmp_path_factory):
     (["run", "lda", "D", "--iterations", "-1"], "--iterations"),
     (["run", "lda", "D", "--min-count", "-1"], "--min-count"),
     (["run", "lda", "D", "--top-words", "-1"], "--top-words"),
+    (["run", "lda", "D", "--top-words", "0"], "--top-words: must be >= 1"),     # (printed empty topic lines)
     (["run", "blockpg", "S", "--epochs", "-1"], "--epochs"),
     (["run", "blockpg", "S", "--tol", "nan"], "--tol"),
     (["run", "lr", "S", "--eta", "-1"], "--eta"),
@@ -90,6 +91,10 @@ def files(tmp_path_factory):
     (["predict", "R", "D", "--iterations", str(2 ** 70)], "--iterations"),
     (["partition", "--powerlaw", str(2 ** 70), "--parts", "2"], "--powerlaw"),
     (["partition", "R", "--parts", str(2 ** 70)], "--parts"),
+    # no option name: argparse said 'ambiguous option: --=1 could match --help, --version' (trial leftover)
+    (["run", "mf", "R", "--=1"], "'--=1' has no option name before its '='"),
+    (["predict", "R", "D", "-="], "'-=' has no option name before its '='"),
+    (["run", "mf", "R", "---out=x"], "---out=x: use --out\n"),     # (said '---out is an option of tux2 run lda, …')
 ])
 def test_meaningless_option_values_are_refused(capsys, files, argv, what):
     argv = [{"R": str(files / "r.txt"), "D": str(files / "docs.txt"), "S": str(files / "s.svm")}.get(a, a)
@@ -198,6 +203,24 @@ def test_partitions_from_threads_or_workers_are_held_to_the_edge_count(capsys, f
     r = run_cli("run", "mf", str(three), "--workers", "4", "--epochs", "1", "--timeout", "20", timeout=240)
     assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
     assert "4 partitions (--workers 4 × --threads 1) for 3 edges" in r.stderr, r.stderr
+    from tux2.config import cores
+    assert ("--workers 4 on this machine's" in r.stderr) == (cores() < 4), r.stderr
+
+
+def test_more_local_workers_than_memory_holds_are_refused_before_any_starts(capsys, tmp_path):
+    """--workers 1000 on a 2-core machine started 1000 processes of ~150 MB each (trial
+    leftover); it is refused at once, naming the memory and the launcher for several hosts."""
+    import tux2
+    from tux2.runner import WORKER_MB, available_memory
+    three = tmp_path / "three.txt"
+    three.write_text("0 0 1\n1 1 2\n2 0 3\n")
+    n = 1024
+    if available_memory() is None or n * WORKER_MB << 20 <= available_memory():
+        pytest.skip("this machine has the memory for 1024 workers")
+    rc, out, err = _main(capsys, "run", "mf", str(three), "--workers", str(n), "--epochs", "1")
+    _refused(rc, err, f"--workers {n} starts {n} processes on this machine", "launcher")
+    with pytest.raises(tux2.Tux2Error, match=f"workers= {n} starts {n} processes on this machine"):
+        tux2.MF(k=2, epochs=1).fit(str(three), workers=n)
 
 
 @pytest.mark.parametrize("argv, said", [

@@ -353,3 +353,35 @@ def test_a_bug_of_tux2s_own_is_one_line_not_a_traceback(tmp_path):
     r = subprocess.run([sys.executable, "-c", code, str(tmp_path / "r.txt")], capture_output=True, text=True,
                        timeout=120, env={**os.environ, "TUX2_DEBUG": "1"})
     assert r.returncode == 1 and "Traceback" in r.stderr and "KeyError" in r.stderr
+
+
+def test_predict_makes_missing_directories_of_its_outputs_as_plot_and_run_do(tmp_path):
+    """plot -o and run --metrics make DIR/missing/ for their files; predict -o and --metrics
+    passed the check and then stopped on 'cannot write: No such file or directory' (trial leftover)."""
+    import tux2
+    from tux2 import cli
+    ratings = tmp_path / "r.txt"
+    ratings.write_text("".join(f"{u} {i} {(u + i) % 5 + 1}\n" for u in range(6) for i in range(5)))
+    tux2.MF(k=2, epochs=1).fit(str(ratings)).save(tmp_path / "model")
+    out, metrics = tmp_path / "a" / "b" / "p.txt", tmp_path / "c" / "m.json"
+    assert cli.main(["predict", str(tmp_path / "model"), str(ratings), "-o", str(out), "--metrics", str(metrics)]) == 0
+    assert len(out.read_text().splitlines()) == 31 and "rmse" in json.loads(metrics.read_text())
+
+
+def test_info_describes_a_wide_table_of_words_as_a_table_not_an_edge_list(tmp_path, capsys):
+    """Kaggle's Titanic train.csv (a header of 12 names, quoted names holding commas, Sex, Ticket …)
+    was described as an edge list of its first three columns (891 edges, 'src'/'dst' degrees);
+    it is a table of samples, and tux2 info says what tux2 run lr says of it (trial leftover)."""
+    from tux2 import cli
+    f = tmp_path / "titanic.csv"
+    f.write_text("PassengerId,Survived,Pclass,Name,Sex,Age,SibSp,Parch,Ticket,Fare,Cabin,Embarked\n" + "".join(
+        f'{i},{i % 2},{i % 3 + 1},"Smith, Mr. John {i}",{("male", "female")[i % 2]},{20 + i % 40},0,0,'
+        f'A/5 {1000 + i},{7.25 + i:.4f},{"C85" if i % 4 else ""},S\n' for i in range(1, 31)))
+    assert cli.main(["info", str(f)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"{f}: table, 0.0 MB, 30 samples × 12 columns\n"), out
+    assert "5 columns of words (4 ('Name'), 5 ('Sex'), 9 ('Ticket'), 11 ('Cabin'), …)" in out and " edges (density" not in out
+    r = run_cli("run", "lr", str(f))
+    assert r.returncode == 2 and "a table with 5 columns of words (4 ('Name')" in r.stderr, r.stderr
+    assert cli.main(["info", str(f), "--format", "edges"]) == 0         # as tux2 run mf reads it
+    assert capsys.readouterr().out.startswith(f"{f}: edges, 0.0 MB, 30 edges")

@@ -355,6 +355,10 @@ def test_a_vectorizers_vocabulary_names_the_words_of_its_matrix_and_a_string_is_
         tux2.LDA(vocab=["apple"]).fit(X)
     with pytest.raises(InputError, match=r"documents as text go in a list.*transform\(\[text\]\)"):
         m.transform("apple car road")
+    # fit said only 'apple banana: cannot read input: No such file or directory' (trial leftover)
+    with pytest.raises(InputError, match=r"no file 'apple banana': fit reads a string as a file's path; documents "
+                                         r"as text go in a list.*fit\(\[text\]\)"):
+        tux2.LDA().fit("apple banana")
 
 
 def test_four_partitions_learn_as_fast_as_one():

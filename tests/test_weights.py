@@ -10,7 +10,7 @@ import pytest
 import scipy.sparse as sp
 
 import tux2
-from tux2.errors import CheckpointError
+from tux2.errors import CheckpointError, InputError
 from tux2.udfs import glm
 from tests.conftest import run_cli
 
@@ -357,6 +357,19 @@ def test_cli_class_weight_trains_the_model_of_the_python_parameter(tmp_path):
         assert r.returncode == 2 and message in r.stderr and "Traceback" not in r.stderr, r.stderr
 
 
+
+def test_a_class_weight_key_of_another_type_than_the_labels_is_shown_as_given():
+    """{'1': 5} for labels 0, 1 said 'the class 1, which the training labels (0, 1) do not
+    have' (trial leftover): the key is shown as given, with its type and the labels'."""
+    X, y = binary(n=40)
+    with pytest.raises(InputError, match=r"the class '1' \(of type str\), and the training labels are numbers "
+                                         r"\(0, 1\)"):
+        tux2.LogisticRegression(epochs=1, class_weight={"1": 5}).fit(X, y)
+    with pytest.raises(InputError, match=r"the class 1 \(of type int\), and the training labels are strings "
+                                         r"\('a', 'b'\)"):
+        tux2.LogisticRegression(epochs=1, class_weight={1: 5}).fit(X, np.where(y == 1, "b", "a"))
+
+
 UNCOMPILED = """
 import sys
 import numpy as np
@@ -451,6 +464,19 @@ def test_weight_column_trains_the_model_of_sample_weight(tmp_path):
     assert model.weight_column == "w"
     assert json.loads((tmp_path / "m" / "model.json").read_text())["weight_column"] == "w"
     assert model.score(str(f)) == ours.score(str(f))
+
+
+def test_score_of_a_weighted_table_and_its_labels_weighs_them_by_its_column(tmp_path):
+    """score(path, y) ignored the table's weight column that score(path), a DataFrame's
+    score(df, y) and tux2 predict's metrics weigh by (trial leftover)."""
+    X, y = binary(n=80)
+    w = np.random.default_rng(5).uniform(0, 3, len(y))
+    f = weighted_table(tmp_path / "t.csv", X, y, w)
+    ours = tux2.LogisticRegression(epochs=2, weight_column="w").fit(str(f))
+    ref = tux2.LogisticRegression(epochs=2).fit(X, y, sample_weight=w)
+    assert ours.score(str(f), y) == ours.score(str(f)) == ref.score(X, y, sample_weight=w) != ref.score(X, y)
+    with pytest.raises(ValueError, match="the weight column .* and sample_weight= both give"):
+        ours.score(str(f), y, sample_weight=w)
 
 
 def test_weighted_metrics_are_scikit_learns():

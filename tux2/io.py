@@ -30,7 +30,8 @@ from tux2.graph import BipartiteGraph
 
 _MESSAGES = {
     1: "malformed vertex id (expected a non-negative integer; for non-numeric ids use --ids string, ids='string')",
-    2: "negative vertex id",
+    2: "negative vertex id (integer ids are 0 or more; --ids string, ids='string', reads any token as an id, "
+       "-1 too, as MF().fit takes arrays of any integers)",
     3: "malformed value (expected a number)",
     4: "value is NaN or infinite",
     6: "missing column (expected 'src dst [value]')",
@@ -43,6 +44,7 @@ _MESSAGES = {
     14: "a space inside a numeric field (the file is tab-separated: only tabs separate fields)",
     15: "a space inside a field: the file is comma- or semicolon-separated, so only those separate its fields "
         "('1 5' is neither a number nor two)",
+    16: "a quoted field read as a number holds more than the number: a ',' or ';' inside its quotes",
     12: f"value beyond the float32 range (±{float(np.finfo(np.float32).max):.4g}) that edge values are kept in",
 }
 ID32_MAX = int(np.iinfo(np.int32).max)
@@ -345,6 +347,7 @@ def _parse_edges(buf, start, out_s, out_d, out_v, cs=0, cd=1, cv=OPTIONAL, mode=
                 while p < n and buf[p] != 10:
                     p += 1
                 break
+            quoted = strict and p > 0 and buf[p - 1] == 34 and (t == cs or t == cd or t == vcol)
             if t == cs:
                 s, p, err = _parse_int(buf, p, n, mode)
             elif t == cd:
@@ -365,6 +368,11 @@ def _parse_edges(buf, start, out_s, out_d, out_v, cs=0, cd=1, cv=OPTIONAL, mode=
                     p += 1
             if err:
                 return k, ncols, err, line, pos
+            if quoted:                                # '"3,4"' read: it must close after the number, not
+                while p < n and (buf[p] == 32 or buf[p] == 13):      # split into fields 3 and 4
+                    p += 1
+                if p < n and buf[p] != 34:
+                    return k, ncols, 16, line, pos
             t += 1
             hard = 0                                  # commas, semicolons and tabs: each ends a field
             while p < n and _is_sep(buf[p], mode):

@@ -246,10 +246,11 @@ def _load_edges(path, ids, duplicates, base, type_names, id_maps, values, column
             s, d, v, ncols = whole + (2 + (whole[2] is not None),) if whole is not None else \
                 io._parse_from(raw, fmt, path, values=np.float64 if values == "counts" else np.float32)
         except InputError as e:     # a model's ids: its kind is fixed, none to choose (io's message offers --ids)
-            if not encode or not str(e).startswith(f"{e.path}:{e.line}: {io._MESSAGES[1]}"):
+            code = next((c for c in (1, 2) if str(e).startswith(f"{e.path}:{e.line}: {io._MESSAGES[c]}")), None)
+            if not encode or code is None:
                 raise
-            raise InputError("malformed vertex id (the model was trained on integer ids)", e.path, e.line,
-                             e.text) from None
+            raise InputError(("malformed", "negative")[code - 1] + " vertex id (the model was trained on integer ids)",
+                             e.path, e.line, e.text) from None
         if len(s) == 0:
             raise io.no_edges(fmt, path)
         io.check_matrix_market(fmt, path, len(s), int(s.max()), int(d.max()))

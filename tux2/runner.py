@@ -590,6 +590,37 @@ def abort_reason(e):
 
 
 # ---------------------------------------------------------------- several workers from Python
+WORKER_MB = 150        # one worker process's memory before any data: Python, numpy, numba, ZeroMQ (measured RSS)
+
+
+def available_memory():
+    """Bytes of memory this machine can still give (MemAvailable), None if unknown."""
+    try:
+        with open("/proc/meminfo") as f:
+            return next(int(x.split()[1]) * 1024 for x in f if x.startswith("MemAvailable:"))
+    except (OSError, StopIteration, ValueError, IndexError):
+        return None
+
+
+def local_workers(n, flag):
+    """``n`` worker processes on this machine (``flag``: --workers, or fit's workers=): more
+    than its memory holds (WORKER_MB each, before any data) is a Tux2Error; more than its
+    cores, the warning to give, for they take turns (20k ratings, 3 epochs, 2 cores: 1.5 s
+    on 1 worker, 25 s on 16); else None. Several machines run a worker each, started by a
+    launcher (--rank, --world), not by these."""
+    free = available_memory()
+    if free is not None and n * WORKER_MB << 20 > free:
+        raise Tux2Error(f"{flag} {n} starts {n} processes on this machine, about {WORKER_MB} MB each before any "
+                        f"data ({n * WORKER_MB / 1024:.1f} GB), and it has {free / 2**30:.1f} GB available: use "
+                        f"at most {cores()} (its cores); on several machines start one worker per host with a "
+                        "launcher (--rank, --world: README, Running on several workers)")
+    if n > cores():
+        return (f"{flag} {n} on this machine's {cores()} cores: the workers take turns on them, slower than "
+                f"{cores()} (threads share the cores within a worker); on several machines start one worker per "
+                "host with a launcher (--rank, --world)")
+    return None
+
+
 def fit_workers(est, data, workers, *, partitions=None, threads=None, slack=0, callbacks=(), checkpoint=None,
                 timeout=30.0, grace=2.0):
     """``train`` in ``workers`` processes over ZeroMQ on loopback, the data handed over
@@ -603,6 +634,9 @@ def fit_workers(est, data, workers, *, partitions=None, threads=None, slack=0, c
     import secrets
     from tux2.runtime import died, free_port, supervise
     partitions_ = globals()["partitions"](partitions, workers, threads, est.tiled())
+    slow = local_workers(workers, "workers=")
+    if slow:
+        warnings.warn(slow, RuntimeWarning, stacklevel=3)
     if threads is None and est.tiled():         # the cores shared out, not each worker taking them all
         threads = max(1, cores() // workers)
     tmp = files.scratch_dir("fit")

@@ -90,8 +90,9 @@ def _instead(unknown, algorithm, run_parsers):
         if not same and flag != typed and typed in by_name:        # -k for --k
             same = [by_name[typed]]
         near = same or [by_name[o] for o in difflib.get_close_matches(typed, by_name, 1, 0.7)]
+        spelt = (flag,) if typed in by_name else (flag, typed)     # ---out: this command's --out, not others'
         others = [name for name, p in run_parsers.items() if name != algorithm
-                  and any(f in a.option_strings for a in p._actions for f in (flag, typed))]
+                  and any(f in a.option_strings for a in p._actions for f in spelt)]
         hint = (f"use {near[0]}" if same else f"did you mean {near[0]}" if near
                 else f"tux2 run {algorithm} has no {flag}")
         hints.append(hint + (f" ({flag} is an option of tux2 run {', '.join(others)})" if others else ""))
@@ -178,6 +179,12 @@ def _main(argv):
         argv = expand_config(argv, run_parsers)
     except Tux2Error as e:
         print(f"tux2: error: {e}", file=sys.stderr)
+        return 2
+    words = argv[:argv.index("--")] if "--" in argv else argv
+    nameless = next((w for w in words if w.startswith("-") and w.lstrip("-").startswith("=")), None)
+    if nameless is not None:            # argparse: 'ambiguous option: --=1 could match --help, --version'
+        print(f"tux2: error: {nameless!r} has no option name before its '=': an option and its value are "
+              "written --out=DIR or --out DIR (-o FILE)\ntry 'tux2 --help'", file=sys.stderr)
         return 2
     try:
         args, unknown = parser.parse_known_args(argv)

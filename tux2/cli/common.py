@@ -355,6 +355,9 @@ def run(args, cls, load, after=None, **params):
         runner.partitions(args.partitions, args.workers, args.threads)    # hopeless flags stop before any worker
     if args.workers > 1 and args.rank is None:
         check_straggler(args, args.workers)
+        slow = runner.local_workers(args.workers, "--workers")
+        if slow:
+            print(f"tux2: warning: {slow}", file=sys.stderr, flush=True)
         from tux2.runtime import launch_local, strip_option
         argv = strip_option(args.argv, "--workers")
         if args.threads is None and est.tiled():        # the cores shared out, not each worker taking them all

@@ -111,6 +111,50 @@ def _name(g, side, i):
     return int(i) if m is None else m.tokens[i].item() if m.tokens.dtype.kind in "iu" else str(m.tokens[i])
 
 
+def words_table(path):
+    """(EdgeFormat, the linear models' message) of a wide table of samples with columns of
+    words (Kaggle's Titanic: Name, Sex, Ticket …), which the edge reader would take by its
+    first three columns: a header of 8 names or more (as tables.looks_like_table), no user
+    and item columns named, and two columns of words or more (tables.words_hint); else None."""
+    head = io.read_head(path, "input")
+    hint = tables.words_hint(head, path)
+    if hint is None:
+        return None
+    fmt = io.edge_format(head, path)
+    roles = {io.role(n) for n in fmt.names or ()}
+    if not fmt.names or len(fmt.names) < 8 or {0, 1} <= roles:
+        return None
+    return fmt, hint
+
+
+def report_words_table(path, given, args, fmt, hint):
+    """tux2 info of a ``words_table``: its samples and columns, what tux2 run lr says of it,
+    and how the edge reader (tux2 run mf) would read it."""
+    lines = 0
+    with open(path, "rb") as f:
+        f.seek(fmt.start)
+        for line in f:
+            lines += bool(line.strip())
+    names = fmt.names
+    cs, cd, cv = fmt.cols
+    cols = [cs, cd] + ([2 if cv == io.OPTIONAL else cv] if cv != io.NONE else [])
+    res = {"input": io.display_name(path), "bytes": os.path.getsize(path), "format": "table", "samples": lines,
+           "columns": len(names), "header": names,
+           "read_as": f"{fmt.sep}-separated, header {','.join(names)}",
+           "hints": [hint, "tux2 run mf would read columns " + ", ".join(f"{c + 1} ({names[c]!r})" for c in cols)
+                     + " as user, item and rating: --format edges (--columns) describes it so"]}
+    if path != given and os.path.isfile(given):
+        res["compressed_bytes"] = os.path.getsize(given)
+    if args.json:
+        print(json_text(res))
+        return 0
+    print(f"{res['input']}: table, {res['bytes'] / 1e6:.1f} MB, {lines} samples × {len(names)} columns")
+    print(f"  read as: {res['read_as']}")
+    for h in res["hints"]:
+        print(f"  note: {h}")
+    return 0
+
+
 def info(args):
     if os.path.isdir(args.input) and os.path.isfile(os.path.join(args.input, "model.json")):
         raise InputError("a model directory: tux2 info describes data files; the model's summary.txt and "
@@ -124,6 +168,10 @@ def info(args):
     if args.format == "auto" and kind in ("edges", "text", "libsvm") and args.columns is None and (
             args.label_column is not None or tables.looks_like_table(io.read_head(path, "input"), path)):
         kind = "table"
+    if args.format == "auto" and kind == "edges" and args.columns is None and args.label_column is None:
+        words = words_table(path)
+        if words is not None:
+            return report_words_table(path, given, args, *words)
     keys = io.json_keys(io.read_head(path, "input")) if kind == "text" else None
     if keys is not None:
         raise InputError(io.json_hint(path, keys), path=path)

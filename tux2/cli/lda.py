@@ -63,7 +63,7 @@ def add_parser(algos):
     add_partition_args(p, default=None, note=" (default: stratified, which the tiles need on several partitions; "
                                             "bicut with --blocks 0, keeping documents mirror-free)")
     p.add_argument("--seed", type=SEED, default=0, help="seed of the initial topics and the sampler")
-    p.add_argument("--top-words", type=NONNEG, default=10, help="words per topic in topics.txt and the summary")
+    p.add_argument("--top-words", type=COUNT, default=10, help="words per topic in topics.txt and the summary")
     add_run_args(p, "directory for lda.npz (word-topic, doc-topic counts), topics.txt, vocab.txt, model.json",
                     "iteration")
     p.add_argument("--init-model", metavar="DIR",

@@ -106,6 +106,14 @@ WORD_ARRAYS = "arrays of words"     # the format of (docs, words[, counts]) arra
 COHERENCE_WORDS = 10    # the top words of a topic whose coherence fit reports (tomotopy's top_n default)
 
 
+def _no_file(data, call):
+    """A string that names no file: a document given as the corpus, most likely."""
+    if isinstance(data, str) and data != "-" and not os.path.exists(data):
+        raise InputError(f"no file {data[:60]!r}: {call} reads a string as a file's path; documents as text go in "
+                         f"a list, one string each ({call}([text]), {call}(['apple pie', 'banana split']))",
+                         path="documents")
+
+
 class LDA(Estimator):
     """Latent Dirichlet allocation by collapsed Gibbs sampling (SparseLDA; paper §4).
 
@@ -139,7 +147,7 @@ class LDA(Estimator):
 
     algorithm = "lda"
     bounds = dict(topics=integer(1, 32767), iterations=NONNEG, alpha=PRIOR, beta=PRIOR, seed=SEED,
-                  top_words=NONNEG, min_count=COUNT, max_df=ShareOrCount(), optimize_interval=NONNEG,
+                  top_words=COUNT, min_count=COUNT, max_df=ShareOrCount(), optimize_interval=NONNEG,
                   optimize_burn_in=NONNEG, blocks=integer(0, 1024))
     choices = dict(sampler=("sparse", "sync"), format=("auto", "triples", "docword", "text", "csv"), base=(0, 1),
                    duplicates=loaders.DUPLICATES, numbers=("drop", "keep"))
@@ -164,6 +172,7 @@ class LDA(Estimator):
         if texts is not None:                                   # [] is an empty corpus: text_docs says so
             (g, words), format = io.text_docs(texts, **filters), "text"
         elif isinstance(data, (str, bytes)) or hasattr(data, "__fspath__"):
+            _no_file(data, "fit")
             sniffed = format == "auto"
             g, words, format = loaders.load_corpus(data, format, base=base, duplicates=duplicates,
                                                    text_column=self.text_column, **filters)
@@ -476,9 +485,7 @@ class LDA(Estimator):
         are left out), a corpus file in the model's numeric word ids, or counts in them
         as ``fit`` takes them (CountVectorizer's matrix: a Pipeline's ``transform``)."""
         docs = io.read_once(docs)
-        if isinstance(docs, str) and docs != "-" and not os.path.exists(docs):
-            raise InputError(f"no file {docs[:60]!r}: documents as text go in a list, one string each "
-                             "(transform([text]))", path="documents")
+        _no_file(docs, "transform")
         if loaders.is_path(docs):
             with loaders.plain_file(docs) as copy:          # '-', .gz, .bz2, .xz
                 return self._documents(copy)

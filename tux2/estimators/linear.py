@@ -482,8 +482,9 @@ class Linear(Estimator):
         if loaders.is_frame(X):
             X, labels, column = self._frame(X)
             y = labels if y is None else y
-        elif y is None:
-            g, y = self._read(X)
+        elif y is None or loaders.is_path(X):      # a file's weight column weighs y given too, as a DataFrame's
+            g, labels = self._read(X)
+            y = labels if y is None else y
             column = vars(g).get("sample_weights")
         sample_weight = self._one_weighting(sample_weight, column)
         if y is None:
@@ -701,7 +702,14 @@ def class_weights(class_weight, codes, labels):
     else:
         each = np.ones(len(labels))
         for key, weight in class_weight.items():
-            at = np.flatnonzero(labels == key) if (isinstance(key, str) == (labels.dtype.kind in "US")) else []
+            text = labels.dtype.kind in "US"
+            if isinstance(key, str) != text:        # {'1': 5} for labels 0, 1: the type is what differs
+                raise InputError(f"the class weights name the class {key!r} (of type {type(key).__name__}), and the "
+                                 f"training labels are {'strings' if text else 'numbers'} ("
+                                 f"{', '.join(repr(shown(x)) if text else shown(x) for x in labels[:6])}"
+                                 f"{' …' if len(labels) > 6 else ''}): name the classes as the labels are, "
+                                 f"{'strings' if text else 'numbers'}")
+            at = np.flatnonzero(labels == key)
             if not len(at):
                 raise InputError(f"the class weights name the class {shown(key)}, which the training labels ("
                                  f"{', '.join(map(shown, labels[:6]))}{' …' if len(labels) > 6 else ''}) do not have")
