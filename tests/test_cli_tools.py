@@ -383,5 +383,14 @@ def test_info_describes_a_wide_table_of_words_as_a_table_not_an_edge_list(tmp_pa
     assert "5 columns of words (4 ('Name'), 5 ('Sex'), 9 ('Ticket'), 11 ('Cabin'), …)" in out and " edges (density" not in out
     r = run_cli("run", "lr", str(f))
     assert r.returncode == 2 and "a table with 5 columns of words (4 ('Name')" in r.stderr, r.stderr
-    assert cli.main(["info", str(f), "--format", "edges"]) == 0         # as tux2 run mf reads it
+    assert cli.main(["info", str(f), "--format", "edges"]) == 0         # as tux2 run mf --columns 1,2,3 reads it
     assert capsys.readouterr().out.startswith(f"{f}: edges, 0.0 MB, 30 edges")
+    # tux2 run mf trained on PassengerId, Survived and Pclass as users, items and ratings (a cold-start note
+    # among the header lines); it is refused unless --columns names three
+    assert cli.main(["run", "mf", str(f), "--epochs", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "a table of 12 named columns, not a rating file" in err and "--columns PassengerId,Survived,Pclass" in err
+    import tux2
+    with pytest.raises(tux2.errors.InputError, match="columns=PassengerId,Survived,Pclass"):
+        tux2.MF(epochs=1).fit(str(f))
+    assert tux2.MF(k=2, epochs=1, columns="PassengerId,Pclass,Survived").fit(str(f)).n_users == 30

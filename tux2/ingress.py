@@ -26,6 +26,7 @@ from tux2.io import check_matrix_market, edge_format, id_space, no_edges, read_e
 from tux2.loaders import NO_RATINGS, IdMap, columns_like, deviations, load_edges, mark_unknown, numbered
 from tux2.partitioning import Assignment, EdgeView
 from tux2.partitioning.hashing import Hasher
+from tux2.tables import refuse_samples_table
 
 # strategies whose placement needs only an edge, its endpoints' global degrees and hashes
 LOCAL_STRATEGIES = ("random", "grid", "dbh", "hybrid", "bicut", "greedy", "hdrf", "stratified")
@@ -116,6 +117,7 @@ def load(transport, path, partitions, partitioner="bicut", seed=0, test_path=Non
     if (order == "strata") != (partitioner == "stratified"):
         raise PartitionError("order 'strata' and the 'stratified' partitioner go together")
     rank, world = transport.rank, transport.world
+    refuse_samples_table(read_head(path, "edge list"), path, columns)
     s, d, v = read_edge_range(path, rank, world, base="auto", columns=columns)     # ids as written
     has_values = 0 if len(s) == 0 else (1 if v is not None else 2)
     big = np.iinfo(np.int64).max

@@ -188,7 +188,7 @@ def renumbered(m):
 
 
 def load_edges(path, ids="auto", duplicates="error", base="auto", type_names=("src", "dst"), id_maps=None,
-               values=None, columns=None, known=None, unknown="error", dense=False):
+               values=None, columns=None, known=None, unknown="error", dense=False, ratings=False):
     """An edge-list file (``-``: standard input; gzip, bz2 or xz data is decompressed)
     as a BipartiteGraph.
 
@@ -211,12 +211,16 @@ def load_edges(path, ids="auto", duplicates="error", base="auto", type_names=("s
     the known side alone.
     ``values``: True requires a value column, False forbids one, None takes either;
     "counts" requires positive integer counts of at most 2^24 (checked as written).
+    ``ratings``: the file is read as ratings, and a wide table of samples is refused
+    (tux2.tables.refuse_samples_table) unless ``columns`` names the three.
     """
     check_choice("ids", ids, ID_MODES)
     check_choice("duplicates", duplicates, DUPLICATES)
     check_choice("unknown", unknown, UNKNOWN)
     given = os.fspath(path)
     path = io.local_copy(given)
+    if ratings:
+        tables.refuse_samples_table(io.read_head(path, "input"), given, columns)
     try:
         return _load_edges(path, ids, duplicates, base, type_names, id_maps, values, columns, known, unknown, dense)
     except InputError as e:

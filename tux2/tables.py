@@ -367,6 +367,34 @@ def words_hint(head, path):
             "OneHotEncoder) and fit from Python, LogisticRegression().fit(X, y), or write the numbers as CSV")
 
 
+def samples_table(head, path):
+    """(EdgeFormat, ``words_hint``) of a wide table of samples with columns of words (Kaggle's
+    Titanic: Name, Sex, Ticket …), which the edge reader would take by its first three columns:
+    a header of 8 names or more (as looks_like_table), no user and item columns named, and two
+    columns of words or more; else None."""
+    hint = words_hint(head, path)
+    if hint is None:
+        return None
+    fmt = io.edge_format(head, path)
+    roles = {io.role(n) for n in fmt.names or ()}
+    if not fmt.names or len(fmt.names) < 8 or {0, 1} <= roles:
+        return None
+    return fmt, hint
+
+
+def refuse_samples_table(head, path, columns=None):
+    """InputError when a file given as ratings (``columns`` None: its first three columns) is a
+    ``samples_table``: MF trained on PassengerId, Survived and Pclass as users, items and ratings."""
+    found = None if columns is not None else samples_table(head, path)
+    if found is not None:
+        fmt, hint = found
+        cs, cd, cv = fmt.cols
+        first = ",".join(fmt.names[c] for c in (cs, cd, 2 if cv == io.OPTIONAL else cv) if 0 <= c < len(fmt.names))
+        raise InputError(f"a table of {len(fmt.names)} named columns, not a rating file ('user item rating' "
+                         f"lines): to read three of its columns as user, item and rating, name them (--columns "
+                         f"{first}). As samples, {hint}", path=path)
+
+
 def looks_like_table(head, path):
     """Whether a file that would also read as an edge list is more likely a table of
     samples (``tux2 info``'s guess): 8 columns or more (Epinions' ratings have 6), a

@@ -111,24 +111,8 @@ def _name(g, side, i):
     return int(i) if m is None else m.tokens[i].item() if m.tokens.dtype.kind in "iu" else str(m.tokens[i])
 
 
-def words_table(path):
-    """(EdgeFormat, the linear models' message) of a wide table of samples with columns of
-    words (Kaggle's Titanic: Name, Sex, Ticket …), which the edge reader would take by its
-    first three columns: a header of 8 names or more (as tables.looks_like_table), no user
-    and item columns named, and two columns of words or more (tables.words_hint); else None."""
-    head = io.read_head(path, "input")
-    hint = tables.words_hint(head, path)
-    if hint is None:
-        return None
-    fmt = io.edge_format(head, path)
-    roles = {io.role(n) for n in fmt.names or ()}
-    if not fmt.names or len(fmt.names) < 8 or {0, 1} <= roles:
-        return None
-    return fmt, hint
-
-
 def report_words_table(path, given, args, fmt, hint):
-    """tux2 info of a ``words_table``: its samples and columns, what tux2 run lr says of it,
+    """tux2 info of a ``tables.samples_table``: its samples and columns, what tux2 run lr says of it,
     and how the edge reader (tux2 run mf) would read it."""
     lines = 0
     with open(path, "rb") as f:
@@ -169,7 +153,7 @@ def info(args):
             args.label_column is not None or tables.looks_like_table(io.read_head(path, "input"), path)):
         kind = "table"
     if args.format == "auto" and kind == "edges" and args.columns is None and args.label_column is None:
-        words = words_table(path)
+        words = tables.samples_table(io.read_head(path, "input"), path)
         if words is not None:
             return report_words_table(path, given, args, *words)
     keys = io.json_keys(io.read_head(path, "input")) if kind == "text" else None

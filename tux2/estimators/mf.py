@@ -545,7 +545,7 @@ class MF(Estimator):
         data = user_rows(_rows3(data, "MF.fit") if isinstance(data, (np.ndarray, list)) else data, self.columns)
         if loaders.is_path(data):
             g = loaders.load_edges(data, ids=self.ids, duplicates=self.duplicates, type_names=NAMES,
-                                   columns=self.columns, base=self.base, dense=True)
+                                   columns=self.columns, base=self.base, dense=True, ratings=True)
             facts = {"read_as": loaders.describe_read(g, self.base), "id_base": int(g.base)}
         elif isinstance(data, tuple) and len(data) in (2, 3):      # ids as arrays: sparse integers numbered densely
             g = loaders.from_arrays(*data, duplicates=self.duplicates, dense=True)
