@@ -30,6 +30,7 @@ import zlib
 
 import numpy as np
 
+from tux2 import interrupt
 from tux2.errors import Tux2Error
 
 MANIFEST = "manifest.json"
@@ -238,8 +239,9 @@ def _write_dir(directory, files, present):
             discard(tmp)
         raise
     fsync_dir(directory)
-    for tmp, final in staged:
-        os.replace(tmp, final)
+    with interrupt.deferred():      # Ctrl-C among the renames: after them, the directory whole (old or new)
+        for tmp, final in staged:
+            os.replace(tmp, final)
     fsync_dir(directory)
     for name in old.keys() - entries.keys():
         discard(os.path.join(directory, name))
