@@ -953,3 +953,12 @@ def test_a_signal_among_the_renames_of_an_output_directory_leaves_it_whole(tmp_p
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["interrupted", "new-a", "new-b"], r.stdout + r.stderr
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs Linux's /proc")
+def test_an_output_in_a_directory_that_takes_no_files_does_not_say_it_is_missing():
+    # 'tux2 run mf r.txt --metrics /proc/m.jsonl' said '/proc: No such file or directory' (mkdir's ENOENT there)
+    from tux2.files import FileError, check_writable
+    with pytest.raises(FileError) as e:
+        check_writable("/proc/m.jsonl", "--metrics", directory=False)
+    assert str(e.value) == "/proc/m.jsonl: cannot create --metrics: /proc takes no new files (a virtual file system)"

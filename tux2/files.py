@@ -360,6 +360,9 @@ def _probe(directory, path, what):
     try:
         os.rmdir(tempfile.mkdtemp(prefix=".tux2-probe-", dir=directory))
     except OSError as e:
+        if e.errno == errno.ENOENT and os.path.isdir(directory):    # /proc, /sys: not 'No such file or directory'
+            raise FileError(f"{path}: cannot create {what}: {directory} takes no new files (a virtual file "
+                            "system)") from None
         raise FileError(f"{path}: cannot create {what}: {directory}: {e.strerror}") from None
 
 
