@@ -962,3 +962,13 @@ def test_an_output_in_a_directory_that_takes_no_files_does_not_say_it_is_missing
     with pytest.raises(FileError) as e:
         check_writable("/proc/m.jsonl", "--metrics", directory=False)
     assert str(e.value) == "/proc/m.jsonl: cannot create --metrics: /proc takes no new files (a virtual file system)"
+
+
+def test_a_file_name_that_is_not_utf8_is_written_back_as_its_bytes(tmp_path):
+    # 'tux2 run mf $(printf "bad\xff.txt") --out m' trained, then stopped with 'internal error:
+    # UnicodeEncodeError' writing summary.txt (the input's name, as Python decodes it: 'bad\udcff.txt')
+    from tux2 import files
+    name = os.fsdecode(b"bad\xff.txt")
+    files.write_dir(str(tmp_path / "m"), {"summary.txt": files.text(f"input: {name}\n")})
+    assert (tmp_path / "m" / "summary.txt").read_bytes() == b"input: bad\xff.txt\n"
+    files.verify(str(tmp_path / "m"))

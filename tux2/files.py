@@ -46,8 +46,9 @@ def npz(arrays):
 
 
 def text(s):
-    """A writer of the string ``s`` (UTF-8)."""
-    return lambda f: f.write(s.encode("utf-8"))
+    """A writer of the string ``s`` (UTF-8; a file name that is not, as Python decodes
+    such names, 'bad\\udcff.txt', is written as its own bytes)."""
+    return lambda f: f.write(s.encode("utf-8", "surrogateescape"))
 
 
 def json_text(obj, **kw):
