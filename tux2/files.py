@@ -6,8 +6,9 @@ that looks whole, and reads back only after checking them.
   every file first goes to a temporary name, then a ``manifest.json`` with the size
   and SHA-256 of each; only when all of them are on disk are they renamed, the
   manifest last. A failure before that (ENOSPC, a crash) leaves the previous files
-  untouched; a crash among the renames leaves files that disagree with the manifest,
-  which :func:`verify` reports instead of loading.
+  untouched; Ctrl-C or SIGTERM among the renames acts after the last one
+  (tux2.interrupt.deferred); a crash there (SIGKILL) leaves files that disagree with the
+  manifest, which :func:`verify` reports instead of loading.
 * :func:`verify`: every file named by a directory's manifest has its size and hash.
 * :func:`check_writable`: an output path can be written, asked before training.
 * :func:`scratch_dir`: a private temporary directory, and the removal of those that
