@@ -333,3 +333,15 @@ def test_topic_words_refuses_a_count_that_is_no_count(n):
     m = tux2.LDA(topics=2, iterations=2).fit(["apple banana melon"] * 5 + ["goal team coach"] * 5)
     with pytest.raises(ValueError, match=f"LDA.topic_words: n must be an integer >= 0, got {n}"):
         m.topic_words(n)
+
+
+def test_an_integer_context_field_beyond_its_type_is_named():
+    # tux2 run lda d.txt --optimize-interval 99999999999999999999 stopped with an OverflowError
+    # ('this is a bug in tux2', exit 70) from numpy's assignment into the int64 field
+    from tux2 import ContextSpec
+    from tux2.errors import SchemaError
+    spec = ContextSpec({"every": "i8", "lr": "f4"}, init={"every": 10, "lr": 0.1})
+    with pytest.raises(SchemaError, match=r"context field 'every' is 99999999999999999999, beyond the range "
+                                          r"of the int64 it is kept in \(-9223372036854775808 … "):
+        spec.new(every=10**20 - 1)
+    assert spec.new(every=2**63 - 1)["every"][0] == 2**63 - 1

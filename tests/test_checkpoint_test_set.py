@@ -8,6 +8,8 @@ import json
 import os
 import re
 import shutil
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -225,3 +227,24 @@ def test_a_checkpoint_without_a_test_checksum_resumes_unchecked(data, tmp_path):
     (state.parent / "manifest.json").write_text(json.dumps(manifest))
     _edit(test, 2)
     _run(*common, "--epochs", "2", "--resume", str(tmp_path / "ck"))
+
+
+@pytest.mark.slow
+def test_a_changed_test_file_whose_name_is_not_utf8_is_refused_on_two_workers(data, tmp_path):
+    """The refusal names the input files; rank 0 sends it to the others as bytes, and a name
+    that is not UTF-8 ('bad\\xff', 'bad\\udcff' to Python) stopped that: 'internal error:
+    UnicodeEncodeError' where the refusal was due."""
+    base = os.fsdecode(bytes(tmp_path) + b"/bad\xff")
+    shutil.copy(data / "train.txt", base + ".train")
+    shutil.copy(data / "test.txt", base + ".test")
+    common = ["run", "mf", base + ".train", "--test", base + ".test", "--k", "4", "--workers", "2", "--timeout", "20"]
+
+    def run(*args):                     # (the header quotes the name's bytes: not UTF-8 either)
+        return subprocess.run([sys.executable, "-m", "tux2.cli", *common, *args], capture_output=True, text=True,
+                              errors="backslashreplace", timeout=300)
+
+    assert run("--epochs", "2", "--checkpoint-every", "2", "--checkpoint-dir", str(tmp_path / "ck")).returncode == 0
+    _edit(base + ".test", 0)
+    r = run("--epochs", "4", "--resume", str(tmp_path / "ck"))
+    assert r.returncode == 2 and "internal error" not in r.stderr, r.stderr
+    assert "is not the one the checkpoint's run was evaluated on" in r.stderr, r.stderr

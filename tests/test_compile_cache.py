@@ -444,3 +444,20 @@ def test_a_damaged_cache_file_of_a_helper_is_compiled_again_not_a_crash(tmp_path
     out, compiled = run()
     assert out == first and compiled > 0
     assert run() == (first, 0)
+
+
+def test_a_cache_directory_whose_name_is_not_utf8_compiles_without_it(tmp_path):
+    # TUX2_CACHE_DIR=$(printf 'cache\xff') tux2 run mf r.txt stopped with "numba could not compile UDF
+    # 'sgd_exchange' … 'utf-8' codec can't encode character '\udcff'": numba's errors, raised and caught while
+    # it types, encode the loop's source path (there, under the cache directory)
+    program = textwrap.dedent("""
+        from tux2 import compile as c
+        import numpy as np                  # (typing a[i] raises and catches a numba error naming the file)
+        k = c._kernel("probe", "def f(a, i):\\n    return a[i] + 1\\n", "f", {}, ["x"])
+        print(k(np.arange(50), 41), c.cache_unwritable() == c.cache_dir())
+    """)
+    cache = os.fsdecode(bytes(tmp_path) + b"/cache\xff")
+    r = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=120,
+                       env={**os.environ, "TUX2_CACHE_DIR": cache})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["42", "True"], r.stdout

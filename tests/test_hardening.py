@@ -918,3 +918,57 @@ def test_another_kind_of_model_is_named_with_its_article(ratings, tmp_path):
     (tmp_path / "m" / "model.json").write_text(json.dumps({**meta, "algorithm": "softmax"}))
     with pytest.raises(ModelError, match="a 'softmax' model, not mf"):
         model_check.read_model(str(tmp_path / "m"), "mf", ())
+
+
+SIGNAL_AMONG_RENAMES = """
+import os, signal, sys
+from tux2 import files, interrupt
+d, how = sys.argv[1], sys.argv[2]
+if how == "cli":
+    interrupt.install()             # the tux2 program's handler (SIGINT and SIGTERM)
+files.write_dir(d, {"a.bin": lambda f: f.write(b"old-a"), "b.bin": lambda f: f.write(b"old-b")})
+real = os.replace
+
+def replace(src, dst):              # the signal lands between the renames (microseconds there: placed here)
+    real(src, dst)
+    if dst.endswith("a.bin"):
+        os.kill(os.getpid(), signal.SIGTERM if how == "cli" else signal.SIGINT)
+
+os.replace = replace
+try:
+    files.write_dir(d, {"a.bin": lambda f: f.write(b"new-a"), "b.bin": lambda f: f.write(b"new-b")})
+    print("not interrupted")
+except KeyboardInterrupt:
+    print("interrupted")
+files.verify(d)
+print(open(os.path.join(d, "a.bin")).read(), open(os.path.join(d, "b.bin")).read())
+"""
+
+
+@pytest.mark.parametrize("how", ["python", "cli"])
+def test_a_signal_among_the_renames_of_an_output_directory_leaves_it_whole(tmp_path, how):
+    # Ctrl-C (or SIGTERM) while write_dir renamed its files left the new a.bin beside the old
+    # b.bin and manifest: 'a.bin: its SHA-256 differs from the one in manifest.json' on load
+    r = subprocess.run([sys.executable, "-c", SIGNAL_AMONG_RENAMES, str(tmp_path / "m"), how],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["interrupted", "new-a", "new-b"], r.stdout + r.stderr
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs Linux's /proc")
+def test_an_output_in_a_directory_that_takes_no_files_does_not_say_it_is_missing():
+    # 'tux2 run mf r.txt --metrics /proc/m.jsonl' said '/proc: No such file or directory' (mkdir's ENOENT there)
+    from tux2.files import FileError, check_writable
+    with pytest.raises(FileError) as e:
+        check_writable("/proc/m.jsonl", "--metrics", directory=False)
+    assert str(e.value) == "/proc/m.jsonl: cannot create --metrics: /proc takes no new files (a virtual file system)"
+
+
+def test_a_file_name_that_is_not_utf8_is_written_back_as_its_bytes(tmp_path):
+    # 'tux2 run mf $(printf "bad\xff.txt") --out m' trained, then stopped with 'internal error:
+    # UnicodeEncodeError' writing summary.txt (the input's name, as Python decodes it: 'bad\udcff.txt')
+    from tux2 import files
+    name = os.fsdecode(b"bad\xff.txt")
+    files.write_dir(str(tmp_path / "m"), {"summary.txt": files.text(f"input: {name}\n")})
+    assert (tmp_path / "m" / "summary.txt").read_bytes() == b"input: bad\xff.txt\n"
+    files.verify(str(tmp_path / "m"))

@@ -756,3 +756,17 @@ def test_token_lists_drop_stop_words_in_any_case():
     own = tux2.LDA(topics=2, iterations=3, stop_words=["Pie", "THE"]).fit(docs)
     assert own.vocab_ == ["Apple", "OF", "goal", "team", "of"]
     assert own.documents([["Pie", "pie", "Apple", "OF", "the"]])[0].num_edges == 2
+
+
+def test_filters_that_drop_every_word_are_named():
+    # 'tux2 run lda d.txt --max-df 0.5' on a corpus whose words are all in most documents said
+    # 'no words found (empty file, or every word was filtered out)'
+    from tux2.io import text_docs
+    with pytest.raises(InputError, match=r"^texts: no words left: each of the 2 distinct words was filtered out; "
+                                         r"2 by --max-df 0.5 \(max_df=\): in more than 1.5 of the 3 documents$"):
+        text_docs(["aa bb", "aa bb", "bb aa"], max_df=0.5)
+    with pytest.raises(InputError, match=r"3 by --min-count 9 \(min_count=\): seen fewer times; 1 by the stop "
+                                         r"words \(--stop-words, stop_words=\)$"):
+        text_docs(["aa bb", "aa the", "bb aa"], min_count=9, stopwords={"the"})
+    with pytest.raises(InputError, match=r"no words found \(empty file"):
+        text_docs(["", " "])

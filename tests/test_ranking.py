@@ -40,6 +40,15 @@ def test_metrics_of_a_list_by_hand():
     assert at_k([[-1, -1]], rows=[0], items=[0])["hit_rate"] == 0.0
 
 
+def test_a_k_beyond_int64_is_the_lists_cut_short():
+    # tux2 predict model r.txt --top-k 99999999999999999999 stopped with 'internal error: OverflowError'
+    # (numpy's minimum of the relevant counts and k); a k past the lists' width is the same lists cut short
+    top, rows, items = [[1, 2, 3], [4, -1, -1]], [0, 0, 1], [2, 9, 4]
+    huge, wide = at_k(top, rows, items, k=10 ** 20), at_k(top, rows, items, k=50)
+    assert huge["recall"] == wide["recall"] and huge["ndcg"] == wide["ndcg"] and huge["map"] == wide["map"]
+    assert huge["precision"] == pytest.approx(2 / 10 ** 20 / 2) and huge["users"] == 2
+
+
 def test_at_k_equals_the_definitions_on_random_lists():
     rng = np.random.default_rng(5)
     lists = [rng.permutation(40)[:rng.integers(0, 8)].tolist() for _ in range(60)]

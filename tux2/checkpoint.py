@@ -554,8 +554,8 @@ def load(directory, eng, params, transport=None, compare=None, inputs=None, test
     if rank == 0 and test is not False and "test" in state and not _same_test(state["test"], test):
         failed = str(_test_changes(path, state["test"], test, state.get("inputs"), inputs))
     if world > 1:
-        said = transport.allgather("resume-test", [np.frombuffer(failed.encode(), np.uint8)])
-        failed = bytes(said[0][0]).decode()
+        said = transport.allgather("resume-test", [np.frombuffer(failed.encode("utf-8", "surrogateescape"), np.uint8)])
+        failed = bytes(said[0][0]).decode("utf-8", "surrogateescape")      # (it names the input files: bytes)
     if failed:
         raise CheckpointError(failed)
     kept = state.pop("kept", None)      # rank 0's alone (the other ranks read its JSON in state.json too)

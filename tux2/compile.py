@@ -213,6 +213,8 @@ def _kernel(kind, src, name, env, deps):
     ``deps``: fingerprints of the compiled code it calls (any None: not cached)."""
     env = {"np": np, **env}
     root = _CACHE["dir"]
+    if root is not None and not _utf8(root):     # numba's errors, raised and caught while it types a loop, encode the
+        _CACHE["unwritable"], root = root, None  # source path as UTF-8: 'numba could not compile UDF …'. As unwritable
     if root is not None and not jit_disabled() and None not in deps:
         key = hashlib.sha256("\n\0".join([kind, src, _environment(), *deps]).encode()).hexdigest()
         where = os.path.join(root, "kernels", f"{kind}-{key[:40]}")
@@ -235,6 +237,15 @@ def _kernel(kind, src, name, env, deps):
             _CACHE["unwritable"] = root
     exec(compile(src, f"<tux2 {kind} loop>", "exec"), env)
     return njit(**JIT)(env[name])
+
+
+def _utf8(path):
+    """Whether ``path`` is UTF-8 (a name of other bytes decodes to lone surrogates, 'cache\\udcff')."""
+    try:
+        path.encode("utf-8")
+        return True
+    except UnicodeEncodeError:
+        return False
 
 
 def _atomic_write(path, text):

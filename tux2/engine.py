@@ -1262,8 +1262,8 @@ class Engine(ApplyRounds):
         if world > 1:
             said = self.transport.allgather("relayout-checked", [np.frombuffer(
                 (("" if failed is None else ("c" if isinstance(failed, ContextStateError) else "s") + str(failed))
-                 .encode()), np.uint8)])
-            first = next((bytes(a[0]).decode() for a in said if len(a[0])), None)
+                 .encode("utf-8", "surrogateescape")), np.uint8)])             # (a path in it: its bytes)
+            first = next((bytes(a[0]).decode("utf-8", "surrogateescape") for a in said if len(a[0])), None)
             if first is not None:
                 raise (ContextStateError if first[0] == "c" else SchemaError)(first[1:])
         elif failed is not None:

@@ -6,8 +6,9 @@ that looks whole, and reads back only after checking them.
   every file first goes to a temporary name, then a ``manifest.json`` with the size
   and SHA-256 of each; only when all of them are on disk are they renamed, the
   manifest last. A failure before that (ENOSPC, a crash) leaves the previous files
-  untouched; a crash among the renames leaves files that disagree with the manifest,
-  which :func:`verify` reports instead of loading.
+  untouched; Ctrl-C or SIGTERM among the renames acts after the last one
+  (tux2.interrupt.deferred); a crash there (SIGKILL) leaves files that disagree with the
+  manifest, which :func:`verify` reports instead of loading.
 * :func:`verify`: every file named by a directory's manifest has its size and hash.
 * :func:`check_writable`: an output path can be written, asked before training.
 * :func:`scratch_dir`: a private temporary directory, and the removal of those that
@@ -30,6 +31,7 @@ import zlib
 
 import numpy as np
 
+from tux2 import interrupt
 from tux2.errors import Tux2Error
 
 MANIFEST = "manifest.json"
@@ -45,8 +47,9 @@ def npz(arrays):
 
 
 def text(s):
-    """A writer of the string ``s`` (UTF-8)."""
-    return lambda f: f.write(s.encode("utf-8"))
+    """A writer of the string ``s`` (UTF-8; a file name that is not, as Python decodes
+    such names, 'bad\\udcff.txt', is written as its own bytes)."""
+    return lambda f: f.write(s.encode("utf-8", "surrogateescape"))
 
 
 def json_text(obj, **kw):
@@ -238,8 +241,9 @@ def _write_dir(directory, files, present):
             discard(tmp)
         raise
     fsync_dir(directory)
-    for tmp, final in staged:
-        os.replace(tmp, final)
+    with interrupt.deferred():      # Ctrl-C among the renames: after them, the directory whole (old or new)
+        for tmp, final in staged:
+            os.replace(tmp, final)
     fsync_dir(directory)
     for name in old.keys() - entries.keys():
         discard(os.path.join(directory, name))
@@ -358,6 +362,9 @@ def _probe(directory, path, what):
     try:
         os.rmdir(tempfile.mkdtemp(prefix=".tux2-probe-", dir=directory))
     except OSError as e:
+        if e.errno == errno.ENOENT and os.path.isdir(directory):    # /proc, /sys: not 'No such file or directory'
+            raise FileError(f"{path}: cannot create {what}: {directory} takes no new files (a virtual file "
+                            "system)") from None
         raise FileError(f"{path}: cannot create {what}: {directory}: {e.strerror}") from None
 
 

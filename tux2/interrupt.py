@@ -20,6 +20,7 @@ import contextlib
 import os
 import signal
 import sys
+import threading
 
 SEEN = []
 
@@ -81,6 +82,33 @@ def sigint_blocked():
         yield
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+
+
+@contextlib.contextmanager
+def deferred():
+    """SIGINT and SIGTERM that arrive while the context lasts are acted on when it ends:
+    around work that must not stop half done (tux2.files renaming a model's files into
+    place: stopped among them, the directory held new files beside the old manifest).
+    Blocking the signals would not do: the kernel hands them to another of the process's
+    threads (numba's, ZeroMQ's) and the main thread raises all the same. Only the main
+    thread's handlers can be swapped, and only the tux2 program's or Python's default ones
+    are (a caller's own handler is left to do what it does); elsewhere it does nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    got, saved = [], {}
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        previous = signal.getsignal(signum)
+        if previous is handler or previous is signal.default_int_handler:
+            saved[signum] = previous
+            signal.signal(signum, lambda n, frame: got.append(n))
+    try:
+        yield
+    finally:
+        for signum, previous in saved.items():
+            signal.signal(signum, previous)
+    for signum in dict.fromkeys(got):                       # (a second SIGTERM is one)
+        saved[signum](signum, None)                         # raises KeyboardInterrupt, as the signal would have
 
 
 # set by tux2.runtime.launch_local for the workers it starts

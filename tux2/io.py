@@ -2111,11 +2111,24 @@ def text_docs(texts, type_names=("doc", "word"), min_count=1, stopwords=(), sour
             cnt.append(n)
     if not docs and need_words and source == "texts":          # (Python's documents, not a file)
         raise InputError(NO_DOCUMENTS, path=source)
+    if not src and need_words and total:
+        raise InputError(_all_filtered(total, df, most, len(docs), min_count, max_df, stop), path=source)
     if not src and need_words:
         raise InputError("no words found (empty file, or every word was filtered out)", path=source)
     g = BipartiteGraph(np.array(src, np.int64), np.array(dst, np.int64), np.array(cnt, np.float64),
                        len(docs), len(vocab), type_names, source)
     return g, vocab
+
+
+def _all_filtered(total, df, most, n_docs, min_count, max_df, stop):
+    """What dropped every one of the words ``total`` counts (text_docs' filters): each filter
+    with how many it dropped, and the flag that sets it."""
+    by = [(sum(df[w] > most for w in total), f"--max-df {max_df} (max_df=): in more than {most:g} of the "
+                                               f"{n_docs} documents"),
+          (sum(n < min_count for n in total.values()), f"--min-count {min_count} (min_count=): seen fewer times"),
+          (sum(w.lower() in stop for w in total), "the stop words (--stop-words, stop_words=)")]
+    return (f"no words left: each of the {len(total)} distinct words was filtered out; "
+            + "; ".join(f"{n} by {what}" for n, what in by if n))
 
 
 def sniff_corpus(path, header_alone=False):

@@ -36,7 +36,8 @@ def at_k(top, rows, items, k=None):
     counted = n_rel > 0
     if not counted.any() or k == 0:
         return {**dict.fromkeys(NAMES, None), "users": int(counted.sum())}
-    found, shortest = h.sum(axis=1), np.maximum(np.minimum(n_rel, k), 1)
+    # (a k past the lists' width and every count is those lists cut short: kept below int64's limit)
+    found, shortest = h.sum(axis=1), np.maximum(np.minimum(n_rel, min(k, max(w, n_rel.max()))), 1)
     discount = 1.0 / np.log2(np.arange(2, max(w, shortest.max()) + 2))
     per_user = {"precision": found / k,
                 "recall": found / np.maximum(n_rel, 1),

@@ -185,7 +185,7 @@ def launch_local(argv, workers, timeout=30.0, grace=2.0):
         lines = {}          # each different failure once: workers that read one whole input find one bad line
         for r in [first, *range(workers)]:
             if os.path.exists(os.path.join(said, str(r))):
-                line = open(os.path.join(said, str(r)), encoding="utf-8").read()
+                line = open(os.path.join(said, str(r)), encoding="utf-8", errors="surrogateescape").read()
                 lines.setdefault(re.sub(r"\[worker \d+\] ", "", line, count=1), line)
         if lines:
             print(*lines.values(), sep="\n", file=sys.stderr, flush=True)

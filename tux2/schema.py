@@ -114,8 +114,13 @@ class ContextSpec:
         for f, v in {**self.init, **overrides}.items():
             if f not in self.fields:
                 raise SchemaError(f"context has no field {f!r}")
-            with np.errstate(over="ignore"):
-                ctx[f][0] = v
+            try:
+                with np.errstate(over="ignore"):
+                    ctx[f][0] = v
+            except OverflowError:           # an integer field given a number beyond its type (numpy refuses it)
+                info = np.iinfo(ctx.dtype[f].base)
+                raise SchemaError(f"context field {f!r} is {v!r}, beyond the range of the {ctx.dtype[f].base} it "
+                                  f"is kept in ({info.min} … {info.max})") from None
             if ctx.dtype[f].base.kind == "f" and not np.isfinite(ctx[f][0]).all() and \
                     np.isfinite(np.asarray(v, np.float64)).all():
                 raise SchemaError(f"context field {f!r} is {v!r}, beyond the range of the {ctx.dtype[f].base} "
