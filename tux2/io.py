@@ -2284,12 +2284,17 @@ def other_format(path, columns=None):
     try:
         kind = sniff_input(path, columns)
         head = read_head(path, "input")
-        fmt = edge_format(head, path)
     except InputError:
         return ""
+    try:
+        fmt = edge_format(head, path)
+    except InputError:      # prose whose quotation runs on (sniff_input: text) reads as no edge list
+        if kind != "text":
+            return ""
+        fmt = None
     if json_keys(head) is not None:
         return "; " + json_hint(path, json_keys(head))
-    if fmt.mode == TAB:
+    if fmt is not None and fmt.mode == TAB:
         body = sample_rows(head, fmt)
         j = number_column(body)
         if j is not None and columns is None and not all(len(t) > 2 and is_number(t[2]) for t in body):
