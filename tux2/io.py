@@ -1090,13 +1090,19 @@ def _header_end(head, path):
     return _matrix_market(head, path)[:3]
 
 
+def is_matrix_market(head):
+    """Whether ``head`` (a file's first bytes) starts with a MatrixMarket banner, in any case:
+    gensim writes and reads '%%matrixmarket' (its MmReader lower-cases the banner)."""
+    return head[:14].lower() == b"%%matrixmarket"
+
+
 def _matrix_market(head, path):
     """(offset where edges start, lines before it, default id base, (rows, columns,
     entries) of a MatrixMarket size line or None). A MatrixMarket banner other than a
     coordinate matrix in general form (``array``, ``symmetric``, ``complex``) is an error:
     read as a general one its entries would be other numbers (half a symmetric matrix)."""
     bom = len(BOM) if head.startswith(BOM) else 0
-    if not head.startswith(b"%%MatrixMarket", bom):
+    if not is_matrix_market(head[bom:]):
         return bom, 0, 0, None
     banner = head[bom:head.find(b"\n", bom) if b"\n" in head[bom:] else len(head)].decode("latin-1").lower().split()
     wrong = [w for w, ok in zip(banner[2:5], (("coordinate",), ("real", "integer", "pattern", "double"),
@@ -1129,8 +1135,9 @@ def check_matrix_market(fmt, path, entries, rows, cols):
     if size is None:
         return
     if entries != size[2]:
-        raise InputError(f"the size line says {size[2]} entries and the file has {entries}: cut short, or "
-                         "another matrix's size line", path=path, line=fmt.skip)
+        raise InputError(f"the size line says {size[2]} entries and the file has {entries}: "
+                         + ("cut short, or another matrix's size line" if entries < size[2] else
+                            "another matrix's size line, or lines added after it was written"), path=path, line=fmt.skip)
     for name, largest, n in (("row", rows, size[0]), ("column", cols, size[1])):
         if largest > n:
             raise InputError(f"{name} id {largest} is beyond the size line's {n} {name}s", path=path, line=fmt.skip)
@@ -2149,7 +2156,7 @@ def sniff_corpus(path, header_alone=False):
             if x.strip() and x.strip()[:1] not in (b"#", b"%")]
     if data and len(data) > 1 and len(data[0]) == 3 and not any(is_number(t) for t in data[0]):
         data = data[1:]                         # a header line of names ('doc,word,count') above triples
-    if head.startswith(b"%%MatrixMarket") or (data and all(
+    if is_matrix_market(head) or (data and all(
             len(x) == 3 and all(t.replace(b".", b"", 1).isdigit() for t in x) for x in data)):
         return "triples"
     return "text"
