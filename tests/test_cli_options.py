@@ -842,3 +842,16 @@ def test_the_linear_models_help_says_they_read_tables_too(capsys, algo):
     rc, out, err = _main(capsys, "run", algo, "--help")
     out = " ".join(out.split())
     assert rc == 0 and "over a libsvm file or a table of numbers (CSV, TSV" in out, out[:600]
+
+
+def test_python_dash_m_tux2_is_the_tux2_command():
+    """'python -m tux2' (a notebook's '!python -m tux2 …', a venv whose scripts are not on PATH)
+    said 'No module named tux2.__main__'; it is now the tux2 command."""
+    import subprocess
+    import sys
+    import tux2
+    r = subprocess.run([sys.executable, "-m", "tux2", "--version"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and r.stdout.strip().endswith(tux2.__version__), (r.stdout, r.stderr)
+    r = subprocess.run([sys.executable, "-m", "tux2", "run", "mf", "--k", "0"], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 2 and "tux2: error:" in r.stderr and "Traceback" not in r.stderr, r.stderr
