@@ -1157,7 +1157,7 @@ def test_play_counts_are_refused_with_the_way_out_not_trained_into_nan(tmp_path)
 
 def test_the_awk_line_the_count_refusal_gives_keeps_a_header(tmp_path):
     """The refusal of play counts names an awk line for log(1 + count); on Last.fm's
-    user_artists.dat (header 'userID artistID weight') it turned the header into
+    user_artists.dat (header 'userID artistID weight', CRLF lines) it turned the header into
     'userID artistID 0', a data line, so every id was read as a string ('userID' a user)
     and the run went on in silence. The line now leaves a header as it is."""
     import re
@@ -1169,8 +1169,8 @@ def test_the_awk_line_the_count_refusal_gives_keeps_a_header(tmp_path):
     plays = np.round(np.exp(rng.normal(4.5, 1.3, 2000))).astype(int) + 1
     plays[:3] = [352698, 200000, 150000]
     path = tmp_path / "user_artists.dat"
-    path.write_text("userID\tartistID\tweight\n" + "".join(f"{2 + k // 40}\t{51 + k * 7 % 500}\t{p}\n"
-                                                          for k, p in enumerate(plays)))
+    path.write_bytes(("userID\tartistID\tweight\r\n" + "".join(f"{2 + k // 40}\t{51 + k * 7 % 500}\t{p}\r\n"
+                                                           for k, p in enumerate(plays))).encode())   # (as Last.fm's)
     with pytest.raises(InputError) as e:
         MF(epochs=1).fit(str(path))
     program = re.search(r"awk '([^']*)'", str(e.value)).group(1).replace("$N", "$3")
