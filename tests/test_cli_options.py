@@ -574,6 +574,21 @@ def test_a_vowpal_wabbit_file_is_named_so(capsys, tmp_path):
              "format ('label | feature …'), which tux2 does not read: write 'label index:value …'")
 
 
+def test_a_space_after_a_libsvm_colon_is_named(capsys, tmp_path):
+    """'+1 1: -0.860107 2:-0.111111 …' (a breast-cancer file written with a space after one
+    colon): 'malformed feature value (expected a number)' left the reader to find the space
+    in a 100-character line. The message now names it and the sed line that joins them."""
+    f = tmp_path / "bc.t"
+    f.write_text("+1 1: -0.860107 2:-0.111111 3:-1\n-1 1:0.5 2:0.25 3:1\n")
+    rc, out, err = _main(capsys, "run", "lr", str(f), "--epochs", "1", "-q")
+    _refused(rc, err, f"{f}:1: malformed feature value (expected a number); '1: -0.860107' has a space after its "
+             "colon, which the libsvm format does not: write 'index:value' (sed 's/: */:/g' joins them)")
+    f.write_text("+1 1:abc 2:-0.111111\n")         # another malformed value: no such note
+    rc, out, err = _main(capsys, "run", "lr", str(f), "--epochs", "1", "-q")
+    _refused(rc, err, f"{f}:1: malformed feature value (expected a number)")
+    assert "space after" not in err, err
+
+
 def test_a_multi_label_libsvm_line_is_named_so_not_a_malformed_feature(capsys, tmp_path):
     """LIBSVM's multi-label sets (scene, yeast, rcv1-multilabel) write 'l1,l2 index:value
     …': tux2 called the labels a malformed feature, and tux2 info a text corpus. Now

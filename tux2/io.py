@@ -2460,6 +2460,10 @@ def read_libsvm(path, zero_based=False, n_features=None, type_names=("sample", "
         if err in (3, 4) and re.search(r"(^|\s)\S*\|", text):          # 'label [weight] [tag]|namespace feature …'
             why += ("; this looks like Vowpal Wabbit's format ('label | feature …'), which tux2 does not read: "
                     "write 'label index:value …' (libsvm), numbering or hashing the features, or a table")
+        spaced = re.search(r"(?:^|\s)(\d+:[ \t]+[^\s:]+)", text) if err == 6 else None
+        if spaced:          # '1: -0.86': LIBSVM's own reader skips the space, scikit-learn's refuses it
+            why += (f"; {spaced.group(1)!r} has a space after its colon, which the libsvm format does not: write "
+                    "'index:value' (sed 's/: */:/g' joins them)")
         raise InputError(why, path=path, line=err_line, text=text)
     if rows == 0:
         raise InputError("no samples found (the file is empty or has only comments)", path=path)
