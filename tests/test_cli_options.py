@@ -568,6 +568,25 @@ def test_mf_given_a_corpus_says_what_it_looks_like(capsys, tmp_path, text, line,
     assert ("[worker " in err) == (workers == "2"), err
 
 
+def test_mf_given_prose_whose_quotation_runs_on_says_it_is_text(capsys, tmp_path):
+    """gensim's Lee corpus given to 'tux2 run mf' (or 'tux2 partition'): a quotation running on
+    into the next paragraph leaves a line with an odd number of '"'s, which the edge reader
+    stops on; the error said only 'a quoted field does not close on this line', as for a
+    broken CSV, where 'tux2 info' reads the file as text. It now says so and names lda."""
+    lines = ['Hundreds of people have been forced to vacate their homes, as strong winds today pushed a '
+             'huge bushfire towards the town. "The falls have been quite isolated," she said, "but the rain',
+             'Fire crews say the weather, which had been forecast to ease, will stay hot and dry for days '
+             'to come across the whole of the state and beyond it',
+             '"We are doing everything we can, the commissioner said, to protect every home out there today']
+    f = tmp_path / "lee.cor"
+    f.write_text("\n".join(lines) + "\n")
+    for argv in (("run", "mf", str(f), "--epochs", "1", "--quiet"), ("partition", str(f), "--parts", "2")):
+        rc, out, err = _main(capsys, *argv)
+        _refused(rc, err, f"{f}:1: ", "it looks like plain text, a corpus for topic models (a document per line): "
+                 "tux2 run lda reads it")
+        assert "write the field without" not in err, err
+
+
 def test_a_vowpal_wabbit_file_is_named_so(capsys, tmp_path):
     """A VW user's 'label | feature …' lines were only 'feature index is not a non-negative
     integer'; the message now also says which format it looks like and what tux2 reads."""
@@ -576,6 +595,21 @@ def test_a_vowpal_wabbit_file_is_named_so(capsys, tmp_path):
     rc, out, err = _main(capsys, "run", "lr", str(f), "-q")
     _refused(rc, err, f"{f}:1: feature index is not a non-negative integer; this looks like Vowpal Wabbit's "
              "format ('label | feature …'), which tux2 does not read: write 'label index:value …'")
+
+
+def test_a_space_after_a_libsvm_colon_is_named(capsys, tmp_path):
+    """'+1 1: -0.860107 2:-0.111111 …' (a breast-cancer file written with a space after one
+    colon): 'malformed feature value (expected a number)' left the reader to find the space
+    in a 100-character line. The message now names it and the sed line that joins them."""
+    f = tmp_path / "bc.t"
+    f.write_text("+1 1: -0.860107 2:-0.111111 3:-1\n-1 1:0.5 2:0.25 3:1\n")
+    rc, out, err = _main(capsys, "run", "lr", str(f), "--epochs", "1", "-q")
+    _refused(rc, err, f"{f}:1: malformed feature value (expected a number); '1: -0.860107' has a space after its "
+             "colon, which the libsvm format does not: write 'index:value' (sed 's/: */:/g' joins them)")
+    f.write_text("+1 1:abc 2:-0.111111\n")         # another malformed value: no such note
+    rc, out, err = _main(capsys, "run", "lr", str(f), "--epochs", "1", "-q")
+    _refused(rc, err, f"{f}:1: malformed feature value (expected a number)")
+    assert "space after" not in err, err
 
 
 def test_a_multi_label_libsvm_line_is_named_so_not_a_malformed_feature(capsys, tmp_path):
@@ -846,3 +880,16 @@ def test_the_linear_models_help_says_they_read_tables_too(capsys, algo):
     rc, out, err = _main(capsys, "run", algo, "--help")
     out = " ".join(out.split())
     assert rc == 0 and "over a libsvm file or a table of numbers (CSV, TSV" in out, out[:600]
+
+
+def test_python_dash_m_tux2_is_the_tux2_command():
+    """'python -m tux2' (a notebook's '!python -m tux2 …', a venv whose scripts are not on PATH)
+    said 'No module named tux2.__main__'; it is now the tux2 command."""
+    import subprocess
+    import sys
+    import tux2
+    r = subprocess.run([sys.executable, "-m", "tux2", "--version"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and r.stdout.strip().endswith(tux2.__version__), (r.stdout, r.stderr)
+    r = subprocess.run([sys.executable, "-m", "tux2", "run", "mf", "--k", "0"], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 2 and "tux2: error:" in r.stderr and "Traceback" not in r.stderr, r.stderr

@@ -428,6 +428,26 @@ def test_quoted_fields_without_a_separator_inside_are_read_as_before(tmp_path):
     assert g.num_edges == 2 and g.values.tolist() == [3.0, 4.0]
 
 
+def test_a_lower_case_matrix_market_banner_is_a_banner(tmp_path):
+    """gensim writes and reads '%%matrixmarket matrix coordinate real general' (its
+    test_corpus_ok.mm; gensim's MmReader compares the banner lower-cased). tux2 took the
+    banner for a '%' comment and the size line '3 5 9' for an entry: an extra count of 9 on
+    (3, 5), summed into the corpus by LDA's --duplicates sum, 12 edges for 11."""
+    body = b"3 5 4\n1 1 1\n1 2 3\n2 3 1\n3 5 2\n"
+    for banner in (b"%%MatrixMarket", b"%%matrixmarket", b"%%MATRIXMARKET"):
+        path = _write(tmp_path, banner + b" matrix coordinate real general\n" + body)
+        g = loaders.load_edges(path)
+        assert (g.num_edges, g.values.tolist(), g.base) == (4, [1.0, 3.0, 1.0, 2.0], 1), banner
+        assert io.sniff_corpus(path) == "triples"
+    path = _write(tmp_path, b"%%matrixmarket matrix coordinate real symmetric\n" + body)
+    with pytest.raises(InputError, match="a MatrixMarket symmetric matrix"):
+        loaders.load_edges(path)
+    path = _write(tmp_path, b"%%matrixmarket matrix coordinate real general\n3 5 3\n" + body.split(b"\n", 1)[1])
+    with pytest.raises(InputError, match=re.escape("in.txt:2: the size line says 3 entries and the file has 4: "
+                                                   "another matrix's size line, or lines added after")):
+        loaders.load_edges(path)        # (more entries than declared: not 'cut short')
+
+
 @pytest.mark.parametrize("distributed", [False, pytest.param(True, marks=pytest.mark.slow)],
                          ids=["one process", "distributed ingress"])
 def test_a_matrix_market_file_is_checked_against_its_banner_and_size_line(tmp_path, distributed):

@@ -391,3 +391,31 @@ def test_mf_score_refuses_a_rating_that_is_not_finite():
     with pytest.raises(ValueError, match="rating nan at row 1 is not finite"):
         m.score(np.array([[int(g.src[0]), int(g.dst[0]), 3.0], [int(g.src[1]), int(g.dst[1]), np.nan]]))
     assert np.isfinite(m.score(np.c_[g.src[:20], g.dst[:20], g.values[:20]]))
+
+
+def test_mf_predict_warns_of_ratings_of_another_scale_and_of_mostly_new_pairs(tmp_path, capsys):
+    """A MovieLens model's 'tux2 predict' on Last.fm's user_artists.dat (play counts, 1 … 352,698;
+    78 % of its pairs with a user or item the model never saw) printed RMSE 3823 and nothing
+    else, where MF.score and 'tux2 run' say when most pairs are cold. It now warns when the
+    ratings lie outside the training range (another data set, or another column) and when
+    COLD_SHARE of the pairs are new; an ordinary held-out file gets neither warning."""
+    from tux2 import cli
+    rng = np.random.default_rng(0)
+    u, i = rng.integers(1, 41, 2000), rng.integers(1, 31, 2000)
+    key = rng.permutation(np.unique(u * 100 + i, return_index=True)[1])      # the held-out lines: any users
+    lines = [f"{u[j]}\t{i[j]}\t{rng.integers(1, 6)}\n" for j in key]
+    train, held = tmp_path / "train.tsv", tmp_path / "held.tsv"
+    train.write_text("".join(lines[:-50]))
+    held.write_text("".join(lines[-50:]))
+    assert cli.main(["run", "mf", str(train), "--test-fraction", "0", "--epochs", "2", "--out", str(tmp_path / "m"),
+                     "--quiet"]) == 0
+    plays, cold = tmp_path / "plays.tsv", tmp_path / "cold.tsv"
+    plays.write_text("".join(f"{a}\t{b}\t{100 * int(r)}\n" for a, b, r in (x.split() for x in lines[-50:])))
+    cold.write_text("".join(f"{500 + k}\t{k % 30 + 1}\t3\n" for k in range(95)) + "".join(lines[-5:]))
+    capsys.readouterr()
+    for f, scale, new in ((held, False, False), (plays, True, False), (cold, False, True)):
+        assert cli.main(["predict", str(tmp_path / "m"), str(f), "-o", str(tmp_path / "p.txt")]) == 0
+        out, err = capsys.readouterr()
+        assert ("lie outside the model's training ratings (1 … 5)" in err) == scale, err
+        assert ("95 of the 100 pairs (95%) have a user or item the model was not trained on" in err) == new, err
+        assert json.loads(out.strip().splitlines()[-1])["pairs"] in (50, 100)

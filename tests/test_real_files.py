@@ -1155,6 +1155,33 @@ def test_play_counts_are_refused_with_the_way_out_not_trained_into_nan(tmp_path)
     assert "look like counts" not in r.stderr and "check the input for mistyped values" in r.stdout, r.stderr
 
 
+def test_the_awk_line_the_count_refusal_gives_keeps_a_header(tmp_path):
+    """The refusal of play counts names an awk line for log(1 + count); on Last.fm's
+    user_artists.dat (header 'userID artistID weight', CRLF lines) it turned the header into
+    'userID artistID 0', a data line, so every id was read as a string ('userID' a user)
+    and the run went on in silence. The line now leaves a header as it is."""
+    import re
+    import shutil
+    from tux2 import MF
+    if shutil.which("awk") is None:
+        pytest.skip("no awk")
+    rng = np.random.default_rng(0)
+    plays = np.round(np.exp(rng.normal(4.5, 1.3, 2000))).astype(int) + 1
+    plays[:3] = [352698, 200000, 150000]
+    path = tmp_path / "user_artists.dat"
+    path.write_bytes(("userID\tartistID\tweight\r\n" + "".join(f"{2 + k // 40}\t{51 + k * 7 % 500}\t{p}\r\n"
+                                                           for k, p in enumerate(plays))).encode())   # (as Last.fm's)
+    with pytest.raises(InputError) as e:
+        MF(epochs=1).fit(str(path))
+    program = re.search(r"awk '([^']*)'", str(e.value)).group(1).replace("$N", "$3")
+    logged = tmp_path / "log.tsv"
+    with open(logged, "w") as f:
+        subprocess.run(["awk", "-F\t", "-v", "OFS=\t", program, str(path)], stdout=f, check=True)
+    g = loaders.load_edges(str(logged))
+    assert g.layout.names == ["userID", "artistID", "weight"] and g.num_edges == 2000, g.layout.names
+    np.testing.assert_allclose(np.sort(g.values), np.sort(np.log1p(plays)), rtol=1e-5)
+
+
 def test_book_crossing_latin1_isbns_and_an_x_past_the_first_lines_are_read(tmp_path):
     """Book-Crossing's BX-Book-Ratings.csv is Latin-1, and some ISBNs end in X: an id
     that was not UTF-8 stopped the run ('item id is not UTF-8 text', no way around it),

@@ -1098,13 +1098,19 @@ def _header_end(head, path):
     return _matrix_market(head, path)[:3]
 
 
+def is_matrix_market(head):
+    """Whether ``head`` (a file's first bytes) starts with a MatrixMarket banner, in any case:
+    gensim writes and reads '%%matrixmarket' (its MmReader lower-cases the banner)."""
+    return head[:14].lower() == b"%%matrixmarket"
+
+
 def _matrix_market(head, path):
     """(offset where edges start, lines before it, default id base, (rows, columns,
     entries) of a MatrixMarket size line or None). A MatrixMarket banner other than a
     coordinate matrix in general form (``array``, ``symmetric``, ``complex``) is an error:
     read as a general one its entries would be other numbers (half a symmetric matrix)."""
     bom = len(BOM) if head.startswith(BOM) else 0
-    if not head.startswith(b"%%MatrixMarket", bom):
+    if not is_matrix_market(head[bom:]):
         return bom, 0, 0, None
     banner = head[bom:head.find(b"\n", bom) if b"\n" in head[bom:] else len(head)].decode("latin-1").lower().split()
     wrong = [w for w, ok in zip(banner[2:5], (("coordinate",), ("real", "integer", "pattern", "double"),
@@ -1137,8 +1143,9 @@ def check_matrix_market(fmt, path, entries, rows, cols):
     if size is None:
         return
     if entries != size[2]:
-        raise InputError(f"the size line says {size[2]} entries and the file has {entries}: cut short, or "
-                         "another matrix's size line", path=path, line=fmt.skip)
+        raise InputError(f"the size line says {size[2]} entries and the file has {entries}: "
+                         + ("cut short, or another matrix's size line" if entries < size[2] else
+                            "another matrix's size line, or lines added after it was written"), path=path, line=fmt.skip)
     for name, largest, n in (("row", rows, size[0]), ("column", cols, size[1])):
         if largest > n:
             raise InputError(f"{name} id {largest} is beyond the size line's {n} {name}s", path=path, line=fmt.skip)
@@ -2144,7 +2151,7 @@ def sniff_corpus(path, header_alone=False):
             if x.strip() and x.strip()[:1] not in (b"#", b"%")]
     if data and len(data) > 1 and len(data[0]) == 3 and not any(is_number(t) for t in data[0]):
         data = data[1:]                         # a header line of names ('doc,word,count') above triples
-    if head.startswith(b"%%MatrixMarket") or (data and all(
+    if is_matrix_market(head) or (data and all(
             len(x) == 3 and all(t.replace(b".", b"", 1).isdigit() for t in x) for x in data)):
         return "triples"
     return "text"
@@ -2279,12 +2286,17 @@ def other_format(path, columns=None):
     try:
         kind = sniff_input(path, columns)
         head = read_head(path, "input")
-        fmt = edge_format(head, path)
     except InputError:
         return ""
+    try:
+        fmt = edge_format(head, path)
+    except InputError:      # prose whose quotation runs on (sniff_input: text) reads as no edge list
+        if kind != "text":
+            return ""
+        fmt = None
     if json_keys(head) is not None:
         return "; " + json_hint(path, json_keys(head))
-    if fmt.mode == TAB:
+    if fmt is not None and fmt.mode == TAB:
         body = sample_rows(head, fmt)
         j = number_column(body)
         if j is not None and columns is None and not all(len(t) > 2 and is_number(t[2]) for t in body):
@@ -2443,6 +2455,10 @@ def read_libsvm(path, zero_based=False, n_features=None, type_names=("sample", "
         if err in (3, 4) and re.search(r"(^|\s)\S*\|", text):          # 'label [weight] [tag]|namespace feature …'
             why += ("; this looks like Vowpal Wabbit's format ('label | feature …'), which tux2 does not read: "
                     "write 'label index:value …' (libsvm), numbering or hashing the features, or a table")
+        spaced = re.search(r"(?:^|\s)(\d+:[ \t]+[^\s:]+)", text) if err == 6 else None
+        if spaced:          # '1: -0.86': LIBSVM's own reader skips the space, scikit-learn's refuses it
+            why += (f"; {spaced.group(1)!r} has a space after its colon, which the libsvm format does not: write "
+                    "'index:value' (sed 's/: */:/g' joins them)")
         raise InputError(why, path=path, line=err_line, text=text)
     if rows == 0:
         raise InputError("no samples found (the file is empty or has only comments)", path=path)

@@ -224,8 +224,9 @@ def load_edges(path, ids="auto", duplicates="error", base="auto", type_names=("s
     try:
         return _load_edges(path, ids, duplicates, base, type_names, id_maps, values, columns, known, unknown, dense)
     except InputError as e:
-        note = io.quoted_separator(e.text)         # (said once: tux2.io.edge_format's own errors have it)
-        e.args = (f"{e}{note if note not in str(e) else ''}" if note else f"{e}{io.other_format(path, columns)}",)
+        other = io.other_format(path, columns)     # another format (text, libsvm …): no quoting advice
+        note = other or io.quoted_separator(e.text)      # (said once: tux2.io.edge_format's own errors have it)
+        e.args = (f"{e}{note if note not in str(e) else ''}",)
         raise io.as_given(e, path, given) from None
 
 

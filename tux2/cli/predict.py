@@ -301,12 +301,36 @@ def predict_mf(args, model):
         err = g.values - pred
         res.update(rmse=float(np.sqrt(np.mean(err ** 2))) if len(err) else None,
                    mae=float(np.mean(np.abs(err))) if len(err) else None)
+    _foreign_pairs(args, model, g, res)     # (before the metrics line, which stays stderr's last: tail -1 reads it)
     if g.values is not None or g.unknown is not None or g.skipped or args.metrics:     # --metrics: a file, always
         _report(args, res)
     known = res["pairs"] - res.get("unknown_pairs", 0)
     if known == 0 and res["pairs"] + res.get("skipped_unknown", 0) > 0:        # every line: the baseline or skipped
         _none_known(args, g, "pairs a user and an item", model.implicit)
     return 0
+
+
+def _foreign_pairs(args, model, g, res):
+    """Warnings that INPUT's pairs are not the model's data, as its RMSE alone does not say:
+    ratings mostly outside the training range (another data set or column: Last.fm's plays
+    against a MovieLens model gave RMSE 3823 in silence), and COLD_SHARE or more of the
+    pairs with a user or item the model was not trained on (MF.score and 'tux2 run' say so
+    too; none known: ``_none_known``)."""
+    from tux2.estimators.mf import COLD_SHARE
+    lo_hi = getattr(model, "rating_range_", None)
+    if g.values is not None and len(g.values) and lo_hi is not None and not model.implicit:
+        lo, hi = lo_hi
+        w = max(hi - lo, 1.0)
+        v = np.asarray(g.values, np.float64)
+        if np.count_nonzero((v < lo - w) | (v > hi + w)) * 2 > len(v):
+            print(f"tux2: warning: most ratings of {display_name(args.input)} ({np.min(v):g} … {np.max(v):g}, median "
+                  f"{np.median(v):g}) lie outside the model's training ratings ({lo:g} … {hi:g}): another data set, "
+                  "or another column (--columns)?", file=sys.stderr)
+    n, k = res["pairs"] + res.get("skipped_unknown", 0), res.get("unknown_pairs", 0) + res.get("skipped_unknown", 0)
+    if n >= 10 and COLD_SHARE * n <= k < n:          # (all of them: _none_known says which side)
+        print(f"tux2: warning: {k} of the {n} pairs ({k / n:.0%}) have a user or item the model was not trained on, "
+              f"predicted by the baseline ({_baseline('pair', model.implicit)}), not the factors: ids of another "
+              "data set or numbering?", file=sys.stderr)
 
 
 def _below_popular(res, name):

@@ -407,8 +407,9 @@ def refuse_counts(values, source):
         raise InputError(f"the ratings look like counts (plays, clicks: whole numbers from {v.min():g} to "
                          f"{v.max():g}, median {np.median(v):g}), whose few huge values make MF's squared loss "
                          "diverge: give log(1 + count) as the rating (numpy.log1p; for column N of a file, "
-                         "awk '{ $N = log(1 + $N) } 1', with -F'\\t' -v OFS='\\t' for tabs), or train on the "
-                         "counts as implicit feedback (--mode als --implicit)", path=source)
+                         "awk 'NR > 1 || $N ~ /[0-9]/ { $N = log(1 + $N) } 1', which leaves a header line as it is, with "
+                         "-F'\\t' -v OFS='\\t' for tabs, -F, -v OFS=, for commas), or train on the counts as "
+                         "implicit feedback (--mode als --implicit)", path=source)
 
 
 def spread_note(s):
