@@ -1044,9 +1044,14 @@ class GLM(Linear):
     def _original(self, W, s):
         """The trained weights in the data's units: dense columns uncentred (glm.uncentred) and,
         for a squared loss, the targets' scale and mean put back (an FM's V by √σ, its mean
-        in ``offset_``; a GLM's mean in the intercept)."""
+        in ``offset_``; a GLM's mean in the intercept). Softmax's intercepts, which λ leaves free
+        along (1, …, 1) (no probability changes with it; AdaGrad's per-weight steps drift along it),
+        sum to 0, as scikit-learn's."""
         fm = bool(self.factors)
         W = glm.uncentred(W, s.mu, fm)
+        if W is not None and self.loss == "softmax" and self.bias:
+            W = np.array(W, np.float64)
+            W[-1] -= W[-1].mean()
         if W is None or self.loss != "squared":
             return W
         W = np.array(W, np.float64)
