@@ -55,6 +55,8 @@ def test_errors_name_the_problem(tmp_path):
     assert r.returncode == 2 and "at most as many parts as edges" in r.stderr
     r = run_cli("partition", str(ok), "--parts", "2", "-s", "random", "-o", "theta=3")
     assert r.returncode == 2 and "theta" in r.stderr
+    r = run_cli("partition", str(ok), "--parts", "2", "-o", "=3")      # said 'option(s)  are not taken by …'
+    assert r.returncode == 2 and "--option expects KEY=VALUE, got '=3'" in r.stderr, r.stderr
     r = run_cli("partition", str(ok), "--parts", "5", "-s", "grid")
     assert r.returncode == 2
     r = run_cli("partition", str(ok), "--parts", "2", "-s", "grid")

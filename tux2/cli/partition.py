@@ -93,7 +93,7 @@ def _options(pairs, strategies):
     opts = {}
     for pair in pairs:
         k, eq, v = pair.partition("=")
-        if not eq:
+        if not eq or not k.strip():
             raise PartitionError(f"--option expects KEY=VALUE, got {pair!r}")
         opts[k.strip()] = _value(v.strip())
     unused = set(opts).difference(*takes.values())
