@@ -875,6 +875,16 @@ def test_fit_from_python_warns_where_the_cli_prints_a_note(tmp_path):
             assert est.fit(f).history_[-1]["objective"] < math.log(2), est
 
 
+def test_an_fm_whose_factors_start_too_large_is_told_so_not_to_lower_eta():
+    """init_std=1e20 ended at objective ~1e40 with 'lower --eta' (break-it trial)."""
+    import tux2
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 5))
+    with pytest.warns(RuntimeWarning, match="the factors start too large \\(init_std=1e\\+20.*lower init_std=") as w:
+        tux2.FM(init_std=1e20, epochs=1, factors=4).fit(X, (X[:, 0] > 0).astype(int))
+    assert not any("eta" in str(x.message) for x in w)
+
+
 @pytest.mark.slow      # the default suite's heaviest (6-25 s); .ci/run's slow pass runs it
 def test_several_workers_are_told_what_each_round_costs(tmp_path):
     """On several workers a one-step strategy's every mini-batch is a round of messages

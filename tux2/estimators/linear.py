@@ -1289,6 +1289,9 @@ class GLM(Linear):
         what = (f"rose from {first['objective']:.6g} (epoch {first['epoch']}) to" if rose else "ended at") \
             + f" {last['objective']:.6g} (epoch {last['epoch']})" \
             + (f", worse than the {'mean predictor' if self.loss == 'squared' else 'all-zero model'} ({zero:.6g})" if worse else "")
+        if self.factors and self.init_std >= 1.0:       # the factors' start, not the step (--init-std 1e20 said --eta)
+            return [f"  note: the objective {what}: the factors start too large (--init-std {self.init_std:g}, "
+                    f"their standard deviation; the default is {type(self).init_std:g}): lower --init-std"]
         return [f"  note: the objective {what}: the step is too large for these features; lower --eta "
                 f"(now {s.eta})" + (" or use --optimizer adagrad or adam" if self._resolved()[0] == "sgd" else "")
                 + f"; try --eta {s.eta / 10:g}" + scale]
