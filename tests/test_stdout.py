@@ -92,6 +92,9 @@ def test_a_report_to_a_full_standard_output_is_one_error_line(ratings_file, tmp_
     (["partition", "{f}", "-p", "2", "-s", "random"],
      "tux2: error: standard output is closed: tux2 partition prints its reports there (--save DIR writes"),
     (["partition", "{f}", "-p", "2", "-s", "random", "--json"], "tux2 partition prints its reports there"),
+    # a run without --out or --metrics kept nothing (exit 0, everything it printed lost: break-it trial)
+    (["run", "mf", "{f}", "--epochs", "1"], "tux2 run prints its epochs' numbers there: give --out DIR (the model)"),
+    (["run", "mf", "{f}", "--epochs", "1", "--workers", "2"], "or --metrics FILE (one JSON line per epoch)"),
 ])
 def test_a_report_to_a_closed_standard_output_is_an_error(ratings_file, argv, expect):
     p = _start(*[a.format(f=ratings_file) for a in argv], preexec_fn=lambda: os.close(1))

@@ -182,6 +182,10 @@ def add_run_args(p, out_help, unit):
                         "'data.txt'); flags on the command line win")
     add_checkpoint_args(p, unit)
     add_distributed_args(p)
+    # (>&-: a run that keeps nothing else loses all it learned; a launched rank above 0 prints nothing)
+    p.set_defaults(prints=lambda args: None if args.out or args.metrics or args.checkpoint_every or args.rank else
+                   f"tux2 run prints its {unit}s' numbers there: give --out DIR (the model) or --metrics FILE "
+                   f"(one JSON line per {unit}) to keep what the run learns")
 
 
 # flags that may change between a checkpoint and its resumption (and the estimator's _iterations, _resumable)
@@ -330,7 +334,7 @@ def open_transport(args, tiled):
 
 # options that may differ between the workers of one run (paths are per host; the flags given, as values may
 # come from a flag or its default)
-_PER_WORKER = {"func", "argv", "rank", "rendezvous", "bind", "advertise", "curve", "trace", "quiet", "workers",
+_PER_WORKER = {"func", "prints", "argv", "rank", "rendezvous", "bind", "advertise", "curve", "trace", "quiet", "workers",
                "input", "test", "out", "metrics", "checkpoint_dir", "resume", "config", "timeout", "given"}
 
 
