@@ -53,6 +53,16 @@ def write_rows(path, X, y):
     return str(path)
 
 
+# gensim's Lee corpus, shortened: news prose, a document a line, whose quotation runs on into the next
+# paragraph (a line with an odd number of '"'s)
+LEE_PROSE = "\n".join([
+    'Hundreds of people have been forced to vacate their homes, as strong winds today pushed a '
+    'huge bushfire towards the town. "The falls have been quite isolated," she said, "but the rain',
+    'Fire crews say the weather, which had been forecast to ease, will stay hot and dry for days '
+    'to come across the whole of the state and beyond it',
+    '"We are doing everything we can, the commissioner said, to protect every home out there today']) + "\n"
+
+
 def run_cli(*args, timeout=300, env=None, cwd=None):
     """Run the tux2 CLI in a subprocess; return CompletedProcess with text output."""
     return subprocess.run([sys.executable, "-m", "tux2.cli", *args], capture_output=True, text=True,

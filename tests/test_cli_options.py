@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, example, given, settings, strategies as st
 
-from tests.conftest import run_cli
+from tests.conftest import LEE_PROSE, run_cli
 from tux2 import cli
 
 
@@ -573,13 +573,8 @@ def test_mf_given_prose_whose_quotation_runs_on_says_it_is_text(capsys, tmp_path
     into the next paragraph leaves a line with an odd number of '"'s, which the edge reader
     stops on; the error said only 'a quoted field does not close on this line', as for a
     broken CSV, where 'tux2 info' reads the file as text. It now says so and names lda."""
-    lines = ['Hundreds of people have been forced to vacate their homes, as strong winds today pushed a '
-             'huge bushfire towards the town. "The falls have been quite isolated," she said, "but the rain',
-             'Fire crews say the weather, which had been forecast to ease, will stay hot and dry for days '
-             'to come across the whole of the state and beyond it',
-             '"We are doing everything we can, the commissioner said, to protect every home out there today']
     f = tmp_path / "lee.cor"
-    f.write_text("\n".join(lines) + "\n")
+    f.write_text(LEE_PROSE)
     for argv in (("run", "mf", str(f), "--epochs", "1", "--quiet"), ("partition", str(f), "--parts", "2")):
         rc, out, err = _main(capsys, *argv)
         _refused(rc, err, f"{f}:1: ", "it looks like plain text, a corpus for topic models (a document per line): "

@@ -6,7 +6,7 @@ import os
 import numpy as np
 import pytest
 
-from tests.conftest import run_cli
+from tests.conftest import LEE_PROSE, run_cli
 from tux2 import io
 from tux2.errors import InputError
 from tux2.stopwords import ENGLISH
@@ -822,13 +822,8 @@ def test_prose_whose_quotation_runs_on_into_the_next_paragraph_is_text(tmp_path)
     next paragraph leaves a line with an odd number of '"'s; with commas in the text the sniffer
     took it for a comma-separated file and 'tux2 info' and 'tux2 run lda' stopped on 'a quoted
     field does not close on this line'. Prose is text: every line a document."""
-    lines = ['Hundreds of people have been forced to vacate their homes, as strong winds today pushed a '
-             'huge bushfire towards the town. "The falls have been quite isolated," she said, "but the rain',
-             'Fire crews say the weather, which had been forecast to ease, will stay hot and dry for days '
-             'to come across the whole of the state and beyond it',
-             '"We are doing everything we can, the commissioner said, to protect every home out there today']
     path = tmp_path / "lee.cor"
-    path.write_text("\n".join(lines) + "\n")
+    path.write_text(LEE_PROSE)
     assert io.sniff_input(str(path)) == "text"
     r = run_cli("run", "lda", str(path), "--topics", "2", "--iterations", "2", "--out", str(tmp_path / "m"))
     assert r.returncode == 0 and "3 documents" in r.stdout, r.stdout + r.stderr
