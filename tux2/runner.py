@@ -421,7 +421,9 @@ def train(est, data, *, transport=None, partitions=None, threads=None, slack=0, 
         eng = Engine(setup.program, setup.graph, partitions=parts, seed=getattr(est, "seed", 0), transport=transport,
                      slack=slack, threads=threads, straggler=straggler, **setup.engine)
     say(f"  layout + compile {time.perf_counter() - t0:.2f}s{_compiled(compiled.n)}"
-        + (f"; {eng.threads} threads" if eng.threads > 1 else ""))
+        + (f"; {eng.threads} threads" if eng.threads > 1 else "")
+        + (f" on this machine's {cores()} cores: they take turns, no faster than {cores()}" if eng.threads > cores()
+           else ""))
     if threads is not None and eng.threads < threads:
         say(f"  note: {eng.threads} of --threads {threads} used: " + (
             "a stratum has no more tiles per partition" if eng.tiles is not None else
