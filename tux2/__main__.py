@@ -4,4 +4,5 @@ import sys
 
 from tux2.cli import main
 
-sys.exit(main())
+if __name__ == "__main__":          # (imported, as a walk over the package's modules does: nothing runs)
+    sys.exit(main())
