@@ -134,6 +134,11 @@ def write_whole(f, path, data):
         raise write_error(path, e) from None
 
 
+def make_parent(path):
+    """The missing directories above an output file (check_writable has found they can be made)."""
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+
+
 def write_atomic(path, write):
     """``write(file)`` into a temporary name, fsync, rename over ``path``; into ``path`` itself
     when that is no regular file (/dev/null, /dev/stdout, a FIFO): a rename would put

@@ -117,7 +117,8 @@ def load(transport, path, partitions, partitioner="bicut", seed=0, test_path=Non
     if (order == "strata") != (partitioner == "stratified"):
         raise PartitionError("order 'strata' and the 'stratified' partitioner go together")
     rank, world = transport.rank, transport.world
-    refuse_samples_table(read_head(path, "edge list"), path, columns)
+    head = read_head(path, "edge list")
+    refuse_samples_table(head, path, columns)
     s, d, v = read_edge_range(path, rank, world, base="auto", columns=columns)     # ids as written
     has_values = 0 if len(s) == 0 else (1 if v is not None else 2)
     big = np.iinfo(np.int64).max
@@ -125,7 +126,7 @@ def load(transport, path, partitions, partitioner="bicut", seed=0, test_path=Non
                       s.min() if len(s) else big, d.min() if len(d) else big], np.int64)
     allstats = _rows(transport, "ingress-stats", stats)
     # the id base, decided on the whole file as tux2.io.resolve_base does
-    fmt = edge_format(read_head(path, "edge list"), path, columns)
+    fmt = edge_format(head, path, columns)
     if allstats[:, 0].sum():            # (the largest ids as written: the maxima are 1 past them)
         check_matrix_market(fmt, path, int(allstats[:, 0].sum()), *(int(allstats[:, c].max()) - 1 for c in (1, 2)))
     lows = allstats[:, 4:6].min(axis=0)

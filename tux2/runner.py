@@ -257,7 +257,7 @@ def metrics_stream(path, rank, append=False, unit="epoch"):
     if not path or rank != 0:
         yield lambda rec: None
         return
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    files.make_parent(path)
     if append and os.path.isfile(path):       # (not /dev/stdout: nothing to keep there)
         keep = []
         with open(path, "rb") as f:

@@ -111,7 +111,7 @@ def _name(g, side, i):
     return int(i) if m is None else m.tokens[i].item() if m.tokens.dtype.kind in "iu" else str(m.tokens[i])
 
 
-def report_words_table(path, given, args, fmt, hint):
+def report_samples_table(path, given, args, fmt, hint):
     """tux2 info of a ``tables.samples_table``: its samples and columns, what tux2 run lr says of it,
     and how the edge reader (tux2 run mf) would read it."""
     lines = 0
@@ -155,7 +155,7 @@ def info(args):
     if args.format == "auto" and kind == "edges" and args.columns is None and args.label_column is None:
         words = tables.samples_table(io.read_head(path, "input"), path)
         if words is not None:
-            return report_words_table(path, given, args, *words)
+            return report_samples_table(path, given, args, *words)
     keys = io.json_keys(io.read_head(path, "input")) if kind == "text" else None
     if keys is not None:
         raise InputError(io.json_hint(path, keys), path=path)

@@ -73,7 +73,7 @@ def plot(args):
     except ImportError:
         raise Tux2Error("tux2 plot needs matplotlib: pip install 'tux2[plot]' (or pip install matplotlib)") from None
     from matplotlib.backend_bases import FigureCanvasBase
-    from tux2.files import check_writable, write_atomic
+    from tux2.files import check_writable, make_parent, write_atomic
     formats = FigureCanvasBase.get_supported_filetypes()
     if os.path.splitext(args.output)[1][1:].lower() not in formats:
         raise Tux2Error(f"-o {args.output!r}: name an image file ending in one of "
@@ -129,7 +129,7 @@ def plot(args):
         ax.set_visible(False)
     if args.title:
         fig.suptitle(args.title)
-    os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
+    make_parent(args.output)
     try:       # written whole or not at all; a full disk names -o's file, not standard output
         fig.tight_layout()
         kind = os.path.splitext(args.output)[1][1:].lower()

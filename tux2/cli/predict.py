@@ -74,21 +74,15 @@ def _write(path, lines):
             files.stdout_gone()     # what is still buffered goes nowhere, not into another error at exit
             raise Tux2Error(f"cannot write the predictions to standard output: {e.strerror}; give -o FILE") from None
         return
-    _parent(path)
+    files.make_parent(path)      # (as tux2 run's --metrics and tux2 plot's -o)
     files.write_atomic(path, lambda f: f.writelines(line.encode("utf-8") for line in lines))
-
-
-def _parent(path):
-    """The missing directories above an output file, made as tux2 run's --metrics and
-    tux2 plot's -o make them (files.check_writable has found they can be)."""
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
 
 
 def _report(args, res):
     """Metrics: a JSON line on stderr when predictions go to stdout, else on stdout."""
     print(files.json_text(res), file=sys.stdout if args.output else sys.stderr)
     if args.metrics:
-        _parent(args.metrics)
+        files.make_parent(args.metrics)
         files.write_atomic(args.metrics, files.text(files.json_text(res) + "\n"))
 
 
